@@ -1,0 +1,45 @@
+// Lint rules. The important ones keep src/raft/ pure: the consensus core must be a
+// deterministic function of its inputs, so it may not touch I/O, timers, clocks, process
+// state or global randomness. Time is ticks; randomness is a seeded PRNG passed in the config.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+const impureModules = [
+  'fs', 'net', 'tls', 'http', 'https', 'http2', 'dgram', 'dns', 'os', 'crypto', 'child_process',
+  'cluster', 'worker_threads', 'timers', 'timers/promises', 'perf_hooks', 'process', 'readline',
+  'stream', 'events', 'async_hooks', 'vm', 'v8', 'zlib',
+];
+
+export default tseslint.config(
+  { ignores: ['node_modules/**', 'dist/**', 'coverage/**', '.shoal-dev/**', 'sim-failures/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-explicit-any': 'error',
+    },
+  },
+  {
+    files: ['src/raft/**/*.ts'],
+    ignores: ['src/raft/**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [{ group: ['node:*'], message: 'src/raft/ is pure: no Node.js modules.' }],
+        paths: impureModules.map((name) => ({ name, message: 'src/raft/ is pure: no I/O modules.' })),
+      }],
+      'no-restricted-globals': ['error',
+        ...['setTimeout', 'setInterval', 'setImmediate', 'clearTimeout', 'clearInterval', 'clearImmediate',
+          'queueMicrotask', 'process', 'Buffer', 'performance', 'fetch', 'globalThis', 'global', 'window',
+          'crypto', 'console', 'Date', 'require']
+          .map((name) => ({ name, message: `src/raft/ is pure: '${name}' is I/O, time or global state.` })),
+      ],
+      'no-restricted-properties': ['error',
+        { object: 'Math', property: 'random', message: 'Use the seeded PRNG from the config.' },
+      ],
+      'no-restricted-syntax': ['error',
+        { selector: 'ImportExpression', message: 'src/raft/ is pure: no dynamic imports.' },
+      ],
+    },
+  },
+);

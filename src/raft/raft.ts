@@ -1,0 +1,909 @@
+// The Raft state machine. Input arrives only through step() and tick(); output accumulates in
+// `msgs` and `readStates` and in the log's unstable tail, and RawNode hands it out as a Ready.
+//
+// Each role is a step function and a tick function swapped in by becomeFollower,
+// becomeCandidate, becomePreCandidate and becomeLeader.
+
+import { assert } from './assert.ts';
+import { changeConfig, ConfChangeError, isLeaveJoint } from './confchange.ts';
+import { RaftLog } from './log.ts';
+import { Progress } from './progress.ts';
+import { ReadOnly } from './read-only.ts';
+import { CompactedError, SnapshotUnavailableError, type LogStorage } from './storage.ts';
+import { configFromConfState, isJoint, isVoter, ProgressTracker } from './tracker.ts';
+import {
+  NONE,
+  type ConfChange, type Config, type DropReason, type Entry, type HardState, type Logger, type Message,
+  type MessageType, type NodeId, type Prng, type ReadState, type Role, type Snapshot, type SoftState,
+} from './types.ts';
+import { payloadBytes } from './util.ts';
+
+/** Context of a vote request sent on a leadership transfer: it may break a follower's lease. */
+const transferContext = 'transfer';
+const readRequestsMax = 4096;
+
+const silentLogger: Logger = { debug: () => {}, info: () => {}, warn: () => {} };
+
+type StepFn = (m: Message) => DropReason | null;
+type CampaignType = 'preElection' | 'election' | 'transfer';
+
+/** Builds a message with empty defaults for the fields a type does not use. */
+export function message(fields: Partial<Message> & { type: MessageType }): Message {
+  return {
+    from: NONE, to: NONE, term: 0, logTerm: 0, index: 0, entries: [], commit: 0,
+    reject: false, rejectHint: 0, ...fields,
+  };
+}
+
+const localMessages: ReadonlySet<MessageType> = new Set(['hup', 'beat', 'checkQuorum', 'unreachable', 'snapStatus']);
+export const isLocalMessage = (t: MessageType): boolean => localMessages.has(t);
+
+function voteRespType(t: MessageType): MessageType {
+  return t === 'vote' ? 'voteResp' : 'preVoteResp';
+}
+
+export class Raft {
+  readonly id: NodeId;
+  term = 0;
+  vote: NodeId = NONE;
+  lead: NodeId = NONE;
+  role: Role = 'follower';
+  readonly log: RaftLog;
+  readonly tracker: ProgressTracker;
+  /** Not a voter in the current configuration (a learner, or removed). */
+  isLearner = false;
+  msgs: Message[] = [];
+  readStates: ReadState[] = [];
+  /** Target of a leadership transfer in progress; NONE if none. */
+  leadTransferee: NodeId = NONE;
+  /** A conf change at an index above `applied` is in the log; only one may be pending. */
+  pendingConfIndex = 0;
+  private uncommittedBytes = 0;
+  private readOnly = new ReadOnly(readRequestsMax);
+  /** Reads that arrived before this leader committed an entry of its own term. */
+  private pendingReads: Message[] = [];
+
+  electionElapsed = 0;
+  private heartbeatElapsed = 0;
+  private randomizedElectionTimeout = 0;
+  readonly electionTimeout: number;
+  readonly heartbeatTimeout: number;
+  private readonly prng: Prng;
+  private readonly checkQuorum: boolean;
+  private readonly preVote: boolean;
+  private readonly disableProposalForwarding: boolean;
+  private readonly appendBytesMax: number;
+  private readonly uncommittedBytesMax: number;
+  readonly logger: Logger;
+
+  private stepRole: StepFn = (m) => this.stepFollower(m);
+  private tickRole: () => void = () => this.tickElection();
+
+  constructor(config: Config, storage: LogStorage) {
+    this.id = config.id;
+    assert(this.id !== NONE, 'config.id must not be empty');
+    this.electionTimeout = config.electionTimeoutTicks ?? 10;
+    this.heartbeatTimeout = config.heartbeatIntervalTicks ?? 1;
+    assert(this.heartbeatTimeout > 0, 'heartbeatIntervalTicks must be positive');
+    assert(this.electionTimeout > this.heartbeatTimeout, 'electionTimeoutTicks must exceed heartbeatIntervalTicks');
+    this.prng = config.prng;
+    this.checkQuorum = config.checkQuorum ?? true;
+    this.preVote = config.preVote ?? true;
+    this.disableProposalForwarding = config.disableProposalForwarding ?? false;
+    this.appendBytesMax = config.appendBytesMax ?? 1024 * 1024;
+    this.uncommittedBytesMax = config.uncommittedBytesMax ?? 64 * 1024 * 1024;
+    this.logger = config.logger ?? silentLogger;
+    this.log = new RaftLog(storage, config.committedBytesMax ?? Number.MAX_SAFE_INTEGER);
+    this.tracker = new ProgressTracker(config.appendsInflightMax ?? 256);
+
+    const { hardState, confState } = storage.initialState();
+    this.restoreConfig(configFromConfState(confState));
+    if (hardState.term !== 0 || hardState.vote !== NONE || hardState.commit !== 0) this.loadHardState(hardState);
+    if (config.applied !== undefined && config.applied > 0) this.log.appliedTo(config.applied);
+    this.becomeFollower(this.term, NONE);
+  }
+
+  // ---- state ------------------------------------------------------------------------------
+
+  hardState(): HardState {
+    return { term: this.term, vote: this.vote, commit: this.log.committed };
+  }
+
+  softState(): SoftState {
+    return { leader: this.lead, role: this.role };
+  }
+
+  private loadHardState(hs: HardState): void {
+    assert(hs.commit >= this.log.committed && hs.commit <= this.log.lastIndex(),
+      `hard state commit ${hs.commit} outside [${this.log.committed}, ${this.log.lastIndex()}]`);
+    this.log.committed = hs.commit;
+    this.term = hs.term;
+    this.vote = hs.vote;
+  }
+
+  /** Promotable: may campaign. A learner, a removed node or one applying a snapshot may not. */
+  promotable(): boolean {
+    const pr = this.tracker.progress.get(this.id);
+    return pr !== undefined && !pr.learner && isVoter(this.tracker.config, this.id) && !this.log.hasPendingSnapshot();
+  }
+
+  private checkInvariants(): void {
+    const { applied, committed } = this.log;
+    assert(applied <= committed, `applied ${applied} > committed ${committed}`);
+    assert(committed <= this.log.lastIndex(), `committed ${committed} > last index ${this.log.lastIndex()}`);
+  }
+
+  // ---- role transitions -------------------------------------------------------------------
+
+  private reset(term: number): void {
+    if (this.term !== term) {
+      assert(term > this.term, `term must not decrease (${this.term} -> ${term})`);
+      this.term = term;
+      this.vote = NONE;
+    }
+    this.lead = NONE;
+    this.electionElapsed = 0;
+    this.heartbeatElapsed = 0;
+    this.resetRandomizedElectionTimeout();
+    this.abortLeaderTransfer();
+    this.tracker.resetVotes();
+    const last = this.log.lastIndex();
+    for (const [id, old] of this.tracker.progress) {
+      const pr = new Progress(last + 1, this.tracker.inflightMax, old.learner);
+      if (id === this.id) pr.match = last;
+      this.tracker.progress.set(id, pr);
+    }
+    this.pendingConfIndex = 0;
+    this.uncommittedBytes = 0;
+    this.readOnly = new ReadOnly(readRequestsMax);
+    this.pendingReads = [];
+  }
+
+  becomeFollower(term: number, lead: NodeId): void {
+    this.stepRole = (m) => this.stepFollower(m);
+    this.reset(term);
+    this.tickRole = () => this.tickElection();
+    this.lead = lead;
+    this.role = 'follower';
+  }
+
+  becomeCandidate(): void {
+    assert(this.role !== 'leader', 'invalid transition leader -> candidate');
+    this.stepRole = (m) => this.stepCandidate(m);
+    this.reset(this.term + 1);
+    this.tickRole = () => this.tickElection();
+    this.setVote(this.id);
+    this.role = 'candidate';
+  }
+
+  becomePreCandidate(): void {
+    assert(this.role !== 'leader', 'invalid transition leader -> preCandidate');
+    // A pre-candidate changes neither term nor vote: it only asks whether it could win.
+    this.stepRole = (m) => this.stepCandidate(m);
+    this.tracker.resetVotes();
+    this.tickRole = () => this.tickElection();
+    this.lead = NONE;
+    this.role = 'preCandidate';
+  }
+
+  becomeLeader(): void {
+    assert(this.role !== 'follower', 'invalid transition follower -> leader');
+    this.stepRole = (m) => this.stepLeader(m);
+    this.reset(this.term);
+    this.tickRole = () => this.tickHeartbeat();
+    this.lead = this.id;
+    this.role = 'leader';
+    const self = this.tracker.progress.get(this.id);
+    assert(self !== undefined, 'leader has progress for itself');
+    self.becomeReplicate();
+    self.recentActive = true;
+    // Conservatively assume the log holds an unapplied conf change: no new one until applied.
+    this.pendingConfIndex = this.log.lastIndex();
+    // The no-op of the new term: committing it commits everything before it (Figure 8).
+    const ok = this.appendEntries([{ kind: 'normal', term: 0, index: 0, data: new Uint8Array(0) }]);
+    assert(ok, 'the no-op entry is never refused');
+    this.logger.info(`${this.id} became leader at term ${this.term}`);
+  }
+
+  private setVote(id: NodeId): void {
+    assert(this.vote === NONE || this.vote === id, `one vote per term: ${this.id} voted ${this.vote} in term ${this.term}, now ${id}`);
+    this.vote = id;
+  }
+
+  private resetRandomizedElectionTimeout(): void {
+    this.randomizedElectionTimeout = this.electionTimeout + this.prng.nextInt(this.electionTimeout);
+  }
+
+  pastElectionTimeout(): boolean {
+    return this.electionElapsed >= this.randomizedElectionTimeout;
+  }
+
+  // ---- ticks ------------------------------------------------------------------------------
+
+  tick(): void {
+    this.tickRole();
+  }
+
+  private tickElection(): void {
+    this.electionElapsed++;
+    if (this.promotable() && this.pastElectionTimeout()) {
+      this.electionElapsed = 0;
+      this.step(message({ type: 'hup', from: this.id }));
+    }
+  }
+
+  private tickHeartbeat(): void {
+    this.heartbeatElapsed++;
+    this.electionElapsed++;
+    if (this.electionElapsed >= this.electionTimeout) {
+      this.electionElapsed = 0;
+      if (this.checkQuorum) this.step(message({ type: 'checkQuorum', from: this.id }));
+      if (this.role === 'leader' && this.leadTransferee !== NONE) this.abortLeaderTransfer();
+      if (this.role === 'leader') this.maybeHandOffLeadership();
+    }
+    if (this.role !== 'leader') return;
+    if (this.heartbeatElapsed >= this.heartbeatTimeout) {
+      this.heartbeatElapsed = 0;
+      this.step(message({ type: 'beat', from: this.id }));
+    }
+  }
+
+  // ---- step: term checks common to all roles ----------------------------------------------
+
+  /** Feeds one message to the state machine. Returns why a proposal/read was refused, if so. */
+  step(m: Message): DropReason | null {
+    this.checkInvariants();
+    const termBefore = this.term;
+    const result = this.stepInner(m);
+    assert(this.term >= termBefore, `term decreased from ${termBefore} to ${this.term}`);
+    this.checkInvariants();
+    return result;
+  }
+
+  private stepInner(m: Message): DropReason | null {
+    if (m.term > this.term) {
+      if (!this.stepHigherTerm(m)) return null;
+    } else if (m.term !== 0 && m.term < this.term) {
+      this.stepLowerTerm(m);
+      return null;
+    }
+    switch (m.type) {
+      case 'hup':
+        this.hup(this.preVote ? 'preElection' : 'election');
+        return null;
+      case 'vote':
+      case 'preVote':
+        this.handleVoteRequest(m);
+        return null;
+      default:
+        return this.stepRole(m);
+    }
+  }
+
+  /** A message from a newer term. Returns whether to go on processing it. */
+  private stepHigherTerm(m: Message): boolean {
+    if (m.type === 'vote' || m.type === 'preVote') {
+      const force = m.context === transferContext;
+      const inLease = this.checkQuorum && this.lead !== NONE && this.electionElapsed < this.electionTimeout;
+      // A follower that hears from a live leader ignores candidates: this is what keeps a node
+      // returning from a partition from deposing a healthy leader.
+      if (!force && inLease) return false;
+    }
+    if (m.type === 'preVote') return true; // a pre-vote never changes our term
+    if (m.type === 'preVoteResp' && !m.reject) return true; // the term is raised on winning
+    const leader = m.type === 'app' || m.type === 'heartbeat' || m.type === 'snap' ? m.from : NONE;
+    this.becomeFollower(m.term, leader);
+    return true;
+  }
+
+  private stepLowerTerm(m: Message): void {
+    if ((this.checkQuorum || this.preVote) && (m.type === 'heartbeat' || m.type === 'app')) {
+      // A stale leader (e.g. back from a partition) learns the new term and steps down. Without
+      // this answer, with PreVote, it could keep the others from ever electing a leader.
+      this.send(message({ type: 'appResp', to: m.from }));
+    } else if (m.type === 'preVote') {
+      this.send(message({ type: 'preVoteResp', to: m.from, term: this.term, reject: true }));
+    }
+    // Anything else from an older term is ignored.
+  }
+
+  private handleVoteRequest(m: Message): void {
+    const canVote =
+      this.vote === m.from ||
+      (this.vote === NONE && this.lead === NONE) ||
+      (m.type === 'preVote' && m.term > this.term);
+    const upToDate = this.log.isUpToDate(m.index, m.logTerm);
+    if (canVote && upToDate) {
+      // A grant carries the candidate's term, so a pre-vote grant is not taken for stale.
+      this.send(message({ type: voteRespType(m.type), to: m.from, term: m.term }));
+      if (m.type === 'vote') {
+        this.electionElapsed = 0;
+        this.setVote(m.from);
+      }
+    } else {
+      this.send(message({ type: voteRespType(m.type), to: m.from, term: this.term, reject: true }));
+    }
+  }
+
+  // ---- elections --------------------------------------------------------------------------
+
+  private hup(t: CampaignType): void {
+    if (this.role === 'leader') return;
+    if (!this.promotable()) return;
+    if (this.hasUnappliedConfChanges()) {
+      this.logger.warn(`${this.id} cannot campaign at term ${this.term}: committed conf changes are not applied yet`);
+      return;
+    }
+    this.campaign(t);
+  }
+
+  private hasUnappliedConfChanges(): boolean {
+    if (this.log.applied >= this.log.committed) return false;
+    const ents = this.log.slice(this.log.applied + 1, this.log.committed + 1, Number.MAX_SAFE_INTEGER);
+    return ents.some((e) => e.kind === 'conf');
+  }
+
+  private campaign(t: CampaignType): void {
+    let term: number;
+    let type: MessageType;
+    if (t === 'preElection') {
+      this.becomePreCandidate();
+      type = 'preVote';
+      term = this.term + 1; // the term we would campaign in
+    } else {
+      this.becomeCandidate();
+      type = 'vote';
+      term = this.term;
+    }
+    if (this.poll(this.id, true) === 'won') {
+      // A single-voter cluster wins at once.
+      if (t === 'preElection') this.campaign('election');
+      else this.becomeLeader();
+      return;
+    }
+    const context = t === 'transfer' ? transferContext : undefined;
+    for (const id of this.tracker.voterIds()) {
+      if (id === this.id) continue;
+      this.send(message({
+        type, to: id, term, index: this.log.lastIndex(), logTerm: this.log.lastTerm(), ...(context ? { context } : {}),
+      }));
+    }
+  }
+
+  private poll(id: NodeId, granted: boolean): 'won' | 'lost' | 'pending' {
+    this.tracker.recordVote(id, granted);
+    return this.tracker.tallyVotes().result;
+  }
+
+  // ---- candidate --------------------------------------------------------------------------
+
+  private stepCandidate(m: Message): DropReason | null {
+    const myVoteResp: MessageType = this.role === 'preCandidate' ? 'preVoteResp' : 'voteResp';
+    switch (m.type) {
+      case 'prop':
+        return 'noLeader';
+      case 'readIndex':
+        return 'noLeader';
+      case 'transferLeader':
+        return 'noLeader';
+      case 'app':
+        this.becomeFollower(m.term, m.from);
+        this.handleAppendEntries(m);
+        return null;
+      case 'heartbeat':
+        this.becomeFollower(m.term, m.from);
+        this.handleHeartbeat(m);
+        return null;
+      case 'snap':
+        this.becomeFollower(m.term, m.from);
+        this.handleSnapshot(m);
+        return null;
+      case 'voteResp':
+      case 'preVoteResp': {
+        if (m.type !== myVoteResp) return null;
+        const result = this.poll(m.from, !m.reject);
+        if (result === 'won') {
+          if (this.role === 'preCandidate') this.campaign('election');
+          else {
+            this.becomeLeader();
+            this.bcastAppend();
+          }
+        } else if (result === 'lost') {
+          this.becomeFollower(this.term, NONE);
+        }
+        return null;
+      }
+      default:
+        return null; // timeoutNow and the rest mean nothing to a candidate
+    }
+  }
+
+  // ---- follower ---------------------------------------------------------------------------
+
+  private stepFollower(m: Message): DropReason | null {
+    switch (m.type) {
+      case 'prop':
+        if (this.lead === NONE) return 'noLeader';
+        if (this.disableProposalForwarding) return 'forwardingDisabled';
+        this.send({ ...m, to: this.lead, term: 0 });
+        return null;
+      case 'app':
+        this.electionElapsed = 0;
+        this.lead = m.from;
+        this.handleAppendEntries(m);
+        return null;
+      case 'heartbeat':
+        this.electionElapsed = 0;
+        this.lead = m.from;
+        this.handleHeartbeat(m);
+        return null;
+      case 'snap':
+        this.electionElapsed = 0;
+        this.lead = m.from;
+        this.handleSnapshot(m);
+        return null;
+      case 'transferLeader':
+      case 'readIndex':
+        if (this.lead === NONE) return 'noLeader';
+        this.send({ ...m, to: this.lead, term: 0 });
+        return null;
+      case 'timeoutNow':
+        // Campaign at once, skipping PreVote: the leader asked us to take over.
+        this.hup('transfer');
+        return null;
+      case 'readIndexResp':
+        this.readStates.push({ index: m.index, context: m.context ?? '' });
+        return null;
+      default:
+        return null;
+    }
+  }
+
+  private handleAppendEntries(m: Message): void {
+    if (m.index < this.log.committed) {
+      this.send(message({ type: 'appResp', to: m.from, index: this.log.committed }));
+      return;
+    }
+    const lastNew = this.log.maybeAppend(m.index, m.logTerm, m.commit, m.entries);
+    if (lastNew !== undefined) {
+      this.send(message({ type: 'appResp', to: m.from, index: lastNew }));
+      return;
+    }
+    // Reject with a hint: the last index at or below m.index whose term is at most m.logTerm.
+    // The leader resumes from there, skipping a whole conflicting term per round trip.
+    const hint = this.log.findConflictByTerm(Math.min(m.index, this.log.lastIndex()), m.logTerm);
+    this.send(message({ type: 'appResp', to: m.from, index: m.index, reject: true, rejectHint: hint.index, logTerm: hint.term }));
+  }
+
+  private handleHeartbeat(m: Message): void {
+    this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
+    this.send(message({ type: 'heartbeatResp', to: m.from, ...(m.context !== undefined ? { context: m.context } : {}) }));
+  }
+
+  private handleSnapshot(m: Message): void {
+    const snap = m.snapshot;
+    assert(snap !== undefined, 'snap message carries a snapshot');
+    if (this.restore(snap)) {
+      this.send(message({ type: 'appResp', to: m.from, index: this.log.lastIndex() }));
+    } else {
+      this.send(message({ type: 'appResp', to: m.from, index: this.log.committed }));
+    }
+  }
+
+  /** Replaces the log and membership with a snapshot. Returns false if it is not newer. */
+  private restore(snap: Snapshot): boolean {
+    if (snap.meta.index <= this.log.committed) return false;
+    assert(this.role === 'follower', `restore snapshot as ${this.role}`);
+    const cs = snap.meta.confState;
+    const member = [...cs.voters, ...cs.votersOutgoing, ...cs.learners, ...cs.learnersNext].includes(this.id);
+    if (!member) {
+      this.logger.warn(`${this.id} ignores snapshot ${snap.meta.index}: not a member of its configuration`);
+      return false;
+    }
+    if (this.log.matchTerm(snap.meta.index, snap.meta.term)) {
+      // We have the snapshot's last entry: the log up to there is the leader's; just commit.
+      this.log.commitTo(snap.meta.index);
+      return false;
+    }
+    this.log.restore(snap);
+    this.restoreConfig(configFromConfState(cs));
+    this.logger.info(`${this.id} restored snapshot at index ${snap.meta.index}, term ${snap.meta.term}`);
+    return true;
+  }
+
+  private restoreConfig(config: ReturnType<typeof configFromConfState>): void {
+    const prs = new Map<NodeId, Progress>();
+    const next = this.log.lastIndex() + 1;
+    const learners = new Set([...config.learners]);
+    for (const id of [...config.voters.incoming, ...config.voters.outgoing, ...config.learners, ...config.learnersNext]) {
+      if (!prs.has(id)) prs.set(id, new Progress(next, this.tracker.inflightMax, learners.has(id)));
+    }
+    this.tracker.setConfig(config, prs);
+    this.isLearner = !isVoter(config, this.id);
+  }
+
+  // ---- leader -----------------------------------------------------------------------------
+
+  private stepLeader(m: Message): DropReason | null {
+    switch (m.type) {
+      case 'beat':
+        this.bcastHeartbeat();
+        return null;
+      case 'checkQuorum':
+        this.checkQuorumActive();
+        return null;
+      case 'prop':
+        return this.handleProposal(m);
+      case 'readIndex':
+        return this.handleReadIndex(m);
+      case 'transferLeader':
+        this.handleTransferLeader(m);
+        return null;
+      default:
+        break;
+    }
+    const pr = this.tracker.progress.get(m.from);
+    if (pr === undefined) return null; // not a member (any more)
+    switch (m.type) {
+      case 'appResp':
+        this.handleAppendResponse(m, pr);
+        break;
+      case 'heartbeatResp':
+        this.handleHeartbeatResponse(m, pr);
+        break;
+      case 'snapStatus':
+        if (pr.state !== 'snapshot') break;
+        if (m.reject) pr.pendingSnapshot = 0;
+        // Either way, wait for the next heartbeat answer before probing again.
+        pr.becomeProbe();
+        pr.probeSent = true;
+        break;
+      case 'unreachable':
+        if (pr.state === 'replicate') pr.becomeProbe();
+        break;
+      default:
+        break;
+    }
+    return null;
+  }
+
+  private checkQuorumActive(): void {
+    if (!this.tracker.quorumActive(this.id)) {
+      this.logger.warn(`${this.id} stepped down at term ${this.term}: no quorum heard within an election timeout`);
+      this.becomeFollower(this.term, NONE);
+    }
+    for (const [id, pr] of this.tracker.progress) {
+      if (id === this.id) continue;
+      pr.recentActive = false;
+      // A snapshot unanswered for a whole round was probably lost; probe again.
+      if (pr.state === 'snapshot') {
+        if (pr.snapshotStale) pr.becomeProbe();
+        else pr.snapshotStale = true;
+      }
+    }
+  }
+
+  private handleProposal(m: Message): DropReason | null {
+    assert(m.entries.length > 0, 'a proposal carries entries');
+    if (!this.tracker.progress.has(this.id) || this.isLearner) return 'removed';
+    if (this.leadTransferee !== NONE) return 'transferInProgress';
+    for (let i = 0; i < m.entries.length; i++) {
+      const e = m.entries[i] as Entry;
+      if (e.kind !== 'conf') continue;
+      const refused = this.checkConfChange(e.change);
+      if (refused !== null) return refused;
+      this.pendingConfIndex = this.log.lastIndex() + i + 1;
+    }
+    if (!this.appendEntries(m.entries)) return 'uncommittedLimit';
+    this.bcastAppend();
+    return null;
+  }
+
+  private checkConfChange(cc: ConfChange): DropReason | null {
+    if (this.pendingConfIndex > this.log.applied) return 'confChangePending';
+    try {
+      changeConfig(this.tracker.config, this.tracker.progress, cc, { lastIndex: this.log.lastIndex(), inflightMax: this.tracker.inflightMax });
+      return null;
+    } catch (err) {
+      if (err instanceof ConfChangeError) {
+        this.logger.warn(`${this.id} refused conf change: ${err.message}`);
+        return isJoint(this.tracker.config) && !isLeaveJoint(cc) ? 'confChangePending' : 'invalidConfChange';
+      }
+      throw err;
+    }
+  }
+
+  private handleAppendResponse(m: Message, pr: Progress): void {
+    pr.recentActive = true;
+    if (m.reject) {
+      let probe = m.rejectHint;
+      if (m.logTerm > 0) probe = this.log.findConflictByTerm(m.rejectHint, m.logTerm).index;
+      if (pr.maybeDecrTo(m.index, probe)) {
+        if (pr.state === 'replicate') pr.becomeProbe();
+        this.sendAppend(m.from);
+      }
+      return;
+    }
+    const wasPaused = pr.isPaused();
+    if (!pr.maybeUpdate(m.index)) return;
+    if (pr.state === 'probe') {
+      pr.becomeReplicate();
+    } else if (pr.state === 'snapshot' && pr.match + 1 >= this.log.firstIndex()) {
+      // The follower caught up through the snapshot: the log can take it from here.
+      pr.becomeProbe();
+      pr.becomeReplicate();
+    } else if (pr.state === 'replicate') {
+      pr.inflights.freeLE(m.index);
+    }
+    if (this.maybeCommit()) {
+      this.releasePendingReads();
+      this.bcastAppend();
+    } else if (wasPaused) {
+      this.sendAppend(m.from);
+    }
+    // Keep the pipeline full while the window allows.
+    while (this.maybeSendAppend(m.from, false)) { /* send more */ }
+    if (m.from === this.leadTransferee && pr.match === this.log.lastIndex()) {
+      this.logger.info(`${this.id} sends timeoutNow to ${m.from}: it has caught up`);
+      this.send(message({ type: 'timeoutNow', to: m.from }));
+    }
+  }
+
+  private handleHeartbeatResponse(m: Message, pr: Progress): void {
+    pr.recentActive = true;
+    pr.probeSent = false;
+    // An append or its answer was lost while the window was full: let one more go.
+    if (pr.state === 'replicate' && pr.inflights.full()) pr.inflights.freeFirstOne();
+    if (pr.match < this.log.lastIndex() || pr.state === 'probe') this.sendAppend(m.from);
+    if (m.context === undefined) return;
+    const acks = this.readOnly.recvAck(m.from, m.context);
+    if (acks === undefined) return;
+    const granted = new Map<NodeId, boolean>();
+    for (const id of acks) granted.set(id, true);
+    if (!this.quorumOf(granted)) return;
+    for (const req of this.readOnly.advance(m.context)) this.respondToRead(req.from, req.context, req.index);
+  }
+
+  private quorumOf(granted: ReadonlyMap<NodeId, boolean>): boolean {
+    const voters = this.tracker.voters;
+    const count = (set: ReadonlySet<NodeId>): boolean => {
+      if (set.size === 0) return true;
+      let n = 0;
+      for (const id of set) if (granted.get(id)) n++;
+      return n >= Math.floor(set.size / 2) + 1;
+    };
+    return count(voters.incoming) && count(voters.outgoing);
+  }
+
+  private handleReadIndex(m: Message): DropReason | null {
+    if (this.tracker.isSingleton()) {
+      this.respondToRead(m.from, m.context ?? '', this.log.committed);
+      return null;
+    }
+    // Until an entry of this term commits, the leader may not know the full commit index.
+    if (!this.committedEntryInCurrentTerm()) {
+      if (this.pendingReads.length >= readRequestsMax) return 'uncommittedLimit';
+      this.pendingReads.push(m);
+      return null;
+    }
+    return this.startRead(m);
+  }
+
+  private startRead(m: Message): DropReason | null {
+    if (this.readOnly.full()) return 'uncommittedLimit';
+    const key = this.readOnly.add(this.log.committed, m.from, m.context ?? '');
+    this.readOnly.recvAck(this.id, key);
+    this.bcastHeartbeat(key);
+    return null;
+  }
+
+  private committedEntryInCurrentTerm(): boolean {
+    return this.log.termOrUndefined(this.log.committed) === this.term;
+  }
+
+  private releasePendingReads(): void {
+    if (this.pendingReads.length === 0 || !this.committedEntryInCurrentTerm()) return;
+    const reads = this.pendingReads;
+    this.pendingReads = [];
+    for (const m of reads) this.startRead(m);
+  }
+
+  private respondToRead(from: NodeId, context: string, index: number): void {
+    if (from === this.id || from === NONE) {
+      this.readStates.push({ index, context });
+    } else {
+      this.send(message({ type: 'readIndexResp', to: from, index, context }));
+    }
+  }
+
+  private handleTransferLeader(m: Message): void {
+    const target = m.from;
+    const pr = this.tracker.progress.get(target);
+    if (pr === undefined || pr.learner || !isVoter(this.tracker.config, target)) {
+      this.logger.warn(`${this.id} ignores transfer to ${target}: not a voter`);
+      return;
+    }
+    if (this.leadTransferee !== NONE) {
+      if (this.leadTransferee === target) return;
+      this.abortLeaderTransfer();
+    }
+    if (target === this.id) return;
+    this.startTransfer(target, pr);
+  }
+
+  private startTransfer(target: NodeId, pr: Progress): void {
+    // The transfer must finish within an election timeout, or it is aborted.
+    this.electionElapsed = 0;
+    this.leadTransferee = target;
+    if (pr.match === this.log.lastIndex()) {
+      this.send(message({ type: 'timeoutNow', to: target }));
+    } else {
+      this.sendAppend(target);
+    }
+  }
+
+  abortLeaderTransfer(): void {
+    this.leadTransferee = NONE;
+  }
+
+  /**
+   * A leader that is no longer a voter (removed, or demoted to learner) hands leadership to the
+   * most up-to-date voter rather than lingering as the leader of a cluster it is not part of.
+   */
+  private maybeHandOffLeadership(): void {
+    if (this.role !== 'leader' || !this.isLearner || this.leadTransferee !== NONE) return;
+    if (isJoint(this.tracker.config)) return; // still counted in the outgoing half until the leave commits
+    let best: NodeId = NONE;
+    let bestMatch = -1;
+    for (const id of this.tracker.voterIds()) {
+      const pr = this.tracker.progress.get(id);
+      if (id === this.id || pr === undefined) continue;
+      if (pr.match > bestMatch) {
+        best = id;
+        bestMatch = pr.match;
+      }
+    }
+    const pr = this.tracker.progress.get(best);
+    if (pr === undefined) return;
+    this.logger.info(`${this.id} is no longer a voter; handing leadership to ${best}`);
+    this.startTransfer(best, pr);
+  }
+
+  // ---- sending ----------------------------------------------------------------------------
+
+  private send(m: Message): void {
+    if (m.from === NONE) m.from = this.id;
+    if (m.type === 'vote' || m.type === 'voteResp' || m.type === 'preVote' || m.type === 'preVoteResp') {
+      // Vote messages carry the term they are about; it was set by the caller.
+      assert(m.term !== 0, `${m.type} must carry a term`);
+    } else if (m.type === 'prop' || m.type === 'readIndex' || m.type === 'transferLeader') {
+      // Forwarded requests are not tied to a term: the leader judges them in its own.
+      m.term = 0;
+    } else {
+      m.term = this.term;
+    }
+    this.msgs.push(m);
+  }
+
+  sendAppend(to: NodeId): void {
+    this.maybeSendAppend(to, true);
+  }
+
+  /** Sends an append (or a snapshot) to `to` if its progress allows. Returns whether it did. */
+  maybeSendAppend(to: NodeId, sendIfEmpty: boolean): boolean {
+    const pr = this.tracker.progress.get(to);
+    if (pr === undefined || pr.isPaused()) return false;
+    const prevIndex = pr.next - 1;
+    let prevTerm: number;
+    let entries: Entry[];
+    try {
+      prevTerm = this.log.term(prevIndex);
+      entries = this.log.entries(pr.next, this.appendBytesMax);
+    } catch (err) {
+      if (err instanceof CompactedError || err instanceof SnapshotUnavailableError) return this.maybeSendSnapshot(to, pr);
+      throw err;
+    }
+    if (entries.length === 0 && !sendIfEmpty) return false;
+    this.send(message({ type: 'app', to, index: prevIndex, logTerm: prevTerm, entries, commit: this.log.committed }));
+    const last = entries[entries.length - 1];
+    pr.sentEntries(entries.length, last === undefined ? prevIndex : last.index);
+    return true;
+  }
+
+  private maybeSendSnapshot(to: NodeId, pr: Progress): boolean {
+    if (!pr.recentActive) return false;
+    let snap: Snapshot;
+    try {
+      snap = this.log.snapshot();
+    } catch (err) {
+      if (err instanceof SnapshotUnavailableError) return false;
+      throw err;
+    }
+    assert(snap.meta.index > 0, 'a compacted log has a snapshot');
+    pr.becomeSnapshot(snap.meta.index);
+    this.logger.info(`${this.id} sends snapshot ${snap.meta.index} to ${to}`);
+    this.send(message({ type: 'snap', to, snapshot: snap }));
+    return true;
+  }
+
+  private sendHeartbeat(to: NodeId, context: string | undefined): void {
+    const pr = this.tracker.progress.get(to);
+    // Never tell a follower to commit past what it is known to hold.
+    const commit = Math.min(pr?.match ?? 0, this.log.committed);
+    this.send(message({ type: 'heartbeat', to, commit, ...(context !== undefined ? { context } : {}) }));
+  }
+
+  bcastAppend(): void {
+    for (const id of this.tracker.ids()) if (id !== this.id) this.sendAppend(id);
+  }
+
+  private bcastHeartbeat(context?: string): void {
+    const ctx = context ?? this.readOnly.lastPendingKey();
+    for (const id of this.tracker.ids()) if (id !== this.id) this.sendHeartbeat(id, ctx);
+  }
+
+  // ---- log --------------------------------------------------------------------------------
+
+  /** Appends entries of the current term to the leader's log. False if over the uncommitted limit. */
+  private appendEntries(ents: readonly Entry[]): boolean {
+    let last = this.log.lastIndex();
+    const stamped = ents.map((e) => ({ ...e, term: this.term, index: ++last }));
+    const bytes = payloadBytes(stamped);
+    if (this.uncommittedBytes > 0 && bytes > 0 && this.uncommittedBytes + bytes > this.uncommittedBytesMax) return false;
+    this.uncommittedBytes += bytes;
+    const li = this.log.append(stamped);
+    this.tracker.progress.get(this.id)?.maybeUpdate(li);
+    this.maybeCommit();
+    return true;
+  }
+
+  private maybeCommit(): boolean {
+    return this.log.maybeCommit(this.tracker.committed(), this.term);
+  }
+
+  /** Called as committed entries are applied: they no longer count as uncommitted. */
+  reduceUncommittedBytes(ents: readonly Entry[]): void {
+    if (this.role !== 'leader') return;
+    this.uncommittedBytes = Math.max(0, this.uncommittedBytes - payloadBytes(ents));
+  }
+
+  // ---- configuration ----------------------------------------------------------------------
+
+  /** Applies a committed conf change. Invalid changes are ignored identically on every node. */
+  applyConfChange(cc: ConfChange): void {
+    try {
+      const { config, progress } = changeConfig(this.tracker.config, this.tracker.progress, cc, {
+        lastIndex: this.log.lastIndex(), inflightMax: this.tracker.inflightMax,
+      });
+      this.tracker.setConfig(config, progress);
+    } catch (err) {
+      if (!(err instanceof ConfChangeError)) throw err;
+      this.logger.warn(`${this.id} ignored committed conf change: ${err.message}`);
+      return;
+    }
+    this.isLearner = !isVoter(this.tracker.config, this.id);
+    this.afterConfigChange();
+  }
+
+  private afterConfigChange(): void {
+    if (this.role !== 'leader') return;
+    if (this.leadTransferee !== NONE && !isVoter(this.tracker.config, this.leadTransferee)) this.abortLeaderTransfer();
+    if (this.maybeCommit()) this.bcastAppend();
+    else for (const id of this.tracker.ids()) if (id !== this.id) this.maybeSendAppend(id, false);
+    this.maybeHandOffLeadership();
+  }
+
+  /** After applying up to `index`: a leader in an auto-leave joint config proposes the leave. */
+  appliedTo(index: number): void {
+    this.log.appliedTo(index);
+    const cfg = this.tracker.config;
+    if (this.role === 'leader' && isJoint(cfg) && cfg.autoLeave && index >= this.pendingConfIndex) {
+      const leave: Entry = { kind: 'conf', term: 0, index: 0, change: { changes: [], leaveJoint: true } };
+      this.pendingConfIndex = this.log.lastIndex() + 1;
+      if (this.appendEntries([leave])) {
+        this.logger.info(`${this.id} proposes leaving the joint configuration`);
+        this.bcastAppend();
+      }
+    }
+  }
+}
