@@ -1,0 +1,60 @@
+// The `shoal` command: dispatches to subcommands and maps failures to exit codes.
+
+import { isShoalError } from '../errors.ts';
+import { exitCodes, UsageError } from './args.ts';
+import { devCommand } from './dev.ts';
+import { initCommand } from './init.ts';
+import { serveCommand } from './serve.ts';
+import { statusCommand } from './status.ts';
+
+const commands: Record<string, { run: (argv: string[]) => Promise<number>; summary: string }> = {
+  init: { run: initCommand, summary: "create a node's data directory, identity and certificates" },
+  serve: { run: serveCommand, summary: 'run a node from a config file' },
+  dev: { run: devCommand, summary: 'start a local three-node cluster (separate processes)' },
+  status: { run: statusCommand, summary: 'show leader, term, commit index and members' },
+};
+
+export const mainHelp = `Usage: shoal <command> [options]
+
+Commands:
+${Object.entries(commands).map(([name, c]) => `  ${name.padEnd(8)} ${c.summary}`).join('\n')}
+
+Run 'shoal <command> --help' for a command's options. Docs: docs/operations.md.`;
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
+    console.log(mainHelp);
+    return name === undefined ? exitCodes.usage : exitCodes.ok;
+  }
+  const command = commands[name];
+  if (command === undefined) {
+    console.error(`shoal: unknown command '${name}'\n\n${mainHelp}`);
+    return exitCodes.usage;
+  }
+  try {
+    return await command.run(rest);
+  } catch (err) {
+    return report(name, err);
+  }
+}
+
+function report(command: string, err: unknown): number {
+  if (err instanceof UsageError) {
+    console.error(`shoal ${command}: ${err.message}`);
+    return exitCodes.usage;
+  }
+  if (isShoalError(err)) {
+    console.error(`shoal ${command}: ${err.message}`);
+    if (err.code === 'storage_corrupt') return exitCodes.corrupt;
+    if (err.code === 'config_invalid') return exitCodes.usage;
+    return err.retryable ? exitCodes.unavailable : exitCodes.failed;
+  }
+  const e = err as Error & { name?: string; file?: string; recovery?: string };
+  if (e?.name === 'StorageCorruptionError') {
+    console.error(`shoal ${command}: ${e.message}${e.file ? `\n  file: ${e.file}` : ''}${e.recovery ? `\n  what to do: ${e.recovery}` : ''}`);
+    return exitCodes.corrupt;
+  }
+  console.error(`shoal ${command}: unexpected error: ${e?.stack ?? String(err)}`);
+  return exitCodes.failed;
+}

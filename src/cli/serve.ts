@@ -1,0 +1,46 @@
+// shoal serve: runs one node from a config file until SIGINT/SIGTERM, then stops gracefully
+// (a leader hands leadership away first).
+
+import { loadConfig } from '../node/config.ts';
+import { startNode } from '../node/server.ts';
+import { exitCodes, parse, UsageError } from './args.ts';
+import { consoleLogger } from './logger.ts';
+
+export const serveHelp = `Usage: shoal serve --config FILE
+
+Runs a node: the Raft peer transport, the client API and the control loops, from a YAML or
+JSON config file (see docs/operations.md for every key and its default). Stops gracefully on
+SIGINT or SIGTERM: a leader transfers leadership to another voter before exiting.
+
+Options:
+  --config FILE   the config file (required)
+  -h, --help      show this help
+
+Exit codes: 0 stopped cleanly, 1 failed, 2 usage error or invalid config, 4 data corruption.`;
+
+export async function serveCommand(argv: string[]): Promise<number> {
+  const { values } = parse(argv, { config: { type: 'string' }, help: { type: 'boolean', short: 'h', default: false } }, 'serve');
+  if (values.help) {
+    console.log(serveHelp);
+    return exitCodes.ok;
+  }
+  if (values.config === undefined) throw new UsageError("--config is required; run 'shoal serve --help'");
+  const config = loadConfig(values.config);
+  const log = consoleLogger(config.logLevel);
+  const running = await startNode(config, log);
+  log.info(`node ${running.identity.name} (${running.identity.id}) serving the API on http://${running.apiAddress}`);
+  let failed = false;
+  await new Promise<void>((resolve) => {
+    const onSignal = (sig: string): void => {
+      log.info(`${sig} received: stopping`);
+      void running.stop().then(resolve);
+    };
+    process.once('SIGINT', () => onSignal('SIGINT'));
+    process.once('SIGTERM', () => onSignal('SIGTERM'));
+    running.node.once('error', () => {
+      failed = true;
+      resolve();
+    });
+  });
+  return failed ? exitCodes.failed : exitCodes.ok;
+}

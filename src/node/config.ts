@@ -1,0 +1,90 @@
+// The node's configuration file (YAML or JSON). Validated strictly: an unknown key is refused
+// with its path, so a typo never silently falls back to a default.
+
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { ShoalError } from '../errors.ts';
+import { memberRecordSchema } from './membership.ts';
+
+const hostPort = z.string().regex(/^[^\s:]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/, 'expected host:port');
+
+export const configSchema = z.object({
+  /** Data directory; relative paths are relative to the config file. */
+  dataDir: z.string().min(1),
+  api: z.object({
+    listen: hostPort,
+    /** Address other nodes and clients use; defaults to listen. */
+    advertise: hostPort.optional(),
+  }).strict(),
+  peer: z.object({
+    listen: hostPort,
+    advertise: hostPort.optional(),
+  }).strict(),
+  /** The founding members of a new cluster (this node included). Ignored once the log exists. */
+  bootstrap: z.array(memberRecordSchema).optional(),
+  raft: z.object({
+    tickMs: z.number().int().min(1).max(10_000).default(100),
+    heartbeatIntervalMs: z.number().int().min(1).default(100),
+    electionTimeoutMs: z.number().int().min(2).default(1000),
+    snapshotEntries: z.number().int().min(100).default(10_000),
+    logKeepEntries: z.number().int().min(0).default(5_000),
+    appendBytesMax: z.number().int().min(1024).default(1 << 20),
+    appendsInflightMax: z.number().int().min(1).max(65_536).default(256),
+    uncommittedBytesMax: z.number().int().min(1 << 20).default(64 << 20),
+  }).strict().prefault({}),
+  limits: z.object({
+    proposalTimeoutMs: z.number().int().min(100).default(10_000),
+    bodyBytesMax: z.number().int().min(1024).default(1 << 20),
+  }).strict().prefault({}),
+  logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+}).strict().superRefine((c, ctx) => {
+  if (c.raft.heartbeatIntervalMs % c.raft.tickMs !== 0 || c.raft.electionTimeoutMs % c.raft.tickMs !== 0) {
+    ctx.addIssue({ code: 'custom', path: ['raft'], message: 'heartbeatIntervalMs and electionTimeoutMs must be multiples of tickMs' });
+  }
+  if (c.raft.electionTimeoutMs <= c.raft.heartbeatIntervalMs) {
+    ctx.addIssue({ code: 'custom', path: ['raft', 'electionTimeoutMs'], message: 'must exceed heartbeatIntervalMs' });
+  }
+});
+
+export type NodeConfig = z.infer<typeof configSchema>;
+
+/** Every problem at once, one per line, with the path of the offending key. */
+export function formatIssues(issues: readonly z.core.$ZodIssue[]): string {
+  return issues.map((i) => {
+    const where = i.path.length > 0 ? i.path.join('.') : '(top level)';
+    const keys = 'keys' in i && Array.isArray(i.keys) ? `: ${i.keys.join(', ')}` : '';
+    return `  ${where}: ${i.message}${keys}`;
+  }).join('\n');
+}
+
+export function parseConfig(raw: unknown, source: string): NodeConfig {
+  const parsed = configSchema.safeParse(raw);
+  if (!parsed.success) {
+    throw new ShoalError('config_invalid', `${source} is invalid:\n${formatIssues(parsed.error.issues)}`, { issues: parsed.error.issues });
+  }
+  return parsed.data;
+}
+
+export function loadConfig(file: string): NodeConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ShoalError('config_invalid', `cannot read config file ${file}: ${(err as Error).message}`);
+  }
+  let raw: unknown;
+  try {
+    raw = file.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
+  } catch (err) {
+    throw new ShoalError('config_invalid', `${file} is not valid ${file.endsWith('.json') ? 'JSON' : 'YAML'}: ${(err as Error).message}`);
+  }
+  const config = parseConfig(raw, file);
+  return { ...config, dataDir: path.resolve(path.dirname(file), config.dataDir) };
+}
+
+export function splitHostPort(hp: string): { host: string; port: number } {
+  const at = hp.lastIndexOf(':');
+  return { host: hp.slice(0, at).replace(/^\[|\]$/g, ''), port: Number(hp.slice(at + 1)) };
+}

@@ -1,0 +1,48 @@
+// A minimal key-value state machine: the store behind the interim test endpoint
+// (/v1/test/kv) until the document store replaces it. Deterministic: results depend only on
+// the entries applied.
+
+import { Packr } from 'msgpackr';
+import { z } from 'zod';
+import type { AppliedEntry, StateMachine } from './state-machine.ts';
+
+const packr = new Packr({ useRecords: false });
+
+export const kvCommandSchema = z.object({ op: z.literal('put'), key: z.string().min(1).max(512), value: z.string().max(1 << 20) }).strict();
+export type KvCommand = z.infer<typeof kvCommandSchema>;
+
+export interface KvValue {
+  value: string;
+  rev: number;
+}
+
+export class KvStateMachine implements StateMachine {
+  private data = new Map<string, KvValue>();
+
+  static encode(cmd: KvCommand): Uint8Array {
+    return packr.pack(cmd);
+  }
+
+  apply(entry: AppliedEntry): unknown {
+    const cmd = kvCommandSchema.safeParse(packr.unpack(entry.data));
+    if (!cmd.success) return { error: 'invalid command' };
+    this.data.set(cmd.data.key, { value: cmd.data.value, rev: entry.index });
+    return { rev: entry.index };
+  }
+
+  get(key: string): KvValue | undefined {
+    return this.data.get(key);
+  }
+
+  size(): number {
+    return this.data.size;
+  }
+
+  snapshot(): Uint8Array {
+    return packr.pack([...this.data.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  }
+
+  restore(data: Uint8Array): void {
+    this.data = new Map(packr.unpack(data) as [string, KvValue][]);
+  }
+}

@@ -1,0 +1,55 @@
+// Member records: the name and addresses of each member, replicated through the log so that
+// nodes find each other by id, never by a configured address. Founding members come from the
+// bootstrap snapshot; a node added later arrives in the context of its conf change.
+
+import { z } from 'zod';
+import type { ConfChange, NodeId } from '../raft/types.ts';
+
+export const memberRecordSchema = z.object({
+  id: z.string().min(1),
+  name: z.string().min(1),
+  peerAddress: z.string().min(1),
+  apiAddress: z.string().min(1),
+}).strict();
+
+export type MemberRecord = z.infer<typeof memberRecordSchema>;
+
+const contextSchema = z.object({ members: z.array(memberRecordSchema) }).strict();
+
+export function confChangeContext(members: MemberRecord[]): string {
+  return JSON.stringify({ members });
+}
+
+export class Membership {
+  private readonly records = new Map<NodeId, MemberRecord>();
+
+  list(): MemberRecord[] {
+    return [...this.records.values()].sort((a, b) => a.id.localeCompare(b.id));
+  }
+
+  get(id: NodeId): MemberRecord | undefined {
+    return this.records.get(id);
+  }
+
+  restore(records: readonly MemberRecord[]): void {
+    this.records.clear();
+    for (const r of records) this.records.set(r.id, { ...r });
+  }
+
+  /** Applies the record side of a committed conf change. Deterministic on every node. */
+  applyConfChange(cc: ConfChange): void {
+    if (cc.context) {
+      const parsed = contextSchema.safeParse(safeJson(cc.context));
+      if (parsed.success) for (const r of parsed.data.members) this.records.set(r.id, r);
+    }
+    for (const c of cc.changes) if (c.type === 'removeNode') this.records.delete(c.node);
+  }
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,480 @@
+// The node driver: wires the consensus core to storage, transport and the state machine.
+//
+// One loop turns each Ready into, in order: a durable write, sends, applies, advance() — the
+// order the core's safety depends on. Messages and proposals arriving while a write is in
+// flight are stepped into the core at once; they come out in the next Ready.
+
+import { EventEmitter } from 'node:events';
+import { randomBytes } from 'node:crypto';
+import { Packr } from 'msgpackr';
+import { RawNode } from '../raft/raw-node.ts';
+import { SeededPrng } from '../raft/prng.ts';
+import {
+  NONE, ProposalDroppedError,
+  type ConfChange, type ConfState, type Entry, type Message, type NodeId, type Ready, type Role, type Status,
+} from '../raft/types.ts';
+import { ShoalError } from '../errors.ts';
+import type { PeerStats, Transport } from '../../transport/types.ts';
+import type { NodeStorage } from './node-storage.ts';
+import type { StateMachine } from './state-machine.ts';
+import { Membership, type MemberRecord } from './membership.ts';
+
+const packr = new Packr({ useRecords: false });
+
+export interface Logger {
+  debug(msg: string): void;
+  info(msg: string): void;
+  warn(msg: string): void;
+  error(msg: string): void;
+}
+
+export interface RaftNodeOptions {
+  id: NodeId;
+  storage: NodeStorage;
+  transport: Transport;
+  stateMachine: StateMachine;
+  tickMs?: number;
+  electionTimeoutTicks?: number;
+  heartbeatIntervalTicks?: number;
+  /** Take a snapshot after this many applied entries. */
+  snapshotEntries?: number;
+  /** Entries kept in the log behind a snapshot, so slow followers catch up without one. */
+  logKeepEntries?: number;
+  proposalTimeoutMs?: number;
+  appendBytesMax?: number;
+  appendsInflightMax?: number;
+  uncommittedBytesMax?: number;
+  logger?: Logger;
+}
+
+export interface ProposalResult {
+  index: number;
+  result: unknown;
+}
+
+interface Pending<T> {
+  resolve: (v: T) => void;
+  reject: (e: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
+/** What the node records in each normal entry: who proposed it, so the proposer can answer. */
+interface Envelope {
+  /** Proposer incarnation: node id and a random boot id, so sequence numbers never collide. */
+  p: string;
+  s: number;
+  d: Uint8Array;
+}
+
+export interface NodeEvents {
+  leaderChange: [{ leader: NodeId; term: number; role: Role }];
+  applied: [number];
+  error: [Error];
+}
+
+const quietLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+
+export class RaftNode extends EventEmitter<NodeEvents> {
+  readonly id: NodeId;
+  readonly membership = new Membership();
+  private raw!: RawNode;
+  private readonly opts: Required<Omit<RaftNodeOptions, 'logger'>> & { logger: Logger };
+  private readonly incarnation: string;
+  private seq = 0;
+  private readonly proposals = new Map<number, Pending<ProposalResult>>();
+  private readonly readRequests = new Map<string, Pending<number>>();
+  /** Reads whose index is known, waiting for the applied index to reach it. */
+  private waitingReads: { index: number; resolve: (i: number) => void }[] = [];
+  private ticker: NodeJS.Timeout | undefined;
+  private wakeUp: (() => void) | undefined;
+  private loopDone: Promise<void> | undefined;
+  private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
+  private applied = 0;
+  private snapshotIndex = 0;
+  private term = 0;
+  private leader: NodeId = NONE;
+  private role: Role = 'follower';
+  private fatal: Error | undefined;
+  leaderChanges = 0;
+
+  constructor(options: RaftNodeOptions) {
+    super();
+    this.id = options.id;
+    this.opts = {
+      tickMs: 100, electionTimeoutTicks: 10, heartbeatIntervalTicks: 1, snapshotEntries: 10_000,
+      logKeepEntries: 5_000, proposalTimeoutMs: 10_000, appendBytesMax: 1 << 20, appendsInflightMax: 256,
+      uncommittedBytesMax: 64 << 20, logger: quietLogger, ...options,
+    };
+    this.incarnation = `${this.id}/${randomBytes(6).toString('hex')}`;
+  }
+
+  get log(): Logger {
+    return this.opts.logger;
+  }
+
+  /** Restores the state machine from the latest snapshot and starts ticking and processing. */
+  async start(): Promise<void> {
+    if (this.state !== 'new') throw new Error(`start: node is ${this.state}`);
+    const storage = this.opts.storage;
+    const snap = storage.log.snapshot();
+    this.restoreState(snap.data);
+    this.applied = snap.meta.index;
+    this.snapshotIndex = snap.meta.index;
+    this.raw = new RawNode({
+      id: this.id,
+      prng: new SeededPrng(randomBytes(4).readUInt32LE(0)),
+      electionTimeoutTicks: this.opts.electionTimeoutTicks,
+      heartbeatIntervalTicks: this.opts.heartbeatIntervalTicks,
+      applied: snap.meta.index,
+      appendBytesMax: this.opts.appendBytesMax,
+      appendsInflightMax: this.opts.appendsInflightMax,
+      uncommittedBytesMax: this.opts.uncommittedBytesMax,
+      logger: { debug: (m) => this.log.debug(m), info: (m) => this.log.info(m), warn: (m) => this.log.warn(m) },
+    }, storage.log);
+    const t = this.opts.transport;
+    t.onMessage((m) => this.receive(m));
+    t.onUnreachable((id) => this.withCore(() => this.raw.reportUnreachable(id)));
+    t.onSnapshotStatus((id, ok) => this.withCore(() => this.raw.reportSnapshot(id, ok)));
+    this.syncPeers();
+    this.state = 'running';
+    this.ticker = setInterval(() => this.withCore(() => this.raw.tick()), this.opts.tickMs);
+    this.loopDone = this.loop().catch((err: unknown) => this.die(err));
+  }
+
+  // ---- client operations ------------------------------------------------------------------
+
+  /** Proposes `data`; resolves with its log index and the state machine's result once applied here. */
+  propose(data: Uint8Array): Promise<ProposalResult> {
+    this.checkRunning();
+    const seq = ++this.seq;
+    const env: Envelope = { p: this.incarnation, s: seq, d: data };
+    return new Promise<ProposalResult>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.proposals.delete(seq);
+        reject(new ShoalError('timeout', `the write was not applied within ${this.opts.proposalTimeoutMs} ms; its outcome is unknown`));
+      }, this.opts.proposalTimeoutMs);
+      this.proposals.set(seq, { resolve, reject, timer });
+      try {
+        this.raw.propose(packr.pack(env));
+        this.notify();
+      } catch (err) {
+        clearTimeout(timer);
+        this.proposals.delete(seq);
+        reject(translateDrop(err));
+      }
+    });
+  }
+
+  /** Resolves once this node has applied everything committed before the call (linearizable read barrier). */
+  readBarrier(timeoutMs = this.opts.proposalTimeoutMs): Promise<number> {
+    this.checkRunning();
+    const ctx = `${++this.seq}`;
+    return new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.readRequests.delete(ctx);
+        reject(new ShoalError('timeout', `leadership could not be confirmed within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.readRequests.set(ctx, { resolve, reject, timer });
+      try {
+        this.raw.readIndex(ctx);
+        this.notify();
+      } catch (err) {
+        clearTimeout(timer);
+        this.readRequests.delete(ctx);
+        reject(translateDrop(err));
+      }
+    });
+  }
+
+  /** Proposes a membership change; resolves when it is applied here. */
+  async changeMembership(cc: ConfChange): Promise<void> {
+    this.checkRunning();
+    const target = this.confChangeCount + 1;
+    try {
+      this.raw.proposeConfChange(cc);
+    } catch (err) {
+      throw translateDrop(err);
+    }
+    this.notify();
+    await this.waitFor(() => this.confChangeCount >= target, this.opts.proposalTimeoutMs, 'membership change');
+  }
+
+  /** Moves leadership to `to` (or the most up-to-date voter); resolves when a new leader is known. */
+  async transferLeadership(to?: NodeId): Promise<NodeId> {
+    this.checkRunning();
+    const target = to ?? this.bestTransferTarget();
+    if (target === NONE) throw new ShoalError('bad_request', 'no other voter to transfer leadership to');
+    try {
+      this.raw.transferLeadership(target);
+    } catch (err) {
+      throw translateDrop(err);
+    }
+    this.notify();
+    const timeoutMs = this.opts.tickMs * this.opts.electionTimeoutTicks * 3;
+    await this.waitFor(() => this.leader !== NONE && this.leader !== this.id, timeoutMs, 'leadership transfer');
+    return this.leader;
+  }
+
+  status(): Status & { membersInfo: MemberRecord[] } {
+    return { ...this.raw.status(), membersInfo: this.membership.list() };
+  }
+
+  peerStats(): PeerStats[] {
+    return this.opts.transport.stats();
+  }
+
+  get isLeader(): boolean {
+    return this.role === 'leader';
+  }
+
+  get leaderId(): NodeId {
+    return this.leader;
+  }
+
+  get currentTerm(): number {
+    return this.term;
+  }
+
+  get appliedIndex(): number {
+    return this.applied;
+  }
+
+  /** Graceful stop: a leader hands leadership away first, then everything is closed. */
+  async stop(): Promise<void> {
+    if (this.state === 'stopped' || this.state === 'stopping') return this.loopDone;
+    if (this.state === 'running' && this.isLeader && this.bestTransferTarget() !== NONE) {
+      try {
+        const to = await this.transferLeadership();
+        this.log.info(`handed leadership to ${to} before stopping`);
+      } catch (err) {
+        this.log.warn(`could not hand leadership away before stopping: ${(err as Error).message}`);
+      }
+    }
+    await this.shutdown(new ShoalError('stopping', 'the node is stopping'));
+  }
+
+  private async shutdown(reason: Error): Promise<void> {
+    if (this.state === 'stopped') return;
+    this.state = 'stopping';
+    clearInterval(this.ticker);
+    this.notify();
+    await this.loopDone;
+    this.state = 'stopped';
+    for (const p of this.proposals.values()) { clearTimeout(p.timer); p.reject(reason); }
+    for (const p of this.readRequests.values()) { clearTimeout(p.timer); p.reject(reason); }
+    this.proposals.clear();
+    this.readRequests.clear();
+    await this.opts.transport.close();
+    await this.opts.storage.close();
+  }
+
+  // ---- the Ready loop ---------------------------------------------------------------------
+
+  private async loop(): Promise<void> {
+    while (this.state === 'running') {
+      if (!this.raw.hasReady()) {
+        await new Promise<void>((resolve) => { this.wakeUp = resolve; });
+        this.wakeUp = undefined;
+        continue;
+      }
+      const rd = this.raw.ready();
+      await this.opts.storage.save(
+        { entries: rd.entries, ...(rd.hardState ? { hardState: rd.hardState } : {}), ...(rd.snapshot ? { snapshot: rd.snapshot } : {}) },
+        { sync: rd.mustSync },
+      );
+      for (const m of rd.messages) this.opts.transport.send(m);
+      if (rd.snapshot) this.applySnapshot(rd.snapshot.meta.index, rd.snapshot.data);
+      this.applyEntries(rd.committedEntries);
+      this.raw.advance(rd);
+      this.afterAdvance(rd);
+      await this.maybeSnapshot();
+    }
+  }
+
+  private afterAdvance(rd: Ready): void {
+    for (const rs of rd.readStates) {
+      const p = this.readRequests.get(rs.context);
+      if (!p) continue;
+      this.readRequests.delete(rs.context);
+      clearTimeout(p.timer);
+      this.waitingReads.push({ index: rs.index, resolve: p.resolve });
+    }
+    this.releaseReads();
+    if (rd.softState) this.onSoftState(rd.softState.leader, rd.softState.role);
+    const st = this.raw.status();
+    if (st.term !== this.term) {
+      this.term = st.term;
+      if (!rd.softState) this.emit('leaderChange', { leader: this.leader, term: this.term, role: this.role });
+    }
+  }
+
+  private onSoftState(leader: NodeId, role: Role): void {
+    const changed = leader !== this.leader;
+    this.leader = leader;
+    this.role = role;
+    if (changed) {
+      this.leaderChanges++;
+      // Reads not yet given an index were addressed to the old leader; they will not come back.
+      for (const [ctx, p] of this.readRequests) {
+        clearTimeout(p.timer);
+        p.reject(new ShoalError('leader_changed', 'leadership changed before the read was confirmed; retry'));
+        this.readRequests.delete(ctx);
+      }
+    }
+    this.term = this.raw.status().term;
+    this.emit('leaderChange', { leader, term: this.term, role });
+    if (changed) this.log.info(`leader is now ${leader || '(none)'} at term ${this.term}`);
+  }
+
+  private releaseReads(): void {
+    if (this.waitingReads.length === 0) return;
+    const still: typeof this.waitingReads = [];
+    for (const r of this.waitingReads) {
+      if (r.index <= this.applied) r.resolve(r.index);
+      else still.push(r);
+    }
+    this.waitingReads = still;
+  }
+
+  private applyEntries(entries: Entry[]): void {
+    for (const e of entries) {
+      if (e.kind === 'conf') {
+        this.membership.applyConfChange(e.change);
+        this.confChangeCount++;
+      } else if (e.data.length > 0) {
+        this.applyNormal(e.index, e.term, e.data);
+      }
+      this.applied = e.index;
+    }
+    if (entries.length > 0) {
+      this.syncPeers();
+      this.releaseReads();
+      this.emit('applied', this.applied);
+    }
+  }
+
+  private confChangeCount = 0;
+
+  private applyNormal(index: number, term: number, data: Uint8Array): void {
+    const env = packr.unpack(data) as Envelope;
+    const result = this.opts.stateMachine.apply({ index, term, data: env.d });
+    if (env.p !== this.incarnation) return;
+    const p = this.proposals.get(env.s);
+    if (!p) return;
+    this.proposals.delete(env.s);
+    clearTimeout(p.timer);
+    p.resolve({ index, result });
+  }
+
+  private applySnapshot(index: number, data: Uint8Array): void {
+    this.restoreState(data);
+    this.applied = index;
+    this.snapshotIndex = index;
+    this.syncPeers();
+    this.log.info(`applied snapshot at index ${index}`);
+  }
+
+  private async maybeSnapshot(): Promise<void> {
+    if (this.applied - this.snapshotIndex < this.opts.snapshotEntries) return;
+    const index = this.applied;
+    const data = packr.pack({ members: this.membership.list(), app: this.opts.stateMachine.snapshot() });
+    await this.opts.storage.createSnapshot(index, this.raw.confState(), data);
+    this.snapshotIndex = index;
+    const compactTo = index - this.opts.logKeepEntries;
+    if (compactTo > this.opts.storage.log.firstIndex()) await this.opts.storage.compact(compactTo);
+  }
+
+  /** Snapshot data is {members, app}; an empty snapshot (a joining node) restores nothing. */
+  private restoreState(data: Uint8Array): void {
+    if (data.length === 0) return;
+    const decoded = packr.unpack(data) as { members: MemberRecord[]; app: Uint8Array };
+    this.membership.restore(decoded.members);
+    this.opts.stateMachine.restore(decoded.app);
+  }
+
+  // ---- plumbing ---------------------------------------------------------------------------
+
+  private receive(m: Message): void {
+    this.withCore(() => this.raw.step(m));
+  }
+
+  /** Runs an input into the core and wakes the loop. A thrown assertion stops the node. */
+  private withCore(fn: () => void): void {
+    if (this.state !== 'running') return;
+    try {
+      fn();
+    } catch (err) {
+      this.die(err);
+      return;
+    }
+    this.notify();
+  }
+
+  private notify(): void {
+    this.wakeUp?.();
+  }
+
+  private die(err: unknown): void {
+    if (this.fatal) return;
+    this.fatal = err instanceof Error ? err : new Error(String(err));
+    this.log.error(`fatal: ${this.fatal.stack ?? this.fatal.message}`);
+    void this.shutdown(new ShoalError('internal', `the node stopped after a fatal error: ${this.fatal.message}`));
+    if (this.listenerCount('error') > 0) this.emit('error', this.fatal);
+  }
+
+  private checkRunning(): void {
+    if (this.state !== 'running') throw new ShoalError('stopping', `the node is ${this.state}`);
+  }
+
+  private syncPeers(): void {
+    const peers = this.membership.list().filter((m) => m.id !== this.id).map((m) => ({ id: m.id, address: m.peerAddress }));
+    this.opts.transport.setPeers(peers);
+  }
+
+  private bestTransferTarget(): NodeId {
+    const st = this.raw.status();
+    let best: NodeId = NONE;
+    let bestMatch = -1;
+    for (const id of st.confState.voters) {
+      if (id === this.id) continue;
+      const match = st.progress?.[id]?.match ?? 0;
+      if (match > bestMatch) { best = id; bestMatch = match; }
+    }
+    return best;
+  }
+
+  private waitFor(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
+    if (cond()) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const check = (): void => {
+        if (!cond()) return;
+        cleanup();
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        cleanup();
+        reject(new ShoalError('timeout', `${what} did not complete within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const cleanup = (): void => {
+        clearTimeout(timer);
+        this.off('applied', check);
+        this.off('leaderChange', check);
+      };
+      this.on('applied', check);
+      this.on('leaderChange', check);
+    });
+  }
+
+  /** The confState as of the applied index (for snapshots and status). */
+  confState(): ConfState {
+    return this.raw.confState();
+  }
+}
+
+function translateDrop(err: unknown): Error {
+  if (err instanceof ProposalDroppedError) {
+    if (err.reason === 'noLeader') return new ShoalError('no_leader', 'the cluster has no leader right now; retry shortly');
+    return new ShoalError('proposal_dropped', `the leader refused the request: ${err.reason}`, { reason: err.reason });
+  }
+  return err instanceof Error ? err : new Error(String(err));
+}

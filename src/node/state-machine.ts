@@ -1,0 +1,20 @@
+// The state machine contract (the "FSM" port of the node).
+//
+// apply() must be deterministic: given the same entries in the same order it must produce the
+// same state and the same results on every node. Anything time- or identity-dependent it needs
+// comes in the entry (stamped by the proposer), never from the local clock or randomness.
+
+export interface AppliedEntry {
+  index: number;
+  term: number;
+  data: Uint8Array;
+}
+
+export interface StateMachine {
+  /** Applies one committed entry and returns its result (handed to the proposer). */
+  apply(entry: AppliedEntry): unknown;
+  /** Serializes the whole state as of the last applied entry. */
+  snapshot(): Uint8Array;
+  /** Replaces the whole state with a snapshot produced by snapshot() (possibly on another node). */
+  restore(data: Uint8Array): void;
+}

@@ -1,0 +1,277 @@
+// The durable log of a node. The core reads a MemoryStorage cache (its reads never wait on
+// disk); every write goes to disk first and reaches the cache only once it is durable, so the
+// cache always equals what a restart would load.
+//
+// On disk, under the data directory:
+//   log/          level database: entries, hard state, snapshot record, compaction point, metadata
+//   snapshots/    snap-<index>.snap files, the newest two kept
+
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { assert } from '../raft/assert.ts';
+import { MemoryStorage, type InitialState, type LogStorage } from '../raft/storage.ts';
+import type { ConfState, Entry, HardState, Logger, Snapshot } from '../raft/types.ts';
+import { StorageCorruptionError, rebuildNodeRecovery } from './errors.ts';
+import { metaKey } from './keys.ts';
+import { openLevel, type LogDb } from './level.ts';
+import { storagePaths, type StoragePaths } from './paths.ts';
+import { checkFormat, readRecord, recover } from './recover.ts';
+import type { SafeParser, SnapshotRecord } from './schemas.ts';
+import { seal } from './sealed.ts';
+import { SnapshotDir } from './snapshot-dir.ts';
+import {
+  planAppend, planCompact, planHardState, planInstallSnapshot, planSnapshotRecord, type LevelOp, type LogBounds,
+} from './write-plan.ts';
+
+/** One timed write, for the node's metrics. */
+export interface SyncSample {
+  op: 'save' | 'snapshotFile' | 'snapshotRecord' | 'compact' | 'meta';
+  /** Whether the write waited for fsync. */
+  sync: boolean;
+  /** Bytes of keys and values put (for a snapshot file: its data). */
+  bytes: number;
+}
+
+export interface DiskStorageOptions {
+  logger?: Logger;
+  /** Called after every durable write with its latency in milliseconds. */
+  onSync?: (ms: number, sample: SyncSample) => void;
+  /** Snapshot files kept on disk, newest first. Default 2 (the newest and one to fall back to). */
+  snapshotsKeptMax?: number;
+}
+
+/** What `save` persists: the part of a Ready that must be durable before its messages are sent. */
+export interface SaveRequest {
+  hardState?: HardState | undefined;
+  entries: readonly Entry[];
+  snapshot?: Snapshot | undefined;
+}
+
+/** Node-layer metadata values are small (identity, member records). */
+const metaValueBytesMax = 1024 * 1024;
+
+const silentLogger: Logger = { debug: () => {}, info: () => {}, warn: () => {} };
+
+export class DiskStorage implements LogStorage {
+  // Writes run one at a time in call order: each plan is computed from the cache as the
+  // previous write left it.
+  private tail: Promise<void> = Promise.resolve();
+  private failure: unknown;
+  private closing: Promise<void> | undefined;
+
+  private constructor(
+    private readonly db: LogDb,
+    readonly paths: StoragePaths,
+    private readonly snapshots: SnapshotDir,
+    private readonly cache: MemoryStorage,
+    private readonly opts: DiskStorageOptions,
+  ) {}
+
+  /** Opens (creating if absent) the storage in `dir`, verifying everything it loads. */
+  static async open(dir: string, opts: DiskStorageOptions = {}): Promise<DiskStorage> {
+    const kept = opts.snapshotsKeptMax ?? 2;
+    if (!Number.isInteger(kept) || kept < 1) throw new RangeError(`snapshotsKeptMax must be an integer >= 1, got ${kept}`);
+    const paths = storagePaths(dir);
+    const logger = opts.logger ?? silentLogger;
+    await mkdir(paths.snapshots, { recursive: true });
+    const snapshots = new SnapshotDir(paths.snapshots);
+    if (!existsSync(join(paths.log, 'CURRENT')) && (await snapshots.list()).length > 0) {
+      throw new StorageCorruptionError(paths.log, 'the log database is missing but snapshot files exist',
+        rebuildNodeRecovery(dir));
+    }
+    const db = await openLevel(paths);
+    try {
+      await checkFormat(db, paths);
+      const cache = await recover(db, snapshots, paths, logger);
+      const s = new DiskStorage(db, paths, snapshots, cache, { ...opts, logger });
+      logger.info(`opened storage ${dir}: snapshot ${cache.snapshot().meta.index}, log ${cache.firstIndex()}..${cache.lastIndex()}, ` +
+        `commit ${cache.hardStateNow().commit}`);
+      return s;
+    } catch (err) {
+      await db.close();
+      throw err;
+    }
+  }
+
+  // ---- LogStorage: served from the cache --------------------------------------------------
+
+  /** The read-only view the core reads (this object; the cache itself is never handed out). */
+  get log(): LogStorage {
+    return this;
+  }
+
+  initialState(): InitialState {
+    return this.cache.initialState();
+  }
+
+  entries(lo: number, hi: number, bytesMax: number): Entry[] {
+    return this.cache.entries(lo, hi, bytesMax);
+  }
+
+  term(index: number): number {
+    return this.cache.term(index);
+  }
+
+  firstIndex(): number {
+    return this.cache.firstIndex();
+  }
+
+  lastIndex(): number {
+    return this.cache.lastIndex();
+  }
+
+  /** The snapshot to restore the state machine from at start (index 0: none). */
+  snapshot(): Snapshot {
+    return this.cache.snapshot();
+  }
+
+  hardState(): HardState {
+    return this.cache.hardStateNow();
+  }
+
+  // ---- writes -------------------------------------------------------------------------------
+  // Public methods check their arguments and reject (never throw synchronously), then queue.
+
+  /**
+   * Persists a Ready as one batch: snapshot (its file first), entries (overwriting a conflicting
+   * suffix), hard state. Synced unless `sync: false` (for a Ready whose mustSync is false).
+   */
+  async save(rd: SaveRequest, opts: { sync?: boolean } = {}): Promise<void> {
+    assert(Array.isArray(rd.entries), 'save: entries is an array');
+    return this.enqueue('save', () => this.saveNow(rd, opts.sync ?? true));
+  }
+
+  /**
+   * Records a snapshot of the state machine at `index` (applied); `snapshot()` returns it after.
+   * Ignored if not newer than the current snapshot. Does not compact.
+   */
+  async createSnapshot(index: number, confState: ConfState, data: Uint8Array): Promise<void> {
+    assert(Number.isSafeInteger(index) && index > 0, `createSnapshot: index ${index}`);
+    return this.enqueue('create a snapshot', () => this.createSnapshotNow(index, confState, data));
+  }
+
+  /** Discards log entries up to and including `index`, which must not pass the snapshot. */
+  async compact(index: number): Promise<void> {
+    assert(Number.isSafeInteger(index) && index >= 0, `compact: index ${index}`);
+    return this.enqueue('compact', () => this.compactNow(index));
+  }
+
+  /** Reads node-layer metadata; `schema` (zod or alike) checks what comes back from disk. */
+  async getMeta<T>(key: string, schema?: SafeParser<T>): Promise<T | undefined> {
+    const k = metaKey(key);
+    this.checkOpen('read metadata');
+    await this.tail; // read your own queued writes
+    const anything: SafeParser<unknown> = { safeParse: (v) => ({ success: true, data: v }) };
+    return (await readRecord(this.db, k, schema ?? anything, this.paths)) as T | undefined;
+  }
+
+  /** Writes node-layer metadata durably (msgpack; keep values small). */
+  async putMeta(key: string, value: unknown): Promise<void> {
+    const k = metaKey(key);
+    const v = seal(value);
+    if (v.length > metaValueBytesMax) throw new RangeError(`meta value for '${key}' is ${v.length} bytes, over ${metaValueBytesMax}`);
+    return this.enqueue('write metadata', () => this.write([{ type: 'put', key: k, value: v }], true, 'meta'));
+  }
+
+  /** Waits for queued writes, then closes the database. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= this.tail.then(() => this.db.close());
+    return this.closing;
+  }
+
+  // ---- implementation -----------------------------------------------------------------------
+
+  private async saveNow(rd: SaveRequest, sync: boolean): Promise<void> {
+    const ops: LevelOp[] = [];
+    let bounds = this.bounds();
+    // An older snapshot than ours is ignored, as MemoryStorage.applySnapshot ignores it.
+    const snap = rd.snapshot !== undefined && rd.snapshot.meta.index > this.cache.snapshot().meta.index ? rd.snapshot : undefined;
+    if (snap !== undefined) bounds = planInstallSnapshot(bounds, await this.writeSnapshotFile(snap), ops);
+    bounds = planAppend(bounds, rd.entries, ops);
+    if (rd.hardState !== undefined) {
+      assert(rd.hardState.commit <= bounds.last, `save: commit ${rd.hardState.commit} beyond last index ${bounds.last}`);
+      planHardState(rd.hardState, ops);
+    }
+    await this.write(ops, sync, 'save');
+    if (snap !== undefined) this.cache.applySnapshot(snap);
+    this.cache.append(rd.entries);
+    if (rd.hardState !== undefined) this.cache.setHardState(rd.hardState);
+    assert(this.cache.lastIndex() === bounds.last, `save: cache last ${this.cache.lastIndex()} equals disk last ${bounds.last}`);
+    if (snap !== undefined) await this.pruneSnapshots();
+  }
+
+  private async createSnapshotNow(index: number, confState: ConfState, data: Uint8Array): Promise<void> {
+    if (index <= this.cache.snapshot().meta.index) return;
+    assert(index <= this.cache.lastIndex(), `createSnapshot ${index} beyond last index ${this.cache.lastIndex()}`);
+    const snap: Snapshot = { meta: { index, term: this.cache.term(index), confState }, data };
+    const ops: LevelOp[] = [];
+    planSnapshotRecord(await this.writeSnapshotFile(snap), ops);
+    await this.write(ops, true, 'snapshotRecord');
+    this.cache.createSnapshot(index, confState, data);
+    await this.pruneSnapshots();
+  }
+
+  private async compactNow(index: number): Promise<void> {
+    const bounds = this.bounds();
+    if (index <= bounds.offset) return;
+    const snapIndex = this.cache.snapshot().meta.index;
+    assert(index <= snapIndex, `compact ${index} past the snapshot at ${snapIndex}: those entries are in no snapshot`);
+    const ops: LevelOp[] = [];
+    planCompact(bounds, { index, term: this.cache.term(index) }, ops);
+    await this.write(ops, true, 'compact');
+    this.cache.compact(index);
+  }
+
+  private async writeSnapshotFile(snap: Snapshot): Promise<SnapshotRecord> {
+    const started = performance.now();
+    const header = await this.snapshots.write(snap);
+    this.opts.onSync?.(performance.now() - started, { op: 'snapshotFile', sync: true, bytes: snap.data.length });
+    const { format: _format, ...meta } = header;
+    return { ...meta, file: this.snapshots.fileName(snap.meta.index) };
+  }
+
+  private async pruneSnapshots(): Promise<void> {
+    const removed = await this.snapshots.prune(this.cache.snapshot().meta.index, this.opts.snapshotsKeptMax ?? 2);
+    if (removed.length > 0) this.opts.logger?.debug(`removed old snapshots ${removed.join(', ')}`);
+  }
+
+  private async write(ops: LevelOp[], sync: boolean, op: SyncSample['op']): Promise<void> {
+    if (ops.length === 0) return;
+    const started = performance.now();
+    await this.db.batch(ops, { sync });
+    let bytes = 0;
+    for (const o of ops) if (o.type === 'put') bytes += o.key.length + o.value.length;
+    this.opts.onSync?.(performance.now() - started, { op, sync, bytes });
+  }
+
+  private bounds(): LogBounds {
+    return { offset: this.cache.firstIndex() - 1, last: this.cache.lastIndex() };
+  }
+
+  private checkOpen(what: string): void {
+    if (this.closing !== undefined) throw new Error(`cannot ${what}: storage ${this.paths.dir} is closed`);
+  }
+
+  /**
+   * Runs a write after the ones before it. A failed write leaves disk and cache possibly
+   * apart, so every later write is refused: the node must restart and reload from disk.
+   */
+  private enqueue<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    this.checkOpen(what);
+    const result = this.tail.then(async () => {
+      if (this.failure !== undefined) {
+        throw new Error(`cannot ${what}: an earlier write to ${this.paths.dir} failed; restart the node to reload its state from disk`,
+          { cause: this.failure });
+      }
+      try {
+        return await fn();
+      } catch (err) {
+        this.failure ??= err;
+        throw err;
+      }
+    });
+    this.tail = result.then(() => undefined, () => undefined);
+    return result;
+  }
+}

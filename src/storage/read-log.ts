@@ -1,0 +1,55 @@
+// Reading the durable log back at open, verifying every entry on the way: each value's checksum
+// and schema, each key's index against the entry inside it, and continuity from the compaction
+// point. Any failure refuses the whole log; a log with a hole or a bad entry is never served.
+
+import type { Entry } from '../raft/types.ts';
+import { StorageCorruptionError, rebuildNodeRecovery } from './errors.ts';
+import { entryKeyIndex, entryRange } from './keys.ts';
+import type { LogDb } from './level.ts';
+import type { StoragePaths } from './paths.ts';
+import { entrySchema, type Truncated } from './schemas.ts';
+import { unseal } from './sealed.ts';
+
+export async function readLog(db: LogDb, truncated: Truncated, paths: StoragePaths): Promise<Entry[]> {
+  const entries: Entry[] = [];
+  let prevTerm = truncated.term;
+  for await (const [key, value] of db.iterator(entryRange)) {
+    const expected = truncated.index + entries.length + 1;
+    const index = entryKeyIndex(key);
+    if (index === undefined) throw logCorrupt(paths, `malformed entry key ${key.toString('hex')} after index ${expected - 1}`);
+    if (index !== expected) throw logCorrupt(paths, continuityProblem(index, expected, truncated));
+    const entry = decodeEntry(value, index, paths);
+    if (entry.term < prevTerm) {
+      throw logCorrupt(paths, `entry ${index} has term ${entry.term}, older than the term ${prevTerm} before it`);
+    }
+    prevTerm = entry.term;
+    entries.push(entry);
+  }
+  return entries;
+}
+
+function decodeEntry(value: Buffer, index: number, paths: StoragePaths): Entry {
+  let decoded: unknown;
+  try {
+    decoded = unseal(value);
+  } catch (err) {
+    throw logCorrupt(paths, `log entry ${index} is damaged: ${(err as Error).message}`, err);
+  }
+  const parsed = entrySchema.safeParse(decoded);
+  if (!parsed.success) throw logCorrupt(paths, `log entry ${index} is not a valid entry: ${parsed.error.message}`);
+  if (parsed.data.index !== index) {
+    throw logCorrupt(paths, `the entry stored under index ${index} says it is index ${parsed.data.index}`);
+  }
+  return parsed.data;
+}
+
+function continuityProblem(found: number, expected: number, truncated: Truncated): string {
+  if (found < expected) {
+    return `entry ${found} is still present although the log was compacted through ${truncated.index}`;
+  }
+  return `the log has a gap: entries ${expected} to ${found - 1} are missing`;
+}
+
+export function logCorrupt(paths: StoragePaths, detail: string, cause?: unknown): StorageCorruptionError {
+  return new StorageCorruptionError(paths.log, detail, rebuildNodeRecovery(paths.dir), { cause });
+}

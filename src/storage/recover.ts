@@ -1,0 +1,100 @@
+// Loading a node's storage at open: the records, the log, the snapshot, then the checks that
+// tie them together, and only then the cache. Nothing on disk is changed until every check has
+// passed, so a refused start leaves the evidence as it was.
+
+import { MemoryStorage } from '../raft/storage.ts';
+import type { HardState, Logger, Snapshot } from '../raft/types.ts';
+import { chooseSnapshot, type ChosenSnapshot, type LogView } from './choose-snapshot.ts';
+import { StorageFormatError } from './errors.ts';
+import { formatKey, hardStateKey, snapshotKey, truncatedKey } from './keys.ts';
+import type { LogDb } from './level.ts';
+import type { StoragePaths } from './paths.ts';
+import { logCorrupt, readLog } from './read-log.ts';
+import {
+  formatSchema, hardStateSchema, snapshotRecordSchema, storageFormat, truncatedSchema, type SafeParser, type SnapshotRecord,
+} from './schemas.ts';
+import { seal, unseal } from './sealed.ts';
+import type { SnapshotDir } from './snapshot-dir.ts';
+
+export async function readRecord<T>(db: LogDb, key: Buffer, schema: SafeParser<T>, paths: StoragePaths): Promise<T | undefined> {
+  const value = await db.get(key);
+  if (value === undefined) return undefined;
+  let decoded: unknown;
+  try {
+    decoded = unseal(value);
+  } catch (err) {
+    throw logCorrupt(paths, `the '${key.toString()}' record is damaged: ${(err as Error).message}`, err);
+  }
+  const parsed = schema.safeParse(decoded);
+  if (!parsed.success) throw logCorrupt(paths, `the '${key.toString()}' record is not valid: ${parsed.error.message}`);
+  return parsed.data;
+}
+
+/** Refuses a layout written by another version; stamps a new database with this one. */
+export async function checkFormat(db: LogDb, paths: StoragePaths): Promise<void> {
+  const found = await readRecord(db, formatKey, formatSchema, paths);
+  if (found === undefined) {
+    await db.put(formatKey, seal({ format: storageFormat }), { sync: true });
+  } else if (found.format !== storageFormat) {
+    throw new StorageFormatError(paths.log, found.format, storageFormat);
+  }
+}
+
+export async function recover(db: LogDb, snapshots: SnapshotDir, paths: StoragePaths, logger: Logger): Promise<MemoryStorage> {
+  const hardState = await readRecord(db, hardStateKey, hardStateSchema, paths);
+  const truncated = (await readRecord(db, truncatedKey, truncatedSchema, paths)) ?? { index: 0, term: 0 };
+  const record = await readRecord(db, snapshotKey, snapshotRecordSchema, paths);
+  const log: LogView = { truncated, entries: await readLog(db, truncated, paths) };
+  const chosen = await chooseSnapshot(snapshots, record, log, paths);
+  checkHardState(hardState, log, chosen.snapshot?.meta.index ?? 0, paths);
+  // Every check passed: tidy up what a crash or damage left behind.
+  if (chosen.fallback !== undefined) await useFallback(db, snapshots, chosen.fallback, logger);
+  const leftovers = await snapshots.removeTemporary();
+  const orphans = await snapshots.prune(chosen.snapshot?.meta.index ?? 0, Number.MAX_SAFE_INTEGER);
+  if (leftovers.length + orphans.length > 0) {
+    logger.info(`removed snapshot files of writes that did not complete: ${[...leftovers, ...orphans.map((i) => snapshots.fileName(i))].join(', ')}`);
+  }
+  return buildCache(chosen.snapshot, log, hardState);
+}
+
+function checkHardState(hs: HardState | undefined, log: LogView, snapshotIndex: number, paths: StoragePaths): void {
+  const last = log.truncated.index + log.entries.length;
+  const lastTerm = log.entries[log.entries.length - 1]?.term ?? log.truncated.term;
+  const floor = Math.max(log.truncated.index, snapshotIndex);
+  if (hs === undefined) {
+    if (last > 0) throw logCorrupt(paths, `the hard state is missing but the log runs to index ${last}`);
+    return;
+  }
+  if (hs.commit > last) throw logCorrupt(paths, `the hard state commits index ${hs.commit} but the log ends at ${last}: synced entries were lost`);
+  if (hs.commit < floor) throw logCorrupt(paths, `the hard state commits index ${hs.commit}, behind the snapshot or compaction at ${floor}`);
+  if (hs.term < lastTerm) throw logCorrupt(paths, `the hard state term ${hs.term} is older than the last entry's term ${lastTerm}`);
+}
+
+async function useFallback(db: LogDb, snapshots: SnapshotDir, fb: NonNullable<ChosenSnapshot['fallback']>, logger: Logger): Promise<void> {
+  const asidePath = await snapshots.setAside(fb.damagedIndex);
+  await db.put(snapshotKey, seal(fb.record satisfies SnapshotRecord), { sync: true });
+  logger.warn(`snapshot ${fb.damagedIndex} is damaged (${fb.detail}); moved it to ${asidePath} and starting from ` +
+    `snapshot ${fb.record.index}, replaying the log after it. Check the disk; delete the damaged file once inspected.`);
+}
+
+/**
+ * The cache as it was before the restart. The snapshot may be newer than the compaction point
+ * (taken, log not compacted yet), so the log is rebuilt from the compaction point and the
+ * snapshot recorded over it, without compacting.
+ */
+function buildCache(snapshot: Snapshot | undefined, log: LogView, hs: HardState | undefined): MemoryStorage {
+  const cache = new MemoryStorage();
+  const { truncated } = log;
+  if (snapshot !== undefined && snapshot.meta.index === truncated.index) {
+    cache.applySnapshot(snapshot);
+  } else if (truncated.index > 0 && snapshot !== undefined) {
+    const base = { meta: { index: truncated.index, term: truncated.term, confState: snapshot.meta.confState }, data: new Uint8Array(0) };
+    cache.applySnapshot(base);
+  }
+  if (log.entries.length > 0) cache.append(log.entries);
+  if (snapshot !== undefined && snapshot.meta.index > truncated.index) {
+    cache.createSnapshot(snapshot.meta.index, snapshot.meta.confState, snapshot.data);
+  }
+  if (hs !== undefined) cache.setHardState(hs);
+  return cache;
+}

@@ -1,0 +1,162 @@
+// A cluster of real `shoal serve` processes on loopback, for multi-process tests: temporary data
+// directories, free ports, start/kill/stop of single nodes, and HTTP helpers.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
+import { initNode } from '../../src/node/identity.ts';
+import type { MemberRecord } from '../../src/node/membership.ts';
+
+const binPath = fileURLToPath(new URL('../../bin/shoal.js', import.meta.url));
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface ClusterNode extends MemberRecord {
+  dir: string;
+  proc: ChildProcess | undefined;
+  logs: string[];
+}
+
+export interface ClusterOptions {
+  nodes?: number;
+  tickMs?: number;
+  electionTimeoutMs?: number;
+  heartbeatIntervalMs?: number;
+  snapshotEntries?: number;
+  logKeepEntries?: number;
+}
+
+export class ProcessCluster {
+  readonly root = mkdtempSync(path.join(os.tmpdir(), 'shoal-cluster-'));
+  nodes: ClusterNode[] = [];
+
+  constructor(private readonly opts: ClusterOptions = {}) {}
+
+  async init(): Promise<void> {
+    const n = this.opts.nodes ?? 3;
+    for (let i = 0; i < n; i++) {
+      const name = `n${i + 1}`;
+      const dir = path.join(this.root, name);
+      const caFrom = i > 0 ? path.join(this.root, 'n1') : undefined;
+      const identity = await initNode({ dataDir: dir, name, ...(caFrom ? { caFrom } : {}) });
+      this.nodes.push({
+        id: identity.id, name, dir, proc: undefined, logs: [],
+        apiAddress: `127.0.0.1:${await freePort()}`, peerAddress: `127.0.0.1:${await freePort()}`,
+      });
+    }
+    const bootstrap = this.nodes.map(({ id, name, apiAddress, peerAddress }) => ({ id, name, apiAddress, peerAddress }));
+    for (const node of this.nodes) {
+      const config = {
+        dataDir: '.', api: { listen: node.apiAddress }, peer: { listen: node.peerAddress }, bootstrap,
+        raft: {
+          tickMs: this.opts.tickMs ?? 50, heartbeatIntervalMs: this.opts.heartbeatIntervalMs ?? 50,
+          electionTimeoutMs: this.opts.electionTimeoutMs ?? 500,
+          snapshotEntries: this.opts.snapshotEntries ?? 10_000, logKeepEntries: this.opts.logKeepEntries ?? 5_000,
+        },
+        logLevel: 'info',
+      };
+      writeFileSync(path.join(node.dir, 'shoal.yaml'), stringify(config));
+    }
+  }
+
+  start(node: ClusterNode): void {
+    if (node.proc) throw new Error(`${node.name} already running`);
+    const proc = spawn(process.execPath, [binPath, 'serve', '--config', path.join(node.dir, 'shoal.yaml')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const keep = (b: Buffer): void => {
+      node.logs.push(b.toString());
+      if (node.logs.length > 2000) node.logs.splice(0, 1000);
+    };
+    proc.stdout?.on('data', keep);
+    proc.stderr?.on('data', keep);
+    proc.once('exit', () => { if (node.proc === proc) node.proc = undefined; });
+    node.proc = proc;
+  }
+
+  startAll(): void {
+    for (const n of this.nodes) this.start(n);
+  }
+
+  /** SIGKILL: no graceful anything. */
+  async kill(node: ClusterNode): Promise<void> {
+    const proc = node.proc;
+    if (!proc) return;
+    const exited = new Promise((r) => proc.once('exit', r));
+    proc.kill('SIGKILL');
+    await exited;
+    node.proc = undefined;
+  }
+
+  /** SIGTERM: graceful stop; resolves with the exit code. */
+  async stop(node: ClusterNode): Promise<number | null> {
+    const proc = node.proc;
+    if (!proc) return null;
+    const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
+    proc.kill('SIGTERM');
+    const code = await exited;
+    node.proc = undefined;
+    return code;
+  }
+
+  async destroy(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => this.kill(n)));
+    rmSync(this.root, { recursive: true, force: true });
+  }
+
+  byId(id: string): ClusterNode | undefined {
+    return this.nodes.find((n) => n.id === id);
+  }
+
+  /** Polls the running nodes until they agree on a leader; returns it. */
+  async waitForLeader(timeoutMs = 20_000, among: ClusterNode[] = this.nodes): Promise<ClusterNode> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const seen = new Set<string>();
+      let answered = 0;
+      for (const n of among) {
+        if (!n.proc) continue;
+        const h = await getJson<{ leader: string | null }>(n, '/healthz').catch(() => undefined);
+        if (h?.body.leader) seen.add(h.body.leader);
+        if (h) answered++;
+      }
+      const [leader] = [...seen];
+      if (seen.size === 1 && answered === among.filter((n) => n.proc).length && leader) {
+        const node = this.byId(leader);
+        if (node?.proc) return node;
+      }
+      await sleep(50);
+    }
+    throw new Error(`no leader within ${timeoutMs} ms\n${this.tailLogs()}`);
+  }
+
+  tailLogs(lines = 30): string {
+    return this.nodes.map((n) => `--- ${n.name} (${n.id})\n${n.logs.join('').split('\n').slice(-lines).join('\n')}`).join('\n');
+  }
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export async function getJson<T>(node: MemberRecord, urlPath: string, timeoutMs = 2000): Promise<{ status: number; body: T }> {
+  const res = await fetch(`http://${node.apiAddress}${urlPath}`, { signal: AbortSignal.timeout(timeoutMs) });
+  return { status: res.status, body: (await res.json()) as T };
+}
+
+export async function putJson<T>(node: MemberRecord, urlPath: string, body: unknown, timeoutMs = 5000): Promise<{ status: number; body: T }> {
+  const res = await fetch(`http://${node.apiAddress}${urlPath}`, {
+    method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs),
+  });
+  return { status: res.status, body: (await res.json()) as T };
+}

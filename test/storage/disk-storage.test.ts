@@ -1,0 +1,193 @@
+// DiskStorage keeps its cache equal to what a restart loads: every test writes, compares what
+// the storage serves, reopens the directory and compares again.
+
+import { readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { Entry } from '../../src/raft/types.ts';
+import type { SyncSample } from '../../src/storage/index.ts';
+import { bytes, conf, dump, hs, normal, openStorage, run, tempDir } from './helpers.ts';
+
+async function reopen(dir: string, s: { close(): Promise<void> }) {
+  await s.close();
+  return openStorage(dir);
+}
+
+describe('DiskStorage', () => {
+  it('opens an empty directory as an empty log, and reopens it the same', async () => {
+    const dir = await tempDir();
+    const s = await openStorage(dir);
+    const empty = dump(s);
+    expect(empty).toMatchObject({ firstIndex: 1, lastIndex: 0, entries: [], hardState: hs(0, 0) });
+    expect(empty.snapshot.meta.index).toBe(0);
+    expect(dump(await reopen(dir, s))).toEqual(empty);
+    expect((await readdir(dir)).sort()).toEqual(['log', 'snapshots']);
+  });
+
+  it('serves after a restart exactly the entries, terms and hard state it saved', async () => {
+    const dir = await tempDir();
+    const s = await openStorage(dir);
+    await s.save({ entries: run(1, 5, 1), hardState: hs(1, 2, 'a') });
+    const confEntry: Entry = { kind: 'conf', index: 6, term: 2, change: { changes: [{ type: 'addLearner', node: 'd' }], context: 'addr' } };
+    await s.save({ entries: [confEntry, normal(7, 2, ''), normal(8, 2)], hardState: hs(2, 7, 'b') });
+    const before = dump(s);
+    expect(before).toMatchObject({ firstIndex: 1, lastIndex: 8, hardState: hs(2, 7, 'b'), terms: [0, 1, 1, 1, 1, 1, 2, 2, 2] });
+
+    const after = await reopen(dir, s);
+    expect(dump(after)).toEqual(before);
+    expect(after.initialState()).toEqual({ hardState: hs(2, 7, 'b'), confState: conf([]) });
+    // Entry payloads come back as plain Uint8Arrays, not Buffers viewing a larger value.
+    const data = after.entries(1, 2, Infinity)[0];
+    expect(data?.kind === 'normal' && data.data.constructor).toBe(Uint8Array);
+  });
+
+  it('truncates a conflicting suffix on disk: no stale entry survives a restart', async () => {
+    const dir = await tempDir();
+    const s = await openStorage(dir);
+    await s.save({ entries: run(1, 10, 1), hardState: hs(1, 4) });
+    // A new leader of term 2 overwrites from index 6 with a shorter log.
+    await s.save({ entries: run(6, 7, 2), hardState: hs(2, 4) });
+    expect(s.lastIndex()).toBe(7);
+    const before = dump(s);
+
+    const after = await reopen(dir, s);
+    expect(dump(after)).toEqual(before);
+    expect(after.lastIndex()).toBe(7);
+    expect(after.entries(5, 8, Infinity).map((e) => [e.index, e.term])).toEqual([[5, 1], [6, 2], [7, 2]]);
+    // Appending after the restart continues from the truncated end, not the stale one.
+    await after.save({ entries: [normal(8, 2)] });
+    expect(dump(await reopen(dir, after)).terms.slice(-3)).toEqual([2, 2, 2]);
+  });
+
+  it('keeps a snapshot and a compacted log across a restart', async () => {
+    const dir = await tempDir();
+    const s = await openStorage(dir);
+    await s.save({ entries: run(1, 20, 1), hardState: hs(1, 18) });
+    const data = bytes(9, 8, 7, 6);
+    await s.createSnapshot(15, conf(['a', 'b', 'c']), data);
+    await s.compact(10); // a tail of entries is kept below the snapshot for slow followers
+    expect(s.firstIndex()).toBe(11);
+    expect(s.snapshot()).toEqual({ meta: { index: 15, term: 1, confState: conf(['a', 'b', 'c']) }, data });
+    const before = dump(s);
+
+    const after = await reopen(dir, s);
+    expect(dump(after)).toEqual(before);
+    expect(after.term(10)).toBe(1); // the compaction point still answers term()
+    await after.compact(15);
+    const compacted = dump(after);
+    expect(compacted.firstIndex).toBe(16);
+    expect(dump(await reopen(dir, after))).toEqual(compacted);
+  });
+
+  it('installs a snapshot received from the leader, replacing the whole log', async () => {
+    const dir = await tempDir();
+    const s = await openStorage(dir);
+    await s.save({ entries: run(1, 5, 1), hardState: hs(1, 3) });
+    const snap = { meta: { index: 50, term: 3, confState: conf(['a', 'b']) }, data: bytes(1, 2, 3) };
+    await s.save({ snapshot: snap, entries: run(51, 52, 3), hardState: hs(3, 50) });
+    expect(dump(s)).toMatchObject({ firstIndex: 51, lastIndex: 52, snapshot: snap, hardState: hs(3, 50) });
+    const before = dump(s);
+
+    const after = await reopen(dir, s);
+    expect(dump(after)).toEqual(before);
+    expect(after.initialState().confState).toEqual(conf(['a', 'b']));
+    // An older snapshot arriving late is ignored, as MemoryStorage ignores it.
+    await after.save({ snapshot: { ...snap, meta: { ...snap.meta, index: 40 } }, entries: [] });
+    expect(dump(after)).toEqual(before);
+  });
+
+  it('bootstraps from a snapshot at index 1, as a founding member does', async () => {
+    const dir = await tempDir();
+    const s = await openStorage(dir);
+    await s.save({ entries: [], hardState: hs(1, 1), snapshot: { meta: { index: 1, term: 1, confState: conf(['a']) }, data: bytes(1) } });
+    const after = await reopen(dir, s);
+    expect(dump(after)).toMatchObject({ firstIndex: 2, lastIndex: 1, hardState: hs(1, 1), terms: [1] });
+  });
+
+  it('keeps the newest two snapshot files', async () => {
+    const dir = await tempDir();
+    const s = await openStorage(dir);
+    await s.save({ entries: run(1, 30, 1), hardState: hs(1, 30) });
+    for (const i of [5, 10, 15, 20]) await s.createSnapshot(i, conf(['a']), bytes(i));
+    await s.createSnapshot(20, conf(['a']), bytes(99)); // not newer: ignored
+    expect((await readdir(join(dir, 'snapshots'))).sort()).toEqual(['snap-0000000000000015.snap', 'snap-0000000000000020.snap']);
+    expect(s.snapshot().data).toEqual(bytes(20));
+  });
+
+  it('stores node metadata durably and checks it with a schema on the way back', async () => {
+    const dir = await tempDir();
+    const s = await openStorage(dir);
+    const identity = { id: 'n1', clusterId: 'c1', joinedAt: 12, key: bytes(1, 2) };
+    await s.putMeta('identity', identity);
+    const after = await reopen(dir, s);
+    expect(await after.getMeta('missing')).toBeUndefined();
+    const schema = z.object({ id: z.string(), clusterId: z.string(), joinedAt: z.number(), key: z.instanceof(Uint8Array) });
+    expect(await after.getMeta('identity', schema)).toEqual({ ...identity, key: Buffer.from([1, 2]) });
+    await expect(after.getMeta('identity', z.object({ id: z.number() }))).rejects.toThrow(/'m\/identity' record is not valid/);
+    await expect(after.putMeta('', 1)).rejects.toThrow(RangeError);
+  });
+
+  it('reports the latency of every durable write', async () => {
+    const dir = await tempDir();
+    const samples: SyncSample[] = [];
+    const s = await openStorage(dir, { onSync: (ms, sample) => { expect(ms).toBeGreaterThanOrEqual(0); samples.push(sample); } });
+    await s.save({ entries: run(1, 3, 1), hardState: hs(1, 1) });
+    await s.save({ entries: [], hardState: hs(1, 2) }, { sync: false });
+    await s.save({ entries: [] }); // nothing to write: no batch, no sample
+    await s.createSnapshot(2, conf(['a']), bytes(1));
+    await s.compact(1);
+    expect(samples.map((x) => [x.op, x.sync])).toEqual([
+      ['save', true], ['save', false], ['snapshotFile', true], ['snapshotRecord', true], ['compact', true],
+    ]);
+  });
+
+  it('runs concurrent writes in call order', async () => {
+    const dir = await tempDir();
+    const s = await openStorage(dir);
+    await Promise.all([
+      s.save({ entries: run(1, 10, 1), hardState: hs(1, 8) }),
+      s.createSnapshot(8, conf(['a']), bytes(8)),
+      s.compact(6),
+      s.save({ entries: run(9, 12, 2), hardState: hs(2, 8) }),
+      s.putMeta('k', 'v'),
+    ]);
+    const before = dump(s);
+    expect(before).toMatchObject({ firstIndex: 7, lastIndex: 12 });
+    expect(await s.getMeta('k')).toBe('v');
+    expect(dump(await reopen(dir, s))).toEqual(before);
+  });
+
+  it('close is idempotent and refuses writes afterwards; reads still answer from the cache', async () => {
+    const dir = await tempDir();
+    const s = await openStorage(dir);
+    await s.save({ entries: run(1, 2, 1), hardState: hs(1, 1) });
+    await Promise.all([s.close(), s.close()]);
+    await s.close();
+    await expect(s.save({ entries: [normal(3, 1)] })).rejects.toThrow(/closed/);
+    await expect(s.getMeta('k')).rejects.toThrow(/closed/);
+    expect(s.lastIndex()).toBe(2);
+  });
+
+  it('refuses every write after one failed, until the node restarts', async () => {
+    const dir = await tempDir();
+    const s = await openStorage(dir);
+    await s.save({ entries: run(1, 5, 1), hardState: hs(1, 5) });
+    await rm(join(dir, 'snapshots'), { recursive: true }); // the snapshot file cannot be written
+    await expect(s.createSnapshot(3, conf(['a']), bytes(3))).rejects.toThrow(/ENOENT/);
+    await expect(s.save({ entries: [normal(6, 1)] })).rejects.toThrow(/earlier write .* failed; restart/);
+    expect(s.lastIndex()).toBe(5);
+  });
+
+  it('rejects writes that would break the log (programmer errors)', async () => {
+    const dir = await tempDir();
+    const s = await openStorage(dir);
+    await s.save({ entries: run(1, 3, 1), hardState: hs(1, 3) });
+    await expect(s.compact(2)).rejects.toThrow(/past the snapshot/);
+    const other = await openStorage(await tempDir());
+    await other.save({ entries: run(1, 3, 1), hardState: hs(1, 3) });
+    await expect(other.save({ entries: [normal(5, 1)] })).rejects.toThrow(/gap/);
+    const third = await openStorage(await tempDir());
+    await expect(third.save({ entries: [normal(1, 1)], hardState: hs(1, 2) })).rejects.toThrow(/commit 2 beyond last index 1/);
+  });
+});
