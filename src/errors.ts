@@ -5,6 +5,7 @@
 export const errorCatalog = {
   bad_request: { status: 400, retryable: false, summary: 'The request is malformed or has invalid fields; details lists every problem.' },
   not_found: { status: 404, retryable: false, summary: 'No such resource.' },
+  unsupported_media_type: { status: 415, retryable: false, summary: 'The body is not sent as application/json.' },
   payload_too_large: { status: 413, retryable: false, summary: 'The request body exceeds the limit.' },
   no_leader: { status: 503, retryable: true, summary: 'The cluster has no leader right now (election in progress or quorum lost).' },
   proposal_dropped: { status: 503, retryable: true, summary: 'The leader refused the write (leadership transfer in progress, too many uncommitted writes).' },
@@ -14,6 +15,10 @@ export const errorCatalog = {
   config_invalid: { status: 400, retryable: false, summary: 'A configuration file or flag is invalid.' },
   storage_format: { status: 500, retryable: false, summary: 'The data directory was written in a storage format this version does not know.' },
   storage_corrupt: { status: 500, retryable: false, summary: 'The node found damaged data in its data directory and refused to start.' },
+  revision_mismatch: { status: 409, retryable: false, summary: 'The document is not at the expected revision (If-Match or a txn op\'s expected rev); details has the current rev, or null when absent.' },
+  already_exists: { status: 409, retryable: false, summary: 'The document exists but the write required it to be absent (If-None-Match: *); details has its current rev.' },
+  cursor_expired: { status: 410, retryable: false, summary: 'The watch cursor is older than the retained events; details.oldestRev is the oldest revision still complete. List again and watch from the list revision.' },
+  idempotency_conflict: { status: 409, retryable: false, summary: 'The idempotency key was already used by the same principal for a different request.' },
   internal: { status: 500, retryable: false, summary: 'An unexpected error; it is a bug. The log has details.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;
 

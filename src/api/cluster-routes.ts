@@ -3,8 +3,13 @@
 // own partial view (marked `view: "local"`) when the leader cannot be reached.
 
 import type { FastifyPluginAsync } from 'fastify';
-import { NONE } from '../raft/types.ts';
+import { z } from 'zod';
+import { ShoalError } from '../errors.ts';
+import { confChangeContext } from '../node/membership.ts';
+import { NONE, type ConfChange } from '../raft/types.ts';
 import type { ApiContext } from './app.ts';
+import { validate } from './validate.ts';
+import { forwardIfFollower } from './write-path.ts';
 
 export interface MemberView {
   id: string;
@@ -59,11 +64,31 @@ export function clusterView(ctx: ApiContext): ClusterView {
   };
 }
 
+const memberBody = z.object({
+  id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'a node id as printed by shoal init'),
+  name: z.string().min(1).max(64),
+  peerAddress: z.string().regex(/^[^\s:]+:\d{1,5}$/, 'expected host:port'),
+  apiAddress: z.string().regex(/^[^\s:]+:\d{1,5}$/, 'expected host:port'),
+}).strict();
+const idParams = z.object({ id: z.string().min(1).max(64) }).strict();
+const transferBody = z.object({ to: z.string().min(1).max(64).optional() }).strict();
+const noQuery = z.object({}).strict();
+const viewQuery = z.object({ local: z.string().optional() }).strict();
+
+async function membershipChange(ctx: ApiContext, cc: ConfChange): Promise<ClusterView> {
+  await ctx.node.changeMembership(cc);
+  return clusterView(ctx);
+}
+
+function requireMember(ctx: ApiContext, id: string): void {
+  if (ctx.node.membership.get(id) === undefined) throw new ShoalError('not_found', `no member ${id}; see GET /v1/cluster`, { id });
+}
+
 export const clusterRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
   app.get('/v1/cluster', async (req) => {
-    const local = Object.prototype.hasOwnProperty.call(req.query ?? {}, 'local');
+    const v = validate({ query: [viewQuery, req.query] });
     const leader = ctx.node.leaderId;
-    if (local || leader === NONE || leader === ctx.node.id) return clusterView(ctx);
+    if (v.query.local !== undefined || leader === NONE || leader === ctx.node.id) return clusterView(ctx);
     const addr = ctx.node.membership.get(leader)?.apiAddress;
     if (addr === undefined) return clusterView(ctx);
     try {
@@ -73,5 +98,46 @@ export const clusterRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app
       // fall through to the local view
     }
     return clusterView(ctx);
+  });
+
+  app.post('/v1/cluster/members', async (req, reply) => {
+    const v = validate({ query: [noQuery, req.query], body: [memberBody, req.body] });
+    if (await forwardIfFollower(ctx, req, reply)) return reply;
+    if (ctx.node.membership.get(v.body.id) !== undefined) {
+      throw new ShoalError('already_exists', `${v.body.id} is already a member`, { id: v.body.id });
+    }
+    const view = await membershipChange(ctx, { changes: [{ type: 'addLearner', node: v.body.id }], context: confChangeContext([v.body]) });
+    return reply.status(201).send(view);
+  });
+
+  app.post('/v1/cluster/members/:id/promote', async (req, reply) => {
+    const v = validate({ params: [idParams, req.params], query: [noQuery, req.query] });
+    if (await forwardIfFollower(ctx, req, reply)) return reply;
+    requireMember(ctx, v.params.id);
+    return membershipChange(ctx, { changes: [{ type: 'addVoter', node: v.params.id }] });
+  });
+
+  app.delete('/v1/cluster/members/:id', async (req, reply) => {
+    const v = validate({ params: [idParams, req.params], query: [noQuery, req.query] });
+    if (await forwardIfFollower(ctx, req, reply)) return reply;
+    requireMember(ctx, v.params.id);
+    return membershipChange(ctx, { changes: [{ type: 'removeNode', node: v.params.id }] });
+  });
+
+  app.post('/v1/cluster/leader', async (req, reply) => {
+    const v = validate({ query: [noQuery, req.query], body: [transferBody, req.body ?? {}] });
+    if (await forwardIfFollower(ctx, req, reply)) return reply;
+    if (v.body.to !== undefined) requireMember(ctx, v.body.to);
+    const leader = await ctx.node.transferLeadership(v.body.to);
+    return { leader, term: ctx.node.currentTerm };
+  });
+
+  app.get('/v1/cluster/snapshot', async (req, reply) => {
+    validate({ query: [noQuery, req.query] });
+    await ctx.node.readBarrier();
+    const data = await ctx.exportSnapshot();
+    void reply.header('content-type', 'application/octet-stream');
+    void reply.header('content-disposition', `attachment; filename="shoal-${ctx.clusterId}-${ctx.node.appliedIndex}.snap"`);
+    return reply.send(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
   });
 };

@@ -2,16 +2,15 @@
 
 import { isShoalError } from '../errors.ts';
 import { exitCodes, UsageError } from './args.ts';
-import { devCommand } from './dev.ts';
-import { initCommand } from './init.ts';
-import { serveCommand } from './serve.ts';
-import { statusCommand } from './status.ts';
 
-const commands: Record<string, { run: (argv: string[]) => Promise<number>; summary: string }> = {
-  init: { run: initCommand, summary: "create a node's data directory, identity and certificates" },
-  serve: { run: serveCommand, summary: 'run a node from a config file' },
-  dev: { run: devCommand, summary: 'start a local three-node cluster (separate processes)' },
-  status: { run: statusCommand, summary: 'show leader, term, commit index and members' },
+type Run = (argv: string[]) => Promise<number>;
+
+// Commands load lazily: `shoal status` should not pay for loading the storage engine.
+const commands: Record<string, { load: () => Promise<Run>; summary: string }> = {
+  init: { load: async () => (await import('./init.ts')).initCommand, summary: "create a node's data directory, identity and certificates" },
+  serve: { load: async () => (await import('./serve.ts')).serveCommand, summary: 'run a node from a config file' },
+  dev: { load: async () => (await import('./dev.ts')).devCommand, summary: 'start a local three-node cluster (separate processes)' },
+  status: { load: async () => (await import('./status.ts')).statusCommand, summary: 'show leader, term, commit index and members' },
 };
 
 export const mainHelp = `Usage: shoal <command> [options]
@@ -33,7 +32,7 @@ export async function main(argv: string[]): Promise<number> {
     return exitCodes.usage;
   }
   try {
-    return await command.run(rest);
+    return await (await command.load())(rest);
   } catch (err) {
     return report(name, err);
   }

@@ -13,15 +13,8 @@ const hostPort = z.string().regex(/^[^\s:]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$
 export const configSchema = z.object({
   /** Data directory; relative paths are relative to the config file. */
   dataDir: z.string().min(1),
-  api: z.object({
-    listen: hostPort,
-    /** Address other nodes and clients use; defaults to listen. */
-    advertise: hostPort.optional(),
-  }).strict(),
-  peer: z.object({
-    listen: hostPort,
-    advertise: hostPort.optional(),
-  }).strict(),
+  api: z.object({ listen: hostPort }).strict(),
+  peer: z.object({ listen: hostPort }).strict(),
   /** The founding members of a new cluster (this node included). Ignored once the log exists. */
   bootstrap: z.array(memberRecordSchema).optional(),
   raft: z.object({

@@ -18,6 +18,7 @@ import type { PeerStats, Transport } from '../../transport/types.ts';
 import type { NodeStorage } from './node-storage.ts';
 import type { StateMachine } from './state-machine.ts';
 import { Membership, type MemberRecord } from './membership.ts';
+import { Histogram, latencyBuckets } from './metrics.ts';
 
 const packr = new Packr({ useRecords: false });
 
@@ -96,6 +97,8 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   private role: Role = 'follower';
   private fatal: Error | undefined;
   leaderChanges = 0;
+  /** Seconds from propose() to the entry applied here. */
+  readonly proposalLatency = new Histogram('shoal_proposal_duration_seconds', 'Time from proposing a write to applying it on the proposing node.', latencyBuckets);
 
   constructor(options: RaftNodeOptions) {
     super();
@@ -148,7 +151,12 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     this.checkRunning();
     const seq = ++this.seq;
     const env: Envelope = { p: this.incarnation, s: seq, d: data };
-    return new Promise<ProposalResult>((resolve, reject) => {
+    const started = performance.now();
+    return new Promise<ProposalResult>((resolveRaw, reject) => {
+      const resolve = (r: ProposalResult): void => {
+        this.proposalLatency.observe((performance.now() - started) / 1000);
+        resolveRaw(r);
+      };
       const timer = setTimeout(() => {
         this.proposals.delete(seq);
         reject(new ShoalError('timeout', `the write was not applied within ${this.opts.proposalTimeoutMs} ms; its outcome is unknown`));
@@ -474,6 +482,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
 function translateDrop(err: unknown): Error {
   if (err instanceof ProposalDroppedError) {
     if (err.reason === 'noLeader') return new ShoalError('no_leader', 'the cluster has no leader right now; retry shortly');
+    if (err.reason === 'invalidConfChange') return new ShoalError('bad_request', 'the membership change is not valid for the current configuration (e.g. it removes the last voter)', { reason: err.reason });
     return new ShoalError('proposal_dropped', `the leader refused the request: ${err.reason}`, { reason: err.reason });
   }
   return err instanceof Error ? err : new Error(String(err));

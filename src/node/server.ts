@@ -7,7 +7,9 @@ import { buildApi } from '../api/app.ts';
 import { ShoalError } from '../errors.ts';
 import { DiskStorage } from '../storage/index.ts';
 import { WsTransport } from '../../transport/ws-transport.ts';
-import { KvStateMachine } from './kv-state-machine.ts';
+import { DocumentStore } from '../../fsm/index.ts';
+import { Registry, latencyBuckets } from './metrics.ts';
+import { encodeSnapshotFile } from './snapshot-file.ts';
 import { loadIdentity, loadTls, type Identity } from './identity.ts';
 import type { MemberRecord } from './membership.ts';
 import { splitHostPort, type NodeConfig } from './config.ts';
@@ -34,7 +36,7 @@ export function bootstrapSnapshotData(members: MemberRecord[], app: Uint8Array):
   return packr.pack({ members: sorted, app });
 }
 
-async function bootstrapIfNew(storage: NodeStorage, config: NodeConfig, identity: Identity, kv: KvStateMachine, log: Logger): Promise<void> {
+async function bootstrapIfNew(storage: NodeStorage, config: NodeConfig, identity: Identity, store: DocumentStore, log: Logger): Promise<void> {
   if (storage.log.lastIndex() > 0) return;
   const founders = config.bootstrap;
   if (founders === undefined || founders.length === 0) {
@@ -48,7 +50,7 @@ async function bootstrapIfNew(storage: NodeStorage, config: NodeConfig, identity
   await storage.save({
     entries: [],
     hardState: { term: 1, vote: '', commit: 1 },
-    snapshot: { meta: { index: 1, term: 1, confState: { ...emptyConfState(), voters } }, data: bootstrapSnapshotData(founders, kv.snapshot()) },
+    snapshot: { meta: { index: 1, term: 1, confState: { ...emptyConfState(), voters } }, data: bootstrapSnapshotData(founders, store.snapshot()) },
   }, { sync: true });
   log.info(`bootstrapped a new cluster with ${voters.length} voters`);
 }
@@ -56,21 +58,25 @@ async function bootstrapIfNew(storage: NodeStorage, config: NodeConfig, identity
 export async function startNode(config: NodeConfig, log: Logger): Promise<RunningNode> {
   const identity = loadIdentity(config.dataDir);
   const tls = loadTls(config.dataDir);
-  const storage = await DiskStorage.open(config.dataDir, { logger: log });
-  const kv = new KvStateMachine();
+  const metrics = new Registry();
+  const fsync = metrics.histogram('shoal_storage_sync_duration_seconds', 'Duration of synced storage writes (one per Ready batch).', latencyBuckets);
+  const storage = await DiskStorage.open(config.dataDir, { logger: log, onSync: (ms, sample) => { if (sample.sync) fsync.observe(ms / 1000); } });
+  const store = new DocumentStore();
   try {
-    await bootstrapIfNew(storage, config, identity, kv, log);
+    await bootstrapIfNew(storage, config, identity, store, log);
   } catch (err) {
     await storage.close();
     throw err;
   }
-  const peerListen = splitHostPort(config.peer.listen);
+  let node: RaftNode | undefined;
   const transport = new WsTransport({
-    nodeId: identity.id, clusterId: identity.clusterId, listen: peerListen, tls,
+    nodeId: identity.id, clusterId: identity.clusterId, listen: splitHostPort(config.peer.listen), tls,
     protocolVersion, protocolVersionsSupported: { min: 1, max: protocolVersion }, softwareVersion, logger: log,
+    // A node that knows its members accepts only them: a removed node's certificate is refused.
+    authorizePeer: (id) => node === undefined || node.membership.list().length === 0 || node.membership.get(id) !== undefined,
   });
-  const node = new RaftNode({
-    id: identity.id, storage, transport, stateMachine: kv, logger: log,
+  node = new RaftNode({
+    id: identity.id, storage, transport, stateMachine: store, logger: log,
     tickMs: config.raft.tickMs,
     electionTimeoutTicks: config.raft.electionTimeoutMs / config.raft.tickMs,
     heartbeatIntervalTicks: config.raft.heartbeatIntervalMs / config.raft.tickMs,
@@ -78,27 +84,62 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
     appendBytesMax: config.raft.appendBytesMax, appendsInflightMax: config.raft.appendsInflightMax,
     uncommittedBytesMax: config.raft.uncommittedBytesMax, proposalTimeoutMs: config.limits.proposalTimeoutMs,
   });
+  registerNodeMetrics(metrics, node);
   await transport.start();
   await node.start();
-  const api = buildApi({ node, kv, clusterId: identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax });
+  const running = node;
+  const api = buildApi({
+    node: running, store, clusterId: identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax,
+    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(),
+    exportSnapshot: async () => encodeSnapshotFile({
+      clusterId: identity.clusterId, index: running.appliedIndex, term: running.currentTerm, members: running.membership.list(), app: store.snapshot(),
+    }),
+  });
   const apiListen = splitHostPort(config.api.listen);
   try {
     await api.listen({ host: apiListen.host, port: apiListen.port });
   } catch (err) {
-    await node.stop();
+    await running.stop();
     throw new ShoalError('config_invalid', `cannot listen on ${config.api.listen}: ${(err as Error).message}`);
   }
   const addr = api.server.address();
   const apiAddress = typeof addr === 'object' && addr !== null ? `${apiListen.host}:${addr.port}` : config.api.listen;
   let stopping: Promise<void> | undefined;
   return {
-    identity, node, api, apiAddress,
+    identity, node: running, api, apiAddress,
     stop: () => {
       stopping ??= (async () => {
-        await node.stop();
+        await running.stop();
         await api.close();
       })();
       return stopping;
     },
   };
+}
+
+function registerNodeMetrics(metrics: Registry, node: RaftNode): void {
+  const st = () => node.status();
+  const one = (value: number) => [{ value }];
+  metrics.gauge({ name: 'shoal_raft_term', help: 'Current Raft term.', type: 'gauge', read: () => one(st().term) });
+  metrics.gauge({ name: 'shoal_raft_is_leader', help: '1 if this node is the leader.', type: 'gauge', read: () => one(node.isLeader ? 1 : 0) });
+  metrics.gauge({ name: 'shoal_raft_leader_changes_total', help: 'Leader changes seen by this node.', type: 'counter', read: () => one(node.leaderChanges) });
+  metrics.gauge({ name: 'shoal_raft_commit_index', help: 'Highest log index known committed.', type: 'gauge', read: () => one(st().commit) });
+  metrics.gauge({ name: 'shoal_raft_applied_index', help: 'Highest log index applied to the store.', type: 'gauge', read: () => one(node.appliedIndex) });
+  metrics.gauge({ name: 'shoal_raft_apply_lag_entries', help: 'Committed entries not yet applied.', type: 'gauge', read: () => one(Math.max(0, st().commit - node.appliedIndex)) });
+  metrics.gauge({
+    name: 'shoal_peer_lag_entries', help: 'Entries a member is behind the leader (leader only).', type: 'gauge',
+    read: () => {
+      const s = st();
+      return Object.entries(s.progress ?? {}).filter(([id]) => id !== s.id).map(([id, pr]) => ({ labels: { peer: id }, value: Math.max(0, s.lastIndex - pr.match) }));
+    },
+  });
+  metrics.gauge({
+    name: 'shoal_peer_rtt_seconds', help: 'Latest round-trip time to each peer.', type: 'gauge',
+    read: () => node.peerStats().filter((p) => p.rttMs !== null).map((p) => ({ labels: { peer: p.id }, value: (p.rttMs ?? 0) / 1000 })),
+  });
+  metrics.gauge({
+    name: 'shoal_peer_connected', help: '1 if the outbound connection to the peer is up.', type: 'gauge',
+    read: () => node.peerStats().map((p) => ({ labels: { peer: p.id }, value: p.connected ? 1 : 0 })),
+  });
+  metrics.add(node.proposalLatency);
 }

@@ -167,7 +167,7 @@ export class MemoryStorage implements LogStorage {
  * at index 1, term 1, holding the empty state machine. Every founding member must be bootstrapped
  * with the same membership; nodes that join later start empty and receive a snapshot.
  */
-export function bootstrapStorage(storage: MemoryStorage, voters: string[], learners: string[] = [], data = new Uint8Array(0)): void {
+export function bootstrapStorage(storage: MemoryStorage, voters: string[], learners: string[] = [], data: Uint8Array = new Uint8Array(0)): void {
   assert(storage.lastIndex() === 0, 'bootstrap: storage must be empty');
   assert(voters.length > 0, 'bootstrap: at least one voter');
   storage.applySnapshot({

@@ -27,7 +27,7 @@ function startLoad(cluster: ProcessCluster, writers: number): Load {
       const key = `w${w}-${i}`;
       const value = `v-${w}-${i}`;
       try {
-        const res = await putJson<{ rev?: number }>(target, `/v1/test/kv/${key}`, { value }, 3000);
+        const res = await putJson<{ rev?: number }>(target, `/v1/docs/kv/${key}`, { value }, 3000);
         if (res.status === 200) acked.set(key, value);
         else { errors++; await sleep(20); }
       } catch {
@@ -57,8 +57,8 @@ async function missingOn(node: ClusterNode, acked: Map<string, string>): Promise
   const entries = [...acked];
   for (let i = 0; i < entries.length; i += 64) {
     await Promise.all(entries.slice(i, i + 64).map(async ([key, value]) => {
-      const res = await getJson<{ value?: string }>(node, `/v1/test/kv/${key}?consistency=stale`);
-      if (res.status !== 200 || res.body.value !== value) missing.push(key);
+      const res = await getJson<{ doc?: { value?: string } }>(node, `/v1/docs/kv/${key}?consistency=stale`);
+      if (res.status !== 200 || res.body.doc?.value !== value) missing.push(key);
     }));
   }
   return missing;

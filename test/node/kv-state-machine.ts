@@ -1,10 +1,9 @@
-// A minimal key-value state machine: the store behind the interim test endpoint
-// (/v1/test/kv) until the document store replaces it. Deterministic: results depend only on
-// the entries applied.
+// A minimal key-value state machine for the driver tests: small and obviously deterministic
+// (results depend only on the entries applied).
 
 import { Packr } from 'msgpackr';
 import { z } from 'zod';
-import type { AppliedEntry, StateMachine } from './state-machine.ts';
+import type { AppliedEntry, StateMachine } from '../../src/node/state-machine.ts';
 
 const packr = new Packr({ useRecords: false });
 

@@ -1,0 +1,86 @@
+// GET /v1/watch: server-sent events of changes after a revision. The backlog comes from the
+// store's retained events and the live tail from a subscription taken in the same synchronous
+// step, so no event can fall between them (nothing applies in between) and none repeats.
+//
+// Each event is an SSE message `event: put|delete`, `data: <WatchEvent JSON>`. The `id:` field
+// (the revision) is set on the last event of each revision, so a client resuming with
+// Last-Event-ID (or ?after=) never loses the rest of a multi-document change.
+
+import type { FastifyPluginAsync } from 'fastify';
+import { z } from 'zod';
+import { collectionSchema } from '../../fsm/index.ts';
+import type { WatchEvent, WatchFilter } from '../../fsm/types.ts';
+import type { ApiContext } from './app.ts';
+import { validate } from './validate.ts';
+
+const watchQuery = z.object({
+  collection: collectionSchema.optional(),
+  prefix: z.string().max(256).optional(),
+  after: z.coerce.number().int().min(0).optional(),
+}).strict();
+const lastEventId = z.object({ 'last-event-id': z.coerce.number().int().min(0).optional() }).passthrough();
+
+/** A consumer this far behind is cut off; it resumes from its last id. */
+const bufferedBytesMax = 8 * 1024 * 1024;
+const keepaliveMs = 15_000;
+
+export function matches(ev: WatchEvent, f: WatchFilter): boolean {
+  if (f.collection !== undefined && ev.collection !== f.collection) return false;
+  return f.prefix === undefined || ev.id.startsWith(f.prefix);
+}
+
+export function formatEvents(events: readonly WatchEvent[]): string {
+  let out = '';
+  for (const [i, ev] of events.entries()) {
+    const next = events[i + 1];
+    const lastOfRev = next === undefined || next.rev !== ev.rev;
+    out += `${lastOfRev ? `id: ${ev.rev}\n` : ''}event: ${ev.type}\ndata: ${JSON.stringify(ev)}\n\n`;
+  }
+  return out;
+}
+
+export const watchRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
+  app.get('/v1/watch', async (req, reply) => {
+    const v = validate({ query: [watchQuery, req.query], headers: [lastEventId, req.headers] });
+    const filter: WatchFilter = {
+      ...(v.query.collection !== undefined ? { collection: v.query.collection } : {}),
+      ...(v.query.prefix !== undefined ? { prefix: v.query.prefix } : {}),
+    };
+    const after = v.query.after ?? v.headers['last-event-id'] ?? ctx.store.revision;
+    // Throws cursor_expired (410) before any byte of the stream is written.
+    const backlog = ctx.store.eventsSince(after, filter);
+    let pending: WatchEvent[] = [];
+    let flushScheduled = false;
+    const raw = reply.raw;
+    const flush = (): void => {
+      flushScheduled = false;
+      const batch = pending;
+      pending = [];
+      if (batch.length === 0 || raw.destroyed) return;
+      raw.write(formatEvents(batch));
+      if (raw.writableLength > bufferedBytesMax) raw.destroy();
+    };
+    const unsubscribe = ctx.store.subscribe((ev) => {
+      if (!matches(ev, filter)) return;
+      pending.push(ev);
+      if (!flushScheduled) {
+        flushScheduled = true;
+        setImmediate(flush);
+      }
+    });
+    reply.hijack();
+    raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-shoal-watch-from': String(after) });
+    raw.write(`: watching after rev ${after}\n\n${formatEvents(backlog)}`);
+    const keepalive = setInterval(() => raw.write(': keepalive\n\n'), keepaliveMs);
+    const end = (): void => {
+      raw.end();
+    };
+    const stop = (): void => {
+      clearInterval(keepalive);
+      unsubscribe();
+      ctx.streams.delete(end);
+    };
+    ctx.streams.add(end);
+    raw.once('close', stop);
+  });
+};

@@ -1,0 +1,67 @@
+// The write path: a write reaching a follower is forwarded over HTTP to the leader, which stamps
+// it (its clock, the principal, the idempotency key) and proposes it; the answer comes back
+// through the follower. Forwarding happens once: a forwarded request that lands on a node that
+// is not the leader either (leadership moved) fails with a retryable `leader_changed`.
+
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { encodeCommand, type Command } from '../../fsm/index.ts';
+import type { CommandResult } from '../../fsm/types.ts';
+import { ShoalError } from '../errors.ts';
+import { NONE } from '../raft/types.ts';
+import type { ApiContext } from './app.ts';
+
+export const forwardedHeader = 'x-shoal-forwarded-by';
+const forwardedRequestHeaders = ['content-type', 'if-match', 'if-none-match', 'idempotency-key', 'x-shoal-principal'];
+const relayedResponseHeaders = ['content-type', 'etag', 'retry-after', 'idempotent-replayed'];
+
+export function principalOf(req: FastifyRequest): string {
+  const p = req.headers['x-shoal-principal'];
+  return typeof p === 'string' && p.length > 0 ? p : 'anonymous';
+}
+
+/** Forwards the request to the leader if this node is not it. Returns true if it answered. */
+export async function forwardIfFollower(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply): Promise<boolean> {
+  if (ctx.node.isLeader) return false;
+  const leader = ctx.node.leaderId;
+  if (leader === NONE) throw new ShoalError('no_leader', 'the cluster has no leader right now; retry shortly');
+  if (req.headers[forwardedHeader] !== undefined) {
+    throw new ShoalError('leader_changed', 'this node is no longer the leader; retry', { leader });
+  }
+  const addr = ctx.node.membership.get(leader)?.apiAddress;
+  if (addr === undefined) throw new ShoalError('no_leader', `the leader ${leader} has no known API address yet; retry shortly`);
+  const headers: Record<string, string> = { [forwardedHeader]: ctx.node.id };
+  for (const h of forwardedRequestHeaders) {
+    const v = req.headers[h];
+    if (typeof v === 'string') headers[h] = v;
+  }
+  let res: Response;
+  try {
+    res = await fetch(`http://${addr}${req.url}`, {
+      method: req.method, headers, signal: AbortSignal.timeout(ctx.proposalTimeoutMs + 1000),
+      ...(req.body !== undefined ? { body: JSON.stringify(req.body) } : {}),
+    });
+  } catch (err) {
+    throw new ShoalError('leader_changed', `could not reach the leader at ${addr}: ${(err as Error).message}; the outcome is unknown, retry`);
+  }
+  for (const h of relayedResponseHeaders) {
+    const v = res.headers.get(h);
+    if (v !== null) void reply.header(h, v);
+  }
+  await reply.status(res.status).send(Buffer.from(await res.arrayBuffer()));
+  return true;
+}
+
+/** On the leader: stamps and proposes a command; resolves with the store's result once applied. */
+export async function propose(ctx: ApiContext, req: FastifyRequest, cmd: Command): Promise<CommandResult> {
+  const key = req.headers['idempotency-key'];
+  const data = encodeCommand({
+    cmd, ts: Date.now(), principal: principalOf(req), ...(typeof key === 'string' && key !== '' ? { idempotencyKey: key } : {}),
+  });
+  const { result } = await ctx.node.propose(data);
+  return result as CommandResult;
+}
+
+/** Turns a command's error result into the typed API error. */
+export function throwIfFailed(result: CommandResult): asserts result is Extract<CommandResult, { ok: true }> {
+  if (!result.ok) throw new ShoalError(result.error.code, result.error.message, result.error.details as Record<string, unknown> | undefined);
+}

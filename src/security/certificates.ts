@@ -1,0 +1,134 @@
+// The cluster CA and node certificates: ECDSA P-256 keys from Node's webcrypto, certificates
+// built with @peculiar/x509, keys exported as PKCS#8 PEM so `tls` takes them as they are.
+
+import 'reflect-metadata';
+import * as x509 from '@peculiar/x509';
+import { createHash, webcrypto } from 'node:crypto';
+import { isIP as isIpAddress } from 'node:net';
+import type { NodeId } from '../raft/types.ts';
+import { isValidId, nodeIdUri } from './identity.ts';
+
+
+type CryptoKey = webcrypto.CryptoKey;
+type CryptoKeyPair = webcrypto.CryptoKeyPair;
+
+// Node's webcrypto is a complete WebCrypto; its TypeScript type is merely declared apart from
+// the DOM one @peculiar/x509 names.
+x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+
+const KEY_ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256' } as const;
+const SIGNING_ALGORITHM = { name: 'ECDSA', hash: 'SHA-256' } as const;
+const DAY_MS = 24 * 60 * 60 * 1000;
+/** Backdate notBefore so a peer whose clock runs a little behind still accepts a fresh cert. */
+const CLOCK_SKEW_MS = 5 * 60 * 1000;
+
+export const CA_VALID_DAYS_DEFAULT = 10 * 365;
+export const NODE_CERT_VALID_DAYS_DEFAULT = 5 * 365;
+
+/** A certificate and its private key, both PEM (the key PKCS#8). */
+export interface PemPair {
+  certPem: string;
+  keyPem: string;
+}
+
+export interface CaOptions {
+  validDays?: number;
+  /** The clock, for tests; defaults to now. */
+  now?: Date;
+}
+
+export interface NodeCertOptions extends CaOptions {
+  /** Addresses and names the node is reached at: IPs become IP SANs, the rest DNS SANs. */
+  hosts: string[];
+}
+
+export async function createCa(clusterId: string, options: CaOptions = {}): Promise<PemPair> {
+  if (!isValidId(clusterId)) throw new TypeError(`invalid cluster id ${JSON.stringify(clusterId)}`);
+  const keys = await generateKeys();
+  const { notBefore, notAfter } = validity(options, CA_VALID_DAYS_DEFAULT);
+  const cert = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: randomSerial(),
+    name: `CN=shoal cluster CA ${clusterId}, O=shoal`,
+    notBefore,
+    notAfter,
+    keys,
+    signingAlgorithm: SIGNING_ALGORITHM,
+    extensions: [
+      // pathLength 0: the CA signs node certificates only, never another CA.
+      new x509.BasicConstraintsExtension(true, 0, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
+    ],
+  });
+  return { certPem: cert.toString('pem'), keyPem: await exportKeyPem(keys.privateKey) };
+}
+
+export async function issueNodeCert(ca: PemPair, nodeId: NodeId, options: NodeCertOptions): Promise<PemPair> {
+  if (!isValidId(nodeId)) throw new TypeError(`invalid node id ${JSON.stringify(nodeId)}`);
+  const caCert = new x509.X509Certificate(ca.certPem);
+  const caKey = await importKeyPem(ca.keyPem);
+  const keys = await generateKeys();
+  const { notBefore, notAfter } = validity(options, NODE_CERT_VALID_DAYS_DEFAULT);
+  const cert = await x509.X509CertificateGenerator.create({
+    serialNumber: randomSerial(),
+    subject: `CN=${nodeId}, O=shoal`,
+    issuer: caCert.subject,
+    notBefore,
+    // A node certificate never outlives the CA that vouches for it.
+    notAfter: notAfter < caCert.notAfter ? notAfter : caCert.notAfter,
+    publicKey: keys.publicKey,
+    signingKey: caKey,
+    signingAlgorithm: SIGNING_ALGORITHM,
+    extensions: [
+      new x509.BasicConstraintsExtension(false, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth]),
+      new x509.SubjectAlternativeNameExtension(subjectAltNames(nodeId, options.hosts)),
+      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
+      await x509.AuthorityKeyIdentifierExtension.create(caCert),
+    ],
+  });
+  return { certPem: cert.toString('pem'), keyPem: await exportKeyPem(keys.privateKey) };
+}
+
+/** SHA-256 of the certificate's DER, lowercase hex: what a join token pins. */
+export function caFingerprint(certPem: string): string {
+  const der = Buffer.from(x509.PemConverter.decodeFirst(certPem));
+  return createHash('sha256').update(der).digest('hex');
+}
+
+function subjectAltNames(nodeId: NodeId, hosts: string[]): x509.JsonGeneralName[] {
+  const names: x509.JsonGeneralName[] = [{ type: 'url', value: nodeIdUri(nodeId) }];
+  for (const host of new Set(hosts)) {
+    names.push({ type: isIpAddress(host) === 0 ? 'dns' : 'ip', value: host });
+  }
+  return names;
+}
+
+function validity(options: CaOptions, defaultDays: number): { notBefore: Date; notAfter: Date } {
+  const validDays = options.validDays ?? defaultDays;
+  if (!(validDays > 0)) throw new RangeError(`validDays must be positive, got ${validDays}`);
+  const now = (options.now ?? new Date()).getTime();
+  return { notBefore: new Date(now - CLOCK_SKEW_MS), notAfter: new Date(now + validDays * DAY_MS) };
+}
+
+/** 16 random bytes with the top bit cleared: a positive serial, as RFC 5280 requires. */
+function randomSerial(): string {
+  const bytes = webcrypto.getRandomValues(new Uint8Array(16));
+  bytes[0] = (bytes[0] ?? 0) & 0x7f;
+  return Buffer.from(bytes).toString('hex');
+}
+
+async function generateKeys(): Promise<CryptoKeyPair> {
+  return webcrypto.subtle.generateKey(KEY_ALGORITHM, true, ['sign', 'verify']);
+}
+
+async function exportKeyPem(key: CryptoKey): Promise<string> {
+  const der = await webcrypto.subtle.exportKey('pkcs8', key);
+  return x509.PemConverter.encode(der, 'PRIVATE KEY');
+}
+
+async function importKeyPem(keyPem: string): Promise<CryptoKey> {
+  const der = x509.PemConverter.decodeFirst(keyPem);
+  return webcrypto.subtle.importKey('pkcs8', der, KEY_ALGORITHM, false, ['sign']);
+}

@@ -1,0 +1,61 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadConfig, parseConfig } from '../../src/node/config.ts';
+import { ShoalError } from '../../src/errors.ts';
+
+const minimal = { dataDir: '.', api: { listen: '127.0.0.1:7101' }, peer: { listen: '127.0.0.1:7201' } };
+
+function problems(raw: unknown): string {
+  try {
+    parseConfig(raw, 'test.yaml');
+  } catch (err) {
+    expect(err).toBeInstanceOf(ShoalError);
+    expect((err as ShoalError).code).toBe('config_invalid');
+    return (err as Error).message;
+  }
+  throw new Error('expected the config to be refused');
+}
+
+describe('node config', () => {
+  it('fills the documented defaults', () => {
+    const c = parseConfig(minimal, 'test.yaml');
+    expect(c.raft).toEqual({
+      tickMs: 100, heartbeatIntervalMs: 100, electionTimeoutMs: 1000, snapshotEntries: 10_000, logKeepEntries: 5_000,
+      appendBytesMax: 1 << 20, appendsInflightMax: 256, uncommittedBytesMax: 64 << 20,
+    });
+    expect(c.limits).toEqual({ proposalTimeoutMs: 10_000, bodyBytesMax: 1 << 20 });
+    expect(c.logLevel).toBe('info');
+  });
+
+  it('refuses unknown keys at any depth, naming them', () => {
+    const msg = problems({ ...minimal, colour: 'blue', raft: { tickMS: 5 } });
+    expect(msg).toContain('colour');
+    expect(msg).toContain('tickMS');
+  });
+
+  it('reports every problem at once', () => {
+    const msg = problems({ dataDir: '', api: { listen: 'nonsense' }, peer: {}, raft: { tickMs: -1 } });
+    expect(msg).toContain('dataDir');
+    expect(msg).toContain('api.listen');
+    expect(msg).toContain('peer.listen');
+    expect(msg).toContain('raft.tickMs');
+  });
+
+  it('refuses timeouts that are not multiples of the tick or an election timeout below the heartbeat', () => {
+    expect(problems({ ...minimal, raft: { tickMs: 100, heartbeatIntervalMs: 150 } })).toContain('multiples of tickMs');
+    expect(problems({ ...minimal, raft: { heartbeatIntervalMs: 1000, electionTimeoutMs: 1000 } })).toContain('must exceed heartbeatIntervalMs');
+  });
+
+  it('loads YAML and JSON files, resolving dataDir against the file, and explains unparsable files', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'shoal-config-'));
+    writeFileSync(path.join(dir, 'a.yaml'), 'dataDir: data\napi: {listen: "127.0.0.1:1"}\npeer: {listen: "127.0.0.1:2"}\n');
+    writeFileSync(path.join(dir, 'b.json'), JSON.stringify(minimal));
+    writeFileSync(path.join(dir, 'c.yaml'), 'dataDir: [unclosed\n');
+    expect(loadConfig(path.join(dir, 'a.yaml')).dataDir).toBe(path.join(dir, 'data'));
+    expect(loadConfig(path.join(dir, 'b.json')).dataDir).toBe(dir);
+    expect(() => loadConfig(path.join(dir, 'c.yaml'))).toThrow(/not valid YAML/);
+    expect(() => loadConfig(path.join(dir, 'missing.yaml'))).toThrow(/cannot read config file/);
+  });
+});

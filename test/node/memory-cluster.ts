@@ -1,0 +1,83 @@
+// RaftNodes in one process on the in-memory transport and storage, for driver tests.
+
+import { MemoryNetwork } from '../../transport/memory-transport.ts';
+import { KvStateMachine } from './kv-state-machine.ts';
+import { MemoryNodeStorage } from '../../src/node/node-storage.ts';
+import { RaftNode } from '../../src/node/raft-node.ts';
+import { bootstrapSnapshotData } from '../../src/node/server.ts';
+import { bootstrapStorage, MemoryStorage } from '../../src/raft/storage.ts';
+import type { MemberRecord } from '../../src/node/membership.ts';
+
+export interface TestNode {
+  id: string;
+  node: RaftNode;
+  kv: KvStateMachine;
+  storage: MemoryNodeStorage;
+}
+
+export interface MemoryClusterOptions {
+  size?: number;
+  snapshotEntries?: number;
+  logKeepEntries?: number;
+}
+
+export class MemoryCluster {
+  readonly network = new MemoryNetwork();
+  readonly members: MemberRecord[];
+  nodes: TestNode[] = [];
+
+  constructor(private readonly opts: MemoryClusterOptions = {}) {
+    const size = opts.size ?? 3;
+    this.members = Array.from({ length: size }, (_, i) => ({ id: `node${i + 1}`, name: `n${i + 1}`, peerAddress: `memory:node${i + 1}`, apiAddress: `memory:${i + 1}` }));
+  }
+
+  async start(): Promise<void> {
+    for (const m of this.members) {
+      const log = new MemoryStorage();
+      const kv = new KvStateMachine();
+      bootstrapStorage(log, this.members.map((x) => x.id), [], bootstrapSnapshotData(this.members, kv.snapshot()));
+      await this.startNode(m.id, new MemoryNodeStorage(log), kv);
+    }
+  }
+
+  /** Starts (or restarts) a node on the given storage, as after a crash that kept its disk. */
+  async startNode(id: string, storage: MemoryNodeStorage, kv = new KvStateMachine()): Promise<TestNode> {
+    const transport = this.network.transport(id);
+    await transport.start();
+    const node = new RaftNode({
+      id, storage: storageWithoutClose(storage), transport, stateMachine: kv, tickMs: 5, electionTimeoutTicks: 10,
+      heartbeatIntervalTicks: 1, proposalTimeoutMs: 3000,
+      snapshotEntries: this.opts.snapshotEntries ?? 10_000, logKeepEntries: this.opts.logKeepEntries ?? 5_000,
+    });
+    await node.start();
+    const t = { id, node, kv, storage };
+    this.nodes = this.nodes.filter((n) => n.id !== id).concat(t);
+    return t;
+  }
+
+  get(id: string): TestNode {
+    const n = this.nodes.find((x) => x.id === id);
+    if (!n) throw new Error(`no node ${id}`);
+    return n;
+  }
+
+  async waitForLeader(timeoutMs = 5000, among = this.nodes): Promise<TestNode> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const leaders = among.filter((n) => n.node.isLeader);
+      const leader = leaders[0];
+      if (leaders.length === 1 && leader && among.every((n) => n.node.leaderId === leader.id)) return leader;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    throw new Error('no agreed leader');
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => n.node.stop()));
+  }
+}
+
+/** The storage object without a real close, so a "crashed" node's storage can be reused. */
+function storageWithoutClose(s: MemoryNodeStorage): MemoryNodeStorage {
+  return Object.assign(Object.create(Object.getPrototypeOf(s) as object) as MemoryNodeStorage, s, { close: async () => {} });
+}

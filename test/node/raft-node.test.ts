@@ -1,0 +1,96 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { KvStateMachine } from './kv-state-machine.ts';
+import { ShoalError } from '../../src/errors.ts';
+import { MemoryCluster } from './memory-cluster.ts';
+
+const put = (key: string, value: string): Uint8Array => KvStateMachine.encode({ op: 'put', key, value });
+
+describe('RaftNode', () => {
+  let cluster: MemoryCluster;
+  afterEach(async () => {
+    await cluster.stopAll();
+  });
+
+  it('elects a leader and applies a proposal made on a follower, resolving with its index and result', async () => {
+    cluster = new MemoryCluster();
+    await cluster.start();
+    const leader = await cluster.waitForLeader();
+    const follower = cluster.nodes.find((n) => n !== leader);
+    if (!follower) throw new Error('no follower');
+    const res = await follower.node.propose(put('a', '1'));
+    expect(res.index).toBeGreaterThan(2);
+    expect(res.result).toEqual({ rev: res.index });
+    expect(follower.kv.get('a')).toEqual({ value: '1', rev: res.index });
+  });
+
+  it('serves a linearizable read barrier on a follower only after applying what the leader committed', async () => {
+    cluster = new MemoryCluster();
+    await cluster.start();
+    const leader = await cluster.waitForLeader();
+    const { index } = await leader.node.propose(put('k', 'v'));
+    for (const n of cluster.nodes) {
+      const readIndex = await n.node.readBarrier();
+      expect(readIndex).toBeGreaterThanOrEqual(index);
+      expect(n.node.appliedIndex).toBeGreaterThanOrEqual(index);
+      expect(n.kv.get('k')?.value).toBe('v');
+    }
+  });
+
+  it('refuses a proposal with a typed no_leader error when the node knows no leader', async () => {
+    cluster = new MemoryCluster({ size: 3 });
+    await cluster.start();
+    const leader = await cluster.waitForLeader();
+    for (const n of cluster.nodes) cluster.network.isolate(n.id);
+    // Wait for CheckQuorum to depose the isolated leader.
+    const deadline = Date.now() + 3000;
+    while (leader.node.leaderId !== '' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    const err = await leader.node.propose(put('x', 'y')).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ShoalError);
+    expect((err as ShoalError).code).toBe('no_leader');
+    expect((err as ShoalError).retryable).toBe(true);
+  });
+
+  it('hands leadership to another voter on a graceful stop of the leader', async () => {
+    cluster = new MemoryCluster();
+    await cluster.start();
+    const leader = await cluster.waitForLeader();
+    await leader.node.propose(put('a', '1'));
+    const termBefore = leader.node.currentTerm;
+    await leader.node.stop();
+    const rest = cluster.nodes.filter((n) => n !== leader);
+    const next = await cluster.waitForLeader(2000, rest);
+    expect(next.id).not.toBe(leader.id);
+    expect(next.node.currentTerm).toBe(termBefore + 1); // a transfer: one new term, no split votes
+    cluster.nodes = rest;
+  });
+
+  it('brings a follower that missed compacted entries up to date with a snapshot', async () => {
+    cluster = new MemoryCluster({ snapshotEntries: 20, logKeepEntries: 5 });
+    await cluster.start();
+    const leader = await cluster.waitForLeader();
+    const lagging = cluster.nodes.find((n) => n !== leader);
+    if (!lagging) throw new Error('no follower');
+    cluster.network.isolate(lagging.id);
+    for (let i = 0; i < 100; i++) await leader.node.propose(put(`k${i}`, `${i}`));
+    expect(leader.storage.log.firstIndex()).toBeGreaterThan(lagging.node.appliedIndex + 1);
+    cluster.network.heal();
+    await cluster.waitForLeader();
+    await lagging.node.readBarrier();
+    for (let i = 0; i < 100; i++) expect(lagging.kv.get(`k${i}`)?.value).toBe(`${i}`);
+  });
+
+  it('restarts from its storage (snapshot plus log) with every applied write', async () => {
+    cluster = new MemoryCluster({ snapshotEntries: 30, logKeepEntries: 10 });
+    await cluster.start();
+    const leader = await cluster.waitForLeader();
+    for (let i = 0; i < 50; i++) await leader.node.propose(put(`k${i}`, `${i}`));
+    const victim = cluster.nodes.find((n) => n !== leader);
+    if (!victim) throw new Error('no follower');
+    await victim.node.readBarrier();
+    await victim.node.stop();
+    const again = await cluster.startNode(victim.id, victim.storage);
+    await cluster.waitForLeader();
+    await again.node.readBarrier();
+    for (let i = 0; i < 50; i++) expect(again.kv.get(`k${i}`)?.value).toBe(`${i}`);
+  });
+});

@@ -1,0 +1,36 @@
+// Frames on the wire: msgpack (msgpackr) without its record extension, so every frame is
+// plain msgpack any implementation can read, and a Uint8Array travels as msgpack bin.
+
+import { Packr } from 'msgpackr';
+import { frameSchema, type Frame, type OutgoingFrame } from './frames.ts';
+
+const packr = new Packr({ useRecords: false, moreTypes: false });
+
+/**
+ * The returned buffer may be a view into a shared buffer of msgpackr's; msgpackr never writes
+ * over a result it has handed out, so it can wait in a queue.
+ */
+export function encodeFrame(frame: OutgoingFrame): Uint8Array {
+  return packr.pack(frame);
+}
+
+export type DecodeResult = { ok: true; frame: Frame } | { ok: false; error: string };
+
+/** Never throws: a malformed frame is an operating error the caller logs and drops. */
+export function decodeFrame(bytes: Uint8Array): DecodeResult {
+  let value: unknown;
+  try {
+    value = packr.unpack(bytes);
+  } catch (err) {
+    return { ok: false, error: `not msgpack: ${(err as Error).message}` };
+  }
+  const parsed = frameSchema.safeParse(value);
+  if (!parsed.success) return { ok: false, error: summarizeIssues(parsed.error.issues) };
+  return { ok: true, frame: parsed.data };
+}
+
+function summarizeIssues(issues: readonly { path: PropertyKey[]; message: string }[]): string {
+  const shown = issues.slice(0, 3).map((i) => `${i.path.map(String).join('.') || '(frame)'}: ${i.message}`);
+  if (issues.length > 3) shown.push(`and ${issues.length - 3} more`);
+  return `invalid frame: ${shown.join('; ')}`;
+}

@@ -1,0 +1,186 @@
+// The inbound side of a peer connection: a WebSocket a peer dialled to us. It carries the
+// peer's messages and snapshot streams to this node; we answer only with our hello, pongs
+// (ws answers pings itself) and snapshot acknowledgements.
+
+import { performance } from 'node:perf_hooks';
+import type WebSocket from 'ws';
+import type { Message, NodeId } from '../src/raft/types.ts';
+import { decodeFrame, encodeFrame } from './codec.ts';
+import type { Frame, HelloFrame } from './frames.ts';
+import { CLOSE_GOING_AWAY, REFUSAL_CODES, checkHello, helloOf, type LocalIdentity, type Refusal, type RefusalReason } from './handshake.ts';
+import type { TransportLimits } from './limits.ts';
+import type { RepeatLimiter } from './log-limiter.ts';
+import { SnapshotAssembler, type AssemblyEvent } from './snapshot-stream.ts';
+import { closeSocket, rawDataToBytes } from './socket-util.ts';
+import type { TransportLogger } from './types.ts';
+
+export interface InboundContext {
+  local: LocalIdentity;
+  limits: TransportLimits;
+  log: TransportLogger;
+  logLimiter: RepeatLimiter;
+  /** Lets the owner refuse a valid certificate (a removed node). */
+  authorizePeer(id: NodeId): boolean;
+  /** The handshake succeeded: the owner supersedes an older connection from the same node. */
+  accepted(conn: InboundConnection): void;
+  closed(conn: InboundConnection): void;
+  deliver(from: NodeId, m: Message): void;
+}
+
+export class InboundConnection {
+  private state: 'hello' | 'open' | 'closed' = 'hello';
+  private readonly handshakeTimer: NodeJS.Timeout;
+  private assembler: SnapshotAssembler | null = null;
+  private handshakeDone = false;
+  /** When a frame or ping last arrived, to notice a peer that vanished without a FIN. */
+  lastHeardAt = performance.now();
+  hello: HelloFrame | null = null;
+
+  constructor(
+    private readonly ws: WebSocket,
+    readonly remoteAddress: string,
+    /** The node id the peer's (CA-verified) certificate names; null if it names none. */
+    readonly certNodeId: NodeId | null,
+    private readonly ctx: InboundContext,
+  ) {
+    this.handshakeTimer = setTimeout(
+      () => this.refuse({ reason: 'handshake_timeout', detail: `no hello within ${ctx.limits.handshakeTimeoutMs} ms` }),
+      ctx.limits.handshakeTimeoutMs,
+    );
+    ws.on('message', (data, isBinary) => this.handleData(rawDataToBytes(data), isBinary));
+    ws.on('ping', () => (this.lastHeardAt = performance.now()));
+    ws.on('error', (err) => ctx.log.debug(`connection from ${this.describePeer()}: ${err.message}`));
+    ws.on('close', () => this.handleClose());
+  }
+
+  /** The authenticated peer, once the handshake succeeded (and still after the close). */
+  get peerId(): NodeId | null {
+    return this.handshakeDone ? this.certNodeId : null;
+  }
+
+  /** Closes with `code`; `superseded` and shutdown use it. */
+  close(reason: RefusalReason | 'closing'): Promise<void> {
+    const code = reason === 'closing' ? CLOSE_GOING_AWAY : REFUSAL_CODES[reason];
+    return closeSocket(this.ws, code, reason, this.ctx.limits.closeGraceMs);
+  }
+
+  /** Cuts a connection that has gone silent; it is the dialler's job to come back. */
+  tick(nowMs: number): void {
+    if (this.state !== 'closed' && nowMs - this.lastHeardAt > this.ctx.limits.silenceTimeoutMs) {
+      this.ctx.log.warn(`connection from ${this.describePeer()} silent for ${Math.round(nowMs - this.lastHeardAt)} ms; closing it`);
+      this.ws.terminate();
+    }
+  }
+
+  private handleData(bytes: Uint8Array, isBinary: boolean): void {
+    if (this.state === 'closed') return;
+    this.lastHeardAt = performance.now();
+    const decoded = isBinary ? decodeFrame(bytes) : { ok: false as const, error: 'text frame' };
+    if (!decoded.ok) {
+      if (this.state === 'hello') this.refuse({ reason: 'bad_handshake', detail: decoded.error });
+      else this.logOnce('badframe', `dropped a malformed frame from ${this.describePeer()}: ${decoded.error}`);
+      return;
+    }
+    if (this.state === 'hello') this.handleHello(decoded.frame);
+    else this.handleFrame(decoded.frame);
+  }
+
+  private handleHello(frame: Frame): void {
+    if (frame.t !== 'hello') {
+      this.refuse({ reason: 'bad_handshake', detail: `expected a hello, got '${frame.t}'` });
+      return;
+    }
+    const refusal = this.checkPeer(frame);
+    if (refusal !== null) {
+      this.refuse(refusal, frame.nodeId);
+      return;
+    }
+    clearTimeout(this.handshakeTimer);
+    this.state = 'open';
+    this.handshakeDone = true;
+    this.hello = frame;
+    this.assembler = new SnapshotAssembler(frame.nodeId, this.ctx.limits.snapshotBytesMax);
+    this.ws.send(encodeFrame(helloOf(this.ctx.local)));
+    this.ctx.log.debug(`accepted peer ${frame.nodeId} from ${this.remoteAddress} (software ${frame.softwareVersion}, protocol ${frame.protocolVersion})`);
+    this.ctx.accepted(this);
+  }
+
+  private checkPeer(hello: HelloFrame): Refusal | null {
+    if (this.certNodeId === null) return { reason: 'node_id_mismatch', detail: 'its certificate names no node id' };
+    const refusal = checkHello(hello, this.ctx.local, this.certNodeId);
+    if (refusal !== null) return refusal;
+    if (!this.ctx.authorizePeer(this.certNodeId)) {
+      return { reason: 'peer_not_authorized', detail: `node '${this.certNodeId}' is not allowed to join (removed from the cluster?)` };
+    }
+    return null;
+  }
+
+  private handleFrame(frame: Frame): void {
+    switch (frame.t) {
+      case 'msg':
+        if (this.isAddressedFromPeer(frame.m)) this.deliver(frame.m);
+        return;
+      case 'snapBegin':
+        if (this.isAddressedFromPeer(frame.m)) this.handleAssembly(this.assembler?.begin(frame) ?? []);
+        return;
+      case 'snapChunk':
+        this.handleAssembly(this.assembler?.chunk(frame) ?? []);
+        return;
+      default:
+        this.logOnce(`unexpected:${frame.t}`, `dropped an unexpected '${frame.t}' frame from ${this.describePeer()}`);
+    }
+  }
+
+  /** An authenticated peer still may not speak for another node, nor reach past this one. */
+  private isAddressedFromPeer(m: Message): boolean {
+    if (m.from === this.certNodeId && m.to === this.ctx.local.nodeId) return true;
+    this.logOnce('misaddressed', `dropped a '${m.type}' message from ${m.from} to ${m.to} arriving from ${this.describePeer()}`);
+    return false;
+  }
+
+  private handleAssembly(events: AssemblyEvent[]): void {
+    for (const e of events) {
+      if (e.kind === 'done') {
+        this.deliver(e.message);
+        this.ws.send(encodeFrame({ t: 'snapAck', id: e.id, ok: true }));
+      } else {
+        this.ctx.log.warn(`snapshot stream ${e.id} from ${this.describePeer()} failed: ${e.reason}`);
+        this.ws.send(encodeFrame({ t: 'snapAck', id: e.id, ok: false, reason: e.reason.slice(0, 256) }));
+      }
+    }
+  }
+
+  private deliver(m: Message): void {
+    if (this.certNodeId !== null) this.ctx.deliver(this.certNodeId, m);
+  }
+
+  private refuse(refusal: Refusal, claimed?: NodeId): void {
+    if (this.state === 'closed') return;
+    const who = `${claimed ?? this.certNodeId ?? 'unknown node'} from ${this.remoteAddress}`;
+    // Keyed by node and reason, not address: a refused peer redials from a new port each time.
+    const key = `refuse:${claimed ?? this.certNodeId ?? this.remoteAddress}:${refusal.reason}`;
+    this.logOnce(key, `refused peer ${who}: ${refusal.reason}: ${refusal.detail}`, true);
+    this.state = 'closed';
+    clearTimeout(this.handshakeTimer);
+    void this.close(refusal.reason);
+  }
+
+  private handleClose(): void {
+    const wasOpen = this.state === 'open';
+    this.state = 'closed';
+    clearTimeout(this.handshakeTimer);
+    // A stream cut mid-way is simply dropped: the sender sees the same close and reports it.
+    this.assembler?.abort('connection closed');
+    if (wasOpen) this.ctx.closed(this);
+  }
+
+  private logOnce(key: string, msg: string, keyIsGlobal = false): void {
+    const k = keyIsGlobal ? key : `${this.remoteAddress}:${key}`;
+    if (this.ctx.logLimiter.first(k)) this.ctx.log.warn(msg);
+    else this.ctx.log.debug(msg);
+  }
+
+  private describePeer(): string {
+    return `${this.hello?.nodeId ?? this.certNodeId ?? 'unknown node'} at ${this.remoteAddress}`;
+  }
+}

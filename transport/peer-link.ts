@@ -1,0 +1,414 @@
+// The outbound side of one peer: a WebSocket this node dials to the peer, the bounded queue
+// of frames waiting for it, snapshot streams, pings, and reconnection with backoff.
+//
+// Traffic on it flows one way (this node → the peer); the peer only answers with its hello,
+// pongs and snapshot acknowledgements. Messages from the peer arrive on the connection the
+// peer dials to us (inbound-connection.ts). See ws-transport.ts for why.
+
+import type { TLSSocket } from 'node:tls';
+import type { PeerCertificate } from 'node:tls';
+import { performance } from 'node:perf_hooks';
+import WebSocket from 'ws';
+import type { Message, NodeId } from '../src/raft/types.ts';
+import { nodeIdFromCert } from '../src/security/identity.ts';
+import { Backoff } from './backoff.ts';
+import { decodeFrame, encodeFrame } from './codec.ts';
+import type { HelloFrame, SnapAckFrame } from './frames.ts';
+import { CLOSE_GOING_AWAY, REFUSAL_CODES, checkHello, helloOf, refusalReasonOf, type LocalIdentity, type Refusal } from './handshake.ts';
+import type { TransportLimits } from './limits.ts';
+import type { RepeatLimiter } from './log-limiter.ts';
+import { SendQueue } from './send-queue.ts';
+import { OutgoingSnapshot } from './snapshot-stream.ts';
+import { PEER_PATH, closeSocket, pingPayload, rawDataToBytes, rttFromPong } from './socket-util.ts';
+import type { PeerInfo, PeerStats, TransportLogger } from './types.ts';
+
+export interface TlsMaterial {
+  caPem: string;
+  certPem: string;
+  keyPem: string;
+}
+
+/** Per-peer counters that outlive any one connection (and the link itself on re-add). */
+export interface PeerCounters {
+  sent: number;
+  received: number;
+  dropped: number;
+}
+
+export interface LinkContext {
+  local: LocalIdentity;
+  tls: TlsMaterial;
+  limits: TransportLimits;
+  log: TransportLogger;
+  logLimiter: RepeatLimiter;
+  random: () => number;
+  counters: PeerCounters;
+  notifyUnreachable(id: NodeId): void;
+  notifySnapshotStatus(id: NodeId, ok: boolean): void;
+}
+
+type SnapMessage = Message & { snapshot: NonNullable<Message['snapshot']> };
+
+/** idle: not started; dialling: connecting or handshaking; open: ready; waiting: backing off. */
+type LinkState = 'idle' | 'dialling' | 'open' | 'waiting' | 'closed';
+
+export class PeerLink {
+  private state: LinkState = 'idle';
+  private ws: WebSocket | null = null;
+  private readonly queue: SendQueue;
+  private readonly snapshots: SnapMessage[] = [];
+  private streaming: OutgoingSnapshot | null = null;
+  private readonly awaitingAck = new Map<number, SnapMessage>();
+  private nextSnapshotId = 1;
+  private readonly backoff: Backoff;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private handshakeTimer: NodeJS.Timeout | null = null;
+  private certNodeId: NodeId | null = null;
+  /** This side refused the current connection (the close code echoed back is then ours). */
+  private refusedByUs = false;
+  private lastHeardAt = 0;
+  private rttMs: number | null = null;
+  private remote: HelloFrame | null = null;
+  /** Log-limiter keys of failures reported since the last good connection. */
+  private readonly failureKeys = new Set<string>();
+
+  constructor(
+    private peer: PeerInfo,
+    private readonly ctx: LinkContext,
+  ) {
+    const { limits } = ctx;
+    this.queue = new SendQueue(limits.queuedMessagesMax, limits.queuedBytesMax);
+    this.backoff = new Backoff(
+      { minMs: limits.reconnectDelayMinMs, maxMs: limits.reconnectDelayMaxMs, jitterRatio: limits.reconnectJitterRatio },
+      ctx.random,
+    );
+  }
+
+  get id(): NodeId {
+    return this.peer.id;
+  }
+
+  get address(): string {
+    return this.peer.address;
+  }
+
+  start(): void {
+    if (this.state === 'idle') this.dial();
+  }
+
+  /** The peer moved: drop the connection to the old address and dial the new one at once. */
+  setAddress(address: string): void {
+    if (address === this.peer.address) return;
+    this.peer = { ...this.peer, address };
+    if (this.state === 'idle' || this.state === 'closed') return;
+    this.ctx.log.info(`peer ${this.peer.id} moved to ${address}; reconnecting`);
+    this.backoff.reset();
+    this.clearRetry();
+    const old = this.ws;
+    if (old !== null) {
+      // Detach first, so nothing more is written to the old socket while it dies.
+      this.detach();
+      old.terminate();
+    }
+    this.dial();
+  }
+
+  /** Queues an encoded frame; false when the queue is full (the caller counts the drop). */
+  enqueue(frame: Uint8Array): boolean {
+    if (this.state === 'closed' || !this.queue.push(frame)) return false;
+    this.pump();
+    return true;
+  }
+
+  /**
+   * Queues a snapshot to stream. Refused (false) unless connected: Raft waits for a snapshot's
+   * status before it tries again, so holding one for a peer that may stay down would stall it.
+   */
+  enqueueSnapshot(m: SnapMessage): boolean {
+    const inFlight = this.snapshots.length + (this.streaming === null ? 0 : 1) + this.awaitingAck.size;
+    if (this.state !== 'open' || inFlight >= this.ctx.limits.snapshotsQueuedMax) return false;
+    this.snapshots.push(m);
+    this.pump();
+    return true;
+  }
+
+  /** Called every ping interval: measure rtt, and cut a connection that has gone silent. */
+  tick(nowMs: number): void {
+    const ws = this.ws;
+    if (ws === null || this.state !== 'open') return;
+    if (nowMs - this.lastHeardAt > this.ctx.limits.silenceTimeoutMs) {
+      this.ctx.log.warn(`peer ${this.peer.id} at ${this.peer.address} silent for ${Math.round(nowMs - this.lastHeardAt)} ms; reconnecting`);
+      ws.terminate();
+      return;
+    }
+    this.ping(ws);
+  }
+
+  stats(): PeerStats {
+    const stats: PeerStats = {
+      id: this.peer.id,
+      connected: this.state === 'open',
+      rttMs: this.rttMs,
+      queued: this.queue.length + this.snapshots.length + (this.streaming === null ? 0 : 1),
+      ...this.ctx.counters,
+    };
+    if (this.remote !== null) {
+      stats.softwareVersion = this.remote.softwareVersion;
+      stats.protocolVersion = this.remote.protocolVersion;
+    }
+    return stats;
+  }
+
+  /** Permanently: the peer was removed or the transport is closing. Queued frames are dropped. */
+  async close(): Promise<void> {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    this.clearRetry();
+    this.clearHandshakeTimer();
+    this.ctx.counters.dropped += this.queue.clear();
+    this.failSnapshots();
+    const ws = this.ws;
+    if (ws !== null) await closeSocket(ws, CLOSE_GOING_AWAY, 'closing', this.ctx.limits.closeGraceMs);
+  }
+
+  // ---- connection lifecycle ----------------------------------------------------------------
+
+  private dial(): void {
+    this.state = 'dialling';
+    this.certNodeId = null;
+    this.refusedByUs = false;
+    const ws = new WebSocket(`wss://${this.peer.address}${PEER_PATH}`, this.clientOptions());
+    this.ws = ws;
+    this.handshakeTimer = setTimeout(() => this.handleHandshakeTimeout(ws), this.ctx.limits.handshakeTimeoutMs);
+    ws.on('upgrade', (res) => {
+      this.certNodeId = nodeIdFromCert((res.socket as TLSSocket).getPeerCertificate());
+    });
+    ws.on('open', () => ws.send(encodeFrame(helloOf(this.ctx.local))));
+    ws.on('message', (data, isBinary) => this.handleData(ws, rawDataToBytes(data), isBinary));
+    ws.on('pong', (payload) => this.handlePong(ws, payload));
+    ws.on('error', (err: NodeJS.ErrnoException) => this.noteFailure(err.code ?? 'error', err.message));
+    ws.on('close', (code) => this.handleClose(ws, code));
+  }
+
+  private clientOptions(): WebSocket.ClientOptions {
+    const { tls, limits } = this.ctx;
+    const expected = this.peer.id;
+    return {
+      ca: tls.caPem,
+      cert: tls.certPem,
+      key: tls.keyPem,
+      minVersion: 'TLSv1.3',
+      rejectUnauthorized: true,
+      // Peers are named by node id, not by address (addresses change; design.md "Identity"),
+      // so the server's certificate must name the node we meant to reach, whatever the host.
+      checkServerIdentity: ((_host: string, cert: PeerCertificate): Error | undefined => {
+        const id = nodeIdFromCert(cert);
+        return id === expected ? undefined : new Error(`certificate names node '${id ?? '(none)'}', expected '${expected}'`);
+      }) as unknown as WebSocket.ClientOptions['checkServerIdentity'],
+      maxPayload: limits.frameBytesMax,
+      handshakeTimeout: limits.handshakeTimeoutMs,
+      perMessageDeflate: false,
+      // WebSocket masking protects HTTP caches from frames forged by browser scripts; inside
+      // TLS between our own nodes it protects nothing, and masking and unmasking every byte
+      // was the largest cost of streaming a snapshot. ws skips both for an all-zero mask.
+      generateMask: (mask: Buffer) => mask.fill(0),
+    };
+  }
+
+  private handleData(ws: WebSocket, bytes: Uint8Array, isBinary: boolean): void {
+    if (ws !== this.ws) return;
+    this.lastHeardAt = performance.now();
+    const decoded = isBinary ? decodeFrame(bytes) : { ok: false as const, error: 'text frame' };
+    if (!decoded.ok) {
+      if (this.state === 'dialling') this.refuse(ws, { reason: 'bad_handshake', detail: decoded.error });
+      else this.logOnce(`badframe:${this.peer.id}`, `dropped a malformed frame from peer ${this.peer.id}: ${decoded.error}`);
+      return;
+    }
+    const frame = decoded.frame;
+    if (this.state === 'dialling') {
+      if (frame.t === 'hello') this.handleHello(ws, frame);
+      else this.refuse(ws, { reason: 'bad_handshake', detail: `expected a hello, got '${frame.t}'` });
+    } else if (frame.t === 'snapAck') {
+      this.handleSnapAck(frame);
+    } else {
+      this.logOnce(`unexpected:${this.peer.id}:${frame.t}`, `dropped an unexpected '${frame.t}' frame from peer ${this.peer.id}`);
+    }
+  }
+
+  private handleHello(ws: WebSocket, hello: HelloFrame): void {
+    const refusal = this.certNodeId === null
+      ? { reason: 'node_id_mismatch' as const, detail: 'its certificate names no node id' }
+      : checkHello(hello, this.ctx.local, this.certNodeId, this.peer.id);
+    if (refusal !== null) {
+      this.refuse(ws, refusal);
+      return;
+    }
+    this.clearHandshakeTimer();
+    this.state = 'open';
+    this.remote = hello;
+    this.backoff.reset();
+    for (const key of this.failureKeys) this.ctx.logLimiter.forget(key);
+    this.failureKeys.clear();
+    this.ctx.log.info(
+      `connected to peer ${hello.nodeId} at ${this.peer.address} (software ${hello.softwareVersion}, protocol ${hello.protocolVersion})`,
+    );
+    // Measure rtt right away rather than a ping interval later.
+    this.ping(ws);
+    this.pump();
+  }
+
+  private refuse(ws: WebSocket, refusal: Refusal): void {
+    this.logFailure(refusal.reason, `refused peer ${this.peer.id} at ${this.peer.address}: ${refusal.reason}: ${refusal.detail}`);
+    this.refusedByUs = true;
+    ws.close(REFUSAL_CODES[refusal.reason], refusal.reason);
+  }
+
+  private handleHandshakeTimeout(ws: WebSocket): void {
+    if (ws !== this.ws || this.state !== 'dialling') return;
+    this.noteFailure('handshake_timeout', `no hello within ${this.ctx.limits.handshakeTimeoutMs} ms`);
+    ws.terminate();
+  }
+
+  private handleClose(ws: WebSocket, code: number): void {
+    if (ws !== this.ws) return;
+    const wasOpen = this.detach();
+    const refusal = refusalReasonOf(code);
+    if (refusal !== undefined && !this.refusedByUs) this.noteFailure(refusal, `the peer refused the connection: ${refusal} (close code ${code})`);
+    else if (wasOpen) this.ctx.log.info(`connection to peer ${this.peer.id} at ${this.peer.address} lost (close code ${code})`);
+    if (this.state === 'closed') return;
+    this.state = 'waiting';
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      if (this.state === 'waiting') this.dial();
+    }, this.backoff.next());
+  }
+
+  /** Forgets the current socket; returns whether it was open. Queued frames stay queued. */
+  private detach(): boolean {
+    const wasOpen = this.state === 'open';
+    this.ws = null;
+    if (wasOpen) this.state = 'waiting';
+    this.clearHandshakeTimer();
+    this.failSnapshots();
+    if (wasOpen) this.ctx.notifyUnreachable(this.peer.id);
+    return wasOpen;
+  }
+
+  private noteFailure(kind: string, detail: string): void {
+    if (this.state === 'closed') return;
+    this.logFailure(kind, `cannot connect to peer ${this.peer.id} at ${this.peer.address}: ${kind}: ${detail}`);
+  }
+
+  /**
+   * A failure of a kind already reported goes to debug until the link connects again; a new
+   * kind (the peer came back, but with the wrong cluster id) is reported at warn.
+   */
+  private logFailure(kind: string, msg: string): void {
+    const key = `dial:${this.peer.id}:${kind}`;
+    this.failureKeys.add(key);
+    this.logOnce(key, msg);
+  }
+
+  private logOnce(key: string, msg: string): void {
+    if (this.ctx.logLimiter.first(key)) this.ctx.log.warn(msg);
+    else this.ctx.log.debug(msg);
+  }
+
+  // ---- writing -----------------------------------------------------------------------------
+
+  /**
+   * Hands frames to the socket while its buffer is below the bound; every write's callback
+   * pumps again, so a slow peer paces the sender instead of growing the buffer. Queued
+   * messages go before snapshot chunks so heartbeats are not stuck behind a long stream.
+   */
+  private pump(): void {
+    const ws = this.ws;
+    // A socket already closing would only swallow frames that the next connection can carry.
+    if (ws === null || this.state !== 'open' || ws.readyState !== WebSocket.OPEN) return;
+    while (ws.bufferedAmount < this.ctx.limits.socketBufferedBytesMax) {
+      const frame = this.queue.shift();
+      if (frame !== undefined) {
+        ws.send(frame, (err) => this.handleWritten(err, true));
+        continue;
+      }
+      const chunk = this.nextSnapshotFrame();
+      if (chunk === null) return;
+      ws.send(chunk, (err) => this.handleWritten(err, false));
+    }
+  }
+
+  /** `err` is null or undefined on success, depending on the stream underneath. */
+  private handleWritten(err: Error | null | undefined, isMessage: boolean): void {
+    const ok = err === null || err === undefined;
+    if (isMessage) {
+      if (ok) this.ctx.counters.sent++;
+      else this.ctx.counters.dropped++;
+    }
+    if (ok) this.pump();
+  }
+
+  private nextSnapshotFrame(): Uint8Array | null {
+    if (this.streaming === null) {
+      const m = this.snapshots.shift();
+      if (m === undefined) return null;
+      this.streaming = new OutgoingSnapshot(this.nextSnapshotId++, m, this.ctx.limits.snapshotChunkBytes);
+    }
+    const s = this.streaming;
+    const frame = s.nextFrame();
+    if (s.finished) {
+      this.awaitingAck.set(s.id, s.message);
+      this.streaming = null;
+    }
+    return frame ?? this.nextSnapshotFrame();
+  }
+
+  private handleSnapAck(ack: SnapAckFrame): void {
+    let m = this.awaitingAck.get(ack.id);
+    if (m !== undefined) this.awaitingAck.delete(ack.id);
+    else if (this.streaming?.id === ack.id) {
+      // Refused before the stream ended (too large, malformed): stop sending its chunks.
+      m = this.streaming.message;
+      this.streaming = null;
+    }
+    if (m === undefined) return;
+    if (ack.ok) this.ctx.counters.sent++;
+    else {
+      this.ctx.counters.dropped++;
+      this.ctx.log.warn(`peer ${this.peer.id} did not take snapshot ${m.snapshot.meta.index}: ${ack.reason ?? 'no reason given'}`);
+    }
+    this.ctx.notifySnapshotStatus(this.peer.id, ack.ok);
+    this.pump();
+  }
+
+  /** Every snapshot not yet acknowledged has failed: Raft must hear so, or it waits forever. */
+  private failSnapshots(): void {
+    const failed = this.snapshots.length + (this.streaming === null ? 0 : 1) + this.awaitingAck.size;
+    this.snapshots.length = 0;
+    this.streaming = null;
+    this.awaitingAck.clear();
+    this.ctx.counters.dropped += failed;
+    for (let i = 0; i < failed; i++) this.ctx.notifySnapshotStatus(this.peer.id, false);
+  }
+
+  private ping(ws: WebSocket): void {
+    ws.ping(pingPayload(performance.now()));
+  }
+
+  private handlePong(ws: WebSocket, payload: Buffer): void {
+    if (ws !== this.ws) return;
+    const now = performance.now();
+    this.lastHeardAt = now;
+    const rtt = rttFromPong(payload, now);
+    if (rtt !== null) this.rttMs = rtt;
+  }
+
+  private clearRetry(): void {
+    if (this.retryTimer !== null) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+  }
+
+  private clearHandshakeTimer(): void {
+    if (this.handshakeTimer !== null) clearTimeout(this.handshakeTimer);
+    this.handshakeTimer = null;
+  }
+}

@@ -1,0 +1,61 @@
+// The port between the node driver and the network. Two implementations: the real one
+// (ws-transport.ts: WebSocket over mutual TLS) and the in-memory one with fault injection
+// (memory-transport.ts) that tests and the simulator drive.
+
+import type { Message, NodeId } from '../src/raft/types.ts';
+
+export interface PeerInfo {
+  id: NodeId;
+  /** host:port of the peer's transport listener ("[v6]:port" for IPv6). */
+  address: string;
+}
+
+export interface PeerStats {
+  id: NodeId;
+  /** An outbound connection to the peer has completed its handshake. */
+  connected: boolean;
+  /** The latest measured round-trip time; null until one was measured. */
+  rttMs: number | null;
+  /** Messages (and snapshots) waiting to be written to the peer. */
+  queued: number;
+  /** Messages given to `send` that will never be written (queue full, peer removed, too large, ...). */
+  dropped: number;
+  /** Messages written to the peer. */
+  sent: number;
+  /** Messages received from the peer and handed to the message handler. */
+  received: number;
+  /** From the peer's handshake, once one completed. */
+  softwareVersion?: string;
+  protocolVersion?: number;
+}
+
+/**
+ * Handlers are never called from inside `send`, `setPeers` or `close` (always from a later
+ * task), so a driver may call `send` while it holds its own state mid-update. No handler is
+ * called after `close()` resolved.
+ */
+export interface Transport {
+  /** Listen (real) or register (memory); resolves when ready. */
+  start(): Promise<void>;
+  /** Where it listens (host:port, with port 0 resolved). Only valid after `start()`. */
+  readonly address: string;
+  /** Connect to new peers, drop removed ones, reconnect to peers whose address changed. */
+  setPeers(peers: PeerInfo[]): void;
+  /** Never throws for a down peer or a full queue: drops, counts, and calls the unreachable handler. */
+  send(m: Message): void;
+  onMessage(h: (m: Message) => void): void;
+  onUnreachable(h: (id: NodeId) => void): void;
+  /** A 'snap' message finished streaming and the peer took it (ok), or failed to. */
+  onSnapshotStatus(h: (id: NodeId, ok: boolean) => void): void;
+  stats(): PeerStats[];
+  /** Idempotent; drains nothing, closes sockets. */
+  close(): Promise<void>;
+}
+
+/** What the transports log through; the driver passes its own. */
+export interface TransportLogger {
+  debug(msg: string): void;
+  info(msg: string): void;
+  warn(msg: string): void;
+  error(msg: string): void;
+}

@@ -1,0 +1,359 @@
+// The real transport: WebSocket (ws) over mutual TLS 1.3 with certificates from the cluster
+// CA, msgpack frames, a hello handshake, bounded per-peer queues, chunked snapshots, pings.
+//
+// Connection direction: every node dials every peer it knows, and a connection carries
+// traffic one way only, from the dialler to the listener (the listener answers with its
+// hello, pongs and snapshot acks). So each pair of nodes holds two connections. That costs one
+// socket more than a deduplicated pair, and buys the absence of a tie-break race (two nodes
+// dialling each other at once) and of any "which connection do I write to" state: sending is
+// always the link this node dialled, receiving always the connection the peer dialled. etcd's
+// rafthttp and hashicorp/raft make the same choice. A node that does not list a peer (a new
+// node that has not yet learned the membership) still receives from it, which is how a
+// joining node hears its first messages from the leader.
+
+import { performance } from 'node:perf_hooks';
+import type WebSocket from 'ws';
+import type { Message, NodeId } from '../src/raft/types.ts';
+import { isValidId } from '../src/security/identity.ts';
+import { encodeFrame } from './codec.ts';
+import { isNetworkMessageType } from './frames.ts';
+import type { LocalIdentity } from './handshake.ts';
+import { InboundConnection, type InboundContext } from './inbound-connection.ts';
+import { resolveLimits, type TransportLimits } from './limits.ts';
+import { RepeatLimiter } from './log-limiter.ts';
+import { PeerLink, type LinkContext, type PeerCounters, type TlsMaterial } from './peer-link.ts';
+import { PeerServer } from './peer-server.ts';
+import { formatAddress } from './socket-util.ts';
+import type { PeerInfo, PeerStats, Transport, TransportLogger } from './types.ts';
+
+export interface WsTransportOptions {
+  nodeId: NodeId;
+  clusterId: string;
+  /** Where the peer listener binds; port 0 picks a free port (see `address`). */
+  listen: { host: string; port: number };
+  tls: TlsMaterial;
+  /** The protocol version this node speaks; must lie within `protocolVersionsSupported`. */
+  protocolVersion: number;
+  /** Peers speaking a version outside this range are refused. */
+  protocolVersionsSupported: { min: number; max: number };
+  softwareVersion: string;
+  logger?: TransportLogger;
+  limits?: Partial<TransportLimits>;
+  /** Randomness for reconnect jitter, in [0, 1). Default Math.random. */
+  random?: () => number;
+  /** Refuses peers whose certificate is valid but who may not connect (removed nodes). Default: all. */
+  authorizePeer?: (id: NodeId) => boolean;
+}
+
+/** Warn about the same recurring failure at most once a minute; repeats go to debug. */
+const LOG_REPEAT_WINDOW_MS = 60_000;
+
+const consoleLogger: TransportLogger = {
+  debug: () => {},
+  info: (m) => console.info(`[transport] ${m}`),
+  warn: (m) => console.warn(`[transport] ${m}`),
+  error: (m) => console.error(`[transport] ${m}`),
+};
+
+export class WsTransport implements Transport {
+  private readonly local: LocalIdentity;
+  private readonly limits: TransportLimits;
+  private readonly log: TransportLogger;
+  private readonly logLimiter = new RepeatLimiter(LOG_REPEAT_WINDOW_MS);
+  private readonly links = new Map<NodeId, PeerLink>();
+  private readonly counters = new Map<NodeId, PeerCounters>();
+  /** The newest accepted inbound connection per peer; older ones are closed as superseded. */
+  private readonly inbound = new Map<NodeId, InboundConnection>();
+  private readonly pendingInbound = new Set<InboundConnection>();
+  private readonly server: PeerServer;
+  private state: 'new' | 'starting' | 'running' | 'closed' = 'new';
+  private starting: Promise<void> | null = null;
+  private closing: Promise<void> | null = null;
+  private boundAddress: string | null = null;
+  private ticker: NodeJS.Timeout | null = null;
+  private messageHandler: ((m: Message) => void) | null = null;
+  private unreachableHandler: ((id: NodeId) => void) | null = null;
+  private snapshotHandler: ((id: NodeId, ok: boolean) => void) | null = null;
+  private readonly pendingUnreachable = new Set<NodeId>();
+
+  constructor(private readonly opts: WsTransportOptions) {
+    checkOptions(opts);
+    this.local = {
+      nodeId: opts.nodeId,
+      clusterId: opts.clusterId,
+      protocolVersion: opts.protocolVersion,
+      protocolVersionsSupported: { ...opts.protocolVersionsSupported },
+      softwareVersion: opts.softwareVersion,
+    };
+    this.limits = resolveLimits(opts.limits);
+    this.log = opts.logger ?? consoleLogger;
+    this.server = new PeerServer({
+      ...opts.listen,
+      tls: opts.tls,
+      limits: this.limits,
+      log: this.log,
+      logLimiter: this.logLimiter,
+      onConnection: (ws, remote, certNodeId) => this.handleConnection(ws, remote, certNodeId),
+    });
+  }
+
+  get address(): string {
+    if (this.boundAddress === null) throw new Error('WsTransport.address is only known after start()');
+    return this.boundAddress;
+  }
+
+  start(): Promise<void> {
+    if (this.state === 'closed') return Promise.reject(new Error('WsTransport is closed'));
+    this.starting ??= this.startImpl();
+    return this.starting;
+  }
+
+  setPeers(peers: PeerInfo[]): void {
+    if (this.state === 'closed') return;
+    const wanted = new Map<NodeId, PeerInfo>();
+    for (const p of peers) {
+      if (p.id !== this.local.nodeId) wanted.set(p.id, p);
+    }
+    for (const [id, link] of this.links) {
+      if (wanted.has(id)) continue;
+      this.links.delete(id);
+      this.counters.delete(id);
+      this.log.info(`peer ${id} removed; closing its connection`);
+      void link.close();
+    }
+    for (const p of wanted.values()) this.upsertLink(p);
+  }
+
+  send(m: Message): void {
+    if (this.state === 'closed') return;
+    const link = this.links.get(m.to);
+    if (link === undefined || !isNetworkMessageType(m.type)) {
+      this.dropUnsendable(m, link === undefined ? 'not a known peer' : `'${m.type}' is a local message type`);
+      return;
+    }
+    if (m.type === 'snap' && m.snapshot !== undefined) {
+      this.sendSnapshot(link, { ...m, snapshot: m.snapshot });
+      return;
+    }
+    const frame = encodeFrame({ t: 'msg', m });
+    if (frame.byteLength > this.limits.frameBytesMax) {
+      this.log.warn(`dropped a '${m.type}' message to ${m.to}: ${frame.byteLength} bytes exceed frameBytesMax ${this.limits.frameBytesMax}`);
+      this.countDrop(m.to);
+      return;
+    }
+    if (!link.enqueue(frame)) this.countDrop(m.to);
+  }
+
+  onMessage(h: (m: Message) => void): void {
+    this.messageHandler = h;
+  }
+
+  onUnreachable(h: (id: NodeId) => void): void {
+    this.unreachableHandler = h;
+  }
+
+  onSnapshotStatus(h: (id: NodeId, ok: boolean) => void): void {
+    this.snapshotHandler = h;
+  }
+
+  stats(): PeerStats[] {
+    return [...this.links.values()].map((l) => l.stats());
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.closeImpl();
+    return this.closing;
+  }
+
+  // ---- implementation ----------------------------------------------------------------------
+
+  private async startImpl(): Promise<void> {
+    this.state = 'starting';
+    const { host, port } = await this.server.listen();
+    if (this.state !== 'starting') return; // closed while listening
+    this.boundAddress = formatAddress(host, port);
+    this.state = 'running';
+    this.ticker = setInterval(() => this.tick(), this.limits.pingIntervalMs);
+    this.ticker.unref();
+    for (const link of this.links.values()) link.start();
+    this.log.info(`peer transport of ${this.local.nodeId} listening on ${this.boundAddress}`);
+  }
+
+  private async closeImpl(): Promise<void> {
+    const wasListening = this.state !== 'new';
+    this.state = 'closed';
+    if (this.ticker !== null) clearInterval(this.ticker);
+    this.pendingUnreachable.clear();
+    const closing: Promise<void>[] = [...this.links.values()].map((l) => l.close());
+    for (const c of [...this.inbound.values(), ...this.pendingInbound]) closing.push(c.close('closing'));
+    this.links.clear();
+    this.inbound.clear();
+    this.pendingInbound.clear();
+    await Promise.all(closing);
+    if (wasListening) {
+      await this.starting?.catch(() => undefined);
+      await this.server.close(this.limits.closeGraceMs);
+    }
+  }
+
+  private upsertLink(p: PeerInfo): void {
+    const existing = this.links.get(p.id);
+    if (existing !== undefined) {
+      existing.setAddress(p.address);
+      return;
+    }
+    const link = new PeerLink(p, this.linkContext(p.id));
+    this.links.set(p.id, link);
+    if (this.state === 'running') link.start();
+  }
+
+  private linkContext(id: NodeId): LinkContext {
+    return {
+      local: this.local,
+      tls: this.opts.tls,
+      limits: this.limits,
+      log: this.log,
+      logLimiter: this.logLimiter,
+      random: this.opts.random ?? Math.random,
+      counters: this.countersOf(id),
+      notifyUnreachable: (peer) => this.notifyUnreachable(peer),
+      notifySnapshotStatus: (peer, ok) => this.notifySnapshotStatus(peer, ok),
+    };
+  }
+
+  private countersOf(id: NodeId): PeerCounters {
+    let c = this.counters.get(id);
+    if (c === undefined) this.counters.set(id, (c = { sent: 0, received: 0, dropped: 0 }));
+    return c;
+  }
+
+  private sendSnapshot(link: PeerLink, m: Message & { snapshot: NonNullable<Message['snapshot']> }): void {
+    if (link.enqueueSnapshot(m)) return;
+    const msg = `snapshot ${m.snapshot.meta.index} for ${m.to} not sent: peer not connected or a snapshot already in flight`;
+    if (this.logLimiter.first(`snapshot:${m.to}`)) this.log.warn(msg);
+    else this.log.debug(msg);
+    this.countDrop(m.to);
+    this.notifySnapshotStatus(m.to, false);
+  }
+
+  private dropUnsendable(m: Message, why: string): void {
+    if (this.logLimiter.first(`unsendable:${m.to}:${why}`)) this.log.warn(`dropped a '${m.type}' message to '${m.to}': ${why}`);
+    // A local message type is a driver bug, not a sign that the peer is down.
+    if (this.links.has(m.to)) this.countersOf(m.to).dropped++;
+    else this.notifyUnreachable(m.to);
+    if (m.type === 'snap') this.notifySnapshotStatus(m.to, false);
+  }
+
+  private countDrop(id: NodeId): void {
+    this.countersOf(id).dropped++;
+    this.notifyUnreachable(id);
+  }
+
+  // ---- inbound -----------------------------------------------------------------------------
+
+  private handleConnection(ws: WebSocket, remote: string, certNodeId: NodeId | null): void {
+    if (this.state !== 'running') {
+      ws.terminate();
+      return;
+    }
+    const conn = new InboundConnection(ws, remote, certNodeId, this.inboundContext());
+    this.pendingInbound.add(conn);
+    ws.once('close', () => this.pendingInbound.delete(conn));
+  }
+
+  private inboundContext(): InboundContext {
+    return {
+      local: this.local,
+      limits: this.limits,
+      log: this.log,
+      logLimiter: this.logLimiter,
+      authorizePeer: this.opts.authorizePeer ?? (() => true),
+      accepted: (conn) => this.acceptInbound(conn),
+      closed: (conn) => {
+        if (conn.peerId !== null && this.inbound.get(conn.peerId) === conn) this.inbound.delete(conn.peerId);
+      },
+      deliver: (from, m) => this.deliver(from, m),
+    };
+  }
+
+  /** A peer that redials (after a network blip) replaces its old, possibly half-open, connection. */
+  private acceptInbound(conn: InboundConnection): void {
+    const id = conn.peerId;
+    if (id === null) return;
+    this.pendingInbound.delete(conn);
+    const old = this.inbound.get(id);
+    this.inbound.set(id, conn);
+    if (old !== undefined && old !== conn) void old.close('superseded');
+  }
+
+  private deliver(from: NodeId, m: Message): void {
+    if (this.state === 'closed') return;
+    const h = this.messageHandler;
+    if (h === null) {
+      this.log.debug(`dropped a '${m.type}' message from ${from}: no message handler yet`);
+      return;
+    }
+    this.countersOf(from).received++;
+    try {
+      h(m);
+    } catch (err) {
+      this.log.error(`message handler threw on a '${m.type}' message from ${from}: ${(err as Error).stack ?? String(err)}`);
+    }
+  }
+
+  // ---- notifications -----------------------------------------------------------------------
+
+  /**
+   * Coalesced and deferred to a microtask: the driver may be in the middle of sending a Ready
+   * when a drop happens, and a peer with a full queue would otherwise be reported once per
+   * message.
+   */
+  private notifyUnreachable(id: NodeId): void {
+    if (this.state === 'closed') return;
+    const first = this.pendingUnreachable.size === 0;
+    this.pendingUnreachable.add(id);
+    if (!first) return;
+    queueMicrotask(() => {
+      const ids = [...this.pendingUnreachable];
+      this.pendingUnreachable.clear();
+      for (const peer of ids) this.callHandler('unreachable', () => this.unreachableHandler?.(peer));
+    });
+  }
+
+  private notifySnapshotStatus(id: NodeId, ok: boolean): void {
+    if (this.state === 'closed') return;
+    queueMicrotask(() => this.callHandler('snapshot status', () => this.snapshotHandler?.(id, ok)));
+  }
+
+  private callHandler(what: string, call: () => void): void {
+    if (this.state === 'closed') return;
+    try {
+      call();
+    } catch (err) {
+      this.log.error(`${what} handler threw: ${(err as Error).stack ?? String(err)}`);
+    }
+  }
+
+  private tick(): void {
+    const now = performance.now();
+    for (const link of this.links.values()) link.tick(now);
+    for (const conn of [...this.inbound.values(), ...this.pendingInbound]) conn.tick(now);
+  }
+}
+
+/** Programmer errors in the options fail at construction, not on the first connection. */
+function checkOptions(opts: WsTransportOptions): void {
+  if (!isValidId(opts.nodeId)) throw new TypeError(`invalid nodeId ${JSON.stringify(opts.nodeId)}`);
+  if (!isValidId(opts.clusterId)) throw new TypeError(`invalid clusterId ${JSON.stringify(opts.clusterId)}`);
+  const { min, max } = opts.protocolVersionsSupported;
+  const isVersion = (v: number): boolean => Number.isInteger(v) && v >= 0;
+  if (!isVersion(min) || !isVersion(max) || !isVersion(opts.protocolVersion)) {
+    throw new RangeError('protocol versions must be non-negative integers');
+  }
+  if (min > max || opts.protocolVersion < min || opts.protocolVersion > max) {
+    throw new RangeError(`protocolVersion ${opts.protocolVersion} must lie within protocolVersionsSupported ${min}..${max}`);
+  }
+  if (!Number.isInteger(opts.listen.port) || opts.listen.port < 0 || opts.listen.port > 65535) {
+    throw new RangeError(`listen.port must be an integer in 0..65535, got ${opts.listen.port}`);
+  }
+}
