@@ -99,8 +99,34 @@ export class Raft {
     const { hardState, confState } = storage.initialState();
     this.restoreConfig(configFromConfState(confState));
     if (hardState.term !== 0 || hardState.vote !== NONE || hardState.commit !== 0) this.loadHardState(hardState);
-    if (config.applied !== undefined && config.applied > 0) this.log.appliedTo(config.applied);
+    this.restoreApplied(storage.snapshot().meta.index, config.applied ?? 0);
     this.becomeFollower(this.term, NONE);
+  }
+
+  /**
+   * At start, the membership is the snapshot's (storage's `initialState().confState`). The state
+   * machine restarts from that snapshot, so applying resumes after it — even when the log still
+   * holds entries before it (a snapshot not yet followed by compaction); handing those out again
+   * would apply their membership changes twice. A driver whose state machine is durable passes
+   * `applied`: the membership changes between the snapshot and it are replayed here, since they
+   * will not be handed out again.
+   */
+  private restoreApplied(snapshotIndex: number, applied: number): void {
+    if (snapshotIndex > this.log.committed) this.log.committed = snapshotIndex;
+    if (snapshotIndex > this.log.applied) this.log.applied = snapshotIndex;
+    if (applied <= this.log.applied) return;
+    assert(applied <= this.log.committed, `config.applied ${applied} beyond the commit index ${this.log.committed}`);
+    for (const e of this.log.slice(this.log.applied + 1, applied + 1, Number.MAX_SAFE_INTEGER)) {
+      if (e.kind !== 'conf') continue;
+      try {
+        const next = changeConfig(this.tracker.config, this.tracker.progress, e.change, { lastIndex: this.log.lastIndex(), inflightMax: this.tracker.inflightMax });
+        this.tracker.setConfig(next.config, next.progress);
+      } catch (err) {
+        if (!(err instanceof ConfChangeError)) throw err;
+      }
+    }
+    this.isLearner = !isVoter(this.tracker.config, this.id);
+    this.log.appliedTo(applied);
   }
 
   // ---- state ------------------------------------------------------------------------------
@@ -676,7 +702,9 @@ export class Raft {
   }
 
   private handleReadIndex(m: Message): DropReason | null {
-    if (this.tracker.isSingleton()) {
+    // The fast path is only sound when the single voter is this leader: a leader that removed
+    // itself must not answer reads that the remaining voter could contradict.
+    if (this.tracker.isSingleton() && this.tracker.voters.incoming.has(this.id)) {
       this.respondToRead(m.from, m.context ?? '', this.log.committed);
       return null;
     }

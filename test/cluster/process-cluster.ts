@@ -154,9 +154,9 @@ export async function getJson<T>(node: MemberRecord, urlPath: string, timeoutMs 
   return { status: res.status, body: (await res.json()) as T };
 }
 
-export async function putJson<T>(node: MemberRecord, urlPath: string, body: unknown, timeoutMs = 5000): Promise<{ status: number; body: T }> {
+export async function putJson<T>(node: MemberRecord, urlPath: string, body: unknown, timeoutMs = 5000, headers: Record<string, string> = {}): Promise<{ status: number; body: T }> {
   const res = await fetch(`http://${node.apiAddress}${urlPath}`, {
-    method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs),
+    method: 'PUT', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs),
   });
   return { status: res.status, body: (await res.json()) as T };
 }
