@@ -60,6 +60,9 @@ export const watchRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, 
       raw.write(formatEvents(batch));
       if (raw.writableLength > bufferedBytesMax) raw.destroy();
     };
+    // A snapshot install replaces the state without events: end the stream so the client
+    // resumes from its last id and learns whether the gap is still covered.
+    const unsubscribeRestore = ctx.store.subscribeRestore(() => raw.end());
     const unsubscribe = ctx.store.subscribe((ev) => {
       if (!matches(ev, filter)) return;
       pending.push(ev);
@@ -78,6 +81,7 @@ export const watchRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, 
     const stop = (): void => {
       clearInterval(keepalive);
       unsubscribe();
+      unsubscribeRestore();
       ctx.streams.delete(end);
     };
     ctx.streams.add(end);

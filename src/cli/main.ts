@@ -11,12 +11,15 @@ const commands: Record<string, { load: () => Promise<Run>; summary: string }> = 
   serve: { load: async () => (await import('./serve.ts')).serveCommand, summary: 'run a node from a config file' },
   dev: { load: async () => (await import('./dev.ts')).devCommand, summary: 'start a local three-node cluster (separate processes)' },
   status: { load: async () => (await import('./status.ts')).statusCommand, summary: 'show leader, term, commit index and members' },
+  doc: { load: async () => (await import('./doc.ts')).docCommand, summary: 'get, put, rm, ls and watch documents' },
+  cluster: { load: async () => (await import('./cluster.ts')).clusterCommand, summary: 'members, add, promote, remove, transfer-leader' },
+  snapshot: { load: async () => (await import('./snapshot.ts')).snapshotCommand, summary: 'save a snapshot to a file; restore one into a new cluster' },
 };
 
 export const mainHelp = `Usage: shoal <command> [options]
 
 Commands:
-${Object.entries(commands).map(([name, c]) => `  ${name.padEnd(8)} ${c.summary}`).join('\n')}
+${Object.entries(commands).map(([name, c]) => `  ${name.padEnd(9)} ${c.summary}`).join('\n')}
 
 Run 'shoal <command> --help' for a command's options. Docs: docs/operations.md.`;
 

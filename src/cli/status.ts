@@ -3,7 +3,7 @@
 import { exitCodes, parse } from './args.ts';
 import type { ClusterView } from '../api/cluster-routes.ts';
 
-export const statusHelp = `Usage: shoal status [--addr HOST:PORT] [--json]
+export const statusHelp = (name = 'status'): string => `Usage: shoal ${name} [--addr HOST:PORT] [--json]
 
 Shows the cluster's leader, term, commit and applied index, and each member's role,
 replication lag and health, as reported by the node at --addr (which asks the leader).
@@ -15,12 +15,13 @@ Options:
 
 Exit codes: 0 ok, 3 the node cannot be reached or there is no leader, 2 usage error.`;
 
-export async function statusCommand(argv: string[]): Promise<number> {
+/** Also `shoal cluster status` (`name` says which, for help and messages). */
+export async function statusCommand(argv: string[], name = 'status'): Promise<number> {
   const { values } = parse(argv, {
     addr: { type: 'string' }, json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
-  }, 'status');
+  }, name);
   if (values.help) {
-    console.log(statusHelp);
+    console.log(statusHelp(name));
     return exitCodes.ok;
   }
   const addr = values.addr ?? process.env.SHOAL_ADDR ?? '127.0.0.1:7101';
@@ -30,7 +31,7 @@ export async function statusCommand(argv: string[]): Promise<number> {
     if (!res.ok) throw new Error(`HTTP ${res.status}: ${await res.text()}`);
     view = (await res.json()) as ClusterView;
   } catch (err) {
-    console.error(`shoal status: cannot reach ${addr}: ${(err as Error).message}\nIs a node running there? Start one with 'shoal serve' or 'shoal dev'.`);
+    console.error(`shoal ${name}: cannot reach ${addr}: ${(err as Error).message}\nIs a node running there? Start one with 'shoal serve' or 'shoal dev'.`);
     return exitCodes.unavailable;
   }
   if (values.json) console.log(JSON.stringify(view, null, 2));

@@ -61,7 +61,8 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
   const metrics = new Registry();
   const fsync = metrics.histogram('shoal_storage_sync_duration_seconds', 'Duration of synced storage writes (one per Ready batch).', latencyBuckets);
   const storage = await DiskStorage.open(config.dataDir, { logger: log, onSync: (ms, sample) => { if (sample.sync) fsync.observe(ms / 1000); } });
-  const store = new DocumentStore();
+  // Store options must be the same on every node (they shape snapshots and replays): defaults.
+  const store = new DocumentStore({ onListenerError: (err) => log.error(`a store listener failed: ${(err as Error).stack ?? String(err)}`) });
   try {
     await bootstrapIfNew(storage, config, identity, store, log);
   } catch (err) {

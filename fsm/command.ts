@@ -1,0 +1,162 @@
+// Commands: what a proposer puts in a log entry for the document store, how they are encoded
+// (msgpack), and the one validator both encodeCommand (on the proposer) and apply (on every node)
+// run, so a command the leader accepted is valid everywhere.
+
+import { Packr } from 'msgpackr';
+import { z } from 'zod';
+import { InvalidCommandError } from './errors.ts';
+import { checkJsonObject, deepFreeze, jsonBytes, type Issue } from './json-value.ts';
+import {
+  collectionNamePattern, commandBytesMax, docBytesMax, idempotencyKeyLengthMax, idLengthMax,
+  principalLengthMax, retainIdsMax, txnComparesMax, txnOpsMax,
+} from './limits.ts';
+import type { JsonValue } from './types.ts';
+
+export type Expect = { rev: number } | { absent: true };
+export interface PutOp { op: 'put'; collection: string; id: string; doc: JsonValue; expect?: Expect }
+export interface DeleteOp { op: 'delete'; collection: string; id: string; expect?: Expect }
+export type Op = PutOp | DeleteOp;
+export type CompareTarget = 'rev' | 'createRev' | 'exists';
+export type CompareOperator = '=' | '!=' | '<' | '>' | '<=' | '>=';
+/** rev and createRev of an absent document are 0 (as in etcd). `exists` takes only = and !=. */
+export interface Compare { collection: string; id: string; target: CompareTarget; cmp: CompareOperator; value: number | boolean }
+export interface TxnCommand { op: 'txn'; compare: Compare[]; success: Op[]; failure: Op[] }
+export interface RetainCommand { op: 'retain'; collection: string; ids: string[] }
+export type Command = PutOp | DeleteOp | TxnCommand | RetainCommand;
+
+/** A command as proposed: `ts` is the leader's wall clock (ms) when it proposed. */
+export interface Stamped {
+  cmd: Command;
+  ts: number;
+  /** Who sent it; scopes idempotency keys. A key without a principal belongs to the anonymous principal ''. */
+  principal?: string;
+  idempotencyKey?: string;
+}
+
+export const collectionSchema = z.string().regex(collectionNamePattern, 'collection names are 1-63 characters of a-z, 0-9, _ . - and start with a letter or digit');
+export const idSchema = z.string().min(1, 'ids are at least 1 character').max(idLengthMax, `ids are at most ${idLengthMax} characters`)
+  .refine((s) => !s.includes('/'), "ids may not contain '/'");
+const revSchema = z.number().int().min(1);
+const expectSchema = z.union([z.strictObject({ rev: revSchema }), z.strictObject({ absent: z.literal(true) })]);
+const putSchema = z.strictObject({ op: z.literal('put'), collection: collectionSchema, id: idSchema, doc: z.unknown(), expect: expectSchema.optional() });
+const deleteSchema = z.strictObject({ op: z.literal('delete'), collection: collectionSchema, id: idSchema, expect: expectSchema.optional() });
+const opSchema = z.discriminatedUnion('op', [putSchema, deleteSchema]);
+const compareSchema = z.strictObject({
+  collection: collectionSchema,
+  id: idSchema,
+  target: z.enum(['rev', 'createRev', 'exists']),
+  cmp: z.enum(['=', '!=', '<', '>', '<=', '>=']),
+  value: z.union([z.number().int().min(0), z.boolean()]),
+}).superRefine((c, ctx) => {
+  if (c.target === 'exists' && typeof c.value !== 'boolean') ctx.addIssue({ code: 'custom', path: ['value'], message: 'target exists compares with true or false' });
+  if (c.target === 'exists' && c.cmp !== '=' && c.cmp !== '!=') ctx.addIssue({ code: 'custom', path: ['cmp'], message: "target exists takes only '=' or '!='" });
+  if (c.target !== 'exists' && typeof c.value !== 'number') ctx.addIssue({ code: 'custom', path: ['value'], message: `target ${c.target} compares with a revision number` });
+});
+const txnSchema = z.strictObject({
+  op: z.literal('txn'),
+  compare: z.array(compareSchema).max(txnComparesMax),
+  success: z.array(opSchema).max(txnOpsMax),
+  failure: z.array(opSchema).max(txnOpsMax),
+});
+const retainSchema = z.strictObject({ op: z.literal('retain'), collection: collectionSchema, ids: z.array(idSchema).max(retainIdsMax) });
+const commandSchema = z.discriminatedUnion('op', [putSchema, deleteSchema, txnSchema, retainSchema]);
+const stampedSchema = z.strictObject({
+  cmd: commandSchema,
+  ts: z.number().int().min(0),
+  principal: z.string().min(1).max(principalLengthMax).optional(),
+  idempotencyKey: z.string().min(1).max(idempotencyKeyLengthMax).optional(),
+});
+
+/** A valid command, with the JSON size of each put's document (keyed by the document object). */
+export type Validated = { ok: true; stamped: Stamped; docBytes: Map<unknown, number> } | { ok: false; message: string; issues: Issue[] };
+
+/** A one-line summary naming the first few problems; details.issues has them all. */
+function invalid(issues: Issue[]): Validated {
+  const shown = issues.slice(0, 3).map((i) => `${i.path === '' ? '(command)' : i.path}: ${i.message}`).join('; ');
+  const more = issues.length > 3 ? ` (and ${issues.length - 3} more)` : '';
+  return { ok: false, message: `invalid command: ${shown}${more}`, issues };
+}
+
+interface Checking {
+  freeze: boolean;
+  issues: Issue[];
+  docBytes: Map<unknown, number>;
+}
+
+function checkDoc(op: PutOp, path: string, ck: Checking): void {
+  if (!checkJsonObject(op.doc, path, ck.issues)) return;
+  if (ck.freeze) deepFreeze(op.doc);
+  const bytes = jsonBytes(op.doc);
+  ck.docBytes.set(op.doc, bytes);
+  if (bytes > docBytesMax) ck.issues.push({ path, message: `the document is ${bytes} bytes as JSON; the limit is ${docBytesMax}` });
+}
+
+function checkBranch(ops: Op[], path: string, ck: Checking): void {
+  const seen = new Set<string>();
+  ops.forEach((op, i) => {
+    const key = `${op.collection}/${op.id}`;
+    if (seen.has(key)) ck.issues.push({ path: `${path}.${i}`, message: `${key} appears twice in one branch; a txn changes each document at most once` });
+    seen.add(key);
+    if (op.op === 'put') checkDoc(op, `${path}.${i}.doc`, ck);
+  });
+}
+
+/** The checks zod cannot express: documents are bounded JSON objects, txn branches touch each doc once. */
+function checkSemantics(cmd: Command, ck: Checking): void {
+  if (cmd.op === 'put') checkDoc(cmd, 'cmd.doc', ck);
+  if (cmd.op === 'txn') {
+    checkBranch(cmd.success, 'cmd.success', ck);
+    checkBranch(cmd.failure, 'cmd.failure', ck);
+  }
+}
+
+/**
+ * Validates a decoded (or about to be encoded) stamped command and reports every problem. With
+ * `freeze`, documents are frozen in place (apply does this: the store keeps them).
+ */
+export function validateStamped(value: unknown, freeze: boolean): Validated {
+  const parsed = stampedSchema.safeParse(value);
+  if (!parsed.success) {
+    return invalid(parsed.error.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message })));
+  }
+  const stamped = parsed.data as Stamped;
+  const ck: Checking = { freeze, issues: [], docBytes: new Map() };
+  checkSemantics(stamped.cmd, ck);
+  if (ck.issues.length > 0) return invalid(ck.issues);
+  return { ok: true, stamped, docBytes: ck.docBytes };
+}
+
+// Plain maps and arrays only: record structures would make bytes depend on encoder state.
+const packr = new Packr({ useRecords: false });
+
+/** Decodes and validates entry data. Never throws. */
+export function parseCommandBytes(data: Uint8Array, freeze: boolean): Validated {
+  if (data.length > commandBytesMax) {
+    return { ok: false, message: `the command is ${data.length} bytes; the limit is ${commandBytesMax}`, issues: [{ path: '', message: 'command too large' }] };
+  }
+  let value: unknown;
+  try {
+    value = packr.unpack(data);
+  } catch (err) {
+    return { ok: false, message: 'the command is not valid msgpack', issues: [{ path: '', message: err instanceof Error ? err.message : String(err) }] };
+  }
+  return validateStamped(value, freeze);
+}
+
+/** Encodes a stamped command as entry data. Throws InvalidCommandError if it would not apply. */
+export function encodeCommand(s: Stamped): Uint8Array {
+  const v = validateStamped(s, false);
+  if (!v.ok) throw new InvalidCommandError(v.message, v.issues);
+  const bytes: Uint8Array = packr.pack(s);
+  if (bytes.length > commandBytesMax) {
+    throw new InvalidCommandError(`the command is ${bytes.length} bytes encoded; the limit is ${commandBytesMax}`, [{ path: '', message: 'command too large' }]);
+  }
+  return bytes;
+}
+
+/** Decodes entry data into a validated stamped command. Throws InvalidCommandError on garbage. */
+export function decodeCommand(b: Uint8Array): Stamped {
+  const v = parseCommandBytes(b, false);
+  if (!v.ok) throw new InvalidCommandError(v.message, v.issues);
+  return v.stamped;
+}

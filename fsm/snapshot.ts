@@ -1,0 +1,151 @@
+// The snapshot format of the document store: one msgpack map, everything in a fixed order
+// (collections by name, documents by id, events and idempotency records in log order), so two
+// nodes with the same applied history write the same bytes. Reading checks the structure with
+// zod and the invariants the in-memory structures rely on, and keeps the decoded objects as they
+// are, so restoring and snapshotting again gives the same bytes.
+
+import { Packr } from 'msgpackr';
+import { z } from 'zod';
+import { collectionSchema, idSchema } from './command.ts';
+import { SnapshotFormatError } from './errors.ts';
+import { checkJsonObject, deepFreeze, type Issue } from './json-value.ts';
+import type { IdempotencyRecord } from './idempotency.ts';
+import type { CommandResult, Doc, JsonObject, WatchEvent } from './types.ts';
+
+export const snapshotFormat = 'shoal.fsm/1';
+
+export interface StoreImage {
+  revision: number;
+  logTimeMs: number;
+  /** Collections by name, each with its documents by id. */
+  collections: [string, Doc[]][];
+  compactedRev: number;
+  events: WatchEvent[];
+  records: Omit<IdempotencyRecord, 'bytes'>[];
+}
+
+type DocRow = [id: string, rev: number, createRev: number, doc: JsonObject];
+type EventRow = [rev: number, type: 'put' | 'delete', collection: string, id: string, prevRev: number | null, createRev: number | null, doc: JsonObject | null];
+type RecordRow = [principal: string, key: string, fingerprint: string, ts: number, index: number, result: CommandResult];
+
+const packr = new Packr({ useRecords: false });
+
+function eventRow(ev: WatchEvent): EventRow {
+  return [ev.rev, ev.type, ev.collection, ev.id, ev.prevRev ?? null, ev.doc?.createRev ?? null, ev.doc?.doc ?? null];
+}
+
+export function encodeSnapshot(img: StoreImage): Uint8Array {
+  return packr.pack({
+    format: snapshotFormat,
+    revision: img.revision,
+    logTimeMs: img.logTimeMs,
+    collections: img.collections.map(([name, docs]) => [name, docs.map((d): DocRow => [d.id, d.rev, d.createRev, d.doc])]),
+    compactedRev: img.compactedRev,
+    events: img.events.map(eventRow),
+    idempotency: img.records.map((r): RecordRow => [r.principal, r.key, r.fingerprint, r.ts, r.index, r.result]),
+  });
+}
+
+const count = z.number().int().min(0);
+const docSchema = z.strictObject({ collection: collectionSchema, id: idSchema, rev: count, createRev: count, doc: z.record(z.string(), z.unknown()) });
+const opResultSchema = z.union([
+  z.strictObject({ kind: z.literal('put'), doc: docSchema }),
+  z.strictObject({ kind: z.literal('delete'), collection: collectionSchema, id: idSchema, rev: count }),
+]);
+const resultSchema = z.union([
+  z.strictObject({ ok: z.literal(true), kind: z.literal('put'), doc: docSchema }),
+  z.strictObject({ ok: z.literal(true), kind: z.literal('delete'), collection: collectionSchema, id: idSchema, rev: count }),
+  z.strictObject({ ok: z.literal(true), kind: z.literal('txn'), succeeded: z.boolean(), results: z.array(opResultSchema), rev: count }),
+  z.strictObject({ ok: z.literal(true), kind: z.literal('retain'), deleted: z.array(idSchema), rev: count }),
+  z.strictObject({
+    ok: z.literal(false),
+    error: z.strictObject({ code: z.enum(['revision_mismatch', 'already_exists', 'not_found']), message: z.string(), details: z.record(z.string(), z.unknown()).optional() }),
+  }),
+]);
+const imageSchema = z.strictObject({
+  format: z.literal(snapshotFormat),
+  revision: count,
+  logTimeMs: count,
+  collections: z.array(z.tuple([collectionSchema, z.array(z.tuple([idSchema, count, count, z.unknown()]))])),
+  compactedRev: count,
+  events: z.array(z.tuple([count, z.enum(['put', 'delete']), collectionSchema, idSchema, count.nullable(), count.nullable(), z.unknown()])),
+  idempotency: z.array(z.tuple([z.string(), z.string().min(1), z.string(), count, count, resultSchema])),
+});
+
+type RawImage = {
+  format: string; revision: number; logTimeMs: number; compactedRev: number;
+  collections: [string, DocRow[]][]; events: EventRow[]; idempotency: RecordRow[];
+};
+
+function corrupt(message: string, issues: Issue[]): SnapshotFormatError {
+  return new SnapshotFormatError('storage_corrupt', `document store snapshot: ${message}`, { issues: issues.slice(0, 20) });
+}
+
+function readDocs(raw: RawImage, issues: Issue[]): [string, Doc[]][] {
+  const out: [string, Doc[]][] = [];
+  raw.collections.forEach(([collection, rows], ci) => {
+    if (ci > 0 && (raw.collections[ci - 1] as [string, DocRow[]])[0] >= collection) issues.push({ path: `collections.${ci}`, message: 'collections out of order' });
+    const docs = rows.map(([id, rev, createRev, doc], i): Doc => {
+      const path = `collections.${ci}.${i}`;
+      if (i > 0 && (rows[i - 1] as DocRow)[0] >= id) issues.push({ path, message: 'ids out of order' });
+      if (createRev > rev || rev > raw.revision) issues.push({ path, message: 'revisions out of range' });
+      checkJsonObject(doc, `${path}.doc`, issues);
+      return Object.freeze({ collection, id, rev, createRev, doc: deepFreeze(doc) });
+    });
+    out.push([collection, docs]);
+  });
+  return out;
+}
+
+function readEvents(raw: RawImage, docs: Map<string, Doc>, issues: Issue[]): WatchEvent[] {
+  return raw.events.map(([rev, type, collection, id, prevRev, createRev, doc], i): WatchEvent => {
+    const path = `events.${i}`;
+    const prev = raw.events[i - 1];
+    if (rev <= raw.compactedRev || rev > raw.revision || (prev !== undefined && prev[0] > rev)) issues.push({ path, message: 'event revisions out of order' });
+    if (type === 'delete') {
+      if (prevRev === null || createRev !== null || doc !== null) issues.push({ path, message: 'a delete event has prevRev only' });
+      return Object.freeze({ rev, type, collection, id, prevRev: prevRev ?? 0 });
+    }
+    if (createRev === null || !checkJsonObject(doc, `${path}.doc`, issues)) {
+      issues.push({ path, message: 'a put event needs createRev and a document' });
+      return Object.freeze({ rev, type, collection, id });
+    }
+    // Share the stored document when the event still describes it.
+    const current = docs.get(`${collection}/${id}`);
+    const d = current?.rev === rev ? current : Object.freeze({ collection, id, rev, createRev, doc: deepFreeze(doc) });
+    return Object.freeze(prevRev === null ? { rev, type, collection, id, doc: d } : { rev, type, collection, id, doc: d, prevRev });
+  });
+}
+
+function readRecords(raw: RawImage, issues: Issue[]): Omit<IdempotencyRecord, 'bytes'>[] {
+  return raw.idempotency.map(([principal, key, fingerprint, ts, index, result], i) => {
+    const prev = raw.idempotency[i - 1];
+    if (prev !== undefined && (prev[4] >= index || prev[3] > ts)) issues.push({ path: `idempotency.${i}`, message: 'records out of log order' });
+    return { principal, key, fingerprint, ts, index, result: deepFreeze(result) };
+  });
+}
+
+/** Decodes snapshot bytes. Throws SnapshotFormatError (storage_corrupt or storage_format). */
+export function decodeSnapshot(data: Uint8Array): StoreImage {
+  let value: unknown;
+  try {
+    value = packr.unpack(data);
+  } catch (err) {
+    throw corrupt('not valid msgpack', [{ path: '', message: err instanceof Error ? err.message : String(err) }]);
+  }
+  const format = typeof value === 'object' && value !== null ? (value as { format?: unknown }).format : undefined;
+  if (typeof format === 'string' && format !== snapshotFormat) {
+    throw new SnapshotFormatError('storage_format', `document store snapshot format '${format}' is not known to this version (it reads '${snapshotFormat}')`, { format });
+  }
+  const parsed = imageSchema.safeParse(value);
+  if (!parsed.success) throw corrupt('bad structure', parsed.error.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message })));
+  // Keep the decoded objects, not zod's copies: their key order is what the next snapshot writes.
+  const raw = value as RawImage;
+  const issues: Issue[] = [];
+  const collections = readDocs(raw, issues);
+  const byKey = new Map(collections.flatMap(([, docs]) => docs.map((d): [string, Doc] => [`${d.collection}/${d.id}`, d])));
+  const events = readEvents(raw, byKey, issues);
+  const records = readRecords(raw, issues);
+  if (issues.length > 0) throw corrupt('invariants broken', issues);
+  return { revision: raw.revision, logTimeMs: raw.logTimeMs, collections, compactedRev: raw.compactedRev, events, records };
+}

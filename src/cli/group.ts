@@ -1,0 +1,65 @@
+// A command group (`shoal doc`, `shoal cluster`, `shoal snapshot`): dispatches to its
+// subcommands, prints the group's help, and turns client failures into messages and exit codes.
+
+import { exitCodes, UsageError } from './args.ts';
+import { isClientFailure, reportFailure } from './client.ts';
+
+export interface Subcommand {
+  summary: string;
+  run: (argv: string[]) => Promise<number>;
+}
+
+export interface Group {
+  name: string;
+  /** One paragraph under the usage line. */
+  about: string;
+  subcommands: Record<string, Subcommand>;
+}
+
+/** Flags every client command takes, for the help texts. */
+export const commonFlagsHelp = `  --addr HOST:PORT   a node's client API (default $SHOAL_ADDR, else 127.0.0.1:7101)
+  --json             machine-readable output (errors too, as one JSON object on stderr)
+  -h, --help         show this help`;
+
+export const clientExitCodes = `Exit codes: 0 ok; 1 the request failed (not found, revision mismatch, invalid request: the
+message says which); 2 usage error; 3 no node answered, or the cluster cannot serve right now
+(no leader, timeout): retry later or ask another node with --addr.`;
+
+export function groupHelp(g: Group): string {
+  const width = Math.max(...Object.keys(g.subcommands).map((s) => s.length));
+  return `Usage: shoal ${g.name} <subcommand> [options]
+
+${g.about}
+
+Subcommands:
+${Object.entries(g.subcommands).map(([name, s]) => `  ${name.padEnd(width)}  ${s.summary}`).join('\n')}
+
+Run 'shoal ${g.name} <subcommand> --help' for its options.
+${clientExitCodes}`;
+}
+
+export async function runGroup(g: Group, argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
+    const help = groupHelp(g);
+    if (name === undefined) console.error(help);
+    else console.log(help);
+    return name === undefined ? exitCodes.usage : exitCodes.ok;
+  }
+  const sub = g.subcommands[name];
+  if (sub === undefined) {
+    console.error(`shoal ${g.name}: unknown subcommand '${name}'\n\n${groupHelp(g)}`);
+    return exitCodes.usage;
+  }
+  const command = `${g.name} ${name}`;
+  try {
+    return await sub.run(rest);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      console.error(`shoal ${command}: ${err.message}`);
+      return exitCodes.usage;
+    }
+    if (isClientFailure(err)) return reportFailure(command, err, rest.includes('--json'));
+    throw err;
+  }
+}

@@ -1,0 +1,262 @@
+// shoal snapshot: download a consistent snapshot of the cluster's state, and start a new cluster
+// from one. A restore never joins the old cluster: it makes a new identity, CA and cluster id,
+// with a log that starts at the snapshot's index so that document revisions keep increasing.
+
+import { existsSync, writeFileSync } from 'node:fs';
+import { open, readFile, rename, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { stringify } from 'yaml';
+import { DocumentStore } from '../../fsm/index.ts';
+import { isShoalError } from '../errors.ts';
+import { initNode, isInitialized, loadIdentity } from '../node/identity.ts';
+import { bootstrapSnapshotData } from '../node/server.ts';
+import { decodeSnapshotFile, type SnapshotFileBody } from '../node/snapshot-file.ts';
+import { emptyConfState } from '../raft/storage.ts';
+import { DiskStorage, storagePaths } from '../storage/index.ts';
+import { exitCodes, parse, UsageError } from './args.ts';
+import { apiErrorFrom, checkHostPort, CliFailure, resolveAddr, send } from './client.ts';
+import { commonFlags, help } from './doc-common.ts';
+import { clientExitCodes, commonFlagsHelp, runGroup, type Group } from './group.ts';
+
+/** A snapshot larger than this is refused rather than filling the disk or memory. */
+const snapshotBytesMax = 2 * 1024 ** 3;
+const downloadTimeoutMs = 10 * 60_000;
+
+export const snapshotSaveHelp = `Usage: shoal snapshot save FILE [--addr HOST:PORT] [--json]
+
+Downloads a consistent snapshot of the cluster's documents (GET /v1/cluster/snapshot): the
+applied state of the node at --addr after it caught up with the leader. The file is written to
+FILE.tmp, synced, checked (checksum and layout), and only then renamed to FILE, so FILE is
+either the old file or a complete new snapshot. Prints its size, index and cluster id.
+
+Options:
+${commonFlagsHelp}
+
+With --json prints {file, bytes, index, term, clusterId, members, documents}.
+${clientExitCodes} A damaged download exits 1 and leaves FILE as it was.`;
+
+export const snapshotRestoreHelp = `Usage: shoal snapshot restore FILE --data DIR --name NAME [--api HOST:PORT] [--peer HOST:PORT] [--json]
+
+Starts a NEW cluster from a snapshot file: a new node identity, a new cluster CA and a new
+cluster id in DIR, holding the snapshot's documents with their revisions (the log continues
+after the snapshot's index, so revisions keep increasing). The old cluster is not touched and
+cannot talk to the new one. Start the node with 'shoal serve --config DIR/shoal.yaml', then add
+more nodes with 'shoal cluster add'.
+
+Options:
+  --data DIR         data directory for the new node; must not hold a node already
+  --name NAME        the new node's name
+  --api HOST:PORT    its client API address (default 127.0.0.1:7101)
+  --peer HOST:PORT   its peer transport address (default 127.0.0.1:7201)
+  --json             print {clusterId, oldClusterId, nodeId, name, index, documents, dataDir, config}
+  -h, --help         show this help
+
+Exit codes: 0 restored; 1 the file is missing or damaged, or DIR already holds a node (nothing
+was written), or writing DIR failed (the message says what to remove); 2 usage error.`;
+
+const snapshotGroup: Group = {
+  name: 'snapshot',
+  about: 'Backs up the cluster\'s documents to a file, and starts a new cluster from such a file.',
+  subcommands: {
+    save: { summary: 'download a consistent snapshot to a file', run: saveCommand },
+    restore: { summary: 'start a NEW cluster (new id and CA) from a snapshot file', run: restoreCommand },
+  },
+};
+
+export const snapshotHelps: Record<string, string> = { save: snapshotSaveHelp, restore: snapshotRestoreHelp };
+
+export function snapshotCommand(argv: string[]): Promise<number> {
+  return runGroup(snapshotGroup, argv);
+}
+
+/** Checks a snapshot file's bytes all the way down: checksum, layout, and the store inside. */
+export function verifySnapshot(bytes: Uint8Array, source: string): { body: SnapshotFileBody; documents: number } {
+  let body: SnapshotFileBody;
+  try {
+    body = decodeSnapshotFile(bytes, source);
+  } catch (err) {
+    if (isShoalError(err)) throw new CliFailure(err.message, exitCodes.failed, 'snapshot_damaged');
+    throw err;
+  }
+  const store = new DocumentStore();
+  try {
+    store.restore(body.app);
+  } catch (err) {
+    throw new CliFailure(`${source} holds a document store this version cannot read: ${(err as Error).message}`, exitCodes.failed, 'snapshot_damaged');
+  }
+  return { body, documents: store.stats().documents };
+}
+
+const mib = (n: number): string => `${(n / 1024 / 1024).toFixed(1)} MiB`;
+
+/** Progress on stderr: rewritten in place on a terminal, a line every 5 s otherwise. */
+function progress(label: string): { update: (done: number, total: number | undefined) => void; end: () => void } {
+  const tty = process.stderr.isTTY;
+  const everyMs = tty ? 200 : 5000;
+  let last = Date.now();
+  let shown = false;
+  return {
+    update: (done, total) => {
+      const now = Date.now();
+      if (now - last < everyMs) return;
+      last = now;
+      shown = true;
+      const text = `${label}: ${mib(done)}${total !== undefined ? ` of ${mib(total)} (${Math.floor((done / total) * 100)}%)` : ''}`;
+      if (tty) process.stderr.write(`\r${text}`);
+      else console.error(text);
+    },
+    end: () => {
+      if (shown && tty) process.stderr.write('\n');
+    },
+  };
+}
+
+async function saveCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, { ...commonFlags }, 'snapshot save');
+  if (values.help) return help(snapshotSaveHelp);
+  const [file, ...extra] = positionals;
+  if (file === undefined || extra.length > 0) throw new UsageError("expected one FILE\nRun 'shoal snapshot save --help' for usage.");
+  const addr = resolveAddr(values.addr);
+  const tmp = `${file}.tmp`;
+  const bytes = await download(addr, tmp, file);
+  let verified: ReturnType<typeof verifySnapshot>;
+  try {
+    // Check what is on disk, not what was received: the read-back is what a restore will see.
+    verified = verifySnapshot(await readFile(tmp), `the snapshot downloaded from ${addr}`);
+  } catch (err) {
+    await rm(tmp, { force: true });
+    if (err instanceof CliFailure) throw new CliFailure(`${err.message}\n  ${file} was left as it was; try again, or from another node with --addr`, err.exitCode, err.code);
+    throw err;
+  }
+  await rename(tmp, file);
+  await syncDir(path.dirname(path.resolve(file)));
+  const { body, documents } = verified;
+  if (values.json) {
+    console.log(JSON.stringify({ file: path.resolve(file), bytes, index: body.index, term: body.term, clusterId: body.clusterId, members: body.members.length, documents }, null, 2));
+  } else {
+    console.log(`saved ${file}: ${bytes} bytes, index ${body.index}, term ${body.term}, cluster ${body.clusterId}, ${documents} documents, ${body.members.length} members`);
+  }
+  return exitCodes.ok;
+}
+
+/** Streams the snapshot to `tmp` (synced); removes it on any failure. Returns the byte count. */
+async function download(addr: string, tmp: string, file: string): Promise<number> {
+  const res = await send(addr, '/v1/cluster/snapshot', { signal: AbortSignal.timeout(downloadTimeoutMs) });
+  if (!res.ok) throw await apiErrorFrom(res, addr);
+  const lengthHeader = Number(res.headers.get('content-length'));
+  const total = Number.isFinite(lengthHeader) && lengthHeader > 0 ? lengthHeader : undefined;
+  if (total !== undefined && total > snapshotBytesMax) throw new CliFailure(`the snapshot is ${mib(total)}, more than the ${mib(snapshotBytesMax)} this command accepts`, exitCodes.failed);
+  const fh = await open(tmp, 'w', 0o600);
+  const bar = progress(`downloading the snapshot from ${addr}`);
+  let bytes = 0;
+  try {
+    const reader = res.body?.getReader();
+    for (;;) {
+      const chunk = reader === undefined ? { done: true as const, value: undefined } : await reader.read();
+      if (chunk.done) break;
+      bytes += chunk.value.byteLength;
+      if (bytes > snapshotBytesMax) throw new CliFailure(`the snapshot exceeds ${mib(snapshotBytesMax)}; stopped`, exitCodes.failed);
+      await fh.write(chunk.value);
+      bar.update(bytes, total);
+    }
+    await fh.sync();
+  } catch (err) {
+    await fh.close();
+    await rm(tmp, { force: true });
+    const why = err instanceof CliFailure ? err.message : `the download from ${addr} broke off after ${bytes} bytes (${(err as Error).message})`;
+    throw new CliFailure(`${why}\n  ${file} was left as it was; try again, or from another node with --addr`, err instanceof CliFailure ? err.exitCode : exitCodes.unavailable);
+  } finally {
+    bar.end();
+  }
+  await fh.close();
+  return bytes;
+}
+
+async function syncDir(dir: string): Promise<void> {
+  const fh = await open(dir, 'r');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+async function restoreCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, {
+    json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
+    data: { type: 'string' }, name: { type: 'string' },
+    api: { type: 'string', default: '127.0.0.1:7101' }, peer: { type: 'string', default: '127.0.0.1:7201' },
+  }, 'snapshot restore');
+  if (values.help) return help(snapshotRestoreHelp);
+  const [file, ...extra] = positionals;
+  if (file === undefined || extra.length > 0) throw new UsageError("expected one FILE\nRun 'shoal snapshot restore --help' for usage.");
+  if (values.data === undefined || values.name === undefined) throw new UsageError("--data and --name are required\nRun 'shoal snapshot restore --help' for usage.");
+  const dataDir = values.data;
+  const apiAddress = checkHostPort(values.api, '--api');
+  const peerAddress = checkHostPort(values.peer, '--peer');
+
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(file);
+  } catch (err) {
+    throw new CliFailure(`cannot read ${file}: ${(err as Error).message}`, exitCodes.failed);
+  }
+  const { body, documents } = verifySnapshot(bytes, file);
+  if (body.index < 1) throw new CliFailure(`${file} is at index 0: there is nothing to restore`, exitCodes.failed);
+  refuseInitialized(dataDir);
+
+  const identity = await initNode({ dataDir, name: values.name, hosts: [hostOf(apiAddress), hostOf(peerAddress)] });
+  const member = { id: identity.id, name: values.name, peerAddress, apiAddress };
+  try {
+    const storage = await DiskStorage.open(dataDir);
+    try {
+      await storage.save({
+        entries: [],
+        hardState: { term: 1, vote: '', commit: body.index },
+        snapshot: {
+          meta: { index: body.index, term: 1, confState: { ...emptyConfState(), voters: [identity.id] } },
+          data: bootstrapSnapshotData([member], body.app),
+        },
+      }, { sync: true });
+    } finally {
+      await storage.close();
+    }
+  } catch (err) {
+    throw new CliFailure(`${dataDir} has the new node identity but its log could not be written: ${(err as Error).message}\n  remove ${dataDir} and run the command again`, exitCodes.failed);
+  }
+  const config = path.join(dataDir, 'shoal.yaml');
+  const configKept = existsSync(config);
+  if (!configKept) writeFileSync(config, stringify({ dataDir: '.', api: { listen: apiAddress }, peer: { listen: peerAddress } }));
+
+  if (values.json) {
+    console.log(JSON.stringify({
+      clusterId: identity.clusterId, oldClusterId: body.clusterId, nodeId: identity.id, name: values.name, index: body.index, documents,
+      dataDir: path.resolve(dataDir), config: path.resolve(config),
+    }, null, 2));
+    return exitCodes.ok;
+  }
+  console.log(`restored ${documents} documents at index ${body.index} into a NEW cluster ${identity.clusterId} (the old cluster was ${body.clusterId})
+node ${values.name} (${identity.id}), the only voter, api ${apiAddress}, peer ${peerAddress}${configKept ? `\nkept the existing ${config}: check that its api.listen and peer.listen are ${apiAddress} and ${peerAddress}` : ''}
+start it with: shoal serve --config ${config}
+add more nodes with shoal cluster add (prepare each with: shoal init --data DIR --name NAME --ca-from ${dataDir})`);
+  return exitCodes.ok;
+}
+
+function hostOf(hostPort: string): string {
+  return hostPort.slice(0, hostPort.lastIndexOf(':')).replace(/^\[|\]$/g, '');
+}
+
+function refuseInitialized(dataDir: string): void {
+  const nothingWritten = 'nothing was written; restore into a new, empty directory';
+  if (isInitialized(dataDir)) {
+    let who = '';
+    try {
+      who = ` (node ${loadIdentity(dataDir).id})`;
+    } catch {
+      who = '';
+    }
+    throw new CliFailure(`${dataDir} is already initialized${who}; ${nothingWritten}`, exitCodes.failed, 'already_initialized');
+  }
+  const p = storagePaths(dataDir);
+  if (existsSync(p.log) || existsSync(p.snapshots)) throw new CliFailure(`${dataDir} already holds a log (${p.log}); ${nothingWritten}`, exitCodes.failed, 'already_initialized');
+}
