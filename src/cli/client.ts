@@ -16,7 +16,7 @@ const hostPortPattern = /^[^\s:/]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/;
 
 /** The node to talk to: --addr, else $SHOAL_ADDR, else 127.0.0.1:7101. */
 export function resolveAddr(flag: string | undefined): string {
-  const addr = flag ?? process.env.SHOAL_ADDR ?? defaultAddr;
+  const addr = flag ?? (process.env.SHOAL_ADDR || undefined) ?? defaultAddr;
   if (!hostPortPattern.test(addr)) {
     throw new UsageError(`${flag !== undefined ? '--addr' : '$SHOAL_ADDR'} must be HOST:PORT (e.g. 127.0.0.1:7101), got '${addr}'`);
   }

@@ -44,9 +44,10 @@ export const clusterAddHelp = `Usage: shoal cluster add --id ID --name NAME --pe
 
 Adds a node to the cluster as a learner: it receives the log but does not vote, so a slow or
 broken new node cannot cost the cluster its quorum. Prepare the node first: 'shoal init --data DIR
---name NAME --ca-from <a member's data dir>' prints its id; start it with 'shoal serve' (no
-bootstrap list in its config). When it has caught up (LAG near 0 in 'shoal cluster members'),
-make it a voter with 'shoal cluster promote ID'.
+--name NAME --ca-from <a member's data dir>' prints its id; put 'join: {api: <any member's API>}'
+(and no bootstrap list) in its shoal.yaml and start it with 'shoal serve' (docs/operations.md).
+When it has caught up (LAG near 0 in 'shoal cluster status'), make it a voter with
+'shoal cluster promote ID'.
 
 Options:
   --id ID            the new node's id (printed by shoal init)
@@ -61,7 +62,7 @@ ${clientExitCodes} An id already in the cluster exits 1 (already_exists).`;
 export const clusterPromoteHelp = `Usage: shoal cluster promote ID [--addr HOST:PORT] [--json]
 
 Makes a learner a voter. Promote a node only when it has caught up (LAG near 0 in
-'shoal cluster members'): a voter that cannot keep up counts against the quorum.
+'shoal cluster status'): a voter that cannot keep up counts against the quorum.
 
 Options:
 ${commonFlagsHelp}
@@ -194,7 +195,7 @@ async function addCommand(argv: string[]): Promise<number> {
     return exitCodes.ok;
   }
   console.log(`added ${member.name} (${member.id}) as a learner: it receives the log but does not vote yet.
-If it is not running, start it now (its config must have no bootstrap list): shoal serve --config <its data dir>/shoal.yaml
+If it is not running, start it now, with 'join: {api: ${addr}}' and no bootstrap list in its config: shoal serve --config <its data dir>/shoal.yaml
 When it has caught up (LAG near 0 in 'shoal cluster status'), make it a voter:
   shoal cluster promote ${member.id}${values.addr !== undefined ? ` --addr ${addr}` : ''}`);
   return exitCodes.ok;

@@ -18,7 +18,7 @@ const docPreviewChars = 60;
 
 const watchExitCodes = `Exit codes: 0 stopped with Ctrl-C; 1 the cursor expired (events after --after are no longer kept:
 list again) or the request was refused; 2 usage error; 3 no node answered for 60 s (the message
-says the revision to resume --after).`;
+says the revision to resume from).`;
 
 export const docLsHelp = `Usage: shoal doc ls COLLECTION [--prefix P] [--limit N] [--all] [--stale] [--watch]
                    [--addr HOST:PORT] [--json]
@@ -37,7 +37,8 @@ ${commonFlagsHelp}
 With --json prints {items, rev, next}: pass rev to 'shoal doc watch --after' to see every later
 change. With --json --watch the listing is one line, then one line per change (as doc watch).
 ${clientExitCodes}
-With --watch: ${watchExitCodes.replace(/^Exit codes: /, '')}`;
+With --watch it runs until Ctrl-C (exit 0); it exits 1 if the cluster no longer keeps the events
+after the listing (list again), and 3 if no node answered for 60 s.`;
 
 export const docWatchHelp = `Usage: shoal doc watch [--collection C] [--prefix P] [--after REV] [--addr HOST:PORT] [--json]
 

@@ -7,7 +7,7 @@ import { exitCodes, parse, UsageError } from './args.ts';
 import { isClientFailure, reportFailure, request, resolveAddr, retryNotice } from './client.ts';
 import { commonFlags, docAnswerSchema, help, revFlag } from './doc-common.ts';
 import { docLsCommand, docLsHelp, docWatchCommand, docWatchHelp } from './doc-watch.ts';
-import { clientExitCodes, commonFlagsHelp, runGroup, type Group } from './group.ts';
+import { clientExitCodes, commonFlagsHelp, commonFlagsText, runGroup, type Group } from './group.ts';
 
 const deleteAnswerSchema = z.object({ collection: z.string(), id: z.string(), rev: z.number().int() }).loose();
 
@@ -38,9 +38,10 @@ Options:
   --if-absent            write only if the document does not exist (else exit 1: already_exists)
   --idempotency-key KEY  retrying with the same key applies the write at most once; without it
                          a random key is used, and printed if the outcome is unknown
-${commonFlagsHelp}
+${commonFlagsText(23)}
 
-Retries by itself (with the same key) while the cluster has no leader, up to 4 attempts.
+Retries by itself (with the same key) while the cluster cannot serve (no leader, timeout), up to
+4 attempts.
 With --json prints {collection, id, rev, createRev, doc}.
 ${clientExitCodes}`;
 
@@ -51,7 +52,7 @@ Deletes a document. Prints the revision of the delete.
 Options:
   --if-match REV         delete only if the document is at revision REV
   --idempotency-key KEY  as for 'shoal doc put'
-${commonFlagsHelp}
+${commonFlagsText(23)}
 
 With --json prints {collection, id, rev}.
 ${clientExitCodes} A missing document exits 1 (not_found).`;

@@ -16,10 +16,16 @@ export interface Group {
   subcommands: Record<string, Subcommand>;
 }
 
-/** Flags every client command takes, for the help texts. */
-export const commonFlagsHelp = `  --addr HOST:PORT   a node's client API (default $SHOAL_ADDR, else 127.0.0.1:7101)
-  --json             machine-readable output (errors too, as one JSON object on stderr)
-  -h, --help         show this help`;
+/** Flags every client command takes, for the help texts; `pad` aligns them with a command's own. */
+export function commonFlagsText(pad = 19): string {
+  return [
+    ['--addr HOST:PORT', "a node's client API (default $SHOAL_ADDR, else 127.0.0.1:7101)"],
+    ['--json', 'machine-readable output (errors too, as one JSON object on stderr)'],
+    ['-h, --help', 'show this help'],
+  ].map(([flag, text]) => `  ${(flag ?? '').padEnd(pad)}${text ?? ''}`).join('\n');
+}
+
+export const commonFlagsHelp = commonFlagsText();
 
 export const clientExitCodes = `Exit codes: 0 ok; 1 the request failed (not found, revision mismatch, invalid request: the
 message says which); 2 usage error; 3 no node answered, or the cluster cannot serve right now

@@ -21,7 +21,7 @@ export const mainHelp = `Usage: shoal <command> [options]
 Commands:
 ${Object.entries(commands).map(([name, c]) => `  ${name.padEnd(9)} ${c.summary}`).join('\n')}
 
-Run 'shoal <command> --help' for a command's options. Docs: docs/operations.md.`;
+Run 'shoal <command> --help' for a command's options. Docs: docs/operations.md, docs/cli.md.`;
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;

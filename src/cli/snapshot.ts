@@ -146,7 +146,13 @@ async function download(addr: string, tmp: string, file: string): Promise<number
   const lengthHeader = Number(res.headers.get('content-length'));
   const total = Number.isFinite(lengthHeader) && lengthHeader > 0 ? lengthHeader : undefined;
   if (total !== undefined && total > snapshotBytesMax) throw new CliFailure(`the snapshot is ${mib(total)}, more than the ${mib(snapshotBytesMax)} this command accepts`, exitCodes.failed);
-  const fh = await open(tmp, 'w', 0o600);
+  let fh: Awaited<ReturnType<typeof open>>;
+  try {
+    fh = await open(tmp, 'w', 0o600);
+  } catch (err) {
+    await res.body?.cancel();
+    throw new CliFailure(`cannot write ${tmp}: ${(err as Error).message}; nothing was saved`, exitCodes.failed);
+  }
   const bar = progress(`downloading the snapshot from ${addr}`);
   let bytes = 0;
   try {

@@ -17,6 +17,8 @@ export const configSchema = z.object({
   peer: z.object({ listen: hostPort }).strict(),
   /** The founding members of a new cluster (this node included). Ignored once the log exists. */
   bootstrap: z.array(memberRecordSchema).optional(),
+  /** Joining an existing cluster: any member's client API, asked once (empty log) for the members. */
+  join: z.object({ api: hostPort }).strict().optional(),
   raft: z.object({
     tickMs: z.number().int().min(1).max(10_000).default(100),
     heartbeatIntervalMs: z.number().int().min(1).default(100),
@@ -33,6 +35,9 @@ export const configSchema = z.object({
   }).strict().prefault({}),
   logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
 }).strict().superRefine((c, ctx) => {
+  if (c.bootstrap !== undefined && c.join !== undefined) {
+    ctx.addIssue({ code: 'custom', path: ['join'], message: 'a node either founds a cluster (bootstrap) or joins one (join), not both' });
+  }
   if (c.raft.heartbeatIntervalMs % c.raft.tickMs !== 0 || c.raft.electionTimeoutMs % c.raft.tickMs !== 0) {
     ctx.addIssue({ code: 'custom', path: ['raft'], message: 'heartbeatIntervalMs and electionTimeoutMs must be multiples of tickMs' });
   }

@@ -3,7 +3,7 @@
 // bootstrap snapshot; a node added later arrives in the context of its conf change.
 
 import { z } from 'zod';
-import type { ConfChange, NodeId } from '../raft/types.ts';
+import type { ConfChange, ConfState, NodeId } from '../raft/types.ts';
 
 export const memberRecordSchema = z.object({
   id: z.string().min(1),
@@ -36,13 +36,21 @@ export class Membership {
     for (const r of records) this.records.set(r.id, { ...r });
   }
 
-  /** Applies the record side of a committed conf change. Deterministic on every node. */
+  /** Records the members a committed conf change introduces. Deterministic on every node. */
   applyConfChange(cc: ConfChange): void {
-    if (cc.context) {
-      const parsed = contextSchema.safeParse(safeJson(cc.context));
-      if (parsed.success) for (const r of parsed.data.members) this.records.set(r.id, r);
-    }
-    for (const c of cc.changes) if (c.type === 'removeNode') this.records.delete(c.node);
+    if (!cc.context) return;
+    const parsed = contextSchema.safeParse(safeJson(cc.context));
+    if (parsed.success) for (const r of parsed.data.members) this.records.set(r.id, r);
+  }
+
+  /**
+   * Drops the records of nodes that left the configuration. Called with the membership in effect
+   * after applying: a removed voter stays reachable while it is still in the outgoing half of a
+   * joint configuration, whose quorum needs it.
+   */
+  retain(cs: ConfState): void {
+    const keep = new Set([...cs.voters, ...cs.votersOutgoing, ...cs.learners, ...cs.learnersNext]);
+    for (const id of [...this.records.keys()]) if (!keep.has(id)) this.records.delete(id);
   }
 }
 

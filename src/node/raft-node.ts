@@ -45,6 +45,12 @@ export interface RaftNodeOptions {
   appendBytesMax?: number;
   appendsInflightMax?: number;
   uncommittedBytesMax?: number;
+  /**
+   * Peers to talk to while this node knows no members yet (a node joining an existing cluster
+   * with an empty log): it must be able to answer the leader before the snapshot that tells it
+   * the membership arrives.
+   */
+  seedPeers?: MemberRecord[];
   logger?: Logger;
 }
 
@@ -106,7 +112,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     this.opts = {
       tickMs: 100, electionTimeoutTicks: 10, heartbeatIntervalTicks: 1, snapshotEntries: 10_000,
       logKeepEntries: 5_000, proposalTimeoutMs: 10_000, appendBytesMax: 1 << 20, appendsInflightMax: 256,
-      uncommittedBytesMax: 64 << 20, logger: quietLogger, ...options,
+      uncommittedBytesMax: 64 << 20, seedPeers: [], logger: quietLogger, ...options,
     };
     this.incarnation = `${this.id}/${randomBytes(6).toString('hex')}`;
   }
@@ -204,7 +210,9 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       throw translateDrop(err);
     }
     this.notify();
-    await this.waitFor(() => this.confChangeCount >= target, this.opts.proposalTimeoutMs, 'membership change');
+    // A change of voters goes through a joint configuration that the leader leaves by itself;
+    // answer once that is done, so the caller can make the next change at once.
+    await this.waitFor(() => this.confChangeCount >= target && this.raw.confState().votersOutgoing.length === 0, this.opts.proposalTimeoutMs, 'membership change');
   }
 
   /** Moves leadership to `to` (or the most up-to-date voter); resolves when a new leader is known. */
@@ -294,7 +302,13 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       if (rd.snapshot) this.applySnapshot(rd.snapshot.meta.index, rd.snapshot.data);
       this.applyEntries(rd.committedEntries);
       this.raw.advance(rd);
+      if (rd.committedEntries.some((e) => e.kind === 'conf')) {
+        this.membership.retain(this.raw.confState());
+        this.syncPeers();
+      }
       this.afterAdvance(rd);
+      // After advance: membership changes among the entries are in effect only from here.
+      if (rd.committedEntries.length > 0 || rd.snapshot) this.emit('applied', this.applied);
       await this.maybeSnapshot();
     }
   }
@@ -357,7 +371,6 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     if (entries.length > 0) {
       this.syncPeers();
       this.releaseReads();
-      this.emit('applied', this.applied);
     }
   }
 
@@ -435,7 +448,9 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   }
 
   private syncPeers(): void {
-    const peers = this.membership.list().filter((m) => m.id !== this.id).map((m) => ({ id: m.id, address: m.peerAddress }));
+    const members = this.membership.list();
+    const known = members.length > 0 ? members : this.opts.seedPeers;
+    const peers = known.filter((m) => m.id !== this.id).map((m) => ({ id: m.id, address: m.peerAddress }));
     this.opts.transport.setPeers(peers);
   }
 

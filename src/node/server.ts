@@ -40,7 +40,7 @@ async function bootstrapIfNew(storage: NodeStorage, config: NodeConfig, identity
   if (storage.log.lastIndex() > 0) return;
   const founders = config.bootstrap;
   if (founders === undefined || founders.length === 0) {
-    log.info('empty log and no bootstrap list: waiting to be added to a cluster (a snapshot will arrive from its leader)');
+    log.info('empty log and no bootstrap list: waiting to be added to the cluster (a snapshot will arrive from its leader)');
     return;
   }
   if (!founders.some((m) => m.id === identity.id)) {
@@ -55,6 +55,24 @@ async function bootstrapIfNew(storage: NodeStorage, config: NodeConfig, identity
   log.info(`bootstrapped a new cluster with ${voters.length} voters`);
 }
 
+/** Asks a member's API for the members, so a joining node can answer the leader. Retries for a while. */
+async function learnMembers(api: string, log: Logger): Promise<MemberRecord[]> {
+  for (let attempt = 1; attempt <= 30; attempt++) {
+    try {
+      const res = await fetch(`http://${api}/v1/cluster`, { signal: AbortSignal.timeout(2000) });
+      if (res.ok) {
+        const view = (await res.json()) as { members: MemberRecord[] };
+        return view.members.map(({ id, name, peerAddress, apiAddress }) => ({ id, name, peerAddress, apiAddress }));
+      }
+      log.warn(`join: ${api} answered ${res.status}; retrying`);
+    } catch (err) {
+      log.warn(`join: cannot reach ${api} (${(err as Error).message}); retrying`);
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  throw new ShoalError('config_invalid', `join: could not learn the members from ${api}; check join.api points at a running member`);
+}
+
 export async function startNode(config: NodeConfig, log: Logger): Promise<RunningNode> {
   const identity = loadIdentity(config.dataDir);
   const tls = loadTls(config.dataDir);
@@ -63,8 +81,10 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
   const storage = await DiskStorage.open(config.dataDir, { logger: log, onSync: (ms, sample) => { if (sample.sync) fsync.observe(ms / 1000); } });
   // Store options must be the same on every node (they shape snapshots and replays): defaults.
   const store = new DocumentStore({ onListenerError: (err) => log.error(`a store listener failed: ${(err as Error).stack ?? String(err)}`) });
+  let seedPeers: MemberRecord[] = [];
   try {
     await bootstrapIfNew(storage, config, identity, store, log);
+    if (storage.log.lastIndex() === 0 && config.join !== undefined) seedPeers = await learnMembers(config.join.api, log);
   } catch (err) {
     await storage.close();
     throw err;
@@ -83,7 +103,7 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
     heartbeatIntervalTicks: config.raft.heartbeatIntervalMs / config.raft.tickMs,
     snapshotEntries: config.raft.snapshotEntries, logKeepEntries: config.raft.logKeepEntries,
     appendBytesMax: config.raft.appendBytesMax, appendsInflightMax: config.raft.appendsInflightMax,
-    uncommittedBytesMax: config.raft.uncommittedBytesMax, proposalTimeoutMs: config.limits.proposalTimeoutMs,
+    uncommittedBytesMax: config.raft.uncommittedBytesMax, proposalTimeoutMs: config.limits.proposalTimeoutMs, seedPeers,
   });
   registerNodeMetrics(metrics, node);
   await transport.start();

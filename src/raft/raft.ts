@@ -520,12 +520,10 @@ export class Raft {
   private restore(snap: Snapshot): boolean {
     if (snap.meta.index <= this.log.committed) return false;
     assert(this.role === 'follower', `restore snapshot as ${this.role}`);
+    // The snapshot may predate this node's addition (the leader sends the newest snapshot it has,
+    // taken before the change that added us). That is fine: the entries after it add us, and a
+    // node outside the configuration only follows (it is not promotable, so it never campaigns).
     const cs = snap.meta.confState;
-    const member = [...cs.voters, ...cs.votersOutgoing, ...cs.learners, ...cs.learnersNext].includes(this.id);
-    if (!member) {
-      this.logger.warn(`${this.id} ignores snapshot ${snap.meta.index}: not a member of its configuration`);
-      return false;
-    }
     if (this.log.matchTerm(snap.meta.index, snap.meta.term)) {
       // We have the snapshot's last entry: the log up to there is the leader's; just commit.
       this.log.commitTo(snap.meta.index);

@@ -25,6 +25,8 @@ export class MemoryCluster {
   readonly network = new MemoryNetwork();
   readonly members: MemberRecord[];
   nodes: TestNode[] = [];
+  /** Errors the nodes logged (a fatal error stops a node): tests assert there are none. */
+  readonly errors: string[] = [];
 
   constructor(private readonly opts: MemoryClusterOptions = {}) {
     const size = opts.size ?? 3;
@@ -41,13 +43,14 @@ export class MemoryCluster {
   }
 
   /** Starts (or restarts) a node on the given storage, as after a crash that kept its disk. */
-  async startNode(id: string, storage: MemoryNodeStorage, kv = new KvStateMachine()): Promise<TestNode> {
+  async startNode(id: string, storage: MemoryNodeStorage, kv = new KvStateMachine(), seedPeers: MemberRecord[] = []): Promise<TestNode> {
     const transport = this.network.transport(id);
     await transport.start();
     const node = new RaftNode({
       id, storage: storageWithoutClose(storage), transport, stateMachine: kv, tickMs: 5, electionTimeoutTicks: 10,
-      heartbeatIntervalTicks: 1, proposalTimeoutMs: 3000,
+      heartbeatIntervalTicks: 1, proposalTimeoutMs: 3000, seedPeers,
       snapshotEntries: this.opts.snapshotEntries ?? 10_000, logKeepEntries: this.opts.logKeepEntries ?? 5_000,
+      logger: { debug() {}, info() {}, warn() {}, error: (m) => this.errors.push(`${id}: ${m}`) },
     });
     await node.start();
     const t = { id, node, kv, storage };

@@ -2,6 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { KvStateMachine } from './kv-state-machine.ts';
 import { ShoalError } from '../../src/errors.ts';
 import { MemoryCluster } from './memory-cluster.ts';
+import { MemoryNodeStorage } from '../../src/node/node-storage.ts';
+import { confChangeContext } from '../../src/node/membership.ts';
 
 const put = (key: string, value: string): Uint8Array => KvStateMachine.encode({ op: 'put', key, value });
 
@@ -92,5 +94,39 @@ describe('RaftNode', () => {
     await cluster.waitForLeader();
     await again.node.readBarrier();
     for (let i = 0; i < 50; i++) expect(again.kv.get(`k${i}`)?.value).toBe(`${i}`);
+  });
+});
+
+describe('RaftNode membership', () => {
+  let cluster: MemoryCluster;
+  afterEach(async () => {
+    await cluster.stopAll();
+  });
+
+  it('adds an empty node as a learner, promotes it, and removes the old leader, keeping every write', async () => {
+    cluster = new MemoryCluster({ snapshotEntries: 20, logKeepEntries: 5 });
+    await cluster.start();
+    let leader = await cluster.waitForLeader();
+    for (let i = 0; i < 50; i++) await leader.node.propose(put(`k${i}`, `${i}`));
+    // A new node starts with empty storage and no bootstrap: it waits for the leader's snapshot,
+    // answering the members it was told about (as `join.api` tells a real node).
+    const joiner = await cluster.startNode('node4', new MemoryNodeStorage(), undefined, cluster.members);
+    const record = { id: 'node4', name: 'n4', peerAddress: 'memory:node4', apiAddress: 'memory:4' };
+    await leader.node.changeMembership({ changes: [{ type: 'addLearner', node: 'node4' }], context: confChangeContext([record]) });
+    expect(leader.node.confState().learners).toEqual(['node4']);
+    await leader.node.changeMembership({ changes: [{ type: 'addVoter', node: 'node4' }] });
+    expect(leader.node.confState()).toMatchObject({ voters: ['node1', 'node2', 'node3', 'node4'], votersOutgoing: [], learners: [] });
+
+    const oldLeader = leader;
+    await oldLeader.node.changeMembership({ changes: [{ type: 'removeNode', node: oldLeader.id }] }).catch(() => undefined);
+    const rest = cluster.nodes.filter((n) => n !== oldLeader);
+    leader = await cluster.waitForLeader(5000, rest);
+    expect(leader.id).not.toBe(oldLeader.id);
+    expect(leader.node.confState().voters).toEqual(['node1', 'node2', 'node3', 'node4'].filter((id) => id !== oldLeader.id));
+    await leader.node.propose(put('after', 'removal'));
+    await joiner.node.readBarrier();
+    for (let i = 0; i < 50; i++) expect(joiner.kv.get(`k${i}`)?.value).toBe(`${i}`);
+    expect(joiner.kv.get('after')?.value).toBe('removal');
+    expect(cluster.errors).toEqual([]);
   });
 });
