@@ -118,13 +118,18 @@ export class RawNode {
     const snapshot = r.log.unstable.snapshot;
     const hardState = r.hardState();
     const soft = r.softState();
+    const committedEntries = r.log.nextCommittedEntries();
     const rd: Ready = {
       entries,
-      committedEntries: r.log.nextCommittedEntries(),
+      committedEntries,
       messages: r.msgs,
       readStates: r.readStates,
+      // A membership change takes effect when applied, and a restart re-derives the membership
+      // from the durable commit index: losing that commit in a crash would bring the node back
+      // in the old configuration, whose removed members may be gone for good.
       mustSync: entries.length > 0 || snapshot !== undefined ||
-        hardState.term !== this.prevHard.term || hardState.vote !== this.prevHard.vote,
+        hardState.term !== this.prevHard.term || hardState.vote !== this.prevHard.vote ||
+        committedEntries.some((e) => e.kind === 'conf'),
     };
     if (!sameHardState(hardState, this.prevHard)) rd.hardState = hardState;
     if (soft.leader !== this.prevSoft.leader || soft.role !== this.prevSoft.role) rd.softState = soft;

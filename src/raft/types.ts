@@ -135,7 +135,8 @@ export interface SoftState {
  * One batch of work for the driver. The safety contract, in order:
  *
  * 1. Persist `snapshot` (if any), then `entries`, then `hardState` (if any) — as one atomic
- *    write, synced to disk when `mustSync` is true.
+ *    write, synced to disk when `mustSync` is true (a new term or vote, new entries or a
+ *    snapshot, or a committed membership change among `committedEntries`).
  * 2. Only then send `messages`. (A vote or an append acknowledgement sent before the matching
  *    write is durable can elect two leaders or lose a committed entry after a crash.)
  * 3. Apply `snapshot` (if any) to the state machine, then `committedEntries` in order.
