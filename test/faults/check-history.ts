@@ -111,7 +111,10 @@ function main(argv: string[]): number {
     for (const e of parsed.errors.slice(0, 20)) console.log(`  unreadable line ${e.line}: ${e.message}`);
     console.log(perKey(ops).join('\n'));
     if (result.ok === true) console.log(`linearizable (checked in ${(ms / 1000).toFixed(2)} s)`);
-    else if (result.ok === 'unknown') console.log(`undecided: key ${result.key} ran out of the ${args.timeoutMs} ms budget; try a larger --timeout-ms or --key`);
+    else if (result.ok === 'unknown') {
+      const why = result.reason === 'timeout' ? `ran out of the ${args.timeoutMs} ms budget` : 'hit the search limit (configurations held in memory)';
+      console.log(`undecided: key ${result.key} ${why}; try a larger --timeout-ms, or check one --key at a time`);
+    }
     else {
       console.log(`NOT linearizable: key ${result.key}: ${result.reason}\noperations around it (event n is the history's n-th event from 0${key === undefined ? ', line n+1 of the file' : ` of key ${key}`}):`);
       for (const o of result.ops) console.log(`  ${describeOperation(o)}${o.node === undefined ? '' : ` via ${o.node}`}`);

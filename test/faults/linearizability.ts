@@ -244,7 +244,7 @@ class KeyHistory {
     });
   }
 
-  intern(value: string | null | undefined): number {
+  private intern(value: string | null | undefined): number {
     if (value === null || value === undefined) return 0;
     let id = this.values.get(value);
     if (id === undefined) {
