@@ -89,14 +89,18 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
     await storage.close();
     throw err;
   }
-  let node: RaftNode | undefined;
+  // The transport asks the node's membership; the node needs the transport: tie the knot by reference.
+  const ref: { node?: RaftNode } = {};
   const transport = new WsTransport({
     nodeId: identity.id, clusterId: identity.clusterId, listen: splitHostPort(config.peer.listen), tls,
     protocolVersion, protocolVersionsSupported: { min: 1, max: protocolVersion }, softwareVersion, logger: log,
     // A node that knows its members accepts only them: a removed node's certificate is refused.
-    authorizePeer: (id) => node === undefined || node.membership.list().length === 0 || node.membership.get(id) !== undefined,
+    authorizePeer: (id) => {
+      const members = ref.node?.membership;
+      return members === undefined || members.list().length === 0 || members.get(id) !== undefined;
+    },
   });
-  node = new RaftNode({
+  const node = new RaftNode({
     id: identity.id, storage, transport, stateMachine: store, logger: log,
     tickMs: config.raft.tickMs,
     electionTimeoutTicks: config.raft.electionTimeoutMs / config.raft.tickMs,
@@ -105,32 +109,32 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
     appendBytesMax: config.raft.appendBytesMax, appendsInflightMax: config.raft.appendsInflightMax,
     uncommittedBytesMax: config.raft.uncommittedBytesMax, proposalTimeoutMs: config.limits.proposalTimeoutMs, seedPeers,
   });
+  ref.node = node;
   registerNodeMetrics(metrics, node);
   await transport.start();
   await node.start();
-  const running = node;
   const api = buildApi({
-    node: running, store, clusterId: identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax,
+    node: node, store, clusterId: identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax,
     proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(),
     exportSnapshot: async () => encodeSnapshotFile({
-      clusterId: identity.clusterId, index: running.appliedIndex, term: running.currentTerm, members: running.membership.list(), app: store.snapshot(),
+      clusterId: identity.clusterId, index: node.appliedIndex, term: node.currentTerm, members: node.membership.list(), app: store.snapshot(),
     }),
   });
   const apiListen = splitHostPort(config.api.listen);
   try {
     await api.listen({ host: apiListen.host, port: apiListen.port });
   } catch (err) {
-    await running.stop();
+    await node.stop();
     throw new ShoalError('config_invalid', `cannot listen on ${config.api.listen}: ${(err as Error).message}`);
   }
   const addr = api.server.address();
   const apiAddress = typeof addr === 'object' && addr !== null ? `${apiListen.host}:${addr.port}` : config.api.listen;
   let stopping: Promise<void> | undefined;
   return {
-    identity, node: running, api, apiAddress,
+    identity, node, api, apiAddress,
     stop: () => {
       stopping ??= (async () => {
-        await running.stop();
+        await node.stop();
         await api.close();
       })();
       return stopping;
