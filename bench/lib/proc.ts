@@ -1,0 +1,128 @@
+// Child processes of a benchmark run: spawned with their output in a log file (no pipe for this
+// process to drain while it generates load), tracked so that every one of them is killed when
+// the run ends however it ends, and measured through /proc.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+
+const running = new Set<ChildProcess>();
+const tempDirs = new Set<string>();
+
+/** A temporary directory to delete if the run is interrupted before its owner cleans up. */
+export function trackTempDir(dir: string): void {
+  tempDirs.add(dir);
+}
+
+/**
+ * Kills what is still running, waits (asynchronously: tsx's signal relay needs the event loop)
+ * for the processes to be gone, then deletes the tracked temporary directories. For Ctrl-C.
+ */
+export async function abandonAll(): Promise<void> {
+  const exits = [...running].map((p) => new Promise<void>((resolve) => {
+    if (p.exitCode !== null || p.signalCode !== null) resolve();
+    else p.once('exit', () => resolve());
+  }));
+  killAllStarted();
+  await Promise.race([Promise.all(exits), new Promise((r) => setTimeout(r, 3000))]);
+  for (const d of tempDirs) {
+    try {
+      rmSync(d, { recursive: true, force: true, maxRetries: 3 });
+    } catch (err) {
+      console.error(`could not delete ${d}: ${(err as Error).message}`);
+    }
+  }
+  tempDirs.clear();
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export interface Spawned {
+  proc: ChildProcess;
+  pid: number;
+  logFile: string;
+  exited: Promise<number | null>;
+}
+
+export function spawnLogged(cmd: string, args: string[], logFile: string, env: NodeJS.ProcessEnv = process.env): Spawned {
+  const fd = openSync(logFile, 'a');
+  const proc = spawn(cmd, args, { stdio: ['ignore', fd, fd], env });
+  closeSync(fd);
+  if (proc.pid === undefined) throw new Error(`could not start ${cmd}`);
+  running.add(proc);
+  const exited = new Promise<number | null>((resolve) => {
+    proc.once('exit', (code, signal) => {
+      running.delete(proc);
+      resolve(code ?? (signal ? -1 : null));
+    });
+    proc.once('error', () => {
+      running.delete(proc);
+      resolve(-1);
+    });
+  });
+  return { proc, pid: proc.pid, logFile, exited };
+}
+
+/** Sends `signal` and waits for the exit; escalates to SIGKILL after `graceMs`. */
+export async function stopProcess(s: Spawned, signal: NodeJS.Signals = 'SIGTERM', graceMs = 15_000): Promise<void> {
+  if (s.proc.exitCode !== null || s.proc.signalCode !== null) return;
+  s.proc.kill(signal);
+  const timer = setTimeout(() => s.proc.kill('SIGKILL'), graceMs);
+  await s.exited;
+  clearTimeout(timer);
+}
+
+/** Kills every process this run started that is still alive (the run's last line of defence). */
+export function killAllStarted(): void {
+  for (const proc of running) proc.kill('SIGKILL');
+  running.clear();
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Resident set size in MiB (VmRSS of /proc/<pid>/status). */
+export function rssMiB(pid: number): number {
+  const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!m?.[1]) throw new Error(`no VmRSS for pid ${pid}`);
+  return Number(m[1]) / 1024;
+}
+
+/** CPU time (user + system) a process has used so far, in ms (NaN once it is gone). Assumes USER_HZ = 100, as on Linux x86-64. */
+export function cpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Busy and total jiffies of the whole machine, to tell how loaded it was while a figure was taken. */
+export function machineJiffies(): { busy: number; total: number } {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '';
+  const v = line.trim().split(/\s+/).slice(1).map(Number);
+  const idle = (v[3] ?? 0) + (v[4] ?? 0);
+  const total = v.reduce((a, b) => a + b, 0);
+  return { busy: total - idle, total };
+}
+
+export async function waitUntil(what: string, cond: () => Promise<boolean>, timeoutMs: number, everyMs = 50): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await cond().catch(() => false)) return;
+    await sleep(everyMs);
+  }
+  throw new Error(`${what}: not reached within ${timeoutMs} ms`);
+}

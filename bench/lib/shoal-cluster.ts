@@ -1,0 +1,226 @@
+// Three `shoal serve` processes on 127.0.0.1, data in a temporary directory, default durability
+// (every Ready is one synced LevelDB batch) and default snapshot settings; only the Raft timing
+// is set, to match etcd's.
+//
+// SHOAL_CPU_PROF=<dir> in the environment starts each node under `node --cpu-prof`, so a
+// graceful stop (SIGTERM) leaves one .cpuprofile per process in <dir>
+// (summarise them with `npx tsx bench/cpu-profile-summary.ts <dir>`). SHOAL_BIN=<file> runs
+// another entry point instead of bin/shoal.js (e.g. a prebuilt bundle, to weigh a build step).
+
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
+import { initNode } from '../../src/node/identity.ts';
+import { Client, jsonBody, once, type Answer, type Endpoint, type RequestSpec } from './http.ts';
+import { freePort, spawnLogged, stopProcess, trackTempDir, waitUntil, type Spawned } from './proc.ts';
+import type { BenchNode, RejoinReport, System, Timeouts } from './system.ts';
+
+const binPath = process.env.SHOAL_BIN !== undefined && process.env.SHOAL_BIN !== ''
+  ? path.resolve(process.env.SHOAL_BIN)
+  : fileURLToPath(new URL('../../bin/shoal.js', import.meta.url));
+
+interface ShoalNode extends BenchNode {
+  id: string;
+  dir: string;
+  peerAddress: string;
+  proc: Spawned | undefined;
+  readonly pid: number | undefined;
+}
+
+interface Founder {
+  id: string;
+  name: string;
+  apiAddress: string;
+  peerAddress: string;
+}
+
+export class ShoalCluster implements System {
+  readonly kind = 'shoal';
+  nodes: ShoalNode[] = [];
+  private root = '';
+  private destroyed = false;
+
+  constructor(private readonly timeouts: Timeouts, private readonly keepData = false) {}
+
+  async start(): Promise<void> {
+    this.root = mkdtempSync(path.join(os.tmpdir(), 'shoal-bench-'));
+    if (!this.keepData) trackTempDir(this.root);
+    for (let i = 0; i < 3; i++) {
+      const name = `n${i + 1}`;
+      const dir = path.join(this.root, name);
+      const caFrom = i > 0 ? path.join(this.root, 'n1') : undefined;
+      const identity = await initNode({ dataDir: dir, name, ...(caFrom ? { caFrom } : {}) });
+      const client: Endpoint = { host: '127.0.0.1', port: await freePort() };
+      const node: ShoalNode = {
+        id: identity.id, name, dir, client, peerAddress: `127.0.0.1:${await freePort()}`, proc: undefined,
+        get pid() { return this.proc?.pid; },
+      };
+      this.nodes.push(node);
+      if (i === 0) {
+        mkdirSync(path.join(this.caDir(), 'tls'), { recursive: true });
+        for (const f of ['node.json', 'tls/ca.crt', 'tls/ca.key']) cpSync(path.join(dir, f), path.join(this.caDir(), f));
+      }
+    }
+    const founders = this.nodes.map((n) => this.founder(n));
+    for (const n of this.nodes) this.writeConfig(n, { bootstrap: founders });
+    for (const n of this.nodes) this.spawn(n);
+    await waitUntil('shoal: a leader that every node agrees on', async () => (await this.leader()) !== undefined, 60_000);
+  }
+
+  async destroy(): Promise<void> {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    await Promise.all(this.nodes.map(async (n) => { if (n.proc) await stopProcess(n.proc, 'SIGTERM'); }));
+    if (!this.keepData && this.root) rmSync(this.root, { recursive: true, force: true });
+  }
+
+  async leader(): Promise<number | undefined> {
+    const seen = new Set<string>();
+    for (const n of this.nodes) {
+      if (!n.proc) continue;
+      const h = await once<{ leader: string | null }>(n.client, { method: 'GET', path: '/healthz' }, 1000);
+      if (!h.body.leader) return undefined;
+      seen.add(h.body.leader);
+    }
+    const [id] = [...seen];
+    if (seen.size !== 1) return undefined;
+    const i = this.nodes.findIndex((n) => n.id === id);
+    return i >= 0 && this.nodes[i]?.proc ? i : undefined;
+  }
+
+  writeRequest(collection: string, id: string, value: string): RequestSpec {
+    return { method: 'PUT', path: `/v1/docs/${collection}/${id}`, body: Buffer.from(`{"v":${JSON.stringify(value)}}`) };
+  }
+
+  readRequest(collection: string, id: string): RequestSpec {
+    return { method: 'GET', path: `/v1/docs/${collection}/${id}` };
+  }
+
+  writeAccepted(a: Answer): boolean {
+    return a.status === 200;
+  }
+
+  readFound(a: Answer): boolean {
+    return a.status === 200;
+  }
+
+  async readValue(client: Client, collection: string, id: string): Promise<string | undefined> {
+    const a = await client.send(this.readRequest(collection, id), 10_000);
+    if (a.status === 404) return undefined;
+    if (a.status !== 200) throw new Error(`shoal read ${collection}/${id}: HTTP ${a.status} ${a.body.toString()}`);
+    return (JSON.parse(a.body.toString()) as { doc: { v?: string } }).doc.v;
+  }
+
+  async kill(i: number): Promise<void> {
+    const n = this.node(i);
+    if (n.proc) await stopProcess(n.proc, 'SIGKILL');
+    n.proc = undefined;
+  }
+
+  async restart(i: number, timeoutMs: number): Promise<void> {
+    const n = this.node(i);
+    if (n.proc) throw new Error(`shoal: ${n.name} is running`);
+    this.spawn(n);
+    await this.waitCaughtUp(i, timeoutMs, () => undefined);
+  }
+
+  /** Polls until node i applied as far as the leader (another node); calls `answered` on its first answer. */
+  private async waitCaughtUp(i: number, timeoutMs: number, answered: () => void): Promise<void> {
+    await waitUntil(`shoal: ${this.node(i).name} caught up`, async () => {
+      const mine = await this.appliedOf(i);
+      answered();
+      const l = await this.leader();
+      if (l === undefined || l === i) return false;
+      return mine > 0 && mine >= (await this.appliedOf(l));
+    }, timeoutMs, 25);
+  }
+
+  async appliedOf(i: number): Promise<number> {
+    const r = await once<{ appliedIndex: number }>(this.node(i).client, { method: 'GET', path: '/v1/cluster?local' }, 1000);
+    return r.body.appliedIndex;
+  }
+
+  /**
+   * The safe replacement of a member whose data is gone, as etcd's is: stop it, remove it
+   * (DELETE /v1/cluster/members/{id}), wipe its whole data directory and init a new identity
+   * from the cluster CA, add it as a learner (POST /v1/cluster/members), start it with `join`
+   * and no bootstrap list, wait until it applied as far as the leader, then promote it.
+   *
+   * Why not the same id on an empty disk: the leader still believes that follower holds its
+   * old match index and sends it nothing until the next write, and a voter that lost its hard
+   * state could vote twice in one term.
+   */
+  async wipeAndRejoin(i: number, timeoutMs: number): Promise<RejoinReport> {
+    const n = this.node(i);
+    if (n.proc) await stopProcess(n.proc, 'SIGTERM');
+    n.proc = undefined;
+    const seed = this.nodes.find((m) => m !== n && m.proc);
+    if (!seed) throw new Error('shoal: no running member to rejoin through');
+    const membershipStarted = performance.now();
+    await this.call(seed, 'DELETE', `/v1/cluster/members/${n.id}`, undefined);
+    rmSync(n.dir, { recursive: true, force: true });
+    n.id = (await initNode({ dataDir: n.dir, name: n.name, caFrom: this.caDir() })).id;
+    this.writeConfig(n, { join: { api: `${seed.client.host}:${seed.client.port}` } });
+    await this.call(seed, 'POST', '/v1/cluster/members', this.founder(n));
+    const membershipMs = performance.now() - membershipStarted;
+    const logFrom = existsSync(this.logFile(n)) ? readFileSync(this.logFile(n), 'utf8').length : 0;
+    const started = performance.now();
+    this.spawn(n);
+    let startMs = Number.NaN;
+    await this.waitCaughtUp(i, timeoutMs, () => { if (Number.isNaN(startMs)) startMs = performance.now() - started; });
+    const catchUpMs = performance.now() - started;
+    const promoteStarted = performance.now();
+    await this.call(seed, 'POST', `/v1/cluster/members/${n.id}/promote`, undefined);
+    const promoteMs = performance.now() - promoteStarted;
+    const log = readFileSync(this.logFile(n), 'utf8').slice(logFrom);
+    const snap = /applied snapshot at index (\d+)/.exec(log);
+    const how = `removed, re-initialised with a new id and added as a learner; started empty, ${snap ? `received a snapshot at index ${snap[1]}` : 'caught up from the log (no snapshot)'}; promoted to voter ${Math.round(promoteMs)} ms later`;
+    return { catchUpMs, membershipMs, startMs, how };
+  }
+
+  private async call(via: ShoalNode, method: 'POST' | 'DELETE', urlPath: string, body: unknown): Promise<void> {
+    const r = await once<unknown>(via.client, { method, path: urlPath, ...(body !== undefined ? { body: jsonBody(body) } : {}) }, 15_000);
+    if (r.status >= 300) throw new Error(`shoal ${method} ${urlPath}: HTTP ${r.status} ${JSON.stringify(r.body)}`);
+  }
+
+  /** A copy of the cluster CA (and cluster id), so a new identity can be made whichever node is wiped. */
+  private caDir(): string {
+    return path.join(this.root, 'ca');
+  }
+
+  private node(i: number): ShoalNode {
+    const n = this.nodes[i];
+    if (!n) throw new Error(`no shoal node ${i}`);
+    return n;
+  }
+
+  private founder(n: ShoalNode): Founder {
+    return { id: n.id, name: n.name, apiAddress: `${n.client.host}:${n.client.port}`, peerAddress: n.peerAddress };
+  }
+
+  private writeConfig(n: ShoalNode, how: { bootstrap: Founder[] } | { join: { api: string } }): void {
+    const config = {
+      dataDir: '.', api: { listen: `${n.client.host}:${n.client.port}` }, peer: { listen: n.peerAddress }, ...how,
+      // A tick per heartbeat, as etcd does: --heartbeat-interval is its tick.
+      raft: { tickMs: this.timeouts.heartbeatMs, heartbeatIntervalMs: this.timeouts.heartbeatMs, electionTimeoutMs: this.timeouts.electionMs },
+      logLevel: 'info',
+    };
+    writeFileSync(path.join(n.dir, 'shoal.yaml'), stringify(config));
+  }
+
+  private logFile(n: ShoalNode): string {
+    return path.join(this.root, `${n.name}.log`);
+  }
+
+  private spawn(n: ShoalNode): void {
+    const profDir = process.env.SHOAL_CPU_PROF;
+    const prof = profDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profDir)}`, `--cpu-prof-name=shoal-${n.name}-${Date.now()}.cpuprofile`] : [];
+    if (profDir) mkdirSync(profDir, { recursive: true });
+    n.proc = spawnLogged(process.execPath, [...prof, binPath, 'serve', '--config', path.join(n.dir, 'shoal.yaml')], this.logFile(n));
+    const proc = n.proc;
+    void proc.exited.then(() => { if (n.proc === proc) n.proc = undefined; });
+  }
+}
+
