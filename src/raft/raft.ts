@@ -8,6 +8,7 @@ import { assert } from './assert.ts';
 import { changeConfig, ConfChangeError, isLeaveJoint } from './confchange.ts';
 import { RaftLog } from './log.ts';
 import { Progress } from './progress.ts';
+import { jointVote } from './quorum.ts';
 import { ReadOnly } from './read-only.ts';
 import { CompactedError, SnapshotUnavailableError, type LogStorage } from './storage.ts';
 import { configFromConfState, isJoint, isVoter, ProgressTracker } from './tracker.ts';
@@ -684,19 +685,8 @@ export class Raft {
     if (acks === undefined) return;
     const granted = new Map<NodeId, boolean>();
     for (const id of acks) granted.set(id, true);
-    if (!this.quorumOf(granted)) return;
+    if (jointVote(this.tracker.voters, granted) !== 'won') return;
     for (const req of this.readOnly.advance(m.context)) this.respondToRead(req.from, req.context, req.index);
-  }
-
-  private quorumOf(granted: ReadonlyMap<NodeId, boolean>): boolean {
-    const voters = this.tracker.voters;
-    const count = (set: ReadonlySet<NodeId>): boolean => {
-      if (set.size === 0) return true;
-      let n = 0;
-      for (const id of set) if (granted.get(id)) n++;
-      return n >= Math.floor(set.size / 2) + 1;
-    };
-    return count(voters.incoming) && count(voters.outgoing);
   }
 
   private handleReadIndex(m: Message): DropReason | null {
