@@ -102,6 +102,8 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   private leader: NodeId = NONE;
   private role: Role = 'follower';
   private fatal: Error | undefined;
+  /** Conf change entries applied here; membership calls wait on it. */
+  private confChangeCount = 0;
   leaderChanges = 0;
   /** Seconds from propose() to the entry applied here. */
   readonly proposalLatency = new Histogram('shoal_proposal_duration_seconds', 'Time from proposing a write to applying it on the proposing node.', latencyBuckets);
@@ -322,12 +324,12 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       this.waitingReads.push({ index: rs.index, resolve: p.resolve });
     }
     this.releaseReads();
+    // The term is in the hard state, which a Ready carries whenever it changed.
+    const term = rd.hardState?.term ?? this.term;
+    const termChanged = term !== this.term;
+    this.term = term;
     if (rd.softState) this.onSoftState(rd.softState.leader, rd.softState.role);
-    const st = this.raw.status();
-    if (st.term !== this.term) {
-      this.term = st.term;
-      if (!rd.softState) this.emit('leaderChange', { leader: this.leader, term: this.term, role: this.role });
-    }
+    else if (termChanged) this.emit('leaderChange', { leader: this.leader, term: this.term, role: this.role });
   }
 
   private onSoftState(leader: NodeId, role: Role): void {
@@ -343,7 +345,6 @@ export class RaftNode extends EventEmitter<NodeEvents> {
         this.readRequests.delete(ctx);
       }
     }
-    this.term = this.raw.status().term;
     this.emit('leaderChange', { leader, term: this.term, role });
     if (changed) this.log.info(`leader is now ${leader || '(none)'} at term ${this.term}`);
   }
@@ -374,7 +375,6 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     }
   }
 
-  private confChangeCount = 0;
 
   private applyNormal(index: number, term: number, data: Uint8Array): void {
     const env = packr.unpack(data) as Envelope;
