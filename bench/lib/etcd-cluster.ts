@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createCa, issueNodeCert } from '../../src/security/index.ts';
 import { Client, jsonBody, once, type Answer, type Endpoint, type RequestSpec } from './http.ts';
-import { freePort, spawnLogged, stopProcess, trackTempDir, waitUntil, type Spawned } from './proc.ts';
+import { freePort, spawnLogged, stopProcess, trackTempDir, waitCaughtUp, waitUntil, type Spawned } from './proc.ts';
 import type { BenchNode, RejoinReport, System, Timeouts } from './system.ts';
 
 /** The etcd to run: ETCD_BIN, else `etcd` on the PATH. */
@@ -119,18 +119,7 @@ export class EtcdCluster implements System {
     const n = this.node(i);
     if (n.proc) throw new Error(`etcd: ${n.name} is running`);
     this.spawn(n, 'new', '');
-    await this.waitCaughtUp(i, timeoutMs, () => undefined);
-  }
-
-  /** Polls until node i applied as far as the leader (another node); calls `answered` on its first answer. */
-  private async waitCaughtUp(i: number, timeoutMs: number, answered: () => void): Promise<void> {
-    await waitUntil(`etcd: ${this.node(i).name} caught up`, async () => {
-      const mine = await this.appliedOf(i);
-      answered();
-      const l = await this.leader();
-      if (l === undefined || l === i) return false;
-      return mine > 0 && mine >= (await this.appliedOf(l));
-    }, timeoutMs, 25);
+    await waitCaughtUp(`etcd: ${this.node(i).name} caught up`, this, i, timeoutMs, () => undefined);
   }
 
   async appliedOf(i: number): Promise<number> {
@@ -163,7 +152,7 @@ export class EtcdCluster implements System {
     const started = performance.now();
     this.spawn(n, 'existing', '');
     let startMs = Number.NaN;
-    await this.waitCaughtUp(i, timeoutMs, () => { if (Number.isNaN(startMs)) startMs = performance.now() - started; });
+    await waitCaughtUp(`etcd: ${this.node(i).name} caught up`, this, i, timeoutMs, () => { if (Number.isNaN(startMs)) startMs = performance.now() - started; });
     const catchUpMs = performance.now() - started;
     const log = readFileSync(this.logFile(n), 'utf8').slice(logFrom);
     const snap = /"msg":"(applied snapshot|applied incoming Raft snapshot|received and saved database snapshot)"/.exec(log);

@@ -126,3 +126,20 @@ export async function waitUntil(what: string, cond: () => Promise<boolean>, time
   }
   throw new Error(`${what}: not reached within ${timeoutMs} ms`);
 }
+
+/** What waitCaughtUp reads of a cluster: each node's applied index, and which node leads. */
+export interface AppliedView {
+  appliedOf(i: number): Promise<number>;
+  leader(): Promise<number | undefined>;
+}
+
+/** Polls until node i applied as far as the leader (another node); calls `answered` on each answer of node i. */
+export async function waitCaughtUp(what: string, view: AppliedView, i: number, timeoutMs: number, answered: () => void): Promise<void> {
+  await waitUntil(what, async () => {
+    const mine = await view.appliedOf(i);
+    answered();
+    const l = await view.leader();
+    if (l === undefined || l === i) return false;
+    return mine > 0 && mine >= (await view.appliedOf(l));
+  }, timeoutMs, 25);
+}

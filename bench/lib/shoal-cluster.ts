@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { initNode } from '../../src/node/identity.ts';
 import { Client, jsonBody, once, type Answer, type Endpoint, type RequestSpec } from './http.ts';
-import { freePort, spawnLogged, stopProcess, trackTempDir, waitUntil, type Spawned } from './proc.ts';
+import { freePort, spawnLogged, stopProcess, trackTempDir, waitCaughtUp, waitUntil, type Spawned } from './proc.ts';
 import type { BenchNode, RejoinReport, System, Timeouts } from './system.ts';
 
 const binPath = process.env.SHOAL_BIN !== undefined && process.env.SHOAL_BIN !== ''
@@ -123,18 +123,7 @@ export class ShoalCluster implements System {
     const n = this.node(i);
     if (n.proc) throw new Error(`shoal: ${n.name} is running`);
     this.spawn(n);
-    await this.waitCaughtUp(i, timeoutMs, () => undefined);
-  }
-
-  /** Polls until node i applied as far as the leader (another node); calls `answered` on its first answer. */
-  private async waitCaughtUp(i: number, timeoutMs: number, answered: () => void): Promise<void> {
-    await waitUntil(`shoal: ${this.node(i).name} caught up`, async () => {
-      const mine = await this.appliedOf(i);
-      answered();
-      const l = await this.leader();
-      if (l === undefined || l === i) return false;
-      return mine > 0 && mine >= (await this.appliedOf(l));
-    }, timeoutMs, 25);
+    await waitCaughtUp(`shoal: ${this.node(i).name} caught up`, this, i, timeoutMs, () => undefined);
   }
 
   async appliedOf(i: number): Promise<number> {
@@ -169,7 +158,7 @@ export class ShoalCluster implements System {
     const started = performance.now();
     this.spawn(n);
     let startMs = Number.NaN;
-    await this.waitCaughtUp(i, timeoutMs, () => { if (Number.isNaN(startMs)) startMs = performance.now() - started; });
+    await waitCaughtUp(`shoal: ${this.node(i).name} caught up`, this, i, timeoutMs, () => { if (Number.isNaN(startMs)) startMs = performance.now() - started; });
     const catchUpMs = performance.now() - started;
     const promoteStarted = performance.now();
     await this.call(seed, 'POST', `/v1/cluster/members/${n.id}/promote`, undefined);
