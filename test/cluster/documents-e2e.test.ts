@@ -1,8 +1,8 @@
 // The document API on three real processes: a write on one follower is read linearizably on
 // another, and a watch on a follower sees every change exactly once across leader changes.
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ProcessCluster, putJson, getJson, sleep, type ClusterNode } from './process-cluster.ts';
+import { describe, expect, it } from 'vitest';
+import { getJson, putJson, sleep, useCluster, type ClusterNode } from './process-cluster.ts';
 
 async function post(node: ClusterNode, path: string, body: unknown): Promise<{ status: number; body: unknown }> {
   const res = await fetch(`http://${node.apiAddress}${path}`, {
@@ -36,17 +36,7 @@ function watch(node: ClusterNode, query: string, events: Event[]): AbortControll
 }
 
 describe('documents on a three-process cluster', () => {
-  const cluster = new ProcessCluster({ electionTimeoutMs: 500 });
-
-  beforeAll(async () => {
-    await cluster.init();
-    cluster.startAll();
-    await cluster.waitForLeader();
-  }, 60_000);
-
-  afterAll(async () => {
-    await cluster.destroy();
-  });
+  const cluster = useCluster({ electionTimeoutMs: 500 });
 
   it('reads on one follower, linearizably, what was just written on another', async () => {
     const leader = await cluster.waitForLeader();

@@ -3,8 +3,8 @@
 // election timeouts, and every acknowledged write present on every node, including the killed
 // one after its restart and all three after a whole-cluster restart in random order.
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getJson, ProcessCluster, putJson, sleep, type ClusterNode } from './process-cluster.ts';
+import { describe, expect, it } from 'vitest';
+import { getJson, putJson, sleep, useCluster, type ClusterNode, type ProcessCluster } from './process-cluster.ts';
 
 const electionTimeoutMs = 500;
 
@@ -65,17 +65,7 @@ async function missingOn(node: ClusterNode, acked: Map<string, string>): Promise
 }
 
 describe('a three-process cluster', () => {
-  const cluster = new ProcessCluster({ electionTimeoutMs, snapshotEntries: 500, logKeepEntries: 100 });
-
-  beforeAll(async () => {
-    await cluster.init();
-    cluster.startAll();
-    await cluster.waitForLeader();
-  }, 60_000);
-
-  afterAll(async () => {
-    await cluster.destroy();
-  });
+  const cluster = useCluster({ electionTimeoutMs, snapshotEntries: 500, logKeepEntries: 100 });
 
   it('elects a new leader after kill -9 of the leader under load and loses no acknowledged write', async () => {
     const load = startLoad(cluster, 16);

@@ -7,6 +7,7 @@ import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll } from 'vitest';
 import { stringify } from 'yaml';
 import { initNode } from '../../src/node/identity.ts';
 import type { MemberRecord } from '../../src/node/membership.ts';
@@ -159,4 +160,18 @@ export async function putJson<T>(node: MemberRecord, urlPath: string, body: unkn
     method: 'PUT', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs),
   });
   return { status: res.status, body: (await res.json()) as T };
+}
+
+/** A cluster for one test file: initialised and led before the tests, destroyed after them. */
+export function useCluster(opts: ClusterOptions): ProcessCluster {
+  const cluster = new ProcessCluster(opts);
+  beforeAll(async () => {
+    await cluster.init();
+    cluster.startAll();
+    await cluster.waitForLeader();
+  }, 60_000);
+  afterAll(async () => {
+    await cluster.destroy();
+  });
+  return cluster;
 }
