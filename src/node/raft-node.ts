@@ -11,7 +11,7 @@ import { RawNode } from '../raft/raw-node.ts';
 import { SeededPrng } from '../raft/prng.ts';
 import {
   NONE, ProposalDroppedError,
-  type ConfChange, type ConfState, type Entry, type Message, type NodeId, type Ready, type Role, type Status,
+  type ConfChange, type ConfState, type Entry, type HardState, type Message, type NodeId, type Ready, type Role, type Status,
 } from '../raft/types.ts';
 import { ShoalError } from '../errors.ts';
 import type { PeerStats, Transport } from '../../transport/types.ts';
@@ -89,6 +89,13 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   private readonly incarnation: string;
   private seq = 0;
   private readonly proposals = new Map<number, Pending<ProposalResult>>();
+  /** Proposals made since the loop last ran; stepped into the core together (one append). */
+  private queuedProposals: { seq: number; data: Uint8Array }[] = [];
+  /**
+   * A hard state whose only change was the commit index, not yet written: the commit index
+   * need not be durable (a restart learns it again), so it rides along with the next write.
+   */
+  private unsavedHardState: HardState | undefined;
   private readonly readRequests = new Map<string, Pending<number>>();
   /** Reads whose index is known, waiting for the applied index to reach it. */
   private waitingReads: { index: number; resolve: (i: number) => void }[] = [];
@@ -99,6 +106,8 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   private applied = 0;
   private snapshotIndex = 0;
   private term = 0;
+  /** The vote as last persisted; with `term`, tells whether a Ready changes either. */
+  private vote: NodeId = NONE;
   private leader: NodeId = NONE;
   private role: Role = 'follower';
   private fatal: Error | undefined;
@@ -142,6 +151,9 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       uncommittedBytesMax: this.opts.uncommittedBytesMax,
       logger: { debug: (m) => this.log.debug(m), info: (m) => this.log.info(m), warn: (m) => this.log.warn(m) },
     }, storage.log);
+    const initial = this.raw.status();
+    this.term = initial.term;
+    this.vote = initial.vote;
     const t = this.opts.transport;
     t.onMessage((m) => this.receive(m));
     t.onUnreachable((id) => this.withCore(() => this.raw.reportUnreachable(id)));
@@ -170,14 +182,8 @@ export class RaftNode extends EventEmitter<NodeEvents> {
         reject(new ShoalError('timeout', `the write was not applied within ${this.opts.proposalTimeoutMs} ms; its outcome is unknown`));
       }, this.opts.proposalTimeoutMs);
       this.proposals.set(seq, { resolve, reject, timer });
-      try {
-        this.raw.propose(packr.pack(env));
-        this.notify();
-      } catch (err) {
-        clearTimeout(timer);
-        this.proposals.delete(seq);
-        reject(translateDrop(err));
-      }
+      this.queuedProposals.push({ seq, data: packr.pack(env) });
+      this.notify();
     });
   }
 
@@ -281,6 +287,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     for (const p of this.proposals.values()) { clearTimeout(p.timer); p.reject(reason); }
     for (const p of this.readRequests.values()) { clearTimeout(p.timer); p.reject(reason); }
     this.proposals.clear();
+    this.queuedProposals = [];
     this.readRequests.clear();
     await this.opts.transport.close();
     await this.opts.storage.close();
@@ -288,21 +295,37 @@ export class RaftNode extends EventEmitter<NodeEvents> {
 
   // ---- the Ready loop ---------------------------------------------------------------------
 
+  // Two things overlap with the durable write, as in etcd (Raft thesis §10.2.1):
+  // - A leader sends its appends and heartbeats before its own write is done. The entries count
+  //   toward commitment only once a follower has persisted them too, and the commit index that
+  //   covers them leaves in a later Ready, after this write; a crash before the write loses
+  //   entries nobody was told are committed. Not when the term or vote changes in this Ready:
+  //   those must be durable before anyone hears of them.
+  // - Entries committed before this Ready (so durable here and on a majority) are applied while
+  //   the write runs. Not conf changes, whose commit must be durable before they take effect.
   private async loop(): Promise<void> {
     while (this.state === 'running') {
+      this.stepQueuedProposals();
       if (!this.raw.hasReady()) {
         await new Promise<void>((resolve) => { this.wakeUp = resolve; });
         this.wakeUp = undefined;
         continue;
       }
       const rd = this.raw.ready();
-      await this.opts.storage.save(
-        { entries: rd.entries, ...(rd.hardState ? { hardState: rd.hardState } : {}), ...(rd.snapshot ? { snapshot: rd.snapshot } : {}) },
-        { sync: rd.mustSync },
-      );
-      for (const m of rd.messages) this.opts.transport.send(m);
+      const sendFirst = this.maySendBeforeWrite(rd);
+      const applyFirst = mayApplyBeforeWrite(rd);
+      const writing = this.persist(rd);
+      if (sendFirst) for (const m of rd.messages) if (isReplication(m)) this.opts.transport.send(m);
+      if (applyFirst && writing !== undefined) {
+        // Let the write reach the storage thread first, so the two run side by side.
+        await Promise.resolve();
+        await Promise.resolve();
+      }
+      if (applyFirst) this.applyEntries(rd.committedEntries);
+      await writing;
+      for (const m of rd.messages) if (!sendFirst || !isReplication(m)) this.opts.transport.send(m);
       if (rd.snapshot) this.applySnapshot(rd.snapshot.meta.index, rd.snapshot.data);
-      this.applyEntries(rd.committedEntries);
+      if (!applyFirst) this.applyEntries(rd.committedEntries);
       this.raw.advance(rd);
       if (rd.committedEntries.some((e) => e.kind === 'conf')) {
         this.membership.retain(this.raw.confState());
@@ -313,6 +336,64 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       if (rd.committedEntries.length > 0 || rd.snapshot) this.emit('applied', this.applied);
       await this.maybeSnapshot();
     }
+  }
+
+  /** Writes what `rd` must make durable; undefined when there is nothing to write now. */
+  private persist(rd: Ready): Promise<void> | undefined {
+    const hardState = rd.hardState ?? this.unsavedHardState;
+    if (!rd.mustSync && rd.entries.length === 0 && rd.snapshot === undefined) {
+      // Only the commit index moved (or nothing did): keep it for the next write.
+      this.unsavedHardState = hardState;
+      return undefined;
+    }
+    this.unsavedHardState = undefined;
+    return this.opts.storage.save(
+      { entries: rd.entries, ...(hardState ? { hardState } : {}), ...(rd.snapshot ? { snapshot: rd.snapshot } : {}) },
+      { sync: rd.mustSync },
+    );
+  }
+
+  private maySendBeforeWrite(rd: Ready): boolean {
+    const role = rd.softState?.role ?? this.role;
+    if (role !== 'leader') return false;
+    return rd.hardState === undefined || (rd.hardState.term === this.term && rd.hardState.vote === this.vote);
+  }
+
+  /** Steps the proposals made since the last turn into the core, as few proposals as the limits allow. */
+  private stepQueuedProposals(): void {
+    if (this.queuedProposals.length === 0) return;
+    const queued = this.queuedProposals;
+    this.queuedProposals = [];
+    let start = 0;
+    while (start < queued.length) {
+      let end = start;
+      let bytes = 0;
+      while (end < queued.length && (end === start || bytes + (queued[end]?.data.length ?? 0) <= this.opts.appendBytesMax)) {
+        bytes += queued[end]?.data.length ?? 0;
+        end++;
+      }
+      const batch = queued.slice(start, end);
+      start = end;
+      try {
+        this.raw.proposeBatch(batch.map((q) => q.data));
+      } catch (err) {
+        const reason = translateDrop(err);
+        for (const q of batch) this.failProposal(q.seq, reason);
+        if (!(err instanceof ProposalDroppedError)) {
+          for (const q of queued.slice(start)) this.failProposal(q.seq, reason);
+          this.die(err);
+          return;
+        }
+      }
+    }
+  }
+
+  private failProposal(seq: number, err: Error): void {
+    const p = this.proposals.get(seq);
+    if (!p) return;
+    this.proposals.delete(seq);
+    clearTimeout(p.timer);
+    p.reject(err);
   }
 
   private afterAdvance(rd: Ready): void {
@@ -328,6 +409,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     const term = rd.hardState?.term ?? this.term;
     const termChanged = term !== this.term;
     this.term = term;
+    this.vote = rd.hardState?.vote ?? this.vote;
     if (rd.softState) this.onSoftState(rd.softState.leader, rd.softState.role);
     else if (termChanged) this.emit('leaderChange', { leader: this.leader, term: this.term, role: this.role });
   }
@@ -398,6 +480,12 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   private async maybeSnapshot(): Promise<void> {
     if (this.applied - this.snapshotIndex < this.opts.snapshotEntries) return;
     const index = this.applied;
+    // A snapshot past the durable commit index would not survive a restart's checks.
+    if (this.unsavedHardState !== undefined) {
+      const hardState = this.unsavedHardState;
+      this.unsavedHardState = undefined;
+      await this.opts.storage.save({ entries: [], hardState }, { sync: false });
+    }
     const data = packr.pack({ members: this.membership.list(), app: this.opts.stateMachine.snapshot() });
     await this.opts.storage.createSnapshot(index, this.raw.confState(), data);
     this.snapshotIndex = index;
@@ -492,6 +580,19 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   confState(): ConfState {
     return this.raw.confState();
   }
+}
+
+/** Messages a leader may send before its own write completes (see loop()). */
+function isReplication(m: Message): boolean {
+  return m.type === 'app' || m.type === 'heartbeat';
+}
+
+function mayApplyBeforeWrite(rd: Ready): boolean {
+  const last = rd.committedEntries[rd.committedEntries.length - 1];
+  if (last === undefined || rd.snapshot !== undefined) return false;
+  const firstNew = rd.entries[0];
+  if (firstNew !== undefined && last.index >= firstNew.index) return false;
+  return !rd.committedEntries.some((e) => e.kind === 'conf');
 }
 
 function translateDrop(err: unknown): Error {

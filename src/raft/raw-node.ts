@@ -54,7 +54,18 @@ export class RawNode {
    * @throws ProposalDroppedError when refused here (no leader, transfer in progress, limits).
    */
   propose(data: Uint8Array): void {
-    this.stepOrThrow(message({ type: 'prop', from: this.raft.id, entries: [{ kind: 'normal', term: 0, index: 0, data }] }));
+    this.proposeBatch([data]);
+  }
+
+  /**
+   * Proposes several entries as one proposal: they are appended together and travel in the same
+   * appends, and are refused together.
+   * @throws ProposalDroppedError when refused here (no leader, transfer in progress, limits).
+   */
+  proposeBatch(data: readonly Uint8Array[]): void {
+    if (data.length === 0) throw new TypeError('proposeBatch: no entries');
+    const entries = data.map((d) => ({ kind: 'normal' as const, term: 0, index: 0, data: d }));
+    this.stepOrThrow(message({ type: 'prop', from: this.raft.id, entries }));
   }
 
   /** Proposes a membership change. Only one may be pending at a time. */

@@ -1,6 +1,6 @@
 // RaftNodes in one process on the in-memory transport and storage, for driver tests.
 
-import { MemoryNetwork } from '../../transport/memory-transport.ts';
+import { MemoryNetwork, type MemoryTransport } from '../../transport/memory-transport.ts';
 import { KvStateMachine } from './kv-state-machine.ts';
 import { MemoryNodeStorage } from '../../src/node/node-storage.ts';
 import { RaftNode } from '../../src/node/raft-node.ts';
@@ -19,6 +19,8 @@ export interface MemoryClusterOptions {
   size?: number;
   snapshotEntries?: number;
   logKeepEntries?: number;
+  /** Called with each node's storage and transport before its RaftNode is made, to wrap methods. */
+  instrument?: (id: string, storage: MemoryNodeStorage, transport: MemoryTransport) => void;
 }
 
 export class MemoryCluster {
@@ -46,6 +48,7 @@ export class MemoryCluster {
   async startNode(id: string, storage: MemoryNodeStorage, kv = new KvStateMachine(), seedPeers: MemberRecord[] = []): Promise<TestNode> {
     const transport = this.network.transport(id);
     await transport.start();
+    this.opts.instrument?.(id, storage, transport);
     const node = new RaftNode({
       id, storage: storageWithoutClose(storage), transport, stateMachine: kv, tickMs: 5, electionTimeoutTicks: 10,
       heartbeatIntervalTicks: 1, proposalTimeoutMs: 3000, seedPeers,

@@ -1,0 +1,163 @@
+// The driver's pipelining of a Ready: proposals batched per loop turn, a leader's appends sent
+// while its own write runs, commit-only hard states left for the next write.
+
+import { afterEach, describe, expect, it } from 'vitest';
+import { KvStateMachine } from './kv-state-machine.ts';
+import { MemoryCluster, type TestNode } from './memory-cluster.ts';
+import type { PersistBatch } from '../../src/node/node-storage.ts';
+import type { Message } from '../../src/raft/types.ts';
+
+const put = (key: string, value: string): Uint8Array => KvStateMachine.encode({ op: 'put', key, value });
+
+interface SaveCall { id: string; batch: PersistBatch; sync: boolean }
+
+/** Records every save and send; a node's saves can be held until released. */
+class Recorder {
+  readonly saves: SaveCall[] = [];
+  readonly sent: { from: string; m: Message }[] = [];
+  private readonly held = new Map<string, { promise: Promise<void>; release: () => void }>();
+
+  hold(id: string): void {
+    let release = (): void => {};
+    const promise = new Promise<void>((r) => { release = r; });
+    this.held.set(id, { promise, release });
+  }
+
+  release(id: string): void {
+    this.held.get(id)?.release();
+    this.held.delete(id);
+  }
+
+  instrument = (id: string, storage: TestNode['storage'], transport: { send(m: Message): void }): void => {
+    const save = storage.save.bind(storage);
+    const recorded = async (batch: PersistBatch, opts?: { sync: boolean }): Promise<void> => {
+      this.saves.push({ id, batch, sync: opts?.sync ?? true });
+      const h = this.held.get(id);
+      if (h) await h.promise;
+      return save(batch);
+    };
+    storage.save = recorded;
+    const send = transport.send.bind(transport);
+    transport.send = (m) => {
+      this.sent.push({ from: id, m });
+      send(m);
+    };
+  };
+}
+
+async function until(cond: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+describe('RaftNode Ready pipeline', () => {
+  let cluster: MemoryCluster;
+  afterEach(async () => {
+    await cluster.stopAll();
+    expect(cluster.errors).toEqual([]);
+  });
+
+  it('steps the proposals of one turn as one proposal: one append per follower, not one per write', async () => {
+    const rec = new Recorder();
+    cluster = new MemoryCluster({ instrument: rec.instrument });
+    await cluster.start();
+    const leader = await cluster.waitForLeader();
+    await leader.node.propose(put('warm', 'up'));
+    const before = rec.sent.length;
+    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => leader.node.propose(put(`k${i}`, `${i}`))));
+    const indexes = results.map((r) => r.index);
+    expect(indexes).toEqual(indexes.map((_, i) => (indexes[0] ?? 0) + i));
+    const appends = rec.sent.slice(before).filter((s) => s.from === leader.id && s.m.type === 'app' && s.m.entries.length > 0);
+    // Two followers, one append each carrying all 50 entries.
+    expect(appends.length).toBe(2);
+    for (const a of appends) expect(a.m.entries.length).toBe(50);
+    for (const n of cluster.nodes) {
+      await n.node.readBarrier();
+      expect(n.kv.get('k49')?.value).toBe('49');
+    }
+  });
+
+  it('a leader sends its appends while its own write is still running, and answers only after it', async () => {
+    const rec = new Recorder();
+    cluster = new MemoryCluster({ instrument: rec.instrument });
+    await cluster.start();
+    const leader = await cluster.waitForLeader();
+    const followers = cluster.nodes.filter((n) => n !== leader);
+    const { index: warm } = await leader.node.propose(put('warm', 'up'));
+    rec.hold(leader.id);
+    let answered = false;
+    const pending = leader.node.propose(put('a', '1')).then((r) => { answered = true; return r; });
+    // The followers store the entry although the leader's write has not completed...
+    await until(() => followers.every((f) => f.storage.log.lastIndex() > warm), 'the followers to store the entry');
+    await new Promise((r) => setTimeout(r, 50));
+    // ...but nothing is applied or answered before the leader's own write is durable.
+    expect(answered).toBe(false);
+    expect(leader.node.appliedIndex).toBe(warm);
+    expect(leader.storage.log.lastIndex()).toBe(warm);
+    rec.release(leader.id);
+    const { index } = await pending;
+    expect(index).toBe(warm + 1);
+    expect(leader.storage.log.lastIndex()).toBeGreaterThanOrEqual(index);
+  });
+
+  it('a follower acknowledges an append only after its write is durable', async () => {
+    const rec = new Recorder();
+    cluster = new MemoryCluster({ instrument: rec.instrument });
+    await cluster.start();
+    const leader = await cluster.waitForLeader();
+    const [slow, other] = cluster.nodes.filter((n) => n !== leader);
+    if (!slow || !other) throw new Error('need two followers');
+    const { index: warm } = await leader.node.propose(put('warm', 'up'));
+    await until(() => slow.node.appliedIndex >= warm, 'the follower to catch up');
+    rec.hold(slow.id);
+    const sentBefore = rec.sent.length;
+    const { index } = await leader.node.propose(put('a', '1'));
+    await new Promise((r) => setTimeout(r, 50));
+    const acks = (): Message[] => rec.sent.slice(sentBefore).filter((s) => s.from === slow.id && s.m.type === 'appResp' && !s.m.reject && s.m.index >= index).map((s) => s.m);
+    expect(acks()).toEqual([]);
+    expect(leader.node.status().progress?.[slow.id]?.match ?? 0).toBeLessThan(index);
+    rec.release(slow.id);
+    await until(() => acks().length > 0, 'the follower to acknowledge');
+  });
+
+  it('writes a hard state whose only change is the commit index with the next write, not alone', async () => {
+    const rec = new Recorder();
+    cluster = new MemoryCluster({ instrument: rec.instrument });
+    await cluster.start();
+    const leader = await cluster.waitForLeader();
+    for (let i = 0; i < 20; i++) await leader.node.propose(put(`k${i}`, `${i}`));
+    for (const n of cluster.nodes) await n.node.readBarrier();
+    // Every write is a synced one carrying entries, a snapshot or a new term or vote.
+    for (const s of rec.saves) {
+      expect(s.sync).toBe(true);
+      expect(s.batch.entries.length > 0 || s.batch.snapshot !== undefined || s.batch.hardState !== undefined).toBe(true);
+    }
+    const leaderSaves = rec.saves.filter((s) => s.id === leader.id && s.batch.entries.length > 0);
+    // One write per proposal on the leader (plus its no-op), none for the commits in between.
+    expect(rec.saves.filter((s) => s.id === leader.id).length).toBeLessThanOrEqual(leaderSaves.length + 2);
+  });
+
+  it('never keeps a snapshot past the durable commit index, so a restart from disk succeeds', async () => {
+    const rec = new Recorder();
+    cluster = new MemoryCluster({ snapshotEntries: 10, logKeepEntries: 3, instrument: rec.instrument });
+    await cluster.start();
+    const leader = await cluster.waitForLeader();
+    for (let i = 0; i < 45; i++) await leader.node.propose(put(`k${i}`, `${i}`));
+    for (const n of cluster.nodes) await n.node.readBarrier();
+    const follower = cluster.nodes.find((n) => n !== leader);
+    if (!follower) throw new Error('no follower');
+    await follower.node.stop();
+    const durable = follower.storage.log.initialState().hardState;
+    const snapIndex = follower.storage.log.snapshot().meta.index;
+    expect(snapIndex).toBeGreaterThan(0);
+    expect(durable.commit).toBeGreaterThanOrEqual(snapIndex);
+    const restarted = await cluster.startNode(follower.id, follower.storage);
+    await leader.node.propose(put('after', 'restart'));
+    await restarted.node.readBarrier();
+    expect(restarted.kv.get('k44')?.value).toBe('44');
+    expect(restarted.kv.get('after')?.value).toBe('restart');
+  });
+});
