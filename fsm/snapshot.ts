@@ -34,16 +34,64 @@ function eventRow(ev: WatchEvent): EventRow {
   return [ev.rev, ev.type, ev.collection, ev.id, ev.prevRev ?? null, ev.doc?.createRev ?? null, ev.doc?.doc ?? null];
 }
 
+const docRow = (d: Doc): DocRow => [d.id, d.rev, d.createRev, d.doc];
+const recordRow = (r: Omit<IdempotencyRecord, 'bytes'>): RecordRow => [r.principal, r.key, r.fingerprint, r.ts, r.index, r.result];
+
 export function encodeSnapshot(img: StoreImage): Uint8Array {
   return packr.pack({
     format: snapshotFormat,
     revision: img.revision,
     logTimeMs: img.logTimeMs,
-    collections: img.collections.map(([name, docs]) => [name, docs.map((d): DocRow => [d.id, d.rev, d.createRev, d.doc])]),
+    collections: img.collections.map(([name, docs]) => [name, docs.map(docRow)]),
     compactedRev: img.compactedRev,
     events: img.events.map(eventRow),
-    idempotency: img.records.map((r): RecordRow => [r.principal, r.key, r.fingerprint, r.ts, r.index, r.result]),
+    idempotency: img.records.map(recordRow),
   });
+}
+
+/**
+ * The same bytes as encodeSnapshot, encoded a slice of rows at a time with `pause()` between
+ * slices, so a large store does not hold the event loop (and with it the node's Raft loop) for
+ * the whole encoding. The image must not change meanwhile; the store's documents, events and
+ * records are frozen, so an image of copied arrays is enough.
+ */
+export async function encodeSnapshotInSlices(img: StoreImage, pause: () => Promise<void>, rowsPerSlice = 512): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  const put = (v: unknown): void => { parts.push(packr.pack(v)); };
+  const rows = async <T>(items: readonly T[], row: (item: T) => unknown): Promise<void> => {
+    parts.push(arrayHeader(items.length));
+    for (let i = 0; i < items.length; i += rowsPerSlice) {
+      const n = Math.min(rowsPerSlice, items.length - i);
+      // Pack the slice as an array and keep its elements: the same bytes they have inside the whole.
+      parts.push(packr.pack(items.slice(i, i + n).map(row)).subarray(arrayHeader(n).length));
+      await pause();
+    }
+  };
+  // A map of the 7 fields below in encodeSnapshot's order; msgpackr writes an object's map as map16.
+  parts.push(Uint8Array.of(0xde, 0x00, 0x07));
+  put('format'); put(snapshotFormat);
+  put('revision'); put(img.revision);
+  put('logTimeMs'); put(img.logTimeMs);
+  put('collections');
+  parts.push(arrayHeader(img.collections.length));
+  for (const [name, docs] of img.collections) {
+    parts.push(arrayHeader(2));
+    put(name);
+    await rows(docs, docRow);
+  }
+  put('compactedRev'); put(img.compactedRev);
+  put('events');
+  await rows(img.events, eventRow);
+  put('idempotency');
+  await rows(img.records, recordRow);
+  return Buffer.concat(parts);
+}
+
+/** A msgpack array header for `n` elements. */
+function arrayHeader(n: number): Uint8Array {
+  if (n < 16) return Uint8Array.of(0x90 | n);
+  if (n < 0x10000) return Uint8Array.of(0xdc, n >> 8, n & 0xff);
+  return Uint8Array.of(0xdd, (n >>> 24) & 0xff, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff);
 }
 
 const count = z.number().int().min(0);

@@ -25,7 +25,7 @@ import {
   eventsRetainedBytesMaxDefault, eventsRetainedMaxDefault, idempotencyBytesMaxDefault, idempotencyRecordsMaxDefault,
   idempotencyWindowMsDefault, idLengthMax, listLimitDefault, listLimitMax,
 } from './limits.ts';
-import { decodeSnapshot, encodeSnapshot } from './snapshot.ts';
+import { decodeSnapshot, encodeSnapshot, encodeSnapshotInSlices, type StoreImage } from './snapshot.ts';
 import type { CommandError, CommandResult, Doc, JsonObject, ListOptions, ListPage, OpResult, StoreStats, WatchEvent, WatchFilter } from './types.ts';
 
 export interface DocumentStoreOptions {
@@ -260,14 +260,27 @@ export class DocumentStore implements StateMachine {
 
   /** The whole store as bytes: equal applied histories give equal bytes on every node. */
   snapshot(): Uint8Array {
-    return encodeSnapshot({
+    return encodeSnapshot(this.image());
+  }
+
+  /**
+   * The same bytes as snapshot(), of the state at the time of the call, encoded in slices with
+   * `pause()` between them; applying entries meanwhile does not change the result.
+   */
+  snapshotInSlices(pause: () => Promise<void>): Promise<Uint8Array> {
+    return encodeSnapshotInSlices(this.image(), pause);
+  }
+
+  /** The state as arrays of the (frozen) documents, events and records: cheap, and unaffected by later applies. */
+  private image(): StoreImage {
+    return {
       revision: this.rev,
       logTimeMs: this.logTime,
       collections: this.table.names().map((name) => [name, [...this.table.docs(name)]]),
       compactedRev: this.events.compactedRev,
       events: this.events.all(),
       records: this.idempotency.all().map(({ bytes: _bytes, ...r }) => r),
-    });
+    };
   }
 
   /**

@@ -102,6 +102,8 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   private ticker: NodeJS.Timeout | undefined;
   private wakeUp: (() => void) | undefined;
   private loopDone: Promise<void> | undefined;
+  /** The snapshot being serialized and written in the background, if any. */
+  private snapshotTask: Promise<void> | undefined;
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   private applied = 0;
   private snapshotIndex = 0;
@@ -283,6 +285,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     clearInterval(this.ticker);
     this.notify();
     await this.loopDone;
+    await this.snapshotTask;
     this.state = 'stopped';
     for (const p of this.proposals.values()) { clearTimeout(p.timer); p.reject(reason); }
     for (const p of this.readRequests.values()) { clearTimeout(p.timer); p.reject(reason); }
@@ -334,7 +337,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       this.afterAdvance(rd);
       // After advance: membership changes among the entries are in effect only from here.
       if (rd.committedEntries.length > 0 || rd.snapshot) this.emit('applied', this.applied);
-      await this.maybeSnapshot();
+      this.maybeSnapshot();
     }
   }
 
@@ -477,20 +480,38 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     this.log.info(`applied snapshot at index ${index}`);
   }
 
-  private async maybeSnapshot(): Promise<void> {
-    if (this.applied - this.snapshotIndex < this.opts.snapshotEntries) return;
+  /**
+   * Starts a snapshot of the applied state when enough entries were applied since the last one.
+   * It is taken here, between two Readys, and serialized and written in the background while
+   * the loop goes on; one at a time.
+   */
+  private maybeSnapshot(): void {
+    if (this.snapshotTask !== undefined || this.applied - this.snapshotIndex < this.opts.snapshotEntries) return;
     const index = this.applied;
-    // A snapshot past the durable commit index would not survive a restart's checks.
+    const confState = this.raw.confState();
+    const members = this.membership.list();
+    // A snapshot past the durable commit index would not survive a restart's checks. Queued
+    // now, before any later save, so an older hard state never lands after a newer one.
+    let flushed: Promise<void> = Promise.resolve();
     if (this.unsavedHardState !== undefined) {
-      const hardState = this.unsavedHardState;
+      flushed = this.opts.storage.save({ entries: [], hardState: this.unsavedHardState }, { sync: false });
       this.unsavedHardState = undefined;
-      await this.opts.storage.save({ entries: [], hardState }, { sync: false });
     }
-    const data = packr.pack({ members: this.membership.list(), app: this.opts.stateMachine.snapshot() });
-    await this.opts.storage.createSnapshot(index, this.raw.confState(), data);
-    this.snapshotIndex = index;
-    const compactTo = index - this.opts.logKeepEntries;
-    if (compactTo > this.opts.storage.log.firstIndex()) await this.opts.storage.compact(compactTo);
+    const sm = this.opts.stateMachine;
+    const app = sm.snapshotInSlices ? sm.snapshotInSlices(() => new Promise<void>((r) => setImmediate(r))) : Promise.resolve(sm.snapshot());
+    this.snapshotTask = (async () => {
+      await flushed;
+      const data = packr.pack({ members, app: await app });
+      await this.opts.storage.createSnapshot(index, confState, data);
+      this.snapshotIndex = Math.max(this.snapshotIndex, index);
+      const compactTo = index - this.opts.logKeepEntries;
+      if (compactTo > this.opts.storage.log.firstIndex()) await this.opts.storage.compact(compactTo);
+    })().catch((err: unknown) => {
+      if (this.state === 'running') this.die(err);
+    }).finally(() => {
+      this.snapshotTask = undefined;
+      this.notify();
+    });
   }
 
   /** Snapshot data is {members, app}; an empty snapshot (a joining node) restores nothing. */

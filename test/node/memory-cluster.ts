@@ -21,6 +21,8 @@ export interface MemoryClusterOptions {
   logKeepEntries?: number;
   /** Called with each node's storage and transport before its RaftNode is made, to wrap methods. */
   instrument?: (id: string, storage: MemoryNodeStorage, transport: MemoryTransport) => void;
+  /** Makes each node's state machine (default: a plain KvStateMachine). */
+  stateMachine?: () => KvStateMachine;
 }
 
 export class MemoryCluster {
@@ -38,7 +40,7 @@ export class MemoryCluster {
   async start(): Promise<void> {
     for (const m of this.members) {
       const log = new MemoryStorage();
-      const kv = new KvStateMachine();
+      const kv = this.opts.stateMachine?.() ?? new KvStateMachine();
       bootstrapStorage(log, this.members.map((x) => x.id), [], bootstrapSnapshotData(this.members, kv.snapshot()));
       await this.startNode(m.id, new MemoryNodeStorage(log), kv);
     }

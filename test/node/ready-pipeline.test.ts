@@ -161,3 +161,57 @@ describe('RaftNode Ready pipeline', () => {
     expect(restarted.kv.get('after')?.value).toBe('restart');
   });
 });
+
+/** A state machine whose sliced snapshots wait for the test to let them finish. */
+class SlowSnapshotKv extends KvStateMachine {
+  static gate: Promise<void> = Promise.resolve();
+  static started: number[] = [];
+
+  async snapshotInSlices(pause: () => Promise<void>): Promise<Uint8Array> {
+    const bytes = this.snapshot(); // the state at the call, as the contract requires
+    SlowSnapshotKv.started.push(this.size());
+    await pause();
+    await SlowSnapshotKv.gate;
+    return bytes;
+  }
+}
+
+describe('RaftNode background snapshots', () => {
+  let cluster: MemoryCluster;
+  afterEach(async () => {
+    await cluster.stopAll();
+    expect(cluster.errors).toEqual([]);
+  });
+
+  it('keeps replicating and applying while a snapshot is serialized, then records it at the index it was taken', async () => {
+    let release = (): void => {};
+    SlowSnapshotKv.gate = new Promise<void>((r) => { release = r; });
+    SlowSnapshotKv.started = [];
+    cluster = new MemoryCluster({ snapshotEntries: 20, logKeepEntries: 5, stateMachine: () => new SlowSnapshotKv() });
+    await cluster.start();
+    const leader = await cluster.waitForLeader();
+    for (let i = 0; i < 25; i++) await leader.node.propose(put(`k${i}`, `${i}`));
+    await until(() => SlowSnapshotKv.started.length >= 3, 'every node to start a snapshot');
+    const heldAt = leader.node.appliedIndex;
+    // The snapshots are held: writes still commit and apply everywhere.
+    for (let i = 25; i < 40; i++) await leader.node.propose(put(`k${i}`, `${i}`));
+    for (const n of cluster.nodes) {
+      await n.node.readBarrier();
+      expect(n.kv.get('k39')?.value).toBe('39');
+      expect(n.storage.log.snapshot().meta.index).toBeLessThan(20);
+    }
+    expect(leader.node.appliedIndex).toBeGreaterThan(heldAt);
+    release();
+    await until(() => cluster.nodes.every((n) => n.storage.log.snapshot().meta.index >= 20), 'the snapshots to be written');
+    const follower = cluster.nodes.find((n) => n !== leader);
+    if (!follower) throw new Error('no follower');
+    const snap = follower.storage.log.snapshot();
+    expect(snap.meta.index).toBeLessThanOrEqual(heldAt);
+    await follower.node.stop();
+    const restarted = await cluster.startNode(follower.id, follower.storage, new SlowSnapshotKv());
+    await cluster.waitForLeader();
+    await restarted.node.readBarrier();
+    expect(restarted.kv.get('k0')?.value).toBe('0');
+    expect(restarted.kv.get('k39')?.value).toBe('39');
+  });
+});
