@@ -51,6 +51,10 @@ const snapshotSchema = z.object({
   data: bytesSchema,
 });
 
+/**
+ * The reference definition of a valid message. Decoding checks 'msg' frames with the
+ * hand-written validate-message.ts instead (it is on the hot path); the two must agree.
+ */
 export const messageSchema = z.object({
   type: z.enum(NETWORK_MESSAGE_TYPES),
   from: idSchema,
@@ -103,6 +107,7 @@ export const frameSchema = z.discriminatedUnion('t', [
   snapAckFrameSchema,
 ]);
 
+export type DecodedMessage = z.infer<typeof messageSchema>;
 export type HelloFrame = z.infer<typeof helloFrameSchema>;
 export type Frame = z.infer<typeof frameSchema>;
 export type SnapBeginFrame = z.infer<typeof snapBeginFrameSchema>;
