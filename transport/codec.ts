@@ -1,9 +1,15 @@
 // Frames on the wire: msgpack (msgpackr) without its record extension, so every frame is
 // plain msgpack any implementation can read, and a Uint8Array travels as msgpack bin.
+//
+// A WebSocket message carries one frame, or from protocol 2 on (BATCH_PROTOCOL_VERSION)
+// several frames back to back: a msgpack sequence, with no header or count of its own.
 
 import { Packr } from 'msgpackr';
 import { frameSchema, type Frame, type OutgoingFrame } from './frames.ts';
 import { validateMessage } from './validate-message.ts';
+
+/** The first protocol version in which a WebSocket message may hold several frames. */
+export const BATCH_PROTOCOL_VERSION = 2;
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 
@@ -16,8 +22,9 @@ export function encodeFrame(frame: OutgoingFrame): Uint8Array {
 }
 
 export type DecodeResult = { ok: true; frame: Frame } | { ok: false; error: string };
+export type DecodeManyResult = { ok: true; frames: Frame[] } | { ok: false; error: string };
 
-/** Never throws: a malformed frame is an operating error the caller logs and drops. */
+/** Exactly one frame. Never throws: a malformed frame is an operating error the caller logs and drops. */
 export function decodeFrame(bytes: Uint8Array): DecodeResult {
   let value: unknown;
   try {
@@ -26,6 +33,26 @@ export function decodeFrame(bytes: Uint8Array): DecodeResult {
     return { ok: false, error: `not msgpack: ${(err as Error).message}` };
   }
   return validateFrame(value);
+}
+
+/**
+ * One or more frames back to back. All or nothing: one malformed frame fails the whole
+ * message, so a receiver never acts on part of a batch. Never throws.
+ */
+export function decodeFrames(bytes: Uint8Array): DecodeManyResult {
+  let values: unknown[];
+  try {
+    values = packr.unpackMultiple(bytes) as unknown[];
+  } catch (err) {
+    return { ok: false, error: `not msgpack: ${(err as Error).message}` };
+  }
+  const frames = new Array<Frame>(values.length);
+  for (let i = 0; i < values.length; i++) {
+    const d = validateFrame(values[i]);
+    if (!d.ok) return { ok: false, error: values.length === 1 ? d.error : `frame ${i + 1} of ${values.length}: ${d.error}` };
+    frames[i] = d.frame;
+  }
+  return { ok: true, frames };
 }
 
 /** 'msg' frames, nearly all the traffic, skip zod for the equivalent hand-written check. */

@@ -47,38 +47,59 @@ export function refusalReasonOf(code: number): RefusalReason | undefined {
 export interface LocalIdentity {
   nodeId: NodeId;
   clusterId: string;
+  /** The newest version this node speaks; a connection uses it when the peer accepts it. */
   protocolVersion: number;
   protocolVersionsSupported: { min: number; max: number };
   softwareVersion: string;
 }
 
-export function helloOf(local: LocalIdentity): HelloFrame {
+// Version negotiation. The dialler speaks first, before it knows whom it reached, so its hello
+// offers the oldest version it supports (`protocolVersion` = its min) and its range. The
+// listener answers with the version the connection will use: the newest both support. Both
+// ends of the connection then hold the same number (the listener's answer). A node of the
+// first release checks only that the peer's `protocolVersion` lies in its own range, and a
+// newer node's offer (its min) and answer (at most the dialler's max) both do, so nodes of
+// adjacent releases connect during a rolling upgrade.
+
+/** The dialler's hello: the offer. */
+export function offerOf(local: LocalIdentity): HelloFrame {
+  return helloOf(local, local.protocolVersionsSupported.min);
+}
+
+/** The listener's hello: the answer, naming the version agreed by `agreedVersion`. */
+export function answerOf(local: LocalIdentity, agreed: number): HelloFrame {
+  return helloOf(local, agreed);
+}
+
+function helloOf(local: LocalIdentity, protocolVersion: number): HelloFrame {
   return {
     t: 'hello',
     clusterId: local.clusterId,
     nodeId: local.nodeId,
-    protocolVersion: local.protocolVersion,
+    protocolVersion,
     protocolMin: local.protocolVersionsSupported.min,
     protocolMax: local.protocolVersionsSupported.max,
     softwareVersion: local.softwareVersion,
   };
 }
 
+/** On the listening side: the newest version both sides support, or null when none is. */
+export function agreedVersion(offer: HelloFrame, local: LocalIdentity): number | null {
+  const v = Math.min(local.protocolVersion, offer.protocolMax);
+  return v >= local.protocolVersionsSupported.min && v >= offer.protocolMin ? v : null;
+}
+
 /**
  * Checks a peer's hello against this node and the peer's certificate. `expectedNodeId` is set
- * on the dialling side: the node the address was supposed to reach. Returns null to accept.
+ * on the dialling side, where the hello is the listener's answer (the node the address was
+ * supposed to reach); unset, the hello is a dialler's offer. Returns null to accept.
  */
 export function checkHello(hello: HelloFrame, local: LocalIdentity, certNodeId: NodeId, expectedNodeId?: NodeId): Refusal | null {
   if (hello.clusterId !== local.clusterId) {
     return { reason: 'cluster_mismatch', detail: `peer is in cluster '${hello.clusterId}', this node in '${local.clusterId}'` };
   }
-  const { min, max } = local.protocolVersionsSupported;
-  if (hello.protocolVersion < min || hello.protocolVersion > max) {
-    return {
-      reason: 'protocol_unsupported',
-      detail: `peer speaks protocol ${hello.protocolVersion} (software ${hello.softwareVersion}), this node supports ${min}..${max}`,
-    };
-  }
+  const versionRefusal = expectedNodeId === undefined ? checkOffer(hello, local) : checkAnswer(hello, local);
+  if (versionRefusal !== null) return versionRefusal;
   if (hello.nodeId !== certNodeId) {
     return { reason: 'node_id_mismatch', detail: `peer claims to be '${hello.nodeId}' but its certificate names '${certNodeId}'` };
   }
@@ -89,4 +110,22 @@ export function checkHello(hello: HelloFrame, local: LocalIdentity, certNodeId: 
     return { reason: 'unexpected_peer', detail: `peer claims this node's own id '${local.nodeId}'` };
   }
   return null;
+}
+
+function checkOffer(offer: HelloFrame, local: LocalIdentity): Refusal | null {
+  if (agreedVersion(offer, local) !== null) return null;
+  const { min, max } = local.protocolVersionsSupported;
+  return {
+    reason: 'protocol_unsupported',
+    detail: `peer speaks protocol ${offer.protocolMin}..${offer.protocolMax} (software ${offer.softwareVersion}), this node supports ${min}..${max}`,
+  };
+}
+
+function checkAnswer(answer: HelloFrame, local: LocalIdentity): Refusal | null {
+  const { min, max } = local.protocolVersionsSupported;
+  if (answer.protocolVersion >= min && answer.protocolVersion <= max) return null;
+  return {
+    reason: 'protocol_unsupported',
+    detail: `peer answered with protocol ${answer.protocolVersion} (software ${answer.softwareVersion}), this node supports ${min}..${max}`,
+  };
 }

@@ -5,9 +5,11 @@
 import { performance } from 'node:perf_hooks';
 import type WebSocket from 'ws';
 import type { Message, NodeId } from '../src/raft/types.ts';
-import { decodeFrame, encodeFrame } from './codec.ts';
+import { BATCH_PROTOCOL_VERSION, decodeFrames, encodeFrame } from './codec.ts';
 import type { Frame, HelloFrame } from './frames.ts';
-import { CLOSE_GOING_AWAY, REFUSAL_CODES, checkHello, helloOf, type LocalIdentity, type Refusal, type RefusalReason } from './handshake.ts';
+import {
+  CLOSE_GOING_AWAY, REFUSAL_CODES, agreedVersion, answerOf, checkHello, type LocalIdentity, type Refusal, type RefusalReason,
+} from './handshake.ts';
 import type { TransportLimits } from './limits.ts';
 import type { RepeatLimiter } from './log-limiter.ts';
 import { SnapshotAssembler, type AssemblyEvent } from './snapshot-stream.ts';
@@ -25,6 +27,8 @@ export interface InboundContext {
   accepted(conn: InboundConnection): void;
   closed(conn: InboundConnection): void;
   deliver(from: NodeId, m: Message): void;
+  /** A WebSocket message arrived from the authenticated peer after its hello. */
+  countWsMessage(from: NodeId): void;
 }
 
 export class InboundConnection {
@@ -35,6 +39,8 @@ export class InboundConnection {
   /** When a frame or ping last arrived, to notice a peer that vanished without a FIN. */
   lastHeardAt = performance.now();
   hello: HelloFrame | null = null;
+  /** The protocol version agreed in the handshake; 0 before it. */
+  private protocolVersion = 0;
 
   constructor(
     private readonly ws: WebSocket,
@@ -75,19 +81,35 @@ export class InboundConnection {
   private handleData(bytes: Uint8Array, isBinary: boolean): void {
     if (this.state === 'closed') return;
     this.lastHeardAt = performance.now();
-    const decoded = isBinary ? decodeFrame(bytes) : { ok: false as const, error: 'text frame' };
-    if (!decoded.ok) {
-      if (this.state === 'hello') this.refuse({ reason: 'bad_handshake', detail: decoded.error });
-      else this.logOnce('badframe', `dropped a malformed frame from ${this.describePeer()}: ${decoded.error}`);
+    if (this.state === 'open' && this.certNodeId !== null) this.ctx.countWsMessage(this.certNodeId);
+    const decoded = isBinary ? decodeFrames(bytes) : { ok: false as const, error: 'text frame' };
+    if (this.state === 'hello') {
+      if (!decoded.ok) this.refuse({ reason: 'bad_handshake', detail: decoded.error });
+      else this.handleHello(decoded.frames);
       return;
     }
-    if (this.state === 'hello') this.handleHello(decoded.frame);
-    else this.handleFrame(decoded.frame);
+    if (!decoded.ok) {
+      this.dropMalformed(decoded.error);
+      return;
+    }
+    // Below protocol 2 the sender promised one frame per message; the first release enforces it too.
+    if (decoded.frames.length > 1 && this.protocolVersion < BATCH_PROTOCOL_VERSION) {
+      this.dropMalformed(`${decoded.frames.length} frames in one message on a protocol ${this.protocolVersion} connection`);
+      return;
+    }
+    for (const frame of decoded.frames) this.handleFrame(frame);
   }
 
-  private handleHello(frame: Frame): void {
-    if (frame.t !== 'hello') {
-      this.refuse({ reason: 'bad_handshake', detail: `expected a hello, got '${frame.t}'` });
+  private dropMalformed(error: string): void {
+    this.logOnce('badframe', `dropped a malformed frame from ${this.describePeer()}: ${error}`);
+  }
+
+  /** The hello comes alone: nothing may ride along with it before the peer is known. */
+  private handleHello(frames: Frame[]): void {
+    const [frame] = frames;
+    if (frames.length !== 1 || frame?.t !== 'hello') {
+      const got = frames.length === 1 ? `'${frame?.t}'` : `${frames.length} frames in one message`;
+      this.refuse({ reason: 'bad_handshake', detail: `expected a hello alone, got ${got}` });
       return;
     }
     const refusal = this.checkPeer(frame);
@@ -95,13 +117,16 @@ export class InboundConnection {
       this.refuse(refusal, frame.nodeId);
       return;
     }
+    // checkPeer refused the hello when no version is agreed.
+    const version = agreedVersion(frame, this.ctx.local) ?? 0;
     clearTimeout(this.handshakeTimer);
     this.state = 'open';
     this.handshakeDone = true;
     this.hello = frame;
+    this.protocolVersion = version;
     this.assembler = new SnapshotAssembler(frame.nodeId, this.ctx.limits.snapshotBytesMax);
-    this.ws.send(encodeFrame(helloOf(this.ctx.local)));
-    this.ctx.log.debug(`accepted peer ${frame.nodeId} from ${this.remoteAddress} (software ${frame.softwareVersion}, protocol ${frame.protocolVersion})`);
+    this.ws.send(encodeFrame(answerOf(this.ctx.local, version)));
+    this.ctx.log.debug(`accepted peer ${frame.nodeId} from ${this.remoteAddress} (software ${frame.softwareVersion}, protocol ${version})`);
     this.ctx.accepted(this);
   }
 

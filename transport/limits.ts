@@ -10,6 +10,11 @@ export interface TransportLimits {
   queuedBytesMax: number;
   /** Largest encoded frame sent or accepted (ws `maxPayload`); larger messages are dropped. */
   frameBytesMax: number;
+  /**
+   * Queued messages coalesced into one WebSocket message (protocol 2 peers; never above
+   * `frameBytesMax`). A frame larger than this travels alone.
+   */
+  batchBytesMax: number;
   /** Snapshot data per chunk frame. */
   snapshotChunkBytes: number;
   /** Largest snapshot a receiver reassembles. */
@@ -36,6 +41,7 @@ export const TRANSPORT_LIMITS_DEFAULT: Readonly<TransportLimits> = Object.freeze
   queuedMessagesMax: 4096,
   queuedBytesMax: 64 * MiB,
   frameBytesMax: 16 * MiB,
+  batchBytesMax: 1 * MiB,
   snapshotChunkBytes: 1 * MiB,
   snapshotBytesMax: 1024 * MiB,
   snapshotsQueuedMax: 2,
@@ -55,8 +61,8 @@ export function resolveLimits(partial: Partial<TransportLimits> = {}): Transport
   for (const [name, value] of Object.entries(limits)) {
     if (!Number.isFinite(value) || value < 0) throw new RangeError(`limits.${name} must be a finite number >= 0, got ${value}`);
   }
-  if (limits.queuedMessagesMax < 1 || limits.snapshotsQueuedMax < 1) {
-    throw new RangeError('limits.queuedMessagesMax and limits.snapshotsQueuedMax must be at least 1');
+  if (limits.queuedMessagesMax < 1 || limits.snapshotsQueuedMax < 1 || limits.batchBytesMax < 1) {
+    throw new RangeError('limits.queuedMessagesMax, limits.snapshotsQueuedMax and limits.batchBytesMax must be at least 1');
   }
   // A chunk frame is the chunk plus a small header; it must fit in a frame.
   if (limits.snapshotChunkBytes < 1 || limits.snapshotChunkBytes + 1024 > limits.frameBytesMax) {

@@ -7,14 +7,15 @@
 
 import type { TLSSocket } from 'node:tls';
 import type { PeerCertificate } from 'node:tls';
+import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import type { Message, NodeId } from '../src/raft/types.ts';
 import { nodeIdFromCert } from '../src/security/identity.ts';
 import { Backoff } from './backoff.ts';
-import { decodeFrame, encodeFrame } from './codec.ts';
-import type { HelloFrame, SnapAckFrame } from './frames.ts';
-import { CLOSE_GOING_AWAY, REFUSAL_CODES, checkHello, helloOf, refusalReasonOf, type LocalIdentity, type Refusal } from './handshake.ts';
+import { BATCH_PROTOCOL_VERSION, decodeFrames, encodeFrame } from './codec.ts';
+import type { Frame, HelloFrame, SnapAckFrame } from './frames.ts';
+import { CLOSE_GOING_AWAY, REFUSAL_CODES, checkHello, offerOf, refusalReasonOf, type LocalIdentity, type Refusal } from './handshake.ts';
 import type { TransportLimits } from './limits.ts';
 import type { RepeatLimiter } from './log-limiter.ts';
 import { SendQueue } from './send-queue.ts';
@@ -33,6 +34,7 @@ export interface PeerCounters {
   sent: number;
   received: number;
   dropped: number;
+  wsMessagesReceived: number;
 }
 
 export interface LinkContext {
@@ -68,7 +70,11 @@ export class PeerLink {
   private refusedByUs = false;
   private lastHeardAt = 0;
   private rttMs: number | null = null;
+  /** The listener's answer on the current connection; its protocolVersion is the connection's. */
   private remote: HelloFrame | null = null;
+  /** Whether queued messages may go out several to a WebSocket message on this connection. */
+  private batching = false;
+  private flushScheduled = false;
   /** Log-limiter keys of failures reported since the last good connection. */
   private readonly failureKeys = new Set<string>();
 
@@ -113,10 +119,14 @@ export class PeerLink {
     this.dial();
   }
 
-  /** Queues an encoded frame; false when the queue is full (the caller counts the drop). */
+  /**
+   * Queues an encoded frame; false when the queue is full (the caller counts the drop). The
+   * write waits for the end of the current turn, so the messages a node sends in one burst
+   * (a Ready's) leave together.
+   */
   enqueue(frame: Uint8Array): boolean {
     if (this.state === 'closed' || !this.queue.push(frame)) return false;
-    this.pump();
+    this.scheduleFlush();
     return true;
   }
 
@@ -128,7 +138,7 @@ export class PeerLink {
     const inFlight = this.snapshots.length + (this.streaming === null ? 0 : 1) + this.awaitingAck.size;
     if (this.state !== 'open' || inFlight >= this.ctx.limits.snapshotsQueuedMax) return false;
     this.snapshots.push(m);
-    this.pump();
+    this.scheduleFlush();
     return true;
   }
 
@@ -183,7 +193,7 @@ export class PeerLink {
     ws.on('upgrade', (res) => {
       this.certNodeId = nodeIdFromCert((res.socket as TLSSocket).getPeerCertificate());
     });
-    ws.on('open', () => ws.send(encodeFrame(helloOf(this.ctx.local))));
+    ws.on('open', () => ws.send(encodeFrame(offerOf(this.ctx.local))));
     ws.on('message', (data, isBinary) => this.handleData(ws, rawDataToBytes(data), isBinary));
     ws.on('pong', (payload) => this.handlePong(ws, payload));
     ws.on('error', (err: NodeJS.ErrnoException) => this.noteFailure(err.code ?? 'error', err.message));
@@ -218,21 +228,28 @@ export class PeerLink {
   private handleData(ws: WebSocket, bytes: Uint8Array, isBinary: boolean): void {
     if (ws !== this.ws) return;
     this.lastHeardAt = performance.now();
-    const decoded = isBinary ? decodeFrame(bytes) : { ok: false as const, error: 'text frame' };
+    const decoded = isBinary ? decodeFrames(bytes) : { ok: false as const, error: 'text frame' };
     if (!decoded.ok) {
       if (this.state === 'dialling') this.refuse(ws, { reason: 'bad_handshake', detail: decoded.error });
       else this.logOnce(`badframe:${this.peer.id}`, `dropped a malformed frame from peer ${this.peer.id}: ${decoded.error}`);
       return;
     }
-    const frame = decoded.frame;
-    if (this.state === 'dialling') {
-      if (frame.t === 'hello') this.handleHello(ws, frame);
-      else this.refuse(ws, { reason: 'bad_handshake', detail: `expected a hello, got '${frame.t}'` });
-    } else if (frame.t === 'snapAck') {
-      this.handleSnapAck(frame);
-    } else {
-      this.logOnce(`unexpected:${this.peer.id}:${frame.t}`, `dropped an unexpected '${frame.t}' frame from peer ${this.peer.id}`);
+    if (this.state !== 'dialling') {
+      for (const frame of decoded.frames) this.handleFrame(frame);
+      return;
     }
+    const [frame] = decoded.frames;
+    if (decoded.frames.length !== 1 || frame?.t !== 'hello') {
+      const got = decoded.frames.length === 1 ? `'${frame?.t}'` : `${decoded.frames.length} frames in one message`;
+      this.refuse(ws, { reason: 'bad_handshake', detail: `expected a hello alone, got ${got}` });
+      return;
+    }
+    this.handleHello(ws, frame);
+  }
+
+  private handleFrame(frame: Frame): void {
+    if (frame.t === 'snapAck') this.handleSnapAck(frame);
+    else this.logOnce(`unexpected:${this.peer.id}:${frame.t}`, `dropped an unexpected '${frame.t}' frame from peer ${this.peer.id}`);
   }
 
   private handleHello(ws: WebSocket, hello: HelloFrame): void {
@@ -246,6 +263,7 @@ export class PeerLink {
     this.clearHandshakeTimer();
     this.state = 'open';
     this.remote = hello;
+    this.batching = Math.min(hello.protocolVersion, this.ctx.local.protocolVersion) >= BATCH_PROTOCOL_VERSION;
     this.backoff.reset();
     for (const key of this.failureKeys) this.ctx.logLimiter.forget(key);
     this.failureKeys.clear();
@@ -316,6 +334,15 @@ export class PeerLink {
 
   // ---- writing -----------------------------------------------------------------------------
 
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    queueMicrotask(() => {
+      this.flushScheduled = false;
+      this.pump();
+    });
+  }
+
   /**
    * Hands frames to the socket while its buffer is below the bound; every write's callback
    * pumps again, so a slow peer paces the sender instead of growing the buffer. Queued
@@ -326,24 +353,43 @@ export class PeerLink {
     // A socket already closing would only swallow frames that the next connection can carry.
     if (ws === null || this.state !== 'open' || ws.readyState !== WebSocket.OPEN) return;
     while (ws.bufferedAmount < this.ctx.limits.socketBufferedBytesMax) {
-      const frame = this.queue.shift();
-      if (frame !== undefined) {
-        ws.send(frame, (err) => this.handleWritten(err, true));
+      if (this.queue.length > 0) {
+        const { payload, messages } = this.nextBatch();
+        ws.send(payload, (err) => this.handleWritten(err, messages));
         continue;
       }
       const chunk = this.nextSnapshotFrame();
       if (chunk === null) return;
-      ws.send(chunk, (err) => this.handleWritten(err, false));
+      ws.send(chunk, (err) => this.handleWritten(err, 0));
     }
   }
 
-  /** `err` is null or undefined on success, depending on the stream underneath. */
-  private handleWritten(err: Error | null | undefined, isMessage: boolean): void {
-    const ok = err === null || err === undefined;
-    if (isMessage) {
-      if (ok) this.ctx.counters.sent++;
-      else this.ctx.counters.dropped++;
+  /**
+   * Takes the next queued frame, and on a batching connection as many following ones as fit
+   * under the batch bound, as one WebSocket message. A frame is never split; one larger than
+   * the bound travels alone. Only called with a non-empty queue.
+   */
+  private nextBatch(): { payload: Uint8Array; messages: number } {
+    const first = this.queue.shift();
+    assert(first !== undefined, 'nextBatch on an empty queue');
+    if (!this.batching) return { payload: first, messages: 1 };
+    const { batchBytesMax, frameBytesMax } = this.ctx.limits;
+    const bound = Math.min(batchBytesMax, frameBytesMax);
+    const frames = [first];
+    let bytes = first.byteLength;
+    for (let next = this.queue.peek(); next !== undefined && bytes + next.byteLength <= bound; next = this.queue.peek()) {
+      this.queue.shift();
+      frames.push(next);
+      bytes += next.byteLength;
     }
+    return { payload: frames.length === 1 ? first : Buffer.concat(frames, bytes), messages: frames.length };
+  }
+
+  /** `err` is null or undefined on success, depending on the stream underneath. */
+  private handleWritten(err: Error | null | undefined, messages: number): void {
+    const ok = err === null || err === undefined;
+    if (ok) this.ctx.counters.sent += messages;
+    else this.ctx.counters.dropped += messages;
     if (ok) this.pump();
   }
 

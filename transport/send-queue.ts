@@ -27,6 +27,11 @@ export class SendQueue {
     return true;
   }
 
+  /** The frame `shift` would return, left in place. */
+  peek(): Uint8Array | undefined {
+    return this.head < this.items.length ? this.items[this.head] : undefined;
+  }
+
   shift(): Uint8Array | undefined {
     if (this.head >= this.items.length) return undefined;
     const frame = this.items[this.head];

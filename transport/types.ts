@@ -24,6 +24,11 @@ export interface PeerStats {
   sent: number;
   /** Messages received from the peer and handed to the message handler. */
   received: number;
+  /**
+   * WebSocket messages that arrived from the peer after its hello, valid or not (ws transport
+   * only). Below `received` when the peer coalesces messages (protocol 2).
+   */
+  wsMessagesReceived?: number;
   /** From the peer's handshake, once one completed. */
   softwareVersion?: string;
   protocolVersion?: number;

@@ -223,7 +223,7 @@ export class WsTransport implements Transport {
 
   private countersOf(id: NodeId): PeerCounters {
     let c = this.counters.get(id);
-    if (c === undefined) this.counters.set(id, (c = { sent: 0, received: 0, dropped: 0 }));
+    if (c === undefined) this.counters.set(id, (c = { sent: 0, received: 0, dropped: 0, wsMessagesReceived: 0 }));
     return c;
   }
 
@@ -273,6 +273,9 @@ export class WsTransport implements Transport {
         if (conn.peerId !== null && this.inbound.get(conn.peerId) === conn) this.inbound.delete(conn.peerId);
       },
       deliver: (from, m) => this.deliver(from, m),
+      countWsMessage: (from) => {
+        if (this.state !== 'closed') this.countersOf(from).wsMessagesReceived++;
+      },
     };
   }
 

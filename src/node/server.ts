@@ -18,7 +18,7 @@ import type { NodeStorage } from './node-storage.ts';
 import { emptyConfState } from '../raft/storage.ts';
 
 export const softwareVersion = '0.1.0';
-export const protocolVersion = 1;
+export const protocolVersion = 2;
 const packr = new Packr({ useRecords: false });
 
 export interface RunningNode {

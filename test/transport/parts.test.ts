@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Backoff } from '../../transport/backoff.ts';
 import { decodeFrame, encodeFrame } from '../../transport/codec.ts';
-import { checkHello, helloOf, type LocalIdentity } from '../../transport/handshake.ts';
+import { agreedVersion, answerOf, checkHello, offerOf, type LocalIdentity } from '../../transport/handshake.ts';
 import { resolveLimits } from '../../transport/limits.ts';
 import { RepeatLimiter } from '../../transport/log-limiter.ts';
 import { SendQueue } from '../../transport/send-queue.ts';
@@ -32,10 +32,13 @@ describe('SendQueue', () => {
     expect(q.push(new Uint8Array(2))).toBe(true);
     expect(q.push(new Uint8Array(0))).toBe(false); // 4 messages > 3
     expect([q.length, q.bytes]).toEqual([3, 10]);
+    expect(q.peek()?.byteLength).toBe(4);
+    expect(q.length).toBe(3);
     expect(q.shift()?.byteLength).toBe(4);
     expect(q.bytes).toBe(6);
     expect(q.clear()).toBe(2);
     expect(q.shift()).toBeUndefined();
+    expect(q.peek()).toBeUndefined();
   });
 
   it('stays correct across compaction', () => {
@@ -69,7 +72,7 @@ describe('frame codec', () => {
 
 describe('hello checks', () => {
   const local: LocalIdentity = { nodeId: 'a', clusterId: 'c1', protocolVersion: 2, protocolVersionsSupported: { min: 1, max: 2 }, softwareVersion: '1' };
-  const peer = (o: Partial<LocalIdentity>) => helloOf({ ...local, nodeId: 'b', ...o });
+  const peer = (o: Partial<LocalIdentity>) => offerOf({ ...local, nodeId: 'b', ...o });
   it('accepts a matching peer and names each reason for refusing', () => {
     expect(checkHello(peer({}), local, 'b')).toBeNull();
     expect(checkHello(peer({ protocolVersion: 1 }), local, 'b')).toBeNull();
@@ -79,6 +82,26 @@ describe('hello checks', () => {
     expect(checkHello(peer({}), local, 'x')?.reason).toBe('node_id_mismatch');
     expect(checkHello(peer({}), local, 'b', 'c')?.reason).toBe('unexpected_peer');
     expect(checkHello(peer({ nodeId: 'a' }), local, 'a')?.reason).toBe('unexpected_peer');
+  });
+
+  it('agrees on the newest common version, in a way the first release accepts', () => {
+    const v1: LocalIdentity = { ...local, nodeId: 'b', protocolVersion: 1, protocolVersionsSupported: { min: 1, max: 1 } };
+    // The first release accepts a hello whose protocolVersion lies in its own range, 1..1.
+    const v1Accepts = (version: number) => version === 1;
+    // The dialler offers its oldest version; the listener answers with the agreed one.
+    expect(offerOf(local)).toMatchObject({ protocolVersion: 1, protocolMin: 1, protocolMax: 2 });
+    expect(v1Accepts(offerOf(local).protocolVersion)).toBe(true);
+    expect(agreedVersion(offerOf(v1), local)).toBe(1);
+    expect(v1Accepts(answerOf(local, 1).protocolVersion)).toBe(true);
+    expect(agreedVersion(offerOf({ ...local, nodeId: 'b' }), local)).toBe(2);
+    // A node that accepts 2 but still speaks 1 gets 1 as listener, 2 from a listener speaking 2.
+    const accepts2 = { ...local, nodeId: 'b', protocolVersion: 1 };
+    expect(agreedVersion(offerOf(local), accepts2)).toBe(1);
+    expect(agreedVersion(offerOf(accepts2), local)).toBe(2);
+    expect(agreedVersion(peer({ protocolVersion: 3, protocolVersionsSupported: { min: 3, max: 3 } }), local)).toBeNull();
+    // The dialler checks the answer against its own range.
+    expect(checkHello(answerOf(local, 2), v1, 'a', 'a')?.reason).toBe('protocol_unsupported');
+    expect(checkHello(answerOf(local, 1), v1, 'a', 'a')).toBeNull();
   });
 });
 
@@ -142,6 +165,8 @@ describe('limits and log limiter', () => {
     expect(() => resolveLimits({ snapshotChunkBytes: 16 * 1024 * 1024 })).toThrow(RangeError);
     expect(() => resolveLimits({ queuedMessagesMax: -1 })).toThrow(RangeError);
     expect(() => resolveLimits({ reconnectDelayMinMs: 5000 })).toThrow(RangeError);
+    expect(resolveLimits().batchBytesMax).toBe(1024 * 1024);
+    expect(() => resolveLimits({ batchBytesMax: 0 })).toThrow(RangeError);
   });
 
   it('lets a key through once per window', () => {

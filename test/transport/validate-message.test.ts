@@ -5,7 +5,7 @@
 import { Packr } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
 import { SeededPrng } from '../../src/raft/prng.ts';
-import { decodeFrame, encodeFrame } from '../../transport/codec.ts';
+import { decodeFrame, decodeFrames, encodeFrame } from '../../transport/codec.ts';
 import { NETWORK_MESSAGE_TYPES, messageSchema } from '../../transport/frames.ts';
 import { validateMessage } from '../../transport/validate-message.ts';
 import { message, normalEntry } from './helpers.ts';
@@ -275,5 +275,30 @@ describe('validateMessage', () => {
     const bad = decodeFrame(encodeFrame({ t: 'msg', m: message('a', 'b', { entries: [normalEntry(1, 'text' as unknown as Uint8Array)] }) }));
     expect(bad).toMatchObject({ ok: false, error: expect.stringMatching(/^invalid frame: m\.entries\.0\.data: expected Uint8Array/) });
     expect(decodeFrame(encodeFrame({ t: 'msg', m: null } as never))).toMatchObject({ ok: false, error: expect.stringContaining('m: expected object') });
+  });
+});
+
+describe('decodeFrames', () => {
+  it('reads frames back to back, in order', () => {
+    const frames = [1, 2, 3].map((i) => encodeFrame({ t: 'msg', m: message('a', 'b', { index: i }) }));
+    const d = decodeFrames(Buffer.concat(frames));
+    if (!d.ok) throw new Error(d.error);
+    expect(d.frames.map((f) => f.t === 'msg' && f.m.index)).toEqual([1, 2, 3]);
+    expect(decodeFrames(frames[0] ?? new Uint8Array(0))).toMatchObject({ ok: true, frames: [{ t: 'msg' }] });
+  });
+
+  it('refuses the whole message when one frame is bad, truncated or not msgpack', () => {
+    const good = encodeFrame({ t: 'msg', m: message('a', 'b') });
+    const bad = encodeFrame({ t: 'msg', m: { ...message('a', 'b'), index: -1 } });
+    expect(decodeFrames(Buffer.concat([good, bad, good]))).toMatchObject({ ok: false, error: expect.stringMatching(/^frame 2 of 3: invalid frame: m\.index/) });
+    expect(decodeFrames(Buffer.concat([good, good]).subarray(0, good.length * 2 - 1))).toMatchObject({ ok: false, error: expect.stringContaining('not msgpack') });
+    expect(decodeFrames(new Uint8Array(0))).toMatchObject({ ok: false });
+    expect(decodeFrames(Buffer.concat([good, Buffer.from([0xc1])]))).toMatchObject({ ok: false });
+  });
+
+  it('keeps zod for the other frame types', () => {
+    const ack = encodeFrame({ t: 'snapAck', id: 1, ok: true });
+    expect(decodeFrames(Buffer.concat([ack, ack]))).toMatchObject({ ok: true, frames: [{ t: 'snapAck' }, { t: 'snapAck' }] });
+    expect(decodeFrames(encodeFrame({ t: 'snapAck', id: -1, ok: true }))).toMatchObject({ ok: false, error: expect.stringContaining('id') });
   });
 });

@@ -7,6 +7,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { decodeFrame, encodeFrame } from '../../transport/codec.ts';
 import { REFUSAL_CODES } from '../../transport/handshake.ts';
 import { PEER_PATH } from '../../transport/socket-util.ts';
+import type { WsTransportOptions } from '../../transport/ws-transport.ts';
 import { makePki, message, startNode, waitFor, type Node, type Pki } from './helpers.ts';
 
 let pki: Pki;
@@ -22,8 +23,8 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((n) => n.t.close()));
 });
 
-async function target(limits = {}): Promise<Node> {
-  const n = await startNode(pki, 'a', { limits });
+async function target(limits = {}, overrides: Partial<WsTransportOptions> = {}): Promise<Node> {
+  const n = await startNode(pki, 'a', { limits, ...overrides });
   open.push(n);
   return n;
 }
@@ -141,5 +142,50 @@ describe('WsTransport handshake and frame validation', { timeout: 10_000 }, () =
     const closed = closeCode(ws);
     ws.send(hello());
     expect(await closed).toBe(REFUSAL_CODES.peer_not_authorized);
+  });
+
+  it('refuses a hello that does not come alone', async () => {
+    const a = await target();
+    const { ws } = await rawClient(a.t.address);
+    const closed = closeCode(ws);
+    ws.send(Buffer.concat([hello(), encodeFrame({ t: 'msg', m: message('b', 'a') })]));
+    expect(await closed).toBe(REFUSAL_CODES.bad_handshake);
+    expect(a.log.warned(/bad_handshake: expected a hello alone, got 2 frames/)).toBe(true);
+    expect(a.received).toEqual([]);
+  });
+});
+
+describe('WsTransport batches (protocol 2)', { timeout: 10_000 }, () => {
+  const v2 = { protocolVersion: 2, protocolVersionsSupported: { min: 1, max: 2 } };
+  const msg = (index: number) => encodeFrame({ t: 'msg', m: message('b', 'a', { index }) });
+
+  it('acts on every frame of a batch in order, and drops a batch with one corrupt frame whole', async () => {
+    const a = await target({}, v2);
+    const { ws, frames } = await rawClient(a.t.address);
+    ws.send(hello({ protocolMax: 2 }));
+    await waitFor('the hello', () => frames.length === 1);
+    expect(frames[0]).toMatchObject({ t: 'hello', protocolVersion: 2 });
+    ws.send(Buffer.concat([msg(1), msg(2)]));
+    const corrupt = encodeFrame({ t: 'msg', m: { ...message('b', 'a'), index: -1 } });
+    ws.send(Buffer.concat([msg(3), corrupt, msg(4)]));
+    ws.send(Buffer.concat([msg(5), Buffer.from([0xc1])]));
+    ws.send(msg(6));
+    await waitFor('the last message', () => a.received.some((m) => m.index === 6));
+    expect(a.received.map((m) => m.index)).toEqual([1, 2, 6]);
+    expect(a.log.warned(/dropped a malformed frame from b .*frame 2 of 3: invalid frame: m\.index/)).toBe(true);
+    expect(ws.readyState).toBe(WebSocket.OPEN);
+  });
+
+  it('refuses a batch on a protocol 1 connection, as the first release would', async () => {
+    const a = await target({}, v2);
+    const { ws, frames } = await rawClient(a.t.address);
+    ws.send(hello());
+    await waitFor('the hello', () => frames.length === 1);
+    expect(frames[0]).toMatchObject({ t: 'hello', protocolVersion: 1 });
+    ws.send(Buffer.concat([msg(1), msg(2)]));
+    ws.send(msg(3));
+    await waitFor('the single message', () => a.received.length === 1);
+    expect(a.received[0]?.index).toBe(3);
+    expect(a.log.warned(/dropped a malformed frame from b .*2 frames in one message on a protocol 1 connection/)).toBe(true);
   });
 });
