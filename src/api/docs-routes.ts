@@ -9,7 +9,7 @@ import type { Doc } from '../../fsm/types.ts';
 import { ShoalError } from '../errors.ts';
 import type { ApiContext } from './app.ts';
 import { validate } from './validate.ts';
-import { forwardIfFollower, propose, throwIfFailed } from './write-path.ts';
+import { propose, throwIfFailed } from './write-path.ts';
 
 export const consistencySchema = z.enum(['linearizable', 'stale']).default('linearizable');
 const docParams = z.object({ collection: collectionSchema, id: idSchema }).strict();
@@ -52,7 +52,6 @@ export const docsRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, {
   app.put('/v1/docs/:collection/:id', async (req, reply) => {
     const v = validate({ params: [docParams, req.params], query: [noQuery, req.query], body: [docBody, req.body], headers: [headersSchema, req.headers] });
     const expect = expectFrom(v.headers);
-    if (await forwardIfFollower(ctx, req, reply)) return reply;
     const result = await propose(ctx, req, {
       op: 'put', collection: v.params.collection, id: v.params.id, doc: v.body as never, ...(expect ? { expect } : {}),
     });
@@ -66,7 +65,6 @@ export const docsRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, {
     const v = validate({ params: [docParams, req.params], query: [noQuery, req.query], headers: [headersSchema, req.headers] });
     if (v.headers['if-none-match'] !== undefined) throw new ShoalError('bad_request', 'If-None-Match does not apply to DELETE', { problems: [{ path: 'headers.if-none-match', message: 'not allowed here' }] });
     const expect = expectFrom(v.headers);
-    if (await forwardIfFollower(ctx, req, reply)) return reply;
     const result = await propose(ctx, req, { op: 'delete', collection: v.params.collection, id: v.params.id, ...(expect ? { expect } : {}) });
     throwIfFailed(result);
     if (result.replayed) void reply.header('idempotent-replayed', 'true');

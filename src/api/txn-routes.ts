@@ -6,7 +6,7 @@ import { collectionSchema, idSchema } from '../../fsm/index.ts';
 import { ShoalError } from '../errors.ts';
 import type { ApiContext } from './app.ts';
 import { validate } from './validate.ts';
-import { forwardIfFollower, propose, throwIfFailed } from './write-path.ts';
+import { propose, throwIfFailed } from './write-path.ts';
 
 const expectSchema = z.union([z.object({ rev: z.number().int().min(0) }).strict(), z.object({ absent: z.literal(true) }).strict()]);
 const opSchema = z.discriminatedUnion('op', [
@@ -27,7 +27,6 @@ const noQuery = z.object({}).strict();
 export const txnRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
   app.post('/v1/txn', async (req, reply) => {
     const v = validate({ query: [noQuery, req.query], body: [txnBodySchema, req.body] });
-    if (await forwardIfFollower(ctx, req, reply)) return reply;
     const result = await propose(ctx, req, { op: 'txn', compare: v.body.compare, success: v.body.success as never, failure: v.body.failure as never });
     throwIfFailed(result);
     if (result.replayed) void reply.header('idempotent-replayed', 'true');

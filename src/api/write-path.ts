@@ -1,7 +1,10 @@
-// The write path: a write reaching a follower is forwarded over HTTP to the leader, which stamps
-// it (its clock, the principal, the idempotency key) and proposes it; the answer comes back
-// through the follower. Forwarding happens once: a forwarded request that lands on a node that
-// is not the leader either (leadership moved) fails with a retryable `leader_changed`.
+// The write path. Document writes are proposed on whichever node took the request: that node
+// stamps the command (its clock, the principal, the idempotency key) and a follower's core
+// forwards the proposal to the leader over the peer link; the request is answered when the
+// entry is applied on that node. Membership and leadership requests, which act on the leader's
+// own state, are forwarded over HTTP instead (forwardIfFollower). Forwarding happens once: a
+// forwarded request that lands on a node that is not the leader either (leadership moved)
+// fails with a retryable `leader_changed`.
 
 import http from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -102,7 +105,7 @@ function splitHostPort(addr: string): [string, number] {
   return [host, Number(addr.slice(i + 1))];
 }
 
-/** On the leader: stamps and proposes a command; resolves with the store's result once applied. */
+/** Stamps and proposes a command on this node; resolves with the store's result once applied here. */
 export async function propose(ctx: ApiContext, req: FastifyRequest, cmd: Command): Promise<CommandResult> {
   const key = req.headers['idempotency-key'];
   const data = encodeCommand({

@@ -429,6 +429,13 @@ export class RaftNode extends EventEmitter<NodeEvents> {
         p.reject(new ShoalError('leader_changed', 'leadership changed before the read was confirmed; retry'));
         this.readRequests.delete(ctx);
       }
+      // Proposals not yet applied went to (or were appended by) the old leader: the new one may
+      // commit them or drop them. Say so now rather than at the proposal timeout.
+      for (const [seq, p] of this.proposals) {
+        clearTimeout(p.timer);
+        p.reject(new ShoalError('leader_changed', 'leadership changed before the write was applied; its outcome is unknown, retry (with the same Idempotency-Key to be safe)'));
+        this.proposals.delete(seq);
+      }
     }
     this.emit('leaderChange', { leader, term: this.term, role });
     if (changed) this.log.info(`leader is now ${leader || '(none)'} at term ${this.term}`);

@@ -215,3 +215,41 @@ describe('RaftNode background snapshots', () => {
     expect(restarted.kv.get('k39')?.value).toBe('39');
   });
 });
+
+describe('RaftNode proposals across a leader change', () => {
+  let cluster: MemoryCluster;
+  afterEach(async () => {
+    await cluster.stopAll();
+    expect(cluster.errors).toEqual([]);
+  });
+
+  it('a follower forwards its proposal to the leader and answers once it applied it itself', async () => {
+    cluster = new MemoryCluster();
+    await cluster.start();
+    const leader = await cluster.waitForLeader();
+    const follower = cluster.nodes.find((n) => n !== leader);
+    if (!follower) throw new Error('no follower');
+    const { index, result } = await follower.node.propose(put('via', 'follower'));
+    expect(result).toEqual({ rev: index });
+    expect(follower.node.appliedIndex).toBeGreaterThanOrEqual(index);
+    expect(follower.kv.get('via')?.value).toBe('follower');
+  });
+
+  it('fails a pending proposal with leader_changed (outcome unknown) as soon as leadership moves', async () => {
+    cluster = new MemoryCluster();
+    await cluster.start();
+    const leader = await cluster.waitForLeader();
+    const [cut, other] = cluster.nodes.filter((n) => n !== leader);
+    if (!cut || !other) throw new Error('need two followers');
+    // The forwarded proposal is lost on the way to the leader.
+    cluster.network.oneWay(cut.id, leader.id);
+    const started = Date.now();
+    const pending = cut.node.propose(put('lost', 'maybe')).catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 30));
+    await leader.node.transferLeadership(other.id);
+    const err = await pending;
+    expect(err).toMatchObject({ code: 'leader_changed', retryable: true });
+    expect(Date.now() - started).toBeLessThan(2000); // well before the 3 s proposal timeout
+    cluster.network.heal();
+  });
+});
