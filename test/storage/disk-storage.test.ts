@@ -138,8 +138,29 @@ describe('DiskStorage', () => {
     await s.createSnapshot(2, conf(['a']), bytes(1));
     await s.compact(1);
     expect(samples.map((x) => [x.op, x.sync])).toEqual([
-      ['save', true], ['save', false], ['snapshotFile', true], ['snapshotRecord', true], ['compact', true],
+      ['save', true], ['save', false], ['snapshotFile', true], ['snapshotRecord', true], ['compact', false],
     ]);
+  });
+
+  it('compacts in steps of compactStepEntries, letting other writes go between them', async () => {
+    const dir = await tempDir();
+    const samples: SyncSample[] = [];
+    const s = await openStorage(dir, { compactStepEntries: 3, onSync: (_ms, sample) => samples.push(sample) });
+    await s.save({ entries: run(1, 20, 1), hardState: hs(1, 18) });
+    await s.createSnapshot(12, conf(['a']), bytes(12));
+    samples.length = 0;
+    const compacting = s.compact(10);
+    const saving = s.save({ entries: run(21, 22, 1), hardState: hs(1, 20) });
+    await Promise.all([compacting, saving]);
+    // 10 entries in steps of 3: four deletes, and the save went in after the first.
+    expect(samples.map((x) => x.op)).toEqual(['compact', 'save', 'compact', 'compact', 'compact']);
+    expect(s.firstIndex()).toBe(11);
+    expect(s.lastIndex()).toBe(22);
+    await s.close();
+    const again = await openStorage(dir);
+    expect(again.firstIndex()).toBe(11);
+    expect(again.entries(11, 23, Infinity).map((e) => e.index)).toEqual(Array.from({ length: 12 }, (_, i) => 11 + i));
+    await again.close();
   });
 
   it('runs concurrent writes in call order', async () => {
