@@ -334,16 +334,10 @@ export class PeerLink {
 
   // ---- writing -----------------------------------------------------------------------------
 
-  /**
-   * One flush per event-loop turn, in its check phase (setImmediate), not in a microtask: the
-   * messages of everything handled in this turn go together, and the answers to clients that
-   * the same turn produced (HTTP responses, written from promise continuations) are not queued
-   * behind the TLS writes to the peers. Measured at one client: 3.4 ms against 5.9 ms per write.
-   */
   private scheduleFlush(): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    setImmediate(() => {
+    queueMicrotask(() => {
       this.flushScheduled = false;
       this.pump();
     });
