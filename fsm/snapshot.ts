@@ -50,12 +50,14 @@ export function encodeSnapshot(img: StoreImage): Uint8Array {
 }
 
 /**
- * The same bytes as encodeSnapshot, encoded a slice of rows at a time with `pause()` between
- * slices, so a large store does not hold the event loop (and with it the node's Raft loop) for
- * the whole encoding. The image must not change meanwhile; the store's documents, events and
- * records are frozen, so an image of copied arrays is enough.
+ * The same bytes as encodeSnapshot, as parts to be concatenated, encoded a slice of rows at a
+ * time with `pause()` between slices, so a large store does not hold the event loop (and with it
+ * the node's Raft loop) for the whole encoding. Parts rather than one buffer: copying megabytes
+ * into a fresh buffer costs milliseconds per megabyte here (page faults), so the caller
+ * concatenates once, with whatever it wraps around them. The image must not change meanwhile;
+ * the store's documents, events and records are frozen, so an image of copied arrays is enough.
  */
-export async function encodeSnapshotInSlices(img: StoreImage, pause: () => Promise<void>, rowsPerSlice = 512): Promise<Uint8Array> {
+export async function encodeSnapshotInSlices(img: StoreImage, pause: () => Promise<void>, rowsPerSlice = 512): Promise<Uint8Array[]> {
   const parts: Uint8Array[] = [];
   const put = (v: unknown): void => { parts.push(packr.pack(v)); };
   const rows = async <T>(items: readonly T[], row: (item: T) => unknown): Promise<void> => {
@@ -84,7 +86,7 @@ export async function encodeSnapshotInSlices(img: StoreImage, pause: () => Promi
   await rows(img.events, eventRow);
   put('idempotency');
   await rows(img.records, recordRow);
-  return Buffer.concat(parts);
+  return parts;
 }
 
 /** A msgpack array header for `n` elements. */

@@ -264,10 +264,11 @@ export class DocumentStore implements StateMachine {
   }
 
   /**
-   * The same bytes as snapshot(), of the state at the time of the call, encoded in slices with
-   * `pause()` between them; applying entries meanwhile does not change the result.
+   * The same bytes as snapshot() once concatenated, of the state at the time of the call,
+   * encoded in slices with `pause()` between them; applying entries meanwhile does not change
+   * the result.
    */
-  snapshotInSlices(pause: () => Promise<void>): Promise<Uint8Array> {
+  snapshotInSlices(pause: () => Promise<void>): Promise<Uint8Array[]> {
     return encodeSnapshotInSlices(this.image(), pause);
   }
 

@@ -18,6 +18,7 @@ import type { PeerStats, Transport } from '../../transport/types.ts';
 import type { NodeStorage } from './node-storage.ts';
 import type { StateMachine } from './state-machine.ts';
 import { Membership, type MemberRecord } from './membership.ts';
+import { decodeSnapshotData, encodeSnapshotData } from './snapshot-data.ts';
 import { Histogram, latencyBuckets } from './metrics.ts';
 
 const packr = new Packr({ useRecords: false });
@@ -318,13 +319,19 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       const sendFirst = this.maySendBeforeWrite(rd);
       const applyFirst = mayApplyBeforeWrite(rd);
       const writing = this.persist(rd);
-      if (sendFirst) for (const m of rd.messages) if (isReplication(m)) this.opts.transport.send(m);
+      // With new entries, replication goes first. With none (only the commit index moved), the
+      // answers to clients go first: the entries are applied, and the sends wait for the end of
+      // this event-loop turn, after the promise continuations that write the HTTP responses.
+      const commitOnly = writing === undefined && applyFirst;
+      if (sendFirst && !commitOnly) for (const m of rd.messages) if (isReplication(m)) this.opts.transport.send(m);
       if (applyFirst && writing !== undefined) {
         // Let the write reach the storage thread first, so the two run side by side.
         await Promise.resolve();
         await Promise.resolve();
       }
       if (applyFirst) this.applyEntries(rd.committedEntries);
+      if (commitOnly) await new Promise<void>((resolve) => setImmediate(resolve));
+      if (sendFirst && commitOnly) for (const m of rd.messages) if (isReplication(m)) this.opts.transport.send(m);
       await writing;
       for (const m of rd.messages) if (!sendFirst || !isReplication(m)) this.opts.transport.send(m);
       if (rd.snapshot) this.applySnapshot(rd.snapshot.meta.index, rd.snapshot.data);
@@ -505,10 +512,10 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       this.unsavedHardState = undefined;
     }
     const sm = this.opts.stateMachine;
-    const app = sm.snapshotInSlices ? sm.snapshotInSlices(() => new Promise<void>((r) => setImmediate(r))) : Promise.resolve(sm.snapshot());
+    const app = sm.snapshotInSlices ? sm.snapshotInSlices(() => new Promise<void>((r) => setImmediate(r))) : Promise.resolve([sm.snapshot()]);
     this.snapshotTask = (async () => {
       await flushed;
-      const data = packr.pack({ members, app: await app });
+      const data = encodeSnapshotData(members, await app);
       await this.opts.storage.createSnapshot(index, confState, data);
       this.snapshotIndex = Math.max(this.snapshotIndex, index);
       const compactTo = index - this.opts.logKeepEntries;
@@ -524,7 +531,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   /** Snapshot data is {members, app}; an empty snapshot (a joining node) restores nothing. */
   private restoreState(data: Uint8Array): void {
     if (data.length === 0) return;
-    const decoded = packr.unpack(data) as { members: MemberRecord[]; app: Uint8Array };
+    const decoded = decodeSnapshotData(data);
     this.membership.restore(decoded.members);
     this.opts.stateMachine.restore(decoded.app);
   }

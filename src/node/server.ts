@@ -1,7 +1,6 @@
 // Runs one node: identity, durable storage, peer transport, the Raft driver and the client API,
 // wired from a validated config. The process entry (`shoal serve`) and the tests both use it.
 
-import { Packr } from 'msgpackr';
 import type { FastifyInstance } from 'fastify';
 import { buildApi } from '../api/app.ts';
 import { ShoalError } from '../errors.ts';
@@ -16,10 +15,10 @@ import { splitHostPort, type NodeConfig } from './config.ts';
 import { RaftNode, type Logger } from './raft-node.ts';
 import type { NodeStorage } from './node-storage.ts';
 import { emptyConfState } from '../raft/storage.ts';
+import { encodeSnapshotData } from './snapshot-data.ts';
 
 export const softwareVersion = '0.1.0';
 export const protocolVersion = 2;
-const packr = new Packr({ useRecords: false });
 
 export interface RunningNode {
   identity: Identity;
@@ -33,7 +32,7 @@ export interface RunningNode {
 /** The snapshot every founding member starts from; identical bytes on every founder. */
 export function bootstrapSnapshotData(members: MemberRecord[], app: Uint8Array): Uint8Array {
   const sorted = [...members].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  return packr.pack({ members: sorted, app });
+  return encodeSnapshotData(sorted, [app]);
 }
 
 async function bootstrapIfNew(storage: NodeStorage, config: NodeConfig, identity: Identity, store: DocumentStore, log: Logger): Promise<void> {

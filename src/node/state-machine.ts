@@ -16,11 +16,12 @@ export interface StateMachine {
   /** Serializes the whole state as of the last applied entry. */
   snapshot(): Uint8Array;
   /**
-   * Optional: the same bytes as snapshot(), of the state at the time of the call, produced in
-   * slices with `pause()` between them while entries go on being applied. The node prefers it,
-   * so a large state does not stop replication while it is serialized.
+   * Optional: the same bytes as snapshot() once its parts are concatenated, of the state at the
+   * time of the call, produced in slices with `pause()` between them while entries go on being
+   * applied. The node prefers it, so a large state does not stop replication while it is
+   * serialized.
    */
-  snapshotInSlices?(pause: () => Promise<void>): Promise<Uint8Array>;
+  snapshotInSlices?(pause: () => Promise<void>): Promise<Uint8Array[]>;
   /** Replaces the whole state with a snapshot produced by snapshot() (possibly on another node). */
   restore(data: Uint8Array): void;
 }

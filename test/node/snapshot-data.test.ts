@@ -1,0 +1,18 @@
+import { Packr } from 'msgpackr';
+import { describe, expect, it } from 'vitest';
+import { decodeSnapshotData, encodeSnapshotData } from '../../src/node/snapshot-data.ts';
+
+const packr = new Packr({ useRecords: false });
+const members = [{ id: 'a1', name: 'n1', peerAddress: '127.0.0.1:7201', apiAddress: '127.0.0.1:7101' }];
+
+describe('snapshot data', () => {
+  it.each([0, 1, 255, 256, 65_535, 65_536, 300_000])('writes the bytes of packr.pack({members, app}) for an app of %i bytes, from parts', (size) => {
+    const app = Uint8Array.from({ length: size }, (_, i) => (i * 31) & 0xff);
+    const cut = Math.floor(size / 3);
+    const built = encodeSnapshotData(members, [app.subarray(0, cut), app.subarray(cut, 2 * cut), app.subarray(2 * cut)]);
+    expect(Buffer.from(built).equals(Buffer.from(packr.pack({ members, app })))).toBe(true);
+    const back = decodeSnapshotData(built);
+    expect(back.members).toEqual(members);
+    expect(Buffer.from(back.app).equals(Buffer.from(app))).toBe(true);
+  });
+});
