@@ -15,6 +15,7 @@ import type { ConfState, Entry, HardState, Logger, Snapshot } from '../raft/type
 import { StorageCorruptionError, rebuildNodeRecovery } from './errors.ts';
 import { metaKey } from './keys.ts';
 import { openLevel, type LogDb } from './level.ts';
+import { checkLogIncarnation } from './log-incarnation.ts';
 import { storagePaths, type StoragePaths } from './paths.ts';
 import { checkFormat, readRecord, recover } from './recover.ts';
 import type { SafeParser, SnapshotRecord } from './schemas.ts';
@@ -85,6 +86,7 @@ export class DiskStorage implements LogStorage {
     const db = await openLevel(paths);
     try {
       await checkFormat(db, paths);
+      await checkLogIncarnation(db, paths);
       const cache = await recover(db, snapshots, paths, logger);
       const s = new DiskStorage(db, paths, snapshots, cache, { ...opts, logger });
       logger.info(`opened storage ${dir}: snapshot ${cache.snapshot().meta.index}, log ${cache.firstIndex()}..${cache.lastIndex()}, ` +

@@ -3,7 +3,7 @@
 // refused open changes nothing on disk.
 
 import { ClassicLevel } from 'classic-level';
-import { readFile, readdir, rm, truncate, writeFile } from 'node:fs/promises';
+import { cp, readFile, readdir, rm, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DiskStorage, StorageCorruptionError, StorageFormatError } from '../../src/storage/index.ts';
@@ -161,6 +161,37 @@ describe('corruption is detected at open', () => {
     expect(err.file).toBe(join(dir, 'log'));
     expect(err.detail).toMatch(/log database is missing but snapshot files exist/);
     expect(await readdir(dir)).not.toContain('log'); // not recreated by the refused open
+  });
+
+  it('a log wiped (with its snapshots) under a data directory that had one: the node must not rejoin under its old id', async () => {
+    const dir = await prepared([]);
+    await rm(join(dir, 'log'), { recursive: true });
+    const err = await refused(dir);
+    expect(err.file).toBe(join(dir, 'log'));
+    expect(err.detail).toMatch(/log is new or was replaced, but .*log\.id shows this node had log/);
+    expect(err.recovery).toMatch(/member remove/);
+    // Refused every time, not only on the first start after the wipe.
+    await refused(dir);
+  });
+
+  it('the log of another data directory moved in', async () => {
+    const mine = await prepared([]);
+    const other = await prepared([]);
+    await rm(join(mine, 'log'), { recursive: true });
+    await cp(join(other, 'log'), join(mine, 'log'), { recursive: true });
+    const err = await refused(mine);
+    expect(err.detail).toMatch(/comes from another node/);
+  });
+
+  it('a log from before log ids (no log.id file, no id in the database) gets one and opens', async () => {
+    const dir = await prepared([]);
+    const id = (await readFile(join(dir, 'log.id'), 'utf8')).trim();
+    await rm(join(dir, 'log.id'));
+    const s = await openStorage(dir);
+    expect(s.lastIndex()).toBe(20);
+    await s.close();
+    // The file is written again from the database, with the same id.
+    expect((await readFile(join(dir, 'log.id'), 'utf8')).trim()).toBe(id);
   });
 
   it('a layout written by another version is refused with a format error', async () => {
