@@ -16,6 +16,7 @@ import { RaftNode, type Logger } from './raft-node.ts';
 import type { NodeStorage } from './node-storage.ts';
 import { emptyConfState } from '../raft/storage.ts';
 import { encodeSnapshotData } from './snapshot-data.ts';
+import { registerRuntimeMetrics } from './runtime-metrics.ts';
 
 export const softwareVersion = '0.1.0';
 export const protocolVersion = 2;
@@ -110,6 +111,7 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
   });
   ref.node = node;
   registerNodeMetrics(metrics, node);
+  const stopRuntimeMetrics = registerRuntimeMetrics(metrics);
   await transport.start();
   await node.start();
   const api = buildApi({
@@ -124,6 +126,7 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
     await api.listen({ host: apiListen.host, port: apiListen.port });
   } catch (err) {
     await node.stop();
+    stopRuntimeMetrics();
     throw new ShoalError('config_invalid', `cannot listen on ${config.api.listen}: ${(err as Error).message}`);
   }
   const addr = api.server.address();
@@ -135,6 +138,7 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
       stopping ??= (async () => {
         await node.stop();
         await api.close();
+        stopRuntimeMetrics();
       })();
       return stopping;
     },
