@@ -21,19 +21,8 @@ export function encodeFrame(frame: OutgoingFrame): Uint8Array {
   return packr.pack(frame);
 }
 
-export type DecodeResult = { ok: true; frame: Frame } | { ok: false; error: string };
+type DecodeResult = { ok: true; frame: Frame } | { ok: false; error: string };
 export type DecodeManyResult = { ok: true; frames: Frame[] } | { ok: false; error: string };
-
-/** Exactly one frame. Never throws: a malformed frame is an operating error the caller logs and drops. */
-export function decodeFrame(bytes: Uint8Array): DecodeResult {
-  let value: unknown;
-  try {
-    value = packr.unpack(bytes);
-  } catch (err) {
-    return { ok: false, error: `not msgpack: ${(err as Error).message}` };
-  }
-  return validateFrame(value);
-}
 
 /**
  * One or more frames back to back. All or nothing: one malformed frame fails the whole

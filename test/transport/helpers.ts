@@ -3,6 +3,8 @@
 
 import { createCa, issueNodeCert, type PemPair } from '../../src/security/index.ts';
 import type { Entry, Message, NodeId } from '../../src/raft/types.ts';
+import { decodeFrames } from '../../transport/codec.ts';
+import type { Frame } from '../../transport/frames.ts';
 import type { TransportLimits } from '../../transport/limits.ts';
 import type { TransportLogger } from '../../transport/types.ts';
 import { WsTransport, type WsTransportOptions } from '../../transport/ws-transport.ts';
@@ -99,4 +101,12 @@ export async function waitFor(what: string, predicate: () => boolean, timeoutMs 
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Exactly one frame from one WebSocket message, as a receiver in a handshake expects it. */
+export function decodeFrame(bytes: Uint8Array): { ok: true; frame: Frame } | { ok: false; error: string } {
+  const d = decodeFrames(bytes);
+  if (!d.ok) return d;
+  const [frame] = d.frames;
+  return frame !== undefined && d.frames.length === 1 ? { ok: true, frame } : { ok: false, error: `${d.frames.length} frames` };
 }

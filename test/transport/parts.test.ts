@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { Backoff } from '../../transport/backoff.ts';
-import { decodeFrame, encodeFrame } from '../../transport/codec.ts';
+import { encodeFrame } from '../../transport/codec.ts';
 import { agreedVersion, answerOf, checkHello, offerOf, type LocalIdentity } from '../../transport/handshake.ts';
 import { resolveLimits } from '../../transport/limits.ts';
 import { RepeatLimiter } from '../../transport/log-limiter.ts';
 import { SendQueue } from '../../transport/send-queue.ts';
 import { OutgoingSnapshot, SnapshotAssembler } from '../../transport/snapshot-stream.ts';
-import { message, normalEntry } from './helpers.ts';
+import { decodeFrame, message, normalEntry } from './helpers.ts';
+
 
 describe('Backoff', () => {
   it('doubles from min to max, within the jitter', () => {

@@ -5,10 +5,10 @@
 import { Packr } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
 import { SeededPrng } from '../../src/raft/prng.ts';
-import { decodeFrame, decodeFrames, encodeFrame } from '../../transport/codec.ts';
+import { decodeFrames, encodeFrame } from '../../transport/codec.ts';
 import { NETWORK_MESSAGE_TYPES, messageSchema } from '../../transport/frames.ts';
 import { validateMessage } from '../../transport/validate-message.ts';
-import { message, normalEntry } from './helpers.ts';
+import { decodeFrame, message, normalEntry } from './helpers.ts';
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 type Obj = Record<string, unknown>;

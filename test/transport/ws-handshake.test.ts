@@ -4,11 +4,12 @@
 import { once } from 'node:events';
 import WebSocket from 'ws';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { decodeFrame, encodeFrame } from '../../transport/codec.ts';
+import { encodeFrame } from '../../transport/codec.ts';
 import { REFUSAL_CODES } from '../../transport/handshake.ts';
 import { PEER_PATH } from '../../transport/socket-util.ts';
 import type { WsTransportOptions } from '../../transport/ws-transport.ts';
-import { makePki, message, startNode, waitFor, type Node, type Pki } from './helpers.ts';
+import { decodeFrame, makePki, message, startNode, waitFor, type Node, type Pki } from './helpers.ts';
+
 
 let pki: Pki;
 const open: Node[] = [];
