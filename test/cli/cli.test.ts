@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { DiskStorage } from '../../src/storage/index.ts';
-import { freePort } from '../cluster/process-cluster.ts';
+import { freePort } from '../../bench/lib/proc.ts';
 
 const bin = fileURLToPath(new URL('../../bin/shoal.js', import.meta.url));
 const run = async (...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> => {

@@ -20,7 +20,7 @@ import { loadConfig } from '../../src/node/config.ts';
 import { startNode } from '../../src/node/server.ts';
 import { decodeSnapshotFile } from '../../src/node/snapshot-file.ts';
 import { singleNode, type SingleNode } from '../api/single-node.ts';
-import { freePort } from '../cluster/process-cluster.ts';
+import { freePort } from '../../bench/lib/proc.ts';
 
 const bin = fileURLToPath(new URL('../../bin/shoal.js', import.meta.url));
 

@@ -3,7 +3,6 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,20 +10,9 @@ import { afterAll, beforeAll } from 'vitest';
 import { stringify } from 'yaml';
 import { initNode } from '../../src/node/identity.ts';
 import type { MemberRecord } from '../../src/node/membership.ts';
+import { freePort } from '../../bench/lib/proc.ts';
 
 const binPath = fileURLToPath(new URL('../../bin/shoal.js', import.meta.url));
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 export interface ClusterNode extends MemberRecord {
   dir: string;

@@ -244,20 +244,28 @@ function smallRandomHistory(prng: SeededPrng, opsMax: number): HistoryEvent[] {
   return history(...pairs);
 }
 
+/**
+ * Runs the checker and the brute force on one history: they must agree, and on a violation the
+ * checker must name the right culprit. Returns whether the history is linearizable.
+ */
+function agreesWithBruteForce(i: number, events: HistoryEvent[]): boolean {
+  const expected = bruteForceLinearizable(events);
+  const result = checkLinearizable(events);
+  if ((result.ok === true) !== expected) {
+    throw new Error(`history ${i}: checker says ${JSON.stringify(result)}, brute force says ${expected}\n`
+      + events.map((e) => JSON.stringify(e)).join('\n'));
+  }
+  if (!expected) expectCulprit(events, expectViolation(result).culprit);
+  return expected;
+}
+
 /** Checks `count` random histories against brute force; returns how many were linearizable. */
 function compareWithBruteForce(seed: number, count: number, opsMax: number): number {
   const prng = new SeededPrng(seed);
   let linearizable = 0;
   for (let i = 0; i < count; i++) {
     const events = smallRandomHistory(prng, opsMax);
-    const expected = bruteForceLinearizable(events);
-    const result = checkLinearizable(events);
-    if ((result.ok === true) !== expected) {
-      throw new Error(`history ${i}: checker says ${JSON.stringify(result)}, brute force says ${expected}\n`
-        + events.map((e) => JSON.stringify(e)).join('\n'));
-    }
-    if (expected) linearizable++;
-    else expectCulprit(events, expectViolation(result).culprit);
+    if (agreesWithBruteForce(i, events)) linearizable++;
   }
   return linearizable;
 }
@@ -393,14 +401,7 @@ function compareNearMisses(seed: number, count: number, ops: number): number {
     const other = written[prng.nextInt(written.length + 1)] ?? null;
     const events = victim === undefined ? gen.events
       : eventsOf(gen.ops.map((o) => (o !== victim ? o : o.op === 'read' ? { ...o, value: other } : { ...o, from: other })));
-    const expected = bruteForceLinearizable(events);
-    const result = checkLinearizable(events);
-    if ((result.ok === true) !== expected) {
-      throw new Error(`history ${i}: checker says ${JSON.stringify(result)}, brute force says ${expected}\n`
-        + events.map((e) => JSON.stringify(e)).join('\n'));
-    }
-    if (expected) linearizable++;
-    else expectCulprit(events, expectViolation(result).culprit);
+    if (agreesWithBruteForce(i, events)) linearizable++;
   }
   return linearizable;
 }
