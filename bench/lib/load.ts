@@ -6,6 +6,7 @@
 // Only requests that complete inside the measured window count: the window starts after a
 // warm-up (connections open, JIT warm, leader settled) and throughput is successes / window.
 
+import { SeededPrng } from '../../src/raft/prng.ts';
 import { Client, type Answer, type Endpoint, type RequestSpec } from './http.ts';
 import { LatencyHistogram } from './histogram.ts';
 import { sleep } from './proc.ts';
@@ -120,14 +121,8 @@ export function stickyFailover(n: number): (worker: number, failed: boolean) => 
   };
 }
 
-/** A small fast PRNG (mulberry32), seeded, so key sequences repeat from run to run. */
+/** Seeded draws in [0, 1), so key sequences repeat from run to run. */
 export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const p = new SeededPrng(seed);
+  return () => p.nextFloat();
 }

@@ -52,6 +52,17 @@ export class SeededPrng implements Prng {
     return this.nextFloat() < p;
   }
 
+  /** Shuffles `items` in place (Fisher-Yates, one draw per position from the end) and returns it. */
+  shuffle<T>(items: T[]): T[] {
+    for (let i = items.length - 1; i > 0; i--) {
+      const j = this.nextInt(i + 1);
+      const t = items[i] as T;
+      items[i] = items[j] as T;
+      items[j] = t;
+    }
+    return items;
+  }
+
   /** A PRNG whose sequence is independent of this one's future draws. */
   fork(): SeededPrng {
     return new SeededPrng(this.nextUint32());

@@ -144,7 +144,7 @@ export class Nemesis {
   }
 
   private async partitionMinority(): Promise<Healer> {
-    const members = this.shuffle(this.cluster.members());
+    const members = this.prng.shuffle([...this.cluster.members()]);
     const minority = members.slice(0, Math.floor((members.length - 1) / 2));
     const majority = members.slice(minority.length);
     return this.cut('partition-minority', cutsBetween(slots(minority), slots(majority)), `minority ${names(minority)} | majority ${names(majority)}`);
@@ -157,7 +157,7 @@ export class Nemesis {
   }
 
   private async bridge(): Promise<Healer> {
-    const [bridge, ...rest] = this.shuffle(this.cluster.members());
+    const [bridge, ...rest] = this.prng.shuffle([...this.cluster.members()]);
     if (bridge === undefined) throw new Error('no members');
     const half = Math.ceil(rest.length / 2);
     const a = rest.slice(0, half);
@@ -271,16 +271,7 @@ export class Nemesis {
   }
 
   private shuffled(): FaultKind[] {
-    return this.shuffle([...faultKinds]);
-  }
-
-  private shuffle<T>(items: readonly T[]): T[] {
-    const a = [...items];
-    for (let i = a.length - 1; i > 0; i--) {
-      const j = this.prng.nextInt(i + 1);
-      [a[i], a[j]] = [a[j] as T, a[i] as T];
-    }
-    return a;
+    return this.prng.shuffle([...faultKinds]);
   }
 
   private pick<T>(items: readonly T[]): T {

@@ -24,11 +24,7 @@ function pick<T>(g: Gen, xs: readonly T[]): T {
 
 /** A plain object from entries in a random order, sometimes with a null prototype. */
 function obj(g: Gen, entries: Entry[]): Record<string, unknown> {
-  const shuffled = entries.slice();
-  for (let i = shuffled.length - 1; i > 0; i--) {
-    const j = g.nextInt(i + 1);
-    [shuffled[i], shuffled[j]] = [shuffled[j] as Entry, shuffled[i] as Entry];
-  }
+  const shuffled = g.shuffle(entries.slice());
   const o: Record<string, unknown> = g.chance(0.1) ? Object.create(null) as Record<string, unknown> : {};
   for (const [k, v] of shuffled) o[k] = v;
   return o;

@@ -65,13 +65,7 @@ export class SimNetwork {
     if (list === undefined) return [];
     this.due.delete(now);
     this.inFlight -= list.length;
-    for (let i = list.length - 1; i > 0; i--) {
-      const j = this.prng.nextInt(i + 1);
-      const t = list[i] as Envelope;
-      list[i] = list[j] as Envelope;
-      list[j] = t;
-    }
-    return list;
+    return this.prng.shuffle(list);
   }
 
   pending(): number {

@@ -459,14 +459,7 @@ export class World {
   }
 
   private shuffledUpNodes(): SimNode[] {
-    const list = this.upNodes();
-    for (let i = list.length - 1; i > 0; i--) {
-      const j = this.schedPrng.nextInt(i + 1);
-      const t = list[i] as SimNode;
-      list[i] = list[j] as SimNode;
-      list[j] = t;
-    }
-    return list;
+    return this.schedPrng.shuffle(this.upNodes());
   }
 
   /** The up node that is leader in the highest term, if any. */

@@ -1,3 +1,4 @@
+import { SeededPrng } from '../../src/raft/prng.ts';
 import { describe, expect, it } from 'vitest';
 import type { Message, NodeId } from '../../src/raft/types.ts';
 import { MemoryNetwork, type MemoryNetworkOptions, type MemoryTransport } from '../../transport/memory-transport.ts';
@@ -31,16 +32,10 @@ function get(nodes: Record<NodeId, MemNode>, id: NodeId): MemNode {
   return n;
 }
 
-/** A tiny seeded PRNG (mulberry32), so fault decisions replay exactly. */
+/** Seeded draws in [0, 1), so fault decisions replay exactly. */
 function seeded(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const prng = new SeededPrng(seed);
+  return () => prng.nextFloat();
 }
 
 describe('MemoryTransport', () => {
