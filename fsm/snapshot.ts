@@ -37,55 +37,64 @@ function eventRow(ev: WatchEvent): EventRow {
 const docRow = (d: Doc): DocRow => [d.id, d.rev, d.createRev, d.doc];
 const recordRow = (r: Omit<IdempotencyRecord, 'bytes'>): RecordRow => [r.principal, r.key, r.fingerprint, r.ts, r.index, r.result];
 
-export function encodeSnapshot(img: StoreImage): Uint8Array {
-  return packr.pack({
-    format: snapshotFormat,
-    revision: img.revision,
-    logTimeMs: img.logTimeMs,
-    collections: img.collections.map(([name, docs]) => [name, docs.map(docRow)]),
-    compactedRev: img.compactedRev,
-    events: img.events.map(eventRow),
-    idempotency: img.records.map(recordRow),
-  });
-}
+/** Marks the end of a slice of rows in snapshotParts: where the sliced encoder may pause. */
+const sliceEnd = Symbol('slice end');
 
 /**
- * The same bytes as encodeSnapshot, as parts to be concatenated, encoded a slice of rows at a
- * time with `pause()` between slices, so a large store does not hold the event loop (and with it
- * the node's Raft loop) for the whole encoding. Parts rather than one buffer: copying megabytes
- * into a fresh buffer costs milliseconds per megabyte here (page faults), so the caller
- * concatenates once, with whatever it wraps around them. The image must not change meanwhile;
- * the store's documents, events and records are frozen, so an image of copied arrays is enough.
+ * The snapshot's bytes as parts to concatenate: one msgpack map of seven fields (the order below
+ * is the format), each row array written as a header and then slices of at most `rowsPerSlice`
+ * rows. Built by hand rather than by packing one object so that it can be produced a slice at a
+ * time; test/fsm/snapshot.test.ts checks it equals msgpackr's packing of the same value.
  */
-export async function encodeSnapshotInSlices(img: StoreImage, pause: () => Promise<void>, rowsPerSlice = 512): Promise<Uint8Array[]> {
-  const parts: Uint8Array[] = [];
-  const put = (v: unknown): void => { parts.push(packr.pack(v)); };
-  const rows = async <T>(items: readonly T[], row: (item: T) => unknown): Promise<void> => {
-    parts.push(arrayHeader(items.length));
+function* snapshotParts(img: StoreImage, rowsPerSlice: number): Generator<Uint8Array | typeof sliceEnd> {
+  function* rows<T>(items: readonly T[], row: (item: T) => unknown): Generator<Uint8Array | typeof sliceEnd> {
+    yield arrayHeader(items.length);
     for (let i = 0; i < items.length; i += rowsPerSlice) {
       const n = Math.min(rowsPerSlice, items.length - i);
       // Pack the slice as an array and keep its elements: the same bytes they have inside the whole.
-      parts.push(packr.pack(items.slice(i, i + n).map(row)).subarray(arrayHeader(n).length));
-      await pause();
+      yield packr.pack(items.slice(i, i + n).map(row)).subarray(arrayHeader(n).length);
+      yield sliceEnd;
     }
-  };
-  // A map of the 7 fields below in encodeSnapshot's order; msgpackr writes an object's map as map16.
-  parts.push(Uint8Array.of(0xde, 0x00, 0x07));
-  put('format'); put(snapshotFormat);
-  put('revision'); put(img.revision);
-  put('logTimeMs'); put(img.logTimeMs);
-  put('collections');
-  parts.push(arrayHeader(img.collections.length));
-  for (const [name, docs] of img.collections) {
-    parts.push(arrayHeader(2));
-    put(name);
-    await rows(docs, docRow);
   }
-  put('compactedRev'); put(img.compactedRev);
-  put('events');
-  await rows(img.events, eventRow);
-  put('idempotency');
-  await rows(img.records, recordRow);
+  // msgpackr writes an object's map as map16, whatever its size.
+  yield Uint8Array.of(0xde, 0x00, 0x07);
+  yield packr.pack('format'); yield packr.pack(snapshotFormat);
+  yield packr.pack('revision'); yield packr.pack(img.revision);
+  yield packr.pack('logTimeMs'); yield packr.pack(img.logTimeMs);
+  yield packr.pack('collections');
+  yield arrayHeader(img.collections.length);
+  for (const [name, docs] of img.collections) {
+    yield arrayHeader(2);
+    yield packr.pack(name);
+    yield* rows(docs, docRow);
+  }
+  yield packr.pack('compactedRev'); yield packr.pack(img.compactedRev);
+  yield packr.pack('events');
+  yield* rows(img.events, eventRow);
+  yield packr.pack('idempotency');
+  yield* rows(img.records, recordRow);
+}
+
+export function encodeSnapshot(img: StoreImage): Uint8Array {
+  const parts: Uint8Array[] = [];
+  for (const part of snapshotParts(img, 4096)) if (part !== sliceEnd) parts.push(part);
+  return Buffer.concat(parts);
+}
+
+/**
+ * The same bytes as encodeSnapshot, as parts to be concatenated, with `pause()` after each slice
+ * of rows, so a large store does not hold the event loop (and with it the node's Raft loop) for
+ * the whole encoding. Parts rather than one buffer: copying megabytes into a fresh buffer costs
+ * milliseconds per megabyte here (page faults), so the caller concatenates once, with whatever it
+ * wraps around them. The image must not change meanwhile; the store's documents, events and
+ * records are frozen, so an image of copied arrays is enough.
+ */
+export async function encodeSnapshotInSlices(img: StoreImage, pause: () => Promise<void>, rowsPerSlice = 512): Promise<Uint8Array[]> {
+  const parts: Uint8Array[] = [];
+  for (const part of snapshotParts(img, rowsPerSlice)) {
+    if (part === sliceEnd) await pause();
+    else parts.push(part);
+  }
   return parts;
 }
 
