@@ -54,12 +54,14 @@ async function until(cond: () => boolean, what: string, timeoutMs = 3000): Promi
   }
 }
 
+// Each test makes its own cluster; every one is stopped after its test and must have logged no error.
+let cluster: MemoryCluster;
+afterEach(async () => {
+  await cluster.stopAll();
+  expect(cluster.errors).toEqual([]);
+});
+
 describe('RaftNode Ready pipeline', () => {
-  let cluster: MemoryCluster;
-  afterEach(async () => {
-    await cluster.stopAll();
-    expect(cluster.errors).toEqual([]);
-  });
 
   it('steps the proposals of one turn as one proposal: one append per follower, not one per write', async () => {
     const rec = new Recorder();
@@ -178,11 +180,6 @@ class SlowSnapshotKv extends KvStateMachine {
 }
 
 describe('RaftNode background snapshots', () => {
-  let cluster: MemoryCluster;
-  afterEach(async () => {
-    await cluster.stopAll();
-    expect(cluster.errors).toEqual([]);
-  });
 
   it('keeps replicating and applying while a snapshot is serialized, then records it at the index it was taken', async () => {
     let release = (): void => {};
@@ -222,11 +219,6 @@ describe('RaftNode background snapshots', () => {
 });
 
 describe('RaftNode proposals across a leader change', () => {
-  let cluster: MemoryCluster;
-  afterEach(async () => {
-    await cluster.stopAll();
-    expect(cluster.errors).toEqual([]);
-  });
 
   it('a follower forwards its proposal to the leader and answers once it applied it itself', async () => {
     cluster = new MemoryCluster();
