@@ -28,7 +28,7 @@ const rejoinRecovery = (dir: string): string =>
   `move ${dir} aside, run shoal init again (a new identity) and add the node back; it receives the data from the leader`;
 
 /** Gives a new log its id, or checks that the log is the one this data directory had. */
-export async function checkLogIncarnation(db: LogDb, paths: StoragePaths): Promise<string> {
+export async function checkLogIncarnation(db: LogDb, paths: StoragePaths): Promise<void> {
   const stored = (await readRecord(db, logIdKey, logIdSchema, paths))?.logId;
   const file = logIdPath(paths);
   const expected = existsSync(file) ? (await readFile(file, 'utf8')).trim() : undefined;
@@ -46,7 +46,6 @@ export async function checkLogIncarnation(db: LogDb, paths: StoragePaths): Promi
   // Written after the database holds the id: a crash in between leaves a log with an id and no
   // file, which the next start repairs (as for a log made before log ids existed).
   if (expected === undefined) await writeDurably(file, `${id}\n`);
-  return id;
 }
 
 async function writeDurably(file: string, text: string): Promise<void> {
