@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createCa, issueNodeCert } from '../../src/security/index.ts';
 import { Client, jsonBody, once, type Answer, type Endpoint, type RequestSpec } from './http.ts';
-import { freePort, spawnLogged, stopProcess, trackTempDir, waitCaughtUp, waitUntil, type Spawned } from './proc.ts';
+import { agreedLeader, freePort, stopAllAndRemove, spawnLogged, stopProcess, trackTempDir, waitCaughtUp, waitUntil, type Spawned } from './proc.ts';
 import type { BenchNode, RejoinReport, System, Timeouts } from './system.ts';
 
 /** The etcd to run: ETCD_BIN, else `etcd` on the PATH. */
@@ -64,23 +64,15 @@ export class EtcdCluster implements System {
   async destroy(): Promise<void> {
     if (this.destroyed) return;
     this.destroyed = true;
-    await Promise.all(this.nodes.map(async (n) => { if (n.proc) await stopProcess(n.proc, 'SIGTERM'); }));
-    if (!this.keepData && this.root) rmSync(this.root, { recursive: true, force: true });
+    await stopAllAndRemove(this.nodes, this.root, this.keepData);
   }
 
   async leader(): Promise<number | undefined> {
-    const seen = new Set<string>();
-    for (const n of this.nodes) {
-      if (!n.proc) continue;
+    return agreedLeader(this.nodes, async (n) => {
       const s = await this.status(n);
       n.memberId = s.header.member_id;
-      if (!s.leader || s.leader === '0') return undefined;
-      seen.add(s.leader);
-    }
-    const [id] = [...seen];
-    if (seen.size !== 1) return undefined;
-    const i = this.nodes.findIndex((n) => n.memberId === id);
-    return i >= 0 && this.nodes[i]?.proc ? i : undefined;
+      return s.leader && s.leader !== '0' ? s.leader : undefined;
+    }, (n) => n.memberId);
   }
 
   writeRequest(collection: string, id: string, value: string): RequestSpec {

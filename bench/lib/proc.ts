@@ -90,6 +90,33 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** Stops every running node (SIGTERM, then SIGKILL after the grace period) and, unless kept, removes `root`. */
+export async function stopAllAndRemove(nodes: readonly { proc: Spawned | undefined }[], root: string, keepData: boolean): Promise<void> {
+  await Promise.all(nodes.map(async (n) => { if (n.proc) await stopProcess(n.proc, 'SIGTERM'); }));
+  if (!keepData && root) rmSync(root, { recursive: true, force: true });
+}
+
+/**
+ * The index of the node that every running node names as leader: `leaderSeenBy` asks a node whom
+ * it follows (undefined: nobody), `idOf` is the id the others name a node by. Undefined while any
+ * running node knows no leader, while they disagree, or while the named leader is not running.
+ */
+export async function agreedLeader<N extends { proc: Spawned | undefined }>(
+  nodes: readonly N[], leaderSeenBy: (n: N) => Promise<string | undefined>, idOf: (n: N) => string,
+): Promise<number | undefined> {
+  const seen = new Set<string>();
+  for (const n of nodes) {
+    if (!n.proc) continue;
+    const leader = await leaderSeenBy(n);
+    if (leader === undefined) return undefined;
+    seen.add(leader);
+  }
+  const [id] = [...seen];
+  if (seen.size !== 1) return undefined;
+  const i = nodes.findIndex((n) => idOf(n) === id);
+  return i >= 0 && nodes[i]?.proc ? i : undefined;
+}
+
 /** Resident set size in MiB (VmRSS of /proc/<pid>/status). */
 export function rssMiB(pid: number): number {
   const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));

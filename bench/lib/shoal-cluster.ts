@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { initNode } from '../../src/node/identity.ts';
 import { Client, jsonBody, once, type Answer, type Endpoint, type RequestSpec } from './http.ts';
-import { freePort, spawnLogged, stopProcess, trackTempDir, waitCaughtUp, waitUntil, type Spawned } from './proc.ts';
+import { agreedLeader, freePort, stopAllAndRemove, spawnLogged, stopProcess, trackTempDir, waitCaughtUp, waitUntil, type Spawned } from './proc.ts';
 import type { BenchNode, RejoinReport, System, Timeouts } from './system.ts';
 
 const binPath = process.env.SHOAL_BIN !== undefined && process.env.SHOAL_BIN !== ''
@@ -72,22 +72,14 @@ export class ShoalCluster implements System {
   async destroy(): Promise<void> {
     if (this.destroyed) return;
     this.destroyed = true;
-    await Promise.all(this.nodes.map(async (n) => { if (n.proc) await stopProcess(n.proc, 'SIGTERM'); }));
-    if (!this.keepData && this.root) rmSync(this.root, { recursive: true, force: true });
+    await stopAllAndRemove(this.nodes, this.root, this.keepData);
   }
 
   async leader(): Promise<number | undefined> {
-    const seen = new Set<string>();
-    for (const n of this.nodes) {
-      if (!n.proc) continue;
+    return agreedLeader(this.nodes, async (n) => {
       const h = await once<{ leader: string | null }>(n.client, { method: 'GET', path: '/healthz' }, 1000);
-      if (!h.body.leader) return undefined;
-      seen.add(h.body.leader);
-    }
-    const [id] = [...seen];
-    if (seen.size !== 1) return undefined;
-    const i = this.nodes.findIndex((n) => n.id === id);
-    return i >= 0 && this.nodes[i]?.proc ? i : undefined;
+      return h.body.leader || undefined;
+    }, (n) => n.id);
   }
 
   writeRequest(collection: string, id: string, value: string): RequestSpec {
