@@ -324,11 +324,6 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       // this event-loop turn, after the promise continuations that write the HTTP responses.
       const commitOnly = writing === undefined && applyFirst;
       if (sendFirst && !commitOnly) for (const m of rd.messages) if (isReplication(m)) this.opts.transport.send(m);
-      if (applyFirst && writing !== undefined) {
-        // Let the write reach the storage thread first, so the two run side by side.
-        await Promise.resolve();
-        await Promise.resolve();
-      }
       if (applyFirst) this.applyEntries(rd.committedEntries);
       if (commitOnly) await new Promise<void>((resolve) => setImmediate(resolve));
       if (sendFirst && commitOnly) for (const m of rd.messages) if (isReplication(m)) this.opts.transport.send(m);

@@ -60,6 +60,8 @@ export class DiskStorage implements LogStorage {
   // Writes run one at a time in call order: each plan is computed from the cache as the
   // previous write left it.
   private tail: Promise<void> = Promise.resolve();
+  /** Writes queued or running; `tail` settles after the last of them. */
+  private pending = 0;
   private failure: unknown;
   private closing: Promise<void> | undefined;
 
@@ -269,12 +271,14 @@ export class DiskStorage implements LogStorage {
   }
 
   /**
-   * Runs a write after the ones before it. A failed write leaves disk and cache possibly
-   * apart, so every later write is refused: the node must restart and reload from disk.
+   * Runs a write after the ones before it; at once when none is pending, so the batch reaches
+   * the storage thread before the caller goes on (the node applies entries while its write
+   * runs). A failed write leaves disk and cache possibly apart, so every later write is
+   * refused: the node must restart and reload from disk.
    */
   private enqueue<T>(what: string, fn: () => Promise<T>): Promise<T> {
     this.checkOpen(what);
-    const result = this.tail.then(async () => {
+    const run = async (): Promise<T> => {
       if (this.failure !== undefined) {
         throw new Error(`cannot ${what}: an earlier write to ${this.paths.dir} failed; restart the node to reload its state from disk`,
           { cause: this.failure });
@@ -285,8 +289,10 @@ export class DiskStorage implements LogStorage {
         this.failure ??= err;
         throw err;
       }
-    });
-    this.tail = result.then(() => undefined, () => undefined);
+    };
+    const result = this.pending === 0 ? run() : this.tail.then(run);
+    this.pending++;
+    this.tail = result.then(() => { this.pending--; }, () => { this.pending--; });
     return result;
   }
 }
