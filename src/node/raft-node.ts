@@ -109,8 +109,6 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   private applied = 0;
   private snapshotIndex = 0;
   private term = 0;
-  /** The vote as last persisted; with `term`, tells whether a Ready changes either. */
-  private vote: NodeId = NONE;
   private leader: NodeId = NONE;
   private role: Role = 'follower';
   private fatal: Error | undefined;
@@ -154,9 +152,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       uncommittedBytesMax: this.opts.uncommittedBytesMax,
       logger: { debug: (m) => this.log.debug(m), info: (m) => this.log.info(m), warn: (m) => this.log.warn(m) },
     }, storage.log);
-    const initial = this.raw.status();
-    this.term = initial.term;
-    this.vote = initial.vote;
+    this.term = this.raw.status().term;
     const t = this.opts.transport;
     t.onMessage((m) => this.receive(m));
     t.onUnreachable((id) => this.withCore(() => this.raw.reportUnreachable(id)));
@@ -316,7 +312,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
         continue;
       }
       const rd = this.raw.ready();
-      const sendFirst = this.maySendBeforeWrite(rd);
+      const sendFirst = maySendBeforeWrite(rd, this.role, this.opts.storage.log.initialState().hardState);
       const applyFirst = mayApplyBeforeWrite(rd);
       const writing = this.persist(rd);
       // With new entries, replication goes first. With none (only the commit index moved), the
@@ -356,12 +352,6 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       { entries: rd.entries, ...(hardState ? { hardState } : {}), ...(rd.snapshot ? { snapshot: rd.snapshot } : {}) },
       { sync: rd.mustSync },
     );
-  }
-
-  private maySendBeforeWrite(rd: Ready): boolean {
-    const role = rd.softState?.role ?? this.role;
-    if (role !== 'leader') return false;
-    return rd.hardState === undefined || (rd.hardState.term === this.term && rd.hardState.vote === this.vote);
   }
 
   /** Steps the proposals made since the last turn into the core, as few proposals as the limits allow. */
@@ -414,7 +404,6 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     const term = rd.hardState?.term ?? this.term;
     const termChanged = term !== this.term;
     this.term = term;
-    this.vote = rd.hardState?.vote ?? this.vote;
     if (rd.softState) this.onSoftState(rd.softState.leader, rd.softState.role);
     else if (termChanged) this.emit('leaderChange', { leader: this.leader, term: this.term, role: this.role });
   }
@@ -617,7 +606,21 @@ function isReplication(m: Message): boolean {
   return m.type === 'app' || m.type === 'heartbeat';
 }
 
-function mayApplyBeforeWrite(rd: Ready): boolean {
+/**
+ * Whether `rd`'s appends and heartbeats may leave before its write: only from a leader whose term
+ * and vote in `rd` are those already durable (`durable`: the storage's hard state, the previous
+ * write being done). Exported for tests.
+ */
+export function maySendBeforeWrite(rd: Ready, role: Role, durable: HardState): boolean {
+  if ((rd.softState?.role ?? role) !== 'leader') return false;
+  return rd.hardState === undefined || (rd.hardState.term === durable.term && rd.hardState.vote === durable.vote);
+}
+
+/**
+ * Whether `rd`'s committed entries may be applied while its write runs: all of them durable
+ * before it (none among its new entries), no membership change, no snapshot. Exported for tests.
+ */
+export function mayApplyBeforeWrite(rd: Ready): boolean {
   const last = rd.committedEntries[rd.committedEntries.length - 1];
   if (last === undefined || rd.snapshot !== undefined) return false;
   const firstNew = rd.entries[0];

@@ -6,7 +6,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { KvStateMachine } from './kv-state-machine.ts';
 import { MemoryCluster, type TestNode } from './memory-cluster.ts';
 import type { PersistBatch } from '../../src/node/node-storage.ts';
-import type { Message } from '../../src/raft/types.ts';
+import { mayApplyBeforeWrite, maySendBeforeWrite } from '../../src/node/raft-node.ts';
+import type { Entry, HardState, Message, Ready } from '../../src/raft/types.ts';
 
 const put = (key: string, value: string): Uint8Array => KvStateMachine.encode({ op: 'put', key, value });
 
@@ -248,5 +249,31 @@ describe('RaftNode proposals across a leader change', () => {
     expect(err).toMatchObject({ code: 'leader_changed', retryable: true });
     expect(Date.now() - started).toBeLessThan(2000); // well before the 3 s proposal timeout
     cluster.network.heal();
+  });
+});
+
+describe('what may overlap a Ready write', () => {
+  const entry = (index: number, kind: 'normal' | 'conf' = 'normal'): Entry => (kind === 'normal'
+    ? { kind, term: 2, index, data: new Uint8Array(0) }
+    : { kind, term: 2, index, change: { changes: [{ type: 'addLearner', node: 'x' }] } });
+  const ready = (over: Partial<Ready>): Ready => ({ entries: [], committedEntries: [], messages: [], readStates: [], mustSync: false, ...over });
+  const durable: HardState = { term: 2, vote: 'a', commit: 5 };
+
+  it('a leader sends first unless its term or vote changes in the Ready; nobody else does', () => {
+    expect(maySendBeforeWrite(ready({ entries: [entry(6)] }), 'leader', durable)).toBe(true);
+    expect(maySendBeforeWrite(ready({ hardState: { ...durable, commit: 6 } }), 'leader', durable)).toBe(true);
+    expect(maySendBeforeWrite(ready({ hardState: { term: 3, vote: 'a', commit: 5 } }), 'leader', durable)).toBe(false);
+    expect(maySendBeforeWrite(ready({ hardState: { term: 2, vote: 'b', commit: 5 } }), 'leader', durable)).toBe(false);
+    expect(maySendBeforeWrite(ready({ softState: { leader: 'a', role: 'leader' } }), 'candidate', durable)).toBe(true);
+    expect(maySendBeforeWrite(ready({ softState: { leader: '', role: 'follower' } }), 'leader', durable)).toBe(false);
+    expect(maySendBeforeWrite(ready({}), 'follower', durable)).toBe(false);
+  });
+
+  it('committed entries are applied first only when all were durable before the Ready and none changes membership', () => {
+    expect(mayApplyBeforeWrite(ready({ committedEntries: [entry(4), entry(5)], entries: [entry(6)] }))).toBe(true);
+    expect(mayApplyBeforeWrite(ready({ committedEntries: [entry(5), entry(6)], entries: [entry(6)] }))).toBe(false);
+    expect(mayApplyBeforeWrite(ready({ committedEntries: [entry(5, 'conf')] }))).toBe(false);
+    expect(mayApplyBeforeWrite(ready({ committedEntries: [entry(5)], snapshot: { meta: { index: 4, term: 1, confState: { voters: ['a'], votersOutgoing: [], learners: [], learnersNext: [], autoLeave: false } }, data: new Uint8Array(0) } }))).toBe(false);
+    expect(mayApplyBeforeWrite(ready({}))).toBe(false);
   });
 });
