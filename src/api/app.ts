@@ -13,7 +13,6 @@ import { metricsRoutes } from './metrics-routes.ts';
 import { openApiRoutes } from './openapi.ts';
 import { txnRoutes } from './txn-routes.ts';
 import { watchRoutes } from './watch-routes.ts';
-import { closeForwarding } from './write-path.ts';
 
 export interface ApiContext {
   node: RaftNode;
@@ -75,7 +74,6 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   app.addHook('preClose', async () => {
     for (const close of ctx.streams) close();
   });
-  app.addHook('onClose', async () => closeForwarding(ctx));
   for (const plugin of [healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, metricsRoutes, openApiRoutes]) {
     void app.register(plugin, { ctx });
   }

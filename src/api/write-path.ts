@@ -6,7 +6,6 @@
 // forwarded request that lands on a node that is not the leader either (leadership moved)
 // fails with a retryable `leader_changed`.
 
-import http from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { encodeCommand, type Command } from '../../fsm/index.ts';
 import type { CommandResult } from '../../fsm/types.ts';
@@ -38,71 +37,23 @@ export async function forwardIfFollower(ctx: ApiContext, req: FastifyRequest, re
     const v = req.headers[h];
     if (typeof v === 'string') headers[h] = v;
   }
-  let res: ForwardedResponse;
+  // fetch() is heavier than a kept-alive node:http request, but only membership and leadership
+  // requests come this way (document writes go over the peer link), and they are rare.
+  let res: Response;
   try {
-    res = await forward(ctx, addr, req.method, req.url, headers, req.body === undefined ? undefined : JSON.stringify(req.body));
+    res = await fetch(`http://${addr}${req.url}`, {
+      method: req.method, headers, signal: AbortSignal.timeout(ctx.proposalTimeoutMs + 1000),
+      ...(req.body !== undefined ? { body: JSON.stringify(req.body) } : {}),
+    });
   } catch (err) {
     throw new ShoalError('leader_changed', `could not reach the leader at ${addr}: ${(err as Error).message}; the outcome is unknown, retry`);
   }
   for (const h of relayedResponseHeaders) {
-    const v = res.headers[h];
-    if (typeof v === 'string') void reply.header(h, v);
+    const v = res.headers.get(h);
+    if (v !== null) void reply.header(h, v);
   }
-  await reply.status(res.status).send(res.body);
+  await reply.status(res.status).send(Buffer.from(await res.arrayBuffer()));
   return true;
-}
-
-interface ForwardedResponse {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: Buffer;
-}
-
-/** Keep-alive connections to the leader, one pool per API (closed with it: closeForwarding). */
-const agents = new WeakMap<ApiContext, http.Agent>();
-
-export function closeForwarding(ctx: ApiContext): void {
-  agents.get(ctx)?.destroy();
-  agents.delete(ctx);
-}
-
-/**
- * One request to the leader's API over a kept-alive connection. node:http rather than fetch():
- * on a follower taking many writes, fetch's streams and AbortSignal timers cost more CPU than
- * the write itself.
- */
-function forward(ctx: ApiContext, addr: string, method: string, path: string, headers: Record<string, string>, body: string | undefined): Promise<ForwardedResponse> {
-  let agent = agents.get(ctx);
-  if (agent === undefined) {
-    agent = new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64 });
-    agents.set(ctx, agent);
-  }
-  const [host, port] = splitHostPort(addr);
-  const timeoutMs = ctx.proposalTimeoutMs + 1000;
-  return new Promise<ForwardedResponse>((resolve, reject) => {
-    const out = http.request({ agent, host, port, method, path, headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        clearTimeout(timer);
-        resolve({ status: res.statusCode ?? 502, headers: res.headers, body: Buffer.concat(chunks) });
-      });
-      res.on('error', fail);
-    });
-    const timer = setTimeout(() => out.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-    function fail(err: Error): void {
-      clearTimeout(timer);
-      reject(err);
-    }
-    out.on('error', fail);
-    out.end(body);
-  });
-}
-
-function splitHostPort(addr: string): [string, number] {
-  const i = addr.lastIndexOf(':');
-  const host = addr.slice(0, i).replace(/^\[(.*)\]$/, '$1');
-  return [host, Number(addr.slice(i + 1))];
 }
 
 /** Stamps and proposes a command on this node; resolves with the store's result once applied here. */
