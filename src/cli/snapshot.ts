@@ -264,5 +264,5 @@ function refuseInitialized(dataDir: string): void {
     throw new CliFailure(`${dataDir} is already initialized${who}; ${nothingWritten}`, exitCodes.failed, 'already_initialized');
   }
   const p = storagePaths(dataDir);
-  if (existsSync(p.log) || existsSync(p.snapshots)) throw new CliFailure(`${dataDir} already holds a log (${p.log}); ${nothingWritten}`, exitCodes.failed, 'already_initialized');
+  if (existsSync(p.log) || existsSync(p.wal) || existsSync(p.snapshots)) throw new CliFailure(`${dataDir} already holds a log (${p.log}); ${nothingWritten}`, exitCodes.failed, 'already_initialized');
 }

@@ -3,8 +3,10 @@
 // cache always equals what a restart would load.
 //
 // On disk, under the data directory:
-//   log/          level database: entries, hard state, snapshot record, compaction point, metadata
+//   wal/          the write-ahead log: entries, hard state, snapshot record, compaction point
+//   log/          level database: node metadata, the storage format and the log's id
 //   snapshots/    snap-<index>.snap files, the newest two kept
+//   log.id        the log's id again, to tell a wiped or swapped log (log-incarnation.ts)
 
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
@@ -16,14 +18,16 @@ import { StorageCorruptionError, rebuildNodeRecovery } from './errors.ts';
 import { metaKey } from './keys.ts';
 import { openLevel, type LogDb } from './level.ts';
 import { checkLogIncarnation } from './log-incarnation.ts';
+import { appendBounds, type LogBounds } from './log-bounds.ts';
+import { initWal, migrateLevelLog } from './migrate.ts';
 import { storagePaths, type StoragePaths } from './paths.ts';
-import { checkFormat, readRecord, recover } from './recover.ts';
+import { checkLog, readFormat, readRecord, tidyAndBuild } from './recover.ts';
 import type { SafeParser, SnapshotRecord } from './schemas.ts';
 import { seal } from './sealed.ts';
 import { SnapshotDir } from './snapshot-dir.ts';
-import {
-  planAppend, planCompact, planHardState, planInstallSnapshot, planSnapshotRecord, type LevelOp, type LogBounds,
-} from './write-plan.ts';
+import { WalWriter, readWal, removeTemporarySegments } from './wal.ts';
+import type { WalRecord } from './wal-record.ts';
+import type { LogState } from './wal-replay.ts';
 
 /** One timed write, for the node's metrics. */
 export interface SyncSample {
@@ -40,8 +44,8 @@ export interface DiskStorageOptions {
   onSync?: (ms: number, sample: SyncSample) => void;
   /** Snapshot files kept on disk, newest first. Default 2 (the newest and one to fall back to). */
   snapshotsKeptMax?: number;
-  /** Log entries deleted per write when compacting. Default 1000. */
-  compactStepEntries?: number;
+  /** A new write-ahead log segment is started once the current one reaches this size. Default 64 MiB. */
+  segmentBytes?: number;
 }
 
 /** What `save` persists: the part of a Ready that must be durable before its messages are sent. */
@@ -67,6 +71,7 @@ export class DiskStorage implements LogStorage {
 
   private constructor(
     private readonly db: LogDb,
+    private readonly wal: WalWriter,
     readonly paths: StoragePaths,
     private readonly snapshots: SnapshotDir,
     private readonly cache: MemoryStorage,
@@ -86,18 +91,44 @@ export class DiskStorage implements LogStorage {
         rebuildNodeRecovery(dir));
     }
     const db = await openLevel(paths);
+    let wal: WalWriter | undefined;
     try {
-      await checkFormat(db, paths);
+      const format = await readFormat(db, paths);
       await checkLogIncarnation(db, paths);
-      const cache = await recover(db, snapshots, paths, logger);
-      const s = new DiskStorage(db, paths, snapshots, cache, { ...opts, logger });
-      logger.info(`opened storage ${dir}: snapshot ${cache.snapshot().meta.index}, log ${cache.firstIndex()}..${cache.lastIndex()}, ` +
-        `commit ${cache.hardStateNow().commit}`);
-      return s;
+      const walOpts = { segmentBytes: opts.segmentBytes ?? 64 * 1024 * 1024 };
+      let state: LogState;
+      if (format === 2) {
+        const contents = await readWal(paths);
+        state = contents.state;
+        const chosen = await checkLog(state, snapshots, paths);
+        wal = WalWriter.openForAppend(paths.wal, contents, walOpts);
+        if (contents.torn !== undefined) logger.warn(`cut an unfinished write off the end of the write-ahead log (${contents.torn}); it was never acknowledged`);
+        return await DiskStorage.finishOpen(db, wal, paths, snapshots, state, chosen, { ...opts, logger });
+      }
+      ({ wal, state } = format === 1 ? await migrateLevelLog(db, paths, logger, walOpts) : await initWal(db, paths, walOpts));
+      const chosen = await checkLog(state, snapshots, paths);
+      return await DiskStorage.finishOpen(db, wal, paths, snapshots, state, chosen, { ...opts, logger });
     } catch (err) {
+      wal?.close();
       await db.close();
       throw err;
     }
+  }
+
+  private static async finishOpen(
+    db: LogDb, wal: WalWriter, paths: StoragePaths, snapshots: SnapshotDir, state: LogState,
+    chosen: Awaited<ReturnType<typeof checkLog>>, opts: DiskStorageOptions & { logger: Logger },
+  ): Promise<DiskStorage> {
+    const recordSnapshot = async (snapshot: SnapshotRecord): Promise<void> => {
+      wal.append({ type: 'snapshot', snapshot });
+      await wal.sync();
+    };
+    const cache = await tidyAndBuild(state, chosen, snapshots, opts.logger, recordSnapshot);
+    const temporary = await removeTemporarySegments(paths.wal);
+    if (temporary.length > 0) opts.logger.info(`removed write-ahead log segments that were never completed: ${temporary.join(', ')}`);
+    opts.logger.info(`opened storage ${paths.dir}: snapshot ${cache.snapshot().meta.index}, log ${cache.firstIndex()}..${cache.lastIndex()}, ` +
+      `commit ${cache.hardStateNow().commit}`);
+    return new DiskStorage(db, wal, paths, snapshots, cache, opts);
   }
 
   // ---- LogStorage: served from the cache --------------------------------------------------
@@ -158,20 +189,14 @@ export class DiskStorage implements LogStorage {
   }
 
   /**
-   * Discards log entries up to and including `index`, which must not pass the snapshot. Done in
-   * steps of `compactStepEntries`, each its own atomic write queued after the previous one
-   * finished, so the Ready loop's saves go between them: deleting 10,000 keys in one batch held
-   * the event loop for a few hundred milliseconds. The steps are not synced: a compaction lost
-   * in a crash only leaves a longer log, and each step moves the truncation point with its deletes.
+   * Discards log entries up to and including `index`, which must not pass the snapshot. Not
+   * synced: a compaction lost in a crash only leaves a longer log. Write-ahead log segments
+   * holding only compacted entries are deleted (after a sync, so the compaction that frees them
+   * is durable first).
    */
   async compact(index: number): Promise<void> {
     assert(Number.isSafeInteger(index) && index >= 0, `compact: index ${index}`);
-    const step = this.opts.compactStepEntries ?? 1000;
-    for (;;) {
-      const to = Math.min(index, this.cache.firstIndex() - 1 + step);
-      await this.enqueue('compact', () => this.compactNow(to));
-      if (to >= index || this.cache.firstIndex() - 1 >= index) return;
-    }
+    return this.enqueue('compact', () => this.compactNow(index));
   }
 
   /** Reads node-layer metadata; `schema` (zod or alike) checks what comes back from disk. */
@@ -188,29 +213,46 @@ export class DiskStorage implements LogStorage {
     const k = metaKey(key);
     const v = seal(value);
     if (v.length > metaValueBytesMax) throw new RangeError(`meta value for '${key}' is ${v.length} bytes, over ${metaValueBytesMax}`);
-    return this.enqueue('write metadata', () => this.write([{ type: 'put', key: k, value: v }], true, 'meta'));
+    return this.enqueue('write metadata', async () => {
+      const started = performance.now();
+      await this.db.put(k, v, { sync: true });
+      this.opts.onSync?.(performance.now() - started, { op: 'meta', sync: true, bytes: k.length + v.length });
+    });
   }
 
   /** Waits for queued writes, then closes the database. Idempotent. */
   close(): Promise<void> {
-    this.closing ??= this.tail.then(() => this.db.close());
+    this.closing ??= this.tail.then(() => {
+      this.wal.close();
+      return this.db.close();
+    });
     return this.closing;
   }
 
   // ---- implementation -----------------------------------------------------------------------
 
   private async saveNow(rd: SaveRequest, sync: boolean): Promise<void> {
-    const ops: LevelOp[] = [];
     let bounds = this.bounds();
     // An older snapshot than ours is ignored, as MemoryStorage.applySnapshot ignores it.
     const snap = rd.snapshot !== undefined && rd.snapshot.meta.index > this.cache.snapshot().meta.index ? rd.snapshot : undefined;
-    if (snap !== undefined) bounds = planInstallSnapshot(bounds, await this.writeSnapshotFile(snap), ops);
-    bounds = planAppend(bounds, rd.entries, ops);
+    let install: SnapshotRecord | undefined;
+    if (snap !== undefined) {
+      install = await this.writeSnapshotFile(snap);
+      // Installing replaces the whole log: the core installs a snapshot only when its log does
+      // not match at the snapshot's index, so nothing after it can be kept either.
+      bounds = { offset: snap.meta.index, last: snap.meta.index };
+    }
+    bounds = appendBounds(bounds, rd.entries);
     if (rd.hardState !== undefined) {
       assert(rd.hardState.commit <= bounds.last, `save: commit ${rd.hardState.commit} beyond last index ${bounds.last}`);
-      planHardState(rd.hardState, ops);
     }
-    await this.write(ops, sync, 'save');
+    if (install === undefined && rd.entries.length === 0 && rd.hardState === undefined) return;
+    const record: WalRecord = {
+      type: 'save', entries: rd.entries,
+      ...(rd.hardState !== undefined ? { hardState: rd.hardState } : {}),
+      ...(install !== undefined ? { install } : {}),
+    };
+    await this.write(record, sync, 'save');
     if (snap !== undefined) this.cache.applySnapshot(snap);
     this.cache.append(rd.entries);
     if (rd.hardState !== undefined) this.cache.setHardState(rd.hardState);
@@ -222,22 +264,19 @@ export class DiskStorage implements LogStorage {
     if (index <= this.cache.snapshot().meta.index) return;
     assert(index <= this.cache.lastIndex(), `createSnapshot ${index} beyond last index ${this.cache.lastIndex()}`);
     const snap: Snapshot = { meta: { index, term: this.cache.term(index), confState }, data };
-    const ops: LevelOp[] = [];
-    planSnapshotRecord(await this.writeSnapshotFile(snap), ops);
-    await this.write(ops, true, 'snapshotRecord');
+    await this.write({ type: 'snapshot', snapshot: await this.writeSnapshotFile(snap) }, true, 'snapshotRecord');
     this.cache.createSnapshot(index, confState, data);
     await this.pruneSnapshots();
   }
 
   private async compactNow(index: number): Promise<void> {
-    const bounds = this.bounds();
-    if (index <= bounds.offset) return;
+    if (index <= this.bounds().offset) return;
     const snapIndex = this.cache.snapshot().meta.index;
     assert(index <= snapIndex, `compact ${index} past the snapshot at ${snapIndex}: those entries are in no snapshot`);
-    const ops: LevelOp[] = [];
-    planCompact(bounds, { index, term: this.cache.term(index) }, ops);
-    await this.write(ops, false, 'compact');
+    await this.write({ type: 'compact', truncated: { index, term: this.cache.term(index) } }, false, 'compact');
     this.cache.compact(index);
+    const removed = await this.wal.removeObsolete();
+    if (removed.length > 0) this.opts.logger?.debug(`removed write-ahead log segments ${removed.join(', ')}`);
   }
 
   private async writeSnapshotFile(snap: Snapshot): Promise<SnapshotRecord> {
@@ -253,13 +292,16 @@ export class DiskStorage implements LogStorage {
     if (removed.length > 0) this.opts.logger?.debug(`removed old snapshots ${removed.join(', ')}`);
   }
 
-  private async write(ops: LevelOp[], sync: boolean, op: SyncSample['op']): Promise<void> {
-    if (ops.length === 0) return;
+  private async write(record: WalRecord, sync: boolean, op: SyncSample['op']): Promise<void> {
     const started = performance.now();
-    await this.db.batch(ops, { sync });
-    let bytes = 0;
-    for (const o of ops) if (o.type === 'put') bytes += o.key.length + o.value.length;
+    const bytes = this.wal.append(record);
+    if (sync) await this.wal.sync();
     this.opts.onSync?.(performance.now() - started, { op, sync, bytes });
+  }
+
+  /** The write-ahead log's segment files, oldest first. */
+  walSegments(): string[] {
+    return this.wal.segmentNames();
   }
 
   private bounds(): LogBounds {

@@ -1,4 +1,5 @@
-// Reading the durable log back at open, verifying every entry on the way: each value's checksum
+// Reading a log of storage format 1 (entries in the level database) back, to move it into the
+// write-ahead log. Verifying every entry on the way: each value's checksum
 // and schema, each key's index against the entry inside it, and continuity from the compaction
 // point. Any failure refuses the whole log; a log with a hole or a bad entry is never served.
 
@@ -16,11 +17,11 @@ export async function readLog(db: LogDb, truncated: Truncated, paths: StoragePat
   for await (const [key, value] of db.iterator(entryRange)) {
     const expected = truncated.index + entries.length + 1;
     const index = entryKeyIndex(key);
-    if (index === undefined) throw logCorrupt(paths, `malformed entry key ${key.toString('hex')} after index ${expected - 1}`);
-    if (index !== expected) throw logCorrupt(paths, continuityProblem(index, expected, truncated));
+    if (index === undefined) throw levelCorrupt(paths, `malformed entry key ${key.toString('hex')} after index ${expected - 1}`);
+    if (index !== expected) throw levelCorrupt(paths, continuityProblem(index, expected, truncated));
     const entry = decodeEntry(value, index, paths);
     if (entry.term < prevTerm) {
-      throw logCorrupt(paths, `entry ${index} has term ${entry.term}, older than the term ${prevTerm} before it`);
+      throw levelCorrupt(paths, `entry ${index} has term ${entry.term}, older than the term ${prevTerm} before it`);
     }
     prevTerm = entry.term;
     entries.push(entry);
@@ -33,12 +34,12 @@ function decodeEntry(value: Buffer, index: number, paths: StoragePaths): Entry {
   try {
     decoded = unseal(value);
   } catch (err) {
-    throw logCorrupt(paths, `log entry ${index} is damaged: ${(err as Error).message}`, err);
+    throw levelCorrupt(paths, `log entry ${index} is damaged: ${(err as Error).message}`, err);
   }
   const parsed = entrySchema.safeParse(decoded);
-  if (!parsed.success) throw logCorrupt(paths, `log entry ${index} is not a valid entry: ${parsed.error.message}`);
+  if (!parsed.success) throw levelCorrupt(paths, `log entry ${index} is not a valid entry: ${parsed.error.message}`);
   if (parsed.data.index !== index) {
-    throw logCorrupt(paths, `the entry stored under index ${index} says it is index ${parsed.data.index}`);
+    throw levelCorrupt(paths, `the entry stored under index ${index} says it is index ${parsed.data.index}`);
   }
   return parsed.data;
 }
@@ -50,6 +51,12 @@ function continuityProblem(found: number, expected: number, truncated: Truncated
   return `the log has a gap: entries ${expected} to ${found - 1} are missing`;
 }
 
+/** Damage in the log as a whole (the write-ahead log), found by the checks at open. */
 export function logCorrupt(paths: StoragePaths, detail: string, cause?: unknown): StorageCorruptionError {
+  return new StorageCorruptionError(paths.wal, detail, rebuildNodeRecovery(paths.dir), { cause });
+}
+
+/** Damage in the level database (node metadata; in format 1, the log too). */
+export function levelCorrupt(paths: StoragePaths, detail: string, cause?: unknown): StorageCorruptionError {
   return new StorageCorruptionError(paths.log, detail, rebuildNodeRecovery(paths.dir), { cause });
 }

@@ -1,6 +1,7 @@
-// Loading a node's storage at open: the records, the log, the snapshot, then the checks that
-// tie them together, and only then the cache. Nothing on disk is changed until every check has
-// passed, so a refused start leaves the evidence as it was.
+// Loading a node's storage at open: the log state (from the write-ahead log, or from the level
+// database of storage format 1), the snapshot, then the checks that tie them together, and only
+// then the cache. `checkLog` changes nothing on disk, so a refused start leaves the evidence as
+// it was; `tidyAndBuild` runs after every check passed.
 
 import { MemoryStorage } from '../raft/storage.ts';
 import type { HardState, Logger, Snapshot } from '../raft/types.ts';
@@ -9,12 +10,13 @@ import { StorageFormatError } from './errors.ts';
 import { formatKey, hardStateKey, snapshotKey, truncatedKey } from './keys.ts';
 import type { LogDb } from './level.ts';
 import type { StoragePaths } from './paths.ts';
-import { logCorrupt, readLog } from './read-log.ts';
+import { levelCorrupt, logCorrupt, readLog } from './read-log.ts';
 import {
   formatSchema, hardStateSchema, snapshotRecordSchema, storageFormat, truncatedSchema, type SafeParser, type SnapshotRecord,
 } from './schemas.ts';
-import { seal, unseal } from './sealed.ts';
+import { unseal } from './sealed.ts';
 import type { SnapshotDir } from './snapshot-dir.ts';
+import type { LogState } from './wal-replay.ts';
 
 export async function readRecord<T>(db: LogDb, key: Buffer, schema: SafeParser<T>, paths: StoragePaths): Promise<T | undefined> {
   const value = await db.get(key);
@@ -23,38 +25,62 @@ export async function readRecord<T>(db: LogDb, key: Buffer, schema: SafeParser<T
   try {
     decoded = unseal(value);
   } catch (err) {
-    throw logCorrupt(paths, `the '${key.toString()}' record is damaged: ${(err as Error).message}`, err);
+    throw levelCorrupt(paths, `the '${key.toString()}' record is damaged: ${(err as Error).message}`, err);
   }
   const parsed = schema.safeParse(decoded);
-  if (!parsed.success) throw logCorrupt(paths, `the '${key.toString()}' record is not valid: ${parsed.error.message}`);
+  if (!parsed.success) throw levelCorrupt(paths, `the '${key.toString()}' record is not valid: ${parsed.error.message}`);
   return parsed.data;
 }
 
-/** Refuses a layout written by another version; stamps a new database with this one. */
-export async function checkFormat(db: LogDb, paths: StoragePaths): Promise<void> {
+/**
+ * The storage format of the data directory: undefined for a new one, 1 for a log kept in the
+ * level database (migrated at open), 2 for the write-ahead log. Anything else is refused.
+ */
+export async function readFormat(db: LogDb, paths: StoragePaths): Promise<1 | 2 | undefined> {
   const found = await readRecord(db, formatKey, formatSchema, paths);
-  if (found === undefined) {
-    await db.put(formatKey, seal({ format: storageFormat }), { sync: true });
-  } else if (found.format !== storageFormat) {
-    throw new StorageFormatError(paths.log, found.format, storageFormat);
-  }
+  if (found === undefined) return undefined;
+  if (found.format === 1 || found.format === storageFormat) return found.format as 1 | 2;
+  throw new StorageFormatError(paths.log, found.format, storageFormat);
 }
 
-export async function recover(db: LogDb, snapshots: SnapshotDir, paths: StoragePaths, logger: Logger): Promise<MemoryStorage> {
+/** The log as storage format 1 kept it: every entry and record in the level database. */
+export async function readLevelLog(db: LogDb, paths: StoragePaths): Promise<LogState> {
   const hardState = await readRecord(db, hardStateKey, hardStateSchema, paths);
   const truncated = (await readRecord(db, truncatedKey, truncatedSchema, paths)) ?? { index: 0, term: 0 };
   const record = await readRecord(db, snapshotKey, snapshotRecordSchema, paths);
-  const log: LogView = { truncated, entries: await readLog(db, truncated, paths) };
-  const chosen = await chooseSnapshot(snapshots, record, log, paths);
-  checkHardState(hardState, log, chosen.snapshot?.meta.index ?? 0, paths);
-  // Every check passed: tidy up what a crash or damage left behind.
-  if (chosen.fallback !== undefined) await useFallback(db, snapshots, chosen.fallback, logger);
+  const entries = await readLog(db, truncated, paths);
+  return { ...(hardState !== undefined ? { hardState } : {}), truncated, ...(record !== undefined ? { record } : {}), entries };
+}
+
+/** Every check between the log and the snapshot files. Changes nothing on disk. */
+export async function checkLog(state: LogState, snapshots: SnapshotDir, paths: StoragePaths): Promise<ChosenSnapshot> {
+  const log: LogView = { truncated: state.truncated, entries: state.entries };
+  const chosen = await chooseSnapshot(snapshots, state.record, log, paths);
+  checkHardState(state.hardState, log, chosen.snapshot?.meta.index ?? 0, paths);
+  return chosen;
+}
+
+/**
+ * After checkLog passed: tidies up what a crash or damage left behind (recording a fallback
+ * snapshot with `recordSnapshot`) and returns the cache as it was before the restart.
+ */
+export async function tidyAndBuild(
+  state: LogState, chosen: ChosenSnapshot, snapshots: SnapshotDir, logger: Logger,
+  recordSnapshot: (record: SnapshotRecord) => Promise<void>,
+): Promise<MemoryStorage> {
+  const fb = chosen.fallback;
+  if (fb !== undefined) {
+    const asidePath = await snapshots.setAside(fb.damagedIndex);
+    await recordSnapshot(fb.record);
+    logger.warn(`snapshot ${fb.damagedIndex} is damaged (${fb.detail}); moved it to ${asidePath} and starting from ` +
+      `snapshot ${fb.record.index}, replaying the log after it. Check the disk; delete the damaged file once inspected.`);
+  }
   const leftovers = await snapshots.removeTemporary();
   const orphans = await snapshots.prune(chosen.snapshot?.meta.index ?? 0, Number.MAX_SAFE_INTEGER);
   if (leftovers.length + orphans.length > 0) {
     logger.info(`removed snapshot files of writes that did not complete: ${[...leftovers, ...orphans.map((i) => snapshots.fileName(i))].join(', ')}`);
   }
-  return buildCache(chosen.snapshot, log, hardState);
+  return buildCache(chosen.snapshot, { truncated: state.truncated, entries: state.entries }, state.hardState);
 }
 
 function checkHardState(hs: HardState | undefined, log: LogView, snapshotIndex: number, paths: StoragePaths): void {
@@ -68,13 +94,6 @@ function checkHardState(hs: HardState | undefined, log: LogView, snapshotIndex: 
   if (hs.commit > last) throw logCorrupt(paths, `the hard state commits index ${hs.commit} but the log ends at ${last}: synced entries were lost`);
   if (hs.commit < floor) throw logCorrupt(paths, `the hard state commits index ${hs.commit}, behind the snapshot or compaction at ${floor}`);
   if (hs.term < lastTerm) throw logCorrupt(paths, `the hard state term ${hs.term} is older than the last entry's term ${lastTerm}`);
-}
-
-async function useFallback(db: LogDb, snapshots: SnapshotDir, fb: NonNullable<ChosenSnapshot['fallback']>, logger: Logger): Promise<void> {
-  const asidePath = await snapshots.setAside(fb.damagedIndex);
-  await db.put(snapshotKey, seal(fb.record satisfies SnapshotRecord), { sync: true });
-  logger.warn(`snapshot ${fb.damagedIndex} is damaged (${fb.detail}); moved it to ${asidePath} and starting from ` +
-    `snapshot ${fb.record.index}, replaying the log after it. Check the disk; delete the damaged file once inspected.`);
 }
 
 /**

@@ -64,5 +64,6 @@ export const snapshotHeaderSchema = z.object({
 });
 export type SnapshotHeader = z.infer<typeof snapshotHeaderSchema>;
 
-export const storageFormat = 1;
+/** 1: the log in the level database; 2: the log in the write-ahead log (wal/), the database keeping node metadata. */
+export const storageFormat = 2;
 export const formatSchema = z.object({ format: z.int() });

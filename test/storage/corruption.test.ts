@@ -3,13 +3,15 @@
 // refused open changes nothing on disk.
 
 import { ClassicLevel } from 'classic-level';
-import { cp, readFile, readdir, rm, truncate, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readFile, readdir, rm, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DiskStorage, StorageCorruptionError, StorageFormatError } from '../../src/storage/index.ts';
-import { entryKey, formatKey, hardStateKey } from '../../src/storage/keys.ts';
-import { seal } from '../../src/storage/sealed.ts';
+import { crc32 } from '../../src/storage/crc32.ts';
+import { entryKey, formatKey, hardStateKey, metaKey, snapshotKey, truncatedKey } from '../../src/storage/keys.ts';
+import { packr, seal } from '../../src/storage/sealed.ts';
 import { SnapshotDir } from '../../src/storage/snapshot-dir.ts';
+import { encodeRecord, type WalRecord } from '../../src/storage/wal-record.ts';
 import type { Logger } from '../../src/raft/types.ts';
 import { bytes, conf, dump, hs, openStorage, run, tempDir } from './helpers.ts';
 
@@ -32,6 +34,25 @@ async function withLevel(dir: string, edit: (db: ClassicLevel<Buffer, Buffer>) =
   } finally {
     await db.close();
   }
+}
+
+const segPath = (dir: string, seq = 1): string => join(dir, 'wal', `seg-${String(seq).padStart(16, '0')}.wal`);
+
+/** Appends raw bytes to the last segment, as a buggy writer or a damaged disk might leave them. */
+async function appendToWal(dir: string, ...frames: Buffer[]): Promise<void> {
+  const path = segPath(dir);
+  await writeFile(path, Buffer.concat([await readFile(path), ...frames]));
+}
+
+const record = (r: WalRecord): Buffer => encodeRecord(r);
+
+/** A frame with a good checksum around any body. */
+function frame(value: unknown): Buffer {
+  const body = packr.pack(value);
+  const head = Buffer.alloc(8);
+  head.writeUInt32BE(body.length, 0);
+  head.writeUInt32BE(crc32(body), 4);
+  return Buffer.concat([head, body]);
 }
 
 async function refused(dir: string): Promise<StorageCorruptionError> {
@@ -110,48 +131,59 @@ describe('corruption is detected at open', () => {
     expect(err.detail).toMatch(/snapshot 15 is damaged: the snapshot file is missing/);
   });
 
-  it('a log entry whose stored checksum does not match', async () => {
+  it('a flipped byte in a record of the write-ahead log, even the last one', async () => {
     const dir = await prepared([]);
-    await withLevel(dir, async (db) => {
-      const v = await db.get(entryKey(7));
-      if (v === undefined) throw new Error('entry 7 present');
-      v[v.length - 1] = (v[v.length - 1] as number) ^ 1;
-      await db.put(entryKey(7), v);
-    });
+    await flipByte(segPath(dir), 20);
     const err = await refused(dir);
-    expect(err.file).toBe(join(dir, 'log'));
-    expect(err.detail).toMatch(/log entry 7 is damaged: checksum mismatch/);
+    expect(err.file).toBe(segPath(dir));
+    expect(err.detail).toMatch(/a record of \d+ bytes fails its checksum, at byte \d+/);
     expect(err.recovery).toMatch(/join it again .* as a learner/);
+  });
+
+  it('damage followed by whole records is not taken for a torn write', async () => {
+    const dir = await prepared([]);
+    const path = segPath(dir);
+    const b = await readFile(path);
+    b.fill(0, 16, 40); // the state record's header and part of its body, then whole records
+    await writeFile(path, b);
+    expect((await refused(dir)).detail).toMatch(/a record header gives a length of 0 bytes, at byte 16/);
   });
 
   it('a gap in the log', async () => {
     const dir = await prepared([]);
-    await withLevel(dir, (db) => db.del(entryKey(12)));
+    await appendToWal(dir, record({ type: 'save', entries: run(23, 24, 2) }));
     const err = await refused(dir);
-    expect(err.file).toBe(join(dir, 'log'));
-    expect(err.detail).toMatch(/gap: entries 12 to 12 are missing/);
+    expect(err.file).toBe(join(dir, 'wal'));
+    expect(err.detail).toMatch(/gap: entries 21 to 22 are missing/);
   });
 
-  it('an entry stored under another index', async () => {
+  it('a record whose entries are not contiguous', async () => {
     const dir = await prepared([]);
-    await withLevel(dir, async (db) => {
-      const v = await db.get(entryKey(8));
-      if (v === undefined) throw new Error('entry 8 present');
-      await db.put(entryKey(9), v);
-    });
-    expect((await refused(dir)).detail).toMatch(/stored under index 9 says it is index 8/);
+    await appendToWal(dir, record({ type: 'save', entries: [...run(21, 21, 2), ...run(23, 23, 2)] }));
+    expect((await refused(dir)).detail).toMatch(/entries are not contiguous: 23 follows 21/);
   });
 
-  it('lost entries at the end of the log, below the commit index', async () => {
+  it('a hard state that commits past the end of the log: synced entries were lost', async () => {
     const dir = await prepared([]);
-    await withLevel(dir, (db) => db.batch([19, 20].map((i) => ({ type: 'del' as const, key: entryKey(i) }))));
+    await appendToWal(dir, record({ type: 'save', entries: run(11, 18, 2), hardState: hs(2, 20) }));
     expect((await refused(dir)).detail).toMatch(/commits index 20 but the log ends at 18/);
   });
 
-  it('a hard state that does not decode', async () => {
+  it('a record that does not match its schema', async () => {
     const dir = await prepared([]);
-    await withLevel(dir, (db) => db.put(hardStateKey, seal({ term: 'two', commit: 3 })));
-    expect((await refused(dir)).detail).toMatch(/'hs' record is not valid/);
+    await appendToWal(dir, frame({ type: 'save', entries: [], hardState: { term: 'two', commit: 3 } }));
+    expect((await refused(dir)).detail).toMatch(/the record is not valid/);
+  });
+
+  it('a missing segment between two others', async () => {
+    const dir = await tempDir();
+    const s = await openStorage(dir, { segmentBytes: 256 });
+    for (let i = 1; i <= 30; i += 3) await s.save({ entries: run(i, i + 2, 1), hardState: hs(1, i) });
+    await s.close();
+    expect((await readdir(join(dir, 'wal'))).length).toBeGreaterThan(2);
+    await rm(segPath(dir, 2));
+    const err = await refused(dir);
+    expect(err.detail).toMatch(/segment 2 is missing between 1 and/);
   });
 
   it('a missing log database next to existing snapshots', async () => {
@@ -196,7 +228,63 @@ describe('corruption is detected at open', () => {
 
   it('a layout written by another version is refused with a format error', async () => {
     const dir = await prepared([]);
-    await withLevel(dir, (db) => db.put(formatKey, seal({ format: 2 })));
+    await withLevel(dir, (db) => db.put(formatKey, seal({ format: 3 })));
     await expect(DiskStorage.open(dir)).rejects.toThrow(StorageFormatError);
+  });
+});
+
+describe('storage format 1 (the log in the level database) is moved into the write-ahead log at open', () => {
+  /** A data directory as format 1 left it: entries 1..20, a snapshot at 8, compacted to 5. */
+  async function formatOne(): Promise<string> {
+    const dir = await tempDir();
+    const snapshots = new SnapshotDir(join(dir, 'snapshots'));
+    await mkdir(join(dir, 'snapshots'), { recursive: true });
+    const header = await snapshots.write({ meta: { index: 8, term: 1, confState: conf(['a']) }, data: bytes(8) });
+    const { format: _f, ...meta } = header;
+    const entries = [...run(1, 10, 1), ...run(11, 20, 2)].filter((e) => e.index > 5);
+    await withLevel(dir, (db) => db.batch([
+      { type: 'put', key: formatKey, value: seal({ format: 1 }) },
+      { type: 'put', key: hardStateKey, value: seal(hs(2, 18, 'a')) },
+      { type: 'put', key: truncatedKey, value: seal({ index: 5, term: 1 }) },
+      { type: 'put', key: snapshotKey, value: seal({ ...meta, file: snapshots.fileName(8) }) },
+      { type: 'put', key: metaKey('identity'), value: seal({ id: 'n1' }) },
+      ...entries.map((e) => ({ type: 'put' as const, key: entryKey(e.index), value: seal(e) })),
+    ]));
+    return dir;
+  }
+
+  const expected = {
+    firstIndex: 6, lastIndex: 20, hardState: hs(2, 18, 'a'),
+    snapshot: { meta: { index: 8, term: 1, confState: conf(['a']) }, data: bytes(8) },
+  };
+
+  it('serves the same log, keeps the metadata, and leaves no log keys behind', async () => {
+    const dir = await formatOne();
+    const s = await openStorage(dir);
+    const moved = dump(s);
+    expect(moved).toMatchObject(expected);
+    expect(moved.entries.map((e) => [e.index, e.term])).toEqual([...run(6, 10, 1), ...run(11, 20, 2)].map((e) => [e.index, e.term]));
+    expect(await s.getMeta('identity')).toEqual({ id: 'n1' });
+    await s.close();
+    await withLevel(dir, async (db) => {
+      expect(await db.get(hardStateKey)).toBeUndefined();
+      expect(await db.get(entryKey(12))).toBeUndefined();
+      expect(await db.get(formatKey)).toEqual(seal({ format: 2 }));
+    });
+    expect(dump(await openStorage(dir))).toEqual(moved);
+  });
+
+  it('a move cut short by a crash (write-ahead log written, format not switched) is done again', async () => {
+    const dir = await formatOne();
+    const original = await tempDir();
+    await cp(dir, original, { recursive: true });
+    const s = await openStorage(dir);
+    const moved = dump(s);
+    await s.close();
+    // The crash: the new write-ahead log is on disk, the level database still says format 1.
+    await rm(join(original, 'wal'), { recursive: true, force: true });
+    await cp(join(dir, 'wal'), join(original, 'wal'), { recursive: true });
+    await appendToWal(original, Buffer.from('half a record'));
+    expect(dump(await openStorage(original))).toEqual(moved);
   });
 });

@@ -4,24 +4,25 @@
 //
 // - the directory is copied while the storage still has it open (no clean close), which is the
 //   disk's content at that instant;
-// - LevelDB appends each batch as one record to its write-ahead log (a *.log file in log/) and a
-//   synced batch is fsynced before save() resolves. A crash can only lose bytes of that file
-//   after the last fsync, so cutting the copy's write-ahead log anywhere after the size it had
-//   at the last synced batch is a crash that could really happen. We cut at several places,
-//   including the middle of the last batch's record (a torn write).
+// - every write is one record appended to the last write-ahead log segment (wal/), and a synced
+//   one is fdatasynced before save() resolves. A crash can only lose bytes of that file after
+//   the last sync, so cutting the copy's segment anywhere after the size it had at the last
+//   synced write is a crash that could really happen. We cut at several places, including the
+//   middle of the last record (a torn write), and zero the end as a disk that grew the file
+//   but never wrote its last sectors would.
 //
 // The storage must then come back with exactly the synced prefix: never half a batch.
 
-import { readdir, stat, truncate, writeFile } from 'node:fs/promises';
+import { readFile, readdir, stat, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SnapshotDir } from '../../src/storage/snapshot-dir.ts';
 import { bytes, conf, copyDir, dump, hs, openStorage, run, tempDir } from './helpers.ts';
 
 async function writeAheadLog(dir: string): Promise<{ path: string; bytes: number }> {
-  const names = (await readdir(join(dir, 'log'))).filter((n) => /^\d+\.log$/.test(n));
+  const names = (await readdir(join(dir, 'wal'))).filter((n) => /^seg-\d+\.wal$/.test(n));
   expect(names).toHaveLength(1);
-  const path = join(dir, 'log', names[0] as string);
+  const path = join(dir, 'wal', names[0] as string);
   return { path, bytes: (await stat(path)).size };
 }
 
@@ -48,8 +49,35 @@ describe('crash recovery', () => {
       await truncate(wal.path, full.bytes - lost);
       expect(dump(await openStorage(crashed)), `losing the last ${lost} bytes`).toEqual(synced);
     }
-    // Nothing lost: the unsynced batch is whole too.
+    // A file that grew by the last record but whose last sectors never reached the disk.
+    const zeroed = await copyDir(image);
+    const wal = await writeAheadLog(zeroed);
+    const content = await readFile(wal.path);
+    const sector = Math.ceil((atSync.bytes + 10) / 512) * 512;
+    expect(sector).toBeLessThan(content.length);
+    content.fill(0, sector);
+    await writeFile(wal.path, content);
+    expect(dump(await openStorage(zeroed)), 'zeroed tail').toEqual(synced);
+    // Nothing lost: the unsynced write is whole too.
     expect(dump(await openStorage(await copyDir(image)))).toEqual(unsynced);
+  });
+
+  it('appends after a cut-off torn write, and the next start reads both', async () => {
+    const dir = await tempDir();
+    const s = await openStorage(dir);
+    await s.save({ entries: run(1, 3, 1), hardState: hs(1, 3) });
+    await s.save({ entries: run(4, 6, 1), hardState: hs(1, 3) }, { sync: false });
+    const crashed = await copyDir(dir);
+    const wal = await writeAheadLog(crashed);
+    await truncate(wal.path, wal.bytes - 5);
+    const warnings: string[] = [];
+    const again = await openStorage(crashed, { logger: { debug: () => {}, info: () => {}, warn: (m) => warnings.push(m) } });
+    expect(again.lastIndex()).toBe(3);
+    expect(warnings.join()).toMatch(/cut an unfinished write off the end of the write-ahead log/);
+    await again.save({ entries: run(4, 5, 2), hardState: hs(2, 5) });
+    const before = dump(again);
+    await again.close();
+    expect(dump(await openStorage(crashed))).toEqual(before);
   });
 
   it('keeps every synced batch when the process dies without closing', async () => {

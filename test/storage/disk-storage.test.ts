@@ -22,7 +22,7 @@ describe('DiskStorage', () => {
     expect(empty).toMatchObject({ firstIndex: 1, lastIndex: 0, entries: [], hardState: hs(0, 0) });
     expect(empty.snapshot.meta.index).toBe(0);
     expect(dump(await reopen(dir, s))).toEqual(empty);
-    expect((await readdir(dir)).sort()).toEqual(['log', 'log.id', 'snapshots']);
+    expect((await readdir(dir)).sort()).toEqual(['log', 'log.id', 'snapshots', 'wal']);
   });
 
   it('serves after a restart exactly the entries, terms and hard state it saved', async () => {
@@ -142,25 +142,28 @@ describe('DiskStorage', () => {
     ]);
   });
 
-  it('compacts in steps of compactStepEntries, letting other writes go between them', async () => {
+  it('starts new write-ahead log segments as they fill, and deletes those holding only compacted entries', async () => {
     const dir = await tempDir();
-    const samples: SyncSample[] = [];
-    const s = await openStorage(dir, { compactStepEntries: 3, onSync: (_ms, sample) => samples.push(sample) });
-    await s.save({ entries: run(1, 20, 1), hardState: hs(1, 18) });
-    await s.createSnapshot(12, conf(['a']), bytes(12));
-    samples.length = 0;
-    const compacting = s.compact(10);
-    const saving = s.save({ entries: run(21, 22, 1), hardState: hs(1, 20) });
-    await Promise.all([compacting, saving]);
-    // 10 entries in steps of 3: four deletes, and the save went in after the first.
-    expect(samples.map((x) => x.op)).toEqual(['compact', 'save', 'compact', 'compact', 'compact']);
-    expect(s.firstIndex()).toBe(11);
-    expect(s.lastIndex()).toBe(22);
-    await s.close();
-    const again = await openStorage(dir);
-    expect(again.firstIndex()).toBe(11);
-    expect(again.entries(11, 23, Infinity).map((e) => e.index)).toEqual(Array.from({ length: 12 }, (_, i) => 11 + i));
-    await again.close();
+    const s = await openStorage(dir, { segmentBytes: 512 });
+    for (let i = 1; i <= 60; i += 5) await s.save({ entries: run(i, i + 4, 1), hardState: hs(1, i + 4) });
+    const segments = s.walSegments();
+    expect(segments.length).toBeGreaterThan(3);
+    expect((await readdir(join(dir, 'wal'))).sort()).toEqual(segments);
+    await s.createSnapshot(40, conf(['a']), bytes(40));
+    await s.compact(10);
+    const afterSmall = s.walSegments();
+    expect(afterSmall[0]).not.toBe(segments[0]); // the first segments held only entries up to 10
+    await s.compact(40);
+    const left = s.walSegments();
+    expect(left.length).toBeLessThan(afterSmall.length);
+    expect((await readdir(join(dir, 'wal'))).sort()).toEqual(left);
+    const before = dump(s);
+    expect(before).toMatchObject({ firstIndex: 41, lastIndex: 60 });
+    // The oldest segment left starts after deleted entries: its state record carries the rest.
+    const after = await reopen(dir, s);
+    expect(dump(after)).toEqual(before);
+    await after.save({ entries: run(61, 62, 2), hardState: hs(2, 62) });
+    expect(dump(await reopen(dir, after))).toMatchObject({ firstIndex: 41, lastIndex: 62, hardState: hs(2, 62) });
   });
 
   it('runs concurrent writes in call order', async () => {

@@ -78,11 +78,14 @@ async function step(w: Walk, s: DiskStorage): Promise<Kind> {
 }
 
 describe('DiskStorage against MemoryStorage', () => {
-  for (const seed of [1, 2, 3]) {
-    it(`serves what the model serves through a random walk with restarts (seed ${seed})`, async () => {
+  // Seeds 4 to 6 use 512-byte write-ahead log segments, so that most writes start a segment and
+  // compactions delete some: a restart then reads a log whose oldest entries were deleted.
+  for (const [seed, segmentBytes] of [[1, undefined], [2, undefined], [3, undefined], [4, 512], [5, 512], [6, 512]] as const) {
+    it(`serves what the model serves through a random walk with restarts (seed ${seed}${segmentBytes !== undefined ? `, ${segmentBytes}-byte segments` : ''})`, async () => {
       const dir = await tempDir();
       const w = new Walk(new SeededPrng(seed), new MemoryStorage());
-      let s = await openStorage(dir);
+      const opts = segmentBytes !== undefined ? { segmentBytes } : {};
+      let s = await openStorage(dir, opts);
       const seen = new Map<string, number>();
       const count = (k: string): void => void seen.set(k, (seen.get(k) ?? 0) + 1);
       for (let i = 0; i < 150; i++) {
@@ -90,12 +93,13 @@ describe('DiskStorage against MemoryStorage', () => {
         if (w.rng.nextInt(15) === 0) {
           count('restart');
           await s.close();
-          s = await openStorage(dir);
+          s = await openStorage(dir, opts);
         }
         expect(dump(s), `seed ${seed}, step ${i}`).toEqual(modelDump(w.model));
       }
       // The walk covered every kind of write, and restarts, at least a few times.
       for (const k of ['append', 'snapshot', 'compact', 'install', 'restart']) expect(seen.get(k) ?? 0, k).toBeGreaterThan(2);
+      if (segmentBytes !== undefined) expect(Number(s.walSegments()[0]?.slice(4, 20)), 'segments were deleted').toBeGreaterThan(1);
     });
   }
 });

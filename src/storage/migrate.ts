@@ -1,0 +1,64 @@
+// Moving a log of storage format 1 (every entry a key in the level database) into the
+// write-ahead log of format 2, at the first open by a version that writes format 2. So a node is
+// upgraded in place: stop it, start the new version on the same data directory.
+//
+// The write-ahead log is written whole and synced first; then one synced batch stamps format 2
+// and deletes the old keys. A crash before that batch leaves format 1 as it was (the half-written
+// write-ahead log is thrown away and written again at the next open); after it, format 2 is whole.
+
+import { rm } from 'node:fs/promises';
+import type { Logger } from '../raft/types.ts';
+import { entryKey, formatKey, hardStateKey, snapshotKey, truncatedKey } from './keys.ts';
+import type { LogDb } from './level.ts';
+import type { StoragePaths } from './paths.ts';
+import { readLevelLog } from './recover.ts';
+import { storageFormat } from './schemas.ts';
+import { seal } from './sealed.ts';
+import { WalWriter, type WalWriterOptions } from './wal.ts';
+import type { LogState } from './wal-replay.ts';
+
+export async function migrateLevelLog(
+  db: LogDb, paths: StoragePaths, logger: Logger, opts: WalWriterOptions,
+): Promise<{ wal: WalWriter; state: LogState }> {
+  const state = await readLevelLog(db, paths);
+  const wal = await startWal(paths, state, opts);
+  const ops: ({ type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer })[] = [
+    { type: 'put', key: formatKey, value: seal({ format: storageFormat }) },
+    ...[hardStateKey, truncatedKey, snapshotKey].map((key) => ({ type: 'del' as const, key })),
+  ];
+  for (const e of state.entries) ops.push({ type: 'del', key: entryKey(e.index) });
+  try {
+    await db.batch(ops, { sync: true });
+  } catch (err) {
+    wal.close();
+    throw err;
+  }
+  logger.info(`moved the log (${state.entries.length} entries after index ${state.truncated.index}) from the level database ` +
+    `into the write-ahead log ${paths.wal} (storage format 1 to ${storageFormat})`);
+  return { wal, state };
+}
+
+/** A brand-new data directory: an empty write-ahead log, then the format stamp. */
+export async function initWal(db: LogDb, paths: StoragePaths, opts: WalWriterOptions): Promise<{ wal: WalWriter; state: LogState }> {
+  const state: LogState = { truncated: { index: 0, term: 0 }, entries: [] };
+  const wal = await startWal(paths, state, opts);
+  try {
+    await db.put(formatKey, seal({ format: storageFormat }), { sync: true });
+  } catch (err) {
+    wal.close();
+    throw err;
+  }
+  return { wal, state };
+}
+
+async function startWal(paths: StoragePaths, state: LogState, opts: WalWriterOptions): Promise<WalWriter> {
+  await rm(paths.wal, { recursive: true, force: true }); // left by a start that did not finish
+  const wal = WalWriter.create(paths.wal, state, opts);
+  try {
+    await wal.sync();
+  } catch (err) {
+    wal.close();
+    throw err;
+  }
+  return wal;
+}

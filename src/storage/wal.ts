@@ -1,0 +1,287 @@
+// The write-ahead log's segment files under <data>/wal: reading them back at open, and appending.
+//
+//   wal/seg-<16-digit sequence>.wal     (framing and records: wal-record.ts)
+//
+// Appending is one write(2) from the event loop's thread, a few hundred bytes into the page
+// cache, and for a synced save one fdatasync on the thread pool. fdatasync covers every earlier
+// write to the file, so an unsynced record (a compaction, a Ready that needs no sync) becomes
+// durable with the next synced one, and a crash can only lose a suffix of the last segment.
+// That suffix may hold half a record (a torn write): it is cut off at open. Damage anywhere else
+// refuses the log.
+//
+// A new segment is written under a temporary name with its header and state record, synced and
+// renamed into place, after the previous segment was synced; so every segment but the last is
+// whole, and a crash while starting one leaves only a temporary file, removed at open.
+
+import fs from 'node:fs';
+import { readFile, readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { StorageCorruptionError, rebuildNodeRecovery } from './errors.ts';
+import type { StoragePaths } from './paths.ts';
+import type { SnapshotRecord, Truncated } from './schemas.ts';
+import { decodeRecord, encodeRecord, headerProblem, readFrame, segmentHeader, segmentHeaderBytes, type WalRecord } from './wal-record.ts';
+import { LogReplay, ReplayError, type LogState } from './wal-replay.ts';
+import type { HardState } from '../raft/types.ts';
+
+const fdatasync = promisify(fs.fdatasync);
+
+const namePattern = /^seg-(\d{16})\.wal$/;
+const temporarySuffix = '.tmp';
+
+export function segmentName(seq: number): string {
+  return `seg-${String(seq).padStart(16, '0')}.wal`;
+}
+
+export interface SegmentInfo {
+  seq: number;
+  path: string;
+  /** The highest entry index any record in the segment wrote (0: none). */
+  maxIndex: number;
+}
+
+export interface WalContents {
+  state: LogState;
+  /** Every segment, oldest first, numbered without gaps. */
+  segments: SegmentInfo[];
+  /** Bytes of the last segment that hold whole records. */
+  validBytes: number;
+  /** What follows validBytes in the last segment, if anything: a write a crash cut short. */
+  torn?: string;
+}
+
+/** Everything besides entries, as a segment's opening state record carries it. */
+interface LogHead {
+  hardState?: HardState | undefined;
+  truncated: Truncated;
+  snapshot?: SnapshotRecord | undefined;
+}
+
+/** Reads and checks every segment; changes nothing on disk. */
+export async function readWal(paths: StoragePaths): Promise<WalContents> {
+  const corrupt = (file: string, detail: string): StorageCorruptionError =>
+    new StorageCorruptionError(file, detail, rebuildNodeRecovery(paths.dir));
+  const found = await listSegments(paths.wal);
+  if (found.length === 0) throw corrupt(paths.wal, 'the write-ahead log has no segment files');
+  found.forEach((s, i) => {
+    const first = found[0] as SegmentInfo;
+    if (s.seq !== first.seq + i) throw corrupt(join(paths.wal, segmentName(first.seq + i)), `segment ${first.seq + i} is missing between ${first.seq} and ${s.seq}`);
+  });
+  const replay = new LogReplay();
+  let validBytes = 0;
+  let torn: string | undefined;
+  for (const [i, seg] of found.entries()) {
+    const last = i === found.length - 1;
+    const buf = await readFile(seg.path);
+    const problem = headerProblem(buf);
+    if (problem !== undefined) throw corrupt(seg.path, problem);
+    let pos = segmentHeaderBytes;
+    for (;;) {
+      const f = readFrame(buf, pos);
+      if (f.kind === 'end') break;
+      if (f.kind === 'bad') throw corrupt(seg.path, `${f.detail}, at byte ${pos}`);
+      if (f.kind === 'torn') {
+        if (!last) throw corrupt(seg.path, `${f.detail}, at byte ${pos} of a segment that is not the last`);
+        torn = `${f.detail}, at byte ${pos}`;
+        break;
+      }
+      let record: WalRecord;
+      try {
+        record = decodeRecord(f.body);
+        if (pos === segmentHeaderBytes && record.type !== 'state') throw new Error(`the segment opens with a '${record.type}' record, not its state record`);
+        seg.maxIndex = Math.max(seg.maxIndex, replay.apply(record));
+      } catch (err) {
+        throw corrupt(seg.path, `at byte ${pos}: ${(err as Error).message}`);
+      }
+      pos = f.end;
+    }
+    if (pos === segmentHeaderBytes) throw corrupt(seg.path, 'the segment has no state record');
+    validBytes = pos;
+  }
+  try {
+    return { state: replay.finish(), segments: found, validBytes, ...(torn !== undefined ? { torn } : {}) };
+  } catch (err) {
+    if (err instanceof ReplayError) throw corrupt(paths.wal, err.message);
+    throw err;
+  }
+}
+
+async function listSegments(dir: string): Promise<SegmentInfo[]> {
+  const out: SegmentInfo[] = [];
+  for (const name of await readdir(dir)) {
+    const m = namePattern.exec(name);
+    if (m !== null) out.push({ seq: Number(m[1]), path: join(dir, name), maxIndex: 0 });
+  }
+  return out.sort((a, b) => a.seq - b.seq);
+}
+
+/** Removes temporary files of segments a crash interrupted; returns their names. */
+export async function removeTemporarySegments(dir: string): Promise<string[]> {
+  const names = (await readdir(dir)).filter((n) => n.endsWith(temporarySuffix));
+  for (const n of names) await rm(join(dir, n), { force: true });
+  return names;
+}
+
+export interface WalWriterOptions {
+  /** A new segment is started once the current one reaches this size. */
+  segmentBytes: number;
+}
+
+export class WalWriter {
+  private closed = false;
+
+  private constructor(
+    private readonly dir: string,
+    private fd: number,
+    private size: number,
+    private readonly segments: SegmentInfo[],
+    private head: LogHead,
+    private readonly opts: WalWriterOptions,
+  ) {}
+
+  /** Starts a new log in `dir` (which must hold no segments) from `state`. */
+  static create(dir: string, state: LogState, opts: WalWriterOptions): WalWriter {
+    fs.mkdirSync(dir, { recursive: true });
+    const head = headOf(state);
+    const { fd, size } = startSegment(dir, 1, head);
+    const w = new WalWriter(dir, fd, size, [{ seq: 1, path: join(dir, segmentName(1)), maxIndex: 0 }], head, opts);
+    if (state.entries.length > 0) w.appendEntriesInRecords(state.entries);
+    return w;
+  }
+
+  /** Continues the log read by readWal, cutting off a torn tail first. */
+  static openForAppend(dir: string, contents: WalContents, opts: WalWriterOptions): WalWriter {
+    const last = contents.segments[contents.segments.length - 1];
+    if (last === undefined) throw new Error('openForAppend: no segments');
+    const fd = fs.openSync(last.path, 'r+');
+    if (contents.torn !== undefined) {
+      fs.ftruncateSync(fd, contents.validBytes);
+      fs.fdatasyncSync(fd);
+    }
+    return new WalWriter(dir, fd, contents.validBytes, contents.segments, headOf(contents.state), opts);
+  }
+
+  /** Writes a record to the page cache (starting a new segment first if this one is full). */
+  append(record: WalRecord): number {
+    if (this.closed) throw new Error(`the write-ahead log in ${this.dir} is closed`);
+    if (this.size >= this.opts.segmentBytes) this.startNextSegment();
+    const frame = encodeRecord(record);
+    writeAll(this.fd, frame, this.size);
+    this.size += frame.length;
+    this.track(record);
+    return frame.length;
+  }
+
+  /** Makes every record appended so far durable. */
+  sync(): Promise<void> {
+    return fdatasync(this.fd);
+  }
+
+  /**
+   * Deletes the oldest segments whose entries are all compacted (their state is repeated by the
+   * newer segments' state records), after syncing the compaction that made them obsolete.
+   * Returns the names removed.
+   */
+  async removeObsolete(): Promise<string[]> {
+    let n = 0;
+    while (n < this.segments.length - 1 && (this.segments[n] as SegmentInfo).maxIndex <= this.head.truncated.index) n++;
+    if (n === 0) return [];
+    await this.sync();
+    const gone = this.segments.splice(0, n);
+    for (const s of gone) await rm(s.path, { force: true });
+    return gone.map((s) => segmentName(s.seq));
+  }
+
+  /** The segments on disk, oldest first (for tests and metrics). */
+  segmentNames(): string[] {
+    return this.segments.map((s) => segmentName(s.seq));
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    fs.closeSync(this.fd);
+  }
+
+  private appendEntriesInRecords(entries: LogState['entries']): void {
+    const recordBytesTarget = 1024 * 1024;
+    let from = 0;
+    let bytes = 0;
+    for (const [i, e] of entries.entries()) {
+      bytes += 64 + (e.kind === 'normal' ? e.data.length : 256);
+      if (bytes >= recordBytesTarget || i === entries.length - 1) {
+        this.append({ type: 'save', entries: entries.slice(from, i + 1) });
+        from = i + 1;
+        bytes = 0;
+      }
+    }
+  }
+
+  private startNextSegment(): void {
+    fs.fdatasyncSync(this.fd);
+    const current = this.segments[this.segments.length - 1] as SegmentInfo;
+    const seq = current.seq + 1;
+    const { fd, size } = startSegment(this.dir, seq, this.head);
+    fs.closeSync(this.fd);
+    this.fd = fd;
+    this.size = size;
+    this.segments.push({ seq, path: join(this.dir, segmentName(seq)), maxIndex: 0 });
+  }
+
+  private track(r: WalRecord): void {
+    const seg = this.segments[this.segments.length - 1] as SegmentInfo;
+    switch (r.type) {
+      case 'state':
+        this.head = { hardState: r.hardState, truncated: r.truncated, snapshot: r.snapshot };
+        break;
+      case 'snapshot':
+        this.head = { ...this.head, snapshot: r.snapshot };
+        break;
+      case 'compact':
+        this.head = { ...this.head, truncated: r.truncated };
+        break;
+      case 'save': {
+        if (r.install !== undefined) this.head = { ...this.head, snapshot: r.install, truncated: { index: r.install.index, term: r.install.term } };
+        if (r.hardState !== undefined) this.head = { ...this.head, hardState: r.hardState };
+        const last = r.entries[r.entries.length - 1];
+        if (last !== undefined) seg.maxIndex = Math.max(seg.maxIndex, last.index);
+        break;
+      }
+    }
+  }
+}
+
+function headOf(state: LogState): LogHead {
+  return { hardState: state.hardState, truncated: state.truncated, snapshot: state.record };
+}
+
+/** Writes a segment's header and state record under a temporary name, then puts it in place. */
+function startSegment(dir: string, seq: number, head: LogHead): { fd: number; size: number } {
+  const final = join(dir, segmentName(seq));
+  const temporary = final + temporarySuffix;
+  const bytes = Buffer.concat([segmentHeader(), encodeRecord({ type: 'state', ...head })]);
+  const tfd = fs.openSync(temporary, 'w');
+  try {
+    writeAll(tfd, bytes, 0);
+    fs.fdatasyncSync(tfd);
+  } finally {
+    fs.closeSync(tfd);
+  }
+  fs.renameSync(temporary, final);
+  syncDir(dir);
+  return { fd: fs.openSync(final, 'r+'), size: bytes.length };
+}
+
+function writeAll(fd: number, buf: Buffer, position: number): void {
+  let done = 0;
+  while (done < buf.length) done += fs.writeSync(fd, buf, done, buf.length - done, position + done);
+}
+
+function syncDir(dir: string): void {
+  const fd = fs.openSync(dir, 'r');
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
