@@ -150,6 +150,9 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       appendBytesMax: this.opts.appendBytesMax,
       appendsInflightMax: this.opts.appendsInflightMax,
       uncommittedBytesMax: this.opts.uncommittedBytesMax,
+      // Followers answer forwarded writes when they apply them, so they are told of those
+      // commits at once; the rest ride on the next append or heartbeat (docs/architecture.md).
+      commitNotice: 'proposers',
       logger: { debug: (m) => this.log.debug(m), info: (m) => this.log.info(m), warn: (m) => this.log.warn(m) },
     }, storage.log);
     this.term = this.raw.status().term;

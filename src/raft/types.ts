@@ -189,6 +189,13 @@ export interface Config {
   preVote?: boolean;
   /** Refuse proposals on followers instead of forwarding them. Default false. */
   disableProposalForwarding?: boolean;
+  /**
+   * Who gets an empty append when the leader's commit index moves. 'all': every follower, as in
+   * etcd. 'proposers': only followers awaiting the commit of proposals they forwarded; the others
+   * learn it from the next append or heartbeat, which saves two messages per follower per commit
+   * when writes come one at a time. Default 'all'.
+   */
+  commitNotice?: 'all' | 'proposers';
   logger?: Logger;
 }
 

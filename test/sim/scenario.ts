@@ -12,6 +12,7 @@ export interface RaftKnobs {
   appendsInflightMax: number;
   checkQuorum: boolean;
   preVote: boolean;
+  commitNotice: 'all' | 'proposers';
   /** Bytes of committed entries per Ready (exercises paging of applies). */
   committedBytesMax: number;
   /** Bytes of uncommitted proposals a leader holds before refusing more. */
@@ -83,6 +84,8 @@ export function drawScenario(seed: number, prng: SeededPrng, safetyTicks: number
     preVote: prng.chance(0.8),
     committedBytesMax: pick(prng, [256, 1 << 30, 1 << 30]),
     uncommittedBytesMax: pick(prng, [2048, 1 << 30, 1 << 30]),
+    // From the seed, not the PRNG, so that every other draw of a seed stays as it was.
+    commitNotice: seed % 2 === 0 ? 'all' : 'proposers',
   };
   const stepsPerTick = pick(prng, [2, 4, 6]);
   const network: NetworkFaults = {
