@@ -57,6 +57,10 @@ function report(command: string, err: unknown): number {
     console.error(`shoal ${command}: ${e.message}${e.file ? `\n  file: ${e.file}` : ''}${e.recovery ? `\n  what to do: ${e.recovery}` : ''}`);
     return exitCodes.corrupt;
   }
+  if (e?.name === 'StorageFormatError') {
+    console.error(`shoal ${command}: ${e.message}`);
+    return exitCodes.failed;
+  }
   console.error(`shoal ${command}: unexpected error: ${e?.stack ?? String(err)}`);
   return exitCodes.failed;
 }

@@ -1,6 +1,9 @@
 // The shoal command as a user runs it: help on every command, meaningful exit codes, and a
 // clear refusal to start on damaged data.
 
+import { ClassicLevel } from 'classic-level';
+import { formatKey } from '../../src/storage/keys.ts';
+import { seal } from '../../src/storage/sealed.ts';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readdirSync, writeFileSync, appendFileSync } from 'node:fs';
 import os from 'node:os';
@@ -85,5 +88,18 @@ describe('shoal CLI', () => {
     expect(r.code).toBe(4);
     expect(r.stderr).toContain(file);
     expect(r.stderr).toMatch(/what to do|recovery|restore/i);
+  });
+
+  it('serve refuses a data directory of an unknown storage format with exit 1 and says what to do', async () => {
+    const dir = path.join(mkdtempSync(path.join(os.tmpdir(), 'shoal-cli-')), 'n1');
+    expect((await run('init', '--data', dir, '--name', 'n1', '--api', `127.0.0.1:${await freePort()}`, '--peer', `127.0.0.1:${await freePort()}`)).code).toBe(0);
+    const db = new ClassicLevel<Buffer, Buffer>(path.join(dir, 'log'), { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+    await db.open();
+    await db.put(formatKey, seal({ format: 99 }));
+    await db.close();
+    const r = await run('serve', '--config', path.join(dir, 'shoal.yaml'));
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/storage format 99 .* is not supported .* Run the shoal version that wrote it/);
+    expect(r.stderr).not.toContain('unexpected error');
   });
 });
