@@ -199,7 +199,9 @@ export class ShoalCluster implements System {
     const profDir = process.env.SHOAL_CPU_PROF;
     const prof = profDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profDir)}`, `--cpu-prof-name=shoal-${n.name}-${Date.now()}.cpuprofile`] : [];
     if (profDir) mkdirSync(profDir, { recursive: true });
-    n.proc = spawnLogged(process.execPath, [...prof, binPath, 'serve', '--config', path.join(n.dir, 'shoal.yaml')], this.logFile(n));
+    // Extra node flags for every shoal node (e.g. --trace-gc, which NODE_OPTIONS refuses).
+    const extra = (process.env.SHOAL_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '');
+    n.proc = spawnLogged(process.execPath, [...prof, ...extra, binPath, 'serve', '--config', path.join(n.dir, 'shoal.yaml')], this.logFile(n));
     const proc = n.proc;
     void proc.exited.then(() => { if (n.proc === proc) n.proc = undefined; });
   }
