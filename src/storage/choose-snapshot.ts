@@ -1,4 +1,4 @@
-// Choosing the snapshot to start from. The 'snap' record in the level database names it; the
+// Choosing the snapshot to start from. The snapshot record in the log names it; the
 // file must be intact and agree with the record and with the log. If it is damaged, an older
 // snapshot file may stand in for it, but only if the log still holds every entry after that
 // older snapshot (the state at the newer index is then rebuilt by replaying the log).

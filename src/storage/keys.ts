@@ -1,12 +1,16 @@
-// The key layout of the level database under <dir>/log. Entry keys sort by index because the
-// index is big-endian, so a range scan reads the log in order.
+// The key layout of the level database under <dir>/log.
+//
+//   'format'             the storage format (1 or 2, see schemas.ts)
+//   'm/' + key           node-layer metadata (identity, member records, the log id)
+//
+// Storage format 1 also kept the log here; these keys are read only to move such a log into the
+// write-ahead log (migrate.ts). Entry keys sort by index because the index is big-endian, so a
+// range scan reads the log in order.
 //
 //   'e' + u64be(index)   a log entry
 //   'hs'                 the hard state (term, vote, commit)
 //   'snap'               metadata of the snapshot the node restores from
 //   'trunc'              the last compacted entry (index, term); the log starts after it
-//   'format'             the layout version
-//   'm/' + key           node-layer metadata (identity, member records)
 
 import { assert } from '../raft/assert.ts';
 
