@@ -25,7 +25,7 @@ import { checkLog, readFormat, readRecord, tidyAndBuild } from './recover.ts';
 import type { SafeParser, SnapshotRecord } from './schemas.ts';
 import { seal } from './sealed.ts';
 import { SnapshotDir } from './snapshot-dir.ts';
-import { WalWriter, readWal, removeTemporarySegments } from './wal.ts';
+import { WalWriter, readWal, removeTemporarySegments, type WalContents } from './wal.ts';
 import type { WalRecord } from './wal-record.ts';
 import type { LogState } from './wal-replay.ts';
 
@@ -96,17 +96,22 @@ export class DiskStorage implements LogStorage {
       const format = await readFormat(db, paths);
       await checkLogIncarnation(db, paths);
       const walOpts = { segmentBytes: opts.segmentBytes ?? 64 * 1024 * 1024 };
+      // Format 2 is read and checked before anything on disk changes; a new or format-1
+      // directory gets its write-ahead log first (migrate.ts), then the same checks.
+      let contents: WalContents | undefined;
       let state: LogState;
       if (format === 2) {
-        const contents = await readWal(paths);
+        contents = await readWal(paths);
         state = contents.state;
-        const chosen = await checkLog(state, snapshots, paths);
+      } else {
+        ({ wal, state } = format === 1 ? await migrateLevelLog(db, paths, logger, walOpts) : await initWal(db, paths, walOpts));
+      }
+      const chosen = await checkLog(state, snapshots, paths);
+      if (contents !== undefined) {
         wal = WalWriter.openForAppend(paths.wal, contents, walOpts);
         if (contents.torn !== undefined) logger.warn(`cut an unfinished write off the end of the write-ahead log (${contents.torn}); it was never acknowledged`);
-        return await DiskStorage.finishOpen(db, wal, paths, snapshots, state, chosen, { ...opts, logger });
       }
-      ({ wal, state } = format === 1 ? await migrateLevelLog(db, paths, logger, walOpts) : await initWal(db, paths, walOpts));
-      const chosen = await checkLog(state, snapshots, paths);
+      assert(wal !== undefined, 'open: the write-ahead log is open');
       return await DiskStorage.finishOpen(db, wal, paths, snapshots, state, chosen, { ...opts, logger });
     } catch (err) {
       wal?.close();

@@ -63,9 +63,10 @@ export async function readWal(paths: StoragePaths): Promise<WalContents> {
     new StorageCorruptionError(file, detail, rebuildNodeRecovery(paths.dir));
   const found = await listSegments(paths.wal);
   if (found.length === 0) throw corrupt(paths.wal, 'the write-ahead log has no segment files');
+  const firstSeq = (found[0] as SegmentInfo).seq;
   found.forEach((s, i) => {
-    const first = found[0] as SegmentInfo;
-    if (s.seq !== first.seq + i) throw corrupt(join(paths.wal, segmentName(first.seq + i)), `segment ${first.seq + i} is missing between ${first.seq} and ${s.seq}`);
+    const expected = firstSeq + i;
+    if (s.seq !== expected) throw corrupt(join(paths.wal, segmentName(expected)), `segment ${expected} is missing between ${firstSeq} and ${s.seq}`);
   });
   const replay = new LogReplay();
   let validBytes = 0;
