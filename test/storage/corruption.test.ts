@@ -175,6 +175,17 @@ describe('corruption is detected at open', () => {
     expect((await refused(dir)).detail).toMatch(/the record is not valid/);
   });
 
+  it('a missing write-ahead log, or one emptied of its segments', async () => {
+    const dir = await prepared([]);
+    await rm(join(dir, 'wal', 'seg-0000000000000001.wal'));
+    expect((await refused(dir)).detail).toMatch(/the write-ahead log has no segment files/);
+    await rm(join(dir, 'wal'), { recursive: true });
+    const err = await refused(dir);
+    expect(err.file).toBe(join(dir, 'wal'));
+    expect(err.detail).toMatch(/the write-ahead log is missing/);
+    expect(await readdir(dir)).not.toContain('wal'); // not recreated by the refused open
+  });
+
   it('a missing segment between two others', async () => {
     const dir = await tempDir();
     const s = await openStorage(dir, { segmentBytes: 256 });
