@@ -27,12 +27,7 @@ export async function migrateLevelLog(
     ...[hardStateKey, truncatedKey, snapshotKey].map((key) => ({ type: 'del' as const, key })),
   ];
   for (const e of state.entries) ops.push({ type: 'del', key: entryKey(e.index) });
-  try {
-    await db.batch(ops, { sync: true });
-  } catch (err) {
-    wal.close();
-    throw err;
-  }
+  await closingOnFailure(wal, db.batch(ops, { sync: true }));
   logger.info(`moved the log (${state.entries.length} entries after index ${state.truncated.index}) from the level database ` +
     `into the write-ahead log ${paths.wal} (storage format 1 to ${storageFormat})`);
   return { wal, state };
@@ -42,23 +37,23 @@ export async function migrateLevelLog(
 export async function initWal(db: LogDb, paths: StoragePaths, opts: WalWriterOptions): Promise<{ wal: WalWriter; state: LogState }> {
   const state: LogState = { truncated: { index: 0, term: 0 }, entries: [] };
   const wal = await startWal(paths, state, opts);
-  try {
-    await db.put(formatKey, seal({ format: storageFormat }), { sync: true });
-  } catch (err) {
-    wal.close();
-    throw err;
-  }
+  await closingOnFailure(wal, db.put(formatKey, seal({ format: storageFormat }), { sync: true }));
   return { wal, state };
 }
 
 async function startWal(paths: StoragePaths, state: LogState, opts: WalWriterOptions): Promise<WalWriter> {
   await rm(paths.wal, { recursive: true, force: true }); // left by a start that did not finish
   const wal = WalWriter.create(paths.wal, state, opts);
+  await closingOnFailure(wal, wal.sync());
+  return wal;
+}
+
+/** Awaits `work`; if it fails, closes the write-ahead log the caller would have handed back. */
+async function closingOnFailure<T>(wal: WalWriter, work: Promise<T>): Promise<T> {
   try {
-    await wal.sync();
+    return await work;
   } catch (err) {
     wal.close();
     throw err;
   }
-  return wal;
 }
