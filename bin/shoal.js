@@ -1,8 +1,40 @@
 #!/usr/bin/env node
-// The `shoal` command. Runs the TypeScript sources directly through tsx, so `npx shoal` works
-// right after `npm ci` with no build step.
-import { register } from 'tsx/esm/api';
+// The `shoal` command. Runs dist/shoal.mjs, the bundle that `npm ci` builds (`npm run build`),
+// when it is newer than every TypeScript source it was built from; otherwise the sources
+// themselves through tsx, so an edited tree runs as edited with no build step. The bundle spares
+// each process the tsx loader: about 35 MiB of memory and part of a second of start-up.
+// SHOAL_FROM_SOURCE=1 always runs the sources.
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { URL, fileURLToPath } from 'node:url';
 
-register();
-const { main } = await import('../src/cli/main.ts');
+const root = fileURLToPath(new URL('..', import.meta.url));
+const bundle = path.join(root, 'dist', 'shoal.mjs');
+/** The folders the bundle is built from (every import of src/cli/main.ts lies in them). */
+const sourceDirs = ['src', 'fsm', 'transport'];
+
+function newestTs(dir) {
+  let newest = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) newest = Math.max(newest, newestTs(p));
+    else if (e.name.endsWith('.ts')) newest = Math.max(newest, statSync(p).mtimeMs);
+  }
+  return newest;
+}
+
+function bundleIsFresh() {
+  if (process.env.SHOAL_FROM_SOURCE === '1' || !existsSync(bundle)) return false;
+  const built = statSync(bundle).mtimeMs;
+  return sourceDirs.every((d) => newestTs(path.join(root, d)) <= built);
+}
+
+let main;
+if (bundleIsFresh()) {
+  ({ main } = await import(bundle));
+} else {
+  const { register } = await import('tsx/esm/api');
+  register();
+  ({ main } = await import('../src/cli/main.ts'));
+}
 process.exitCode = await main(process.argv.slice(2));

@@ -24,7 +24,17 @@ Options:
 
 Exit codes: 0 stopped by Ctrl-C, 1 a node failed, 2 usage error.`;
 
-const binPath = fileURLToPath(new URL('../../bin/shoal.js', import.meta.url));
+const binPath = findBin();
+
+/** bin/shoal.js of this package, found from this module (a source file, or the dist bundle). */
+function findBin(): string {
+  const here = fileURLToPath(import.meta.url);
+  for (let dir = path.dirname(here), up = 0; up < 4; dir = path.dirname(dir), up++) {
+    const candidate = path.join(dir, 'bin', 'shoal.js');
+    if (existsSync(candidate)) return candidate;
+  }
+  throw new Error(`cannot find bin/shoal.js above ${here}`);
+}
 
 interface DevLayout {
   basePort: number;
