@@ -246,6 +246,19 @@ export class Raft {
     this.randomizedElectionTimeout = this.electionTimeout + this.prng.nextInt(this.electionTimeout);
   }
 
+  /**
+   * The driver lost its connection to our leader (its socket closed, as when the leader's
+   * process dies). Instead of waiting out a whole election timeout, campaign within one to five
+   * ticks, and stop honouring the leader's lease, so that this node grants the pre-votes of
+   * others that lost it too. Timing never decides safety; and pre-vote keeps a node that alone
+   * lost its link from disrupting a leader the others still hear: they refuse it while in lease.
+   * A heartbeat from the leader in the meantime resets the timer as usual.
+   */
+  private expireLeaderLease(): void {
+    const soon = 1 + this.prng.nextInt(5);
+    this.electionElapsed = Math.max(this.electionElapsed, this.electionTimeout, this.randomizedElectionTimeout - soon);
+  }
+
   pastElectionTimeout(): boolean {
     return this.electionElapsed >= this.randomizedElectionTimeout;
   }
@@ -482,6 +495,9 @@ export class Raft {
       case 'timeoutNow':
         // Campaign at once, skipping PreVote: the leader asked us to take over.
         this.hup('transfer');
+        return null;
+      case 'unreachable':
+        if (m.from === this.lead) this.expireLeaderLease();
         return null;
       case 'readIndexResp':
         this.readStates.push({ index: m.index, context: m.context ?? '' });

@@ -74,3 +74,41 @@ describe('§6.2 CheckQuorum', () => {
     expect(c.status('a')).toMatchObject({ role: 'leader', term: 2 });
   });
 });
+
+// Not in the thesis: a follower whose transport loses its connection to the leader (a closed
+// socket, as when the leader's process dies) campaigns within a few ticks instead of a whole
+// election timeout, and stops honouring the leader's lease so the others' pre-votes can win too.
+describe('losing the connection to the leader', () => {
+  it('when every follower lost it, a new leader is elected within a few ticks', () => {
+    const c = new Cluster({ voters: ['a', 'b', 'c'] });
+    c.elect('a');
+    c.isolate('a');
+    for (const id of ['b', 'c']) c.node(id).reportUnreachable('a');
+    const ticks = c.tickUntil(() => c.leaderIds().some((id) => id !== 'a'), et, ['b', 'c']);
+    expect(ticks).toBeLessThanOrEqual(5);
+    expect(['b', 'c']).toContain(c.status('b').leader);
+  });
+
+  it('without the report, the followers wait out the election timeout', () => {
+    const c = new Cluster({ voters: ['a', 'b', 'c'] });
+    c.elect('a');
+    c.isolate('a');
+    c.tickAll(5, ['b', 'c']);
+    c.stabilize();
+    expect(c.leaderIds().filter((id) => id !== 'a')).toEqual([]);
+  });
+
+  it('a follower that alone lost its link does not depose a leader the others still hear', () => {
+    const c = new Cluster({ voters: ['a', 'b', 'c'] });
+    c.elect('a');
+    const term = c.status('a').term;
+    c.cut('a', 'b');
+    c.node('b').reportUnreachable('a');
+    for (let i = 0; i < et - 1; i++) {
+      c.tickAll(1);
+      c.stabilize();
+    }
+    expect(c.status('a')).toMatchObject({ role: 'leader', term });
+    expect(c.status('c')).toMatchObject({ leader: 'a', term });
+  });
+});
