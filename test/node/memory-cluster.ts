@@ -80,6 +80,13 @@ export class MemoryCluster {
     throw new Error('no agreed leader');
   }
 
+  /** A node other than `leader`. */
+  follower(leader: TestNode): TestNode {
+    const f = this.nodes.find((n) => n !== leader);
+    if (!f) throw new Error('no follower');
+    return f;
+  }
+
   async stopAll(): Promise<void> {
     await Promise.all(this.nodes.map((n) => n.node.stop()));
   }

@@ -17,8 +17,7 @@ describe('RaftNode', () => {
     cluster = new MemoryCluster();
     await cluster.start();
     const leader = await cluster.waitForLeader();
-    const follower = cluster.nodes.find((n) => n !== leader);
-    if (!follower) throw new Error('no follower');
+    const follower = cluster.follower(leader);
     const res = await follower.node.propose(put('a', '1'));
     expect(res.index).toBeGreaterThan(2);
     expect(res.result).toEqual({ rev: res.index });
@@ -70,8 +69,7 @@ describe('RaftNode', () => {
     cluster = new MemoryCluster({ snapshotEntries: 20, logKeepEntries: 5 });
     await cluster.start();
     const leader = await cluster.waitForLeader();
-    const lagging = cluster.nodes.find((n) => n !== leader);
-    if (!lagging) throw new Error('no follower');
+    const lagging = cluster.follower(leader);
     cluster.network.isolate(lagging.id);
     for (let i = 0; i < 100; i++) await leader.node.propose(put(`k${i}`, `${i}`));
     expect(leader.storage.log.firstIndex()).toBeGreaterThan(lagging.node.appliedIndex + 1);
@@ -86,8 +84,7 @@ describe('RaftNode', () => {
     await cluster.start();
     const leader = await cluster.waitForLeader();
     for (let i = 0; i < 50; i++) await leader.node.propose(put(`k${i}`, `${i}`));
-    const victim = cluster.nodes.find((n) => n !== leader);
-    if (!victim) throw new Error('no follower');
+    const victim = cluster.follower(leader);
     await victim.node.readBarrier();
     await victim.node.stop();
     const again = await cluster.startNode(victim.id, victim.storage);

@@ -151,8 +151,7 @@ describe('RaftNode Ready pipeline', () => {
     const leader = await cluster.waitForLeader();
     for (let i = 0; i < 45; i++) await leader.node.propose(put(`k${i}`, `${i}`));
     for (const n of cluster.nodes) await n.node.readBarrier();
-    const follower = cluster.nodes.find((n) => n !== leader);
-    if (!follower) throw new Error('no follower');
+    const follower = cluster.follower(leader);
     await follower.node.stop();
     const durable = follower.storage.log.initialState().hardState;
     const snapIndex = follower.storage.log.snapshot().meta.index;
@@ -203,8 +202,7 @@ describe('RaftNode background snapshots', () => {
     expect(leader.node.appliedIndex).toBeGreaterThan(heldAt);
     release();
     await until(() => cluster.nodes.every((n) => n.storage.log.snapshot().meta.index >= 20), 'the snapshots to be written');
-    const follower = cluster.nodes.find((n) => n !== leader);
-    if (!follower) throw new Error('no follower');
+    const follower = cluster.follower(leader);
     // The snapshot holds exactly the writes up to its index, though more were applied meanwhile.
     const snap = follower.storage.log.snapshot();
     const kv = new KvStateMachine();
@@ -225,8 +223,7 @@ describe('RaftNode proposals across a leader change', () => {
     cluster = new MemoryCluster();
     await cluster.start();
     const leader = await cluster.waitForLeader();
-    const follower = cluster.nodes.find((n) => n !== leader);
-    if (!follower) throw new Error('no follower');
+    const follower = cluster.follower(leader);
     const { index, result } = await follower.node.propose(put('via', 'follower'));
     expect(result).toEqual({ rev: index });
     expect(follower.node.appliedIndex).toBeGreaterThanOrEqual(index);
