@@ -4,9 +4,8 @@
 // older snapshot (the state at the newer index is then rebuilt by replaying the log).
 
 import type { Entry, Snapshot } from '../raft/types.ts';
-import { StorageCorruptionError, rebuildNodeRecovery } from './errors.ts';
+import { StorageCorruptionError, logCorrupt, rebuildNodeRecovery } from './errors.ts';
 import type { StoragePaths } from './paths.ts';
-import { logCorrupt } from './read-log.ts';
 import type { SnapshotHeader, SnapshotRecord, Truncated } from './schemas.ts';
 import type { SnapshotDir } from './snapshot-dir.ts';
 

@@ -3,11 +3,13 @@
 // errors stop the node from starting; neither is ever turned into a partial, silently shortened
 // log.
 
+import type { StoragePaths } from './paths.ts';
+
 /** Stored data failed a check (checksum, framing, continuity). The node must not start on it. */
 export class StorageCorruptionError extends Error {
   readonly code = 'storage_corrupt';
   constructor(
-    /** The damaged file or directory (for the log: the level directory). */
+    /** The damaged file or directory (a write-ahead log segment, the wal/ or log/ directory, a snapshot). */
     readonly file: string,
     /** What is wrong, in words. */
     readonly detail: string,
@@ -35,4 +37,14 @@ export function rebuildNodeRecovery(dir: string): string {
   return `stop this node, move ${dir} aside (keep it for inspection), remove the node from the cluster, ` +
     'then join it again with an empty data directory as a learner so the leader sends it a snapshot. ' +
     'If this node held the last copy of the data, restore the cluster from a saved snapshot instead.';
+}
+
+/** Damage in the log as a whole (the write-ahead log), found by the checks at open. */
+export function logCorrupt(paths: StoragePaths, detail: string, cause?: unknown): StorageCorruptionError {
+  return new StorageCorruptionError(paths.wal, detail, rebuildNodeRecovery(paths.dir), { cause });
+}
+
+/** Damage in the level database (node metadata; in format 1, the log too). */
+export function levelCorrupt(paths: StoragePaths, detail: string, cause?: unknown): StorageCorruptionError {
+  return new StorageCorruptionError(paths.log, detail, rebuildNodeRecovery(paths.dir), { cause });
 }

@@ -4,7 +4,7 @@
 // point. Any failure refuses the whole log; a log with a hole or a bad entry is never served.
 
 import type { Entry } from '../raft/types.ts';
-import { StorageCorruptionError, rebuildNodeRecovery } from './errors.ts';
+import { levelCorrupt } from './errors.ts';
 import { entryKeyIndex, entryRange } from './keys.ts';
 import type { LogDb } from './level.ts';
 import type { StoragePaths } from './paths.ts';
@@ -49,14 +49,4 @@ function continuityProblem(found: number, expected: number, truncated: Truncated
     return `entry ${found} is still present although the log was compacted through ${truncated.index}`;
   }
   return `the log has a gap: entries ${expected} to ${found - 1} are missing`;
-}
-
-/** Damage in the log as a whole (the write-ahead log), found by the checks at open. */
-export function logCorrupt(paths: StoragePaths, detail: string, cause?: unknown): StorageCorruptionError {
-  return new StorageCorruptionError(paths.wal, detail, rebuildNodeRecovery(paths.dir), { cause });
-}
-
-/** Damage in the level database (node metadata; in format 1, the log too). */
-export function levelCorrupt(paths: StoragePaths, detail: string, cause?: unknown): StorageCorruptionError {
-  return new StorageCorruptionError(paths.log, detail, rebuildNodeRecovery(paths.dir), { cause });
 }

@@ -6,11 +6,11 @@
 import { MemoryStorage } from '../raft/storage.ts';
 import type { HardState, Logger, Snapshot } from '../raft/types.ts';
 import { chooseSnapshot, type ChosenSnapshot, type LogView } from './choose-snapshot.ts';
-import { StorageFormatError } from './errors.ts';
+import { StorageFormatError, levelCorrupt, logCorrupt } from './errors.ts';
 import { formatKey, hardStateKey, snapshotKey, truncatedKey } from './keys.ts';
 import type { LogDb } from './level.ts';
 import type { StoragePaths } from './paths.ts';
-import { levelCorrupt, logCorrupt, readLog } from './read-log.ts';
+import { readLog } from './read-log.ts';
 import {
   formatSchema, hardStateSchema, snapshotRecordSchema, storageFormat, truncatedSchema, type SafeParser, type SnapshotRecord,
 } from './schemas.ts';
