@@ -20,6 +20,32 @@ export type WalRecord =
   | { type: 'snapshot'; snapshot: SnapshotRecord }
   | { type: 'compact'; truncated: Truncated };
 
+/** Everything besides entries: what a segment's opening state record carries. */
+export interface LogHead {
+  hardState?: HardState | undefined;
+  truncated: Truncated;
+  snapshot?: SnapshotRecord | undefined;
+}
+
+/** The head after `r`: the one rule for it, shared by the writer and the replay at open. */
+export function nextHead(head: LogHead, r: WalRecord): LogHead {
+  switch (r.type) {
+    case 'state':
+      return { hardState: r.hardState, truncated: r.truncated, snapshot: r.snapshot };
+    case 'snapshot':
+      return { ...head, snapshot: r.snapshot };
+    case 'compact':
+      return { ...head, truncated: r.truncated };
+    case 'save': {
+      let next = head;
+      // Installing a snapshot received from the leader replaces the whole log.
+      if (r.install !== undefined) next = { ...next, snapshot: r.install, truncated: { index: r.install.index, term: r.install.term } };
+      if (r.hardState !== undefined) next = { ...next, hardState: r.hardState };
+      return next;
+    }
+  }
+}
+
 export const walRecordSchema: z.ZodType<WalRecord, unknown> = z.discriminatedUnion('type', [
   z.object({ type: z.literal('state'), truncated: truncatedSchema, hardState: hardStateSchema.optional(), snapshot: snapshotRecordSchema.optional() }).strict(),
   z.object({ type: z.literal('save'), entries: z.array(entrySchema), hardState: hardStateSchema.optional(), install: snapshotRecordSchema.optional() }).strict(),

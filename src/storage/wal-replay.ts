@@ -1,7 +1,8 @@
 // Rebuilding the log from write-ahead log records, in the order they were written. Pure: the
-// reader feeds records and says where each came from; every rule here mirrors the MemoryStorage
-// method DiskStorage applies after the record is durable (append truncates a conflicting suffix,
-// install replaces the whole log, compact drops a prefix).
+// reader feeds records; the hard state, compaction point and snapshot record follow nextHead (the
+// rule the writer uses too), and the entries mirror the MemoryStorage methods DiskStorage applies
+// after a record is durable (append truncates a conflicting suffix, install replaces the whole
+// log, compact drops a prefix).
 //
 // The oldest segment still on disk may begin after entries that lived in deleted segments; that
 // is allowed because segments are only deleted once the log is compacted past all they hold.
@@ -9,7 +10,7 @@
 
 import type { Entry, HardState } from '../raft/types.ts';
 import type { SnapshotRecord, Truncated } from './schemas.ts';
-import type { WalRecord } from './wal-record.ts';
+import { nextHead, type LogHead, type WalRecord } from './wal-record.ts';
 
 /** The log as read at open: what the level database held in storage format 1. */
 export interface LogState {
@@ -25,39 +26,32 @@ export interface LogState {
 export class ReplayError extends Error {}
 
 export class LogReplay {
-  private hardState: HardState | undefined;
-  private truncated: Truncated = { index: 0, term: 0 };
-  private record: SnapshotRecord | undefined;
+  private head: LogHead = { truncated: { index: 0, term: 0 } };
   private readonly byIndex = new Map<number, Entry>();
   /** The log's last index as the records so far leave it. */
   private last = 0;
 
   /** Applies one record; returns the highest entry index it wrote (0 if none). */
   apply(r: WalRecord): number {
-    switch (r.type) {
-      case 'state':
-        this.hardState = r.hardState;
-        this.record = r.snapshot;
-        this.compactTo(r.truncated);
-        return 0;
-      case 'snapshot':
-        this.record = r.snapshot;
-        return 0;
-      case 'compact':
-        this.compactTo(r.truncated);
-        return 0;
-      case 'save':
-        if (r.install !== undefined) this.install(r.install);
-        if (r.hardState !== undefined) this.hardState = r.hardState;
-        return this.append(r.entries);
+    const before = this.head.truncated.index;
+    this.head = nextHead(this.head, r);
+    const { truncated } = this.head;
+    if (r.type === 'save' && r.install !== undefined) {
+      this.byIndex.clear();
+      this.last = truncated.index;
+    } else if (truncated.index > before) {
+      if (this.byIndex.size > 0) for (let i = before + 1; i <= truncated.index; i++) this.byIndex.delete(i);
+      this.last = Math.max(this.last, truncated.index);
     }
+    return r.type === 'save' ? this.append(r.entries) : 0;
   }
 
   /** The log the records describe; throws ReplayError if an entry is missing or out of order. */
   finish(): LogState {
     const entries: Entry[] = [];
-    let prevTerm = this.truncated.term;
-    for (let i = this.truncated.index + 1; i <= this.last; i++) {
+    const { hardState, truncated, snapshot } = this.head;
+    let prevTerm = truncated.term;
+    for (let i = truncated.index + 1; i <= this.last; i++) {
       const e = this.byIndex.get(i);
       if (e === undefined) {
         let to = i;
@@ -69,9 +63,9 @@ export class LogReplay {
       entries.push(e);
     }
     return {
-      ...(this.hardState !== undefined ? { hardState: this.hardState } : {}),
-      truncated: this.truncated,
-      ...(this.record !== undefined ? { record: this.record } : {}),
+      ...(hardState !== undefined ? { hardState } : {}),
+      truncated,
+      ...(snapshot !== undefined ? { record: snapshot } : {}),
       entries,
     };
   }
@@ -83,23 +77,11 @@ export class LogReplay {
       if (e.index !== first.index + i) throw new ReplayError(`a record's entries are not contiguous: ${e.index} follows ${first.index + i - 1}`);
     });
     const lastWritten = first.index + entries.length - 1;
-    if (lastWritten <= this.truncated.index) return lastWritten;
-    for (let i = Math.max(first.index, this.truncated.index + 1); i <= this.last; i++) this.byIndex.delete(i);
-    for (const e of entries) if (e.index > this.truncated.index) this.byIndex.set(e.index, e);
+    const floor = this.head.truncated.index;
+    if (lastWritten <= floor) return lastWritten;
+    for (let i = Math.max(first.index, floor + 1); i <= this.last; i++) this.byIndex.delete(i);
+    for (const e of entries) if (e.index > floor) this.byIndex.set(e.index, e);
     this.last = lastWritten;
     return lastWritten;
-  }
-
-  private install(record: SnapshotRecord): void {
-    this.byIndex.clear();
-    this.record = record;
-    this.truncated = { index: record.index, term: record.term };
-    this.last = record.index;
-  }
-
-  private compactTo(to: Truncated): void {
-    if (this.byIndex.size > 0) for (let i = this.truncated.index + 1; i <= to.index; i++) this.byIndex.delete(i);
-    if (to.index >= this.truncated.index) this.truncated = to;
-    this.last = Math.max(this.last, to.index);
   }
 }

@@ -19,10 +19,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { StorageCorruptionError, rebuildNodeRecovery } from './errors.ts';
 import type { StoragePaths } from './paths.ts';
-import type { SnapshotRecord, Truncated } from './schemas.ts';
-import { decodeRecord, encodeRecord, headerProblem, readFrame, segmentHeader, segmentHeaderBytes, type WalRecord } from './wal-record.ts';
+import {
+  decodeRecord, encodeRecord, headerProblem, nextHead, readFrame, segmentHeader, segmentHeaderBytes, type LogHead, type WalRecord,
+} from './wal-record.ts';
 import { LogReplay, ReplayError, type LogState } from './wal-replay.ts';
-import type { HardState } from '../raft/types.ts';
 
 const fdatasync = promisify(fs.fdatasync);
 
@@ -48,13 +48,6 @@ export interface WalContents {
   validBytes: number;
   /** What follows validBytes in the last segment, if anything: a write a crash cut short. */
   torn?: string;
-}
-
-/** Everything besides entries, as a segment's opening state record carries it. */
-interface LogHead {
-  hardState?: HardState | undefined;
-  truncated: Truncated;
-  snapshot?: SnapshotRecord | undefined;
 }
 
 /** Reads and checks every segment; changes nothing on disk. */
@@ -231,25 +224,10 @@ export class WalWriter {
   }
 
   private track(r: WalRecord): void {
+    this.head = nextHead(this.head, r);
+    const last = r.type === 'save' ? r.entries[r.entries.length - 1] : undefined;
     const seg = this.segments[this.segments.length - 1] as SegmentInfo;
-    switch (r.type) {
-      case 'state':
-        this.head = { hardState: r.hardState, truncated: r.truncated, snapshot: r.snapshot };
-        break;
-      case 'snapshot':
-        this.head = { ...this.head, snapshot: r.snapshot };
-        break;
-      case 'compact':
-        this.head = { ...this.head, truncated: r.truncated };
-        break;
-      case 'save': {
-        if (r.install !== undefined) this.head = { ...this.head, snapshot: r.install, truncated: { index: r.install.index, term: r.install.term } };
-        if (r.hardState !== undefined) this.head = { ...this.head, hardState: r.hardState };
-        const last = r.entries[r.entries.length - 1];
-        if (last !== undefined) seg.maxIndex = Math.max(seg.maxIndex, last.index);
-        break;
-      }
-    }
+    if (last !== undefined) seg.maxIndex = Math.max(seg.maxIndex, last.index);
   }
 }
 
