@@ -82,11 +82,15 @@ export function headerProblem(h: Uint8Array): string | undefined {
 
 /** A record framed for appending. Optional fields are left out rather than packed as nil. */
 export function encodeRecord(record: WalRecord): Buffer {
-  const body = packr.pack(withoutUndefined(record));
+  return frameBody(packr.pack(withoutUndefined(record)));
+}
+
+/** Frames a record body: its length and checksum, then the body. */
+export function frameBody(body: Uint8Array): Buffer {
   const out = Buffer.allocUnsafe(recordHeaderBytes + body.length);
   out.writeUInt32BE(body.length, 0);
   out.writeUInt32BE(crc32(body), 4);
-  body.copy(out, recordHeaderBytes);
+  out.set(body, recordHeaderBytes);
   return out;
 }
 

@@ -7,11 +7,10 @@ import { cp, mkdir, readFile, readdir, rm, truncate, writeFile } from 'node:fs/p
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DiskStorage, StorageCorruptionError, StorageFormatError } from '../../src/storage/index.ts';
-import { crc32 } from '../../src/storage/crc32.ts';
 import { entryKey, formatKey, hardStateKey, metaKey, snapshotKey, truncatedKey } from '../../src/storage/keys.ts';
 import { packr, seal } from '../../src/storage/sealed.ts';
 import { SnapshotDir } from '../../src/storage/snapshot-dir.ts';
-import { encodeRecord, type WalRecord } from '../../src/storage/wal-record.ts';
+import { encodeRecord, frameBody } from '../../src/storage/wal-record.ts';
 import type { Logger } from '../../src/raft/types.ts';
 import { bytes, conf, dump, hs, openStorage, run, tempDir } from './helpers.ts';
 
@@ -44,16 +43,9 @@ async function appendToWal(dir: string, ...frames: Buffer[]): Promise<void> {
   await writeFile(path, Buffer.concat([await readFile(path), ...frames]));
 }
 
-const record = (r: WalRecord): Buffer => encodeRecord(r);
 
-/** A frame with a good checksum around any body. */
-function frame(value: unknown): Buffer {
-  const body = packr.pack(value);
-  const head = Buffer.alloc(8);
-  head.writeUInt32BE(body.length, 0);
-  head.writeUInt32BE(crc32(body), 4);
-  return Buffer.concat([head, body]);
-}
+/** A frame with a good checksum around any value, valid record or not. */
+const frame = (value: unknown): Buffer => frameBody(packr.pack(value));
 
 async function refused(dir: string): Promise<StorageCorruptionError> {
   const err: unknown = await DiskStorage.open(dir).then(async (s) => {
@@ -151,7 +143,7 @@ describe('corruption is detected at open', () => {
 
   it('a gap in the log', async () => {
     const dir = await prepared([]);
-    await appendToWal(dir, record({ type: 'save', entries: run(23, 24, 2) }));
+    await appendToWal(dir, encodeRecord({ type: 'save', entries: run(23, 24, 2) }));
     const err = await refused(dir);
     expect(err.file).toBe(join(dir, 'wal'));
     expect(err.detail).toMatch(/gap: entries 21 to 22 are missing/);
@@ -159,13 +151,13 @@ describe('corruption is detected at open', () => {
 
   it('a record whose entries are not contiguous', async () => {
     const dir = await prepared([]);
-    await appendToWal(dir, record({ type: 'save', entries: [...run(21, 21, 2), ...run(23, 23, 2)] }));
+    await appendToWal(dir, encodeRecord({ type: 'save', entries: [...run(21, 21, 2), ...run(23, 23, 2)] }));
     expect((await refused(dir)).detail).toMatch(/entries are not contiguous: 23 follows 21/);
   });
 
   it('a hard state that commits past the end of the log: synced entries were lost', async () => {
     const dir = await prepared([]);
-    await appendToWal(dir, record({ type: 'save', entries: run(11, 18, 2), hardState: hs(2, 20) }));
+    await appendToWal(dir, encodeRecord({ type: 'save', entries: run(11, 18, 2), hardState: hs(2, 20) }));
     expect((await refused(dir)).detail).toMatch(/commits index 20 but the log ends at 18/);
   });
 
