@@ -19,7 +19,7 @@ import { abandonAll, killAllStarted } from './lib/proc.ts';
 import { etcdVersion, machine, section, writeSection, type RunRecord } from './lib/report.ts';
 import { ShoalCluster } from './lib/shoal-cluster.ts';
 import type { System, SystemKind, Timeouts } from './lib/system.ts';
-import { benchCollection, fill, runPoint, type Placement, type PointResult, type PointSpec } from './lib/throughput.ts';
+import { benchCollection, fill, pointOf, runRound, type Placement, type PointResult, type PointRound, type PointSpec } from './lib/throughput.ts';
 
 const groups = ['writes', 'reads', 'failover', 'memory', 'rejoin'] as const;
 type Group = (typeof groups)[number];
@@ -28,6 +28,8 @@ const resultsFile = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
 const analysisFile = fileURLToPath(new URL('./compare-analysis.md', import.meta.url));
 const recordFile = fileURLToPath(new URL('./compare-results.json', import.meta.url));
 const keys = 10_000;
+/** Rounds per point and system, ordered A B B A. */
+const roundsPerPoint = 2;
 
 const help = `usage: npm run bench -- [options]
 
@@ -37,7 +39,10 @@ of shoal's figure, etcd's figure and the ratio shoal/etcd. Needs etcd (${etcdBin
 
 Options:
   --quick               short run (3 s per point, 10,000 documents, one leader kill; under 4 minutes)
-  --seconds N           measured seconds per throughput point (default 10; 3 with --quick)
+  --seconds N           measured seconds per throughput point and system, taken in two rounds
+                        ordered A B B A (default 10; 3 with --quick)
+  --warmup N            seconds of writes on each system before the first point, not measured
+                        (default 10; 3 with --quick; 0 to skip)
   --only LIST           groups to run, of ${groups.join(',')} (default: all)
   --clients LIST        concurrency levels (default 1,16,64)
   --to LIST             leader,spread: where throughput requests go (default both)
@@ -67,7 +72,10 @@ Exit codes: 0 done, 1 the run failed, 2 usage error, 3 etcd is not installed.`;
 interface Options {
   quick: boolean;
   seconds: number;
+  /** Per round: load before the measured window opens. */
   warmupMs: number;
+  /** Once per system, before the first point. */
+  warmupSeconds: number;
   only: Set<Group>;
   clients: number[];
   placements: Placement[];
@@ -92,6 +100,12 @@ function list<T extends string>(raw: string, allowed: readonly T[], what: string
   return items as T[];
 }
 
+function nonNegative(raw: string, what: string): number {
+  const n = Number(raw);
+  if (raw.trim() === '' || !Number.isFinite(n) || n < 0) throw new UsageError(`--${what}: expected a number of 0 or more, got '${raw}'`);
+  return n;
+}
+
 function positive(raw: string, what: string): number {
   const n = Number(raw);
   if (!Number.isFinite(n) || n <= 0) throw new UsageError(`--${what}: expected a positive number, got '${raw}'`);
@@ -102,7 +116,7 @@ function parseOptions(argv: string[]): Options | 'help' {
   const { values: v } = parseArgs({
     args: argv, strict: true,
     options: {
-      quick: { type: 'boolean', default: false }, seconds: { type: 'string' }, only: { type: 'string' },
+      quick: { type: 'boolean', default: false }, seconds: { type: 'string' }, warmup: { type: 'string' }, only: { type: 'string' },
       clients: { type: 'string', default: '1,16,64' }, to: { type: 'string', default: 'leader,spread' }, systems: { type: 'string', default: 'shoal,etcd' },
       timeouts: { type: 'string', default: '100/1000' }, docs: { type: 'string' },
       'etcd-peer-tls': { type: 'boolean', default: false }, 'failover-timeout-ms': { type: 'string', default: '1000' }, keep: { type: 'boolean', default: false },
@@ -118,6 +132,7 @@ function parseOptions(argv: string[]): Options | 'help' {
   return {
     quick: v.quick, seconds: v.seconds !== undefined ? positive(v.seconds, 'seconds') : v.quick ? 3 : 10,
     warmupMs: v.quick ? 1000 : 2000,
+    warmupSeconds: v.warmup !== undefined ? nonNegative(v.warmup, 'warmup') : v.quick ? 3 : 10,
     only: new Set(v.only !== undefined ? list(v.only, groups, 'only') : groups),
     clients: v.clients.split(',').map((s) => Math.round(positive(s, 'clients'))),
     placements: list(v.to, ['leader', 'spread'] as const, 'to'),
@@ -162,7 +177,12 @@ function describePoint(p: PointResult): string {
     `${Math.round(p.serverCpuMicrosPerReq)} µs server CPU/req, other load ${Math.round(p.otherCpuPercent)}%${f}${p.leaderChanged ? ' LEADER CHANGED' : ''}`;
 }
 
-/** Throughput points (systems alternate which goes first), then a leader kill on each. */
+/**
+ * Throughput points, then a leader kill on each system. Before the first point each system gets
+ * a warm-up load, so that no point measures a cold process. Each point is measured in two rounds
+ * per system of half the time each, in the order A B B A (which system is A alternates between
+ * points), so a drift in the machine's speed during a point weighs on both systems alike.
+ */
 async function runLiveGroups(o: Options, points: PointResult[], failovers: FailoverResult[]): Promise<void> {
   const specs = plan(o);
   if (specs.length === 0 && !o.only.has('failover')) return;
@@ -171,6 +191,12 @@ async function runLiveGroups(o: Options, points: PointResult[], failovers: Failo
     for (const s of systems) {
       progress(`starting three ${s.kind} nodes`);
       await s.start();
+    }
+    if (specs.length > 0 && o.warmupSeconds > 0) {
+      for (const s of systems) {
+        progress(`[${s.kind}] warm-up: ${o.warmupSeconds} s of writes, 16 clients spread over the nodes (not measured)`);
+        await runRound(s, { op: 'write', clients: 16, to: 'spread' }, { warmupMs: 0, durationMs: o.warmupSeconds * 1000, keys, timeoutMs: 10_000 });
+      }
     }
     let filled = false;
     for (const [i, spec] of specs.entries()) {
@@ -182,8 +208,13 @@ async function runLiveGroups(o: Options, points: PointResult[], failovers: Failo
         }
         filled = true;
       }
-      for (const s of i % 2 === 0 ? systems : [...systems].reverse()) {
-        const r = await runPoint(s, spec, { warmupMs: o.warmupMs, durationMs: o.seconds * 1000, keys, timeoutMs: 10_000 });
+      const first = i % 2 === 0 ? systems : [...systems].reverse();
+      const rounds = new Map<System, PointRound[]>(systems.map((s) => [s, []]));
+      for (const s of [...first, ...[...first].reverse()]) {
+        rounds.get(s)?.push(await runRound(s, spec, { warmupMs: o.warmupMs, durationMs: (o.seconds * 1000) / roundsPerPoint, keys, timeoutMs: 10_000 }));
+      }
+      for (const s of first) {
+        const r = pointOf(spec, rounds.get(s) ?? []);
         points.push(r);
         progress(describePoint(r));
       }
@@ -250,7 +281,7 @@ async function run(o: Options, argv: string[]): Promise<RunRecord | number | und
   const record: RunRecord = {
     command: `npm run bench${argv.length > 0 ? ` -- ${argv.join(' ')}` : ''}`, date: `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC`,
     machine: machine(etcd), timeouts: `heartbeat ${o.timeouts.heartbeatMs} ms, election timeout ${o.timeouts.electionMs} ms`,
-    etcdPeers: o.etcdPeerTls ? 'mutual TLS' : 'plain HTTP (etcd default)', secondsPerPoint: o.seconds, failoverTimeoutMs: o.failoverTimeoutMs, loadAvg: [os.loadavg()[0] ?? 0, 0], points: [], failovers: [], memory: [],
+    etcdPeers: o.etcdPeerTls ? 'mutual TLS' : 'plain HTTP (etcd default)', secondsPerPoint: o.seconds, warmupSeconds: o.warmupSeconds, roundsPerPoint, failoverTimeoutMs: o.failoverTimeoutMs, loadAvg: [os.loadavg()[0] ?? 0, 0], points: [], failovers: [], memory: [],
   };
   const started = performance.now();
   try {

@@ -39,6 +39,14 @@ export class LatencyHistogram {
     if (micros > this.maxMicros) this.maxMicros = micros;
   }
 
+  /** Adds every recording of `other` to this histogram. */
+  merge(other: LatencyHistogram): void {
+    for (let i = 0; i < bucketCount; i++) this.counts[i] = (this.counts[i] ?? 0) + (other.counts[i] ?? 0);
+    this.total += other.total;
+    this.sumMicros += other.sumMicros;
+    if (other.maxMicros > this.maxMicros) this.maxMicros = other.maxMicros;
+  }
+
   get count(): number {
     return this.total;
   }

@@ -66,6 +66,10 @@ export interface RunRecord {
   timeouts: string;
   etcdPeers: string;
   secondsPerPoint: number;
+  /** Seconds of writes on each system before the first point; absent in records from before it existed. */
+  warmupSeconds?: number;
+  /** Measured rounds per point and system (A B B A); absent means one round. */
+  roundsPerPoint?: number;
   /** Client timeout per write during the leader kills. */
   failoverTimeoutMs: number;
   /** 1-minute load averages at the start and the end of the run. */
@@ -192,6 +196,17 @@ export function targets(r: RunRecord): string[] {
   return out;
 }
 
+function measuring(r: RunRecord): string {
+  const rounds = r.roundsPerPoint ?? 1;
+  const per = rounds > 1
+    ? `${r.secondsPerPoint} s measured per point and system, in ${rounds} rounds of ${r.secondsPerPoint / rounds} s ordered A B B A (which system is A alternates between points), each after its own warm-up.`
+    : `${r.secondsPerPoint} s measured per point after a warm-up.`;
+  const before = r.warmupSeconds !== undefined && r.warmupSeconds > 0
+    ? ` Before the first point, each system ran ${r.warmupSeconds} s of writes (16 clients, spread) that were not measured.`
+    : '';
+  return per + before;
+}
+
 export function section(r: RunRecord, analysis: string | undefined): string {
   const mc = r.machine;
   const parts = [
@@ -204,7 +219,7 @@ export function section(r: RunRecord, analysis: string | undefined): string {
     `Machine load: 1-minute load average ${r.loadAvg[0].toFixed(1)} at the start and ${r.loadAvg[1].toFixed(1)} at the end` +
       (r.points.length > 0 ? `; other processes took ${fmtInt(sum(r.points.map((p) => p.otherCpuPercent)) / r.points.length)}% of the machine on average during the throughput points.` : '.'),
     `Raft timing on both: ${r.timeouts}. etcd peers: ${r.etcdPeers}; shoal peers: mutual TLS 1.3 (always). ` +
-      `${r.secondsPerPoint} s measured per point after a warm-up; the load generator runs on the same cores.`,
+      `${measuring(r)} The load generator runs on the same cores.`,
     '',
   ];
   if (r.points.length > 0) parts.push('### Throughput and latency (closed loop, 256-byte values, 10,000 keys)', '', throughputTable(r.points), '');

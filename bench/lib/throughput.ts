@@ -3,6 +3,7 @@
 // busy the rest of the machine was meanwhile (the load generator shares the same cores).
 
 import { Client } from './http.ts';
+import { LatencyHistogram } from './histogram.ts';
 import { prng, roundRobin, runLoad, toOne, type LoadResult } from './load.ts';
 import { cpuMs, machineJiffies } from './proc.ts';
 import type { System } from './system.ts';
@@ -48,7 +49,26 @@ export function value256(tag = ''): string {
   return s.slice(0, 256);
 }
 
-export async function runPoint(sys: System, spec: PointSpec, opts: PointOptions): Promise<PointResult> {
+/** One measured round of a point on one system: raw counts, to be merged with its other rounds. */
+export interface PointRound {
+  system: string;
+  ok: number;
+  failed: number;
+  failures: Map<string, number>;
+  seconds: number;
+  latency: LatencyHistogram;
+  /** CPU of the three server processes during the round, warm-up included, in ms. */
+  serverCpuMs: number;
+  /** Requests accepted during the round, warm-up included: what `serverCpuMs` paid for. */
+  accepted: number;
+  /** The machine's capacity and busy time during the round, and ours (servers and generator), in ms. */
+  capacityMs: number;
+  busyMs: number;
+  ourMs: number;
+  leaderChanged: boolean;
+}
+
+export async function runRound(sys: System, spec: PointSpec, opts: PointOptions): Promise<PointRound> {
   const leader = await sys.leader();
   if (leader === undefined) throw new Error(`${sys.kind}: no leader before the ${spec.op} point`);
   const rand = prng(spec.clients * 7919 + (spec.op === 'write' ? 1 : 2));
@@ -69,20 +89,37 @@ export async function runPoint(sys: System, spec: PointSpec, opts: PointOptions)
     accept: spec.op === 'write' ? (a) => sys.writeAccepted(a) : (a) => sys.readFound(a),
     onAccepted: () => { accepted++; },
   });
-  const serverCpu = pids.reduce((a, p) => a + cpuMs(p), 0) - cpu0;
+  const serverCpuMs = pids.reduce((a, p) => a + cpuMs(p), 0) - cpu0;
   const self = process.cpuUsage(self0);
   const jiffies1 = machineJiffies();
-  // Jiffies are 10 ms and summed over every core: the machine's capacity in the interval.
-  const capacityMs = (jiffies1.total - jiffies0.total) * 10;
-  const busyMs = (jiffies1.busy - jiffies0.busy) * 10;
-  const ourMs = serverCpu + (self.user + self.system) / 1000;
   const after = await sys.leader().catch(() => undefined);
   return {
-    ...spec, system: sys.kind, perSecond: result.perSecond, p50Ms: result.latency.quantileMs(0.5), p99Ms: result.latency.quantileMs(0.99),
-    failed: result.failed, failures: [...result.failures],
-    serverCpuMicrosPerReq: accepted > 0 ? (serverCpu * 1000) / accepted : Number.NaN,
-    otherCpuPercent: Math.max(0, ((busyMs - ourMs) / Math.max(1, capacityMs)) * 100),
+    system: sys.kind, ok: result.ok, failed: result.failed, failures: result.failures, seconds: result.seconds, latency: result.latency, serverCpuMs, accepted,
+    // Jiffies are 10 ms and summed over every core: the machine's capacity in the interval.
+    capacityMs: (jiffies1.total - jiffies0.total) * 10, busyMs: (jiffies1.busy - jiffies0.busy) * 10,
+    ourMs: serverCpuMs + (self.user + self.system) / 1000,
     leaderChanged: after !== leader,
+  };
+}
+
+/** A point's figures from all its rounds on one system, counted together. */
+export function pointOf(spec: PointSpec, rounds: readonly PointRound[]): PointResult {
+  const first = rounds[0];
+  if (!first) throw new Error('pointOf: no rounds');
+  const latency = new LatencyHistogram();
+  const failures = new Map<string, number>();
+  const sum = (f: (r: PointRound) => number): number => rounds.reduce((a, r) => a + f(r), 0);
+  for (const r of rounds) {
+    latency.merge(r.latency);
+    for (const [k, n] of r.failures) failures.set(k, (failures.get(k) ?? 0) + n);
+  }
+  const ok = sum((r) => r.ok);
+  return {
+    ...spec, system: first.system, perSecond: ok / sum((r) => r.seconds), p50Ms: latency.quantileMs(0.5), p99Ms: latency.quantileMs(0.99),
+    failed: sum((r) => r.failed), failures: [...failures],
+    serverCpuMicrosPerReq: sum((r) => r.accepted) > 0 ? (sum((r) => r.serverCpuMs) * 1000) / sum((r) => r.accepted) : Number.NaN,
+    otherCpuPercent: Math.max(0, ((sum((r) => r.busyMs) - sum((r) => r.ourMs)) / Math.max(1, sum((r) => r.capacityMs))) * 100),
+    leaderChanged: rounds.some((r) => r.leaderChanged),
   };
 }
 

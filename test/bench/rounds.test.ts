@@ -1,0 +1,67 @@
+// The benchmark measures each point in rounds (A B B A) and counts them together: merging the
+// rounds must give the figures one long round would have given.
+
+import { describe, expect, it } from 'vitest';
+import { LatencyHistogram } from '../../bench/lib/histogram.ts';
+import { pointOf, type PointRound } from '../../bench/lib/throughput.ts';
+
+function histogramOf(micros: readonly number[]): LatencyHistogram {
+  const h = new LatencyHistogram();
+  for (const m of micros) h.recordMicros(m);
+  return h;
+}
+
+function round(over: Partial<PointRound> & { latencies: number[] }): PointRound {
+  return {
+    system: 'shoal', ok: over.latencies.length, failed: 0, failures: new Map(), seconds: 5, latency: histogramOf(over.latencies),
+    serverCpuMs: 0, accepted: over.latencies.length, capacityMs: 10_000, busyMs: 0, ourMs: 0, leaderChanged: false, ...over,
+  };
+}
+
+describe('LatencyHistogram.merge', () => {
+  it('gives the quantiles, count, mean and max of all the recordings together', () => {
+    const a = [120, 900, 1_500, 2_000, 40_000];
+    const b = [80, 300, 3_100, 3_200, 7_000, 150_000];
+    const merged = histogramOf(a);
+    merged.merge(histogramOf(b));
+    const whole = histogramOf([...a, ...b]);
+    expect(merged.count).toBe(11);
+    for (const q of [0.01, 0.5, 0.9, 0.99, 1]) expect(merged.quantileMs(q)).toBe(whole.quantileMs(q));
+    expect(merged.meanMs).toBeCloseTo(whole.meanMs, 9);
+    expect(merged.maxMs).toBe(150);
+  });
+});
+
+describe('pointOf', () => {
+  const spec = { op: 'write', clients: 1, to: 'leader' } as const;
+
+  it('divides the successes of all rounds by their total time, and merges their latencies', () => {
+    const slow = round({ latencies: Array.from({ length: 100 }, () => 4_000) });
+    const fast = round({ latencies: Array.from({ length: 300 }, () => 1_000) });
+    const p = pointOf(spec, [slow, fast]);
+    expect(p.perSecond).toBe(40); // 400 requests in 10 s, not the mean of 20 and 60
+    expect(p.p50Ms).toBeCloseTo(1, 1); // bucket midpoints: within 0.8 %
+    expect(p.p99Ms).toBeCloseTo(4, 1);
+    expect(p.system).toBe('shoal');
+  });
+
+  it('charges server CPU to every accepted request, warm-up included, and sums failures by reason', () => {
+    const a = round({ latencies: [1_000], accepted: 10, serverCpuMs: 20, failed: 2, failures: new Map([['HTTP 503 no_leader', 2]]) });
+    const b = round({ latencies: [1_000], accepted: 30, serverCpuMs: 60, failed: 1, failures: new Map([['HTTP 503 no_leader', 1]]), leaderChanged: true });
+    const p = pointOf(spec, [a, b]);
+    expect(p.serverCpuMicrosPerReq).toBe(2_000);
+    expect(p.failed).toBe(3);
+    expect(p.failures).toEqual([['HTTP 503 no_leader', 3]]);
+    expect(p.leaderChanged).toBe(true);
+  });
+
+  it('counts the rest of the machine over all rounds', () => {
+    const a = round({ latencies: [1_000], capacityMs: 10_000, busyMs: 6_000, ourMs: 5_000 });
+    const b = round({ latencies: [1_000], capacityMs: 10_000, busyMs: 4_000, ourMs: 4_000 });
+    expect(pointOf(spec, [a, b]).otherCpuPercent).toBeCloseTo(5, 9);
+  });
+
+  it('refuses an empty list of rounds', () => {
+    expect(() => pointOf(spec, [])).toThrow(/no rounds/);
+  });
+});
