@@ -248,15 +248,23 @@ export class Raft {
 
   /**
    * The driver lost its connection to our leader (its socket closed, as when the leader's
-   * process dies). Instead of waiting out a whole election timeout, campaign within one to five
-   * ticks, and stop honouring the leader's lease, so that this node grants the pre-votes of
-   * others that lost it too. Timing never decides safety; and pre-vote keeps a node that alone
-   * lost its link from disrupting a leader the others still hear: they refuse it while in lease.
-   * A heartbeat from the leader in the meantime resets the timer as usual.
+   * process dies). Instead of waiting out a whole election timeout, campaign within a few ticks,
+   * and stop honouring the leader's lease, so that this node grants the pre-votes of others that
+   * lost it too. Timing never decides safety; and pre-vote keeps a node that alone lost its link
+   * from disrupting a leader the others still hear: they refuse it while in lease. A heartbeat
+   * from the leader in the meantime resets the timer as usual.
+   *
+   * The voters that remain take turns, by id, two ticks apart (the first at tick 1 or 2, the
+   * next at 3 or 4, ...): followers that drew the same tick would campaign together, each vote
+   * for itself, and all wait a whole randomized timeout for the next try. Only the first report
+   * counts: a transport that reports the leader again at each failed reconnection must not put
+   * the campaign off.
    */
-  private expireLeaderLease(): void {
-    const soon = 1 + this.prng.nextInt(5);
-    this.electionElapsed = Math.max(this.electionElapsed, this.electionTimeout, this.randomizedElectionTimeout - soon);
+  private expireLeaderLease(lost: NodeId): void {
+    if (this.electionElapsed >= this.electionTimeout) return;
+    const turn = Math.max(0, this.tracker.voterIds().filter((id) => id !== lost).sort().indexOf(this.id));
+    this.electionElapsed = this.electionTimeout;
+    this.randomizedElectionTimeout = this.electionTimeout + Math.min(this.electionTimeout, 1 + 2 * turn + this.prng.nextInt(2));
   }
 
   pastElectionTimeout(): boolean {
@@ -497,7 +505,7 @@ export class Raft {
         this.hup('transfer');
         return null;
       case 'unreachable':
-        if (m.from === this.lead) this.expireLeaderLease();
+        if (m.from === this.lead) this.expireLeaderLease(m.from);
         return null;
       case 'readIndexResp':
         this.readStates.push({ index: m.index, context: m.context ?? '' });
