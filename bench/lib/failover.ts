@@ -73,8 +73,13 @@ export async function runFailover(sys: System, opts: FailoverOptions): Promise<F
 }
 
 /** The longest interval without a successful write, counting the run's start and end as edges. */
-function longestGap(times: number[], start: number, end: number): { ms: number; from: number } {
-  const sorted = [...times].sort((a, b) => a - b);
+/**
+ * The longest stretch of [start, end] without a successful write. Writes that completed after
+ * `end` (requests still in flight when the load stopped) are left out: the load had stopped, so
+ * the silence before them is not a gap.
+ */
+export function longestGap(times: readonly number[], start: number, end: number): { ms: number; from: number } {
+  const sorted = times.filter((t) => t >= start && t <= end).sort((a, b) => a - b);
   let best = { ms: 0, from: start };
   let prev = start;
   for (const t of [...sorted, end]) {

@@ -1,8 +1,10 @@
-// The benchmark measures each point in rounds (A B B A) and counts them together: merging the
-// rounds must give the figures one long round would have given.
+// How the benchmark counts: each point is measured in rounds (A B B A) and counted together, so
+// merging the rounds must give the figures one long round would have given; and a leader kill's
+// write gap is measured within the load's window only.
 
 import { describe, expect, it } from 'vitest';
 import { LatencyHistogram } from '../../bench/lib/histogram.ts';
+import { longestGap } from '../../bench/lib/failover.ts';
 import { pointOf, type PointRound } from '../../bench/lib/throughput.ts';
 
 function histogramOf(micros: readonly number[]): LatencyHistogram {
@@ -63,5 +65,18 @@ describe('pointOf', () => {
 
   it('refuses an empty list of rounds', () => {
     expect(() => pointOf(spec, [])).toThrow(/no rounds/);
+  });
+});
+
+describe('longestGap (leader kills)', () => {
+  it('finds the longest stretch without a write, including up to the start and the end', () => {
+    expect(longestGap([10, 20, 150, 160], 0, 170)).toEqual({ ms: 130, from: 20 });
+    expect(longestGap([10, 20], 0, 300)).toEqual({ ms: 280, from: 20 });
+    expect(longestGap([], 0, 50)).toEqual({ ms: 50, from: 0 });
+  });
+
+  it('leaves out writes that completed after the load stopped', () => {
+    // The load ran 0-100; a straggler answered at 240. The gap is not 20-240.
+    expect(longestGap([5, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90, 99, 240], 0, 100)).toEqual({ ms: 10, from: 20 });
   });
 });
