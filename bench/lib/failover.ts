@@ -72,11 +72,10 @@ export async function runFailover(sys: System, opts: FailoverOptions): Promise<F
   };
 }
 
-/** The longest interval without a successful write, counting the run's start and end as edges. */
 /**
- * The longest stretch of [start, end] without a successful write. Writes that completed after
- * `end` (requests still in flight when the load stopped) are left out: the load had stopped, so
- * the silence before them is not a gap.
+ * The longest stretch of [start, end] without a successful write, its start and end counting as
+ * edges. Writes that completed after `end` (requests still in flight when the load stopped) are
+ * left out: the load had stopped, so the silence before them is not a gap.
  */
 export function longestGap(times: readonly number[], start: number, end: number): { ms: number; from: number } {
   const sorted = times.filter((t) => t >= start && t <= end).sort((a, b) => a - b);
