@@ -68,6 +68,9 @@ export class DiskStorage implements LogStorage {
   private pending = 0;
   private failure: unknown;
   private closing: Promise<void> | undefined;
+  /** Snapshots being created (settling, never rejecting), and the indexes of their files being written outside the queue (not to be pruned). */
+  private readonly snapshotsCreating = new Set<Promise<void>>();
+  private readonly snapshotFilesWriting = new Set<number>();
 
   private constructor(
     private readonly db: LogDb,
@@ -188,9 +191,46 @@ export class DiskStorage implements LogStorage {
    * Records a snapshot of the state machine at `index` (applied); `snapshot()` returns it after.
    * Ignored if not newer than the current snapshot. Does not compact.
    */
+  /**
+   * Records a snapshot of the state machine at `index` (applied, so committed and in the log).
+   * Checked in call order like every write, but the file, megabytes written and synced, is
+   * written outside the write queue, so that the log's writes issued meanwhile do not wait
+   * behind it; only the small record that points at it is queued after them. A compaction
+   * waits for the snapshots being created, since it may only discard what one covers.
+   */
   async createSnapshot(index: number, confState: ConfState, data: Uint8Array): Promise<void> {
     assert(Number.isSafeInteger(index) && index > 0, `createSnapshot: index ${index}`);
-    return this.enqueue('create a snapshot', () => this.createSnapshotNow(index, confState, data));
+    const creating = this.createSnapshotOutOfLine(index, confState, data);
+    const settled = creating.then(() => undefined, () => undefined);
+    this.snapshotsCreating.add(settled);
+    try {
+      await creating;
+    } finally {
+      this.snapshotsCreating.delete(settled);
+    }
+  }
+
+  private async createSnapshotOutOfLine(index: number, confState: ConfState, data: Uint8Array): Promise<void> {
+    const snap = await this.enqueue('create a snapshot', async (): Promise<Snapshot | undefined> => {
+      if (index <= this.cache.snapshot().meta.index) return undefined;
+      assert(index <= this.cache.lastIndex(), `createSnapshot ${index} beyond last index ${this.cache.lastIndex()}`);
+      // Committed entries are never truncated, and compaction waits for us: this term holds.
+      return { meta: { index, term: this.cache.term(index), confState }, data };
+    });
+    if (snap === undefined) return;
+    this.snapshotFilesWriting.add(index);
+    try {
+      let file: SnapshotRecord;
+      try {
+        file = await this.writeSnapshotFile(snap);
+      } catch (err) {
+        this.failure ??= err; // as for a write in the queue: the disk is not to be trusted
+        throw err;
+      }
+      await this.enqueue('record a snapshot', () => this.recordSnapshotNow(snap, file));
+    } finally {
+      this.snapshotFilesWriting.delete(index);
+    }
   }
 
   /**
@@ -201,6 +241,7 @@ export class DiskStorage implements LogStorage {
    */
   async compact(index: number): Promise<void> {
     assert(Number.isSafeInteger(index) && index >= 0, `compact: index ${index}`);
+    if (this.snapshotsCreating.size > 0) await Promise.all([...this.snapshotsCreating]);
     return this.enqueue('compact', () => this.compactNow(index));
   }
 
@@ -227,7 +268,7 @@ export class DiskStorage implements LogStorage {
 
   /** Waits for queued writes, then closes the database. Idempotent. */
   close(): Promise<void> {
-    this.closing ??= this.tail.then(() => {
+    this.closing ??= Promise.all([...this.snapshotsCreating]).then(() => this.tail).then(() => {
       this.wal.close();
       return this.db.close();
     });
@@ -265,12 +306,12 @@ export class DiskStorage implements LogStorage {
     if (snap !== undefined) await this.pruneSnapshots();
   }
 
-  private async createSnapshotNow(index: number, confState: ConfState, data: Uint8Array): Promise<void> {
-    if (index <= this.cache.snapshot().meta.index) return;
-    assert(index <= this.cache.lastIndex(), `createSnapshot ${index} beyond last index ${this.cache.lastIndex()}`);
-    const snap: Snapshot = { meta: { index, term: this.cache.term(index), confState }, data };
-    await this.write({ type: 'snapshot', snapshot: await this.writeSnapshotFile(snap) }, true, 'snapshotRecord');
-    this.cache.createSnapshot(index, confState, data);
+  /** After its file is durable: the record that makes `snap` the log's snapshot. */
+  private async recordSnapshotNow(snap: Snapshot, file: SnapshotRecord): Promise<void> {
+    // A newer snapshot may have been installed meanwhile; this file is then pruned as an old one.
+    if (snap.meta.index <= this.cache.snapshot().meta.index) return;
+    await this.write({ type: 'snapshot', snapshot: file }, true, 'snapshotRecord');
+    this.cache.createSnapshot(snap.meta.index, snap.meta.confState, snap.data);
     await this.pruneSnapshots();
   }
 
@@ -293,7 +334,7 @@ export class DiskStorage implements LogStorage {
   }
 
   private async pruneSnapshots(): Promise<void> {
-    const removed = await this.snapshots.prune(this.cache.snapshot().meta.index, this.opts.snapshotsKeptMax ?? 2);
+    const removed = await this.snapshots.prune(this.cache.snapshot().meta.index, this.opts.snapshotsKeptMax ?? 2, this.snapshotFilesWriting);
     if (removed.length > 0) this.opts.logger?.debug(`removed old snapshots ${removed.join(', ')}`);
   }
 

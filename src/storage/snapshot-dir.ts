@@ -89,10 +89,10 @@ export class SnapshotDir {
    * Keeps the `keep` newest files at or below `current` and deletes the rest: older ones are no
    * longer needed, newer ones were never recorded (a crash between the file and its record).
    */
-  async prune(current: number, keep: number): Promise<number[]> {
+  async prune(current: number, keep: number, writing: ReadonlySet<number> = new Set()): Promise<number[]> {
     const all = await this.list();
     const kept = all.filter((i) => i <= current).slice(0, keep);
-    const removed = all.filter((i) => !kept.includes(i));
+    const removed = all.filter((i) => !kept.includes(i) && !writing.has(i));
     for (const i of removed) await rm(this.path(i), { force: true });
     if (removed.length > 0) await this.syncDir();
     return removed;

@@ -60,6 +60,25 @@ describe('DiskStorage', () => {
     expect(dump(await reopen(dir, after)).terms.slice(-3)).toEqual([2, 2, 2]);
   });
 
+  it('does not hold the log writes behind a snapshot file being written', async () => {
+    // A snapshot is megabytes; the Ready loop's writes must not wait for its file and fsync
+    // (tens of ms, every snapshotEntries entries, on every node at once).
+    const dir = await tempDir();
+    const s = await openStorage(dir);
+    await s.save({ entries: run(1, 20, 1), hardState: hs(1, 18) });
+    const done: string[] = [];
+    const big = new Uint8Array(8 << 20).fill(7);
+    const snapshot = s.createSnapshot(15, conf(['a', 'b', 'c']), big).then(() => done.push('snapshot'));
+    await s.save({ entries: run(21, 22, 1), hardState: hs(1, 20) }, { sync: false });
+    done.push('save');
+    await snapshot;
+    expect(done).toEqual(['save', 'snapshot']);
+    expect(s.snapshot().meta.index).toBe(15);
+    const before = dump(s);
+    expect(before.lastIndex).toBe(22);
+    expect(dump(await reopen(dir, s))).toEqual(before);
+  });
+
   it('keeps a snapshot and a compacted log across a restart', async () => {
     const dir = await tempDir();
     const s = await openStorage(dir);
