@@ -18,7 +18,7 @@ import type { PeerStats, Transport } from '../../transport/types.ts';
 import type { NodeStorage } from './node-storage.ts';
 import type { StateMachine } from './state-machine.ts';
 import { Membership, type MemberRecord } from './membership.ts';
-import { decodeSnapshotData, encodeSnapshotData } from './snapshot-data.ts';
+import { decodeSnapshotData, encodeSnapshotDataInSlices } from './snapshot-data.ts';
 import { Histogram, latencyBuckets } from './metrics.ts';
 
 const packr = new Packr({ useRecords: false });
@@ -499,10 +499,11 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       this.unsavedHardState = undefined;
     }
     const sm = this.opts.stateMachine;
-    const app = sm.snapshotInSlices ? sm.snapshotInSlices(() => new Promise<void>((r) => setImmediate(r))) : Promise.resolve([sm.snapshot()]);
+    const pause = (): Promise<void> => new Promise<void>((r) => setImmediate(r));
+    const app = sm.snapshotInSlices ? sm.snapshotInSlices(pause) : Promise.resolve([sm.snapshot()]);
     this.snapshotTask = (async () => {
       await flushed;
-      const data = encodeSnapshotData(members, await app);
+      const data = await encodeSnapshotDataInSlices(members, await app, pause);
       await this.opts.storage.createSnapshot(index, confState, data);
       this.snapshotIndex = Math.max(this.snapshotIndex, index);
       const compactTo = index - this.opts.logKeepEntries;

@@ -1,6 +1,6 @@
 import { Packr } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
-import { decodeSnapshotData, encodeSnapshotData } from '../../src/node/snapshot-data.ts';
+import { decodeSnapshotData, encodeSnapshotData, encodeSnapshotDataInSlices } from '../../src/node/snapshot-data.ts';
 
 const packr = new Packr({ useRecords: false });
 const members = [{ id: 'a1', name: 'n1', peerAddress: '127.0.0.1:7201', apiAddress: '127.0.0.1:7101' }];
@@ -14,5 +14,16 @@ describe('snapshot data', () => {
     const back = decodeSnapshotData(built);
     expect(back.members).toEqual(members);
     expect(Buffer.from(back.app).equals(Buffer.from(app))).toBe(true);
+  });
+
+  it.each([0, 1, 255, 65_536, 300_000])('copies the same bytes in slices, pausing between them, for an app of %i bytes', async (size) => {
+    const app = Uint8Array.from({ length: size }, (_, i) => (i * 31) & 0xff);
+    const cut = Math.floor(size / 3);
+    const parts = [app.subarray(0, cut), app.subarray(cut, 2 * cut), app.subarray(2 * cut)];
+    let pauses = 0;
+    const sliced = await encodeSnapshotDataInSlices(members, parts, async () => { pauses++; }, 4096);
+    const whole = encodeSnapshotData(members, parts);
+    expect(Buffer.from(sliced).equals(Buffer.from(whole))).toBe(true);
+    expect(pauses).toBe(Math.floor(whole.length / 4096));
   });
 });
