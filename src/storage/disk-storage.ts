@@ -68,8 +68,9 @@ export class DiskStorage implements LogStorage {
   private pending = 0;
   private failure: unknown;
   private closing: Promise<void> | undefined;
-  /** Snapshots being created (settling, never rejecting), and the indexes of their files being written outside the queue (not to be pruned). */
+  /** Snapshots being created (each settles, never rejects), for compact and close to wait on. */
   private readonly snapshotsCreating = new Set<Promise<void>>();
+  /** Indexes of snapshot files being written outside the queue: not to be pruned. */
   private readonly snapshotFilesWriting = new Set<number>();
 
   private constructor(
@@ -188,12 +189,9 @@ export class DiskStorage implements LogStorage {
   }
 
   /**
-   * Records a snapshot of the state machine at `index` (applied); `snapshot()` returns it after.
-   * Ignored if not newer than the current snapshot. Does not compact.
-   */
-  /**
-   * Records a snapshot of the state machine at `index` (applied, so committed and in the log).
-   * Checked in call order like every write, but the file, megabytes written and synced, is
+   * Records a snapshot of the state machine at `index` (applied, so committed and in the log);
+   * `snapshot()` returns it after. Ignored if not newer than the current snapshot. Does not
+   * compact. Checked in call order like every write, but the file, megabytes written and synced, is
    * written outside the write queue, so that the log's writes issued meanwhile do not wait
    * behind it; only the small record that points at it is queued after them. A compaction
    * waits for the snapshots being created, since it may only discard what one covers.

@@ -88,6 +88,7 @@ export class SnapshotDir {
   /**
    * Keeps the `keep` newest files at or below `current` and deletes the rest: older ones are no
    * longer needed, newer ones were never recorded (a crash between the file and its record).
+   * Files in `writing` are spared: they are being written, and their record is yet to come.
    */
   async prune(current: number, keep: number, writing: ReadonlySet<number> = new Set()): Promise<number[]> {
     const all = await this.list();
