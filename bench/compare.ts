@@ -28,7 +28,7 @@ const resultsFile = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
 const analysisFile = fileURLToPath(new URL('./compare-analysis.md', import.meta.url));
 const recordFile = fileURLToPath(new URL('./compare-results.json', import.meta.url));
 const keys = 10_000;
-/** Rounds per point and system, ordered A B B A. */
+/** Rounds per point and system, in the order A B B A (A B B A A B for 3, and so on). */
 const roundsPerPoint = 2;
 
 const help = `usage: npm run bench -- [options]
@@ -210,7 +210,8 @@ async function runLiveGroups(o: Options, points: PointResult[], failovers: Failo
       }
       const first = i % 2 === 0 ? systems : [...systems].reverse();
       const rounds = new Map<System, PointRound[]>(systems.map((s) => [s, []]));
-      for (const s of [...first, ...[...first].reverse()]) {
+      const order = Array.from({ length: roundsPerPoint }, (_, r) => (r % 2 === 0 ? first : [...first].reverse())).flat();
+      for (const s of order) {
         rounds.get(s)?.push(await runRound(s, spec, { warmupMs: o.warmupMs, durationMs: (o.seconds * 1000) / roundsPerPoint, keys, timeoutMs: 10_000 }));
       }
       for (const s of first) {

@@ -260,9 +260,9 @@ export class Raft {
    * counts: a transport that reports the leader again at each failed reconnection must not put
    * the campaign off.
    */
-  private expireLeaderLease(lost: NodeId): void {
+  private expireLeaderLease(): void {
     if (this.electionElapsed >= this.electionTimeout) return;
-    const turn = Math.max(0, this.tracker.voterIds().filter((id) => id !== lost).sort().indexOf(this.id));
+    const turn = Math.max(0, this.tracker.voterIds().filter((id) => id !== this.lead).sort().indexOf(this.id));
     this.electionElapsed = this.electionTimeout;
     this.randomizedElectionTimeout = this.electionTimeout + Math.min(this.electionTimeout, 1 + 2 * turn + this.prng.nextInt(2));
   }
@@ -505,7 +505,7 @@ export class Raft {
         this.hup('transfer');
         return null;
       case 'unreachable':
-        if (m.from === this.lead) this.expireLeaderLease(m.from);
+        if (m.from === this.lead) this.expireLeaderLease();
         return null;
       case 'readIndexResp':
         this.readStates.push({ index: m.index, context: m.context ?? '' });
