@@ -11,7 +11,7 @@ const impureModules = [
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'dist/**', 'coverage/**', '.shoal-dev/**', 'sim-failures/**'] },
+  { ignores: ['node_modules/**', 'dist/**', 'coverage/**', '.shoal-dev/**', 'sim-failures/**', 'bench/.builds/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -62,7 +62,8 @@ Options:
 
 Environment: SHOAL_CPU_PROF=DIR starts every shoal node under node --cpu-prof, writing a
 .cpuprofile per process to DIR when it stops (npx tsx bench/cpu-profile-summary.ts DIR).
-SHOAL_BIN=FILE runs another shoal entry point than bin/shoal.js (e.g. a prebuilt bundle).
+SHOAL_BIN=FILE runs another shoal entry point than bin/shoal.js (e.g. the run.mjs of a build
+made by npm run bench:ab -- --build NAME).
 SHOAL_NODE_FLAGS='--trace-gc ...' adds node flags to every shoal node (their output goes to the
 node logs that --keep keeps).
 ETCD_BIN=FILE runs another etcd binary than the one on the PATH.

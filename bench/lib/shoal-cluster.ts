@@ -1,11 +1,12 @@
 // Three `shoal serve` processes on 127.0.0.1, data in a temporary directory, default durability
-// (every Ready is one synced LevelDB batch) and default snapshot settings; only the Raft timing
-// is set, to match etcd's.
+// (every Ready is one synced write-ahead log record) and default snapshot settings; only the
+// Raft timing is set, to match etcd's.
 //
 // SHOAL_CPU_PROF=<dir> in the environment starts each node under `node --cpu-prof`, so a
 // graceful stop (SIGTERM) leaves one .cpuprofile per process in <dir>
 // (summarise them with `npx tsx bench/cpu-profile-summary.ts <dir>`). SHOAL_BIN=<file> runs
-// another entry point instead of bin/shoal.js (e.g. a prebuilt bundle, to weigh a build step).
+// another entry point instead of bin/shoal.js (e.g. the run.mjs of a build made by
+// `npm run bench:ab -- --build NAME`); bench/ab.ts passes one per cluster instead.
 
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -42,7 +43,8 @@ export class ShoalCluster implements System {
   private root = '';
   private destroyed = false;
 
-  constructor(private readonly timeouts: Timeouts, private readonly keepData = false) {}
+  /** `bin`: the entry point the nodes run (default: bin/shoal.js, or SHOAL_BIN). */
+  constructor(private readonly timeouts: Timeouts, private readonly keepData = false, private readonly bin = binPath) {}
 
   async start(): Promise<void> {
     this.root = mkdtempSync(path.join(os.tmpdir(), 'shoal-bench-'));
@@ -201,7 +203,7 @@ export class ShoalCluster implements System {
     if (profDir) mkdirSync(profDir, { recursive: true });
     // Extra node flags for every shoal node (e.g. --trace-gc, which NODE_OPTIONS refuses).
     const extra = (process.env.SHOAL_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '');
-    n.proc = spawnLogged(process.execPath, [...prof, ...extra, binPath, 'serve', '--config', path.join(n.dir, 'shoal.yaml')], this.logFile(n));
+    n.proc = spawnLogged(process.execPath, [...prof, ...extra, this.bin, 'serve', '--config', path.join(n.dir, 'shoal.yaml')], this.logFile(n));
     const proc = n.proc;
     void proc.exited.then(() => { if (n.proc === proc) n.proc = undefined; });
   }
