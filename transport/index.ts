@@ -1,4 +1,4 @@
-export type { PeerInfo, PeerStats, Transport, TransportLogger } from './types.ts';
+export type { PeerInfo, PeerStats, Transport, TransportLogger, UnreachableReason } from './types.ts';
 export { WsTransport } from './ws-transport.ts';
 export type { WsTransportOptions } from './ws-transport.ts';
 export { MemoryNetwork, MemoryTransport } from './memory-transport.ts';

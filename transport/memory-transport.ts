@@ -10,7 +10,7 @@
 // lost.
 
 import type { Message, NodeId } from '../src/raft/types.ts';
-import type { PeerInfo, PeerStats, Transport } from './types.ts';
+import type { PeerInfo, PeerStats, Transport, UnreachableReason } from './types.ts';
 
 export interface MemoryFaults {
   /** Probability in [0, 1] that a message is lost. */
@@ -183,7 +183,7 @@ export class MemoryTransport implements Transport {
   private peers = new Map<NodeId, PeerInfo>();
   private readonly counters = new Map<NodeId, Counters>();
   private messageHandler: ((m: Message) => void) | null = null;
-  private unreachableHandler: ((id: NodeId) => void) | null = null;
+  private unreachableHandler: ((id: NodeId, why: UnreachableReason) => void) | null = null;
   private snapshotHandler: ((id: NodeId, ok: boolean) => void) | null = null;
 
   constructor(
@@ -222,7 +222,9 @@ export class MemoryTransport implements Transport {
       return;
     }
     c.dropped++;
-    if (fate === 'unreachable') this.later(() => this.unreachableHandler?.(m.to));
+    // A peer cut off by the simulated network counts as a lost connection; one not known, as a drop.
+    const why: UnreachableReason = this.peers.has(m.to) ? 'disconnected' : 'dropped';
+    if (fate === 'unreachable') this.later(() => this.unreachableHandler?.(m.to, why));
     if (m.type === 'snap') this.later(() => this.snapshotHandler?.(m.to, false));
   }
 
@@ -230,7 +232,7 @@ export class MemoryTransport implements Transport {
     this.messageHandler = h;
   }
 
-  onUnreachable(h: (id: NodeId) => void): void {
+  onUnreachable(h: (id: NodeId, why: UnreachableReason) => void): void {
     this.unreachableHandler = h;
   }
 

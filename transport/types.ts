@@ -39,6 +39,14 @@ export interface PeerStats {
  * task), so a driver may call `send` while it holds its own state mid-update. No handler is
  * called after `close()` resolved.
  */
+/**
+ * How a peer turned out unreachable. 'disconnected': the connection to it closed (a killed
+ * process closes its connections at once), so it is probably gone. 'dropped': a message to it
+ * was dropped (a full queue, a frame over the limit, a peer not known) while nothing says it is
+ * down.
+ */
+export type UnreachableReason = 'disconnected' | 'dropped';
+
 export interface Transport {
   /** Listen (real) or register (memory); resolves when ready. */
   start(): Promise<void>;
@@ -49,7 +57,8 @@ export interface Transport {
   /** Never throws for a down peer or a full queue: drops, counts, and calls the unreachable handler. */
   send(m: Message): void;
   onMessage(h: (m: Message) => void): void;
-  onUnreachable(h: (id: NodeId) => void): void;
+  /** A peer could not be reached; `why` says how (see UnreachableReason). */
+  onUnreachable(h: (id: NodeId, why: UnreachableReason) => void): void;
   /** A 'snap' message finished streaming and the peer took it (ok), or failed to. */
   onSnapshotStatus(h: (id: NodeId, ok: boolean) => void): void;
   stats(): PeerStats[];

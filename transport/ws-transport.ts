@@ -24,7 +24,7 @@ import { RepeatLimiter } from './log-limiter.ts';
 import { PeerLink, type LinkContext, type PeerCounters, type TlsMaterial } from './peer-link.ts';
 import { PeerServer } from './peer-server.ts';
 import { formatAddress } from './socket-util.ts';
-import type { PeerInfo, PeerStats, Transport, TransportLogger } from './types.ts';
+import type { PeerInfo, PeerStats, Transport, TransportLogger, UnreachableReason } from './types.ts';
 
 export interface WsTransportOptions {
   nodeId: NodeId;
@@ -72,9 +72,9 @@ export class WsTransport implements Transport {
   private boundAddress: string | null = null;
   private ticker: NodeJS.Timeout | null = null;
   private messageHandler: ((m: Message) => void) | null = null;
-  private unreachableHandler: ((id: NodeId) => void) | null = null;
+  private unreachableHandler: ((id: NodeId, why: UnreachableReason) => void) | null = null;
   private snapshotHandler: ((id: NodeId, ok: boolean) => void) | null = null;
-  private readonly pendingUnreachable = new Set<NodeId>();
+  private readonly pendingUnreachable = new Map<NodeId, UnreachableReason>();
 
   constructor(private readonly opts: WsTransportOptions) {
     checkOptions(opts);
@@ -148,7 +148,7 @@ export class WsTransport implements Transport {
     this.messageHandler = h;
   }
 
-  onUnreachable(h: (id: NodeId) => void): void {
+  onUnreachable(h: (id: NodeId, why: UnreachableReason) => void): void {
     this.unreachableHandler = h;
   }
 
@@ -216,7 +216,7 @@ export class WsTransport implements Transport {
       logLimiter: this.logLimiter,
       random: this.opts.random ?? Math.random,
       counters: this.countersOf(id),
-      notifyUnreachable: (peer) => this.notifyUnreachable(peer),
+      notifyUnreachable: (peer) => this.notifyUnreachable(peer, 'disconnected'),
       notifySnapshotStatus: (peer, ok) => this.notifySnapshotStatus(peer, ok),
     };
   }
@@ -240,13 +240,13 @@ export class WsTransport implements Transport {
     if (this.logLimiter.first(`unsendable:${m.to}:${why}`)) this.log.warn(`dropped a '${m.type}' message to '${m.to}': ${why}`);
     // A local message type is a driver bug, not a sign that the peer is down.
     if (this.links.has(m.to)) this.countersOf(m.to).dropped++;
-    else this.notifyUnreachable(m.to);
+    else this.notifyUnreachable(m.to, 'dropped');
     if (m.type === 'snap') this.notifySnapshotStatus(m.to, false);
   }
 
   private countDrop(id: NodeId): void {
     this.countersOf(id).dropped++;
-    this.notifyUnreachable(id);
+    this.notifyUnreachable(id, 'dropped');
   }
 
   // ---- inbound -----------------------------------------------------------------------------
@@ -309,17 +309,17 @@ export class WsTransport implements Transport {
   /**
    * Coalesced and deferred to a microtask: the driver may be in the middle of sending a Ready
    * when a drop happens, and a peer with a full queue would otherwise be reported once per
-   * message.
+   * message. A lost connection outweighs drops in the same turn.
    */
-  private notifyUnreachable(id: NodeId): void {
+  private notifyUnreachable(id: NodeId, why: UnreachableReason): void {
     if (this.state === 'closed') return;
     const first = this.pendingUnreachable.size === 0;
-    this.pendingUnreachable.add(id);
+    if (this.pendingUnreachable.get(id) !== 'disconnected') this.pendingUnreachable.set(id, why);
     if (!first) return;
     queueMicrotask(() => {
-      const ids = [...this.pendingUnreachable];
+      const reports = [...this.pendingUnreachable];
       this.pendingUnreachable.clear();
-      for (const peer of ids) this.callHandler('unreachable', () => this.unreachableHandler?.(peer));
+      for (const [peer, reason] of reports) this.callHandler('unreachable', () => this.unreachableHandler?.(peer, reason));
     });
   }
 

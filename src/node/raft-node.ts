@@ -158,7 +158,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     this.term = this.raw.status().term;
     const t = this.opts.transport;
     t.onMessage((m) => this.receive(m));
-    t.onUnreachable((id) => this.withCore(() => this.raw.reportUnreachable(id)));
+    t.onUnreachable((id, why) => this.withCore(() => this.raw.reportUnreachable(id, why === 'disconnected')));
     t.onSnapshotStatus((id, ok) => this.withCore(() => this.raw.reportSnapshot(id, ok)));
     this.syncPeers();
     this.state = 'running';

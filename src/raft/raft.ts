@@ -505,7 +505,8 @@ export class Raft {
         this.hup('transfer');
         return null;
       case 'unreachable':
-        if (m.from === this.lead) this.expireLeaderLease();
+        // reject: a message was dropped, but nothing says the connection to the leader is gone.
+        if (m.from === this.lead && !m.reject) this.expireLeaderLease();
         return null;
       case 'readIndexResp':
         this.readStates.push({ index: m.index, context: m.context ?? '' });

@@ -93,9 +93,13 @@ export class RawNode {
     this.stepOrThrow(message({ type: 'transferLeader', from: to, to: this.raft.id }));
   }
 
-  /** The driver could not reach `id`: stop pipelining to it until it answers again. */
-  reportUnreachable(id: NodeId): void {
-    this.raft.step(message({ type: 'unreachable', from: id }));
+  /**
+   * The driver could not reach `id`: a leader stops pipelining to it until it answers again.
+   * `connectionLost`: the connection to `id` closed, rather than one message being dropped (a
+   * full queue); only then does a follower take its leader for gone and campaign early.
+   */
+  reportUnreachable(id: NodeId, connectionLost = true): void {
+    this.raft.step(message({ type: 'unreachable', from: id, reject: !connectionLost }));
   }
 
   /** The driver finished (ok) or gave up (failed) sending a snapshot to `id`. */

@@ -121,6 +121,19 @@ describe('losing the connection to the leader', () => {
     expect(ticks).toBeLessThanOrEqual(4);
   });
 
+  it('a message dropped on its way to the leader (the connection still up) does not hasten the campaign', () => {
+    const c = new Cluster({ voters: ['a', 'b', 'c'] });
+    c.elect('a');
+    c.isolate('a');
+    for (const id of ['b', 'c']) c.node(id).reportUnreachable('a', false);
+    c.tickAll(5, ['b', 'c']);
+    c.stabilize();
+    expect(c.leaderIds().filter((id) => id !== 'a')).toEqual([]);
+    // The election timeout still elects someone.
+    const ticks = c.tickUntil(() => c.leaderIds().some((id) => id !== 'a'), 3 * et, ['b', 'c']);
+    expect(ticks).toBeGreaterThanOrEqual(et - 5);
+  });
+
   it('without the report, the followers wait out the election timeout', () => {
     const c = new Cluster({ voters: ['a', 'b', 'c'] });
     c.elect('a');

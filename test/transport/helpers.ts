@@ -6,7 +6,7 @@ import type { Entry, Message, NodeId } from '../../src/raft/types.ts';
 import { decodeFrames } from '../../transport/codec.ts';
 import type { Frame } from '../../transport/frames.ts';
 import type { TransportLimits } from '../../transport/limits.ts';
-import type { TransportLogger } from '../../transport/types.ts';
+import type { TransportLogger, UnreachableReason } from '../../transport/types.ts';
 import { WsTransport, type WsTransportOptions } from '../../transport/ws-transport.ts';
 
 export interface LogLine {
@@ -47,6 +47,8 @@ export interface Node {
   log: CapturingLogger;
   received: Message[];
   unreachable: NodeId[];
+  /** The same reports, with how the peer turned out unreachable. */
+  unreachableWhy: { id: NodeId; why: UnreachableReason }[];
   snapshotStatus: { id: NodeId; ok: boolean }[];
 }
 
@@ -66,9 +68,12 @@ export async function startNode(pki: Pki, nodeId: NodeId, overrides: Partial<WsT
     ...overrides,
     limits: { ...FAST_LIMITS, ...overrides.limits },
   });
-  const node: Node = { id: nodeId, t, log, received: [], unreachable: [], snapshotStatus: [] };
+  const node: Node = { id: nodeId, t, log, received: [], unreachable: [], unreachableWhy: [], snapshotStatus: [] };
   t.onMessage((m) => node.received.push(m));
-  t.onUnreachable((id) => node.unreachable.push(id));
+  t.onUnreachable((id, why) => {
+    node.unreachable.push(id);
+    node.unreachableWhy.push({ id, why });
+  });
   t.onSnapshotStatus((id, ok) => node.snapshotStatus.push({ id, ok }));
   await t.start();
   return node;

@@ -8,6 +8,7 @@ interface MemNode {
   t: MemoryTransport;
   received: Message[];
   unreachable: NodeId[];
+  unreachableWhy: string[];
   snapshotStatus: { id: NodeId; ok: boolean }[];
 }
 
@@ -15,9 +16,12 @@ async function cluster(ids: NodeId[], options: MemoryNetworkOptions = {}): Promi
   const net = new MemoryNetwork(options);
   const nodes: Record<NodeId, MemNode> = {};
   for (const id of ids) {
-    const n: MemNode = { t: net.transport(id), received: [], unreachable: [], snapshotStatus: [] };
+    const n: MemNode = { t: net.transport(id), received: [], unreachable: [], unreachableWhy: [], snapshotStatus: [] };
     n.t.onMessage((m) => n.received.push(m));
-    n.t.onUnreachable((peer) => n.unreachable.push(peer));
+    n.t.onUnreachable((peer, why) => {
+      n.unreachable.push(peer);
+      n.unreachableWhy.push(`${peer}:${why}`);
+    });
     n.t.onSnapshotStatus((peer, ok) => n.snapshotStatus.push({ id: peer, ok }));
     await n.t.start();
     n.t.setPeers(ids.map((p) => ({ id: p, address: `memory:${p}` })));
@@ -161,6 +165,8 @@ describe('MemoryTransport', () => {
     expect(net.pending).toBe(0);
     await Promise.resolve();
     expect(a.unreachable).toEqual(['nobody', 'b']);
+    // A peer not known is a drop; a known one the network cannot reach, a lost connection.
+    expect(a.unreachableWhy).toEqual(['nobody:dropped', 'b:disconnected']);
     await a.t.close();
     await a.t.close();
     expect(() => a.t.send(message('a', 'b'))).not.toThrow();

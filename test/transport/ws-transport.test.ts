@@ -125,6 +125,8 @@ describe('WsTransport', { timeout: 15_000 }, () => {
     await b1.t.close();
     await waitFor('a to notice', () => a.t.stats()[0]?.connected === false);
     await waitFor('the unreachable report', () => a.unreachable.includes('b'));
+    // A closed connection, which a follower may take for its leader being gone.
+    expect(a.unreachableWhy).toContainEqual({ id: 'b', why: 'disconnected' });
     const b2 = await node(pki, 'b', { listen: { host: '127.0.0.1', port } });
     expect(b2.t.address).toBe(address);
     b2.t.setPeers([{ id: 'a', address: a.t.address }]);
@@ -198,6 +200,8 @@ describe('WsTransport', { timeout: 15_000 }, () => {
     await waitFor('unreachable', () => a.unreachable.includes('b'));
     // Coalesced: one report per burst, not one per dropped message.
     expect(a.unreachable.length).toBeLessThan(15);
+    // Dropped on a full queue; the connection never was up, so none was lost.
+    expect(a.unreachableWhy.every((r) => r.why === 'dropped')).toBe(true);
   });
 
   it('bounds the queue in bytes too', async () => {
@@ -212,6 +216,7 @@ describe('WsTransport', { timeout: 15_000 }, () => {
     const a = await node(pki, 'a');
     expect(() => a.t.send(message('a', 'nobody'))).not.toThrow();
     await waitFor('unreachable', () => a.unreachable.includes('nobody'));
+    expect(a.unreachableWhy).toEqual([{ id: 'nobody', why: 'dropped' }]);
   });
 
   it('measures round-trip time', async () => {
