@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
-import { abandonAll, killAllStarted } from './lib/proc.ts';
+import { abandonOnSignal, killAllStarted } from './lib/proc.ts';
 import { ShoalCluster } from './lib/shoal-cluster.ts';
 import { pointOf, runRound, type PointResult, type PointRound, type PointSpec } from './lib/throughput.ts';
 
@@ -190,14 +190,7 @@ async function main(argv: string[]): Promise<number> {
     console.log(`built ${path.relative(root, dir)} from the working tree; compare with --a ${o.build} or --b ${o.build}`);
     return 0;
   }
-  let abandoning = false;
-  const onSignal = (): void => {
-    if (abandoning) return;
-    abandoning = true;
-    void abandonAll().finally(() => process.exit(130));
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  abandonOnSignal();
   try {
     await compare(o);
     return 0;

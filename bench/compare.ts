@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util';
 import { EtcdCluster, etcdBinary } from './lib/etcd-cluster.ts';
 import { runFailover, type FailoverResult } from './lib/failover.ts';
 import { runMemoryRejoin, type MemoryRejoinResult } from './lib/memory-rejoin.ts';
-import { abandonAll, killAllStarted } from './lib/proc.ts';
+import { abandonOnSignal, killAllStarted } from './lib/proc.ts';
 import { etcdVersion, machine, section, writeSection, type RunRecord } from './lib/report.ts';
 import { ShoalCluster } from './lib/shoal-cluster.ts';
 import type { System, SystemKind, Timeouts } from './lib/system.ts';
@@ -270,16 +270,7 @@ async function run(o: Options, argv: string[]): Promise<RunRecord | number | und
     console.error(`etcd is not installed (cannot run '${etcdBinary} --version'). Install it with:\n  sudo sh -c '${installCommand}'\nor run this benchmark as root with --install.`);
     return 3;
   }
-  // `on`, not `once`: Ctrl-C reaches this process twice (from the terminal and relayed by tsx),
-  // and the second must not kill it halfway through the clean-up.
-  let abandoning = false;
-  const onSignal = (): void => {
-    if (abandoning) return;
-    abandoning = true;
-    void abandonAll().finally(() => process.exit(130));
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  abandonOnSignal();
   const record: RunRecord = {
     command: `npm run bench${argv.length > 0 ? ` -- ${argv.join(' ')}` : ''}`, date: `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC`,
     machine: machine(etcd), timeouts: `heartbeat ${o.timeouts.heartbeatMs} ms, election timeout ${o.timeouts.electionMs} ms`,

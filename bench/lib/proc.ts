@@ -35,6 +35,22 @@ export async function abandonAll(): Promise<void> {
   tempDirs.clear();
 }
 
+/**
+ * On Ctrl-C or SIGTERM: kill every started process, delete the tracked directories, exit 130.
+ * `on`, not `once`: Ctrl-C reaches this process twice (from the terminal and relayed by tsx),
+ * and the second must not kill it halfway through the clean-up.
+ */
+export function abandonOnSignal(): void {
+  let abandoning = false;
+  const onSignal = (): void => {
+    if (abandoning) return;
+    abandoning = true;
+    void abandonAll().finally(() => process.exit(130));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+}
+
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export interface Spawned {
