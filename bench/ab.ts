@@ -117,8 +117,6 @@ async function bundle(name: string): Promise<string> {
 
 const progress = (msg: string): void => { process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`); };
 
-const perSecond = (rounds: readonly PointRound[]): number => rounds.reduce((a, r) => a + r.ok, 0) / rounds.reduce((a, r) => a + r.seconds, 0);
-
 async function compare(o: Options): Promise<void> {
   const timeouts = { heartbeatMs: o.heartbeatMs, electionMs: o.electionMs };
   const clusters = { A: new ShoalCluster(timeouts, false, o.a), B: new ShoalCluster(timeouts, false, o.b) };
@@ -144,7 +142,7 @@ async function compare(o: Options): Promise<void> {
         mine[label].push(r);
         rounds[label].push(r);
       }
-      const [a, b] = [perSecond(mine.A), perSecond(mine.B)];
+      const [a, b] = [pointOf(o.spec, mine.A).perSecond, pointOf(o.spec, mine.B).perSecond];
       ratios.push(b / a);
       progress(`cycle ${cycle} of ${o.cycles}: A ${a.toFixed(0)}/s, B ${b.toFixed(0)}/s, B/A ${(b / a).toFixed(3)}`);
     }
