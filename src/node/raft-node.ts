@@ -77,6 +77,8 @@ interface Envelope {
 export interface NodeEvents {
   leaderChange: [{ leader: NodeId; term: number; role: Role }];
   applied: [number];
+  /** The transport's connection to this peer closed. */
+  peerDisconnected: [NodeId];
   error: [Error];
 }
 
@@ -102,6 +104,8 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   private waitingReads: { index: number; resolve: (i: number) => void }[] = [];
   private ticker: NodeJS.Timeout | undefined;
   private wakeUp: (() => void) | undefined;
+  /** Per peer, how many times the transport reported its connection closed (transferLeadership). */
+  private readonly disconnects = new Map<NodeId, number>();
   private loopDone: Promise<void> | undefined;
   /** The snapshot being serialized and written in the background, if any. */
   private snapshotTask: Promise<void> | undefined;
@@ -158,7 +162,13 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     this.term = this.raw.status().term;
     const t = this.opts.transport;
     t.onMessage((m) => this.receive(m));
-    t.onUnreachable((id, why) => this.withCore(() => this.raw.reportUnreachable(id, why === 'disconnected')));
+    t.onUnreachable((id, why) => {
+      this.withCore(() => this.raw.reportUnreachable(id, why === 'disconnected'));
+      if (why === 'disconnected') {
+        this.disconnects.set(id, (this.disconnects.get(id) ?? 0) + 1);
+        this.emit('peerDisconnected', id);
+      }
+    });
     t.onSnapshotStatus((id, ok) => this.withCore(() => this.raw.reportSnapshot(id, ok)));
     this.syncPeers();
     this.state = 'running';
@@ -225,8 +235,12 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     await this.waitFor(() => this.confChangeCount >= target && this.raw.confState().votersOutgoing.length === 0, this.opts.proposalTimeoutMs, 'membership change');
   }
 
-  /** Moves leadership to `to` (or the most up-to-date voter); resolves when a new leader is known. */
-  async transferLeadership(to?: NodeId): Promise<NodeId> {
+  /**
+   * Moves leadership to `to` (or the most up-to-date voter); resolves when a new leader is known.
+   * `giveUpIfDisconnected`: fail as soon as the connection to the target closes (it is stopping
+   * or gone, and will not campaign) instead of waiting out the timeout.
+   */
+  async transferLeadership(to?: NodeId, opts: { giveUpIfDisconnected?: boolean } = {}): Promise<NodeId> {
     this.checkRunning();
     const target = to ?? this.bestTransferTarget();
     if (target === NONE) throw new ShoalError('bad_request', 'no other voter to transfer leadership to');
@@ -237,7 +251,11 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     }
     this.notify();
     const timeoutMs = this.opts.tickMs * this.opts.electionTimeoutTicks * 3;
-    await this.waitFor(() => this.leader !== NONE && this.leader !== this.id, timeoutMs, 'leadership transfer');
+    const disconnectsBefore = this.disconnects.get(target) ?? 0;
+    const lost = (): boolean => opts.giveUpIfDisconnected === true && (this.disconnects.get(target) ?? 0) > disconnectsBefore;
+    const moved = (): boolean => this.leader !== NONE && this.leader !== this.id;
+    await this.waitFor(() => moved() || lost(), timeoutMs, 'leadership transfer');
+    if (!moved()) throw new ShoalError('stopping', `leadership transfer to ${target} abandoned: the connection to it closed`);
     return this.leader;
   }
 
@@ -270,7 +288,8 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     if (this.state === 'stopped' || this.state === 'stopping') return this.loopDone;
     if (this.state === 'running' && this.isLeader && this.bestTransferTarget() !== NONE) {
       try {
-        const to = await this.transferLeadership();
+        // A target stopping too (the whole cluster stopped at once) will not campaign.
+        const to = await this.transferLeadership(undefined, { giveUpIfDisconnected: true });
         this.log.info(`handed leadership to ${to} before stopping`);
       } catch (err) {
         this.log.warn(`could not hand leadership away before stopping: ${(err as Error).message}`);
@@ -593,9 +612,11 @@ export class RaftNode extends EventEmitter<NodeEvents> {
         clearTimeout(timer);
         this.off('applied', check);
         this.off('leaderChange', check);
+        this.off('peerDisconnected', check);
       };
       this.on('applied', check);
       this.on('leaderChange', check);
+      this.on('peerDisconnected', check);
     });
   }
 

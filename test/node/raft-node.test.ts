@@ -65,6 +65,18 @@ describe('RaftNode', () => {
     cluster.nodes = rest;
   });
 
+  it('a leader stopping together with every other node gives up the transfer when the target closes its connection', async () => {
+    cluster = new MemoryCluster();
+    await cluster.start();
+    const leader = await cluster.waitForLeader();
+    await leader.node.propose(put('a', '1'));
+    await cluster.stopAll();
+    const mine = cluster.warnings.filter((w) => w.startsWith(`${leader.id}: `));
+    // Not the transfer's timeout: the target is stopping too and will never campaign.
+    expect(mine.some((w) => w.includes('could not hand leadership away') && w.includes('the connection to it closed'))).toBe(true);
+    expect(mine.filter((w) => w.includes('did not complete within'))).toEqual([]);
+  });
+
   it('brings a follower that missed compacted entries up to date with a snapshot', async () => {
     cluster = new MemoryCluster({ snapshotEntries: 20, logKeepEntries: 5 });
     await cluster.start();
