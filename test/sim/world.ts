@@ -204,7 +204,11 @@ export class World {
     const m = env.msg;
     if (this.trace.enabled) this.log(`drop ${describeMessage(m)}`);
     if (m.type === 'snap') this.toSender(env, (raw) => raw.reportSnapshot(m.to, false));
-    else if (this.schedPrng.chance(0.2)) this.toSender(env, (raw) => raw.reportUnreachable(m.to));
+    else if (this.schedPrng.chance(0.2)) {
+      // Half the reports are of a lost connection, half of a dropped message (a full queue).
+      const connectionLost = this.schedPrng.chance(0.5);
+      this.toSender(env, (raw) => raw.reportUnreachable(m.to, connectionLost));
+    }
   }
 
   /** Tells the sender about a send, if it is still the life that sent it. */
