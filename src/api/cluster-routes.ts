@@ -121,6 +121,12 @@ export const clusterRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app
     const v = validate({ params: [idParams, req.params], query: [noQuery, req.query] });
     if (await forwardIfFollower(ctx, req, reply)) return reply;
     requireMember(ctx, v.params.id);
+    if (v.params.id === ctx.node.id && ctx.node.confState().voters.some((id) => id !== ctx.node.id)) {
+      // A leader that removes itself can leave the rest without one (docs/raft.md, seed 5035):
+      // hand leadership away first, and let the new leader remove this node.
+      await ctx.node.transferLeadership();
+      if (await forwardIfFollower(ctx, req, reply)) return reply;
+    }
     return membershipChange(ctx, { changes: [{ type: 'removeNode', node: v.params.id }] });
   });
 

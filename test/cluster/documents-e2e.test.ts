@@ -78,4 +78,21 @@ describe('documents on a three-process cluster', () => {
     expect(events.map((e) => e.id)).toEqual(written.map((w) => w.id));
     expect(events.map((e) => e.rev)).toEqual(written.map((w) => w.rev));
   }, 90_000);
+
+  // Last: it leaves two members.
+  it('removes the leader asked to remove itself only after handing leadership to another voter', async () => {
+    const leader = await cluster.waitForLeader();
+    const res = await fetch(`http://${leader.apiAddress}/v1/cluster/members/${leader.id}`, { method: 'DELETE', signal: AbortSignal.timeout(15_000) });
+    const view = (await res.json()) as { node: string; leader: string; members: { id: string }[] };
+    expect(res.status).toBe(200);
+    expect(view.members.map((m) => m.id)).not.toContain(leader.id);
+    // The answer comes from the new leader, which made the change: the removed node was a
+    // follower by then, so the others were never left waiting on it (docs/raft.md).
+    expect(view.node).not.toBe(leader.id);
+    expect(view.leader).toBe(view.node);
+    const rest = cluster.nodes.filter((n) => n !== leader);
+    const next = await cluster.waitForLeader(20_000, rest);
+    expect(next.id).toBe(view.leader);
+    expect((await putJson<{ rev: number }>(next, '/v1/docs/e2e/after-removal', { ok: true })).status).toBe(200);
+  }, 60_000);
 });
