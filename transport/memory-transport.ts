@@ -222,9 +222,11 @@ export class MemoryTransport implements Transport {
       return;
     }
     c.dropped++;
-    // A peer cut off by the simulated network counts as a lost connection; one not known, as a drop.
-    const why: UnreachableReason = this.peers.has(m.to) ? 'disconnected' : 'dropped';
-    if (fate === 'unreachable') this.later(() => this.unreachableHandler?.(m.to, why));
+    if (fate === 'unreachable') {
+      // A peer cut off by the simulated network counts as a lost connection; one not known, as a drop.
+      const why: UnreachableReason = this.peers.has(m.to) ? 'disconnected' : 'dropped';
+      this.later(() => this.unreachableHandler?.(m.to, why));
+    }
     if (m.type === 'snap') this.later(() => this.snapshotHandler?.(m.to, false));
   }
 

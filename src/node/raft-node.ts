@@ -104,8 +104,6 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   private waitingReads: { index: number; resolve: (i: number) => void }[] = [];
   private ticker: NodeJS.Timeout | undefined;
   private wakeUp: (() => void) | undefined;
-  /** Per peer, how many times the transport reported its connection closed (transferLeadership). */
-  private readonly disconnects = new Map<NodeId, number>();
   private loopDone: Promise<void> | undefined;
   /** The snapshot being serialized and written in the background, if any. */
   private snapshotTask: Promise<void> | undefined;
@@ -164,10 +162,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     t.onMessage((m) => this.receive(m));
     t.onUnreachable((id, why) => {
       this.withCore(() => this.raw.reportUnreachable(id, why === 'disconnected'));
-      if (why === 'disconnected') {
-        this.disconnects.set(id, (this.disconnects.get(id) ?? 0) + 1);
-        this.emit('peerDisconnected', id);
-      }
+      if (why === 'disconnected') this.emit('peerDisconnected', id);
     });
     t.onSnapshotStatus((id, ok) => this.withCore(() => this.raw.reportSnapshot(id, ok)));
     this.syncPeers();
@@ -251,10 +246,16 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     }
     this.notify();
     const timeoutMs = this.opts.tickMs * this.opts.electionTimeoutTicks * 3;
-    const disconnectsBefore = this.disconnects.get(target) ?? 0;
-    const lost = (): boolean => opts.giveUpIfDisconnected === true && (this.disconnects.get(target) ?? 0) > disconnectsBefore;
+    // Registered before waitFor's own listener, so it has noted the loss when waitFor checks.
+    let lost = false;
+    const onDisconnected = (id: NodeId): void => { if (id === target && opts.giveUpIfDisconnected === true) lost = true; };
+    this.on('peerDisconnected', onDisconnected);
     const moved = (): boolean => this.leader !== NONE && this.leader !== this.id;
-    await this.waitFor(() => moved() || lost(), timeoutMs, 'leadership transfer');
+    try {
+      await this.waitFor(() => moved() || lost, timeoutMs, 'leadership transfer');
+    } finally {
+      this.off('peerDisconnected', onDisconnected);
+    }
     if (!moved()) throw new ShoalError('stopping', `leadership transfer to ${target} abandoned: the connection to it closed`);
     return this.leader;
   }
