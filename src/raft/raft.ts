@@ -225,10 +225,10 @@ export class Raft {
     this.tickRole = () => this.tickHeartbeat();
     this.lead = this.id;
     this.role = 'leader';
+    // A removed node that campaigned to hand leadership over has no progress of its own.
     const self = this.tracker.progress.get(this.id);
-    assert(self !== undefined, 'leader has progress for itself');
-    self.becomeReplicate();
-    self.recentActive = true;
+    self?.becomeReplicate();
+    if (self !== undefined) self.recentActive = true;
     // Conservatively assume the log holds an unapplied conf change: no new one until applied.
     this.pendingConfIndex = this.log.lastIndex();
     // The no-op of the new term: committing it commits everything before it (Figure 8).
@@ -375,7 +375,28 @@ export class Raft {
       }
     } else {
       this.send(message({ type: voteRespType(m.type), to: m.from, term: this.term, reject: true }));
+      if (!upToDate) this.maybeCampaignToHandOff(m.from);
     }
+  }
+
+  /**
+   * A node that a committed conf change removed (or demoted to learner) may hold entries that a
+   * voter lacks, while that voter, which has not heard that the change committed, still counts
+   * it as a voter and needs its vote. Refusing the vote on the log then leaves both stuck: the
+   * voter cannot win, and the removed node never campaigns (simulator seed 5035: a leader removed
+   * itself, and the last voter was cut off before it heard of the commit). So the removed node
+   * campaigns in its place, asking the voters of its own configuration. What makes an election
+   * safe is the voters' check that the candidate's log is at least as up to date as theirs, not
+   * the candidate's membership. Once leader, it accepts no proposals: it brings the voters up to
+   * date and hands leadership to the best of them (maybeHandOffLeadership).
+   */
+  private maybeCampaignToHandOff(candidate: NodeId): void {
+    const cfg = this.tracker.config;
+    if (this.role !== 'follower' || this.lead !== NONE) return;
+    if (isVoter(cfg, this.id) || isJoint(cfg) || !isVoter(cfg, candidate)) return;
+    if (this.log.hasPendingSnapshot() || this.hasUnappliedConfChanges()) return;
+    this.logger.info(`${this.id} is not a voter but holds entries ${candidate} lacks; campaigning to hand leadership over`);
+    this.campaign(this.preVote ? 'preElection' : 'election');
   }
 
   // ---- elections --------------------------------------------------------------------------
@@ -460,6 +481,7 @@ export class Raft {
           else {
             this.becomeLeader();
             this.bcastAppend();
+            this.maybeHandOffLeadership();
           }
         } else if (result === 'lost') {
           this.becomeFollower(this.term, NONE);
