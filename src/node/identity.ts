@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
-import { createCa, issueNodeCert, type PemPair } from '../security/index.ts';
+import type { PemPair } from '../security/index.ts';
 
 const identitySchema = z.object({ id: z.string().min(1), name: z.string().min(1), clusterId: z.string().min(1) }).strict();
 export type Identity = z.infer<typeof identitySchema>;
@@ -50,6 +50,9 @@ export async function initNode(opts: InitOptions): Promise<Identity> {
   if (existsSync(f.identity)) {
     throw new ShoalError('config_invalid', `${opts.dataDir} is already initialized (node ${loadIdentity(opts.dataDir).id}); use it with 'shoal serve' or choose another --data`);
   }
+  // Loaded here, not at the top: the X.509 library takes a tenth of a second or more to load,
+  // and every start of a node would pay it, though only init issues certificates.
+  const { createCa, issueNodeCert } = await import('../security/certificates.ts');
   let ca: PemPair;
   let clusterId: string;
   if (opts.caFrom !== undefined) {
