@@ -16,47 +16,67 @@ function isPlainObject(v: object): boolean {
   return proto === Object.prototype || proto === null;
 }
 
-function joinPath(path: string, key: string | number): string {
-  return path === '' ? String(key) : `${path}.${key}`;
+/**
+ * Where checkJson is: the caller's path and the keys below it, kept as a stack and joined only
+ * when an issue is reported (joining at every key cost a string per value of every document).
+ */
+interface At {
+  base: string;
+  keys: (string | number)[];
+}
+
+function pathOf(at: At, key?: string | number): string {
+  const parts = key === undefined ? at.keys : [...at.keys, key];
+  return [at.base, ...parts.map(String)].filter((p) => p !== '').join('.');
 }
 
 /** Appends an issue for the first non-JSON part of `v` found; returns whether `v` is JSON. */
-function checkJson(v: unknown, path: string, depth: number, issues: Issue[]): boolean {
+function checkJson(v: unknown, at: At, depth: number, issues: Issue[]): boolean {
   if (v === null || typeof v === 'string' || typeof v === 'boolean') return true;
   if (typeof v === 'number') {
     if (Number.isFinite(v)) return true;
-    issues.push({ path, message: 'numbers must be finite' });
+    issues.push({ path: pathOf(at), message: 'numbers must be finite' });
     return false;
   }
   if (typeof v !== 'object') {
-    issues.push({ path, message: `a ${typeof v} is not a JSON value` });
+    issues.push({ path: pathOf(at), message: `a ${typeof v} is not a JSON value` });
     return false;
   }
   if (depth >= docDepthMax) {
-    issues.push({ path, message: `documents may nest at most ${docDepthMax} levels` });
+    issues.push({ path: pathOf(at), message: `documents may nest at most ${docDepthMax} levels` });
     return false;
   }
   if (Array.isArray(v)) {
     if (Object.getPrototypeOf(v) !== Array.prototype) {
-      issues.push({ path, message: 'not a plain array' });
+      issues.push({ path: pathOf(at), message: 'not a plain array' });
       return false;
     }
-    for (let i = 0; i < v.length; i++) if (!checkJson(v[i], joinPath(path, i), depth + 1, issues)) return false;
+    for (let i = 0; i < v.length; i++) if (!checkChild(v[i], i, at, depth, issues)) return false;
     return true;
   }
   if (!isPlainObject(v)) {
-    issues.push({ path, message: 'not a plain JSON object (dates, maps, binary and class instances are not JSON)' });
+    issues.push({ path: pathOf(at), message: 'not a plain JSON object (dates, maps, binary and class instances are not JSON)' });
     return false;
   }
-  for (const [k, child] of Object.entries(v)) {
+  for (const k in v) {
+    if (!Object.hasOwn(v, k)) continue;
     // msgpackr silently renames this key on decode, so a document holding it would not survive.
     if (k === '__proto__') {
-      issues.push({ path: joinPath(path, k), message: "the key '__proto__' is not allowed" });
+      issues.push({ path: pathOf(at, k), message: "the key '__proto__' is not allowed" });
       return false;
     }
-    if (!checkJson(child, joinPath(path, k), depth + 1, issues)) return false;
+    if (!checkChild((v as Record<string, unknown>)[k], k, at, depth, issues)) return false;
   }
   return true;
+}
+
+function checkChild(child: unknown, key: string | number, at: At, depth: number, issues: Issue[]): boolean {
+  if (child === null || typeof child === 'string' || typeof child === 'boolean') return true;
+  if (typeof child === 'number' && Number.isFinite(child)) return true;
+  at.keys.push(key);
+  const ok = checkJson(child, at, depth + 1, issues);
+  at.keys.pop();
+  return ok;
 }
 
 /** Whether `v` is a JSON object (not an array, not null) made only of JSON values. */
@@ -65,7 +85,7 @@ export function checkJsonObject(v: unknown, path: string, issues: Issue[]): v is
     issues.push({ path, message: 'a document must be a JSON object' });
     return false;
   }
-  return checkJson(v, path, 0, issues);
+  return checkJson(v, { base: path, keys: [] }, 0, issues);
 }
 
 /** UTF-8 length of a string without allocating its encoding. */

@@ -86,6 +86,50 @@ describe('snapshot', () => {
     }
   });
 
+  it('names the row and the rule a damaged document or event breaks, and keeps its state', () => {
+    const a = new DocumentStore(opts);
+    for (const e of new Workload(4).entries(100)) a.apply(e);
+    const good = a.snapshot();
+    const packr = new Packr({ useRecords: false });
+    const value = packr.unpack(good) as { collections: [string, unknown[][]][]; events: unknown[][] } & Record<string, unknown>;
+    const withRow = (ci: number, i: number, change: (row: unknown[]) => unknown): Uint8Array => {
+      const collections = structuredClone(value.collections);
+      const rows = (collections[ci] as [string, unknown[][]])[1];
+      rows[i] = change(rows[i] as unknown[]) as unknown[];
+      return packr.pack({ ...value, collections });
+    };
+    const withEvent = (i: number, change: (row: unknown[]) => unknown): Uint8Array => {
+      const events = structuredClone(value.events);
+      events[i] = change(events[i] as unknown[]) as unknown[];
+      return packr.pack({ ...value, events });
+    };
+    const putEvent = value.events.findIndex((e) => e[1] === 'put');
+    const cases: [Uint8Array, string, RegExp][] = [
+      [withRow(0, 1, ([, ...rest]) => ['a/b', ...rest]), 'collections.0.1.0', /may not contain '\/'/],
+      [withRow(0, 1, ([id, , ...rest]) => [id, -1, ...rest]), 'collections.0.1', /whole numbers/],
+      [withRow(0, 1, (row) => row.slice(0, 3)), 'collections.0.1', /\[id, rev, createRev, document\]/],
+      [withRow(0, 1, (row) => [...row.slice(0, 3), { deep: { x: [1, new Date(0)] } }]), 'collections.0.1.doc.deep.x.1', /not a plain JSON object/],
+      [withRow(0, 1, (row) => [...row.slice(0, 3), 'text']), 'collections.0.1.doc', /must be a JSON object/],
+      [packr.pack({ ...value, collections: [['Bad Name', []], ...value.collections] }), 'collections.0.0', /collection names/],
+      [withEvent(putEvent, ([rev, , ...rest]) => [rev, 'patch', ...rest]), `events.${putEvent}`, /'put' or 'delete'/],
+      [withEvent(putEvent, (row) => [...row, 1]), `events.${putEvent}`, /\[rev, type/],
+    ];
+    const c = new DocumentStore(opts);
+    c.restore(good);
+    for (const [data, path, message] of cases) {
+      let thrown: unknown;
+      try {
+        c.restore(data);
+      } catch (err) {
+        thrown = err;
+      }
+      expect(thrown).toBeInstanceOf(SnapshotFormatError);
+      const issues = (thrown as SnapshotFormatError).details?.issues as { path: string; message: string }[];
+      expect(issues).toContainEqual({ path, message: expect.stringMatching(message) });
+      expect(hex(c.snapshot())).toBe(hex(good));
+    }
+  });
+
   it('documents restored from a snapshot are frozen and shared with the events that describe them', () => {
     const a = new DocumentStore();
     for (const e of new Workload(5).entries(50)) a.apply(e);
