@@ -6,11 +6,11 @@
 //   npm run bench:ab -- --build NAME          bundle the working tree as build NAME
 //   npm run bench:ab -- --a NAME --b NAME     compare two builds
 
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { build } from 'esbuild';
 import { abandonOnSignal, killAllStarted } from './lib/proc.ts';
 import { ShoalCluster } from './lib/shoal-cluster.ts';
 import { pointOf, runRound, type PointResult, type PointRound, type PointSpec } from './lib/throughput.ts';
@@ -106,11 +106,7 @@ async function bundle(name: string): Promise<string> {
   const dir = path.join(buildsDir, name);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  await build({
-    entryPoints: [path.join(root, 'src/cli/main.ts')], bundle: true, splitting: true, platform: 'node', format: 'esm',
-    packages: 'external', target: 'node20', outdir: dir, entryNames: 'shoal', chunkNames: 'chunks/[name]-[hash]',
-    outExtension: { '.js': '.mjs' }, logLevel: 'warning',
-  });
+  execFileSync(process.execPath, [path.join(root, 'scripts', 'bundle.mjs'), dir], { stdio: 'inherit' });
   writeFileSync(path.join(dir, 'run.mjs'), "import { main } from './shoal.mjs';\nprocess.exitCode = await main(process.argv.slice(2));\n");
   return dir;
 }
