@@ -45,6 +45,7 @@ export class Nemesis {
     }
     const f = w.scenario.faults;
     if (f.leaderFlap > 0 && this.prng.chance(f.leaderFlap) && this.flapLeader()) return;
+    if (f.jointSplit > 0 && this.healAt < 0 && this.splitJoint(f.jointSplit)) return;
     if (this.healAt >= 0 || !this.prng.chance(f.partition)) return;
     const ids = [...w.nodes.values()].filter((n) => n.state !== 'stopped').map((n) => n.id);
     if (ids.length < 2) return;
@@ -63,6 +64,25 @@ export class Nemesis {
     }
     this.healAt = w.tick + 1 + this.prng.nextInt(f.partitionTicksMax);
     w.stats.partitions++;
+  }
+
+  /**
+   * While the leader is in a joint configuration: cuts the voters only in its outgoing half off
+   * from everyone else, for up to partitionTicksMax. Draws from the PRNG only in a joint phase.
+   */
+  private splitJoint(rate: number): boolean {
+    const w = this.world;
+    const cs = w.leader()?.raw?.confState();
+    if (cs === undefined || cs.votersOutgoing.length === 0 || !this.prng.chance(rate)) return false;
+    const outgoingOnly = cs.votersOutgoing.filter((id) => !cs.voters.includes(id));
+    const rest = [...w.nodes.values()].filter((n) => n.state !== 'stopped' && !outgoingOnly.includes(n.id)).map((n) => n.id);
+    if (outgoingOnly.length === 0 || rest.length === 0) return false;
+    w.network.partition(outgoingOnly, rest);
+    this.healAt = w.tick + 1 + this.prng.nextInt(w.scenario.faults.partitionTicksMax);
+    w.stats.partitions++;
+    w.stats.jointSplits++;
+    w.log(`partition: outgoing-only voters [${outgoingOnly}] | [${rest}] (joint configuration)`);
+    return true;
   }
 
   /** Isolates a leader that has entries not yet committed, replacing any partition. */

@@ -46,6 +46,13 @@ export interface FaultRates {
   tickSkip: number;
   /** Probability that a node handles its Ready later in the step rather than at once. */
   readyDefer: number;
+  /**
+   * Per tick while the leader is in a joint configuration: cut the voters that are only in the
+   * outgoing half off from everyone else, so that the two halves' majorities are apart while
+   * the outgoing voters may not yet know the joint config committed. A core that commits or
+   * elects on one half's majority alone loses acknowledged writes here.
+   */
+  jointSplit: number;
 }
 
 export interface Workload {
@@ -114,12 +121,15 @@ export function drawScenario(seed: number, prng: SeededPrng, safetyTicks: number
     transfer: pick(prng, [0, 0.005, 0.02]),
     tickSkip: pick(prng, [0, 0, 0.05]),
     readyDefer: pick(prng, [0, 0.3, 0.7]),
+    jointSplit: 0,
   };
   const workload: Workload = {
     proposeRate: pick(prng, [0.2, 0.5, 1, 2]),
     readRate: pick(prng, [0, 0.1, 0.3]),
     payloadBytesMax: pick(prng, [8, 64, 600]),
   };
+  // Drawn last, so that adding it left every other field of earlier seeds as it was.
+  faults.jointSplit = pick(prng, [0, 0.3, 1]);
   return {
     seed, voters, learners, raft, network, stepsPerTick, faults, workload, safetyTicks,
     livenessTicksMax: electionTimeoutTicks * 30,

@@ -51,6 +51,8 @@ describe('raft simulation', () => {
     expect(totals.confChangesApplied).toBeGreaterThan(0);
     expect(totals.nodesAdded).toBeGreaterThan(0);
     expect(totals.nodesRemoved).toBeGreaterThan(0);
+    expect(totals.majorityReplacements).toBeGreaterThan(0);
+    expect(totals.jointSplits).toBeGreaterThan(0);
     expect(totals.transfersCompleted).toBeGreaterThan(0);
     expect(totals.readsServed).toBeGreaterThan(0);
   });

@@ -24,6 +24,10 @@ export interface SeedStats {
   confChangesApplied: number;
   nodesAdded: number;
   nodesRemoved: number;
+  /** Conf changes proposed that replace a majority of the voters at once. */
+  majorityReplacements: number;
+  /** Partitions that cut the outgoing-only voters of a joint configuration off. */
+  jointSplits: number;
   transfersRequested: number;
   transfersCompleted: number;
   readsIssued: number;
@@ -39,7 +43,7 @@ export const emptyStats = (): SeedStats => ({
   nodes: 0, ticks: 0, elections: 0, commitIndex: 0, proposals: 0, proposalsDropped: 0, acked: 0,
   crashes: 0, crashesMidReady: 0, unsyncedWritesLost: 0, restarts: 0, partitions: 0,
   snapshotsSent: 0, snapshotsInstalled: 0, compactions: 0, checkpoints: 0,
-  confChangesProposed: 0, confChangesApplied: 0, nodesAdded: 0, nodesRemoved: 0,
+  confChangesProposed: 0, confChangesApplied: 0, nodesAdded: 0, nodesRemoved: 0, majorityReplacements: 0, jointSplits: 0,
   transfersRequested: 0, transfersCompleted: 0, readsIssued: 0, readsServed: 0,
   messagesSent: 0, messagesLost: 0, messagesDuplicated: 0, livenessTicks: 0,
 });
