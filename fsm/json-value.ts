@@ -26,8 +26,8 @@ interface At {
 }
 
 function pathOf(at: At, key?: string | number): string {
-  const parts = key === undefined ? at.keys : [...at.keys, key];
-  return [at.base, ...parts.map(String)].filter((p) => p !== '').join('.');
+  const keys = key === undefined ? at.keys : [...at.keys, key];
+  return keys.reduce<string>((path, k) => (path === '' ? String(k) : `${path}.${k}`), at.base);
 }
 
 /** Appends an issue for the first non-JSON part of `v` found; returns whether `v` is JSON. */
