@@ -39,9 +39,25 @@ export interface Stamped {
   idempotencyKey?: string;
 }
 
-export const collectionSchema = z.string().regex(collectionNamePattern, 'collection names are 1-63 characters of a-z, 0-9, _ . - and start with a letter or digit');
-export const idSchema = z.string().min(1, 'ids are at least 1 character').max(idLengthMax, `ids are at most ${idLengthMax} characters`)
-  .refine((s) => !s.includes('/'), "ids may not contain '/'");
+const collectionNameRule = 'collection names are 1-63 characters of a-z, 0-9, _ . - and start with a letter or digit';
+const idRules = { short: 'ids are at least 1 character', long: `ids are at most ${idLengthMax} characters`, slash: "ids may not contain '/'" };
+// Declarative, so that the OpenAPI document (z.toJSONSchema) shows the pattern and lengths.
+export const collectionSchema = z.string().regex(collectionNamePattern, collectionNameRule);
+export const idSchema = z.string().min(1, idRules.short).max(idLengthMax, idRules.long).refine((s) => !s.includes('/'), idRules.slash);
+
+/** The rule collectionSchema checks, as a plain function, for hand-written checks of many rows. */
+export function collectionNameProblem(v: unknown): string | undefined {
+  if (typeof v !== 'string') return 'expected a collection name (a string)';
+  return collectionNamePattern.test(v) ? undefined : collectionNameRule;
+}
+
+/** The rules idSchema checks, as a plain function, for hand-written checks of many rows. */
+export function idProblem(v: unknown): string | undefined {
+  if (typeof v !== 'string') return 'expected an id (a string)';
+  if (v.length < 1) return idRules.short;
+  if (v.length > idLengthMax) return idRules.long;
+  return v.includes('/') ? idRules.slash : undefined;
+}
 const revSchema = z.number().int().min(1);
 const expectSchema = z.union([z.strictObject({ rev: revSchema }), z.strictObject({ absent: z.literal(true) })]);
 const putSchema = z.strictObject({ op: z.literal('put'), collection: collectionSchema, id: idSchema, doc: z.unknown(), expect: expectSchema.optional() });

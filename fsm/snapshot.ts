@@ -6,8 +6,7 @@
 
 import { Packr } from 'msgpackr';
 import { z } from 'zod';
-import { collectionSchema, idSchema } from './command.ts';
-import { collectionNamePattern, idLengthMax } from './limits.ts';
+import { collectionNameProblem, collectionSchema, idProblem, idSchema } from './command.ts';
 import { SnapshotFormatError } from './errors.ts';
 import { checkJsonObject, deepFreeze, type Issue } from './json-value.ts';
 import type { IdempotencyRecord } from './idempotency.ts';
@@ -150,20 +149,6 @@ const issuesMax = 20;
 
 const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
 
-/** What collectionSchema would say of `v`, or undefined if it accepts it. */
-function collectionProblem(v: unknown): string | undefined {
-  if (typeof v !== 'string') return 'expected a collection name (a string)';
-  return collectionNamePattern.test(v) ? undefined : 'collection names are 1-63 characters of a-z, 0-9, _ . - and start with a letter or digit';
-}
-
-/** What idSchema would say of `v`, or undefined if it accepts it. */
-function idProblem(v: unknown): string | undefined {
-  if (typeof v !== 'string') return 'expected an id (a string)';
-  if (v.length < 1) return 'ids are at least 1 character';
-  if (v.length > idLengthMax) return `ids are at most ${idLengthMax} characters`;
-  return v.includes('/') ? "ids may not contain '/'" : undefined;
-}
-
 /** `v` as an array of exactly `n` elements, or undefined after recording an issue. */
 function tuple(v: unknown, n: number, what: string, path: string, issues: Issue[]): unknown[] | undefined {
   if (Array.isArray(v) && v.length === n) return v;
@@ -177,7 +162,7 @@ function readDocs(raw: RawImage, issues: Issue[]): [string, Doc[]][] {
     const entry = tuple(raw.collections[ci], 2, '[collection, rows]', `collections.${ci}`, issues);
     if (entry === undefined) continue;
     const [collection, rows] = entry;
-    const badName = collectionProblem(collection);
+    const badName = collectionNameProblem(collection);
     if (badName !== undefined) issues.push({ path: `collections.${ci}.0`, message: badName });
     if (!Array.isArray(rows)) issues.push({ path: `collections.${ci}.1`, message: 'expected an array of documents' });
     if (badName !== undefined || !Array.isArray(rows)) continue;
@@ -234,7 +219,7 @@ function readEvents(raw: RawImage, byCollection: Map<string, Doc[]>, issues: Iss
     const [rev, type, collection, id, prev, createRev, doc] = row;
     const problem = !isCount(rev) ? 'the revision must be a whole number, 0 or more'
       : type !== 'put' && type !== 'delete' ? "the type must be 'put' or 'delete'"
-      : collectionProblem(collection) ?? idProblem(id)
+      : collectionNameProblem(collection) ?? idProblem(id)
         ?? (prev !== null && !isCount(prev) ? 'prevRev must be null or a whole number'
           : createRev !== null && !isCount(createRev) ? 'createRev must be null or a whole number' : undefined);
     if (problem !== undefined) {
