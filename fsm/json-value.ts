@@ -71,8 +71,6 @@ function checkJson(v: unknown, at: At, depth: number, issues: Issue[]): boolean 
 }
 
 function checkChild(child: unknown, key: string | number, at: At, depth: number, issues: Issue[]): boolean {
-  if (child === null || typeof child === 'string' || typeof child === 'boolean') return true;
-  if (typeof child === 'number' && Number.isFinite(child)) return true;
   at.keys.push(key);
   const ok = checkJson(child, at, depth + 1, issues);
   at.keys.pop();
