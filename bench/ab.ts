@@ -7,7 +7,7 @@
 //   npm run bench:ab -- --a NAME --b NAME     compare two builds
 
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -104,8 +104,7 @@ function parseOptions(argv: string[]): Options | { build: string } | 'help' {
 /** Bundles the working tree into bench/.builds/NAME, with a run.mjs that runs it as bin/shoal.js does. */
 async function bundle(name: string): Promise<string> {
   const dir = path.join(buildsDir, name);
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
+  // The script empties the folder first.
   execFileSync(process.execPath, [path.join(root, 'scripts', 'bundle.mjs'), dir], { stdio: 'inherit' });
   writeFileSync(path.join(dir, 'run.mjs'), "import { main } from './shoal.mjs';\nprocess.exitCode = await main(process.argv.slice(2));\n");
   return dir;
