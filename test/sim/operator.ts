@@ -47,7 +47,8 @@ export class Operator {
     this.apply(leader, this.pick(options), cs.voters, cs.learners);
   }
 
-  private apply(leader: SimNode, change: Change, voters: NodeId[], learners: NodeId[]): void {
+  /** Returns whether the leader took the change. */
+  private apply(leader: SimNode, change: Change, voters: NodeId[], learners: NodeId[]): boolean {
     switch (change) {
       case 'addLearner':
       case 'addVoter': {
@@ -77,7 +78,6 @@ export class Operator {
         // empty nodes: the outgoing and incoming majorities then share at most a minority of the
         // old voters, and the joint phase lasts while the new nodes catch up.
         const n = majorityOf(voters.length);
-        const proposedBefore = this.world.stats.confChangesProposed;
         const promoted = this.sample(learners, n);
         const fresh: SimNode[] = [];
         while (promoted.length + fresh.length < n) {
@@ -90,15 +90,15 @@ export class Operator {
             ...this.sample(voters, n).map((node) => ({ type: 'removeNode' as const, node })),
           ],
         };
-        this.propose(leader, cc, fresh);
-        if (this.world.stats.confChangesProposed > proposedBefore) this.world.stats.majorityReplacements++;
-        return;
+        const taken = this.propose(leader, cc, fresh);
+        if (taken) this.world.stats.majorityReplacements++;
+        return taken;
       }
     }
   }
 
-  /** Proposes the change; a refused change that spawned nodes stops them again. */
-  private propose(leader: SimNode, cc: ConfChange, fresh: SimNode[]): void {
+  /** Proposes the change; a refused change that spawned nodes stops them again. Returns whether it was taken. */
+  private propose(leader: SimNode, cc: ConfChange, fresh: SimNode[]): boolean {
     const w = this.world;
     let refused = false;
     w.input(leader, (raw) => {
@@ -112,6 +112,7 @@ export class Operator {
     w.log(`operator: conf change ${JSON.stringify(cc)} via ${leader.id}${refused ? ' REFUSED' : ''}`);
     if (!refused) w.stats.confChangesProposed++;
     else for (const f of fresh) w.stop(f, false);
+    return !refused;
   }
 
   private transferLeadership(): void {
