@@ -227,8 +227,10 @@ export class Raft {
     this.role = 'leader';
     // A removed node that campaigned to hand leadership over has no progress of its own.
     const self = this.tracker.progress.get(this.id);
-    self?.becomeReplicate();
-    if (self !== undefined) self.recentActive = true;
+    if (self !== undefined) {
+      self.becomeReplicate();
+      self.recentActive = true;
+    }
     // Conservatively assume the log holds an unapplied conf change: no new one until applied.
     this.pendingConfIndex = this.log.lastIndex();
     // The no-op of the new term: committing it commits everything before it (Figure 8).
