@@ -8,7 +8,7 @@ import type { Message, MessageType } from '../src/raft/types.ts';
 /** Message types that travel between nodes; the local ones ('hup', 'beat', ...) never do. */
 export const NETWORK_MESSAGE_TYPES = [
   'prop', 'app', 'appResp', 'vote', 'voteResp', 'preVote', 'preVoteResp', 'snap', 'heartbeat',
-  'heartbeatResp', 'transferLeader', 'timeoutNow', 'readIndex', 'readIndexResp',
+  'heartbeatResp', 'transferLeader', 'timeoutNow', 'readIndex', 'readIndexResp', 'persisted',
 ] as const satisfies readonly MessageType[];
 
 const NETWORK_TYPE_SET: ReadonlySet<string> = new Set(NETWORK_MESSAGE_TYPES);

@@ -155,6 +155,9 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       // Followers answer forwarded writes when they apply them, so they are told of those
       // commits at once; the rest ride on the next append or heartbeat (docs/architecture.md).
       commitNotice: 'proposers',
+      // And a follower that forwarded a write commits it by itself once it holds it durably
+      // and hears that the leader does, when the two are a quorum (docs/architecture.md).
+      followerCommit: true,
       logger: { debug: (m) => this.log.debug(m), info: (m) => this.log.info(m), warn: (m) => this.log.warn(m) },
     }, storage.log);
     this.term = this.raw.status().term;
@@ -628,8 +631,9 @@ export class RaftNode extends EventEmitter<NodeEvents> {
 }
 
 /** Messages a leader may send before its own write completes (see loop()). */
+/** A leader's message that may leave before its own write: it speaks of nothing that write holds. */
 function isReplication(m: Message): boolean {
-  return m.type === 'app' || m.type === 'heartbeat';
+  return m.type === 'app' || m.type === 'heartbeat' || m.type === 'persisted';
 }
 
 /**

@@ -150,6 +150,11 @@ export class RaftLog {
     this.applied = index;
   }
 
+  /** The last index the driver has made durable: 0 while a snapshot awaits its write. */
+  stableIndex(): number {
+    return this.unstable.snapshot === undefined ? this.unstable.offset - 1 : 0;
+  }
+
   stableTo(index: number, term: number): void {
     this.unstable.stableTo(index, term);
   }

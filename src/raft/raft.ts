@@ -21,6 +21,8 @@ import { payloadBytes } from './util.ts';
 
 /** Context of a vote request sent on a leadership transfer: it may break a follower's lease. */
 const transferContext = 'transfer';
+/** Context of a forwarded proposal whose follower asks for a 'persisted' notice (followerCommit). */
+const persistedRequest = 'persisted?';
 const readRequestsMax = 4096;
 
 const silentLogger: Logger = { debug: () => {}, info: () => {}, warn: () => {} };
@@ -65,6 +67,18 @@ export class Raft {
   private pendingReads: Message[] = [];
   /** Leader: per follower, the last entry of the proposals it forwarded whose commit it awaits. */
   private readonly commitAwaited = new Map<NodeId, number>();
+  /** Leader: per follower that asked (followerCommit), the last entry its 'persisted' notice waits for. */
+  private readonly persistAwaited = new Map<NodeId, number>();
+  /**
+   * Leader: the highest index named in a 'persisted' notice. A follower may have committed, and
+   * answered a client, up to it before this leader learns of the commit; so no read may be
+   * served at an index below it.
+   */
+  private persistedNoticeMax = 0;
+  /** Follower: the leader's log is durable up to here, in this term ('persisted'). */
+  private leaderDurable = 0;
+  /** Follower: this log matches the leader's up to here (appends accepted in this term). */
+  private leaderMatched = 0;
 
   electionElapsed = 0;
   private heartbeatElapsed = 0;
@@ -74,6 +88,7 @@ export class Raft {
   private readonly prng: Prng;
   private readonly checkQuorum: boolean;
   private readonly commitNotice: 'all' | 'proposers';
+  private readonly followerCommit: boolean;
   private readonly preVote: boolean;
   private readonly disableProposalForwarding: boolean;
   private readonly appendBytesMax: number;
@@ -95,6 +110,7 @@ export class Raft {
     this.preVote = config.preVote ?? true;
     this.disableProposalForwarding = config.disableProposalForwarding ?? false;
     this.commitNotice = config.commitNotice ?? 'all';
+    this.followerCommit = config.followerCommit ?? false;
     this.appendBytesMax = config.appendBytesMax ?? 1024 * 1024;
     this.uncommittedBytesMax = config.uncommittedBytesMax ?? 64 * 1024 * 1024;
     this.logger = config.logger ?? silentLogger;
@@ -187,6 +203,10 @@ export class Raft {
     this.pendingConfIndex = 0;
     this.uncommittedBytes = 0;
     this.commitAwaited.clear();
+    this.persistAwaited.clear();
+    this.persistedNoticeMax = 0;
+    this.leaderDurable = 0;
+    this.leaderMatched = 0;
     this.readOnly = new ReadOnly(readRequestsMax);
     this.pendingReads = [];
   }
@@ -502,7 +522,7 @@ export class Raft {
       case 'prop':
         if (this.lead === NONE) return 'noLeader';
         if (this.disableProposalForwarding) return 'forwardingDisabled';
-        this.send({ ...m, to: this.lead, term: 0 });
+        this.send({ ...m, to: this.lead, term: 0, ...(this.followerCommit ? { context: persistedRequest } : {}) });
         return null;
       case 'app':
         this.electionElapsed = 0;
@@ -535,9 +555,59 @@ export class Raft {
       case 'readIndexResp':
         this.readStates.push({ index: m.index, context: m.context ?? '' });
         return null;
+      case 'persisted':
+        if (m.from !== this.lead) return null;
+        this.leaderDurable = Math.max(this.leaderDurable, m.index);
+        this.maybeCommitDurable();
+        return null;
       default:
         return null;
     }
+  }
+
+  /**
+   * followerCommit, on a follower: the entries durable both here and on the leader, as far as
+   * this log is known to match the leader's, are committed if the last of them is of this term.
+   * The leader sends 'persisted' only when it and this follower are a quorum of its settled
+   * configuration, in which all its entries up to its last were appended; so this is the
+   * leader's own commit rule, applied where both halves of the quorum are known. A later
+   * configuration needs a conf entry after these to commit first, which commits them too.
+   */
+  private maybeCommitDurable(): void {
+    this.log.maybeCommit(Math.min(this.leaderDurable, this.leaderMatched, this.log.stableIndex()), this.term);
+  }
+
+  /** The driver made the log durable up to `log.stableIndex()` (called from advance). */
+  persisted(): void {
+    if (this.role === 'leader') this.sendPersistedNotices();
+    else if (this.role === 'follower' && this.leaderDurable > this.log.committed) this.maybeCommitDurable();
+  }
+
+  /**
+   * Leader: tells each follower that asked, once this log is durable past its proposals, how
+   * far it is durable. Only when this leader and that follower are a quorum of a settled
+   * configuration; otherwise the follower learns the commit as usual.
+   */
+  private sendPersistedNotices(): void {
+    if (this.persistAwaited.size === 0) return;
+    const durable = this.log.stableIndex();
+    for (const [id, awaited] of this.persistAwaited) {
+      if (awaited > durable) continue;
+      this.persistAwaited.delete(id);
+      if (!this.isSettledQuorumWith(id)) continue;
+      // The notice stands in for the commit notice of the same proposals.
+      if ((this.commitAwaited.get(id) ?? Infinity) <= durable) this.commitAwaited.delete(id);
+      this.send(message({ type: 'persisted', to: id, index: durable }));
+      this.persistedNoticeMax = durable;
+    }
+  }
+
+  /** This leader and `id` are a quorum of a configuration that is not joint and has no change pending. */
+  private isSettledQuorumWith(id: NodeId): boolean {
+    const cfg = this.tracker.config;
+    if (isJoint(cfg) || this.pendingConfIndex > this.log.applied) return false;
+    const voters = cfg.voters.incoming;
+    return voters.size <= 3 && voters.has(this.id) && voters.has(id);
   }
 
   private handleAppendEntries(m: Message): void {
@@ -548,6 +618,10 @@ export class Raft {
     const lastNew = this.log.maybeAppend(m.index, m.logTerm, m.commit, m.entries);
     if (lastNew !== undefined) {
       this.send(message({ type: 'appResp', to: m.from, index: lastNew }));
+      if (lastNew > this.leaderMatched) {
+        this.leaderMatched = lastNew;
+        if (this.leaderDurable > this.log.committed) this.maybeCommitDurable();
+      }
       return;
     }
     // Reject with a hint: the last index at or below m.index whose term is at most m.logTerm.
@@ -674,7 +748,10 @@ export class Raft {
       this.pendingConfIndex = this.log.lastIndex() + i + 1;
     }
     if (!this.appendEntries(m.entries)) return 'uncommittedLimit';
-    if (m.from !== this.id) this.commitAwaited.set(m.from, this.log.lastIndex());
+    if (m.from !== this.id) {
+      this.commitAwaited.set(m.from, this.log.lastIndex());
+      if (m.context === persistedRequest) this.persistAwaited.set(m.from, this.log.lastIndex());
+    }
     this.bcastAppend();
     return null;
   }
@@ -762,7 +839,9 @@ export class Raft {
 
   private startRead(m: Message): DropReason | null {
     if (this.readOnly.full()) return 'uncommittedLimit';
-    const key = this.readOnly.add(this.log.committed, m.from, m.context ?? '');
+    // Not below what a follower may have committed on a 'persisted' notice: those entries are
+    // committed, this leader has just not heard so yet, and the read waits until it has.
+    const key = this.readOnly.add(Math.max(this.log.committed, this.persistedNoticeMax), m.from, m.context ?? '');
     this.readOnly.recvAck(this.id, key);
     this.bcastHeartbeat(key);
     return null;
@@ -926,7 +1005,10 @@ export class Raft {
       if (id === this.id) continue;
       const awaited = this.commitAwaited.get(id);
       const due = awaited !== undefined && awaited <= this.log.committed;
-      if (this.maybeSendAppend(id, due) && due) this.commitAwaited.delete(id);
+      if (this.maybeSendAppend(id, due) && due) {
+        this.commitAwaited.delete(id);
+        if ((this.persistAwaited.get(id) ?? Infinity) <= this.log.committed) this.persistAwaited.delete(id);
+      }
     }
   }
 

@@ -171,6 +171,7 @@ export class RawNode {
     }
     const last = rd.entries[rd.entries.length - 1];
     if (last) r.log.stableTo(last.index, last.term);
+    if (last || rd.snapshot) r.persisted();
     for (const e of rd.committedEntries) {
       if (e.kind === 'conf') {
         r.log.appliedTo(e.index);

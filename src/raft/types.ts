@@ -99,7 +99,8 @@ export type MessageType =
   | 'transferLeader'
   | 'timeoutNow'
   | 'readIndex'
-  | 'readIndexResp';
+  | 'readIndexResp'
+  | 'persisted'; // leader to a follower that asked (followerCommit): the leader's log is durable up to `index`
 
 export interface Message {
   type: MessageType;
@@ -196,6 +197,15 @@ export interface Config {
    * when writes come one at a time. Default 'all'.
    */
   commitNotice?: 'all' | 'proposers';
+  /**
+   * A follower that forwards a proposal asks the leader to say when the leader's own log is
+   * durable past it ('persisted'). When the leader and that follower are a quorum of a settled
+   * configuration (at most three voters, not joint, no change pending), the follower commits by
+   * itself once the entries are durable on both, a hop earlier than the leader's commit notice,
+   * which the 'persisted' notice replaces. A leader answers the request whatever this says;
+   * a follower asks only when it is set. Default false.
+   */
+  followerCommit?: boolean;
   logger?: Logger;
 }
 

@@ -53,6 +53,8 @@ describe('raft simulation', () => {
     expect(totals.nodesRemoved).toBeGreaterThan(0);
     expect(totals.majorityReplacements).toBeGreaterThan(0);
     expect(totals.jointSplits).toBeGreaterThan(0);
+    expect(totals.persistedNotices).toBeGreaterThan(0);
+    expect(totals.followerCommits).toBeGreaterThan(0);
     expect(totals.transfersCompleted).toBeGreaterThan(0);
     expect(totals.readsServed).toBeGreaterThan(0);
   });

@@ -28,6 +28,10 @@ export interface SeedStats {
   majorityReplacements: number;
   /** Partitions that cut the outgoing-only voters of a joint configuration off. */
   jointSplits: number;
+  /** 'persisted' notices delivered to followers (followerCommit). */
+  persistedNotices: number;
+  /** Of those, the ones on which the follower committed by itself at once. */
+  followerCommits: number;
   transfersRequested: number;
   transfersCompleted: number;
   readsIssued: number;
@@ -44,6 +48,7 @@ export const emptyStats = (): SeedStats => ({
   crashes: 0, crashesMidReady: 0, unsyncedWritesLost: 0, restarts: 0, partitions: 0,
   snapshotsSent: 0, snapshotsInstalled: 0, compactions: 0, checkpoints: 0,
   confChangesProposed: 0, confChangesApplied: 0, nodesAdded: 0, nodesRemoved: 0, majorityReplacements: 0, jointSplits: 0,
+  persistedNotices: 0, followerCommits: 0,
   transfersRequested: 0, transfersCompleted: 0, readsIssued: 0, readsServed: 0,
   messagesSent: 0, messagesLost: 0, messagesDuplicated: 0, livenessTicks: 0,
 });

@@ -147,7 +147,7 @@ export class World {
       id: node.id, prng: this.nodePrng.fork(), applied,
       electionTimeoutTicks: k.electionTimeoutTicks, heartbeatIntervalTicks: k.heartbeatIntervalTicks,
       appendBytesMax: k.appendBytesMax, appendsInflightMax: k.appendsInflightMax,
-      checkQuorum: k.checkQuorum, preVote: k.preVote, commitNotice: k.commitNotice,
+      checkQuorum: k.checkQuorum, preVote: k.preVote, commitNotice: k.commitNotice, followerCommit: k.followerCommit,
       committedBytesMax: k.committedBytesMax, uncommittedBytesMax: k.uncommittedBytesMax,
     }, storage);
     const hs = storage.hardStateNow();
@@ -196,7 +196,13 @@ export class World {
       return;
     }
     if (this.trace.enabled) this.log(`deliver ${describeMessage(m)}`);
-    this.input(to, (raw) => raw.step(m));
+    if (m.type === 'persisted') this.stats.persistedNotices++;
+    this.input(to, (raw) => {
+      const before = m.type === 'persisted' ? raw.status().commit : 0;
+      raw.step(m);
+      // A follower that committed on the leader's notice alone (followerCommit).
+      if (m.type === 'persisted' && raw.status().commit > before) this.stats.followerCommits++;
+    });
     if (m.type === 'snap') this.toSender(env, (raw) => raw.reportSnapshot(m.to, true));
   }
 
