@@ -340,12 +340,17 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       const rd = this.raw.ready();
       const sendFirst = maySendBeforeWrite(rd, this.role, this.opts.storage.log.initialState().hardState);
       const applyFirst = mayApplyBeforeWrite(rd);
+      // With new entries, replication goes first: the transport writes to the sockets in a
+      // microtask, and the write-ahead log's write(2) waits for it, so the appends leave before
+      // the log takes the thread. With none (only the commit index moved), the answers to
+      // clients go first: the entries are applied, and the sends wait for the end of this
+      // event-loop turn, after the promise continuations that write the HTTP responses.
+      const commitOnly = !mustWrite(rd) && applyFirst;
+      if (sendFirst && !commitOnly) {
+        for (const m of rd.messages) if (isReplication(m)) this.opts.transport.send(m);
+        if (rd.entries.length > 0) await Promise.resolve();
+      }
       const writing = this.persist(rd);
-      // With new entries, replication goes first. With none (only the commit index moved), the
-      // answers to clients go first: the entries are applied, and the sends wait for the end of
-      // this event-loop turn, after the promise continuations that write the HTTP responses.
-      const commitOnly = writing === undefined && applyFirst;
-      if (sendFirst && !commitOnly) for (const m of rd.messages) if (isReplication(m)) this.opts.transport.send(m);
       if (applyFirst) this.applyEntries(rd.committedEntries);
       if (commitOnly) await new Promise<void>((resolve) => setImmediate(resolve));
       if (sendFirst && commitOnly) for (const m of rd.messages) if (isReplication(m)) this.opts.transport.send(m);
@@ -368,7 +373,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   /** Writes what `rd` must make durable; undefined when there is nothing to write now. */
   private persist(rd: Ready): Promise<void> | undefined {
     const hardState = rd.hardState ?? this.unsavedHardState;
-    if (!rd.mustSync && rd.entries.length === 0 && rd.snapshot === undefined) {
+    if (!mustWrite(rd)) {
       // Only the commit index moved (or nothing did): keep it for the next write.
       this.unsavedHardState = hardState;
       return undefined;
@@ -631,6 +636,11 @@ export class RaftNode extends EventEmitter<NodeEvents> {
 }
 
 /** Messages a leader may send before its own write completes (see loop()). */
+/** Whether `rd` has anything to make durable now; otherwise its hard state waits for the next write. */
+function mustWrite(rd: Ready): boolean {
+  return rd.mustSync || rd.entries.length > 0 || rd.snapshot !== undefined;
+}
+
 /** A leader's message that may leave before its own write: it speaks of nothing that write holds. */
 function isReplication(m: Message): boolean {
   return m.type === 'app' || m.type === 'heartbeat' || m.type === 'persisted';
