@@ -635,13 +635,12 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   }
 }
 
-/** Messages a leader may send before its own write completes (see loop()). */
 /** Whether `rd` has anything to make durable now; otherwise its hard state waits for the next write. */
 function mustWrite(rd: Ready): boolean {
   return rd.mustSync || rd.entries.length > 0 || rd.snapshot !== undefined;
 }
 
-/** A leader's message that may leave before its own write: it speaks of nothing that write holds. */
+/** Messages a leader may send before its own write completes (see loop()): none says that write is durable. */
 function isReplication(m: Message): boolean {
   return m.type === 'app' || m.type === 'heartbeat' || m.type === 'persisted';
 }
