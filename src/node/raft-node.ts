@@ -290,16 +290,32 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   /** Graceful stop: a leader hands leadership away first, then everything is closed. */
   async stop(): Promise<void> {
     if (this.state === 'stopped' || this.state === 'stopping') return this.loopDone;
-    if (this.state === 'running' && this.isLeader && this.bestTransferTarget() !== NONE) {
+    await this.handOffBeforeStop();
+    await this.shutdown(new ShoalError('stopping', 'the node is stopping'));
+  }
+
+  /**
+   * A leader that stops hands leadership to the most up-to-date voter it is connected to. When
+   * the connection to that voter closes before it takes over (it is stopping too, as when the
+   * whole cluster stops at once, or the link blipped), the next voter is tried, each one once;
+   * only when none is left does the cluster fall back to an election. A transfer that times out
+   * is not retried: the stop has waited long enough.
+   */
+  private async handOffBeforeStop(): Promise<void> {
+    const tried = new Set<NodeId>();
+    while (this.state === 'running' && this.isLeader) {
+      const target = this.bestTransferTarget({ exclude: tried, connectedOnly: true });
+      if (target === NONE) return;
+      tried.add(target);
       try {
-        // A target stopping too (the whole cluster stopped at once) will not campaign.
-        const to = await this.transferLeadership(undefined, { giveUpIfDisconnected: true });
+        const to = await this.transferLeadership(target, { giveUpIfDisconnected: true });
         this.log.info(`handed leadership to ${to} before stopping`);
+        return;
       } catch (err) {
-        this.log.warn(`could not hand leadership away before stopping: ${(err as Error).message}`);
+        this.log.warn(`could not hand leadership to ${target} before stopping: ${(err as Error).message}`);
+        if (!(err instanceof ShoalError && err.code === 'stopping')) return;
       }
     }
-    await this.shutdown(new ShoalError('stopping', 'the node is stopping'));
   }
 
   private async shutdown(reason: Error): Promise<void> {
@@ -593,12 +609,16 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     this.opts.transport.setPeers(peers);
   }
 
-  private bestTransferTarget(): NodeId {
+  /** The voter with the longest log; `exclude`d ones left out, and with `connectedOnly` those this node has no connection to. */
+  private bestTransferTarget(opts: { exclude?: ReadonlySet<NodeId>; connectedOnly?: boolean } = {}): NodeId {
     const st = this.raw.status();
+    const connected = opts.connectedOnly === true
+      ? new Set(this.opts.transport.stats().filter((p) => p.connected).map((p) => p.id))
+      : undefined;
     let best: NodeId = NONE;
     let bestMatch = -1;
     for (const id of st.confState.voters) {
-      if (id === this.id) continue;
+      if (id === this.id || opts.exclude?.has(id) === true || (connected !== undefined && !connected.has(id))) continue;
       const match = st.progress?.[id]?.match ?? 0;
       if (match > bestMatch) { best = id; bestMatch = match; }
     }

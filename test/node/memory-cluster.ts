@@ -32,6 +32,7 @@ export class MemoryCluster {
   /** Errors the nodes logged (a fatal error stops a node): tests assert there are none. */
   readonly errors: string[] = [];
   readonly warnings: string[] = [];
+  readonly infos: string[] = [];
 
   constructor(private readonly opts: MemoryClusterOptions = {}) {
     const size = opts.size ?? 3;
@@ -56,7 +57,7 @@ export class MemoryCluster {
       id, storage: storageWithoutClose(storage), transport, stateMachine: kv, tickMs: 5, electionTimeoutTicks: 10,
       heartbeatIntervalTicks: 1, proposalTimeoutMs: 3000, seedPeers,
       snapshotEntries: this.opts.snapshotEntries ?? 10_000, logKeepEntries: this.opts.logKeepEntries ?? 5_000,
-      logger: { debug() {}, info() {}, warn: (m) => this.warnings.push(`${id}: ${m}`), error: (m) => this.errors.push(`${id}: ${m}`) },
+      logger: { debug() {}, info: (m) => this.infos.push(`${id}: ${m}`), warn: (m) => this.warnings.push(`${id}: ${m}`), error: (m) => this.errors.push(`${id}: ${m}`) },
     });
     await node.start();
     const t = { id, node, kv, storage };

@@ -65,6 +65,29 @@ describe('RaftNode', () => {
     cluster.nodes = rest;
   });
 
+  it('a leader whose transfer target drops its connection during a stop hands leadership to the next voter', async () => {
+    cluster = new MemoryCluster();
+    await cluster.start();
+    const leader = await cluster.waitForLeader();
+    await leader.node.propose(put('a', '1'));
+    const followers = cluster.nodes.filter((n) => n !== leader);
+    for (const f of followers) await f.node.readBarrier();
+    // Both followers hold the same log: the first by id is the first target.
+    const [first, second] = followers.map((f) => f.id).sort();
+    const stopping = leader.node.stop();
+    // The link to the first target goes down once the transfer to it has started.
+    cluster.network.partition(leader.id, first as string);
+    await stopping;
+    const rest = cluster.nodes.filter((n) => n !== leader);
+    const next = await cluster.waitForLeader(2000, rest);
+    expect(next.id).toBe(second);
+    const mine = (lines: string[]): string[] => lines.filter((l) => l.startsWith(`${leader.id}: `));
+    expect(mine(cluster.warnings).some((w) => w.includes(`could not hand leadership to ${first}`) && w.includes('the connection to it closed'))).toBe(true);
+    expect(mine(cluster.infos)).toContain(`${leader.id}: handed leadership to ${second} before stopping`);
+    cluster.network.heal();
+    cluster.nodes = rest;
+  });
+
   it('a leader stopping together with every other node gives up the transfer when the target closes its connection', async () => {
     cluster = new MemoryCluster();
     await cluster.start();
@@ -73,7 +96,7 @@ describe('RaftNode', () => {
     await cluster.stopAll();
     const mine = cluster.warnings.filter((w) => w.startsWith(`${leader.id}: `));
     // Not the transfer's timeout: the target is stopping too and will never campaign.
-    expect(mine.some((w) => w.includes('could not hand leadership away') && w.includes('the connection to it closed'))).toBe(true);
+    expect(mine.some((w) => w.includes('could not hand leadership to') && w.includes('the connection to it closed'))).toBe(true);
     expect(mine.filter((w) => w.includes('did not complete within'))).toEqual([]);
   });
 
