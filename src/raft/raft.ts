@@ -65,10 +65,11 @@ export class Raft {
   private readOnly = new ReadOnly(readRequestsMax);
   /** Reads that arrived before this leader committed an entry of its own term. */
   private pendingReads: Message[] = [];
-  /** Leader: per follower, the last entry of the proposals it forwarded whose commit it awaits. */
-  private readonly commitAwaited = new Map<NodeId, number>();
-  /** Leader: per follower that asked (followerCommit), the last entry its 'persisted' notice waits for. */
-  private readonly persistAwaited = new Map<NodeId, number>();
+  /**
+   * Leader: per follower, the last entry of the proposals it forwarded whose commit it awaits,
+   * and whether it asked for a 'persisted' notice instead (followerCommit).
+   */
+  private readonly commitAwaited = new Map<NodeId, { index: number; persistedNotice: boolean }>();
   /**
    * Leader: the highest index named in a 'persisted' notice. A follower may have committed, and
    * answered a client, up to it before this leader learns of the commit; so no read may be
@@ -203,7 +204,6 @@ export class Raft {
     this.pendingConfIndex = 0;
     this.uncommittedBytes = 0;
     this.commitAwaited.clear();
-    this.persistAwaited.clear();
     this.persistedNoticeMax = 0;
     this.leaderDurable = 0;
     this.leaderMatched = 0;
@@ -574,13 +574,14 @@ export class Raft {
    * configuration needs a conf entry after these to commit first, which commits them too.
    */
   private maybeCommitDurable(): void {
+    if (this.leaderDurable <= this.log.committed) return;
     this.log.maybeCommit(Math.min(this.leaderDurable, this.leaderMatched, this.log.stableIndex()), this.term);
   }
 
   /** The driver made the log durable up to `log.stableIndex()` (called from advance). */
   persisted(): void {
     if (this.role === 'leader') this.sendPersistedNotices();
-    else if (this.role === 'follower' && this.leaderDurable > this.log.committed) this.maybeCommitDurable();
+    else if (this.role === 'follower') this.maybeCommitDurable();
   }
 
   /**
@@ -589,14 +590,15 @@ export class Raft {
    * configuration; otherwise the follower learns the commit as usual.
    */
   private sendPersistedNotices(): void {
-    if (this.persistAwaited.size === 0) return;
     const durable = this.log.stableIndex();
-    for (const [id, awaited] of this.persistAwaited) {
-      if (awaited > durable) continue;
-      this.persistAwaited.delete(id);
-      if (!this.isSettledQuorumWith(id)) continue;
+    for (const [id, awaited] of this.commitAwaited) {
+      if (!awaited.persistedNotice || awaited.index > durable) continue;
+      if (!this.isSettledQuorumWith(id)) {
+        awaited.persistedNotice = false; // the commit notice, then
+        continue;
+      }
       // The notice stands in for the commit notice of the same proposals.
-      if ((this.commitAwaited.get(id) ?? Infinity) <= durable) this.commitAwaited.delete(id);
+      this.commitAwaited.delete(id);
       this.send(message({ type: 'persisted', to: id, index: durable }));
       this.persistedNoticeMax = durable;
     }
@@ -620,7 +622,7 @@ export class Raft {
       this.send(message({ type: 'appResp', to: m.from, index: lastNew }));
       if (lastNew > this.leaderMatched) {
         this.leaderMatched = lastNew;
-        if (this.leaderDurable > this.log.committed) this.maybeCommitDurable();
+        this.maybeCommitDurable();
       }
       return;
     }
@@ -748,10 +750,7 @@ export class Raft {
       this.pendingConfIndex = this.log.lastIndex() + i + 1;
     }
     if (!this.appendEntries(m.entries)) return 'uncommittedLimit';
-    if (m.from !== this.id) {
-      this.commitAwaited.set(m.from, this.log.lastIndex());
-      if (m.context === persistedRequest) this.persistAwaited.set(m.from, this.log.lastIndex());
-    }
+    if (m.from !== this.id) this.commitAwaited.set(m.from, { index: this.log.lastIndex(), persistedNotice: m.context === persistedRequest });
     this.bcastAppend();
     return null;
   }
@@ -1004,11 +1003,8 @@ export class Raft {
     for (const id of this.tracker.ids()) {
       if (id === this.id) continue;
       const awaited = this.commitAwaited.get(id);
-      const due = awaited !== undefined && awaited <= this.log.committed;
-      if (this.maybeSendAppend(id, due) && due) {
-        this.commitAwaited.delete(id);
-        if ((this.persistAwaited.get(id) ?? Infinity) <= this.log.committed) this.persistAwaited.delete(id);
-      }
+      const due = awaited !== undefined && awaited.index <= this.log.committed;
+      if (this.maybeSendAppend(id, due) && due) this.commitAwaited.delete(id);
     }
   }
 
