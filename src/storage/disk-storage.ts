@@ -19,7 +19,7 @@ import { metaKey } from './keys.ts';
 import { openLevel, type LogDb } from './level.ts';
 import { checkLogIncarnation } from './log-incarnation.ts';
 import { appendBounds, type LogBounds } from './log-bounds.ts';
-import { initWal, migrateLevelLog } from './migrate.ts';
+import { initWal, migrateLevelLog, stampFormat3 } from './migrate.ts';
 import { storagePaths, type StoragePaths } from './paths.ts';
 import { checkLog, readFormat, readRecord, tidyAndBuild } from './recover.ts';
 import type { SafeParser, SnapshotRecord } from './schemas.ts';
@@ -46,6 +46,8 @@ export interface DiskStorageOptions {
   snapshotsKeptMax?: number;
   /** A new write-ahead log segment is started once the current one reaches this size. Default 64 MiB. */
   segmentBytes?: number;
+  /** How far ahead of its records the segment being written is extended with zeros. Default 4 MiB. */
+  preallocateBytes?: number;
 }
 
 /** What `save` persists: the part of a Ready that must be durable before its messages are sent. */
@@ -99,12 +101,15 @@ export class DiskStorage implements LogStorage {
     try {
       const format = await readFormat(db, paths);
       await checkLogIncarnation(db, paths);
-      const walOpts = { segmentBytes: opts.segmentBytes ?? 64 * 1024 * 1024 };
-      // Format 2 is read and checked before anything on disk changes; a new or format-1
+      const walOpts = {
+        segmentBytes: opts.segmentBytes ?? 64 * 1024 * 1024,
+        ...(opts.preallocateBytes !== undefined ? { preallocateBytes: opts.preallocateBytes } : {}),
+      };
+      // Formats 2 and 3 are read and checked before anything on disk changes; a new or format-1
       // directory gets its write-ahead log first (migrate.ts), then the same checks.
       let contents: WalContents | undefined;
       let state: LogState;
-      if (format === 2) {
+      if (format === 2 || format === 3) {
         contents = await readWal(paths);
         state = contents.state;
       } else {
@@ -112,6 +117,7 @@ export class DiskStorage implements LogStorage {
       }
       const chosen = await checkLog(state, snapshots, paths);
       if (contents !== undefined) {
+        if (format === 2) await stampFormat3(db, paths, logger);
         wal = WalWriter.openForAppend(paths.wal, contents, walOpts);
         if (contents.torn !== undefined) logger.warn(`cut an unfinished write off the end of the write-ahead log (${contents.torn}); it was never acknowledged`);
       }

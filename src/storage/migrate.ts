@@ -1,10 +1,15 @@
-// Moving a log of storage format 1 (every entry a key in the level database) into the
-// write-ahead log of format 2, at the first open by a version that writes format 2. So a node is
-// upgraded in place: stop it, start the new version on the same data directory.
+// Moving a data directory of an older storage format to the current one (3) at the first open
+// by this release. So a node is upgraded in place: stop it, start the new version on the same
+// data directory.
 //
-// The write-ahead log is written whole and synced first; then one synced batch stamps format 2
-// and deletes the old keys. A crash before that batch leaves format 1 as it was (the half-written
-// write-ahead log is thrown away and written again at the next open); after it, format 2 is whole.
+// Format 1 (every entry a key in the level database): the write-ahead log is written whole and
+// synced first; then one synced batch stamps the format and deletes the old keys. A crash before
+// that batch leaves format 1 as it was (the half-written write-ahead log is thrown away and
+// written again at the next open); after it, the new format is whole.
+//
+// Format 2 (the write-ahead log, segments of version 1): the stamp is written, synced, before
+// the first preallocated segment (version 2), which releases of format 2 would refuse as
+// damaged. Format 3 reads both versions, so a crash after the stamp loses nothing.
 
 import { rm } from 'node:fs/promises';
 import type { Logger } from '../raft/types.ts';
@@ -31,6 +36,12 @@ export async function migrateLevelLog(
   logger.info(`moved the log (${state.entries.length} entries after index ${state.truncated.index}) from the level database ` +
     `into the write-ahead log ${paths.wal} (storage format 1 to ${storageFormat})`);
   return { wal, state };
+}
+
+/** Format 2 to 3: only the stamp changes; the writer starts a preallocated segment after it. */
+export async function stampFormat3(db: LogDb, paths: StoragePaths, logger: Logger): Promise<void> {
+  await db.put(formatKey, seal({ format: storageFormat }), { sync: true });
+  logger.info(`storage format 2 to ${storageFormat} in ${paths.dir}: new write-ahead log segments are preallocated`);
 }
 
 /** A brand-new data directory: an empty write-ahead log, then the format stamp. */

@@ -13,6 +13,7 @@ import type { StoragePaths } from './paths.ts';
 import { readLog } from './read-log.ts';
 import {
   formatSchema, hardStateSchema, snapshotRecordSchema, storageFormat, truncatedSchema, type SafeParser, type SnapshotRecord,
+  type StorageFormat,
 } from './schemas.ts';
 import { unseal } from './sealed.ts';
 import type { SnapshotDir } from './snapshot-dir.ts';
@@ -34,12 +35,13 @@ export async function readRecord<T>(db: LogDb, key: Buffer, schema: SafeParser<T
 
 /**
  * The storage format of the data directory: undefined for a new one, 1 for a log kept in the
- * level database (migrated at open), 2 for the write-ahead log. Anything else is refused.
+ * level database (migrated at open), 2 and 3 for the write-ahead log (3 once this release has
+ * stamped it). Anything else is refused.
  */
-export async function readFormat(db: LogDb, paths: StoragePaths): Promise<1 | 2 | undefined> {
+export async function readFormat(db: LogDb, paths: StoragePaths): Promise<StorageFormat | undefined> {
   const found = await readRecord(db, formatKey, formatSchema, paths);
   if (found === undefined) return undefined;
-  if (found.format === 1 || found.format === storageFormat) return found.format as 1 | 2;
+  if (found.format === 1 || found.format === 2 || found.format === 3) return found.format;
   throw new StorageFormatError(paths.log, found.format, storageFormat);
 }
 

@@ -3,6 +3,11 @@
 //   segment header   'SHOALWAL' | u32be version | u32be 0                        (16 bytes)
 //   record           u32be bodyBytes | u32be crc32(body) | body (msgpack WalRecord)
 //
+// Version 2 segments (storage format 3) are preallocated: the file is extended with zeros ahead
+// of the records, a few MiB at a time, so that a synced write does not change the file's size
+// and its fdatasync needs no journal commit. The records end where the zeros begin. Version 1
+// segments (storage format 2) end with the file; they are still read, never written.
+//
 // A record is one atomic change of the log: what one `save` persists (entries overwriting any
 // conflicting suffix, hard state, a snapshot received from the leader), a snapshot taken here,
 // or a compaction point. A segment opens with a `state` record, the whole non-entry state at that
@@ -54,7 +59,10 @@ export const walRecordSchema: z.ZodType<WalRecord, unknown> = z.discriminatedUni
 ]);
 
 export const segmentMagic = Buffer.from('SHOALWAL');
-export const segmentVersion = 1;
+/** The version this release writes; version 1 is still read. */
+export const segmentVersion = 2;
+/** The segment versions this release reads. */
+export type SegmentVersion = 1 | 2;
 export const segmentHeaderBytes = 16;
 export const recordHeaderBytes = 8;
 /** A record is at most this long: a save is bounded by the core's append limits, far below. */
@@ -63,21 +71,21 @@ export const recordBytesMax = 256 * 1024 * 1024;
 // Plain maps, as in sealed.ts: a record structure table would have to be stored with the data.
 const packr = new Packr({ useRecords: false });
 
-export function segmentHeader(): Buffer {
+export function segmentHeader(version: SegmentVersion = segmentVersion): Buffer {
   const h = Buffer.alloc(segmentHeaderBytes);
   segmentMagic.copy(h, 0);
-  h.writeUInt32BE(segmentVersion, 8);
+  h.writeUInt32BE(version, 8);
   return h;
 }
 
-/** The problem with a segment header, or undefined if it is ours. */
-export function headerProblem(h: Uint8Array): string | undefined {
-  if (h.length < segmentHeaderBytes) return `the file is ${h.length} bytes, shorter than a segment header`;
+/** The segment's version, or the problem with its header. */
+export function readHeader(h: Uint8Array): { version: SegmentVersion } | { problem: string } {
+  if (h.length < segmentHeaderBytes) return { problem: `the file is ${h.length} bytes, shorter than a segment header` };
   const b = Buffer.from(h.buffer, h.byteOffset, segmentHeaderBytes);
-  if (!b.subarray(0, 8).equals(segmentMagic)) return 'the file does not start with a write-ahead log header';
+  if (!b.subarray(0, 8).equals(segmentMagic)) return { problem: 'the file does not start with a write-ahead log header' };
   const version = b.readUInt32BE(8);
-  if (version !== segmentVersion) return `segment version ${version}, this version reads ${segmentVersion}`;
-  return undefined;
+  if (version !== 1 && version !== 2) return { problem: `segment version ${version}, this version reads 1 and 2` };
+  return { version };
 }
 
 /** A record framed for appending. Optional fields are left out rather than packed as nil. */
@@ -102,10 +110,17 @@ function withoutUndefined(record: WalRecord): Record<string, unknown> {
 
 /**
  * One step of reading a segment: a record, the clean end, a write a crash cut short (`torn`), or
- * damage (`bad`). A write is torn when it is incomplete (its header or body runs past the end of
- * the file) or when its bytes stop at a sector boundary with only zeros after it: the file grew
- * but the last sectors never reached the disk. A checksum failure with data to the end is damage,
- * even in the last record: it may have been synced and acknowledged.
+ * damage (`bad`). A checksum failure with data to the record's end is damage, even in the last
+ * record: it may have been synced and acknowledged.
+ *
+ * In a version 1 segment the file ends with the records. A write is torn when it is incomplete
+ * (its header or body runs past the end of the file) or when its bytes stop at a sector
+ * boundary with only zeros after it: the file grew but the last sectors never reached the disk.
+ *
+ * In a version 2 segment (preallocated) the records end where only zeros are left. A crash can
+ * leave any of the sectors written after the last sync unwritten, in any order, so a write is
+ * torn when one of its sectors is all zeros (or, for a header of zeros, the sector it starts
+ * in), whatever follows it: nothing after a sector that never reached the disk was synced.
  */
 export type Framed =
   | { kind: 'record'; body: Buffer; end: number }
@@ -116,14 +131,16 @@ export type Framed =
 const sectorBytes = 512;
 
 /** Reads the frame at `pos`; a body whose checksum matches is returned undecoded. */
-export function readFrame(buf: Buffer, pos: number): Framed {
+export function readFrame(buf: Buffer, pos: number, version: SegmentVersion = 1): Framed {
+  const preallocated = version === 2;
   const left = buf.length - pos;
-  if (left === 0) return { kind: 'end' };
+  if (left === 0 || (preallocated && allZero(buf, pos, buf.length))) return { kind: 'end' };
   if (left < recordHeaderBytes) return { kind: 'torn', detail: `${left} bytes at the end, shorter than a record header` };
   const bytes = buf.readUInt32BE(pos);
   if (bytes === 0 || bytes > recordBytesMax) {
     const detail = `a record header gives a length of ${bytes} bytes`;
-    return zeroTail(buf, pos) ? { kind: 'torn', detail } : { kind: 'bad', detail };
+    const torn = preallocated ? bytes === 0 && allZero(buf, pos, sectorEnd(pos, buf.length)) : zeroTail(buf, pos);
+    return torn ? { kind: 'torn', detail } : { kind: 'bad', detail };
   }
   if (bytes > left - recordHeaderBytes) {
     return { kind: 'torn', detail: `a record of ${bytes} bytes runs past the end of the file (${left - recordHeaderBytes} bytes left)` };
@@ -132,7 +149,8 @@ export function readFrame(buf: Buffer, pos: number): Framed {
   const body = buf.subarray(pos + recordHeaderBytes, end);
   if (crc32(body) !== buf.readUInt32BE(pos + 4)) {
     const detail = `a record of ${bytes} bytes fails its checksum`;
-    return end === buf.length && zeroTail(buf, pos) ? { kind: 'torn', detail } : { kind: 'bad', detail };
+    const torn = preallocated ? hasZeroSector(buf, pos, end) : end === buf.length && zeroTail(buf, pos);
+    return torn ? { kind: 'torn', detail } : { kind: 'bad', detail };
   }
   return { kind: 'record', body, end };
 }
@@ -144,6 +162,30 @@ function zeroTail(buf: Buffer, pos: number): boolean {
   if (lastNonZero < pos) return true;
   const boundary = Math.ceil((lastNonZero + 1) / sectorBytes) * sectorBytes;
   return boundary < buf.length;
+}
+
+/** The end of the sector holding byte `pos`, or `limit` if that comes first. */
+function sectorEnd(pos: number, limit: number): number {
+  return Math.min(limit, (Math.floor(pos / sectorBytes) + 1) * sectorBytes);
+}
+
+/** Whether one of the sectors [from, to) spans (each cut to that range) holds only zeros. */
+function hasZeroSector(buf: Buffer, from: number, to: number): boolean {
+  for (let at = from; at < to; at = sectorEnd(at, to)) {
+    if (allZero(buf, at, sectorEnd(at, to))) return true;
+  }
+  return false;
+}
+
+const zeros = Buffer.alloc(64 * 1024);
+
+/** Whether bytes [from, to) of `buf` are all zero; compared a chunk at a time. */
+export function allZero(buf: Buffer, from: number, to: number): boolean {
+  for (let at = from; at < to; at += zeros.length) {
+    const n = Math.min(zeros.length, to - at);
+    if (buf.compare(zeros, 0, n, at, at + n) !== 0) return false;
+  }
+  return true;
 }
 
 /** Decodes and checks a record whose checksum matched; throws a message on failure. */

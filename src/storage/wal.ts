@@ -5,9 +5,15 @@
 // Appending is one write(2) from the event loop's thread, a few hundred bytes into the page
 // cache, and for a synced save one fdatasync on the thread pool. fdatasync covers every earlier
 // write to the file, so an unsynced record (a compaction, a Ready that needs no sync) becomes
-// durable with the next synced one, and a crash can only lose a suffix of the last segment.
-// That suffix may hold half a record (a torn write): it is cut off at open. Damage anywhere else
-// refuses the log.
+// durable with the next synced one, and a crash can only lose what was written to the last
+// segment after its last sync. That may leave half a record (a torn write): it is cut off at
+// open. Damage anywhere else refuses the log.
+//
+// The segment being written is kept extended with zeros (ftruncate: a sparse file, no data
+// written) a few MiB past its last record, so a write lands inside the file and its fdatasync
+// flushes only data: a write that grows the file also makes the fdatasync commit the file
+// system's journal for the new size. On this VM's ext4 that took the sync from 0.24 to 0.16 ms
+// alone and from 0.44 to 0.38 ms with three writers (docs/architecture.md).
 //
 // A new segment is written under a temporary name with its header and state record, synced and
 // renamed into place, after the previous segment was synced; so every segment but the last is
@@ -20,7 +26,8 @@ import { promisify } from 'node:util';
 import { StorageCorruptionError, rebuildNodeRecovery } from './errors.ts';
 import type { StoragePaths } from './paths.ts';
 import {
-  decodeRecord, encodeRecord, headerProblem, nextHead, readFrame, segmentHeader, segmentHeaderBytes, type LogHead, type WalRecord,
+  decodeRecord, encodeRecord, nextHead, readFrame, readHeader, segmentHeader, segmentHeaderBytes, type LogHead, type SegmentVersion,
+  type WalRecord,
 } from './wal-record.ts';
 import { LogReplay, ReplayError, type LogState } from './wal-replay.ts';
 
@@ -38,6 +45,8 @@ export interface SegmentInfo {
   path: string;
   /** The highest entry index any record in the segment wrote (0: none). */
   maxIndex: number;
+  /** 1: the file ends with its records; 2: preallocated, the records end where the zeros begin. */
+  version: SegmentVersion;
 }
 
 export interface WalContents {
@@ -68,11 +77,12 @@ export async function readWal(paths: StoragePaths): Promise<WalContents> {
   for (const [i, seg] of found.entries()) {
     const last = i === found.length - 1;
     const buf = await readFile(seg.path);
-    const problem = headerProblem(buf);
-    if (problem !== undefined) throw corrupt(seg.path, problem);
+    const header = readHeader(buf);
+    if ('problem' in header) throw corrupt(seg.path, header.problem);
+    seg.version = header.version;
     let pos = segmentHeaderBytes;
     for (;;) {
-      const f = readFrame(buf, pos);
+      const f = readFrame(buf, pos, seg.version);
       if (f.kind === 'end') break;
       if (f.kind === 'bad') throw corrupt(seg.path, `${f.detail}, at byte ${pos}`);
       if (f.kind === 'torn') {
@@ -105,7 +115,7 @@ async function listSegments(dir: string): Promise<SegmentInfo[]> {
   const out: SegmentInfo[] = [];
   for (const name of await readdir(dir)) {
     const m = namePattern.exec(name);
-    if (m !== null) out.push({ seq: Number(m[1]), path: join(dir, name), maxIndex: 0 });
+    if (m !== null) out.push({ seq: Number(m[1]), path: join(dir, name), maxIndex: 0, version: 1 });
   }
   return out.sort((a, b) => a.seq - b.seq);
 }
@@ -120,40 +130,67 @@ export async function removeTemporarySegments(dir: string): Promise<string[]> {
 export interface WalWriterOptions {
   /** A new segment is started once the current one reaches this size. */
   segmentBytes: number;
+  /**
+   * How far past its last record the segment being written is extended with zeros, at most
+   * (never past segmentBytes ahead). Default 4 MiB.
+   */
+  preallocateBytes?: number;
+}
+
+const preallocateDefault = 4 * 1024 * 1024;
+
+function preallocation(opts: WalWriterOptions): number {
+  return Math.max(1, Math.min(opts.preallocateBytes ?? preallocateDefault, opts.segmentBytes));
 }
 
 export class WalWriter {
   private closed = false;
 
+  private readonly preallocateBytes: number;
+
   private constructor(
     private readonly dir: string,
     private fd: number,
     private size: number,
+    /** The file's length: the records' `size` bytes, then zeros. */
+    private allocated: number,
     private readonly segments: SegmentInfo[],
     private head: LogHead,
     private readonly opts: WalWriterOptions,
-  ) {}
+  ) {
+    this.preallocateBytes = preallocation(opts);
+  }
 
   /** Starts a new log in `dir` (which must hold no segments) from `state`. */
   static create(dir: string, state: LogState, opts: WalWriterOptions): WalWriter {
     fs.mkdirSync(dir, { recursive: true });
     const head = headOf(state);
-    const { fd, size } = startSegment(dir, 1, head);
-    const w = new WalWriter(dir, fd, size, [{ seq: 1, path: join(dir, segmentName(1)), maxIndex: 0 }], head, opts);
+    const { fd, size } = startSegment(dir, 1, head, preallocation(opts));
+    const w = new WalWriter(dir, fd, size, size + preallocation(opts), [{ seq: 1, path: join(dir, segmentName(1)), maxIndex: 0, version: 2 }], head, opts);
     if (state.entries.length > 0) w.appendEntriesInRecords(state.entries);
     return w;
   }
 
-  /** Continues the log read by readWal, cutting off a torn tail first. */
+  /**
+   * Continues the log read by readWal. A torn tail is cut off: the file is cut at the last whole
+   * record, so that what the crash left after it is gone too, and extended with zeros again. A
+   * last segment of version 1 (written before preallocation) is left as it is, synced, and a new
+   * segment started, so that every write from now on is preallocated.
+   */
   static openForAppend(dir: string, contents: WalContents, opts: WalWriterOptions): WalWriter {
     const last = contents.segments[contents.segments.length - 1];
     if (last === undefined) throw new Error('openForAppend: no segments');
     const fd = fs.openSync(last.path, 'r+');
+    const w = new WalWriter(dir, fd, contents.validBytes, contents.validBytes, contents.segments, headOf(contents.state), opts);
     if (contents.torn !== undefined) {
       fs.ftruncateSync(fd, contents.validBytes);
-      fs.fdatasyncSync(fd);
+      if (last.version === 2) w.extend(contents.validBytes);
+      fs.fsyncSync(fd);
+    } else if (last.version === 2) {
+      w.allocated = fs.fstatSync(fd).size;
     }
-    return new WalWriter(dir, fd, contents.validBytes, contents.segments, headOf(contents.state), opts);
+    if (last.version === 1) w.startNextSegment();
+    return w;
   }
 
   /** Writes a record to the page cache (starting a new segment first if this one is full). */
@@ -161,10 +198,25 @@ export class WalWriter {
     if (this.closed) throw new Error(`the write-ahead log in ${this.dir} is closed`);
     if (this.size >= this.opts.segmentBytes) this.startNextSegment();
     const frame = encodeRecord(record);
+    this.reserve(this.size + frame.length);
     writeAll(this.fd, frame, this.size);
     this.size += frame.length;
     this.track(record);
     return frame.length;
+  }
+
+  /**
+   * Makes the file reach at least `end`, extending it with zeros up to preallocateBytes past it:
+   * the new length becomes durable with the next sync, once per extension instead of once per
+   * write.
+   */
+  private reserve(end: number): void {
+    if (end > this.allocated) this.extend(end);
+  }
+
+  private extend(end: number): void {
+    this.allocated = end + this.preallocateBytes;
+    fs.ftruncateSync(this.fd, this.allocated);
   }
 
   /** Makes every record appended so far durable. */
@@ -216,11 +268,12 @@ export class WalWriter {
     fs.fdatasyncSync(this.fd);
     const current = this.segments[this.segments.length - 1] as SegmentInfo;
     const seq = current.seq + 1;
-    const { fd, size } = startSegment(this.dir, seq, this.head);
+    const { fd, size } = startSegment(this.dir, seq, this.head, this.preallocateBytes);
     fs.closeSync(this.fd);
     this.fd = fd;
     this.size = size;
-    this.segments.push({ seq, path: join(this.dir, segmentName(seq)), maxIndex: 0 });
+    this.allocated = size + this.preallocateBytes;
+    this.segments.push({ seq, path: join(this.dir, segmentName(seq)), maxIndex: 0, version: 2 });
   }
 
   private track(r: WalRecord): void {
@@ -235,14 +288,18 @@ function headOf(state: LogState): LogHead {
   return { hardState: state.hardState, truncated: state.truncated, snapshot: state.record };
 }
 
-/** Writes a segment's header and state record under a temporary name, then puts it in place. */
-function startSegment(dir: string, seq: number, head: LogHead): { fd: number; size: number } {
+/**
+ * Writes a segment's header and state record under a temporary name, extended with
+ * `preallocateBytes` of zeros, then puts it in place.
+ */
+function startSegment(dir: string, seq: number, head: LogHead, preallocateBytes: number): { fd: number; size: number } {
   const final = join(dir, segmentName(seq));
   const temporary = final + temporarySuffix;
   const bytes = Buffer.concat([segmentHeader(), encodeRecord({ type: 'state', ...head })]);
   const tfd = fs.openSync(temporary, 'w');
   try {
     writeAll(tfd, bytes, 0);
+    fs.ftruncateSync(tfd, bytes.length + preallocateBytes);
     fs.fdatasyncSync(tfd);
   } finally {
     fs.closeSync(tfd);

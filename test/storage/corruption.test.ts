@@ -12,7 +12,7 @@ import { packr, seal } from '../../src/storage/sealed.ts';
 import { SnapshotDir } from '../../src/storage/snapshot-dir.ts';
 import { encodeRecord, frameBody } from '../../src/storage/wal-record.ts';
 import type { Logger } from '../../src/raft/types.ts';
-import { bytes, conf, dump, hs, openStorage, run, tempDir } from './helpers.ts';
+import { bytes, conf, dump, hs, openStorage, recordsEnd, run, tempDir, writeAt } from './helpers.ts';
 
 /** A closed data directory: entries 1..20 (term 1, then 2 from 11), snapshots as asked. */
 async function prepared(snapshotsAt: number[], compactTo = 0): Promise<string> {
@@ -37,10 +37,10 @@ async function withLevel(dir: string, edit: (db: ClassicLevel<Buffer, Buffer>) =
 
 const segPath = (dir: string, seq = 1): string => join(dir, 'wal', `seg-${String(seq).padStart(16, '0')}.wal`);
 
-/** Appends raw bytes to the last segment, as a buggy writer or a damaged disk might leave them. */
+/** Writes raw bytes after the last segment's records, as a buggy writer or a damaged disk might leave them. */
 async function appendToWal(dir: string, ...frames: Buffer[]): Promise<void> {
   const path = segPath(dir);
-  await writeFile(path, Buffer.concat([await readFile(path), ...frames]));
+  await writeAt(path, await recordsEnd(path), Buffer.concat(frames));
 }
 
 
@@ -62,9 +62,10 @@ async function refused(dir: string): Promise<StorageCorruptionError> {
 
 const snapPath = (dir: string, index: number): string => join(dir, 'snapshots', new SnapshotDir('').fileName(index));
 
+/** Flips the byte `fromEnd` bytes before the end of the file's data (a segment's records, or a whole snapshot). */
 async function flipByte(path: string, fromEnd: number): Promise<void> {
   const b = await readFile(path);
-  const at = b.length - fromEnd;
+  const at = (path.endsWith('.wal') ? await recordsEnd(path) : b.length) - fromEnd;
   b[at] = (b[at] as number) ^ 0xff;
   await writeFile(path, b);
 }
@@ -231,7 +232,7 @@ describe('corruption is detected at open', () => {
 
   it('a layout written by another version is refused with a format error', async () => {
     const dir = await prepared([]);
-    await withLevel(dir, (db) => db.put(formatKey, seal({ format: 3 })));
+    await withLevel(dir, (db) => db.put(formatKey, seal({ format: 4 })));
     await expect(DiskStorage.open(dir)).rejects.toThrow(StorageFormatError);
   });
 });
@@ -272,7 +273,7 @@ describe('storage format 1 (the log in the level database) is moved into the wri
     await withLevel(dir, async (db) => {
       expect(await db.get(hardStateKey)).toBeUndefined();
       expect(await db.get(entryKey(12))).toBeUndefined();
-      expect(await db.get(formatKey)).toEqual(seal({ format: 2 }));
+      expect(await db.get(formatKey)).toEqual(seal({ format: 3 }));
     });
     expect(dump(await openStorage(dir))).toEqual(moved);
   });
@@ -289,5 +290,43 @@ describe('storage format 1 (the log in the level database) is moved into the wri
     await cp(join(dir, 'wal'), join(original, 'wal'), { recursive: true });
     await appendToWal(original, Buffer.from('half a record'));
     expect(dump(await openStorage(original))).toEqual(moved);
+  });
+});
+
+describe('storage format 2 (segments that end with their records) becomes format 3 at open', () => {
+  /** A data directory as format 2 left it: one segment of version 1, as long as its records. */
+  async function formatTwo(): Promise<{ dir: string; before: ReturnType<typeof dump> }> {
+    const dir = await prepared([15]);
+    const s = await openStorage(dir);
+    const before = dump(s);
+    await s.close();
+    const path = segPath(dir);
+    const b = (await readFile(path)).subarray(0, await recordsEnd(path));
+    b.writeUInt32BE(1, 8);
+    await writeFile(path, b);
+    await withLevel(dir, (db) => db.put(formatKey, seal({ format: 2 })));
+    return { dir, before };
+  }
+
+  it('reads the old segment, stamps format 3 before writing, and writes from then on in a new, preallocated segment', async () => {
+    const { dir, before } = await formatTwo();
+    const logged: string[] = [];
+    const s = await openStorage(dir, { logger: { debug: () => {}, info: (m) => logged.push(m), warn: (m) => logged.push(`warn: ${m}`) } });
+    expect(logged.join('\n')).toMatch(/storage format 2 to 3 .*: new write-ahead log segments are preallocated/);
+    expect(logged.join('\n')).not.toMatch(/warn:/);
+    expect(dump(s)).toEqual(before);
+    expect(s.walSegments()).toEqual(['seg-0000000000000001.wal', 'seg-0000000000000002.wal']);
+    const old = await readFile(segPath(dir, 1));
+    expect(old.readUInt32BE(8)).toBe(1);
+    expect(old.length).toBe(await recordsEnd(segPath(dir, 1))); // left as it was
+
+    await s.save({ entries: run(21, 22, 2), hardState: hs(2, 22) });
+    const after = dump(s);
+    await s.close();
+    const second = await readFile(segPath(dir, 2));
+    expect(second.readUInt32BE(8)).toBe(2);
+    expect(second.length).toBeGreaterThan(await recordsEnd(segPath(dir, 2)));
+    await withLevel(dir, async (db) => expect(await db.get(formatKey)).toEqual(seal({ format: 3 })));
+    expect(dump(await openStorage(dir))).toEqual(after);
   });
 });

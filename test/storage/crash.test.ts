@@ -1,83 +1,125 @@
 // Crashes. What survives a crash is what was on the disk at that instant: every write that was
-// fsynced, plus any prefix of what was written after the last fsync. We emulate that honestly,
+// fsynced, plus any part of what was written after the last fsync. We emulate that honestly,
 // without a fault-injecting file system:
 //
 // - the directory is copied while the storage still has it open (no clean close), which is the
 //   disk's content at that instant;
-// - every write is one record appended to the last write-ahead log segment (wal/), and a synced
-//   one is fdatasynced before save() resolves. A crash can only lose bytes of that file after
-//   the last sync, so cutting the copy's segment anywhere after the size it had at the last
-//   synced write is a crash that could really happen. We cut at several places, including the
-//   middle of the last record (a torn write), and zero the end as a disk that grew the file
-//   but never wrote its last sectors would.
+// - every write is one record written after the last one in the last write-ahead log segment
+//   (wal/), which is kept extended with zeros ahead of its records, and a synced one is
+//   fdatasynced before save() resolves. A crash can only lose bytes written after the last sync,
+//   and a disk writes them a sector at a time, in any order. So an image whose sectors since
+//   the last sync are each taken from either the newer copy or the copy at the last sync is a
+//   crash that could really happen. We take several such mixes, and also cut the file short (an
+//   extension of the file that never reached the disk).
 //
 // The storage must then come back with exactly the synced prefix: never half a batch.
 
-import { readFile, readdir, stat, truncate, writeFile } from 'node:fs/promises';
+import { readFile, readdir, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import type { Entry } from '../../src/raft/types.ts';
 import { SnapshotDir } from '../../src/storage/snapshot-dir.ts';
-import { bytes, conf, copyDir, dump, hs, openStorage, run, tempDir } from './helpers.ts';
+import { bytes, conf, copyDir, dump, hs, normal, openStorage, recordsEnd, run, tempDir } from './helpers.ts';
+
+const sector = 512;
 
 async function writeAheadLog(dir: string): Promise<{ path: string; bytes: number }> {
   const names = (await readdir(join(dir, 'wal'))).filter((n) => /^seg-\d+\.wal$/.test(n));
   expect(names).toHaveLength(1);
   const path = join(dir, 'wal', names[0] as string);
-  return { path, bytes: (await stat(path)).size };
+  return { path, bytes: await recordsEnd(path) };
+}
+
+/**
+ * A copy of `image` crashed after the sync that left `atSync`: of the sectors holding bytes
+ * [from, to) of its segment, those `landed` says are as in the image, the others as at the sync.
+ */
+async function crashImage(image: string, atSync: string, from: number, to: number, landed: (k: number) => boolean): Promise<string> {
+  const crashed = await copyDir(image);
+  const wal = await writeAheadLog(crashed);
+  const old = await readFile((await writeAheadLog(atSync)).path);
+  const mixed = await readFile(wal.path);
+  expect(old.length).toBe(mixed.length); // the extension was synced with the segment
+  for (let k = Math.floor(from / sector); k * sector < to; k++) {
+    if (!landed(k)) old.copy(mixed, k * sector, k * sector, (k + 1) * sector);
+  }
+  await writeFile(wal.path, mixed);
+  return crashed;
+}
+
+/** Entries of one term, each long enough that a few of them fill a sector. */
+function long(from: number, to: number, term: number): Entry[] {
+  const out: Entry[] = [];
+  for (let i = from; i <= to; i++) out.push(normal(i, term, `entry ${i}@${term} `.padEnd(300, '.')));
+  return out;
 }
 
 describe('crash recovery', () => {
-  it('after losing the unsynced tail, serves exactly the synced prefix and nothing partial', async () => {
+  it('after losing any part of the unsynced tail, serves exactly the synced prefix and nothing partial', async () => {
     const dir = await tempDir();
     const s = await openStorage(dir);
     await s.save({ entries: run(1, 3, 1), hardState: hs(1, 1) });
     await s.save({ entries: run(4, 5, 1), hardState: hs(1, 3) });
     const synced = dump(s);
-    const atSync = await writeAheadLog(await copyDir(dir));
+    const atSync = await copyDir(dir);
+    const atSyncBytes = (await writeAheadLog(atSync)).bytes;
 
     // The last batch both overwrites a suffix and extends the log, and is not synced.
-    await s.save({ entries: run(4, 9, 2), hardState: hs(2, 3, 'a') }, { sync: false });
+    await s.save({ entries: long(4, 9, 2), hardState: hs(2, 3, 'a') }, { sync: false });
     const unsynced = dump(s);
     const image = await copyDir(dir);
     const full = await writeAheadLog(image);
-    expect(full.bytes).toBeGreaterThan(atSync.bytes);
+    const first = Math.floor(atSyncBytes / sector);
+    const last = Math.ceil(full.bytes / sector) - 1;
+    expect(last - first).toBeGreaterThanOrEqual(3);
 
-    const tail = full.bytes - atSync.bytes;
+    const landed: [string, (k: number) => boolean][] = [
+      ['no sector', () => false],
+      ['only the first sector', (k) => k === first],
+      ['all but the first sector', (k) => k !== first],
+      ['all but the last sector', (k) => k !== last],
+      ['every other sector', (k) => (k - first) % 2 === 0],
+      ['all but one in the middle', (k) => k !== first + 1],
+    ];
+    for (const [name, pattern] of landed) {
+      const crashed = await crashImage(image, atSync, atSyncBytes, full.bytes, pattern);
+      expect(dump(await openStorage(crashed)), `${name} of the last write reached the disk`).toEqual(synced);
+    }
+    const tail = full.bytes - atSyncBytes;
     for (const lost of [tail, tail - 1, Math.floor(tail / 2), 7, 1]) {
       const crashed = await copyDir(image);
-      const wal = await writeAheadLog(crashed);
-      await truncate(wal.path, full.bytes - lost);
-      expect(dump(await openStorage(crashed)), `losing the last ${lost} bytes`).toEqual(synced);
+      await truncate((await writeAheadLog(crashed)).path, full.bytes - lost);
+      expect(dump(await openStorage(crashed)), `the file cut ${lost} bytes short of the last write's end`).toEqual(synced);
     }
-    // A file that grew by the last record but whose last sectors never reached the disk.
-    const zeroed = await copyDir(image);
-    const wal = await writeAheadLog(zeroed);
-    const content = await readFile(wal.path);
-    const sector = Math.ceil((atSync.bytes + 10) / 512) * 512;
-    expect(sector).toBeLessThan(content.length);
-    content.fill(0, sector);
-    await writeFile(wal.path, content);
-    expect(dump(await openStorage(zeroed)), 'zeroed tail').toEqual(synced);
     // Nothing lost: the unsynced write is whole too.
     expect(dump(await openStorage(await copyDir(image)))).toEqual(unsynced);
   });
 
-  it('appends after a cut-off torn write, and the next start reads both', async () => {
+  it('appends after a cut-off torn write, over whatever the crash left after it, and the next start reads both', async () => {
     const dir = await tempDir();
     const s = await openStorage(dir);
     await s.save({ entries: run(1, 3, 1), hardState: hs(1, 3) });
-    await s.save({ entries: run(4, 6, 1), hardState: hs(1, 3) }, { sync: false });
-    const crashed = await copyDir(dir);
-    const wal = await writeAheadLog(crashed);
-    await truncate(wal.path, wal.bytes - 5);
+    const atSync = await copyDir(dir);
+    const atSyncBytes = (await writeAheadLog(atSync)).bytes;
+    await s.save({ entries: long(4, 6, 1), hardState: hs(1, 3) }, { sync: false });
+    const between = (await writeAheadLog(await copyDir(dir))).bytes;
+    await s.save({ entries: long(7, 9, 1), hardState: hs(1, 3) }, { sync: false });
+    const image = await copyDir(dir);
+    const end = (await writeAheadLog(image)).bytes;
+    // The first unsynced write never reached the disk; the one after it did, whole.
+    const crashed = await crashImage(image, atSync, atSyncBytes, end, (k) => k * sector >= between);
+    expect(Math.floor(between / sector)).toBeGreaterThan(Math.floor(atSyncBytes / sector));
     const warnings: string[] = [];
     const again = await openStorage(crashed, { logger: { debug: () => {}, info: () => {}, warn: (m) => warnings.push(m) } });
     expect(again.lastIndex()).toBe(3);
     expect(warnings.join()).toMatch(/cut an unfinished write off the end of the write-ahead log/);
+    // A shorter write than the two lost ones: the start after it must not read their remains.
     await again.save({ entries: run(4, 5, 2), hardState: hs(2, 5) });
     const before = dump(again);
     await again.close();
-    expect(dump(await openStorage(crashed))).toEqual(before);
+    const later: string[] = [];
+    expect(dump(await openStorage(crashed, { logger: { debug: () => {}, info: () => {}, warn: (m) => later.push(m) } }))).toEqual(before);
+    expect(later, 'the second start finds nothing to cut off').toEqual([]);
   });
 
   it('keeps every synced batch when the process dies without closing', async () => {

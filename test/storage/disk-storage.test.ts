@@ -1,13 +1,13 @@
 // DiskStorage keeps its cache equal to what a restart loads: every test writes, compares what
 // the storage serves, reopens the directory and compares again.
 
-import { readdir, rm } from 'node:fs/promises';
+import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Entry } from '../../src/raft/types.ts';
 import type { SyncSample } from '../../src/storage/index.ts';
-import { bytes, conf, dump, hs, normal, openStorage, run, tempDir } from './helpers.ts';
+import { bytes, conf, dump, hs, normal, openStorage, recordsEnd, run, tempDir } from './helpers.ts';
 
 async function reopen(dir: string, s: { close(): Promise<void> }) {
   await s.close();
@@ -187,6 +187,34 @@ describe('DiskStorage', () => {
     expect(dump(after)).toEqual(before);
     await after.save({ entries: run(61, 62, 2), hardState: hs(2, 62) });
     expect(dump(await reopen(dir, after))).toMatchObject({ firstIndex: 41, lastIndex: 62, hardState: hs(2, 62) });
+  });
+
+  it('keeps the segment it writes extended with zeros ahead of its records, a step at a time, without filling the disk', async () => {
+    const dir = await tempDir();
+    const step = 1024;
+    const s = await openStorage(dir, { preallocateBytes: step });
+    const path = join(dir, 'wal', 'seg-0000000000000001.wal');
+    const lengths = new Set<number>();
+    for (let i = 1; i <= 100; i += 2) {
+      await s.save({ entries: run(i, i + 1, 1), hardState: hs(1, i + 1) });
+      const [length, end] = [(await stat(path)).size, await recordsEnd(path)];
+      expect(length - end, `after entry ${i + 1}`).toBeGreaterThan(0);
+      expect(length - end).toBeLessThanOrEqual(step);
+      lengths.add(length);
+    }
+    expect(await recordsEnd(path)).toBeGreaterThan(3 * step);
+    expect(lengths.size, 'extended every few writes, not every write').toBeLessThan(25);
+    expect(lengths.size).toBeGreaterThan(2);
+    const before = dump(s);
+    expect(dump(await reopen(dir, s))).toEqual(before);
+
+    // The default step, 4 MiB, takes no disk space until it is written.
+    const big = await tempDir();
+    const b = await openStorage(big);
+    await b.save({ entries: run(1, 2, 1), hardState: hs(1, 2) });
+    const file = await stat(join(big, 'wal', 'seg-0000000000000001.wal'));
+    expect(file.size).toBeGreaterThan(4 * 1024 * 1024);
+    expect(file.blocks * 512).toBeLessThan(1024 * 1024);
   });
 
   it('runs concurrent writes in call order', async () => {

@@ -1,13 +1,14 @@
 // Shared pieces of the storage tests: temporary data directories, entry builders and a full
 // dump of what a storage serves, for comparing before and after a restart.
 
-import { cp, mkdtemp, rm } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
 import { emptyConfState, type LogStorage } from '../../src/raft/storage.ts';
 import type { ConfState, Entry, HardState, Snapshot } from '../../src/raft/types.ts';
 import { DiskStorage, type DiskStorageOptions } from '../../src/storage/index.ts';
+import { readFrame, readHeader, segmentHeaderBytes } from '../../src/storage/wal-record.ts';
 
 const made: string[] = [];
 const opened: DiskStorage[] = [];
@@ -16,6 +17,28 @@ afterEach(async () => {
   for (const s of opened.splice(0)) await s.close();
   for (const d of made.splice(0)) await rm(d, { recursive: true, force: true });
 });
+
+/**
+ * Where the records of a write-ahead log segment end: the file's length for a segment of
+ * version 1, the start of the zeros after them for a preallocated one (version 2).
+ */
+export async function recordsEnd(path: string): Promise<number> {
+  const buf = await readFile(path);
+  const header = readHeader(buf);
+  if ('problem' in header) throw new Error(`${path}: ${header.problem}`);
+  let pos = segmentHeaderBytes;
+  for (let f = readFrame(buf, pos, header.version); f.kind === 'record'; f = readFrame(buf, pos, header.version)) pos = f.end;
+  return pos;
+}
+
+/** Writes bytes into a file at `at`, over what was there (zeros past the records, say). */
+export async function writeAt(path: string, at: number, bytes: Buffer): Promise<void> {
+  const b = await readFile(path);
+  const out = Buffer.alloc(Math.max(b.length, at + bytes.length));
+  b.copy(out);
+  bytes.copy(out, at);
+  await writeFile(path, out);
+}
 
 /** A fresh directory under the OS temp folder, removed after the test. */
 export async function tempDir(): Promise<string> {
