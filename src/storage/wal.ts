@@ -223,15 +223,16 @@ export class WalWriter {
   }
 
   /**
-   * Writes zeros over the hole from the records' end to a chunk past `end`. The file system
-   * allocates a hole's blocks when they are first written back, and the sync must journal that;
-   * with the zeros written a chunk ahead, the next records land on blocks the sync after this
-   * write already allocated, so that happens once per chunk rather than once per write of a few
-   * KiB (a Ready at 16 or 64 clients). The zeros cost about 25 µs per 64 KiB here.
+   * Writes zeros over the hole for a chunk past `end`, where the record about to be written
+   * ends (the record covers the rest). The file system allocates a hole's blocks when they are
+   * first written back, and the sync must journal that; with the zeros written a chunk ahead,
+   * the next records land on blocks the sync after this write already allocated, so that
+   * happens once per chunk rather than once per write of a few KiB (a Ready at 16 or 64
+   * clients). The zeros cost about 25 µs per 64 KiB here.
    */
   private writeZerosAhead(end: number): void {
     const to = Math.min(this.allocated, end + zeroChunk.length);
-    for (let at = this.written; at < to; at += zeroChunk.length) {
+    for (let at = Math.max(this.written, end); at < to; at += zeroChunk.length) {
       writeAll(this.fd, zeroChunk.subarray(0, Math.min(zeroChunk.length, to - at)), at);
     }
     this.written = to;
