@@ -172,8 +172,8 @@ export class WalWriter {
   static create(dir: string, state: LogState, opts: WalWriterOptions): WalWriter {
     fs.mkdirSync(dir, { recursive: true });
     const head = headOf(state);
-    const { fd, size } = startSegment(dir, 1, head, preallocation(opts));
-    const w = new WalWriter(dir, fd, size, size + preallocation(opts), [{ seq: 1, path: join(dir, segmentName(1)), maxIndex: 0, version: 2 }], head, opts);
+    const { fd, size, length } = startSegment(dir, 1, head, preallocation(opts));
+    const w = new WalWriter(dir, fd, size, length, [{ seq: 1, path: join(dir, segmentName(1)), maxIndex: 0, version: 2 }], head, opts);
     if (state.entries.length > 0) w.appendEntriesInRecords(state.entries);
     return w;
   }
@@ -292,11 +292,11 @@ export class WalWriter {
     fs.fdatasyncSync(this.fd);
     const current = this.segments[this.segments.length - 1] as SegmentInfo;
     const seq = current.seq + 1;
-    const { fd, size } = startSegment(this.dir, seq, this.head, this.preallocateBytes);
+    const { fd, size, length } = startSegment(this.dir, seq, this.head, this.preallocateBytes);
     fs.closeSync(this.fd);
     this.fd = fd;
     this.size = size;
-    this.allocated = size + this.preallocateBytes;
+    this.allocated = length;
     this.written = size;
     this.segments.push({ seq, path: join(this.dir, segmentName(seq)), maxIndex: 0, version: 2 });
   }
@@ -317,21 +317,22 @@ function headOf(state: LogState): LogHead {
  * Writes a segment's header and state record under a temporary name, extended with
  * `preallocateBytes` of zeros, then puts it in place.
  */
-function startSegment(dir: string, seq: number, head: LogHead, preallocateBytes: number): { fd: number; size: number } {
+function startSegment(dir: string, seq: number, head: LogHead, preallocateBytes: number): { fd: number; size: number; length: number } {
   const final = join(dir, segmentName(seq));
   const temporary = final + temporarySuffix;
   const bytes = Buffer.concat([segmentHeader(), encodeRecord({ type: 'state', ...head })]);
+  const length = bytes.length + preallocateBytes;
   const tfd = fs.openSync(temporary, 'w');
   try {
     writeAll(tfd, bytes, 0);
-    fs.ftruncateSync(tfd, bytes.length + preallocateBytes);
+    fs.ftruncateSync(tfd, length);
     fs.fdatasyncSync(tfd);
   } finally {
     fs.closeSync(tfd);
   }
   fs.renameSync(temporary, final);
   syncDir(dir);
-  return { fd: fs.openSync(final, 'r+'), size: bytes.length };
+  return { fd: fs.openSync(final, 'r+'), size: bytes.length, length };
 }
 
 function writeAll(fd: number, buf: Buffer, position: number): void {
