@@ -62,10 +62,10 @@ async function refused(dir: string): Promise<StorageCorruptionError> {
 
 const snapPath = (dir: string, index: number): string => join(dir, 'snapshots', new SnapshotDir('').fileName(index));
 
-/** Flips the byte `fromEnd` bytes before the end of the file's data (a segment's records, or a whole snapshot). */
-async function flipByte(path: string, fromEnd: number): Promise<void> {
+/** Flips the byte `fromEnd` bytes before `end` (default: the end of the file). */
+async function flipByte(path: string, fromEnd: number, end?: number): Promise<void> {
   const b = await readFile(path);
-  const at = (path.endsWith('.wal') ? await recordsEnd(path) : b.length) - fromEnd;
+  const at = (end ?? b.length) - fromEnd;
   b[at] = (b[at] as number) ^ 0xff;
   await writeFile(path, b);
 }
@@ -126,7 +126,7 @@ describe('corruption is detected at open', () => {
 
   it('a flipped byte in a record of the write-ahead log, even the last one', async () => {
     const dir = await prepared([]);
-    await flipByte(segPath(dir), 20);
+    await flipByte(segPath(dir), 20, await recordsEnd(segPath(dir))); // inside the last record
     const err = await refused(dir);
     expect(err.file).toBe(segPath(dir));
     expect(err.detail).toMatch(/a record of \d+ bytes fails its checksum, at byte \d+/);
