@@ -180,7 +180,7 @@ function hasZeroSector(buf: Buffer, from: number, to: number): boolean {
 const zeros = Buffer.alloc(64 * 1024);
 
 /** Whether bytes [from, to) of `buf` are all zero; compared a chunk at a time. */
-export function allZero(buf: Buffer, from: number, to: number): boolean {
+function allZero(buf: Buffer, from: number, to: number): boolean {
   for (let at = from; at < to; at += zeros.length) {
     const n = Math.min(zeros.length, to - at);
     if (buf.compare(zeros, 0, n, at, at + n) !== 0) return false;
