@@ -192,7 +192,9 @@ export class RaftNode extends EventEmitter<NodeEvents> {
         reject(new ShoalError('timeout', `the write was not applied within ${this.opts.proposalTimeoutMs} ms; its outcome is unknown`));
       }, this.opts.proposalTimeoutMs);
       this.proposals.set(seq, { resolve, reject, timer });
-      this.queuedProposals.push({ seq, data: packr.pack(env) });
+      // A copy: msgpackr returns a view of its shared buffer, and the log keeps an entry until
+      // compaction, so a view would keep that whole buffer (hundreds of KiB) alive with it.
+      this.queuedProposals.push({ seq, data: new Uint8Array(packr.pack(env)) });
       this.notify();
     });
   }
@@ -507,7 +509,8 @@ export class RaftNode extends EventEmitter<NodeEvents> {
 
 
   private applyNormal(index: number, term: number, data: Uint8Array): void {
-    const env = packr.unpack(data) as Envelope;
+    // Through a new view: msgpackr caches a DataView on what it decodes, and the log keeps `data`.
+    const env = packr.unpack(data.subarray()) as Envelope;
     const result = this.opts.stateMachine.apply({ index, term, data: env.d });
     if (env.p !== this.incarnation) return;
     const p = this.proposals.get(env.s);

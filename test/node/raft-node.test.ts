@@ -100,6 +100,25 @@ describe('RaftNode', () => {
     expect(mine.filter((w) => w.includes('did not complete within'))).toEqual([]);
   });
 
+  it('keeps each proposed entry in memory of its own size, not in a view of the encoder\'s shared buffer', async () => {
+    // A view would hold the encoder's whole buffer (hundreds of KiB) for as long as the log keeps
+    // the entry, which it does until compaction: tens of MiB on a busy leader.
+    cluster = new MemoryCluster();
+    await cluster.start();
+    const leader = await cluster.waitForLeader();
+    const first = await leader.node.propose(put('a', '1'));
+    const second = await leader.node.propose(put('b', '2'));
+    const [a, b] = leader.storage.log.entries(first.index, second.index + 1, Number.MAX_SAFE_INTEGER);
+    if (a?.kind !== 'normal' || b?.kind !== 'normal') throw new Error('expected two normal entries');
+    for (const e of [a, b]) {
+      expect(e.data.byteOffset).toBe(0);
+      expect(e.data.buffer.byteLength).toBe(e.data.byteLength);
+      // Nothing hangs off it once applied (msgpackr caches a DataView on what it decodes).
+      expect(Object.getOwnPropertyNames(e.data)).toHaveLength(e.data.byteLength);
+    }
+    expect(a.data.buffer).not.toBe(b.data.buffer);
+  });
+
   it('brings a follower that missed compacted entries up to date with a snapshot', async () => {
     cluster = new MemoryCluster({ snapshotEntries: 20, logKeepEntries: 5 });
     await cluster.start();
