@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { abandonOnSignal, killAllStarted } from './lib/proc.ts';
 import { ShoalCluster } from './lib/shoal-cluster.ts';
-import { pointOf, runRound, type PointResult, type PointRound, type PointSpec } from './lib/throughput.ts';
+import { benchCollection, fill, pointOf, runRound, type PointResult, type PointRound, type PointSpec } from './lib/throughput.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const buildsDir = path.join(root, 'bench', '.builds');
@@ -40,6 +40,8 @@ Options:
   --seconds N           measured seconds per round (default 4)
   --warmup N            seconds of writes on each cluster before the first cycle (default 10)
   --timeouts H/E        heartbeat/election timeout in ms (default 100/1000)
+  --a-flags=FLAGS       node flags for build A's nodes, space-separated (e.g. --a-flags='--jitless')
+  --b-flags=FLAGS       the same for build B's; with the same build for --a and --b, this compares flags
   -h, --help            show this help
 
 Exit codes: 0 done, 1 the run failed, 2 usage error.`;
@@ -55,6 +57,8 @@ interface Options {
   electionMs: number;
   a: string;
   b: string;
+  aFlags: string[];
+  bFlags: string[];
 }
 
 function count(raw: string, what: string, min: number): number {
@@ -66,6 +70,14 @@ function count(raw: string, what: string, min: number): number {
 function oneOf<T extends string>(raw: string, allowed: readonly T[], what: string): T {
   if (!(allowed as readonly string[]).includes(raw)) throw new UsageError(`--${what}: expected one of ${allowed.join(', ')}, got '${raw}'`);
   return raw as T;
+}
+
+/** Node flags, space-separated; each must look like one ('--name' or '--name=value'). */
+function flagsOf(raw: string, what: string): string[] {
+  const flags = raw.split(' ').filter((f) => f !== '');
+  const bad = flags.find((f) => !/^--?[\w-]+(=\S+)?$/.test(f));
+  if (bad !== undefined) throw new UsageError(`--${what}: '${bad}' is not a node flag (expected e.g. --max-semi-space-size=32)`);
+  return flags;
 }
 
 /** A build's entry point: a name under bench/.builds, or a file. */
@@ -83,7 +95,7 @@ function parseOptions(argv: string[]): Options | { build: string } | 'help' {
       build: { type: 'string' }, a: { type: 'string' }, b: { type: 'string' },
       op: { type: 'string', default: 'write' }, clients: { type: 'string', default: '1' }, to: { type: 'string', default: 'spread' },
       cycles: { type: 'string', default: '6' }, seconds: { type: 'string', default: '4' }, warmup: { type: 'string', default: '10' },
-      timeouts: { type: 'string', default: '100/1000' }, help: { type: 'boolean', short: 'h', default: false },
+      timeouts: { type: 'string', default: '100/1000' }, 'a-flags': { type: 'string', default: '' }, 'b-flags': { type: 'string', default: '' }, help: { type: 'boolean', short: 'h', default: false },
     },
   });
   if (v.help) return 'help';
@@ -98,6 +110,7 @@ function parseOptions(argv: string[]): Options | { build: string } | 'help' {
     spec: { op: oneOf(v.op, ['write', 'read'] as const, 'op'), clients: Math.round(count(v.clients, 'clients', 1)), to: oneOf(v.to, ['leader', 'spread'] as const, 'to') },
     cycles: Math.round(count(v.cycles, 'cycles', 1)), seconds: count(v.seconds, 'seconds', 0.5), warmup: count(v.warmup, 'warmup', 0),
     heartbeatMs: hb, electionMs: el, a: entryOf(v.a, 'a'), b: entryOf(v.b, 'b'),
+    aFlags: flagsOf(v['a-flags'], 'a-flags'), bFlags: flagsOf(v['b-flags'], 'b-flags'),
   };
 }
 
@@ -114,19 +127,26 @@ const progress = (msg: string): void => { process.stderr.write(`${new Date().toI
 
 async function compare(o: Options): Promise<void> {
   const timeouts = { heartbeatMs: o.heartbeatMs, electionMs: o.electionMs };
-  const clusters = { A: new ShoalCluster(timeouts, false, o.a), B: new ShoalCluster(timeouts, false, o.b) };
+  const clusters = { A: new ShoalCluster(timeouts, false, o.a, o.aFlags), B: new ShoalCluster(timeouts, false, o.b, o.bFlags) };
   const rounds: Record<'A' | 'B', PointRound[]> = { A: [], B: [] };
   const roundOpts = { warmupMs: 1000, durationMs: o.seconds * 1000, keys, timeoutMs: 10_000 };
   const ratios: number[] = [];
   try {
     for (const [label, c] of Object.entries(clusters)) {
-      progress(`starting build ${label} (${label === 'A' ? o.a : o.b})`);
+      const flags = (label === 'A' ? o.aFlags : o.bFlags).join(' ');
+      progress(`starting build ${label} (${label === 'A' ? o.a : o.b}${flags === '' ? '' : `, node ${flags}`})`);
       await c.start();
     }
     if (o.warmup > 0) {
       for (const [label, c] of Object.entries(clusters)) {
         progress(`[${label}] warm-up: ${o.warmup} s of writes, 16 clients spread over the nodes`);
         await runRound(c, { op: 'write', clients: 16, to: 'spread' }, { ...roundOpts, warmupMs: 0, durationMs: o.warmup * 1000 });
+      }
+    }
+    if (o.spec.op === 'read') {
+      for (const [label, c] of Object.entries(clusters)) {
+        progress(`[${label}] writing all ${keys} keys so that reads find them`);
+        await fill(c, (await c.leader()) ?? 0, benchCollection, keys, 64);
       }
     }
     for (let cycle = 1; cycle <= o.cycles; cycle++) {
@@ -149,8 +169,8 @@ async function compare(o: Options): Promise<void> {
 }
 
 function report(o: Options, a: PointResult, b: PointResult, ratios: readonly number[]): string {
-  const row = (label: string, p: PointResult, entry: string): string =>
-    `| ${label} | ${p.perSecond.toFixed(0)} | ${p.p50Ms.toFixed(2)} | ${p.p99Ms.toFixed(2)} | ${Math.round(p.serverCpuMicrosPerReq)} | ${p.failed} | \`${path.relative(root, entry)}\` |`;
+  const row = (label: string, p: PointResult, entry: string, flags: readonly string[]): string =>
+    `| ${label} | ${p.perSecond.toFixed(0)} | ${p.p50Ms.toFixed(2)} | ${p.p99Ms.toFixed(2)} | ${Math.round(p.serverCpuMicrosPerReq)} | ${p.failed} | \`${path.relative(root, entry)}\`${flags.length > 0 ? ` \`${flags.join(' ')}\`` : ''} |`;
   const sorted = [...ratios].sort((x, y) => x - y);
   const faster = ratios.filter((r) => r > 1).length;
   return [
@@ -158,8 +178,8 @@ function report(o: Options, a: PointResult, b: PointResult, ratios: readonly num
     '',
     '| build | req/s | p50 ms | p99 ms | server CPU µs/req | failed | entry |',
     '|---|---|---|---|---|---|---|',
-    row('A', a, o.a),
-    row('B', b, o.b),
+    row('A', a, o.a, o.aFlags),
+    row('B', b, o.b, o.bFlags),
     `| B/A | ${(b.perSecond / a.perSecond).toFixed(3)} | ${(b.p50Ms / a.p50Ms).toFixed(3)} | ${(b.p99Ms / a.p99Ms).toFixed(3)} | ${(b.serverCpuMicrosPerReq / a.serverCpuMicrosPerReq).toFixed(3)} | | |`,
     '',
     `Throughput B/A per cycle: ${ratios.map((r) => r.toFixed(3)).join(', ')} (median ${(sorted[Math.floor((sorted.length - 1) / 2)] ?? Number.NaN).toFixed(3)}); B faster in ${faster} of ${ratios.length}.`,

@@ -43,8 +43,11 @@ export class ShoalCluster implements System {
   private root = '';
   private destroyed = false;
 
-  /** `bin`: the entry point the nodes run (default: bin/shoal.js, or SHOAL_BIN). */
-  constructor(private readonly timeouts: Timeouts, private readonly keepData = false, private readonly bin = binPath) {}
+  /**
+   * `bin`: the entry point the nodes run (default: bin/shoal.js, or SHOAL_BIN). `nodeFlags`: node
+   * flags for every node, after those of SHOAL_NODE_FLAGS.
+   */
+  constructor(private readonly timeouts: Timeouts, private readonly keepData = false, private readonly bin = binPath, private readonly nodeFlags: readonly string[] = []) {}
 
   async start(): Promise<void> {
     this.root = mkdtempSync(path.join(os.tmpdir(), 'shoal-bench-'));
@@ -202,7 +205,7 @@ export class ShoalCluster implements System {
     const prof = profDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profDir)}`, `--cpu-prof-name=shoal-${n.name}-${Date.now()}.cpuprofile`] : [];
     if (profDir) mkdirSync(profDir, { recursive: true });
     // Extra node flags for every shoal node (e.g. --trace-gc, which NODE_OPTIONS refuses).
-    const extra = (process.env.SHOAL_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '');
+    const extra = [...(process.env.SHOAL_NODE_FLAGS ?? '').split(' ').filter((f) => f !== ''), ...this.nodeFlags];
     n.proc = spawnLogged(process.execPath, [...prof, ...extra, this.bin, 'serve', '--config', path.join(n.dir, 'shoal.yaml')], this.logFile(n));
     const proc = n.proc;
     void proc.exited.then(() => { if (n.proc === proc) n.proc = undefined; });
