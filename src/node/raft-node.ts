@@ -158,6 +158,9 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       // And a follower that forwarded a write commits it by itself once it holds it durably
       // and hears that the leader does, when the two are a quorum (docs/architecture.md).
       followerCommit: true,
+      // A follower's linearizable read is confirmed by that follower and the leader, when the
+      // two are a quorum, without a heartbeat round (docs/architecture.md).
+      followerReadQuorum: true,
       logger: { debug: (m) => this.log.debug(m), info: (m) => this.log.info(m), warn: (m) => this.log.warn(m) },
     }, storage.log);
     this.term = this.raw.status().term;

@@ -90,6 +90,7 @@ export class Raft {
   private readonly checkQuorum: boolean;
   private readonly commitNotice: 'all' | 'proposers';
   private readonly followerCommit: boolean;
+  private readonly followerReadQuorum: boolean;
   private readonly preVote: boolean;
   private readonly disableProposalForwarding: boolean;
   private readonly appendBytesMax: number;
@@ -112,6 +113,7 @@ export class Raft {
     this.disableProposalForwarding = config.disableProposalForwarding ?? false;
     this.commitNotice = config.commitNotice ?? 'all';
     this.followerCommit = config.followerCommit ?? false;
+    this.followerReadQuorum = config.followerReadQuorum ?? false;
     this.appendBytesMax = config.appendBytesMax ?? 1024 * 1024;
     this.uncommittedBytesMax = config.uncommittedBytesMax ?? 64 * 1024 * 1024;
     this.logger = config.logger ?? silentLogger;
@@ -554,6 +556,12 @@ export class Raft {
         return null;
       case 'readIndexResp':
         this.readStates.push({ index: m.index, context: m.context ?? '' });
+        // The answer carries the leader's commit index. Commit as far as this log is known to
+        // match the leader's, so that the read need not wait for the next heartbeat to bring it
+        // (an answer without a heartbeat round, followerReadQuorum, follows none). Not up to the
+        // read index itself: it may name entries only a 'persisted' notice covers, which commit
+        // once the follower notified holds them durably.
+        if (m.from === this.lead) this.log.commitTo(Math.min(m.commit, this.leaderMatched, this.log.lastIndex()));
         return null;
       case 'persisted':
         if (m.from !== this.lead) return null;
@@ -837,10 +845,18 @@ export class Raft {
   }
 
   private startRead(m: Message): DropReason | null {
-    if (this.readOnly.full()) return 'uncommittedLimit';
     // Not below what a follower may have committed on a 'persisted' notice: those entries are
     // committed, this leader has just not heard so yet, and the read waits until it has.
-    const key = this.readOnly.add(Math.max(this.log.committed, this.persistedNoticeMax), m.from, m.context ?? '');
+    const index = Math.max(this.log.committed, this.persistedNoticeMax);
+    if (this.followerReadQuorum && m.from !== this.id && this.isSettledQuorumWith(m.from)) {
+      // This leader, now, and the follower that asked, when it takes the answer in a term no
+      // lower than its own, are a quorum: neither took part in a later term before the read
+      // arrived, so no later leader can have committed anything this index does not cover.
+      this.respondToRead(m.from, m.context ?? '', index);
+      return null;
+    }
+    if (this.readOnly.full()) return 'uncommittedLimit';
+    const key = this.readOnly.add(index, m.from, m.context ?? '');
     this.readOnly.recvAck(this.id, key);
     this.bcastHeartbeat(key);
     return null;
@@ -861,7 +877,7 @@ export class Raft {
     if (from === this.id || from === NONE) {
       this.readStates.push({ index, context });
     } else {
-      this.send(message({ type: 'readIndexResp', to: from, index, context }));
+      this.send(message({ type: 'readIndexResp', to: from, index, commit: this.log.committed, context }));
     }
   }
 

@@ -206,6 +206,15 @@ export interface Config {
    * a follower asks only when it is set. Default false.
    */
   followerCommit?: boolean;
+  /**
+   * A follower's ReadIndex is confirmed by that follower itself. When the leader and the follower
+   * that asked are a quorum of a settled configuration (at most three voters, not joint, no
+   * change pending), the leader answers at once with its read index instead of first confirming
+   * its leadership with a heartbeat round: the follower taking the answer in a term no lower than
+   * its own is the second half of the quorum (docs/raft.md). Two hops instead of four. Default
+   * false.
+   */
+  followerReadQuorum?: boolean;
   logger?: Logger;
 }
 

@@ -14,6 +14,7 @@ export interface RaftKnobs {
   preVote: boolean;
   commitNotice: 'all' | 'proposers';
   followerCommit: boolean;
+  followerReadQuorum: boolean;
   /** Bytes of committed entries per Ready (exercises paging of applies). */
   committedBytesMax: number;
   /** Bytes of uncommitted proposals a leader holds before refusing more. */
@@ -95,6 +96,7 @@ export function drawScenario(seed: number, prng: SeededPrng, safetyTicks: number
     // From the seed, not the PRNG, so that every other draw of a seed stays as it was.
     commitNotice: seed % 2 === 0 ? 'all' : 'proposers',
     followerCommit: false, // drawn last, below
+    followerReadQuorum: false, // likewise
   };
   const stepsPerTick = pick(prng, [2, 4, 6]);
   const network: NetworkFaults = {
@@ -133,6 +135,7 @@ export function drawScenario(seed: number, prng: SeededPrng, safetyTicks: number
   // Drawn last, so that adding it left every other field of earlier seeds as it was.
   faults.jointSplit = pick(prng, [0, 0.3, 1]);
   raft.followerCommit = prng.chance(0.7);
+  raft.followerReadQuorum = prng.chance(0.7);
   return {
     seed, voters, learners, raft, network, stepsPerTick, faults, workload, safetyTicks,
     livenessTicksMax: electionTimeoutTicks * 30,

@@ -147,7 +147,7 @@ export class World {
       id: node.id, prng: this.nodePrng.fork(), applied,
       electionTimeoutTicks: k.electionTimeoutTicks, heartbeatIntervalTicks: k.heartbeatIntervalTicks,
       appendBytesMax: k.appendBytesMax, appendsInflightMax: k.appendsInflightMax,
-      checkQuorum: k.checkQuorum, preVote: k.preVote, commitNotice: k.commitNotice, followerCommit: k.followerCommit,
+      checkQuorum: k.checkQuorum, preVote: k.preVote, commitNotice: k.commitNotice, followerCommit: k.followerCommit, followerReadQuorum: k.followerReadQuorum,
       committedBytesMax: k.committedBytesMax, uncommittedBytesMax: k.uncommittedBytesMax,
     }, storage);
     const hs = storage.hardStateNow();
