@@ -67,7 +67,7 @@ function statsLine(s: SeedStats): string {
   return `elections ${s.elections}, commit ${s.commitIndex}, acked ${s.acked}/${s.proposals}, crashes ${s.crashes} (${s.crashesMidReady} mid-Ready), `
     + `restarts ${s.restarts}, partitions ${s.partitions}, snapshots sent ${s.snapshotsSent} installed ${s.snapshotsInstalled}, `
     + `compactions ${s.compactions}, conf changes ${s.confChangesApplied}/${s.confChangesProposed} (+${s.nodesAdded} -${s.nodesRemoved} nodes, ${s.majorityReplacements} replacing a majority, ${s.jointSplits} joint splits), `
-    + `persisted notices ${s.persistedNotices} (${s.followerCommits} committing at once), `
+    + `persisted notices ${s.persistedNotices} (${s.followerCommits} committing at once), follower reads without a round ${s.followerReads}, `
     + `transfers ${s.transfersCompleted}/${s.transfersRequested}, reads ${s.readsServed}/${s.readsIssued}, `
     + `messages ${s.messagesSent} (${s.messagesLost} lost, ${s.messagesDuplicated} dup), liveness ${s.livenessTicks} ticks`;
 }

@@ -55,6 +55,7 @@ describe('raft simulation', () => {
     expect(totals.jointSplits).toBeGreaterThan(0);
     expect(totals.persistedNotices).toBeGreaterThan(0);
     expect(totals.followerCommits).toBeGreaterThan(0);
+    expect(totals.followerReads).toBeGreaterThan(0);
     expect(totals.transfersCompleted).toBeGreaterThan(0);
     expect(totals.readsServed).toBeGreaterThan(0);
   });

@@ -32,6 +32,8 @@ export interface SeedStats {
   persistedNotices: number;
   /** Of those, the ones on which the follower committed by itself at once. */
   followerCommits: number;
+  /** Reads answered to another node without a heartbeat round, with several voters (followerReadQuorum). */
+  followerReads: number;
   transfersRequested: number;
   transfersCompleted: number;
   readsIssued: number;
@@ -48,7 +50,7 @@ export const emptyStats = (): SeedStats => ({
   crashes: 0, crashesMidReady: 0, unsyncedWritesLost: 0, restarts: 0, partitions: 0,
   snapshotsSent: 0, snapshotsInstalled: 0, compactions: 0, checkpoints: 0,
   confChangesProposed: 0, confChangesApplied: 0, nodesAdded: 0, nodesRemoved: 0, majorityReplacements: 0, jointSplits: 0,
-  persistedNotices: 0, followerCommits: 0,
+  persistedNotices: 0, followerCommits: 0, followerReads: 0,
   transfersRequested: 0, transfersCompleted: 0, readsIssued: 0, readsServed: 0,
   messagesSent: 0, messagesLost: 0, messagesDuplicated: 0, livenessTicks: 0,
 });

@@ -38,6 +38,8 @@ export class World {
   private latestConfIndex = 0;
   private readonly confIndexes = new Set<number>();
   private readonly touched = new Set<SimNode>();
+  /** Read contexts that a leader's heartbeat round carried (the ReadOnly key: asker, context). */
+  private readonly readRounds = new Set<string>();
   private nextNodeNumber = 1;
   /** Told about every acknowledged proposal (the liveness phase waits for its own). */
   onAck: ((node: SimNode, payload: string, index: number) => void) | null = null;
@@ -202,6 +204,9 @@ export class World {
       raw.step(m);
       // A follower that committed on the leader's notice alone (followerCommit).
       if (m.type === 'persisted' && raw.status().commit > before) this.stats.followerCommits++;
+      // A read answered with no heartbeat round, in a cluster of several voters (followerReadQuorum).
+      if (m.type === 'readIndexResp' && !this.readRounds.has(`${m.to}\u0000${m.context ?? ''}`)
+        && raw.status().confState.voters.length > 1) this.stats.followerReads++;
     });
     if (m.type === 'snap') this.toSender(env, (raw) => raw.reportSnapshot(m.to, true));
   }
@@ -297,6 +302,7 @@ export class World {
       throw new Violation('ready-contract', `${node.id} handed out a message it must not send: ${describeMessage(m)}`);
     }
     freezeMessage(m);
+    if (m.type === 'heartbeat' && m.context !== undefined) this.readRounds.add(m.context);
     if (m.type === 'snap') {
       this.stats.snapshotsSent++;
       this.refreshStaleSnapshot(node, m);
