@@ -24,6 +24,8 @@ export const configSchema = z.object({
     heartbeatIntervalMs: z.number().int().min(1).default(100),
     electionTimeoutMs: z.number().int().min(2).default(1000),
     snapshotEntries: z.number().int().min(100).default(10_000),
+    snapshotIntervalMs: z.number().int().min(0).default(30_000),
+    snapshotEntriesMax: z.number().int().min(100).default(100_000),
     logKeepEntries: z.number().int().min(0).default(5_000),
     appendBytesMax: z.number().int().min(1024).default(1 << 20),
     appendsInflightMax: z.number().int().min(1).max(65_536).default(256),
@@ -43,6 +45,9 @@ export const configSchema = z.object({
   }
   if (c.raft.electionTimeoutMs <= c.raft.heartbeatIntervalMs) {
     ctx.addIssue({ code: 'custom', path: ['raft', 'electionTimeoutMs'], message: 'must exceed heartbeatIntervalMs' });
+  }
+  if (c.raft.snapshotEntriesMax < c.raft.snapshotEntries) {
+    ctx.addIssue({ code: 'custom', path: ['raft', 'snapshotEntriesMax'], message: `must be at least snapshotEntries (${c.raft.snapshotEntries})` });
   }
 });
 

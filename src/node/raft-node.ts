@@ -38,8 +38,17 @@ export interface RaftNodeOptions {
   tickMs?: number;
   electionTimeoutTicks?: number;
   heartbeatIntervalTicks?: number;
-  /** Take a snapshot after this many applied entries. */
+  /**
+   * When to snapshot (see snapshotDue): at least snapshotEntries applied entries since the last
+   * snapshot, and either snapshotIntervalMs (times a random factor in [1, 2)) since it or
+   * snapshotEntriesMax (times a factor in [1/2, 1)) entries since it. snapshotIntervalMs 0
+   * takes one as soon as snapshotEntries have been applied.
+   */
   snapshotEntries?: number;
+  snapshotIntervalMs?: number;
+  snapshotEntriesMax?: number;
+  /** Draws the snapshot factors, uniform in [0, 1) (tests pin it). */
+  random?: () => number;
   /** Entries kept in the log behind a snapshot, so slow followers catch up without one. */
   logKeepEntries?: number;
   proposalTimeoutMs?: number;
@@ -110,6 +119,9 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   private applied = 0;
   private snapshotIndex = 0;
+  /** When this node took or received its last snapshot (or started), and its draw for the next. */
+  private snapshotAt = 0;
+  private snapshotDraw = 0;
   private term = 0;
   private leader: NodeId = NONE;
   private role: Role = 'follower';
@@ -119,13 +131,14 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   leaderChanges = 0;
   /** Seconds from propose() to the entry applied here. */
   readonly proposalLatency = new Histogram('shoal_proposal_duration_seconds', 'Time from proposing a write to applying it on the proposing node.', latencyBuckets);
+  readonly snapshotDuration = new Histogram('shoal_snapshot_duration_seconds', 'Time to take a snapshot of the applied state: serialize, write, sync, compact the log.', latencyBuckets);
 
   constructor(options: RaftNodeOptions) {
     super();
     this.id = options.id;
     this.opts = {
       tickMs: 100, electionTimeoutTicks: 10, heartbeatIntervalTicks: 1, snapshotEntries: 10_000,
-      logKeepEntries: 5_000, proposalTimeoutMs: 10_000, appendBytesMax: 1 << 20, appendsInflightMax: 256,
+      snapshotIntervalMs: 30_000, snapshotEntriesMax: 100_000, random: Math.random, logKeepEntries: 5_000, proposalTimeoutMs: 10_000, appendBytesMax: 1 << 20, appendsInflightMax: 256,
       uncommittedBytesMax: 64 << 20, seedPeers: [], logger: quietLogger, ...options,
     };
     this.incarnation = `${this.id}/${randomBytes(6).toString('hex')}`;
@@ -143,6 +156,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     this.restoreState(snap.data);
     this.applied = snap.meta.index;
     this.snapshotIndex = snap.meta.index;
+    this.snapshotTaken();
     this.raw = new RawNode({
       id: this.id,
       prng: new SeededPrng(randomBytes(4).readUInt32LE(0)),
@@ -290,6 +304,11 @@ export class RaftNode extends EventEmitter<NodeEvents> {
 
   get appliedIndex(): number {
     return this.applied;
+  }
+
+  /** The index of the newest snapshot this node holds (taken or received). */
+  get snapshotIndexNow(): number {
+    return this.snapshotIndex;
   }
 
   /** Graceful stop: a leader hands leadership away first, then everything is closed. */
@@ -527,17 +546,43 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     this.restoreState(data);
     this.applied = index;
     this.snapshotIndex = index;
+    this.snapshotTaken();
     this.syncPeers();
     this.log.info(`applied snapshot at index ${index}`);
   }
 
   /**
-   * Starts a snapshot of the applied state when enough entries were applied since the last one.
-   * It is taken here, between two Readys, and serialized and written in the background while
-   * the loop goes on; one at a time.
+   * Whether a snapshot is due. A snapshot serializes and writes the whole state, so its cost
+   * follows the state's size, not the write rate: taken every snapshotEntries entries it would
+   * come every few seconds under load, each one a stall of tens of milliseconds, and on every
+   * node at the same index, so that a quorum stalls together. So it also waits for
+   * snapshotIntervalMs, unless snapshotEntriesMax entries pile up first (bounding the log kept in
+   * memory and replayed on restart), and both are scaled by a random draw per node and snapshot,
+   * so that the nodes of a cluster snapshot at different moments. docs/architecture.md.
+   */
+  private snapshotDue(): boolean {
+    const since = this.applied - this.snapshotIndex;
+    if (since < this.opts.snapshotEntries) return false;
+    const { snapshotIntervalMs, snapshotEntriesMax } = this.opts;
+    if (snapshotIntervalMs === 0) return true;
+    return performance.now() - this.snapshotAt >= snapshotIntervalMs * (1 + this.snapshotDraw)
+      || since >= snapshotEntriesMax * (1 + this.snapshotDraw) / 2;
+  }
+
+  /** Restarts the snapshot clock and draws the next snapshot's factor. */
+  private snapshotTaken(): void {
+    this.snapshotAt = performance.now();
+    this.snapshotDraw = this.opts.random();
+  }
+
+  /**
+   * Starts a snapshot of the applied state when one is due (snapshotDue). It is taken here,
+   * between two Readys, and serialized and written in the background while the loop goes on;
+   * one at a time.
    */
   private maybeSnapshot(): void {
-    if (this.snapshotTask !== undefined || this.applied - this.snapshotIndex < this.opts.snapshotEntries) return;
+    if (this.snapshotTask !== undefined || !this.snapshotDue()) return;
+    this.snapshotTaken();
     const index = this.applied;
     const confState = this.raw.confState();
     const members = this.membership.list();
@@ -552,12 +597,14 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     const pause = (): Promise<void> => new Promise<void>((r) => setImmediate(r));
     const app = sm.snapshotInSlices ? sm.snapshotInSlices(pause) : Promise.resolve([sm.snapshot()]);
     this.snapshotTask = (async () => {
+      const started = performance.now();
       await flushed;
       const data = await encodeSnapshotDataInSlices(members, await app, pause);
       await this.opts.storage.createSnapshot(index, confState, data);
       this.snapshotIndex = Math.max(this.snapshotIndex, index);
       const compactTo = index - this.opts.logKeepEntries;
       if (compactTo > this.opts.storage.log.firstIndex()) await this.opts.storage.compact(compactTo);
+      this.snapshotDuration.observe((performance.now() - started) / 1000);
     })().catch((err: unknown) => {
       if (this.state === 'running') this.die(err);
     }).finally(() => {

@@ -105,7 +105,8 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
     tickMs: config.raft.tickMs,
     electionTimeoutTicks: config.raft.electionTimeoutMs / config.raft.tickMs,
     heartbeatIntervalTicks: config.raft.heartbeatIntervalMs / config.raft.tickMs,
-    snapshotEntries: config.raft.snapshotEntries, logKeepEntries: config.raft.logKeepEntries,
+    snapshotEntries: config.raft.snapshotEntries, snapshotIntervalMs: config.raft.snapshotIntervalMs,
+    snapshotEntriesMax: config.raft.snapshotEntriesMax, logKeepEntries: config.raft.logKeepEntries,
     appendBytesMax: config.raft.appendBytesMax, appendsInflightMax: config.raft.appendsInflightMax,
     uncommittedBytesMax: config.raft.uncommittedBytesMax, proposalTimeoutMs: config.limits.proposalTimeoutMs, seedPeers,
   });
@@ -169,5 +170,7 @@ function registerNodeMetrics(metrics: Registry, node: RaftNode): void {
     name: 'shoal_peer_connected', help: '1 if the outbound connection to the peer is up.', type: 'gauge',
     read: () => node.peerStats().map((p) => ({ labels: { peer: p.id }, value: p.connected ? 1 : 0 })),
   });
+  metrics.gauge({ name: 'shoal_raft_snapshot_index', help: 'Log index of the newest snapshot this node holds.', type: 'gauge', read: () => one(node.snapshotIndexNow) });
   metrics.add(node.proposalLatency);
+  metrics.add(node.snapshotDuration);
 }

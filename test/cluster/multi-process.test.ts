@@ -65,7 +65,7 @@ async function missingOn(node: ClusterNode, acked: Map<string, string>): Promise
 }
 
 describe('a three-process cluster', () => {
-  const cluster = useCluster({ electionTimeoutMs, snapshotEntries: 500, logKeepEntries: 100 });
+  const cluster = useCluster({ electionTimeoutMs, snapshotEntries: 500, snapshotIntervalMs: 1000, logKeepEntries: 100 });
 
   it('elects a new leader after kill -9 of the leader under load and loses no acknowledged write', async () => {
     const load = startLoad(cluster, 16);

@@ -26,6 +26,7 @@ export interface ClusterOptions {
   electionTimeoutMs?: number;
   heartbeatIntervalMs?: number;
   snapshotEntries?: number;
+  snapshotIntervalMs?: number;
   logKeepEntries?: number;
 }
 
@@ -55,6 +56,7 @@ export class ProcessCluster {
           tickMs: this.opts.tickMs ?? 50, heartbeatIntervalMs: this.opts.heartbeatIntervalMs ?? 50,
           electionTimeoutMs: this.opts.electionTimeoutMs ?? 500,
           snapshotEntries: this.opts.snapshotEntries ?? 10_000, logKeepEntries: this.opts.logKeepEntries ?? 5_000,
+          ...(this.opts.snapshotIntervalMs !== undefined ? { snapshotIntervalMs: this.opts.snapshotIntervalMs } : {}),
         },
         logLevel: 'info',
       };

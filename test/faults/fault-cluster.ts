@@ -38,6 +38,7 @@ export interface FaultClusterOptions {
   timings: RaftTimings;
   proposalTimeoutMs: number;
   snapshotEntries: number;
+  snapshotIntervalMs: number;
   logKeepEntries: number;
 }
 
@@ -288,7 +289,7 @@ export class FaultCluster {
     const o = this.opts;
     const config = {
       dataDir: '.', api: { listen: node.apiAddress }, peer: { listen: node.peerAddress }, ...founding,
-      raft: { ...o.timings, snapshotEntries: o.snapshotEntries, logKeepEntries: o.logKeepEntries },
+      raft: { ...o.timings, snapshotEntries: o.snapshotEntries, snapshotIntervalMs: o.snapshotIntervalMs, logKeepEntries: o.logKeepEntries },
       limits: { proposalTimeoutMs: o.proposalTimeoutMs },
       logLevel: 'info',
     };

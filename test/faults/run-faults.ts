@@ -84,8 +84,9 @@ export async function runFaults(opts: RunOptions): Promise<RunResult> {
   try {
     cluster = await FaultCluster.create({
       runDir: dir, voters: 3, spares: 1, timings: raftTimings, proposalTimeoutMs: 2000,
-      // Small enough that snapshots, compaction and InstallSnapshot happen during a run.
-      snapshotEntries: 2000, logKeepEntries: 500,
+      // Small enough that snapshots, compaction and InstallSnapshot happen during a run, each
+      // node's at its own moments (the interval's random factor).
+      snapshotEntries: 2000, snapshotIntervalMs: 2000, logKeepEntries: 500,
     });
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });

@@ -22,8 +22,8 @@ describe('node config', () => {
   it('fills the documented defaults', () => {
     const c = parseConfig(minimal, 'test.yaml');
     expect(c.raft).toEqual({
-      tickMs: 100, heartbeatIntervalMs: 100, electionTimeoutMs: 1000, snapshotEntries: 10_000, logKeepEntries: 5_000,
-      appendBytesMax: 1 << 20, appendsInflightMax: 256, uncommittedBytesMax: 64 << 20,
+      tickMs: 100, heartbeatIntervalMs: 100, electionTimeoutMs: 1000, snapshotEntries: 10_000, snapshotIntervalMs: 30_000,
+      snapshotEntriesMax: 100_000, logKeepEntries: 5_000, appendBytesMax: 1 << 20, appendsInflightMax: 256, uncommittedBytesMax: 64 << 20,
     });
     expect(c.limits).toEqual({ proposalTimeoutMs: 10_000, bodyBytesMax: 1 << 20 });
     expect(c.logLevel).toBe('info');
@@ -46,6 +46,12 @@ describe('node config', () => {
   it('refuses timeouts that are not multiples of the tick or an election timeout below the heartbeat', () => {
     expect(problems({ ...minimal, raft: { tickMs: 100, heartbeatIntervalMs: 150 } })).toContain('multiples of tickMs');
     expect(problems({ ...minimal, raft: { heartbeatIntervalMs: 1000, electionTimeoutMs: 1000 } })).toContain('must exceed heartbeatIntervalMs');
+  });
+
+  it('refuses a snapshot ceiling below the snapshot threshold, naming both', () => {
+    const msg = problems({ ...minimal, raft: { snapshotEntries: 5000, snapshotEntriesMax: 4000 } });
+    expect(msg).toContain('raft.snapshotEntriesMax: must be at least snapshotEntries (5000)');
+    expect(parseConfig({ ...minimal, raft: { snapshotEntries: 5000, snapshotEntriesMax: 5000, snapshotIntervalMs: 0 } }, 't').raft.snapshotIntervalMs).toBe(0);
   });
 
   it('loads YAML and JSON files, resolving dataDir against the file, and explains unparsable files', () => {

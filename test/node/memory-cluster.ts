@@ -18,6 +18,10 @@ export interface TestNode {
 export interface MemoryClusterOptions {
   size?: number;
   snapshotEntries?: number;
+  /** Default 0: a snapshot every snapshotEntries entries, whatever the time. */
+  snapshotIntervalMs?: number;
+  snapshotEntriesMax?: number;
+  random?: () => number;
   logKeepEntries?: number;
   /** Called with each node's storage and transport before its RaftNode is made, to wrap methods. */
   instrument?: (id: string, storage: MemoryNodeStorage, transport: MemoryTransport) => void;
@@ -57,6 +61,9 @@ export class MemoryCluster {
       id, storage: storageWithoutClose(storage), transport, stateMachine: kv, tickMs: 5, electionTimeoutTicks: 10,
       heartbeatIntervalTicks: 1, proposalTimeoutMs: 3000, seedPeers,
       snapshotEntries: this.opts.snapshotEntries ?? 10_000, logKeepEntries: this.opts.logKeepEntries ?? 5_000,
+      snapshotIntervalMs: this.opts.snapshotIntervalMs ?? 0,
+      ...(this.opts.snapshotEntriesMax !== undefined ? { snapshotEntriesMax: this.opts.snapshotEntriesMax } : {}),
+      ...(this.opts.random !== undefined ? { random: this.opts.random } : {}),
       logger: { debug() {}, info: (m) => this.infos.push(`${id}: ${m}`), warn: (m) => this.warnings.push(`${id}: ${m}`), error: (m) => this.errors.push(`${id}: ${m}`) },
     });
     await node.start();

@@ -5,6 +5,14 @@ import { MemoryCluster } from './memory-cluster.ts';
 import { MemoryNodeStorage } from '../../src/node/node-storage.ts';
 import { confChangeContext } from '../../src/node/membership.ts';
 
+async function waitFor(cond: () => boolean, ms = 5000): Promise<void> {
+  const until = performance.now() + ms;
+  while (!cond()) {
+    if (performance.now() > until) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 const put = (key: string, value: string): Uint8Array => KvStateMachine.encode({ op: 'put', key, value });
 
 describe('RaftNode', () => {
@@ -131,6 +139,37 @@ describe('RaftNode', () => {
     await cluster.waitForLeader();
     await lagging.node.readBarrier();
     for (let i = 0; i < 100; i++) expect(lagging.kv.get(`k${i}`)?.value).toBe(`${i}`);
+  });
+
+  it('waits for snapshotIntervalMs before a snapshot, unless its share of snapshotEntriesMax piles up first', async () => {
+    // The factor 0 makes the wait exactly the interval and the ceiling half of snapshotEntriesMax.
+    cluster = new MemoryCluster({ snapshotEntries: 20, snapshotIntervalMs: 60_000, snapshotEntriesMax: 100, random: () => 0, logKeepEntries: 5 });
+    await cluster.start();
+    const leader = await cluster.waitForLeader();
+    const first = leader.storage.log.firstIndex();
+    const initial = leader.node.snapshotIndexNow; // the bootstrap's
+    for (let i = 0; i < 30; i++) await leader.node.propose(put(`k${i}`, `${i}`));
+    await Promise.all(cluster.nodes.map((n) => n.node.readBarrier()));
+    for (const n of cluster.nodes) expect(n.node.snapshotIndexNow).toBe(initial);
+    for (let i = 30; i < 60; i++) await leader.node.propose(put(`k${i}`, `${i}`));
+    await waitFor(() => cluster.nodes.every((n) => n.node.snapshotIndexNow >= 50));
+    await waitFor(() => leader.storage.log.firstIndex() > first);
+  });
+
+  it('takes the snapshot once snapshotIntervalMs has passed, scaled by the node\'s random factor', async () => {
+    // Factor 0.5: a wait of 1.5 intervals (1,500 ms) and a ceiling of 75 entries, not reached.
+    // The loop checks on every Ready, heartbeats included, so the snapshot comes without writes.
+    cluster = new MemoryCluster({ snapshotEntries: 20, snapshotIntervalMs: 1000, snapshotEntriesMax: 100, random: () => 0.5, logKeepEntries: 5 });
+    const started = performance.now(); // before the nodes' clocks start
+    await cluster.start();
+    const leader = await cluster.waitForLeader();
+    const initial = leader.node.snapshotIndexNow;
+    for (let i = 0; i < 30; i++) await leader.node.propose(put(`k${i}`, `${i}`));
+    // Past the interval without its factor: none yet (checked only while surely before 1,500 ms).
+    await new Promise((r) => setTimeout(r, Math.max(0, started + 1200 - performance.now())));
+    if (performance.now() - started < 1450) expect(leader.node.snapshotIndexNow).toBe(initial);
+    await waitFor(() => leader.node.snapshotIndexNow >= 30);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(1500);
   });
 
   it('restarts from its storage (snapshot plus log) with every applied write', async () => {
