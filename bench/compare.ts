@@ -28,8 +28,6 @@ const resultsFile = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
 const analysisFile = fileURLToPath(new URL('./compare-analysis.md', import.meta.url));
 const recordFile = fileURLToPath(new URL('./compare-results.json', import.meta.url));
 const keys = 10_000;
-/** Rounds per point and system, in the order A B B A (A B B A A B for 3, and so on). */
-const roundsPerPoint = 2;
 
 const help = `usage: npm run bench -- [options]
 
@@ -39,8 +37,9 @@ of shoal's figure, etcd's figure and the ratio shoal/etcd. Needs etcd (${etcdBin
 
 Options:
   --quick               short run (3 s per point, 10,000 documents, one leader kill; under 4 minutes)
-  --seconds N           measured seconds per throughput point and system, taken in two rounds
-                        ordered A B B A (default 10; 3 with --quick)
+  --seconds N           measured seconds per throughput point and system (default 10; 3 with --quick)
+  --rounds N            rounds the seconds are split into, per system, ordered A B B A A B B A
+                        (default 4; 2 with --quick)
   --warmup N            seconds of writes on each system before the first point, not measured
                         (default 10; 3 with --quick; 0 to skip)
   --only LIST           groups to run, of ${groups.join(',')} (default: all)
@@ -74,6 +73,7 @@ interface Options {
   quick: boolean;
   seconds: number;
   /** Per round: load before the measured window opens. */
+  rounds: number;
   warmupMs: number;
   /** Once per system, before the first point. */
   warmupSeconds: number;
@@ -117,7 +117,7 @@ function parseOptions(argv: string[]): Options | 'help' {
   const { values: v } = parseArgs({
     args: argv, strict: true,
     options: {
-      quick: { type: 'boolean', default: false }, seconds: { type: 'string' }, warmup: { type: 'string' }, only: { type: 'string' },
+      quick: { type: 'boolean', default: false }, seconds: { type: 'string' }, rounds: { type: 'string' }, warmup: { type: 'string' }, only: { type: 'string' },
       clients: { type: 'string', default: '1,16,64' }, to: { type: 'string', default: 'leader,spread' }, systems: { type: 'string', default: 'shoal,etcd' },
       timeouts: { type: 'string', default: '100/1000' }, docs: { type: 'string' },
       'etcd-peer-tls': { type: 'boolean', default: false }, 'failover-timeout-ms': { type: 'string', default: '1000' }, keep: { type: 'boolean', default: false },
@@ -132,6 +132,7 @@ function parseOptions(argv: string[]): Options | 'help' {
   if (v.write && systems.length < 2 && v['from-json'] === undefined) throw new UsageError('--write records ratios and needs both systems');
   return {
     quick: v.quick, seconds: v.seconds !== undefined ? positive(v.seconds, 'seconds') : v.quick ? 3 : 10,
+    rounds: v.rounds !== undefined ? Math.round(positive(v.rounds, 'rounds')) : v.quick ? 2 : 4,
     warmupMs: v.quick ? 1000 : 2000,
     warmupSeconds: v.warmup !== undefined ? nonNegative(v.warmup, 'warmup') : v.quick ? 3 : 10,
     only: new Set(v.only !== undefined ? list(v.only, groups, 'only') : groups),
@@ -180,8 +181,8 @@ function describePoint(p: PointResult): string {
 
 /**
  * Throughput points, then a leader kill on each system. Before the first point each system gets
- * a warm-up load, so that no point measures a cold process. Each point is measured in two rounds
- * per system of half the time each, in the order A B B A (which system is A alternates between
+ * a warm-up load, so that no point measures a cold process. Each point is measured in o.rounds
+ * rounds per system, in the order A B B A A B B A (which system is A alternates between
  * points), so a drift in the machine's speed during a point weighs on both systems alike.
  */
 async function runLiveGroups(o: Options, points: PointResult[], failovers: FailoverResult[]): Promise<void> {
@@ -211,9 +212,9 @@ async function runLiveGroups(o: Options, points: PointResult[], failovers: Failo
       }
       const first = i % 2 === 0 ? systems : [...systems].reverse();
       const rounds = new Map<System, PointRound[]>(systems.map((s) => [s, []]));
-      const order = Array.from({ length: roundsPerPoint }, (_, r) => (r % 2 === 0 ? first : [...first].reverse())).flat();
+      const order = Array.from({ length: o.rounds }, (_, r) => (r % 2 === 0 ? first : [...first].reverse())).flat();
       for (const s of order) {
-        rounds.get(s)?.push(await runRound(s, spec, { warmupMs: o.warmupMs, durationMs: (o.seconds * 1000) / roundsPerPoint, keys, timeoutMs: 10_000 }));
+        rounds.get(s)?.push(await runRound(s, spec, { warmupMs: o.warmupMs, durationMs: (o.seconds * 1000) / o.rounds, keys, timeoutMs: 10_000 }));
       }
       for (const s of first) {
         const r = pointOf(spec, rounds.get(s) ?? []);
@@ -274,7 +275,7 @@ async function run(o: Options, argv: string[]): Promise<RunRecord | number | und
   const record: RunRecord = {
     command: `npm run bench${argv.length > 0 ? ` -- ${argv.join(' ')}` : ''}`, date: `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC`,
     machine: machine(etcd), timeouts: `heartbeat ${o.timeouts.heartbeatMs} ms, election timeout ${o.timeouts.electionMs} ms`,
-    etcdPeers: o.etcdPeerTls ? 'mutual TLS' : 'plain HTTP (etcd default)', secondsPerPoint: o.seconds, warmupSeconds: o.warmupSeconds, roundsPerPoint, failoverTimeoutMs: o.failoverTimeoutMs, loadAvg: [os.loadavg()[0] ?? 0, 0], points: [], failovers: [], memory: [],
+    etcdPeers: o.etcdPeerTls ? 'mutual TLS' : 'plain HTTP (etcd default)', secondsPerPoint: o.seconds, warmupSeconds: o.warmupSeconds, roundsPerPoint: o.rounds, failoverTimeoutMs: o.failoverTimeoutMs, loadAvg: [os.loadavg()[0] ?? 0, 0], points: [], failovers: [], memory: [],
   };
   const started = performance.now();
   try {

@@ -196,10 +196,15 @@ export function targets(r: RunRecord): string[] {
   return out;
 }
 
+/** The order of `rounds` rounds per system: A B B A, A B B A A B, … */
+function abba(rounds: number): string {
+  return Array.from({ length: rounds }, (_, i) => (i % 2 === 0 ? 'A B' : 'B A')).join(' ');
+}
+
 function measuring(r: RunRecord): string {
   const rounds = r.roundsPerPoint ?? 1;
   const per = rounds > 1
-    ? `${r.secondsPerPoint} s measured per point and system, in ${rounds} rounds of ${r.secondsPerPoint / rounds} s ordered A B B A (which system is A alternates between points), each after its own warm-up.`
+    ? `${r.secondsPerPoint} s measured per point and system, in ${rounds} rounds of ${r.secondsPerPoint / rounds} s ordered ${abba(rounds)} (which system is A alternates between points), each after its own warm-up.`
     : `${r.secondsPerPoint} s measured per point after a warm-up.`;
   const before = r.warmupSeconds !== undefined && r.warmupSeconds > 0
     ? ` Before the first point, each system ran ${r.warmupSeconds} s of writes (16 clients, spread) that were not measured.`
