@@ -137,8 +137,9 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     super();
     this.id = options.id;
     this.opts = {
-      tickMs: 100, electionTimeoutTicks: 10, heartbeatIntervalTicks: 1, snapshotEntries: 10_000,
-      snapshotIntervalMs: 30_000, snapshotEntriesMax: 100_000, random: Math.random, logKeepEntries: 5_000, proposalTimeoutMs: 10_000, appendBytesMax: 1 << 20, appendsInflightMax: 256,
+      tickMs: 100, electionTimeoutTicks: 10, heartbeatIntervalTicks: 1,
+      snapshotEntries: 10_000, snapshotIntervalMs: 30_000, snapshotEntriesMax: 100_000, random: Math.random, logKeepEntries: 5_000,
+      proposalTimeoutMs: 10_000, appendBytesMax: 1 << 20, appendsInflightMax: 256,
       uncommittedBytesMax: 64 << 20, seedPeers: [], logger: quietLogger, ...options,
     };
     this.incarnation = `${this.id}/${randomBytes(6).toString('hex')}`;
@@ -307,7 +308,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   }
 
   /** The index of the newest snapshot this node holds (taken or received). */
-  get snapshotIndexNow(): number {
+  get latestSnapshotIndex(): number {
     return this.snapshotIndex;
   }
 

@@ -170,7 +170,7 @@ function registerNodeMetrics(metrics: Registry, node: RaftNode): void {
     name: 'shoal_peer_connected', help: '1 if the outbound connection to the peer is up.', type: 'gauge',
     read: () => node.peerStats().map((p) => ({ labels: { peer: p.id }, value: p.connected ? 1 : 0 })),
   });
-  metrics.gauge({ name: 'shoal_raft_snapshot_index', help: 'Log index of the newest snapshot this node holds.', type: 'gauge', read: () => one(node.snapshotIndexNow) });
+  metrics.gauge({ name: 'shoal_raft_snapshot_index', help: 'Log index of the newest snapshot this node holds.', type: 'gauge', read: () => one(node.latestSnapshotIndex) });
   metrics.add(node.proposalLatency);
   metrics.add(node.snapshotDuration);
 }

@@ -306,6 +306,10 @@ describe('shoal snapshot', () => {
       expect(view.members.map((m) => m.name)).toEqual(['r1']);
       const next = await fetch(`http://${api}/v1/docs/keep/k2`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{}' });
       expect((await next.json() as { rev: number }).rev).toBeGreaterThan(saved.index);
+      // The restored node starts from the snapshot, and its metrics say so.
+      const metrics = await (await fetch(`http://${api}/metrics`)).text();
+      expect(metrics).toMatch(new RegExp(`^shoal_raft_snapshot_index ${saved.index}$`, 'm'));
+      expect(metrics).toContain('# TYPE shoal_snapshot_duration_seconds histogram');
     } finally {
       await running.stop();
     }

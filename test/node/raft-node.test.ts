@@ -147,13 +147,14 @@ describe('RaftNode', () => {
     await cluster.start();
     const leader = await cluster.waitForLeader();
     const first = leader.storage.log.firstIndex();
-    const initial = leader.node.snapshotIndexNow; // the bootstrap's
+    const initial = leader.node.latestSnapshotIndex; // the bootstrap's
     for (let i = 0; i < 30; i++) await leader.node.propose(put(`k${i}`, `${i}`));
     await Promise.all(cluster.nodes.map((n) => n.node.readBarrier()));
-    for (const n of cluster.nodes) expect(n.node.snapshotIndexNow).toBe(initial);
+    for (const n of cluster.nodes) expect(n.node.latestSnapshotIndex).toBe(initial);
     for (let i = 30; i < 60; i++) await leader.node.propose(put(`k${i}`, `${i}`));
-    await waitFor(() => cluster.nodes.every((n) => n.node.snapshotIndexNow >= 50));
+    await waitFor(() => cluster.nodes.every((n) => n.node.latestSnapshotIndex >= 50));
     await waitFor(() => leader.storage.log.firstIndex() > first);
+    expect(leader.node.snapshotDuration.render()).toMatch(/^shoal_snapshot_duration_seconds_count 1$/m);
   });
 
   it('takes the snapshot once snapshotIntervalMs has passed, scaled by the node\'s random factor', async () => {
@@ -163,12 +164,12 @@ describe('RaftNode', () => {
     const started = performance.now(); // before the nodes' clocks start
     await cluster.start();
     const leader = await cluster.waitForLeader();
-    const initial = leader.node.snapshotIndexNow;
+    const initial = leader.node.latestSnapshotIndex;
     for (let i = 0; i < 30; i++) await leader.node.propose(put(`k${i}`, `${i}`));
     // Past the interval without its factor: none yet (checked only while surely before 1,500 ms).
     await new Promise((r) => setTimeout(r, Math.max(0, started + 1200 - performance.now())));
-    if (performance.now() - started < 1450) expect(leader.node.snapshotIndexNow).toBe(initial);
-    await waitFor(() => leader.node.snapshotIndexNow >= 30);
+    if (performance.now() - started < 1450) expect(leader.node.latestSnapshotIndex).toBe(initial);
+    await waitFor(() => leader.node.latestSnapshotIndex >= 30);
     expect(performance.now() - started).toBeGreaterThanOrEqual(1500);
   });
 
