@@ -4,14 +4,7 @@ import { ShoalError } from '../../src/errors.ts';
 import { MemoryCluster } from './memory-cluster.ts';
 import { MemoryNodeStorage } from '../../src/node/node-storage.ts';
 import { confChangeContext } from '../../src/node/membership.ts';
-
-async function waitFor(cond: () => boolean, ms = 5000): Promise<void> {
-  const until = performance.now() + ms;
-  while (!cond()) {
-    if (performance.now() > until) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+import { sleep, waitFor } from '../transport/helpers.ts';
 
 const put = (key: string, value: string): Uint8Array => KvStateMachine.encode({ op: 'put', key, value });
 
@@ -152,8 +145,8 @@ describe('RaftNode', () => {
     await Promise.all(cluster.nodes.map((n) => n.node.readBarrier()));
     for (const n of cluster.nodes) expect(n.node.latestSnapshotIndex).toBe(initial);
     for (let i = 30; i < 60; i++) await leader.node.propose(put(`k${i}`, `${i}`));
-    await waitFor(() => cluster.nodes.every((n) => n.node.latestSnapshotIndex >= 50));
-    await waitFor(() => leader.storage.log.firstIndex() > first);
+    await waitFor('a snapshot on every node', () => cluster.nodes.every((n) => n.node.latestSnapshotIndex >= 50));
+    await waitFor('the leader\'s log compacted', () => leader.storage.log.firstIndex() > first);
     expect(leader.node.snapshotDuration.render()).toMatch(/^shoal_snapshot_duration_seconds_count 1$/m);
   });
 
@@ -167,9 +160,9 @@ describe('RaftNode', () => {
     const initial = leader.node.latestSnapshotIndex;
     for (let i = 0; i < 30; i++) await leader.node.propose(put(`k${i}`, `${i}`));
     // Past the interval without its factor: none yet (checked only while surely before 1,500 ms).
-    await new Promise((r) => setTimeout(r, Math.max(0, started + 1200 - performance.now())));
+    await sleep(Math.max(0, started + 1200 - performance.now()));
     if (performance.now() - started < 1450) expect(leader.node.latestSnapshotIndex).toBe(initial);
-    await waitFor(() => leader.node.latestSnapshotIndex >= 30);
+    await waitFor('the leader\'s snapshot', () => leader.node.latestSnapshotIndex >= 30);
     expect(performance.now() - started).toBeGreaterThanOrEqual(1500);
   });
 
