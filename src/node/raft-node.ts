@@ -157,7 +157,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     this.restoreState(snap.data);
     this.applied = snap.meta.index;
     this.snapshotIndex = snap.meta.index;
-    this.snapshotTaken();
+    this.restartSnapshotClock();
     this.raw = new RawNode({
       id: this.id,
       prng: new SeededPrng(randomBytes(4).readUInt32LE(0)),
@@ -547,7 +547,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     this.restoreState(data);
     this.applied = index;
     this.snapshotIndex = index;
-    this.snapshotTaken();
+    this.restartSnapshotClock();
     this.syncPeers();
     this.log.info(`applied snapshot at index ${index}`);
   }
@@ -565,13 +565,13 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     const since = this.applied - this.snapshotIndex;
     if (since < this.opts.snapshotEntries) return false;
     const { snapshotIntervalMs, snapshotEntriesMax } = this.opts;
-    if (snapshotIntervalMs === 0) return true;
+    // With snapshotIntervalMs 0 the time condition always holds.
     return performance.now() - this.snapshotAt >= snapshotIntervalMs * (1 + this.snapshotDraw)
       || since >= snapshotEntriesMax * (1 + this.snapshotDraw) / 2;
   }
 
-  /** Restarts the snapshot clock and draws the next snapshot's factor. */
-  private snapshotTaken(): void {
+  /** Restarts the snapshot clock (a snapshot begun or received, or a start) and draws the next factor. */
+  private restartSnapshotClock(): void {
     this.snapshotAt = performance.now();
     this.snapshotDraw = this.opts.random();
   }
@@ -583,7 +583,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
    */
   private maybeSnapshot(): void {
     if (this.snapshotTask !== undefined || !this.snapshotDue()) return;
-    this.snapshotTaken();
+    this.restartSnapshotClock();
     const index = this.applied;
     const confState = this.raw.confState();
     const members = this.membership.list();
