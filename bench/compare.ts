@@ -72,8 +72,9 @@ Exit codes: 0 done, 1 the run failed, 2 usage error, 3 etcd is not installed.`;
 interface Options {
   quick: boolean;
   seconds: number;
-  /** Per round: load before the measured window opens. */
+  /** Rounds per point and system, ordered A B B A A B B A. */
   rounds: number;
+  /** Per round: load before the measured window opens. */
   warmupMs: number;
   /** Once per system, before the first point. */
   warmupSeconds: number;
