@@ -86,28 +86,14 @@ export function checkJsonObject(v: unknown, path: string, issues: Issue[]): v is
   return checkJson(v, { base: path, keys: [] }, 0, issues);
 }
 
-/** UTF-8 length of a string without allocating its encoding. */
-export function utf8Length(s: string): number {
-  let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x80) n += 1;
-    else if (c < 0x800) n += 2;
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
-      n += 4;
-      i++;
-    } else n += 3;
-  }
-  return n;
-}
-
 /**
  * Bytes of the document serialized as JSON (UTF-8). The value must already be checked. The
  * store carries the size measured at validation along with each document rather than caching
  * it by identity: a WeakMap over 100,000 documents costs more in GC than it saves.
  */
 export function jsonBytes(v: JsonObject): number {
-  return utf8Length(JSON.stringify(v));
+  // Buffer.byteLength counts in native code, about twice as fast as a loop over char codes here.
+  return Buffer.byteLength(JSON.stringify(v), 'utf8');
 }
 
 /** Freezes a value and everything inside it (stops at parts already frozen). */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decodeCommand, encodeCommand, InvalidCommandError, type Stamped } from '../../fsm/index.ts';
+import { jsonBytes } from '../../fsm/json-value.ts';
 import { docBytesMax } from '../../fsm/limits.ts';
 import { errorOf, feeder, rawPackr } from './harness.ts';
 
@@ -54,6 +55,15 @@ describe('invalid commands', () => {
     for (let i = 0; i < 70; i++) deep = { d: deep };
     expectRefused([put({ doc: deep })], /nest at most/);
     expectRefused([put({ doc: { pad: 'x'.repeat(docBytesMax) } })], /limit is/);
+  });
+
+  it('measures documents in UTF-8 bytes of their JSON, not in characters', () => {
+    // {"s":"é😀\n"}: 6 + 2 (é) + 4 (😀, a surrogate pair) + 2 (the escaped newline) + 2.
+    expect(jsonBytes({ s: 'é😀\n' })).toBe(16);
+    // Under the limit in characters, over it in bytes.
+    const chars = Math.floor(docBytesMax / 2) + 8;
+    expect(chars).toBeLessThan(docBytesMax);
+    expectRefused([put({ doc: { pad: 'é'.repeat(chars) } })], new RegExp(`the document is ${2 * chars + 10} bytes`));
   });
 
   it('unknown ops, unknown fields, bad expectations and bad stamps', () => {
