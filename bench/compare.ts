@@ -114,6 +114,12 @@ function positive(raw: string, what: string): number {
   return n;
 }
 
+function positiveInteger(raw: string, what: string): number {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n <= 0) throw new UsageError(`--${what}: expected a whole number of 1 or more, got '${raw}'`);
+  return n;
+}
+
 function parseOptions(argv: string[]): Options | 'help' {
   const { values: v } = parseArgs({
     args: argv, strict: true,
@@ -133,7 +139,7 @@ function parseOptions(argv: string[]): Options | 'help' {
   if (v.write && systems.length < 2 && v['from-json'] === undefined) throw new UsageError('--write records ratios and needs both systems');
   return {
     quick: v.quick, seconds: v.seconds !== undefined ? positive(v.seconds, 'seconds') : v.quick ? 3 : 10,
-    rounds: v.rounds !== undefined ? Math.round(positive(v.rounds, 'rounds')) : v.quick ? 2 : 4,
+    rounds: v.rounds !== undefined ? positiveInteger(v.rounds, 'rounds') : v.quick ? 2 : 4,
     warmupMs: v.quick ? 1000 : 2000,
     warmupSeconds: v.warmup !== undefined ? nonNegative(v.warmup, 'warmup') : v.quick ? 3 : 10,
     only: new Set(v.only !== undefined ? list(v.only, groups, 'only') : groups),

@@ -2,6 +2,8 @@
 // merging the rounds must give the figures one long round would have given; and a leader kill's
 // write gap is measured within the load's window only.
 
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { LatencyHistogram } from '../../bench/lib/histogram.ts';
 import { longestGap } from '../../bench/lib/failover.ts';
@@ -78,5 +80,19 @@ describe('longestGap (leader kills)', () => {
   it('leaves out writes that completed after the load stopped', () => {
     // The load ran 0-100; a straggler answered at 240. The gap is not 20-240.
     expect(longestGap([5, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90, 99, 240], 0, 100)).toEqual({ ms: 10, from: 20 });
+  });
+});
+
+describe('npm run bench options', () => {
+  const compare = fileURLToPath(new URL('../../bench/compare.ts', import.meta.url));
+  const tsx = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
+
+  it('refuses a number of rounds that is not a whole number of 1 or more, before starting anything', () => {
+    for (const bad of ['0', '0.4', '2.5', 'x']) {
+      const r = spawnSync(tsx, [compare, '--rounds', bad], { encoding: 'utf8', timeout: 60_000 });
+      expect(r.status, `--rounds ${bad}`).toBe(2);
+      expect(r.stderr).toContain(`--rounds: expected a whole number of 1 or more, got '${bad}'`);
+      expect(r.stdout + r.stderr).not.toContain('starting');
+    }
   });
 });
