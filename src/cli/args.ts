@@ -3,14 +3,26 @@
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 
-/** Exit codes; scripts may rely on them. */
+/**
+ * Exit codes; scripts and the systemd unit rely on them (docs/operations.md, "Exit codes").
+ * `shoal serve` exits with 1 for a crash (restart it) and with one of 2, 4-7 for causes that a
+ * restart cannot cure (RestartPreventExitStatus); 8 and 9 may clear up by themselves.
+ */
 export const exitCodes = {
   ok: 0,
   failed: 1,
   usage: 2,
   unavailable: 3,
   corrupt: 4,
+  removed: 5,
+  upgradeRequired: 6,
+  storageFormat: 7,
+  addressInUse: 8,
+  joinFailed: 9,
 } as const;
+
+/** The exit codes a service manager must not restart on (a restart cannot cure them). */
+export const noRestartExitCodes = [exitCodes.usage, exitCodes.corrupt, exitCodes.removed, exitCodes.upgradeRequired, exitCodes.storageFormat] as const;
 
 export class UsageError extends Error {
   constructor(message: string) {

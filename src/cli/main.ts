@@ -1,6 +1,6 @@
 // The `shoal` command: dispatches to subcommands and maps failures to exit codes.
 
-import { isShoalError } from '../errors.ts';
+import { isShoalError, type ErrorCode } from '../errors.ts';
 import { exitCodes, UsageError } from './args.ts';
 
 type Run = (argv: string[]) => Promise<number>;
@@ -48,9 +48,7 @@ function report(command: string, err: unknown): number {
   }
   if (isShoalError(err)) {
     console.error(`shoal ${command}: ${err.message}`);
-    if (err.code === 'storage_corrupt') return exitCodes.corrupt;
-    if (err.code === 'config_invalid') return exitCodes.usage;
-    return err.retryable ? exitCodes.unavailable : exitCodes.failed;
+    return exitCodeOfError(err.code, err.retryable);
   }
   const e = err as Error & { name?: string; file?: string; recovery?: string };
   if (e?.name === 'StorageCorruptionError') {
@@ -59,8 +57,22 @@ function report(command: string, err: unknown): number {
   }
   if (e?.name === 'StorageFormatError') {
     console.error(`shoal ${command}: ${e.message}`);
-    return exitCodes.failed;
+    return exitCodes.storageFormat;
   }
   console.error(`shoal ${command}: unexpected error: ${e?.stack ?? String(err)}`);
   return exitCodes.failed;
+}
+
+/** The exit code of a command that failed with a catalog error (docs/operations.md, "Exit codes"). */
+export function exitCodeOfError(code: ErrorCode, retryable: boolean): number {
+  switch (code) {
+    case 'storage_corrupt': return exitCodes.corrupt;
+    case 'storage_format': return exitCodes.storageFormat;
+    case 'config_invalid': return exitCodes.usage;
+    case 'removed': return exitCodes.removed;
+    case 'upgrade_required': return exitCodes.upgradeRequired;
+    case 'address_in_use': return exitCodes.addressInUse;
+    case 'join_failed': return exitCodes.joinFailed;
+    default: return retryable ? exitCodes.unavailable : exitCodes.failed;
+  }
 }

@@ -16,7 +16,10 @@ Options:
   --config FILE   the config file (required)
   -h, --help      show this help
 
-Exit codes: 0 stopped cleanly, 1 failed, 2 usage error or invalid config, 4 data corruption.`;
+Exit codes: 0 stopped cleanly; 1 crashed (restart it); 2 invalid config; 4 data corruption;
+5 removed from the cluster; 6 upgrade required (a newer release wrote the log); 7 unknown
+storage format; 8 an address cannot be bound; 9 the join failed. A service manager must not
+restart on 2, 4, 5, 6 or 7 (docs/operations.md, "Exit codes").`;
 
 export async function serveCommand(argv: string[]): Promise<number> {
   const { values } = parse(argv, { config: { type: 'string' }, help: { type: 'boolean', short: 'h', default: false } }, 'serve');

@@ -90,7 +90,7 @@ describe('shoal CLI', () => {
     expect(r.stderr).toMatch(/what to do|recovery|restore/i);
   });
 
-  it('serve refuses a data directory of an unknown storage format with exit 1 and says what to do', async () => {
+  it('serve refuses a data directory of an unknown storage format with exit 7 (storage_format) and says what to do', async () => {
     const dir = path.join(mkdtempSync(path.join(os.tmpdir(), 'shoal-cli-')), 'n1');
     expect((await run('init', '--data', dir, '--name', 'n1', '--api', `127.0.0.1:${await freePort()}`, '--peer', `127.0.0.1:${await freePort()}`)).code).toBe(0);
     const db = new ClassicLevel<Buffer, Buffer>(path.join(dir, 'log'), { keyEncoding: 'buffer', valueEncoding: 'buffer' });
@@ -98,7 +98,7 @@ describe('shoal CLI', () => {
     await db.put(formatKey, seal({ format: 99 }));
     await db.close();
     const r = await run('serve', '--config', path.join(dir, 'shoal.yaml'));
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(7);
     expect(r.stderr).toMatch(/storage format 99 .* is not supported .* Run the shoal version that wrote it/);
     expect(r.stderr).not.toContain('unexpected error');
   });
