@@ -126,6 +126,8 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   private leader: NodeId = NONE;
   private role: Role = 'follower';
   private fatal: Error | undefined;
+  /** Why this node cannot serve (see `failure`); set once, never cleared. */
+  private failed: ShoalError | undefined;
   /** Conf change entries applied here; membership calls wait on it. */
   private confChangeCount = 0;
   leaderChanges = 0;
@@ -289,6 +291,15 @@ export class RaftNode extends EventEmitter<NodeEvents> {
 
   peerStats(): PeerStats[] {
     return this.opts.transport.stats();
+  }
+
+  /**
+   * Why this node cannot serve, once it cannot: `node_failed` after a fatal error (the process
+   * exits), and later `upgrade_required`, `removed` or `disk_stalled`. Undefined while healthy.
+   * The API answers every request but health and metrics with it (503), and /healthz turns 503.
+   */
+  get failure(): ShoalError | undefined {
+    return this.failed;
   }
 
   get isLeader(): boolean {
@@ -647,6 +658,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   private die(err: unknown): void {
     if (this.fatal) return;
     this.fatal = err instanceof Error ? err : new Error(String(err));
+    this.failed ??= new ShoalError('node_failed', `this node stopped after a fatal error (${this.fatal.message}); it is exiting, use another node`);
     this.log.error(`fatal: ${this.fatal.stack ?? this.fatal.message}`);
     void this.shutdown(new ShoalError('internal', `the node stopped after a fatal error: ${this.fatal.message}`));
     if (this.listenerCount('error') > 0) this.emit('error', this.fatal);
