@@ -132,8 +132,9 @@ export class DocumentStore implements StateMachine {
     assert.ok(Number.isSafeInteger(entry.index) && entry.index > this.rev, `entries apply in index order: got ${entry.index} at revision ${this.rev}`);
     this.rev = entry.index;
     const v = parseCommandBytes(entry.data, true);
-    if (!v.ok) return deepFreeze(fail({ code: 'bad_request', message: v.message, details: { issues: v.issues } }));
-    this.logTime = Math.max(this.logTime, v.stamped.ts);
+    if (!v.ok) return deepFreeze(fail({ code: 'invalid_command', message: v.message, details: { index: entry.index, issues: v.issues } }));
+    const stamp = entry.logTimeMs ?? (entry.clockFromCommand === false ? undefined : v.stamped.ts);
+    if (stamp !== undefined) this.logTime = Math.max(this.logTime, stamp);
     this.idempotency.expire(this.logTime);
     const at: At = { index: entry.index, docBytes: v.docBytes };
     const result = v.stamped.idempotencyKey === undefined ? this.execute(v.stamped.cmd, at) : this.executeOnce(v.stamped, v.stamped.idempotencyKey, at);

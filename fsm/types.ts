@@ -53,7 +53,7 @@ export interface ListPage {
   next: string | null;
 }
 
-export type CommandErrorCode = 'revision_mismatch' | 'already_exists' | 'not_found' | 'idempotency_conflict' | 'bad_request';
+export type CommandErrorCode = 'revision_mismatch' | 'already_exists' | 'not_found' | 'idempotency_conflict' | 'bad_request' | 'invalid_command';
 
 export interface CommandError {
   code: CommandErrorCode;

@@ -80,6 +80,11 @@ export const helloFrameSchema = z.object({
   protocolMin: countSchema,
   protocolMax: countSchema,
   softwareVersion: z.string().max(256),
+  /**
+   * The highest cluster feature level this node can apply (src/node/feature-level.ts). Added
+   * after the first release, whose hellos lack it (level 1); its schema strips unknown keys.
+   */
+  featureLevelMax: countSchema.optional(),
 });
 
 const messageFrameSchema = z.object({ t: z.literal('msg'), m: messageSchema });

@@ -18,11 +18,19 @@ export const REFUSAL_CODES = {
   handshake_timeout: 4005,
   /** We dialled an address for node X and reached node Y. */
   unexpected_peer: 4006,
-  /** The certificate is valid but the node is not allowed in (`authorizePeer` said no). */
+  /** The certificate is valid but the node is not a member (not added yet, or never was). */
   peer_not_authorized: 4007,
   /** A newer connection from the same node replaced this one. */
   superseded: 4008,
+  /**
+   * The node was removed from the cluster (a committed conf change); it must stop, and may only
+   * come back as a new node. The refused side believes it at once: ids are never reused.
+   */
+  removed: 4009,
 } as const;
+
+/** What the owner of a transport says about a peer whose certificate is valid. */
+export type PeerAuthorization = 'member' | 'not_member' | 'removed';
 
 export type RefusalReason = keyof typeof REFUSAL_CODES;
 
@@ -51,6 +59,8 @@ export interface LocalIdentity {
   protocolVersion: number;
   protocolVersionsSupported: { min: number; max: number };
   softwareVersion: string;
+  /** The highest cluster feature level this node can apply; sent in the hello. */
+  featureLevelMax?: number;
 }
 
 // Version negotiation. The dialler speaks first, before it knows whom it reached, so its hello
@@ -80,6 +90,7 @@ function helloOf(local: LocalIdentity, protocolVersion: number): HelloFrame {
     protocolMin: local.protocolVersionsSupported.min,
     protocolMax: local.protocolVersionsSupported.max,
     softwareVersion: local.softwareVersion,
+    ...(local.featureLevelMax !== undefined ? { featureLevelMax: local.featureLevelMax } : {}),
   };
 }
 

@@ -8,7 +8,7 @@ import type { Message, NodeId } from '../src/raft/types.ts';
 import { BATCH_PROTOCOL_VERSION, decodeFrames, encodeFrame } from './codec.ts';
 import type { Frame, HelloFrame } from './frames.ts';
 import {
-  CLOSE_GOING_AWAY, REFUSAL_CODES, agreedVersion, answerOf, checkHello, type LocalIdentity, type Refusal, type RefusalReason,
+  CLOSE_GOING_AWAY, REFUSAL_CODES, agreedVersion, answerOf, checkHello, type LocalIdentity, type PeerAuthorization, type Refusal, type RefusalReason,
 } from './handshake.ts';
 import type { TransportLimits } from './limits.ts';
 import type { RepeatLimiter } from './log-limiter.ts';
@@ -21,8 +21,8 @@ export interface InboundContext {
   limits: TransportLimits;
   log: TransportLogger;
   logLimiter: RepeatLimiter;
-  /** Lets the owner refuse a valid certificate (a removed node). */
-  authorizePeer(id: NodeId): boolean;
+  /** Lets the owner refuse a valid certificate (a node not added yet, or removed). */
+  authorizePeer(id: NodeId): PeerAuthorization;
   /** The handshake succeeded: the owner supersedes an older connection from the same node. */
   accepted(conn: InboundConnection): void;
   closed(conn: InboundConnection): void;
@@ -134,8 +134,10 @@ export class InboundConnection {
     if (this.certNodeId === null) return { reason: 'node_id_mismatch', detail: 'its certificate names no node id' };
     const refusal = checkHello(hello, this.ctx.local, this.certNodeId);
     if (refusal !== null) return refusal;
-    if (!this.ctx.authorizePeer(this.certNodeId)) {
-      return { reason: 'peer_not_authorized', detail: `node '${this.certNodeId}' is not allowed to join (removed from the cluster?)` };
+    const auth = this.ctx.authorizePeer(this.certNodeId);
+    if (auth === 'removed') return { reason: 'removed', detail: `node '${this.certNodeId}' was removed from the cluster; it must stop, and can only come back as a new node` };
+    if (auth === 'not_member') {
+      return { reason: 'peer_not_authorized', detail: `node '${this.certNodeId}' is not a member of this cluster (yet): add it with 'shoal cluster add', or check that it was meant to join this cluster` };
     }
     return null;
   }

@@ -54,7 +54,7 @@ export class MemoryNetwork {
   }
 
   /** A transport for `nodeId` on this network (not yet started). */
-  transport(nodeId: NodeId, versions: { softwareVersion?: string; protocolVersion?: number } = {}): MemoryTransport {
+  transport(nodeId: NodeId, versions: PeerVersions = {}): MemoryTransport {
     return new MemoryTransport(this, { nodeId, ...versions });
   }
 
@@ -128,7 +128,7 @@ export class MemoryNetwork {
     if (this.members.get(t.nodeId) === t) this.members.delete(t.nodeId);
   }
 
-  peerVersions(id: NodeId): { softwareVersion?: string; protocolVersion?: number } | null {
+  peerVersions(id: NodeId): PeerVersions | null {
     const t = this.members.get(id);
     return t?.isRunning ? t.versions : null;
   }
@@ -164,10 +164,15 @@ export class MemoryNetwork {
   }
 }
 
-export interface MemoryTransportOptions {
-  nodeId: NodeId;
+/** What a peer announces in its handshake. */
+export interface PeerVersions {
   softwareVersion?: string;
   protocolVersion?: number;
+  featureLevelMax?: number;
+}
+
+export interface MemoryTransportOptions extends PeerVersions {
+  nodeId: NodeId;
 }
 
 interface Counters {
@@ -178,7 +183,7 @@ interface Counters {
 
 export class MemoryTransport implements Transport {
   readonly nodeId: NodeId;
-  readonly versions: { softwareVersion?: string; protocolVersion?: number };
+  readonly versions: PeerVersions;
   private state: 'new' | 'running' | 'closed' = 'new';
   private peers = new Map<NodeId, PeerInfo>();
   private readonly counters = new Map<NodeId, Counters>();
@@ -191,7 +196,10 @@ export class MemoryTransport implements Transport {
     opts: MemoryTransportOptions,
   ) {
     this.nodeId = opts.nodeId;
-    this.versions = { softwareVersion: opts.softwareVersion ?? 'memory', protocolVersion: opts.protocolVersion ?? 1 };
+    this.versions = {
+      softwareVersion: opts.softwareVersion ?? 'memory', protocolVersion: opts.protocolVersion ?? 1,
+      ...(opts.featureLevelMax !== undefined ? { featureLevelMax: opts.featureLevelMax } : {}),
+    };
   }
 
   get isRunning(): boolean {

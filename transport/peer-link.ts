@@ -15,7 +15,7 @@ import { nodeIdFromCert } from '../src/security/identity.ts';
 import { Backoff } from './backoff.ts';
 import { BATCH_PROTOCOL_VERSION, decodeFrames, encodeFrame } from './codec.ts';
 import type { Frame, HelloFrame, SnapAckFrame } from './frames.ts';
-import { CLOSE_GOING_AWAY, REFUSAL_CODES, checkHello, offerOf, refusalReasonOf, type LocalIdentity, type Refusal } from './handshake.ts';
+import { CLOSE_GOING_AWAY, REFUSAL_CODES, checkHello, offerOf, refusalReasonOf, type LocalIdentity, type Refusal, type RefusalReason } from './handshake.ts';
 import type { TransportLimits } from './limits.ts';
 import type { RepeatLimiter } from './log-limiter.ts';
 import { SendQueue } from './send-queue.ts';
@@ -47,6 +47,8 @@ export interface LinkContext {
   counters: PeerCounters;
   notifyUnreachable(id: NodeId): void;
   notifySnapshotStatus(id: NodeId, ok: boolean): void;
+  /** The peer refused this node's handshake for `reason` (the owner acts on 'removed'). */
+  notifyRefused(id: NodeId, reason: RefusalReason): void;
 }
 
 type SnapMessage = Message & { snapshot: NonNullable<Message['snapshot']> };
@@ -165,6 +167,7 @@ export class PeerLink {
     if (this.remote !== null) {
       stats.softwareVersion = this.remote.softwareVersion;
       stats.protocolVersion = this.remote.protocolVersion;
+      if (this.remote.featureLevelMax !== undefined) stats.featureLevelMax = this.remote.featureLevelMax;
     }
     return stats;
   }
@@ -291,7 +294,10 @@ export class PeerLink {
     if (ws !== this.ws) return;
     const wasOpen = this.detach();
     const refusal = refusalReasonOf(code);
-    if (refusal !== undefined && !this.refusedByUs) this.noteFailure(refusal, `the peer refused the connection: ${refusal} (close code ${code})`);
+    if (refusal !== undefined && !this.refusedByUs) {
+      this.noteFailure(refusal, `the peer refused the connection: ${refusal} (close code ${code})`);
+      this.ctx.notifyRefused(this.peer.id, refusal);
+    }
     else if (wasOpen) this.ctx.log.info(`connection to peer ${this.peer.id} at ${this.peer.address} lost (close code ${code})`);
     if (this.state === 'closed') return;
     this.state = 'waiting';

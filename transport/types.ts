@@ -32,6 +32,8 @@ export interface PeerStats {
   /** From the peer's handshake, once one completed. */
   softwareVersion?: string;
   protocolVersion?: number;
+  /** The highest cluster feature level the peer can apply; absent from first-release peers (level 1). */
+  featureLevelMax?: number;
 }
 
 /**
@@ -61,6 +63,11 @@ export interface Transport {
   onUnreachable(h: (id: NodeId, why: UnreachableReason) => void): void;
   /** A 'snap' message finished streaming and the peer took it (ok), or failed to. */
   onSnapshotStatus(h: (id: NodeId, ok: boolean) => void): void;
+  /**
+   * Optional: a peer refused this node's handshake, with the reason's name (transport/handshake.ts
+   * REFUSAL_CODES). The node stops when the reason is 'removed'.
+   */
+  onRefused?(h: (id: NodeId, reason: string) => void): void;
   stats(): PeerStats[];
   /** Idempotent; drains nothing, closes sockets. */
   close(): Promise<void>;

@@ -17,7 +17,7 @@ import type { Message, NodeId } from '../src/raft/types.ts';
 import { isValidId } from '../src/security/identity.ts';
 import { encodeFrame } from './codec.ts';
 import { isNetworkMessageType } from './frames.ts';
-import type { LocalIdentity } from './handshake.ts';
+import type { LocalIdentity, PeerAuthorization, RefusalReason } from './handshake.ts';
 import { InboundConnection, type InboundContext } from './inbound-connection.ts';
 import { resolveLimits, type TransportLimits } from './limits.ts';
 import { RepeatLimiter } from './log-limiter.ts';
@@ -37,12 +37,14 @@ export interface WsTransportOptions {
   /** Peers speaking a version outside this range are refused. */
   protocolVersionsSupported: { min: number; max: number };
   softwareVersion: string;
+  /** The highest cluster feature level this node can apply, announced in the hello. */
+  featureLevelMax?: number;
   logger?: TransportLogger;
   limits?: Partial<TransportLimits>;
   /** Randomness for reconnect jitter, in [0, 1). Default Math.random. */
   random?: () => number;
-  /** Refuses peers whose certificate is valid but who may not connect (removed nodes). Default: all. */
-  authorizePeer?: (id: NodeId) => boolean;
+  /** Refuses peers whose certificate is valid but who may not connect (not members, removed). Default: all are members. */
+  authorizePeer?: (id: NodeId) => PeerAuthorization;
 }
 
 /** Warn about the same recurring failure at most once a minute; repeats go to debug. */
@@ -74,6 +76,7 @@ export class WsTransport implements Transport {
   private messageHandler: ((m: Message) => void) | null = null;
   private unreachableHandler: ((id: NodeId, why: UnreachableReason) => void) | null = null;
   private snapshotHandler: ((id: NodeId, ok: boolean) => void) | null = null;
+  private refusedHandler: ((id: NodeId, reason: RefusalReason) => void) | null = null;
   private readonly pendingUnreachable = new Map<NodeId, UnreachableReason>();
 
   constructor(private readonly opts: WsTransportOptions) {
@@ -84,6 +87,7 @@ export class WsTransport implements Transport {
       protocolVersion: opts.protocolVersion,
       protocolVersionsSupported: { ...opts.protocolVersionsSupported },
       softwareVersion: opts.softwareVersion,
+      ...(opts.featureLevelMax !== undefined ? { featureLevelMax: opts.featureLevelMax } : {}),
     };
     this.limits = resolveLimits(opts.limits);
     this.log = opts.logger ?? consoleLogger;
@@ -156,6 +160,10 @@ export class WsTransport implements Transport {
     this.snapshotHandler = h;
   }
 
+  onRefused(h: (id: NodeId, reason: RefusalReason) => void): void {
+    this.refusedHandler = h;
+  }
+
   stats(): PeerStats[] {
     return [...this.links.values()].map((l) => l.stats());
   }
@@ -218,6 +226,9 @@ export class WsTransport implements Transport {
       counters: this.countersOf(id),
       notifyUnreachable: (peer) => this.notifyUnreachable(peer, 'disconnected'),
       notifySnapshotStatus: (peer, ok) => this.notifySnapshotStatus(peer, ok),
+      notifyRefused: (peer, reason) => {
+        if (this.state === 'running') this.refusedHandler?.(peer, reason);
+      },
     };
   }
 
@@ -267,7 +278,7 @@ export class WsTransport implements Transport {
       limits: this.limits,
       log: this.log,
       logLimiter: this.logLimiter,
-      authorizePeer: this.opts.authorizePeer ?? (() => true),
+      authorizePeer: this.opts.authorizePeer ?? (() => 'member'),
       accepted: (conn) => this.acceptInbound(conn),
       closed: (conn) => {
         if (conn.peerId !== null && this.inbound.get(conn.peerId) === conn) this.inbound.delete(conn.peerId);

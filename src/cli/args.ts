@@ -2,6 +2,7 @@
 // names the bad flag and points at --help.
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { ErrorCode } from '../errors.ts';
 
 /**
  * Exit codes; scripts and the systemd unit rely on them (docs/operations.md, "Exit codes").
@@ -46,4 +47,18 @@ export function intFlag(value: string | undefined, name: string, fallback: numbe
   const n = Number(value);
   if (!Number.isInteger(n) || n <= 0 || n > 65535) throw new UsageError(`--${name} must be a port-sized positive integer, got '${value}'`);
   return n;
+}
+
+/** The exit code of a command that failed with a catalog error (docs/operations.md, "Exit codes"). */
+export function exitCodeOfError(code: ErrorCode, retryable: boolean): number {
+  switch (code) {
+    case 'storage_corrupt': return exitCodes.corrupt;
+    case 'storage_format': return exitCodes.storageFormat;
+    case 'config_invalid': return exitCodes.usage;
+    case 'removed': return exitCodes.removed;
+    case 'upgrade_required': return exitCodes.upgradeRequired;
+    case 'address_in_use': return exitCodes.addressInUse;
+    case 'join_failed': return exitCodes.joinFailed;
+    default: return retryable ? exitCodes.unavailable : exitCodes.failed;
+  }
 }

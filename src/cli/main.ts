@@ -1,7 +1,7 @@
 // The `shoal` command: dispatches to subcommands and maps failures to exit codes.
 
-import { isShoalError, type ErrorCode } from '../errors.ts';
-import { exitCodes, UsageError } from './args.ts';
+import { isShoalError } from '../errors.ts';
+import { exitCodeOfError, exitCodes, UsageError } from './args.ts';
 
 type Run = (argv: string[]) => Promise<number>;
 
@@ -63,16 +63,3 @@ function report(command: string, err: unknown): number {
   return exitCodes.failed;
 }
 
-/** The exit code of a command that failed with a catalog error (docs/operations.md, "Exit codes"). */
-export function exitCodeOfError(code: ErrorCode, retryable: boolean): number {
-  switch (code) {
-    case 'storage_corrupt': return exitCodes.corrupt;
-    case 'storage_format': return exitCodes.storageFormat;
-    case 'config_invalid': return exitCodes.usage;
-    case 'removed': return exitCodes.removed;
-    case 'upgrade_required': return exitCodes.upgradeRequired;
-    case 'address_in_use': return exitCodes.addressInUse;
-    case 'join_failed': return exitCodes.joinFailed;
-    default: return retryable ? exitCodes.unavailable : exitCodes.failed;
-  }
-}

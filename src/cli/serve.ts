@@ -3,7 +3,8 @@
 
 import { loadConfig } from '../node/config.ts';
 import { startNode } from '../node/server.ts';
-import { exitCodes, parse, UsageError } from './args.ts';
+import { exitCodeOfError, exitCodes, parse, UsageError } from './args.ts';
+import type { ShoalError } from '../errors.ts';
 import { consoleLogger } from './logger.ts';
 
 export const serveHelp = `Usage: shoal serve --config FILE
@@ -32,18 +33,22 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const log = consoleLogger(config.logLevel);
   const running = await startNode(config, log);
   log.info(`node ${running.identity.name} (${running.identity.id}) serving the API on http://${running.apiAddress}`);
-  let failed = false;
-  await new Promise<void>((resolve) => {
+  const failure = await new Promise<ShoalError | undefined>((resolve) => {
     const onSignal = (sig: string): void => {
       log.info(`${sig} received: stopping`);
-      void running.stop().then(resolve);
+      void running.stop().then(() => resolve(undefined));
     };
     process.once('SIGINT', () => onSignal('SIGINT'));
     process.once('SIGTERM', () => onSignal('SIGTERM'));
-    running.node.once('error', () => {
-      failed = true;
-      resolve();
+    // The node stopped for good (a fatal error, removed, upgrade required): the API answered 503
+    // with the reason meanwhile; close it and exit with the code that says whether to restart.
+    running.node.once('failed', (err) => {
+      void running.stop().then(() => resolve(err));
     });
   });
-  return failed ? exitCodes.failed : exitCodes.ok;
+  if (failure === undefined) return exitCodes.ok;
+  const code = exitCodeOfError(failure.code, failure.retryable);
+  log.error(`exiting with code ${code} (${failure.code}): ${failure.message}`);
+  // A crash exits 1 (restart it); the causes a restart cannot cure have their own codes.
+  return code === exitCodes.unavailable ? exitCodes.failed : code;
 }

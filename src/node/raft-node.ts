@@ -6,7 +6,6 @@
 
 import { EventEmitter } from 'node:events';
 import { randomBytes } from 'node:crypto';
-import { Packr } from 'msgpackr';
 import { RawNode } from '../raft/raw-node.ts';
 import { SeededPrng } from '../raft/prng.ts';
 import {
@@ -20,8 +19,9 @@ import type { StateMachine } from './state-machine.ts';
 import { Membership, type MemberRecord } from './membership.ts';
 import { decodeSnapshotData, encodeSnapshotDataInSlices } from './snapshot-data.ts';
 import { Histogram, latencyBuckets } from './metrics.ts';
-
-const packr = new Packr({ useRecords: false });
+import { decodeEntry, encodeCommandEnvelope, encodeFeatureLevelEnvelope, restampLogTime, type DecodedEntry } from './envelope.ts';
+import { featureLevelInitial, featureLevelLeaderClock, featureLevelMax, supportedByAll } from './feature-level.ts';
+import { LogClock } from './log-clock.ts';
 
 export interface Logger {
   debug(msg: string): void;
@@ -61,6 +61,18 @@ export interface RaftNodeOptions {
    * the membership arrives.
    */
   seedPeers?: MemberRecord[];
+  /** The highest feature level this node applies (default: this build's; tests lower it to play an older release). */
+  featureLevelMax?: number;
+  /** Proposals waiting to be applied here (queued ones included); beyond it propose() refuses with `overloaded`. */
+  proposalsPendingMax?: number;
+  /** Linearizable reads waiting for an index or for the applied index; beyond it readBarrier() refuses with `overloaded`. */
+  readsPendingMax?: number;
+  /**
+   * A durable write that has not completed after this long marks the disk stalled: the node
+   * refuses writes and reads (disk_stalled) until it completes. A leader's heartbeats wait for
+   * its write, so the followers elect another leader meanwhile. 0 disables the check.
+   */
+  diskStallMs?: number;
   logger?: Logger;
 }
 
@@ -75,20 +87,25 @@ interface Pending<T> {
   timer: NodeJS.Timeout;
 }
 
-/** What the node records in each normal entry: who proposed it, so the proposer can answer. */
-interface Envelope {
-  /** Proposer incarnation: node id and a random boot id, so sequence numbers never collide. */
-  p: string;
-  s: number;
-  d: Uint8Array;
-}
-
 export interface NodeEvents {
   leaderChange: [{ leader: NodeId; term: number; role: Role }];
   applied: [number];
   /** The transport's connection to this peer closed. */
   peerDisconnected: [NodeId];
+  /** The committed cluster feature level moved (src/node/feature-level.ts). */
+  featureLevel: [number];
+  /**
+   * The node stopped for good: `failure` says why (node_failed, upgrade_required, removed). The
+   * process should close its API and exit with the code that failure means.
+   */
+  failed: [ShoalError];
   error: [Error];
+}
+
+/** Why each bound refused something, and how often (for the metrics). */
+export interface OverloadCounts {
+  proposals: number;
+  reads: number;
 }
 
 const quietLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
@@ -110,7 +127,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   private unsavedHardState: HardState | undefined;
   private readonly readRequests = new Map<string, Pending<number>>();
   /** Reads whose index is known, waiting for the applied index to reach it. */
-  private waitingReads: { index: number; resolve: (i: number) => void }[] = [];
+  private waitingReads: { index: number; resolve: (i: number) => void; reject: (e: Error) => void }[] = [];
   private ticker: NodeJS.Timeout | undefined;
   private wakeUp: (() => void) | undefined;
   private loopDone: Promise<void> | undefined;
@@ -128,6 +145,21 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   private fatal: Error | undefined;
   /** Why this node cannot serve (see `failure`); set once, never cleared. */
   private failed: ShoalError | undefined;
+  /** Since when the durable write in progress has been running past diskStallMs, if it has. */
+  private stalledSince: number | undefined;
+  /** The committed cluster feature level (src/node/feature-level.ts). */
+  private level = featureLevelInitial;
+  /** A feature-level raise proposed by this node and not yet applied. */
+  private levelRaise: Promise<unknown> | undefined;
+  /** The leader's log clock: started when this node becomes leader (src/node/log-clock.ts). */
+  private readonly logClock = new LogClock();
+  /** Ids removed from the cluster (replicated: from applied conf changes and snapshots). */
+  private readonly removedIds = new Set<NodeId>();
+  /** Log indexes of invalid entries already logged by this process (each is logged once). */
+  private readonly invalidLogged = new Set<number>();
+  /** Entries applied as no-ops because their bytes were not a valid envelope. */
+  invalidEntries = 0;
+  readonly overloads: OverloadCounts = { proposals: 0, reads: 0 };
   /** Conf change entries applied here; membership calls wait on it. */
   private confChangeCount = 0;
   leaderChanges = 0;
@@ -142,7 +174,8 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       tickMs: 100, electionTimeoutTicks: 10, heartbeatIntervalTicks: 1,
       snapshotEntries: 10_000, snapshotIntervalMs: 30_000, snapshotEntriesMax: 100_000, random: Math.random, logKeepEntries: 5_000,
       proposalTimeoutMs: 10_000, appendBytesMax: 1 << 20, appendsInflightMax: 256,
-      uncommittedBytesMax: 64 << 20, seedPeers: [], logger: quietLogger, ...options,
+      uncommittedBytesMax: 64 << 20, seedPeers: [], proposalsPendingMax: 10_000, readsPendingMax: 10_000, diskStallMs: 5_000,
+      featureLevelMax, logger: quietLogger, ...options,
     };
     this.incarnation = `${this.id}/${randomBytes(6).toString('hex')}`;
   }
@@ -188,19 +221,41 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       if (why === 'disconnected') this.emit('peerDisconnected', id);
     });
     t.onSnapshotStatus((id, ok) => this.withCore(() => this.raw.reportSnapshot(id, ok)));
+    t.onRefused?.((id, reason) => { if (reason === 'removed') this.learnRemoved(id); });
     this.syncPeers();
     this.state = 'running';
-    this.ticker = setInterval(() => this.withCore(() => this.raw.tick()), this.opts.tickMs);
+    this.ticker = setInterval(() => this.onTick(), this.opts.tickMs);
     this.loopDone = this.loop().catch((err: unknown) => this.die(err));
   }
 
   // ---- client operations ------------------------------------------------------------------
 
-  /** Proposes `data`; resolves with its log index and the state machine's result once applied here. */
-  propose(data: Uint8Array): Promise<ProposalResult> {
-    this.checkRunning();
+  /**
+   * Proposes `data`; resolves with its log index and the state machine's result once applied here.
+   * `featureLevel`: the cluster feature level the command needs; refused with feature_not_enabled
+   * while the committed level is lower, so no member is ever sent a command it cannot apply.
+   */
+  propose(data: Uint8Array, opts: { featureLevel?: number } = {}): Promise<ProposalResult> {
+    this.checkServing();
+    const needed = opts.featureLevel ?? featureLevelInitial;
+    if (needed > this.level) {
+      throw new ShoalError('feature_not_enabled', `this command needs cluster feature level ${needed}; the cluster runs at ${this.level} because a member runs an older release: upgrade every member (the level rises by itself)`, { needed, committed: this.level });
+    }
+    this.checkBound(this.proposals.size, this.opts.proposalsPendingMax, 'proposals', 'proposalsPendingMax');
     const seq = ++this.seq;
-    const env: Envelope = { p: this.incarnation, s: seq, d: data };
+    const bytes = encodeCommandEnvelope(this.incarnation, seq, data, { featureLevel: needed, ...this.logStamp() });
+    return this.submit(seq, bytes);
+  }
+
+  /** The leader's log-time stamp for an entry proposed now (feature level 2), if this node stamps. */
+  private logStamp(): { logTimeMs?: number } {
+    if (this.level < featureLevelLeaderClock) return {};
+    const t = this.logClock.now(performance.now());
+    return t === undefined ? {} : { logTimeMs: t };
+  }
+
+  /** Queues an encoded entry for the next loop turn; resolves when it is applied here. */
+  private submit(seq: number, bytes: Uint8Array): Promise<ProposalResult> {
     const started = performance.now();
     return new Promise<ProposalResult>((resolveRaw, reject) => {
       const resolve = (r: ProposalResult): void => {
@@ -212,16 +267,22 @@ export class RaftNode extends EventEmitter<NodeEvents> {
         reject(new ShoalError('timeout', `the write was not applied within ${this.opts.proposalTimeoutMs} ms; its outcome is unknown`));
       }, this.opts.proposalTimeoutMs);
       this.proposals.set(seq, { resolve, reject, timer });
-      // A copy: msgpackr returns a view of its shared buffer, and the log keeps an entry until
-      // compaction, so a view would keep that whole buffer (hundreds of KiB) alive with it.
-      this.queuedProposals.push({ seq, data: new Uint8Array(packr.pack(env)) });
+      this.queuedProposals.push({ seq, data: bytes });
       this.notify();
     });
   }
 
+  /** Refuses with `overloaded` when `size` has reached `max` (a bound of this node). */
+  private checkBound(size: number, max: number, counter: keyof OverloadCounts, limit: string): void {
+    if (size < max) return;
+    this.overloads[counter]++;
+    throw new ShoalError('overloaded', `this node has ${size} ${counter} waiting, its limit (${limit}); retry shortly or use another node`, { limit, value: max });
+  }
+
   /** Resolves once this node has applied everything committed before the call (linearizable read barrier). */
   readBarrier(timeoutMs = this.opts.proposalTimeoutMs): Promise<number> {
-    this.checkRunning();
+    this.checkServing();
+    this.checkBound(this.readRequests.size + this.waitingReads.length, this.opts.readsPendingMax, 'reads', 'readsPendingMax');
     const ctx = `${++this.seq}`;
     return new Promise<number>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -299,7 +360,25 @@ export class RaftNode extends EventEmitter<NodeEvents> {
    * The API answers every request but health and metrics with it (503), and /healthz turns 503.
    */
   get failure(): ShoalError | undefined {
-    return this.failed;
+    if (this.failed !== undefined) return this.failed;
+    if (this.stalledSince === undefined) return undefined;
+    const s = ((performance.now() - this.stalledSince) / 1000 + this.opts.diskStallMs / 1000).toFixed(1);
+    return new ShoalError('disk_stalled', `this node's disk has not completed a write for ${s} s; it takes no requests until the disk recovers (check the disk, dmesg, and free space)`, { stalledForSeconds: Number(s) });
+  }
+
+  /** The committed cluster feature level. */
+  get featureLevel(): number {
+    return this.level;
+  }
+
+  /** Ids removed from the cluster (from the replicated log). */
+  isRemoved(id: NodeId): boolean {
+    return this.removedIds.has(id);
+  }
+
+  /** How many proposals and reads wait here (for the metrics of the bounds). */
+  pendingCounts(): { proposals: number; reads: number } {
+    return { proposals: this.proposals.size, reads: this.readRequests.size + this.waitingReads.length };
   }
 
   get isLeader(): boolean {
@@ -364,6 +443,8 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     this.state = 'stopped';
     for (const p of this.proposals.values()) { clearTimeout(p.timer); p.reject(reason); }
     for (const p of this.readRequests.values()) { clearTimeout(p.timer); p.reject(reason); }
+    for (const r of this.waitingReads) r.reject(reason);
+    this.waitingReads = [];
     this.proposals.clear();
     this.queuedProposals = [];
     this.readRequests.clear();
@@ -403,23 +484,73 @@ export class RaftNode extends EventEmitter<NodeEvents> {
         if (rd.entries.length > 0) await Promise.resolve();
       }
       const writing = this.persist(rd);
-      if (applyFirst) this.applyEntries(rd.committedEntries);
+      if (applyFirst && !this.applyEntries(rd.committedEntries)) return;
       if (commitOnly) await new Promise<void>((resolve) => setImmediate(resolve));
       if (sendFirst && commitOnly) for (const m of rd.messages) if (isReplication(m)) this.opts.transport.send(m);
-      await writing;
+      if (writing !== undefined) await this.watchWrite(writing);
+      if (this.state !== 'running') return;
       for (const m of rd.messages) if (!sendFirst || !isReplication(m)) this.opts.transport.send(m);
       if (rd.snapshot) this.applySnapshot(rd.snapshot.meta.index, rd.snapshot.data);
-      if (!applyFirst) this.applyEntries(rd.committedEntries);
+      if (!applyFirst && !this.applyEntries(rd.committedEntries)) return;
       this.raw.advance(rd);
       if (rd.committedEntries.some((e) => e.kind === 'conf')) {
         this.membership.retain(this.raw.confState());
         this.syncPeers();
+        this.maybeLeaveRemoved();
       }
       this.afterAdvance(rd);
       // After advance: membership changes among the entries are in effect only from here.
       if (rd.committedEntries.length > 0 || rd.snapshot) this.emit('applied', this.applied);
       this.maybeSnapshot();
     }
+  }
+
+  /**
+   * Awaits a durable write, marking the disk stalled when it takes longer than diskStallMs. A
+   * stalled node refuses requests (disk_stalled), and its pending proposals and reads fail at
+   * once rather than at their timeout: their outcome is unknown (an append may have reached a
+   * follower). The write is still awaited: nothing after it may run before it is durable. A
+   * leader sends no heartbeat meanwhile (they leave from this loop), so the followers elect
+   * another leader after an election timeout, which hashicorp/raft's separate heartbeat
+   * goroutine did not (its issue 503).
+   */
+  private async watchWrite(writing: Promise<void>): Promise<void> {
+    const stallMs = this.opts.diskStallMs;
+    if (stallMs <= 0) return writing;
+    const timer = setTimeout(() => this.onDiskStall(), stallMs);
+    try {
+      await writing;
+    } finally {
+      clearTimeout(timer);
+      if (this.stalledSince !== undefined) {
+        this.log.warn(`the disk completed the stalled write after ${((performance.now() - this.stalledSince) / 1000 + stallMs / 1000).toFixed(1)} s; serving again`);
+        this.stalledSince = undefined;
+      }
+    }
+  }
+
+  private onDiskStall(): void {
+    if (this.state !== 'running') return;
+    this.stalledSince = performance.now();
+    const err = this.failure ?? new ShoalError('disk_stalled', 'the disk stalled');
+    this.log.error(`the disk has not completed a write for ${this.opts.diskStallMs} ms: refusing requests until it does${this.isLeader ? '; as leader, no heartbeat leaves until then, so the followers will elect another leader' : ''}`);
+    this.failAllPending(new ShoalError('disk_stalled', `${err.message}; the outcome of this request is unknown: retry on another node (with the same Idempotency-Key for a write)`));
+  }
+
+  private failAllPending(err: ShoalError): void {
+    for (const [seq, p] of this.proposals) {
+      clearTimeout(p.timer);
+      p.reject(err);
+      this.proposals.delete(seq);
+    }
+    this.queuedProposals = [];
+    for (const [ctx, p] of this.readRequests) {
+      clearTimeout(p.timer);
+      p.reject(err);
+      this.readRequests.delete(ctx);
+    }
+    for (const r of this.waitingReads) r.reject(err);
+    this.waitingReads = [];
   }
 
   /** Writes what `rd` must make durable; undefined when there is nothing to write now. */
@@ -480,7 +611,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       if (!p) continue;
       this.readRequests.delete(rs.context);
       clearTimeout(p.timer);
-      this.waitingReads.push({ index: rs.index, resolve: p.resolve });
+      this.waitingReads.push({ index: rs.index, resolve: p.resolve, reject: p.reject });
     }
     this.releaseReads();
     // The term is in the hard state, which a Ready carries whenever it changed.
@@ -494,6 +625,10 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   private onSoftState(leader: NodeId, role: Role): void {
     const changed = leader !== this.leader;
     this.leader = leader;
+    if (role !== this.role) {
+      if (role === 'leader') this.startLogClock();
+      else this.logClock.stop();
+    }
     this.role = role;
     if (changed) {
       this.leaderChanges++;
@@ -515,6 +650,11 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     if (changed) this.log.info(`leader is now ${leader || '(none)'} at term ${this.term}`);
   }
 
+  /** Starts stamping log time from what this node has applied (feature level 2). */
+  private startLogClock(): void {
+    this.logClock.start(this.opts.stateMachine.logTimeMs ?? 0, performance.now(), Date.now());
+  }
+
   private releaseReads(): void {
     if (this.waitingReads.length === 0) return;
     const still: typeof this.waitingReads = [];
@@ -525,13 +665,20 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     this.waitingReads = still;
   }
 
-  private applyEntries(entries: Entry[]): void {
+  /**
+   * Applies committed entries in order. Returns false when it stopped before the end: an entry
+   * needs a newer release (upgrade_required); `applied` stays below it and the node halts.
+   */
+  private applyEntries(entries: Entry[]): boolean {
+    let complete = true;
     for (const e of entries) {
       if (e.kind === 'conf') {
         this.membership.applyConfChange(e.change);
+        for (const c of e.change.changes) if (c.type === 'removeNode') this.removedIds.add(c.node);
         this.confChangeCount++;
-      } else if (e.data.length > 0) {
-        this.applyNormal(e.index, e.term, e.data);
+      } else if (e.data.length > 0 && !this.applyNormal(e.index, e.term, e.data)) {
+        complete = false;
+        break;
       }
       this.applied = e.index;
     }
@@ -539,19 +686,63 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       this.syncPeers();
       this.releaseReads();
     }
+    return complete;
   }
 
+  /** Applies one normal entry; false when it needs a newer release. Never throws for bad bytes. */
+  private applyNormal(index: number, term: number, data: Uint8Array): boolean {
+    const entry = decodeEntry(data, this.opts.featureLevelMax);
+    switch (entry.kind) {
+      case 'invalid':
+        this.applyInvalid(index, entry.reason);
+        return true;
+      case 'newer':
+        this.halt(new ShoalError('upgrade_required', `log entry ${index} was written by a newer release (${entry.reason}); this node stopped applying at index ${index - 1}. Install the release the rest of the cluster runs, then start it again`, { index, level: entry.level, featureLevelMax: this.opts.featureLevelMax }));
+        return false;
+      case 'featureLevel':
+        this.applyFeatureLevel(index, entry.level);
+        this.answer(entry, { index, result: { featureLevel: this.level } });
+        return true;
+      case 'command': {
+        const result = this.opts.stateMachine.apply({
+          index, term, data: entry.data, clockFromCommand: this.level < featureLevelLeaderClock,
+          ...(entry.logTimeMs !== undefined ? { logTimeMs: entry.logTimeMs } : {}),
+        });
+        this.answer(entry, { index, result });
+        return true;
+      }
+    }
+  }
 
-  private applyNormal(index: number, term: number, data: Uint8Array): void {
-    // Through a new view: msgpackr caches a DataView on what it decodes, and the log keeps `data`.
-    const env = packr.unpack(data.subarray()) as Envelope;
-    const result = this.opts.stateMachine.apply({ index, term, data: env.d });
-    if (env.p !== this.incarnation) return;
-    const p = this.proposals.get(env.s);
+  /** Resolves this node's proposal that `entry` carries, if it is one of ours. */
+  private answer(entry: Extract<DecodedEntry, { proposer: string }>, r: ProposalResult): void {
+    if (entry.proposer !== this.incarnation) return;
+    const p = this.proposals.get(entry.seq);
     if (!p) return;
-    this.proposals.delete(env.s);
+    this.proposals.delete(entry.seq);
     clearTimeout(p.timer);
-    p.resolve({ index, result });
+    p.resolve(r);
+  }
+
+  /**
+   * An entry whose bytes are not an envelope is applied as a no-op, the same on every node: a
+   * bug or a hostile member put it there, and refusing it would stop the whole cluster on every
+   * restart. Logged once per index and process, and counted.
+   */
+  private applyInvalid(index: number, reason: string): void {
+    this.invalidEntries++;
+    if (this.invalidLogged.has(index) || this.invalidLogged.size >= 1000) return;
+    this.invalidLogged.add(index);
+    this.log.warn(`log entry ${index} is not a valid command (${reason}); applied as a no-op (invalid_command) on every node`);
+  }
+
+  private applyFeatureLevel(index: number, level: number): void {
+    if (level <= this.level) return;
+    const from = this.level;
+    this.level = level;
+    this.log.info(`cluster feature level ${from} -> ${level} (entry ${index})`);
+    if (level >= featureLevelLeaderClock && this.role === 'leader') this.startLogClock();
+    this.emit('featureLevel', level);
   }
 
   private applySnapshot(index: number, data: Uint8Array): void {
@@ -597,7 +788,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     this.restartSnapshotClock();
     const index = this.applied;
     const confState = this.raw.confState();
-    const members = this.membership.list();
+    const nodeState = { members: this.membership.list(), featureLevel: this.level, removed: [...this.removedIds].sort() };
     // A snapshot past the durable commit index would not survive a restart's checks. Queued
     // now, before any later save, so an older hard state never lands after a newer one.
     let flushed: Promise<void> = Promise.resolve();
@@ -611,7 +802,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     this.snapshotTask = (async () => {
       const started = performance.now();
       await flushed;
-      const data = await encodeSnapshotDataInSlices(members, await app, pause);
+      const data = await encodeSnapshotDataInSlices(nodeState, await app, pause);
       await this.opts.storage.createSnapshot(index, confState, data);
       this.snapshotIndex = Math.max(this.snapshotIndex, index);
       const compactTo = index - this.opts.logKeepEntries;
@@ -630,13 +821,31 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     if (data.length === 0) return;
     const decoded = decodeSnapshotData(data);
     this.membership.restore(decoded.members);
+    this.level = decoded.featureLevel;
+    this.removedIds.clear();
+    for (const id of decoded.removed) this.removedIds.add(id);
     this.opts.stateMachine.restore(decoded.app);
   }
 
   // ---- plumbing ---------------------------------------------------------------------------
 
   private receive(m: Message): void {
+    if (m.type === 'prop' && this.role === 'leader' && this.level >= featureLevelLeaderClock) this.restampProposal(m);
     this.withCore(() => this.raw.step(m));
+  }
+
+  /**
+   * A follower's forwarded proposal carries no trusted log time: the leader stamps its own
+   * (src/node/log-clock.ts). Entries that are not command envelopes are left as they are.
+   */
+  private restampProposal(m: Message): void {
+    const t = this.logClock.now(performance.now());
+    if (t === undefined) return;
+    for (const e of m.entries) {
+      if (e.kind !== 'normal' || e.data.length === 0) continue;
+      const stamped = restampLogTime(e.data, t);
+      if (stamped !== undefined) (e as { data: Uint8Array }).data = stamped;
+    }
   }
 
   /** Runs an input into the core and wakes the loop. A thrown assertion stops the node. */
@@ -655,17 +864,87 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     this.wakeUp?.();
   }
 
+  /** A bug or a fatal storage or transport error: the node stops (node_failed) and the process should exit. */
   private die(err: unknown): void {
     if (this.fatal) return;
     this.fatal = err instanceof Error ? err : new Error(String(err));
-    this.failed ??= new ShoalError('node_failed', `this node stopped after a fatal error (${this.fatal.message}); it is exiting, use another node`);
     this.log.error(`fatal: ${this.fatal.stack ?? this.fatal.message}`);
-    void this.shutdown(new ShoalError('internal', `the node stopped after a fatal error: ${this.fatal.message}`));
+    this.halt(new ShoalError('node_failed', `this node stopped after a fatal error (${this.fatal.message}); it is exiting, use another node`));
     if (this.listenerCount('error') > 0) this.emit('error', this.fatal);
   }
 
+  /**
+   * Stops the node for good with `failure` (node_failed, upgrade_required, removed): pending
+   * requests fail with it, the loop and the timers stop, storage and transport close, and
+   * `failed` tells the process to exit with the code the failure means.
+   */
+  private halt(failure: ShoalError): void {
+    if (this.failed !== undefined) return;
+    this.failed = failure;
+    if (failure.code !== 'node_failed') this.log.error(failure.message);
+    void this.shutdown(failure).finally(() => this.emit('failed', failure));
+  }
+
   private checkRunning(): void {
-    if (this.state !== 'running') throw new ShoalError('stopping', `the node is ${this.state}`);
+    if (this.state !== 'running') throw this.failed ?? new ShoalError('stopping', `the node is ${this.state}`);
+  }
+
+  /** checkRunning, and refuses while the disk is stalled. */
+  private checkServing(): void {
+    this.checkRunning();
+    const f = this.failure;
+    if (f !== undefined) throw f;
+  }
+
+  private onTick(): void {
+    this.withCore(() => this.raw.tick());
+    if (this.state === 'running' && this.isLeader) this.maybeRaiseFeatureLevel();
+  }
+
+  /**
+   * The leader raises the committed feature level to the highest one every member (learners
+   * too) supports, as their handshakes report it, one entry at a time.
+   */
+  private maybeRaiseFeatureLevel(): void {
+    if (this.level >= this.opts.featureLevelMax || this.levelRaise !== undefined || this.stalledSince !== undefined) return;
+    const cs = this.raw.confState();
+    const members = [...cs.voters, ...cs.votersOutgoing, ...cs.learners, ...cs.learnersNext];
+    const peers = new Map(this.opts.transport.stats().map((p) => [p.id, p]));
+    const target = supportedByAll(members, this.id, this.opts.featureLevelMax, (id) => {
+      const p = peers.get(id);
+      if (p?.softwareVersion === undefined) return undefined;
+      return p.featureLevelMax ?? featureLevelInitial;
+    });
+    if (target === undefined || target <= this.level) return;
+    const seq = ++this.seq;
+    this.log.info(`every member supports feature level ${target}: proposing it (committed: ${this.level})`);
+    this.levelRaise = this.submit(seq, encodeFeatureLevelEnvelope(this.incarnation, seq, target))
+      .catch((err: unknown) => this.log.warn(`raising the feature level to ${target} failed: ${(err as Error).message}; will retry`))
+      .finally(() => { this.levelRaise = undefined; });
+  }
+
+  /**
+   * A node that has applied its own removal stops (exit code 5, not restarted). A leader first
+   * waits for another leader: the core hands leadership over (docs/architecture.md).
+   */
+  private maybeLeaveRemoved(): void {
+    if (!this.removedIds.has(this.id)) return;
+    const cs = this.raw.confState();
+    if ([...cs.voters, ...cs.votersOutgoing, ...cs.learners, ...cs.learnersNext].includes(this.id)) return;
+    const leave = (): void => this.halt(removedError(this.id));
+    if (!this.isLeader) return leave();
+    const timeoutMs = this.opts.tickMs * this.opts.electionTimeoutTicks * 3;
+    void this.waitFor(() => this.leader !== NONE && this.leader !== this.id, timeoutMs, 'hand-over after removal').then(leave, leave);
+  }
+
+  /**
+   * A member refused this node's handshake because the cluster removed it: believed at once,
+   * since only a committed removal puts an id on that list and ids are never reused.
+   */
+  learnRemoved(by: NodeId): void {
+    if (this.state !== 'running') return;
+    this.log.error(`peer ${by} refused this node: it was removed from the cluster`);
+    this.halt(removedError(this.id));
   }
 
   private syncPeers(): void {
@@ -760,4 +1039,8 @@ function translateDrop(err: unknown): Error {
     return new ShoalError('proposal_dropped', `the leader refused the request: ${err.reason}`, { reason: err.reason });
   }
   return err instanceof Error ? err : new Error(String(err));
+}
+
+function removedError(id: NodeId): ShoalError {
+  return new ShoalError('removed', `this node (${id}) was removed from the cluster and stops; it is not restarted (exit code 5). To bring the machine back, wipe its data directory and join it again as a new node`, { id });
 }

@@ -16,6 +16,7 @@ import { RaftNode, type Logger } from './raft-node.ts';
 import type { NodeStorage } from './node-storage.ts';
 import { emptyConfState } from '../raft/storage.ts';
 import { encodeSnapshotData } from './snapshot-data.ts';
+import { featureLevelInitial, featureLevelMax } from './feature-level.ts';
 import { registerRuntimeMetrics } from './runtime-metrics.ts';
 
 export const softwareVersion = '0.1.0';
@@ -33,14 +34,19 @@ export interface RunningNode {
 /** The snapshot every founding member starts from; identical bytes on every founder. */
 export function bootstrapSnapshotData(members: MemberRecord[], app: Uint8Array): Uint8Array {
   const sorted = [...members].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  return encodeSnapshotData(sorted, [app]);
+  // Every founder starts at the first release's level, whatever its own release: the bytes must
+  // be the same on every founder, and the leader raises the level once all members are known.
+  return encodeSnapshotData({ members: sorted, featureLevel: featureLevelInitial, removed: [] }, [app]);
 }
 
 async function bootstrapIfNew(storage: NodeStorage, config: NodeConfig, identity: Identity, store: DocumentStore, log: Logger): Promise<void> {
   if (storage.log.lastIndex() > 0) return;
   const founders = config.bootstrap;
   if (founders === undefined || founders.length === 0) {
-    log.info('empty log and no bootstrap list: waiting to be added to the cluster (a snapshot will arrive from its leader)');
+    const add = `shoal cluster add --id ${identity.id} --name ${identity.name} --peer ${config.peer.listen} --api ${config.api.listen}`;
+    log.info(config.join !== undefined
+      ? `this node (${identity.name}, ${identity.id}) has an empty log and joins through ${config.join.api}: it waits until a member adds it. On any member run: ${add}`
+      : `this node (${identity.name}, ${identity.id}) has an empty log, no bootstrap list and no join address: it waits until a member adds it (${add}). To found a new cluster instead, list the founders under 'bootstrap' in its config`);
     return;
   }
   if (!founders.some((m) => m.id === identity.id)) {
@@ -70,7 +76,7 @@ async function learnMembers(api: string, log: Logger): Promise<MemberRecord[]> {
     }
     await new Promise((r) => setTimeout(r, 1000));
   }
-  throw new ShoalError('config_invalid', `join: could not learn the members from ${api}; check join.api points at a running member`);
+  throw new ShoalError('join_failed', `join: could not learn the members from ${api} after 30 attempts; check that join.api names a running member's client API and that this machine can reach it`, { api });
 }
 
 export async function startNode(config: NodeConfig, log: Logger): Promise<RunningNode> {
@@ -93,11 +99,15 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
   const ref: { node?: RaftNode } = {};
   const transport = new WsTransport({
     nodeId: identity.id, clusterId: identity.clusterId, listen: splitHostPort(config.peer.listen), tls,
-    protocolVersion, protocolVersionsSupported: { min: 1, max: protocolVersion }, softwareVersion, logger: log,
-    // A node that knows its members accepts only them: a removed node's certificate is refused.
+    protocolVersion, protocolVersionsSupported: { min: 1, max: protocolVersion }, softwareVersion, featureLevelMax, logger: log,
+    // A node that knows its members accepts only them: a removed node's certificate is refused,
+    // with the reason `removed`, so it learns it and stops.
     authorizePeer: (id) => {
-      const members = ref.node?.membership;
-      return members === undefined || members.list().length === 0 || members.get(id) !== undefined;
+      const node = ref.node;
+      if (node === undefined) return 'member';
+      if (node.isRemoved(id)) return 'removed';
+      const members = node.membership;
+      return members.list().length === 0 || members.get(id) !== undefined ? 'member' : 'not_member';
     },
   });
   const node = new RaftNode({
@@ -113,7 +123,12 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
   ref.node = node;
   registerNodeMetrics(metrics, node);
   const stopRuntimeMetrics = registerRuntimeMetrics(metrics);
-  await transport.start();
+  try {
+    await transport.start();
+  } catch (err) {
+    await storage.close();
+    throw listenError('peer.listen', config.peer.listen, err);
+  }
   await node.start();
   const api = buildApi({
     node: node, store, clusterId: identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax,
@@ -128,7 +143,7 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
   } catch (err) {
     await node.stop();
     stopRuntimeMetrics();
-    throw new ShoalError('config_invalid', `cannot listen on ${config.api.listen}: ${(err as Error).message}`);
+    throw listenError('api.listen', config.api.listen, err);
   }
   const addr = api.server.address();
   const apiAddress = typeof addr === 'object' && addr !== null ? `${apiListen.host}:${addr.port}` : config.api.listen;
@@ -144,6 +159,15 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
       return stopping;
     },
   };
+}
+
+/** A listen address that cannot be bound: in use, or not an address of this machine. */
+function listenError(key: string, address: string, err: unknown): ShoalError {
+  const e = err as NodeJS.ErrnoException;
+  const why = e.code === 'EADDRINUSE' ? 'it is in use by another process (another shoal node, or shoal dev?)'
+    : e.code === 'EADDRNOTAVAIL' ? 'it is not an address of this machine'
+      : e.code === 'EACCES' ? 'permission denied (ports below 1024 need root)' : e.message;
+  return new ShoalError('address_in_use', `cannot listen on ${address} (${key}): ${why}; change ${key} in the config or stop what holds it`, { key, address, errno: e.code ?? null });
 }
 
 function registerNodeMetrics(metrics: Registry, node: RaftNode): void {

@@ -1,20 +1,35 @@
-// The node's snapshot data: msgpack {members, app}, where app is the state machine's snapshot as
-// bin. Built here around the state machine's parts with a single copy: the bytes are those of
+// The node's snapshot data: msgpack {members, featureLevel, removed, app}, where app is the
+// state machine's snapshot as bin and comes last. featureLevel and removed were added after the
+// first release, which wrote {members, app}: a missing featureLevel is 1, missing removed is
+// empty, and a first-release node reading a newer snapshot ignores the keys it does not know. Built here around the state machine's parts with a single copy: the bytes are those of
 // packr.pack({members, app}), but copying a multi-megabyte snapshot into a fresh buffer costs
 // tens of milliseconds of page faults on a small VM, once per copy.
 
 import { Packr } from 'msgpackr';
-import type { MemberRecord } from './membership.ts';
+import { z } from 'zod';
+import { ShoalError } from '../errors.ts';
+import { memberRecordSchema, type MemberRecord } from './membership.ts';
 
 const packr = new Packr({ useRecords: false });
 
 export interface SnapshotData {
   members: MemberRecord[];
+  /** The committed cluster feature level (src/node/feature-level.ts). */
+  featureLevel: number;
+  /** Ids removed from the cluster: their handshakes are refused with the reason `removed`. */
+  removed: string[];
   app: Uint8Array;
 }
 
-export function encodeSnapshotData(members: MemberRecord[], appParts: readonly Uint8Array[]): Uint8Array {
-  return Buffer.concat([...prefixOf(members, appParts), ...appParts]);
+/** The node-level state a snapshot carries besides the state machine's. */
+export interface NodeState {
+  members: MemberRecord[];
+  featureLevel: number;
+  removed: string[];
+}
+
+export function encodeSnapshotData(state: NodeState, appParts: readonly Uint8Array[]): Uint8Array {
+  return Buffer.concat([...prefixOf(state, appParts), ...appParts]);
 }
 
 /**
@@ -23,9 +38,9 @@ export function encodeSnapshotData(members: MemberRecord[], appParts: readonly U
  * hold the event loop in one piece, on every node at the same moment.
  */
 export async function encodeSnapshotDataInSlices(
-  members: MemberRecord[], appParts: readonly Uint8Array[], pause: () => Promise<void>, sliceBytes = 1 << 20,
+  state: NodeState, appParts: readonly Uint8Array[], pause: () => Promise<void>, sliceBytes = 1 << 20,
 ): Promise<Uint8Array> {
-  const parts = [...prefixOf(members, appParts), ...appParts];
+  const parts = [...prefixOf(state, appParts), ...appParts];
   let total = 0;
   for (const p of parts) total += p.length;
   const out = Buffer.allocUnsafe(total);
@@ -47,18 +62,37 @@ export async function encodeSnapshotDataInSlices(
   return out;
 }
 
-/** What comes before the app's bytes: msgpack {members, app: <bin header>}. */
-function prefixOf(members: MemberRecord[], appParts: readonly Uint8Array[]): Uint8Array[] {
-  // {members, app: <empty bin>} ends with the empty bin's header, c4 00; put the real one there.
-  const head = packr.pack({ members, app: new Uint8Array(0) });
+/** What comes before the app's bytes: msgpack {members, featureLevel, removed, app: <bin header>}. */
+function prefixOf(state: NodeState, appParts: readonly Uint8Array[]): Uint8Array[] {
+  // {..., app: <empty bin>} ends with the empty bin's header, c4 00; put the real one there.
+  // Level 1 with nothing removed is written as the first release wrote it, so a cluster that
+  // has not moved past level 1 makes snapshots the first release reads byte for byte.
+  const extra = state.featureLevel > 1 || state.removed.length > 0 ? { featureLevel: state.featureLevel, removed: state.removed } : {};
+  const head = packr.pack({ members: state.members, ...extra, app: new Uint8Array(0) });
   if (head[head.length - 2] !== 0xc4 || head[head.length - 1] !== 0x00) throw new Error('unexpected msgpack encoding of an empty bin');
   let size = 0;
   for (const p of appParts) size += p.length;
   return [head.subarray(0, head.length - 2), binHeader(size)];
 }
 
+const snapshotDataSchema = z.object({
+  members: z.array(memberRecordSchema),
+  featureLevel: z.number().int().min(1).default(1),
+  removed: z.array(z.string().max(256)).default([]),
+  app: z.instanceof(Uint8Array),
+});
+
+/** Decodes and checks snapshot data; throws a storage_corrupt ShoalError on anything malformed. */
 export function decodeSnapshotData(data: Uint8Array): SnapshotData {
-  return packr.unpack(data) as SnapshotData;
+  let raw: unknown;
+  try {
+    raw = packr.unpack(data);
+  } catch (err) {
+    throw new ShoalError('storage_corrupt', `snapshot data is not valid msgpack: ${(err as Error).message}`);
+  }
+  const parsed = snapshotDataSchema.safeParse(raw);
+  if (!parsed.success) throw new ShoalError('storage_corrupt', `snapshot data is malformed: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  return parsed.data;
 }
 
 function binHeader(n: number): Uint8Array {

@@ -8,6 +8,17 @@ export interface AppliedEntry {
   index: number;
   term: number;
   data: Uint8Array;
+  /**
+   * The entry's log time (ms), stamped by the leader that appended it (feature level 2 and up).
+   * Undefined in entries of the first release, and in entries that carry none.
+   */
+  logTimeMs?: number;
+  /**
+   * Whether log time still comes from the proposer's stamp inside the command, as in the first
+   * release (feature level 1). From level 2 only `logTimeMs` moves it, so a proposer's wall clock
+   * cannot push it forward.
+   */
+  clockFromCommand?: boolean;
 }
 
 export interface StateMachine {
@@ -24,4 +35,6 @@ export interface StateMachine {
   snapshotInSlices?(pause: () => Promise<void>): Promise<Uint8Array[]>;
   /** Replaces the whole state with a snapshot produced by snapshot() (possibly on another node). */
   restore(data: Uint8Array): void;
+  /** Optional: the log time (ms) as of the last applied entry; a new leader's log clock starts from it. */
+  readonly logTimeMs?: number;
 }

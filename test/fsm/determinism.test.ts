@@ -34,7 +34,7 @@ describe('determinism', () => {
     }
     expect(hex(b.snapshot())).toBe(hex(a.snapshot()));
     // The workload reaches every outcome.
-    for (const k of ['put', 'delete', 'txn', 'retain', 'put-replayed', 'revision_mismatch', 'already_exists', 'not_found', 'idempotency_conflict', 'bad_request']) {
+    for (const k of ['put', 'delete', 'txn', 'retain', 'put-replayed', 'revision_mismatch', 'already_exists', 'not_found', 'idempotency_conflict', 'invalid_command']) {
       expect(kinds.get(k) ?? 0, `${k} in ${JSON.stringify([...kinds])}`).toBeGreaterThan(0);
     }
     const stored = collections.flatMap((c) => a.list(c, { limit: 1000 }).items);

@@ -4,7 +4,7 @@ import { jsonBytes } from '../../fsm/json-value.ts';
 import { docBytesMax } from '../../fsm/limits.ts';
 import { errorOf, feeder, rawPackr } from './harness.ts';
 
-/** Applies raw (unvalidated) stamped commands and checks each gives bad_request and changes nothing. */
+/** Applies raw (unvalidated) stamped commands and checks each gives invalid_command and changes nothing. */
 function expectRefused(values: unknown[], pattern?: RegExp): void {
   const f = feeder();
   f.put('keep', 'me', { v: 1 });
@@ -13,7 +13,7 @@ function expectRefused(values: unknown[], pattern?: RegExp): void {
   f.store.subscribe(() => events++);
   for (const v of values) {
     const e = errorOf(f.raw(rawPackr.pack(v)));
-    expect(e.code, String(e.message)).toBe('bad_request');
+    expect(e.code, String(e.message)).toBe('invalid_command');
     if (pattern) expect(e.message).toMatch(pattern);
     expect((e.details as { issues: unknown[] }).issues.length).toBeGreaterThan(0);
   }
@@ -27,10 +27,10 @@ function expectRefused(values: unknown[], pattern?: RegExp): void {
 const put = (over: Record<string, unknown>): unknown => ({ cmd: { op: 'put', collection: 'a', id: 'x', doc: {}, ...over }, ts: 1 });
 
 describe('invalid commands', () => {
-  it('garbage bytes give a bad_request result', () => {
+  it('garbage bytes give an invalid_command result', () => {
     const f = feeder();
     for (const data of [new Uint8Array([0xc1]), new Uint8Array([0x92, 0x01]), new Uint8Array(), new TextEncoder().encode('{"cmd":1}'), new Uint8Array([0x01, 0x02])]) {
-      expect(errorOf(f.raw(data)).code).toBe('bad_request');
+      expect(errorOf(f.raw(data)).code).toBe('invalid_command');
     }
     expect(f.store.stats().documents).toBe(0);
   });

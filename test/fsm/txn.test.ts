@@ -74,7 +74,7 @@ describe('txn', () => {
   it('a branch may not touch one document twice', () => {
     const f = feeder();
     const e = errorOf(f.raw(new Uint8Array(0)));
-    expect(e.code).toBe('bad_request');
+    expect(e.code).toBe('invalid_command');
     expect(() => f.cmd({
       op: 'txn', compare: [], success: [],
       failure: [{ op: 'put', collection: 'a', id: 'x', doc: {} }, { op: 'delete', collection: 'a', id: 'x' }],

@@ -23,7 +23,13 @@ export class KvStateMachine implements StateMachine {
   }
 
   apply(entry: AppliedEntry): unknown {
-    const cmd = kvCommandSchema.safeParse(packr.unpack(entry.data));
+    let raw: unknown;
+    try {
+      raw = packr.unpack(entry.data);
+    } catch {
+      return { error: 'invalid command' };
+    }
+    const cmd = kvCommandSchema.safeParse(raw);
     if (!cmd.success) return { error: 'invalid command' };
     this.data.set(cmd.data.key, { value: cmd.data.value, rev: entry.index });
     return { rev: entry.index };

@@ -3,7 +3,9 @@
 import { MemoryNetwork, type MemoryTransport } from '../../transport/memory-transport.ts';
 import { KvStateMachine } from './kv-state-machine.ts';
 import { MemoryNodeStorage } from '../../src/node/node-storage.ts';
-import { RaftNode } from '../../src/node/raft-node.ts';
+import { RaftNode, type RaftNodeOptions } from '../../src/node/raft-node.ts';
+import { featureLevelMax } from '../../src/node/feature-level.ts';
+import type { StateMachine } from '../../src/node/state-machine.ts';
 import { bootstrapSnapshotData } from '../../src/node/server.ts';
 import { bootstrapStorage, MemoryStorage } from '../../src/raft/storage.ts';
 import type { MemberRecord } from '../../src/node/membership.ts';
@@ -11,7 +13,9 @@ import type { MemberRecord } from '../../src/node/membership.ts';
 export interface TestNode {
   id: string;
   node: RaftNode;
+  /** The state machine, as a KvStateMachine (the default; see MemoryClusterOptions.stateMachine). */
   kv: KvStateMachine;
+  sm: StateMachine;
   storage: MemoryNodeStorage;
 }
 
@@ -26,7 +30,11 @@ export interface MemoryClusterOptions {
   /** Called with each node's storage and transport before its RaftNode is made, to wrap methods. */
   instrument?: (id: string, storage: MemoryNodeStorage, transport: MemoryTransport) => void;
   /** Makes each node's state machine (default: a plain KvStateMachine). */
-  stateMachine?: () => KvStateMachine;
+  stateMachine?: () => StateMachine;
+  /** The feature level each node's transport announces (default: this build's). */
+  featureLevelMax?: (id: string) => number | undefined;
+  /** More driver options for every node. */
+  nodeOptions?: Partial<RaftNodeOptions>;
 }
 
 export class MemoryCluster {
@@ -53,8 +61,9 @@ export class MemoryCluster {
   }
 
   /** Starts (or restarts) a node on the given storage, as after a crash that kept its disk. */
-  async startNode(id: string, storage: MemoryNodeStorage, kv = new KvStateMachine(), seedPeers: MemberRecord[] = []): Promise<TestNode> {
-    const transport = this.network.transport(id);
+  async startNode(id: string, storage: MemoryNodeStorage, kv: StateMachine = new KvStateMachine(), seedPeers: MemberRecord[] = []): Promise<TestNode> {
+    const level = this.opts.featureLevelMax === undefined ? featureLevelMax : this.opts.featureLevelMax(id);
+    const transport = this.network.transport(id, level === undefined ? {} : { featureLevelMax: level });
     await transport.start();
     this.opts.instrument?.(id, storage, transport);
     const node = new RaftNode({
@@ -65,9 +74,11 @@ export class MemoryCluster {
       ...(this.opts.snapshotEntriesMax !== undefined ? { snapshotEntriesMax: this.opts.snapshotEntriesMax } : {}),
       ...(this.opts.random !== undefined ? { random: this.opts.random } : {}),
       logger: { debug() {}, info: (m) => this.infos.push(`${id}: ${m}`), warn: (m) => this.warnings.push(`${id}: ${m}`), error: (m) => this.errors.push(`${id}: ${m}`) },
+      featureLevelMax: level ?? 1,
+      ...this.opts.nodeOptions,
     });
     await node.start();
-    const t = { id, node, kv, storage };
+    const t = { id, node, kv: kv as KvStateMachine, sm: kv, storage };
     this.nodes = this.nodes.filter((n) => n.id !== id).concat(t);
     return t;
   }

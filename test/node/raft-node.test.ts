@@ -211,6 +211,10 @@ describe('RaftNode membership', () => {
     await joiner.node.readBarrier();
     for (let i = 0; i < 50; i++) expect(joiner.kv.get(`k${i}`)?.value).toBe(`${i}`);
     expect(joiner.kv.get('after')?.value).toBe('removal');
-    expect(cluster.errors).toEqual([]);
+    // The removed node learns it from the log and stops, saying so (a service manager does not
+    // restart it: exit code 5); nothing else went wrong.
+    await waitFor('the removed node to stop', () => oldLeader.node.failure?.code === 'removed');
+    expect(cluster.errors).toEqual([expect.stringMatching(new RegExp(`^${oldLeader.id}: this node \\(${oldLeader.id}\\) was removed from the cluster`))]);
+    expect(() => oldLeader.node.propose(put('x', 'y'))).toThrow(expect.objectContaining({ code: 'removed' }));
   });
 });

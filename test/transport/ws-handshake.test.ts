@@ -136,13 +136,25 @@ describe('WsTransport handshake and frame validation', { timeout: 10_000 }, () =
     await waitFor('delivery on the new connection', () => a.received.length === 1);
   });
 
-  it('refuses a valid certificate that authorizePeer rejects', async () => {
-    const n = await startNode(pki, 'a', { authorizePeer: (id) => id !== 'b' });
+  it('refuses a valid certificate that authorizePeer says is not a member', async () => {
+    const n = await startNode(pki, 'a', { authorizePeer: (id) => (id !== 'b' ? 'member' : 'not_member') });
     open.push(n);
     const { ws } = await rawClient(n.t.address);
     const closed = closeCode(ws);
     ws.send(hello());
     expect(await closed).toBe(REFUSAL_CODES.peer_not_authorized);
+  });
+
+  it('refuses a removed node with the reason removed, and the dialler hears it', async () => {
+    const a = await startNode(pki, 'a', { authorizePeer: (id) => (id === 'b' ? 'removed' : 'member') });
+    open.push(a);
+    const b = await startNode(pki, 'b');
+    open.push(b);
+    const refused: [string, string][] = [];
+    b.t.onRefused((id, reason) => refused.push([id, reason]));
+    b.t.setPeers([{ id: 'a', address: a.t.address }]);
+    await waitFor('the refusal', () => refused.length > 0);
+    expect(refused[0]).toEqual(['a', 'removed']);
   });
 
   it('refuses a hello that does not come alone', async () => {

@@ -1,0 +1,40 @@
+// The cluster feature level: which kinds of log entries the cluster may write.
+//
+// A rolling upgrade mixes releases. A command that an older node cannot apply must never be
+// written while such a node is a member, or that node stops (upgrade_required) and the cluster
+// loses a member it counted on. So the cluster runs at a committed level: the highest level
+// that every member, learners too, supports. The leader raises it, with a log entry, once the
+// last member reports (in its transport hello) that it supports more; a node refuses at propose
+// time any command that needs a level above the committed one (feature_not_enabled). The level
+// never goes down: a member of an older release cannot rejoin once the level is raised past it,
+// which the handshake refuses with protocol_unsupported only when protocols differ, so the
+// leader also refuses to add a learner whose level is below the committed one.
+//
+// Levels:
+//   1  the first release: document commands; log time is the largest proposer stamp applied.
+//   2  feature-level entries; log time stamped by the leader from its monotonic clock, so a
+//      node whose wall clock is ahead cannot push idempotency expiry forward (docs/architecture.md).
+
+/** The highest level this build can apply. */
+export const featureLevelMax = 2;
+
+/** The level a cluster starts at before any feature-level entry: the first release's. */
+export const featureLevelInitial = 1;
+
+/** The level from which entries carry a leader-stamped log time. */
+export const featureLevelLeaderClock = 2;
+
+/**
+ * The level the leader may commit: the lowest of what every member supports. Members it has not
+ * heard from (no handshake yet) hold it back: the result is undefined until all are known.
+ */
+export function supportedByAll(members: readonly string[], self: string, selfMax: number, supportedBy: (id: string) => number | undefined): number | undefined {
+  let level = selfMax;
+  for (const id of members) {
+    if (id === self) continue;
+    const peer = supportedBy(id);
+    if (peer === undefined) return undefined;
+    level = Math.min(level, peer);
+  }
+  return level;
+}
