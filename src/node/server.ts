@@ -25,6 +25,7 @@ export const protocolVersion = 2;
 export interface RunningNode {
   identity: Identity;
   node: RaftNode;
+  store: DocumentStore;
   api: FastifyInstance;
   apiAddress: string;
   /** Graceful: hands leadership away when leading, then closes API, transport and storage. */
@@ -149,7 +150,7 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
   const apiAddress = typeof addr === 'object' && addr !== null ? `${apiListen.host}:${addr.port}` : config.api.listen;
   let stopping: Promise<void> | undefined;
   return {
-    identity, node, api, apiAddress,
+    identity, node, store, api, apiAddress,
     stop: () => {
       stopping ??= (async () => {
         await node.stop();

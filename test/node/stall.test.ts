@@ -2,7 +2,7 @@
 // or keep a dead leader in office (hashicorp/raft issue 503).
 
 import { afterEach, describe, expect, it } from 'vitest';
-import type { MemoryNodeStorage } from '../../src/node/node-storage.ts';
+import type { MemoryNodeStorage, PersistBatch } from '../../src/node/node-storage.ts';
 import { KvStateMachine } from './kv-state-machine.ts';
 import { MemoryCluster } from './memory-cluster.ts';
 import { waitFor } from '../transport/helpers.ts';
@@ -25,9 +25,9 @@ class DiskGate {
 
   wrap(storage: MemoryNodeStorage): void {
     const save = storage.save.bind(storage);
-    storage.save = async (batch, opts) => {
+    storage.save = async (batch: PersistBatch): Promise<void> => {
       if (this.stalled) await new Promise<void>((r) => this.waiting.push(r));
-      return save(batch, opts);
+      return save(batch);
     };
   }
 
