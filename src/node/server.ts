@@ -17,8 +17,10 @@ import type { NodeStorage } from './node-storage.ts';
 import { emptyConfState } from '../raft/storage.ts';
 import { encodeSnapshotData } from './snapshot-data.ts';
 import { registerRuntimeMetrics } from './runtime-metrics.ts';
+import { softwareVersion } from '../version.ts';
 
-export const softwareVersion = '0.1.0';
+export { softwareVersion };
+
 export const protocolVersion = 2;
 
 export interface RunningNode {
