@@ -91,7 +91,7 @@ async function runDev(dataDir: string, layout: DevLayout, json: boolean): Promis
     const nodes = await prepare(dataDir, layout);
     const emit = (e: DevEvent): void => (json ? console.log(JSON.stringify(e)) : console.error(`shoal dev: ${e.message}`));
     const supervisor = new DevSupervisor(nodes, emit, json ? process.stderr : process.stdout);
-    control = await serveControl(socket, (req) => handleControl(supervisor, req));
+    control = await serveControl(socket, (req) => handleControl(supervisor, req, emit));
     const stop = (): void => {
       if (!json) console.error('\nshoal dev: stopping all nodes...');
       void supervisor.stopAll();
@@ -113,10 +113,13 @@ async function runDev(dataDir: string, layout: DevLayout, json: boolean): Promis
   }
 }
 
-async function handleControl(supervisor: DevSupervisor, req: ControlRequest): Promise<Record<string, unknown> & { message?: string }> {
+async function handleControl(supervisor: DevSupervisor, req: ControlRequest, emit: (e: DevEvent) => void): Promise<Record<string, unknown> & { message?: string }> {
   switch (req.op) {
-    case 'restart':
-      return { ...(await supervisor.restart(req.node)) };
+    case 'restart': {
+      const done = await supervisor.restart(req.node);
+      emit(done);
+      return { ...done };
+    }
     case 'stop':
       await supervisor.stopAll();
       return { message: 'stopped every node of the dev cluster' };

@@ -43,15 +43,18 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const running = await startNode(config, log);
   log.info(`node ${running.identity.name} (${running.identity.id}) serving the API on http://${running.apiAddress}`);
   let failed = false;
+  const supervised = process.env[supervisedEnv] === '1';
+  let onSupervisorGone = (): void => {};
   await new Promise<void>((resolve) => {
     const onSignal = (why: string): void => {
       log.info(`${why}: stopping`);
       void running.stop().then(resolve);
     };
+    onSupervisorGone = () => onSignal('the shoal dev supervisor is gone (standard input closed)');
     process.once('SIGINT', () => onSignal('SIGINT received'));
     process.once('SIGTERM', () => onSignal('SIGTERM received'));
-    if (process.env[supervisedEnv] === '1') {
-      process.stdin.once('close', () => onSignal('the shoal dev supervisor is gone (standard input closed)'));
+    if (supervised) {
+      process.stdin.once('close', onSupervisorGone);
       process.stdin.resume();
     }
     running.node.once('error', () => {
@@ -60,6 +63,9 @@ export async function serveCommand(argv: string[]): Promise<number> {
     });
   });
   // A resumed standard input would keep the process alive after the node stopped.
-  if (process.env[supervisedEnv] === '1') process.stdin.destroy();
+  if (supervised) {
+    process.stdin.off('close', onSupervisorGone);
+    process.stdin.destroy();
+  }
   return failed ? exitCodes.failed : exitCodes.ok;
 }
