@@ -1,6 +1,9 @@
 // GET /v1/cluster: who leads, the indexes, and each member's replication state. Per-member
 // progress only exists on the leader, so a follower asks the leader's API and falls back to its
 // own partial view (marked `view: "local"`) when the leader cannot be reached.
+// The membership routes name a member by id or name, and check a change before making it: a node
+// to add must answer as itself and of this cluster, a learner to promote must have caught up
+// (member_not_ready otherwise; force=true overrides), as etcd does.
 
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
@@ -118,13 +121,24 @@ export function resolveMember(members: readonly MemberRecord[], ref: string): Me
 export function promoteRefusal(st: ReturnType<ApiContext['node']['status']>, m: MemberRecord): { reason: 'inactive' | 'lagging'; message: string } | undefined {
   const pr = st.progress?.[m.id];
   if (pr === undefined || !pr.recentActive || pr.state === 'probe') {
-    return { reason: 'inactive', message: `the leader has not heard from ${labelOf(m)} lately: is it running and reachable at ${m.peerAddress}?` };
+    return { reason: 'inactive', message: `the leader has not heard from it lately (is it running, and reachable at ${m.peerAddress}?)` };
   }
   const lag = Math.max(0, st.lastIndex - pr.match);
   if (pr.state === 'snapshot' || lag > promoteLagEntriesMax) {
-    return { reason: 'lagging', message: `${labelOf(m)} is ${lag} entries behind the leader${pr.state === 'snapshot' ? ' (still receiving a snapshot)' : ''}; a learner is promoted within ${promoteLagEntriesMax}` };
+    return { reason: 'lagging', message: `it is ${lag} entries behind the leader${pr.state === 'snapshot' ? ' (still receiving a snapshot)' : ''}; a learner is promoted within ${promoteLagEntriesMax}` };
   }
   return undefined;
+}
+
+/** Throws member_not_ready when `m` is a learner the leader should not promote yet. */
+function checkPromotable(ctx: ApiContext, m: MemberRecord): void {
+  const st = ctx.node.status();
+  if (!st.confState.learners.includes(m.id) && !st.confState.learnersNext.includes(m.id)) return;
+  const refusal = promoteRefusal(st, m);
+  if (refusal === undefined) return;
+  throw new ShoalError('member_not_ready', `not promoting ${labelOf(m)}: ${refusal.message}; wait, or force=true to promote it anyway`, {
+    reason: refusal.reason, member: m.id, matchIndex: st.progress?.[m.id]?.match ?? null, lastIndex: st.lastIndex,
+  });
 }
 
 /** Asks the node at `m.apiAddress` who it is; refuses a silent node, another node, another cluster. */
@@ -195,16 +209,7 @@ export const clusterRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app
     const v = validate({ params: [refParams, req.params], query: [forceQuery, req.query] });
     if (await forwardIfFollower(ctx, req, reply)) return reply;
     const m = resolveMember(ctx.node.membership.list(), v.params.id);
-    const st = ctx.node.status();
-    const isLearner = st.confState.learners.includes(m.id) || st.confState.learnersNext.includes(m.id);
-    if (isLearner && v.query.force !== 'true') {
-      const refusal = promoteRefusal(st, m);
-      if (refusal !== undefined) {
-        throw new ShoalError('member_not_ready', `not promoting ${labelOf(m)}: ${refusal.message}; wait, or force=true to promote it anyway`, {
-          reason: refusal.reason, member: m.id, matchIndex: st.progress?.[m.id]?.match ?? null, lastIndex: st.lastIndex,
-        });
-      }
-    }
+    if (v.query.force !== 'true') checkPromotable(ctx, m);
     return { ...(await membershipChange(ctx, { changes: [{ type: 'addVoter', node: m.id }] })), member: m };
   });
 
