@@ -16,7 +16,7 @@ export const errorCatalog = {
   storage_format: { status: 500, retryable: false, summary: 'The data directory was written in a storage format this version does not know.' },
   storage_corrupt: { status: 500, retryable: false, summary: 'The node found damaged data in its data directory and refused to start.' },
   revision_mismatch: { status: 409, retryable: false, summary: 'The document is not at the expected revision (If-Match or a txn op\'s expected rev); details has the current rev, or null when absent.' },
-  already_exists: { status: 409, retryable: false, summary: 'The document exists but the write required it to be absent (If-None-Match: *); details has its current rev.' },
+  already_exists: { status: 409, retryable: false, summary: 'The document exists but the write required it to be absent (If-None-Match: *); details has its current rev. Or a member with this id or name is already in the cluster.' },
   cursor_expired: { status: 410, retryable: false, summary: 'The watch cursor is older than the retained events; details.oldestRev is the oldest revision still complete. List again and watch from the list revision.' },
   idempotency_conflict: { status: 409, retryable: false, summary: 'The idempotency key was already used by the same principal for a different request.' },
   invalid_command: { status: 400, retryable: false, summary: 'A log entry whose bytes are not a valid command; it was applied as a no-op on every node.' },
@@ -33,7 +33,7 @@ export const errorCatalog = {
   removed: { status: 410, retryable: false, summary: 'This node was removed from the cluster; it takes no requests and exits.' },
   address_in_use: { status: 500, retryable: false, summary: 'A listen address (API or peer port) is already in use or cannot be bound.' },
   join_failed: { status: 503, retryable: true, summary: 'A joining node could not reach the member it was told to join through, or was refused by it.' },
-  member_not_ready: { status: 409, retryable: false, summary: 'The learner is unreachable or not caught up, so promoting it could cost the cluster its quorum; wait, or use --force.' },
+  member_not_ready: { status: 409, retryable: false, summary: 'A membership change refused before anything changed (details.reason): a node to add that does not answer, is of another cluster or is another node; a learner to promote that is unreachable or not caught up. Fix it, wait, or use --force.' },
   ambiguous_name: { status: 400, retryable: false, summary: 'A member name matches more than one member; use the id. details.candidates lists them.' },
   internal: { status: 500, retryable: false, summary: 'An unexpected error; it is a bug. The log has details.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;

@@ -149,7 +149,8 @@ export class ShoalCluster implements System {
     rmSync(n.dir, { recursive: true, force: true });
     n.id = (await initNode({ dataDir: n.dir, name: n.name, caFrom: this.caDir() })).id;
     this.writeConfig(n, { join: { api: `${seed.client.host}:${seed.client.port}` } });
-    await this.call(seed, 'POST', '/v1/cluster/members', this.founder(n));
+    // Added before it starts (force: its API cannot answer the leader's check yet).
+    await this.call(seed, 'POST', '/v1/cluster/members?force=true', this.founder(n));
     const membershipMs = performance.now() - membershipStarted;
     const logFrom = existsSync(this.logFile(n)) ? readFileSync(this.logFile(n), 'utf8').length : 0;
     const started = performance.now();

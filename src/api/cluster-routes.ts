@@ -1,11 +1,16 @@
 // GET /v1/cluster: who leads, the indexes, and each member's replication state. Per-member
 // progress only exists on the leader, so a follower asks the leader's API and falls back to its
 // own partial view (marked `view: "local"`) when the leader cannot be reached.
+// The membership routes name a member by id or name, and check a change before making it: a node
+// to add must answer as itself and of this cluster, a learner to promote must have caught up
+// (member_not_ready otherwise; force=true overrides), as etcd does.
 
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
-import { confChangeContext } from '../node/membership.ts';
+import { hostPortSchema } from '../node/host-port.ts';
+import { nodeNameSchema } from '../node/identity.ts';
+import { confChangeContext, type MemberRecord } from '../node/membership.ts';
 import { NONE, type ConfChange } from '../raft/types.ts';
 import type { ApiContext } from './app.ts';
 import { validate } from './validate.ts';
@@ -27,7 +32,9 @@ export interface MemberView {
 export interface ClusterView {
   clusterId: string;
   view: 'leader' | 'local';
+  /** The node whose view this is, and the software it runs. */
   node: string;
+  softwareVersion: string;
   leader: string | null;
   term: number;
   commitIndex: number;
@@ -59,29 +66,112 @@ export function clusterView(ctx: ApiContext): ClusterView {
     };
   });
   return {
-    clusterId: ctx.clusterId, view: st.role === 'leader' ? 'leader' : 'local', node: st.id, leader: st.leader || null,
+    clusterId: ctx.clusterId, view: st.role === 'leader' ? 'leader' : 'local', node: st.id, softwareVersion: ctx.softwareVersion, leader: st.leader || null,
     term: st.term, commitIndex: st.commit, appliedIndex: st.applied, lastIndex: st.lastIndex, members,
   };
 }
 
 const memberBody = z.object({
   id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'a node id as printed by shoal init'),
-  name: z.string().min(1).max(64),
-  peerAddress: z.string().regex(/^[^\s:]+:\d{1,5}$/, 'expected host:port'),
-  apiAddress: z.string().regex(/^[^\s:]+:\d{1,5}$/, 'expected host:port'),
+  name: nodeNameSchema,
+  peerAddress: hostPortSchema,
+  apiAddress: hostPortSchema,
 }).strict();
-const idParams = z.object({ id: z.string().min(1).max(64) }).strict();
+const refParams = z.object({ id: z.string().min(1).max(64) }).strict();
 const transferBody = z.object({ to: z.string().min(1).max(64).optional() }).strict();
 const noQuery = z.object({}).strict();
+const forceQuery = z.object({ force: z.enum(['true', 'false']).optional() }).strict();
 const viewQuery = z.object({ local: z.string().optional() }).strict();
+/** What a node about to be added must say about itself (GET /v1/cluster?local). */
+const probeAnswer = z.object({ clusterId: z.string(), node: z.string() }).loose();
+
+/** How long the leader waits for a new node's API to say who it is. */
+const probeTimeoutMs = 1500;
+/** A learner further behind the leader's last index than this is not promoted (without force). */
+export const promoteLagEntriesMax = laggingEntries;
+const listHint = "list the members with: shoal cluster members";
+
+/** "n3 (7cd79e0a3b1f2c4d)" */
+export const labelOf = (m: { id: string; name: string }): string => (m.name === m.id ? m.id : `${m.name} (${m.id})`);
+
+/**
+ * The member a user means by `ref`: the member with that id, else the one member with that name.
+ * A name several members share (possible in clusters older than the uniqueness rule) is refused
+ * with the candidates; the caller must use an id.
+ */
+export function resolveMember(members: readonly MemberRecord[], ref: string): MemberRecord {
+  const byId = members.find((m) => m.id === ref);
+  if (byId !== undefined) return byId;
+  const named = members.filter((m) => m.name === ref);
+  if (named.length === 1 && named[0] !== undefined) return named[0];
+  if (named.length > 1) {
+    throw new ShoalError('ambiguous_name', `${named.length} members are named '${ref}': ${named.map(labelOf).join(', ')}; use the id`, {
+      name: ref, candidates: named.map((m) => ({ id: m.id, name: m.name })),
+    });
+  }
+  throw new ShoalError('not_found', `no member named '${ref}' or with that id; ${listHint}`, { member: ref });
+}
+
+/**
+ * Why the leader should not promote `id` yet, or undefined when it may: as etcd, only a learner
+ * the leader has heard from within the last election timeout and whose log is within
+ * promoteLagEntriesMax of the leader's is promoted; anything else would make a voter that counts
+ * against the quorum while it cannot help form one.
+ */
+export function promoteRefusal(st: ReturnType<ApiContext['node']['status']>, m: MemberRecord): { reason: 'inactive' | 'lagging'; message: string } | undefined {
+  const pr = st.progress?.[m.id];
+  if (pr === undefined || !pr.recentActive || pr.state === 'probe') {
+    return { reason: 'inactive', message: `the leader has not heard from it lately (is it running, and reachable at ${m.peerAddress}?)` };
+  }
+  const lag = Math.max(0, st.lastIndex - pr.match);
+  if (pr.state === 'snapshot' || lag > promoteLagEntriesMax) {
+    return { reason: 'lagging', message: `it is ${lag} entries behind the leader${pr.state === 'snapshot' ? ' (still receiving a snapshot)' : ''}; a learner is promoted within ${promoteLagEntriesMax}` };
+  }
+  return undefined;
+}
+
+/** Throws member_not_ready when `m` is a learner the leader should not promote yet. */
+function checkPromotable(ctx: ApiContext, m: MemberRecord): void {
+  const st = ctx.node.status();
+  if (!st.confState.learners.includes(m.id) && !st.confState.learnersNext.includes(m.id)) return;
+  const refusal = promoteRefusal(st, m);
+  if (refusal === undefined) return;
+  throw new ShoalError('member_not_ready', `not promoting ${labelOf(m)}: ${refusal.message}; wait, or force=true to promote it anyway`, {
+    reason: refusal.reason, member: m.id, matchIndex: st.progress?.[m.id]?.match ?? null, lastIndex: st.lastIndex,
+  });
+}
+
+/** Asks the node at `m.apiAddress` who it is; refuses a silent node, another node, another cluster. */
+async function checkNewNode(ctx: ApiContext, m: MemberRecord): Promise<void> {
+  const refuse = (reason: string, message: string, extra: Record<string, unknown> = {}): never => {
+    throw new ShoalError('member_not_ready', `${message}; nothing was changed (force=true adds it anyway)`, { reason, member: m.id, apiAddress: m.apiAddress, ...extra });
+  };
+  let res: Response;
+  try {
+    res = await fetch(`http://${m.apiAddress}/v1/cluster?local`, { signal: AbortSignal.timeout(probeTimeoutMs) });
+  } catch (err) {
+    const e = err as Error & { cause?: { code?: string } };
+    const why = e.name === 'TimeoutError' ? `no answer in ${probeTimeoutMs} ms` : e.cause?.code ?? e.message;
+    return refuse('unreachable', `cannot reach ${labelOf(m)}'s API at ${m.apiAddress} (${why}): start the node before adding it`);
+  }
+  if (!res.ok) return refuse('unreachable', `${labelOf(m)}'s API at ${m.apiAddress} answered HTTP ${res.status} to GET /v1/cluster?local`);
+  let raw: unknown;
+  try {
+    raw = await res.json();
+  } catch {
+    raw = undefined;
+  }
+  const answer = probeAnswer.safeParse(raw);
+  if (!answer.success) return refuse('unreachable', `${m.apiAddress} does not answer as a shoal node`);
+  if (answer.data.clusterId !== ctx.clusterId) {
+    refuse('cluster_mismatch', `${labelOf(m)} at ${m.apiAddress} belongs to cluster ${answer.data.clusterId}, not to this cluster ${ctx.clusterId} (another CA)`, { clusterId: answer.data.clusterId });
+  }
+  if (answer.data.node !== m.id) refuse('id_mismatch', `the node at ${m.apiAddress} is ${answer.data.node}, not ${m.id}`, { nodeId: answer.data.node });
+}
 
 async function membershipChange(ctx: ApiContext, cc: ConfChange): Promise<ClusterView> {
   await ctx.node.changeMembership(cc);
   return clusterView(ctx);
-}
-
-function requireMember(ctx: ApiContext, id: string): void {
-  if (ctx.node.membership.get(id) === undefined) throw new ShoalError('not_found', `no member ${id}; see GET /v1/cluster`, { id });
 }
 
 export const clusterRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
@@ -101,41 +191,47 @@ export const clusterRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app
   });
 
   app.post('/v1/cluster/members', async (req, reply) => {
-    const v = validate({ query: [noQuery, req.query], body: [memberBody, req.body] });
+    const v = validate({ query: [forceQuery, req.query], body: [memberBody, req.body] });
     if (await forwardIfFollower(ctx, req, reply)) return reply;
-    if (ctx.node.membership.get(v.body.id) !== undefined) {
-      throw new ShoalError('already_exists', `${v.body.id} is already a member`, { id: v.body.id });
+    const members = ctx.node.membership.list();
+    const sameId = members.find((m) => m.id === v.body.id);
+    if (sameId !== undefined) throw new ShoalError('already_exists', `${labelOf(sameId)} is already a member`, { member: sameId.id });
+    const sameName = members.find((m) => m.name === v.body.name);
+    if (sameName !== undefined) {
+      throw new ShoalError('already_exists', `the name '${v.body.name}' is taken by ${labelOf(sameName)}; names are unique in a cluster`, { member: sameName.id, name: v.body.name });
     }
+    if (v.query.force !== 'true') await checkNewNode(ctx, v.body);
     const view = await membershipChange(ctx, { changes: [{ type: 'addLearner', node: v.body.id }], context: confChangeContext([v.body]) });
-    return reply.status(201).send(view);
+    return reply.status(201).send({ ...view, member: v.body });
   });
 
   app.post('/v1/cluster/members/:id/promote', async (req, reply) => {
-    const v = validate({ params: [idParams, req.params], query: [noQuery, req.query] });
+    const v = validate({ params: [refParams, req.params], query: [forceQuery, req.query] });
     if (await forwardIfFollower(ctx, req, reply)) return reply;
-    requireMember(ctx, v.params.id);
-    return membershipChange(ctx, { changes: [{ type: 'addVoter', node: v.params.id }] });
+    const m = resolveMember(ctx.node.membership.list(), v.params.id);
+    if (v.query.force !== 'true') checkPromotable(ctx, m);
+    return { ...(await membershipChange(ctx, { changes: [{ type: 'addVoter', node: m.id }] })), member: m };
   });
 
   app.delete('/v1/cluster/members/:id', async (req, reply) => {
-    const v = validate({ params: [idParams, req.params], query: [noQuery, req.query] });
+    const v = validate({ params: [refParams, req.params], query: [noQuery, req.query] });
     if (await forwardIfFollower(ctx, req, reply)) return reply;
-    requireMember(ctx, v.params.id);
-    if (v.params.id === ctx.node.id && ctx.node.confState().voters.some((id) => id !== ctx.node.id)) {
+    const m = resolveMember(ctx.node.membership.list(), v.params.id);
+    if (m.id === ctx.node.id && ctx.node.confState().voters.some((id) => id !== ctx.node.id)) {
       // A leader that removes itself can leave the rest without one (docs/raft.md, seed 5035):
       // hand leadership away first, and let the new leader remove this node.
       await ctx.node.transferLeadership();
       if (await forwardIfFollower(ctx, req, reply)) return reply;
     }
-    return membershipChange(ctx, { changes: [{ type: 'removeNode', node: v.params.id }] });
+    return { ...(await membershipChange(ctx, { changes: [{ type: 'removeNode', node: m.id }] })), member: m };
   });
 
   app.post('/v1/cluster/leader', async (req, reply) => {
     const v = validate({ query: [noQuery, req.query], body: [transferBody, req.body ?? {}] });
     if (await forwardIfFollower(ctx, req, reply)) return reply;
-    if (v.body.to !== undefined) requireMember(ctx, v.body.to);
-    const leader = await ctx.node.transferLeadership(v.body.to);
-    return { leader, term: ctx.node.currentTerm };
+    const to = v.body.to !== undefined ? resolveMember(ctx.node.membership.list(), v.body.to).id : undefined;
+    const leader = await ctx.node.transferLeadership(to);
+    return { leader, term: ctx.node.currentTerm, name: ctx.node.membership.get(leader)?.name ?? null };
   });
 
   app.get('/v1/cluster/snapshot', async (req, reply) => {

@@ -1,5 +1,5 @@
-// Argument parsing shared by the commands: node's parseArgs, strict, with a usage error that
-// names the bad flag and points at --help.
+// Argument parsing shared by the commands: node's parseArgs, strict, with usage errors said our
+// way (what is wrong, then the command's usage line) instead of parseArgs' own wording.
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { ErrorCode } from '../errors.ts';
@@ -25,27 +25,87 @@ export const exitCodes = {
 /** The exit codes a service manager must not restart on (a restart cannot cure them). */
 export const noRestartExitCodes = [exitCodes.usage, exitCodes.corrupt, exitCodes.removed, exitCodes.upgradeRequired, exitCodes.storageFormat] as const;
 
+/**
+ * The command line itself is wrong; nothing was done. `usage` is the command's usage line: set
+ * by `parse`, else filled in by whoever runs the command and knows its help text.
+ */
 export class UsageError extends Error {
-  constructor(message: string) {
+  constructor(message: string, public usage?: string) {
     super(message);
     this.name = 'UsageError';
   }
 }
 
+/** The usage line(s) of a help text: from its start to the first blank line. */
+export function usageOf(help: string): string {
+  const end = help.indexOf('\n\n');
+  return end < 0 ? help : help.slice(0, end);
+}
+
+/** Whether the command line asks for JSON output (so failures are JSON too, usage errors included). */
+export function wantsJson(argv: readonly string[]): boolean {
+  const end = argv.indexOf('--');
+  return (end < 0 ? argv : argv.slice(0, end)).includes('--json');
+}
+
 export type Options = NonNullable<ParseArgsConfig['options']>;
 
-export function parse<O extends Options>(argv: string[], options: O, command: string): ReturnType<typeof parseArgs<{ args: string[]; options: O; strict: true; allowPositionals: true }>> {
+type Parsed<O extends Options> = ReturnType<typeof parseArgs<{ args: string[]; options: O; strict: true; allowPositionals: true }>>;
+
+/** Parses `argv`; a bad flag is a UsageError carrying the usage line of `help`. */
+export function parse<O extends Options>(argv: string[], options: O, help: string): Parsed<O> {
   try {
     return parseArgs({ args: argv, options, strict: true, allowPositionals: true });
   } catch (err) {
-    throw new UsageError(`${(err as Error).message}\nRun 'shoal ${command} --help' for usage.`);
+    throw new UsageError(parseArgsMessage(err as Error & { code?: string }, Object.keys(options)), usageOf(help));
   }
+}
+
+/** parseArgs' message, reworded: "unknown option --foo", "option --addr needs a value", ... */
+export function parseArgsMessage(err: Error & { code?: string }, known: string[]): string {
+  const name = /'(-[^' ]+)/.exec(err.message)?.[1] ?? '';
+  if (err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    const guess = closest(name.replace(/^-+/, ''), known);
+    return `unknown option ${name}${guess !== undefined ? ` (did you mean --${guess}?)` : ''}`;
+  }
+  if (err.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+    if (err.message.includes('does not take an argument')) return `option ${name} takes no value`;
+    if (err.message.includes('ambiguous')) return `option ${name} needs a value; to give one that starts with '-', write ${name}=VALUE`;
+    return `option ${name} needs a value`;
+  }
+  return err.message.charAt(0).toLowerCase() + err.message.slice(1);
+}
+
+/** The known option nearest to a mistyped one (at most 2 edits away), for "did you mean". */
+function closest(typed: string, known: string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const k of known) {
+    const d = editDistance(typed, k);
+    if (d < bestDistance) {
+      best = k;
+      bestDistance = d;
+    }
+  }
+  return typed.length > 1 ? best : undefined;
+}
+
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) {
+      cur[j] = Math.min((prev[j] ?? 0) + 1, (cur[j - 1] ?? 0) + 1, (prev[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    prev = cur;
+  }
+  return prev[b.length] ?? 0;
 }
 
 export function intFlag(value: string | undefined, name: string, fallback: number): number {
   if (value === undefined) return fallback;
   const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0 || n > 65535) throw new UsageError(`--${name} must be a port-sized positive integer, got '${value}'`);
+  if (!/^\d+$/.test(value) || !Number.isInteger(n) || n <= 0 || n > 65535) throw new UsageError(`--${name} must be a port-sized positive integer, got '${value}'`);
   return n;
 }
 

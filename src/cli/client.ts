@@ -3,6 +3,7 @@
 // and one place that maps those to exit codes and prints what happened and what to do next.
 
 import { z } from 'zod';
+import { hostPortProblem } from '../node/host-port.ts';
 import { exitCodes, UsageError } from './args.ts';
 
 export const defaultAddr = '127.0.0.1:7101';
@@ -12,19 +13,17 @@ export const requestTimeoutMsDefault = 15_000;
 const attemptsMax = 4;
 const retryDelayMsMax = 2_000;
 
-const hostPortPattern = /^[^\s:/]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/;
-
 /** The node to talk to: --addr, else $SHOAL_ADDR, else 127.0.0.1:7101. */
 export function resolveAddr(flag: string | undefined): string {
   const addr = flag ?? (process.env.SHOAL_ADDR || undefined) ?? defaultAddr;
-  if (!hostPortPattern.test(addr)) {
-    throw new UsageError(`${flag !== undefined ? '--addr' : '$SHOAL_ADDR'} must be HOST:PORT (e.g. 127.0.0.1:7101), got '${addr}'`);
-  }
+  const problem = hostPortProblem(addr);
+  if (problem !== undefined) throw new UsageError(`${flag !== undefined ? '--addr' : '$SHOAL_ADDR'} must be HOST:PORT (e.g. 127.0.0.1:7101): ${problem}, got '${addr}'`);
   return addr;
 }
 
 export function checkHostPort(value: string, flag: string): string {
-  if (!hostPortPattern.test(value)) throw new UsageError(`${flag} must be HOST:PORT, got '${value}'`);
+  const problem = hostPortProblem(value);
+  if (problem !== undefined) throw new UsageError(`${flag}: ${problem}, got '${value}'`);
   return value;
 }
 
@@ -206,6 +205,8 @@ export interface FailureContext {
   /** The command line that retries this write safely, when the outcome is unknown. */
   retryCommand?: string;
   collection?: string;
+  /** The write was --if-absent (a failed precondition then means the document exists). */
+  ifAbsent?: boolean;
 }
 
 function problemsOf(details: Record<string, unknown> | undefined): string[] {
@@ -218,6 +219,32 @@ function problemsOf(details: Record<string, unknown> | undefined): string[] {
   });
 }
 
+/** The advice after a failed conditional write: what the document's revision is now. */
+function conditionHint(currentRev: unknown, ifAbsent: boolean): string {
+  if (currentRev === null || currentRev === undefined) return 'the document does not exist (any more); drop --if-match to create it, or use --if-absent';
+  const rev = String(currentRev);
+  return ifAbsent
+    ? `it exists at rev ${rev}; replace it with --if-match ${rev}`
+    : `the document changed since you read it: it is at rev ${rev}; read it again and retry with --if-match ${rev}`;
+}
+
+function memberHint(d: Record<string, unknown>): string | undefined {
+  const force = ', or add --force to do it anyway';
+  switch (d.reason) {
+    case 'unreachable':
+      return `start the node first ('shoal serve' with 'join: {api: <a member's API>}' in its config) and check --api${force}`;
+    case 'cluster_mismatch':
+      return `that node belongs to another cluster: initialize it with 'shoal init --ca-from <a member's data dir>' of this cluster${force}`;
+    case 'id_mismatch':
+      return `check --id against the id 'shoal init' printed for that node (in its node.json)${force}`;
+    case 'lagging':
+    case 'inactive':
+      return `wait until it has caught up (LAG near 0 in 'shoal cluster status')${force}`;
+    default:
+      return undefined;
+  }
+}
+
 function hintOf(err: ApiError, ctx: FailureContext): string | undefined {
   const d = err.body.details ?? {};
   const unknownOutcome = ctx.retryCommand !== undefined
@@ -225,11 +252,18 @@ function hintOf(err: ApiError, ctx: FailureContext): string | undefined {
     : undefined;
   switch (err.code) {
     case 'revision_mismatch':
-      return d.currentRev === null || d.currentRev === undefined
-        ? 'the document does not exist (any more); drop --if-match to create it, or use --if-absent'
-        : `the document changed since you read it: it is at rev ${String(d.currentRev)}; read it again and retry with --if-match ${String(d.currentRev)}`;
+      return conditionHint(d.currentRev, false);
     case 'already_exists':
-      return d.currentRev !== undefined ? `it exists at rev ${String(d.currentRev)}; replace it with --if-match ${String(d.currentRev)}` : undefined;
+      if (d.member !== undefined) return "names and ids are unique in a cluster: see 'shoal cluster members'";
+      return d.currentRev !== undefined ? conditionHint(d.currentRev, true) : undefined;
+    case 'precondition_failed':
+      return conditionHint(d.currentRev, ctx.ifAbsent === true);
+    case 'ambiguous_name': {
+      const candidates = Array.isArray(d.candidates) ? (d.candidates as { id?: unknown }[]).map((c) => String(c.id)) : [];
+      return `use the id instead: ${candidates.join(' or ')}`;
+    }
+    case 'member_not_ready':
+      return memberHint(d);
     case 'idempotency_conflict':
       return 'this idempotency key was used for a different request; use a new --idempotency-key';
     case 'cursor_expired':

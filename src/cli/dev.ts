@@ -1,140 +1,214 @@
-// shoal dev: a local three-node cluster as three separate processes, for trying shoal out.
+// shoal dev: a local cluster of separate processes for trying shoal out, one supervisor per data
+// directory. `shoal dev restart NODE` and `shoal dev stop` reach the running supervisor through
+// its control socket (src/cli/dev-control.ts); a second `shoal dev` on the same data or ports
+// refuses and says where the first one runs (src/cli/dev-lock.ts).
 
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { initNode, isInitialized, loadIdentity } from '../node/identity.ts';
 import type { MemberRecord } from '../node/membership.ts';
-import { exitCodes, intFlag, parse, UsageError } from './args.ts';
+import { exitCodes, intFlag, parse, UsageError, usageOf } from './args.ts';
+import { CliFailure } from './client.ts';
+import { askControl, serveControl, type ControlRequest } from './dev-control.ts';
+import { acquireDevLock, checkPorts, lockFile, runningDev, socketPath, type DevLock } from './dev-lock.ts';
+import { DevSupervisor, localView, type DevEvent, type DevNode } from './dev-supervisor.ts';
 
-export const devHelp = `Usage: shoal dev [--base-port PORT] [--data DIR] [--nodes N]
+const dataDefault = '.shoal-dev';
+const basePortDefault = 7101;
+const nodesMax = 7;
+const leaderWaitMs = 15_000;
+const restartTimeoutMs = 60_000;
+
+/** `shoal dev restart` and `shoal dev stop` talk to a running dev cluster. */
+export const devSubcommands = ['restart', 'stop'] as const;
+
+const devRestartUsage = 'Usage: shoal dev restart NODE [--data DIR] [--json]';
+const devStopUsage = 'Usage: shoal dev stop [--data DIR] [--json]';
+
+export const devHelp = `Usage: shoal dev [--base-port PORT] [--data DIR] [--nodes N] [--json]
+       ${devRestartUsage.slice('Usage: '.length)}
+       ${devStopUsage.slice('Usage: '.length)}
 
 Starts a local cluster of N nodes (default 3) as separate processes on 127.0.0.1, each with its
-own data directory under DIR (default .shoal-dev). Client APIs listen on PORT, PORT+1, ...
-(default 7101-7103); peer transports on PORT+100, ... . The data is kept: running the command
-again restarts the same cluster. Ctrl-C stops all nodes cleanly.
+own data directory under DIR (default ${dataDefault}). Client APIs listen on PORT, PORT+1, ...
+(default 7101-7103); peer transports on PORT+100, ... (7201-7203). The data is kept: running the
+command again restarts the same cluster. Ctrl-C stops all nodes cleanly.
+
+One dev cluster runs per data directory: a second 'shoal dev' on the same DIR, or on ports in use,
+refuses and says where the running one is. A node that dies is reported ("exited with code 1",
+"was killed by SIGKILL") and left down; the others keep running.
+
+  restart NODE   restart one node (by name, e.g. n2, or id) of the dev cluster running from DIR,
+                 and wait until its API answers; the others keep running
+  stop           stop the dev cluster running from DIR (as Ctrl-C in its terminal)
 
 Options:
-  --base-port PORT  first client API port (default 7101)
-  --data DIR        data directory (default .shoal-dev)
-  --nodes N         number of nodes, 1 to 7 (default 3)
+  --base-port PORT  first client API port (default ${basePortDefault})
+  --data DIR        data directory (default ${dataDefault})
+  --nodes N         number of nodes, 1 to ${nodesMax} (default 3)
+  --json            events as JSON lines on stdout (ready, exited, restarted, stopped); node
+                    logs on stderr; failures as one JSON object on stderr
   -h, --help        show this help
 
-Exit codes: 0 stopped by Ctrl-C, 1 a node failed, 2 usage error.`;
-
-const binPath = findBin();
-
-/** bin/shoal.js of this package, found from this module (a source file, or the dist bundle). */
-function findBin(): string {
-  const here = fileURLToPath(import.meta.url);
-  for (let dir = path.dirname(here), up = 0; up < 4; dir = path.dirname(dir), up++) {
-    const candidate = path.join(dir, 'bin', 'shoal.js');
-    if (existsSync(candidate)) return candidate;
-  }
-  throw new Error(`cannot find bin/shoal.js above ${here}`);
-}
+Exit codes: 0 stopped by Ctrl-C or 'shoal dev stop'; 1 a node failed, or a dev cluster already
+runs from DIR; 2 usage error; 3 (restart, stop) no dev cluster runs from DIR; 8 a port is in use.`;
 
 interface DevLayout {
   basePort: number;
   nodes: number;
 }
 
-async function prepare(dataDir: string, layout: DevLayout): Promise<MemberRecord[]> {
-  mkdirSync(dataDir, { recursive: true });
-  const layoutFile = path.join(dataDir, 'dev.json');
-  if (existsSync(layoutFile)) {
-    const old = JSON.parse(readFileSync(layoutFile, 'utf8')) as DevLayout;
-    if (old.basePort !== layout.basePort || old.nodes !== layout.nodes) {
-      throw new UsageError(`${dataDir} holds a cluster made with --base-port ${old.basePort} --nodes ${old.nodes}; ` +
-        `use the same flags, or another --data, or remove ${dataDir} to start over`);
-    }
+export async function devCommand(argv: string[]): Promise<number> {
+  const [sub, ...rest] = argv;
+  if (sub === 'restart' || sub === 'stop') return controlCommand(sub, rest);
+  const { values, positionals } = parse(argv, {
+    'base-port': { type: 'string' }, data: { type: 'string', default: dataDefault }, nodes: { type: 'string' },
+    json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
+  }, devHelp);
+  if (values.help) {
+    console.log(devHelp);
+    return exitCodes.ok;
   }
-  const members: MemberRecord[] = [];
+  const [extra] = positionals;
+  if (extra === 'restart' || extra === 'stop') throw new UsageError(`put '${extra}' first: shoal dev ${extra} ... [--data DIR]`);
+  if (extra !== undefined) throw new UsageError(`unknown subcommand '${extra}' (dev takes restart NODE, or stop)`);
+  const layout = { basePort: intFlag(values['base-port'], 'base-port', basePortDefault), nodes: intFlag(values.nodes, 'nodes', 3) };
+  if (layout.nodes > nodesMax) throw new UsageError(`--nodes must be from 1 to ${nodesMax}, got ${layout.nodes}`);
+  if (layout.basePort + 100 + layout.nodes - 1 > 65535) throw new UsageError(`--base-port ${layout.basePort} leaves no room for the peer ports (PORT+100, ...)`);
+  return runDev(path.resolve(values.data), layout, values.json);
+}
+
+async function runDev(dataDir: string, layout: DevLayout, json: boolean): Promise<number> {
+  mkdirSync(dataDir, { recursive: true });
+  const socket = socketPath(dataDir);
+  const lock: DevLock = { pid: process.pid, dataDir, socket, ...layout, startedAt: new Date().toISOString() };
+  const release = await acquireDevLock(lock);
+  let control: { close: () => void } | undefined;
+  try {
+    checkLayout(dataDir, layout);
+    await checkPorts(ports(layout));
+    const nodes = await prepare(dataDir, layout);
+    const emit = (e: DevEvent): void => (json ? console.log(JSON.stringify(e)) : console.error(`shoal dev: ${e.message}`));
+    const supervisor = new DevSupervisor(nodes, emit, json ? process.stderr : process.stdout);
+    control = await serveControl(socket, (req) => handleControl(supervisor, req, emit));
+    const stop = (): void => {
+      if (!json) console.error('\nshoal dev: stopping all nodes...');
+      void supervisor.stopAll();
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+    supervisor.startAll();
+    // Every node may die while starting (it says why): then there is nothing to wait for.
+    const leader = await Promise.race([waitForLeader(nodes, leaderWaitMs), supervisor.done.then(() => undefined)]);
+    if (leader !== undefined) printReady(dataDir, nodes, supervisor.pids(), leader, socket, json);
+    const code = await supervisor.done;
+    if (json) console.log(JSON.stringify({ event: 'stopped', exitCode: code }));
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+    return code;
+  } finally {
+    control?.close();
+    release();
+  }
+}
+
+async function handleControl(supervisor: DevSupervisor, req: ControlRequest, emit: (e: DevEvent) => void): Promise<Record<string, unknown> & { message?: string }> {
+  switch (req.op) {
+    case 'restart': {
+      const done = await supervisor.restart(req.node);
+      emit(done);
+      return { ...done };
+    }
+    case 'stop':
+      await supervisor.stopAll();
+      return { message: 'stopped every node of the dev cluster' };
+    case 'status':
+      return { pids: supervisor.pids() };
+  }
+}
+
+const ports = (l: DevLayout): number[] => Array.from({ length: l.nodes }, (_, i) => [l.basePort + i, l.basePort + 100 + i]).flat();
+
+function checkLayout(dataDir: string, layout: DevLayout): void {
+  const layoutFile = path.join(dataDir, 'dev.json');
+  if (!existsSync(layoutFile)) return;
+  const old = JSON.parse(readFileSync(layoutFile, 'utf8')) as DevLayout;
+  if (old.basePort !== layout.basePort || old.nodes !== layout.nodes) {
+    throw new UsageError(`${dataDir} holds a cluster made with --base-port ${old.basePort} --nodes ${old.nodes} (the member addresses are in its log); ` +
+      `use the same flags, or another --data, or remove ${dataDir} to start over`, usageOf(devHelp));
+  }
+}
+
+async function prepare(dataDir: string, layout: DevLayout): Promise<DevNode[]> {
+  const members: DevNode[] = [];
   for (let i = 0; i < layout.nodes; i++) {
     const name = `n${i + 1}`;
     const dir = path.join(dataDir, name);
     if (!isInitialized(dir)) await initNode({ dataDir: dir, name, ...(i > 0 ? { caFrom: path.join(dataDir, 'n1') } : {}) });
     const { id } = loadIdentity(dir);
-    members.push({ id, name, apiAddress: `127.0.0.1:${layout.basePort + i}`, peerAddress: `127.0.0.1:${layout.basePort + 100 + i}` });
+    members.push({ id, name, dir, apiAddress: `127.0.0.1:${layout.basePort + i}`, peerAddress: `127.0.0.1:${layout.basePort + 100 + i}` });
   }
-  for (const [i, m] of members.entries()) {
-    const config = {
-      dataDir: '.', api: { listen: m.apiAddress }, peer: { listen: m.peerAddress }, bootstrap: members,
-    };
-    writeFileSync(path.join(dataDir, `n${i + 1}`, 'shoal.yaml'), stringify(config));
+  const bootstrap: MemberRecord[] = members.map(({ id, name, apiAddress, peerAddress }) => ({ id, name, apiAddress, peerAddress }));
+  for (const m of members) {
+    writeFileSync(path.join(m.dir, 'shoal.yaml'), stringify({ dataDir: '.', api: { listen: m.apiAddress }, peer: { listen: m.peerAddress }, bootstrap }));
   }
-  writeFileSync(layoutFile, JSON.stringify(layout));
+  writeFileSync(path.join(dataDir, 'dev.json'), JSON.stringify(layout));
   return members;
 }
 
-function startChild(dir: string, name: string): ChildProcess {
-  const child = spawn(process.execPath, [binPath, 'serve', '--config', path.join(dir, 'shoal.yaml')], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const pipe = (stream: NodeJS.ReadableStream | null, out: NodeJS.WriteStream): void => {
-    let buf = '';
-    stream?.on('data', (chunk: Buffer) => {
-      buf += chunk.toString();
-      const lines = buf.split('\n');
-      buf = lines.pop() ?? '';
-      for (const l of lines) out.write(`[${name}] ${l}\n`);
-    });
-  };
-  pipe(child.stdout, process.stdout);
-  pipe(child.stderr, process.stderr);
-  return child;
-}
-
-async function waitForLeader(members: MemberRecord[], timeoutMs: number): Promise<string | null> {
+/** The leader's name, as told by one of this cluster's own nodes (checked by id), or null. */
+async function waitForLeader(nodes: DevNode[], timeoutMs: number): Promise<string | null> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    for (const m of members) {
-      try {
-        const res = await fetch(`http://${m.apiAddress}/healthz`, { signal: AbortSignal.timeout(500) });
-        const body = (await res.json()) as { leader: string | null };
-        if (body.leader) return members.find((x) => x.id === body.leader)?.name ?? body.leader;
-      } catch {
-        // not up yet
-      }
+    for (const n of nodes) {
+      const v = await localView(n.apiAddress);
+      if (v?.node === n.id && v.leader !== null) return nodes.find((x) => x.id === v.leader)?.name ?? v.leader;
     }
     await new Promise((r) => setTimeout(r, 200));
   }
   return null;
 }
 
-export async function devCommand(argv: string[]): Promise<number> {
-  const { values } = parse(argv, {
-    'base-port': { type: 'string' }, data: { type: 'string', default: '.shoal-dev' }, nodes: { type: 'string' },
-    help: { type: 'boolean', short: 'h', default: false },
-  }, 'dev');
+function printReady(dataDir: string, nodes: DevNode[], pids: Record<string, number | null>, leader: string | null, socket: string, json: boolean): void {
+  if (json) {
+    console.log(JSON.stringify({
+      event: 'ready', dataDir, control: socket, leader,
+      nodes: nodes.map((n) => ({ name: n.name, id: n.id, api: `http://${n.apiAddress}`, peer: n.peerAddress, pid: pids[n.name] ?? null, dir: n.dir })),
+    }));
+    return;
+  }
+  const dataFlag = path.relative(process.cwd(), dataDir) === dataDefault ? '' : ` --data ${dataDir}`;
+  const lines = [`\nshoal dev: ${nodes.length} node${nodes.length === 1 ? '' : 's'} running; data in ${dataDir}`];
+  for (const n of nodes) lines.push(`  ${n.name}  API http://${n.apiAddress}  peer ${n.peerAddress}  pid ${pids[n.name] ?? '-'}  id ${n.id}`);
+  lines.push(leader !== null ? `leader: ${leader}` : 'no leader yet; check the logs above');
+  lines.push(`try:   npx shoal status${nodes[0] !== undefined && nodes[0].apiAddress !== '127.0.0.1:7101' ? ` --addr ${nodes[0].apiAddress}` : ''}`);
+  lines.push(`       npx shoal dev restart ${nodes[nodes.length - 1]?.name ?? 'n1'}${dataFlag}    (restart one node)`);
+  lines.push(`Ctrl-C, or npx shoal dev stop${dataFlag}, stops the cluster.\n`);
+  console.log(lines.join('\n'));
+}
+
+/** `shoal dev restart NODE` / `shoal dev stop`: a request to the supervisor running from --data. */
+async function controlCommand(sub: 'restart' | 'stop', argv: string[]): Promise<number> {
+  const usage = sub === 'restart' ? devRestartUsage : devStopUsage;
+  const { values, positionals } = parse(argv, {
+    data: { type: 'string', default: dataDefault }, json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
+  }, usage);
   if (values.help) {
     console.log(devHelp);
     return exitCodes.ok;
   }
-  const layout = { basePort: intFlag(values['base-port'], 'base-port', 7101), nodes: intFlag(values.nodes, 'nodes', 3) };
-  if (layout.nodes > 7) throw new UsageError('--nodes must be between 1 and 7');
-  const members = await prepare(values.data, layout);
-  const children = members.map((m) => startChild(path.join(values.data, m.name), m.name));
-  let exiting = false;
-  const exited = children.map((c, i) => new Promise<number>((resolve) => c.once('exit', (code) => {
-    if (!exiting) console.error(`shoal dev: node ${members[i]?.name} exited with code ${code}`);
-    resolve(code ?? 1);
-  })));
-  const stopAll = (): void => {
-    if (exiting) return;
-    exiting = true;
-    console.log('\nstopping all nodes...');
-    for (const c of children) c.kill('SIGTERM');
-  };
-  process.once('SIGINT', stopAll);
-  process.once('SIGTERM', stopAll);
-  const leader = await waitForLeader(members, 15_000);
-  if (!exiting) {
-    console.log(`\nshoal dev: ${members.length} nodes running (data in ${values.data})`);
-    for (const m of members) console.log(`  ${m.name}  http://${m.apiAddress}   (id ${m.id})`);
-    console.log(leader ? `leader: ${leader}` : 'no leader yet; check the logs above');
-    console.log("try: npx shoal status    Ctrl-C stops the cluster\n");
+  if (sub === 'restart' && positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'missing NODE (a name such as n2, or an id)' : `expected one NODE, got '${positionals.join(' ')}'`, usage);
+  if (sub === 'stop' && positionals.length > 0) throw new UsageError(`unexpected argument '${positionals.join(' ')}'`, usage);
+  const dataDir = path.resolve(values.data);
+  const running = await runningDev(dataDir);
+  if (running === undefined) {
+    throw new CliFailure(`no dev cluster is running from ${dataDir}${existsSync(lockFile(dataDir)) ? ' (its supervisor is gone)' : ''}; start one with: npx shoal dev${values.data === dataDefault ? '' : ` --data ${values.data}`}`, exitCodes.unavailable, 'not_running');
   }
-  const codes = await Promise.all(exited);
-  return exiting && codes.every((c) => c === 0) ? exitCodes.ok : exitCodes.failed;
+  const req: ControlRequest = sub === 'restart' ? { op: 'restart', node: positionals[0] ?? '' } : { op: 'stop' };
+  const answer = await askControl(running.socket, req, restartTimeoutMs);
+  if (!answer.ok) throw new CliFailure(answer.error.message, answer.error.code === 'not_found' ? exitCodes.failed : exitCodes.unavailable, answer.error.code);
+  if (values.json) console.log(JSON.stringify(answer));
+  else console.log(answer.message ?? 'done');
+  return exitCodes.ok;
 }

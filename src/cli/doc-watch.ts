@@ -6,7 +6,7 @@ import { exitCodes, parse, UsageError } from './args.ts';
 import { CliFailure, isClientFailure, reportFailure, request, resolveAddr, retryNotice } from './client.ts';
 import { commonFlags, docAnswerSchema, help, revFlag } from './doc-common.ts';
 import { clientExitCodes, commonFlagsHelp } from './group.ts';
-import { table } from './status.ts';
+import { table } from './cluster-view.ts';
 import { followWatch, untilInterrupted, WatchLostError, type WatchEventView } from './watch-stream.ts';
 
 const listPageSchema = z.object({ items: z.array(docAnswerSchema), rev: z.number().int(), next: z.string().nullable() }).loose();
@@ -69,10 +69,10 @@ export async function docLsCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, {
     ...commonFlags, prefix: { type: 'string' }, limit: { type: 'string' }, all: { type: 'boolean', default: false },
     stale: { type: 'boolean', default: false }, watch: { type: 'boolean', default: false },
-  }, 'doc ls');
+  }, docLsHelp);
   if (values.help) return help(docLsHelp);
   const [collection, ...extra] = positionals;
-  if (collection === undefined || extra.length > 0) throw new UsageError("expected one COLLECTION\nRun 'shoal doc ls --help' for usage.");
+  if (collection === undefined || extra.length > 0) throw new UsageError(`expected one COLLECTION, got ${positionals.length === 0 ? 'nothing' : `'${positionals.join(' ')}'`}`);
   const limit = limitFlag(values.limit);
   const addr = resolveAddr(values.addr);
   const listing = await listAll(addr, collection, { prefix: values.prefix, limit, all: values.all, stale: values.stale });
@@ -123,9 +123,9 @@ function printListing(collection: string, l: ListPage, all: boolean): void {
 export async function docWatchCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, {
     ...commonFlags, collection: { type: 'string' }, prefix: { type: 'string' }, after: { type: 'string' },
-  }, 'doc watch');
+  }, docWatchHelp);
   if (values.help) return help(docWatchHelp);
-  if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals.join(' ')}'; use --collection C\nRun 'shoal doc watch --help' for usage.`);
+  if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals.join(' ')}'; use --collection C`);
   const after = revFlag(values.after, '--after');
   const addr = resolveAddr(values.addr);
   return follow('doc watch', values.json, {

@@ -4,10 +4,10 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { exitCodes, parse, UsageError } from './args.ts';
-import { isClientFailure, reportFailure, request, resolveAddr, retryNotice } from './client.ts';
+import { isClientFailure, reportFailure, request, resolveAddr, retryNotice, type FailureContext } from './client.ts';
 import { commonFlags, docAnswerSchema, help, revFlag } from './doc-common.ts';
 import { docLsCommand, docLsHelp, docWatchCommand, docWatchHelp } from './doc-watch.ts';
-import { clientExitCodes, commonFlagsHelp, commonFlagsText, runGroup, type Group } from './group.ts';
+import { clientExitCodes, commonFlagsHelp, commonFlagsText, groupHelp, runGroup, type Group } from './group.ts';
 
 const deleteAnswerSchema = z.object({ collection: z.string(), id: z.string(), rev: z.number().int() }).loose();
 
@@ -57,29 +57,31 @@ ${commonFlagsText(23)}
 With --json prints {collection, id, rev}.
 ${clientExitCodes} A missing document exits 1 (not_found).`;
 
-const docGroup: Group = {
+export const docGroup: Group = {
   name: 'doc',
   about: `Reads, writes, lists and watches documents. Any node answers; writes go to the leader.
 Every document has rev (the log index of its last change) and createRev.`,
   subcommands: {
-    get: { summary: 'print a document and its revision', run: docGetCommand },
-    put: { summary: 'create or replace a document (conditional with --if-match / --if-absent)', run: docPutCommand },
-    rm: { summary: 'delete a document', run: docRmCommand },
-    ls: { summary: 'list a collection (--all pages, --watch for changes after the listing)', run: docLsCommand },
-    watch: { summary: 'stream changes as they commit (reconnects, fails over to other nodes)', run: docWatchCommand },
+    get: { summary: 'print a document and its revision', help: docGetHelp, run: docGetCommand },
+    put: { summary: 'create or replace a document (conditional with --if-match / --if-absent)', help: docPutHelp, run: docPutCommand },
+    rm: { summary: 'delete a document', help: docRmHelp, run: docRmCommand },
+    ls: { summary: 'list a collection (--all pages, --watch for changes after the listing)', help: docLsHelp, run: docLsCommand },
+    watch: { summary: 'stream changes as they commit (reconnects, fails over to other nodes)', help: docWatchHelp, run: docWatchCommand },
   },
 };
 
 export const docHelps: Record<string, string> = { get: docGetHelp, put: docPutHelp, rm: docRmHelp, ls: docLsHelp, watch: docWatchHelp };
 
+export const docGroupHelp = groupHelp(docGroup);
+
 export function docCommand(argv: string[]): Promise<number> {
   return runGroup(docGroup, argv);
 }
 
-function docPath(command: string, positionals: string[], extra = 0): { collection: string; id: string } {
+function docPath(positionals: string[], extra = 0): { collection: string; id: string } {
   const [collection, id, ...rest] = positionals;
   if (collection === undefined || id === undefined || rest.length > extra) {
-    throw new UsageError(`expected COLLECTION ID${extra > 0 ? ' [-]' : ''}, got ${positionals.length === 0 ? 'nothing' : `'${positionals.join(' ')}'`}\nRun 'shoal ${command} --help' for usage.`);
+    throw new UsageError(`expected COLLECTION ID${extra > 0 ? ' [-]' : ''}, got ${positionals.length === 0 ? 'nothing' : `'${positionals.join(' ')}'`}`);
   }
   return { collection, id };
 }
@@ -87,9 +89,9 @@ function docPath(command: string, positionals: string[], extra = 0): { collectio
 const enc = (s: string): string => encodeURIComponent(s);
 
 async function docGetCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, { ...commonFlags, stale: { type: 'boolean', default: false } }, 'doc get');
+  const { values, positionals } = parse(argv, { ...commonFlags, stale: { type: 'boolean', default: false } }, docGetHelp);
   if (values.help) return help(docGetHelp);
-  const { collection, id } = docPath('doc get', positionals);
+  const { collection, id } = docPath(positionals);
   const addr = resolveAddr(values.addr);
   const { body } = await request(addr, 'GET', `/v1/docs/${enc(collection)}/${enc(id)}`, docAnswerSchema, {
     query: { consistency: values.stale ? 'stale' : undefined }, retry: 'safe', onRetry: retryNotice('doc get'),
@@ -114,7 +116,7 @@ function readStdin(): string {
 /** The document from exactly one of --data, --file, '-'; must be a JSON object. */
 function documentFrom(data: string | undefined, file: string | undefined, stdin: boolean): Record<string, unknown> {
   const sources = [data !== undefined, file !== undefined, stdin].filter(Boolean).length;
-  if (sources !== 1) throw new UsageError(`give the document in exactly one way: --data JSON, --file PATH, or - (standard input)\nRun 'shoal doc put --help' for usage.`);
+  if (sources !== 1) throw new UsageError(`give the document in exactly one way: --data JSON, --file PATH, or - (standard input)`);
   let text: string;
   let where: string;
   if (data !== undefined) {
@@ -144,12 +146,12 @@ function documentFrom(data: string | undefined, file: string | undefined, stdin:
 }
 
 /** Runs a write; on failure reports it with the command line that retries it safely. */
-async function write<T>(command: string, json: boolean, key: string, retryLine: string, fn: () => Promise<T>): Promise<T | number> {
+async function write<T>(command: string, json: boolean, ctx: FailureContext, fn: () => Promise<T>): Promise<T | number> {
   try {
     return await fn();
   } catch (err) {
     if (!isClientFailure(err)) throw err;
-    return reportFailure(command, err, json, { idempotencyKey: key, retryCommand: retryLine });
+    return reportFailure(command, err, json, ctx);
   }
 }
 
@@ -161,11 +163,11 @@ async function docPutCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, {
     ...commonFlags, data: { type: 'string' }, file: { type: 'string' }, 'if-match': { type: 'string' },
     'if-absent': { type: 'boolean', default: false }, 'idempotency-key': { type: 'string' },
-  }, 'doc put');
+  }, docPutHelp);
   if (values.help) return help(docPutHelp);
   const stdin = positionals[2] === '-';
   if (positionals.length === 3 && !stdin) throw new UsageError(`unexpected argument '${positionals[2]}'; give the document with --data, --file or -`);
-  const { collection, id } = docPath('doc put', positionals, 1);
+  const { collection, id } = docPath(positionals, 1);
   const ifMatch = revFlag(values['if-match'], '--if-match');
   if (ifMatch !== undefined && values['if-absent']) throw new UsageError('--if-match and --if-absent cannot be combined');
   const doc = documentFrom(values.data, values.file, stdin);
@@ -176,7 +178,7 @@ async function docPutCommand(argv: string[]): Promise<number> {
   if (values['if-absent']) headers['if-none-match'] = '*';
   const retryLine = ['shoal doc put', collection, id, '--data', JSON.stringify(doc), ...(ifMatch !== undefined ? ['--if-match', String(ifMatch)] : []),
     ...(values['if-absent'] ? ['--if-absent'] : []), '--idempotency-key', key, '--addr', addr].map((s, i) => (i === 0 ? s : shellQuote(s))).join(' ');
-  const answer = await write('doc put', values.json, key, retryLine, () => request(addr, 'PUT', `/v1/docs/${enc(collection)}/${enc(id)}`, docAnswerSchema, {
+  const answer = await write('doc put', values.json, { idempotencyKey: key, retryCommand: retryLine, ifAbsent: values['if-absent'] }, () => request(addr, 'PUT', `/v1/docs/${enc(collection)}/${enc(id)}`, docAnswerSchema, {
     body: doc, headers, retry: 'safe', onRetry: retryNotice('doc put'),
   }));
   if (typeof answer === 'number') return answer;
@@ -187,9 +189,9 @@ async function docPutCommand(argv: string[]): Promise<number> {
 }
 
 async function docRmCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, { ...commonFlags, 'if-match': { type: 'string' }, 'idempotency-key': { type: 'string' } }, 'doc rm');
+  const { values, positionals } = parse(argv, { ...commonFlags, 'if-match': { type: 'string' }, 'idempotency-key': { type: 'string' } }, docRmHelp);
   if (values.help) return help(docRmHelp);
-  const { collection, id } = docPath('doc rm', positionals);
+  const { collection, id } = docPath(positionals);
   const ifMatch = revFlag(values['if-match'], '--if-match');
   const addr = resolveAddr(values.addr);
   const key = values['idempotency-key'] ?? randomUUID();
@@ -197,7 +199,7 @@ async function docRmCommand(argv: string[]): Promise<number> {
   if (ifMatch !== undefined) headers['if-match'] = String(ifMatch);
   const retryLine = ['shoal doc rm', collection, id, ...(ifMatch !== undefined ? ['--if-match', String(ifMatch)] : []), '--idempotency-key', key, '--addr', addr]
     .map((s, i) => (i === 0 ? s : shellQuote(s))).join(' ');
-  const answer = await write('doc rm', values.json, key, retryLine, () => request(addr, 'DELETE', `/v1/docs/${enc(collection)}/${enc(id)}`, deleteAnswerSchema, {
+  const answer = await write('doc rm', values.json, { idempotencyKey: key, retryCommand: retryLine }, () => request(addr, 'DELETE', `/v1/docs/${enc(collection)}/${enc(id)}`, deleteAnswerSchema, {
     headers, retry: 'safe', onRetry: retryNotice('doc rm'),
   }));
   if (typeof answer === 'number') return answer;

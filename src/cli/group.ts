@@ -1,11 +1,13 @@
 // A command group (`shoal doc`, `shoal cluster`, `shoal snapshot`): dispatches to its
 // subcommands, prints the group's help, and turns client failures into messages and exit codes.
 
-import { exitCodes, UsageError } from './args.ts';
-import { isClientFailure, reportFailure } from './client.ts';
+import { exitCodes, UsageError, wantsJson } from './args.ts';
+import { reportError } from './report.ts';
 
 export interface Subcommand {
   summary: string;
+  /** Its --help text; a usage error repeats its usage line. */
+  help: string;
   run: (argv: string[]) => Promise<number>;
 }
 
@@ -46,26 +48,20 @@ ${clientExitCodes}`;
 
 export async function runGroup(g: Group, argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
-  if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
-    const help = groupHelp(g);
-    if (name === undefined) console.error(help);
-    else console.log(help);
-    return name === undefined ? exitCodes.usage : exitCodes.ok;
+  if (name === 'help' || name === '--help' || name === '-h') {
+    console.log(groupHelp(g));
+    return exitCodes.ok;
   }
-  const sub = g.subcommands[name];
-  if (sub === undefined) {
-    console.error(`shoal ${g.name}: unknown subcommand '${name}'\n\n${groupHelp(g)}`);
-    return exitCodes.usage;
+  const json = wantsJson(argv);
+  const sub = name === undefined ? undefined : g.subcommands[name];
+  if (name === undefined || sub === undefined) {
+    const what = name === undefined ? 'missing subcommand' : name.startsWith('-') ? `expected a subcommand before ${name}` : `unknown subcommand '${name}'`;
+    const usage = `Usage: shoal ${g.name} <subcommand> [options]\nSubcommands: ${Object.keys(g.subcommands).join(', ')}`;
+    return reportError(g.name, new UsageError(what, usage), json);
   }
-  const command = `${g.name} ${name}`;
   try {
     return await sub.run(rest);
   } catch (err) {
-    if (err instanceof UsageError) {
-      console.error(`shoal ${command}: ${err.message}`);
-      return exitCodes.usage;
-    }
-    if (isClientFailure(err)) return reportFailure(command, err, rest.includes('--json'));
-    throw err;
+    return reportError(`${g.name} ${name}`, err, json, sub.help);
   }
 }

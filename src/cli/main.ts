@@ -1,65 +1,65 @@
 // The `shoal` command: dispatches to subcommands and maps failures to exit codes.
 
-import { isShoalError } from '../errors.ts';
-import { exitCodeOfError, exitCodes, UsageError } from './args.ts';
+import { exitCodes, UsageError, wantsJson } from './args.ts';
+import { reportError } from './report.ts';
 
-type Run = (argv: string[]) => Promise<number>;
+export type Run = (argv: string[]) => Promise<number>;
+
+/** A loaded command: what runs it, and its help (whose usage line a usage error repeats). */
+export interface Command {
+  run: Run;
+  help: string;
+}
 
 // Commands load lazily: `shoal status` should not pay for loading the storage engine.
-const commands: Record<string, { load: () => Promise<Run>; summary: string }> = {
-  init: { load: async () => (await import('./init.ts')).initCommand, summary: "create a node's data directory, identity and certificates" },
-  serve: { load: async () => (await import('./serve.ts')).serveCommand, summary: 'run a node from a config file' },
-  dev: { load: async () => (await import('./dev.ts')).devCommand, summary: 'start a local three-node cluster (separate processes)' },
-  status: { load: async () => (await import('./status.ts')).statusCommand, summary: 'show leader, term, commit index and members' },
-  doc: { load: async () => (await import('./doc.ts')).docCommand, summary: 'get, put, rm, ls and watch documents' },
-  cluster: { load: async () => (await import('./cluster.ts')).clusterCommand, summary: 'members, add, promote, remove, transfer-leader' },
-  snapshot: { load: async () => (await import('./snapshot.ts')).snapshotCommand, summary: 'save a snapshot to a file; restore one into a new cluster' },
+export const commands: Record<string, { load: () => Promise<Command>; summary: string }> = {
+  init: { load: async () => { const m = await import('./init.ts'); return { run: m.initCommand, help: m.initHelp }; }, summary: "create a node's data directory, identity and certificates" },
+  serve: { load: async () => { const m = await import('./serve.ts'); return { run: m.serveCommand, help: m.serveHelp }; }, summary: 'run a node from a config file' },
+  dev: { load: async () => { const m = await import('./dev.ts'); return { run: m.devCommand, help: m.devHelp }; }, summary: 'start a local cluster (separate processes); dev restart NODE, dev stop' },
+  status: { load: async () => { const m = await import('./status.ts'); return { run: (argv) => m.statusCommand(argv), help: m.statusHelp() }; }, summary: 'show leader, term, commit index and members' },
+  doc: { load: async () => { const m = await import('./doc.ts'); return { run: m.docCommand, help: m.docGroupHelp }; }, summary: 'get, put, rm, ls and watch documents' },
+  cluster: { load: async () => { const m = await import('./cluster.ts'); return { run: m.clusterCommand, help: m.clusterGroupHelp }; }, summary: 'members, add, promote, remove, transfer-leader' },
+  snapshot: { load: async () => { const m = await import('./snapshot.ts'); return { run: m.snapshotCommand, help: m.snapshotGroupHelp }; }, summary: 'save a snapshot to a file; restore one into a new cluster' },
+  version: { load: async () => { const m = await import('./version.ts'); return { run: m.versionCommand, help: m.versionHelp }; }, summary: 'print the version of this command (also shoal --version)' },
 };
+
+/** The usage line and the list of commands: what a mistyped command is answered with. */
+const topUsage = `Usage: shoal <command> [options]
+Commands: ${Object.keys(commands).join(', ')}`;
 
 export const mainHelp = `Usage: shoal <command> [options]
 
 Commands:
 ${Object.entries(commands).map(([name, c]) => `  ${name.padEnd(9)} ${c.summary}`).join('\n')}
 
-Run 'shoal <command> --help' for a command's options. Docs: docs/operations.md, docs/cli.md.`;
+Options:
+  --version          print the version (as 'shoal version'; with --json as JSON)
+  -h, --help         show this help
+
+Run 'shoal <command> --help' for a command's options. Docs: docs/operations.md, docs/cli.md.
+Under --json every failure, usage errors included, is one JSON object on stderr.`;
 
 export async function main(argv: string[]): Promise<number> {
-  const [name, ...rest] = argv;
-  if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
+  const [first, ...rest] = argv;
+  if (first === 'help' || first === '--help' || first === '-h') {
     console.log(mainHelp);
-    return name === undefined ? exitCodes.usage : exitCodes.ok;
+    return exitCodes.ok;
+  }
+  const name = first === '--version' || first === '-V' ? 'version' : first;
+  const json = wantsJson(argv);
+  if (name === undefined || (name.startsWith('-') && commands[name] === undefined)) {
+    const err = new UsageError(name === undefined || name === '--json' ? 'missing command' : `unknown option ${name} (options go after the command)`, topUsage);
+    return reportError('', err, json);
   }
   const command = commands[name];
   if (command === undefined) {
-    console.error(`shoal: unknown command '${name}'\n\n${mainHelp}`);
-    return exitCodes.usage;
+    return reportError('', new UsageError(`unknown command '${name}'`, topUsage), json);
   }
+  let loaded: Command | undefined;
   try {
-    return await (await command.load())(rest);
+    loaded = await command.load();
+    return await loaded.run(rest);
   } catch (err) {
-    return report(name, err);
+    return reportError(name, err, json, loaded?.help);
   }
 }
-
-function report(command: string, err: unknown): number {
-  if (err instanceof UsageError) {
-    console.error(`shoal ${command}: ${err.message}`);
-    return exitCodes.usage;
-  }
-  if (isShoalError(err)) {
-    console.error(`shoal ${command}: ${err.message}`);
-    return exitCodeOfError(err.code, err.retryable);
-  }
-  const e = err as Error & { name?: string; file?: string; recovery?: string };
-  if (e?.name === 'StorageCorruptionError') {
-    console.error(`shoal ${command}: ${e.message}${e.file ? `\n  file: ${e.file}` : ''}${e.recovery ? `\n  what to do: ${e.recovery}` : ''}`);
-    return exitCodes.corrupt;
-  }
-  if (e?.name === 'StorageFormatError') {
-    console.error(`shoal ${command}: ${e.message}`);
-    return exitCodes.storageFormat;
-  }
-  console.error(`shoal ${command}: unexpected error: ${e?.stack ?? String(err)}`);
-  return exitCodes.failed;
-}
-

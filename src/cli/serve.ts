@@ -7,7 +7,13 @@ import { exitCodeOfError, exitCodes, parse, UsageError } from './args.ts';
 import type { ShoalError } from '../errors.ts';
 import { consoleLogger } from './logger.ts';
 
-export const serveHelp = `Usage: shoal serve --config FILE
+/**
+ * Set by `shoal dev` for its nodes: stop when standard input closes, that is when the dev
+ * supervisor is gone (even killed), so no node outlives it holding its ports and data.
+ */
+export const supervisedEnv = 'SHOAL_DEV_SUPERVISED';
+
+export const serveHelp = `Usage: shoal serve --config FILE [--json]
 
 Runs a node: the Raft peer transport, the client API and the control loops, from a YAML or
 JSON config file (see docs/operations.md for every key and its default). Stops gracefully on
@@ -15,6 +21,7 @@ SIGINT or SIGTERM: a leader transfers leadership to another voter before exiting
 
 Options:
   --config FILE   the config file (required)
+  --json          log lines, and a failure to start, as JSON objects on stderr
   -h, --help      show this help
 
 Exit codes: 0 stopped cleanly; 1 crashed (restart it); 2 invalid config; 4 data corruption;
@@ -23,29 +30,44 @@ storage format; 8 an address cannot be bound; 9 the join failed. A service manag
 restart on 2, 4, 5, 6 or 7 (docs/operations.md, "Exit codes").`;
 
 export async function serveCommand(argv: string[]): Promise<number> {
-  const { values } = parse(argv, { config: { type: 'string' }, help: { type: 'boolean', short: 'h', default: false } }, 'serve');
+  const { values, positionals } = parse(argv, {
+    config: { type: 'string' }, json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
+  }, serveHelp);
   if (values.help) {
     console.log(serveHelp);
     return exitCodes.ok;
   }
-  if (values.config === undefined) throw new UsageError("--config is required; run 'shoal serve --help'");
+  if (values.config === undefined) throw new UsageError('missing --config FILE');
+  if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals.join(' ')}'`);
   const config = loadConfig(values.config);
-  const log = consoleLogger(config.logLevel);
+  const log = consoleLogger(config.logLevel, '', values.json);
   const running = await startNode(config, log);
   log.info(`node ${running.identity.name} (${running.identity.id}) serving the API on http://${running.apiAddress}`);
+  const supervised = process.env[supervisedEnv] === '1';
+  let onSupervisorGone = (): void => {};
   const failure = await new Promise<ShoalError | undefined>((resolve) => {
-    const onSignal = (sig: string): void => {
-      log.info(`${sig} received: stopping`);
+    const onSignal = (why: string): void => {
+      log.info(`${why}: stopping`);
       void running.stop().then(() => resolve(undefined));
     };
-    process.once('SIGINT', () => onSignal('SIGINT'));
-    process.once('SIGTERM', () => onSignal('SIGTERM'));
+    onSupervisorGone = () => onSignal('the shoal dev supervisor is gone (standard input closed)');
+    process.once('SIGINT', () => onSignal('SIGINT received'));
+    process.once('SIGTERM', () => onSignal('SIGTERM received'));
+    if (supervised) {
+      process.stdin.once('close', onSupervisorGone);
+      process.stdin.resume();
+    }
     // The node stopped for good (a fatal error, removed, upgrade required): the API answered 503
     // with the reason meanwhile; close it and exit with the code that says whether to restart.
     running.node.once('failed', (err) => {
       void running.stop().then(() => resolve(err));
     });
   });
+  // A resumed standard input would keep the process alive after the node stopped.
+  if (supervised) {
+    process.stdin.off('close', onSupervisorGone);
+    process.stdin.destroy();
+  }
   if (failure === undefined) return exitCodes.ok;
   const code = exitCodeOfError(failure.code, failure.retryable);
   log.error(`exiting with code ${code} (${failure.code}): ${failure.message}`);

@@ -16,7 +16,8 @@ import { DiskStorage, storagePaths } from '../storage/index.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { apiErrorFrom, checkHostPort, CliFailure, resolveAddr, send } from './client.ts';
 import { commonFlags, help } from './doc-common.ts';
-import { clientExitCodes, commonFlagsHelp, runGroup, type Group } from './group.ts';
+import { initApiDefault, initPeerDefault } from './init.ts';
+import { clientExitCodes, commonFlagsHelp, groupHelp, runGroup, type Group } from './group.ts';
 
 /** A snapshot larger than this is refused rather than filling the disk or memory. */
 const snapshotBytesMax = 2 * 1024 ** 3;
@@ -46,24 +47,26 @@ more nodes with 'shoal cluster add'.
 Options:
   --data DIR         data directory for the new node; must not hold a node already
   --name NAME        the new node's name
-  --api HOST:PORT    its client API address (default 127.0.0.1:7101)
-  --peer HOST:PORT   its peer transport address (default 127.0.0.1:7201)
+  --api HOST:PORT    its client API address (default ${initApiDefault})
+  --peer HOST:PORT   its peer transport address (default ${initPeerDefault})
   --json             print {clusterId, oldClusterId, nodeId, name, index, documents, dataDir, config}
   -h, --help         show this help
 
 Exit codes: 0 restored; 1 the file is missing or damaged, or DIR already holds a node (nothing
 was written), or writing DIR failed (the message says what to remove); 2 usage error.`;
 
-const snapshotGroup: Group = {
+export const snapshotGroup: Group = {
   name: 'snapshot',
   about: 'Backs up the cluster\'s documents to a file, and starts a new cluster from such a file.',
   subcommands: {
-    save: { summary: 'download a consistent snapshot to a file', run: saveCommand },
-    restore: { summary: 'start a NEW cluster (new id and CA) from a snapshot file', run: restoreCommand },
+    save: { summary: 'download a consistent snapshot to a file', help: snapshotSaveHelp, run: saveCommand },
+    restore: { summary: 'start a NEW cluster (new id and CA) from a snapshot file', help: snapshotRestoreHelp, run: restoreCommand },
   },
 };
 
 export const snapshotHelps: Record<string, string> = { save: snapshotSaveHelp, restore: snapshotRestoreHelp };
+
+export const snapshotGroupHelp = groupHelp(snapshotGroup);
 
 export function snapshotCommand(argv: string[]): Promise<number> {
   return runGroup(snapshotGroup, argv);
@@ -112,10 +115,10 @@ function progress(label: string): { update: (done: number, total: number | undef
 }
 
 async function saveCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, { ...commonFlags }, 'snapshot save');
+  const { values, positionals } = parse(argv, { ...commonFlags }, snapshotSaveHelp);
   if (values.help) return help(snapshotSaveHelp);
   const [file, ...extra] = positionals;
-  if (file === undefined || extra.length > 0) throw new UsageError("expected one FILE\nRun 'shoal snapshot save --help' for usage.");
+  if (file === undefined || extra.length > 0) throw new UsageError('expected one FILE');
   const addr = resolveAddr(values.addr);
   const tmp = `${file}.tmp`;
   const bytes = await download(addr, tmp, file);
@@ -191,12 +194,12 @@ async function restoreCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, {
     json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
     data: { type: 'string' }, name: { type: 'string' },
-    api: { type: 'string', default: '127.0.0.1:7101' }, peer: { type: 'string', default: '127.0.0.1:7201' },
-  }, 'snapshot restore');
+    api: { type: 'string', default: initApiDefault }, peer: { type: 'string', default: initPeerDefault },
+  }, snapshotRestoreHelp);
   if (values.help) return help(snapshotRestoreHelp);
   const [file, ...extra] = positionals;
-  if (file === undefined || extra.length > 0) throw new UsageError("expected one FILE\nRun 'shoal snapshot restore --help' for usage.");
-  if (values.data === undefined || values.name === undefined) throw new UsageError("--data and --name are required\nRun 'shoal snapshot restore --help' for usage.");
+  if (file === undefined || extra.length > 0) throw new UsageError('expected one FILE');
+  if (values.data === undefined || values.name === undefined) throw new UsageError(`missing ${[values.data === undefined ? '--data' : '', values.name === undefined ? '--name' : ''].filter(Boolean).join(' and ')}`);
   const dataDir = values.data;
   const apiAddress = checkHostPort(values.api, '--api');
   const peerAddress = checkHostPort(values.peer, '--peer');

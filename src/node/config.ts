@@ -6,9 +6,10 @@ import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
+import { hostPortSchema as hostPort, splitHostPort } from './host-port.ts';
 import { memberRecordSchema } from './membership.ts';
 
-const hostPort = z.string().regex(/^[^\s:]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/, 'expected host:port');
+export { splitHostPort };
 
 export const configSchema = z.object({
   /** Data directory; relative paths are relative to the config file. */
@@ -16,7 +17,7 @@ export const configSchema = z.object({
   api: z.object({ listen: hostPort }).strict(),
   peer: z.object({ listen: hostPort }).strict(),
   /** The founding members of a new cluster (this node included). Ignored once the log exists. */
-  bootstrap: z.array(memberRecordSchema).optional(),
+  bootstrap: z.array(memberRecordSchema.extend({ peerAddress: hostPort, apiAddress: hostPort })).optional(),
   /** Joining an existing cluster: any member's client API, asked once (empty log) for the members. */
   join: z.object({ api: hostPort }).strict().optional(),
   raft: z.object({
@@ -37,6 +38,9 @@ export const configSchema = z.object({
   }).strict().prefault({}),
   logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
 }).strict().superRefine((c, ctx) => {
+  if (c.api.listen === c.peer.listen) {
+    ctx.addIssue({ code: 'custom', path: ['peer', 'listen'], message: 'must differ from api.listen (the API and the peer transport each need their own port)' });
+  }
   if (c.bootstrap !== undefined && c.join !== undefined) {
     ctx.addIssue({ code: 'custom', path: ['join'], message: 'a node either founds a cluster (bootstrap) or joins one (join), not both' });
   }
@@ -85,9 +89,4 @@ export function loadConfig(file: string): NodeConfig {
   }
   const config = parseConfig(raw, file);
   return { ...config, dataDir: path.resolve(path.dirname(file), config.dataDir) };
-}
-
-export function splitHostPort(hp: string): { host: string; port: number } {
-  const at = hp.lastIndexOf(':');
-  return { host: hp.slice(0, at).replace(/^\[|\]$/g, ''), port: Number(hp.slice(at + 1)) };
 }

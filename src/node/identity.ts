@@ -13,6 +13,16 @@ import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
 import type { PemPair } from '../security/index.ts';
 
+/**
+ * The rule for a new node's name: 1 to 63 of a-z, 0-9 and '-', starting with a letter or digit,
+ * so that it is typed, printed and used in file and host names without quoting. Checked when a
+ * name is given (init, dev, snapshot restore, cluster add); an identity written before the rule
+ * still loads, whatever its name.
+ */
+export const nodeNamePattern = /^[a-z0-9][a-z0-9-]{0,62}$/;
+export const nodeNameRule = "1 to 63 of a-z, 0-9 and '-', starting with a letter or digit";
+export const nodeNameSchema = z.string().regex(nodeNamePattern, `a node name is ${nodeNameRule}`);
+
 const identitySchema = z.object({ id: z.string().min(1), name: z.string().min(1), clusterId: z.string().min(1) }).strict();
 export type Identity = z.infer<typeof identitySchema>;
 
@@ -46,6 +56,7 @@ export interface InitOptions {
 }
 
 export async function initNode(opts: InitOptions): Promise<Identity> {
+  if (!nodeNamePattern.test(opts.name)) throw new ShoalError('config_invalid', `invalid node name '${opts.name}': a node name is ${nodeNameRule}`);
   const f = files(opts.dataDir);
   if (existsSync(f.identity)) {
     throw new ShoalError('config_invalid', `${opts.dataDir} is already initialized (node ${loadIdentity(opts.dataDir).id}); use it with 'shoal serve' or choose another --data`);

@@ -18,8 +18,10 @@ import { emptyConfState } from '../raft/storage.ts';
 import { encodeSnapshotData } from './snapshot-data.ts';
 import { featureLevelInitial, featureLevelMax } from './feature-level.ts';
 import { registerRuntimeMetrics } from './runtime-metrics.ts';
+import { softwareVersion } from '../version.ts';
 
-export const softwareVersion = '0.1.0';
+export { softwareVersion };
+
 export const protocolVersion = 2;
 
 export interface RunningNode {

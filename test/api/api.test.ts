@@ -149,10 +149,10 @@ describe('cluster routes', () => {
 
   it('adds a learner, refuses a duplicate, removes it, and 404s unknown members', async () => {
     const member = { id: 'newbie', name: 'newbie', peerAddress: '127.0.0.1:9', apiAddress: '127.0.0.1:10' };
-    const added = await s.app.inject({ method: 'POST', url: '/v1/cluster/members', payload: member });
+    const added = await s.app.inject({ method: 'POST', url: '/v1/cluster/members?force=true', payload: member });
     expect(added.statusCode).toBe(201);
     expect((added.json() as { members: { id: string; role: string }[] }).members).toContainEqual(expect.objectContaining({ id: 'newbie', role: 'learner' }));
-    expectError(await s.app.inject({ method: 'POST', url: '/v1/cluster/members', payload: member }), 'already_exists');
+    expectError(await s.app.inject({ method: 'POST', url: '/v1/cluster/members?force=true', payload: member }), 'already_exists');
     const removed = await s.app.inject({ method: 'DELETE', url: '/v1/cluster/members/newbie' });
     expect(removed.statusCode).toBe(200);
     expect((removed.json() as { members: { id: string }[] }).members.map((m) => m.id)).toEqual(['solo']);

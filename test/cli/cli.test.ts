@@ -27,7 +27,7 @@ const run = async (...args: string[]): Promise<{ code: number; stdout: string; s
 
 describe('shoal CLI', () => {
   it('has --help on every command', async () => {
-    for (const cmd of ['init', 'serve', 'dev', 'status']) {
+    for (const cmd of ['init', 'serve', 'dev', 'status', 'version']) {
       const r = await run(cmd, '--help');
       expect(r.code, cmd).toBe(0);
       expect(r.stdout).toContain(`Usage: shoal ${cmd}`);

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ApiError, CliFailure, exitCodeOf, UnreachableError } from '../../src/cli/client.ts';
+import { ApiError, CliFailure, exitCodeOf, reportFailure, UnreachableError, type FailureContext } from '../../src/cli/client.ts';
 import { clusterHelps } from '../../src/cli/cluster.ts';
 import { docHelps } from '../../src/cli/doc.ts';
 import { main } from '../../src/cli/main.ts';
@@ -239,21 +239,24 @@ describe('shoal cluster', () => {
     expect(members).toEqual([expect.objectContaining({ id: 'solo', name: 'solo', role: 'voter', peerAddress: 'memory:solo', health: 'healthy' })]);
   });
 
-  it('adds a learner and removes it; refuses unknown ids and a transfer with no other voter', async () => {
-    const add = await inProcess('cluster', 'add', '--id', 'learner1', '--name', 'l1', '--peer', '127.0.0.1:7999', '--api', '127.0.0.1:7998', '--addr', addr);
+  it('adds a learner (--force: nothing runs at its address) and removes it by name; refuses unknown members and a transfer with no other voter', async () => {
+    const add = await inProcess('cluster', 'add', '--id', 'learner1', '--name', 'l1', '--peer', '127.0.0.1:7999', '--api', '127.0.0.1:7998', '--force', '--addr', addr);
     expect(add.code, add.stderr).toBe(0);
-    expect(add.stdout).toContain('learner');
-    expect(add.stdout).toContain('shoal cluster promote learner1');
+    expect(add.stdout).toContain('added l1 (learner1) as a learner');
+    expect(add.stdout).toContain('shoal cluster promote l1');
     expect(solo.node.membership.get('learner1')).toBeDefined();
-    const again = await inProcess('cluster', 'add', '--id', 'learner1', '--name', 'l1', '--peer', '127.0.0.1:7999', '--api', '127.0.0.1:7998', '--addr', addr);
+    const again = await inProcess('cluster', 'add', '--id', 'learner1', '--name', 'l1', '--peer', '127.0.0.1:7999', '--api', '127.0.0.1:7998', '--force', '--addr', addr);
     expect(again.code).toBe(1);
     expect(again.stderr).toContain('already_exists');
-    const rm = await inProcess('cluster', 'remove', 'learner1', '--addr', addr, '--json');
+    const rm = await inProcess('cluster', 'remove', 'l1', '--addr', addr);
     expect(rm.code, rm.stderr).toBe(0);
-    expect((JSON.parse(rm.stdout) as { members: { id: string }[] }).members.map((m) => m.id)).toEqual(['solo']);
+    expect(rm.stdout).toMatch(/^removed l1 \(learner1\) from the cluster/);
+    expect(rm.stdout).toContain('voters now: solo (quorum 1)');
+    expect(solo.node.membership.get('learner1')).toBeUndefined();
     const unknown = await inProcess('cluster', 'promote', 'nobody', '--addr', addr);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('not_found');
+    expect(unknown.stderr).toContain('shoal cluster members');
     const transfer = await inProcess('cluster', 'transfer-leader', '--addr', addr);
     expect(transfer.code).toBe(1);
     expect(transfer.stderr).toContain('no other voter');
@@ -262,7 +265,10 @@ describe('shoal cluster', () => {
   it('cluster status is shoal status', async () => {
     const r = await inProcess('cluster', 'status', '--addr', addr, '--json');
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ clusterId: 'test-cluster', leader: 'solo' });
+    expect(JSON.parse(r.stdout)).toMatchObject({ clusterId: 'test-cluster', leader: 'solo', node: 'solo', softwareVersion: '0.0.0-test' });
+    const text = await inProcess('cluster', 'status', '--addr', addr);
+    expect(text.stdout).toContain('(answered by solo, shoal 0.0.0-test)');
+    expect(text.stdout).toMatch(/^NAME +ID +ROLE +API +MATCH +LAG +RTT MS +VERSION +HEALTH$/m);
   });
 });
 
@@ -363,6 +369,27 @@ describe('client internals', () => {
     expect(exitCodeOf(api(504, 'timeout'))).toBe(3);
     expect(exitCodeOf(new UnreachableError('x:1', 'ECONNREFUSED', false))).toBe(3);
     expect(exitCodeOf(new CliFailure('m', 4))).toBe(4);
+  });
+
+  it('gives precondition_failed the advice of revision_mismatch and already_exists', () => {
+    const hint = (body: ApiError['body'], ctx: FailureContext = {}): string => {
+      let stderr = '';
+      const err = vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => { stderr += `${a.join(' ')}\n`; });
+      try {
+        reportFailure('doc put', new ApiError(412, body, 'x:1'), false, ctx);
+      } finally {
+        err.mockRestore();
+      }
+      return stderr;
+    };
+    const failed = (currentRev: number | null) => ({ code: 'precondition_failed', message: 'precondition failed', details: { currentRev } });
+    expect(hint(failed(43))).toContain('it is at rev 43; read it again and retry with --if-match 43');
+    expect(hint(failed(43), { ifAbsent: true })).toContain('it exists at rev 43; replace it with --if-match 43');
+    expect(hint(failed(null))).toContain('the document does not exist (any more); drop --if-match to create it, or use --if-absent');
+    expect(hint({ code: 'revision_mismatch', message: 'm', details: { currentRev: 43 } })).toContain('retry with --if-match 43');
+    expect(hint({ code: 'member_not_ready', message: 'm', details: { reason: 'cluster_mismatch' } })).toContain("--ca-from <a member's data dir>");
+    expect(hint({ code: 'member_not_ready', message: 'm', details: { reason: 'lagging' } })).toMatch(/caught up .*--force/);
+    expect(hint({ code: 'ambiguous_name', message: 'm', details: { candidates: [{ id: 'a1', name: 't' }, { id: 'b2', name: 't' }] } })).toContain('use the id instead: a1 or b2');
   });
 
   it('parses server-sent events split anywhere, with comments and CRLF', () => {

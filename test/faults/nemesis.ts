@@ -238,7 +238,8 @@ export class Nemesis {
     while (performance.now() < deadline) {
       const r = await request();
       if (r.kind === 'answer' && accept(r)) return r;
-      if (r.kind === 'answer' && r.status >= 400 && r.status < 500 && r.code !== 'not_found' && r.code !== 'already_exists') {
+      // member_not_ready: the leader's guardrail (new node not answering yet, learner not caught up) passes with time.
+      if (r.kind === 'answer' && r.status >= 400 && r.status < 500 && r.code !== 'not_found' && r.code !== 'already_exists' && r.code !== 'member_not_ready') {
         throw new Error(`${what}: refused with ${r.status} ${JSON.stringify(r.body)}`);
       }
       last = r.kind === 'answer' ? `${r.status} ${r.code ?? ''}` : r.error;

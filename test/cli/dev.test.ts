@@ -1,0 +1,181 @@
+// shoal dev as a user runs it, with real processes (run under flock /tmp/shoal-heavy.lock): one
+// dev cluster per data directory and set of ports, the second refused with where the first
+// runs; `dev restart NODE`; a killed node reported as killed; `dev stop`; and nodes that stop by
+// themselves when their supervisor is killed.
+
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync, mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const bin = fileURLToPath(new URL('../../bin/shoal.js', import.meta.url));
+const deadlineMs = 30_000;
+
+interface Result { code: number; stdout: string; stderr: string }
+
+function run(args: string[]): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (b: Buffer) => { stdout += b.toString(); });
+    child.stderr.on('data', (b: Buffer) => { stderr += b.toString(); });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? -1, stdout, stderr });
+    });
+  });
+}
+
+/** `shoal dev ... --json`, read one event line at a time. */
+function startDev(args: string[]): { pid: number; event: () => Promise<Record<string, unknown>>; exited: Promise<Result> } {
+  const child = spawn(process.execPath, [bin, 'dev', ...args, '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  let consumed = 0;
+  child.stdout.on('data', (b: Buffer) => { stdout += b.toString(); });
+  child.stderr.on('data', (b: Buffer) => { stderr += b.toString(); });
+  const exited = new Promise<Result>((resolve) => child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr })));
+  return {
+    pid: child.pid ?? -1,
+    exited,
+    event: async () => {
+      const deadline = Date.now() + deadlineMs;
+      for (;;) {
+        const nl = stdout.indexOf('\n', consumed);
+        if (nl >= 0) {
+          const line = stdout.slice(consumed, nl);
+          consumed = nl + 1;
+          return JSON.parse(line) as Record<string, unknown>;
+        }
+        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`no event from shoal dev; stderr: ${stderr.slice(-3000)}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    },
+  };
+}
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+/** A base port whose API and peer ports (base, base+1, base+100, base+101) are all free. */
+async function freeBase(): Promise<number> {
+  for (;;) {
+    const base = 20_000 + Math.floor(Math.random() * 20_000);
+    const all = await Promise.all([base, base + 1, base + 100, base + 101].map(portFree));
+    if (all.every(Boolean)) return base;
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function until(what: string, check: () => boolean): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`not within ${deadlineMs} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+interface Ready { event: 'ready'; dataDir: string; leader: string | null; nodes: { name: string; id: string; api: string; pid: number; dir: string }[] }
+
+describe('shoal dev', () => {
+  it('refuses a second cluster on its data or ports, restarts a node, reports a killed one, stops on request', async () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'shoal-dev-'));
+    const data = path.join(root, 'dev');
+    const base = await freeBase();
+    // A lock left by a supervisor that died long ago does not count.
+    mkdirSync(data);
+    writeFileSync(path.join(data, 'dev.lock'), JSON.stringify({ pid: 2 ** 22 + 7, dataDir: data, socket: path.join(data, 'dev.sock'), basePort: base, nodes: 2, startedAt: 'then' }));
+    const dev = startDev(['--data', data, '--base-port', String(base), '--nodes', '2']);
+    try {
+      const ready = await dev.event() as unknown as Ready;
+      expect(ready).toMatchObject({ event: 'ready', dataDir: data });
+      expect(ready.nodes.map((n) => [n.name, n.api])).toEqual([['n1', `http://127.0.0.1:${base}`], ['n2', `http://127.0.0.1:${base + 1}`]]);
+      expect(ready.nodes.map((n) => n.name)).toContain(ready.leader);
+
+      const same = await run(['dev', '--data', data, '--base-port', String(base), '--nodes', '2', '--json']);
+      expect(same.code).toBe(1);
+      const refusal = JSON.parse(same.stderr) as { error: { code: string; message: string } };
+      expect(refusal.error.code).toBe('already_running');
+      expect(refusal.error.message).toContain(`already running from ${data} (supervisor pid ${dev.pid}`);
+      expect(refusal.error.message).toContain(`npx shoal dev stop --data ${data}`);
+
+      const other = await run(['dev', '--data', path.join(root, 'other'), '--base-port', String(base), '--nodes', '2']);
+      expect(other.code).toBe(8);
+      expect(other.stderr).toContain(`127.0.0.1:${base}`);
+      expect(other.stderr).toContain(`they belong to the dev cluster running from ${data}`);
+
+      const n2 = ready.nodes[1];
+      if (n2 === undefined) throw new Error('no n2');
+      const restarted = await run(['dev', 'restart', 'n2', '--data', data, '--json']);
+      expect(restarted.code, restarted.stderr).toBe(0);
+      const answer = JSON.parse(restarted.stdout) as { ok: boolean; event: string; node: string; pid: number };
+      expect(answer).toMatchObject({ ok: true, event: 'restarted', node: 'n2' });
+      expect(answer.pid).not.toBe(n2.pid);
+      expect(alive(n2.pid)).toBe(false);
+      expect(await dev.event()).toMatchObject({ event: 'restarted', node: 'n2', pid: answer.pid });
+
+      process.kill(answer.pid, 'SIGKILL');
+      const exited = await dev.event();
+      expect(exited).toMatchObject({ event: 'exited', node: 'n2', code: null, signal: 'SIGKILL' });
+      expect(exited.message).toContain('was killed by SIGKILL; the other nodes keep running');
+      expect(exited.message).not.toContain('code null');
+      const again = await run(['dev', 'restart', 'n2', '--data', data]);
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stdout).toMatch(/^restarted n2 \(/);
+      await dev.event();
+
+      const unknown = await run(['dev', 'restart', 'n9', '--data', data]);
+      expect(unknown.code).toBe(1);
+      expect(unknown.stderr).toContain("no node 'n9' in this dev cluster; its nodes are n1, n2");
+
+      const stop = await run(['dev', 'stop', '--data', data]);
+      expect(stop.code, stop.stderr).toBe(0);
+      expect(await dev.event()).toEqual({ event: 'stopped', exitCode: 0 });
+      expect((await dev.exited).code).toBe(0);
+      expect(existsSync(path.join(data, 'dev.lock'))).toBe(false);
+    } finally {
+      if (alive(dev.pid)) process.kill(dev.pid, 'SIGTERM');
+      await dev.exited;
+    }
+  });
+
+  it('its nodes stop by themselves when the supervisor is killed, and a stale lock is taken over', async () => {
+    const data = path.join(mkdtempSync(path.join(os.tmpdir(), 'shoal-dev-')), 'dev');
+    const base = await freeBase();
+    const dev = startDev(['--data', data, '--base-port', String(base), '--nodes', '1']);
+    const ready = await dev.event() as unknown as Ready;
+    const pids = ready.nodes.map((n) => n.pid);
+    process.kill(dev.pid, 'SIGKILL');
+    await dev.exited;
+    await until('the nodes of a killed supervisor exit', () => pids.every((p) => !alive(p)));
+    const gone = await run(['dev', 'restart', 'n1', '--data', data]);
+    expect(gone.code).toBe(3);
+    expect(gone.stderr).toContain(`no dev cluster is running from ${data} (its supervisor is gone)`);
+    const next = startDev(['--data', data, '--base-port', String(base), '--nodes', '1']);
+    try {
+      expect(await next.event()).toMatchObject({ event: 'ready', leader: 'n1' });
+    } finally {
+      process.kill(next.pid, 'SIGTERM');
+      expect((await next.exited).code).toBe(0);
+    }
+  });
+});

@@ -1,0 +1,130 @@
+// Every command and subcommand, given a bad flag or missing an argument, with --json: exit 2 and
+// one documented JSON object on stderr ({error: {code: 'usage', message, usage, hint}, exitCode}),
+// nothing on stdout, nothing sent anywhere (no cluster runs for these). The table must name every
+// command, so a new one cannot ship without being checked here.
+
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { describe, expect, it, vi } from 'vitest';
+import { parseArgsMessage } from '../../src/cli/args.ts';
+import { clusterGroup } from '../../src/cli/cluster.ts';
+import { devSubcommands } from '../../src/cli/dev.ts';
+import { docGroup } from '../../src/cli/doc.ts';
+import { commands, main } from '../../src/cli/main.ts';
+import { snapshotGroup } from '../../src/cli/snapshot.ts';
+
+interface Case {
+  /** A command line with a flag the command does not have. */
+  badFlag: string[];
+  /** A command line missing a required argument (or, where nothing is required, with one too many). */
+  missing: string[];
+}
+
+// An address nothing listens on: reaching it would fail with exit 3, not 2.
+const nowhere = ['--addr', '127.0.0.1:9'];
+
+const cases: Record<string, Case> = {
+  init: { badFlag: ['init', '--data', 'd', '--name', 'n', '--bogus'], missing: ['init', '--name', 'n1'] },
+  serve: { badFlag: ['serve', '--config', 'x.yaml', '--bogus'], missing: ['serve'] },
+  dev: { badFlag: ['dev', '--bogus'], missing: ['dev', '--nodes'] },
+  'dev restart': { badFlag: ['dev', 'restart', 'n1', '--bogus'], missing: ['dev', 'restart'] },
+  'dev stop': { badFlag: ['dev', 'stop', '--bogus'], missing: ['dev', 'stop', 'extra'] },
+  status: { badFlag: ['status', '--bogus', ...nowhere], missing: ['status', 'extra', ...nowhere] },
+  version: { badFlag: ['version', '--bogus'], missing: ['version', 'extra'] },
+  doc: { badFlag: ['doc', '--bogus'], missing: ['doc'] },
+  'doc get': { badFlag: ['doc', 'get', 'notes', 'a', '--bogus', ...nowhere], missing: ['doc', 'get', 'notes', ...nowhere] },
+  'doc put': { badFlag: ['doc', 'put', 'notes', 'a', '--data', '{}', '--bogus', ...nowhere], missing: ['doc', 'put', 'notes', 'a', ...nowhere] },
+  'doc rm': { badFlag: ['doc', 'rm', 'notes', 'a', '--bogus', ...nowhere], missing: ['doc', 'rm', 'notes', ...nowhere] },
+  'doc ls': { badFlag: ['doc', 'ls', 'notes', '--bogus', ...nowhere], missing: ['doc', 'ls', ...nowhere] },
+  'doc watch': { badFlag: ['doc', 'watch', '--bogus', ...nowhere], missing: ['doc', 'watch', '--after', ...nowhere] },
+  cluster: { badFlag: ['cluster', '--bogus'], missing: ['cluster'] },
+  'cluster status': { badFlag: ['cluster', 'status', '--bogus', ...nowhere], missing: ['cluster', 'status', 'extra', ...nowhere] },
+  'cluster members': { badFlag: ['cluster', 'members', '--bogus', ...nowhere], missing: ['cluster', 'members', 'extra', ...nowhere] },
+  'cluster add': { badFlag: ['cluster', 'add', '--bogus', ...nowhere], missing: ['cluster', 'add', '--id', 'x', ...nowhere] },
+  'cluster promote': { badFlag: ['cluster', 'promote', 'n2', '--bogus', ...nowhere], missing: ['cluster', 'promote', ...nowhere] },
+  'cluster remove': { badFlag: ['cluster', 'remove', 'n2', '--bogus', ...nowhere], missing: ['cluster', 'remove', ...nowhere] },
+  'cluster transfer-leader': { badFlag: ['cluster', 'transfer-leader', '--bogus', ...nowhere], missing: ['cluster', 'transfer-leader', '--to', ...nowhere] },
+  snapshot: { badFlag: ['snapshot', '--bogus'], missing: ['snapshot'] },
+  'snapshot save': { badFlag: ['snapshot', 'save', 'f.snap', '--bogus', ...nowhere], missing: ['snapshot', 'save', ...nowhere] },
+  'snapshot restore': { badFlag: ['snapshot', 'restore', 'f.snap', '--bogus'], missing: ['snapshot', 'restore', 'f.snap', '--name', 'r1'] },
+};
+
+async function inProcess(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const out = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => { stdout += `${a.join(' ')}\n`; });
+  const err = vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => { stderr += `${a.join(' ')}\n`; });
+  try {
+    return { code: await main(args), stdout, stderr };
+  } finally {
+    out.mockRestore();
+    err.mockRestore();
+  }
+}
+
+function expectUsageJson(r: { code: number; stdout: string; stderr: string }, what: string): { message: string; usage: string } {
+  expect(r.code, `${what}: ${r.stderr}`).toBe(2);
+  expect(r.stdout, what).toBe('');
+  const lines = r.stderr.trim().split('\n');
+  expect(lines, what).toHaveLength(1);
+  const body = JSON.parse(lines[0] ?? '') as { error: { code: string; message: string; usage: string; hint: string }; exitCode: number };
+  expect(body, what).toEqual({ error: { code: 'usage', message: expect.any(String), usage: expect.stringMatching(/^Usage: shoal /), hint: expect.stringContaining('--help') }, exitCode: 2 });
+  return body.error;
+}
+
+describe('usage errors under --json', () => {
+  it('the table covers every command and subcommand', () => {
+    const all = [
+      ...Object.keys(commands),
+      ...devSubcommands.map((s) => `dev ${s}`),
+      ...[docGroup, clusterGroup, snapshotGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
+    ];
+    expect(Object.keys(cases).sort()).toEqual(all.sort());
+  });
+
+  for (const [command, c] of Object.entries(cases)) {
+    it(`shoal ${command}: a bad flag and a missing argument exit 2 with one JSON object on stderr`, async () => {
+      const bad = expectUsageJson(await inProcess([...c.badFlag, '--json']), `${command} (bad flag)`);
+      expect(bad.message).toMatch(/^unknown option --bogus|expected a subcommand before --bogus/);
+      expectUsageJson(await inProcess([...c.missing, '--json']), `${command} (missing argument)`);
+    });
+  }
+
+  it('says an unknown flag our way, then the usage line, without --json', async () => {
+    const r = await inProcess(['doc', 'get', 'notes', 'a', '--stael']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe([
+      'shoal doc get: unknown option --stael (did you mean --stale?)',
+      'Usage: shoal doc get COLLECTION ID [--stale] [--addr HOST:PORT] [--json]',
+      "Run 'shoal doc get --help' for the options.",
+      '',
+    ].join('\n'));
+    expect(r.stderr).not.toContain("place it at the end of the command after '--'");
+  });
+
+  it('rewords every parseArgs failure', () => {
+    const e = (code: string, message: string): Error & { code: string } => Object.assign(new Error(message), { code });
+    expect(parseArgsMessage(e('ERR_PARSE_ARGS_UNKNOWN_OPTION', "Unknown option '--foo'. To specify a positional argument starting with a '-', place it at the end of the command after '--', as in '-- \"--foo\""), ['addr'])).toBe('unknown option --foo');
+    expect(parseArgsMessage(e('ERR_PARSE_ARGS_INVALID_OPTION_VALUE', "Option '--addr <value>' argument missing"), ['addr'])).toBe('option --addr needs a value');
+    expect(parseArgsMessage(e('ERR_PARSE_ARGS_INVALID_OPTION_VALUE', "Option '--json' does not take an argument"), ['json'])).toBe('option --json takes no value');
+    expect(parseArgsMessage(e('ERR_PARSE_ARGS_INVALID_OPTION_VALUE', "Option '--addr' argument is ambiguous.\nDid you forget"), ['addr'])).toMatch(/^option --addr needs a value; .*--addr=VALUE/);
+  });
+
+  it('unknown commands and a missing command are usage errors too, in JSON under --json', async () => {
+    const unknown = expectUsageJson(await inProcess(['frobnicate', '--json']), 'unknown command');
+    expect(unknown.message).toBe("unknown command 'frobnicate'");
+    expect(unknown.usage).toContain('Commands: init, serve, dev');
+    expect(expectUsageJson(await inProcess(['--json']), 'no command').message).toBe('missing command');
+    expect(expectUsageJson(await inProcess(['doc', 'frobnicate', '--json']), 'unknown subcommand').message).toBe("unknown subcommand 'frobnicate'");
+  });
+
+  it('a real process prints the JSON object alone on stderr (shoal doc get notes --json)', async () => {
+    const bin = fileURLToPath(new URL('../../bin/shoal.js', import.meta.url));
+    const r = await promisify(execFile)(process.execPath, [bin, 'doc', 'get', 'notes', '--json']).then(
+      () => ({ code: 0, stdout: '', stderr: '' }),
+      (err: { code: number; stdout: string; stderr: string }) => err,
+    );
+    expectUsageJson(r, 'doc get notes --json');
+  });
+});
