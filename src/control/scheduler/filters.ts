@@ -4,8 +4,7 @@
 // reason a node is counted under (the first stage that rejects it) and for speed (cheap checks
 // first).
 
-import { matchesConstraint } from '../spec/constraint.ts';
-import { formatCpu, formatMemory } from '../spec/quantity.ts';
+import { matchesConstraint, type Constraint } from '../spec/constraint.ts';
 import type { NodeRecord } from '../resources.ts';
 import type { NodeUsage } from './usage.ts';
 import type { Rejection, TaskDemand } from './types.ts';
@@ -32,8 +31,9 @@ export const runtimeUp: Filter = (node) => (node.runtime.status === 'up' ? null 
 
 /** Every constraint must hold; the first that does not is the reason. */
 export const constraintsHold: Filter = (node, _usage, demand) => {
-  for (const c of demand.constraints) {
-    if (!matchesConstraint(c, node)) return { key: `constraint:${c.text}`, phrase: `excluded by constraint ${c.text}` };
+  const { constraints } = demand;
+  for (let i = 0; i < constraints.length; i++) {
+    if (!matchesConstraint(constraints[i] as Constraint, node)) return demand.rejections.constraints[i] as Rejection;
   }
   return null;
 };
@@ -43,16 +43,15 @@ export const resourcesFree: Filter = (node, usage, demand) => {
   const cpuShort = demand.cpuMillis > 0 && usage.cpuMillis + demand.cpuMillis > node.capacity.cpuMillis;
   const memoryShort = demand.memoryBytes > 0 && usage.memoryBytes + demand.memoryBytes > node.capacity.memoryBytes;
   if (!cpuShort && !memoryShort) return null;
-  const cpu = formatCpu(demand.cpuMillis);
-  const memory = `${formatMemory(demand.memoryBytes)} memory`;
-  if (cpuShort && memoryShort) return { key: 'resources:both', phrase: `without ${cpu} and ${memory} free` };
-  return cpuShort ? { key: 'resources:cpu', phrase: `without ${cpu} free` } : { key: 'resources:memory', phrase: `without ${memory} free` };
+  if (cpuShort && memoryShort) return demand.rejections.cpuAndMemory;
+  return cpuShort ? demand.rejections.cpu : demand.rejections.memory;
 };
 
 /** A host port can be bound once per node. */
 export const hostPortsFree: Filter = (_node, usage, demand) => {
-  for (const p of demand.ports) {
-    if (usage.ports.has(p)) return { key: `port:${p}`, phrase: `with port ${p} in use` };
+  const { ports } = demand;
+  for (let i = 0; i < ports.length; i++) {
+    if (usage.ports.has(ports[i] as string)) return demand.rejections.ports[i] as Rejection;
   }
   return null;
 };

@@ -7,4 +7,4 @@ export { spreadRank, binpackRank, rankOf, compareRanks, loadAfter, spreadGroups,
 export { explain } from './reasons.ts';
 export { usageByNode, addDemand, emptyUsage, type NodeUsage } from './usage.ts';
 export { demandOf } from './demand.ts';
-export type { ScheduleInput, ScheduleResult, Placement, Unplaced, TaskWithSpec, TaskDemand, Rejection } from './types.ts';
+export type { ScheduleInput, ScheduleResult, Placement, Unplaced, TaskWithSpec, TaskDemand, Rejection, NodeSlot } from './types.ts';

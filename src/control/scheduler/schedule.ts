@@ -12,16 +12,16 @@
 //   4. place on the best node, and count the task on it for the placements that follow.
 // A task that passes no node gets a reason that counts why each node refused it (reasons.ts).
 //
-// Cost: O(pending × nodes) filter checks and ranks, plus sorting the pending tasks.
+// Cost: O(pending × nodes) filter checks and ranks, plus sorting the pending tasks; a task
+// whose demand already failed since the last placement costs O(1).
 
 import { assert } from '../../raft/assert.ts';
-import type { NodeRecord } from '../resources.ts';
 import { demandOf } from './demand.ts';
 import { feasible, firstRejection } from './filters.ts';
 import { explain, type NodeRejection } from './reasons.ts';
 import { compareRanks, rankOf, spreadGroups, type Rank } from './scores.ts';
-import { addDemand, usageByNode, type NodeUsage } from './usage.ts';
-import type { Placement, ScheduleInput, ScheduleResult, TaskDemand, TaskWithSpec, Unplaced } from './types.ts';
+import { addDemand, emptyUsage, usageByNode } from './usage.ts';
+import type { NodeSlot, Placement, ScheduleInput, ScheduleResult, TaskDemand, TaskWithSpec, Unplaced } from './types.ts';
 
 interface Pending {
   id: string;
@@ -34,61 +34,67 @@ export function schedule(input: ScheduleInput): ScheduleResult {
   const nodes = [...input.nodes].sort((a, b) => compareIds(a.id, b.id));
   const pending = canonicalPending(input.pending);
   const usage = usageByNode(nodes, input.tasks, new Set(pending.map((p) => p.id)));
-  const byId = new Map(nodes.map((n) => [n.id, n]));
+  // Each node with what it carries, in id order; candidates are taken from this list.
+  const all: NodeSlot[] = nodes.map((node) => ({ node, usage: usage.get(node.id) ?? emptyUsage() }));
+  const byId = new Map(all.map((n) => [n.node.id, n]));
   const placements: Placement[] = [];
   const unplaced: Unplaced[] = [];
+  // A replicated task that fitted nowhere leaves every node as it was, so another task of the
+  // same demand fits nowhere either until a placement changes some node: remember the failure
+  // (and its reason) with the number of placements made when it happened.
+  const failed = new Map<TaskDemand, { placements: number; reason: string }>();
   for (const p of pending) {
-    const candidates = p.global ? slotNode(byId, p.slot) : nodes;
-    const best = bestNode(candidates, usage, p.demand, nodes);
+    const known = p.global ? undefined : failed.get(p.demand);
+    if (known !== undefined && known.placements === placements.length) {
+      unplaced.push({ taskId: p.id, reason: known.reason });
+      continue;
+    }
+    const candidates = p.global ? slotNode(byId, p.slot) : all;
+    const best = bestNode(candidates, p.demand, all);
     if (best !== null) {
-      addDemand(usageOf(usage, best.id), p.demand);
-      placements.push({ taskId: p.id, nodeId: best.id });
+      addDemand(best.usage, p.demand);
+      placements.push({ taskId: p.id, nodeId: best.node.id });
     } else {
-      unplaced.push({ taskId: p.id, reason: reasonFor(p, candidates, usage) });
+      const reason = reasonFor(p, candidates);
+      unplaced.push({ taskId: p.id, reason });
+      if (!p.global) failed.set(p.demand, { placements: placements.length, reason });
     }
   }
   unplaced.sort((a, b) => compareIds(a.taskId, b.taskId));
   return { placements, unplaced };
 }
 
-/** The feasible node of best rank, or null. `all` is every node (spread groups count tasks on all of them). */
-export function bestNode(candidates: readonly NodeRecord[], usage: ReadonlyMap<string, NodeUsage>, demand: TaskDemand, all: readonly NodeRecord[]): NodeRecord | null {
-  const groups = spreadGroups(all, usage, demand);
-  let best: NodeRecord | null = null;
+/** The feasible candidate of best rank, or null. `all` is every node (spread groups count tasks on all of them). */
+export function bestNode(candidates: readonly NodeSlot[], demand: TaskDemand, all: readonly NodeSlot[]): NodeSlot | null {
+  const groups = spreadGroups(all, demand);
+  let best: NodeSlot | null = null;
   let bestRank: Rank = [];
-  for (const node of candidates) {
-    const u = usageOf(usage, node.id);
-    if (!feasible(node, u, demand)) continue;
-    const rank = rankOf(node, u, demand, groups);
+  for (const c of candidates) {
+    if (!feasible(c.node, c.usage, demand)) continue;
+    const rank = rankOf(c.node, c.usage, demand, groups);
     // Candidates come in id order, so only a strictly better rank replaces: ties keep the smaller id.
     if (best === null || compareRanks(rank, bestRank) < 0) {
-      best = node;
+      best = c;
       bestRank = rank;
     }
   }
   return best;
 }
 
-function reasonFor(p: Pending, candidates: readonly NodeRecord[], usage: ReadonlyMap<string, NodeUsage>): string {
+function reasonFor(p: Pending, candidates: readonly NodeSlot[]): string {
   if (p.global && candidates.length === 0) return `node ${String(p.slot)} of this global task's slot is not in the cluster`;
   const rejections: NodeRejection[] = [];
-  for (const node of candidates) {
-    const r = firstRejection(node, usageOf(usage, node.id), p.demand);
+  for (const { node, usage } of candidates) {
+    const r = firstRejection(node, usage, p.demand);
     assert(r !== null, `node ${node.id} rejected task ${p.id} without a reason`);
     rejections.push({ ...r, nodeName: node.name });
   }
   return explain(rejections);
 }
 
-function slotNode(byId: ReadonlyMap<string, NodeRecord>, slot: number | string): NodeRecord[] {
+function slotNode(byId: ReadonlyMap<string, NodeSlot>, slot: number | string): NodeSlot[] {
   const n = typeof slot === 'string' ? byId.get(slot) : undefined;
   return n === undefined ? [] : [n];
-}
-
-function usageOf(usage: ReadonlyMap<string, NodeUsage>, id: string): NodeUsage {
-  const u = usage.get(id);
-  assert(u !== undefined, `no usage for node ${id}`);
-  return u;
 }
 
 /** The pending tasks in the order they are placed: independent of the order they were given in. */

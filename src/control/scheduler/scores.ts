@@ -13,7 +13,7 @@
 
 import type { NodeRecord } from '../resources.ts';
 import type { NodeUsage } from './usage.ts';
-import type { TaskDemand } from './types.ts';
+import type { NodeSlot, TaskDemand } from './types.ts';
 
 export type Rank = readonly number[];
 
@@ -27,14 +27,15 @@ function share(used: number, capacity: number): number {
   return used > 0 ? 1 : 0;
 }
 
+const noGroups: ReadonlyMap<string, number> = new Map();
+
 /** Tasks of the service per value of the spread label, over all nodes (a node without the label counts under ''). */
-export function spreadGroups(nodes: readonly NodeRecord[], usage: ReadonlyMap<string, NodeUsage>, demand: TaskDemand): Map<string, number> {
+export function spreadGroups(all: readonly NodeSlot[], demand: TaskDemand): ReadonlyMap<string, number> {
+  if (demand.spreadOver === null) return noGroups;
   const groups = new Map<string, number>();
-  if (demand.spreadOver === null) return groups;
-  for (const n of nodes) {
-    const value = groupOf(n, demand.spreadOver);
-    const here = usage.get(n.id)?.perService.get(demand.service) ?? 0;
-    groups.set(value, (groups.get(value) ?? 0) + here);
+  for (const { node, usage } of all) {
+    const value = groupOf(node, demand.spreadOver);
+    groups.set(value, (groups.get(value) ?? 0) + (usage.perService.get(demand.service) ?? 0));
   }
   return groups;
 }

@@ -2,6 +2,7 @@
 
 import type { NodeRecord, TaskRecord } from '../resources.ts';
 import type { ServiceSpec } from '../spec/service-spec.ts';
+import type { NodeUsage } from './usage.ts';
 
 /**
  * A task with the spec it runs (or would run): the spec of the task's specVersion, which during
@@ -45,7 +46,10 @@ export interface ScheduleResult {
   unplaced: Unplaced[];
 }
 
-/** What a task asks of a node, read once from its spec. */
+/**
+ * What a task asks of a node, read once from its spec. The rejections a filter can return are
+ * made here too, once per spec, so that checking a node never formats a message.
+ */
 export interface TaskDemand {
   service: string;
   cpuMillis: number;
@@ -56,10 +60,25 @@ export interface TaskDemand {
   maxPerNode: number | null;
   strategy: ServiceSpec['placement']['strategy'];
   spreadOver: string | null;
+  rejections: {
+    /** One per constraint, in order. */
+    constraints: readonly Rejection[];
+    /** One per port, in order. */
+    ports: readonly Rejection[];
+    cpu: Rejection;
+    memory: Rejection;
+    cpuAndMemory: Rejection;
+  };
 }
 
 /** Why one node cannot take one task: `key` groups equal reasons across nodes, `phrase` says it. */
 export interface Rejection {
   key: string;
   phrase: string;
+}
+
+/** A node with what it carries (its usage grows as the call places tasks on it). */
+export interface NodeSlot {
+  node: NodeRecord;
+  usage: NodeUsage;
 }

@@ -32,7 +32,7 @@ describe('spreadRank', () => {
     const ds = demandOf(spec({ placement: { spreadOver: 'rack' } }));
     const nodes = [node('a', { labels: { rack: 'r1' } }), node('b', { labels: { rack: 'r1' } }), node('c', { labels: { rack: 'r2' } }), node('d')];
     const u = new Map([['a', usage({ perService: new Map([['web', 1]]) })], ['b', usage()], ['c', usage({ perService: new Map([['web', 1]]) })], ['d', usage({ perService: new Map([['web', 2]]) })]]);
-    const groups = spreadGroups(nodes, u, ds);
+    const groups = spreadGroups(nodes.map((n) => ({ node: n, usage: u.get(n.id) ?? usage() })), ds);
     expect(groups).toEqual(new Map([['=r1', 1], ['=r2', 1], ['', 2]]));
     const rank = (id: string): readonly number[] => spreadRank(nodes.find((n) => n.id === id) ?? node(id), u.get(id) ?? usage(), ds, groups);
     expect(compareRanks(rank('b'), rank('c'))).toBeLessThan(0); // same group count; b has none of the service
