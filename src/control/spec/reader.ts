@@ -14,6 +14,7 @@
 // even when an unrelated field is wrong, and because quantities need exact parsing with hints.
 // The stored (normalized) form is validated with zod (service-spec.ts).
 
+import { assert } from '../../raft/assert.ts';
 import type { Parsed } from './quantity.ts';
 import { specLimits } from './limits.ts';
 
@@ -173,7 +174,14 @@ export const withDefault = <T>(read: Reader<T>, value: () => T): Field<T> => ({ 
 /** A nested struct whose absence means every one of its defaults. */
 export const defaultStruct = <T>(read: Reader<T>): Field<T> => ({
   read,
-  absent: { required: false, value: () => { const r = read({}, '', new Problems()); if (r === INVALID) throw new Error('a struct with required fields cannot default'); return r; } },
+  absent: {
+    required: false,
+    value: () => {
+      const r = read({}, '', new Problems());
+      assert(r !== INVALID, 'a struct with required fields cannot default to {}');
+      return r;
+    },
+  },
 });
 
 export type Fields<S> = { [K in keyof S]-?: Field<S[K]> };

@@ -134,6 +134,12 @@ describe('filters in a whole call', () => {
     expect(r.placements).toEqual([{ taskId: 'web.00001', nodeId: 'n1' }]);
   });
 
+  it('gives every task of a demand that fits nowhere the same reason', () => {
+    const r = schedule({ nodes: three, tasks: [], pending: pendingOf(spec({ maxPerNode: 1 }), 6) });
+    expect(countOn(r)).toEqual({ n1: 1, n2: 1, n3: 1 });
+    expect(r.unplaced.map((u) => u.reason)).toEqual(new Array(3).fill('3 nodes already running 1 task of web (maxPerNode 1) (n1, n2, n3)'));
+  });
+
   it('places the largest reservations first', () => {
     const small = spec({ name: 'small', resources: { reservations: { memory: '1Gi' } } });
     const big = spec({ name: 'big', resources: { reservations: { memory: '4Gi' } } });
