@@ -92,7 +92,8 @@ export interface ServiceRecord {
   previousSpec: ServiceSpec | null;
   /** The version previousSpec had; null when previousSpec is null. */
   previousSpecVersion: number | null;
-  update: ServiceUpdateStatus;
+  /** The rolling update of this service (spec.update is its policy). */
+  updateStatus: ServiceUpdateStatus;
   /** Log time of creation, and of the last change to this record. */
   createdAt: number;
   updatedAt: number;
@@ -187,7 +188,7 @@ export const serviceRecordSchema = z.object({
   specVersion: z.number().int().min(1),
   previousSpec: serviceSpecSchema.nullable(),
   previousSpecVersion: z.number().int().min(1).nullable(),
-  update: serviceUpdateStatusSchema,
+  updateStatus: serviceUpdateStatusSchema,
   createdAt: logTime,
   updatedAt: logTime,
 }).strict().refine((r) => r.name === r.spec.name, { path: ['name'], message: 'must equal spec.name' })

@@ -66,6 +66,12 @@ export const env: Reader<Record<string, string>> = (value, at, problems) => {
       ok = false;
       continue;
     }
+    if (key === '__proto__') {
+      // An object cannot hold it as a plain key, and the store refuses it (fsm/README.md).
+      problems.add(where, 'cannot be stored; choose another name');
+      ok = false;
+      continue;
+    }
     const v = readValue(value[key], where, problems);
     if (v === INVALID) ok = false;
     else out[key] = v;

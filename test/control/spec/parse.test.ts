@@ -218,6 +218,7 @@ describe('values and the checks across fields', () => {
     [{ args: [1] }, 'services[0].args[0]: must be a string'],
     [{ env: { '1X': 'a' } }, 'services[0].env["1X"]: is not a variable name'],
     [{ env: ['A=b'] }, 'services[0].env: must be a mapping of names to strings, not a list'],
+    [{ env: JSON.parse('{"__proto__": "x"}') as unknown }, 'services[0].env.__proto__: cannot be stored'],
     [{ user: 'a b' }, 'services[0].user: "a b" is not a user'],
     [{ mode: 'daemon' }, 'services[0].mode: "daemon" is not one of replicated, global'],
     [{ replicas: 1.5 }, 'services[0].replicas: must be a whole number, not the number 1.5'],
