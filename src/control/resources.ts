@@ -1,0 +1,221 @@
+// The control plane's stored resources: nodes, services and tasks, as documents of the
+// replicated store.
+//
+// Every field is always present; "none" is null, never an absent key, because the store holds
+// JSON (where `undefined` does not exist) and because code reading a record should never have
+// to ask whether a field was written. Times are *log time* in milliseconds: the leader's stamp
+// on the entry that wrote them (fsm/store.ts), so they never go back across a change of leader
+// and every node stores the same value.
+//
+// The zod schemas validate records where bytes come in (the API, reading the store back); a
+// compile-time check keeps each schema identical to its interface.
+
+import { z } from 'zod';
+import { labelKeyPattern, labelValuePattern } from './spec/constraint.ts';
+import { serviceSpecSchema, type Assert, type Same, type ServiceSpec } from './spec/service-spec.ts';
+
+export type Availability = 'active' | 'pause' | 'drain';
+export type NodeState = 'ready' | 'suspect' | 'down';
+export type RuntimeStatus = 'up' | 'unavailable' | 'unknown';
+
+export interface NodeRecord {
+  /** The node's stable id: its Raft member id. The scheduler breaks ties by it. */
+  id: string;
+  /** The name people use (`n2`, `pi-kitchen`); unique in the cluster; constraints can name it. */
+  name: string;
+  addresses: {
+    /** The client API, host:port. */
+    api: string;
+    /** The peer (Raft) transport, host:port. */
+    peer: string;
+  };
+  /** What the scheduler may hand out on this node: read from the machine at start, overridable in its config. */
+  capacity: {
+    /** Millicores (1000 = one core). */
+    cpuMillis: number;
+    memoryBytes: number;
+  };
+  /** Operator-set labels, matched by constraints and `placement.spreadOver`. */
+  labels: Record<string, string>;
+  /**
+   * Set by the operator. active: takes new tasks; pause: keeps its tasks, takes no new ones;
+   * drain: its tasks are moved off, and it takes no new ones.
+   */
+  availability: Availability;
+  /**
+   * Set by the leader's node-health loop from last contact. ready: in contact; suspect: silent
+   * for a while, takes no new tasks, keeps its own; down: declared lost, its tasks replaced.
+   */
+  state: NodeState;
+  /**
+   * Raised by one each time the leader declares the node down. Tasks and containers carry the
+   * epoch they were placed in; reports from an older epoch are ignored, and a node that comes
+   * back removes its containers of older epochs before starting anything (design.md, Fencing).
+   */
+  epoch: number;
+  /** The node's container runtime, as its agent reports it. */
+  runtime: {
+    /** up: usable; unavailable: the agent cannot reach it; unknown: no report yet. */
+    status: RuntimeStatus;
+    /** Why it is unavailable, as the agent saw it; null when up or unknown. */
+    error: string | null;
+  };
+  /** The shoal release the node runs (`0.1.0`), for upgrades and feature levels. */
+  softwareVersion: string;
+}
+
+export type UpdateState = 'none' | 'updating' | 'paused' | 'completed' | 'rolling-back' | 'rollback-paused' | 'rolled-back';
+
+export interface ServiceUpdateStatus {
+  /**
+   * none: never updated; updating: replacing tasks batch by batch; paused: stopped after a
+   * failed batch (failureAction pause) or by hand; completed: every task runs the spec;
+   * rolling-back / rollback-paused / rolled-back: the same, going back to previousSpec.
+   */
+  state: UpdateState;
+  /** Log time the current (or last) update began; null if none. */
+  startedAt: number | null;
+  /** Log time it completed, paused for good or rolled back; null while running or if none. */
+  completedAt: number | null;
+  /** Why it paused or rolled back (`task web.2 exited 1 within monitor`); null otherwise. */
+  message: string | null;
+}
+
+export interface ServiceRecord {
+  /** The service's name (spec.name), also its document id. */
+  name: string;
+  /** The current spec, normalized: every default filled in (spec/service-spec.ts). */
+  spec: ServiceSpec;
+  /** 1 at creation, raised by one on every change of spec (including a rollback). Tasks record the version they run. */
+  specVersion: number;
+  /** The spec before the last change, kept for rollback; null until the first change. */
+  previousSpec: ServiceSpec | null;
+  /** The version previousSpec had; null when previousSpec is null. */
+  previousSpecVersion: number | null;
+  /** The rolling update of this service (spec.update is its policy). */
+  updateStatus: ServiceUpdateStatus;
+  /** Log time of creation, and of the last change to this record. */
+  createdAt: number;
+  updatedAt: number;
+}
+
+export type DesiredTaskState = 'running' | 'shutdown';
+export type ObservedTaskState = 'pending' | 'assigned' | 'starting' | 'running' | 'failed' | 'shutdown' | 'orphaned';
+
+export interface TaskRecord {
+  /** Unique, never reused (a replacement is a new task in the same slot). */
+  id: string;
+  /** The service's name. */
+  service: string;
+  /**
+   * Which of the service's tasks this is: 1..replicas for a replicated service; the node id
+   * for a global one (one slot per node). A replacement takes the slot of the task it replaces.
+   */
+  slot: number | string;
+  /** The service's specVersion this task runs. */
+  specVersion: number;
+  /** The node it is assigned to; null while pending. */
+  nodeId: string | null;
+  /** What the leader wants: running, or shutdown (stop it; the task is finished). */
+  desired: DesiredTaskState;
+  /**
+   * What is known. pending: not placed (see pendingReason); assigned: placed, the agent has
+   * not started it; starting; running; failed: exited or could not start (exitCode, message);
+   * shutdown: stopped on purpose; orphaned: its node went down and its fate is unknown.
+   */
+  observed: ObservedTaskState;
+  /** The leader term of the loop that assigned it; null while pending. */
+  assignedTerm: number | null;
+  /** The node's epoch when it was assigned; null while pending. Reports of older epochs are ignored. */
+  nodeEpoch: number | null;
+  /** The runtime's container id, once created; null before. */
+  containerId: string | null;
+  /** The container's exit code once it exited; null otherwise. */
+  exitCode: number | null;
+  /** The last thing worth telling a person (a start error, an exit, a health failure); null if none. */
+  message: string | null;
+  /** Why the scheduler could not place it (`3 nodes without 2 GiB memory free; ...`); null once placed. */
+  pendingReason: string | null;
+  /** 0 for a slot's first task, and one more for each replacement after a failure (restart backoff counts it). */
+  attempt: number;
+  /** Log times: created, assigned to a node, seen running, finished (failed or shut down), last changed. */
+  createdAt: number;
+  assignedAt: number | null;
+  startedAt: number | null;
+  finishedAt: number | null;
+  updatedAt: number;
+}
+
+/** The spec a task runs: the service's current one, or the previous one during an update; null if neither. */
+export function specForTask(service: ServiceRecord, task: TaskRecord): ServiceSpec | null {
+  if (task.specVersion === service.specVersion) return service.spec;
+  if (task.specVersion === service.previousSpecVersion) return service.previousSpec;
+  return null;
+}
+
+const nat = z.number().int().min(0);
+const logTime = nat;
+const nonEmpty = z.string().min(1);
+
+export const labelsSchema = z.record(
+  z.string().regex(labelKeyPattern, 'not a label key (letters, digits, and . _ - / inside)'),
+  z.string().regex(labelValuePattern, 'not a label value (no spaces, commas, quotes or parentheses)'),
+);
+
+export const nodeRecordSchema = z.object({
+  id: nonEmpty,
+  name: nonEmpty,
+  addresses: z.object({ api: nonEmpty, peer: nonEmpty }).strict(),
+  capacity: z.object({ cpuMillis: nat, memoryBytes: nat }).strict(),
+  labels: labelsSchema,
+  availability: z.enum(['active', 'pause', 'drain']),
+  state: z.enum(['ready', 'suspect', 'down']),
+  epoch: nat,
+  runtime: z.object({ status: z.enum(['up', 'unavailable', 'unknown']), error: z.string().nullable() }).strict(),
+  softwareVersion: nonEmpty,
+}).strict();
+
+export const serviceUpdateStatusSchema = z.object({
+  state: z.enum(['none', 'updating', 'paused', 'completed', 'rolling-back', 'rollback-paused', 'rolled-back']),
+  startedAt: logTime.nullable(),
+  completedAt: logTime.nullable(),
+  message: z.string().nullable(),
+}).strict();
+
+export const serviceRecordSchema = z.object({
+  name: nonEmpty,
+  spec: serviceSpecSchema,
+  specVersion: z.number().int().min(1),
+  previousSpec: serviceSpecSchema.nullable(),
+  previousSpecVersion: z.number().int().min(1).nullable(),
+  updateStatus: serviceUpdateStatusSchema,
+  createdAt: logTime,
+  updatedAt: logTime,
+}).strict().refine((r) => r.name === r.spec.name, { path: ['name'], message: 'must equal spec.name' })
+  .refine((r) => (r.previousSpec === null) === (r.previousSpecVersion === null), { path: ['previousSpecVersion'], message: 'is null exactly when previousSpec is' });
+
+export const taskRecordSchema = z.object({
+  id: nonEmpty,
+  service: nonEmpty,
+  slot: z.union([z.number().int().min(1), nonEmpty]),
+  specVersion: z.number().int().min(1),
+  nodeId: nonEmpty.nullable(),
+  desired: z.enum(['running', 'shutdown']),
+  observed: z.enum(['pending', 'assigned', 'starting', 'running', 'failed', 'shutdown', 'orphaned']),
+  assignedTerm: nat.nullable(),
+  nodeEpoch: nat.nullable(),
+  containerId: nonEmpty.nullable(),
+  exitCode: z.number().int().nullable(),
+  message: z.string().nullable(),
+  pendingReason: z.string().nullable(),
+  attempt: nat,
+  createdAt: logTime,
+  assignedAt: logTime.nullable(),
+  startedAt: logTime.nullable(),
+  finishedAt: logTime.nullable(),
+  updatedAt: logTime,
+}).strict();
+
+export type _NodeRecordMatchesSchema = Assert<Same<z.infer<typeof nodeRecordSchema>, NodeRecord>>;
+export type _ServiceRecordMatchesSchema = Assert<Same<z.infer<typeof serviceRecordSchema>, ServiceRecord>>;
+export type _TaskRecordMatchesSchema = Assert<Same<z.infer<typeof taskRecordSchema>, TaskRecord>>;

@@ -1,0 +1,20 @@
+// Which nodes a global service has a slot on: the orchestrator keeps one task per node listed
+// here, and shuts down the tasks of nodes that drop out.
+//
+// Eligible: the service's constraints hold, the node is not draining, and it is not down. The
+// rest is left to the scheduler, which keeps a task pending with a reason: a paused node keeps
+// its slot (pause stops new placements only, so an existing task stays and a new one waits),
+// as does a suspect node (it may come back) and one whose runtime is down or that lacks the
+// capacity. A node that was down and returns is eligible again.
+
+import { matchesConstraint } from '../spec/constraint.ts';
+import type { NodeRecord } from '../resources.ts';
+import type { ServiceSpec } from '../spec/service-spec.ts';
+import { compareIds } from './schedule.ts';
+
+/** The nodes a global service should have a task on, sorted by id. */
+export function eligibleNodes(spec: ServiceSpec, nodes: readonly NodeRecord[]): NodeRecord[] {
+  return nodes
+    .filter((n) => n.availability !== 'drain' && n.state !== 'down' && spec.constraints.every((c) => matchesConstraint(c, n)))
+    .sort((a, b) => compareIds(a.id, b.id));
+}

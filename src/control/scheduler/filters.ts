@@ -1,0 +1,83 @@
+// Feasibility: the filter stages, in order. Each takes one node (its record and what it
+// already carries) and one task's demand, and returns null when the node can take the task or
+// a Rejection saying why not. Stages are independent and pure; the order matters only for the
+// reason a node is counted under (the first stage that rejects it) and for speed (cheap checks
+// first).
+
+import { matchesConstraint, type Constraint } from '../spec/constraint.ts';
+import type { NodeRecord } from '../resources.ts';
+import type { NodeUsage } from './usage.ts';
+import type { Rejection, TaskDemand } from './types.ts';
+
+export type Filter = (node: NodeRecord, usage: NodeUsage, demand: TaskDemand) => Rejection | null;
+
+const suspect: Rejection = { key: 'state:suspect', phrase: 'suspect (not heard from lately)' };
+const down: Rejection = { key: 'state:down', phrase: 'down' };
+
+/** Only ready nodes take tasks: a suspect node may be gone, and a down one is. */
+export const nodeReady: Filter = (node) => (node.state === 'ready' ? null : node.state === 'down' ? down : suspect);
+
+const paused: Rejection = { key: 'availability:pause', phrase: 'paused' };
+const draining: Rejection = { key: 'availability:drain', phrase: 'draining' };
+
+/** Paused and draining nodes take no new tasks. */
+export const nodeActive: Filter = (node) => (node.availability === 'active' ? null : node.availability === 'pause' ? paused : draining);
+
+const runtimeUnavailable: Rejection = { key: 'runtime:unavailable', phrase: 'with its container runtime unavailable' };
+const runtimeUnknown: Rejection = { key: 'runtime:unknown', phrase: 'with no report from its container runtime yet' };
+
+/** A node whose agent cannot reach its runtime could not start the task. */
+export const runtimeUp: Filter = (node) => (node.runtime.status === 'up' ? null : node.runtime.status === 'unavailable' ? runtimeUnavailable : runtimeUnknown);
+
+/** Every constraint must hold; the first that does not is the reason. */
+export const constraintsHold: Filter = (node, _usage, demand) => {
+  const { constraints } = demand;
+  for (let i = 0; i < constraints.length; i++) {
+    if (!matchesConstraint(constraints[i] as Constraint, node)) return demand.rejections.constraints[i] as Rejection;
+  }
+  return null;
+};
+
+/** The node's capacity minus the reservations it carries must cover the task's reservations. */
+export const resourcesFree: Filter = (node, usage, demand) => {
+  const cpuShort = demand.cpuMillis > 0 && usage.cpuMillis + demand.cpuMillis > node.capacity.cpuMillis;
+  const memoryShort = demand.memoryBytes > 0 && usage.memoryBytes + demand.memoryBytes > node.capacity.memoryBytes;
+  if (!cpuShort && !memoryShort) return null;
+  if (cpuShort && memoryShort) return demand.rejections.cpuAndMemory;
+  return cpuShort ? demand.rejections.cpu : demand.rejections.memory;
+};
+
+/** A host port can be bound once per node. */
+export const hostPortsFree: Filter = (_node, usage, demand) => {
+  const { ports } = demand;
+  for (let i = 0; i < ports.length; i++) {
+    if (usage.ports.has(ports[i] as string)) return demand.rejections.ports[i] as Rejection;
+  }
+  return null;
+};
+
+/** At most maxPerNode tasks of the service on one node. */
+export const maxPerNodeRoom: Filter = (_node, usage, demand) => {
+  if (demand.maxPerNode === null) return null;
+  const here = usage.perService.get(demand.service) ?? 0;
+  if (here < demand.maxPerNode) return null;
+  return { key: 'maxPerNode', phrase: `already running ${here} ${here === 1 ? 'task' : 'tasks'} of ${demand.service} (maxPerNode ${demand.maxPerNode})` };
+};
+
+/** The stack, in order. */
+export const filters: readonly Filter[] = [nodeReady, nodeActive, runtimeUp, constraintsHold, resourcesFree, hostPortsFree, maxPerNodeRoom];
+
+/** The first stage that rejects the node, with its index; null if every stage passes. */
+export function firstRejection(node: NodeRecord, usage: NodeUsage, demand: TaskDemand): { stage: number; rejection: Rejection } | null {
+  for (let stage = 0; stage < filters.length; stage++) {
+    const r = (filters[stage] as Filter)(node, usage, demand);
+    if (r !== null) return { stage, rejection: r };
+  }
+  return null;
+}
+
+/** Whether the node passes every stage (the hot path: no rejection is kept). */
+export function feasible(node: NodeRecord, usage: NodeUsage, demand: TaskDemand): boolean {
+  for (const f of filters) if (f(node, usage, demand) !== null) return false;
+  return true;
+}

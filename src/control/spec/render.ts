@@ -1,0 +1,62 @@
+// A normalized spec written back in the authoring vocabulary, every field explicit: what
+// `service inspect` can print and what `apply` reads back into the very same spec
+// (parseSpecObjects([renderService(s)]) equals s; a property test holds it to that).
+
+import { renderCpu, renderDuration, renderMemory } from './quantity.ts';
+import { apiVersion } from './documents.ts';
+import type { ServiceSpec } from './service-spec.ts';
+
+const nullableRender = <T>(v: T | null, render: (t: T) => string): string | null => (v === null ? null : render(v));
+
+export function renderService(s: ServiceSpec): Record<string, unknown> {
+  return {
+    apiVersion,
+    kind: 'Service',
+    name: s.name,
+    image: s.image,
+    command: s.command,
+    args: s.args,
+    env: s.env,
+    user: s.user,
+    mode: s.mode,
+    ...(s.mode === 'replicated' ? { replicas: s.replicas } : {}),
+    resources: {
+      reservations: { cpu: renderCpu(s.resources.reservations.cpuMillis), memory: renderMemory(s.resources.reservations.memoryBytes) },
+      limits: { cpu: nullableRender(s.resources.limits.cpuMillis, renderCpu), memory: nullableRender(s.resources.limits.memoryBytes, renderMemory) },
+    },
+    constraints: s.constraints.map((c) => c.text),
+    placement: { strategy: s.placement.strategy, spreadOver: s.placement.spreadOver },
+    maxPerNode: s.maxPerNode,
+    ports: s.ports,
+    mounts: s.mounts,
+    devices: s.devices,
+    capAdd: s.capAdd,
+    capDrop: s.capDrop,
+    privileged: s.privileged,
+    hostNetwork: s.hostNetwork,
+    healthCheck: s.healthCheck === null ? null : {
+      command: s.healthCheck.command,
+      interval: renderDuration(s.healthCheck.intervalMs),
+      timeout: renderDuration(s.healthCheck.timeoutMs),
+      retries: s.healthCheck.retries,
+      startPeriod: renderDuration(s.healthCheck.startPeriodMs),
+    },
+    stopSignal: s.stopSignal,
+    stopGracePeriod: renderDuration(s.stopGracePeriodMs),
+    logs: { maxSize: renderMemory(s.logs.maxSizeBytes), maxFiles: s.logs.maxFiles },
+    restart: {
+      condition: s.restart.condition,
+      delay: renderDuration(s.restart.delayMs),
+      maxDelay: renderDuration(s.restart.maxDelayMs),
+      maxAttempts: s.restart.maxAttempts,
+    },
+    update: {
+      parallelism: s.update.parallelism,
+      delay: renderDuration(s.update.delayMs),
+      monitor: renderDuration(s.update.monitorMs),
+      failureAction: s.update.failureAction,
+      order: s.update.order,
+    },
+    exclusive: s.exclusive,
+  };
+}

@@ -1,0 +1,176 @@
+// The Service kind: its field table (the whole authoring vocabulary of a service) and the
+// checks that span fields. Checks across fields run on whatever fields did read, so a wrong
+// image does not hide a port published twice.
+
+import { contradiction, type Constraint } from './constraint.ts';
+import { specLimits } from './limits.ts';
+import {
+  INVALID, Problems, boolean, defaultStruct, integer, list, nullable, oneOf, readFields, required, string, withDefault, type Fields, type Read,
+} from './reader.ts';
+import {
+  argv, capability, constraint, device, dnsLabel, duration, env, healthCheck, image, logs, mount, placement, port, resources, restart,
+  signal, update, user,
+} from './service-fields.ts';
+import type { DeviceSpec, MountSpec, PortSpec, ServiceSpec } from './service-spec.ts';
+
+/** The authoring shape: input keys, normalized values. */
+interface ServiceInput {
+  name: string;
+  image: string;
+  command: string[] | null;
+  args: string[] | null;
+  env: Record<string, string>;
+  user: string | null;
+  mode: ServiceSpec['mode'];
+  replicas: number;
+  resources: ServiceSpec['resources'];
+  constraints: Constraint[];
+  placement: ServiceSpec['placement'];
+  maxPerNode: number | null;
+  ports: PortSpec[];
+  mounts: MountSpec[];
+  devices: DeviceSpec[];
+  capAdd: string[];
+  capDrop: string[];
+  privileged: boolean;
+  hostNetwork: boolean;
+  healthCheck: ServiceSpec['healthCheck'];
+  stopSignal: string;
+  stopGracePeriod: number;
+  logs: ServiceSpec['logs'];
+  restart: ServiceSpec['restart'];
+  update: ServiceSpec['update'];
+  exclusive: boolean;
+}
+
+const serviceFields: Fields<ServiceInput> = {
+  name: required(dnsLabel),
+  image: required(image),
+  command: withDefault(nullable(argv('entrypoint')), () => null),
+  args: withDefault(nullable(list(string(), specLimits.argsItemsMax)), () => null),
+  env: withDefault(env, () => ({})),
+  user: withDefault(nullable(user), () => null),
+  mode: withDefault(oneOf(['replicated', 'global'] as const), () => 'replicated'),
+  replicas: withDefault(integer(0, specLimits.replicasMax), () => 1),
+  resources: defaultStruct(resources),
+  constraints: withDefault(list(constraint), () => []),
+  placement: defaultStruct(placement),
+  maxPerNode: withDefault(nullable(integer(1, specLimits.replicasMax)), () => null),
+  ports: withDefault(list(port), () => []),
+  mounts: withDefault(list(mount), () => []),
+  devices: withDefault(list(device), () => []),
+  capAdd: withDefault(list(capability), () => []),
+  capDrop: withDefault(list(capability), () => []),
+  privileged: withDefault(boolean, () => false),
+  hostNetwork: withDefault(boolean, () => false),
+  healthCheck: withDefault(nullable(healthCheck), () => null),
+  stopSignal: withDefault(signal, () => 'SIGTERM'),
+  stopGracePeriod: withDefault(duration(), () => 10_000),
+  logs: defaultStruct(logs),
+  restart: defaultStruct(restart),
+  update: defaultStruct(update),
+  exclusive: withDefault(boolean, () => false),
+};
+
+/** The names of the authoring fields of a Service (for docs and tests). */
+export const serviceFieldNames: readonly string[] = Object.keys(serviceFields);
+
+/** Reads one Service document (without apiVersion and kind) found at `at` (`services[2]`). */
+export function readService(value: unknown, at: string, problems: Problems): Read<ServiceSpec> {
+  const r = readFields(value, at, problems, serviceFields);
+  if (r === INVALID) return INVALID;
+  const s = r.values;
+  const before = problems.count;
+  checkMode(s, r.written, at, problems);
+  checkPorts(s, at, problems);
+  checkDistinct(s.mounts, (m) => m.target, `${at}.mounts`, 'target', problems);
+  checkDistinct(s.devices, (d) => d.containerPath, `${at}.devices`, 'containerPath', problems);
+  checkCapabilities(s, at, problems);
+  if (s.constraints !== undefined) {
+    const clash = contradiction(s.constraints);
+    if (clash !== null) problems.add(`${at}.constraints`, `${clash}, so no node could ever take a task`);
+  }
+  if (s.exclusive === true && s.update?.order === 'start-first') {
+    problems.add(`${at}.update.order`, 'an exclusive service is always updated stop-first (two of its tasks must never run at once)');
+  }
+  if (!r.ok || problems.count > before) return INVALID;
+  return build(s as ServiceInput);
+}
+
+function checkMode(s: Partial<ServiceInput>, written: Set<string>, at: string, problems: Problems): void {
+  if (s.mode !== 'global') return;
+  if (written.has('replicas')) {
+    problems.add(`${at}.replicas`, 'a global service runs one task on each eligible node; remove replicas, or use mode: replicated');
+  }
+  if (written.has('maxPerNode') && s.maxPerNode !== null) {
+    problems.add(`${at}.maxPerNode`, 'a global service runs one task per node already; remove maxPerNode');
+  }
+}
+
+function checkPorts(s: Partial<ServiceInput>, at: string, problems: Problems): void {
+  const seen = new Map<string, number>();
+  (s.ports ?? []).forEach((p, i) => {
+    const key = `${p.published}/${p.protocol}`;
+    const first = seen.get(key);
+    if (first !== undefined) {
+      problems.add(`${at}.ports[${i}].published`, `${key} is already published by ports[${first}]; a node port can be published once`);
+    } else {
+      seen.set(key, i);
+    }
+    if (s.hostNetwork === true && p.published !== p.target) {
+      problems.add(`${at}.ports[${i}].published`, `with hostNetwork the container binds the node's port itself, so published must equal target (${p.target})`);
+    }
+  });
+}
+
+function checkDistinct<T>(items: readonly T[] | undefined, key: (t: T) => string, at: string, field: string, problems: Problems): void {
+  const seen = new Map<string, number>();
+  (items ?? []).forEach((item, i) => {
+    const k = key(item);
+    const first = seen.get(k);
+    const where = field === '' ? `${at}[${i}]` : `${at}[${i}].${field}`;
+    if (first !== undefined) problems.add(where, `${k} is already given by ${at.split('.').pop() ?? ''}[${first}]`);
+    else seen.set(k, i);
+  });
+}
+
+function checkCapabilities(s: Partial<ServiceInput>, at: string, problems: Problems): void {
+  for (const [field, caps] of [['capAdd', s.capAdd], ['capDrop', s.capDrop]] as const) {
+    checkDistinct(caps, (c) => c, `${at}.${field}`, '', problems);
+  }
+  const added = new Set(s.capAdd ?? []);
+  (s.capDrop ?? []).forEach((c, i) => {
+    if (added.has(c)) problems.add(`${at}.capDrop[${i}]`, `${c} is also in capAdd; a capability is added or dropped, not both`);
+  });
+}
+
+function build(s: ServiceInput): ServiceSpec {
+  return {
+    name: s.name,
+    image: s.image,
+    command: s.command,
+    args: s.args,
+    env: s.env,
+    user: s.user,
+    mode: s.mode,
+    replicas: s.mode === 'global' ? null : s.replicas,
+    resources: s.resources,
+    constraints: s.constraints,
+    placement: s.placement,
+    maxPerNode: s.mode === 'global' ? null : s.maxPerNode,
+    ports: s.ports,
+    mounts: s.mounts,
+    devices: s.devices,
+    capAdd: [...s.capAdd].sort(),
+    capDrop: [...s.capDrop].sort(),
+    privileged: s.privileged,
+    hostNetwork: s.hostNetwork,
+    healthCheck: s.healthCheck,
+    stopSignal: s.stopSignal,
+    stopGracePeriodMs: s.stopGracePeriod,
+    logs: s.logs,
+    restart: s.restart,
+    update: s.update,
+    exclusive: s.exclusive,
+  };
+}

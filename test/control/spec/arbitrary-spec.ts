@@ -1,0 +1,100 @@
+// fast-check arbitraries for normalized Service specs: every value the parser can produce,
+// respecting the checks across fields (limits over reservations, distinct ports and paths,
+// hostNetwork ports, disjoint capabilities, exclusive and stop-first, global without replicas).
+
+import fc from 'fast-check';
+import { parseConstraint } from '../../../src/control/spec/constraint.ts';
+import type { Constraint } from '../../../src/control/spec/constraint.ts';
+import type { ServiceSpec } from '../../../src/control/spec/service-spec.ts';
+
+const day = 86_400_000;
+const constraintPool = ['node.labels.role == db', 'node.labels.zone in (a, b)', 'node.name != n3', 'node.id in (x1, x2, x3)', 'node.labels.disk != hdd', 'node.labels.example.com/gpu == yes'];
+const constraints: Constraint[] = constraintPool.map((t) => {
+  const r = parseConstraint(t);
+  if (!r.ok) throw new Error(r.message);
+  return r.constraint;
+});
+const caps = ['NET_ADMIN', 'SYS_TIME', 'MKNOD', 'CHOWN', 'NET_RAW', 'SYS_ADMIN', 'ALL'];
+
+const argvArb = fc.array(fc.string({ maxLength: 8 }), { minLength: 1, maxLength: 3 });
+const pathArb = fc.array(fc.stringMatching(/^[a-z0-9_-]{1,6}$/), { minLength: 1, maxLength: 3 }).map((segs) => `/${segs.join('/')}`);
+
+const resourcesArb = fc.record({
+  cpu: fc.nat({ max: 64_000 }), mem: fc.nat({ max: 2 ** 40 }),
+  cpuExtra: fc.option(fc.nat({ max: 8000 })), memExtra: fc.option(fc.nat({ max: 2 ** 34 })),
+}).map(({ cpu, mem, cpuExtra, memExtra }) => ({
+  reservations: { cpuMillis: cpu, memoryBytes: mem },
+  limits: {
+    cpuMillis: cpuExtra === null ? null : Math.max(1, cpu + cpuExtra),
+    memoryBytes: memExtra === null ? null : Math.max(6 * 1024 ** 2, mem + memExtra),
+  },
+}));
+
+export const serviceSpecArb: fc.Arbitrary<ServiceSpec> = fc.record({
+  name: fc.stringMatching(/^[a-z][a-z0-9-]{0,10}[a-z0-9]$/),
+  image: fc.constantFrom('busybox:local', 'ghcr.io/o/app:1.2', 'registry.lan:5000/x/y', `nginx@sha256:${'a'.repeat(64)}`),
+  command: fc.option(argvArb),
+  args: fc.option(fc.array(fc.string({ maxLength: 8 }), { maxLength: 3 })),
+  env: fc.dictionary(fc.stringMatching(/^[A-Z_][A-Z0-9_]{0,6}$/), fc.string({ maxLength: 10 }), { maxKeys: 4 }),
+  user: fc.option(fc.constantFrom('nobody', '1000', '1000:1000')),
+  global: fc.boolean(),
+  replicas: fc.nat({ max: 50 }),
+  resources: resourcesArb,
+  constraintPicks: fc.subarray(constraints),
+  binpack: fc.boolean(),
+  spreadOver: fc.option(fc.constantFrom('rack', 'room', 'example.com/zone')),
+  maxPerNode: fc.option(fc.integer({ min: 1, max: 10 })),
+  portNumbers: fc.uniqueArray(fc.integer({ min: 1, max: 65535 }), { maxLength: 3 }),
+  udp: fc.boolean(),
+  hostNetwork: fc.boolean(),
+  mountTargets: fc.uniqueArray(pathArb, { maxLength: 3 }),
+  bind: fc.boolean(),
+  readOnly: fc.boolean(),
+  devicePaths: fc.uniqueArray(pathArb, { maxLength: 2 }),
+  perms: fc.constantFrom('r', 'rw', 'rwm', 'm', 'wm'),
+  capsSplit: fc.shuffledSubarray(caps).chain((picked) => fc.nat({ max: picked.length }).map((k) => [picked.slice(0, k).sort(), picked.slice(k).sort()] as const)),
+  privileged: fc.boolean(),
+  healthCheck: fc.option(fc.record({
+    command: argvArb, intervalMs: fc.integer({ min: 100, max: day }), timeoutMs: fc.integer({ min: 100, max: day }),
+    retries: fc.integer({ min: 1, max: 1000 }), startPeriodMs: fc.nat({ max: day }),
+  })),
+  stopSignal: fc.constantFrom('SIGTERM', 'SIGINT', 'SIGQUIT', 'SIGKILL'),
+  stopGracePeriodMs: fc.nat({ max: day }),
+  logs: fc.record({ maxSizeBytes: fc.integer({ min: 1024, max: 2 ** 40 }), maxFiles: fc.integer({ min: 1, max: 100 }) }),
+  restartDelay: fc.nat({ max: day }),
+  restartExtra: fc.nat({ max: day }),
+  condition: fc.constantFrom('always', 'on-failure', 'never'),
+  maxAttempts: fc.option(fc.integer({ min: 1, max: 1000 })),
+  update: fc.record({
+    parallelism: fc.integer({ min: 1, max: 100 }), delayMs: fc.nat({ max: day }), monitorMs: fc.nat({ max: day }),
+    failureAction: fc.constantFrom('pause', 'rollback'), order: fc.constantFrom('stop-first', 'start-first'),
+  }),
+  exclusive: fc.boolean(),
+}).map((r): ServiceSpec => ({
+  name: r.name,
+  image: r.image,
+  command: r.command,
+  args: r.args,
+  env: r.env,
+  user: r.user,
+  mode: r.global ? 'global' : 'replicated',
+  replicas: r.global ? null : r.replicas,
+  resources: r.resources,
+  constraints: r.constraintPicks,
+  placement: { strategy: r.binpack ? 'binpack' : 'spread', spreadOver: r.binpack ? null : r.spreadOver },
+  maxPerNode: r.global ? null : r.maxPerNode,
+  ports: r.portNumbers.map((p, i) => ({ published: p, target: r.hostNetwork ? p : ((p + i) % 65535) + 1, protocol: r.udp ? 'udp' : 'tcp' })),
+  mounts: r.mountTargets.map((t, i) => ({ type: r.bind ? 'bind' : 'volume', source: r.bind ? `/srv${t}` : `vol${i}`, target: t, readOnly: r.readOnly })),
+  devices: r.devicePaths.map((p) => ({ hostPath: `/dev${p}`, containerPath: p, permissions: r.perms })),
+  capAdd: [...r.capsSplit[0]],
+  capDrop: [...r.capsSplit[1]],
+  privileged: r.privileged,
+  hostNetwork: r.hostNetwork,
+  healthCheck: r.healthCheck,
+  stopSignal: r.stopSignal,
+  stopGracePeriodMs: r.stopGracePeriodMs,
+  logs: r.logs,
+  restart: { condition: r.condition, delayMs: r.restartDelay, maxDelayMs: Math.min(day, r.restartDelay + r.restartExtra), maxAttempts: r.maxAttempts },
+  update: { ...r.update, order: r.exclusive ? 'stop-first' : r.update.order },
+  exclusive: r.exclusive,
+}));
