@@ -22,18 +22,32 @@ export type Expect = { rev: number } | { absent: true };
 export interface PutOp { op: 'put'; collection: string; id: string; doc: JsonValue; expect?: Expect }
 export interface DeleteOp { op: 'delete'; collection: string; id: string; expect?: Expect }
 export type Op = PutOp | DeleteOp;
-export type CompareTarget = 'rev' | 'createRev' | 'exists';
+export type CompareTarget = 'rev' | 'createRev' | 'exists' | 'value';
 export type CompareOperator = '=' | '!=' | '<' | '>' | '<=' | '>=';
-/** rev and createRev of an absent document are 0 (as in etcd). `exists` takes only = and !=. */
-export interface Compare { collection: string; id: string; target: CompareTarget; cmp: CompareOperator; value: number | boolean }
+/**
+ * rev and createRev of an absent document are 0 (as in etcd). `exists` takes only = and !=.
+ * `value` compares the document's field at `path` (dot-separated keys, e.g. `epoch` or
+ * `runtime.status`) with a number (any operator), a string or a boolean (= and != only); a field
+ * that is absent (or a document that is) equals nothing, so only != holds for it.
+ */
+export interface Compare { collection: string; id: string; target: CompareTarget; cmp: CompareOperator; value: number | boolean | string; path?: string }
 export interface TxnCommand { op: 'txn'; compare: Compare[]; success: Op[]; failure: Op[] }
 export interface RetainCommand { op: 'retain'; collection: string; ids: string[] }
 export type Command = PutOp | DeleteOp | TxnCommand | RetainCommand;
 
-/** A command as proposed: `ts` is the leader's wall clock (ms) when it proposed. */
+/**
+ * A command as proposed: `ts` is the proposer's wall clock (ms) when it proposed (log time until
+ * feature level 2; see src/node/log-clock.ts).
+ */
 export interface Stamped {
   cmd: Command;
   ts: number;
+  /**
+   * The term of the leader loop that decided this command (design.md, Fencing). Applied only in
+   * an entry of that same term; otherwise refused with stale_term and nothing changes, on every
+   * node alike: a deposed leader's late write never lands. Feature level 2.
+   */
+  fence?: { term: number };
   /** Who sent it; scopes idempotency keys. A key without a principal belongs to the anonymous principal ''. */
   principal?: string;
   idempotencyKey?: string;
@@ -63,15 +77,25 @@ const expectSchema = z.union([z.strictObject({ rev: revSchema }), z.strictObject
 const putSchema = z.strictObject({ op: z.literal('put'), collection: collectionSchema, id: idSchema, doc: z.unknown(), expect: expectSchema.optional() });
 const deleteSchema = z.strictObject({ op: z.literal('delete'), collection: collectionSchema, id: idSchema, expect: expectSchema.optional() });
 const opSchema = z.discriminatedUnion('op', [putSchema, deleteSchema]);
+/** A field path for `value` compares: 1-8 keys of letters, digits, _ and -, joined by dots. */
+export const comparePathPattern = /^[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64}){0,7}$/;
 const compareSchema = z.strictObject({
   collection: collectionSchema,
   id: idSchema,
-  target: z.enum(['rev', 'createRev', 'exists']),
+  target: z.enum(['rev', 'createRev', 'exists', 'value']),
   cmp: z.enum(['=', '!=', '<', '>', '<=', '>=']),
-  value: z.union([z.number().int().min(0), z.boolean()]),
+  value: z.union([z.number().int().min(0), z.boolean(), z.string().max(256)]),
+  path: z.string().regex(comparePathPattern, 'a path is 1-8 keys of letters, digits, _ and -, joined by dots').optional(),
 }).superRefine((c, ctx) => {
+  const equality = c.cmp === '=' || c.cmp === '!=';
+  if (c.target === 'value') {
+    if (c.path === undefined) ctx.addIssue({ code: 'custom', path: ['path'], message: 'target value needs the path of the field it compares' });
+    if (typeof c.value !== 'number' && !equality) ctx.addIssue({ code: 'custom', path: ['cmp'], message: "a string or boolean value takes only '=' or '!='" });
+    return;
+  }
+  if (c.path !== undefined) ctx.addIssue({ code: 'custom', path: ['path'], message: 'only target value takes a path' });
   if (c.target === 'exists' && typeof c.value !== 'boolean') ctx.addIssue({ code: 'custom', path: ['value'], message: 'target exists compares with true or false' });
-  if (c.target === 'exists' && c.cmp !== '=' && c.cmp !== '!=') ctx.addIssue({ code: 'custom', path: ['cmp'], message: "target exists takes only '=' or '!='" });
+  if (c.target === 'exists' && !equality) ctx.addIssue({ code: 'custom', path: ['cmp'], message: "target exists takes only '=' or '!='" });
   if (c.target !== 'exists' && typeof c.value !== 'number') ctx.addIssue({ code: 'custom', path: ['value'], message: `target ${c.target} compares with a revision number` });
 });
 const txnSchema = z.strictObject({
@@ -86,6 +110,7 @@ const commandSchema = z.discriminatedUnion('op', [putSchema, deleteSchema, txnSc
 export const stampedSchema = z.strictObject({
   cmd: commandSchema,
   ts: z.number().int().min(0),
+  fence: z.strictObject({ term: z.number().int().min(1) }).optional(),
   principal: z.string().min(1).max(principalLengthMax).optional(),
   idempotencyKey: z.string().min(1).max(idempotencyKeyLengthMax).optional(),
 });

@@ -136,6 +136,12 @@ export class DocumentStore implements StateMachine {
     const stamp = entry.logTimeMs ?? (entry.clockFromCommand === false ? undefined : v.stamped.ts);
     if (stamp !== undefined) this.logTime = Math.max(this.logTime, stamp);
     this.idempotency.expire(this.logTime);
+    const fence = v.stamped.fence;
+    if (fence !== undefined && fence.term !== entry.term) {
+      // A leader loop's decision, carried by an entry of another term: a deposed leader's late
+      // proposal (design.md, Fencing). Refused the same way on every node; nothing changes.
+      return deepFreeze(fail({ code: 'stale_term', message: `decided by the leader of term ${fence.term} but appended in term ${entry.term}: refused`, details: { fenceTerm: fence.term, entryTerm: entry.term } }));
+    }
     const at: At = { index: entry.index, docBytes: v.docBytes };
     const result = v.stamped.idempotencyKey === undefined ? this.execute(v.stamped.cmd, at) : this.executeOnce(v.stamped, v.stamped.idempotencyKey, at);
     return deepFreeze(result);
