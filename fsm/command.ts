@@ -40,10 +40,30 @@ export interface Stamped {
 }
 
 const collectionNameRule = 'collection names are 1-63 characters of a-z, 0-9, _ . - and start with a letter or digit';
-const idRules = { short: 'ids are at least 1 character', long: `ids are at most ${idLengthMax} characters`, slash: "ids may not contain '/'" };
+const idRules = {
+  short: 'ids are at least 1 character',
+  long: `ids are at most ${idLengthMax} characters`,
+  slash: "ids may not contain '/'",
+  control: 'ids may not contain control characters (U+0000-U+001F, U+007F-U+009F: NUL, tab, newline, DEL, ...)',
+  unicode: 'ids must be well-formed Unicode (a lone surrogate cannot be written in a URL)',
+};
+// One regex per rule, so that each problem has its own message and the OpenAPI document
+// (z.toJSONSchema) shows the patterns. In `u` mode a surrogate pair is one code point (not Cs).
+const noSlash = /^[^/]*$/;
+const noControl = /^\P{Cc}*$/u;
+const wellFormed = /^\P{Cs}*$/u;
+const idCharsSchema = (min: number, what: string) => z.string()
+  .min(min, idRules.short).max(idLengthMax, `${what} at most ${idLengthMax} characters`)
+  .regex(noSlash, idRules.slash).regex(noControl, idRules.control).regex(wellFormed, idRules.unicode);
 // Declarative, so that the OpenAPI document (z.toJSONSchema) shows the pattern and lengths.
 export const collectionSchema = z.string().regex(collectionNamePattern, collectionNameRule);
-export const idSchema = z.string().min(1, idRules.short).max(idLengthMax, idRules.long).refine((s) => !s.includes('/'), idRules.slash);
+/**
+ * The one id rule, on every path an id can take (URL, txn body, store, snapshot): an id that can
+ * be written can be read, listed and deleted through the URL (one path segment).
+ */
+export const idSchema = idCharsSchema(1, 'ids are');
+/** The beginning of an id (list `prefix`, watch `prefix`) or a list cursor (`after`): the id rule, and empty allowed. */
+export const idPrefixSchema = idCharsSchema(0, 'a prefix or cursor is');
 
 /** The rule collectionSchema checks, as a plain function, for hand-written checks of many rows. */
 export function collectionNameProblem(v: unknown): string | undefined {
@@ -55,8 +75,21 @@ export function collectionNameProblem(v: unknown): string | undefined {
 export function idProblem(v: unknown): string | undefined {
   if (typeof v !== 'string') return 'expected an id (a string)';
   if (v.length < 1) return idRules.short;
-  if (v.length > idLengthMax) return idRules.long;
-  return v.includes('/') ? idRules.slash : undefined;
+  return idCharsProblem(v, 'ids are');
+}
+
+/** The rules idPrefixSchema checks (an empty string passes). */
+export function idPrefixProblem(v: unknown): string | undefined {
+  if (typeof v !== 'string') return 'expected a string';
+  return idCharsProblem(v, 'a prefix or cursor is');
+}
+
+function idCharsProblem(v: string, what: string): string | undefined {
+  // zod counts code points; UTF-16 units are never fewer.
+  if (v.length > idLengthMax && [...v].length > idLengthMax) return `${what} at most ${idLengthMax} characters`;
+  if (!noSlash.test(v)) return idRules.slash;
+  if (!noControl.test(v)) return idRules.control;
+  return wellFormed.test(v) ? undefined : idRules.unicode;
 }
 const revSchema = z.number().int().min(1);
 const expectSchema = z.union([z.strictObject({ rev: revSchema }), z.strictObject({ absent: z.literal(true) })]);

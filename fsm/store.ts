@@ -14,7 +14,7 @@
 import assert from 'node:assert/strict';
 import type { AppliedEntry, StateMachine } from '../src/node/state-machine.ts';
 import { ShoalError } from '../src/errors.ts';
-import { parseCommandBytes, collectionSchema, idSchema, type Command, type Op, type PutOp, type DeleteOp, type Stamped, type TxnCommand } from './command.ts';
+import { parseCommandBytes, collectionSchema, idPrefixProblem, idSchema, type Command, type Op, type PutOp, type DeleteOp, type Stamped, type TxnCommand } from './command.ts';
 import { compareHolds } from './compare.ts';
 import { DocTable } from './doc-table.ts';
 import { EventLog, eventBytes, type SizedEvent } from './event-log.ts';
@@ -23,7 +23,7 @@ import { IdempotencyTable, type IdempotencyLimits } from './idempotency.ts';
 import { deepFreeze, jsonBytes, type Issue } from './json-value.ts';
 import {
   eventsRetainedBytesMaxDefault, eventsRetainedMaxDefault, idempotencyBytesMaxDefault, idempotencyRecordsMaxDefault,
-  idempotencyWindowMsDefault, idLengthMax, listLimitDefault, listLimitMax,
+  idempotencyWindowMsDefault, listLimitDefault, listLimitMax,
 } from './limits.ts';
 import { decodeSnapshot, encodeSnapshot, encodeSnapshotInSlices, type StoreImage } from './snapshot.ts';
 import type { CommandError, CommandResult, Doc, JsonObject, ListOptions, ListPage, OpResult, StoreStats, WatchEvent, WatchFilter } from './types.ts';
@@ -333,8 +333,10 @@ export class DocumentStore implements StateMachine {
     const limit = opts.limit ?? listLimitDefault;
     const issues: Issue[] = [];
     if (!Number.isSafeInteger(limit) || limit < 1) issues.push({ path: 'limit', message: 'limit is a positive integer' });
-    if (opts.prefix !== undefined && opts.prefix.length > idLengthMax) issues.push({ path: 'prefix', message: `prefix is at most ${idLengthMax} characters` });
-    if (opts.after !== undefined && opts.after.length > idLengthMax) issues.push({ path: 'after', message: `after is at most ${idLengthMax} characters` });
+    const prefixProblem = opts.prefix === undefined ? undefined : idPrefixProblem(opts.prefix);
+    if (prefixProblem !== undefined) issues.push({ path: 'prefix', message: prefixProblem });
+    const afterProblem = opts.after === undefined ? undefined : idPrefixProblem(opts.after);
+    if (afterProblem !== undefined) issues.push({ path: 'after', message: afterProblem });
     if (issues.length > 0) throw badArgument('invalid list arguments', issues);
     const page = this.table.page(collection, opts.prefix ?? '', opts.after, Math.min(limit, listLimitMax));
     return { items: page.items, rev: this.rev, next: page.next };
@@ -347,6 +349,8 @@ export class DocumentStore implements StateMachine {
   eventsSince(afterRev: number, filter: WatchFilter = {}): WatchEvent[] {
     if (!Number.isSafeInteger(afterRev) || afterRev < 0) throw badArgument('invalid watch cursor', [{ path: 'after', message: 'after is a non-negative integer revision' }]);
     if (filter.collection !== undefined) this.checkNames(filter.collection);
+    const prefixProblem = filter.prefix === undefined ? undefined : idPrefixProblem(filter.prefix);
+    if (prefixProblem !== undefined) throw badArgument('invalid watch filter', [{ path: 'prefix', message: prefixProblem }]);
     return this.events.since(afterRev, filter);
   }
 
