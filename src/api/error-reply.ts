@@ -8,7 +8,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { errorCatalog, isShoalError, ShoalError, type ErrorCode } from '../errors.ts';
-import { apiLimitsDefault, paramLengthMax } from './limits.ts';
+import { apiLimitsDefault, headerBytesMax, paramLengthMax } from './limits.ts';
 import { badRequest } from './validate.ts';
 
 export interface ErrorBody {
@@ -49,12 +49,22 @@ export function sendError(reply: FastifyReply, req: FastifyRequest, e: ShoalErro
   return reply.status(errorCatalog[e.code].status).send(errorBody(e, req.id));
 }
 
+/**
+ * Whether the request line alone was past Node's limit on the request head: the chunk the parser
+ * failed on starts the request and its first line ends past the limit (or not at all). A head
+ * that came in several chunks cannot be told apart, and is answered as headers_too_large.
+ */
+function requestLineOverflowed(raw: unknown): boolean {
+  if (!Buffer.isBuffer(raw) || !/^[A-Z]+ /.test(raw.subarray(0, 16).toString('latin1'))) return false;
+  const lineEnd = raw.indexOf('\r\n');
+  return lineEnd === -1 || lineEnd > headerBytesMax;
+}
+
 /** An error Node's HTTP parser met before there was a request to hand to fastify. */
 export function clientErrorOf(err: NodeJS.ErrnoException & { rawPacket?: unknown }): ShoalError {
   switch (err.code) {
     case 'HPE_HEADER_OVERFLOW':
-      // The chunk holds the start of the request and no line end yet: the URL alone is too long.
-      if (Buffer.isBuffer(err.rawPacket) && /^[A-Z]+ /.test(err.rawPacket.subarray(0, 16).toString('latin1')) && !err.rawPacket.includes('\r\n')) {
+      if (requestLineOverflowed(err.rawPacket)) {
         return new ShoalError('uri_too_long', 'the request URL is longer than the request head may be (16 KiB)', { limit: 'headerBytesMax' });
       }
       return new ShoalError('headers_too_large', 'the request headers are larger than 16 KiB', { limit: 'headerBytesMax' });

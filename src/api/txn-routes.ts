@@ -10,7 +10,7 @@ import { stampedPath, validate, type CommandPathMap } from './validate.ts';
 import { propose, throwIfFailed } from './write-path.ts';
 
 // The same bounds as the store's (fsm/command.ts), so that a bad value is refused here with its path.
-const revSchema = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
+const revSchema = z.number().int().min(1);
 const expectSchema = z.union([z.object({ rev: revSchema }).strict(), z.object({ absent: z.literal(true) }).strict()]);
 const opSchema = z.discriminatedUnion('op', [
   z.object({ op: z.literal('put'), collection: collectionSchema, id: idSchema, doc: z.record(z.string(), z.unknown()), expect: expectSchema.optional() }).strict(),
@@ -18,7 +18,7 @@ const opSchema = z.discriminatedUnion('op', [
 ]);
 const compareSchema = z.object({
   collection: collectionSchema, id: idSchema, target: z.enum(['rev', 'createRev', 'exists']),
-  cmp: z.enum(['=', '!=', '<', '>', '<=', '>=']), value: z.union([z.number().int().min(0).max(Number.MAX_SAFE_INTEGER), z.boolean()]),
+  cmp: z.enum(['=', '!=', '<', '>', '<=', '>=']), value: z.union([z.number().int().min(0), z.boolean()]),
 }).strict();
 export const txnBodySchema = z.object({
   compare: z.array(compareSchema).max(txnComparesMax).default([]),

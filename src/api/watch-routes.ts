@@ -16,9 +16,9 @@ import { badRequest, validate } from './validate.ts';
 const watchQuery = z.object({
   collection: collectionSchema.optional(),
   prefix: idPrefixSchema.optional(),
-  after: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+  after: z.coerce.number().int().min(0).optional(),
 }).strict();
-const lastEventId = z.object({ 'last-event-id': z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional() }).passthrough();
+const lastEventId = z.object({ 'last-event-id': z.coerce.number().int().min(0).optional() }).passthrough();
 
 /** A consumer this far behind is cut off; it resumes from its last id. */
 const bufferedBytesMax = 8 * 1024 * 1024;
