@@ -21,6 +21,7 @@ import { openApiRoutes } from './openapi.ts';
 import { RouteTable } from './route-table.ts';
 import { snapshotRoutes } from './snapshot-routes.ts';
 import { txnRoutes } from './txn-routes.ts';
+import { badRequest } from './validate.ts';
 import { watchRoutes } from './watch-routes.ts';
 
 export { errorBody, toShoalError, type ErrorBody } from './error-reply.ts';
@@ -60,11 +61,26 @@ function makeBounds(limits: ApiLimits): ApiBounds {
   };
 }
 
+function queryWellEncoded(url: string): boolean {
+  const q = url.indexOf('?');
+  if (q === -1 || !url.includes('%', q)) return true;
+  try {
+    decodeURIComponent(url.slice(q + 1));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Checks every request before its route runs: URL length, the connection bound, the node's health. */
 function admit(ctx: ApiContext, limits: ApiLimits, bounds: ApiBounds, req: FastifyRequest): ShoalError | undefined {
   const url = req.raw.url ?? '';
   if (url.length > limits.urlBytesMax) {
     return new ShoalError('uri_too_long', `the URL is ${url.length} bytes; the limit is ${limits.urlBytesMax} (urlBytesMax)`, { limit: 'urlBytesMax', max: limits.urlBytesMax });
+  }
+  if (!queryWellEncoded(url)) {
+    // The query parser would keep such a value as literal text; refuse it as the router does a bad path.
+    return badRequest([{ path: 'query', message: 'the query string is not valid percent-encoded UTF-8 (a stray %, or an encoded lone surrogate)' }]);
   }
   if (bounds.connections.isExcess(req.raw.socket)) {
     return new ShoalError('overloaded', `this node has more than ${limits.connectionsMax} open connections (connectionsMax); retry later or use another node`, { limit: 'connectionsMax', max: limits.connectionsMax });

@@ -3,38 +3,13 @@
 // ?consistency=stale.
 
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
-import { z } from 'zod';
-import { collectionSchema, idPrefixSchema, idSchema, type Expect } from '../../fsm/index.ts';
-import { listLimitDefault, listLimitMax } from '../../fsm/limits.ts';
-import type { CommandResult } from '../../fsm/types.ts';
-import type { Doc } from '../../fsm/types.ts';
+import type { Expect } from '../../fsm/index.ts';
+import type { CommandResult, Doc } from '../../fsm/types.ts';
 import { ShoalError } from '../errors.ts';
 import type { ApiContext } from './app.ts';
+import { collectionParams, deleteHeaders, docBody, docParams, listQuery, noQuery, putHeaders, readQuery } from './request-schemas.ts';
 import { badRequest, stampedPath, validate, type CommandPathMap } from './validate.ts';
 import { propose, throwIfFailed } from './write-path.ts';
-
-export const consistencySchema = z.enum(['linearizable', 'stale']).default('linearizable');
-const docParams = z.object({ collection: collectionSchema, id: idSchema }).strict();
-const collectionParams = z.object({ collection: collectionSchema }).strict();
-const readQuery = z.object({ consistency: consistencySchema }).strict();
-const noQuery = z.object({}).strict();
-const listQuery = z.object({
-  prefix: idPrefixSchema.optional(),
-  limit: z.coerce.number().int().min(1).max(listLimitMax).default(listLimitDefault),
-  after: idPrefixSchema.optional(),
-  consistency: consistencySchema,
-}).strict();
-const docBody = z.record(z.string(), z.unknown(), { error: 'the body must be a JSON object (the document)' });
-/** A document revision in If-Match: 1 or more (revisions are log indexes) and exactly representable. */
-export const revHeader = z.string()
-  .regex(/^(W\/)?"?\d+"?$/, 'must be a revision number, e.g. If-Match: 42')
-  .transform((s) => Number(s.replace(/\D/g, '')))
-  .refine((n) => Number.isSafeInteger(n) && n >= 1, `must be a revision from 1 to ${Number.MAX_SAFE_INTEGER}`);
-const headersSchema = z.object({
-  'if-match': revHeader.optional(),
-  'if-none-match': z.literal('*', { error: "only 'If-None-Match: *' (must not exist) is supported" }).optional(),
-  'idempotency-key': z.string().min(1).max(256).optional(),
-}).passthrough();
 
 export function docAnswer(reply: FastifyReply, d: Doc): Doc {
   void reply.header('etag', `"${d.rev}"`);
@@ -78,7 +53,7 @@ export async function readBarrier(ctx: ApiContext, consistency: 'linearizable' |
 
 export const docsRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
   app.put('/v1/docs/:collection/:id', async (req, reply) => {
-    const v = validate({ params: [docParams, req.params], query: [noQuery, req.query], body: [docBody, req.body], headers: [headersSchema, req.headers] });
+    const v = validate({ params: [docParams, req.params], query: [noQuery, req.query], body: [docBody, req.body], headers: [putHeaders, req.headers] });
     const expect = expectFrom(v.headers);
     const result = await propose(ctx, req, {
       op: 'put', collection: v.params.collection, id: v.params.id, doc: v.body as never, ...(expect ? { expect } : {}),
@@ -91,8 +66,7 @@ export const docsRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, {
   });
 
   app.delete('/v1/docs/:collection/:id', async (req, reply) => {
-    const v = validate({ params: [docParams, req.params], query: [noQuery, req.query], headers: [headersSchema, req.headers] });
-    if (v.headers['if-none-match'] !== undefined) throw badRequest([{ path: 'headers.if-none-match', message: 'If-None-Match does not apply to DELETE' }]);
+    const v = validate({ params: [docParams, req.params], query: [noQuery, req.query], headers: [deleteHeaders, req.headers] });
     const expect = expectFrom(v.headers);
     const result = await propose(ctx, req, { op: 'delete', collection: v.params.collection, id: v.params.id, ...(expect ? { expect } : {}) }, docRequestPath(expect));
     throwIfPreconditionFailed(result, expect);

@@ -7,18 +7,10 @@
 // Last-Event-ID (or ?after=) never loses the rest of a multi-document change.
 
 import type { FastifyPluginAsync } from 'fastify';
-import { z } from 'zod';
-import { collectionSchema, idPrefixSchema } from '../../fsm/index.ts';
 import type { WatchEvent, WatchFilter } from '../../fsm/types.ts';
 import type { ApiContext, ApiPluginOptions } from './app.ts';
+import { watchHeaders, watchQuery } from './request-schemas.ts';
 import { badRequest, validate } from './validate.ts';
-
-const watchQuery = z.object({
-  collection: collectionSchema.optional(),
-  prefix: idPrefixSchema.optional(),
-  after: z.coerce.number().int().min(0).optional(),
-}).strict();
-const lastEventId = z.object({ 'last-event-id': z.coerce.number().int().min(0).optional() }).passthrough();
 
 /** A consumer this far behind is cut off; it resumes from its last id. */
 const bufferedBytesMax = 8 * 1024 * 1024;
@@ -55,7 +47,7 @@ async function refuseFutureCursor(ctx: ApiContext, after: number, where: string)
 
 export const watchRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, { ctx, bounds }) => {
   app.get('/v1/watch', async (req, reply) => {
-    const v = validate({ query: [watchQuery, req.query], headers: [lastEventId, req.headers] });
+    const v = validate({ query: [watchQuery, req.query], headers: [watchHeaders, req.headers] });
     const filter: WatchFilter = {
       ...(v.query.collection !== undefined ? { collection: v.query.collection } : {}),
       ...(v.query.prefix !== undefined ? { prefix: v.query.prefix } : {}),
