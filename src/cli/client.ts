@@ -190,7 +190,7 @@ export function isClientFailure(err: unknown): err is ClientFailure {
 }
 
 /**
- * 404, 409, 410 and the API's 400 are failures of the request (1); 503, 504 and no answer mean
+ * 404, 409, 410, 412 and the API's 400 are failures of the request (1); 503, 504 and no answer mean
  * the cluster cannot serve right now (3). Exit 2 is kept for mistakes in the command line itself,
  * which are caught before any request is sent.
  */
@@ -224,6 +224,11 @@ function hintOf(err: ApiError, ctx: FailureContext): string | undefined {
     ? `the write may or may not have been applied; retry it safely (same idempotency key): ${ctx.retryCommand}`
     : undefined;
   switch (err.code) {
+    case 'precondition_failed':
+      if (d.precondition === 'If-None-Match') return d.currentRev !== undefined ? `it exists at rev ${String(d.currentRev)}; replace it with --if-match ${String(d.currentRev)}` : undefined;
+      return d.currentRev === null || d.currentRev === undefined
+        ? 'the document does not exist (any more); drop --if-match to create it, or use --if-absent'
+        : `the document changed since you read it: it is at rev ${String(d.currentRev)}; read it again and retry with --if-match ${String(d.currentRev)}`;
     case 'revision_mismatch':
       return d.currentRev === null || d.currentRev === undefined
         ? 'the document does not exist (any more); drop --if-match to create it, or use --if-absent'
