@@ -29,6 +29,10 @@ describe('one shape of 400', () => {
       expect(problemPaths(details), value).toEqual(['headers.if-match']);
       expectError(await s.app.inject({ method: 'DELETE', url: '/v1/docs/c/x', headers: { 'if-match': value } }), 'bad_request');
     }
+    const noneOnDelete = expectError(await s.app.inject({ method: 'DELETE', url: '/v1/docs/c/x', headers: { 'if-none-match': '*' } }), 'bad_request');
+    expect(problemPaths(noneOnDelete)).toEqual(['headers.if-none-match']);
+    const both = expectError(await put('/v1/docs/c/x', {}, { 'if-match': '1', 'if-none-match': '*' }), 'bad_request');
+    expect(problemPaths(both)).toEqual(['headers']);
     expect(s.store.revision).toBe(rev);
   });
 
