@@ -705,7 +705,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
         return true;
       case 'command': {
         const result = this.opts.stateMachine.apply({
-          index, term, data: entry.data, clockFromCommand: this.level < featureLevelLeaderClock,
+          index, term, data: entry.data, featureLevel: this.level,
           ...(entry.logTimeMs !== undefined ? { logTimeMs: entry.logTimeMs } : {}),
         });
         this.answer(entry, { index, result });

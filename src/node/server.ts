@@ -2,13 +2,12 @@
 // wired from a validated config. The process entry (`shoal serve`) and the tests both use it.
 
 import type { FastifyInstance } from 'fastify';
-import { buildApi } from '../api/app.ts';
+import { apiLimitsDefault, buildApi } from '../api/app.ts';
 import { ShoalError } from '../errors.ts';
 import { DiskStorage } from '../storage/index.ts';
 import { WsTransport } from '../../transport/ws-transport.ts';
 import { DocumentStore } from '../../fsm/index.ts';
 import { Registry, latencyBuckets } from './metrics.ts';
-import { encodeSnapshotFile } from './snapshot-file.ts';
 import { loadIdentity, loadTls, type Identity } from './identity.ts';
 import type { MemberRecord } from './membership.ts';
 import { splitHostPort, type NodeConfig } from './config.ts';
@@ -135,10 +134,7 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
   await node.start();
   const api = buildApi({
     node: node, store, clusterId: identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax,
-    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(),
-    exportSnapshot: async () => encodeSnapshotFile({
-      clusterId: identity.clusterId, index: node.appliedIndex, term: node.currentTerm, members: node.membership.list(), app: store.snapshot(),
-    }),
+    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), limits: apiLimitsDefault,
   });
   const apiListen = splitHostPort(config.api.listen);
   try {

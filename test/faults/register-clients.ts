@@ -19,9 +19,9 @@
 //          else (timeout, leader_changed, stopping, 5xx, a reset, our 3 s deadline) → info.
 //   cas    GET the document; its value differs from `from` → fail (the compare failed; the read
 //          is where it linearizes). Equal → PUT with If-Match: <rev> (If-None-Match: * when
-//          `from` is null, the document absent). 200 → ok. 409 revision_mismatch or
-//          already_exists → fail: every value is written once, so another revision means
-//          another value, and the compare truly failed. Anything else → info, including a failed
+//          `from` is null, the document absent). 200 → ok. 412 precondition_failed → fail:
+//          every value is written once, so another revision means another value, and the
+//          compare truly failed. Anything else → info, including a failed
 //          GET and a refused PUT: the checker reads a `fail` cas as "the register did not hold
 //          `from`", which such a cas does not show, and `info` (took effect or not) is the
 //          sound way to record "nothing happened" for it.
@@ -227,7 +227,7 @@ export class RegisterClients {
     const precondition: Record<string, string> = seen.rev === undefined ? { 'if-none-match': '*' } : { 'if-match': String(seen.rev) };
     const r = await this.put(node, key, value, precondition);
     if (r.kind === 'answer' && r.status === 200) return { type: 'ok', switchNode: false };
-    if (r.kind === 'answer' && r.status === 409 && (r.code === 'revision_mismatch' || r.code === 'already_exists')) {
+    if (r.kind === 'answer' && r.status === 412 && r.code === 'precondition_failed') {
       return { type: 'fail', error: r.code, switchNode: false };
     }
     return this.unsuccessfulWrite(r, true);

@@ -3,7 +3,14 @@
 
 import { describe, expect, it } from 'vitest';
 import { encodeCommand, validateStamped, type Compare } from '../../fsm/index.ts';
-import { errorOf, feeder, hex, ok } from './harness.ts';
+import { errorOf, feeder as feederAt1, hex, ok, rawPackr, type Feeder } from './harness.ts';
+
+/** Fences and value compares are of feature level 2. */
+function feeder(): Feeder {
+  const f = feederAt1();
+  f.featureLevel = 2;
+  return f;
+}
 
 const node = (epoch: number, status = 'up'): Record<string, unknown> => ({ epoch, runtime: { status } });
 
@@ -73,5 +80,29 @@ describe('a value compare', () => {
       cmp({ path: '__proto__.x y' }),
     ];
     for (const c of bad) expect(validateStamped({ cmd: txnWith([c]), ts: 1 }, false).ok, JSON.stringify(c)).toBe(false);
+  });
+});
+
+describe('at feature level 1', () => {
+  it('an entry is applied as the first release applied it: a fence or a value compare is invalid, an id with a newline is not', () => {
+    const f = feederAt1();
+    const fenced = rawPackr.pack({ cmd: { op: 'put', collection: 'a', id: 'x', doc: {} }, ts: 1, fence: { term: 1 } });
+    expect(errorOf(f.raw(fenced)).code).toBe('invalid_command');
+    const valued = rawPackr.pack({ cmd: { op: 'txn', compare: [{ collection: 'a', id: 'x', target: 'value', path: 'v', cmp: '=', value: 1 }], success: [], failure: [] }, ts: 1 });
+    expect(errorOf(f.raw(valued)).code).toBe('invalid_command');
+    const newline = rawPackr.pack({ cmd: { op: 'put', collection: 'a', id: 'line\nbreak', doc: { v: 1 } }, ts: 1 });
+    ok(f.raw(newline));
+    expect(f.store.list('a').items.map((d) => d.id)).toEqual(['line\nbreak']);
+    // And a snapshot holding it restores (the id was legal when it was written).
+    const copy = feederAt1();
+    copy.store.restore(f.store.snapshot());
+    expect(copy.store.list('a').items.map((d) => d.id)).toEqual(['line\nbreak']);
+  });
+
+  it('the same id with a newline is refused at level 2, and by encodeCommand at any level', () => {
+    const f = feeder();
+    const newline = rawPackr.pack({ cmd: { op: 'put', collection: 'a', id: 'line\nbreak', doc: { v: 1 } }, ts: 1 });
+    expect(errorOf(f.raw(newline)).code).toBe('invalid_command');
+    expect(() => encodeCommand({ cmd: { op: 'put', collection: 'a', id: 'line\nbreak', doc: {} }, ts: 1 })).toThrow(/control characters/);
   });
 });
