@@ -403,10 +403,17 @@ export class Agent {
   }
 
   private onRuntimeTrouble(err: unknown): void {
-    if (err instanceof RuntimeError && err.kind === 'not_found') return; // the next pass re-lists
-    if (err instanceof RuntimeError && err.kind === 'timeout') this.opts.log.warn(`agent: ${err.message}`);
-    if (err instanceof RuntimeError && (err.kind === 'unavailable' || err.kind === 'timeout')) this.becomeUnavailable(err.message);
-    else this.opts.log.error(`agent: unexpected runtime failure: ${errorText(err)}`);
+    if (!(err instanceof RuntimeError)) {
+      this.opts.log.error(`agent: unexpected runtime failure: ${errorText(err)}`);
+    } else if (err.kind === 'unavailable') {
+      this.becomeUnavailable(err.message);
+    } else if (err.kind === 'timeout') {
+      // One slow call (a stop past its grace period, a busy daemon) is not an unavailable
+      // runtime: a ping decides.
+      this.opts.log.warn(`agent: ${err.message}`);
+      this.checkRuntime();
+    }
+    // not_found: the container went away behind the agent's back; the next pass re-lists.
   }
 
   private checkRuntime(): void {

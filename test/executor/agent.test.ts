@@ -150,6 +150,8 @@ describe('agent: epochs', () => {
   it('removes stale-epoch containers only after catching up, and before it starts anything new', async () => {
     const { clock, store, runtime, log } = setup();
     store.addService(spec({ command: ['sleep', '3600'] }));
+    // It ignores SIGTERM, so its stop takes the whole grace period: a start must wait for it.
+    runtime.program(ofTask('t-old'), { ignoresStopSignal: true });
     const old = await leftover(runtime, 't-old', 0);
     store.assign('t-old', 'web', 'n1', { nodeEpoch: 0 });
     store.raiseEpoch('n1');
@@ -159,7 +161,7 @@ describe('agent: epochs', () => {
     await run(clock, 5000);
     expect(runtime.all().map((c) => [c.id, c.state])).toEqual([[old, 'running']]);
     store.releaseBarrier();
-    await run(clock, 5000);
+    await run(clock, 15_000);
     const mine = runtime.all();
     expect(mine.map((c) => c.labels['io.shoal.task'])).toEqual(['t-new']);
     expect(mine[0]?.labels['io.shoal.node-epoch']).toBe('1');
@@ -435,6 +437,24 @@ describe('agent: the runtime', () => {
     await agent.close();
   });
 
+  it('a runtime that hangs altogether is reported unavailable, and recovers once it answers', async () => {
+    const { clock, store, runtime, log } = setup();
+    store.addService(spec({ command: ['sleep', '3600'] }));
+    store.assign('t1', 'web', 'n1');
+    const agent = startAgent(store, runtime, log, 'n1', { callTimeoutMs: 5000 });
+    await run(clock, 1000);
+    const hang = runtime.hang();
+    store.assign('t2', 'web', 'n1');
+    await run(clock, 15_000);
+    expect(agent.state().runtime).toBe('unavailable');
+    expect(store.nodes.get('n1')?.runtime).toEqual({ status: 'unavailable', error: 'runtime ping: no answer within 5000 ms' });
+    hang.release();
+    await run(clock, 60_000);
+    expect(agent.state().runtime).toBe('up');
+    expect(runtime.all().map((c) => [c.labels['io.shoal.task'], c.state])).toEqual([['t1', 'running'], ['t2', 'running']]);
+    await agent.close();
+  });
+
   it('a hung call holds only its own task; the call times out and the task is left alone until it settles', async () => {
     const { clock, store, runtime, log } = setup();
     store.addService(spec({ command: ['sleep', '3600'] }));
@@ -455,6 +475,8 @@ describe('agent: the runtime', () => {
     hang.release();
     await run(clock, 15_000);
     expect(runtime.all().map((c) => c.labels['io.shoal.task'])).toEqual(['t2']);
+    // One slow call is not an unavailable runtime: the ping answered.
+    expect(store.runtimeWrites.map((w) => w.status)).toEqual(['up']);
     expect(agent.state().runtime).toBe('up');
     await agent.close();
   });
