@@ -242,7 +242,7 @@ export class Agent {
       // Local restarts count only while the leader cannot hear of failures.
       if (quorum === 'yes') this.restarts.clear();
     }
-    this.applyPlan(plan);
+    if (!this.closed) this.applyPlan(plan);
   }
 
   /** The store and the runtime as they are now; null when the runtime does not answer. */
