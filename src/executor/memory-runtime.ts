@@ -68,6 +68,8 @@ export interface MemoryRuntimeOptions {
   /** Images a pull finds (present after pullDelayMs). */
   pullable?: string[];
   pullDelayMs?: number;
+  /** Every image a pull asks for is found (demos: `runtime: memory` on a node), except names starting with `absent/`. */
+  pullAny?: boolean;
   /** Container ids are `<idPrefix><12 hex digits>`; distinct prefixes keep runtimes' ids apart in a simulation. */
   idPrefix?: string;
   /** Events kept for history(); the oldest are dropped beyond it. */
@@ -109,6 +111,7 @@ export class MemoryRuntime implements Runtime {
   private readonly images = new Set<string>();
   private readonly pullable = new Set<string>();
   private readonly pullDelayMs: number;
+  private readonly pullAny: boolean;
   private readonly idPrefix: string;
   private readonly historyMax: number;
   private readonly rules: { match: (spec: ContainerSpec) => boolean; behaviour: Partial<ContainerBehaviour> }[] = [];
@@ -124,6 +127,7 @@ export class MemoryRuntime implements Runtime {
     for (const i of opts.images ?? []) this.images.add(i);
     for (const i of opts.pullable ?? []) this.pullable.add(i);
     this.pullDelayMs = opts.pullDelayMs ?? 0;
+    this.pullAny = opts.pullAny ?? false;
     this.idPrefix = opts.idPrefix ?? '';
     this.historyMax = opts.historyMax ?? 100_000;
   }
@@ -222,7 +226,7 @@ export class MemoryRuntime implements Runtime {
   ensureImage(image: string, timeoutMs: number): Promise<void> {
     return this.call({ op: 'ensureImage', containerId: null, image, name: null }, async () => {
       if (this.images.has(image)) return;
-      if (this.pullable.has(image) && this.pullDelayMs <= timeoutMs) {
+      if ((this.pullable.has(image) || (this.pullAny && !image.startsWith('absent/'))) && this.pullDelayMs <= timeoutMs) {
         await this.sleep(this.pullDelayMs);
         this.images.add(image);
         return;

@@ -17,6 +17,12 @@ import { emptyConfState } from '../raft/storage.ts';
 import { encodeSnapshotData } from './snapshot-data.ts';
 import { featureLevelInitial, featureLevelMax } from './feature-level.ts';
 import { registerRuntimeMetrics } from './runtime-metrics.ts';
+import { ControlPlane } from '../control/control-plane.ts';
+import { machineCapacity } from '../control/agent-ports.ts';
+import { MemoryRuntime } from '../executor/memory-runtime.ts';
+import { systemClock } from '../executor/clock.ts';
+import type { Runtime } from '../executor/runtime.ts';
+import { DockerRuntimePlaceholder } from '../executor/docker-placeholder.ts';
 import { softwareVersion } from '../version.ts';
 
 export { softwareVersion };
@@ -27,6 +33,7 @@ export interface RunningNode {
   identity: Identity;
   node: RaftNode;
   store: DocumentStore;
+  control: ControlPlane;
   api: FastifyInstance;
   apiAddress: string;
   /** Graceful: hands leadership away when leading, then closes API, transport and storage. */
@@ -132,6 +139,15 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
     throw listenError('peer.listen', config.peer.listen, err);
   }
   await node.start();
+  const control = new ControlPlane({
+    node, store, clusterId: identity.clusterId, log, health: config.control, runtime: makeRuntime(config),
+    identity: {
+      id: identity.id, name: identity.name, apiAddress: config.api.listen, peerAddress: config.peer.listen, softwareVersion,
+      capacity: machineCapacity({ ...(config.node.cpuMillis !== undefined ? { cpuMillis: config.node.cpuMillis } : {}), ...(config.node.memoryBytes !== undefined ? { memoryBytes: config.node.memoryBytes } : {}) }),
+      labels: config.node.labels,
+    },
+  });
+  control.start();
   const api = buildApi({
     node: node, store, clusterId: identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax,
     proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), limits: apiLimitsDefault,
@@ -140,6 +156,7 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
   try {
     await api.listen({ host: apiListen.host, port: apiListen.port });
   } catch (err) {
+    await control.close();
     await node.stop();
     stopRuntimeMetrics();
     throw listenError('api.listen', config.api.listen, err);
@@ -148,9 +165,11 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
   const apiAddress = typeof addr === 'object' && addr !== null ? `${apiListen.host}:${addr.port}` : config.api.listen;
   let stopping: Promise<void> | undefined;
   return {
-    identity, node, store, api, apiAddress,
+    identity, node, store, api, apiAddress, control,
     stop: () => {
       stopping ??= (async () => {
+        // The loops and the agent first: they propose through the node. Containers keep running.
+        await control.close();
         await node.stop();
         await api.close();
         stopRuntimeMetrics();
@@ -158,6 +177,15 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
       return stopping;
     },
   };
+}
+
+/** The container runtime the config names (docs/operations.md, `runtime`). */
+function makeRuntime(config: NodeConfig): Runtime | null {
+  switch (config.runtime.kind) {
+    case 'none': return null;
+    case 'memory': return new MemoryRuntime({ clock: systemClock, pullAny: true });
+    case 'docker': return new DockerRuntimePlaceholder();
+  }
 }
 
 /** A listen address that cannot be bound: in use, or not an address of this machine. */
