@@ -147,7 +147,7 @@ export class DockerRuntime implements Runtime {
     if (!(opts.graceMs >= 0) || opts.signal === '') throw new RangeError('stop needs a signal and a grace period >= 0');
     const info = await this.inspect(id);
     if (info === undefined || !['running', 'paused', 'restarting'].includes(info.state)) return;
-    // Docker refuses any signal but SIGKILL to a paused container.
+    // A paused container cannot handle the signal: it would sit until the SIGKILL.
     if (info.state === 'paused') await this.unpause(id);
     if ((await this.sendSignal(id, opts.signal)) !== 'sent') return;
     if (await this.waitExited(id, opts.graceMs)) return;

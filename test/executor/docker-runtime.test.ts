@@ -13,7 +13,7 @@ import { DockerRuntime } from '../../src/executor/docker-runtime.ts';
 import { RuntimeError, type ContainerInfo, type ContainerSpec, type Labels, type RuntimeEvent } from '../../src/executor/runtime.ts';
 import { defaultSocketPath, ensureDockerd } from './dockerd.ts';
 import { SocketProxy } from './socket-proxy.ts';
-import { ensureTestImage, testImage } from './test-image.ts';
+import { ensureTestImage, removeTestTag, testImage } from './test-image.ts';
 
 const run = randomBytes(4).toString('hex');
 const runLabel = 'shoal.test.run';
@@ -254,6 +254,13 @@ describe('DockerRuntime: container lifecycle', () => {
     await rt.stop(graceful, { signal: 'SIGUSR1', graceMs: 60_000 });
     expect(await rt.inspect(graceful)).toMatchObject({ state: 'exited', exitCode: 7 });
 
+    const paused = await rt.create(spec({ command: trap }));
+    await rt.start(paused);
+    await raw.getContainer(paused).pause();
+    expect((await rt.inspect(paused))?.state).toBe('paused');
+    await rt.stop(paused, { signal: 'SIGUSR1', graceMs: 60_000 });
+    expect(await rt.inspect(paused)).toMatchObject({ state: 'exited', exitCode: 7 });
+
     // SIGTERM is not trapped and the shell is pid 1, so only the SIGKILL after the grace ends it.
     await rt.stop(stubborn, { signal: 'SIGTERM', graceMs: 500 });
     expect(await rt.inspect(stubborn)).toMatchObject({ state: 'exited', exitCode: 137 });
@@ -338,8 +345,17 @@ describe('DockerRuntime: events', () => {
 });
 
 describe('DockerRuntime: images', () => {
-  it('resolves at once for an image present on the node', async () => {
-    await runtime().ensureImage(testImage, 10_000);
+  it('resolves without a registry for an image present on the node, under any of its tags', async () => {
+    const rt = runtime();
+    await rt.ensureImage(testImage, 10_000);
+    const alias = `shoal-test/busybox:alias-${run}`;
+    await ensureTestImage([alias]);
+    try {
+      await rt.ensureImage(alias, 10_000);
+    } finally {
+      await removeTestTag(alias);
+    }
+    expect(await raw.getImage(alias).inspect().then(() => 'present', (e: { statusCode?: number }) => e.statusCode)).toBe(404);
   });
 
   it('fails with image_pull_failed, with Docker\'s reason, for a registry nothing listens on', async () => {
