@@ -302,7 +302,8 @@ describe('DockerRuntime: health checks', () => {
   it('reports healthy for a check that passes and unhealthy for one that fails, in inspect and events', async () => {
     const rt = runtime();
     const events: RuntimeEvent[] = [];
-    const unsubscribe = rt.events({ [runLabel]: run }, (e) => events.push(e), (err) => { throw err; });
+    const errors: RuntimeError[] = [];
+    const unsubscribe = rt.events({ [runLabel]: run }, (e) => events.push(e), (err) => errors.push(err));
     const check = { intervalMs: 200, timeoutMs: 2_000, retries: 2, startPeriodMs: 0 };
     const good = await rt.create(spec({ healthCheck: { command: ['true'], ...check } }));
     const bad = await rt.create(spec({ healthCheck: { command: ['false'], ...check } }));
@@ -316,6 +317,7 @@ describe('DockerRuntime: health checks', () => {
     unsubscribe();
     expect(events.find((e) => e.type === 'health' && e.containerId === good)?.health).toBe('healthy');
     expect(events.find((e) => e.type === 'health' && e.containerId === bad)?.health).toBe('unhealthy');
+    expect(errors).toEqual([]);
   });
 });
 
