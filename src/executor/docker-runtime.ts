@@ -10,6 +10,7 @@ import http from 'node:http';
 import type { Readable } from 'node:stream';
 import Docker from 'dockerode';
 import type { z } from 'zod';
+import { ShoalError } from '../errors.ts';
 import {
   containerInspectSchema, containerSummarySchema, dockerEventSchema, subscribedActions, toContainerInfo, toRuntimeEvent,
 } from './docker-answers.ts';
@@ -68,12 +69,21 @@ export class DockerRuntime implements Runtime {
     // No keep-alive: a pooled connection to a daemon that restarted fails on reuse, which would
     // read as "unavailable" once although Docker is back. A unix-socket connect costs little.
     this.agent = new http.Agent({ keepAlive: false, maxSockets: socketsMax });
-    const where = this.endpoint.kind === 'unix'
-      ? { socketPath: this.endpoint.socketPath }
-      : { host: this.endpoint.host, port: this.endpoint.port, protocol: 'http' as const };
+    const unix = this.endpoint.kind === 'unix' ? this.endpoint : undefined;
+    const tcp = this.endpoint.kind === 'tcp' ? this.endpoint : undefined;
+    // docker-modem reads DOCKER_HOST, DOCKER_CERT_PATH and DOCKER_CLIENT_TIMEOUT itself; every key
+    // is given explicitly (undefined included) so that only the endpoint resolved above counts.
     // `agent` is a docker-modem option the typings omit.
-    const options: Docker.DockerOptions & { agent: http.Agent } = { ...where, agent: this.agent };
-    this.docker = new Docker(options);
+    const options: Docker.DockerOptions & { agent: http.Agent } = {
+      socketPath: unix?.socketPath, host: tcp?.host, port: tcp?.port, protocol: 'http',
+      ca: undefined, cert: undefined, key: undefined, timeout: undefined, agent: this.agent,
+    };
+    try {
+      this.docker = new Docker(options);
+    } catch (err) {
+      // It also throws on a DOCKER_HOST it cannot parse, or certificates it cannot read.
+      throw new ShoalError('config_invalid', `the Docker client cannot start from this environment (DOCKER_HOST, DOCKER_CERT_PATH): ${err instanceof Error ? err.message : String(err)}`);
+    }
   }
 
   async ping(): Promise<void> {

@@ -451,8 +451,20 @@ describe('DockerRuntime: DOCKER_HOST', () => {
     expect((await rt.inspect(id))?.state).toBe('created');
   });
 
-  it('lets a configured socket path win over DOCKER_HOST', () => {
+  it('lets a configured socket path win over DOCKER_HOST, in the process environment too', async () => {
     const rt = runtime({ socketPath: '/run/other.sock', env: { DOCKER_HOST: 'tcp://10.0.0.1:2375' } });
     expect(rt.endpoint).toEqual({ kind: 'unix', socketPath: '/run/other.sock' });
+
+    // dockerode reads process.env itself; the configured path must still be the one used.
+    const saved = process.env.DOCKER_HOST;
+    process.env.DOCKER_HOST = 'tcp://127.0.0.1:1';
+    let configured: DockerRuntime;
+    try {
+      configured = runtime({ socketPath: defaultSocketPath, env: process.env });
+    } finally {
+      if (saved === undefined) delete process.env.DOCKER_HOST;
+      else process.env.DOCKER_HOST = saved;
+    }
+    await configured.ping();
   });
 });
