@@ -22,7 +22,7 @@ import { machineCapacity } from '../control/agent-ports.ts';
 import { MemoryRuntime } from '../executor/memory-runtime.ts';
 import { systemClock } from '../executor/clock.ts';
 import type { Runtime } from '../executor/runtime.ts';
-import { DockerRuntimePlaceholder } from '../executor/docker-placeholder.ts';
+import { DockerRuntime } from '../executor/docker-runtime.ts';
 import { softwareVersion } from '../version.ts';
 
 export { softwareVersion };
@@ -88,7 +88,16 @@ async function learnMembers(api: string, log: Logger): Promise<MemberRecord[]> {
   throw new ShoalError('join_failed', `join: could not learn the members from ${api} after 30 attempts; check that join.api names a running member's client API and that this machine can reach it`, { api });
 }
 
-export async function startNode(config: NodeConfig, log: Logger): Promise<RunningNode> {
+export interface StartOptions {
+  /**
+   * The highest feature level this node applies and announces (default: this build's). Lowered,
+   * the node behaves as an older release would: tests of rolling upgrades use it.
+   */
+  featureLevelMax?: number;
+}
+
+export async function startNode(config: NodeConfig, log: Logger, opts: StartOptions = {}): Promise<RunningNode> {
+  const levelMax = opts.featureLevelMax ?? featureLevelMax;
   const identity = loadIdentity(config.dataDir);
   const tls = loadTls(config.dataDir);
   const metrics = new Registry();
@@ -108,7 +117,7 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
   const ref: { node?: RaftNode } = {};
   const transport = new WsTransport({
     nodeId: identity.id, clusterId: identity.clusterId, listen: splitHostPort(config.peer.listen), tls,
-    protocolVersion, protocolVersionsSupported: { min: 1, max: protocolVersion }, softwareVersion, featureLevelMax, logger: log,
+    protocolVersion, protocolVersionsSupported: { min: 1, max: protocolVersion }, softwareVersion, featureLevelMax: levelMax, logger: log,
     // A node that knows its members accepts only them: a removed node's certificate is refused,
     // with the reason `removed`, so it learns it and stops.
     authorizePeer: (id) => {
@@ -128,6 +137,7 @@ export async function startNode(config: NodeConfig, log: Logger): Promise<Runnin
     snapshotEntriesMax: config.raft.snapshotEntriesMax, logKeepEntries: config.raft.logKeepEntries,
     appendBytesMax: config.raft.appendBytesMax, appendsInflightMax: config.raft.appendsInflightMax,
     uncommittedBytesMax: config.raft.uncommittedBytesMax, proposalTimeoutMs: config.limits.proposalTimeoutMs, seedPeers,
+    featureLevelMax: levelMax,
   });
   ref.node = node;
   registerNodeMetrics(metrics, node);
@@ -184,7 +194,7 @@ function makeRuntime(config: NodeConfig): Runtime | null {
   switch (config.runtime.kind) {
     case 'none': return null;
     case 'memory': return new MemoryRuntime({ clock: systemClock, pullAny: true });
-    case 'docker': return new DockerRuntimePlaceholder();
+    case 'docker': return new DockerRuntime(config.runtime.dockerSocket !== undefined ? { socketPath: config.runtime.dockerSocket } : {});
   }
 }
 
