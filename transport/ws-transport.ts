@@ -126,6 +126,26 @@ export class WsTransport implements Transport {
       void link.close();
     }
     for (const p of wanted.values()) this.upsertLink(p);
+    this.closeInboundOfNonMembers(wanted);
+  }
+
+  /**
+   * A peer that is no longer a member (removed) loses its inbound connections at once, closed
+   * with the reason its next handshake would get: its own outbound link then hears `removed` and
+   * the node stops, instead of campaigning into a connection nobody listens to. Only when the
+   * owner knows members at all (`authorizePeer` says so), as at the handshake.
+   */
+  private closeInboundOfNonMembers(wanted: ReadonlyMap<NodeId, PeerInfo>): void {
+    const authorize = this.opts.authorizePeer;
+    if (authorize === undefined) return;
+    for (const [id, conn] of this.inbound) {
+      if (wanted.has(id)) continue;
+      const verdict = authorize(id);
+      if (verdict === 'member') continue;
+      this.inbound.delete(id);
+      this.log.info(`closing the connection from ${id}: ${verdict === 'removed' ? 'it was removed from the cluster' : 'it is not a member'}`);
+      void conn.close(verdict === 'removed' ? 'removed' : 'peer_not_authorized');
+    }
   }
 
   send(m: Message): void {

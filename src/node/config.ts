@@ -19,7 +19,11 @@ export const configSchema = z.object({
   /** The founding members of a new cluster (this node included). Ignored once the log exists. */
   bootstrap: z.array(memberRecordSchema.extend({ peerAddress: hostPort, apiAddress: hostPort })).optional(),
   /** Joining an existing cluster: any member's client API, asked once (empty log) for the members. */
-  join: z.object({ api: hostPort }).strict().optional(),
+  join: z.object({
+    api: hostPort,
+    /** How long a joining node keeps trying to reach `api` before it gives up (join_failed, exit 9). */
+    timeoutMs: z.number().int().min(1_000).default(30_000),
+  }).strict().optional(),
   raft: z.object({
     tickMs: z.number().int().min(1).max(10_000).default(100),
     heartbeatIntervalMs: z.number().int().min(1).default(100),

@@ -70,9 +70,10 @@ async function bootstrapIfNew(storage: NodeStorage, config: NodeConfig, identity
   log.info(`bootstrapped a new cluster with ${voters.length} voters`);
 }
 
-/** Asks a member's API for the members, so a joining node can answer the leader. Retries for a while. */
-async function learnMembers(api: string, log: Logger): Promise<MemberRecord[]> {
-  for (let attempt = 1; attempt <= 30; attempt++) {
+/** Asks a member's API for the members, so a joining node can answer the leader. Retries for `timeoutMs`. */
+async function learnMembers(api: string, timeoutMs: number, log: Logger): Promise<MemberRecord[]> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
     try {
       const res = await fetch(`http://${api}/v1/cluster`, { signal: AbortSignal.timeout(2000) });
       if (res.ok) {
@@ -85,7 +86,7 @@ async function learnMembers(api: string, log: Logger): Promise<MemberRecord[]> {
     }
     await new Promise((r) => setTimeout(r, 1000));
   }
-  throw new ShoalError('join_failed', `join: could not learn the members from ${api} after 30 attempts; check that join.api names a running member's client API and that this machine can reach it`, { api });
+  throw new ShoalError('join_failed', `join: could not learn the members from ${api} within ${timeoutMs / 1000} s; check that join.api names a running member's client API and that this machine can reach it`, { api });
 }
 
 export interface StartOptions {
@@ -108,7 +109,7 @@ export async function startNode(config: NodeConfig, log: Logger, opts: StartOpti
   let seedPeers: MemberRecord[] = [];
   try {
     await bootstrapIfNew(storage, config, identity, store, log);
-    if (storage.log.lastIndex() === 0 && config.join !== undefined) seedPeers = await learnMembers(config.join.api, log);
+    if (storage.log.lastIndex() === 0 && config.join !== undefined) seedPeers = await learnMembers(config.join.api, config.join.timeoutMs, log);
   } catch (err) {
     await storage.close();
     throw err;
