@@ -39,6 +39,15 @@ export const configSchema = z.object({
   limits: z.object({
     proposalTimeoutMs: z.number().int().min(100).default(10_000),
     bodyBytesMax: z.number().int().min(1024).default(1 << 20),
+    /** Proposals and linearizable reads waiting in this node; beyond them: 503 overloaded. */
+    proposalsPendingMax: z.number().int().min(1).default(10_000),
+    readsPendingMax: z.number().int().min(1).default(10_000),
+    /** A durable write not done after this long marks the disk stalled (0: never). */
+    diskStallMs: z.number().int().min(0).default(5_000),
+    connectionsMax: z.number().int().min(1).default(512),
+    watchStreamsMax: z.number().int().min(1).default(256),
+    watchStreamsPerClientMax: z.number().int().min(1).default(32),
+    snapshotDownloadsMax: z.number().int().min(1).default(2),
   }).strict().prefault({}),
   logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   /**

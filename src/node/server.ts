@@ -139,6 +139,7 @@ export async function startNode(config: NodeConfig, log: Logger, opts: StartOpti
     appendBytesMax: config.raft.appendBytesMax, appendsInflightMax: config.raft.appendsInflightMax,
     uncommittedBytesMax: config.raft.uncommittedBytesMax, proposalTimeoutMs: config.limits.proposalTimeoutMs, seedPeers,
     featureLevelMax: levelMax,
+    proposalsPendingMax: config.limits.proposalsPendingMax, readsPendingMax: config.limits.readsPendingMax, diskStallMs: config.limits.diskStallMs,
   });
   ref.node = node;
   registerNodeMetrics(metrics, node);
@@ -161,7 +162,11 @@ export async function startNode(config: NodeConfig, log: Logger, opts: StartOpti
   control.start();
   const api = buildApi({
     node: node, store, clusterId: identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax,
-    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), limits: apiLimitsDefault,
+    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(),
+    limits: {
+      ...apiLimitsDefault, connectionsMax: config.limits.connectionsMax, watchStreamsMax: config.limits.watchStreamsMax,
+      watchStreamsPerClientMax: config.limits.watchStreamsPerClientMax, snapshotDownloadsMax: config.limits.snapshotDownloadsMax,
+    },
   });
   const apiListen = splitHostPort(config.api.listen);
   try {
