@@ -26,7 +26,7 @@ import { ReplicasChecker } from './checkers/replicas.ts';
 import { Consensus, describeOrigin, type Cluster } from './consensus.ts';
 import { flush } from './flush.ts';
 import { LeaderLoops } from './leader-loops.ts';
-import type { LogEntry } from './log-entry.ts';
+import { tookEffect, type LogEntry } from './log-entry.ts';
 import { Network } from './network.ts';
 import { Reference } from './reference.ts';
 import { zones, type ControlScenario } from './scenario.ts';
@@ -94,10 +94,6 @@ export class World implements Cluster {
 
   now(): number {
     return this.clock.now();
-  }
-
-  get tracing(): boolean {
-    return this.trace.enabled;
   }
 
   log(line: string): void {
@@ -221,7 +217,7 @@ export class World implements Cluster {
   private onAppend(e: LogEntry): void {
     this.reference.apply(e);
     const o = e.origin;
-    if (o.kind === 'loop' && o.key.startsWith('svc:') && e.result !== null && e.result.ok) {
+    if (o.kind === 'loop' && o.key.startsWith('svc:') && tookEffect(e.result)) {
       // The orchestrator acted on a state that includes the operator's change.
       const name = o.key.slice(4);
       const list = this.pendingReplicas.get(name)?.filter((p) => p.index > o.readRevision);
