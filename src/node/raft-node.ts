@@ -391,6 +391,18 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     return at === undefined ? undefined : performance.now() - at;
   }
 
+  /**
+   * Resolves once everything in this node's log when called is applied here, or this node is no
+   * longer the leader (then an entry of its own it has not applied may never commit). A leader
+   * loop whose write's outcome is unknown waits for this before it decides again.
+   */
+  async settleOwnProposals(): Promise<void> {
+    const target = this.raw.status().lastIndex;
+    const term = this.term;
+    await this.waitFor(() => this.applied >= target || !this.isLeader || this.term !== term || this.state !== 'running', 10 * 60_000, 'settling own proposals')
+      .catch(() => undefined);
+  }
+
   /** Log time now: the leader's log clock, or (not stamping) the applied log time. */
   logTimeNow(): number {
     return this.logClock.now(performance.now()) ?? this.opts.stateMachine.logTimeMs ?? 0;

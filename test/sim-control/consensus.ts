@@ -159,6 +159,13 @@ export class Consensus {
     });
   }
 
+  /** What of `session`'s proposals is still open: queued or held ones, and the last index it had appended. */
+  pendingOf(session: Session): { queued: number; lastAppended: number } {
+    let lastAppended = 0;
+    for (const e of this.entries) if (e.proposal?.session === session) lastAppended = e.index;
+    return { queued: this.inflight.filter((p) => p.session === session).length, lastAppended };
+  }
+
   /** A client's write through the leader (the operator); null when there is no leader. */
   appendClient(data: Uint8Array, origin: Origin): LogEntry | null {
     if (!this.leaderValid()) return null;

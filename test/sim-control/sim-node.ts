@@ -8,7 +8,7 @@ import type { NodeIdentity } from '../../src/control/agent-ports.ts';
 import type { Agent } from '../../src/executor/agent.ts';
 import type { MemoryRuntime } from '../../src/executor/memory-runtime.ts';
 import { controlFeatureLevel } from '../../src/control/collections.ts';
-import type { LeaderLoops } from './leader-loops.ts';
+import type { LeaderRun } from '../../src/control/leader-run.ts';
 import type { LogEntry } from './log-entry.ts';
 import type { Session } from './session.ts';
 
@@ -34,7 +34,7 @@ export class SimNode {
   returnAt = 0;
   session: Session | null = null;
   agent: Agent | null = null;
-  loops: LeaderLoops | null = null;
+  loops: LeaderRun | null = null;
   incarnation = 0;
   /** When this incarnation last heard from each node (what the real node's silentForMs is built from). */
   readonly lastHeard = new Map<string, number>();

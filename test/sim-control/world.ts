@@ -2,7 +2,7 @@
 // consensus and the reference store, and one step of everything. The code under test runs
 // inside it unchanged: each node's DocumentStore applies its prefix of the log, its agent (the
 // real Agent on a MemoryRuntime, through the real StoreAgentView and StoreAgentWriter) converges
-// its containers, and the node that believes it leads runs the real pure loops (leader-loops.ts).
+// its containers, and the node that believes it leads runs the real leader loops (src/control/leader-run.ts).
 //
 // One step: leadership (elections, step-downs, nodes hearing of the new term), proposals whose
 // time has come reach the log, nodes apply a little of what they lag, contacts are noted, leader
@@ -16,6 +16,7 @@ import type { Availability } from '../../src/control/resources.ts';
 import { ShoalError } from '../../src/errors.ts';
 import { Agent, type AgentLimits } from '../../src/executor/agent.ts';
 import { ManualClock } from '../../src/executor/manual-clock.ts';
+import type { Timer } from '../../src/executor/clock.ts';
 import { MemoryRuntime } from '../../src/executor/memory-runtime.ts';
 import type { RaftNode } from '../../src/node/raft-node.ts';
 import type { Trace } from '../sim/trace.ts';
@@ -25,8 +26,8 @@ import type { Amounts } from './checkers/placement.ts';
 import { ReplicasChecker } from './checkers/replicas.ts';
 import { Consensus, describeOrigin, type Cluster } from './consensus.ts';
 import { flush } from './flush.ts';
-import { LeaderLoops } from './leader-loops.ts';
-import { tookEffect, type LogEntry } from './log-entry.ts';
+import { LeaderRun } from '../../src/control/leader-run.ts';
+import { tookEffect, type LogEntry, type LoopOrigin } from './log-entry.ts';
 import { Network } from './network.ts';
 import { Reference } from './reference.ts';
 import { zones, type ControlScenario } from './scenario.ts';
@@ -188,20 +189,35 @@ export class World implements Cluster {
 
   private startLoops(n: SimNode): void {
     const session = n.session as Session;
-    n.loops = new LeaderLoops({
-      store: n.store, clock: session.clock, self: n.id, members: this.memberIds, health: this.scenario.health,
+    const clock = session.clock;
+    n.loops = new LeaderRun({
+      store: n.store, clock: { now: () => clock.now(), setTimeout: (fn, ms) => clock.setTimer(ms, fn), clearTimeout: (h) => (h as Timer).cancel() },
+      logTimeNow: () => clock.now(), self: n.id, members: () => this.memberIds, health: this.scenario.health,
       silentForMs: (id) => {
         const at = n.lastHeard.get(id);
         return at === undefined ? undefined : this.clock.now() - at;
       },
-      worldSilenceMs: () => this.silenceFrom(n),
-      propose: (data, term, origin) => session.guard(this.consensus.propose(n, session, data, term, origin)),
+      propose: (data, term, meta) => {
+        const origin: LoopOrigin = {
+          kind: 'loop', node: n.id, term, key: meta.key, decidedAtMs: clock.now(), readRevision: meta.readRevision,
+          loopsRunningMs: meta.runningForMs, silenceMs: meta.key === 'place' ? this.silenceFrom(n) : {},
+        };
+        return session.guard(this.consensus.propose(n, session, data, term, origin));
+      },
+      settleOwnProposals: async () => {
+        for (;;) {
+          const { queued, lastAppended } = this.consensus.pendingOf(session);
+          if ((queued === 0 && n.applied >= lastAppended) || n.session !== session) return;
+          await new Promise<void>((resolve) => clock.setTimer(50, resolve));
+        }
+      },
       newTaskId: () => `t${(++this.taskSeq).toString(36).padStart(5, '0')}`,
-      trace: (line) => this.log(`${n.id} ${line}`),
+      log: { debug: () => {}, warn: (line) => this.log(`${n.id} ${line}`) },
     }, n.knownTerm);
     this.log(`${n.id} starts its loops of term ${n.knownTerm}`);
     n.loops.start();
   }
+
 
   private checkAfterStep(): void {
     const view = readCommitted(this.reference.store);
