@@ -4,7 +4,8 @@
 // tens of milliseconds of page faults on a small VM, once per copy.
 
 import { Packr } from 'msgpackr';
-import type { MemberRecord } from './membership.ts';
+import { z } from 'zod';
+import { memberRecordSchema, type MemberRecord } from './membership.ts';
 
 const packr = new Packr({ useRecords: false });
 
@@ -59,6 +60,35 @@ function prefixOf(members: MemberRecord[], appParts: readonly Uint8Array[]): Uin
 
 export function decodeSnapshotData(data: Uint8Array): SnapshotData {
   return packr.unpack(data) as SnapshotData;
+}
+
+const snapshotDataSchema = z.object({ members: z.array(memberRecordSchema), app: z.instanceof(Uint8Array) }).strict();
+
+/**
+ * Why `data`, a snapshot's payload from a peer, cannot be restored; undefined when it can. Run
+ * before the core accepts the snapshot: once accepted it is written to disk and restored, and a
+ * payload that does not decode would stop the node then and at every start after. Empty data
+ * restores nothing (restoreState), as for the snapshot a joining node starts from.
+ *
+ * The envelope is decoded here (the app's bytes stay a view into `data`, not a copy) and the
+ * member records checked; `checkApp`, the state machine's own check of its part, may decode the
+ * whole store once, and keeps nothing of it.
+ */
+export function checkSnapshotData(data: Uint8Array, checkApp?: (app: Uint8Array) => string | undefined): string | undefined {
+  if (data.length === 0) return undefined;
+  let value: unknown;
+  try {
+    value = packr.unpack(data);
+  } catch (err) {
+    return `snapshot data is not msgpack: ${(err as Error).message}`;
+  }
+  const parsed = snapshotDataSchema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return `snapshot data is not {members, app}: ${issue === undefined ? 'invalid' : `${issue.path.join('.') || '(root)'}: ${issue.message}`}`;
+  }
+  const app = checkApp?.(parsed.data.app);
+  return app === undefined ? undefined : `the state machine cannot restore the snapshot: ${app}`;
 }
 
 function binHeader(n: number): Uint8Array {

@@ -24,4 +24,10 @@ export interface StateMachine {
   snapshotInSlices?(pause: () => Promise<void>): Promise<Uint8Array[]>;
   /** Replaces the whole state with a snapshot produced by snapshot() (possibly on another node). */
   restore(data: Uint8Array): void;
+  /**
+   * Optional: why restore() would refuse `data`, or undefined if it would take it. The node asks
+   * before it accepts a snapshot from a peer, so bytes that cannot be restored never reach the
+   * disk. Keeps nothing of what it decodes.
+   */
+  checkSnapshot?(data: Uint8Array): string | undefined;
 }
