@@ -33,6 +33,8 @@ export class MemoryCluster {
   readonly network = new MemoryNetwork();
   readonly members: MemberRecord[];
   nodes: TestNode[] = [];
+  /** Each node's transport (the latest, after a restart), for fault injection. */
+  readonly transports = new Map<string, MemoryTransport>();
   /** Errors the nodes logged (a fatal error stops a node): tests assert there are none. */
   readonly errors: string[] = [];
   readonly warnings: string[] = [];
@@ -56,6 +58,7 @@ export class MemoryCluster {
   async startNode(id: string, storage: MemoryNodeStorage, kv = new KvStateMachine(), seedPeers: MemberRecord[] = []): Promise<TestNode> {
     const transport = this.network.transport(id);
     await transport.start();
+    this.transports.set(id, transport);
     this.opts.instrument?.(id, storage, transport);
     const node = new RaftNode({
       id, storage: storageWithoutClose(storage), transport, stateMachine: kv, tickMs: 5, electionTimeoutTicks: 10,
