@@ -24,7 +24,7 @@ export class KvStateMachine implements StateMachine {
   }
 
   apply(entry: AppliedEntry): unknown {
-    const cmd = kvCommandSchema.safeParse(packr.unpack(entry.data));
+    const cmd = kvCommandSchema.safeParse(unpackOrUndefined(entry.data));
     if (!cmd.success) return { error: 'invalid command' };
     this.data.set(cmd.data.key, { value: cmd.data.value, rev: entry.index });
     return { rev: entry.index };
@@ -55,5 +55,14 @@ export class KvStateMachine implements StateMachine {
       return `not msgpack: ${(err as Error).message}`;
     }
     return kvSnapshotSchema.safeParse(v).success ? undefined : 'not a list of [key, {value, rev}] pairs';
+  }
+}
+
+/** Any bytes may be proposed: what is not msgpack is an invalid command like any other. */
+function unpackOrUndefined(data: Uint8Array): unknown {
+  try {
+    return packr.unpack(data);
+  } catch {
+    return undefined;
   }
 }
