@@ -52,6 +52,10 @@ class Writer {
           if (leader === undefined) throw new Error('no leader');
           await leader.node.propose(KvStateMachine.encode({ op: 'put', key: `w${i % 16}`, value: String(i) }));
           this.committed++;
+          // A client's next request is a new task, as over HTTP. Without it a leader that is its
+          // only voter (a lie can make it so) commits and applies in microtasks alone, and the
+          // timers of everything else never run.
+          await new Promise((r) => setImmediate(r));
         } catch {
           await new Promise((r) => setTimeout(r, 10));
         }
@@ -142,7 +146,9 @@ describe('a cluster fed what peers could send', { timeout: 120_000 }, () => {
   });
 
   it('stays up, every node, under well-formed lies of every type but a proposal', async () => {
-    const lie = validRecipeArb.filter((r) => r.type !== 'prop');
+    // Appended entries are empty (no-ops): the state machine's handling of arbitrary entry bytes
+    // is the third property's; this one is about the core.
+    const lie = validRecipeArb.filter((r) => r.type !== 'prop').map((r) => ({ ...r, entries: r.entries.map((e) => ({ ...e, data: new Uint8Array(0) })) }));
     await fc.assert(fc.asyncProperty(fc.array(inputArb<ValidRecipe>(lie), { minLength: 50, maxLength: 300 }), async (inputs) => {
       const c = await started();
       const writer = new Writer(c);

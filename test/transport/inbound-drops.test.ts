@@ -5,7 +5,8 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Message } from '../../src/raft/types.ts';
 import { encodeFrame } from '../../transport/codec.ts';
-import { INBOUND_DROP_REASONS, inboundDropSamples } from '../../transport/inbound-drops.ts';
+import { Registry } from '../../src/node/metrics.ts';
+import { INBOUND_DROP_REASONS, PEER_MESSAGES_DROPPED_METRIC, inboundDropSamples } from '../../transport/inbound-drops.ts';
 import { MemoryNetwork, type MemoryTransport } from '../../transport/memory-transport.ts';
 import { makePki, message, startNode, waitFor, type Node, type Pki } from './helpers.ts';
 import { RawPeer } from './raw-peer.ts';
@@ -73,11 +74,15 @@ describe('the in-memory transport', () => {
     expect(b.inboundDrops()).toMatchObject({ bad_term: 1, bad_snapshot_data: 1 });
   });
 
-  it('gives every reason a sample, zeros included, for the metric', () => {
-    const samples = inboundDropSamples({ ...Object.fromEntries(INBOUND_DROP_REASONS.map((r) => [r, 0])), malformed: 3 } as never);
-    expect(samples).toHaveLength(INBOUND_DROP_REASONS.length);
-    expect(samples).toContainEqual({ labels: { reason: 'malformed' }, value: 3 });
-    expect(samples).toContainEqual({ labels: { reason: 'bad_snapshot_data' }, value: 0 });
+  it('gives every reason a sample, zeros included, for the node\'s metric registry', async () => {
+    await pair();
+    b.injectValue('a', 'not a message');
+    const metrics = new Registry();
+    metrics.gauge({ ...PEER_MESSAGES_DROPPED_METRIC, type: 'counter', read: () => inboundDropSamples(b.inboundDrops()) });
+    const text = metrics.render();
+    expect(text).toContain('# TYPE shoal_peer_messages_dropped_total counter');
+    expect(text).toContain('shoal_peer_messages_dropped_total{reason="malformed"} 1');
+    for (const reason of INBOUND_DROP_REASONS) expect(text).toContain(`shoal_peer_messages_dropped_total{reason="${reason}"}`);
   });
 });
 
