@@ -70,9 +70,9 @@ const snapshotDataSchema = z.object({ members: z.array(memberRecordSchema), app:
  * payload that does not decode would stop the node then and at every start after. Empty data
  * restores nothing (restoreState), as for the snapshot a joining node starts from.
  *
- * The envelope is decoded here (the app's bytes stay a view into `data`, not a copy) and the
- * member records checked; `checkApp`, the state machine's own check of its part, may decode the
- * whole store once, and keeps nothing of it.
+ * The outer {members, app} map is decoded here (the app's bytes stay a view into `data`, not a
+ * copy) and the member records checked; `checkApp`, the state machine's check of its part, may
+ * decode the whole store once, and keeps nothing of it.
  */
 export function checkSnapshotData(data: Uint8Array, checkApp?: (app: Uint8Array) => string | undefined): string | undefined {
   if (data.length === 0) return undefined;
