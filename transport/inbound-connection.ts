@@ -175,7 +175,8 @@ export class InboundConnection {
       : admitMessage(m, this.certNodeId, this.ctx.local.nodeId);
     if (refusal === undefined) return true;
     this.ctx.countDrop(refusal.reason);
-    this.logOnce(`drop:${refusal.reason}`, `dropped a '${m.type}' message from ${this.describePeer()}: ${refusal.reason}: ${refusal.detail}`);
+    // Keyed by peer, not address: a peer that keeps redialling must not get a warning per connection.
+    this.logOnce(`drop:${this.certNodeId}:${refusal.reason}`, `dropped a '${m.type}' message from ${this.describePeer()}: ${refusal.reason}: ${refusal.detail}`, true);
     return false;
   }
 

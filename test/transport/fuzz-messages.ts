@@ -12,6 +12,7 @@
 //   corrupted    a valid frame with bytes flipped or cut off
 //   garbage      random bytes, or msgpack of a random value
 //   frame        a frame the connection does not carry after the hello (hello, snapAck, ...)
+//   (valid)      also, in the hostile mix, valid messages of a past term
 //   batch        several of the above in one WebSocket message (protocol 2)
 //
 // `classify` says what a receiver does with rendered bytes (dropped, ignored as stale, or
@@ -122,6 +123,8 @@ export function hostileRecipeArb(): fc.Arbitrary<Recipe> {
     fc.record({ kind: fc.constant('garbage' as const), bytes: fc.uint8Array({ maxLength: 256 }) }),
     fc.record({ kind: fc.constant('anything' as const), value: fc.anything({ maxDepth: 3, withNullPrototype: false }) }),
     fc.record({ kind: fc.constant('frame' as const), frame: fc.constantFrom('hello' as const, 'snapAck' as const, 'snapChunk' as const), base: validRecipeArb }),
+    // Of a past term (unless relayed, which carries none): what the core ignores or answers with its term.
+    validRecipeArb.map((r): Recipe => ({ ...r, termDelta: -1 - Math.abs(r.termDelta) })),
   );
   return fc.oneof({ weight: 5, arbitrary: single }, { weight: 1, arbitrary: fc.record({ kind: fc.constant('batch' as const), parts: fc.array(single, { minLength: 2, maxLength: 4 }) }) });
 }
