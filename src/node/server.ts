@@ -6,6 +6,7 @@ import { apiLimitsDefault, buildApi } from '../api/app.ts';
 import { ShoalError } from '../errors.ts';
 import { DiskStorage } from '../storage/index.ts';
 import { WsTransport } from '../../transport/ws-transport.ts';
+import { PEER_MESSAGES_DROPPED_METRIC, inboundDropSamples } from '../../transport/inbound-drops.ts';
 import { DocumentStore } from '../../fsm/index.ts';
 import { Registry, latencyBuckets } from './metrics.ts';
 import { loadIdentity, loadTls, type Identity } from './identity.ts';
@@ -143,6 +144,7 @@ export async function startNode(config: NodeConfig, log: Logger, opts: StartOpti
   });
   ref.node = node;
   registerNodeMetrics(metrics, node);
+  metrics.gauge({ ...PEER_MESSAGES_DROPPED_METRIC, type: 'counter', read: () => inboundDropSamples(transport.inboundDrops()) });
   const stopRuntimeMetrics = registerRuntimeMetrics(metrics);
   try {
     await transport.start();
