@@ -99,7 +99,7 @@ export function planRebalance(state: ControlState, svc: ServiceRecord): Rebalanc
       return { state: 'moved', reason: `moving task ${c.value.id} (slot ${String(c.value.slot)}) off ${from.name} (${fromAfter + 1} tasks of ${svc.name}) toward ${to.name} (${counts.get(to.id) ?? 0})`, move: { task: c, from, to }, counts: shown };
     }
   }
-  return still('balanced', candidates.length === 0 ? 'no task of the current spec is running' : 'the scheduler would not place any task on a node with fewer tasks of the service');
+  return still('balanced', candidates.length === 0 ? 'no task of the current spec is running' : `no task of ${svc.name} can move to a node that carries fewer of them (the scheduler decides where a task may go)`);
 }
 
 function compareNames(byNode: ReadonlyMap<string, NodeRecord>, a: TaskRecord, b: TaskRecord): number {
