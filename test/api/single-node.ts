@@ -9,6 +9,7 @@ import { Registry } from '../../src/node/metrics.ts';
 import { MemoryNodeStorage } from '../../src/node/node-storage.ts';
 import { RaftNode } from '../../src/node/raft-node.ts';
 import { bootstrapSnapshotData } from '../../src/node/server.ts';
+import { featureLevelMax } from '../../src/node/feature-level.ts';
 import { bootstrapStorage, MemoryStorage } from '../../src/raft/storage.ts';
 import { MemoryNetwork } from '../../transport/memory-transport.ts';
 import { ControlPlane } from '../../src/control/control-plane.ts';
@@ -61,7 +62,9 @@ export async function singleNode(opts: SingleNodeOptions = {}): Promise<SingleNo
   });
   await node.start();
   const deadline = Date.now() + 5000;
-  while (opts.voters === undefined && !node.isLeader && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  // A sole voter leads, then raises the cluster feature level (an entry of its own): wait for both.
+  const level = opts.featureLevelMax ?? featureLevelMax;
+  while (opts.voters === undefined && (!node.isLeader || node.featureLevel < level) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
   const metrics = new Registry();
   metrics.add(node.proposalLatency);
   const ctx: ApiContext = {
