@@ -5,11 +5,11 @@
 // rebalance. Runs under the machine-wide lock (flock /tmp/shoal-heavy.lock).
 
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { getJson, sleep, useCluster, type ClusterNode } from '../cluster/process-cluster.ts';
 
 interface Result { code: number; stdout: string; stderr: string }
@@ -18,6 +18,8 @@ interface Task { id: string; nodeName: string | null; desired: string; observed:
 const bin = fileURLToPath(new URL('../../bin/shoal.js', import.meta.url));
 const example = fileURLToPath(new URL('../../docs/examples/web.yaml', import.meta.url));
 const cluster = useCluster({ runtime: 'memory' });
+const dir = mkdtempSync(path.join(os.tmpdir(), 'shoal-ctl-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function shoal(node: ClusterNode, ...args: string[]): Promise<Result> {
   return new Promise((resolve, reject) => {
@@ -77,7 +79,7 @@ describe('the control plane commands on three processes', () => {
     expect(perNode(moved).n2).toBeUndefined();
 
     // Replace every task at once, good as soon as it runs: the update and the rollback are quick.
-    const fast = path.join(mkdtempSync(path.join(os.tmpdir(), 'shoal-ctl-')), 'web.yaml');
+    const fast = path.join(dir, 'web.yaml');
     writeFileSync(fast, `${readFileSync(example, 'utf8').replace('replicas: 3', 'replicas: 5')}update: {parallelism: 5, monitor: 0s}\n`);
     expectOk(await shoal(node(0), 'apply', '-f', fast, '--timeout', '60s'), 'apply the update policy');
     const updated = await shoal(node(1), 'service', 'update', 'web', '--image', 'busybox:v2', '--timeout', '60s');

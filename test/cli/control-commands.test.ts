@@ -4,7 +4,7 @@
 // as a child process (it runs until a signal).
 
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -56,6 +56,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await solo.close();
+  rmSync(dir, { recursive: true, force: true });
 });
 
 describe('shoal apply', () => {
