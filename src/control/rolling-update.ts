@@ -31,7 +31,12 @@ interface TaskLike {
 
 const active = new Set(['updating', 'rolling-back']);
 
-export function planUpdate(svc: ServiceRecord, tasks: readonly TaskLike[], now: number): UpdatePass {
+/**
+ * `wantedSlots`: how many slots the spec has now (replicas, or eligible nodes). The update is done
+ * only once that many tasks of the new version run and are good: with stop-first, a slot's new
+ * task is created after its old one stopped, so "no old task left" alone comes too early.
+ */
+export function planUpdate(svc: ServiceRecord, tasks: readonly TaskLike[], now: number, wantedSlots: number): UpdatePass {
   const target = svc.specVersion;
   const st = svc.updateStatus;
   const alive = tasks.filter((t) => t.rec.desired === 'running');
@@ -44,7 +49,8 @@ export function planUpdate(svc: ServiceRecord, tasks: readonly TaskLike[], now: 
   if (failedEarly !== undefined) return { target, replaceNow: new Set(), statusChange: onFailure(svc, failedEarly.rec, now), wakeAt: null };
   const pending = fresh.filter((t) => t.rec.desired === 'running' && !isGood(t, now, monitorMs));
   const stopping = tasks.filter((t) => t.rec.desired === 'shutdown' && t.rec.specVersion !== target && !isTerminal(t.view) && t.rec.nodeId !== null);
-  if (old.length === 0 && pending.length === 0 && stopping.length === 0) {
+  const good = alive.filter((t) => t.rec.specVersion === target && isGood(t, now, monitorMs)).length;
+  if (old.length === 0 && pending.length === 0 && stopping.length === 0 && good >= wantedSlots) {
     return { target, replaceNow: new Set(), statusChange: finished(svc, now), wakeAt: null };
   }
   const wakeAt = earliest(pending.map((t) => (t.rec.startedAt ?? now) + monitorMs));
