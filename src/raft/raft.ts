@@ -369,8 +369,29 @@ export class Raft {
     if (m.type === 'preVote') return true; // a pre-vote never changes our term
     if (m.type === 'preVoteResp' && !m.reject) return true; // the term is raised on winning
     const leader = m.type === 'app' || m.type === 'heartbeat' || m.type === 'snap' ? m.from : NONE;
-    this.becomeFollower(m.term, leader);
+    if (leader === NONE && this.role !== 'leader') this.becomeFollowerKeepingElectionTimer(m.term);
+    else this.becomeFollower(m.term, leader);
     return true;
+  }
+
+  /**
+   * A newer term from anyone but its leader (a vote request, an answer to our own request)
+   * makes this node a follower of that term, but its election timer goes on running. Raft's
+   * rule (paper Figure 2, thesis Figure 3.1) restarts a follower's timer when it hears from the
+   * current leader or grants a vote (handleVoteRequest), not when it merely sees a newer term;
+   * LogCabin's stepDown starts a new timer only for a node that was leader. Restarting it on
+   * every newer term, as etcd does, lets candidates that cannot win (their logs are behind) put
+   * off, round after round, the election of the node that can: it must then be the first of
+   * all to time out again. A joint configuration, needing both majorities, can leave a single
+   * such node (seed 701291: voters [n4,n5], outgoing [n1,n2], only n2 held the newest entries,
+   * and no leader for 350 ticks). PreVote hides it, since a pre-vote raises no term.
+   */
+  private becomeFollowerKeepingElectionTimer(term: number): void {
+    const elapsed = this.electionElapsed;
+    const timeout = this.randomizedElectionTimeout;
+    this.becomeFollower(term, NONE);
+    this.electionElapsed = elapsed;
+    this.randomizedElectionTimeout = timeout;
   }
 
   private stepLowerTerm(m: Message): void {
