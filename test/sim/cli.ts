@@ -19,6 +19,8 @@ interface Args {
   ticks: number;
   jobs: number;
   soak: boolean;
+  /** --soak drew the start at random (no --from). */
+  startDrawn: boolean;
 }
 
 /** Seeds a soak runs unless --seeds says otherwise. */
@@ -54,7 +56,7 @@ const usage = `usage: npm run sim -- [--seeds N] [--from K] [--seed S] [--verbos
 exit code: 0 all seeds passed, 1 some seed failed, 2 usage error`;
 
 function parseArgs(argv: string[]): Args | 'help' {
-  const a: Args = { from: 1, count: 100, single: false, verbose: false, perSeed: false, json: false, ticks: defaultSafetyTicks, jobs: 1, soak: false };
+  const a: Args = { from: 1, count: 100, single: false, verbose: false, perSeed: false, json: false, ticks: defaultSafetyTicks, jobs: 1, soak: false, startDrawn: false };
   let fromGiven = false;
   let countGiven = false;
   for (let i = 0; i < argv.length; i++) {
@@ -81,7 +83,10 @@ function parseArgs(argv: string[]): Args | 'help' {
   if (a.soak) {
     if (a.single) throw new Error('--soak runs a range; replay one seed with --seed alone');
     if (!countGiven) a.count = soakSeedsDefault;
-    if (!fromGiven) a.from = randomInt(soakStartMin, soakStartMax - a.count);
+    if (!fromGiven) {
+      a.from = randomInt(soakStartMin, soakStartMax - a.count);
+      a.startDrawn = true;
+    }
   }
   if (a.from + a.count - 1 > 0xffffffff) throw new Error('seeds are 32-bit: --from plus --seeds must stay below 2^32');
   return a;
@@ -173,7 +178,7 @@ function printSummary(args: Args, s: Summary): void {
 
 /** The range, first, so that a run that dies still says what it was running. */
 function printSoakStart(args: Args): void {
-  console.log(`soak: seeds ${args.from}..${args.from + args.count - 1} (a fresh range, drawn at random; `
+  console.log(`soak: seeds ${args.from}..${args.from + args.count - 1} (${args.startDrawn ? 'a fresh range, its start drawn at random' : 'from --from'}; `
     + `this run again: npm run sim -- --from ${args.from} --seeds ${args.count} --jobs ${args.jobs})`);
 }
 
@@ -185,7 +190,7 @@ function printSoakEnd(args: Args, s: Summary): void {
     return;
   }
   console.log(`\nsoak FAILED: ${s.failures.length} of ${s.seeds} seeds (${range}):`);
-  for (const f of s.failures) console.log(`  seed ${f.seed} (${f.checker}, ${f.phase}): npm run sim -- --seed ${f.seed} --verbose`);
+  for (const f of s.failures) console.log(`  seed ${f.seed} (${f.checker} in the ${f.phase} phase): npm run sim -- --seed ${f.seed} --verbose`);
 }
 
 async function main(): Promise<number> {
