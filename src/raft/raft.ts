@@ -303,9 +303,17 @@ export class Raft {
 
   private tickElection(): void {
     this.electionElapsed++;
-    if (this.promotable() && this.pastElectionTimeout()) {
+    if (!this.pastElectionTimeout()) return;
+    if (this.promotable()) {
       this.electionElapsed = 0;
       this.step(message({ type: 'hup', from: this.id }));
+    } else if (this.role !== 'follower') {
+      // A campaign this node may not start again on its own (it campaigned to hand leadership
+      // over, maybeCampaignToHandOff) did not win in time: a request or an answer was lost, or
+      // the vote split. Back to following, so that the next vote it refuses starts another;
+      // left a candidate, it would refuse every request and never campaign again (seeds
+      // 2054434 and 2057168).
+      this.becomeFollower(this.term, NONE);
     }
   }
 
@@ -434,13 +442,20 @@ export class Raft {
    * safe is the voters' check that the candidate's log is at least as up to date as theirs, not
    * the candidate's membership. Once leader, it accepts no proposals: it brings the voters up to
    * date and hands leadership to the best of them (maybeHandOffLeadership).
+   *
+   * A leader it still names does not hold it back once silent for an election timeout: that
+   * leader may have stepped down without a newer term for this node to hear of (seed 2057168:
+   * the removed leader n3 lost its quorum, and n1, removed too, still named it). The campaign
+   * has an election timeout to win (tickElection), then waits for the next refused request.
    */
   private maybeCampaignToHandOff(candidate: NodeId): void {
     const cfg = this.tracker.config;
-    if (this.role !== 'follower' || this.lead !== NONE) return;
+    if (this.role !== 'follower') return;
+    if (this.lead !== NONE && this.electionElapsed < this.electionTimeout) return;
     if (isVoter(cfg, this.id) || isJoint(cfg) || !isVoter(cfg, candidate)) return;
     if (this.log.hasPendingSnapshot() || this.hasUnappliedConfChanges()) return;
     this.logger.info(`${this.id} is not a voter but holds entries ${candidate} lacks; campaigning to hand leadership over`);
+    this.electionElapsed = 0;
     this.campaign(this.preVote ? 'preElection' : 'election');
   }
 

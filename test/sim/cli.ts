@@ -120,7 +120,11 @@ function runSeeds(args: Args): Summary {
   for (let seed = args.from; seed < args.from + args.count; seed++) {
     const r: SeedResult = runSeed(seed, { safetyTicks: args.ticks, ...(echo !== undefined ? { echo } : {}) });
     addStats(totals, r.stats);
-    if (r.failure !== undefined) failures.push(r.failure);
+    if (r.failure !== undefined) {
+      failures.push(r.failure);
+      // Said at once, so that a long run's failures can be looked at while it goes on.
+      if (!args.single) process.stderr.write(`seed ${seed} FAILED (${r.failure.checker} in the ${r.failure.phase} phase)\n`);
+    }
     if (args.single && !args.json) console.log(`seed ${seed}: ${JSON.stringify(r.scenario)}\n${statsLine(r.stats)}`);
     else if (args.perSeed && !args.json) console.log(`seed ${seed} ${r.failure === undefined ? 'ok' : 'FAIL'}: ${statsLine(r.stats)}`);
     const done = seed - args.from + 1;

@@ -20,4 +20,6 @@ export const regressionSeeds: readonly RegressionSeed[] = [
   { seed: 2677, found: 'liveness: the Ready committing a conf change was not synced (core-conf-commit-sync)' },
   { seed: 5035, found: 'liveness: removing the leader of two voters (paper-6-membership; docs/raft.md)' },
   { seed: 701291, found: 'liveness: refused vote requests restarted the election timer of the one node that could win (core-stale-candidate)' },
+  { seed: 2054434, found: 'liveness: a removed node\'s hand-over campaign lost a message and never ended (core-hand-off-retry)' },
+  { seed: 2057168, found: 'liveness: the same, and a removed node named a leader that had stepped down (core-hand-off-retry)' },
 ];
