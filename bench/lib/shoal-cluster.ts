@@ -116,6 +116,11 @@ export class ShoalCluster implements System {
     n.proc = undefined;
   }
 
+  async transferLeader(i: number): Promise<void> {
+    const r = await once<unknown>(this.node(i).client, { method: 'POST', path: '/v1/cluster/leader', body: jsonBody({ to: this.node(i).id }) }, 10_000);
+    if (r.status !== 200) throw new Error(`shoal transfer to ${this.node(i).name}: HTTP ${r.status} ${JSON.stringify(r.body)}`);
+  }
+
   async restart(i: number, timeoutMs: number): Promise<void> {
     const n = this.node(i);
     if (n.proc) throw new Error(`shoal: ${n.name} is running`);
