@@ -8,7 +8,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { encodeSnapshotFileParts } from '../node/snapshot-file.ts';
+import { snapshotFileParts } from '../node/backups.ts';
 import type { ApiPluginOptions } from './app.ts';
 import { validate } from './validate.ts';
 
@@ -49,16 +49,14 @@ export const snapshotRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, 
     const release = bounds.snapshots.acquire(req.ip);
     try {
       await ctx.node.readBarrier();
-      // The index, term, members and the store's image all belong to this one synchronous step.
-      const meta = { clusterId: ctx.clusterId, index: ctx.node.appliedIndex, term: ctx.node.currentTerm, members: ctx.node.membership.list() };
-      const parts = await encodeSnapshotFileParts(meta, await ctx.store.snapshotInSlices(pause), pause);
+      const { index, parts } = await snapshotFileParts(ctx.node, ctx.store, ctx.clusterId);
       let bytes = 0;
       for (const p of parts) bytes += p.length;
       reply.raw.once('finish', release);
       reply.raw.once('close', release);
       void reply.header('content-type', 'application/octet-stream');
       void reply.header('content-length', String(bytes));
-      void reply.header('content-disposition', `attachment; filename="shoal-${ctx.clusterId}-${meta.index}.snap"`);
+      void reply.header('content-disposition', `attachment; filename="shoal-${ctx.clusterId}-${index}.snap"`);
       return await reply.send(Readable.from(chunksOf(parts), { objectMode: false }));
     } catch (err) {
       release();

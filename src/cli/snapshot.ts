@@ -17,6 +17,7 @@ import { exitCodes, parse, UsageError } from './args.ts';
 import { apiErrorFrom, checkHostPort, CliFailure, resolveAddr, send } from './client.ts';
 import { commonFlags, help } from './doc-common.ts';
 import { initApiDefault, initPeerDefault } from './init.ts';
+import { inspectCommand, lsCommand, snapshotInspectHelp, snapshotLsHelp } from './snapshot-files.ts';
 import { clientExitCodes, commonFlagsHelp, groupHelp, runGroup, type Group } from './group.ts';
 
 /** A snapshot larger than this is refused rather than filling the disk or memory. */
@@ -57,14 +58,16 @@ was written), or writing DIR failed (the message says what to remove); 2 usage e
 
 export const snapshotGroup: Group = {
   name: 'snapshot',
-  about: 'Backs up the cluster\'s documents to a file, and starts a new cluster from such a file.',
+  about: 'Backs up the cluster\'s documents to a file, lists and checks such files, and starts a new cluster from one.',
   subcommands: {
     save: { summary: 'download a consistent snapshot to a file', help: snapshotSaveHelp, run: saveCommand },
     restore: { summary: 'start a NEW cluster (new id and CA) from a snapshot file', help: snapshotRestoreHelp, run: restoreCommand },
+    ls: { summary: "list a node's scheduled snapshot files", help: snapshotLsHelp, run: lsCommand },
+    inspect: { summary: 'check a snapshot file and show what it holds', help: snapshotInspectHelp, run: inspectCommand },
   },
 };
 
-export const snapshotHelps: Record<string, string> = { save: snapshotSaveHelp, restore: snapshotRestoreHelp };
+export const snapshotHelps: Record<string, string> = { save: snapshotSaveHelp, restore: snapshotRestoreHelp, ls: snapshotLsHelp, inspect: snapshotInspectHelp };
 
 export const snapshotGroupHelp = groupHelp(snapshotGroup);
 

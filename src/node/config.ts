@@ -69,6 +69,15 @@ export const configSchema = z.object({
     /** Labels the node registers with (later changed with `shoal node label`). */
     labels: z.record(z.string().regex(/^[A-Za-z0-9]([A-Za-z0-9._/-]{0,62}[A-Za-z0-9])?$/, 'a label key'), z.string().regex(/^[^\s,'"()]{0,63}$/, 'a label value (no spaces, commas, quotes or parentheses)')).default({}),
   }).strict().prefault({}),
+  /**
+   * Scheduled snapshot files of this node's applied state (src/node/backups.ts): every intervalMs
+   * (0: never), to `dir` (default DATA/backups), keeping the newest `keep`.
+   */
+  snapshot: z.object({
+    intervalMs: z.number().int().min(0).default(0),
+    keep: z.number().int().min(1).max(10_000).default(7),
+    dir: z.string().min(1).optional(),
+  }).strict().prefault({}),
   /** Node health (the leader's loops): silence before a node is suspect, and down (then its tasks move). */
   control: z.object({
     suspectAfterMs: z.number().int().min(500).default(5_000),
@@ -89,6 +98,9 @@ export const configSchema = z.object({
   }
   if (c.raft.electionTimeoutMs <= c.raft.heartbeatIntervalMs) {
     ctx.addIssue({ code: 'custom', path: ['raft', 'electionTimeoutMs'], message: 'must exceed heartbeatIntervalMs' });
+  }
+  if (c.snapshot.intervalMs > 0 && c.snapshot.intervalMs < 60_000) {
+    ctx.addIssue({ code: 'custom', path: ['snapshot', 'intervalMs'], message: 'must be 0 (off) or at least 60000 (a minute): each file holds the whole store' });
   }
   if (c.raft.snapshotEntriesMax < c.raft.snapshotEntries) {
     ctx.addIssue({ code: 'custom', path: ['raft', 'snapshotEntriesMax'], message: `must be at least snapshotEntries (${c.raft.snapshotEntries})` });

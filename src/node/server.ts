@@ -1,6 +1,7 @@
 // Runs one node: identity, durable storage, peer transport, the Raft driver and the client API,
 // wired from a validated config. The process entry (`shoal serve`) and the tests both use it.
 
+import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { apiLimitsDefault, buildApi, closeApiGracefully } from '../api/app.ts';
 import { ShoalError } from '../errors.ts';
@@ -17,6 +18,7 @@ import type { NodeStorage } from './node-storage.ts';
 import { emptyConfState } from '../raft/storage.ts';
 import { encodeSnapshotData } from './snapshot-data.ts';
 import { featureLevelInitial, featureLevelMax } from './feature-level.ts';
+import { ScheduledBackups, snapshotFileParts } from './backups.ts';
 import { registerRuntimeMetrics } from './runtime-metrics.ts';
 import { ControlPlane } from '../control/control-plane.ts';
 import { machineCapacity } from '../control/agent-ports.ts';
@@ -162,6 +164,12 @@ export async function startNode(config: NodeConfig, log: Logger, opts: StartOpti
     },
   });
   control.start();
+  const backups = new ScheduledBackups({
+    dir: config.snapshot.dir !== undefined ? path.resolve(config.dataDir, config.snapshot.dir) : path.join(config.dataDir, 'backups'),
+    intervalMs: config.snapshot.intervalMs, keep: config.snapshot.keep, clusterId: identity.clusterId, log,
+    take: () => snapshotFileParts(node, store, identity.clusterId),
+  });
+  backups.start();
   const api = buildApi({
     node: node, store, clusterId: identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax,
     proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(),
@@ -174,6 +182,7 @@ export async function startNode(config: NodeConfig, log: Logger, opts: StartOpti
   try {
     await api.listen({ host: apiListen.host, port: apiListen.port });
   } catch (err) {
+    await backups.close();
     await control.close();
     await node.stop();
     stopRuntimeMetrics();
@@ -188,6 +197,7 @@ export async function startNode(config: NodeConfig, log: Logger, opts: StartOpti
       stopping ??= (async () => {
         // The loops and the agent first: they propose through the node. Containers keep running.
         await control.close();
+        await backups.close();
         // Then leadership goes to another voter while this node still serves as a follower: the
         // API stops taking connections and answers what it holds (forwarded to the new leader)
         // before the node itself stops (docs/operations.md, "Graceful stop").
