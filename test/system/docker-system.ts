@@ -23,6 +23,8 @@ import { ensureTestImage, testImage } from '../executor/test-image.ts';
 import { ContainerEventLog } from './container-events.ts';
 
 export interface SystemOptions {
+  /** The agents' runtime: Docker (the default), or the in-memory one (bench/control.ts; no daemon needed). */
+  runtime?: 'docker' | 'memory';
   /** Node health (config `control`); the tests that lose a node use the fastest allowed, 3 s. */
   control?: { suspectAfterMs: number; downAfterMs: number };
   /** A node (by name) whose agent reaches Docker through a socket proxy the test closes and reopens. */
@@ -57,24 +59,28 @@ export class DockerSystem {
   /** Set by start(). */
   events: ContainerEventLog | undefined;
   readonly proxy: SocketProxy | undefined;
+  readonly runtime: 'docker' | 'memory';
   private readonly tmp = mkdtempSync(path.join(os.tmpdir(), 'shoal-system-'));
 
   constructor(opts: SystemOptions) {
+    this.runtime = opts.runtime ?? 'docker';
     const proxySocket = path.join(this.tmp, 'docker.sock');
     this.proxy = opts.proxied === undefined ? undefined : new SocketProxy({ socketPath: proxySocket }, defaultSocketPath);
     this.cluster = new ProcessCluster({
-      runtime: 'docker',
+      runtime: this.runtime,
       ...(opts.control !== undefined ? { control: opts.control } : {}),
       configFor: (name) => (name === opts.proxied ? { runtime: { kind: 'docker', dockerSocket: proxySocket } } : {}),
     });
   }
 
   async start(): Promise<void> {
-    await ensureDockerd();
-    await ensureTestImage();
+    if (this.runtime === 'docker') {
+      await ensureDockerd();
+      await ensureTestImage();
+    }
     await this.proxy?.open();
     await this.cluster.init();
-    this.events = await ContainerEventLog.follow(this.docker, this.cluster.clusterId);
+    if (this.runtime === 'docker') this.events = await ContainerEventLog.follow(this.docker, this.cluster.clusterId);
     this.cluster.startAll();
     await this.cluster.waitForLeader(30_000);
     await this.waitFor('every node registered with its runtime up', async () => {
@@ -88,7 +94,7 @@ export class DockerSystem {
     this.events?.close();
     const problems: string[] = [];
     await Promise.all(this.cluster.nodes.map((n) => this.cluster.kill(n))).catch((err: unknown) => problems.push(String(err)));
-    if (this.cluster.clusterId !== '') {
+    if (this.cluster.clusterId !== '' && this.runtime === 'docker') {
       try {
         await this.removeContainers();
       } catch (err) {
