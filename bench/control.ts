@@ -40,6 +40,7 @@ const waitMaxMs = 180_000;
 interface Round {
   applyAssignedMs: number;
   applyRunningMs: number;
+  nodeLossDownMs: number;
   nodeLossAssignedMs: number;
   nodeLossRunningMs: number;
   killToLeaderMs: number;
@@ -91,19 +92,20 @@ async function measureApply(sys: DockerSystem, replicas: number): Promise<Pick<R
 }
 
 /** Kills a follower; times its tasks' replacements; brings it back and waits for it to be ready. */
-async function measureNodeLoss(sys: DockerSystem, replicas: number): Promise<Pick<Round, 'nodeLossAssignedMs' | 'nodeLossRunningMs'>> {
+async function measureNodeLoss(sys: DockerSystem, replicas: number): Promise<Pick<Round, 'nodeLossDownMs' | 'nodeLossAssignedMs' | 'nodeLossRunningMs'>> {
   const leader = await sys.leader();
   const victim = sys.cluster.nodes.filter((n) => n !== leader).at(-1);
   if (victim === undefined) throw new Error('no follower');
   const from = Date.now();
   await sys.cluster.kill(victim);
   const elsewhere = (t: TaskItem): boolean => t.nodeId !== null && t.nodeId !== victim.id;
+  const nodeLossDownMs = await until(`${victim.name} declared down`, from, async () => (await sys.nodeView(victim.name)).record.state === 'down');
   const nodeLossAssignedMs = await until('replacements assigned', from, () => allTasks(sys, replicas, elsewhere));
   const nodeLossRunningMs = await until('replacements running', from, () => allTasks(sys, replicas, (t) => elsewhere(t) && t.observed === 'running'));
   sys.cluster.start(victim);
   await until(`${victim.name} ready again`, Date.now(), async () => (await sys.nodeView(victim.name)).record.state === 'ready');
   await sys.waitConverged('web', waitMaxMs);
-  return { nodeLossAssignedMs, nodeLossRunningMs };
+  return { nodeLossDownMs, nodeLossAssignedMs, nodeLossRunningMs };
 }
 
 /** Kills the leader; times the new leader's election and its loops (from its log lines). */
@@ -163,12 +165,12 @@ function cell(rounds: readonly Round[], key: keyof Round): string {
 interface Row { cfg: Config; rounds: Round[] }
 
 function table(rows: readonly Row[]): string {
-  const head = '| runtime | node health (suspect / down) | tasks | apply → all assigned ms | apply → all running ms | node killed → replacements assigned ms | node killed → replacements running ms | leader kill → new leader agreed ms | new leader elected → loops running ms | leader kill → loops running ms | containers restarted by the leader kill |';
+  const head = '| runtime | node health (suspect / down) | tasks | apply → all assigned ms | apply → all running ms | node killed → declared down ms | node killed → replacements assigned ms | node killed → replacements running ms | leader kill → new leader agreed ms | new leader elected → loops running ms | leader kill → loops running ms | containers restarted by the leader kill |';
   const lines = rows.map(({ cfg, rounds }) => {
     const h = healthConfigs[cfg.health];
-    return `| ${cfg.runtime} | ${cfg.health}: ${h.suspectAfterMs / 1000} s / ${h.downAfterMs / 1000} s | ${fmt(cfg.replicas)} | ${cell(rounds, 'applyAssignedMs')} | ${cell(rounds, 'applyRunningMs')} | ${cell(rounds, 'nodeLossAssignedMs')} | ${cell(rounds, 'nodeLossRunningMs')} | ${cell(rounds, 'killToLeaderMs')} | ${cell(rounds, 'electedToLoopsMs')} | ${cell(rounds, 'killToLoopsMs')} | ${cell(rounds, 'containersRestarted')} |`;
+    return `| ${cfg.runtime} | ${cfg.health}: ${h.suspectAfterMs / 1000} s / ${h.downAfterMs / 1000} s | ${fmt(cfg.replicas)} | ${cell(rounds, 'applyAssignedMs')} | ${cell(rounds, 'applyRunningMs')} | ${cell(rounds, 'nodeLossDownMs')} | ${cell(rounds, 'nodeLossAssignedMs')} | ${cell(rounds, 'nodeLossRunningMs')} | ${cell(rounds, 'killToLeaderMs')} | ${cell(rounds, 'electedToLoopsMs')} | ${cell(rounds, 'killToLoopsMs')} | ${cell(rounds, 'containersRestarted')} |`;
   });
-  return [head, `|${'---|'.repeat(3)}${'---:|'.repeat(8)}`, ...lines].join('\n');
+  return [head, `|${'---|'.repeat(3)}${'---:|'.repeat(9)}`, ...lines].join('\n');
 }
 
 /** Each target, met or not, on every round of the rows it applies to. */

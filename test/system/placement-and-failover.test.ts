@@ -1,15 +1,16 @@
 // Issue 22's scenarios 1, 2 and 6 on a real three-process cluster running real containers on
 // the machine's Docker daemon (docker-system.ts): a service spread one container per node; the
-// leader's process killed with SIGKILL; every shoal process restarted one after another. In the
-// last two no container may restart, and no slot may ever have two containers running at once,
-// as Docker's own events show. Run under the machine-wide lock:
+// leader's process killed with SIGKILL (under a writer of documents: no acknowledged write may be
+// lost); every shoal process restarted one after another. In the last two no container may
+// restart, and no slot may ever have two containers running at once, as Docker's own events
+// show. Run under the machine-wide lock:
 //
 //   flock /tmp/shoal-heavy.lock npx vitest run test/system/placement-and-failover.test.ts
 
 import { describe, expect, it } from 'vitest';
 import { agentDefaults } from '../../src/executor/agent.ts';
 import type { ClusterNode } from '../cluster/process-cluster.ts';
-import { getJson, sleep } from '../cluster/process-cluster.ts';
+import { getJson, putJson, sleep } from '../cluster/process-cluster.ts';
 import { describeRun, runsOf, slotOverlaps } from './container-events.ts';
 import { perNode, serviceDoc, withDockerSystem, type Container, type DockerSystem } from './docker-system.ts';
 
@@ -34,6 +35,26 @@ async function expectOneContainerPerSlot(sys: DockerSystem): Promise<void> {
   log.assertWhole();
   const overlaps = slotOverlaps(runsOf(log.events), 'web');
   expect(overlaps.map(([a, b]) => `${describeRun(a)} / ${describeRun(b)}`)).toEqual([]);
+}
+
+/**
+ * Writes documents one after another to the running nodes in turn until stopped; resolves with
+ * the ids of the writes that were acknowledged (200). A failed write goes to the next node.
+ */
+function startWriter(sys: DockerSystem): { stop: () => Promise<string[]> } {
+  const acked: string[] = [];
+  let stopped = false;
+  const loop = (async () => {
+    for (let i = 0; !stopped; i++) {
+      const running = sys.cluster.nodes.filter((n) => n.proc !== undefined);
+      const target = running[i % Math.max(1, running.length)];
+      const id = `w${i}`;
+      const res = target === undefined ? undefined : await putJson(target, `/v1/docs/acked/${id}`, { i }, 1_000).catch(() => undefined);
+      if (res?.status === 200) acked.push(id);
+      else await sleep(25);
+    }
+  })();
+  return { stop: async () => { stopped = true; await loop; return acked; } };
 }
 
 function logText(node: ClusterNode): string {
@@ -68,6 +89,8 @@ describe('services on real Docker, across the loss of shoal processes', () => {
       const before = await sys.containers('web');
       const old = await sys.leader();
       const { body: oldHealth } = await getJson<{ term: number }>(old, '/healthz');
+      const writer = startWriter(sys);
+      await sleep(500);
       await sys.cluster.kill(old);
       const survivors = sys.cluster.nodes.filter((n) => n !== old);
       const next = await sys.cluster.waitForLeader(30_000, survivors);
@@ -79,6 +102,12 @@ describe('services on real Docker, across the loss of shoal processes', () => {
       expect(scaled.status).toBe(200);
       const placed = await sys.waitFor('the fourth task placed', async () => (await sys.service('web')).tasks.find((t) => t.slot === 4 && t.nodeId !== null));
       expect(placed.record.assignedTerm).toBe(health.term);
+      // No write acknowledged across the kill is lost.
+      const acked = await writer.stop();
+      expect(acked.length).toBeGreaterThan(0);
+      const lost: string[] = [];
+      for (const id of acked) if ((await getJson(next, `/v1/docs/acked/${id}`)).status !== 200) lost.push(id);
+      expect(lost).toEqual([]);
       // The killed process comes back (before the down timeout) and adopts its container.
       sys.cluster.start(old);
       const { tasks } = await sys.waitConverged('web');
