@@ -214,7 +214,7 @@ function section(rows: readonly Row[], command: string, rounds: number): string 
   return [
     '## Control plane end to end: placement, node loss, leader kill (three processes)',
     '',
-    `Command: \`flock /tmp/shoal-heavy.lock ${command}\``,
+    `Command: \`flock /tmp/shoal-heavy.lock nice -n 19 ${command}\``,
     `Machine: ${machine()}; shared with other work (1-minute load average ${os.loadavg()[0]?.toFixed(1) ?? '?'} at the end)`,
     `Date: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC`,
     '',

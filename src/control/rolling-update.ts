@@ -5,8 +5,9 @@
 // and sets the update status to `updating`. Then, each pass: a new task is "good" once it has
 // run (and been healthy, with a health check) for the policy's `monitor`; at most `parallelism`
 // slots are in progress at a time (a new task not yet good, or an old one stopping for the
-// update), and a new batch waits `delay` after the last task turned good. A new task that fails
-// before it is good fails the update: `pause` stops it there (paused), `rollback` swaps the spec
+// update, or a wanted slot with no task at all), and a new batch waits `delay` after the last task
+// turned good. A new task that fails before it is good (it exits, or its health check says
+// unhealthy) fails the update: `pause` stops it there (paused), `rollback` swaps the spec
 // back (rolling-back, the same machinery in the other direction). When every task runs the
 // current version and is good, the update is completed (or rolled-back).
 
