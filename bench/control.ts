@@ -10,7 +10,7 @@
 // containers of the local test image on the machine's Docker daemon (issue 22: 3 replicas).
 // `fast` is the fastest node-health timeouts allowed (suspect 1 s, down 3 s), `default` the
 // defaults (5 s, 15 s). Each round is a fresh cluster: apply, then a follower killed (its tasks
-// replaced; it comes back), then the leader killed. Times come from polling the API every
+// replaced; it comes back), then the leader killed (it comes back too). Times come from polling the API every
 // pollMs (so they are late by up to that much) and, for the loops, from the new leader's own
 // log lines. --write replaces the "control" section of bench/RESULTS.md.
 
@@ -18,9 +18,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { nodeHealthDefaults, downAfterMsMin } from '../src/control/node-health.ts';
+import { agentDefaults } from '../src/executor/agent.ts';
 import type { ClusterNode } from '../test/cluster/process-cluster.ts';
 import { getJson } from '../test/cluster/process-cluster.ts';
-import { serviceDoc, DockerSystem } from '../test/system/docker-system.ts';
+import { serviceDoc, DockerSystem, type Container } from '../test/system/docker-system.ts';
 import type { TaskItem } from '../src/api/control-views.ts';
 
 type Runtime = 'memory' | 'docker';
@@ -108,9 +109,21 @@ async function measureNodeLoss(sys: DockerSystem, replicas: number): Promise<Pic
   return { nodeLossDownMs, nodeLossAssignedMs, nodeLossRunningMs };
 }
 
+/** The service's containers once they are exactly `replicas`, all running. */
+async function settledContainers(sys: DockerSystem, replicas: number): Promise<Container[]> {
+  let found: Container[] = [];
+  await until('the containers settled', Date.now(), async () => {
+    found = await sys.containers('web');
+    return found.length === replicas && found.every((c) => c.running);
+  });
+  return found;
+}
+
 /** Kills the leader; times the new leader's election and its loops (from its log lines). */
-async function measureLeaderKill(sys: DockerSystem): Promise<Pick<Round, 'killToLeaderMs' | 'electedToLoopsMs' | 'killToLoopsMs' | 'containersRestarted'>> {
-  const before = sys.runtime === 'docker' ? await sys.containers('web') : [];
+async function measureLeaderKill(sys: DockerSystem, replicas: number): Promise<Pick<Round, 'killToLeaderMs' | 'electedToLoopsMs' | 'killToLoopsMs' | 'containersRestarted'>> {
+  // After the node loss the returned node removes its stale container a little after the service
+  // converged: wait for that, so `before` is exactly the running containers of the current tasks.
+  const before = sys.runtime === 'docker' ? await settledContainers(sys, replicas) : [];
   const old = await sys.leader();
   const { body } = await getJson<{ term: number }>(old, '/healthz');
   const from = Date.now();
@@ -124,13 +137,35 @@ async function measureLeaderKill(sys: DockerSystem): Promise<Pick<Round, 'killTo
   const electedAt = logTime(next, new RegExp(`became leader at term ${health.term}$`));
   if (loopsAt === null || electedAt === null) throw new Error('the new leader logged no election or no loops');
   await sys.waitConverged('web', waitMaxMs);
-  let containersRestarted: number | null = null;
-  if (sys.runtime === 'docker') {
-    const after = await sys.containers('web');
-    containersRestarted = before.filter((c) => !after.some((a) => a.id === c.id && a.running && a.startedAt === c.startedAt)).length;
-  }
+  // The killed node comes back and its agent adopts its container (or not: that counts too).
+  const registered = registrations(old);
   sys.cluster.start(old);
+  await until(`${old.name}'s agent started again`, Date.now(), () => Promise.resolve(registrations(old) > registered));
+  await sys.waitConverged('web', waitMaxMs);
+  const containersRestarted = sys.runtime === 'docker' ? await restarted(sys, before) : null;
   return { killToLeaderMs, electedToLoopsMs: loopsAt - electedAt, killToLoopsMs: loopsAt - from, containersRestarted };
+}
+
+function registrations(node: ClusterNode): number {
+  return [...node.logs.join('').matchAll(/registered with the control plane/g)].length;
+}
+
+/**
+ * Containers of `before` that Docker saw die, or that no longer run with their id and start
+ * time. Waits one agent resync first: whatever a restarted agent does to its containers, it has
+ * done by then.
+ */
+async function restarted(sys: DockerSystem, before: readonly Container[]): Promise<number> {
+  await sleep(agentDefaults.resyncIntervalMs);
+  const log = sys.events;
+  if (log === undefined) throw new Error('no Docker event log');
+  await log.catchUp(sys.cluster.clusterId);
+  log.assertWhole();
+  const after = await sys.containers('web');
+  const bad = before.filter((c) => log.events.some((e) => e.containerId === c.id && e.action === 'die')
+    || !after.some((a) => a.id === c.id && a.running && a.startedAt === c.startedAt));
+  for (const c of bad) console.log(`restarted or gone: container ${c.id} (slot ${c.slot}, node ${c.nodeId})`);
+  return bad.length;
 }
 
 async function round(cfg: Config): Promise<Round> {
@@ -140,7 +175,7 @@ async function round(cfg: Config): Promise<Round> {
     const apply = await measureApply(sys, cfg.replicas);
     await sys.waitConverged('web', waitMaxMs);
     const loss = await measureNodeLoss(sys, cfg.replicas);
-    const kill = await measureLeaderKill(sys);
+    const kill = await measureLeaderKill(sys, cfg.replicas);
     return { ...apply, ...loss, ...kill };
   } finally {
     await sys.close();
