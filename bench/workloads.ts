@@ -1,18 +1,19 @@
-// The control plane end to end, on three real `shoal serve` processes (issue 21's and issue 22's
-// benchmarks): how long a service takes to be placed and to run, how long after a leader's
-// kill -9 the new leader's loops run (and, with Docker, how many containers were restarted:
-// must be 0), and how long after a node's process is killed its tasks run elsewhere.
+// Workloads on real containers, on three real `shoal serve` processes (issue 22's benchmarks;
+// bench/control.ts measures issue 21's with the in-memory runtime alone): how long a service
+// takes to be placed and to run, how long after a leader's kill -9 the new leader's loops run and
+// how many containers that restarted (must be 0), and how long after a node's process is killed
+// its tasks run elsewhere, with the default node-health timeouts and with the fastest.
 //
-//   flock /tmp/shoal-heavy.lock npm run bench:control -- [--runtime memory,docker] [--tasks 1000]
-//     [--health fast,default] [--rounds 3] [--write]
+//   flock /tmp/shoal-heavy.lock nice -n 19 npm run bench:workloads -- [--runtime docker]
+//     [--health fast,default] [--tasks 1000] [--rounds 3] [--write]
 //
-// `memory`: the in-memory runtime (issue 21: a service of --tasks replicas); `docker`: real
-// containers of the local test image on the machine's Docker daemon (issue 22: 3 replicas).
+// `docker` (the default): containers of the local test image on the machine's Docker daemon, 3
+// replicas; `memory`: the in-memory runtime with --tasks replicas, for comparison.
 // `fast` is the fastest node-health timeouts allowed (suspect 1 s, down 3 s), `default` the
 // defaults (5 s, 15 s). Each round is a fresh cluster: apply, then a follower killed (its tasks
 // replaced; it comes back), then the leader killed (it comes back too). Times come from polling the API every
 // pollMs (so they are late by up to that much) and, for the loops, from the new leader's own
-// log lines. --write replaces the "control" section of bench/RESULTS.md.
+// log lines. --write replaces the "workloads" section of bench/RESULTS.md.
 
 import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -238,8 +239,8 @@ function machine(): string {
 function writeResults(section: string): void {
   const file = new URL('./RESULTS.md', import.meta.url);
   const text = readFileSync(file, 'utf8');
-  const begin = '<!-- control:begin -->';
-  const end = '<!-- control:end -->';
+  const begin = '<!-- workloads:begin -->';
+  const end = '<!-- workloads:end -->';
   const block = `${begin}\n${section}\n${end}`;
   const re = new RegExp(`${begin}[\\s\\S]*?${end}`);
   writeFileSync(file, re.test(text) ? text.replace(re, block) : `${text.trimEnd()}\n\n${block}\n`);
@@ -247,7 +248,7 @@ function writeResults(section: string): void {
 
 function section(rows: readonly Row[], command: string, rounds: number): string {
   return [
-    '## Control plane end to end: placement, node loss, leader kill (three processes)',
+    '## Workloads: placement, node loss, leader kill with real containers (three processes)',
     '',
     `Command: \`flock /tmp/shoal-heavy.lock nice -n 19 ${command}\``,
     `Machine: ${machine()}; shared with other work (1-minute load average ${os.loadavg()[0]?.toFixed(1) ?? '?'} at the end)`,
@@ -280,7 +281,7 @@ function parseList<T extends string>(text: string, allowed: readonly T[]): T[] |
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
-      runtime: { type: 'string', default: 'memory,docker' },
+      runtime: { type: 'string', default: 'docker' },
       health: { type: 'string', default: 'fast,default' },
       tasks: { type: 'string', default: '1000' },
       rounds: { type: 'string', default: '3' },
@@ -289,7 +290,7 @@ async function main(): Promise<void> {
     },
   });
   if (values.help) {
-    console.log('usage: npm run bench:control -- [--runtime memory,docker] [--health fast,default] [--tasks 1000] [--rounds 3] [--write]');
+    console.log('usage: npm run bench:workloads -- [--runtime docker[,memory]] [--health fast,default] [--tasks 1000] [--rounds 3] [--write]');
     return;
   }
   const runtimes = parseList(values.runtime, ['memory', 'docker'] as const);
@@ -314,7 +315,7 @@ async function main(): Promise<void> {
       rows.push(row);
     }
   }
-  const command = `npm run bench:control -- --runtime ${runtimes.join(',')} --health ${healths.join(',')} --tasks ${tasks} --rounds ${rounds} --write`;
+  const command = `npm run bench:workloads -- --runtime ${runtimes.join(',')} --health ${healths.join(',')} --tasks ${tasks} --rounds ${rounds} --write`;
   const text = section(rows, command, rounds);
   if (values.write) writeResults(text);
   console.log(`\n${text}`);
