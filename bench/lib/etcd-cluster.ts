@@ -106,6 +106,16 @@ export class EtcdCluster implements System {
     n.proc = undefined;
   }
 
+  /** etcd's move-leader (`etcdctl move-leader`): asked of the current leader. */
+  async transferLeader(i: number): Promise<void> {
+    const l = await this.leader();
+    const lead = l === undefined ? undefined : this.nodes[l];
+    if (!lead) throw new Error('etcd: no leader to move');
+    const target = this.node(i).memberId;
+    const r = await once<unknown>(lead.client, { method: 'POST', path: '/v3/maintenance/transfer-leadership', body: jsonBody({ targetID: target }) }, 10_000);
+    if (r.status !== 200) throw new Error(`etcd move-leader to ${this.node(i).name}: HTTP ${r.status} ${JSON.stringify(r.body)}`);
+  }
+
   /** The raft applied index when this etcd reports it (3.4+), else the store revision. */
   async restart(i: number, timeoutMs: number): Promise<void> {
     const n = this.node(i);

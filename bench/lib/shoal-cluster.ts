@@ -47,7 +47,16 @@ export class ShoalCluster implements System {
    * `bin`: the entry point the nodes run (default: bin/shoal.js, or SHOAL_BIN). `nodeFlags`: node
    * flags for every node, after those of SHOAL_NODE_FLAGS.
    */
-  constructor(private readonly timeouts: Timeouts, private readonly keepData = false, private readonly bin = binPath, private readonly nodeFlags: readonly string[] = []) {}
+  constructor(
+    private readonly timeouts: Timeouts, private readonly keepData = false, private readonly bin = binPath, private readonly nodeFlags: readonly string[] = [],
+    /** More keys of every node's config (e.g. `runtime`, `control`), merged over the benchmark's own. */
+    private readonly extraConfig: Record<string, unknown> = {},
+  ) {}
+
+  /** The node ids, in order (shoal only: for the control-plane benchmark). */
+  get ids(): string[] {
+    return this.nodes.map((n) => n.id);
+  }
 
   async start(): Promise<void> {
     this.root = mkdtempSync(path.join(os.tmpdir(), 'shoal-bench-'));
@@ -114,6 +123,11 @@ export class ShoalCluster implements System {
     const n = this.node(i);
     if (n.proc) await stopProcess(n.proc, 'SIGKILL');
     n.proc = undefined;
+  }
+
+  async transferLeader(i: number): Promise<void> {
+    const r = await once<unknown>(this.node(i).client, { method: 'POST', path: '/v1/cluster/leader', body: jsonBody({ to: this.node(i).id }) }, 10_000);
+    if (r.status !== 200) throw new Error(`shoal transfer to ${this.node(i).name}: HTTP ${r.status} ${JSON.stringify(r.body)}`);
   }
 
   async restart(i: number, timeoutMs: number): Promise<void> {
@@ -193,6 +207,7 @@ export class ShoalCluster implements System {
       // A tick per heartbeat, as etcd does: --heartbeat-interval is its tick.
       raft: { tickMs: this.timeouts.heartbeatMs, heartbeatIntervalMs: this.timeouts.heartbeatMs, electionTimeoutMs: this.timeouts.electionMs },
       logLevel: 'info',
+      ...this.extraConfig,
     };
     writeFileSync(path.join(n.dir, 'shoal.yaml'), stringify(config));
   }

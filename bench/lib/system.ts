@@ -48,6 +48,8 @@ export interface System {
   readFound(a: Answer): boolean;
   /** The value stored under (collection, id) as node `client` serves it; undefined when absent. */
   readValue(client: Client, collection: string, id: string): Promise<string | undefined>;
+  /** Moves leadership to node i (shoal: POST /v1/cluster/leader; etcd: move-leader); resolves once it leads. */
+  transferLeader(i: number): Promise<void>;
   /** kill -9 of node i. */
   kill(i: number): Promise<void>;
   /** Starts node i again on its data (after kill); resolves once it has applied as far as the leader. */

@@ -99,7 +99,9 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   const bounds = makeBounds(limits);
   const routes = new RouteTable();
   const app = Fastify({
-    logger: false, bodyLimit: ctx.bodyBytesMax, genReqId: () => crypto.randomUUID(), forceCloseConnections: true,
+    // On close, idle connections are cut and the requests in flight are answered (closeApiGracefully);
+    // a request that still arrives on an open connection is served, not refused with a bare 503.
+    logger: false, bodyLimit: ctx.bodyBytesMax, genReqId: () => crypto.randomUUID(), forceCloseConnections: 'idle', return503OnClosing: false,
     http: { maxHeaderSize: headerBytesMax }, routerOptions: { maxParamLength: paramLengthMax },
     clientErrorHandler,
     // Bad percent-encoding and over-long path segments, found by the router before any route.
@@ -126,8 +128,15 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
     const refused = admit(ctx, limits, bounds, req);
     if (refused !== undefined) throw refused;
   });
+  let closing = false;
   app.addHook('preClose', async () => {
+    closing = true;
     for (const close of ctx.streams) close();
+  });
+  // While closing, every answer ends its connection: the client's next request opens a new one,
+  // which a node that no longer listens refuses, so the client moves to another node.
+  app.addHook('onSend', async (_req, reply) => {
+    if (closing) void reply.header('connection', 'close');
   });
   for (const plugin of [
     healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, snapshotRoutes, metricsRoutes, openApiRoutes,
@@ -136,4 +145,18 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
     void app.register(plugin, { ctx, limits, bounds });
   }
   return app;
+}
+
+/**
+ * Closes the API the graceful way: it stops listening (new connections are refused), cuts idle
+ * connections, and answers the requests it holds; those still open after `drainMs` are cut.
+ */
+export async function closeApiGracefully(app: FastifyInstance, drainMs: number): Promise<void> {
+  const closed = app.close();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => { timer = setTimeout(() => resolve('late'), drainMs); });
+  const how = await Promise.race([closed.then(() => 'closed' as const), late]);
+  clearTimeout(timer);
+  if (how === 'late') app.server.closeAllConnections();
+  await closed;
 }

@@ -48,6 +48,8 @@ export const configSchema = z.object({
     watchStreamsMax: z.number().int().min(1).default(256),
     watchStreamsPerClientMax: z.number().int().min(1).default(32),
     snapshotDownloadsMax: z.number().int().min(1).default(2),
+    /** On a graceful stop, how long the API may take to answer the requests it holds before they are cut. */
+    apiDrainMs: z.number().int().min(0).default(10_000),
   }).strict().prefault({}),
   logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   /**

@@ -122,6 +122,8 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   private readonly book = new ProposalBook();
   /** Entries refused because their proposer term was not their own (a proposal that outlived its term). */
   staleProposals = 0;
+  /** Reads the core refused for want of a leader (level 3): asked again once one is known. */
+  private readonly unaskedReads = new Set<string>();
   /**
    * A hard state whose only change was the commit index, not yet written: the commit index
    * need not be durable (a restart learns it again), so it rides along with the next write.
@@ -299,6 +301,10 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       p.reject(new ShoalError('proposal_dropped', `the write was not applied within ${ms} ms (leadership was moving); nothing was changed, retry`, { reason: 'deadline' }));
       return;
     }
+    if (p.reproposable && p.stampedTerm !== null && p.stampedTerm < this.term) {
+      p.reject(new ShoalError('leader_changed', `leadership moved while the write was in flight, and whether it committed was not known within ${ms} ms; its outcome is unknown, retry with the same Idempotency-Key`));
+      return;
+    }
     p.reject(new ShoalError('timeout', `the write was not applied within ${ms} ms; its outcome is unknown`));
   }
 
@@ -453,6 +459,14 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     return this.snapshotIndex;
   }
 
+  /**
+   * The first step of a graceful stop: a leader hands leadership away and keeps running as a
+   * follower, so the requests still in flight on this node are forwarded rather than refused.
+   */
+  async handOff(): Promise<void> {
+    await this.handOffBeforeStop();
+  }
+
   /** Graceful stop: a leader hands leadership away first, then everything is closed. */
   async stop(): Promise<void> {
     if (this.state === 'stopped' || this.state === 'stopping') return this.loopDone;
@@ -497,6 +511,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     for (const r of this.waitingReads) r.reject(reason);
     this.waitingReads = [];
     this.readRequests.clear();
+    this.unaskedReads.clear();
     await this.opts.transport.close();
     await this.opts.storage.close();
   }
@@ -693,6 +708,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   private carryOverLeaderChange(): void {
     if (this.level >= featureLevelHandover) {
       if (this.leader !== NONE) {
+        this.unaskedReads.clear();
         for (const ctx of this.readRequests.keys()) this.askReadIndex(ctx);
         if (this.book.releaseHeld()) this.notify();
       }
@@ -708,6 +724,14 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     }
   }
 
+  /** Asks the core again for the reads it refused for want of a leader. */
+  private askUnaskedReads(): void {
+    if (this.unaskedReads.size === 0) return;
+    const ctxs = [...this.unaskedReads];
+    this.unaskedReads.clear();
+    for (const ctx of ctxs) if (this.readRequests.has(ctx)) this.askReadIndex(ctx);
+  }
+
   /** Asks the core for a read index under `ctx`; without a leader the read waits for one (level 3). */
   private askReadIndex(ctx: string): void {
     try {
@@ -716,7 +740,11 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     } catch (err) {
       const p = this.readRequests.get(ctx);
       if (p === undefined) return;
-      if (this.level >= featureLevelHandover && err instanceof ProposalDroppedError && (err.reason === 'noLeader' || err.reason === 'transferInProgress')) return;
+      if (this.level >= featureLevelHandover && err instanceof ProposalDroppedError && (err.reason === 'noLeader' || err.reason === 'transferInProgress')) {
+        // Asked again once a leader is known (onTick, or the change of leader).
+        this.unaskedReads.add(ctx);
+        return;
+      }
       this.readRequests.delete(ctx);
       clearTimeout(p.timer);
       p.reject(translateDrop(err));
@@ -995,7 +1023,10 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       p.reject(new ShoalError('no_leader', 'the cluster has no leader right now; nothing was changed, retry shortly'));
     }
     // A leader is known (a transfer ended, or was aborted and the leader stayed): try the held ones again.
-    if (this.leader !== NONE && this.book.releaseHeld()) this.notify();
+    if (this.leader !== NONE) {
+      if (this.book.releaseHeld()) this.notify();
+      this.askUnaskedReads();
+    }
     if (this.state === 'running' && this.isLeader) this.maybeRaiseFeatureLevel();
   }
 

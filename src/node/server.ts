@@ -2,7 +2,7 @@
 // wired from a validated config. The process entry (`shoal serve`) and the tests both use it.
 
 import type { FastifyInstance } from 'fastify';
-import { apiLimitsDefault, buildApi } from '../api/app.ts';
+import { apiLimitsDefault, buildApi, closeApiGracefully } from '../api/app.ts';
 import { ShoalError } from '../errors.ts';
 import { DiskStorage } from '../storage/index.ts';
 import { WsTransport } from '../../transport/ws-transport.ts';
@@ -188,8 +188,12 @@ export async function startNode(config: NodeConfig, log: Logger, opts: StartOpti
       stopping ??= (async () => {
         // The loops and the agent first: they propose through the node. Containers keep running.
         await control.close();
+        // Then leadership goes to another voter while this node still serves as a follower: the
+        // API stops taking connections and answers what it holds (forwarded to the new leader)
+        // before the node itself stops (docs/operations.md, "Graceful stop").
+        await node.handOff();
+        await closeApiGracefully(api, config.limits.apiDrainMs);
         await node.stop();
-        await api.close();
         stopRuntimeMetrics();
       })();
       return stopping;

@@ -27,7 +27,7 @@ describe('node config', () => {
     });
     expect(c.limits).toEqual({
       proposalTimeoutMs: 10_000, bodyBytesMax: 1 << 20, proposalsPendingMax: 10_000, readsPendingMax: 10_000, diskStallMs: 5_000,
-      connectionsMax: 512, watchStreamsMax: 256, watchStreamsPerClientMax: 32, snapshotDownloadsMax: 2,
+      connectionsMax: 512, watchStreamsMax: 256, watchStreamsPerClientMax: 32, snapshotDownloadsMax: 2, apiDrainMs: 10_000,
     });
     expect(c.runtime.kind).toBe('docker');
     expect(c.control).toEqual({ suspectAfterMs: 5_000, downAfterMs: 15_000 });
