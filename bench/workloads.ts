@@ -260,7 +260,9 @@ function section(rows: readonly Row[], command: string, rounds: number): string 
     'it again once its tasks run elsewhere), then kills the leader with SIGKILL. Times from the kill',
     `or the apply come from polling the API every ${pollMs} ms; "elected → loops" from the new leader's`,
     'own log lines ("became leader at term T", "leader loops started for term T"). With Docker all',
-    'three nodes share one daemon; the image is present (nothing is pulled).',
+    'three nodes share one daemon; the image is present (nothing is pulled). Containers restarted:',
+    'of those running before the kill, the ones Docker saw die or that no longer run with their id',
+    'and start time, counted once the killed node is back and one agent resync (10 s) later.',
     '',
     table(rows),
     '',
@@ -315,7 +317,7 @@ async function main(): Promise<void> {
       rows.push(row);
     }
   }
-  const command = `npm run bench:workloads -- --runtime ${runtimes.join(',')} --health ${healths.join(',')} --tasks ${tasks} --rounds ${rounds} --write`;
+  const command = `npm run bench:workloads -- --runtime ${runtimes.join(',')} --health ${healths.join(',')}${runtimes.includes('memory') ? ` --tasks ${tasks}` : ''} --rounds ${rounds} --write`;
   const text = section(rows, command, rounds);
   if (values.write) writeResults(text);
   console.log(`\n${text}`);
