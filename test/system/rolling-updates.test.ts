@@ -7,6 +7,7 @@
 //   flock /tmp/shoal-heavy.lock npx vitest run test/system/rolling-updates.test.ts
 
 import { describe, expect, it } from 'vitest';
+import { describeRun, runsOf, slotOverlaps } from './container-events.ts';
 import { serviceDoc, withDockerSystem, type DockerSystem } from './docker-system.ts';
 
 const policy = { parallelism: 1, monitor: '2s', failureAction: 'rollback' };
@@ -43,6 +44,8 @@ async function expectRolledBack(sys: DockerSystem, bad: Record<string, unknown>)
   log.assertWhole();
   const newVersion = new Set(log.events.filter((e) => e.action === 'create' && e.specVersion === 2).map((e) => e.containerId));
   expect(newVersion.size, 'containers created for spec version 2').toBe(1);
+  // Stop-first, forward and back: no slot ever ran two containers at once.
+  expect(slotOverlaps(runsOf(log.events), 'web').map(([a, b]) => `${describeRun(a)} / ${describeRun(b)}`)).toEqual([]);
 }
 
 describe('rolling updates that fail, on real Docker', () => {
