@@ -26,7 +26,8 @@ function newestTs(dir) {
 function bundleIsFresh() {
   if (process.env.SHOAL_FROM_SOURCE === '1' || !existsSync(bundle)) return false;
   const built = statSync(bundle).mtimeMs;
-  return sourceDirs.every((d) => newestTs(path.join(root, d)) <= built);
+  // An installed package (npm pack) ships the bundle and no sources: the bundle is all there is.
+  return sourceDirs.every((d) => !existsSync(path.join(root, d)) || newestTs(path.join(root, d)) <= built);
 }
 
 let main;

@@ -38,6 +38,7 @@ export const errorCatalog = {
   ambiguous_name: { status: 400, retryable: false, summary: 'A member name matches more than one member; use the id. details.candidates lists them.' },
   stale_term: { status: 409, retryable: false, summary: 'A leader loop\'s command was appended in another term than the one that decided it (a deposed leader\'s late write); refused on every node.' },
   stale_epoch: { status: 409, retryable: false, summary: 'An agent report of a node epoch that the leader has since raised (the node was declared down); ignored.' },
+  service_manager_failed: { status: 500, retryable: false, summary: 'systemctl refused what shoal install or uninstall asked of it; the message has its output.' },
   internal: { status: 500, retryable: false, summary: 'An unexpected error; it is a bug. The log has details.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;
 

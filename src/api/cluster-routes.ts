@@ -26,6 +26,8 @@ export interface MemberView {
   lag: number | null;
   rttMs: number | null;
   softwareVersion: string | null;
+  /** The highest feature level the member's build supports, from its hello (null: not connected yet). */
+  featureLevelMax: number | null;
   health: 'healthy' | 'lagging' | 'unreachable' | 'unknown';
 }
 
@@ -40,6 +42,8 @@ export interface ClusterView {
   commitIndex: number;
   appliedIndex: number;
   lastIndex: number;
+  /** The committed cluster feature level; it rises once every member supports more (docs/architecture.md). */
+  featureLevel: number;
   members: MemberView[];
 }
 
@@ -62,12 +66,14 @@ export function clusterView(ctx: ApiContext): ClusterView {
     else if (peer) health = peer.connected ? 'healthy' : 'unreachable';
     return {
       ...m, role: learners.has(m.id) ? 'learner' : 'voter', matchIndex: match, lag,
-      rttMs: peer?.rttMs ?? null, softwareVersion: self ? ctx.softwareVersion : peer?.softwareVersion ?? null, health,
+      rttMs: peer?.rttMs ?? null, softwareVersion: self ? ctx.softwareVersion : peer?.softwareVersion ?? null,
+      // A connected peer that announced no level runs the first release: level 1.
+      featureLevelMax: self ? ctx.node.featureLevelSupported : peer?.featureLevelMax ?? (peer?.connected === true ? 1 : null), health,
     };
   });
   return {
     clusterId: ctx.clusterId, view: st.role === 'leader' ? 'leader' : 'local', node: st.id, softwareVersion: ctx.softwareVersion, leader: st.leader || null,
-    term: st.term, commitIndex: st.commit, appliedIndex: st.applied, lastIndex: st.lastIndex, members,
+    term: st.term, commitIndex: st.commit, appliedIndex: st.applied, lastIndex: st.lastIndex, featureLevel: ctx.node.featureLevel, members,
   };
 }
 

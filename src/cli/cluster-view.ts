@@ -8,6 +8,8 @@ import { request } from './client.ts';
 const memberSchema = z.object({
   id: z.string(), name: z.string(), peerAddress: z.string(), apiAddress: z.string(), role: z.enum(['voter', 'learner']),
   matchIndex: z.number().nullable(), lag: z.number().nullable(), rttMs: z.number().nullable(), softwareVersion: z.string().nullable(),
+  // Absent from older nodes' views, like softwareVersion below.
+  featureLevelMax: z.number().nullable().optional(),
   health: z.enum(['healthy', 'lagging', 'unreachable', 'unknown']),
 }).loose();
 
@@ -16,15 +18,17 @@ export const clusterViewSchema = z.object({
   // Absent from nodes older than the field: the view of a cluster being upgraded still reads.
   softwareVersion: z.string().optional(),
   leader: z.string().nullable(), term: z.number(), commitIndex: z.number(), appliedIndex: z.number(), lastIndex: z.number(),
+  featureLevel: z.number().optional(),
   members: z.array(memberSchema),
 }).loose();
 
 export type View = z.infer<typeof clusterViewSchema>;
 export type MemberInfo = View['members'][number];
 
-// The schema and the API's type must describe the same thing (softwareVersion aside, which the
-// schema lets older nodes leave out).
-const _sameShape: View & { softwareVersion: string } extends ClusterView ? true : never = true;
+// The schema and the API's type must describe the same thing (softwareVersion and the feature
+// levels aside, which the schema lets older nodes leave out).
+type Full = View & { softwareVersion: string; featureLevel: number; members: (MemberInfo & { featureLevelMax: number | null })[] };
+const _sameShape: Full extends ClusterView ? true : never = true;
 void _sameShape;
 
 export async function getView(addr: string): Promise<View> {

@@ -24,6 +24,8 @@ export const commands: Record<string, { load: () => Promise<Command>; summary: s
   node: { load: async () => { const m = await import('./node.ts'); return { run: m.nodeCommand, help: m.nodeGroupHelp }; }, summary: 'ls, inspect, drain, pause, activate, label nodes' },
   task: { load: async () => { const m = await import('./task.ts'); return { run: m.taskCommand, help: m.taskGroupHelp }; }, summary: 'ls tasks' },
   snapshot: { load: async () => { const m = await import('./snapshot.ts'); return { run: m.snapshotCommand, help: m.snapshotGroupHelp }; }, summary: 'save a snapshot to a file; restore one into a new cluster' },
+  install: { load: async () => { const m = await import('./install.ts'); return { run: m.installCommand, help: m.installHelp }; }, summary: 'run a node as a systemd service (enable and start it)' },
+  uninstall: { load: async () => { const m = await import('./install.ts'); return { run: m.uninstallCommand, help: m.uninstallHelp }; }, summary: "stop and remove a node's systemd service" },
   version: { load: async () => { const m = await import('./version.ts'); return { run: m.versionCommand, help: m.versionHelp }; }, summary: 'print the version of this command (also shoal --version)' },
 };
 

@@ -47,4 +47,9 @@ function printStatus(v: View): void {
   table(['NAME', 'ID', 'ROLE', 'API', 'MATCH', 'LAG', 'RTT MS', 'VERSION', 'HEALTH'], rows);
   const mixed = mixedVersions(v);
   if (mixed !== undefined) console.log(`members run different versions: ${mixed}`);
+  if (v.featureLevel !== undefined) {
+    const levels = v.members.map((m) => m.featureLevelMax).filter((l): l is number => typeof l === 'number');
+    const reachable = levels.length === 0 ? v.featureLevel : Math.min(...levels);
+    console.log(`feature level ${v.featureLevel}${reachable > v.featureLevel ? ` (every member supports ${reachable}: the leader raises it shortly)` : reachable < v.featureLevel ? '' : ' (the highest every member supports)'}`);
+  }
 }

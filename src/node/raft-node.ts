@@ -400,6 +400,11 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     return this.level;
   }
 
+  /** The highest feature level this build supports (what its hello announces). */
+  get featureLevelSupported(): number {
+    return this.opts.featureLevelMax;
+  }
+
   /** The term of the last entry applied here: the leader's loops start once it is the leader's own term. */
   get appliedTerm(): number {
     return this.lastAppliedTerm;

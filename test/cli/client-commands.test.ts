@@ -3,6 +3,7 @@
 // mapping run in-process through main() (a spawn costs 1-2 s); so do the SSE parser and the
 // watch follower's resume logic, against a scripted server.
 
+import { featureLevelMax } from '../../src/node/feature-level.ts';
 import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -269,6 +270,11 @@ describe('shoal cluster', () => {
     const text = await inProcess('cluster', 'status', '--addr', addr);
     expect(text.stdout).toContain('(answered by solo, shoal 0.0.0-test)');
     expect(text.stdout).toMatch(/^NAME +ID +ROLE +API +MATCH +LAG +RTT MS +VERSION +HEALTH$/m);
+    // The committed feature level and what each member's build supports (a rolling upgrade's gauge).
+    const view = JSON.parse(r.stdout) as { featureLevel: number; members: { featureLevelMax: number | null }[] };
+    expect(view.members[0]?.featureLevelMax).toBe(featureLevelMax);
+    expect(view.featureLevel).toBeGreaterThanOrEqual(1);
+    expect(text.stdout).toMatch(new RegExp(`^feature level ${view.featureLevel}`, 'm'));
   });
 });
 

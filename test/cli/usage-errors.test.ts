@@ -35,6 +35,8 @@ const cases: Record<string, Case> = {
   'dev stop': { badFlag: ['dev', 'stop', '--bogus'], missing: ['dev', 'stop', 'extra'] },
   status: { badFlag: ['status', '--bogus', ...nowhere], missing: ['status', 'extra', ...nowhere] },
   version: { badFlag: ['version', '--bogus'], missing: ['version', 'extra'] },
+  install: { badFlag: ['install', '--data', 'd', '--bogus'], missing: ['install', '--root', 'r'] },
+  uninstall: { badFlag: ['uninstall', '--data', 'd', '--bogus'], missing: ['uninstall'] },
   doc: { badFlag: ['doc', '--bogus'], missing: ['doc'] },
   'doc get': { badFlag: ['doc', 'get', 'notes', 'a', '--bogus', ...nowhere], missing: ['doc', 'get', 'notes', ...nowhere] },
   'doc put': { badFlag: ['doc', 'put', 'notes', 'a', '--data', '{}', '--bogus', ...nowhere], missing: ['doc', 'put', 'notes', 'a', ...nowhere] },

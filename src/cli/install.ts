@@ -1,0 +1,148 @@
+// shoal install / shoal uninstall: a node as a systemd service (docs/operations.md, "Running as
+// a service"). The unit is rendered by systemd-unit.ts; this file checks the node, writes or
+// removes the unit under a root (/ by default, a temporary one in tests), and asks systemctl to
+// enable and start it when systemd runs this machine.
+
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ShoalError } from '../errors.ts';
+import { loadConfig } from '../node/config.ts';
+import { isInitialized, loadIdentity } from '../node/identity.ts';
+import { exitCodes, parse, UsageError } from './args.ts';
+import { renderUnit, unitName } from './systemd-unit.ts';
+
+const packageRoot = fileURLToPath(new URL('../..', import.meta.url));
+/** Two cores or fewer: one V8 helper thread (docs/operations.md, the NODE_OPTIONS advice). */
+const smallMachineNodeOptions = '--v8-pool-size=1';
+/** A transfer (3 election timeouts at most), the API drain, and the rest of the stop. */
+const stopMarginSeconds = 15;
+
+export const installHelp = `Usage: shoal install --data DIR [--root DIR] [--node-options OPTS] [--no-start] [--force] [--json]
+
+Installs the node whose data directory is DIR as a systemd service, shoal-<name>.service: it
+starts at boot, restarts after a crash but not after the exit codes a restart cannot cure (2, 4,
+5, 6, 7: docs/operations.md, "Exit codes"), and stops gracefully (SIGTERM: a leader hands
+leadership over and the API answers what it holds). Then it enables and starts the unit, when
+systemd runs this machine; otherwise it says how.
+
+Options:
+  --data DIR           the node's data directory, made by 'shoal init' (required)
+  --root DIR           install under DIR instead of / (an image being built, a test); enables
+                       the unit there with 'systemctl --root' and starts nothing
+  --node-options OPTS  NODE_OPTIONS for the node (default: ${smallMachineNodeOptions} on a machine with two
+                       cores or fewer, else none; '' for none)
+  --no-start           write and enable the unit, do not start it
+  --force              replace a unit of that name that differs
+  --json               print {unit, file, enabled, started} as JSON
+  -h, --help           show this help
+
+Needs root, unless --root is given. 'shoal uninstall --data DIR' undoes it.
+Exit codes: 0 installed (or already the same), 1 failed, 2 usage error.`;
+
+export const uninstallHelp = `Usage: shoal uninstall --data DIR [--root DIR] [--json]
+
+Stops and disables the node's systemd service (shoal-<name>.service) and removes its unit file.
+The data directory is left as it is: remove the node from the cluster first if it is leaving
+for good ('shoal cluster remove NAME').
+
+Options:
+  --data DIR   the node's data directory (required)
+  --root DIR   uninstall from under DIR instead of /
+  --json       print {unit, file, removed} as JSON
+  -h, --help   show this help
+
+Needs root, unless --root is given.
+Exit codes: 0 removed (or was not installed), 1 failed, 2 usage error.`;
+
+interface Target {
+  unit: string;
+  file: string;
+  root: string;
+  /** Whether systemd runs this machine and we act on it (not under --root). */
+  live: boolean;
+}
+
+/** The node of `dataDir` and where its unit goes. */
+function target(dataDir: string, rootFlag: string | undefined): { t: Target; name: string; id: string; dir: string } {
+  const dir = path.resolve(dataDir);
+  if (!isInitialized(dir)) throw new UsageError(`--data ${dataDir}: not a node's data directory (no node.json); make one with 'shoal init'`);
+  const { name, id } = loadIdentity(dir);
+  const root = rootFlag === undefined ? '/' : path.resolve(rootFlag);
+  if (rootFlag === undefined && process.getuid?.() !== 0) {
+    throw new UsageError('installing a systemd service needs root: run it with sudo, or give --root DIR to write the files under DIR');
+  }
+  const unit = unitName(name);
+  const live = rootFlag === undefined && existsSync('/run/systemd/system');
+  return { t: { unit, file: path.join(root, 'etc/systemd/system', unit), root, live }, name, id, dir };
+}
+
+function systemctl(t: Target, args: string[]): void {
+  const rootArgs = t.live ? [] : [`--root=${t.root}`];
+  try {
+    execFileSync('systemctl', [...rootArgs, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (err) {
+    const e = err as Error & { stderr?: Buffer };
+    throw new ShoalError('service_manager_failed', `systemctl ${args.join(' ')} failed: ${e.stderr?.toString().trim() || e.message}`);
+  }
+}
+
+export async function installCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, {
+    data: { type: 'string' }, root: { type: 'string' }, 'node-options': { type: 'string' },
+    'no-start': { type: 'boolean', default: false }, force: { type: 'boolean', default: false },
+    json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
+  }, installHelp);
+  if (values.help) { console.log(installHelp); return exitCodes.ok; }
+  if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals.join(' ')}'`);
+  if (values.data === undefined) throw new UsageError('--data DIR is required');
+  const { t, name, id, dir } = target(values.data, values.root);
+  const configFile = path.join(dir, 'shoal.yaml');
+  // The config must be one `shoal serve` accepts, or the unit would only fail at boot.
+  loadConfig(configFile);
+  const unit = renderUnit({
+    nodeName: name, nodeId: id, dataDir: dir, configFile, nodeBinary: process.execPath,
+    shoalEntry: path.join(packageRoot, 'bin', 'shoal.js'), docsFile: path.join(packageRoot, 'docs', 'operations.md'),
+    nodeOptions: values['node-options'] ?? (os.cpus().length <= 2 ? smallMachineNodeOptions : ''),
+    stopTimeoutSeconds: Math.ceil(loadConfig(configFile).limits.apiDrainMs / 1000) + stopMarginSeconds,
+  });
+  if (existsSync(t.file) && readFileSync(t.file, 'utf8') !== unit && !values.force) {
+    throw new UsageError(`${t.file} exists and differs from the unit this would write; give --force to replace it, or 'shoal uninstall --data ${values.data}' first`);
+  }
+  mkdirSync(path.dirname(t.file), { recursive: true });
+  writeFileSync(t.file, unit, { mode: 0o644 });
+  if (t.live) systemctl(t, ['daemon-reload']);
+  systemctl(t, ['enable', t.unit]);
+  const started = t.live && !values['no-start'];
+  if (started) systemctl(t, ['restart', t.unit]);
+  if (values.json) console.log(JSON.stringify({ unit: t.unit, file: t.file, enabled: true, started }));
+  else {
+    console.log(`wrote ${t.file} and enabled ${t.unit}`);
+    if (started) console.log(`started ${t.unit}: follow it with journalctl -u ${t.unit} -f`);
+    else if (values.root === undefined && !values['no-start']) console.log(`systemd does not run this machine (no /run/systemd/system): start the node with 'shoal serve --config ${configFile}'`);
+  }
+  return exitCodes.ok;
+}
+
+export async function uninstallCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, {
+    data: { type: 'string' }, root: { type: 'string' },
+    json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
+  }, uninstallHelp);
+  if (values.help) { console.log(uninstallHelp); return exitCodes.ok; }
+  if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals.join(' ')}'`);
+  if (values.data === undefined) throw new UsageError('--data DIR is required');
+  const { t } = target(values.data, values.root);
+  const removed = existsSync(t.file);
+  if (removed) {
+    // Stops gracefully (SIGTERM) before the file goes, so systemd still knows how to stop it.
+    systemctl(t, t.live ? ['disable', '--now', t.unit] : ['disable', t.unit]);
+    rmSync(t.file);
+    if (t.live) systemctl(t, ['daemon-reload']);
+  }
+  if (values.json) console.log(JSON.stringify({ unit: t.unit, file: t.file, removed }));
+  else console.log(removed ? `stopped, disabled and removed ${t.unit}` : `${t.unit} is not installed (no ${t.file}): nothing to do`);
+  return exitCodes.ok;
+}
