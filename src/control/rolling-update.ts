@@ -5,8 +5,9 @@
 // and sets the update status to `updating`. Then, each pass: a new task is "good" once it has
 // run (and been healthy, with a health check) for the policy's `monitor`; at most `parallelism`
 // slots are in progress at a time (a new task not yet good, or an old one stopping for the
-// update), and a new batch waits `delay` after the last task turned good. A new task that fails
-// before it is good fails the update: `pause` stops it there (paused), `rollback` swaps the spec
+// update, or a wanted slot with no task at all), and a new batch waits `delay` after the last task
+// turned good. A new task that fails before it is good (it exits, or its health check says
+// unhealthy) fails the update: `pause` stops it there (paused), `rollback` swaps the spec
 // back (rolling-back, the same machinery in the other direction). When every task runs the
 // current version and is good, the update is completed (or rolled-back).
 
@@ -45,7 +46,7 @@ export function planUpdate(svc: ServiceRecord, tasks: readonly TaskLike[], now: 
   const since = st.startedAt ?? 0;
   const monitorMs = svc.spec.update.monitorMs;
   const fresh = tasks.filter((t) => t.rec.specVersion === target && t.rec.createdAt >= since);
-  const failedEarly = fresh.find((t) => t.view.observed === 'failed' && !wasGood(t.rec, monitorMs));
+  const failedEarly = fresh.find((t) => (t.view.observed === 'failed' && !wasGood(t.rec, monitorMs)) || unhealthyEarly(t, now, monitorMs));
   if (failedEarly !== undefined) return { target, replaceNow: new Set(), statusChange: onFailure(svc, failedEarly.rec, now), wakeAt: null };
   const pending = fresh.filter((t) => t.rec.desired === 'running' && !isGood(t, now, monitorMs));
   const stopping = tasks.filter((t) => t.rec.desired === 'shutdown' && t.rec.specVersion !== target && !isTerminal(t.view) && t.rec.nodeId !== null);
@@ -61,7 +62,11 @@ export function planUpdate(svc: ServiceRecord, tasks: readonly TaskLike[], now: 
   const aliveBySlot = new Map<string, number>();
   for (const t of alive) aliveBySlot.set(String(t.rec.slot), (aliveBySlot.get(String(t.rec.slot)) ?? 0) + 1);
   for (const [slot, n] of aliveBySlot) if (n > 1) busy.add(slot);
-  const inProgress = busy.size;
+  // A wanted slot with no task at all is in progress too: with stop-first, between its old task
+  // stopping and its new one being created (in this very pass), nothing else marks it, and the
+  // next batch would start early, past parallelism (found on real Docker: test/system).
+  const emptySlots = Math.max(0, wantedSlots - aliveBySlot.size);
+  const inProgress = busy.size + emptySlots;
   const lastGood = Math.max(since, ...fresh.filter((t) => isGood(t, now, monitorMs)).map((t) => (t.rec.startedAt ?? 0) + monitorMs));
   const readyAt = inProgress === 0 && lastGood > since ? lastGood + svc.spec.update.delayMs : now;
   if (now < readyAt) return { target, replaceNow: new Set(), statusChange: null, wakeAt: earliest([readyAt, ...(wakeAt === null ? [] : [wakeAt])]) };
@@ -74,6 +79,16 @@ export function planUpdate(svc: ServiceRecord, tasks: readonly TaskLike[], now: 
 /** Has run for the monitor period and, with a health check, is healthy now. */
 function isGood(t: TaskLike, now: number, monitorMs: number): boolean {
   return t.view.healthy && t.rec.startedAt !== null && now - t.rec.startedAt >= monitorMs;
+}
+
+/**
+ * A task still wanted running whose health check fails, before it ran its monitor period healthy:
+ * it failed the update as surely as one that exited (a check that never passes would otherwise
+ * hold the update forever).
+ */
+function unhealthyEarly(t: TaskLike, now: number, monitorMs: number): boolean {
+  if (t.rec.desired !== 'running' || t.view.status?.health !== 'unhealthy') return false;
+  return t.rec.startedAt === null || now - t.rec.startedAt < monitorMs;
 }
 
 /** A task that ran its monitor period before it ended (it did not fail the update). */

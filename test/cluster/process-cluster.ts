@@ -32,11 +32,17 @@ export interface ClusterOptions {
   runtime?: 'docker' | 'memory' | 'none';
   /** What every node offers the scheduler (config `node`), instead of the machine's cores and memory. */
   capacity?: { cpuMillis: number; memoryBytes: number };
+  /** Node health (config `control`): silence before a node is suspect, and down. */
+  control?: { suspectAfterMs?: number; downAfterMs?: number };
+  /** Config keys for one node, over the rest (e.g. `runtime: {kind: docker, dockerSocket}` for n3 alone). */
+  configFor?: (name: string) => Record<string, unknown>;
 }
 
 export class ProcessCluster {
   readonly root = mkdtempSync(path.join(os.tmpdir(), 'shoal-cluster-'));
   nodes: ClusterNode[] = [];
+  /** The cluster's id (set by init); containers carry it in their `io.shoal.cluster` label. */
+  clusterId = '';
 
   constructor(private readonly opts: ClusterOptions = {}) {}
 
@@ -47,6 +53,7 @@ export class ProcessCluster {
       const dir = path.join(this.root, name);
       const caFrom = i > 0 ? path.join(this.root, 'n1') : undefined;
       const identity = await initNode({ dataDir: dir, name, ...(caFrom ? { caFrom } : {}) });
+      this.clusterId = identity.clusterId;
       this.nodes.push({
         id: identity.id, name, dir, proc: undefined, logs: [],
         apiAddress: `127.0.0.1:${await freePort()}`, peerAddress: `127.0.0.1:${await freePort()}`,
@@ -65,6 +72,8 @@ export class ProcessCluster {
         logLevel: 'info',
         ...(this.opts.runtime !== undefined ? { runtime: { kind: this.opts.runtime } } : {}),
         ...(this.opts.capacity !== undefined ? { node: this.opts.capacity } : {}),
+        ...(this.opts.control !== undefined ? { control: this.opts.control } : {}),
+        ...this.opts.configFor?.(node.name),
       };
       writeFileSync(path.join(node.dir, 'shoal.yaml'), stringify(config));
     }

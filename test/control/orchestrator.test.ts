@@ -139,6 +139,31 @@ describe('the rolling update', () => {
     expect(reconcileService(b.build(), 'web', { now: 200, newTaskId: ids('n') }).plan.changes.filter((c) => c.kind === 'put' && (c.doc as { desired?: string }).desired === 'shutdown' && c.id !== 't1')).toEqual([]);
   });
 
+  it('stop-first: the next batch waits while a slot\'s new task is still to be created (its old one has stopped)', () => {
+    const b = three('update: {parallelism: 1, monitor: 10s}');
+    b.placed('t1', 'web', 1, 'node1', 'shutdown', { desired: 'shutdown', observed: 'shutdown', startedAt: 0, finishedAt: 150, containerId: 'c-t1' });
+    for (const s of [2, 3]) b.placed(`t${s}`, 'web', s, `node${s}`, 'running', { observed: 'running', startedAt: 0, containerId: `c-t${s}` });
+    updated(b, 'update: {parallelism: 1, monitor: 10s}', 100);
+    const d = reconcileService(b.build(), 'web', { now: 200, newTaskId: ids('n') });
+    expect(put(d).filter((t) => t.id !== 't1').map((t) => [t.id, t.slot, t.specVersion, t.desired])).toEqual([['n1', 1, 2, 'running']]);
+  });
+
+  it('rolls back by itself when a new task\'s health check fails within the monitor', () => {
+    const hc = 'healthCheck: {command: ["false"], interval: 1s}\nupdate: {monitor: 10s, failureAction: rollback}';
+    const b = three(hc);
+    for (const s of [2, 3]) b.placed(`t${s}`, 'web', s, `node${s}`, 'running', { observed: 'running', startedAt: 0, containerId: `c-t${s}` });
+    updated(b, hc, 100);
+    b.placed('new1', 'web', 1, 'node1', 'starting', { specVersion: 2, createdAt: 150 }, { health: 'unhealthy', message: 'health check failing' });
+    const d = reconcileService(b.build(), 'web', { now: 200, newTaskId: ids('n') });
+    const svc = d.plan.changes.find((c) => c.collection === 'shoal.services');
+    expect(svc?.kind === 'put' && svc.doc).toMatchObject({ specVersion: 1, updateStatus: { state: 'rolling-back', message: expect.stringMatching(/new1 \(slot 1\) failed within the update's monitor: health check failing/) } });
+    // Still starting, its check not yet decided: the update waits.
+    const waiting = three(hc);
+    updated(waiting, hc, 100);
+    waiting.placed('new1', 'web', 1, 'node1', 'starting', { specVersion: 2, createdAt: 150 }, { health: 'starting' });
+    expect(reconcileService(waiting.build(), 'web', { now: 200, newTaskId: ids('n') }).plan.changes.find((c) => c.collection === 'shoal.services')).toBeUndefined();
+  });
+
   it('rolls back by itself when a new task fails within the monitor (failureAction rollback)', () => {
     const b = three('update: {monitor: 10s, failureAction: rollback}');
     for (const s of [1, 2, 3]) b.placed(`t${s}`, 'web', s, `node${s}`, 'running', { observed: 'running', startedAt: 0, containerId: `c-t${s}` });
