@@ -20,9 +20,9 @@ export const commands: Record<string, { load: () => Promise<Command>; summary: s
   doc: { load: async () => { const m = await import('./doc.ts'); return { run: m.docCommand, help: m.docGroupHelp }; }, summary: 'get, put, rm, ls and watch documents' },
   cluster: { load: async () => { const m = await import('./cluster.ts'); return { run: m.clusterCommand, help: m.clusterGroupHelp }; }, summary: 'members, add, promote, remove, transfer-leader' },
   apply: { load: async () => { const m = await import('./apply.ts'); return { run: m.applyCommand, help: m.applyHelp }; }, summary: 'apply Service specs from a file, and wait until they run' },
-  service: { load: async () => { const m = await import('./service.ts'); return { run: m.serviceCommand, help: m.serviceGroupHelp }; }, summary: 'ls, ps, inspect, rm, scale, update, rollback, rebalance services' },
+  service: { load: async () => { const m = await import('./service.ts'); return { run: m.serviceCommand, help: m.serviceGroupHelp }; }, summary: 'ls, ps, inspect, logs, rm, scale, update, rollback, rebalance services' },
   node: { load: async () => { const m = await import('./node.ts'); return { run: m.nodeCommand, help: m.nodeGroupHelp }; }, summary: 'ls, inspect, drain, pause, activate, label nodes' },
-  task: { load: async () => { const m = await import('./task.ts'); return { run: m.taskCommand, help: m.taskGroupHelp }; }, summary: 'ls tasks' },
+  task: { load: async () => { const m = await import('./task.ts'); return { run: m.taskCommand, help: m.taskGroupHelp }; }, summary: 'ls tasks; logs of a task' },
   snapshot: { load: async () => { const m = await import('./snapshot.ts'); return { run: m.snapshotCommand, help: m.snapshotGroupHelp }; }, summary: 'save a snapshot to a file; restore one into a new cluster' },
   version: { load: async () => { const m = await import('./version.ts'); return { run: m.versionCommand, help: m.versionHelp }; }, summary: 'print the version of this command (also shoal --version)' },
 };

@@ -1,6 +1,7 @@
 // Runs one node: identity, durable storage, peer transport, the Raft driver and the client API,
 // wired from a validated config. The process entry (`shoal serve`) and the tests both use it.
 
+import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { apiLimitsDefault, buildApi } from '../api/app.ts';
 import { ShoalError } from '../errors.ts';
@@ -155,6 +156,7 @@ export async function startNode(config: NodeConfig, log: Logger, opts: StartOpti
   await node.start();
   const control = new ControlPlane({
     node, store, clusterId: identity.clusterId, log, health: config.control, runtime: makeRuntime(config),
+    imageGc: { graceMs: config.runtime.imageGcGraceMs, pinned: config.runtime.imagesPinned, ledgerFile: path.join(config.dataDir, 'images-pulled.json') },
     identity: {
       id: identity.id, name: identity.name, apiAddress: config.api.listen, peerAddress: config.peer.listen, softwareVersion,
       capacity: machineCapacity({ ...(config.node.cpuMillis !== undefined ? { cpuMillis: config.node.cpuMillis } : {}), ...(config.node.memoryBytes !== undefined ? { memoryBytes: config.node.memoryBytes } : {}) }),
@@ -164,7 +166,7 @@ export async function startNode(config: NodeConfig, log: Logger, opts: StartOpti
   control.start();
   const api = buildApi({
     node: node, store, clusterId: identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax,
-    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(),
+    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), runtime: control.runtime,
     limits: {
       ...apiLimitsDefault, connectionsMax: config.limits.connectionsMax, watchStreamsMax: config.limits.watchStreamsMax,
       watchStreamsPerClientMax: config.limits.watchStreamsPerClientMax, snapshotDownloadsMax: config.limits.snapshotDownloadsMax,
