@@ -6,7 +6,7 @@
 // `?dryRun=true` answers the same outcomes and writes nothing.
 
 import type { FastifyPluginAsync } from 'fastify';
-import { planApply, type ServiceOutcome } from '../control/apply.ts';
+import { planApply, type ApplyOptions, type ServiceOutcome } from '../control/apply.ts';
 import type { ServiceRecord } from '../control/resources.ts';
 import { changedFields, parseSpecObjects, parseSpecs, type ServiceSpec } from '../control/spec/index.ts';
 import type { ControlState } from '../control/state.ts';
@@ -48,14 +48,14 @@ function checkExpected(state: ControlState, expectRevs: Record<string, number> |
 }
 
 /** planApply with what each outcome means for people: the fields changed and the version it ends at. */
-function plan(ctx: ApiContext, state: ControlState, specs: readonly ServiceSpec[]): { written: ReturnType<typeof planApply>; services: ApplyOutcome[] } {
-  const written = planApply(state, specs, ctx.node.logTimeNow());
+function plan(ctx: ApiContext, state: ControlState, specs: readonly ServiceSpec[], opts: ApplyOptions): { written: ReturnType<typeof planApply>; services: ApplyOutcome[] } {
+  const written = planApply(state, specs, ctx.node.logTimeNow(), opts);
   const records = new Map(written.plan.changes.flatMap((c) => (c.kind === 'put' ? [[c.id, c.doc as unknown as ServiceRecord] as const] : [])));
   const services = written.services.map((o, i): ApplyOutcome => {
     const cur = state.services.get(o.name)?.value;
-    const spec = specs[i] as ServiceSpec;
+    const spec = specs[i];
     const specVersion = records.get(o.name)?.specVersion ?? cur?.specVersion ?? 1;
-    return { ...o, ...(o.outcome === 'updated' && cur !== undefined ? { fields: changedFields(cur.spec, spec) } : {}), specVersion };
+    return { ...o, ...(o.outcome === 'updated' && cur !== undefined && spec !== undefined ? { fields: changedFields(cur.spec, spec) } : {}), specVersion };
   });
   return { written, services };
 }
@@ -64,17 +64,18 @@ export const applyRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, 
   app.post('/v1/apply', async (req): Promise<ApplyAnswer> => {
     const v = validate({ query: [applyQuery, req.query], body: [applyBody, req.body] });
     const specs = readSpecs(v.body);
+    const opts: ApplyOptions = { ...(v.body.source !== undefined ? { source: v.body.source } : {}), ...(v.body.prune === true ? { prune: true } : {}) };
     if (v.query.dryRun === 'true') {
       const state = await readControl(ctx, 'linearizable');
       checkExpected(state, v.body.expectRevs);
-      const { written, services } = plan(ctx, state, specs);
+      const { written, services } = plan(ctx, state, specs, opts);
       // Refuses what the write would refuse (too many records for one transaction).
       if (written.plan.changes.length > 0) oneTransaction(written.plan);
       return { dryRun: true, rev: null, services };
     }
     const w = await decideAndWrite(ctx, req, 'apply', (state) => {
       checkExpected(state, v.body.expectRevs);
-      const { written, services } = plan(ctx, state, specs);
+      const { written, services } = plan(ctx, state, specs, opts);
       return { plan: written.plan, answer: services };
     });
     return { dryRun: false, rev: w.rev, services: w.answer };

@@ -41,7 +41,14 @@ export const applyBody = z.object({
    * revision_mismatch otherwise.
    */
   expectRevs: z.record(serviceNameSchema, z.number().int().min(1)).optional(),
+  /** The apply's source (a file's name, 1-128 characters): services it creates record it. */
+  source: z.string().min(1).max(128).regex(/^[^\p{Cc}]*$/u, 'no control characters').optional(),
+  /** Remove the services created by `source` that the specs no longer name. Needs `source`. */
+  prune: z.boolean().optional(),
 }).strict().superRefine((b, ctx) => {
+  if (b.prune === true && b.source === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['prune'], message: 'needs source: only the services an apply of that source created are pruned' });
+  }
   if ((b.documents === undefined) === (b.text === undefined)) {
     ctx.addIssue({ code: 'custom', path: [], message: 'give the specs either as documents (a list of objects) or as text (a YAML or JSON file), exactly one of them' });
   }

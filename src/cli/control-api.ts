@@ -50,7 +50,7 @@ export const taskPageSchema = z.object({ items: z.array(taskItemSchema), rev: z.
 export const taskDetailSchema = z.object({ task: taskItemSchema, rev: z.number() }).loose();
 
 export const applyOutcomeSchema = z.object({
-  name: z.string(), outcome: z.enum(['created', 'updated', 'unchanged']), change: z.enum(['scale', 'replace']).optional(),
+  name: z.string(), outcome: z.enum(['created', 'updated', 'unchanged', 'removed']), change: z.enum(['scale', 'replace']).optional(),
   replaces: z.array(z.string()).optional(), fields: z.array(z.string()).optional(), specVersion: z.number(),
 }).loose();
 export type ApplyOutcome = z.infer<typeof applyOutcomeSchema>;

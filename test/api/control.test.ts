@@ -264,3 +264,20 @@ describe('a cluster below the control plane\'s feature level', () => {
     }
   });
 });
+
+describe('apply --prune', () => {
+  it('prunes only what its source created and no longer names (--prune), never a service of another source', async () => {
+    const doc = (name: string) => ({ apiVersion: 'shoal/v1', kind: 'Service', name, image: 'busybox:local', command: ['sleep', '1000'], replicas: 1 });
+    expect((await post('/v1/apply', { documents: [doc('pa'), doc('pb')], source: 'stack-a' })).statusCode).toBe(200);
+    expect((await post('/v1/apply', { documents: [doc('other')], source: 'stack-b' })).statusCode).toBe(200);
+    const dry = (await post('/v1/apply?dryRun=true', { documents: [doc('pa')], source: 'stack-a', prune: true })).json() as { services: { name: string; outcome: string }[] };
+    expect(dry.services).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'pb', outcome: 'removed' })]));
+    expect((await get<{ items: { name: string }[] }>('/v1/services')).items.map((x) => x.name)).toEqual(expect.arrayContaining(['pa', 'pb', 'other']));
+    const res = (await post('/v1/apply', { documents: [doc('pa')], source: 'stack-a', prune: true })).json() as { services: { name: string; outcome: string }[] };
+    expect(res.services.map((x) => [x.name, x.outcome]).sort()).toEqual([['pa', 'unchanged'], ['pb', 'removed']]);
+    const names = (await get<{ items: { name: string }[] }>('/v1/services')).items.map((x) => x.name);
+    expect(names).toContain('other');
+    expect(names).not.toContain('pb');
+    expectError(await post('/v1/apply', { documents: [doc('pa')], prune: true }), 'bad_request');
+  });
+});
