@@ -110,8 +110,11 @@ export async function openRemoteTaskLog(ctx: ApiContext, node: NodeRecord, taskI
     clearTimeout(timer);
   }
   if (!res.ok || res.body === null) {
+    // The body is read before the abort: aborting first would cancel it, and a typed error
+    // (not_found, task_not_started) would come out as node_unreachable.
+    const e = await remoteError(res, who, node.id);
     ac.abort();
-    throw await remoteError(res, who, node.id);
+    throw e;
   }
   let closed = false;
   const close = (): void => {
