@@ -26,6 +26,8 @@ import { forwardedHeader } from './write-path.ts';
 export const logProxyConnectTimeoutMs = 10_000;
 /** One NDJSON line from another node: a 64 KiB log line, JSON-escaped, fits well within it. */
 const proxiedLineBytesMax = 1 << 20;
+/** An error answer from another node: a catalogued error body is far smaller. */
+const errorBodyBytesMax = 64 * 1024;
 
 /** A line as the logs routes send it with format=json (and as a proxied node's answer is read). */
 export const logLineSchema = z.object({ at: z.number(), stream: z.enum(['stdout', 'stderr']), text: z.string() }).loose();
@@ -132,9 +134,26 @@ function reasonOf(err: unknown, signal: AbortSignal): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** The first `bytesMax` bytes of an answer's body ('' when it cannot be read): an error is read without trusting its size. */
+async function readTextMax(res: Response, bytesMax: number): Promise<string> {
+  if (res.body === null) return '';
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  try {
+    for await (const chunk of res.body) {
+      chunks.push(chunk);
+      length += chunk.length;
+      if (length >= bytesMax) break;
+    }
+  } catch {
+    // A body cut off: what arrived is all there is.
+  }
+  return Buffer.concat(chunks).subarray(0, bytesMax).toString('utf8');
+}
+
 /** The other node's catalogued error, passed on (with which node said it); anything else is node_unreachable. */
 async function remoteError(res: Response, who: string, nodeId: string): Promise<ShoalError> {
-  const text = await res.text().catch(() => '');
+  const text = await readTextMax(res, errorBodyBytesMax);
   let body: unknown;
   try {
     body = JSON.parse(text);
