@@ -52,6 +52,7 @@ export class ControlPlane {
     const gc = opts.imageGc;
     this.imageCleaner = opts.runtime === null || gc === undefined || gc.graceMs === 0 ? null : new ImageCleaner({
       owner, view, runtime: opts.runtime, clock: systemClock, log: opts.log, graceMs: gc.graceMs, pinned: gc.pinned,
+      caughtUp: async () => { await opts.node.readBarrier(); },
       ledger: gc.ledgerFile === undefined ? new MemoryImageLedger() : new FileImageLedger(gc.ledgerFile, (m) => opts.log.warn(m)),
     });
     const cleaner = this.imageCleaner;

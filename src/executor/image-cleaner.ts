@@ -16,7 +16,8 @@
 //
 // Level-triggered like the agent: a sweep every `sweepIntervalMs` lists the images and the
 // containers, reads the node's assignments, and converges. An image counts as unused from the
-// first sweep that sees it unused; a restart of shoal starts its grace period again.
+// first sweep that sees it unused; a restart of shoal starts its grace period again. Nothing is
+// removed without a quorum: the first removal of a sweep waits for a read barrier.
 
 import type { AgentLog, AgentView } from './agent.ts';
 import type { Clock, Timer } from './clock.ts';
@@ -42,6 +43,12 @@ export interface ImageCleanerOptions {
   sweepIntervalMs?: number;
   /** Timeout of each runtime call. */
   callTimeoutMs?: number;
+  /**
+   * Resolves once this node's store has caught up with the leader's commit index (a read
+   * barrier); rejects without a quorum. Awaited before the first removal of a sweep: after a
+   * restart the applied store can be behind, and miss a task that needs the image. Absent: no wait.
+   */
+  caughtUp?: () => Promise<void>;
 }
 
 /** What one sweep did, for tests and the log. */
@@ -146,6 +153,7 @@ export class ImageCleaner {
         changed = true;
       }
     }
+    let caughtUp = false;
     try {
       const inUse = await this.imagesInUse();
       for (const [key, t] of [...this.tracked]) {
@@ -156,6 +164,11 @@ export class ImageCleaner {
         }
         t.unusedSinceMs ??= now;
         if (now - t.unusedSinceMs < this.opts.graceMs) continue;
+        // Never without a quorum, nor from a store behind the leader's: the sweep stops here.
+        if (!caughtUp) {
+          await this.opts.caughtUp?.();
+          caughtUp = true;
+        }
         // The assignments again, at the last moment: a task placed since the listing keeps it.
         if (this.assignedImages().has(key)) {
           t.unusedSinceMs = null;

@@ -28,6 +28,7 @@ function setup(opts: { images?: string[]; pinned?: string[]; ledger?: ImageLedge
   const log = new MemoryLog();
   const cleaner = new ImageCleaner({
     owner: { clusterId, nodeId: 'n1' }, view: store, runtime, clock, log, ledger: opts.ledger ?? new MemoryImageLedger(), graceMs, pinned: opts.pinned ?? [],
+    caughtUp: () => store.caughtUp(),
   });
   /** The agent pulled `ref` (the runtime has it now) and told the cleaner. */
   const pulled = async (ref: string): Promise<void> => {
@@ -62,6 +63,24 @@ describe('ImageCleaner', () => {
     expect(runtime.hasImage('reg.example/app:1')).toBe(false);
     expect(cleaner.trackedRefs()).toEqual([]);
     expect(log.matching(/removed image reg\.example\/app:1/)).toHaveLength(1);
+  });
+
+  it('removes nothing without a quorum, and once the store has caught up removes what is due', async () => {
+    const { clock, store, runtime, cleaner, pulled } = setup();
+    await pulled('reg.example/app:1');
+    await cleaner.sweep();
+    clock.advance(graceMs);
+    store.quorum = false;
+    await expect(cleaner.sweep()).rejects.toThrow(/no_leader/);
+    expect(runtime.hasImage('reg.example/app:1')).toBe(true);
+    // The store was behind: a task it did not show yet uses the image, and keeps it.
+    store.quorum = true;
+    store.addService(spec({ image: 'reg.example/app:1' }));
+    store.assign('t1', 'web', 'n1');
+    store.lagging.add('t1');
+    expect((await cleaner.sweep()).removed).toEqual([]);
+    expect(store.barriers).toBe(2);
+    expect(runtime.hasImage('reg.example/app:1')).toBe(true);
   });
 
   it('never removes an image that was on the node already (preloaded by the operator)', async () => {
