@@ -39,6 +39,8 @@ export const errorCatalog = {
   stale_term: { status: 409, retryable: false, summary: 'A leader loop\'s command was appended in another term than the one that decided it (a deposed leader\'s late write); refused on every node.' },
   stale_epoch: { status: 409, retryable: false, summary: 'An agent report of a node epoch that the leader has since raised (the node was declared down); ignored.' },
   service_manager_failed: { status: 500, retryable: false, summary: 'systemctl refused what shoal install or uninstall asked of it; the message has its output.' },
+  task_not_started: { status: 409, retryable: false, summary: 'The task has no container to read logs from yet: it is pending (no node fits) or its node has not started it; details.observed says which. Wait until it runs.' },
+  node_unreachable: { status: 503, retryable: true, summary: 'The node that runs the task did not answer, or its container runtime is unavailable; its logs cannot be read right now. details.node names it.' },
   internal: { status: 500, retryable: false, summary: 'An unexpected error; it is a bug. The log has details.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;
 

@@ -7,6 +7,7 @@ import type { DocumentStore } from '../../fsm/index.ts';
 import { ShoalError } from '../errors.ts';
 import type { RaftNode } from '../node/raft-node.ts';
 import type { Registry } from '../node/metrics.ts';
+import type { Runtime } from '../executor/runtime.ts';
 import { registerApiMetrics, type ApiBounds } from './api-metrics.ts';
 import { applyRoutes } from './apply-routes.ts';
 import { Refusals, Slots } from './bounds.ts';
@@ -15,6 +16,7 @@ import { ConnectionLimit } from './connection-limit.ts';
 import { docsRoutes } from './docs-routes.ts';
 import { clientErrorHandler, sendError, toShoalError } from './error-reply.ts';
 import { healthRoutes } from './health-routes.ts';
+import { logsRoutes } from './logs-routes.ts';
 import { useJsonBodyParser } from './json-body.ts';
 import { apiLimitsDefault, headerBytesMax, paramLengthMax, type ApiLimits } from './limits.ts';
 import { metricsRoutes } from './metrics-routes.ts';
@@ -41,8 +43,10 @@ export interface ApiContext {
   metrics: Registry;
   /** The API's bounds; apiLimitsDefault when absent or for each field left out. */
   limits?: Partial<ApiLimits>;
-  /** Closers for long-lived responses (watch streams), run when the server closes. */
+  /** Closers for long-lived responses (watch and log streams), run when the server closes. */
   streams: Set<() => void>;
+  /** This node's container runtime, for task logs; absent or null when it runs no workloads. */
+  runtime?: Runtime | null;
 }
 
 /** What every plugin is registered with. */
@@ -62,6 +66,7 @@ function makeBounds(limits: ApiLimits): ApiBounds {
     connections: new ConnectionLimit(limits.connectionsMax, refusals),
     watches: new Slots('watch streams', { name: 'watchStreamsMax', max: limits.watchStreamsMax, perClient: { name: 'watchStreamsPerClientMax', max: limits.watchStreamsPerClientMax } }, refusals),
     snapshots: new Slots('snapshot downloads', { name: 'snapshotDownloadsMax', max: limits.snapshotDownloadsMax }, refusals),
+    logs: new Slots('log streams', { name: 'logStreamsMax', max: limits.logStreamsMax }, refusals),
   };
 }
 
@@ -140,7 +145,7 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   });
   for (const plugin of [
     healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, snapshotRoutes, metricsRoutes, openApiRoutes,
-    applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes,
+    applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes,
   ]) {
     void app.register(plugin, { ctx, limits, bounds });
   }

@@ -16,6 +16,8 @@ export interface ApiLimits {
   watchStreamsPerClientMax: number;
   /** Concurrent GET /v1/cluster/snapshot downloads; past it, 503 overloaded. */
   snapshotDownloadsMax: number;
+  /** Task log streams this node serves at once (each task of a service's logs counts, proxied ones too); past it, 503 overloaded. */
+  logStreamsMax: number;
   /** Retry-After, in seconds, on 503 and 429 answers. */
   retryAfterSeconds: number;
 }
@@ -30,6 +32,8 @@ export const apiLimitsDefault: Readonly<ApiLimits> = Object.freeze({
   watchStreamsPerClientMax: 32,
   // Each download holds an image of the store until it is sent.
   snapshotDownloadsMax: 2,
+  // Each holds a connection to the runtime (or to another node) and a little buffer.
+  logStreamsMax: 64,
   retryAfterSeconds: 1,
 });
 

@@ -13,6 +13,7 @@ import type { ApiContext } from './app.ts';
 import {
   applyBody, applyQuery, availabilityBody, labelsBody, nodeParams, readOnlyQuery, scaleBody, serviceParams, taskParams, tasksQuery,
 } from './control-schemas.ts';
+import { logsQuery } from './logs-routes.ts';
 import {
   collectionParams, deleteHeaders, docBody, docParams, listQuery, noQuery, putHeaders, readQuery, txnBodySchema, txnHeaders, watchHeaders, watchQuery,
 } from './request-schemas.ts';
@@ -172,6 +173,19 @@ function controlPaths(): Json {
   };
 }
 
+/** The log routes (logs-routes.ts): streamed text or NDJSON, not JSON documents. */
+function logPaths(): Json {
+  const lines = {
+    description: 'The lines: text/plain (as the container wrote them), or with format=json application/x-ndjson, one {at, stream, text} object per line (a service\'s with task, slot and node); a failure after the first line is a last {error} object',
+    content: { 'text/plain': { schema: { type: 'string' } }, 'application/x-ndjson': { schema: { type: 'string' } } },
+  };
+  const q = parametersOf(logsQuery, 'query');
+  return {
+    '/v1/tasks/{id}/logs': { get: { summary: "A task's container log, from the node that runs it (streamed; follow=true until it stops)", ...strict, parameters: [...parametersOf(taskParams, 'path'), ...q], responses: { 200: lines, ...errors } } },
+    '/v1/services/{name}/logs': { get: { summary: "The logs of a service's running tasks, merged, each line prefixed by its task", ...strict, parameters: [...parametersOf(serviceParams, 'path'), ...q], responses: { 200: lines, ...errors } } },
+  };
+}
+
 function nodePaths(): Json {
   const probe = json({ type: 'object', required: ['ok'], properties: { ok: { type: 'boolean' }, code: { type: 'string' }, reason: { type: 'string' }, version: { type: 'string' } } });
   return {
@@ -193,7 +207,7 @@ export function openApiDocument(version: string): Json {
         NodeRecord: schemaOf(nodeRecordSchema), ServiceRecord: schemaOf(serviceRecordSchema), TaskRecord: schemaOf(taskRecordSchema), TaskStatus: schemaOf(taskStatusSchema),
       },
     },
-    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...nodePaths() },
+    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...logPaths(), ...nodePaths() },
   };
 }
 

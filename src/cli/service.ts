@@ -1,5 +1,6 @@
-// shoal service: the services of the control plane. ls, ps and inspect read; rm removes; scale,
-// update, rollback and rebalance change a running service (service-change.ts).
+// shoal service: the services of the control plane. ls, ps and inspect read; logs prints its
+// tasks' logs; rm removes; scale, update, rollback and rebalance change a running service
+// (service-change.ts).
 
 import { stringify } from 'yaml';
 import { servicesCollection, taskStatusCollection, tasksCollection } from '../control/collections.ts';
@@ -13,6 +14,7 @@ import { oneName } from './control-args.ts';
 import { commonFlags, help } from './doc-common.ts';
 import { clientExitCodes, commonFlagsHelp, commonFlagsText, groupHelp, runGroup, type Group } from './group.ts';
 import { printList, watchList, type Rendered } from './list-watch.ts';
+import { logsFlags, logsFlagsHelp, logsPaths, printLogs, sinceFlag, tailFlag } from './logs-stream.ts';
 import {
   serviceRebalanceCommand, serviceRebalanceHelp, serviceRollbackCommand, serviceRollbackHelp, serviceScaleCommand, serviceScaleHelp,
   serviceUpdateCommand, serviceUpdateHelp,
@@ -64,6 +66,26 @@ ${commonFlagsHelp}
 With --json prints {service, tasks, rev} (GET /v1/services/NAME).
 ${clientExitCodes} An unknown service exits 1 (not_found).`;
 
+export const serviceLogsHelp = `Usage: shoal service logs NAME [--follow] [--tail N] [--since DURATION] [--addr HOST:PORT] [--json]
+
+Prints the logs of a service's running tasks, merged as the lines arrive, each line prefixed
+by its task: '<service>.<slot>.<task>@<node> | '. Each task's log comes from the node that runs
+it (as 'shoal task logs' does); a task whose log cannot be read (its node does not answer, it
+has not started) gets one line saying why, and the others are printed all the same. The tasks
+are those running when the command starts: with --follow, a task that starts later is not
+added (run the command again).
+
+Options:
+${logsFlagsHelp}
+${commonFlagsHelp}
+
+With --json prints one object per line: {task, slot, node, at, stream, text}, or
+{task, slot, node, error: {code, message}} for a task whose log cannot be read
+(GET /v1/services/NAME/logs?format=json).
+--follow runs until every container stops, or Ctrl-C (exit 0).
+${clientExitCodes} An unknown service exits 1 (not_found); a task whose log
+could not be read makes the exit 1 (3 when its node did not answer), after the others are printed.`;
+
 export const serviceRmHelp = `Usage: shoal service rm NAME... [--addr HOST:PORT] [--json]
 
 Removes services. Their tasks are shut down by the leader (the containers stop) and forgotten.
@@ -82,6 +104,7 @@ from spec files with 'shoal apply -f FILE'. docs/control-plane.md describes them
     ls: { summary: 'list services with their tasks running and update state', help: serviceLsHelp, run: serviceLsCommand },
     ps: { summary: "list a service's tasks: slot, node, desired and observed state, why pending", help: servicePsHelp, run: servicePsCommand },
     inspect: { summary: 'show a service, its status and its full spec', help: serviceInspectHelp, run: serviceInspectCommand },
+    logs: { summary: "print the logs of a service's running tasks, merged, each line prefixed by its task", help: serviceLogsHelp, run: serviceLogsCommand },
     rm: { summary: 'remove services (their tasks stop)', help: serviceRmHelp, run: serviceRmCommand },
     scale: { summary: 'set the number of replicas, and wait until they run', help: serviceScaleHelp, run: serviceScaleCommand },
     update: { summary: 'change a service from flags (--image, --replicas, --env), a rolling update', help: serviceUpdateHelp, run: serviceUpdateCommand },
@@ -150,6 +173,16 @@ async function serviceInspectCommand(argv: string[]): Promise<number> {
   console.log('---');
   process.stdout.write(stringify(spec.success ? renderService(spec.data) : r.spec));
   return exitCodes.ok;
+}
+
+async function serviceLogsCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, logsFlags, serviceLogsHelp);
+  if (values.help) return help(serviceLogsHelp);
+  const name = oneName(positionals);
+  return printLogs({
+    addr: resolveAddr(values.addr), path: logsPaths.service(name), follow: values.follow, tailLines: tailFlag(values.tail),
+    sinceMs: sinceFlag(values.since), json: values.json, command: 'service logs', service: name,
+  });
 }
 
 const removedSchema = z.object({ name: z.string(), removed: z.boolean(), rev: z.number().nullable() }).loose();

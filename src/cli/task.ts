@@ -1,14 +1,17 @@
 // shoal task ls: the tasks of every service (or of one service, one node, one state), with their
-// node, desired and observed state, and why a pending task waits.
+// node, desired and observed state, and why a pending task waits. shoal task logs: one task's
+// container log, from whatever node runs it.
 
 import { taskStatusCollection, tasksCollection } from '../control/collections.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { CliFailure, resolveAddr } from './client.ts';
 import { paths, read, taskPageSchema, type TaskItem } from './control-api.ts';
 import { jsonRendered, tableText, taskHead, taskRows } from './control-format.ts';
+import { oneName } from './control-args.ts';
 import { commonFlags, help } from './doc-common.ts';
 import { clientExitCodes, commonFlagsHelp, groupHelp, runGroup, type Group } from './group.ts';
 import { printList, watchList, type Rendered } from './list-watch.ts';
+import { logsFlags, logsFlagsHelp, logsPaths, printLogs, sinceFlag, tailFlag } from './logs-stream.ts';
 
 /** Pages of GET /v1/tasks followed at most (each up to 10,000 tasks). */
 const pagesMax = 100;
@@ -34,15 +37,35 @@ With --json prints {items, rev} (GET /v1/tasks, every page).
 answered for 60 s). With --json --watch each printing is one line.
 ${clientExitCodes} An unknown --node exits 1 (not_found).`;
 
+export const taskLogsHelp = `Usage: shoal task logs TASK [--follow] [--tail N] [--since DURATION] [--addr HOST:PORT] [--json]
+
+Prints a task's container log (TASK is its id, from 'shoal task ls' or 'shoal service ps'), from
+whichever node runs it: the node asked reads it from its container runtime, or from the node
+that runs the task, through that node's API. The container's stdout goes to stdout and its
+stderr to stderr. Logs are kept as the service's spec says (logs.maxSize x logs.maxFiles per
+container) and go when the container is removed.
+
+Options:
+${logsFlagsHelp}
+${commonFlagsHelp}
+
+With --json prints one object per line: {at, stream, text} (at: wall-clock ms; stream: stdout
+or stderr), as GET /v1/tasks/TASK/logs?format=json sends them.
+--follow runs until the container stops, or Ctrl-C (exit 0).
+${clientExitCodes} A task that never ran (pending, or its start failed)
+exits 1 (task_not_started); one whose container was removed exits 1 (not_found); one whose node
+does not answer exits 3 (node_unreachable).`;
+
 export const taskGroup: Group = {
   name: 'task',
   about: 'Tasks of the control plane: one slot of a service each, placed on a node by the leader.',
   subcommands: {
     ls: { summary: 'list tasks (of a service, a node, a state) with their node and state', help: taskLsHelp, run: taskLsCommand },
+    logs: { summary: "print a task's container log, from whichever node runs it (--follow for new lines)", help: taskLogsHelp, run: taskLogsCommand },
   },
 };
 
-export const taskHelps: Record<string, string> = { ls: taskLsHelp };
+export const taskHelps: Record<string, string> = { ls: taskLsHelp, logs: taskLogsHelp };
 export const taskGroupHelp = groupHelp(taskGroup);
 
 export function taskCommand(argv: string[]): Promise<number> {
@@ -65,6 +88,16 @@ async function taskLsCommand(argv: string[]): Promise<number> {
   };
   if (!values.watch) return printList(render);
   return watchList({ addr, collections: [tasksCollection, taskStatusCollection], command: 'task ls', json: values.json, render });
+}
+
+async function taskLogsCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, logsFlags, taskLogsHelp);
+  if (values.help) return help(taskLogsHelp);
+  const id = oneName(positionals, 'TASK');
+  return printLogs({
+    addr: resolveAddr(values.addr), path: logsPaths.task(id), follow: values.follow, tailLines: tailFlag(values.tail),
+    sinceMs: sinceFlag(values.since), json: values.json, command: 'task logs',
+  });
 }
 
 /** Every page of GET /v1/tasks; the revision is the first page's (a watch after it misses nothing). */

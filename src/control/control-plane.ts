@@ -7,6 +7,8 @@ import type { DocumentStore } from '../../fsm/index.ts';
 import type { Logger, RaftNode } from '../node/raft-node.ts';
 import { Agent } from '../executor/agent.ts';
 import { systemClock } from '../executor/clock.ts';
+import { ImageCleaner } from '../executor/image-cleaner.ts';
+import { FileImageLedger, MemoryImageLedger } from '../executor/image-ledger.ts';
 import type { Runtime } from '../executor/runtime.ts';
 import { StoreAgentView, StoreAgentWriter, type NodeIdentity } from './agent-ports.ts';
 import { controlFeatureLevel } from './collections.ts';
@@ -22,6 +24,11 @@ export interface ControlPlaneOptions {
   runtime: Runtime | null;
   health: NodeHealthConfig;
   log: Logger;
+  /**
+   * Removing the images shoal pulled once unused (image-cleaner.ts); absent or graceMs 0: never.
+   * `ledgerFile`: where the pulled images are remembered across restarts (memory when absent).
+   */
+  imageGc?: { graceMs: number; pinned: readonly string[]; ledgerFile?: string };
 }
 
 /** Registration is retried this often while it fails (no leader yet, a conflict). */
@@ -30,6 +37,7 @@ const registerRetryMs = 1_000;
 export class ControlPlane {
   readonly supervisor: Supervisor;
   readonly agent: Agent | null;
+  readonly imageCleaner: ImageCleaner | null;
   private readonly writer: StoreAgentWriter;
   private registered = false;
   private retry: NodeJS.Timeout | undefined;
@@ -39,10 +47,25 @@ export class ControlPlane {
   constructor(private readonly opts: ControlPlaneOptions) {
     this.supervisor = new Supervisor({ node: opts.node, store: opts.store, log: opts.log, health: opts.health });
     this.writer = new StoreAgentWriter(opts.node, opts.store, opts.identity);
-    this.agent = opts.runtime === null ? null : new Agent({
-      owner: { clusterId: opts.clusterId, nodeId: opts.identity.id }, view: new StoreAgentView(opts.store), writer: this.writer,
-      caughtUp: async () => { await opts.node.readBarrier(); }, runtime: opts.runtime, clock: systemClock, log: opts.log,
+    const owner = { clusterId: opts.clusterId, nodeId: opts.identity.id };
+    const view = new StoreAgentView(opts.store);
+    const gc = opts.imageGc;
+    this.imageCleaner = opts.runtime === null || gc === undefined || gc.graceMs === 0 ? null : new ImageCleaner({
+      owner, view, runtime: opts.runtime, clock: systemClock, log: opts.log, graceMs: gc.graceMs, pinned: gc.pinned,
+      caughtUp: async () => { await opts.node.readBarrier(); },
+      ledger: gc.ledgerFile === undefined ? new MemoryImageLedger() : new FileImageLedger(gc.ledgerFile, (m) => opts.log.warn(m)),
     });
+    const cleaner = this.imageCleaner;
+    this.agent = opts.runtime === null ? null : new Agent({
+      owner, view, writer: this.writer,
+      caughtUp: async () => { await opts.node.readBarrier(); }, runtime: opts.runtime, clock: systemClock, log: opts.log,
+      ...(cleaner !== null ? { onImagePulled: (image: string) => cleaner.notePulled(image) } : {}),
+    });
+  }
+
+  /** The node's container runtime (null: it runs no workloads); the API reads task logs through it. */
+  get runtime(): Runtime | null {
+    return this.opts.runtime;
   }
 
   start(): void {
@@ -57,7 +80,9 @@ export class ControlPlane {
     this.writer.register().then(() => {
       this.registered = true;
       this.opts.log.info(`node ${this.opts.identity.name} registered with the control plane${this.agent === null ? ' (no runtime: it runs no workloads)' : ''}`);
-      if (!this.closed) this.agent?.start();
+      if (this.closed) return;
+      this.agent?.start();
+      this.imageCleaner?.start();
     }, (err: unknown) => {
       this.opts.log.debug(`registering this node failed (${(err as Error).message}); retrying`);
       this.retry = setTimeout(() => {
@@ -72,7 +97,7 @@ export class ControlPlane {
     this.closed = true;
     clearTimeout(this.retry);
     this.opts.node.off('featureLevel', this.onLevel);
-    await Promise.all([this.agent?.close(), this.supervisor.close()]);
+    await Promise.all([this.agent?.close(), this.imageCleaner?.close(), this.supervisor.close()]);
     await this.opts.runtime?.close();
   }
 }

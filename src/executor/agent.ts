@@ -107,6 +107,8 @@ export interface AgentOptions {
   clock: Clock;
   log: AgentLog;
   limits?: Partial<Omit<AgentLimits, 'reports'>> & { reports?: Partial<StatusReporterLimits> };
+  /** Told of each image the runtime had to pull for a task: the image cleaner removes only those (image-cleaner.ts). */
+  onImagePulled?: (image: string) => void;
 }
 
 export type AgentRuntimeState = RuntimeStatus;
@@ -338,7 +340,8 @@ export class Agent {
     this.reporter.submit(startingStatus(base));
     try {
       const pullMs = this.limits.pullTimeoutMs;
-      await call(`pulling ${image}`, pullMs + this.limits.callTimeoutMs, () => runtime.ensureImage(image, pullMs));
+      const ensured = await call(`pulling ${image}`, pullMs + this.limits.callTimeoutMs, () => runtime.ensureImage(image, pullMs));
+      if (ensured === 'pulled') this.opts.onImagePulled?.(image);
     } catch (err) {
       if (err instanceof RuntimeError && err.kind === 'unavailable') return this.onRuntimeTrouble(err);
       return this.failStart(base, null, `image_pull_failed: ${errorText(err)}`);

@@ -3,7 +3,7 @@
 // Only the fields shoal reads are declared; the rest of Docker's answer is dropped.
 
 import { z } from 'zod';
-import type { ContainerInfo, ContainerState, HealthState, Labels, RuntimeEvent } from './runtime.ts';
+import type { ContainerInfo, ContainerState, HealthState, ImageInfo, Labels, RuntimeEvent } from './runtime.ts';
 
 const labelsSchema = z.record(z.string(), z.string()).nullish().transform((l) => l ?? {});
 
@@ -25,6 +25,18 @@ export const containerInspectSchema = z.object({
 
 /** One entry of GET /containers/json. */
 export const containerSummarySchema = z.object({ Id: z.string().min(1) });
+
+/** One entry of GET /images/json. Untagged images list `<none>:<none>` (older daemons) or nothing. */
+export const imageSummarySchema = z.object({
+  Id: z.string().min(1),
+  RepoTags: z.array(z.string()).nullish(),
+  RepoDigests: z.array(z.string()).nullish(),
+});
+
+export function toImageInfo(raw: z.infer<typeof imageSummarySchema>): ImageInfo {
+  const refs = [...(raw.RepoTags ?? []), ...(raw.RepoDigests ?? [])].filter((r) => !r.startsWith('<none>'));
+  return { id: raw.Id, refs };
+}
 
 /** One line of GET /events (type container). */
 export const dockerEventSchema = z.object({

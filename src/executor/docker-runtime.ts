@@ -12,11 +12,15 @@ import Docker from 'dockerode';
 import type { z } from 'zod';
 import { ShoalError } from '../errors.ts';
 import {
-  containerInspectSchema, containerSummarySchema, dockerEventSchema, subscribedActions, toContainerInfo, toRuntimeEvent,
+  containerInspectSchema, containerSummarySchema, dockerEventSchema, imageSummarySchema, subscribedActions, toContainerInfo, toImageInfo, toRuntimeEvent,
 } from './docker-answers.ts';
 import { dockerCreateOptions } from './docker-container-config.ts';
 import { describeEndpoint, resolveDockerEndpoint, type DockerEndpoint } from './docker-endpoint.ts';
-import { RuntimeError, type ContainerInfo, type ContainerSpec, type Labels, type Runtime, type RuntimeEvent } from './runtime.ts';
+import { DockerLogDecoder } from './docker-log-frames.ts';
+import {
+  RuntimeError, type ContainerInfo, type ContainerSpec, type ImageEnsured, type ImageInfo, type Labels, type LogLine, type LogOptions, type LogReader,
+  type Runtime, type RuntimeEvent,
+} from './runtime.ts';
 
 export interface DockerRuntimeOptions {
   /** The daemon's unix socket; undefined = DOCKER_HOST, else /var/run/docker.sock. */
@@ -112,9 +116,9 @@ export class DockerRuntime implements Runtime {
     return found;
   }
 
-  async ensureImage(image: string, timeoutMs: number): Promise<void> {
+  async ensureImage(image: string, timeoutMs: number): Promise<ImageEnsured> {
     if (image === '' || !(timeoutMs > 0)) throw new RangeError('ensureImage needs an image and a positive timeout');
-    if (await this.imagePresent(image)) return;
+    if (await this.imagePresent(image)) return 'present';
     try {
       await this.call(`pull ${image}`, timeoutMs, (signal) => this.pull(image, signal));
     } catch (err) {
@@ -126,6 +130,53 @@ export class DockerRuntime implements Runtime {
     if (!(await this.imagePresent(image))) {
       throw new RuntimeError('image_pull_failed', `image ${image}: the pull finished but the image is still absent`);
     }
+    return 'pulled';
+  }
+
+  async listImages(): Promise<ImageInfo[]> {
+    const raw = await this.call('list images', this.callTimeoutMs, (signal) => this.docker.listImages({ abortSignal: signal }));
+    return this.parse(imageSummarySchema.array(), raw, 'list images').map(toImageInfo);
+  }
+
+  async removeImage(ref: string): Promise<void> {
+    if (ref === '') throw new RangeError('removeImage needs an image reference');
+    await this.call(`remove image ${ref}`, this.callTimeoutMs, async (signal) => {
+      try {
+        // Never forced: Docker refuses (409) an image a container uses, which is what we want.
+        await this.docker.getImage(ref).remove({ force: false, noprune: false, abortSignal: signal });
+      } catch (err) {
+        if (statusOf(err) !== 404) throw err;
+      }
+    });
+  }
+
+  async logs(id: string, opts: LogOptions): Promise<LogReader> {
+    if ((opts.tailLines !== null && !(Number.isInteger(opts.tailLines) && opts.tailLines >= 0)) || (opts.sinceMs !== null && !(opts.sinceMs >= 0))) {
+      throw new RangeError('logs needs tailLines and sinceMs null or at least 0');
+    }
+    const query = {
+      stdout: true, stderr: true, timestamps: true, follow: opts.follow, tail: opts.tailLines === null ? 'all' : String(opts.tailLines),
+      // Docker reads `since` as seconds with a fraction; 0 means from the start.
+      ...(opts.sinceMs !== null ? { since: (opts.sinceMs / 1000).toFixed(3) } : {}),
+    };
+    // The stream outlives the call that opened it: it has its own abort, run by close() too.
+    const ac = new AbortController();
+    const stream = await this.call(`logs ${id}`, this.callTimeoutMs, (signal) => {
+      signal.addEventListener('abort', () => ac.abort(), { once: true });
+      return this.dialStream(`/containers/${encodeURIComponent(id)}/logs?`, query, ac.signal);
+    });
+    let closed = false;
+    const close = (): void => {
+      if (closed) return;
+      closed = true;
+      this.subscriptions.delete(close);
+      ac.abort();
+      stream.destroy();
+    };
+    if (this.closed) close();
+    else this.subscriptions.add(close);
+    const lines = this.readLogStream(stream, id, () => closed, close);
+    return { [Symbol.asyncIterator]: () => lines, close };
   }
 
   async create(spec: ContainerSpec): Promise<string> {
@@ -241,6 +292,34 @@ export class DockerRuntime implements Runtime {
     for (const unsubscribe of [...this.subscriptions]) unsubscribe();
     for (const ac of this.inflight) ac.abort();
     this.agent.destroy();
+  }
+
+  /** Lines of a log stream; a stream closed by the reader ends quietly, one that broke ends with `unavailable`. */
+  private async *readLogStream(stream: Readable, id: string, isClosed: () => boolean, close: () => void): AsyncGenerator<LogLine, void, undefined> {
+    const decoder = new DockerLogDecoder(Date.now);
+    try {
+      for await (const chunk of stream) {
+        for (const line of decoder.push(chunk as Buffer)) yield line;
+      }
+      if (!isClosed()) yield* decoder.end();
+    } catch (err) {
+      if (isClosed()) return;
+      const e = this.toRuntimeError(err, `logs ${id}`);
+      throw e.kind === 'failed' ? e : new RuntimeError('unavailable', `logs ${id}: the Docker log stream broke: ${e.message}`);
+    } finally {
+      close();
+    }
+  }
+
+  /** A GET whose answer is a stream, whatever the query (dockerode buffers a log read unless it follows). */
+  private dialStream(path: string, query: Record<string, string | boolean>, signal: AbortSignal): Promise<Readable> {
+    const modem = this.docker.modem as { dial(opts: object, cb: (err: unknown, data: unknown) => void): void };
+    return new Promise((resolve, reject) => {
+      modem.dial({
+        path, method: 'GET', isStream: true, abortSignal: signal, options: query,
+        statusCodes: { 200: true, 404: 'no such container', 500: 'server error' },
+      }, (err, data) => (err !== null && err !== undefined ? reject(err) : resolve(data as Readable)));
+    });
   }
 
   /** Runs one daemon call under a timeout; every failure comes out as a RuntimeError. */

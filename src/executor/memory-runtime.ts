@@ -11,15 +11,18 @@
 // - images present, pullable (after a delay) or absent (the pull fails once the caller's
 //   timeout has passed, as a pull from a registry nothing answers for);
 // - a runtime that is unavailable (every call rejects with 'unavailable', event streams break)
-//   or hangs (matching calls wait until released, then run).
+//   or hangs (matching calls wait until released, then run);
+// - log lines a container writes (`writeLog`); the runtime itself writes one when a container
+//   starts and one when it exits, so a log is never empty once a container ran.
 //
 // Several nodes may share one MemoryRuntime, as three nodes share one Docker daemon in
 // `shoal dev`: list and events filter by labels, and the labels keep the nodes apart.
 
 import type { Clock, Timer } from './clock.ts';
+import { LogQueue } from './log-queue.ts';
 import {
-  RuntimeError, type ContainerInfo, type ContainerSpec, type HealthState, type Labels, type Runtime, type RuntimeEvent,
-  type RuntimeEventType,
+  RuntimeError, type ContainerInfo, type ContainerSpec, type HealthState, type ImageEnsured, type ImageInfo, type Labels, type LogLine,
+  type LogOptions, type LogReader, type LogStream, type Runtime, type RuntimeEvent, type RuntimeEventType,
 } from './runtime.ts';
 
 export interface ContainerBehaviour {
@@ -41,14 +44,14 @@ export const defaultBehaviour: ContainerBehaviour = {
   exitAfterMs: null, exitCode: 0, health: 'pass', ignoresStopSignal: false, stopExitCode: 0, startError: null,
 };
 
-export type RuntimeOp = 'ping' | 'list' | 'ensureImage' | 'create' | 'start' | 'stop' | 'kill' | 'remove' | 'inspect';
+export type RuntimeOp = 'ping' | 'list' | 'ensureImage' | 'listImages' | 'removeImage' | 'create' | 'start' | 'stop' | 'kill' | 'remove' | 'inspect' | 'logs';
 
 /** What a hang's filter sees of a call. */
 export interface RuntimeCall {
   op: RuntimeOp;
-  /** The container the call is about (start, stop, kill, remove, inspect); null otherwise. */
+  /** The container the call is about (start, stop, kill, remove, inspect, logs); null otherwise. */
   containerId: string | null;
-  /** The image (ensureImage, create); null otherwise. */
+  /** The image (ensureImage, removeImage, create); null otherwise. */
   image: string | null;
   /** The container's name (create); null otherwise. */
   name: string | null;
@@ -74,13 +77,19 @@ export interface MemoryRuntimeOptions {
   idPrefix?: string;
   /** Events kept for history(); the oldest are dropped beyond it. */
   historyMax?: number;
+  /** Log lines kept per container (its "rotation"), and unread lines a log reader may fall behind. */
+  logLinesMax?: number;
 }
 
 interface MemContainer {
   info: ContainerInfo;
   spec: ContainerSpec;
+  /** The id of the image it was created from (an image a container uses cannot be removed). */
+  imageId: string;
   timers: Set<Timer>;
   exitWaiters: (() => void)[];
+  log: LogLine[];
+  followers: Set<LogQueue>;
 }
 
 interface Subscriber {
@@ -108,12 +117,14 @@ export class MemoryRuntime implements Runtime {
   readonly kind = 'memory';
   private readonly clock: Clock;
   private readonly containersById = new Map<string, MemContainer>();
-  private readonly images = new Set<string>();
+  /** Image references and the image id each names (several references may name one image). */
+  private readonly images = new Map<string, string>();
   private readonly pullable = new Set<string>();
   private readonly pullDelayMs: number;
   private readonly pullAny: boolean;
   private readonly idPrefix: string;
   private readonly historyMax: number;
+  private readonly logLinesMax: number;
   private readonly rules: { match: (spec: ContainerSpec) => boolean; behaviour: Partial<ContainerBehaviour> }[] = [];
   private subscribers: Subscriber[] = [];
   private hangs: HangState[] = [];
@@ -121,15 +132,17 @@ export class MemoryRuntime implements Runtime {
   private unavailable: string | null = null;
   private closed = false;
   private seq = 0;
+  private imageSeq = 0;
 
   constructor(opts: MemoryRuntimeOptions) {
     this.clock = opts.clock;
-    for (const i of opts.images ?? []) this.images.add(i);
+    for (const i of opts.images ?? []) this.addImage(i);
     for (const i of opts.pullable ?? []) this.pullable.add(i);
     this.pullDelayMs = opts.pullDelayMs ?? 0;
     this.pullAny = opts.pullAny ?? false;
     this.idPrefix = opts.idPrefix ?? '';
     this.historyMax = opts.historyMax ?? 100_000;
+    this.logLinesMax = opts.logLinesMax ?? 10_000;
   }
 
   // ---- fault injection and inspection (not part of the port) ----
@@ -139,12 +152,17 @@ export class MemoryRuntime implements Runtime {
     this.rules.push({ match, behaviour });
   }
 
-  addImage(image: string): void {
-    this.images.add(image);
-  }
-
-  removeImage(image: string): void {
-    this.images.delete(image);
+  /**
+   * The image is on the runtime from now on, as if loaded by hand (not pulled). With `sameAs`, it
+   * is another reference to that image (a tag); without, a new image (a reference already there
+   * now names a new one, as after a rebuild under the same tag). Returns its id.
+   */
+  addImage(image: string, sameAs?: string): string {
+    const existing = sameAs === undefined ? undefined : this.images.get(sameAs);
+    if (sameAs !== undefined && existing === undefined) throw new RangeError(`addImage: no image ${sameAs} to tag`);
+    const id = existing ?? `sha256:${(++this.imageSeq).toString(16).padStart(64, '0')}`;
+    this.images.set(image, id);
+    return id;
   }
 
   allowPull(image: string): void {
@@ -153,6 +171,13 @@ export class MemoryRuntime implements Runtime {
 
   hasImage(image: string): boolean {
     return this.images.has(image);
+  }
+
+  /** The container writes `text` (one line per newline in it) on `stream`, stamped now. */
+  writeLog(id: string, stream: LogStream, text: string): void {
+    const c = this.containersById.get(id);
+    if (c === undefined) throw new RangeError(`writeLog: no container ${id}`);
+    for (const line of text.split('\n')) this.appendLog(c, stream, line);
   }
 
   /** The container exits now with `code` (`oom`: as killed for memory). A container not running: nothing. */
@@ -223,22 +248,46 @@ export class MemoryRuntime implements Runtime {
       [...this.containersById.values()].filter((c) => matchesLabels(c.info.labels, labels)).map((c) => copyInfo(c.info)));
   }
 
-  ensureImage(image: string, timeoutMs: number): Promise<void> {
-    return this.call({ op: 'ensureImage', containerId: null, image, name: null }, async () => {
-      if (this.images.has(image)) return;
+  ensureImage(image: string, timeoutMs: number): Promise<ImageEnsured> {
+    return this.call({ op: 'ensureImage', containerId: null, image, name: null }, async (): Promise<ImageEnsured> => {
+      if (this.images.has(image)) return 'present';
       if ((this.pullable.has(image) || (this.pullAny && !image.startsWith('absent/'))) && this.pullDelayMs <= timeoutMs) {
         await this.sleep(this.pullDelayMs);
-        this.images.add(image);
-        return;
+        // Two pulls of one image at once: the second finds it there, as Docker's would.
+        if (this.images.has(image)) return 'present';
+        this.addImage(image);
+        return 'pulled';
       }
       await this.sleep(timeoutMs);
       throw new RuntimeError('image_pull_failed', `pulling ${image}: no registry answered within ${timeoutMs} ms`);
     });
   }
 
+  listImages(): Promise<ImageInfo[]> {
+    return this.call({ op: 'listImages', containerId: null, image: null, name: null }, () => {
+      const byId = new Map<string, string[]>();
+      for (const [ref, id] of this.images) byId.set(id, [...(byId.get(id) ?? []), ref]);
+      return [...byId].map(([id, refs]) => ({ id, refs }));
+    });
+  }
+
+  removeImage(ref: string): Promise<void> {
+    return this.call({ op: 'removeImage', containerId: null, image: ref, name: null }, () => {
+      const id = this.images.get(ref);
+      if (id === undefined) return;
+      const lastRef = ![...this.images].some(([r, i]) => i === id && r !== ref);
+      const user = lastRef ? [...this.containersById.values()].find((c) => c.imageId === id) : undefined;
+      if (user !== undefined) {
+        throw new RuntimeError('failed', `conflict: unable to remove repository reference "${ref}" (must force) - container ${user.info.id} is using its referenced image ${id}`);
+      }
+      this.images.delete(ref);
+    });
+  }
+
   create(spec: ContainerSpec): Promise<string> {
     return this.call({ op: 'create', containerId: null, image: spec.image, name: spec.name }, () => {
-      if (!this.images.has(spec.image)) throw new RuntimeError('failed', `No such image: ${spec.image}`);
+      const imageId = this.images.get(spec.image);
+      if (imageId === undefined) throw new RuntimeError('failed', `No such image: ${spec.image}`);
       for (const c of this.containersById.values()) {
         if (c.info.name === spec.name) throw new RuntimeError('failed', `Conflict. The container name "/${spec.name}" is already in use by container "${c.info.id}"`);
       }
@@ -247,7 +296,7 @@ export class MemoryRuntime implements Runtime {
         id, name: spec.name, image: spec.image, labels: { ...spec.labels }, state: 'created', exitCode: null,
         startedAt: null, finishedAt: null, health: null, error: null,
       };
-      const c: MemContainer = { info, spec: structuredClone(spec), timers: new Set(), exitWaiters: [] };
+      const c: MemContainer = { info, spec: structuredClone(spec), imageId, timers: new Set(), exitWaiters: [], log: [], followers: new Set() };
       this.containersById.set(id, c);
       this.emit('create', c, {});
       return id;
@@ -268,6 +317,7 @@ export class MemoryRuntime implements Runtime {
         health: c.spec.healthCheck === null ? null : 'starting',
       } satisfies Partial<ContainerInfo>);
       this.emit('start', c, {});
+      this.appendLog(c, 'stdout', 'shoal memory runtime: container started');
       if (b.exitAfterMs !== null) this.after(c, b.exitAfterMs, () => this.exitContainer(c, b.exitCode, null));
       this.scheduleHealth(c, b);
     });
@@ -302,6 +352,7 @@ export class MemoryRuntime implements Runtime {
       if (c === undefined) return;
       this.exitContainer(c, killedExitCode, null);
       this.containersById.delete(id);
+      for (const f of c.followers) f.end();
       this.emit('destroy', c, {});
     });
   }
@@ -310,6 +361,22 @@ export class MemoryRuntime implements Runtime {
     return this.call({ op: 'inspect', containerId: id, image: null, name: null }, () => {
       const c = this.containersById.get(id);
       return c === undefined ? undefined : copyInfo(c.info);
+    });
+  }
+
+  logs(id: string, opts: LogOptions): Promise<LogReader> {
+    return this.call({ op: 'logs', containerId: id, image: null, name: null }, () => {
+      const c = this.mustGet(id);
+      const since = opts.sinceMs;
+      const written = since === null ? c.log : c.log.filter((l) => l.at >= since);
+      const tail = opts.tailLines === null ? written : opts.tailLines === 0 ? [] : written.slice(-opts.tailLines);
+      const following = opts.follow && c.info.state === 'running';
+      const q = new LogQueue(this.logLinesMax, () => c.followers.delete(q));
+      for (const l of tail) q.push({ ...l });
+      // As Docker's: a follow ends when the container stops; a read, at the last line written.
+      if (following) c.followers.add(q);
+      else q.end();
+      return q;
     });
   }
 
@@ -388,9 +455,18 @@ export class MemoryRuntime implements Runtime {
     for (const t of c.timers) t.cancel();
     c.timers.clear();
     Object.assign(c.info, { state: 'exited', exitCode: code, finishedAt: this.clock.wallNow(), error } satisfies Partial<ContainerInfo>);
+    this.appendLog(c, 'stdout', `shoal memory runtime: container exited with code ${code}${error !== null ? ` (${error})` : ''}`);
+    for (const f of c.followers) f.end();
     if (error !== null) this.emit('oom', c, {});
     this.emit('die', c, { exitCode: code });
     for (const w of c.exitWaiters.splice(0)) w();
+  }
+
+  private appendLog(c: MemContainer, stream: LogStream, text: string): void {
+    const line: LogLine = { stream, at: this.clock.wallNow(), text };
+    c.log.push(line);
+    if (c.log.length > this.logLinesMax) c.log.splice(0, c.log.length - this.logLinesMax);
+    for (const f of c.followers) f.push({ ...line });
   }
 
   private emit(type: RuntimeEventType, c: MemContainer, extra: { exitCode?: number; health?: HealthState }): void {

@@ -4,7 +4,8 @@
 //
 // The port is narrow on purpose (SwarmKit's executor is the model): the agent lists the
 // containers it owns by label, creates, starts, stops and removes them, inspects one, and
-// follows events. Everything else (what should run, where) comes from the store.
+// follows events; reads a container's log; lists and removes images (the image cleaner).
+// Everything else (what should run, where) comes from the store.
 
 import type { DeviceSpec, HealthCheckSpec, LogSpec, MountSpec, PortSpec, ResourceLimits } from '../control/spec/service-spec.ts';
 
@@ -70,6 +71,46 @@ export interface RuntimeEvent {
   health?: HealthState;
 }
 
+/** Which of a container's output streams a log line came from. */
+export type LogStream = 'stdout' | 'stderr';
+
+/** One line of a container's log, without its newline. */
+export interface LogLine {
+  stream: LogStream;
+  /** Wall-clock ms the runtime stamped on the line. */
+  at: number;
+  text: string;
+}
+
+export interface LogOptions {
+  /** Keep reading as the container writes, until it stops or is removed, or the reader closes. */
+  follow: boolean;
+  /** Only the last this many lines already written (then, with follow, what comes next); null = all. */
+  tailLines: number | null;
+  /** Only lines stamped at or after this wall-clock ms; null = from the start. */
+  sinceMs: number | null;
+}
+
+/**
+ * A container's log lines, read in order. Iterating pulls lines as the reader is ready for them
+ * (a slow reader slows the runtime's stream down; nothing piles up). A stream that breaks ends
+ * the iteration with a RuntimeError. close() stops reading, a follow included; idempotent.
+ */
+export interface LogReader extends AsyncIterable<LogLine> {
+  close(): void;
+}
+
+/** What ensureImage did: the image was there, or it had to be pulled (the image cleaner tracks those). */
+export type ImageEnsured = 'present' | 'pulled';
+
+/** An image on the runtime. */
+export interface ImageInfo {
+  /** The runtime's image id (`sha256:...`). */
+  id: string;
+  /** Every reference that names it: `repo:tag` and `repo@sha256:...`, as the runtime lists them. */
+  refs: string[];
+}
+
 /** Why a runtime call failed, in categories the agent acts on differently. */
 export type RuntimeErrorKind =
   /** The runtime cannot be reached (Docker down, socket missing): the node reports `runtime: unavailable`. */
@@ -97,8 +138,16 @@ export interface Runtime {
   ping(): Promise<void>;
   /** Containers carrying every label of `labels` (running or not). */
   list(labels: Labels): Promise<ContainerInfo[]>;
-  /** Makes sure the image is present, pulling it when absent, within `timeoutMs`. */
-  ensureImage(image: string, timeoutMs: number): Promise<void>;
+  /** Makes sure the image is present, pulling it when absent, within `timeoutMs`; says which. */
+  ensureImage(image: string, timeoutMs: number): Promise<ImageEnsured>;
+  /** Every image on the runtime (shoal's and anyone else's). */
+  listImages(): Promise<ImageInfo[]>;
+  /**
+   * Removes one image reference (a tag or a digest reference); the image goes with its last one.
+   * Never forced: an image a container uses (any container, running or not) is refused with
+   * RuntimeError('failed'). An absent reference resolves.
+   */
+  removeImage(ref: string): Promise<void>;
   /** Creates a container (not started); returns its id. */
   create(spec: ContainerSpec): Promise<string>;
   start(id: string): Promise<void>;
@@ -110,6 +159,12 @@ export interface Runtime {
   remove(id: string): Promise<void>;
   /** One container, or undefined when it does not exist. */
   inspect(id: string): Promise<ContainerInfo | undefined>;
+  /**
+   * A container's log, from its start or `sinceMs`, the last `tailLines`, then what comes next
+   * when following. Rejects with RuntimeError('not_found') for a container that does not exist,
+   * 'unavailable' when the runtime does not answer; resolves once the runtime has accepted.
+   */
+  logs(id: string, opts: LogOptions): Promise<LogReader>;
   /**
    * Follows the runtime's events for containers carrying `labels`; returns the unsubscribe.
    * `onError` hears of a broken stream (the runtime went away); the agent re-lists and

@@ -61,6 +61,10 @@ export const configSchema = z.object({
     kind: z.enum(['docker', 'memory', 'none']).default('docker'),
     /** The Docker socket (default $DOCKER_HOST, else /var/run/docker.sock). */
     dockerSocket: z.string().min(1).optional(),
+    /** Images shoal pulled are removed once no task of this node used them for this long; 0 never removes any. */
+    imageGcGraceMs: z.number().int().min(0).default(3_600_000),
+    /** Images never removed by the image cleaner (as a service spec names them). */
+    imagesPinned: z.array(z.string().min(1).max(512)).max(1000).default([]),
   }).strict().prefault({}),
   /** What this node offers the scheduler: read from the machine unless set here. */
   node: z.object({

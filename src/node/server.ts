@@ -157,6 +157,7 @@ export async function startNode(config: NodeConfig, log: Logger, opts: StartOpti
   await node.start();
   const control = new ControlPlane({
     node, store, clusterId: identity.clusterId, log, health: config.control, runtime: makeRuntime(config),
+    imageGc: { graceMs: config.runtime.imageGcGraceMs, pinned: config.runtime.imagesPinned, ledgerFile: path.join(config.dataDir, 'images-pulled.json') },
     identity: {
       id: identity.id, name: identity.name, apiAddress: config.api.listen, peerAddress: config.peer.listen, softwareVersion,
       capacity: machineCapacity({ ...(config.node.cpuMillis !== undefined ? { cpuMillis: config.node.cpuMillis } : {}), ...(config.node.memoryBytes !== undefined ? { memoryBytes: config.node.memoryBytes } : {}) }),
@@ -172,7 +173,7 @@ export async function startNode(config: NodeConfig, log: Logger, opts: StartOpti
   backups.start();
   const api = buildApi({
     node: node, store, clusterId: identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax,
-    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(),
+    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), runtime: control.runtime,
     limits: {
       ...apiLimitsDefault, connectionsMax: config.limits.connectionsMax, watchStreamsMax: config.limits.watchStreamsMax,
       watchStreamsPerClientMax: config.limits.watchStreamsPerClientMax, snapshotDownloadsMax: config.limits.snapshotDownloadsMax,

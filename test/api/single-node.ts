@@ -74,6 +74,8 @@ export async function singleNode(opts: SingleNodeOptions = {}): Promise<SingleNo
   const app = buildApi(ctx);
   await app.ready();
   const cp = opts.control === true ? controlPlane(node, store) : undefined;
+  // As server.ts wires it: task logs are read through this node's runtime.
+  if (cp !== undefined) ctx.runtime = cp.runtime;
   return {
     app, ctx, node, store, ...(cp !== undefined ? { control: cp.control, runtime: cp.runtime } : {}),
     close: async () => { await cp?.control.close(); await app.close(); await node.stop(); },

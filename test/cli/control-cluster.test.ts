@@ -2,7 +2,8 @@
 // tasks on the in-memory runtime (`runtime: {kind: memory}`), driven by the `shoal` command as a
 // user runs it, against different nodes. Apply the example (three tasks, one per node), scale to
 // five, drain a node and see its tasks move, update and roll back, then bring the node back and
-// rebalance. Runs under the machine-wide lock (flock /tmp/shoal-heavy.lock).
+// rebalance; read a task's and the service's logs through another node than the one running them.
+// Runs under the machine-wide lock (flock /tmp/shoal-heavy.lock).
 
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -65,6 +66,16 @@ describe('the control plane commands on three processes', () => {
     expectOk(applied, 'apply');
     expect(applied.stdout).toBe('web: created\nweb: converged, 3/3 running\n');
     expect(perNode(await running())).toEqual({ n1: 1, n2: 1, n3: 1 });
+
+    // Logs come from the node that runs the task, through the node asked (a proxy over the API).
+    const onN3 = (await running()).find((t) => t.nodeName === 'n3') as Task;
+    const taskLogs = await shoal(node(0), 'task', 'logs', onN3.id);
+    expectOk(taskLogs, 'task logs');
+    expect(taskLogs.stdout).toBe('shoal memory runtime: container started\n');
+    const serviceLogs = await shoal(node(1), 'service', 'logs', 'web');
+    expectOk(serviceLogs, 'service logs');
+    expect(serviceLogs.stdout.trim().split('\n').map((l) => l.replace(/^web\.\d+\.[0-9a-f]+@/, '')).sort())
+      .toEqual(['n1', 'n2', 'n3'].map((n) => `${n} | shoal memory runtime: container started`));
 
     expectOk(await shoal(node(1), 'service', 'scale', 'web', '5', '--timeout', '60s'), 'scale');
     const five = await running();

@@ -63,6 +63,7 @@ const cases: Record<string, Case> = {
   'service update': { badFlag: ['service', 'update', 'web', '--image', 'x', '--bogus', ...nowhere], missing: ['service', 'update', 'web', ...nowhere] },
   'service rollback': { badFlag: ['service', 'rollback', 'web', '--bogus', ...nowhere], missing: ['service', 'rollback', ...nowhere] },
   'service rebalance': { badFlag: ['service', 'rebalance', 'web', '--bogus', ...nowhere], missing: ['service', 'rebalance', ...nowhere] },
+  'service logs': { badFlag: ['service', 'logs', 'web', '--bogus', ...nowhere], missing: ['service', 'logs', ...nowhere] },
   node: { badFlag: ['node', '--bogus'], missing: ['node'] },
   'node ls': { badFlag: ['node', 'ls', '--bogus', ...nowhere], missing: ['node', 'ls', 'extra', ...nowhere] },
   'node inspect': { badFlag: ['node', 'inspect', 'n1', '--bogus', ...nowhere], missing: ['node', 'inspect', ...nowhere] },
@@ -72,6 +73,7 @@ const cases: Record<string, Case> = {
   'node label': { badFlag: ['node', 'label', 'n1', 'a=b', '--bogus', ...nowhere], missing: ['node', 'label', 'n1', ...nowhere] },
   task: { badFlag: ['task', '--bogus'], missing: ['task'] },
   'task ls': { badFlag: ['task', 'ls', '--bogus', ...nowhere], missing: ['task', 'ls', 'extra', ...nowhere] },
+  'task logs': { badFlag: ['task', 'logs', 'abc', '--bogus', ...nowhere], missing: ['task', 'logs', ...nowhere] },
 };
 
 async function inProcess(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {

@@ -6,7 +6,7 @@
 import type { AgentLog } from '../../src/executor/agent.ts';
 import type { Clock, Timer } from '../../src/executor/clock.ts';
 import type { MemoryRuntime } from '../../src/executor/memory-runtime.ts';
-import type { ContainerInfo, ContainerSpec, Labels, Runtime, RuntimeError, RuntimeEvent } from '../../src/executor/runtime.ts';
+import type { ContainerInfo, ContainerSpec, Labels, LogOptions, Runtime, RuntimeError, RuntimeEvent } from '../../src/executor/runtime.ts';
 
 export class Session {
   private dead = false;
@@ -58,6 +58,9 @@ export class Session {
       ping: () => g(rt.ping()),
       list: (labels: Labels): Promise<ContainerInfo[]> => g(rt.list(labels)),
       ensureImage: (image: string, timeoutMs: number) => g(rt.ensureImage(image, timeoutMs)),
+      listImages: () => g(rt.listImages()),
+      removeImage: (ref: string) => g(rt.removeImage(ref)),
+      logs: (id: string, opts: LogOptions) => g(rt.logs(id, opts)),
       create: (spec: ContainerSpec) => g(rt.create(spec)),
       start: (id: string) => g(rt.start(id)),
       stop: (id: string, opts: { signal: string; graceMs: number }) => g(rt.stop(id, opts)),
