@@ -13,12 +13,12 @@
 //   running is assigned to a live node again (target: control.downAfterMs + 1 s).
 // --write replaces the "control" section of bench/RESULTS.md.
 
-import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { once, jsonBody, type Endpoint } from './lib/http.ts';
 import { abandonOnSignal, killAllStarted, sleep } from './lib/proc.ts';
 import { ShoalCluster } from './lib/shoal-cluster.ts';
+import { writeNamedSection } from './lib/report.ts';
 
 const help = `usage: npm run bench:control -- [options]
 
@@ -157,15 +157,6 @@ function table(rounds: Round[], tasks: number, downMs: number): string {
   ].join('\n');
 }
 
-function writeSection(body: string): void {
-  const path = new URL('./RESULTS.md', import.meta.url);
-  const text = readFileSync(path, 'utf8');
-  const begin = '<!-- control:begin -->';
-  const end = '<!-- control:end -->';
-  const block = `${begin}\n${body}\n${end}`;
-  const re = new RegExp(`${begin}[\\s\\S]*?${end}`);
-  writeFileSync(path, re.test(text) ? text.replace(re, block) : `${text.trimEnd()}\n\n${block}\n`);
-}
 
 async function main(): Promise<void> {
   const { values: v } = parseArgs({
@@ -192,7 +183,7 @@ async function main(): Promise<void> {
   }
   const text = table(out, tasks, downMs);
   console.log(text);
-  if (v.write) writeSection(text);
+  if (v.write) writeNamedSection('control', text);
 }
 
 main().catch((err: unknown) => {

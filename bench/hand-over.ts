@@ -9,12 +9,11 @@
 //
 // --write replaces the "hand-over" section of bench/RESULTS.md.
 
-import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { EtcdCluster, etcdBinary } from './lib/etcd-cluster.ts';
 import { Client } from './lib/http.ts';
 import { abandonOnSignal, killAllStarted, sleep } from './lib/proc.ts';
-import { etcdVersion, machine } from './lib/report.ts';
+import { etcdVersion, machine, writeNamedSection } from './lib/report.ts';
 import { ShoalCluster } from './lib/shoal-cluster.ts';
 import type { System, SystemKind, Timeouts } from './lib/system.ts';
 import { value256 } from './lib/throughput.ts';
@@ -177,15 +176,6 @@ function table(all: SystemFigures[], o: { moves: number; writers: number; reader
   return lines.join('\n');
 }
 
-function writeSection(body: string): void {
-  const path = new URL('./RESULTS.md', import.meta.url);
-  const text = readFileSync(path, 'utf8');
-  const begin = '<!-- hand-over:begin -->';
-  const end = '<!-- hand-over:end -->';
-  const block = `${begin}\n${body}\n${end}`;
-  const re = new RegExp(`${begin}[\\s\\S]*?${end}`);
-  writeFileSync(path, re.test(text) ? text.replace(re, block) : `${text.trimEnd()}\n\n${block}\n`);
-}
 
 async function main(): Promise<void> {
   const { values: v } = parseArgs({
@@ -216,7 +206,7 @@ async function main(): Promise<void> {
   }
   const out = table(all, o);
   console.log(out);
-  if (v.write) writeSection(out);
+  if (v.write) writeNamedSection('hand-over', out);
 }
 
 main().catch((err: unknown) => {

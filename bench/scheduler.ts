@@ -9,12 +9,12 @@
 // over a label, binpack, maxPerNode, reservations, a global service with a host port.
 // --write replaces the "scheduler" section of bench/RESULTS.md with the figures.
 
-import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { schedule, type ScheduleInput, type TaskWithSpec } from '../src/control/scheduler/index.ts';
 import { parseSpecObjects, type ServiceSpec } from '../src/control/spec/index.ts';
 import type { NodeRecord, TaskRecord } from '../src/control/resources.ts';
+import { writeNamedSection } from './lib/report.ts';
 
 const GiB = 1024 ** 3;
 
@@ -114,15 +114,6 @@ function machine(): string {
   return `${os.cpus().length} cores (${cpu}), ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}`;
 }
 
-function writeResults(section: string): void {
-  const path = new URL('./RESULTS.md', import.meta.url);
-  const text = readFileSync(path, 'utf8');
-  const begin = '<!-- scheduler:begin -->';
-  const end = '<!-- scheduler:end -->';
-  const block = `${begin}\n${section}\n${end}`;
-  const re = new RegExp(`${begin}[\\s\\S]*?${end}`);
-  writeFileSync(path, re.test(text) ? text.replace(re, block) : `${text.trimEnd()}\n\n${block}\n`);
-}
 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
 
@@ -207,7 +198,7 @@ function main(): void {
     'placed about 3,800 containers/s end to end across a large fleet; that measures the whole',
     'system (plans, Raft, clients), not the placement function, so it is not the same measure.',
   ].join('\n');
-  if (values.write) writeResults(section);
+  if (values.write) writeNamedSection('scheduler', section);
   console.log(`\n${section}`);
 }
 

@@ -15,7 +15,6 @@
 // pollMs (so they are late by up to that much) and, for the loops, from the new leader's own
 // log lines. --write replaces the "workloads" section of bench/RESULTS.md.
 
-import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { nodeHealthDefaults, downAfterMsMin } from '../src/control/node-health.ts';
@@ -24,6 +23,7 @@ import type { ClusterNode } from '../test/cluster/process-cluster.ts';
 import { getJson } from '../test/cluster/process-cluster.ts';
 import { serviceDoc, DockerSystem, type Container } from '../test/system/docker-system.ts';
 import type { TaskItem } from '../src/api/control-views.ts';
+import { writeNamedSection } from './lib/report.ts';
 
 type Runtime = 'memory' | 'docker';
 type Health = 'fast' | 'default';
@@ -236,15 +236,6 @@ function machine(): string {
   return `${os.cpus().length} cores (${cpu}), ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}`;
 }
 
-function writeResults(section: string): void {
-  const file = new URL('./RESULTS.md', import.meta.url);
-  const text = readFileSync(file, 'utf8');
-  const begin = '<!-- workloads:begin -->';
-  const end = '<!-- workloads:end -->';
-  const block = `${begin}\n${section}\n${end}`;
-  const re = new RegExp(`${begin}[\\s\\S]*?${end}`);
-  writeFileSync(file, re.test(text) ? text.replace(re, block) : `${text.trimEnd()}\n\n${block}\n`);
-}
 
 function section(rows: readonly Row[], command: string, rounds: number): string {
   return [
@@ -319,7 +310,7 @@ async function main(): Promise<void> {
   }
   const command = `npm run bench:workloads -- --runtime ${runtimes.join(',')} --health ${healths.join(',')}${runtimes.includes('memory') ? ` --tasks ${tasks}` : ''} --rounds ${rounds} --write`;
   const text = section(rows, command, rounds);
-  if (values.write) writeResults(text);
+  if (values.write) writeNamedSection('workloads', text);
   console.log(`\n${text}`);
 }
 

@@ -262,3 +262,18 @@ export function writeSection(file: string, body: string): void {
   text = b >= 0 && e > b ? `${text.slice(0, b)}${block}${text.slice(e + endMarker.length)}` : `${text.trimEnd()}\n\n${block}\n`;
   writeFileSync(file, text);
 }
+
+/**
+ * Replaces the section `name` of RESULTS.md (between <!-- name:begin --> and <!-- name:end -->),
+ * or appends it; every other section is left as it is. The benchmarks other than compare.ts use it.
+ */
+export function writeNamedSection(name: string, body: string): void {
+  const file = new URL('../RESULTS.md', import.meta.url);
+  const text = existsSync(file) ? readFileSync(file, 'utf8') : '# Benchmark results\n';
+  const begin = `<!-- ${name}:begin -->`;
+  const end = `<!-- ${name}:end -->`;
+  const block = `${begin}\n${body}\n${end}`;
+  const b = text.indexOf(begin);
+  const e = text.indexOf(end);
+  writeFileSync(file, b >= 0 && e > b ? `${text.slice(0, b)}${block}${text.slice(e + end.length)}` : `${text.trimEnd()}\n\n${block}\n`);
+}

@@ -14,7 +14,6 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ApiError, CliFailure, exitCodeOf, reportFailure, UnreachableError, type FailureContext } from '../../src/cli/client.ts';
 import { clusterHelps } from '../../src/cli/cluster.ts';
 import { docHelps } from '../../src/cli/doc.ts';
-import { main } from '../../src/cli/main.ts';
 import { snapshotHelps } from '../../src/cli/snapshot.ts';
 import { followWatch, SseParser, type WatchEventView } from '../../src/cli/watch-stream.ts';
 import { loadConfig } from '../../src/node/config.ts';
@@ -22,6 +21,7 @@ import { startNode } from '../../src/node/server.ts';
 import { decodeSnapshotFile } from '../../src/node/snapshot-file.ts';
 import { singleNode, type SingleNode } from '../api/single-node.ts';
 import { freePort } from '../../bench/lib/proc.ts';
+import { inProcess } from './in-process.ts';
 
 const bin = fileURLToPath(new URL('../../bin/shoal.js', import.meta.url));
 
@@ -82,19 +82,6 @@ function start(args: string[]): { line: () => Promise<string>; stop: () => Promi
 }
 
 /** main() in-process, with what it prints. */
-async function inProcess(...args: string[]): Promise<Result> {
-  let stdout = '';
-  let stderr = '';
-  const out = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => { stdout += `${a.join(' ')}\n`; });
-  const err = vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => { stderr += `${a.join(' ')}\n`; });
-  try {
-    const code = await main(args);
-    return { code, stdout, stderr };
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-  }
-}
 
 const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
 

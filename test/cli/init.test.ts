@@ -5,28 +5,16 @@
 import { existsSync, mkdtempSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import pkg from '../../package.json' with { type: 'json' };
 import { initApiDefault, initPeerDefault } from '../../src/cli/init.ts';
-import { main } from '../../src/cli/main.ts';
 import { parseConfig } from '../../src/node/config.ts';
 import { isHostPort } from '../../src/node/host-port.ts';
 import { loadIdentity, nodeNamePattern } from '../../src/node/identity.ts';
 import { softwareVersion } from '../../src/node/server.ts';
+import { inProcess } from './in-process.ts';
 
-async function inProcess(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const out = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => { stdout += `${a.join(' ')}\n`; });
-  const err = vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => { stderr += `${a.join(' ')}\n`; });
-  try {
-    return { code: await main(args), stdout, stderr };
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-  }
-}
 
 const tmp = (): string => mkdtempSync(path.join(os.tmpdir(), 'shoal-init-'));
 

@@ -6,24 +6,12 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { noRestartExitCodes } from '../../src/cli/args.ts';
-import { main } from '../../src/cli/main.ts';
 import { renderUnit } from '../../src/cli/systemd-unit.ts';
 import { initNode } from '../../src/node/identity.ts';
+import { inProcess } from './in-process.ts';
 
-async function inProcess(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const out = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => { stdout += `${a.join(' ')}\n`; });
-  const err = vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => { stderr += `${a.join(' ')}\n`; });
-  try {
-    return { code: await main(args), stdout, stderr };
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-  }
-}
 
 async function nodeDir(name = 'n1'): Promise<{ dir: string; root: string }> {
   const base = mkdtempSync(path.join(os.tmpdir(), 'shoal-install-'));

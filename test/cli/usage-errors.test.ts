@@ -6,16 +6,17 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseArgsMessage } from '../../src/cli/args.ts';
 import { clusterGroup } from '../../src/cli/cluster.ts';
 import { devSubcommands } from '../../src/cli/dev.ts';
 import { docGroup } from '../../src/cli/doc.ts';
-import { commands, main } from '../../src/cli/main.ts';
+import { commands } from '../../src/cli/main.ts';
 import { snapshotGroup } from '../../src/cli/snapshot.ts';
 import { nodeGroup } from '../../src/cli/node.ts';
 import { serviceGroup } from '../../src/cli/service.ts';
 import { taskGroup } from '../../src/cli/task.ts';
+import { inProcess } from './in-process.ts';
 
 interface Case {
   /** A command line with a flag the command does not have. */
@@ -53,6 +54,8 @@ const cases: Record<string, Case> = {
   snapshot: { badFlag: ['snapshot', '--bogus'], missing: ['snapshot'] },
   'snapshot save': { badFlag: ['snapshot', 'save', 'f.snap', '--bogus', ...nowhere], missing: ['snapshot', 'save', ...nowhere] },
   'snapshot restore': { badFlag: ['snapshot', 'restore', 'f.snap', '--bogus'], missing: ['snapshot', 'restore', 'f.snap', '--name', 'r1'] },
+  'snapshot ls': { badFlag: ['snapshot', 'ls', '--dir', 'd', '--bogus'], missing: ['snapshot', 'ls'] },
+  'snapshot inspect': { badFlag: ['snapshot', 'inspect', 'f.snap', '--bogus'], missing: ['snapshot', 'inspect'] },
   apply: { badFlag: ['apply', '-f', 'web.yaml', '--bogus', ...nowhere], missing: ['apply', ...nowhere] },
   service: { badFlag: ['service', '--bogus'], missing: ['service'] },
   'service ls': { badFlag: ['service', 'ls', '--bogus', ...nowhere], missing: ['service', 'ls', 'extra', ...nowhere] },
@@ -76,18 +79,6 @@ const cases: Record<string, Case> = {
   'task logs': { badFlag: ['task', 'logs', 'abc', '--bogus', ...nowhere], missing: ['task', 'logs', ...nowhere] },
 };
 
-async function inProcess(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const out = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => { stdout += `${a.join(' ')}\n`; });
-  const err = vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => { stderr += `${a.join(' ')}\n`; });
-  try {
-    return { code: await main(args), stdout, stderr };
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-  }
-}
 
 function expectUsageJson(r: { code: number; stdout: string; stderr: string }, what: string): { message: string; usage: string } {
   expect(r.code, `${what}: ${r.stderr}`).toBe(2);
@@ -111,14 +102,14 @@ describe('usage errors under --json', () => {
 
   for (const [command, c] of Object.entries(cases)) {
     it(`shoal ${command}: a bad flag and a missing argument exit 2 with one JSON object on stderr`, async () => {
-      const bad = expectUsageJson(await inProcess([...c.badFlag, '--json']), `${command} (bad flag)`);
+      const bad = expectUsageJson(await inProcess(...[...c.badFlag, '--json']), `${command} (bad flag)`);
       expect(bad.message).toMatch(/^unknown option --bogus|expected a subcommand before --bogus/);
-      expectUsageJson(await inProcess([...c.missing, '--json']), `${command} (missing argument)`);
+      expectUsageJson(await inProcess(...[...c.missing, '--json']), `${command} (missing argument)`);
     });
   }
 
   it('says an unknown flag our way, then the usage line, without --json', async () => {
-    const r = await inProcess(['doc', 'get', 'notes', 'a', '--stael']);
+    const r = await inProcess(...['doc', 'get', 'notes', 'a', '--stael']);
     expect(r.code).toBe(2);
     expect(r.stderr).toBe([
       'shoal doc get: unknown option --stael (did you mean --stale?)',
@@ -138,11 +129,11 @@ describe('usage errors under --json', () => {
   });
 
   it('unknown commands and a missing command are usage errors too, in JSON under --json', async () => {
-    const unknown = expectUsageJson(await inProcess(['frobnicate', '--json']), 'unknown command');
+    const unknown = expectUsageJson(await inProcess(...['frobnicate', '--json']), 'unknown command');
     expect(unknown.message).toBe("unknown command 'frobnicate'");
     expect(unknown.usage).toContain('Commands: init, serve, dev');
-    expect(expectUsageJson(await inProcess(['--json']), 'no command').message).toBe('missing command');
-    expect(expectUsageJson(await inProcess(['doc', 'frobnicate', '--json']), 'unknown subcommand').message).toBe("unknown subcommand 'frobnicate'");
+    expect(expectUsageJson(await inProcess(...['--json']), 'no command').message).toBe('missing command');
+    expect(expectUsageJson(await inProcess(...['doc', 'frobnicate', '--json']), 'unknown subcommand').message).toBe("unknown subcommand 'frobnicate'");
   });
 
   it('a real process prints the JSON object alone on stderr (shoal doc get notes --json)', async () => {

@@ -8,25 +8,13 @@ import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { stringify } from 'yaml';
 import { DocumentStore } from '../../fsm/index.ts';
-import { main } from '../../src/cli/main.ts';
 import { backupFileName, listBackups, ScheduledBackups } from '../../src/node/backups.ts';
 import { parseConfig } from '../../src/node/config.ts';
 import { encodeSnapshotFileParts } from '../../src/node/snapshot-file.ts';
+import { inProcess } from '../cli/in-process.ts';
 
 const pause = (): Promise<void> => Promise.resolve();
 
-async function inProcess(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const out = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => { stdout += `${a.join(' ')}\n`; });
-  const err = vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => { stderr += `${a.join(' ')}\n`; });
-  try {
-    return { code: await main(args), stdout, stderr };
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-  }
-}
 
 /** take(): the snapshot file of an empty store at `index`. */
 function source(): { take: (index: number) => Promise<{ index: number; parts: Uint8Array[] }> } {
