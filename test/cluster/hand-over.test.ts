@@ -46,6 +46,12 @@ describe('leadership hand-over under load', { timeout: 240_000 }, () => {
     const c = cluster;
     let leader = await c.waitForLeader();
     for (const n of c.nodes) await waitReady(n);
+    // Hand-overs are seamless from feature level 3, which the leader raises once all have met.
+    for (let i = 0; i < 100; i++) {
+      const v = await getJson<{ featureLevel?: number }>(leader, '/v1/cluster').catch(() => undefined);
+      if ((v?.body.featureLevel ?? 0) >= 3) break;
+      await sleep(100);
+    }
     const clients = new HandOverClients({
       workers: 6, keys: ['a', 'b', 'c'], collection: 'reg', runId: `ho${Date.now()}`,
       targets: () => c.nodes, requestTimeoutMs: 15_000, attemptsMax: 12,

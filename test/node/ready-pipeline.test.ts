@@ -5,6 +5,7 @@ import { unpack } from 'msgpackr';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KvStateMachine } from './kv-state-machine.ts';
 import { MemoryCluster, type TestNode } from './memory-cluster.ts';
+import { waitFor } from '../transport/helpers.ts';
 import type { PersistBatch } from '../../src/node/node-storage.ts';
 import { mayApplyBeforeWrite, maySendBeforeWrite } from '../../src/node/raft-node.ts';
 import type { Entry, HardState, Message, Ready } from '../../src/raft/types.ts';
@@ -234,6 +235,9 @@ describe('RaftNode proposals across a leader change', () => {
     cluster = new MemoryCluster();
     await cluster.start();
     const leader = await cluster.waitForLeader();
+    // The leader raises the level a tick or so after the election; every node must know it.
+    const c = cluster;
+    await waitFor('feature level 3 on every node', () => c.nodes.every((n) => n.node.featureLevel >= 3));
     const [cut, other] = cluster.nodes.filter((n) => n !== leader);
     if (!cut || !other) throw new Error('need two followers');
     // The forwarded proposal is lost on the way to the leader.
