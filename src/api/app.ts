@@ -13,6 +13,8 @@ import { metricsRoutes } from './metrics-routes.ts';
 import { openApiRoutes } from './openapi.ts';
 import { txnRoutes } from './txn-routes.ts';
 import { watchRoutes } from './watch-routes.ts';
+import { eventsRoutes } from './events-routes.ts';
+import type { EventLog } from '../node/event-log.ts';
 
 export interface ApiContext {
   node: RaftNode;
@@ -26,6 +28,8 @@ export interface ApiContext {
   exportSnapshot: () => Promise<Uint8Array>;
   /** Closers for long-lived responses (watch streams), run when the server closes. */
   streams: Set<() => void>;
+  /** The cluster's events (GET /v1/events); absent, the route is not served. */
+  events?: EventLog;
 }
 
 export interface ErrorBody {
@@ -74,7 +78,7 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   app.addHook('preClose', async () => {
     for (const close of ctx.streams) close();
   });
-  for (const plugin of [healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, metricsRoutes, openApiRoutes]) {
+  for (const plugin of [healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, metricsRoutes, openApiRoutes]) {
     void app.register(plugin, { ctx });
   }
   return app;

@@ -19,6 +19,7 @@ export const commands: Record<string, { load: () => Promise<Command>; summary: s
   status: { load: async () => { const m = await import('./status.ts'); return { run: (argv) => m.statusCommand(argv), help: m.statusHelp() }; }, summary: 'show leader, term, commit index and members' },
   doc: { load: async () => { const m = await import('./doc.ts'); return { run: m.docCommand, help: m.docGroupHelp }; }, summary: 'get, put, rm, ls and watch documents' },
   cluster: { load: async () => { const m = await import('./cluster.ts'); return { run: m.clusterCommand, help: m.clusterGroupHelp }; }, summary: 'members, add, promote, remove, transfer-leader' },
+  events: { load: async () => { const m = await import('./events.ts'); return { run: m.eventsCommand, help: m.eventsHelp }; }, summary: "the cluster's events (leader elected, member added, unreachable, ...); --watch to follow" },
   snapshot: { load: async () => { const m = await import('./snapshot.ts'); return { run: m.snapshotCommand, help: m.snapshotGroupHelp }; }, summary: 'save a snapshot to a file; restore one into a new cluster' },
   version: { load: async () => { const m = await import('./version.ts'); return { run: m.versionCommand, help: m.versionHelp }; }, summary: 'print the version of this command (also shoal --version)' },
 };

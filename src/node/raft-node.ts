@@ -18,17 +18,14 @@ import type { NodeStorage } from './node-storage.ts';
 import type { StateMachine } from './state-machine.ts';
 import { Membership, type MemberRecord } from './membership.ts';
 import { decodeSnapshotData, encodeSnapshotDataInSlices } from './snapshot-data.ts';
-import { Histogram, latencyBuckets } from './metrics.ts';
+import { Counter, Histogram, latencyBuckets } from './metrics.ts';
 import { decodeEntry, encodeCommandEnvelope, encodeFeatureLevelEnvelope, restampLogTime, type DecodedEntry } from './envelope.ts';
 import { featureLevelInitial, featureLevelLeaderClock, featureLevelMax, supportedByAll } from './feature-level.ts';
 import { LogClock } from './log-clock.ts';
+import type { Logger } from '../log.ts';
 
-export interface Logger {
-  debug(msg: string): void;
-  info(msg: string): void;
-  warn(msg: string): void;
-  error(msg: string): void;
-}
+/** The process's one logger interface (src/log.ts); exported here under its old name too. */
+export type { Logger } from '../log.ts';
 
 export interface RaftNodeOptions {
   id: NodeId;
@@ -166,6 +163,11 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   /** Seconds from propose() to the entry applied here. */
   readonly proposalLatency = new Histogram('shoal_proposal_duration_seconds', 'Time from proposing a write to applying it on the proposing node.', latencyBuckets);
   readonly snapshotDuration = new Histogram('shoal_snapshot_duration_seconds', 'Time to take a snapshot of the applied state: serialize, write, sync, compact the log.', latencyBuckets);
+  /** Outcomes of the proposals made here (a refusal before proposing, as `overloaded`, is not one). */
+  readonly proposalsCommitted = new Counter('shoal_proposals_committed_total', 'Proposals made on this node that were committed and applied here.');
+  readonly proposalsFailed = new Counter('shoal_proposals_failed_total', 'Proposals made on this node that failed, by error code (for timeout and leader_changed the outcome is unknown).', ['code']);
+  /** Whether the one-line-per-write debug lines are written (docs/monitoring.md, "Following one write"). */
+  private readonly debugWrites: boolean;
 
   constructor(options: RaftNodeOptions) {
     super();
@@ -178,6 +180,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       featureLevelMax, logger: quietLogger, ...options,
     };
     this.incarnation = `${this.id}/${randomBytes(6).toString('hex')}`;
+    this.debugWrites = this.opts.logger.isLevelEnabled?.('debug') === true;
   }
 
   get log(): Logger {
@@ -244,6 +247,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     this.checkBound(this.proposals.size, this.opts.proposalsPendingMax, 'proposals', 'proposalsPendingMax');
     const seq = ++this.seq;
     const bytes = encodeCommandEnvelope(this.incarnation, seq, data, { featureLevel: needed, ...this.logStamp() });
+    if (this.debugWrites) this.logProposing(seq);
     return this.submit(seq, bytes);
   }
 
@@ -257,10 +261,15 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   /** Queues an encoded entry for the next loop turn; resolves when it is applied here. */
   private submit(seq: number, bytes: Uint8Array): Promise<ProposalResult> {
     const started = performance.now();
-    return new Promise<ProposalResult>((resolveRaw, reject) => {
+    return new Promise<ProposalResult>((resolveRaw, rejectRaw) => {
       const resolve = (r: ProposalResult): void => {
         this.proposalLatency.observe((performance.now() - started) / 1000);
+        this.proposalsCommitted.inc();
         resolveRaw(r);
+      };
+      const reject = (err: Error): void => {
+        this.proposalsFailed.inc({ code: err instanceof ShoalError ? err.code : 'internal' });
+        rejectRaw(err);
       };
       const timer = setTimeout(() => {
         this.proposals.delete(seq);
@@ -830,8 +839,26 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   // ---- plumbing ---------------------------------------------------------------------------
 
   private receive(m: Message): void {
+    if (m.type === 'prop' && this.role === 'leader' && this.debugWrites) this.logForwarded(m);
     if (m.type === 'prop' && this.role === 'leader' && this.level >= featureLevelLeaderClock) this.restampProposal(m);
     this.withCore(() => this.raw.step(m));
+  }
+
+  /** The debug line of the node that took a write: its proposal id, to follow it across nodes. */
+  private logProposing(seq: number): void {
+    const id = proposalId(this.incarnation, seq);
+    this.log.debug(`proposing write ${id}${this.isLeader ? ' as leader' : ` through leader ${this.leader || '(none)'}`}`, { proposal: id });
+  }
+
+  /** The leader's debug line for each write a follower forwarded: its proposal id, to follow it across nodes. */
+  private logForwarded(m: Message): void {
+    for (const e of m.entries) {
+      if (e.kind !== 'normal' || e.data.length === 0) continue;
+      const env = decodeEntry(e.data, this.opts.featureLevelMax);
+      if (env.kind !== 'command') continue;
+      const id = proposalId(env.proposer, env.seq);
+      this.log.debug(`leader appending write ${id} forwarded by ${m.from}`, { proposal: id, from: m.from });
+    }
   }
 
   /**
@@ -1039,6 +1066,11 @@ function translateDrop(err: unknown): Error {
     return new ShoalError('proposal_dropped', `the leader refused the request: ${err.reason}`, { reason: err.reason });
   }
   return err instanceof Error ? err : new Error(String(err));
+}
+
+/** A proposal's id in the logs: the proposer's incarnation and sequence number, as the envelope carries them. */
+export function proposalId(incarnation: string, seq: number): string {
+  return `${incarnation}#${seq}`;
 }
 
 function removedError(id: NodeId): ShoalError {

@@ -1,0 +1,99 @@
+// GET /v1/events: the cluster's own events (src/node/event-log.ts) as server-sent events, the
+// retained ones first, then each new one as it is recorded. As /v1/watch, the backlog and the
+// live tail are taken in one synchronous step, so no event falls between them or repeats.
+//
+//   ?after=CURSOR   only events after this cursor (also Last-Event-ID); default: every retained one
+//   ?type=T         only these types; T matches itself and the types under it ("member" matches
+//                   "member.added"); repeat it or separate with commas
+//   ?local          this node's own events (its ring) instead of the cluster's (the store)
+//
+// Each event is `id: CURSOR`, `event: TYPE`, `data: {cursor, scope, type, subject, time, node,
+// nodeName, term, details}`. After the backlog comes one `event: sync` (`data: {cursor}`): what
+// follows is live (`shoal events` without --watch stops there).
+
+import type { FastifyPluginAsync } from 'fastify';
+import { z } from 'zod';
+import { ShoalError } from '../errors.ts';
+import { matchesTypes, type ClusterEvent, type EventScope } from '../node/event-log.ts';
+import type { ApiContext } from './app.ts';
+import { validate } from './validate.ts';
+
+/** Event streams open at once on this node; more are refused with overloaded. */
+export const eventStreamsMax = 64;
+/** Types one request may name. */
+const typesMax = 16;
+/** A consumer this far behind is cut off; it resumes from its last id. */
+const bufferedBytesMax = 1024 * 1024;
+const keepaliveMs = 15_000;
+
+const typeName = z.string().regex(/^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$/, 'a type is dotted lower-case words, e.g. member or member.added').max(64);
+const eventsQuery = z.strictObject({
+  after: z.coerce.number().int().min(0).optional(),
+  type: z.union([z.string(), z.array(z.string())]).optional()
+    .transform((t) => (t === undefined ? [] : (Array.isArray(t) ? t : [t]).flatMap((s) => s.split(',')).filter((s) => s !== '')))
+    .pipe(z.array(typeName).max(typesMax)),
+  local: z.enum(['', 'true', 'false', '1', '0']).optional().transform((v) => v !== undefined && v !== 'false' && v !== '0'),
+});
+const lastEventId = z.looseObject({ 'last-event-id': z.coerce.number().int().min(0).optional() });
+
+export function formatEvent(ev: ClusterEvent): string {
+  return `id: ${ev.cursor}\nevent: ${ev.type}\ndata: ${JSON.stringify(ev)}\n\n`;
+}
+
+export const eventsRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
+  const events = ctx.events;
+  if (events === undefined) return;
+  let open = 0;
+  app.get('/v1/events', async (req, reply) => {
+    const v = validate({ query: [eventsQuery, req.query], headers: [lastEventId, req.headers] });
+    if (open >= eventStreamsMax) {
+      throw new ShoalError('overloaded', `this node serves ${eventStreamsMax} event streams, its limit; close one or use another node`, { limit: 'eventStreamsMax', value: eventStreamsMax });
+    }
+    const scope: EventScope = v.query.local ? 'local' : 'cluster';
+    const types = v.query.type;
+    const after = v.query.after ?? v.headers['last-event-id'] ?? 0;
+    const backlog = scope === 'local' ? events.localSince(after, types) : events.clusterSince(after, types);
+    const raw = reply.raw;
+    let pending = '';
+    let flushScheduled = false;
+    const flush = (): void => {
+      flushScheduled = false;
+      const text = pending;
+      pending = '';
+      if (text === '' || raw.destroyed) return;
+      raw.write(text);
+      if (raw.writableLength > bufferedBytesMax) raw.destroy();
+    };
+    const unsubscribe = events.subscribe(scope, (ev) => {
+      if (!matchesTypes(ev.type, types)) return;
+      pending += formatEvent(ev);
+      if (!flushScheduled) {
+        flushScheduled = true;
+        setImmediate(flush);
+      }
+    });
+    // A snapshot install replaces the store without events: end, so the client resumes by cursor.
+    const unsubscribeRestore = scope === 'cluster' ? ctx.store.subscribeRestore(() => raw.end()) : () => {};
+    const last = backlog[backlog.length - 1]?.cursor ?? after;
+    reply.hijack();
+    open++;
+    raw.writeHead(200, {
+      'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive',
+      'x-shoal-events-scope': scope, 'x-shoal-events-oldest': String(events.oldest(scope)),
+    });
+    raw.write(`: ${scope} events after ${after}\n\n${backlog.map(formatEvent).join('')}event: sync\ndata: ${JSON.stringify({ cursor: last })}\n\n`);
+    const keepalive = setInterval(() => raw.write(': keepalive\n\n'), keepaliveMs);
+    const end = (): void => {
+      raw.end();
+    };
+    const stop = (): void => {
+      open--;
+      clearInterval(keepalive);
+      unsubscribe();
+      unsubscribeRestore();
+      ctx.streams.delete(end);
+    };
+    ctx.streams.add(end);
+    raw.once('close', stop);
+  });
+};
