@@ -105,12 +105,12 @@ export class EventLog {
    * `details.unrecorded` saying why.
    */
   recordEvent(type: string, subject: string, details: JsonObject = {}): void {
-    checkType(type);
+    checkEvent(type, subject);
     const body = this.body(type, subject, details);
     if (this.writesInflight >= writesInflightMax) return this.keepLocally(body, 'too many event writes in flight');
     let data: Uint8Array;
     try {
-      data = encodeCommand({ cmd: { op: 'put', collection: eventsCollection, id: `${this.idPrefix}-${++this.idSeq}`, doc: body as unknown as JsonObject }, ts: Date.now(), principal: 'shoal' });
+      data = encodeCommand({ cmd: { op: 'put', collection: eventsCollection, id: `${this.idPrefix}-${++this.idSeq}`, doc: toDoc(body) }, ts: Date.now(), principal: 'shoal' });
     } catch (err) {
       return this.keepLocally(body, (err as Error).message);
     }
@@ -130,7 +130,7 @@ export class EventLog {
 
   /** Records a node-local event in this node's ring. */
   recordLocal(type: string, subject: string, details: JsonObject = {}): void {
-    checkType(type);
+    checkEvent(type, subject);
     this.push(this.body(type, subject, details));
   }
 
@@ -232,8 +232,15 @@ export class EventLog {
   }
 }
 
-function checkType(type: string): void {
-  if (!eventTypePattern.test(type)) throw new Error(`event type '${type}' is not dotted lower-case words (e.g. member.added)`);
+/** The document of shoal.events that holds an event. */
+function toDoc(b: Omit<ClusterEvent, 'cursor' | 'scope'>): JsonObject {
+  return { type: b.type, subject: b.subject, time: b.time, node: b.node, nodeName: b.nodeName, term: b.term, details: b.details };
+}
+
+/** A type and subject the stream can carry; anything else is a programming error. */
+function checkEvent(type: string, subject: string): void {
+  if (!eventTypePattern.test(type) || type.length > 64) throw new Error(`event type '${type}' is not dotted lower-case words (e.g. member.added), at most 64 characters`);
+  if (subject.length > 256) throw new Error(`event subject '${subject.slice(0, 40)}…' is longer than 256 characters`);
 }
 
 /** The event a document of shoal.events holds; its cursor is the revision that created it. */

@@ -14,6 +14,7 @@
 // node emits no event for them, and a poll cannot fall behind.
 
 import type { RaftNode } from './raft-node.ts';
+import type { JsonObject } from '../../fsm/index.ts';
 import type { EventLog } from './event-log.ts';
 
 export interface EventSourceOptions {
@@ -90,7 +91,7 @@ class NodeWatcher {
     if (this.node.isLeader) this.recordCluster('feature_level.raised', 'cluster', { level, from });
   }
 
-  private recordCluster(type: string, subject: string, details: Parameters<EventLog['recordEvent']>[2]): void {
+  private recordCluster(type: string, subject: string, details: JsonObject): void {
     if (this.clusterEvents) this.events.recordEvent(type, subject, details);
     else this.events.recordLocal(type, subject, details);
   }
