@@ -22,28 +22,62 @@ export type Expect = { rev: number } | { absent: true };
 export interface PutOp { op: 'put'; collection: string; id: string; doc: JsonValue; expect?: Expect }
 export interface DeleteOp { op: 'delete'; collection: string; id: string; expect?: Expect }
 export type Op = PutOp | DeleteOp;
-export type CompareTarget = 'rev' | 'createRev' | 'exists';
+export type CompareTarget = 'rev' | 'createRev' | 'exists' | 'value';
 export type CompareOperator = '=' | '!=' | '<' | '>' | '<=' | '>=';
-/** rev and createRev of an absent document are 0 (as in etcd). `exists` takes only = and !=. */
-export interface Compare { collection: string; id: string; target: CompareTarget; cmp: CompareOperator; value: number | boolean }
+/**
+ * rev and createRev of an absent document are 0 (as in etcd). `exists` takes only = and !=.
+ * `value` compares the document's field at `path` (dot-separated keys, e.g. `epoch` or
+ * `runtime.status`) with a number (any operator), a string or a boolean (= and != only); a field
+ * that is absent (or a document that is) equals nothing, so only != holds for it.
+ */
+export interface Compare { collection: string; id: string; target: CompareTarget; cmp: CompareOperator; value: number | boolean | string; path?: string }
 export interface TxnCommand { op: 'txn'; compare: Compare[]; success: Op[]; failure: Op[] }
 export interface RetainCommand { op: 'retain'; collection: string; ids: string[] }
 export type Command = PutOp | DeleteOp | TxnCommand | RetainCommand;
 
-/** A command as proposed: `ts` is the leader's wall clock (ms) when it proposed. */
+/**
+ * A command as proposed: `ts` is the proposer's wall clock (ms) when it proposed (log time until
+ * feature level 2; see src/node/log-clock.ts).
+ */
 export interface Stamped {
   cmd: Command;
   ts: number;
+  /**
+   * The term of the leader loop that decided this command (design.md, Fencing). Applied only in
+   * an entry of that same term; otherwise refused with stale_term and nothing changes, on every
+   * node alike: a deposed leader's late write never lands. Feature level 2.
+   */
+  fence?: { term: number };
   /** Who sent it; scopes idempotency keys. A key without a principal belongs to the anonymous principal ''. */
   principal?: string;
   idempotencyKey?: string;
 }
 
 const collectionNameRule = 'collection names are 1-63 characters of a-z, 0-9, _ . - and start with a letter or digit';
-const idRules = { short: 'ids are at least 1 character', long: `ids are at most ${idLengthMax} characters`, slash: "ids may not contain '/'" };
+const idRules = {
+  short: 'ids are at least 1 character',
+  long: `ids are at most ${idLengthMax} characters`,
+  slash: "ids may not contain '/'",
+  control: 'ids may not contain control characters (U+0000-U+001F, U+007F-U+009F: NUL, tab, newline, DEL, ...)',
+  unicode: 'ids must be well-formed Unicode (a lone surrogate cannot be written in a URL)',
+};
+// One regex per rule, so that each problem has its own message and the OpenAPI document
+// (z.toJSONSchema) shows the patterns. In `u` mode a surrogate pair is one code point (not Cs).
+const noSlash = /^[^/]*$/;
+const noControl = /^\P{Cc}*$/u;
+const wellFormed = /^\P{Cs}*$/u;
+const idCharsSchema = (min: number, what: string) => z.string()
+  .min(min, idRules.short).max(idLengthMax, `${what} at most ${idLengthMax} characters`)
+  .regex(noSlash, idRules.slash).regex(noControl, idRules.control).regex(wellFormed, idRules.unicode);
 // Declarative, so that the OpenAPI document (z.toJSONSchema) shows the pattern and lengths.
 export const collectionSchema = z.string().regex(collectionNamePattern, collectionNameRule);
-export const idSchema = z.string().min(1, idRules.short).max(idLengthMax, idRules.long).refine((s) => !s.includes('/'), idRules.slash);
+/**
+ * The one id rule, on every path an id can take (URL, txn body, store, snapshot): an id that can
+ * be written can be read, listed and deleted through the URL (one path segment).
+ */
+export const idSchema = idCharsSchema(1, 'ids are');
+/** The beginning of an id (list `prefix`, watch `prefix`) or a list cursor (`after`): the id rule, and empty allowed. */
+export const idPrefixSchema = idCharsSchema(0, 'a prefix or cursor is');
 
 /** The rule collectionSchema checks, as a plain function, for hand-written checks of many rows. */
 export function collectionNameProblem(v: unknown): string | undefined {
@@ -55,40 +89,104 @@ export function collectionNameProblem(v: unknown): string | undefined {
 export function idProblem(v: unknown): string | undefined {
   if (typeof v !== 'string') return 'expected an id (a string)';
   if (v.length < 1) return idRules.short;
-  if (v.length > idLengthMax) return idRules.long;
+  return idCharsProblem(v, 'ids are');
+}
+
+/** The rules idPrefixSchema checks (an empty string passes). */
+export function idPrefixProblem(v: unknown): string | undefined {
+  if (typeof v !== 'string') return 'expected a string';
+  return idCharsProblem(v, 'a prefix or cursor is');
+}
+
+function idCharsProblem(v: string, what: string): string | undefined {
+  // zod counts code points; UTF-16 units are never fewer.
+  if (v.length > idLengthMax && [...v].length > idLengthMax) return `${what} at most ${idLengthMax} characters`;
+  if (!noSlash.test(v)) return idRules.slash;
+  if (!noControl.test(v)) return idRules.control;
+  return wellFormed.test(v) ? undefined : idRules.unicode;
+}
+/** A field path for `value` compares: 1-8 keys of letters, digits, _ and -, joined by dots. */
+export const comparePathPattern = /^[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64}){0,7}$/;
+
+/**
+ * The stamped-command schema, current, or `legacy`: what the first release accepted (its id
+ * rule, no fence, no value compares), for entries applied at feature level 1.
+ */
+function buildStampedSchema(idSchema: z.ZodType<string>, legacy: boolean) {
+  const revSchema = z.number().int().min(1);
+  const expectSchema = z.union([z.strictObject({ rev: revSchema }), z.strictObject({ absent: z.literal(true) })]);
+  const putSchema = z.strictObject({ op: z.literal('put'), collection: collectionSchema, id: idSchema, doc: z.unknown(), expect: expectSchema.optional() });
+  const deleteSchema = z.strictObject({ op: z.literal('delete'), collection: collectionSchema, id: idSchema, expect: expectSchema.optional() });
+  const opSchema = z.discriminatedUnion('op', [putSchema, deleteSchema]);
+  const compareSchema = z.strictObject({
+    collection: collectionSchema,
+    id: idSchema,
+    target: z.enum(['rev', 'createRev', 'exists', 'value']),
+    cmp: z.enum(['=', '!=', '<', '>', '<=', '>=']),
+    value: z.union([z.number().int().min(0), z.boolean(), z.string().max(256)]),
+    path: z.string().regex(comparePathPattern, 'a path is 1-8 keys of letters, digits, _ and -, joined by dots').optional(),
+  }).superRefine((c, ctx) => {
+    const equality = c.cmp === '=' || c.cmp === '!=';
+    if (legacy && (c.target === 'value' || typeof c.value === 'string')) {
+      ctx.addIssue({ code: 'custom', path: ['target'], message: 'value compares need cluster feature level 2' });
+      return;
+    }
+    if (c.target === 'value') {
+      if (c.path === undefined) ctx.addIssue({ code: 'custom', path: ['path'], message: 'target value needs the path of the field it compares' });
+      if (typeof c.value !== 'number' && !equality) ctx.addIssue({ code: 'custom', path: ['cmp'], message: "a string or boolean value takes only '=' or '!='" });
+      return;
+    }
+    if (c.path !== undefined) ctx.addIssue({ code: 'custom', path: ['path'], message: 'only target value takes a path' });
+    if (c.target === 'exists' && typeof c.value !== 'boolean') ctx.addIssue({ code: 'custom', path: ['value'], message: 'target exists compares with true or false' });
+    if (c.target === 'exists' && !equality) ctx.addIssue({ code: 'custom', path: ['cmp'], message: "target exists takes only '=' or '!='" });
+    if (c.target !== 'exists' && typeof c.value !== 'number') ctx.addIssue({ code: 'custom', path: ['value'], message: `target ${c.target} compares with a revision number` });
+  });
+  const txnSchema = z.strictObject({
+    op: z.literal('txn'),
+    compare: z.array(compareSchema).max(txnComparesMax),
+    success: z.array(opSchema).max(txnOpsMax),
+    failure: z.array(opSchema).max(txnOpsMax),
+  });
+  const retainSchema = z.strictObject({ op: z.literal('retain'), collection: collectionSchema, ids: z.array(idSchema).max(retainIdsMax) });
+  const commandSchema = z.discriminatedUnion('op', [putSchema, deleteSchema, txnSchema, retainSchema]);
+  const shape = {
+    cmd: commandSchema,
+    ts: z.number().int().min(0),
+    fence: z.strictObject({ term: z.number().int().min(1) }).optional(),
+    principal: z.string().min(1).max(principalLengthMax).optional(),
+    idempotencyKey: z.string().min(1).max(idempotencyKeyLengthMax).optional(),
+  };
+  // The first release knew no fence: a strict object without the key refuses it as unknown.
+  if (legacy) return z.strictObject({ ...shape, fence: z.never().optional() });
+  return z.strictObject(shape);
+}
+
+/** The reference for validate-command.ts's fast path: a change here must be made there too. */
+export const stampedSchema = buildStampedSchema(idSchema, false);
+
+/**
+ * The first release's id rule (1..256 characters, no '/'), which entries of feature level 1 are
+ * applied with: an older node accepts such ids, so a newer one must too until the cluster has
+ * moved to level 2, or the two would apply the same entry differently during a rolling upgrade.
+ * New commands are always checked with the current rule (encodeCommand), so no new id of the old
+ * kind is written.
+ */
+export const legacyIdSchema = z.string().min(1, idRules.short).max(idLengthMax, idRules.long).refine((s) => !s.includes('/'), idRules.slash);
+
+/**
+ * The first release's id rule as a plain function. A snapshot is read with it: a store may hold
+ * ids written at feature level 1 under that rule, and it must restore them, not refuse to start.
+ */
+export function legacyIdProblem(v: unknown): string | undefined {
+  if (typeof v !== 'string') return 'expected an id (a string)';
+  if (v.length < 1) return idRules.short;
+  if (v.length > idLengthMax && [...v].length > idLengthMax) return idRules.long;
   return v.includes('/') ? idRules.slash : undefined;
 }
-const revSchema = z.number().int().min(1);
-const expectSchema = z.union([z.strictObject({ rev: revSchema }), z.strictObject({ absent: z.literal(true) })]);
-const putSchema = z.strictObject({ op: z.literal('put'), collection: collectionSchema, id: idSchema, doc: z.unknown(), expect: expectSchema.optional() });
-const deleteSchema = z.strictObject({ op: z.literal('delete'), collection: collectionSchema, id: idSchema, expect: expectSchema.optional() });
-const opSchema = z.discriminatedUnion('op', [putSchema, deleteSchema]);
-const compareSchema = z.strictObject({
-  collection: collectionSchema,
-  id: idSchema,
-  target: z.enum(['rev', 'createRev', 'exists']),
-  cmp: z.enum(['=', '!=', '<', '>', '<=', '>=']),
-  value: z.union([z.number().int().min(0), z.boolean()]),
-}).superRefine((c, ctx) => {
-  if (c.target === 'exists' && typeof c.value !== 'boolean') ctx.addIssue({ code: 'custom', path: ['value'], message: 'target exists compares with true or false' });
-  if (c.target === 'exists' && c.cmp !== '=' && c.cmp !== '!=') ctx.addIssue({ code: 'custom', path: ['cmp'], message: "target exists takes only '=' or '!='" });
-  if (c.target !== 'exists' && typeof c.value !== 'number') ctx.addIssue({ code: 'custom', path: ['value'], message: `target ${c.target} compares with a revision number` });
-});
-const txnSchema = z.strictObject({
-  op: z.literal('txn'),
-  compare: z.array(compareSchema).max(txnComparesMax),
-  success: z.array(opSchema).max(txnOpsMax),
-  failure: z.array(opSchema).max(txnOpsMax),
-});
-const retainSchema = z.strictObject({ op: z.literal('retain'), collection: collectionSchema, ids: z.array(idSchema).max(retainIdsMax) });
-const commandSchema = z.discriminatedUnion('op', [putSchema, deleteSchema, txnSchema, retainSchema]);
-/** The reference for validate-command.ts's fast path: a change here must be made there too. */
-export const stampedSchema = z.strictObject({
-  cmd: commandSchema,
-  ts: z.number().int().min(0),
-  principal: z.string().min(1).max(principalLengthMax).optional(),
-  idempotencyKey: z.string().min(1).max(idempotencyKeyLengthMax).optional(),
-});
+const legacyStampedSchema = buildStampedSchema(legacyIdSchema, true);
+
+/** Which id rule an entry is applied with: `legacy` for entries of feature level 1. */
+export type IdRules = 'current' | 'legacy';
 
 /** A valid command, with the JSON size of each put's document (keyed by the document object). */
 export type Validated = { ok: true; stamped: Stamped; docBytes: Map<unknown, number> } | { ok: false; message: string; issues: Issue[] };
@@ -142,8 +240,8 @@ function checkParsed(stamped: Stamped, freeze: boolean): Validated {
 }
 
 /** validateStamped without the fast path: zod alone. Tests check the two always agree. */
-export function validateStampedWithZod(value: unknown, freeze: boolean): Validated {
-  const parsed = stampedSchema.safeParse(value);
+export function validateStampedWithZod(value: unknown, freeze: boolean, rules: IdRules = 'current'): Validated {
+  const parsed = (rules === 'legacy' ? legacyStampedSchema : stampedSchema).safeParse(value);
   if (!parsed.success) {
     return invalid(parsed.error.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message })));
   }
@@ -154,16 +252,17 @@ export function validateStampedWithZod(value: unknown, freeze: boolean): Validat
  * Validates a decoded (or about to be encoded) stamped command and reports every problem. With
  * `freeze`, documents are frozen in place (apply does this: the store keeps them).
  */
-export function validateStamped(value: unknown, freeze: boolean): Validated {
+export function validateStamped(value: unknown, freeze: boolean, rules: IdRules = 'current'): Validated {
+  // The fast path accepts only what both schemas accept (the current ids, no fence, no value compares).
   const fast = fastParseStamped(value);
-  return fast === undefined ? validateStampedWithZod(value, freeze) : checkParsed(fast, freeze);
+  return fast === undefined ? validateStampedWithZod(value, freeze, rules) : checkParsed(fast, freeze);
 }
 
 // Plain maps and arrays only: record structures would make bytes depend on encoder state.
 const packr = new Packr({ useRecords: false });
 
-/** Decodes and validates entry data. Never throws. */
-export function parseCommandBytes(data: Uint8Array, freeze: boolean): Validated {
+/** Decodes and validates entry data. Never throws. `rules`: see IdRules. */
+export function parseCommandBytes(data: Uint8Array, freeze: boolean, rules: IdRules = 'current'): Validated {
   if (data.length > commandBytesMax) {
     return { ok: false, message: `the command is ${data.length} bytes; the limit is ${commandBytesMax}`, issues: [{ path: '', message: 'command too large' }] };
   }
@@ -173,7 +272,7 @@ export function parseCommandBytes(data: Uint8Array, freeze: boolean): Validated 
   } catch (err) {
     return { ok: false, message: 'the command is not valid msgpack', issues: [{ path: '', message: err instanceof Error ? err.message : String(err) }] };
   }
-  return validateStamped(value, freeze);
+  return validateStamped(value, freeze, rules);
 }
 
 /** Encodes a stamped command as entry data. Throws InvalidCommandError if it would not apply. */

@@ -2,7 +2,7 @@
 
 export { DocumentStore, type DocumentStoreOptions } from './store.ts';
 export {
-  encodeCommand, decodeCommand, validateStamped, collectionSchema, idSchema,
+  encodeCommand, decodeCommand, validateStamped, collectionSchema, idSchema, idPrefixSchema,
   type Command, type Stamped, type Expect, type PutOp, type DeleteOp, type Op, type Compare, type CompareTarget,
   type CompareOperator, type TxnCommand, type RetainCommand,
 } from './command.ts';

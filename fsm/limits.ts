@@ -4,7 +4,12 @@
 
 /** Collection names: lower-case, start with a letter or digit, at most 63 characters. */
 export const collectionNamePattern = /^[a-z0-9][a-z0-9_.-]{0,62}$/;
-/** Document ids: 1..256 characters (Unicode code points, as zod counts them), no '/' (the id is one URL path segment). */
+/**
+ * Document ids: 1..256 characters (Unicode code points, as zod counts them), no '/' (the id is
+ * one URL path segment), no control character (C0, DEL, C1) and no lone surrogate: every id that
+ * can be written can be read and deleted through the URL. List and watch prefixes follow the
+ * same rule (and may be empty).
+ */
 export const idLengthMax = 256;
 /** A document serialized as JSON (UTF-8) may not exceed this. */
 export const docBytesMax = 1024 * 1024;

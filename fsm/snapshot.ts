@@ -6,7 +6,7 @@
 
 import { Packr } from 'msgpackr';
 import { z } from 'zod';
-import { collectionNameProblem, collectionSchema, idProblem, idSchema } from './command.ts';
+import { collectionNameProblem, collectionSchema, legacyIdProblem as idProblem, legacyIdSchema as idSchema } from './command.ts';
 import { SnapshotFormatError } from './errors.ts';
 import { checkJsonObject, deepFreeze, type Issue } from './json-value.ts';
 import type { IdempotencyRecord } from './idempotency.ts';

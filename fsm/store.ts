@@ -14,7 +14,7 @@
 import assert from 'node:assert/strict';
 import type { AppliedEntry, StateMachine } from '../src/node/state-machine.ts';
 import { ShoalError } from '../src/errors.ts';
-import { parseCommandBytes, collectionSchema, idSchema, type Command, type Op, type PutOp, type DeleteOp, type Stamped, type TxnCommand } from './command.ts';
+import { parseCommandBytes, collectionSchema, idPrefixProblem, idSchema, type Command, type Op, type PutOp, type DeleteOp, type Stamped, type TxnCommand } from './command.ts';
 import { compareHolds } from './compare.ts';
 import { DocTable } from './doc-table.ts';
 import { EventLog, eventBytes, type SizedEvent } from './event-log.ts';
@@ -23,7 +23,7 @@ import { IdempotencyTable, type IdempotencyLimits } from './idempotency.ts';
 import { deepFreeze, jsonBytes, type Issue } from './json-value.ts';
 import {
   eventsRetainedBytesMaxDefault, eventsRetainedMaxDefault, idempotencyBytesMaxDefault, idempotencyRecordsMaxDefault,
-  idempotencyWindowMsDefault, idLengthMax, listLimitDefault, listLimitMax,
+  idempotencyWindowMsDefault, listLimitDefault, listLimitMax,
 } from './limits.ts';
 import { decodeSnapshot, encodeSnapshot, encodeSnapshotInSlices, type StoreImage } from './snapshot.ts';
 import type { CommandError, CommandResult, Doc, JsonObject, ListOptions, ListPage, OpResult, StoreStats, WatchEvent, WatchFilter } from './types.ts';
@@ -131,11 +131,18 @@ export class DocumentStore implements StateMachine {
   apply(entry: AppliedEntry): CommandResult {
     assert.ok(Number.isSafeInteger(entry.index) && entry.index > this.rev, `entries apply in index order: got ${entry.index} at revision ${this.rev}`);
     this.rev = entry.index;
-    const v = parseCommandBytes(entry.data, true);
+    const legacy = (entry.featureLevel ?? 1) < 2;
+    const v = parseCommandBytes(entry.data, true, legacy ? 'legacy' : 'current');
     if (!v.ok) return deepFreeze(fail({ code: 'invalid_command', message: v.message, details: { index: entry.index, issues: v.issues } }));
-    const stamp = entry.logTimeMs ?? (entry.clockFromCommand === false ? undefined : v.stamped.ts);
+    const stamp = entry.logTimeMs ?? (legacy ? v.stamped.ts : undefined);
     if (stamp !== undefined) this.logTime = Math.max(this.logTime, stamp);
     this.idempotency.expire(this.logTime);
+    const fence = v.stamped.fence;
+    if (fence !== undefined && fence.term !== entry.term) {
+      // A leader loop's decision, carried by an entry of another term: a deposed leader's late
+      // proposal (design.md, Fencing). Refused the same way on every node; nothing changes.
+      return deepFreeze(fail({ code: 'stale_term', message: `decided by the leader of term ${fence.term} but appended in term ${entry.term}: refused`, details: { fenceTerm: fence.term, entryTerm: entry.term } }));
+    }
     const at: At = { index: entry.index, docBytes: v.docBytes };
     const result = v.stamped.idempotencyKey === undefined ? this.execute(v.stamped.cmd, at) : this.executeOnce(v.stamped, v.stamped.idempotencyKey, at);
     return deepFreeze(result);
@@ -334,8 +341,10 @@ export class DocumentStore implements StateMachine {
     const limit = opts.limit ?? listLimitDefault;
     const issues: Issue[] = [];
     if (!Number.isSafeInteger(limit) || limit < 1) issues.push({ path: 'limit', message: 'limit is a positive integer' });
-    if (opts.prefix !== undefined && opts.prefix.length > idLengthMax) issues.push({ path: 'prefix', message: `prefix is at most ${idLengthMax} characters` });
-    if (opts.after !== undefined && opts.after.length > idLengthMax) issues.push({ path: 'after', message: `after is at most ${idLengthMax} characters` });
+    const prefixProblem = opts.prefix === undefined ? undefined : idPrefixProblem(opts.prefix);
+    if (prefixProblem !== undefined) issues.push({ path: 'prefix', message: prefixProblem });
+    const afterProblem = opts.after === undefined ? undefined : idPrefixProblem(opts.after);
+    if (afterProblem !== undefined) issues.push({ path: 'after', message: afterProblem });
     if (issues.length > 0) throw badArgument('invalid list arguments', issues);
     const page = this.table.page(collection, opts.prefix ?? '', opts.after, Math.min(limit, listLimitMax));
     return { items: page.items, rev: this.rev, next: page.next };
@@ -348,6 +357,8 @@ export class DocumentStore implements StateMachine {
   eventsSince(afterRev: number, filter: WatchFilter = {}): WatchEvent[] {
     if (!Number.isSafeInteger(afterRev) || afterRev < 0) throw badArgument('invalid watch cursor', [{ path: 'after', message: 'after is a non-negative integer revision' }]);
     if (filter.collection !== undefined) this.checkNames(filter.collection);
+    const prefixProblem = filter.prefix === undefined ? undefined : idPrefixProblem(filter.prefix);
+    if (prefixProblem !== undefined) throw badArgument('invalid watch filter', [{ path: 'prefix', message: prefixProblem }]);
     return this.events.since(afterRev, filter);
   }
 

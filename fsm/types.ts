@@ -53,7 +53,7 @@ export interface ListPage {
   next: string | null;
 }
 
-export type CommandErrorCode = 'revision_mismatch' | 'already_exists' | 'not_found' | 'idempotency_conflict' | 'bad_request' | 'invalid_command';
+export type CommandErrorCode = 'revision_mismatch' | 'already_exists' | 'not_found' | 'idempotency_conflict' | 'bad_request' | 'invalid_command' | 'stale_term';
 
 export interface CommandError {
   code: CommandErrorCode;

@@ -57,8 +57,11 @@ function isCollection(v: unknown): v is string {
   return typeof v === 'string' && collectionNamePattern.test(v);
 }
 
+/** What idSchema refuses inside an id: '/', a control character (Cc), a lone surrogate (Cs in `u` mode). */
+const idForbidden = /[/\p{Cc}\p{Cs}]/u;
+
 function isId(v: unknown): v is string {
-  return isStringBetween(v, 1, idLengthMax) && !v.includes('/');
+  return isStringBetween(v, 1, idLengthMax) && !idForbidden.test(v);
 }
 
 function parseId(v: unknown): string | undefined {

@@ -4,8 +4,9 @@
 //
 //   node scripts/bundle.mjs OUTDIR
 //
-// The npm packages are bundled in as well, except the native ones (LevelDB's binding, and the
-// optional accelerators of msgpackr and ws), which stay in node_modules. Loading the packages
+// The npm packages are bundled in as well, except the native ones (LevelDB's binding, the
+// optional accelerators of msgpackr and ws, and ssh2, dockerode's SSH transport, whose optional
+// native parts esbuild cannot bundle), which stay in node_modules. Loading the packages
 // from node_modules one file at a time made up a third of a node's start-up (importing the serve
 // command: 360-470 ms with them external, 270-370 ms bundled; API answering 0.47-0.51 s after
 // the process started, against 0.66-0.69 s). Bundled CommonJS code calls require() for Node's
@@ -26,7 +27,7 @@ export async function bundle(outdir) {
     platform: 'node',
     format: 'esm',
     target: 'node20',
-    external: ['classic-level', 'msgpackr-extract', 'bufferutil', 'utf-8-validate'],
+    external: ['classic-level', 'msgpackr-extract', 'bufferutil', 'utf-8-validate', 'ssh2'],
     banner: { js: "import { createRequire as __shoalRequire } from 'node:module'; const require = __shoalRequire(import.meta.url);" },
     outdir,
     entryNames: 'shoal',

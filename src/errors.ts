@@ -35,6 +35,8 @@ export const errorCatalog = {
   join_failed: { status: 503, retryable: true, summary: 'A joining node could not reach the member it was told to join through, or was refused by it.' },
   member_not_ready: { status: 409, retryable: false, summary: 'A membership change refused before anything changed (details.reason): a node to add that does not answer, is of another cluster or is another node; a learner to promote that is unreachable or not caught up. Fix it, wait, or use --force.' },
   ambiguous_name: { status: 400, retryable: false, summary: 'A member name matches more than one member; use the id. details.candidates lists them.' },
+  stale_term: { status: 409, retryable: false, summary: 'A leader loop\'s command was appended in another term than the one that decided it (a deposed leader\'s late write); refused on every node.' },
+  stale_epoch: { status: 409, retryable: false, summary: 'An agent report of a node epoch that the leader has since raised (the node was declared down); ignored.' },
   internal: { status: 500, retryable: false, summary: 'An unexpected error; it is a bug. The log has details.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;
 

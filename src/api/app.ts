@@ -1,20 +1,33 @@
-// The composition root of the client API: one fastify instance, one plugin per resource, and the
-// single error handler that turns every failure into {code, message, requestId, retryable}.
+// The composition root of the client API: one fastify instance, one plugin per resource, the
+// bounds (limits.ts) and the one error path that turns every failure, fastify's and Node's own
+// included, into {code, message, requestId, retryable, details?} with a catalogued code.
 
-import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { DocumentStore } from '../../fsm/index.ts';
-import { errorCatalog, isShoalError, ShoalError, type ErrorCode } from '../errors.ts';
+import { ShoalError } from '../errors.ts';
 import type { RaftNode } from '../node/raft-node.ts';
 import type { Registry } from '../node/metrics.ts';
+import { registerApiMetrics, type ApiBounds } from './api-metrics.ts';
+import { Refusals, Slots } from './bounds.ts';
 import { clusterRoutes } from './cluster-routes.ts';
+import { ConnectionLimit } from './connection-limit.ts';
 import { docsRoutes } from './docs-routes.ts';
+import { clientErrorHandler, sendError, toShoalError } from './error-reply.ts';
 import { healthRoutes } from './health-routes.ts';
+import { useJsonBodyParser } from './json-body.ts';
+import { apiLimitsDefault, headerBytesMax, paramLengthMax, type ApiLimits } from './limits.ts';
 import { metricsRoutes } from './metrics-routes.ts';
 import { openApiRoutes } from './openapi.ts';
+import { RouteTable } from './route-table.ts';
+import { snapshotRoutes } from './snapshot-routes.ts';
 import { txnRoutes } from './txn-routes.ts';
+import { badRequest } from './validate.ts';
 import { watchRoutes } from './watch-routes.ts';
 import { eventsRoutes } from './events-routes.ts';
 import type { EventLog } from '../node/event-log.ts';
+
+export { errorBody, toShoalError, type ErrorBody } from './error-reply.ts';
+export { apiLimitsDefault, type ApiLimits } from './limits.ts';
 
 export interface ApiContext {
   node: RaftNode;
@@ -24,62 +37,100 @@ export interface ApiContext {
   bodyBytesMax: number;
   proposalTimeoutMs: number;
   metrics: Registry;
-  /** Produces a consistent snapshot file of this node's applied state (GET /v1/cluster/snapshot). */
-  exportSnapshot: () => Promise<Uint8Array>;
+  /** The API's bounds; apiLimitsDefault when absent or for each field left out. */
+  limits?: Partial<ApiLimits>;
   /** Closers for long-lived responses (watch streams), run when the server closes. */
   streams: Set<() => void>;
   /** The cluster's events (GET /v1/events); absent, the route is not served. */
   events?: EventLog;
 }
 
-export interface ErrorBody {
-  code: ErrorCode;
-  message: string;
-  requestId: string;
-  retryable: boolean;
-  details?: Record<string, unknown>;
+/** What every plugin is registered with. */
+export interface ApiPluginOptions {
+  ctx: ApiContext;
+  limits: ApiLimits;
+  bounds: ApiBounds;
 }
 
-export function errorBody(err: ShoalError, requestId: string): ErrorBody {
+/** Routes a node that cannot serve still answers: the probes say why, and metrics keep flowing. */
+const servedWhenFailed = new Set(['/healthz', '/readyz', '/metrics']);
+
+function makeBounds(limits: ApiLimits): ApiBounds {
+  const refusals = new Refusals();
   return {
-    code: err.code, message: err.message, requestId, retryable: err.retryable,
-    ...(err.details !== undefined ? { details: err.details } : {}),
+    refusals,
+    connections: new ConnectionLimit(limits.connectionsMax, refusals),
+    watches: new Slots('watch streams', { name: 'watchStreamsMax', max: limits.watchStreamsMax, perClient: { name: 'watchStreamsPerClientMax', max: limits.watchStreamsPerClientMax } }, refusals),
+    snapshots: new Slots('snapshot downloads', { name: 'snapshotDownloadsMax', max: limits.snapshotDownloadsMax }, refusals),
   };
 }
 
-/** Maps anything thrown in a handler, including fastify's own parse errors, to a catalog error. */
-export function toShoalError(err: FastifyError | Error): ShoalError {
-  if (isShoalError(err)) return err;
-  const fe = err as FastifyError;
-  if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ShoalError('payload_too_large', `${fe.message}; the limit is set by limits.bodyBytesMax`);
-  if (fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new ShoalError('unsupported_media_type', 'send the body as application/json');
-  if (fe.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || err instanceof SyntaxError) {
-    return new ShoalError('bad_request', `the body is not valid JSON: ${fe.message}`, { problems: [{ path: 'body', message: fe.message }] });
+function queryWellEncoded(url: string): boolean {
+  const q = url.indexOf('?');
+  if (q === -1 || !url.includes('%', q)) return true;
+  try {
+    decodeURIComponent(url.slice(q + 1));
+    return true;
+  } catch {
+    return false;
   }
-  if (fe.statusCode !== undefined && fe.statusCode >= 400 && fe.statusCode < 500) {
-    return new ShoalError('bad_request', fe.message, { problems: [{ path: 'request', message: fe.message }] });
+}
+
+/** Checks every request before its route runs: URL length, the connection bound, the node's health. */
+function admit(ctx: ApiContext, limits: ApiLimits, bounds: ApiBounds, req: FastifyRequest): ShoalError | undefined {
+  const url = req.raw.url ?? '';
+  if (url.length > limits.urlBytesMax) {
+    return new ShoalError('uri_too_long', `the URL is ${url.length} bytes; the limit is ${limits.urlBytesMax} (urlBytesMax)`, { limit: 'urlBytesMax', max: limits.urlBytesMax });
   }
-  return new ShoalError('internal', 'an unexpected error occurred; see the node log');
+  if (!queryWellEncoded(url)) {
+    // The query parser would keep such a value as literal text; refuse it as the router does a bad path.
+    return badRequest([{ path: 'query', message: 'the query string is not valid percent-encoded UTF-8 (a stray %, or an encoded lone surrogate)' }]);
+  }
+  if (bounds.connections.isExcess(req.raw.socket)) {
+    return new ShoalError('overloaded', `this node has more than ${limits.connectionsMax} open connections (connectionsMax); retry later or use another node`, { limit: 'connectionsMax', max: limits.connectionsMax });
+  }
+  const failure = ctx.node.failure;
+  if (failure !== undefined && !servedWhenFailed.has(req.routeOptions.url ?? '')) return failure;
+  return undefined;
 }
 
 export function buildApi(ctx: ApiContext): FastifyInstance {
-  const app = Fastify({ logger: false, bodyLimit: ctx.bodyBytesMax, genReqId: () => crypto.randomUUID(), forceCloseConnections: true });
-  // Bodies are JSON only; anything else is refused with unsupported_media_type.
-  app.removeContentTypeParser('text/plain');
+  const limits: ApiLimits = { ...apiLimitsDefault, ...ctx.limits };
+  const bounds = makeBounds(limits);
+  const routes = new RouteTable();
+  const app = Fastify({
+    logger: false, bodyLimit: ctx.bodyBytesMax, genReqId: () => crypto.randomUUID(), forceCloseConnections: true,
+    http: { maxHeaderSize: headerBytesMax }, routerOptions: { maxParamLength: paramLengthMax },
+    clientErrorHandler,
+    // Bad percent-encoding and over-long path segments, found by the router before any route.
+    frameworkErrors: (err, req, reply) => sendError(reply, req, toShoalError(err)),
+  });
+  useJsonBodyParser(app);
+  bounds.connections.attach(app.server);
+  registerApiMetrics(ctx.metrics, bounds);
   app.setErrorHandler((err: FastifyError | Error, req, reply) => {
     const e = toShoalError(err);
     if (e.code === 'internal') ctx.node.log.error(`request ${req.id} ${req.method} ${req.url}: ${err.stack ?? err.message}`);
-    if (e.retryable && e.status === 503) void reply.header('retry-after', '1');
-    void reply.status(errorCatalog[e.code].status).send(errorBody(e, req.id));
+    if (e.code === 'overloaded' && e.details?.limit === 'connectionsMax') void reply.header('connection', 'close');
+    return sendError(reply, req, e, limits.retryAfterSeconds);
   });
   app.setNotFoundHandler((req, reply) => {
-    void reply.status(404).send(errorBody(new ShoalError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`), req.id));
+    const path = (req.raw.url ?? '/').split('?')[0] ?? '/';
+    const allowed = routes.allowed(path);
+    if (allowed.length === 0) return sendError(reply, req, new ShoalError('not_found', `no route ${req.method} ${path}`));
+    void reply.header('allow', allowed.join(', '));
+    return sendError(reply, req, new ShoalError('method_not_allowed', `${path} does not take ${req.method}; it takes ${allowed.join(', ')}`, { allow: allowed }));
+  });
+  app.addHook('onRoute', (route) => routes.add(route.method, route.url));
+  app.addHook('onRequest', async (req) => {
+    const refused = admit(ctx, limits, bounds, req);
+    if (refused !== undefined) throw refused;
   });
   app.addHook('preClose', async () => {
     for (const close of ctx.streams) close();
   });
-  for (const plugin of [healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, metricsRoutes, openApiRoutes]) {
-    void app.register(plugin, { ctx });
+  for (const plugin of [healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, snapshotRoutes, metricsRoutes, openApiRoutes]) {
+    void app.register(plugin, { ctx, limits, bounds });
   }
   return app;
 }

@@ -233,13 +233,5 @@ export const clusterRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app
     const leader = await ctx.node.transferLeadership(to);
     return { leader, term: ctx.node.currentTerm, name: ctx.node.membership.get(leader)?.name ?? null };
   });
-
-  app.get('/v1/cluster/snapshot', async (req, reply) => {
-    validate({ query: [noQuery, req.query] });
-    await ctx.node.readBarrier();
-    const data = await ctx.exportSnapshot();
-    void reply.header('content-type', 'application/octet-stream');
-    void reply.header('content-disposition', `attachment; filename="shoal-${ctx.clusterId}-${ctx.node.appliedIndex}.snap"`);
-    return reply.send(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
-  });
+  // GET /v1/cluster/snapshot is served by snapshot-routes.ts (streamed and bounded).
 };

@@ -3,32 +3,13 @@
 // ?consistency=stale.
 
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
-import { z } from 'zod';
-import { collectionSchema, idSchema, type Expect } from '../../fsm/index.ts';
-import type { Doc } from '../../fsm/types.ts';
+import type { Expect } from '../../fsm/index.ts';
+import type { CommandResult, Doc } from '../../fsm/types.ts';
 import { ShoalError } from '../errors.ts';
 import type { ApiContext } from './app.ts';
-import { validate } from './validate.ts';
+import { collectionParams, deleteHeaders, docBody, docParams, listQuery, noQuery, putHeaders, readQuery } from './request-schemas.ts';
+import { badRequest, stampedPath, validate, type CommandPathMap } from './validate.ts';
 import { propose, throwIfFailed } from './write-path.ts';
-
-export const consistencySchema = z.enum(['linearizable', 'stale']).default('linearizable');
-const docParams = z.object({ collection: collectionSchema, id: idSchema }).strict();
-const collectionParams = z.object({ collection: collectionSchema }).strict();
-const readQuery = z.object({ consistency: consistencySchema }).strict();
-const noQuery = z.object({}).strict();
-const listQuery = z.object({
-  prefix: z.string().max(256).optional(),
-  limit: z.coerce.number().int().min(1).max(1000).default(100),
-  after: z.string().max(256).optional(),
-  consistency: consistencySchema,
-}).strict();
-const docBody = z.record(z.string(), z.unknown(), { error: 'the body must be a JSON object (the document)' });
-const revHeader = z.string().regex(/^(W\/)?"?\d+"?$/, 'must be a revision number, e.g. If-Match: 42').transform((s) => Number(s.replace(/\D/g, '')));
-const headersSchema = z.object({
-  'if-match': revHeader.optional(),
-  'if-none-match': z.literal('*', { error: "only 'If-None-Match: *' (must not exist) is supported" }).optional(),
-  'idempotency-key': z.string().min(1).max(256).optional(),
-}).passthrough();
 
 export function docAnswer(reply: FastifyReply, d: Doc): Doc {
   void reply.header('etag', `"${d.rev}"`);
@@ -37,11 +18,33 @@ export function docAnswer(reply: FastifyReply, d: Doc): Doc {
 
 function expectFrom(h: { 'if-match'?: number | undefined; 'if-none-match'?: '*' | undefined }): Expect | undefined {
   if (h['if-match'] !== undefined && h['if-none-match'] !== undefined) {
-    throw new ShoalError('bad_request', 'If-Match and If-None-Match cannot be combined', { problems: [{ path: 'headers', message: 'choose one precondition' }] });
+    throw badRequest([{ path: 'headers', message: 'If-Match and If-None-Match cannot be combined; choose one precondition' }]);
   }
   if (h['if-match'] !== undefined) return { rev: h['if-match'] };
   if (h['if-none-match'] !== undefined) return { absent: true };
   return undefined;
+}
+
+/** Where each part of a put or delete command came from in the request. */
+function docRequestPath(expect: Expect | undefined): CommandPathMap {
+  return (path) => stampedPath(path, ([field = '', ...rest]) => {
+    if (field === 'collection' || field === 'id') return `params.${field}`;
+    if (field === 'doc') return ['body', ...rest].join('.');
+    if (field === 'expect') return expect !== undefined && 'rev' in expect ? 'headers.if-match' : 'headers.if-none-match';
+    return 'request';
+  });
+}
+
+/**
+ * A document's own If-Match or If-None-Match that did not hold is 412 (RFC 9110 §13.1.1); the
+ * store's revision_mismatch and already_exists stay for txn ops, which are not HTTP preconditions.
+ */
+function throwIfPreconditionFailed(result: CommandResult, expect: Expect | undefined): void {
+  if (result.ok || expect === undefined) return;
+  const { code, message, details } = result.error;
+  if (code !== 'revision_mismatch' && code !== 'already_exists') return;
+  const precondition = 'rev' in expect ? 'If-Match' : 'If-None-Match';
+  throw new ShoalError('precondition_failed', `${precondition} did not hold: ${message}`, { ...details, precondition });
 }
 
 export async function readBarrier(ctx: ApiContext, consistency: 'linearizable' | 'stale'): Promise<void> {
@@ -50,11 +53,12 @@ export async function readBarrier(ctx: ApiContext, consistency: 'linearizable' |
 
 export const docsRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
   app.put('/v1/docs/:collection/:id', async (req, reply) => {
-    const v = validate({ params: [docParams, req.params], query: [noQuery, req.query], body: [docBody, req.body], headers: [headersSchema, req.headers] });
+    const v = validate({ params: [docParams, req.params], query: [noQuery, req.query], body: [docBody, req.body], headers: [putHeaders, req.headers] });
     const expect = expectFrom(v.headers);
     const result = await propose(ctx, req, {
       op: 'put', collection: v.params.collection, id: v.params.id, doc: v.body as never, ...(expect ? { expect } : {}),
-    });
+    }, docRequestPath(expect));
+    throwIfPreconditionFailed(result, expect);
     throwIfFailed(result);
     if (result.replayed) void reply.header('idempotent-replayed', 'true');
     if (result.kind !== 'put') throw new ShoalError('internal', `unexpected result ${result.kind}`);
@@ -62,10 +66,10 @@ export const docsRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, {
   });
 
   app.delete('/v1/docs/:collection/:id', async (req, reply) => {
-    const v = validate({ params: [docParams, req.params], query: [noQuery, req.query], headers: [headersSchema, req.headers] });
-    if (v.headers['if-none-match'] !== undefined) throw new ShoalError('bad_request', 'If-None-Match does not apply to DELETE', { problems: [{ path: 'headers.if-none-match', message: 'not allowed here' }] });
+    const v = validate({ params: [docParams, req.params], query: [noQuery, req.query], headers: [deleteHeaders, req.headers] });
     const expect = expectFrom(v.headers);
-    const result = await propose(ctx, req, { op: 'delete', collection: v.params.collection, id: v.params.id, ...(expect ? { expect } : {}) });
+    const result = await propose(ctx, req, { op: 'delete', collection: v.params.collection, id: v.params.id, ...(expect ? { expect } : {}) }, docRequestPath(expect));
+    throwIfPreconditionFailed(result, expect);
     throwIfFailed(result);
     if (result.replayed) void reply.header('idempotent-replayed', 'true');
     if (result.kind !== 'delete') throw new ShoalError('internal', `unexpected result ${result.kind}`);

@@ -13,46 +13,44 @@
 
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { ShoalError } from '../errors.ts';
 import { matchesTypes, type ClusterEvent, type EventScope } from '../node/event-log.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiPluginOptions } from './app.ts';
 import { validate } from './validate.ts';
 
-/** Event streams open at once on this node; more are refused with overloaded. */
-export const eventStreamsMax = 64;
 /** Types one request may name. */
 const typesMax = 16;
 /** A consumer this far behind is cut off; it resumes from its last id. */
 const bufferedBytesMax = 1024 * 1024;
 const keepaliveMs = 15_000;
 
-const typeName = z.string().regex(/^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$/, 'a type is dotted lower-case words, e.g. member or member.added').max(64);
-const eventsQuery = z.strictObject({
+const typeName = '[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)*';
+/** One ?type value: event types separated by commas ("member,leader.elected"). */
+const typeList = z.string().max(1024).regex(new RegExp(`^${typeName}(,${typeName})*$`), 'a comma-separated list of event types (dotted lower-case words, e.g. member or member.added)');
+export const eventsQuery = z.strictObject({
   after: z.coerce.number().int().min(0).optional(),
-  type: z.union([z.string(), z.array(z.string())]).optional()
-    .transform((t) => (t === undefined ? [] : (Array.isArray(t) ? t : [t]).flatMap((s) => s.split(',')).filter((s) => s !== '')))
-    .pipe(z.array(typeName).max(typesMax)),
+  type: z.union([typeList, z.array(typeList).max(typesMax)]).optional()
+    .transform((t) => (t === undefined ? [] : (Array.isArray(t) ? t : [t]).flatMap((s) => s.split(','))))
+    .pipe(z.array(z.string()).max(typesMax, `at most ${typesMax} types`)),
   local: z.enum(['', 'true', 'false', '1', '0']).optional().transform((v) => v !== undefined && v !== 'false' && v !== '0'),
 });
-const lastEventId = z.looseObject({ 'last-event-id': z.coerce.number().int().min(0).optional() });
+export const eventsHeaders = z.looseObject({ 'last-event-id': z.coerce.number().int().min(0).optional() });
 
 export function formatEvent(ev: ClusterEvent): string {
   return `id: ${ev.cursor}\nevent: ${ev.type}\ndata: ${JSON.stringify(ev)}\n\n`;
 }
 
-export const eventsRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
+export const eventsRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, { ctx, bounds }) => {
   const events = ctx.events;
   if (events === undefined) return;
-  let open = 0;
   app.get('/v1/events', async (req, reply) => {
-    const v = validate({ query: [eventsQuery, req.query], headers: [lastEventId, req.headers] });
-    if (open >= eventStreamsMax) {
-      throw new ShoalError('overloaded', `this node serves ${eventStreamsMax} event streams, its limit; close one or use another node`, { limit: 'eventStreamsMax', value: eventStreamsMax });
-    }
+    const v = validate({ query: [eventsQuery, req.query], headers: [eventsHeaders, req.headers] });
     const scope: EventScope = v.query.local ? 'local' : 'cluster';
     const types = v.query.type;
     const after = v.query.after ?? v.headers['last-event-id'] ?? 0;
     const backlog = scope === 'local' ? events.localSince(after, types) : events.clusterSince(after, types);
+    // An event stream takes a watch stream's slot (watchStreamsMax, per client too): it is one.
+    // Throws overloaded (503) or too_many_requests (429); released when the stream closes.
+    const release = bounds.watches.acquire(req.ip);
     const raw = reply.raw;
     let pending = '';
     let flushScheduled = false;
@@ -76,7 +74,6 @@ export const eventsRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app,
     const unsubscribeRestore = scope === 'cluster' ? ctx.store.subscribeRestore(() => raw.end()) : () => {};
     const last = backlog[backlog.length - 1]?.cursor ?? after;
     reply.hijack();
-    open++;
     raw.writeHead(200, {
       'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive',
       'x-shoal-events-scope': scope, 'x-shoal-events-oldest': String(events.oldest(scope)),
@@ -87,7 +84,7 @@ export const eventsRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app,
       raw.end();
     };
     const stop = (): void => {
-      open--;
+      release();
       clearInterval(keepalive);
       unsubscribe();
       unsubscribeRestore();

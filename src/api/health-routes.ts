@@ -1,22 +1,34 @@
-// Liveness and readiness. /healthz answers as long as the process serves; /readyz says whether
-// this node knows a leader, and with ?sync waits until it has applied what the leader committed.
+// Liveness and readiness. /healthz answers 200 while the node serves and 503 once it cannot (a
+// fatal error, removed, upgrade required: ctx.node.failure), with the catalogued code and why;
+// /readyz also says whether this node knows a leader, and with ?sync waits until it has applied
+// what the leader committed. Both name the software version, for rolling upgrades.
 
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { NONE } from '../raft/types.ts';
-import type { ApiContext } from './app.ts';
+import type { ShoalError } from '../errors.ts';
+import type { ApiPluginOptions } from './app.ts';
 
-export const healthRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
-  app.get('/healthz', async () => {
+function notServing(reply: FastifyReply, why: ShoalError, extra: Record<string, unknown>): FastifyReply {
+  return reply.status(503).header('retry-after', '1').send({ ok: false, ...extra, code: why.code, reason: why.message });
+}
+
+export const healthRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, { ctx }) => {
+  app.get('/healthz', async (_req, reply) => {
     const st = ctx.node.status();
-    return { ok: true, id: st.id, role: st.role, term: st.term, leader: st.leader || null };
+    const base = { id: st.id, version: ctx.softwareVersion, role: st.role, term: st.term, leader: st.leader || null };
+    const failure = ctx.node.failure;
+    if (failure !== undefined) return notServing(reply, failure, base);
+    return { ok: true, ...base };
   });
 
   app.get('/readyz', async (req, reply) => {
     const sync = Object.prototype.hasOwnProperty.call(req.query ?? {}, 'sync');
+    const failure = ctx.node.failure;
+    if (failure !== undefined) return notServing(reply, failure, { ready: false, version: ctx.softwareVersion });
     if (ctx.node.leaderId === NONE) {
-      return reply.status(503).header('retry-after', '1').send({ ready: false, reason: 'no leader' });
+      return reply.status(503).header('retry-after', '1').send({ ok: false, ready: false, code: 'no_leader', reason: 'no leader', version: ctx.softwareVersion });
     }
     if (sync) await ctx.node.readBarrier();
-    return { ready: true, applied: ctx.node.appliedIndex };
+    return { ok: true, ready: true, applied: ctx.node.appliedIndex, version: ctx.softwareVersion };
   });
 };

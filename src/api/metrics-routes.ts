@@ -9,7 +9,7 @@ import type { ApiContext } from './app.ts';
 
 /**
  * Routes that answer with a stream lasting as long as the client wants: their duration says
- * nothing about the server (shoal_watch_streams_open counts them instead).
+ * nothing about the server (shoal_api_watch_streams counts them instead).
  */
 const streamRoutes = new Set(['/v1/watch', '/v1/events']);
 

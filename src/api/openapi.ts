@@ -1,15 +1,40 @@
-// GET /docs: the OpenAPI 3.1 description of the client API, built from the same zod schemas the
-// routes validate with, so the two cannot drift apart.
+// GET /docs: the OpenAPI 3.1 description of the client API. The document routes' parameters,
+// headers and bodies are generated from the zod schemas they validate with (request-schemas.ts);
+// the cluster routes' are written out here. Every route is listed with every method it takes,
+// and `x-additional-query: false` marks the operations that refuse unknown query parameters, so
+// that test/api/schema-walk.test.ts can walk the whole API with requests this document says are
+// wrong and check each is refused with a catalogued error.
 
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { errorCatalog } from '../errors.ts';
 import type { ApiContext } from './app.ts';
-import { txnBodySchema } from './txn-routes.ts';
+import {
+  collectionParams, deleteHeaders, docBody, docParams, listQuery, noQuery, putHeaders, readQuery, txnBodySchema, txnHeaders, watchHeaders, watchQuery,
+} from './request-schemas.ts';
+import { eventsHeaders, eventsQuery } from './events-routes.ts';
+
+type Json = Record<string, unknown>;
+type Where = 'path' | 'query' | 'header';
+
+/** The JSON Schema of a zod schema as a request sees it (before defaults and transforms). */
+function schemaOf(s: z.ZodType): Json {
+  const { $schema: _drop, ...rest } = z.toJSONSchema(s, { io: 'input', unrepresentable: 'any' }) as Json;
+  return rest;
+}
+
+/** One OpenAPI parameter per property of a zod object schema. */
+function parametersOf(obj: z.ZodObject, where: Where): Json[] {
+  const s = schemaOf(obj) as { properties?: Record<string, Json>; required?: string[] };
+  return Object.entries(s.properties ?? {}).map(([name, schema]) => ({
+    name, in: where, required: where === 'path' || (s.required ?? []).includes(name), schema,
+  }));
+}
 
 const errorSchema = {
   type: 'object',
   required: ['code', 'message', 'requestId', 'retryable'],
+  additionalProperties: false,
   properties: {
     code: { type: 'string', enum: Object.keys(errorCatalog) },
     message: { type: 'string' },
@@ -18,55 +43,90 @@ const errorSchema = {
     details: { type: 'object' },
   },
 };
-
 const docSchema = {
   type: 'object',
   properties: { collection: { type: 'string' }, id: { type: 'string' }, rev: { type: 'integer' }, createRev: { type: 'integer' }, doc: { type: 'object' } },
 };
-
-const p = (name: string, where: 'path' | 'query' | 'header', schema: object, description = '', required = where === 'path') =>
-  ({ name, in: where, required, schema, description });
-const consistency = p('consistency', 'query', { type: 'string', enum: ['linearizable', 'stale'], default: 'linearizable' });
 const errors = { default: { description: 'An error from the catalog (docs/errors.md).', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } } };
 const json = (schema: object, description = 'OK') => ({ description, content: { 'application/json': { schema } } });
-const docPath = [p('collection', 'path', { type: 'string' }), p('id', 'path', { type: 'string' })];
+const jsonBody = (schema: object, required = true) => ({ required, content: { 'application/json': { schema } } });
+const strict = { 'x-additional-query': false };
 
-export function openApiDocument(version: string): object {
+// The cluster routes' schemas (cluster-routes.ts), written out.
+const nodeId = { type: 'string', minLength: 1, maxLength: 64 };
+const hostPort = { type: 'string', pattern: '^[^\\s:]+:\\d{1,5}$' };
+const memberBody = {
+  type: 'object', additionalProperties: false, required: ['id', 'name', 'peerAddress', 'apiAddress'],
+  properties: { id: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' }, name: { type: 'string', minLength: 1, maxLength: 64 }, peerAddress: hostPort, apiAddress: hostPort },
+};
+const memberPath = [{ name: 'id', in: 'path', required: true, schema: nodeId }];
+const transferBody = { type: 'object', additionalProperties: false, properties: { to: nodeId } };
+
+function docPaths(): Json {
+  return {
+    '/v1/docs/{collection}/{id}': {
+      put: {
+        summary: 'Create or replace a document', ...strict, parameters: [...parametersOf(docParams, 'path'), ...parametersOf(putHeaders, 'header')],
+        requestBody: jsonBody(schemaOf(docBody)), responses: { 200: json({ $ref: '#/components/schemas/Doc' }), ...errors },
+      },
+      get: { summary: 'Read a document', ...strict, parameters: [...parametersOf(docParams, 'path'), ...parametersOf(readQuery, 'query')], responses: { 200: json({ $ref: '#/components/schemas/Doc' }), ...errors } },
+      delete: { summary: 'Delete a document', ...strict, parameters: [...parametersOf(docParams, 'path'), ...parametersOf(deleteHeaders, 'header').filter((p) => p.name !== 'if-none-match')], responses: { 200: json({ type: 'object' }), ...errors } },
+    },
+    '/v1/docs/{collection}': {
+      get: {
+        summary: 'List a collection', ...strict, parameters: [...parametersOf(collectionParams, 'path'), ...parametersOf(listQuery, 'query')],
+        responses: { 200: json({ type: 'object', properties: { items: { type: 'array', items: { $ref: '#/components/schemas/Doc' } }, rev: { type: 'integer' }, next: { type: ['string', 'null'] } } }), ...errors },
+      },
+    },
+    '/v1/txn': {
+      post: {
+        summary: 'Compare, then apply puts and deletes atomically', ...strict, parameters: parametersOf(txnHeaders, 'header'),
+        requestBody: jsonBody({ $ref: '#/components/schemas/Txn' }), responses: { 200: json({ type: 'object' }), ...errors },
+      },
+    },
+    '/v1/watch': {
+      get: {
+        summary: 'Server-sent events of changes after a revision', ...strict, parameters: [...parametersOf(watchQuery, 'query'), ...parametersOf(watchHeaders, 'header')],
+        responses: { 200: { description: 'text/event-stream' }, ...errors },
+      },
+    },
+    '/v1/events': {
+      get: {
+        summary: 'Server-sent events of the cluster\'s own events (docs/monitoring.md, "Events")', ...strict, parameters: [...parametersOf(eventsQuery, 'query'), ...parametersOf(eventsHeaders, 'header')],
+        responses: { 200: { description: 'text/event-stream' }, ...errors },
+      },
+    },
+  };
+}
+
+function clusterPaths(): Json {
+  return {
+    '/v1/cluster': { get: { summary: 'Cluster status with per-member lag and health', ...strict, parameters: [{ name: 'local', in: 'query', required: false, schema: { type: 'string' } }], responses: { 200: json({ type: 'object' }), ...errors } } },
+    '/v1/cluster/members': { post: { summary: 'Add a learner', ...strict, requestBody: jsonBody(memberBody), responses: { 201: json({ type: 'object' }), ...errors } } },
+    '/v1/cluster/members/{id}/promote': { post: { summary: 'Promote a learner to voter', ...strict, parameters: memberPath, responses: { 200: json({ type: 'object' }), ...errors } } },
+    '/v1/cluster/members/{id}': { delete: { summary: 'Remove a member', ...strict, parameters: memberPath, responses: { 200: json({ type: 'object' }), ...errors } } },
+    '/v1/cluster/leader': { post: { summary: 'Transfer leadership', ...strict, requestBody: jsonBody(transferBody, false), responses: { 200: json({ type: 'object' }), ...errors } } },
+    '/v1/cluster/snapshot': { get: { summary: 'Download a consistent snapshot (streamed)', ...strict, parameters: parametersOf(noQuery, 'query'), responses: { 200: { description: 'application/octet-stream' }, ...errors } } },
+  };
+}
+
+function nodePaths(): Json {
+  const probe = json({ type: 'object', required: ['ok'], properties: { ok: { type: 'boolean' }, code: { type: 'string' }, reason: { type: 'string' }, version: { type: 'string' } } });
+  return {
+    '/healthz': { get: { summary: 'Liveness: 503 with {ok:false, code, reason} once the node cannot serve', responses: { 200: probe, 503: probe } } },
+    '/readyz': { get: { summary: 'Readiness; ?sync waits until applied what the leader committed', parameters: [{ name: 'sync', in: 'query', required: false, schema: { type: 'string' } }], responses: { 200: probe, 503: probe } } },
+    '/metrics': { get: { summary: 'Prometheus metrics', responses: { 200: { description: 'text/plain' } } } },
+    '/docs': { get: { summary: 'This OpenAPI document', responses: { 200: json({ type: 'object' }) } } },
+    '/docs/openapi.json': { get: { summary: 'This OpenAPI document', responses: { 200: json({ type: 'object' }) } } },
+  };
+}
+
+export function openApiDocument(version: string): Json {
   return {
     openapi: '3.1.0',
-    info: { title: 'shoal client API', version, description: 'See docs/api.md for consistency, idempotency and watch semantics.' },
-    components: { schemas: { Error: errorSchema, Doc: docSchema, Txn: z.toJSONSchema(txnBodySchema, { io: 'input' }) } },
-    paths: {
-      '/v1/docs/{collection}/{id}': {
-        put: {
-          summary: 'Create or replace a document', parameters: [...docPath, p('If-Match', 'header', { type: 'string' }, 'expected revision'),
-            p('If-None-Match', 'header', { type: 'string', enum: ['*'] }, 'must not exist'), p('Idempotency-Key', 'header', { type: 'string' })],
-          requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } } } },
-          responses: { 200: json({ $ref: '#/components/schemas/Doc' }), ...errors },
-        },
-        get: { summary: 'Read a document', parameters: [...docPath, consistency], responses: { 200: json({ $ref: '#/components/schemas/Doc' }), ...errors } },
-        delete: { summary: 'Delete a document', parameters: [...docPath, p('If-Match', 'header', { type: 'string' }), p('Idempotency-Key', 'header', { type: 'string' })], responses: { 200: json({ type: 'object' }), ...errors } },
-      },
-      '/v1/docs/{collection}': {
-        get: {
-          summary: 'List a collection', parameters: [p('collection', 'path', { type: 'string' }), p('prefix', 'query', { type: 'string' }),
-            p('limit', 'query', { type: 'integer', minimum: 1, maximum: 1000, default: 100 }), p('after', 'query', { type: 'string' }), consistency],
-          responses: { 200: json({ type: 'object', properties: { items: { type: 'array', items: { $ref: '#/components/schemas/Doc' } }, rev: { type: 'integer' }, next: { type: ['string', 'null'] } } }), ...errors },
-        },
-      },
-      '/v1/txn': { post: { summary: 'Compare, then apply puts and deletes atomically', requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/Txn' } } } }, responses: { 200: json({ type: 'object' }), ...errors } } },
-      '/v1/watch': { get: { summary: 'Server-sent events of changes after a revision', parameters: [p('collection', 'query', { type: 'string' }), p('prefix', 'query', { type: 'string' }), p('after', 'query', { type: 'integer' }), p('Last-Event-ID', 'header', { type: 'string' })], responses: { 200: { description: 'text/event-stream' }, ...errors } } },
-      '/v1/events': { get: { summary: 'Server-sent events of the cluster\'s own events (docs/monitoring.md)', parameters: [p('after', 'query', { type: 'integer' }), p('type', 'query', { type: 'string' }, 'event types, comma-separated; a type matches the types under it'), p('local', 'query', { type: 'string' }, 'this node\'s own events'), p('Last-Event-ID', 'header', { type: 'string' })], responses: { 200: { description: 'text/event-stream' }, ...errors } } },
-      '/v1/cluster': { get: { summary: 'Cluster status with per-member lag and health', responses: { 200: json({ type: 'object' }), ...errors } } },
-      '/v1/cluster/members': { post: { summary: 'Add a learner', requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', required: ['id', 'name', 'peerAddress', 'apiAddress'] } } } }, responses: { 201: json({ type: 'object' }), ...errors } } },
-      '/v1/cluster/members/{id}/promote': { post: { summary: 'Promote a learner to voter', parameters: [p('id', 'path', { type: 'string' })], responses: { 200: json({ type: 'object' }), ...errors } } },
-      '/v1/cluster/members/{id}': { delete: { summary: 'Remove a member', parameters: [p('id', 'path', { type: 'string' })], responses: { 200: json({ type: 'object' }), ...errors } } },
-      '/v1/cluster/leader': { post: { summary: 'Transfer leadership', requestBody: { content: { 'application/json': { schema: { type: 'object', properties: { to: { type: 'string' } } } } } }, responses: { 200: json({ type: 'object' }), ...errors } } },
-      '/v1/cluster/snapshot': { get: { summary: 'Download a consistent snapshot', responses: { 200: { description: 'application/octet-stream' }, ...errors } } },
-      '/healthz': { get: { summary: 'Liveness', responses: { 200: json({ type: 'object' }) } } },
-      '/readyz': { get: { summary: 'Readiness; ?sync waits until applied what the leader committed', parameters: [p('sync', 'query', { type: 'string' })], responses: { 200: json({ type: 'object' }), 503: json({ type: 'object' }) } } },
-      '/metrics': { get: { summary: 'Prometheus metrics', responses: { 200: { description: 'text/plain' } } } },
-    },
+    info: { title: 'shoal client API', version, description: 'See docs/api.md for consistency, idempotency, watch semantics and bounds.' },
+    components: { schemas: { Error: errorSchema, Doc: docSchema, Txn: schemaOf(txnBodySchema) } },
+    paths: { ...docPaths(), ...clusterPaths(), ...nodePaths() },
   };
 }
 

@@ -7,18 +7,10 @@
 // Last-Event-ID (or ?after=) never loses the rest of a multi-document change.
 
 import type { FastifyPluginAsync } from 'fastify';
-import { z } from 'zod';
-import { collectionSchema } from '../../fsm/index.ts';
 import type { WatchEvent, WatchFilter } from '../../fsm/types.ts';
-import type { ApiContext } from './app.ts';
-import { validate } from './validate.ts';
-
-const watchQuery = z.object({
-  collection: collectionSchema.optional(),
-  prefix: z.string().max(256).optional(),
-  after: z.coerce.number().int().min(0).optional(),
-}).strict();
-const lastEventId = z.object({ 'last-event-id': z.coerce.number().int().min(0).optional() }).passthrough();
+import type { ApiContext, ApiPluginOptions } from './app.ts';
+import { watchHeaders, watchQuery } from './request-schemas.ts';
+import { badRequest, validate } from './validate.ts';
 
 /** A consumer this far behind is cut off; it resumes from its last id. */
 const bufferedBytesMax = 8 * 1024 * 1024;
@@ -39,16 +31,34 @@ export function formatEvents(events: readonly WatchEvent[]): string {
   return out;
 }
 
-export const watchRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
+/**
+ * A cursor past this node's revision is refused rather than waited on (it would wait silently
+ * for a revision that may never come). A follower may trail what a client saw on the leader, so
+ * the node first catches up with the leader's commit index (a read barrier), and refuses only a
+ * cursor that is still ahead.
+ */
+async function refuseFutureCursor(ctx: ApiContext, after: number, where: string): Promise<void> {
+  if (after <= ctx.store.revision) return;
+  await ctx.node.readBarrier();
+  const currentRev = ctx.store.revision;
+  if (after <= currentRev) return;
+  throw badRequest([{ path: where, message: `revision ${after} is ahead of the store (at ${currentRev}); watch from a revision a list or an event gave you` }], { currentRev });
+}
+
+export const watchRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, { ctx, bounds }) => {
   app.get('/v1/watch', async (req, reply) => {
-    const v = validate({ query: [watchQuery, req.query], headers: [lastEventId, req.headers] });
+    const v = validate({ query: [watchQuery, req.query], headers: [watchHeaders, req.headers] });
     const filter: WatchFilter = {
       ...(v.query.collection !== undefined ? { collection: v.query.collection } : {}),
       ...(v.query.prefix !== undefined ? { prefix: v.query.prefix } : {}),
     };
-    const after = v.query.after ?? v.headers['last-event-id'] ?? ctx.store.revision;
+    const given = v.query.after ?? v.headers['last-event-id'];
+    if (given !== undefined) await refuseFutureCursor(ctx, given, v.query.after !== undefined ? 'query.after' : 'headers.last-event-id');
+    const after = given ?? ctx.store.revision;
     // Throws cursor_expired (410) before any byte of the stream is written.
     const backlog = ctx.store.eventsSince(after, filter);
+    // Throws overloaded (503) or too_many_requests (429); released when the stream closes.
+    const release = bounds.watches.acquire(req.ip);
     let pending: WatchEvent[] = [];
     let flushScheduled = false;
     const raw = reply.raw;
@@ -79,6 +89,7 @@ export const watchRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, 
       raw.end();
     };
     const stop = (): void => {
+      release();
       clearInterval(keepalive);
       unsubscribe();
       unsubscribeRestore();

@@ -7,11 +7,12 @@
 // fails with a retryable `leader_changed`.
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { encodeCommand, type Command } from '../../fsm/index.ts';
+import { encodeCommand, InvalidCommandError, type Command } from '../../fsm/index.ts';
 import type { CommandResult } from '../../fsm/types.ts';
 import { ShoalError } from '../errors.ts';
 import { NONE } from '../raft/types.ts';
 import type { ApiContext } from './app.ts';
+import { badRequest, type CommandPathMap } from './validate.ts';
 
 export const forwardedHeader = 'x-shoal-forwarded-by';
 const forwardedRequestHeaders = ['content-type', 'if-match', 'if-none-match', 'idempotency-key', 'x-shoal-principal'];
@@ -56,12 +57,22 @@ export async function forwardIfFollower(ctx: ApiContext, req: FastifyRequest, re
   return true;
 }
 
-/** Stamps and proposes a command on this node; resolves with the store's result once applied here. */
-export async function propose(ctx: ApiContext, req: FastifyRequest, cmd: Command): Promise<CommandResult> {
+/**
+ * Stamps and proposes a command on this node; resolves with the store's result once applied here.
+ * A command the store refuses (encodeCommand checks what apply will) is a 400 in the request's
+ * terms: `toRequestPath` names where each problem came from.
+ */
+export async function propose(ctx: ApiContext, req: FastifyRequest, cmd: Command, toRequestPath: CommandPathMap): Promise<CommandResult> {
   const key = req.headers['idempotency-key'];
-  const data = encodeCommand({
-    cmd, ts: Date.now(), principal: principalOf(req), ...(typeof key === 'string' && key !== '' ? { idempotencyKey: key } : {}),
-  });
+  let data: Uint8Array;
+  try {
+    data = encodeCommand({
+      cmd, ts: Date.now(), principal: principalOf(req), ...(typeof key === 'string' && key !== '' ? { idempotencyKey: key } : {}),
+    });
+  } catch (err) {
+    if (!(err instanceof InvalidCommandError)) throw err;
+    throw badRequest(err.issues.map((i) => ({ path: toRequestPath(i.path), message: i.message })));
+  }
   const { result } = await ctx.node.propose(data);
   return result as CommandResult;
 }

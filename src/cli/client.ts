@@ -189,7 +189,7 @@ export function isClientFailure(err: unknown): err is ClientFailure {
 }
 
 /**
- * 404, 409, 410 and the API's 400 are failures of the request (1); 503, 504 and no answer mean
+ * 404, 409, 410, 412 and the API's 400 are failures of the request (1); 503, 504 and no answer mean
  * the cluster cannot serve right now (3). Exit 2 is kept for mistakes in the command line itself,
  * which are caught before any request is sent.
  */
@@ -257,7 +257,7 @@ function hintOf(err: ApiError, ctx: FailureContext): string | undefined {
       if (d.member !== undefined) return "names and ids are unique in a cluster: see 'shoal cluster members'";
       return d.currentRev !== undefined ? conditionHint(d.currentRev, true) : undefined;
     case 'precondition_failed':
-      return conditionHint(d.currentRev, ctx.ifAbsent === true);
+      return conditionHint(d.currentRev, ctx.ifAbsent === true || d.precondition === 'If-None-Match');
     case 'ambiguous_name': {
       const candidates = Array.isArray(d.candidates) ? (d.candidates as { id?: unknown }[]).map((c) => String(c.id)) : [];
       return `use the id instead: ${candidates.join(' or ')}`;

@@ -34,8 +34,8 @@ Options:
   --data JSON            the document, e.g. --data '{"image":"nginx"}'
   --file PATH            read the document from a file ('-' for standard input)
   -                      read the document from standard input
-  --if-match REV         write only if the document is at revision REV (else exit 1: revision_mismatch)
-  --if-absent            write only if the document does not exist (else exit 1: already_exists)
+  --if-match REV         write only if the document is at revision REV (else exit 1: precondition_failed)
+  --if-absent            write only if the document does not exist (else exit 1: precondition_failed)
   --idempotency-key KEY  retrying with the same key applies the write at most once; without it
                          a random key is used, and printed if the outcome is unknown
 ${commonFlagsText(23)}

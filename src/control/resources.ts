@@ -146,6 +146,35 @@ export interface TaskRecord {
   updatedAt: number;
 }
 
+export type ReportedTaskState = 'starting' | 'running' | 'failed' | 'shutdown';
+
+/**
+ * What a node's agent reports of one task: its own document (`shoal.task-status/<taskId>`), so the
+ * agent is its only writer and its reports never conflict with the leader's writes to the task.
+ * A report is applied only while `nodeEpoch` is the node's current epoch (a compare on the node
+ * record in the same transaction), so a node declared down cannot overwrite what the leader
+ * decided meanwhile. The task's observed state is this state when a report exists, otherwise the
+ * leader's (pending, assigned, orphaned).
+ */
+export interface TaskStatus {
+  taskId: string;
+  nodeId: string;
+  /** The node's epoch the agent ran the task under. */
+  nodeEpoch: number;
+  state: ReportedTaskState;
+  containerId: string | null;
+  exitCode: number | null;
+  /** The health check's verdict; null when the service has none. A task with a health check counts as running only when healthy. */
+  health: 'starting' | 'healthy' | 'unhealthy' | null;
+  /** A start error, an exit, a health failure, `image_pull_failed: ...`; null if none. */
+  message: string | null;
+  /** Wall-clock ms from the runtime (display only; loops never compare them across nodes). */
+  startedAt: number | null;
+  finishedAt: number | null;
+}
+
+
+
 /** The spec a task runs: the service's current one, or the previous one during an update; null if neither. */
 export function specForTask(service: ServiceRecord, task: TaskRecord): ServiceSpec | null {
   if (task.specVersion === service.specVersion) return service.spec;
@@ -219,3 +248,18 @@ export const taskRecordSchema = z.object({
 export type _NodeRecordMatchesSchema = Assert<Same<z.infer<typeof nodeRecordSchema>, NodeRecord>>;
 export type _ServiceRecordMatchesSchema = Assert<Same<z.infer<typeof serviceRecordSchema>, ServiceRecord>>;
 export type _TaskRecordMatchesSchema = Assert<Same<z.infer<typeof taskRecordSchema>, TaskRecord>>;
+
+export const taskStatusSchema = z.object({
+  taskId: nonEmpty,
+  nodeId: nonEmpty,
+  nodeEpoch: nat,
+  state: z.enum(['starting', 'running', 'failed', 'shutdown']),
+  containerId: nonEmpty.nullable(),
+  exitCode: z.number().int().nullable(),
+  health: z.enum(['starting', 'healthy', 'unhealthy']).nullable(),
+  message: z.string().nullable(),
+  startedAt: nat.nullable(),
+  finishedAt: nat.nullable(),
+}).strict();
+
+export type _TaskStatusMatchesSchema = Assert<Same<z.infer<typeof taskStatusSchema>, TaskStatus>>;

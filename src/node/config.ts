@@ -37,7 +37,32 @@ export const configSchema = z.object({
     bodyBytesMax: z.number().int().min(1024).default(1 << 20),
   }).strict().prefault({}),
   logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+  /**
+   * The container runtime this node's agent drives: `docker` (the default), `memory` (containers
+   * simulated in this process: for tests and demos, `shoal dev --runtime memory`) or `none` (this
+   * node runs no workloads; it still votes and its leader loops run when it leads).
+   */
+  runtime: z.object({
+    kind: z.enum(['docker', 'memory', 'none']).default('docker'),
+    /** The Docker socket (default $DOCKER_HOST, else /var/run/docker.sock). */
+    dockerSocket: z.string().min(1).optional(),
+  }).strict().prefault({}),
+  /** What this node offers the scheduler: read from the machine unless set here. */
+  node: z.object({
+    cpuMillis: z.number().int().min(1).optional(),
+    memoryBytes: z.number().int().min(1).optional(),
+    /** Labels the node registers with (later changed with `shoal node label`). */
+    labels: z.record(z.string().regex(/^[A-Za-z0-9]([A-Za-z0-9._/-]{0,62}[A-Za-z0-9])?$/, 'a label key'), z.string().regex(/^[^\s,'"()]{0,63}$/, 'a label value (no spaces, commas, quotes or parentheses)')).default({}),
+  }).strict().prefault({}),
+  /** Node health (the leader's loops): silence before a node is suspect, and down (then its tasks move). */
+  control: z.object({
+    suspectAfterMs: z.number().int().min(500).default(5_000),
+    downAfterMs: z.number().int().min(3_000).default(15_000),
+  }).strict().prefault({}),
 }).strict().superRefine((c, ctx) => {
+  if (c.control.suspectAfterMs >= c.control.downAfterMs) {
+    ctx.addIssue({ code: 'custom', path: ['control', 'suspectAfterMs'], message: `must be below control.downAfterMs (${c.control.downAfterMs})` });
+  }
   if (c.api.listen === c.peer.listen) {
     ctx.addIssue({ code: 'custom', path: ['peer', 'listen'], message: 'must differ from api.listen (the API and the peer transport each need their own port)' });
   }

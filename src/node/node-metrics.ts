@@ -14,8 +14,6 @@ export interface NodeMetricsOptions {
   electionTimeoutMs: number;
   /** The data directory, whose filesystem's free space is reported. */
   dataDir: string;
-  /** Open long-lived API responses (watch and event streams). */
-  streams: ReadonlySet<unknown>;
 }
 
 /** The failures `RaftNode.failure` reports; each has a series, 0 or 1 (a state set). */
@@ -40,7 +38,6 @@ export function registerNodeMetrics(metrics: Registry, node: RaftNode, o: NodeMe
       return failureCodes.map((c) => ({ labels: { code: c }, value: c === code ? 1 : 0 }));
     },
   });
-  metrics.gauge({ name: 'shoal_watch_streams_open', help: 'Open server-sent event streams of the API (/v1/watch and /v1/events).', type: 'gauge', read: () => one(o.streams.size) });
   registerStorageMetrics(metrics, o.dataDir);
 }
 

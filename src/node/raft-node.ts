@@ -150,6 +150,10 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   private levelRaise: Promise<unknown> | undefined;
   /** The leader's log clock: started when this node becomes leader (src/node/log-clock.ts). */
   private readonly logClock = new LogClock();
+  /** The term of the last applied entry (see appliedTerm). */
+  private lastAppliedTerm = 0;
+  /** When a message from each peer last arrived (performance.now()). */
+  private readonly lastHeard = new Map<NodeId, number>();
   /** Ids removed from the cluster (replicated: from applied conf changes and snapshots). */
   private readonly removedIds = new Set<NodeId>();
   /** Log indexes of invalid entries already logged by this process (each is logged once). */
@@ -194,6 +198,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     const snap = storage.log.snapshot();
     this.restoreState(snap.data);
     this.applied = snap.meta.index;
+    this.lastAppliedTerm = snap.meta.term;
     this.snapshotIndex = snap.meta.index;
     this.restartSnapshotClock();
     this.raw = new RawNode({
@@ -238,8 +243,12 @@ export class RaftNode extends EventEmitter<NodeEvents> {
    * `featureLevel`: the cluster feature level the command needs; refused with feature_not_enabled
    * while the committed level is lower, so no member is ever sent a command it cannot apply.
    */
-  propose(data: Uint8Array, opts: { featureLevel?: number } = {}): Promise<ProposalResult> {
+  propose(data: Uint8Array, opts: { featureLevel?: number; term?: number } = {}): Promise<ProposalResult> {
     this.checkServing();
+    if (opts.term !== undefined && (opts.term !== this.term || this.role !== 'leader')) {
+      // A leader loop of a term this node no longer leads: its decision must not reach the log.
+      throw new ShoalError('stale_term', `decided in term ${opts.term}, but this node is ${this.role === 'leader' ? 'leader' : this.role} in term ${this.term}`, { fenceTerm: opts.term, term: this.term });
+    }
     const needed = opts.featureLevel ?? featureLevelInitial;
     if (needed > this.level) {
       throw new ShoalError('feature_not_enabled', `this command needs cluster feature level ${needed}; the cluster runs at ${this.level} because a member runs an older release: upgrade every member (the level rises by itself)`, { needed, committed: this.level });
@@ -380,6 +389,22 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     return this.level;
   }
 
+  /** The term of the last entry applied here: the leader's loops start once it is the leader's own term. */
+  get appliedTerm(): number {
+    return this.lastAppliedTerm;
+  }
+
+  /** Ms since a Raft message from `id` last arrived here, or undefined if none did since this node started. */
+  silentForMs(id: NodeId): number | undefined {
+    const at = this.lastHeard.get(id);
+    return at === undefined ? undefined : performance.now() - at;
+  }
+
+  /** Log time now: the leader's log clock, or (not stamping) the applied log time. */
+  logTimeNow(): number {
+    return this.logClock.now(performance.now()) ?? this.opts.stateMachine.logTimeMs ?? 0;
+  }
+
   /** Ids removed from the cluster (from the replicated log). */
   isRemoved(id: NodeId): boolean {
     return this.removedIds.has(id);
@@ -499,7 +524,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       if (writing !== undefined) await this.watchWrite(writing);
       if (this.state !== 'running') return;
       for (const m of rd.messages) if (!sendFirst || !isReplication(m)) this.opts.transport.send(m);
-      if (rd.snapshot) this.applySnapshot(rd.snapshot.meta.index, rd.snapshot.data);
+      if (rd.snapshot) this.applySnapshot(rd.snapshot.meta.index, rd.snapshot.meta.term, rd.snapshot.data);
       if (!applyFirst && !this.applyEntries(rd.committedEntries)) return;
       this.raw.advance(rd);
       if (rd.committedEntries.some((e) => e.kind === 'conf')) {
@@ -690,6 +715,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
         break;
       }
       this.applied = e.index;
+      this.lastAppliedTerm = e.term;
     }
     if (entries.length > 0) {
       this.syncPeers();
@@ -714,7 +740,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
         return true;
       case 'command': {
         const result = this.opts.stateMachine.apply({
-          index, term, data: entry.data, clockFromCommand: this.level < featureLevelLeaderClock,
+          index, term, data: entry.data, featureLevel: this.level,
           ...(entry.logTimeMs !== undefined ? { logTimeMs: entry.logTimeMs } : {}),
         });
         this.answer(entry, { index, result });
@@ -754,9 +780,10 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     this.emit('featureLevel', level);
   }
 
-  private applySnapshot(index: number, data: Uint8Array): void {
+  private applySnapshot(index: number, term: number, data: Uint8Array): void {
     this.restoreState(data);
     this.applied = index;
+    this.lastAppliedTerm = term;
     this.snapshotIndex = index;
     this.restartSnapshotClock();
     this.syncPeers();
@@ -839,6 +866,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   // ---- plumbing ---------------------------------------------------------------------------
 
   private receive(m: Message): void {
+    this.lastHeard.set(m.from, performance.now());
     if (m.type === 'prop' && this.role === 'leader' && this.debugWrites) this.logForwarded(m);
     if (m.type === 'prop' && this.role === 'leader' && this.level >= featureLevelLeaderClock) this.restampProposal(m);
     this.withCore(() => this.raw.step(m));

@@ -2,7 +2,7 @@
 // wired from a validated config. The process entry (`shoal serve`) and the tests both use it.
 
 import type { FastifyInstance } from 'fastify';
-import { buildApi } from '../api/app.ts';
+import { apiLimitsDefault, buildApi } from '../api/app.ts';
 import { ShoalError } from '../errors.ts';
 import { DiskStorage } from '../storage/index.ts';
 import { WsTransport } from '../../transport/ws-transport.ts';
@@ -11,7 +11,6 @@ import { Registry, latencyBuckets } from './metrics.ts';
 import { registerNodeMetrics } from './node-metrics.ts';
 import { EventLog } from './event-log.ts';
 import { watchNodeEvents } from './event-sources.ts';
-import { encodeSnapshotFile } from './snapshot-file.ts';
 import { loadIdentity, loadTls, type Identity } from './identity.ts';
 import type { MemberRecord } from './membership.ts';
 import { splitHostPort, type NodeConfig } from './config.ts';
@@ -22,6 +21,12 @@ import { emptyConfState } from '../raft/storage.ts';
 import { encodeSnapshotData } from './snapshot-data.ts';
 import { featureLevelInitial, featureLevelMax } from './feature-level.ts';
 import { registerRuntimeMetrics } from './runtime-metrics.ts';
+import { ControlPlane } from '../control/control-plane.ts';
+import { machineCapacity } from '../control/agent-ports.ts';
+import { MemoryRuntime } from '../executor/memory-runtime.ts';
+import { systemClock } from '../executor/clock.ts';
+import type { Runtime } from '../executor/runtime.ts';
+import { DockerRuntime } from '../executor/docker-runtime.ts';
 import { softwareVersion } from '../version.ts';
 
 export { softwareVersion };
@@ -32,6 +37,7 @@ export interface RunningNode {
   identity: Identity;
   node: RaftNode;
   store: DocumentStore;
+  control: ControlPlane;
   api: FastifyInstance;
   apiAddress: string;
   /** The cluster's events: `events.recordEvent(type, subject, details)` (src/node/event-log.ts). */
@@ -90,6 +96,11 @@ async function learnMembers(api: string, log: Logger): Promise<MemberRecord[]> {
 
 export interface StartOptions {
   /**
+   * The highest feature level this node applies and announces (default: this build's). Lowered,
+   * the node behaves as an older release would: tests of rolling upgrades use it.
+   */
+  featureLevelMax?: number;
+  /**
    * false: the node writes none of its observations (leader elected, member added, ...) to the
    * cluster's event stream in the store; they stay in its own ring (GET /v1/events?local). For
    * tests that compare the store with an expected one.
@@ -98,6 +109,7 @@ export interface StartOptions {
 }
 
 export async function startNode(config: NodeConfig, log: Logger | ProcessLogger, opts: StartOptions = {}): Promise<RunningNode> {
+  const levelMax = opts.featureLevelMax ?? featureLevelMax;
   const identity = loadIdentity(config.dataDir);
   // Every later line names the node, with its term and role (the role as its leaderChange events say).
   const ref: { node?: RaftNode; role: string } = { role: 'starting' };
@@ -119,7 +131,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   // The transport asks the node's membership; the node needs the transport: tie the knot by reference.
   const transport = new WsTransport({
     nodeId: identity.id, clusterId: identity.clusterId, listen: splitHostPort(config.peer.listen), tls,
-    protocolVersion, protocolVersionsSupported: { min: 1, max: protocolVersion }, softwareVersion, featureLevelMax, logger: log,
+    protocolVersion, protocolVersionsSupported: { min: 1, max: protocolVersion }, softwareVersion, featureLevelMax: levelMax, logger: log,
     // A node that knows its members accepts only them: a removed node's certificate is refused,
     // with the reason `removed`, so it learns it and stops.
     authorizePeer: (id) => {
@@ -139,11 +151,11 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     snapshotEntriesMax: config.raft.snapshotEntriesMax, logKeepEntries: config.raft.logKeepEntries,
     appendBytesMax: config.raft.appendBytesMax, appendsInflightMax: config.raft.appendsInflightMax,
     uncommittedBytesMax: config.raft.uncommittedBytesMax, proposalTimeoutMs: config.limits.proposalTimeoutMs, seedPeers,
+    featureLevelMax: levelMax,
   });
   ref.node = node;
   node.on('leaderChange', ({ role }) => { ref.role = role; });
-  const streams = new Set<() => void>();
-  registerNodeMetrics(metrics, node, { identity, softwareVersion, electionTimeoutMs: config.raft.electionTimeoutMs, dataDir: config.dataDir, streams });
+  registerNodeMetrics(metrics, node, { identity, softwareVersion, electionTimeoutMs: config.raft.electionTimeoutMs, dataDir: config.dataDir });
   const stopRuntimeMetrics = registerRuntimeMetrics(metrics);
   // Before the node starts: it counts the stored events, then follows every change from the first.
   const events = new EventLog({ node, store, identity, log });
@@ -155,18 +167,25 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   }
   ref.role = 'follower';
   await node.start();
+  const control = new ControlPlane({
+    node, store, clusterId: identity.clusterId, log, health: config.control, runtime: makeRuntime(config),
+    identity: {
+      id: identity.id, name: identity.name, apiAddress: config.api.listen, peerAddress: config.peer.listen, softwareVersion,
+      capacity: machineCapacity({ ...(config.node.cpuMillis !== undefined ? { cpuMillis: config.node.cpuMillis } : {}), ...(config.node.memoryBytes !== undefined ? { memoryBytes: config.node.memoryBytes } : {}) }),
+      labels: config.node.labels,
+    },
+  });
+  control.start();
   const stopEventSources = watchNodeEvents(node, events, { clusterEvents: opts.clusterEvents ?? true });
   const api = buildApi({
     node: node, store, clusterId: identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax,
-    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams, events,
-    exportSnapshot: async () => encodeSnapshotFile({
-      clusterId: identity.clusterId, index: node.appliedIndex, term: node.currentTerm, members: node.membership.list(), app: store.snapshot(),
-    }),
+    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), events, limits: apiLimitsDefault,
   });
   const apiListen = splitHostPort(config.api.listen);
   try {
     await api.listen({ host: apiListen.host, port: apiListen.port });
   } catch (err) {
+    await control.close();
     stopEventSources();
     events.close();
     await node.stop();
@@ -177,9 +196,11 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   const apiAddress = typeof addr === 'object' && addr !== null ? `${apiListen.host}:${addr.port}` : config.api.listen;
   let stopping: Promise<void> | undefined;
   return {
-    identity, node, store, api, apiAddress, events,
+    identity, node, store, api, apiAddress, control, events,
     stop: () => {
       stopping ??= (async () => {
+        // The loops and the agent first: they propose through the node. Containers keep running.
+        await control.close();
         stopEventSources();
         events.close();
         await node.stop();
@@ -189,6 +210,15 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
       return stopping;
     },
   };
+}
+
+/** The container runtime the config names (docs/operations.md, `runtime`). */
+function makeRuntime(config: NodeConfig): Runtime | null {
+  switch (config.runtime.kind) {
+    case 'none': return null;
+    case 'memory': return new MemoryRuntime({ clock: systemClock, pullAny: true });
+    case 'docker': return new DockerRuntime(config.runtime.dockerSocket !== undefined ? { socketPath: config.runtime.dockerSocket } : {});
+  }
 }
 
 /** A listen address that cannot be bound: in use, or not an address of this machine. */

@@ -32,6 +32,44 @@ export function encodeSnapshotFile(body: Omit<SnapshotFileBody, 'format'>): Uint
   return Buffer.concat([header, packed]);
 }
 
+/**
+ * The same bytes as encodeSnapshotFile, as parts around the state machine's own snapshot parts
+ * (store.snapshotInSlices), without copying them into one buffer: GET /v1/cluster/snapshot
+ * streams these. The checksum comes first in the file, so it is computed over every part first,
+ * with `pause()` about every `sliceBytes`.
+ */
+export async function encodeSnapshotFileParts(
+  body: Omit<SnapshotFileBody, 'format' | 'app'>, appParts: readonly Uint8Array[], pause: () => Promise<void>, sliceBytes = 1 << 20,
+): Promise<Uint8Array[]> {
+  // The same keys in the same order as encodeSnapshotFile, ending with an empty bin (c4 00)
+  // whose header is replaced by the real one.
+  const head = packr.pack({ format: snapshotFileFormat, clusterId: body.clusterId, index: body.index, term: body.term, members: body.members as MemberRecord[], app: new Uint8Array(0) });
+  if (head[head.length - 2] !== 0xc4 || head[head.length - 1] !== 0x00) throw new Error('unexpected msgpack encoding of an empty bin');
+  let size = 0;
+  for (const p of appParts) size += p.length;
+  const parts = [head.subarray(0, head.length - 2), binHeader(size), ...appParts];
+  let crc = 0;
+  let sinceYield = 0;
+  for (const p of parts) {
+    crc = crc32(p, crc);
+    sinceYield += p.length;
+    if (sinceYield >= sliceBytes) {
+      await pause();
+      sinceYield = 0;
+    }
+  }
+  const header = Buffer.alloc(magic.length + 4);
+  magic.copy(header);
+  header.writeUInt32BE(crc, magic.length);
+  return [header, ...parts];
+}
+
+function binHeader(n: number): Uint8Array {
+  if (n < 0x100) return Uint8Array.of(0xc4, n);
+  if (n < 0x10000) return Uint8Array.of(0xc5, n >> 8, n & 0xff);
+  return Uint8Array.of(0xc6, (n >>> 24) & 0xff, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff);
+}
+
 export function decodeSnapshotFile(bytes: Uint8Array, source: string): SnapshotFileBody {
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (buf.length < magic.length + 4 || !buf.subarray(0, magic.length).equals(magic)) {

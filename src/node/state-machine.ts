@@ -14,11 +14,12 @@ export interface AppliedEntry {
    */
   logTimeMs?: number;
   /**
-   * Whether log time still comes from the proposer's stamp inside the command, as in the first
-   * release (feature level 1). From level 2 only `logTimeMs` moves it, so a proposer's wall clock
-   * cannot push it forward.
+   * The committed cluster feature level when the entry is applied (src/node/feature-level.ts;
+   * default 1). At level 1 the state machine applies an entry exactly as the first release did
+   * (log time from the proposer's stamp, its id rule), so old and new nodes agree during a rolling
+   * upgrade; from level 2 only `logTimeMs` moves log time, and the current rules apply.
    */
-  clockFromCommand?: boolean;
+  featureLevel?: number;
 }
 
 export interface StateMachine {

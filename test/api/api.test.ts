@@ -49,14 +49,35 @@ describe('documents', () => {
     expectError(await s.app.inject({ url: '/v1/docs/apps/web' }), 'not_found');
   });
 
-  it('refuses a stale If-Match and a taken If-None-Match with typed conflicts', async () => {
+  it('answers a stale If-Match and a taken If-None-Match with 412 precondition_failed and the current rev', async () => {
     const first = (await put('/v1/docs/apps/cas', { n: 1 })).json() as { rev: number };
-    await put('/v1/docs/apps/cas', { n: 2 }, { 'if-match': String(first.rev) });
-    const details = expectError(await put('/v1/docs/apps/cas', { n: 3 }, { 'if-match': String(first.rev) }), 'revision_mismatch');
-    expect(details).toHaveProperty('currentRev');
-    expectError(await put('/v1/docs/apps/cas', { n: 4 }, { 'if-none-match': '*' }), 'already_exists');
+    const second = (await put('/v1/docs/apps/cas', { n: 2 }, { 'if-match': String(first.rev) })).json() as { rev: number };
+    const stale = expectError(await put('/v1/docs/apps/cas', { n: 3 }, { 'if-match': String(first.rev) }), 'precondition_failed');
+    expect(stale).toMatchObject({ currentRev: second.rev, precondition: 'If-Match' });
+    const taken = expectError(await put('/v1/docs/apps/cas', { n: 4 }, { 'if-none-match': '*' }), 'precondition_failed');
+    expect(taken).toMatchObject({ currentRev: second.rev, precondition: 'If-None-Match' });
+    const gone = expectError(await put('/v1/docs/apps/never', { n: 1 }, { 'if-match': '3' }), 'precondition_failed');
+    expect(gone.currentRev).toBeNull();
+    const del = expectError(await s.app.inject({ method: 'DELETE', url: '/v1/docs/apps/cas', headers: { 'if-match': String(first.rev) } }), 'precondition_failed');
+    expect(del.currentRev).toBe(second.rev);
     expect((await s.app.inject({ url: '/v1/docs/apps/cas' })).json()).toMatchObject({ doc: { n: 2 } });
     expectError(await s.app.inject({ method: 'DELETE', url: '/v1/docs/apps/missing' }), 'not_found');
+  });
+
+  it('answers a retried conditional write with the first result, not 412, under the same Idempotency-Key', async () => {
+    const first = (await put('/v1/docs/apps/retry', { n: 1 })).json() as { rev: number };
+    const h = { 'if-match': String(first.rev), 'idempotency-key': 'cas-retry-1' };
+    const a = await put('/v1/docs/apps/retry', { n: 2 }, h);
+    expect(a.statusCode).toBe(200);
+    const b = await put('/v1/docs/apps/retry', { n: 2 }, h);
+    expect(b.statusCode).toBe(200);
+    expect(b.json()).toEqual(a.json());
+    expect(b.headers['idempotent-replayed']).toBe('true');
+    const d = { 'if-match': String((a.json() as { rev: number }).rev), 'idempotency-key': 'del-retry-1' };
+    const delA = await s.app.inject({ method: 'DELETE', url: '/v1/docs/apps/retry', headers: d });
+    const delB = await s.app.inject({ method: 'DELETE', url: '/v1/docs/apps/retry', headers: d });
+    expect([delA.statusCode, delB.statusCode]).toEqual([200, 200]);
+    expect(delB.json()).toEqual(delA.json());
   });
 
   it('lists with prefix, limit and paging, and a revision to watch from', async () => {
@@ -107,7 +128,8 @@ describe('transactions', () => {
     const res = await s.app.inject({ method: 'POST', url: '/v1/txn', payload: {
       success: [{ op: 'put', collection: 'txn', id: 'c', doc: {} }, { op: 'put', collection: 'txn', id: 'a', doc: {}, expect: { absent: true } }],
     } });
-    expectError(res, 'already_exists');
+    // A txn op's own expect is not an HTTP precondition: it stays 409.
+    expect(expectError(res, 'already_exists')).toMatchObject({ branch: 'success', op: 1 });
     expectError(await s.app.inject({ url: '/v1/docs/txn/c' }), 'not_found');
   });
 });

@@ -3,12 +3,13 @@
 
 import type { FastifyInstance } from 'fastify';
 import { DocumentStore } from '../../fsm/index.ts';
-import { buildApi, type ApiContext } from '../../src/api/app.ts';
+import { buildApi, type ApiContext, type ApiLimits } from '../../src/api/app.ts';
 import { Registry } from '../../src/node/metrics.ts';
+import { EventLog } from '../../src/node/event-log.ts';
+import { silentLogger } from '../../src/log.ts';
 import { MemoryNodeStorage } from '../../src/node/node-storage.ts';
 import { RaftNode } from '../../src/node/raft-node.ts';
 import { bootstrapSnapshotData } from '../../src/node/server.ts';
-import { encodeSnapshotFile } from '../../src/node/snapshot-file.ts';
 import { bootstrapStorage, MemoryStorage } from '../../src/raft/storage.ts';
 import { MemoryNetwork } from '../../transport/memory-transport.ts';
 
@@ -20,7 +21,7 @@ export interface SingleNode {
   close(): Promise<void>;
 }
 
-export async function singleNode(opts: { bodyBytesMax?: number; voters?: string[] } = {}): Promise<SingleNode> {
+export async function singleNode(opts: { bodyBytesMax?: number; voters?: string[]; limits?: Partial<ApiLimits> } = {}): Promise<SingleNode> {
   const store = new DocumentStore({ eventsRetainedMax: 50 });
   const log = new MemoryStorage();
   const member = { id: 'solo', name: 'solo', peerAddress: 'memory:solo', apiAddress: '127.0.0.1:1' };
@@ -35,8 +36,8 @@ export async function singleNode(opts: { bodyBytesMax?: number; voters?: string[
   metrics.add(node.proposalLatency);
   const ctx: ApiContext = {
     node, store, clusterId: 'test-cluster', softwareVersion: '0.0.0-test', bodyBytesMax: opts.bodyBytesMax ?? 64 * 1024,
-    proposalTimeoutMs: 2000, metrics, streams: new Set(),
-    exportSnapshot: async () => encodeSnapshotFile({ clusterId: 'test-cluster', index: node.appliedIndex, term: node.currentTerm, members: node.membership.list(), app: store.snapshot() }),
+    proposalTimeoutMs: 2000, metrics, streams: new Set(), ...(opts.limits !== undefined ? { limits: opts.limits } : {}),
+    events: new EventLog({ node, store, identity: { id: 'solo', name: 'solo' }, log: silentLogger }),
   };
   const app = buildApi(ctx);
   await app.ready();

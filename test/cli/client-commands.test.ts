@@ -141,13 +141,13 @@ describe('shoal doc', () => {
     expect(gone.stderr).toContain('people/alice');
   });
 
-  it('put --if-match with a stale revision exits 1, prints revision_mismatch and the current rev', async () => {
+  it('put --if-match with a stale revision exits 1, prints precondition_failed and the current rev', async () => {
     const first = await solo.app.inject({ method: 'PUT', url: '/v1/docs/people/bob', payload: { v: 1 } });
     const rev = (first.json() as { rev: number }).rev;
     await solo.app.inject({ method: 'PUT', url: '/v1/docs/people/bob', payload: { v: 2 } });
     const r = await run(['doc', 'put', 'people', 'bob', '--data', '{"v":3}', '--if-match', String(rev), '--addr', addr]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain('revision_mismatch');
+    expect(r.stderr).toContain('precondition_failed');
     expect(r.stderr).toMatch(/--if-match \d+/);
     expect(solo.store.get('people', 'bob')?.doc).toEqual({ v: 2 });
   });
@@ -227,7 +227,7 @@ describe('shoal doc', () => {
     expect((JSON.parse(all.stdout) as { items: { id: string }[] }).items.map((d) => d.id)).toEqual(['p1', 'p2', 'p3']);
     const exists = await inProcess('doc', 'put', 'paged', 'p1', '--data', '{}', '--if-absent', '--addr', addr);
     expect(exists.code).toBe(1);
-    expect(exists.stderr).toContain('already_exists');
+    expect(exists.stderr).toContain('precondition_failed');
   });
 });
 

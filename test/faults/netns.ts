@@ -10,6 +10,13 @@
 // runs get different subnets and a run that starts after a crash removes what the dead owner
 // left behind (namespaces, their processes, the bridge).
 //
+// Docker, when its daemon runs on the same machine, sets the iptables FORWARD policy to DROP and
+// loads br_netfilter, which sends bridged frames through iptables: node-to-node traffic across
+// the lab's bridge would be dropped (no leader is ever elected). Each lab therefore inserts one
+// rule in Docker's DOCKER-USER chain (Docker's place for rules of its hosts' own, evaluated
+// before its own) accepting what enters and leaves its bridge, and removes it at teardown. The
+// chain is created when missing, so a daemon that starts during a run finds the rule in place.
+//
 // Faults are cut links. A cut from A to B drops every packet A sends to B, twice over: on A's
 // output (daddr B) and on B's input (saddr A), in the table `inet shoalfault` of each namespace.
 // Client traffic from the root namespace (10.213.<k>.254) is never cut: like Jepsen's clients,
@@ -97,7 +104,33 @@ const bridgeName = (k: number): string => `shoalbr${k}`;
 const nsName = (k: number, i: number): string => `shoal-${k}-n${i}`;
 const vethName = (k: number, i: number): string => `shoal${k}v${i}`;
 
-/** Kills every process in lab k's namespaces and deletes the namespaces, the bridge and the lock. */
+const dockerUserChain = 'DOCKER-USER';
+/** Lab k's rule in DOCKER-USER (without the -I/-D verb): accept its bridged traffic. */
+const dockerUserRule = (k: number): string[] => [
+  dockerUserChain, '-i', bridgeName(k), '-o', bridgeName(k), '-m', 'comment', '--comment', `shoal-fault-lab-${k}`, '-j', 'ACCEPT',
+];
+
+/** `iptables -w` (waits for the xtables lock Docker also takes); false when it fails or is absent. */
+function iptablesSync(args: readonly string[]): boolean {
+  return spawnSync('iptables', ['-w', '5', ...args], { stdio: 'ignore' }).status === 0;
+}
+
+/** Lets the lab's bridged traffic through Docker's FORWARD policy. No iptables: no Docker, nothing to do. */
+function acceptBridgeInDockerUser(k: number): void {
+  if (spawnSync('iptables', ['--version'], { stdio: 'ignore' }).status !== 0) return;
+  if (!iptablesSync(['-S', dockerUserChain]) && !iptablesSync(['-N', dockerUserChain])) {
+    throw new Error(`could not create the iptables chain ${dockerUserChain}`);
+  }
+  if (!iptablesSync(['-C', ...dockerUserRule(k)]) && !iptablesSync(['-I', ...dockerUserRule(k)])) {
+    throw new Error(`could not add the fault lab's rule to iptables ${dockerUserChain}`);
+  }
+}
+
+function removeDockerUserRuleSync(k: number): void {
+  for (let i = 0; i < 10 && iptablesSync(['-D', ...dockerUserRule(k)]); i++) { /* until none is left */ }
+}
+
+/** Kills every process in lab k's namespaces and deletes the namespaces, the bridge, its iptables rule and the lock. */
 function removeLabSync(k: number): void {
   const prefix = `shoal-${k}-n`;
   for (const ns of listNamespaces().filter((n) => n.startsWith(prefix))) {
@@ -107,6 +140,7 @@ function removeLabSync(k: number): void {
     runQuiet('ip', ['netns', 'del', ns]);
   }
   runQuiet('ip', ['link', 'del', bridgeName(k)]);
+  removeDockerUserRuleSync(k);
   try { unlinkSync(lockPath(k)); } catch { /* not there */ }
 }
 
@@ -132,6 +166,10 @@ export function removeStaleLabs(): number[] {
   }
   for (const line of runQuiet('ip', ['-o', 'link', 'show', 'type', 'bridge']).split('\n')) {
     const m = /^\d+: shoalbr(\d+)[:@]/.exec(line);
+    if (m) found.add(Number(m[1]));
+  }
+  for (const line of runQuiet('iptables', ['-w', '5', '-S', dockerUserChain]).split('\n')) {
+    const m = /--comment "?shoal-fault-lab-(\d+)"? /.exec(line);
     if (m) found.add(Number(m[1]));
   }
   const removed: number[] = [];
@@ -272,6 +310,7 @@ export class NetLab {
     await run('ip', ['link', 'add', this.bridge, 'type', 'bridge']);
     await run('ip', ['addr', 'add', `${this.hostIp}/24`, 'dev', this.bridge]);
     await run('ip', ['link', 'set', this.bridge, 'up']);
+    acceptBridgeInDockerUser(this.index);
     for (let i = 1; i <= this.nodeCount; i++) {
       const ns = this.ns(i);
       const veth = vethName(this.index, i);

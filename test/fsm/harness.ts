@@ -9,13 +9,17 @@ export const rawPackr = new Packr({ useRecords: false });
 export class Feeder {
   index = 0;
   ts = 1_000_000;
+  /** The term of the entries fed next. */
+  term = 1;
+  /** The committed feature level the entries are applied at (1: as the first release; 2: leader-stamped log time, fences). */
+  featureLevel = 1;
 
   constructor(readonly store: DocumentStore = new DocumentStore()) {}
 
   /** Applies a stamped command at the next index (or `skip` indexes later, as if no-ops came between). */
   stamped(s: Partial<Stamped> & { cmd: Command }, skip = 0): CommandResult {
     this.index += 1 + skip;
-    return this.store.apply({ index: this.index, term: 1, data: encodeCommand({ ts: this.ts, ...s }) });
+    return this.store.apply({ index: this.index, term: this.term, data: encodeCommand({ ts: this.ts, ...s }), ...this.levelFields() });
   }
 
   cmd(cmd: Command, extra: Omit<Partial<Stamped>, 'cmd'> = {}): CommandResult {
@@ -25,7 +29,12 @@ export class Feeder {
   /** Applies raw entry data (bypassing encodeCommand's validation). */
   raw(data: Uint8Array): CommandResult {
     this.index += 1;
-    return this.store.apply({ index: this.index, term: 1, data });
+    return this.store.apply({ index: this.index, term: this.term, data, ...this.levelFields() });
+  }
+
+  /** At level 2 the leader stamps log time: the feeder uses its `ts` for it. */
+  private levelFields(): { featureLevel: number; logTimeMs?: number } {
+    return this.featureLevel < 2 ? { featureLevel: this.featureLevel } : { featureLevel: this.featureLevel, logTimeMs: this.ts };
   }
 
   put(collection: string, id: string, doc: Record<string, unknown>, expect?: { rev: number } | { absent: true }): CommandResult {

@@ -52,7 +52,11 @@ describe('list', () => {
 
   it('refuses invalid collection names and ids on reads with bad_request', () => {
     const f = feeder();
-    for (const call of [() => f.store.list('Bad'), () => f.store.get('ok', 'a/b'), () => f.store.get('ok', ''), () => f.store.get('-x', 'a')]) {
+    for (const call of [
+      () => f.store.list('Bad'), () => f.store.get('ok', 'a/b'), () => f.store.get('ok', ''), () => f.store.get('-x', 'a'),
+      () => f.store.get('ok', 'a\nb'), () => f.store.list('ok', { prefix: 'a\u0000' }), () => f.store.list('ok', { after: 'x/y' }),
+      () => f.store.list('ok', { prefix: '\ud800' }), () => f.store.eventsSince(0, { prefix: 'a\u007f' }),
+    ]) {
       try {
         call();
         expect.fail('should throw');

@@ -5,7 +5,9 @@
 
 import { Packr } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
-import { stampedSchema, validateStamped, validateStampedWithZod, type Validated } from '../../fsm/command.ts';
+import {
+  idPrefixProblem, idPrefixSchema, idProblem, idSchema, stampedSchema, validateStamped, validateStampedWithZod, type Validated,
+} from '../../fsm/command.ts';
 import {
   idempotencyKeyLengthMax, idLengthMax, principalLengthMax, retainIdsMax, txnComparesMax, txnOpsMax,
 } from '../../fsm/limits.ts';
@@ -48,9 +50,12 @@ function genCollection(g: Gen): string {
   return s;
 }
 
-/** A string of exactly `len` UTF-16 code units, with surrogate pairs, spaces and NULs. */
-function genText(g: Gen, len: number, slash: boolean): string {
-  const chars = ['a', 'Z', '0', '-', ' ', 'é', '\u0000', '😀', ...(slash ? ['/'] : [])];
+/**
+ * A string of exactly `len` UTF-16 code units, with surrogate pairs and spaces; principals and
+ * keys (`free`) also get '/' and control characters, which ids may not hold.
+ */
+function genText(g: Gen, len: number, free: boolean): string {
+  const chars = ['a', 'Z', '0', '-', ' ', 'é', '\u00a0', '😀', ...(free ? ['/', '\u0000', '\n', '\u007f', '\u0085'] : [])];
   let s = '';
   while (s.length < len) {
     const c = pick(g, chars);
@@ -59,9 +64,9 @@ function genText(g: Gen, len: number, slash: boolean): string {
   return s;
 }
 
-function genBounded(g: Gen, max: number, slash: boolean): string {
+function genBounded(g: Gen, max: number, free: boolean): string {
   const r = g.nextFloat();
-  return genText(g, r < 0.1 ? max : r < 0.2 ? 1 : 1 + g.nextInt(12), slash);
+  return genText(g, r < 0.1 ? max : r < 0.2 ? 1 : 1 + g.nextInt(12), free);
 }
 
 const genId = (g: Gen): string => genBounded(g, idLengthMax, false);
@@ -137,6 +142,7 @@ function weird(g: Gen): unknown {
     null, undefined, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, -0, 0, 1, -1, 1.5,
     2 ** 53, -(2 ** 53), Number.MAX_SAFE_INTEGER, 1n, '', 'a', 'A', 'a/b', '/', ' x', 'x'.repeat(idLengthMax),
     'x'.repeat(idLengthMax + 1), '😀'.repeat(128), `${'😀'.repeat(128)}x`, 'a'.repeat(64), '-lead', 'put', 'delete',
+    'a\u0000b', 'line\n', '\t', 'del\u007f', 'c1\u0085', '\u009f', '\ud83d', 'x\ude00', '\u00a0', '😀',
     'txn', 'retain', 'exists', 'rev', '=', '<', true, false, [], [null], [1, 2], {}, { x: null }, { rev: 1 },
     { absent: true }, { absent: false }, { rev: 0 }, new Date(0), new Map([['rev', 1]]), new Point(),
     Object.create(null) as object, Object.assign(Object.create({ inherited: 1 }) as object, { rev: 1 }),
@@ -146,7 +152,8 @@ function weird(g: Gen): unknown {
 
 /** Every (container, key) slot in the command, not descending into documents. */
 function slots(v: unknown, out: [Record<string | number, unknown>, string | number][] = []): typeof out {
-  if (typeof v !== 'object' || v === null) return out;
+  // Not into String objects and the like (a weird() value): their slots cannot be deleted.
+  if (typeof v !== 'object' || v === null || v instanceof String || ArrayBuffer.isView(v)) return out;
   const c = v as Record<string | number, unknown>;
   if (Array.isArray(c)) {
     c.forEach((e, i) => {
@@ -309,7 +316,9 @@ describe('fastParseStamped', () => {
       [{ cmd: { ...del, id: `${'😀'.repeat(idLengthMax / 2)}x` }, ts: 0 }, true, false],
       [{ cmd: { ...del, id: '😀'.repeat(idLengthMax + 1) }, ts: 0 }, false, false],
       [{ cmd: { ...del, id: '\ud83d'.repeat(idLengthMax + 1) }, ts: 0 }, false, false],
-      [{ cmd: { ...del, id: '\ud83d' }, ts: 0 }, true, true],
+      [{ cmd: { ...del, id: '\ud83d' }, ts: 0 }, false, false],
+      [{ cmd: { ...del, id: `a${'\ude00'}` }, ts: 0 }, false, false],
+      [{ cmd: { ...del, id: '\u00a0é😀' }, ts: 0 }, true, true],
       [{ cmd: del, ts: 0, principal: 'p'.repeat(principalLengthMax), idempotencyKey: 'k'.repeat(idempotencyKeyLengthMax) }, true, true],
       [{ cmd: del, ts: 0, principal: 'p'.repeat(principalLengthMax + 1) }, false, false],
       [{ cmd: del, ts: 0, idempotencyKey: '😀'.repeat(idempotencyKeyLengthMax) }, true, false],
@@ -350,5 +359,49 @@ describe('validateStamped', () => {
     const v = validateStamped({ cmd: { op: 'put', collection: 'a', id: 'x', doc }, ts: 1 }, true);
     expect(v.ok && v.stamped.cmd.op === 'put' && v.stamped.cmd.doc === doc).toBe(true);
     expect(Object.isFrozen(doc.a.b)).toBe(true);
+  });
+});
+
+describe('the id rule', () => {
+  /** Every C0 and C1 control, DEL, the characters around them, lone surrogates and a pair. */
+  const probes: string[] = [
+    ...Array.from({ length: 0xa1 }, (_, c) => String.fromCharCode(c)), '\u00ad', '\u2028', '\ufeff', '\ud800', '\udbff', '\udc00',
+    '\udfff', '😀', '/',
+  ];
+  const refused = (c: string): boolean => {
+    const code = c.charCodeAt(0);
+    const control = c.length === 1 && (code <= 0x1f || (code >= 0x7f && code <= 0x9f));
+    const lone = c.length === 1 && code >= 0xd800 && code <= 0xdfff;
+    return c === '/' || control || lone;
+  };
+
+  it('refuses control characters, lone surrogates and / in ids, identically in zod, idProblem and the fast path', () => {
+    const del = { op: 'delete', collection: 'a' };
+    for (const c of probes) {
+      for (const id of [c, `a${c}`, `${c}b`, `a${c}b`]) {
+        const where = `id ${JSON.stringify(id)}`;
+        const ok = !refused(c);
+        expect(idSchema.safeParse(id).success, where).toBe(ok);
+        expect(idProblem(id) === undefined, where).toBe(ok);
+        expect(idPrefixSchema.safeParse(id).success, where).toBe(ok);
+        expect(idPrefixProblem(id) === undefined, where).toBe(ok);
+        const value = { cmd: { ...del, id }, ts: 0 };
+        const fast = fastParseStamped(value);
+        if (ok) expectSameAsZod(value, fast, where);
+        else expect(fast, where).toBeUndefined();
+        expectSameResult(validateStamped(value, false), validateStampedWithZod(value, false), where);
+      }
+    }
+  });
+
+  it('takes an empty prefix but not an empty id, and counts length in code points in both checks', () => {
+    expect(idPrefixSchema.safeParse('').success).toBe(true);
+    expect(idPrefixProblem('')).toBeUndefined();
+    expect(idSchema.safeParse('').success).toBe(false);
+    expect(idProblem('')).toBeDefined();
+    for (const id of ['😀'.repeat(idLengthMax), 'x'.repeat(idLengthMax), '😀'.repeat(idLengthMax + 1), 'x'.repeat(idLengthMax + 1)]) {
+      expect(idProblem(id) === undefined, id).toBe(idSchema.safeParse(id).success);
+      expect(idPrefixProblem(id) === undefined, id).toBe(idPrefixSchema.safeParse(id).success);
+    }
   });
 });

@@ -89,15 +89,27 @@ export class MemoryCluster {
     return n;
   }
 
+  /**
+   * A leader every node of `among` agrees on, once it has also raised the cluster feature level
+   * as far as every member allows (so tests start from a quiet log, with no raise in flight).
+   */
   async waitForLeader(timeoutMs = 5000, among = this.nodes): Promise<TestNode> {
     const deadline = Date.now() + timeoutMs;
+    const levels = this.members.map((m) => (this.opts.featureLevelMax === undefined ? featureLevelMax : this.opts.featureLevelMax(m.id) ?? 1));
+    const target = Math.min(...levels);
     while (Date.now() < deadline) {
       const leaders = among.filter((n) => n.node.isLeader);
       const leader = leaders[0];
-      if (leaders.length === 1 && leader && among.every((n) => n.node.leaderId === leader.id)) return leader;
+      if (leaders.length === 1 && leader && among.every((n) => n.node.leaderId === leader.id)
+        && (leader.node.featureLevel >= target || !this.raiseExpected())) return leader;
       await new Promise((r) => setTimeout(r, 10));
     }
     throw new Error('no agreed leader');
+  }
+
+  /** Whether the leader will raise the level: every current member is one of the founders this cluster knows the levels of. */
+  private raiseExpected(): boolean {
+    return this.nodes.every((n) => this.members.some((m) => m.id === n.id));
   }
 
   /** A node other than `leader`. */

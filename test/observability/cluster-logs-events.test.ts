@@ -88,8 +88,13 @@ describe('a three-node cluster with debug JSON logs', () => {
     const appending = await until('the leader\'s debug line', () => lines(leader).find((l) => l.proposal === proposing.proposal));
     expect(appending).toMatchObject({ level: 'debug', node: leader.name, nodeId: leader.id, role: 'leader', from: follower.id });
     expect(String(appending.msg)).toContain('leader appending write');
-    // One line per write on each: the follower took one write.
-    expect(lines(follower).filter((l) => l.proposal !== undefined)).toHaveLength(1);
+    // One line per write on each: the follower took one write through its API (its agent
+    // proposes its own, without a request id), and no write has two lines.
+    expect(lines(follower).filter((l) => l.proposal !== undefined && l.reqId !== undefined)).toHaveLength(1);
+    for (const n of [follower, leader]) {
+      const ids = lines(n).filter((l) => l.proposal !== undefined).map((l) => String(l.proposal));
+      expect(new Set(ids).size).toBe(ids.length);
+    }
 
     // Every line of every node names the node, its term and its role.
     for (const n of cluster.nodes) {

@@ -115,11 +115,11 @@ describe('GET /v1/events', () => {
     expect(res.status).toBe(400);
     const body = await res.json() as { code: string; details: { problems: { path: string }[] } };
     expect(body.code).toBe('bad_request');
-    expect(body.details.problems.map((p) => p.path).sort()).toEqual(['query', 'query.after', 'query.type.0']);
+    expect(body.details.problems.map((p) => p.path).sort()).toEqual(['query', 'query.after', 'query.type']);
   });
 
-  it('counts its open streams in shoal_watch_streams_open', async () => {
-    const gauge = async (): Promise<number> => Number(/^shoal_watch_streams_open (\d+)$/m.exec(await (await fetch(n.url('/metrics'))).text())?.[1]);
+  it('takes a watch stream slot while open (shoal_api_watch_streams)', async () => {
+    const gauge = async (): Promise<number> => Number(/^shoal_api_watch_streams (\d+)$/m.exec(await (await fetch(n.url('/metrics'))).text())?.[1]);
     const before = await gauge();
     const s = await open(n, '');
     expect(await gauge()).toBe(before + 1);

@@ -1,0 +1,21 @@
+// Where the control plane's resources live in the replicated store. The collections under
+// `shoal.` are reserved: /v1/docs and /v1/txn refuse to write them, so the typed API and the
+// leader's loops are the only way in, and every write is validated as the resource it is.
+
+/** Node records (NodeRecord), by node id. Written by the node's agent (registration, runtime), the operator (labels, availability) and the leader (state, epoch). */
+export const nodesCollection = 'shoal.nodes';
+/** Service records (ServiceRecord), by service name. Written by `apply` and the leader's loops (update status). */
+export const servicesCollection = 'shoal.services';
+/** Task records (TaskRecord), by task id. Written only by the leader's loops. */
+export const tasksCollection = 'shoal.tasks';
+/** Agents' reports (TaskStatus), by task id. Written only by the agent of the task's node. */
+export const taskStatusCollection = 'shoal.task-status';
+
+export const reservedPrefix = 'shoal.';
+
+export function isReservedCollection(collection: string): boolean {
+  return collection.startsWith(reservedPrefix);
+}
+
+/** The feature level the control plane's commands need (fences, value compares): src/node/feature-level.ts. */
+export const controlFeatureLevel = 2;

@@ -1,0 +1,78 @@
+// The control plane of one node: the leader's loops (supervisor.ts: they run only while this node
+// leads) and the node's agent (src/executor/agent.ts: it runs on every node), wired to the node's
+// store, its Raft node and its container runtime. Both wait for the cluster feature level of the
+// control plane (src/node/feature-level.ts): a cluster mid-upgrade writes none of it.
+
+import type { DocumentStore } from '../../fsm/index.ts';
+import type { Logger, RaftNode } from '../node/raft-node.ts';
+import { Agent } from '../executor/agent.ts';
+import { systemClock } from '../executor/clock.ts';
+import type { Runtime } from '../executor/runtime.ts';
+import { StoreAgentView, StoreAgentWriter, type NodeIdentity } from './agent-ports.ts';
+import { controlFeatureLevel } from './collections.ts';
+import type { NodeHealthConfig } from './node-health.ts';
+import { Supervisor } from './supervisor.ts';
+
+export interface ControlPlaneOptions {
+  node: RaftNode;
+  store: DocumentStore;
+  clusterId: string;
+  identity: NodeIdentity;
+  /** null: this node runs no workloads (no agent), but its leader loops still run when it leads. */
+  runtime: Runtime | null;
+  health: NodeHealthConfig;
+  log: Logger;
+}
+
+/** Registration is retried this often while it fails (no leader yet, a conflict). */
+const registerRetryMs = 1_000;
+
+export class ControlPlane {
+  readonly supervisor: Supervisor;
+  readonly agent: Agent | null;
+  private readonly writer: StoreAgentWriter;
+  private registered = false;
+  private retry: NodeJS.Timeout | undefined;
+  private closed = false;
+  private readonly onLevel = (): void => this.maybeStartAgent();
+
+  constructor(private readonly opts: ControlPlaneOptions) {
+    this.supervisor = new Supervisor({ node: opts.node, store: opts.store, log: opts.log, health: opts.health });
+    this.writer = new StoreAgentWriter(opts.node, opts.store, opts.identity);
+    this.agent = opts.runtime === null ? null : new Agent({
+      owner: { clusterId: opts.clusterId, nodeId: opts.identity.id }, view: new StoreAgentView(opts.store), writer: this.writer,
+      caughtUp: async () => { await opts.node.readBarrier(); }, runtime: opts.runtime, clock: systemClock, log: opts.log,
+    });
+  }
+
+  start(): void {
+    this.supervisor.start();
+    this.opts.node.on('featureLevel', this.onLevel);
+    this.maybeStartAgent();
+  }
+
+  /** Registers this node's record, then starts the agent; both once the cluster runs the control plane's level. */
+  private maybeStartAgent(): void {
+    if (this.closed || this.registered || this.retry !== undefined || this.opts.node.featureLevel < controlFeatureLevel) return;
+    this.writer.register().then(() => {
+      this.registered = true;
+      this.opts.log.info(`node ${this.opts.identity.name} registered with the control plane${this.agent === null ? ' (no runtime: it runs no workloads)' : ''}`);
+      if (!this.closed) this.agent?.start();
+    }, (err: unknown) => {
+      this.opts.log.debug(`registering this node failed (${(err as Error).message}); retrying`);
+      this.retry = setTimeout(() => {
+        this.retry = undefined;
+        this.maybeStartAgent();
+      }, registerRetryMs);
+    });
+  }
+
+  /** Stops the agent (containers keep running) and the leader's loops; idempotent. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.retry);
+    this.opts.node.off('featureLevel', this.onLevel);
+    await Promise.all([this.agent?.close(), this.supervisor.close()]);
+    await this.opts.runtime?.close();
+  }
+}

@@ -1,0 +1,240 @@
+// The orchestrator: makes one service's tasks match its spec. A pure function of the control
+// state and the leader's log time; the supervisor runs it for each service whose records moved,
+// and proposes the plan it returns as fenced transactions.
+//
+// Per slot (1..replicas for a replicated service, one per eligible node for a global one) there
+// is at most one current task (the newest desired running); during a start-first replacement
+// there are two. Each pass, on a working copy of the service's task records:
+//   1. mirror the agents' reports into the records (observed state, container, exit code, the
+//      log time a task was first seen running or finished), and mark tasks of lost nodes orphaned;
+//   2. per slot: retire a failed or orphaned task, create the slot's task when it has none (after
+//      the restart policy's delay), and replace a task that must move (its node drains) or
+//      whose spec is old (a rolling update, paced by the update policy; rolling-update.ts);
+//   3. shut down the tasks of slots the spec no longer has (scale down, a node no longer eligible);
+//   4. delete finished tasks beyond a short history per slot, with their reports.
+// Every changed record becomes one put expecting the revision it was read at, so the plan applies
+// only to the state it was decided on.
+
+import { deleteChange, putChange, type Change, type Plan } from './changes.ts';
+import { servicesCollection, taskStatusCollection, tasksCollection } from './collections.ts';
+import type { ServiceRecord, TaskRecord } from './resources.ts';
+import { restartVerdict } from './restart-policy.ts';
+import { planUpdate, type UpdatePass } from './rolling-update.ts';
+import { eligibleNodes } from './scheduler/eligible-nodes.ts';
+import { tasksOf, type ControlState } from './state.ts';
+import { isTerminal, viewOf, type TaskView } from './task-view.ts';
+
+/** Finished tasks kept per slot, newest first, for `service ps` to show what happened. */
+export const taskHistoryPerSlot = 2;
+
+export interface LoopContext {
+  /** The leader's log time (ms): every time written is in it. */
+  now: number;
+  /** A new unique task id. */
+  newTaskId: () => string;
+}
+
+export interface Decision {
+  plan: Plan;
+  /** Run again after this long (a restart delay, an update's monitor), or null. */
+  wakeInMs: number | null;
+}
+
+/** A mutable copy of one task record and what it was read as. */
+export interface Work {
+  rec: TaskRecord;
+  view: TaskView;
+  /** The revision read; null for a task created in this pass. */
+  rev: number | null;
+  deleted: boolean;
+}
+
+export function reconcileService(state: ControlState, name: string, ctx: LoopContext): Decision {
+  const svc = state.services.get(name);
+  const works = tasksOf(state, name).map((t): Work => ({ rec: { ...t.value }, view: viewOf(state, t), rev: t.rev, deleted: false }));
+  for (const w of works) mirror(w, ctx.now);
+  const wake = new Wake(ctx.now);
+  let serviceChange: Change | undefined;
+  if (svc === undefined) {
+    for (const w of works) if (w.rec.desired === 'running') shutdown(w, ctx.now, 'the service was removed');
+  } else {
+    const pass = planUpdate(svc.value, works, ctx.now);
+    reconcileSlots(state, svc.value, works, pass, ctx, wake);
+    const updated = pass.statusChange;
+    if (updated !== null) serviceChange = putChange(servicesCollection, name, { ...updated, updatedAt: ctx.now }, svc.rev);
+    if (pass.wakeAt !== null) wake.at(pass.wakeAt);
+  }
+  const changes = [...reap(state, works, svc === undefined), ...taskChanges(works, ctx.now)];
+  if (serviceChange !== undefined) changes.push(serviceChange);
+  return { plan: { changes, compares: [] }, wakeInMs: wake.inMs() };
+}
+
+/** The earliest moment the service needs another look. */
+class Wake {
+  private earliest: number | null = null;
+  constructor(private readonly now: number) {}
+  at(t: number): void {
+    if (t > this.now && (this.earliest === null || t < this.earliest)) this.earliest = t;
+  }
+  inMs(): number | null {
+    return this.earliest === null ? null : this.earliest - this.now;
+  }
+}
+
+/** Copies what the agent reported, and what the leader concludes from the node, into the record. */
+function mirror(w: Work, now: number): void {
+  const { rec, view } = w;
+  const s = view.status;
+  if (s !== undefined && !isTerminalRecord(rec)) {
+    rec.containerId = s.containerId;
+    rec.exitCode = s.exitCode;
+    if (s.message !== null) rec.message = s.message;
+  }
+  if (view.observed === 'orphaned' && rec.observed !== 'orphaned') rec.message = `its node ${rec.nodeId ?? '?'} was lost (declared down or removed)`;
+  rec.observed = view.observed;
+  if (view.observed === 'running' && rec.startedAt === null) rec.startedAt = now;
+  if (isTerminal(view) && rec.finishedAt === null) rec.finishedAt = now;
+}
+
+function shutdown(w: Work, now: number, why: string | null): void {
+  if (w.rec.desired === 'shutdown') return;
+  w.rec.desired = 'shutdown';
+  if (why !== null) w.rec.message = why;
+  if (w.rec.nodeId === null && !isTerminal(w.view)) {
+    // Never placed: nothing runs, so it is finished at once.
+    w.rec.observed = 'shutdown';
+    w.rec.finishedAt = now;
+  }
+}
+
+/** The slots the spec asks for: 1..replicas, or the id of every eligible node (global). */
+function desiredSlots(state: ControlState, svc: ServiceRecord): (number | string)[] {
+  if (svc.spec.mode === 'global') return eligibleNodes(svc.spec, [...state.nodes.values()].map((n) => n.value)).map((n) => n.id);
+  return Array.from({ length: svc.spec.replicas ?? 0 }, (_, i) => i + 1);
+}
+
+function reconcileSlots(state: ControlState, svc: ServiceRecord, works: Work[], pass: UpdatePass, ctx: LoopContext, wake: Wake): void {
+  const wanted = desiredSlots(state, svc);
+  const wantedKeys = new Set(wanted.map(String));
+  const bySlot = new Map<string, Work[]>();
+  for (const w of works) bySlot.set(String(w.rec.slot), [...(bySlot.get(String(w.rec.slot)) ?? []), w]);
+  for (const slot of wanted) {
+    const created = reconcileSlot(svc, slot, bySlot.get(String(slot)) ?? [], pass, ctx, wake);
+    if (created !== undefined) works.push(created);
+  }
+  for (const [slot, ws] of bySlot) {
+    if (wantedKeys.has(slot)) continue;
+    for (const w of ws) shutdown(w, ctx.now, svc.spec.mode === 'global' ? 'its node is no longer eligible' : 'scaled down');
+  }
+}
+
+/** Converges one wanted slot; returns a task it creates. */
+function reconcileSlot(svc: ServiceRecord, slot: number | string, ws: Work[], pass: UpdatePass, ctx: LoopContext, wake: Wake): Work | undefined {
+  const alive = ws.filter((w) => w.rec.desired === 'running').sort((a, b) => a.rec.createdAt - b.rec.createdAt || a.rec.id.localeCompare(b.rec.id));
+  for (const w of alive) {
+    if (w.view.observed === 'failed') shutdown(w, ctx.now, null);
+    else if (w.view.observed === 'orphaned') shutdown(w, ctx.now, null);
+  }
+  const running = alive.filter((w) => w.rec.desired === 'running');
+  const current = running[running.length - 1];
+  if (current === undefined) return refill(svc, slot, ws, pass, ctx, wake);
+  const older = running.slice(0, -1);
+  if (older.length > 0) {
+    // A start-first replacement: the old tasks stop once the new one runs (and is healthy).
+    if (current.view.healthy) for (const o of older) shutdown(o, ctx.now, `replaced by ${current.rec.id}`);
+    return undefined;
+  }
+  const why = mustMove(current, pass);
+  if (why === null) return undefined;
+  if (svc.spec.update.order === 'start-first' && !svc.spec.exclusive) {
+    return newTask(svc, slot, pass.target, 0, ctx);
+  }
+  shutdown(current, ctx.now, why);
+  return undefined;
+}
+
+/** Why the slot's current task must be replaced by a new one now; null if it stays. */
+function mustMove(w: Work, pass: UpdatePass): string | null {
+  if (w.view.node?.availability === 'drain') return `its node ${w.view.node.name} is draining`;
+  if (pass.replaceNow.has(w.rec.id)) return `updating to spec version ${pass.target}`;
+  return null;
+}
+
+/** A slot with no task desired running: a new one, once the policy allows. */
+function refill(svc: ServiceRecord, slot: number | string, ws: Work[], pass: UpdatePass, ctx: LoopContext, wake: Wake): Work | undefined {
+  // Stop-first: the new task waits until the old one has stopped.
+  if (ws.some((w) => w.rec.desired === 'shutdown' && !isTerminal(w.view) && w.rec.nodeId !== null)) return undefined;
+  const last = [...ws].sort((a, b) => b.rec.createdAt - a.rec.createdAt || b.rec.id.localeCompare(a.rec.id))[0];
+  let attempt = 0;
+  if (last !== undefined && last.rec.observed === 'failed') {
+    const verdict = restartVerdict(last.rec, svc.spec.restart);
+    if (!verdict.restart) {
+      if (last.rec.message === null || !last.rec.message.includes(verdict.why)) last.rec.message = `${last.rec.message ?? 'failed'}; not restarted: ${verdict.why}`;
+      return undefined;
+    }
+    if (ctx.now < verdict.notBefore) {
+      wake.at(verdict.notBefore);
+      return undefined;
+    }
+    attempt = verdict.attempt;
+  }
+  return newTask(svc, slot, pass.target, attempt, ctx);
+}
+
+function newTask(svc: ServiceRecord, slot: number | string, specVersion: number, attempt: number, ctx: LoopContext): Work {
+  const rec: TaskRecord = {
+    id: ctx.newTaskId(), service: svc.name, slot, specVersion, nodeId: null, desired: 'running', observed: 'pending',
+    assignedTerm: null, nodeEpoch: null, containerId: null, exitCode: null, message: null, pendingReason: null, attempt,
+    createdAt: ctx.now, assignedAt: null, startedAt: null, finishedAt: null, updatedAt: ctx.now,
+  };
+  const view: TaskView = { record: rec, rev: 0, status: undefined, observed: 'pending', healthy: false, node: undefined };
+  return { rec, view, rev: null, deleted: false };
+}
+
+/**
+ * Finished tasks (desired shutdown and known to run nothing) beyond the newest few of each slot,
+ * or all of them once the service is gone, are deleted with their agents' reports.
+ */
+function reap(state: ControlState, works: Work[], serviceGone: boolean): Change[] {
+  const out: Change[] = [];
+  const bySlot = new Map<string, Work[]>();
+  for (const w of works) {
+    if (w.rev === null || w.rec.desired !== 'shutdown' || !isTerminalRecord(w.rec)) continue;
+    bySlot.set(String(w.rec.slot), [...(bySlot.get(String(w.rec.slot)) ?? []), w]);
+  }
+  for (const ws of bySlot.values()) {
+    ws.sort((a, b) => b.rec.createdAt - a.rec.createdAt || b.rec.id.localeCompare(a.rec.id));
+    for (const w of ws.slice(serviceGone ? 0 : taskHistoryPerSlot)) {
+      w.deleted = true;
+      out.push(deleteChange(tasksCollection, w.rec.id, w.rev as number));
+      const status = state.statuses.get(w.rec.id);
+      if (status !== undefined) out.push(deleteChange(taskStatusCollection, w.rec.id, status.rev));
+    }
+  }
+  return out;
+}
+
+function isTerminalRecord(r: TaskRecord): boolean {
+  return r.observed === 'failed' || r.observed === 'shutdown' || r.observed === 'orphaned';
+}
+
+/** One put per created or changed task record (stamped with the time it changed). */
+function taskChanges(works: Work[], now: number): Change[] {
+  const out: Change[] = [];
+  for (const w of works) {
+    if (w.deleted) continue;
+    if (w.rev === null) {
+      out.push(putChange(tasksCollection, w.rec.id, w.rec, null));
+    } else if (!sameRecord(w.rec, w.view.record)) {
+      w.rec.updatedAt = now;
+      out.push(putChange(tasksCollection, w.rec.id, w.rec, w.rev));
+    }
+  }
+  return out;
+}
+
+function sameRecord(a: TaskRecord, b: TaskRecord): boolean {
+  for (const k of Object.keys(a) as (keyof TaskRecord)[]) if (k !== 'updatedAt' && a[k] !== b[k]) return false;
+  return true;
+}
+

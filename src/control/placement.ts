@@ -1,0 +1,63 @@
+// The placement pass: every pending task of every service through the pure scheduler
+// (scheduler/), its decisions written as task updates. A placed task records the node, the node's
+// epoch and the leader's term; the plan compares the epoch, state and availability of every node
+// it placed on, so a placement made on a node that was declared down (or drained) meanwhile
+// changes nothing and is decided again.
+
+import type { Compare } from '../../fsm/index.ts';
+import { putChange, type Change } from './changes.ts';
+import { nodesCollection, tasksCollection } from './collections.ts';
+import type { NodeRecord, TaskRecord } from './resources.ts';
+import { specForTask } from './resources.ts';
+import { schedule } from './scheduler/schedule.ts';
+import type { TaskWithSpec } from './scheduler/types.ts';
+import type { ControlState, Versioned } from './state.ts';
+import { isTerminal, viewOf } from './task-view.ts';
+import type { Decision } from './orchestrator.ts';
+
+/** How many pending tasks one pass places at most (one transaction's worth, a few times over). */
+export const placementsPerPassMax = 512;
+
+export function placePending(state: ControlState, term: number, now: number): Decision {
+  const withSpec = (t: Versioned<TaskRecord>): TaskWithSpec | undefined => {
+    const svc = state.services.get(t.value.service)?.value;
+    const spec = svc === undefined ? null : specForTask(svc, t.value) ?? svc.spec;
+    return spec === null ? undefined : { task: t.value, spec };
+  };
+  const pending: TaskWithSpec[] = [];
+  const placed: TaskWithSpec[] = [];
+  for (const t of state.tasks.values()) {
+    if (t.value.desired !== 'running') continue;
+    const ts = withSpec(t);
+    if (ts === undefined) continue;
+    if (t.value.nodeId === null && t.value.observed === 'pending') pending.push(ts);
+    else if (t.value.nodeId !== null && !isTerminal(viewOf(state, t))) placed.push(ts);
+  }
+  if (pending.length === 0) return { plan: { changes: [], compares: [] }, wakeInMs: null };
+  const batch = pending.slice(0, placementsPerPassMax);
+  const nodes = [...state.nodes.values()].map((n) => n.value);
+  const result = schedule({ nodes, tasks: placed, pending: batch });
+  const changes: Change[] = [];
+  const usedNodes = new Map<string, NodeRecord>();
+  for (const p of result.placements) {
+    const t = state.tasks.get(p.taskId);
+    const node = state.nodes.get(p.nodeId)?.value;
+    if (t === undefined || node === undefined) continue;
+    usedNodes.set(node.id, node);
+    changes.push(putChange(tasksCollection, p.taskId, {
+      ...t.value, nodeId: node.id, nodeEpoch: node.epoch, assignedTerm: term, observed: 'assigned', assignedAt: now, pendingReason: null, updatedAt: now,
+    }, t.rev));
+  }
+  for (const u of result.unplaced) {
+    const t = state.tasks.get(u.taskId);
+    if (t === undefined || t.value.pendingReason === u.reason) continue;
+    changes.push(putChange(tasksCollection, u.taskId, { ...t.value, pendingReason: u.reason, updatedAt: now }, t.rev));
+  }
+  return { plan: { changes, compares: [...usedNodes.values()].flatMap(nodeCompares) }, wakeInMs: pending.length > batch.length ? 0 : null };
+}
+
+/** What a placement on `node` relied on: its epoch, and that it was ready and active. */
+function nodeCompares(node: NodeRecord): Compare[] {
+  const at = (path: string, value: number | string): Compare => ({ collection: nodesCollection, id: node.id, target: 'value', path, cmp: '=', value });
+  return [at('epoch', node.epoch), at('state', node.state), at('availability', node.availability)];
+}

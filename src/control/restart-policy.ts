@@ -1,0 +1,33 @@
+// The restart policy: whether a failed task's slot gets a new task, and when. A pure function of
+// the failed task and its service's policy; the orchestrator applies it.
+
+import type { TaskRecord } from './resources.ts';
+import type { RestartPolicy } from './spec/service-spec.ts';
+
+export type RestartVerdict =
+  | { restart: true; attempt: number; notBefore: number }
+  | { restart: false; why: string };
+
+/**
+ * A task that ran at least this long before failing counts as having worked: the next attempt
+ * starts again from the first delay (a crash once a day is not a crash loop).
+ */
+export const attemptResetAfterMs = 60_000;
+
+/** What the slot of `failed` (observed failed, finishedAt set) gets, under `policy`. */
+export function restartVerdict(failed: TaskRecord, policy: RestartPolicy): RestartVerdict {
+  if (policy.condition === 'never') return { restart: false, why: 'restart policy never' };
+  if (policy.condition === 'on-failure' && failed.exitCode === 0) return { restart: false, why: 'exited 0 (restart policy on-failure)' };
+  const ranLong = failed.startedAt !== null && failed.finishedAt !== null && failed.finishedAt - failed.startedAt >= attemptResetAfterMs;
+  const attempt = ranLong ? 0 : failed.attempt + 1;
+  if (policy.maxAttempts !== null && attempt > policy.maxAttempts) {
+    return { restart: false, why: `gave up after ${policy.maxAttempts} restart attempt${policy.maxAttempts === 1 ? '' : 's'}` };
+  }
+  return { restart: true, attempt, notBefore: (failed.finishedAt ?? 0) + backoffMs(attempt, policy) };
+}
+
+/** The wait before attempt `attempt` (1 = the first restart): the delay doubled per attempt, capped. */
+export function backoffMs(attempt: number, policy: RestartPolicy): number {
+  if (attempt <= 0) return 0;
+  return Math.min(policy.maxDelayMs, policy.delayMs * 2 ** Math.min(attempt - 1, 30));
+}

@@ -1,0 +1,120 @@
+// Rolling updates: which tasks of an old spec version are replaced now, and how the service's
+// update status moves. A pure function, read by the orchestrator on every pass of the service.
+//
+// `apply` of a changed spec (a change that needs new tasks) makes the old spec the previous one
+// and sets the update status to `updating`. Then, each pass: a new task is "good" once it has
+// run (and been healthy, with a health check) for the policy's `monitor`; at most `parallelism`
+// slots are in progress at a time (a new task not yet good, or an old one stopping for the
+// update), and a new batch waits `delay` after the last task turned good. A new task that fails
+// before it is good fails the update: `pause` stops it there (paused), `rollback` swaps the spec
+// back (rolling-back, the same machinery in the other direction). When every task runs the
+// current version and is good, the update is completed (or rolled-back).
+
+import type { ServiceRecord, ServiceUpdateStatus, TaskRecord } from './resources.ts';
+import { isTerminal, type TaskView } from './task-view.ts';
+
+export interface UpdatePass {
+  /** The spec version new tasks get. */
+  target: number;
+  /** Tasks of an old version to replace in this pass. */
+  replaceNow: ReadonlySet<string>;
+  /** The service record with a new update status (or spec, for a rollback); null if unchanged. */
+  statusChange: ServiceRecord | null;
+  /** When to look again (a task's monitor ends, a batch's delay ends); null if not needed. */
+  wakeAt: number | null;
+}
+
+interface TaskLike {
+  rec: TaskRecord;
+  view: TaskView;
+}
+
+const active = new Set(['updating', 'rolling-back']);
+
+export function planUpdate(svc: ServiceRecord, tasks: readonly TaskLike[], now: number): UpdatePass {
+  const target = svc.specVersion;
+  const st = svc.updateStatus;
+  const alive = tasks.filter((t) => t.rec.desired === 'running');
+  const old = alive.filter((t) => t.rec.specVersion !== target);
+  if (!active.has(st.state)) return { target, replaceNow: new Set(), statusChange: null, wakeAt: null };
+  const since = st.startedAt ?? 0;
+  const monitorMs = svc.spec.update.monitorMs;
+  const fresh = tasks.filter((t) => t.rec.specVersion === target && t.rec.createdAt >= since);
+  const failedEarly = fresh.find((t) => t.view.observed === 'failed' && !wasGood(t.rec, monitorMs));
+  if (failedEarly !== undefined) return { target, replaceNow: new Set(), statusChange: onFailure(svc, failedEarly.rec, now), wakeAt: null };
+  const pending = fresh.filter((t) => t.rec.desired === 'running' && !isGood(t, now, monitorMs));
+  const stopping = tasks.filter((t) => t.rec.desired === 'shutdown' && t.rec.specVersion !== target && !isTerminal(t.view) && t.rec.nodeId !== null);
+  if (old.length === 0 && pending.length === 0 && stopping.length === 0) {
+    return { target, replaceNow: new Set(), statusChange: finished(svc, now), wakeAt: null };
+  }
+  const wakeAt = earliest(pending.map((t) => (t.rec.startedAt ?? now) + monitorMs));
+  const inProgress = pending.length + stopping.length;
+  const lastGood = Math.max(since, ...fresh.filter((t) => isGood(t, now, monitorMs)).map((t) => (t.rec.startedAt ?? 0) + monitorMs));
+  const readyAt = inProgress === 0 && lastGood > since ? lastGood + svc.spec.update.delayMs : now;
+  if (now < readyAt) return { target, replaceNow: new Set(), statusChange: null, wakeAt: earliest([readyAt, ...(wakeAt === null ? [] : [wakeAt])]) };
+  const budget = Math.max(0, svc.spec.update.parallelism - inProgress);
+  const next = [...old].sort((a, b) => String(a.rec.slot).localeCompare(String(b.rec.slot), undefined, { numeric: true })).slice(0, budget);
+  return { target, replaceNow: new Set(next.map((t) => t.rec.id)), statusChange: null, wakeAt };
+}
+
+/** Has run for the monitor period and, with a health check, is healthy now. */
+function isGood(t: TaskLike, now: number, monitorMs: number): boolean {
+  return t.view.healthy && t.rec.startedAt !== null && now - t.rec.startedAt >= monitorMs;
+}
+
+/** A task that ran its monitor period before it ended (it did not fail the update). */
+function wasGood(r: TaskRecord, monitorMs: number): boolean {
+  return r.startedAt !== null && r.finishedAt !== null && r.finishedAt - r.startedAt >= monitorMs;
+}
+
+function earliest(ts: number[]): number | null {
+  return ts.length === 0 ? null : Math.min(...ts);
+}
+
+function withStatus(svc: ServiceRecord, status: ServiceUpdateStatus): ServiceRecord {
+  return { ...svc, updateStatus: status };
+}
+
+function finished(svc: ServiceRecord, now: number): ServiceRecord {
+  const state = svc.updateStatus.state === 'rolling-back' ? 'rolled-back' : 'completed';
+  return withStatus(svc, { ...svc.updateStatus, state, completedAt: now });
+}
+
+function onFailure(svc: ServiceRecord, failed: TaskRecord, now: number): ServiceRecord {
+  const why = `task ${failed.id} (slot ${String(failed.slot)}) failed within the update's monitor${failed.exitCode !== null ? ` (exit ${failed.exitCode})` : ''}${failed.message !== null ? `: ${failed.message}` : ''}`;
+  if (svc.updateStatus.state === 'rolling-back') {
+    return withStatus(svc, { ...svc.updateStatus, state: 'rollback-paused', completedAt: now, message: `the rollback failed: ${why}` });
+  }
+  if (svc.spec.update.failureAction === 'rollback' && svc.previousSpec !== null && svc.previousSpecVersion !== null) {
+    return rollback(svc, now, `rolled back: ${why}`);
+  }
+  return withStatus(svc, { ...svc.updateStatus, state: 'paused', completedAt: now, message: `paused: ${why}` });
+}
+
+/**
+ * The service going back to its previous spec: the current and previous specs (and versions)
+ * swap, so tasks still running the previous version are current again and are not replaced.
+ * Null when there is nothing to go back to.
+ */
+export function rollback(svc: ServiceRecord, now: number, message: string): ServiceRecord {
+  if (svc.previousSpec === null || svc.previousSpecVersion === null) throw new Error('rollback without a previous spec');
+  return {
+    ...svc,
+    spec: svc.previousSpec, specVersion: svc.previousSpecVersion,
+    previousSpec: svc.spec, previousSpecVersion: svc.specVersion,
+    updateStatus: { state: 'rolling-back', startedAt: now, completedAt: null, message },
+  };
+}
+
+/**
+ * The record after `apply` of a new spec: a change that needs new tasks starts an update. A new
+ * version is always above both kept versions, so a version number never names two specs.
+ */
+export function withNewSpec(svc: ServiceRecord, spec: ServiceRecord['spec'], replace: boolean, now: number): ServiceRecord {
+  const specVersion = Math.max(svc.specVersion, svc.previousSpecVersion ?? 0) + 1;
+  if (!replace) return { ...svc, spec, updatedAt: now };
+  return {
+    ...svc, spec, specVersion, previousSpec: svc.spec, previousSpecVersion: svc.specVersion, updatedAt: now,
+    updateStatus: { state: 'updating', startedAt: now, completedAt: null, message: null },
+  };
+}

@@ -1,0 +1,472 @@
+// The per-node agent: runs on every node (the leader included) and converges the node's
+// containers toward what its applied store assigns to it (design.md, "Control plane").
+//
+// Level-triggered: a store change, a runtime event, the end of an operation or a slow timer only
+// marks the agent dirty; a pass then re-reads the store and lists the runtime, plans with the
+// pure planReconcile, and hands each action to the per-task work queue. A pass never replays
+// history, so after a restart of shoal it adopts the containers it finds (same ids; a running
+// one is never restarted) and converges from there.
+//
+// Fencing (design.md, "Fencing"): containers carry the node epoch that placed them; anything
+// that starts a container or stops and removes one waits for a read barrier (`caughtUp`) in the
+// same pass, so it acts on a store caught up with the leader's commit and never without a
+// quorum. Reports carry the node's epoch and are dropped when the writer says it was raised.
+//
+// Ports: `view` (this node's applied store), `writer` (reports, as transactions the lead's store
+// code fences by epoch), `caughtUp` (the read barrier), `runtime`, `clock`, `log`.
+
+import type { NodeRecord, RuntimeStatus } from '../control/resources.ts';
+import { backoffDelayMs } from './backoff.ts';
+import type { Clock, Timer } from './clock.ts';
+import { ownerLabels, type Owner } from './labels.ts';
+import { planReconcile, type AgentAssignment, type Plan, type PlanAction, type PlanInput, type Quorum, type StopOptions } from './plan-reconcile.ts';
+import type { LocalRestarts } from './restart-backoff.ts';
+import { RuntimeReporter, type RuntimeStatusWriter } from './runtime-reporter.ts';
+import { RuntimeError, type Runtime } from './runtime.ts';
+import { errorText, StatusReporter, statusReporterDefaults, type StatusReporterLimits, type StatusWriter } from './status-reporter.ts';
+import { exitedStatus, failedStartStatus, goneStatus, startingStatus, type ReportBase } from './task-report.ts';
+import { callWithTimeout, TaskWorkQueue, type Call } from './work-queue.ts';
+import type { Logger } from '../log.ts';
+
+export type { AgentAssignment } from './plan-reconcile.ts';
+export type { NodeRuntimeReport } from './runtime-reporter.ts';
+export { isStaleEpoch } from './status-reporter.ts';
+
+/** What this node's applied store says about it. */
+export interface NodeAssignments {
+  /** The node's own record (its epoch); null before the node is registered. */
+  node: NodeRecord | null;
+  /** Every task whose nodeId is this node, desired running or shutdown, with its service and the agent's last applied report. */
+  tasks: AgentAssignment[];
+}
+
+/** This node's applied store (never a linearizable read: the agent takes a barrier when it must). */
+export interface AgentView {
+  assignments(nodeId: string): NodeAssignments;
+  /** onChange after store changes that may concern this node; the agent coalesces them. Returns the unsubscribe. */
+  subscribe(onChange: () => void): () => void;
+}
+
+/**
+ * Writes through the log. reportTaskStatus is one transaction comparing the node record's epoch
+ * with the reports' (all of one epoch); it rejects with `{code: 'stale_epoch'}` when the epoch
+ * was raised, or another error (no_leader, timeout) to be retried.
+ */
+export interface AgentWriter extends StatusWriter, RuntimeStatusWriter {}
+
+/** The process's one logger interface (src/log.ts). */
+export type AgentLog = Logger;
+
+export interface AgentLimits {
+  /** The slow timer: a pass at least this often, whatever happens. */
+  resyncIntervalMs: number;
+  /** Timeout of every runtime call but pulls and stops (and of list and ping). */
+  callTimeoutMs: number;
+  /** Given to ensureImage; the call's own timeout is this plus callTimeoutMs. */
+  pullTimeoutMs: number;
+  /** A stop call's timeout is the grace period plus this. */
+  stopMarginMs: number;
+  /** How long a read barrier may take before the pass counts it as no quorum. */
+  barrierTimeoutMs: number;
+  /** Tasks with an operation under way at once. */
+  opsConcurrentMax: number;
+  /** Ping backoff while the runtime is unavailable. */
+  pingBackoffMinMs: number;
+  pingBackoffMaxMs: number;
+  /** What close() waits for operations in flight. */
+  closeDrainMs: number;
+  /** How to stop a container whose service is unknown (no task claims it). */
+  defaultStop: StopOptions;
+  reports: StatusReporterLimits;
+}
+
+export const agentDefaults: AgentLimits = {
+  resyncIntervalMs: 10_000,
+  callTimeoutMs: 30_000,
+  pullTimeoutMs: 300_000,
+  stopMarginMs: 10_000,
+  barrierTimeoutMs: 10_000,
+  opsConcurrentMax: 8,
+  pingBackoffMinMs: 500,
+  pingBackoffMaxMs: 30_000,
+  closeDrainMs: 10_000,
+  defaultStop: { signal: 'SIGTERM', graceMs: 10_000 },
+  reports: statusReporterDefaults,
+};
+
+export interface AgentOptions {
+  owner: Owner;
+  view: AgentView;
+  writer: AgentWriter;
+  /** Resolves once this node has applied what the leader had committed; rejects without a quorum. */
+  caughtUp: () => Promise<void>;
+  runtime: Runtime;
+  clock: Clock;
+  log: AgentLog;
+  limits?: Partial<Omit<AgentLimits, 'reports'>> & { reports?: Partial<StatusReporterLimits> };
+}
+
+export type AgentRuntimeState = RuntimeStatus;
+
+export interface AgentState {
+  runtime: AgentRuntimeState;
+  runtimeError: string | null;
+  /** Tasks with an operation under way (hung calls' included). */
+  opsInFlight: number;
+  reportsPending: number;
+  /** Passes completed since start. */
+  passes: number;
+  /** The last pass's barrier: 'unknown' when it needed none. */
+  lastQuorum: Quorum;
+}
+
+export class Agent {
+  private readonly limits: AgentLimits;
+  private readonly queue: TaskWorkQueue;
+  private readonly reporter: StatusReporter;
+  private readonly runtimeReporter: RuntimeReporter;
+  private readonly failedStarts = new Set<string>();
+  private readonly failureReported = new Set<string>();
+  private readonly restarts = new Map<string, LocalRestarts>();
+  private runtimeState: AgentRuntimeState = 'unknown';
+  private runtimeError: string | null = null;
+  private pingFailures = 0;
+  private pinging = false;
+  private pingTimer: Timer | null = null;
+  private resyncTimer: Timer | null = null;
+  private wake: { atMs: number; timer: Timer } | null = null;
+  private unsubView: (() => void) | null = null;
+  private unsubEvents: (() => void) | null = null;
+  private dirty = false;
+  private looping: Promise<void> | null = null;
+  private passes = 0;
+  private lastQuorum: Quorum = 'unknown';
+  private noQuorumLogged = false;
+  private started = false;
+  private closed = false;
+  private closing: Promise<void> | null = null;
+
+  constructor(private readonly opts: AgentOptions) {
+    this.limits = { ...agentDefaults, ...opts.limits, reports: { ...agentDefaults.reports, ...opts.limits?.reports } };
+    this.queue = new TaskWorkQueue(opts.clock, this.limits.opsConcurrentMax);
+    this.reporter = new StatusReporter({
+      writer: opts.writer, clock: opts.clock, log: opts.log, limits: this.limits.reports,
+      onWritten: (statuses) => {
+        for (const s of statuses) if (s.state === 'failed' && s.containerId !== null) this.failureReported.add(s.containerId);
+      },
+    });
+    this.runtimeReporter = new RuntimeReporter({
+      writer: opts.writer, clock: opts.clock, log: opts.log,
+      backoffMinMs: this.limits.reports.backoffMinMs, backoffMaxMs: this.limits.reports.backoffMaxMs,
+    });
+  }
+
+  /** Starts watching the store and the runtime. Call once. */
+  start(): void {
+    if (this.started) throw new Error('assertion: Agent.start called twice');
+    this.started = true;
+    this.unsubView = this.opts.view.subscribe(() => this.kick());
+    this.scheduleResync();
+    this.checkRuntime();
+  }
+
+  /** Stops the agent; containers are left as they are (the next agent adopts them). Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= this.shutdown();
+    return this.closing;
+  }
+
+  state(): AgentState {
+    return {
+      runtime: this.runtimeState, runtimeError: this.runtimeError, opsInFlight: this.queue.size(),
+      reportsPending: this.reporter.pendingCount(), passes: this.passes, lastQuorum: this.lastQuorum,
+    };
+  }
+
+  private async shutdown(): Promise<void> {
+    this.closed = true;
+    for (const t of [this.pingTimer, this.resyncTimer, this.wake?.timer]) t?.cancel();
+    this.unsubView?.();
+    this.unsubEvents?.();
+    if (this.looping !== null) await this.looping;
+    // Every call is time-boxed, but a hung call keeps its task's key busy: wait a bounded time.
+    await new Promise<void>((resolve) => {
+      const t = this.opts.clock.setTimer(this.limits.closeDrainMs, resolve);
+      void this.queue.whenIdle().then(() => {
+        t.cancel();
+        resolve();
+      });
+    });
+    await this.reporter.close();
+    await this.runtimeReporter.close();
+  }
+
+  // ---- the reconcile loop ----
+
+  private kick(): void {
+    if (this.closed) return;
+    this.dirty = true;
+    this.looping ??= this.loop().finally(() => {
+      this.looping = null;
+      if (this.dirty) this.kick();
+    });
+  }
+
+  private async loop(): Promise<void> {
+    while (this.dirty && !this.closed) {
+      this.dirty = false;
+      try {
+        await this.pass();
+      } catch (err) {
+        this.opts.log.error(`agent: reconcile pass failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+      }
+      this.passes++;
+    }
+  }
+
+  private async pass(): Promise<void> {
+    if (this.runtimeState !== 'up') return;
+    const first = await this.readInput('unknown');
+    if (first === null) return;
+    let plan = planReconcile(first);
+    this.lastQuorum = 'unknown';
+    if (plan.needsBarrier) {
+      const quorum = await this.barrier();
+      const again = await this.readInput(quorum);
+      if (again === null || this.closed) return;
+      plan = planReconcile(again);
+      this.lastQuorum = quorum;
+      // Local restarts count only while the leader cannot hear of failures.
+      if (quorum === 'yes') this.restarts.clear();
+    }
+    if (!this.closed) this.applyPlan(plan);
+  }
+
+  /** The store and the runtime as they are now; null when the runtime does not answer. */
+  private async readInput(quorum: Quorum): Promise<PlanInput | null> {
+    const { owner, runtime, clock } = this.opts;
+    let containers;
+    try {
+      containers = await callWithTimeout(clock, 'listing containers', this.limits.callTimeoutMs, () => runtime.list(ownerLabels(owner))).result;
+    } catch (err) {
+      this.onRuntimeTrouble(err);
+      return null;
+    }
+    const snap = this.opts.view.assignments(owner.nodeId);
+    this.runtimeReporter.want({ status: 'up', error: null, kind: runtime.kind }, snap.node?.runtime ?? null);
+    const taskIds = new Set(snap.tasks.map((a) => a.task.id));
+    const containerIds = new Set(containers.map((c) => c.id));
+    this.reporter.retain(taskIds);
+    for (const id of this.failedStarts) if (!taskIds.has(id)) this.failedStarts.delete(id);
+    for (const id of this.restarts.keys()) if (!taskIds.has(id)) this.restarts.delete(id);
+    for (const id of this.failureReported) if (!containerIds.has(id)) this.failureReported.delete(id);
+    return {
+      owner, node: snap.node, assignments: snap.tasks, containers, quorum, busyKeys: this.queue.busyKeys(),
+      latestReports: this.reporter.latest(), failedStarts: this.failedStarts, failureReported: this.failureReported, restarts: this.restarts,
+      nowMs: clock.now(), defaultStop: this.limits.defaultStop,
+    };
+  }
+
+  private async barrier(): Promise<'yes' | 'no'> {
+    try {
+      await callWithTimeout(this.opts.clock, 'catching up with the leader', this.limits.barrierTimeoutMs, () => this.opts.caughtUp()).result;
+      if (this.noQuorumLogged) this.opts.log.info('agent: caught up with the leader again');
+      this.noQuorumLogged = false;
+      return 'yes';
+    } catch (err) {
+      if (!this.noQuorumLogged) {
+        this.opts.log.warn(`agent: cannot catch up with the leader (${errorText(err)}): running containers keep running, nothing new starts and nothing is removed until it can`);
+      }
+      this.noQuorumLogged = true;
+      return 'no';
+    }
+  }
+
+  private applyPlan(plan: Plan): void {
+    for (const s of plan.reports) this.reporter.submit(s);
+    for (const [id, st] of plan.restartUpdates) this.restarts.set(id, st);
+    if (plan.wakeAtMs !== null) this.wakeAt(plan.wakeAtMs);
+    // Removals first, so stops are under way before anything new pulls or starts.
+    const ordered = [...plan.actions.filter((a) => a.type === 'remove'), ...plan.actions.filter((a) => a.type !== 'remove')];
+    for (const a of ordered) {
+      // Beyond the bound, the rest waits for the next pass (kicked when an operation ends).
+      if (!this.queue.hasRoom()) break;
+      if (this.queue.isBusy(a.key)) continue;
+      this.queue.run(a.key, (call) => this.perform(a, call), (thrown) => {
+        if (thrown !== undefined) this.opts.log.error(`agent: ${a.type} of ${a.key} failed unexpectedly: ${errorText(thrown)}`);
+        this.kick();
+      });
+    }
+  }
+
+  private wakeAt(atMs: number): void {
+    if (this.wake !== null && this.wake.atMs <= atMs) return;
+    this.wake?.timer.cancel();
+    const timer = this.opts.clock.setTimer(atMs - this.opts.clock.now(), () => {
+      this.wake = null;
+      this.kick();
+    });
+    this.wake = { atMs, timer };
+  }
+
+  private scheduleResync(): void {
+    this.resyncTimer = this.opts.clock.setTimer(this.limits.resyncIntervalMs, () => {
+      this.runtimeReporter.resync();
+      if (this.runtimeState === 'unavailable') this.wantRuntimeReport();
+      this.kick();
+      this.scheduleResync();
+    });
+  }
+
+  // ---- operations (one task's, under its key in the work queue) ----
+
+  private perform(a: PlanAction, call: Call): Promise<void> {
+    switch (a.type) {
+      case 'create': return this.createOp(a.base, a.spec.image, () => this.opts.runtime.create(a.spec), call);
+      case 'start': return this.startOp(a.base, a.containerId, call);
+      case 'restart': return this.restartOp(a.base, a.containerId, a.restarts, call);
+      case 'remove': return this.removeOp(a, call);
+    }
+  }
+
+  private async createOp(base: ReportBase, image: string, create: () => Promise<string>, call: Call): Promise<void> {
+    const { runtime } = this.opts;
+    this.reporter.submit(startingStatus(base));
+    try {
+      const pullMs = this.limits.pullTimeoutMs;
+      await call(`pulling ${image}`, pullMs + this.limits.callTimeoutMs, () => runtime.ensureImage(image, pullMs));
+    } catch (err) {
+      if (err instanceof RuntimeError && err.kind === 'unavailable') return this.onRuntimeTrouble(err);
+      return this.failStart(base, null, `image_pull_failed: ${errorText(err)}`);
+    }
+    let id: string;
+    try {
+      id = await call('creating the container', this.limits.callTimeoutMs, create);
+    } catch (err) {
+      // A create that timed out may have happened: the next pass finds it by its labels.
+      if (this.isRuntimeTrouble(err)) return this.onRuntimeTrouble(err);
+      return this.failStart(base, null, `create failed: ${errorText(err)}`);
+    }
+    await this.startOp(base, id, call);
+  }
+
+  private async startOp(base: ReportBase, containerId: string, call: Call): Promise<void> {
+    try {
+      await call('starting the container', this.limits.callTimeoutMs, () => this.opts.runtime.start(containerId));
+    } catch (err) {
+      if (this.isRuntimeTrouble(err)) return this.onRuntimeTrouble(err);
+      this.failStart(base, containerId, `start failed: ${errorText(err)}`);
+    }
+  }
+
+  private async restartOp(base: ReportBase, containerId: string, restarts: LocalRestarts, call: Call): Promise<void> {
+    this.restarts.set(base.taskId, restarts);
+    try {
+      await call('restarting the container', this.limits.callTimeoutMs, () => this.opts.runtime.start(containerId));
+      this.opts.log.info(`agent: restarted container ${containerId} of task ${base.taskId} on the node (restart ${restarts.count} without a quorum)`);
+    } catch (err) {
+      if (this.isRuntimeTrouble(err)) return this.onRuntimeTrouble(err);
+      this.opts.log.warn(`agent: restarting container ${containerId} of task ${base.taskId} failed: ${errorText(err)}`);
+    }
+  }
+
+  private async removeOp(a: Extract<PlanAction, { type: 'remove' }>, call: Call): Promise<void> {
+    const { runtime } = this.opts;
+    try {
+      await call('stopping the container', a.stop.graceMs + this.limits.stopMarginMs, () => runtime.stop(a.containerId, a.stop));
+      const info = a.shutdownOf === null ? undefined : await call('inspecting the container', this.limits.callTimeoutMs, () => runtime.inspect(a.containerId));
+      await call('removing the container', this.limits.callTimeoutMs, () => runtime.remove(a.containerId));
+      this.opts.log.info(`agent: removed container ${a.name} (${a.containerId}): ${a.reason}`);
+      if (a.shutdownOf !== null) {
+        this.reporter.submit(info === undefined ? goneStatus(a.shutdownOf, 'shutdown', a.containerId, null) : exitedStatus(a.shutdownOf, info, 'shutdown', null));
+      }
+    } catch (err) {
+      if (this.isRuntimeTrouble(err)) return this.onRuntimeTrouble(err);
+      this.opts.log.warn(`agent: removing container ${a.name} (${a.containerId}) failed: ${errorText(err)}; trying again later`);
+    }
+  }
+
+  private failStart(base: ReportBase, containerId: string | null, message: string): void {
+    this.failedStarts.add(base.taskId);
+    this.opts.log.warn(`agent: task ${base.taskId} did not start: ${message}`);
+    this.reporter.submit(failedStartStatus(base, containerId, message));
+  }
+
+  // ---- the runtime's availability ----
+
+  /** Unavailable, timed out, or a container gone behind the agent's back: nothing the task did. */
+  private isRuntimeTrouble(err: unknown): boolean {
+    return err instanceof RuntimeError && (err.kind === 'unavailable' || err.kind === 'timeout' || err.kind === 'not_found');
+  }
+
+  private onRuntimeTrouble(err: unknown): void {
+    if (!(err instanceof RuntimeError)) {
+      this.opts.log.error(`agent: unexpected runtime failure: ${errorText(err)}`);
+    } else if (err.kind === 'unavailable') {
+      this.becomeUnavailable(err.message);
+    } else if (err.kind === 'timeout') {
+      // One slow call (a stop past its grace period, a busy daemon) is not an unavailable
+      // runtime: a ping decides.
+      this.opts.log.warn(`agent: ${err.message}`);
+      this.checkRuntime();
+    }
+    // not_found: the container went away behind the agent's back; the next pass re-lists.
+  }
+
+  private checkRuntime(): void {
+    if (this.closed || this.pinging) return;
+    this.pinging = true;
+    callWithTimeout(this.opts.clock, 'runtime ping', this.limits.callTimeoutMs, () => this.opts.runtime.ping()).result.then(() => {
+      this.pinging = false;
+      this.becomeUp();
+    }, (err: unknown) => {
+      this.pinging = false;
+      this.becomeUnavailable(errorText(err));
+    });
+  }
+
+  private becomeUp(): void {
+    if (this.closed) return;
+    const was = this.runtimeState;
+    this.runtimeState = 'up';
+    this.runtimeError = null;
+    this.pingFailures = 0;
+    this.unsubEvents?.();
+    this.unsubEvents = this.opts.runtime.events(ownerLabels(this.opts.owner), () => this.kick(), (err) => this.onStreamError(err));
+    if (was === 'unavailable') this.opts.log.info(`agent: the ${this.opts.runtime.kind} runtime answers again; reconciling`);
+    this.wantRuntimeReport();
+    this.kick();
+  }
+
+  private becomeUnavailable(error: string): void {
+    if (this.closed) return;
+    this.unsubEvents?.();
+    this.unsubEvents = null;
+    if (this.runtimeState !== 'unavailable' || this.runtimeError !== error) {
+      this.opts.log.warn(`agent: the ${this.opts.runtime.kind} runtime is unavailable (${error}); containers are left as they are; retrying`);
+    }
+    this.runtimeState = 'unavailable';
+    this.runtimeError = error;
+    this.wantRuntimeReport();
+    this.pingFailures++;
+    this.pingTimer?.cancel();
+    this.pingTimer = this.opts.clock.setTimer(backoffDelayMs(this.pingFailures, this.limits.pingBackoffMinMs, this.limits.pingBackoffMaxMs), () => {
+      this.pingTimer = null;
+      this.checkRuntime();
+    });
+  }
+
+  /** The event stream broke: a ping says whether the runtime went away or only the stream did. */
+  private onStreamError(err: RuntimeError): void {
+    if (this.closed) return;
+    this.unsubEvents = null;
+    this.opts.log.debug(`agent: the runtime's event stream ended (${err.message})`);
+    this.checkRuntime();
+  }
+
+  private wantRuntimeReport(): void {
+    if (this.runtimeState === 'unknown') return;
+    const stored = this.opts.view.assignments(this.opts.owner.nodeId).node?.runtime ?? null;
+    this.runtimeReporter.want({ status: this.runtimeState, error: this.runtimeError, kind: this.opts.runtime.kind }, stored);
+  }
+}

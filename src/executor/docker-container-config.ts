@@ -1,0 +1,95 @@
+// A ContainerSpec as Docker's create body (POST /containers/create). Pure: no I/O, so every
+// field's translation is tested without a daemon.
+//
+// Choices, and why (docs/docker.md says the same for operators):
+// - RestartPolicy `no`: shoal's agent restarts tasks itself, under the service's restart policy
+//   and only when the store says the task is this node's. A Docker policy would restart a
+//   container after a reboot before shoal has caught up with the cluster, which may have moved
+//   the task elsewhere meanwhile: two copies of one slot.
+// - Logs: json-file with rotation (`max-size`, `max-file`), whatever the daemon's default
+//   driver is, so a chatty task cannot fill a node's SD card.
+// - `command` and `args` follow Docker: setting the entrypoint clears the image's CMD, so with
+//   `command` set and `args` null the container runs `command` alone (as `docker run
+//   --entrypoint` and Compose's `entrypoint:` do).
+// - Mounts go through the Mounts API, not Binds: a bind whose source does not exist is refused
+//   instead of being created empty and owned by root; a named volume is created when missing.
+// - No health check in the spec keeps the image's own HEALTHCHECK, as Docker and Swarm do.
+
+import type Docker from 'dockerode';
+import type { ContainerSpec } from './runtime.ts';
+
+const nsPerMs = 1_000_000;
+const nanoCpusPerMilliCpu = 1_000_000;
+const msPerSecond = 1_000;
+
+/** The create body for `spec` (its `name` travels as the `name` query parameter). */
+export function dockerCreateOptions(spec: ContainerSpec): Docker.ContainerCreateOptions {
+  const ports = portConfig(spec);
+  return {
+    name: spec.name,
+    Image: spec.image,
+    ...(spec.command !== null ? { Entrypoint: spec.command } : {}),
+    ...(spec.args !== null ? { Cmd: spec.args } : {}),
+    Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
+    ...(spec.user !== null ? { User: spec.user } : {}),
+    Labels: { ...spec.labels },
+    ...(ports.exposed !== undefined ? { ExposedPorts: ports.exposed } : {}),
+    ...(spec.healthCheck !== null ? { Healthcheck: healthConfig(spec.healthCheck) } : {}),
+    StopSignal: spec.stopSignal,
+    // Seconds, rounded up: used only when someone runs `docker stop` by hand (or the daemon
+    // shuts down); shoal's own stop sends the signal and times the grace period itself.
+    StopTimeout: Math.ceil(spec.stopGracePeriodMs / msPerSecond),
+    HostConfig: hostConfig(spec, ports.bindings),
+  };
+}
+
+function hostConfig(spec: ContainerSpec, portBindings: Record<string, Array<{ HostPort: string }>> | undefined): Docker.HostConfig {
+  return {
+    RestartPolicy: { Name: 'no' },
+    ...(spec.limits.cpuMillis !== null ? { NanoCpus: spec.limits.cpuMillis * nanoCpusPerMilliCpu } : {}),
+    ...(spec.limits.memoryBytes !== null ? { Memory: spec.limits.memoryBytes } : {}),
+    ...(portBindings !== undefined ? { PortBindings: portBindings } : {}),
+    Mounts: spec.mounts.map((m) => ({ Type: m.type, Source: m.source, Target: m.target, ReadOnly: m.readOnly })),
+    Devices: spec.devices.map((d) => ({ PathOnHost: d.hostPath, PathInContainer: d.containerPath, CgroupPermissions: d.permissions })),
+    CapAdd: [...spec.capAdd],
+    CapDrop: [...spec.capDrop],
+    Privileged: spec.privileged,
+    ...(spec.hostNetwork ? { NetworkMode: 'host' } : {}),
+    LogConfig: { Type: 'json-file', Config: logConfig(spec.logs.maxSizeBytes, spec.logs.maxFiles) },
+  };
+}
+
+/** json-file rotation. A zero size means "no rotation" in the spec; Docker wants both keys absent then. */
+function logConfig(maxSizeBytes: number, maxFiles: number): Record<string, string> {
+  if (maxSizeBytes <= 0) return {};
+  return { 'max-size': String(maxSizeBytes), 'max-file': String(maxFiles) };
+}
+
+function healthConfig(h: NonNullable<ContainerSpec['healthCheck']>): Docker.HealthConfig {
+  return {
+    Test: ['CMD', ...h.command],
+    Interval: h.intervalMs * nsPerMs,
+    Timeout: h.timeoutMs * nsPerMs,
+    Retries: h.retries,
+    StartPeriod: h.startPeriodMs * nsPerMs,
+  };
+}
+
+/**
+ * Exposed ports and host bindings, keyed `<target>/<protocol>`. With host networking the
+ * container binds the node's ports itself and Docker would drop bindings, so none are sent.
+ */
+function portConfig(spec: ContainerSpec): {
+  exposed: Record<string, Record<string, never>> | undefined;
+  bindings: Record<string, Array<{ HostPort: string }>> | undefined;
+} {
+  if (spec.hostNetwork || spec.ports.length === 0) return { exposed: undefined, bindings: undefined };
+  const exposed: Record<string, Record<string, never>> = {};
+  const bindings: Record<string, Array<{ HostPort: string }>> = {};
+  for (const p of spec.ports) {
+    const key = `${p.target}/${p.protocol}`;
+    exposed[key] = {};
+    (bindings[key] ??= []).push({ HostPort: String(p.published) });
+  }
+  return { exposed, bindings };
+}

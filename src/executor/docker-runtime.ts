@@ -1,0 +1,397 @@
+// The runtime port on Docker, through dockerode over the local socket (or DOCKER_HOST).
+//
+// Every call has a timeout and fails with a RuntimeError whose kind the agent acts on:
+// `unavailable` (no socket, refused, reset: the node reports `runtime: unavailable`),
+// `not_found` (no such container), `image_pull_failed`, `timeout` (a hung daemon), or `failed`
+// with Docker's own message. Nothing else escapes. What is created, and why (restart policy
+// `no`, json-file rotation, ...), is in docker-container-config.ts and docs/docker.md.
+
+import http from 'node:http';
+import type { Readable } from 'node:stream';
+import Docker from 'dockerode';
+import type { z } from 'zod';
+import { ShoalError } from '../errors.ts';
+import {
+  containerInspectSchema, containerSummarySchema, dockerEventSchema, subscribedActions, toContainerInfo, toRuntimeEvent,
+} from './docker-answers.ts';
+import { dockerCreateOptions } from './docker-container-config.ts';
+import { describeEndpoint, resolveDockerEndpoint, type DockerEndpoint } from './docker-endpoint.ts';
+import { RuntimeError, type ContainerInfo, type ContainerSpec, type Labels, type Runtime, type RuntimeEvent } from './runtime.ts';
+
+export interface DockerRuntimeOptions {
+  /** The daemon's unix socket; undefined = DOCKER_HOST, else /var/run/docker.sock. */
+  socketPath?: string;
+  /** Where DOCKER_HOST and DOCKER_TLS_VERIFY are read; default process.env. */
+  env?: Record<string, string | undefined>;
+  /** The timeout of one call (inspect, create, start, ...). */
+  callTimeoutMs?: number;
+  /** The timeout of ping(), shorter: it decides whether the node reports Docker as unavailable. */
+  pingTimeoutMs?: number;
+}
+
+const callTimeoutMsDefault = 30_000;
+const pingTimeoutMsDefault = 5_000;
+/** Concurrent connections to the daemon (an event stream and stop waits each hold one). */
+const socketsMax = 32;
+/** Inspects in flight at once while listing. */
+const listInspectsMax = 8;
+/** One line of an event or pull stream; Docker's are well under 4 KiB. */
+const streamLineBytesMax = 1 << 20;
+/** An event subscription asks Docker to replay this much of its recent past, so events between
+ *  the call and the stream's start are not lost (duplicates are harmless to a level-triggered agent). */
+const eventsReplayMs = 1_000;
+
+/** Socket errors that mean the daemon cannot be reached, as opposed to an answer it gave. */
+const unreachableCodes = new Set([
+  'ENOENT', 'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'EACCES', 'ENOTCONN', 'EHOSTUNREACH',
+  'ENETUNREACH', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'ERR_STREAM_PREMATURE_CLOSE',
+]);
+
+type SignalOutcome = 'sent' | 'not_running' | 'absent';
+
+export class DockerRuntime implements Runtime {
+  readonly kind = 'docker';
+  readonly endpoint: DockerEndpoint;
+  private readonly docker: Docker;
+  private readonly agent: http.Agent;
+  private readonly callTimeoutMs: number;
+  private readonly pingTimeoutMs: number;
+  private readonly inflight = new Set<AbortController>();
+  private readonly subscriptions = new Set<() => void>();
+  private closed = false;
+
+  /** Throws ShoalError('config_invalid') for a DOCKER_HOST it cannot use; connects lazily. */
+  constructor(opts: DockerRuntimeOptions = {}) {
+    this.endpoint = resolveDockerEndpoint({ socketPath: opts.socketPath, env: opts.env ?? process.env });
+    this.callTimeoutMs = opts.callTimeoutMs ?? callTimeoutMsDefault;
+    this.pingTimeoutMs = opts.pingTimeoutMs ?? pingTimeoutMsDefault;
+    if (!(this.callTimeoutMs > 0 && this.pingTimeoutMs > 0)) throw new RangeError('DockerRuntime timeouts must be positive');
+    // No keep-alive: a pooled connection to a daemon that restarted fails on reuse, which would
+    // read as "unavailable" once although Docker is back. A unix-socket connect costs little.
+    this.agent = new http.Agent({ keepAlive: false, maxSockets: socketsMax });
+    const unix = this.endpoint.kind === 'unix' ? this.endpoint : undefined;
+    const tcp = this.endpoint.kind === 'tcp' ? this.endpoint : undefined;
+    // docker-modem reads DOCKER_HOST, DOCKER_CERT_PATH and DOCKER_CLIENT_TIMEOUT itself; every key
+    // is given explicitly (undefined included) so that only the endpoint resolved above counts.
+    // `agent` is a docker-modem option the typings omit.
+    const options: Docker.DockerOptions & { agent: http.Agent } = {
+      socketPath: unix?.socketPath, host: tcp?.host, port: tcp?.port, protocol: 'http',
+      ca: undefined, cert: undefined, key: undefined, timeout: undefined, agent: this.agent,
+    };
+    try {
+      this.docker = new Docker(options);
+    } catch (err) {
+      // It also throws on a DOCKER_HOST it cannot parse, or certificates it cannot read.
+      throw new ShoalError('config_invalid', `the Docker client cannot start from this environment (DOCKER_HOST, DOCKER_CERT_PATH): ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+
+  async ping(): Promise<void> {
+    try {
+      // dockerode's ping takes options (an abort signal) though its typings say it does not.
+      const ping = this.docker.ping.bind(this.docker) as unknown as (opts: { abortSignal: AbortSignal }) => Promise<unknown>;
+      await this.call('ping', this.pingTimeoutMs, (signal) => ping({ abortSignal: signal }));
+    } catch (err) {
+      // A daemon that does not answer in time is as unusable as one that is gone.
+      const e = err as RuntimeError;
+      throw e.kind === 'unavailable' ? e : new RuntimeError('unavailable', e.message);
+    }
+  }
+
+  async list(labels: Labels): Promise<ContainerInfo[]> {
+    const filters = { label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) };
+    const raw = await this.call('list containers', this.callTimeoutMs,
+      (signal) => this.docker.listContainers({ all: true, filters, abortSignal: signal }));
+    const ids = this.parse(containerSummarySchema.array(), raw, 'list containers').map((c) => c.Id);
+    const found: ContainerInfo[] = [];
+    for (let i = 0; i < ids.length; i += listInspectsMax) {
+      const batch = await Promise.all(ids.slice(i, i + listInspectsMax).map((id) => this.inspect(id)));
+      // One removed between the list and its inspect is simply gone.
+      for (const info of batch) if (info !== undefined) found.push(info);
+    }
+    return found;
+  }
+
+  async ensureImage(image: string, timeoutMs: number): Promise<void> {
+    if (image === '' || !(timeoutMs > 0)) throw new RangeError('ensureImage needs an image and a positive timeout');
+    if (await this.imagePresent(image)) return;
+    try {
+      await this.call(`pull ${image}`, timeoutMs, (signal) => this.pull(image, signal));
+    } catch (err) {
+      const e = err as RuntimeError;
+      if (e.kind === 'unavailable' || e.kind === 'image_pull_failed') throw e;
+      const why = e.kind === 'timeout' ? `not pulled within ${timeoutMs} ms` : e.message;
+      throw new RuntimeError('image_pull_failed', `image ${image} is not on this node and could not be pulled: ${why}`);
+    }
+    if (!(await this.imagePresent(image))) {
+      throw new RuntimeError('image_pull_failed', `image ${image}: the pull finished but the image is still absent`);
+    }
+  }
+
+  async create(spec: ContainerSpec): Promise<string> {
+    const { name, ...body } = dockerCreateOptions(spec);
+    try {
+      const container = await this.call(`create ${spec.name}`, this.callTimeoutMs, (signal) =>
+        // _query/_body keep the config out of the URL (dockerode would put it in both).
+        this.docker.createContainer({ _query: { name }, _body: body, abortSignal: signal } as unknown as Docker.ContainerCreateOptions));
+      return container.id;
+    } catch (err) {
+      const e = err as RuntimeError;
+      // A 404 here is the image, not a container: not_found would tell the agent the wrong thing.
+      if (e.kind === 'not_found') throw new RuntimeError('failed', `${e.message} (the image must be present: ensureImage first)`);
+      throw e;
+    }
+  }
+
+  async start(id: string): Promise<void> {
+    await this.call(`start ${id}`, this.callTimeoutMs, async (signal) => {
+      try {
+        await this.docker.getContainer(id).start({ abortSignal: signal });
+      } catch (err) {
+        if (statusOf(err) !== 304) throw err; // 304: already running
+      }
+    });
+  }
+
+  async stop(id: string, opts: { signal: string; graceMs: number }): Promise<void> {
+    if (!(opts.graceMs >= 0) || opts.signal === '') throw new RangeError('stop needs a signal and a grace period >= 0');
+    const info = await this.inspect(id);
+    if (info === undefined || !['running', 'paused', 'restarting'].includes(info.state)) return;
+    // A paused container cannot handle the signal: it would sit until the SIGKILL.
+    if (info.state === 'paused') await this.unpause(id);
+    if ((await this.sendSignal(id, opts.signal)) !== 'sent') return;
+    if (await this.waitExited(id, opts.graceMs)) return;
+    if ((await this.sendSignal(id, 'SIGKILL')) !== 'sent') return;
+    if (!(await this.waitExited(id, this.callTimeoutMs))) {
+      throw new RuntimeError('timeout', `stop ${id}: still running ${this.callTimeoutMs} ms after SIGKILL`);
+    }
+  }
+
+  async kill(id: string, signal: string): Promise<void> {
+    if ((await this.sendSignal(id, signal)) === 'absent') throw new RuntimeError('not_found', `kill ${id}: no such container`);
+  }
+
+  async remove(id: string): Promise<void> {
+    await this.call(`remove ${id}`, this.callTimeoutMs, async (signal) => {
+      try {
+        // v: anonymous volumes go with the container (an image's VOLUME would otherwise pile up).
+        await this.docker.getContainer(id).remove({ force: true, v: true, abortSignal: signal } as Docker.ContainerRemoveOptions);
+      } catch (err) {
+        const s = statusOf(err);
+        if (s === 404) return;
+        if (s === 409 && /already in progress/i.test(dockerMessage(err))) return;
+        throw err;
+      }
+    });
+  }
+
+  async inspect(id: string): Promise<ContainerInfo | undefined> {
+    let raw: unknown;
+    try {
+      raw = await this.call(`inspect ${id}`, this.callTimeoutMs, (signal) => this.docker.getContainer(id).inspect({ abortSignal: signal }));
+    } catch (err) {
+      if ((err as RuntimeError).kind === 'not_found') return undefined;
+      throw err;
+    }
+    return toContainerInfo(this.parse(containerInspectSchema, raw, `inspect ${id}`));
+  }
+
+  events(labels: Labels, onEvent: (e: RuntimeEvent) => void, onError: (err: RuntimeError) => void): () => void {
+    const ac = new AbortController();
+    let stream: Readable | undefined;
+    let done = false;
+    const stop = (): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(connectTimer);
+      this.subscriptions.delete(stop);
+      ac.abort();
+      stream?.destroy();
+    };
+    // Every way a subscription ends, other than unsubscribing, is Docker going away for the agent.
+    const fail = (err: unknown): void => {
+      if (done) return;
+      stop();
+      onError(new RuntimeError('unavailable', `events: ${this.toRuntimeError(err, 'the Docker event stream broke').message}`));
+    };
+    const connectTimer = setTimeout(() => fail(new Error(`no answer within ${this.callTimeoutMs} ms`)), this.callTimeoutMs);
+    if (this.closed) {
+      queueMicrotask(() => fail(new Error('the runtime is closed')));
+      return stop;
+    }
+    this.subscriptions.add(stop);
+    const filters = { type: ['container' as const], event: [...subscribedActions], label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) };
+    const since = Math.floor(Date.now() - eventsReplayMs) / 1000;
+    this.docker.getEvents({ since, filters, abortSignal: ac.signal }).then((s) => {
+      clearTimeout(connectTimer);
+      stream = s as Readable;
+      if (done) return void stream.destroy();
+      consumeJsonLines(stream, (value) => {
+        const parsed = dockerEventSchema.safeParse(value);
+        const event = parsed.success ? toRuntimeEvent(parsed.data) : undefined;
+        if (event !== undefined && !done) onEvent(event);
+      }).then(() => fail(new Error('the stream ended')), fail);
+    }, fail);
+    return stop;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const unsubscribe of [...this.subscriptions]) unsubscribe();
+    for (const ac of this.inflight) ac.abort();
+    this.agent.destroy();
+  }
+
+  /** Runs one daemon call under a timeout; every failure comes out as a RuntimeError. */
+  private async call<T>(what: string, timeoutMs: number, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    if (this.closed) throw new RuntimeError('unavailable', `${what}: the Docker runtime is closed`);
+    const ac = new AbortController();
+    this.inflight.add(ac);
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        reject(new RuntimeError('timeout', `${what}: Docker (${describeEndpoint(this.endpoint)}) did not answer within ${timeoutMs} ms`));
+        ac.abort();
+      }, timeoutMs);
+    });
+    try {
+      return await Promise.race([Promise.resolve().then(() => fn(ac.signal)), deadline]);
+    } catch (err) {
+      throw this.toRuntimeError(err, what);
+    } finally {
+      clearTimeout(timer);
+      this.inflight.delete(ac);
+    }
+  }
+
+  private toRuntimeError(err: unknown, what: string): RuntimeError {
+    if (err instanceof RuntimeError) return err;
+    if (this.closed) return new RuntimeError('unavailable', `${what}: the Docker runtime is closed`);
+    const code = (err as { code?: unknown } | null)?.code;
+    const message = err instanceof Error ? err.message : String(err);
+    if (typeof code === 'string' && unreachableCodes.has(code)) {
+      const hint = code === 'ENOENT' ? ' (no socket there: is Docker installed and running?)'
+        : code === 'EACCES' ? ' (permission denied: run shoal as root or in the docker group)' : '';
+      return new RuntimeError('unavailable', `${what}: Docker is unavailable at ${describeEndpoint(this.endpoint)}: ${code}${hint}`);
+    }
+    const status = statusOf(err);
+    if (status === 404) return new RuntimeError('not_found', `${what}: ${dockerMessage(err)}`);
+    if (status !== undefined) return new RuntimeError('failed', `${what}: ${dockerMessage(err)}`);
+    return new RuntimeError('failed', `${what}: ${message}`);
+  }
+
+  private parse<S extends z.ZodType>(schema: S, raw: unknown, what: string): z.infer<S> {
+    const r = schema.safeParse(raw);
+    if (!r.success) throw new RuntimeError('failed', `${what}: unexpected answer from Docker: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    return r.data;
+  }
+
+  private async imagePresent(image: string): Promise<boolean> {
+    return this.call(`inspect image ${image}`, this.callTimeoutMs, async () => {
+      try {
+        await this.docker.getImage(image).inspect();
+        return true;
+      } catch (err) {
+        if (statusOf(err) === 404) return false;
+        throw err;
+      }
+    });
+  }
+
+  /** Pulls, reading the progress stream to its end; an error line in it fails the pull. */
+  private async pull(image: string, signal: AbortSignal): Promise<void> {
+    const stream = (await this.docker.pull(image, { abortSignal: signal })) as Readable;
+    signal.addEventListener('abort', () => stream.destroy(), { once: true });
+    let failure: string | undefined;
+    await consumeJsonLines(stream, (line) => {
+      const error = (line as { error?: unknown } | null)?.error;
+      if (typeof error === 'string') failure ??= error;
+    });
+    if (failure !== undefined) throw new RuntimeError('image_pull_failed', `image ${image} could not be pulled: ${failure}`);
+  }
+
+  private async sendSignal(id: string, signal: string): Promise<SignalOutcome> {
+    return this.call(`kill ${id} with ${signal}`, this.callTimeoutMs, async (abortSignal) => {
+      try {
+        await this.docker.getContainer(id).kill({ signal, abortSignal });
+        return 'sent';
+      } catch (err) {
+        const s = statusOf(err);
+        if (s === 404) return 'absent';
+        if (s === 409 && /not running/i.test(dockerMessage(err))) return 'not_running';
+        throw err;
+      }
+    });
+  }
+
+  private async unpause(id: string): Promise<void> {
+    await this.call(`unpause ${id}`, this.callTimeoutMs, async (signal) => {
+      try {
+        await this.docker.getContainer(id).unpause({ abortSignal: signal });
+      } catch (err) {
+        if (statusOf(err) !== 404 && statusOf(err) !== 409) throw err; // gone, or no longer paused
+      }
+    });
+  }
+
+  /** True once the container is not running (or gone); false if it still runs after `ms`. */
+  private async waitExited(id: string, ms: number): Promise<boolean> {
+    if (ms <= 0) return false;
+    try {
+      await this.call(`wait for ${id}`, ms, (signal) => this.docker.getContainer(id).wait({ condition: 'not-running', abortSignal: signal }));
+      return true;
+    } catch (err) {
+      const e = err as RuntimeError;
+      if (e.kind === 'timeout') return false;
+      if (e.kind === 'not_found') return true;
+      throw e;
+    }
+  }
+}
+
+function statusOf(err: unknown): number | undefined {
+  const s = (err as { statusCode?: unknown } | null)?.statusCode;
+  return typeof s === 'number' ? s : undefined;
+}
+
+/** Docker's own words (`{"message": ...}`), without dockerode's "(HTTP code 404) ..." wrapping. */
+function dockerMessage(err: unknown): string {
+  const json = (err as { json?: unknown } | null)?.json;
+  const m = (json as { message?: unknown } | null)?.message;
+  if (typeof m === 'string' && m !== '') return m;
+  return err instanceof Error ? err.message.trim() : String(err);
+}
+
+/**
+ * Reads newline-separated JSON values from `stream`, calling `onValue` for each; resolves at
+ * the end of the stream, rejects on a stream error, a close before the end, or an oversized line.
+ * A line that is not JSON is skipped.
+ */
+function consumeJsonLines(stream: Readable, onValue: (value: unknown) => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    let ended = false;
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk: string) => {
+      buf += chunk;
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl).trim();
+        buf = buf.slice(nl + 1);
+        if (line === '') continue;
+        let value: unknown;
+        try {
+          value = JSON.parse(line);
+        } catch {
+          continue;
+        }
+        onValue(value);
+      }
+      if (buf.length > streamLineBytesMax) stream.destroy(new Error(`a stream line longer than ${streamLineBytesMax} bytes`));
+    });
+    stream.once('end', () => { ended = true; resolve(); });
+    stream.once('error', reject);
+    stream.once('close', () => { if (!ended) reject(Object.assign(new Error('the stream closed early'), { code: 'ERR_STREAM_PREMATURE_CLOSE' })); });
+  });
+}

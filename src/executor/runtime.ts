@@ -1,0 +1,121 @@
+// The runtime port: what a node's agent needs from a container runtime. Two implementations:
+// the in-memory one with fault injection (memory-runtime.ts, for tests, the control-plane
+// simulator and `shoal dev --runtime memory`) and Docker through dockerode (docker-runtime.ts).
+//
+// The port is narrow on purpose (SwarmKit's executor is the model): the agent lists the
+// containers it owns by label, creates, starts, stops and removes them, inspects one, and
+// follows events. Everything else (what should run, where) comes from the store.
+
+import type { DeviceSpec, HealthCheckSpec, LogSpec, MountSpec, PortSpec, ResourceLimits } from '../control/spec/service-spec.ts';
+
+/** Labels every container shoal creates carries (src/executor/labels.ts builds and reads them). */
+export type Labels = Record<string, string>;
+
+/** What to create: a service's spec resolved for one task on this node. */
+export interface ContainerSpec {
+  /** A name unique on the runtime (`shoal-<service>.<slot>.<taskId>`). */
+  name: string;
+  image: string;
+  /** Replaces the image's entrypoint; null = the image's. */
+  command: string[] | null;
+  /** Replaces the image's command; null = the image's. */
+  args: string[] | null;
+  env: Record<string, string>;
+  user: string | null;
+  labels: Labels;
+  limits: ResourceLimits;
+  ports: PortSpec[];
+  mounts: MountSpec[];
+  devices: DeviceSpec[];
+  capAdd: string[];
+  capDrop: string[];
+  privileged: boolean;
+  hostNetwork: boolean;
+  healthCheck: HealthCheckSpec | null;
+  stopSignal: string;
+  stopGracePeriodMs: number;
+  logs: LogSpec;
+}
+
+export type ContainerState = 'created' | 'running' | 'paused' | 'restarting' | 'exited' | 'dead';
+export type HealthState = 'starting' | 'healthy' | 'unhealthy';
+
+export interface ContainerInfo {
+  id: string;
+  name: string;
+  image: string;
+  labels: Labels;
+  state: ContainerState;
+  /** The exit code once it exited; null otherwise. */
+  exitCode: number | null;
+  /** Wall-clock ms of the last start and of the last exit (as the runtime reports them); null if never. */
+  startedAt: number | null;
+  finishedAt: number | null;
+  /** The health check's verdict; null when the container has none. */
+  health: HealthState | null;
+  /** A runtime's own words on a failure (OOM-killed, a start error); null if none. */
+  error: string | null;
+}
+
+export type RuntimeEventType = 'create' | 'start' | 'die' | 'health' | 'destroy' | 'oom';
+
+export interface RuntimeEvent {
+  type: RuntimeEventType;
+  containerId: string;
+  labels: Labels;
+  /** Wall-clock ms as the runtime stamped it. */
+  at: number;
+  /** For 'die': the exit code. For 'health': the new state. */
+  exitCode?: number;
+  health?: HealthState;
+}
+
+/** Why a runtime call failed, in categories the agent acts on differently. */
+export type RuntimeErrorKind =
+  /** The runtime cannot be reached (Docker down, socket missing): the node reports `runtime: unavailable`. */
+  | 'unavailable'
+  /** The image is absent and could not be pulled in time: the task fails with image_pull_failed. */
+  | 'image_pull_failed'
+  /** No such container (removed behind the agent's back): the agent re-reads and converges. */
+  | 'not_found'
+  /** The call did not answer within its timeout: a hung runtime. */
+  | 'timeout'
+  /** Anything else the runtime refused (a bad mount, a device that does not exist, ...): the task fails with the message. */
+  | 'failed';
+
+export class RuntimeError extends Error {
+  constructor(readonly kind: RuntimeErrorKind, message: string) {
+    super(message);
+    this.name = 'RuntimeError';
+  }
+}
+
+export interface Runtime {
+  /** 'memory' or 'docker': shown in `shoal node ls`. */
+  readonly kind: string;
+  /** Resolves when the runtime answers; rejects with RuntimeError('unavailable') when it does not. */
+  ping(): Promise<void>;
+  /** Containers carrying every label of `labels` (running or not). */
+  list(labels: Labels): Promise<ContainerInfo[]>;
+  /** Makes sure the image is present, pulling it when absent, within `timeoutMs`. */
+  ensureImage(image: string, timeoutMs: number): Promise<void>;
+  /** Creates a container (not started); returns its id. */
+  create(spec: ContainerSpec): Promise<string>;
+  start(id: string): Promise<void>;
+  /** Sends `signal`, then SIGKILL after `graceMs`; resolves once it has exited. Already stopped: resolves. */
+  stop(id: string, opts: { signal: string; graceMs: number }): Promise<void>;
+  /** Sends `signal` at once (SIGKILL for exclusive tasks whose lease expired). */
+  kill(id: string, signal: string): Promise<void>;
+  /** Removes a stopped container (and forces a running one). Absent: resolves. */
+  remove(id: string): Promise<void>;
+  /** One container, or undefined when it does not exist. */
+  inspect(id: string): Promise<ContainerInfo | undefined>;
+  /**
+   * Follows the runtime's events for containers carrying `labels`; returns the unsubscribe.
+   * `onError` hears of a broken stream (the runtime went away); the agent re-lists and
+   * subscribes again when it comes back.
+   */
+  events(labels: Labels, onEvent: (e: RuntimeEvent) => void, onError: (err: RuntimeError) => void): () => void;
+  /** Releases connections; idempotent. Containers keep running. */
+  close(): Promise<void>;
+}

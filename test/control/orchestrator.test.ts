@@ -1,0 +1,235 @@
+// The orchestrator, the rolling update and node health as pure functions over hand-built states.
+
+import { describe, expect, it } from 'vitest';
+import { assessNodes } from '../../src/control/node-health.ts';
+import { reconcileService, taskHistoryPerSlot } from '../../src/control/orchestrator.ts';
+import { placePending } from '../../src/control/placement.ts';
+import { backoffMs, restartVerdict } from '../../src/control/restart-policy.ts';
+import { rollback, withNewSpec } from '../../src/control/rolling-update.ts';
+import type { TaskRecord } from '../../src/control/resources.ts';
+import { ids, serviceYaml, specOf, StateBuilder } from './state-builder.ts';
+
+const three = (extra = ''): StateBuilder => new StateBuilder().node('node1').node('node2').node('node3').service(serviceYaml('web', extra));
+const put = (d: ReturnType<typeof reconcileService>) => d.plan.changes.filter((c) => c.kind === 'put').map((c) => c.doc as unknown as TaskRecord);
+
+describe('the orchestrator', () => {
+  it('creates the missing slots as pending tasks, and nothing else', () => {
+    const d = reconcileService(three().build(), 'web', { now: 100, newTaskId: ids() });
+    const created = put(d);
+    expect(created.map((t) => [t.slot, t.observed, t.desired, t.specVersion, t.nodeId])).toEqual([
+      [1, 'pending', 'running', 1, null], [2, 'pending', 'running', 1, null], [3, 'pending', 'running', 1, null]]);
+    expect(d.plan.changes.every((c) => 'absent' in c.expect)).toBe(true);
+  });
+
+  it('is idempotent: a converged service yields an empty plan', () => {
+    const b = three().placed('a', 'web', 1, 'node1', 'running', { startedAt: 5, observed: 'running' }).placed('b', 'web', 2, 'node2', 'running', { startedAt: 5, observed: 'running' })
+      .placed('c', 'web', 3, 'node3', 'running', { startedAt: 5, observed: 'running' });
+    for (const t of ['a', 'b', 'c']) {
+      const v = b.tasks.get(t);
+      if (v) v.value = { ...v.value, containerId: `c-${t}` };
+    }
+    expect(reconcileService(b.build(), 'web', { now: 100, newTaskId: ids() }).plan.changes).toEqual([]);
+  });
+
+  it('scales down from the highest slots, and never below', () => {
+    const b = new StateBuilder().node('node1').service(serviceYaml('web').replace('replicas: 3', 'replicas: 1'));
+    for (const s of [1, 2, 3]) b.placed(`t${s}`, 'web', s, 'node1', 'running', { observed: 'running', startedAt: 1, containerId: `c-t${s}` });
+    const shut = put(reconcileService(b.build(), 'web', { now: 10, newTaskId: ids() })).filter((t) => t.desired === 'shutdown');
+    expect(shut.map((t) => t.slot).sort()).toEqual([2, 3]);
+  });
+
+  it('retires a failed task and, after the restart delay, puts a new attempt in its slot', () => {
+    const b = three('restart: {delay: 2s}').placed('a', 'web', 1, 'node1', 'failed', { observed: 'running', startedAt: 0 });
+    let d = reconcileService(b.build(), 'web', { now: 1_000, newTaskId: ids('n') });
+    const failed = put(d).find((t) => t.id === 'a');
+    expect(failed).toMatchObject({ desired: 'shutdown', observed: 'failed', exitCode: 1, finishedAt: 1_000 });
+    b.apply(d.plan);
+    d = reconcileService(b.build(), 'web', { now: 1_500, newTaskId: ids('n') });
+    expect(put(d).filter((t) => t.slot === 1 && t.id !== 'a')).toEqual([]);
+    expect(d.wakeInMs).toBe(1_500);
+    d = reconcileService(b.build(), 'web', { now: 3_000, newTaskId: ids('m') });
+    expect(put(d).find((t) => t.slot === 1 && t.observed === 'pending')).toMatchObject({ attempt: 1 });
+  });
+
+  it('leaves the slot failed once the attempts run out, and says why', () => {
+    const b = three('restart: {maxAttempts: 1}').task({ id: 'a', service: 'web', slot: 1, nodeId: 'node1', nodeEpoch: 0, observed: 'failed', desired: 'shutdown', attempt: 1, startedAt: 0, finishedAt: 10, exitCode: 2 });
+    const d = reconcileService(b.build(), 'web', { now: 100_000, newTaskId: ids() });
+    expect(put(d).filter((t) => t.slot === 1 && t.id !== 'a')).toEqual([]);
+    expect(put(d).find((t) => t.id === 'a')?.message).toMatch(/not restarted: gave up after 1 restart attempt/);
+  });
+
+  it('replaces the task of a node whose epoch was raised (declared down) at once, as orphaned', () => {
+    const b = three().placed('a', 'web', 1, 'node1', 'running', { observed: 'running', startedAt: 0 });
+    const n1 = b.nodes.get('node1');
+    if (n1) n1.value = { ...n1.value, state: 'down', epoch: 1 };
+    const d = reconcileService(b.build(), 'web', { now: 50, newTaskId: ids('n') });
+    expect(put(d).find((t) => t.id === 'a')).toMatchObject({ observed: 'orphaned', desired: 'shutdown' });
+    expect(put(d).find((t) => t.slot === 1 && t.id !== 'a')).toMatchObject({ observed: 'pending', attempt: 0 });
+  });
+
+  it('moves a task off a draining node: start-first runs the new one before the old stops', () => {
+    const b = three('update: {order: start-first}').placed('a', 'web', 1, 'node1', 'running', { observed: 'running', startedAt: 0, containerId: 'c-a' });
+    const n1 = b.nodes.get('node1');
+    if (n1) n1.value = { ...n1.value, availability: 'drain' };
+    let d = reconcileService(b.build(), 'web', { now: 50, newTaskId: ids('n') });
+    const fresh = put(d).find((t) => t.slot === 1 && t.id !== 'a');
+    expect(fresh).toBeDefined();
+    expect(put(d).find((t) => t.id === 'a')).toBeUndefined();
+    b.apply(d.plan);
+    // The new task runs (placed on node2): only then does the old one stop.
+    const v = b.tasks.get(fresh?.id ?? '');
+    if (v) v.value = { ...v.value, nodeId: 'node2', nodeEpoch: 0, observed: 'running', startedAt: 60 };
+    d = reconcileService(b.build(), 'web', { now: 70, newTaskId: ids('m') });
+    expect(put(d).find((t) => t.id === 'a')).toMatchObject({ desired: 'shutdown' });
+  });
+
+  it('stop-first (the default): the old task stops first, and the new one waits until it has', () => {
+    const b = three().placed('a', 'web', 1, 'node1', 'running', { observed: 'running', startedAt: 0, containerId: 'c-a' });
+    const n1 = b.nodes.get('node1');
+    if (n1) n1.value = { ...n1.value, availability: 'drain' };
+    let d = reconcileService(b.build(), 'web', { now: 50, newTaskId: ids('n') });
+    expect(put(d).find((t) => t.id === 'a')).toMatchObject({ desired: 'shutdown' });
+    expect(put(d).filter((t) => t.slot === 1 && t.id !== 'a')).toEqual([]);
+    b.apply(d.plan);
+    d = reconcileService(b.build(), 'web', { now: 60, newTaskId: ids('m') });
+    expect(put(d).filter((t) => t.slot === 1 && t.id !== 'a')).toEqual([]);
+    const st = b.statuses.get('a');
+    if (st) st.value = { ...st.value, state: 'shutdown' };
+    d = reconcileService(b.build(), 'web', { now: 70, newTaskId: ids('m') });
+    expect(put(d).find((t) => t.slot === 1 && t.id !== 'a')).toMatchObject({ observed: 'pending' });
+  });
+
+  it('keeps a short history per slot and deletes older finished tasks with their reports', () => {
+    const b = three();
+    for (let i = 0; i < taskHistoryPerSlot + 2; i++) b.placed(`old${i}`, 'web', 1, 'node1', 'shutdown', { desired: 'shutdown', observed: 'shutdown', createdAt: i, finishedAt: i });
+    const d = reconcileService(b.build(), 'web', { now: 100, newTaskId: ids() });
+    const deleted = d.plan.changes.filter((c) => c.kind === 'delete').map((c) => `${c.collection}/${c.id}`).sort();
+    expect(deleted).toEqual(['shoal.task-status/old0', 'shoal.task-status/old1', 'shoal.tasks/old0', 'shoal.tasks/old1']);
+  });
+
+  it('shuts everything down and reaps it all when the service is removed', () => {
+    const b = three().placed('a', 'web', 1, 'node1', 'running', { observed: 'running' });
+    b.services.delete('web');
+    const d = reconcileService(b.build(), 'web', { now: 5, newTaskId: ids() });
+    expect(put(d).find((t) => t.id === 'a')).toMatchObject({ desired: 'shutdown' });
+  });
+
+  it('a global service: one task per eligible node, and none on a node that no longer qualifies', () => {
+    const b = new StateBuilder().node('node1', { labels: { disk: 'ssd' } }).node('node2').node('node3', { labels: { disk: 'ssd' } })
+      .service(serviceYaml('agent').replace('replicas: 3', 'mode: global\nconstraints: ["node.labels.disk == ssd"]'));
+    const d = reconcileService(b.build(), 'agent', { now: 1, newTaskId: ids() });
+    expect(put(d).map((t) => t.slot).sort()).toEqual(['node1', 'node3']);
+  });
+});
+
+describe('the rolling update', () => {
+  const updated = (b: StateBuilder, extra: string, now: number): void => {
+    const svc = b.services.get('web');
+    if (!svc) throw new Error('no web');
+    svc.value = withNewSpec(svc.value, specOf(serviceYaml('web', extra).replace('busybox:local', 'busybox:new')), true, now);
+  };
+
+  it('replaces parallelism tasks at a time, the next only once a new one has run for the monitor period', () => {
+    const b = three('update: {parallelism: 1, monitor: 10s}');
+    for (const s of [1, 2, 3]) b.placed(`t${s}`, 'web', s, `node${s}`, 'running', { observed: 'running', startedAt: 0, containerId: `c-t${s}` });
+    updated(b, 'update: {parallelism: 1, monitor: 10s}', 100);
+    const d = reconcileService(b.build(), 'web', { now: 100, newTaskId: ids('n') });
+    expect(put(d).filter((t) => t.desired === 'shutdown').map((t) => t.id)).toEqual(['t1']);
+    b.apply(d.plan);
+    expect(reconcileService(b.build(), 'web', { now: 200, newTaskId: ids('n') }).plan.changes.filter((c) => c.kind === 'put' && (c.doc as { desired?: string }).desired === 'shutdown' && c.id !== 't1')).toEqual([]);
+  });
+
+  it('rolls back by itself when a new task fails within the monitor (failureAction rollback)', () => {
+    const b = three('update: {monitor: 10s, failureAction: rollback}');
+    for (const s of [1, 2, 3]) b.placed(`t${s}`, 'web', s, `node${s}`, 'running', { observed: 'running', startedAt: 0, containerId: `c-t${s}` });
+    updated(b, 'update: {monitor: 10s, failureAction: rollback}', 100);
+    b.placed('new1', 'web', 1, 'node1', 'failed', { specVersion: 2, createdAt: 150, observed: 'running', startedAt: 160 });
+    const d = reconcileService(b.build(), 'web', { now: 200, newTaskId: ids('n') });
+    const svc = d.plan.changes.find((c) => c.collection === 'shoal.services');
+    expect(svc?.kind === 'put' && svc.doc).toMatchObject({ specVersion: 1, previousSpecVersion: 2, updateStatus: { state: 'rolling-back' } });
+  });
+
+  it('pauses instead when the policy says pause, and completes when every task is good', () => {
+    const b = three('update: {monitor: 10s}');
+    updated(b, 'update: {monitor: 10s}', 100);
+    b.placed('new1', 'web', 1, 'node1', 'failed', { specVersion: 2, createdAt: 150, observed: 'running', startedAt: 160 });
+    const paused = reconcileService(b.build(), 'web', { now: 200, newTaskId: ids('n') }).plan.changes.find((c) => c.collection === 'shoal.services');
+    expect(paused?.kind === 'put' && paused.doc).toMatchObject({ updateStatus: { state: 'paused' } });
+
+    const ok = three('update: {monitor: 10s}');
+    updated(ok, 'update: {monitor: 10s}', 100);
+    for (const s of [1, 2, 3]) ok.placed(`n${s}`, 'web', s, `node${s}`, 'running', { specVersion: 2, observed: 'running', createdAt: 110, startedAt: 120, containerId: `c-n${s}` });
+    const done = reconcileService(ok.build(), 'web', { now: 20_000, newTaskId: ids('n') }).plan.changes.find((c) => c.collection === 'shoal.services');
+    expect(done?.kind === 'put' && done.doc).toMatchObject({ updateStatus: { state: 'completed', completedAt: 20_000 } });
+  });
+
+  it('a rollback swaps the specs and versions, so the tasks of the old version are current again; a later update takes a fresh version', () => {
+    const b = three();
+    const svc = b.services.get('web');
+    if (!svc) throw new Error('no web');
+    const v2 = withNewSpec(svc.value, specOf(serviceYaml('web').replace('busybox:local', 'busybox:new')), true, 5);
+    const back = rollback(v2, 9, 'by hand');
+    expect([back.specVersion, back.previousSpecVersion, back.spec.image]).toEqual([1, 2, 'busybox:local']);
+    expect(withNewSpec(back, specOf(serviceYaml('web').replace('busybox:local', 'busybox:third')), true, 20).specVersion).toBe(3);
+  });
+});
+
+describe('restart policy', () => {
+  it('doubles the delay per attempt up to the cap, and starts again after a long run', () => {
+    const policy = specOf(serviceYaml('web', 'restart: {delay: 1s, maxDelay: 5s}')).restart;
+    expect([1, 2, 3, 4, 5].map((a) => backoffMs(a, policy))).toEqual([1000, 2000, 4000, 5000, 5000]);
+    const base: TaskRecord = {
+      id: 'x', service: 'web', slot: 1, specVersion: 1, nodeId: 'n', desired: 'shutdown', observed: 'failed', assignedTerm: 1, nodeEpoch: 0,
+      containerId: null, exitCode: 1, message: null, pendingReason: null, attempt: 3, createdAt: 0, assignedAt: 0, startedAt: 0, finishedAt: 500, updatedAt: 500,
+    };
+    expect(restartVerdict(base, policy)).toEqual({ restart: true, attempt: 4, notBefore: 500 + 5000 });
+    expect(restartVerdict({ ...base, finishedAt: 120_000 }, policy)).toEqual({ restart: true, attempt: 0, notBefore: 120_000 });
+    expect(restartVerdict({ ...base, exitCode: 0 }, { ...policy, condition: 'on-failure' })).toMatchObject({ restart: false });
+  });
+});
+
+describe('node health', () => {
+  const config = { suspectAfterMs: 1_000, downAfterMs: 3_000 };
+  it('ready, suspect, down (raising the epoch), and ready again when heard from', () => {
+    const b = new StateBuilder().node('node1').node('node2');
+    const members = new Set(['node1', 'node2']);
+    const at = (silent: number | undefined, running = 60_000) => assessNodes(b.build(), { self: 'node1', members, silentForMs: () => silent, loopsRunningForMs: running }, config);
+    expect(at(500).changes).toEqual([]);
+    expect(at(1_500).changes.map((c) => c.kind === 'put' && c.doc)).toEqual([expect.objectContaining({ id: 'node2', state: 'suspect', epoch: 0 })]);
+    const down = at(3_500).changes;
+    expect(down.map((c) => c.kind === 'put' && c.doc)).toEqual([expect.objectContaining({ id: 'node2', state: 'down', epoch: 1 })]);
+    b.apply({ changes: down, compares: [] });
+    expect(at(100).changes.map((c) => c.kind === 'put' && c.doc)).toEqual([expect.objectContaining({ id: 'node2', state: 'ready', epoch: 1 })]);
+  });
+
+  it('a new leader declares nobody down before it has watched for the whole down timeout', () => {
+    const b = new StateBuilder().node('node1').node('node2');
+    const d = assessNodes(b.build(), { self: 'node1', members: new Set(['node1', 'node2']), silentForMs: () => undefined, loopsRunningForMs: 2_000 }, config);
+    expect(d.changes.map((c) => c.kind === 'put' && (c.doc as { state: string }).state)).toEqual(['suspect']);
+  });
+
+  it('a node that left the cluster is down', () => {
+    const b = new StateBuilder().node('node1').node('gone');
+    const d = assessNodes(b.build(), { self: 'node1', members: new Set(['node1']), silentForMs: () => 0, loopsRunningForMs: 10 }, config);
+    expect(d.changes.map((c) => c.kind === 'put' && c.doc)).toEqual([expect.objectContaining({ id: 'gone', state: 'down', epoch: 1 })]);
+  });
+});
+
+describe('placement', () => {
+  it('places pending tasks with the node, its epoch and the term, comparing what it relied on', () => {
+    const b = three().task({ id: 'p1', service: 'web', slot: 1 }).task({ id: 'p2', service: 'web', slot: 2 });
+    const n2 = b.nodes.get('node2');
+    if (n2) n2.value = { ...n2.value, epoch: 4 };
+    const d = placePending(b.build(), 7, 99);
+    const placed = d.plan.changes.map((c) => c.kind === 'put' && (c.doc as unknown as TaskRecord));
+    expect(placed.map((t) => t && [t.id, t.assignedTerm, t.observed, t.assignedAt])).toEqual([['p1', 7, 'assigned', 99], ['p2', 7, 'assigned', 99]]);
+    for (const t of placed) if (t) expect(t.nodeEpoch).toBe(b.nodes.get(t.nodeId ?? '')?.value.epoch);
+    expect(d.plan.compares.filter((c) => c.path === 'epoch').length).toBe(2);
+  });
+
+  it('leaves a task pending with the reason when nothing fits', () => {
+    const b = three('resources: {reservations: {memory: 64Gi}}').task({ id: 'p1', service: 'web', slot: 1 });
+    const d = placePending(b.build(), 1, 5);
+    expect(d.plan.changes.map((c) => c.kind === 'put' && (c.doc as unknown as TaskRecord).pendingReason)).toEqual([expect.stringMatching(/memory/)]);
+  });
+});

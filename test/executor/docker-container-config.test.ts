@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { dockerCreateOptions } from '../../src/executor/docker-container-config.ts';
+import type { ContainerSpec } from '../../src/executor/runtime.ts';
+
+const base: ContainerSpec = {
+  name: 'shoal-web.1.t1', image: 'busybox:1.36', command: null, args: null, env: {}, user: null, labels: { 'shoal.task': 't1' },
+  limits: { cpuMillis: null, memoryBytes: null }, ports: [], mounts: [], devices: [], capAdd: [], capDrop: [], privileged: false,
+  hostNetwork: false, healthCheck: null, stopSignal: 'SIGTERM', stopGracePeriodMs: 10_000, logs: { maxSizeBytes: 10_485_760, maxFiles: 3 },
+};
+
+describe('dockerCreateOptions', () => {
+  it("leaves the image's entrypoint, command, user and health check alone when the spec has none", () => {
+    const o = dockerCreateOptions(base);
+    for (const k of ['Entrypoint', 'Cmd', 'User', 'Healthcheck', 'ExposedPorts'] as const) expect(o).not.toHaveProperty(k);
+    for (const k of ['NanoCpus', 'Memory', 'PortBindings', 'NetworkMode'] as const) expect(o.HostConfig).not.toHaveProperty(k);
+    expect(o).toMatchObject({ name: 'shoal-web.1.t1', Image: 'busybox:1.36', Env: [], Labels: { 'shoal.task': 't1' }, StopSignal: 'SIGTERM', StopTimeout: 10 });
+    expect(o.HostConfig?.RestartPolicy).toEqual({ Name: 'no' });
+    expect(o.HostConfig?.LogConfig).toEqual({ Type: 'json-file', Config: { 'max-size': '10485760', 'max-file': '3' } });
+  });
+
+  it('rounds the stop grace up to whole seconds for StopTimeout', () => {
+    expect(dockerCreateOptions({ ...base, stopGracePeriodMs: 1 }).StopTimeout).toBe(1);
+    expect(dockerCreateOptions({ ...base, stopGracePeriodMs: 0 }).StopTimeout).toBe(0);
+  });
+
+  it('publishes several host ports of one container port, per protocol', () => {
+    const o = dockerCreateOptions({ ...base, ports: [
+      { published: 80, target: 8080, protocol: 'tcp' }, { published: 8080, target: 8080, protocol: 'tcp' }, { published: 53, target: 53, protocol: 'udp' },
+    ] });
+    expect(o.ExposedPorts).toEqual({ '8080/tcp': {}, '53/udp': {} });
+    expect(o.HostConfig?.PortBindings).toEqual({ '8080/tcp': [{ HostPort: '80' }, { HostPort: '8080' }], '53/udp': [{ HostPort: '53' }] });
+  });
+
+  it('sends no port bindings on the host network', () => {
+    const o = dockerCreateOptions({ ...base, hostNetwork: true, ports: [{ published: 80, target: 80, protocol: 'tcp' }] });
+    expect(o.HostConfig?.NetworkMode).toBe('host');
+    expect(o).not.toHaveProperty('ExposedPorts');
+    expect(o.HostConfig).not.toHaveProperty('PortBindings');
+  });
+
+  it('turns rotation off when the spec says a zero size', () => {
+    expect(dockerCreateOptions({ ...base, logs: { maxSizeBytes: 0, maxFiles: 3 } }).HostConfig?.LogConfig).toEqual({ Type: 'json-file', Config: {} });
+  });
+
+  it('passes an empty argument list through (it clears the image command)', () => {
+    expect(dockerCreateOptions({ ...base, command: ['/app'], args: [] })).toMatchObject({ Entrypoint: ['/app'], Cmd: [] });
+  });
+});
