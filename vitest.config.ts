@@ -1,9 +1,36 @@
 import { defineConfig } from 'vitest/config';
 
+// Two groups, run one after the other: unit tests in parallel, then the system tests (real
+// processes, clusters, Docker, network namespaces) one file at a time, since two clusters at
+// once on two cores flap their elections.
+const system = [
+  'test/cluster/**/*.test.ts', 'test/faults/**/*.test.ts', 'test/cli/**/*.test.ts', 'test/bench/**/*.test.ts',
+  'test/executor/docker-*.test.ts', 'test/system/**/*.test.ts',
+];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts', 'src/**/*.test.ts', 'fsm/**/*.test.ts', 'transport/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'unit',
+          include: ['test/**/*.test.ts', 'src/**/*.test.ts', 'fsm/**/*.test.ts', 'transport/**/*.test.ts'],
+          exclude: system,
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'system',
+          include: system,
+          fileParallelism: false,
+          sequence: { groupOrder: 1 },
+        },
+      },
+    ],
   },
 });

@@ -25,6 +25,7 @@ import {
   eventsRetainedBytesMaxDefault, eventsRetainedMaxDefault, idempotencyBytesMaxDefault, idempotencyRecordsMaxDefault,
   idempotencyWindowMsDefault, listLimitDefault, listLimitMax,
 } from './limits.ts';
+import { SnapshotFormatError } from './errors.ts';
 import { decodeSnapshot, encodeSnapshot, encodeSnapshotInSlices, type StoreImage } from './snapshot.ts';
 import type { CommandError, CommandResult, Doc, JsonObject, ListOptions, ListPage, OpResult, StoreStats, WatchEvent, WatchFilter } from './types.ts';
 
@@ -290,6 +291,18 @@ export class DocumentStore implements StateMachine {
       events: this.events.all(),
       records: this.idempotency.all().map(({ bytes: _bytes, ...r }) => r),
     };
+  }
+
+  /** Why restore() would refuse `data` (its first problems), or undefined. Decodes it all, keeps nothing. */
+  checkSnapshot(data: Uint8Array): string | undefined {
+    try {
+      decodeSnapshot(data);
+      return undefined;
+    } catch (err) {
+      if (!(err instanceof SnapshotFormatError)) throw err;
+      const issues = (err.details?.issues as { path: string; message: string }[] | undefined) ?? [];
+      return [err.message, ...issues.slice(0, 3).map((i) => `${i.path || '(root)'}: ${i.message}`)].join('; ');
+    }
   }
 
   /**

@@ -32,6 +32,7 @@ export const errorCatalog = {
   disk_stalled: { status: 503, retryable: true, summary: 'This node\'s disk did not complete a write in time; it stepped down and takes no writes until the disk recovers.' },
   removed: { status: 410, retryable: false, summary: 'This node was removed from the cluster; it takes no requests and exits.' },
   address_in_use: { status: 500, retryable: false, summary: 'A listen address (API or peer port) is already in use or cannot be bound.' },
+  data_dir_locked: { status: 500, retryable: false, summary: 'The data directory is in use by another process (another node on the same directory).' },
   join_failed: { status: 503, retryable: true, summary: 'A joining node could not reach the member it was told to join through, or was refused by it.' },
   member_not_ready: { status: 409, retryable: false, summary: 'A membership change refused before anything changed (details.reason): a node to add that does not answer, is of another cluster or is another node; a learner to promote that is unreachable or not caught up. Fix it, wait, or use --force.' },
   ambiguous_name: { status: 400, retryable: false, summary: 'A member name matches more than one member; use the id. details.candidates lists them.' },

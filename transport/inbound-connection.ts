@@ -5,11 +5,13 @@
 import { performance } from 'node:perf_hooks';
 import type WebSocket from 'ws';
 import type { Message, NodeId } from '../src/raft/types.ts';
+import { admitMessage } from './check-message.ts';
 import { BATCH_PROTOCOL_VERSION, decodeFrames, encodeFrame } from './codec.ts';
 import type { Frame, HelloFrame } from './frames.ts';
 import {
   CLOSE_GOING_AWAY, REFUSAL_CODES, agreedVersion, answerOf, checkHello, type LocalIdentity, type PeerAuthorization, type Refusal, type RefusalReason,
 } from './handshake.ts';
+import type { InboundDropReason, MessageRefusal } from './inbound-drops.ts';
 import type { TransportLimits } from './limits.ts';
 import type { RepeatLimiter } from './log-limiter.ts';
 import { SnapshotAssembler, type AssemblyEvent } from './snapshot-stream.ts';
@@ -26,9 +28,12 @@ export interface InboundContext {
   /** The handshake succeeded: the owner supersedes an older connection from the same node. */
   accepted(conn: InboundConnection): void;
   closed(conn: InboundConnection): void;
-  deliver(from: NodeId, m: Message): void;
+  /** Hands an admitted message on; returns the handler's refusal, if it refused it (counted there). */
+  deliver(from: NodeId, m: Message): MessageRefusal | undefined;
   /** A WebSocket message arrived from the authenticated peer after its hello. */
   countWsMessage(from: NodeId): void;
+  /** A message (or frame) from the peer was dropped here. */
+  countDrop(reason: InboundDropReason): void;
 }
 
 export class InboundConnection {
@@ -101,6 +106,7 @@ export class InboundConnection {
   }
 
   private dropMalformed(error: string): void {
+    this.ctx.countDrop('malformed');
     this.logOnce('badframe', `dropped a malformed frame from ${this.describePeer()}: ${error}`);
   }
 
@@ -145,40 +151,56 @@ export class InboundConnection {
   private handleFrame(frame: Frame): void {
     switch (frame.t) {
       case 'msg':
-        if (this.isAddressedFromPeer(frame.m)) this.deliver(frame.m);
+        if (this.admit(frame.m)) this.deliver(frame.m);
         return;
       case 'snapBegin':
-        if (this.isAddressedFromPeer(frame.m)) this.handleAssembly(this.assembler?.begin(frame) ?? []);
+        // Checked before a byte of the snapshot is taken; a refusal stops the sender's stream.
+        if (this.admit(frame.m)) this.handleAssembly(this.assembler?.begin(frame) ?? []);
+        else this.ackSnapshot(frame.id, false, `refused: the stream's '${frame.m.type}' message was dropped`);
         return;
       case 'snapChunk':
         this.handleAssembly(this.assembler?.chunk(frame) ?? []);
         return;
       default:
+        this.ctx.countDrop('unexpected_frame');
         this.logOnce(`unexpected:${frame.t}`, `dropped an unexpected '${frame.t}' frame from ${this.describePeer()}`);
     }
   }
 
-  /** An authenticated peer still may not speak for another node, nor reach past this one. */
-  private isAddressedFromPeer(m: Message): boolean {
-    if (m.from === this.certNodeId && m.to === this.ctx.local.nodeId) return true;
-    this.logOnce('misaddressed', `dropped a '${m.type}' message from ${m.from} to ${m.to} arriving from ${this.describePeer()}`);
+  /**
+   * An authenticated peer still may not speak for another node, nor reach past this one, nor
+   * send what no correct node sends (check-message.ts).
+   */
+  private admit(m: Message): boolean {
+    const refusal = this.certNodeId === null
+      ? { reason: 'wrong_sender' as const, detail: 'the connection names no node' }
+      : admitMessage(m, this.certNodeId, this.ctx.local.nodeId);
+    if (refusal === undefined) return true;
+    this.ctx.countDrop(refusal.reason);
+    // Keyed by peer, not address: a peer that keeps redialling must not get a warning per connection.
+    this.logOnce(`drop:${this.certNodeId}:${refusal.reason}`, `dropped a '${m.type}' message from ${this.describePeer()}: ${refusal.reason}: ${refusal.detail}`, true);
     return false;
   }
 
   private handleAssembly(events: AssemblyEvent[]): void {
     for (const e of events) {
       if (e.kind === 'done') {
-        this.deliver(e.message);
-        this.ws.send(encodeFrame({ t: 'snapAck', id: e.id, ok: true }));
+        const refusal = this.deliver(e.message);
+        this.ackSnapshot(e.id, refusal === undefined, refusal === undefined ? undefined : `refused: ${refusal.reason}: ${refusal.detail}`);
       } else {
+        if (e.broken) this.ctx.countDrop('bad_snapshot_stream');
         this.ctx.log.warn(`snapshot stream ${e.id} from ${this.describePeer()} failed: ${e.reason}`);
-        this.ws.send(encodeFrame({ t: 'snapAck', id: e.id, ok: false, reason: e.reason.slice(0, 256) }));
+        this.ackSnapshot(e.id, false, e.reason);
       }
     }
   }
 
-  private deliver(m: Message): void {
-    if (this.certNodeId !== null) this.ctx.deliver(this.certNodeId, m);
+  private ackSnapshot(id: number, ok: boolean, reason: string | undefined): void {
+    this.ws.send(encodeFrame(reason === undefined ? { t: 'snapAck', id, ok } : { t: 'snapAck', id, ok, reason: reason.slice(0, 256) }));
+  }
+
+  private deliver(m: Message): MessageRefusal | undefined {
+    return this.certNodeId === null ? undefined : this.ctx.deliver(this.certNodeId, m);
   }
 
   private refuse(refusal: Refusal, claimed?: NodeId): void {

@@ -8,9 +8,18 @@
 // message lost at random is dropped silently (like a lost packet) but counted; handlers run
 // asynchronously, never inside `send`; a 'snap' message reports its status once delivered or
 // lost.
+//
+// A message is checked on delivery as the real transport checks it (addressing and meaning,
+// check-message.ts; a core never sends one of the wrong shape), and a test can hand a node
+// anything a peer could put on the wire (`injectValue`, `injectBytes`), which passes the shape
+// check as well.
 
 import type { Message, NodeId } from '../src/raft/types.ts';
-import type { PeerInfo, PeerStats, Transport, UnreachableReason } from './types.ts';
+import { admitMessage } from './check-message.ts';
+import { decodeFrames } from './codec.ts';
+import { InboundDropCounter, type InboundDropCounts, type InboundDropReason, type MessageRefusal } from './inbound-drops.ts';
+import type { MessageHandler, PeerInfo, PeerStats, Transport, UnreachableReason } from './types.ts';
+import { validateMessage } from './validate-message.ts';
 
 export interface MemoryFaults {
   /** Probability in [0, 1] that a message is lost. */
@@ -158,8 +167,9 @@ export class MemoryNetwork {
     if (f.timer !== null) clearTimeout(f.timer);
     const dest = this.members.get(f.m.to);
     const ok = dest !== undefined && dest.isRunning;
-    if (ok) dest.receive(f.m);
-    if (f.m.type === 'snap') f.from.snapshotDone(f.m.to, ok);
+    // A snapshot the receiver refused has failed, for its sender, as on the real transport.
+    const taken = ok && dest.receive(f.m, f.from.nodeId) === undefined;
+    if (f.m.type === 'snap') f.from.snapshotDone(f.m.to, taken);
     return ok;
   }
 }
@@ -187,7 +197,8 @@ export class MemoryTransport implements Transport {
   private state: 'new' | 'running' | 'closed' = 'new';
   private peers = new Map<NodeId, PeerInfo>();
   private readonly counters = new Map<NodeId, Counters>();
-  private messageHandler: ((m: Message) => void) | null = null;
+  private messageHandler: MessageHandler | null = null;
+  private readonly drops = new InboundDropCounter();
   private unreachableHandler: ((id: NodeId, why: UnreachableReason) => void) | null = null;
   private snapshotHandler: ((id: NodeId, ok: boolean) => void) | null = null;
 
@@ -238,7 +249,7 @@ export class MemoryTransport implements Transport {
     if (m.type === 'snap') this.later(() => this.snapshotHandler?.(m.to, false));
   }
 
-  onMessage(h: (m: Message) => void): void {
+  onMessage(h: MessageHandler): void {
     this.messageHandler = h;
   }
 
@@ -264,6 +275,46 @@ export class MemoryTransport implements Transport {
     });
   }
 
+  inboundDrops(): InboundDropCounts {
+    return this.drops.snapshot();
+  }
+
+  /**
+   * Fault injection: `value` arrives as a decoded 'msg' frame's message on `peer`'s connection
+   * would, unchecked, and goes through the shape, addressing and meaning checks of the real
+   * transport before the handler sees it. Synchronous. Returns why it was dropped or refused,
+   * or undefined when the handler took it.
+   */
+  injectValue(peer: NodeId, value: unknown): InboundDropReason | undefined {
+    if (this.state !== 'running') return undefined;
+    const checked = validateMessage(value);
+    if (!checked.ok) {
+      this.drops.count('malformed');
+      return 'malformed';
+    }
+    return this.receive(checked.message, peer)?.reason;
+  }
+
+  /**
+   * Fault injection: the bytes of one WebSocket message from `peer`, one frame or several back
+   * to back (protocol 2). All or nothing, as on the real transport: one malformed frame drops
+   * the whole message. This transport streams no snapshots, so any frame but 'msg' counts as
+   * unexpected. Returns the fate of each frame (one 'malformed' for a message that does not decode).
+   */
+  injectBytes(peer: NodeId, bytes: Uint8Array): (InboundDropReason | undefined)[] {
+    if (this.state !== 'running') return [];
+    const decoded = decodeFrames(bytes);
+    if (!decoded.ok) {
+      this.drops.count('malformed');
+      return ['malformed'];
+    }
+    return decoded.frames.map((frame) => {
+      if (frame.t === 'msg') return this.receive(frame.m, peer)?.reason;
+      this.drops.count('unexpected_frame');
+      return 'unexpected_frame';
+    });
+  }
+
   async close(): Promise<void> {
     if (this.state === 'closed') return;
     this.state = 'closed';
@@ -273,13 +324,21 @@ export class MemoryTransport implements Transport {
   // ---- used by MemoryNetwork ---------------------------------------------------------------
 
   /**
-   * Unlike the real transport, an exception from the message handler is not caught: it
-   * surfaces in the test (from flush(), or as an uncaught error from a timer).
+   * A message from `peer`: checked, counted, handed to the handler. Returns why it was dropped
+   * or refused, if it was. Unlike the real transport, an exception from the message handler is
+   * not caught: it surfaces in the test (from flush(), or as an uncaught error from a timer).
    */
-  receive(m: Message): void {
-    if (this.state !== 'running') return;
-    this.countersOf(m.from).received++;
-    this.messageHandler?.(m);
+  receive(m: Message, peer: NodeId): MessageRefusal | undefined {
+    if (this.state !== 'running') return undefined;
+    const dropped = admitMessage(m, peer, this.nodeId);
+    if (dropped !== undefined) {
+      this.drops.count(dropped.reason);
+      return dropped;
+    }
+    this.countersOf(peer).received++;
+    const refusal = this.messageHandler?.(m) ?? undefined;
+    if (refusal !== undefined) this.drops.count(refusal.reason);
+    return refusal;
   }
 
   snapshotDone(to: NodeId, ok: boolean): void {

@@ -16,6 +16,7 @@ import { Backoff } from './backoff.ts';
 import { BATCH_PROTOCOL_VERSION, decodeFrames, encodeFrame } from './codec.ts';
 import type { Frame, HelloFrame, SnapAckFrame } from './frames.ts';
 import { CLOSE_GOING_AWAY, REFUSAL_CODES, checkHello, offerOf, refusalReasonOf, type LocalIdentity, type Refusal, type RefusalReason } from './handshake.ts';
+import type { InboundDropReason } from './inbound-drops.ts';
 import type { TransportLimits } from './limits.ts';
 import type { RepeatLimiter } from './log-limiter.ts';
 import { SendQueue } from './send-queue.ts';
@@ -45,6 +46,8 @@ export interface LinkContext {
   logLimiter: RepeatLimiter;
   random: () => number;
   counters: PeerCounters;
+  /** A frame from the peer on this link (it only answers: hellos, acks) was dropped. */
+  countDrop(reason: InboundDropReason): void;
   notifyUnreachable(id: NodeId): void;
   notifySnapshotStatus(id: NodeId, ok: boolean): void;
   /** The peer refused this node's handshake for `reason` (the owner acts on 'removed'). */
@@ -190,7 +193,17 @@ export class PeerLink {
     this.state = 'dialling';
     this.certNodeId = null;
     this.refusedByUs = false;
-    const ws = new WebSocket(`wss://${this.peer.address}${PEER_PATH}`, this.clientOptions());
+    let ws: WebSocket;
+    try {
+      ws = new WebSocket(`wss://${this.peer.address}${PEER_PATH}`, this.clientOptions());
+    } catch (err) {
+      // ws throws on an address that makes no URL. Addresses come from member records in the
+      // replicated log, which a member can fill: never let one stop the node.
+      this.noteFailure('bad_address', `'${this.peer.address}' is not a usable address: ${(err as Error).message}`);
+      this.ws = null;
+      this.waitAndRedial();
+      return;
+    }
     this.ws = ws;
     this.handshakeTimer = setTimeout(() => this.handleHandshakeTimeout(ws), this.ctx.limits.handshakeTimeoutMs);
     ws.on('upgrade', (res) => {
@@ -234,7 +247,10 @@ export class PeerLink {
     const decoded = isBinary ? decodeFrames(bytes) : { ok: false as const, error: 'text frame' };
     if (!decoded.ok) {
       if (this.state === 'dialling') this.refuse(ws, { reason: 'bad_handshake', detail: decoded.error });
-      else this.logOnce(`badframe:${this.peer.id}`, `dropped a malformed frame from peer ${this.peer.id}: ${decoded.error}`);
+      else {
+        this.ctx.countDrop('malformed');
+        this.logOnce(`badframe:${this.peer.id}`, `dropped a malformed frame from peer ${this.peer.id}: ${decoded.error}`);
+      }
       return;
     }
     if (this.state !== 'dialling') {
@@ -251,8 +267,12 @@ export class PeerLink {
   }
 
   private handleFrame(frame: Frame): void {
-    if (frame.t === 'snapAck') this.handleSnapAck(frame);
-    else this.logOnce(`unexpected:${this.peer.id}:${frame.t}`, `dropped an unexpected '${frame.t}' frame from peer ${this.peer.id}`);
+    if (frame.t === 'snapAck') {
+      this.handleSnapAck(frame);
+      return;
+    }
+    this.ctx.countDrop('unexpected_frame');
+    this.logOnce(`unexpected:${this.peer.id}:${frame.t}`, `dropped an unexpected '${frame.t}' frame from peer ${this.peer.id}`);
   }
 
   private handleHello(ws: WebSocket, hello: HelloFrame): void {
@@ -300,6 +320,10 @@ export class PeerLink {
     }
     else if (wasOpen) this.ctx.log.info(`connection to peer ${this.peer.id} at ${this.peer.address} lost (close code ${code})`);
     if (this.state === 'closed') return;
+    this.waitAndRedial();
+  }
+
+  private waitAndRedial(): void {
     this.state = 'waiting';
     this.retryTimer = setTimeout(() => {
       this.retryTimer = null;

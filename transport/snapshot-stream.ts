@@ -39,9 +39,14 @@ export class OutgoingSnapshot {
   }
 }
 
+/**
+ * `broken`: the stream broke its own rules (too large, a chunk out of place, opened by a message
+ * without a snapshot), as no correct sender does; otherwise it was cut short (the connection
+ * closed, a newer snapshot superseded it).
+ */
 export type AssemblyEvent =
   | { kind: 'done'; id: number; message: Message }
-  | { kind: 'failed'; id: number; reason: string };
+  | { kind: 'failed'; id: number; reason: string; broken: boolean };
 
 interface Assembly {
   id: number;
@@ -63,9 +68,9 @@ export class SnapshotAssembler {
     const events = this.abort('superseded by a newer snapshot');
     const { id, bytes, m } = frame;
     if (m.type !== 'snap' || m.snapshot === undefined) {
-      events.push({ kind: 'failed', id, reason: `snapshot stream opened with a '${m.type}' message without a snapshot` });
+      events.push({ kind: 'failed', id, reason: `snapshot stream opened with a '${m.type}' message without a snapshot`, broken: true });
     } else if (bytes > this.snapshotBytesMax) {
-      events.push({ kind: 'failed', id, reason: `snapshot of ${bytes} bytes from ${this.peerId} exceeds snapshotBytesMax ${this.snapshotBytesMax}` });
+      events.push({ kind: 'failed', id, reason: `snapshot of ${bytes} bytes from ${this.peerId} exceeds snapshotBytesMax ${this.snapshotBytesMax}`, broken: true });
     } else {
       this.current = { id, message: m, buffer: new Uint8Array(bytes), received: 0 };
       const done = this.maybeComplete();
@@ -81,7 +86,7 @@ export class SnapshotAssembler {
     if (a === null || a.id !== frame.id) return [];
     if (frame.offset !== a.received || a.received + frame.data.byteLength > a.buffer.byteLength) {
       this.current = null;
-      return [{ kind: 'failed', id: a.id, reason: `chunk at offset ${frame.offset} (${frame.data.byteLength} bytes) does not continue ${a.received} of ${a.buffer.byteLength}` }];
+      return [{ kind: 'failed', id: a.id, reason: `chunk at offset ${frame.offset} (${frame.data.byteLength} bytes) does not continue ${a.received} of ${a.buffer.byteLength}`, broken: true }];
     }
     a.buffer.set(frame.data, a.received);
     a.received += frame.data.byteLength;
@@ -93,7 +98,7 @@ export class SnapshotAssembler {
   abort(reason: string): AssemblyEvent[] {
     const a = this.current;
     this.current = null;
-    return a === null ? [] : [{ kind: 'failed', id: a.id, reason }];
+    return a === null ? [] : [{ kind: 'failed', id: a.id, reason, broken: false }];
   }
 
   private maybeComplete(): AssemblyEvent | null {
@@ -101,7 +106,7 @@ export class SnapshotAssembler {
     if (a === null || a.received < a.buffer.byteLength) return null;
     this.current = null;
     const snapshot = a.message.snapshot;
-    if (snapshot === undefined) return { kind: 'failed', id: a.id, reason: 'snapshot vanished' };
+    if (snapshot === undefined) return { kind: 'failed', id: a.id, reason: 'snapshot vanished', broken: true };
     return { kind: 'done', id: a.id, message: { ...a.message, snapshot: { meta: snapshot.meta, data: a.buffer } } };
   }
 }

@@ -3,6 +3,9 @@
 // (memory-transport.ts) that tests and the simulator drive.
 
 import type { Message, NodeId } from '../src/raft/types.ts';
+import type { InboundDropCounts, MessageRefusal } from './inbound-drops.ts';
+
+export type { InboundDropCounts, InboundDropReason, MessageRefusal } from './inbound-drops.ts';
 
 export interface PeerInfo {
   id: NodeId;
@@ -37,11 +40,6 @@ export interface PeerStats {
 }
 
 /**
- * Handlers are never called from inside `send`, `setPeers` or `close` (always from a later
- * task), so a driver may call `send` while it holds its own state mid-update. No handler is
- * called after `close()` resolved.
- */
-/**
  * How a peer turned out unreachable. 'disconnected': the connection to it closed (a killed
  * process closes its connections at once), so it is probably gone. 'dropped': a message to it
  * was dropped (a full queue, a frame over the limit, a peer not known) while nothing says it is
@@ -49,6 +47,32 @@ export interface PeerStats {
  */
 export type UnreachableReason = 'disconnected' | 'dropped';
 
+/**
+ * Takes a message from a peer. It may refuse it by returning why (the node refuses a snapshot
+ * whose payload does not decode): the transport counts the refusal with its own drops, and a
+ * refused snapshot is reported failed to its sender.
+ */
+export type MessageHandler = (m: Message) => MessageRefusal | undefined | void;
+
+/**
+ * What a peer may send, and who checks it (docs/architecture.md, "What a peer may send"). A
+ * message reaches the message handler only after, in order:
+ *
+ * 1. its shape: msgpack, then frames.ts's schema (validate-message.ts for 'msg' frames): known
+ *    types and fields, integers that are safe and not negative, ids of at most 256 characters;
+ * 2. its addressing: `from` is the node the connection's certificate names, `to` is this node;
+ * 3. its meaning (check-message.ts): the rules every message a correct node sends obeys,
+ *    whatever the receiver's state (terms, entries that follow on, a possible snapshot).
+ *
+ * A message that fails any of them is dropped, never handed on, and counted by reason
+ * (`inboundDrops()`); a log line says why, at most once a minute per peer and kind. Rules that
+ * need the receiver's state are the consensus core's, which ignores such messages; the node's
+ * handler refuses a snapshot whose payload does not decode (src/node/snapshot-data.ts).
+ *
+ * Handlers are never called from inside `send`, `setPeers` or `close` (always from a later
+ * task), so a driver may call `send` while it holds its own state mid-update. No handler is
+ * called after `close()` resolved.
+ */
 export interface Transport {
   /** Listen (real) or register (memory); resolves when ready. */
   start(): Promise<void>;
@@ -58,7 +82,7 @@ export interface Transport {
   setPeers(peers: PeerInfo[]): void;
   /** Never throws for a down peer or a full queue: drops, counts, and calls the unreachable handler. */
   send(m: Message): void;
-  onMessage(h: (m: Message) => void): void;
+  onMessage(h: MessageHandler): void;
   /** A peer could not be reached; `why` says how (see UnreachableReason). */
   onUnreachable(h: (id: NodeId, why: UnreachableReason) => void): void;
   /** A 'snap' message finished streaming and the peer took it (ok), or failed to. */
@@ -69,6 +93,12 @@ export interface Transport {
    */
   onRefused?(h: (id: NodeId, reason: string) => void): void;
   stats(): PeerStats[];
+  /**
+   * Messages from peers dropped before the handler took them, by reason, since start (every
+   * reason present). The node publishes them as shoal_peer_messages_dropped_total{reason}
+   * (inbound-drops.ts: PEER_MESSAGES_DROPPED_METRIC, inboundDropSamples).
+   */
+  inboundDrops(): InboundDropCounts;
   /** Idempotent; drains nothing, closes sockets. */
   close(): Promise<void>;
 }

@@ -19,12 +19,13 @@ import { encodeFrame } from './codec.ts';
 import { isNetworkMessageType } from './frames.ts';
 import type { LocalIdentity, PeerAuthorization, RefusalReason } from './handshake.ts';
 import { InboundConnection, type InboundContext } from './inbound-connection.ts';
+import { InboundDropCounter, type InboundDropCounts, type MessageRefusal } from './inbound-drops.ts';
 import { resolveLimits, type TransportLimits } from './limits.ts';
 import { RepeatLimiter } from './log-limiter.ts';
 import { PeerLink, type LinkContext, type PeerCounters, type TlsMaterial } from './peer-link.ts';
 import { PeerServer } from './peer-server.ts';
 import { formatAddress } from './socket-util.ts';
-import type { PeerInfo, PeerStats, Transport, TransportLogger, UnreachableReason } from './types.ts';
+import type { MessageHandler, PeerInfo, PeerStats, Transport, TransportLogger, UnreachableReason } from './types.ts';
 
 export interface WsTransportOptions {
   nodeId: NodeId;
@@ -73,7 +74,8 @@ export class WsTransport implements Transport {
   private closing: Promise<void> | null = null;
   private boundAddress: string | null = null;
   private ticker: NodeJS.Timeout | null = null;
-  private messageHandler: ((m: Message) => void) | null = null;
+  private messageHandler: MessageHandler | null = null;
+  private readonly drops = new InboundDropCounter();
   private unreachableHandler: ((id: NodeId, why: UnreachableReason) => void) | null = null;
   private snapshotHandler: ((id: NodeId, ok: boolean) => void) | null = null;
   private refusedHandler: ((id: NodeId, reason: RefusalReason) => void) | null = null;
@@ -126,6 +128,26 @@ export class WsTransport implements Transport {
       void link.close();
     }
     for (const p of wanted.values()) this.upsertLink(p);
+    this.closeInboundOfNonMembers(wanted);
+  }
+
+  /**
+   * A peer that is no longer a member (removed) loses its inbound connections at once, closed
+   * with the reason its next handshake would get: its own outbound link then hears `removed` and
+   * the node stops, instead of campaigning into a connection nobody listens to. Only when the
+   * owner knows members at all (`authorizePeer` says so), as at the handshake.
+   */
+  private closeInboundOfNonMembers(wanted: ReadonlyMap<NodeId, PeerInfo>): void {
+    const authorize = this.opts.authorizePeer;
+    if (authorize === undefined) return;
+    for (const [id, conn] of this.inbound) {
+      if (wanted.has(id)) continue;
+      const verdict = authorize(id);
+      if (verdict === 'member') continue;
+      this.inbound.delete(id);
+      this.log.info(`closing the connection from ${id}: ${verdict === 'removed' ? 'it was removed from the cluster' : 'it is not a member'}`);
+      void conn.close(verdict === 'removed' ? 'removed' : 'peer_not_authorized');
+    }
   }
 
   send(m: Message): void {
@@ -148,7 +170,7 @@ export class WsTransport implements Transport {
     if (!link.enqueue(frame)) this.countDrop(m.to);
   }
 
-  onMessage(h: (m: Message) => void): void {
+  onMessage(h: MessageHandler): void {
     this.messageHandler = h;
   }
 
@@ -166,6 +188,10 @@ export class WsTransport implements Transport {
 
   stats(): PeerStats[] {
     return [...this.links.values()].map((l) => l.stats());
+  }
+
+  inboundDrops(): InboundDropCounts {
+    return this.drops.snapshot();
   }
 
   close(): Promise<void> {
@@ -224,6 +250,7 @@ export class WsTransport implements Transport {
       logLimiter: this.logLimiter,
       random: this.opts.random ?? Math.random,
       counters: this.countersOf(id),
+      countDrop: (reason) => this.drops.count(reason),
       notifyUnreachable: (peer) => this.notifyUnreachable(peer, 'disconnected'),
       notifySnapshotStatus: (peer, ok) => this.notifySnapshotStatus(peer, ok),
       notifyRefused: (peer, reason) => {
@@ -287,6 +314,7 @@ export class WsTransport implements Transport {
       countWsMessage: (from) => {
         if (this.state !== 'closed') this.countersOf(from).wsMessagesReceived++;
       },
+      countDrop: (reason) => this.drops.count(reason),
     };
   }
 
@@ -300,19 +328,28 @@ export class WsTransport implements Transport {
     if (old !== undefined && old !== conn) void old.close('superseded');
   }
 
-  private deliver(from: NodeId, m: Message): void {
-    if (this.state === 'closed') return;
+  /** Returns the handler's refusal, if it refused the message. */
+  private deliver(from: NodeId, m: Message): MessageRefusal | undefined {
+    if (this.state === 'closed') return undefined;
     const h = this.messageHandler;
     if (h === null) {
       this.log.debug(`dropped a '${m.type}' message from ${from}: no message handler yet`);
-      return;
+      return undefined;
     }
     this.countersOf(from).received++;
+    let refusal: MessageRefusal | undefined;
     try {
-      h(m);
+      refusal = h(m) ?? undefined;
     } catch (err) {
       this.log.error(`message handler threw on a '${m.type}' message from ${from}: ${(err as Error).stack ?? String(err)}`);
+      return undefined;
     }
+    if (refusal === undefined) return undefined;
+    this.drops.count(refusal.reason);
+    const msg = `the node refused a '${m.type}' message from ${from}: ${refusal.reason}: ${refusal.detail}`;
+    if (this.logLimiter.first(`refused:${from}:${refusal.reason}`)) this.log.warn(msg);
+    else this.log.debug(msg);
+    return refusal;
   }
 
   // ---- notifications -----------------------------------------------------------------------

@@ -8,6 +8,7 @@ import { ShoalError } from '../errors.ts';
 import type { RaftNode } from '../node/raft-node.ts';
 import type { Registry } from '../node/metrics.ts';
 import { registerApiMetrics, type ApiBounds } from './api-metrics.ts';
+import { applyRoutes } from './apply-routes.ts';
 import { Refusals, Slots } from './bounds.ts';
 import { clusterRoutes } from './cluster-routes.ts';
 import { ConnectionLimit } from './connection-limit.ts';
@@ -17,9 +18,12 @@ import { healthRoutes } from './health-routes.ts';
 import { useJsonBodyParser } from './json-body.ts';
 import { apiLimitsDefault, headerBytesMax, paramLengthMax, type ApiLimits } from './limits.ts';
 import { metricsRoutes } from './metrics-routes.ts';
+import { nodesRoutes } from './nodes-routes.ts';
 import { openApiRoutes } from './openapi.ts';
 import { RouteTable } from './route-table.ts';
+import { servicesRoutes } from './services-routes.ts';
 import { snapshotRoutes } from './snapshot-routes.ts';
+import { tasksRoutes } from './tasks-routes.ts';
 import { txnRoutes } from './txn-routes.ts';
 import { badRequest } from './validate.ts';
 import { watchRoutes } from './watch-routes.ts';
@@ -129,7 +133,10 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   app.addHook('preClose', async () => {
     for (const close of ctx.streams) close();
   });
-  for (const plugin of [healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, snapshotRoutes, metricsRoutes, openApiRoutes]) {
+  for (const plugin of [
+    healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, snapshotRoutes, metricsRoutes, openApiRoutes,
+    applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes,
+  ]) {
     void app.register(plugin, { ctx, limits, bounds });
   }
   return app;

@@ -10,6 +10,13 @@ import type { ApiContext } from './app.ts';
 import { collectionParams, deleteHeaders, docBody, docParams, listQuery, noQuery, putHeaders, readQuery } from './request-schemas.ts';
 import { badRequest, stampedPath, validate, type CommandPathMap } from './validate.ts';
 import { propose, throwIfFailed } from './write-path.ts';
+import { reservedWrite } from './reserved.ts';
+
+/** A write to a reserved collection (`shoal.*`) is refused with the typed route to use (reserved.ts). */
+function refuseReserved(collection: string): void {
+  const problem = reservedWrite(collection, 'params.collection');
+  if (problem !== undefined) throw badRequest([problem], { reserved: collection });
+}
 
 export function docAnswer(reply: FastifyReply, d: Doc): Doc {
   void reply.header('etag', `"${d.rev}"`);
@@ -55,6 +62,7 @@ export const docsRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, {
   app.put('/v1/docs/:collection/:id', async (req, reply) => {
     const v = validate({ params: [docParams, req.params], query: [noQuery, req.query], body: [docBody, req.body], headers: [putHeaders, req.headers] });
     const expect = expectFrom(v.headers);
+    refuseReserved(v.params.collection);
     const result = await propose(ctx, req, {
       op: 'put', collection: v.params.collection, id: v.params.id, doc: v.body as never, ...(expect ? { expect } : {}),
     }, docRequestPath(expect));
@@ -68,6 +76,7 @@ export const docsRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, {
   app.delete('/v1/docs/:collection/:id', async (req, reply) => {
     const v = validate({ params: [docParams, req.params], query: [noQuery, req.query], headers: [deleteHeaders, req.headers] });
     const expect = expectFrom(v.headers);
+    refuseReserved(v.params.collection);
     const result = await propose(ctx, req, { op: 'delete', collection: v.params.collection, id: v.params.id, ...(expect ? { expect } : {}) }, docRequestPath(expect));
     throwIfPreconditionFailed(result, expect);
     throwIfFailed(result);

@@ -8,7 +8,11 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { errorCatalog } from '../errors.ts';
+import { nodeRecordSchema, serviceRecordSchema, taskRecordSchema, taskStatusSchema } from '../control/resources.ts';
 import type { ApiContext } from './app.ts';
+import {
+  applyBody, applyQuery, availabilityBody, labelsBody, nodeParams, readOnlyQuery, scaleBody, serviceParams, taskParams, tasksQuery,
+} from './control-schemas.ts';
 import {
   collectionParams, deleteHeaders, docBody, docParams, listQuery, noQuery, putHeaders, readQuery, txnBodySchema, txnHeaders, watchHeaders, watchQuery,
 } from './request-schemas.ts';
@@ -110,6 +114,71 @@ function clusterPaths(): Json {
   };
 }
 
+const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
+const serviceView = {
+  type: 'object', properties: {
+    name: { type: 'string' }, rev: { type: 'integer' }, record: ref('ServiceRecord'),
+    status: { type: 'object', properties: { desired: { type: 'integer' }, running: { type: 'integer' }, tasks: { type: 'integer' }, pending: { type: 'integer' }, pendingReasons: { type: 'array', items: { type: 'string' } }, stopping: { type: 'integer' }, updating: { type: 'boolean' }, converged: { type: 'boolean' } } },
+  },
+};
+const taskItem = {
+  type: 'object', properties: {
+    id: { type: 'string' }, rev: { type: 'integer' }, service: { type: 'string' }, slot: { type: ['integer', 'string'] }, nodeId: { type: ['string', 'null'] }, nodeName: { type: ['string', 'null'] },
+    desired: { type: 'string' }, observed: { type: 'string' }, health: { type: ['string', 'null'] }, record: ref('TaskRecord'), report: { anyOf: [ref('TaskStatus'), { type: 'null' }] },
+  },
+};
+const nodeView = {
+  type: 'object', properties: {
+    id: { type: 'string' }, name: { type: 'string' }, rev: { type: 'integer' }, record: ref('NodeRecord'), tasks: { type: 'integer' }, running: { type: 'integer' },
+    reserved: { type: 'object', properties: { cpuMillis: { type: 'integer' }, memoryBytes: { type: 'integer' } } },
+  },
+};
+const listOf = (item: Json): Json => ({ type: 'object', properties: { items: { type: 'array', items: item }, rev: { type: 'integer' } } });
+const written = (extra: Json): Json => ({ type: 'object', properties: { rev: { type: ['integer', 'null'] }, ...extra } });
+/** A POST that takes no body (or an empty object). */
+const emptyBody = jsonBody(schemaOf(z.object({}).strict()), false);
+
+/** The control plane's routes (services, nodes, tasks, apply); parameters and bodies from control-schemas.ts. */
+function controlPaths(): Json {
+  const read = parametersOf(readOnlyQuery, 'query');
+  const svc = parametersOf(serviceParams, 'path');
+  const node = parametersOf(nodeParams, 'path');
+  const noQ = parametersOf(noQuery, 'query');
+  return {
+    '/v1/apply': {
+      post: {
+        summary: 'Apply Service specs (documents, or a YAML/JSON text): strict, all or nothing; ?dryRun=true writes nothing', ...strict,
+        parameters: parametersOf(applyQuery, 'query'), requestBody: jsonBody(schemaOf(applyBody)),
+        responses: { 200: json({ type: 'object', properties: { dryRun: { type: 'boolean' }, rev: { type: ['integer', 'null'] }, services: { type: 'array', items: { type: 'object' } } } }), ...errors },
+      },
+    },
+    '/v1/services': { get: { summary: 'List services with their status', ...strict, parameters: read, responses: { 200: json(listOf(serviceView)), ...errors } } },
+    '/v1/services/{name}': {
+      get: { summary: 'A service, its status and its tasks (merged observed state)', ...strict, parameters: [...svc, ...read], responses: { 200: json({ type: 'object', properties: { service: serviceView, tasks: { type: 'array', items: taskItem }, rev: { type: 'integer' } } }), ...errors } },
+      delete: { summary: 'Remove a service (its tasks are shut down)', ...strict, parameters: [...svc, ...noQ], responses: { 200: json(written({ name: { type: 'string' }, removed: { type: 'boolean' } })), ...errors } },
+    },
+    '/v1/services/{name}/scale': {
+      post: { summary: 'Set the replica count', ...strict, parameters: [...svc, ...noQ], requestBody: jsonBody(schemaOf(scaleBody)), responses: { 200: json(written({ outcome: { type: 'string' }, service: serviceView })), ...errors } },
+    },
+    '/v1/services/{name}/rollback': {
+      post: { summary: 'Roll back to the previous spec (a rolling update)', ...strict, parameters: [...svc, ...noQ], requestBody: emptyBody, responses: { 200: json(written({ specVersion: { type: 'integer' }, service: serviceView })), ...errors } },
+    },
+    '/v1/services/{name}/rebalance': {
+      post: { summary: 'One rebalance step: move at most one task off the fullest node (docs/control-plane.md)', ...strict, parameters: [...svc, ...noQ], requestBody: emptyBody, responses: { 200: json(written({ state: { type: 'string', enum: ['moved', 'balanced', 'settling'] }, reason: { type: 'string' }, moved: { type: ['object', 'null'] }, counts: { type: 'array', items: { type: 'object' } } })), ...errors } },
+    },
+    '/v1/nodes': { get: { summary: 'List nodes with what runs on them', ...strict, parameters: read, responses: { 200: json(listOf(nodeView)), ...errors } } },
+    '/v1/nodes/{ref}': { get: { summary: 'A node (by id or name) and its tasks', ...strict, parameters: [...node, ...read], responses: { 200: json({ type: 'object', properties: { node: nodeView, tasks: { type: 'array', items: taskItem }, rev: { type: 'integer' } } }), ...errors } } },
+    '/v1/nodes/{ref}/availability': {
+      post: { summary: 'Set availability: active, pause (no new tasks) or drain (move its tasks off)', ...strict, parameters: [...node, ...noQ], requestBody: jsonBody(schemaOf(availabilityBody)), responses: { 200: json(written({ node: nodeView })), ...errors } },
+    },
+    '/v1/nodes/{ref}/labels': {
+      post: { summary: 'Set and remove node labels', ...strict, parameters: [...node, ...noQ], requestBody: jsonBody(schemaOf(labelsBody)), responses: { 200: json(written({ node: nodeView })), ...errors } },
+    },
+    '/v1/tasks': { get: { summary: 'List tasks (filters: service, node, state), in pages by id', ...strict, parameters: parametersOf(tasksQuery, 'query'), responses: { 200: json({ type: 'object', properties: { items: { type: 'array', items: taskItem }, rev: { type: 'integer' }, next: { type: ['string', 'null'] } } }), ...errors } } },
+    '/v1/tasks/{id}': { get: { summary: 'A task', ...strict, parameters: [...parametersOf(taskParams, 'path'), ...read], responses: { 200: json({ type: 'object', properties: { task: taskItem, rev: { type: 'integer' } } }), ...errors } } },
+  };
+}
+
 function nodePaths(): Json {
   const probe = json({ type: 'object', required: ['ok'], properties: { ok: { type: 'boolean' }, code: { type: 'string' }, reason: { type: 'string' }, version: { type: 'string' } } });
   return {
@@ -125,8 +194,13 @@ export function openApiDocument(version: string): Json {
   return {
     openapi: '3.1.0',
     info: { title: 'shoal client API', version, description: 'See docs/api.md for consistency, idempotency, watch semantics and bounds.' },
-    components: { schemas: { Error: errorSchema, Doc: docSchema, Txn: schemaOf(txnBodySchema) } },
-    paths: { ...docPaths(), ...clusterPaths(), ...nodePaths() },
+    components: {
+      schemas: {
+        Error: errorSchema, Doc: docSchema, Txn: schemaOf(txnBodySchema),
+        NodeRecord: schemaOf(nodeRecordSchema), ServiceRecord: schemaOf(serviceRecordSchema), TaskRecord: schemaOf(taskRecordSchema), TaskStatus: schemaOf(taskStatusSchema),
+      },
+    },
+    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...nodePaths() },
   };
 }
 

@@ -4,7 +4,8 @@ import type { FastifyPluginAsync } from 'fastify';
 import { ShoalError } from '../errors.ts';
 import type { ApiContext } from './app.ts';
 import { noQuery, txnBodySchema, txnHeaders } from './request-schemas.ts';
-import { stampedPath, validate, type CommandPathMap } from './validate.ts';
+import { reservedWrite } from './reserved.ts';
+import { badRequest, stampedPath, validate, type CommandPathMap, type Problem } from './validate.ts';
 import { propose, throwIfFailed } from './write-path.ts';
 
 /** The txn command has the body's shape: `cmd.success.1.id` came from `body.success.1.id`. */
@@ -13,6 +14,12 @@ const txnRequestPath: CommandPathMap = (path) => stampedPath(path, (rest) => ['b
 export const txnRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
   app.post('/v1/txn', async (req, reply) => {
     const v = validate({ query: [noQuery, req.query], body: [txnBodySchema, req.body], headers: [txnHeaders, req.headers] });
+    // Writes to the control plane's collections are refused, every one at once; compares may read them.
+    const reserved = (['success', 'failure'] as const).flatMap((branch) => v.body[branch].flatMap((op, i): Problem[] => {
+      const p = reservedWrite(op.collection, `body.${branch}.${i}.collection`);
+      return p === undefined ? [] : [p];
+    }));
+    if (reserved.length > 0) throw badRequest(reserved);
     const result = await propose(ctx, req, { op: 'txn', compare: v.body.compare, success: v.body.success as never, failure: v.body.failure as never }, txnRequestPath);
     throwIfFailed(result);
     if (result.replayed) void reply.header('idempotent-replayed', 'true');

@@ -117,7 +117,8 @@ export function exitCodeOfError(code: ErrorCode, retryable: boolean): number {
     case 'config_invalid': return exitCodes.usage;
     case 'removed': return exitCodes.removed;
     case 'upgrade_required': return exitCodes.upgradeRequired;
-    case 'address_in_use': return exitCodes.addressInUse;
+    case 'address_in_use':
+    case 'data_dir_locked': return exitCodes.addressInUse;
     case 'join_failed': return exitCodes.joinFailed;
     default: return retryable ? exitCodes.unavailable : exitCodes.failed;
   }

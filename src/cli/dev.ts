@@ -26,7 +26,7 @@ export const devSubcommands = ['restart', 'stop'] as const;
 const devRestartUsage = 'Usage: shoal dev restart NODE [--data DIR] [--json]';
 const devStopUsage = 'Usage: shoal dev stop [--data DIR] [--json]';
 
-export const devHelp = `Usage: shoal dev [--base-port PORT] [--data DIR] [--nodes N] [--json]
+export const devHelp = `Usage: shoal dev [--base-port PORT] [--data DIR] [--nodes N] [--runtime auto|docker|memory|none] [--json]
        ${devRestartUsage.slice('Usage: '.length)}
        ${devStopUsage.slice('Usage: '.length)}
 
@@ -47,6 +47,10 @@ Options:
   --base-port PORT  first client API port (default ${basePortDefault})
   --data DIR        data directory (default ${dataDefault})
   --nodes N         number of nodes, 1 to ${nodesMax} (default 3)
+  --runtime R       what runs the services' containers: docker (the local Docker daemon, shared by
+                    the nodes: each touches only its own containers), memory (simulated in each
+                    node's process: for trying the scheduler, failover and updates without
+                    Docker), none; auto (the default) is docker when it answers, else memory
   --json            events as JSON lines on stdout (ready, exited, restarted, stopped); node
                     logs on stderr; failures as one JSON object on stderr
   -h, --help        show this help
@@ -64,6 +68,7 @@ export async function devCommand(argv: string[]): Promise<number> {
   if (sub === 'restart' || sub === 'stop') return controlCommand(sub, rest);
   const { values, positionals } = parse(argv, {
     'base-port': { type: 'string' }, data: { type: 'string', default: dataDefault }, nodes: { type: 'string' },
+    runtime: { type: 'string', default: 'auto' },
     json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
   }, devHelp);
   if (values.help) {
@@ -76,10 +81,37 @@ export async function devCommand(argv: string[]): Promise<number> {
   const layout = { basePort: intFlag(values['base-port'], 'base-port', basePortDefault), nodes: intFlag(values.nodes, 'nodes', 3) };
   if (layout.nodes > nodesMax) throw new UsageError(`--nodes must be from 1 to ${nodesMax}, got ${layout.nodes}`);
   if (layout.basePort + 100 + layout.nodes - 1 > 65535) throw new UsageError(`--base-port ${layout.basePort} leaves no room for the peer ports (PORT+100, ...)`);
-  return runDev(path.resolve(values.data), layout, values.json);
+  const runtime = values.runtime;
+  if (runtime !== 'auto' && runtime !== 'docker' && runtime !== 'memory' && runtime !== 'none') {
+    throw new UsageError(`--runtime must be auto, docker, memory or none, got '${runtime}'`, usageOf(devHelp));
+  }
+  return runDev(path.resolve(values.data), layout, await chooseRuntime(runtime, values.json), values.json);
 }
 
-async function runDev(dataDir: string, layout: DevLayout, json: boolean): Promise<number> {
+type RuntimeKind = 'docker' | 'memory' | 'none';
+
+/** auto: Docker when its daemon answers; otherwise containers in memory, and how to get Docker. */
+async function chooseRuntime(wanted: RuntimeKind | 'auto', json: boolean): Promise<RuntimeKind> {
+  if (wanted !== 'auto') return wanted;
+  const { DockerRuntime } = await import('../executor/docker-runtime.ts');
+  const docker = new DockerRuntime({ pingTimeoutMs: 1_500 });
+  try {
+    await docker.ping();
+    return 'docker';
+  } catch (err) {
+    const why = (err as Error).message;
+    if (!json) {
+      console.error(`shoal dev: Docker does not answer (${why}): the nodes run services in memory (simulated containers).
+  To run real containers: install Docker (Debian/Ubuntu: sudo apt-get install docker.io), start it
+  (sudo systemctl start docker), and run shoal dev again; or choose with --runtime docker|memory.`);
+    }
+    return 'memory';
+  } finally {
+    await docker.close();
+  }
+}
+
+async function runDev(dataDir: string, layout: DevLayout, runtime: RuntimeKind, json: boolean): Promise<number> {
   mkdirSync(dataDir, { recursive: true });
   const socket = socketPath(dataDir);
   const lock: DevLock = { pid: process.pid, dataDir, socket, ...layout, startedAt: new Date().toISOString() };
@@ -88,7 +120,7 @@ async function runDev(dataDir: string, layout: DevLayout, json: boolean): Promis
   try {
     checkLayout(dataDir, layout);
     await checkPorts(ports(layout));
-    const nodes = await prepare(dataDir, layout);
+    const nodes = await prepare(dataDir, layout, runtime);
     const emit = (e: DevEvent): void => (json ? console.log(JSON.stringify(e)) : console.error(`shoal dev: ${e.message}`));
     const supervisor = new DevSupervisor(nodes, emit, json ? process.stderr : process.stdout);
     control = await serveControl(socket, (req) => handleControl(supervisor, req, emit));
@@ -101,7 +133,7 @@ async function runDev(dataDir: string, layout: DevLayout, json: boolean): Promis
     supervisor.startAll();
     // Every node may die while starting (it says why): then there is nothing to wait for.
     const leader = await Promise.race([waitForLeader(nodes, leaderWaitMs), supervisor.done.then(() => undefined)]);
-    if (leader !== undefined) printReady(dataDir, nodes, supervisor.pids(), leader, socket, json);
+    if (leader !== undefined) printReady(dataDir, nodes, supervisor.pids(), leader, socket, runtime, json);
     const code = await supervisor.done;
     if (json) console.log(JSON.stringify({ event: 'stopped', exitCode: code }));
     process.off('SIGINT', stop);
@@ -140,7 +172,7 @@ function checkLayout(dataDir: string, layout: DevLayout): void {
   }
 }
 
-async function prepare(dataDir: string, layout: DevLayout): Promise<DevNode[]> {
+async function prepare(dataDir: string, layout: DevLayout, runtime: RuntimeKind): Promise<DevNode[]> {
   const members: DevNode[] = [];
   for (let i = 0; i < layout.nodes; i++) {
     const name = `n${i + 1}`;
@@ -151,7 +183,7 @@ async function prepare(dataDir: string, layout: DevLayout): Promise<DevNode[]> {
   }
   const bootstrap: MemberRecord[] = members.map(({ id, name, apiAddress, peerAddress }) => ({ id, name, apiAddress, peerAddress }));
   for (const m of members) {
-    writeFileSync(path.join(m.dir, 'shoal.yaml'), stringify({ dataDir: '.', api: { listen: m.apiAddress }, peer: { listen: m.peerAddress }, bootstrap }));
+    writeFileSync(path.join(m.dir, 'shoal.yaml'), stringify({ dataDir: '.', api: { listen: m.apiAddress }, peer: { listen: m.peerAddress }, bootstrap, runtime: { kind: runtime } }));
   }
   writeFileSync(path.join(dataDir, 'dev.json'), JSON.stringify(layout));
   return members;
@@ -170,10 +202,10 @@ async function waitForLeader(nodes: DevNode[], timeoutMs: number): Promise<strin
   return null;
 }
 
-function printReady(dataDir: string, nodes: DevNode[], pids: Record<string, number | null>, leader: string | null, socket: string, json: boolean): void {
+function printReady(dataDir: string, nodes: DevNode[], pids: Record<string, number | null>, leader: string | null, socket: string, runtime: RuntimeKind, json: boolean): void {
   if (json) {
     console.log(JSON.stringify({
-      event: 'ready', dataDir, control: socket, leader,
+      event: 'ready', dataDir, control: socket, leader, runtime,
       nodes: nodes.map((n) => ({ name: n.name, id: n.id, api: `http://${n.apiAddress}`, peer: n.peerAddress, pid: pids[n.name] ?? null, dir: n.dir })),
     }));
     return;
@@ -182,7 +214,9 @@ function printReady(dataDir: string, nodes: DevNode[], pids: Record<string, numb
   const lines = [`\nshoal dev: ${nodes.length} node${nodes.length === 1 ? '' : 's'} running; data in ${dataDir}`];
   for (const n of nodes) lines.push(`  ${n.name}  API http://${n.apiAddress}  peer ${n.peerAddress}  pid ${pids[n.name] ?? '-'}  id ${n.id}`);
   lines.push(leader !== null ? `leader: ${leader}` : 'no leader yet; check the logs above');
+  lines.push(`services run on: ${runtime === 'docker' ? 'Docker (the local daemon)' : runtime === 'memory' ? 'simulated containers in memory (--runtime)' : 'nothing (--runtime none)'}`);
   lines.push(`try:   npx shoal status${nodes[0] !== undefined && nodes[0].apiAddress !== '127.0.0.1:7101' ? ` --addr ${nodes[0].apiAddress}` : ''}`);
+  lines.push('       npx shoal apply -f docs/examples/web.yaml    (a service of 3 replicas; then: npx shoal service ps web)');
   lines.push(`       npx shoal dev restart ${nodes[nodes.length - 1]?.name ?? 'n1'}${dataFlag}    (restart one node)`);
   lines.push(`Ctrl-C, or npx shoal dev stop${dataFlag}, stops the cluster.\n`);
   console.log(lines.join('\n'));

@@ -77,8 +77,9 @@ export async function serveCommand(argv: string[]): Promise<number> {
     process.stdin.destroy();
   }
   if (failure === undefined) return exitCodes.ok;
-  const code = exitCodeOfError(failure.code, failure.retryable);
-  log.error(`exiting with code ${code} (${failure.code}): ${failure.message}`);
   // A crash exits 1 (restart it); the causes a restart cannot cure have their own codes.
-  return code === exitCodes.unavailable ? exitCodes.failed : code;
+  const mapped = exitCodeOfError(failure.code, failure.retryable);
+  const code = mapped === exitCodes.unavailable ? exitCodes.failed : mapped;
+  log.error(`exiting with code ${code} (${failure.code}): ${failure.message}`);
+  return code;
 }

@@ -13,7 +13,7 @@ import { tasksOf, type ControlState } from './state.ts';
 
 export interface ServiceOutcome {
   name: string;
-  outcome: 'created' | 'updated' | 'unchanged';
+  outcome: 'created' | 'updated' | 'unchanged' | 'removed';
   /** For an update: scale (tasks added or removed) or replace (a rolling update). */
   change?: Exclude<SpecChange, 'none'>;
   /** For a rolling update: the tasks that will be replaced. */
@@ -25,13 +25,21 @@ export interface ApplyPlan {
   services: ServiceOutcome[];
 }
 
-export function planApply(state: ControlState, specs: readonly ServiceSpec[], now: number): ApplyPlan {
+export interface ApplyOptions {
+  /** The apply's source (a file's name): new services record it. */
+  source?: string;
+  /** Remove the services of `source` the specs no longer name (`shoal apply --prune`). */
+  prune?: boolean;
+}
+
+export function planApply(state: ControlState, specs: readonly ServiceSpec[], now: number, opts: ApplyOptions = {}): ApplyPlan {
   const plan: Plan = { changes: [], compares: [] };
   const services: ServiceOutcome[] = [];
+  const source = opts.source ?? null;
   for (const spec of specs) {
     const cur = state.services.get(spec.name);
     if (cur === undefined) {
-      plan.changes.push(putChange(servicesCollection, spec.name, newService(spec, now), null));
+      plan.changes.push(putChange(servicesCollection, spec.name, newService(spec, now, source), null));
       services.push({ name: spec.name, outcome: 'created' });
       continue;
     }
@@ -44,13 +52,23 @@ export function planApply(state: ControlState, specs: readonly ServiceSpec[], no
     const replaces = change === 'replace' ? tasksOf(state, spec.name).filter((t) => t.value.desired === 'running').map((t) => t.value.id) : undefined;
     services.push({ name: spec.name, outcome: 'updated', change, ...(replaces !== undefined ? { replaces } : {}) });
   }
+  if (opts.prune === true && source !== null) {
+    // Only what this source created, and no longer names: never a service made by hand or by
+    // another file.
+    const named = new Set(specs.map((s) => s.name));
+    for (const [name, cur] of state.services) {
+      if (cur.value.source !== source || named.has(name)) continue;
+      plan.changes.push(deleteChange(servicesCollection, name, cur.rev));
+      services.push({ name, outcome: 'removed' });
+    }
+  }
   return { plan, services };
 }
 
-export function newService(spec: ServiceSpec, now: number): ServiceRecord {
+export function newService(spec: ServiceSpec, now: number, source: string | null = null): ServiceRecord {
   return {
     name: spec.name, spec, specVersion: 1, previousSpec: null, previousSpecVersion: null,
-    updateStatus: { state: 'none', startedAt: null, completedAt: null, message: null }, createdAt: now, updatedAt: now,
+    updateStatus: { state: 'none', startedAt: null, completedAt: null, message: null }, source, createdAt: now, updatedAt: now,
   };
 }
 

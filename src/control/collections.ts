@@ -6,7 +6,7 @@
 export const nodesCollection = 'shoal.nodes';
 /** Service records (ServiceRecord), by service name. Written by `apply` and the leader's loops (update status). */
 export const servicesCollection = 'shoal.services';
-/** Task records (TaskRecord), by task id. Written only by the leader's loops. */
+/** Task records (TaskRecord), by task id. Written by the leader's loops, and by `service rebalance` (only a task's desired state, to shutdown, as a compare-and-set). */
 export const tasksCollection = 'shoal.tasks';
 /** Agents' reports (TaskStatus), by task id. Written only by the agent of the task's node. */
 export const taskStatusCollection = 'shoal.task-status';

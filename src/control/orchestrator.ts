@@ -58,8 +58,9 @@ export function reconcileService(state: ControlState, name: string, ctx: LoopCon
   if (svc === undefined) {
     for (const w of works) if (w.rec.desired === 'running') shutdown(w, ctx.now, 'the service was removed');
   } else {
-    const pass = planUpdate(svc.value, works, ctx.now);
-    reconcileSlots(state, svc.value, works, pass, ctx, wake);
+    const wanted = desiredSlots(state, svc.value);
+    const pass = planUpdate(svc.value, works, ctx.now, wanted.length);
+    reconcileSlots(svc.value, wanted, works, pass, ctx, wake);
     const updated = pass.statusChange;
     if (updated !== null) serviceChange = putChange(servicesCollection, name, { ...updated, updatedAt: ctx.now }, svc.rev);
     if (pass.wakeAt !== null) wake.at(pass.wakeAt);
@@ -113,8 +114,7 @@ function desiredSlots(state: ControlState, svc: ServiceRecord): (number | string
   return Array.from({ length: svc.spec.replicas ?? 0 }, (_, i) => i + 1);
 }
 
-function reconcileSlots(state: ControlState, svc: ServiceRecord, works: Work[], pass: UpdatePass, ctx: LoopContext, wake: Wake): void {
-  const wanted = desiredSlots(state, svc);
+function reconcileSlots(svc: ServiceRecord, wanted: (number | string)[], works: Work[], pass: UpdatePass, ctx: LoopContext, wake: Wake): void {
   const wantedKeys = new Set(wanted.map(String));
   const bySlot = new Map<string, Work[]>();
   for (const w of works) bySlot.set(String(w.rec.slot), [...(bySlot.get(String(w.rec.slot)) ?? []), w]);

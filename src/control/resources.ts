@@ -94,6 +94,12 @@ export interface ServiceRecord {
   previousSpecVersion: number | null;
   /** The rolling update of this service (spec.update is its policy). */
   updateStatus: ServiceUpdateStatus;
+  /**
+   * The apply source that created it (`shoal apply --prune` names one; by default the spec file's
+   * name), or null. A pruning apply of that source removes the services of it that it no longer
+   * names, and only those.
+   */
+  source: string | null;
   /** Log time of creation, and of the last change to this record. */
   createdAt: number;
   updatedAt: number;
@@ -218,6 +224,7 @@ export const serviceRecordSchema = z.object({
   previousSpec: serviceSpecSchema.nullable(),
   previousSpecVersion: z.number().int().min(1).nullable(),
   updateStatus: serviceUpdateStatusSchema,
+  source: z.string().min(1).max(128).nullable(),
   createdAt: logTime,
   updatedAt: logTime,
 }).strict().refine((r) => r.name === r.spec.name, { path: ['name'], message: 'must equal spec.name' })

@@ -31,7 +31,12 @@ interface TaskLike {
 
 const active = new Set(['updating', 'rolling-back']);
 
-export function planUpdate(svc: ServiceRecord, tasks: readonly TaskLike[], now: number): UpdatePass {
+/**
+ * `wantedSlots`: how many slots the spec has now (replicas, or eligible nodes). The update is done
+ * only once that many tasks of the new version run and are good: with stop-first, a slot's new
+ * task is created after its old one stopped, so "no old task left" alone comes too early.
+ */
+export function planUpdate(svc: ServiceRecord, tasks: readonly TaskLike[], now: number, wantedSlots: number): UpdatePass {
   const target = svc.specVersion;
   const st = svc.updateStatus;
   const alive = tasks.filter((t) => t.rec.desired === 'running');
@@ -44,16 +49,25 @@ export function planUpdate(svc: ServiceRecord, tasks: readonly TaskLike[], now: 
   if (failedEarly !== undefined) return { target, replaceNow: new Set(), statusChange: onFailure(svc, failedEarly.rec, now), wakeAt: null };
   const pending = fresh.filter((t) => t.rec.desired === 'running' && !isGood(t, now, monitorMs));
   const stopping = tasks.filter((t) => t.rec.desired === 'shutdown' && t.rec.specVersion !== target && !isTerminal(t.view) && t.rec.nodeId !== null);
-  if (old.length === 0 && pending.length === 0 && stopping.length === 0) {
+  const good = alive.filter((t) => t.rec.specVersion === target && isGood(t, now, monitorMs)).length;
+  if (old.length === 0 && pending.length === 0 && stopping.length === 0 && good >= wantedSlots) {
     return { target, replaceNow: new Set(), statusChange: finished(svc, now), wakeAt: null };
   }
   const wakeAt = earliest(pending.map((t) => (t.rec.startedAt ?? now) + monitorMs));
-  const inProgress = pending.length + stopping.length;
+  // Slots in progress: a new task not yet good, an old one stopping, or two tasks side by side (a
+  // start-first replacement, maybe of an earlier update or rollback: it counts against this one's
+  // parallelism too, or the surge would add up; the control-plane simulator's seed 175).
+  const busy = new Set([...pending, ...stopping].map((t) => String(t.rec.slot)));
+  const aliveBySlot = new Map<string, number>();
+  for (const t of alive) aliveBySlot.set(String(t.rec.slot), (aliveBySlot.get(String(t.rec.slot)) ?? 0) + 1);
+  for (const [slot, n] of aliveBySlot) if (n > 1) busy.add(slot);
+  const inProgress = busy.size;
   const lastGood = Math.max(since, ...fresh.filter((t) => isGood(t, now, monitorMs)).map((t) => (t.rec.startedAt ?? 0) + monitorMs));
   const readyAt = inProgress === 0 && lastGood > since ? lastGood + svc.spec.update.delayMs : now;
   if (now < readyAt) return { target, replaceNow: new Set(), statusChange: null, wakeAt: earliest([readyAt, ...(wakeAt === null ? [] : [wakeAt])]) };
   const budget = Math.max(0, svc.spec.update.parallelism - inProgress);
-  const next = [...old].sort((a, b) => String(a.rec.slot).localeCompare(String(b.rec.slot), undefined, { numeric: true })).slice(0, budget);
+  const next = old.filter((t) => !busy.has(String(t.rec.slot)))
+    .sort((a, b) => String(a.rec.slot).localeCompare(String(b.rec.slot), undefined, { numeric: true })).slice(0, budget);
   return { target, replaceNow: new Set(next.map((t) => t.rec.id)), statusChange: null, wakeAt };
 }
 

@@ -126,7 +126,8 @@ export class Agent {
   private readonly reporter: StatusReporter;
   private readonly runtimeReporter: RuntimeReporter;
   private readonly failedStarts = new Set<string>();
-  private readonly failureReported = new Set<string>();
+  /** Exits already reported as failures: container id → the exit's finish time (a restarted container exits again later). */
+  private readonly failureReported = new Map<string, number | null>();
   private readonly restarts = new Map<string, LocalRestarts>();
   private runtimeState: AgentRuntimeState = 'unknown';
   private runtimeError: string | null = null;
@@ -152,7 +153,7 @@ export class Agent {
     this.reporter = new StatusReporter({
       writer: opts.writer, clock: opts.clock, log: opts.log, limits: this.limits.reports,
       onWritten: (statuses) => {
-        for (const s of statuses) if (s.state === 'failed' && s.containerId !== null) this.failureReported.add(s.containerId);
+        for (const s of statuses) if (s.state === 'failed' && s.containerId !== null) this.failureReported.set(s.containerId, s.finishedAt);
       },
     });
     this.runtimeReporter = new RuntimeReporter({
@@ -259,7 +260,7 @@ export class Agent {
     this.reporter.retain(taskIds);
     for (const id of this.failedStarts) if (!taskIds.has(id)) this.failedStarts.delete(id);
     for (const id of this.restarts.keys()) if (!taskIds.has(id)) this.restarts.delete(id);
-    for (const id of this.failureReported) if (!containerIds.has(id)) this.failureReported.delete(id);
+    for (const id of this.failureReported.keys()) if (!containerIds.has(id)) this.failureReported.delete(id);
     return {
       owner, node: snap.node, assignments: snap.tasks, containers, quorum, busyKeys: this.queue.busyKeys(),
       latestReports: this.reporter.latest(), failedStarts: this.failedStarts, failureReported: this.failureReported, restarts: this.restarts,

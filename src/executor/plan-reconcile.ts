@@ -49,7 +49,8 @@ export interface PlanInput {
   /** Tasks whose start failed in this agent's life: never tried again (the leader replaces them). */
   failedStarts: ReadonlySet<string>;
   /** Containers whose failure the writer acknowledged: their fate is the leader's now. */
-  failureReported: ReadonlySet<string>;
+  /** Exits already reported as failures: container id → the reported exit's finish time. */
+  failureReported: ReadonlyMap<string, number | null>;
   restarts: ReadonlyMap<string, LocalRestarts>;
   /** Monotonic ms, for the restart backoff. */
   nowMs: number;
@@ -167,7 +168,11 @@ class Planner {
       const base = this.base(t);
       const last = this.reported(a);
       if (t.desired === 'shutdown') {
-        if (last !== null && !isTerminal(last)) this.report(a, goneStatus(base, 'shutdown', last.containerId, null));
+        // Shut down with no container here: finished, even if this agent never acted on it (it
+        // lagged, was cut off, its runtime was down). Unreported, the leader would count it as
+        // still stopping and a stop-first slot would wait for it forever (the control-plane
+        // simulator's seed 30).
+        if (!isTerminal(last)) this.report(a, goneStatus(base, 'shutdown', last?.containerId ?? null, null));
         continue;
       }
       if (isTerminal(last) || this.input.failedStarts.has(t.id)) continue;
@@ -202,7 +207,10 @@ class Planner {
       return;
     }
     if (!isExitedState(c)) return;
-    const known = this.input.failureReported.has(c.id) || (a.status?.state === 'failed' && a.status.containerId === c.id);
+    // This exit, not an earlier one of the same container (restarted by the agent without a
+    // quorum, it exits again later: the control-plane simulator's seed 540).
+    const known = (this.input.failureReported.has(c.id) && this.input.failureReported.get(c.id) === c.finishedAt)
+      || (a.status?.state === 'failed' && a.status.containerId === c.id && a.status.finishedAt === c.finishedAt);
     if (known) return;
     if (this.input.quorum === 'unknown') this.plan.needsBarrier = true;
     else if (this.input.quorum === 'yes' || spec === null) this.report(a, exitedStatus(base, c, 'failed', exitMessage(c)));

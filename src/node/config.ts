@@ -19,7 +19,11 @@ export const configSchema = z.object({
   /** The founding members of a new cluster (this node included). Ignored once the log exists. */
   bootstrap: z.array(memberRecordSchema.extend({ peerAddress: hostPort, apiAddress: hostPort })).optional(),
   /** Joining an existing cluster: any member's client API, asked once (empty log) for the members. */
-  join: z.object({ api: hostPort }).strict().optional(),
+  join: z.object({
+    api: hostPort,
+    /** How long a joining node keeps trying to reach `api` before it gives up (join_failed, exit 9). */
+    timeoutMs: z.number().int().min(1_000).default(30_000),
+  }).strict().optional(),
   raft: z.object({
     tickMs: z.number().int().min(1).max(10_000).default(100),
     heartbeatIntervalMs: z.number().int().min(1).default(100),
@@ -35,6 +39,15 @@ export const configSchema = z.object({
   limits: z.object({
     proposalTimeoutMs: z.number().int().min(100).default(10_000),
     bodyBytesMax: z.number().int().min(1024).default(1 << 20),
+    /** Proposals and linearizable reads waiting in this node; beyond them: 503 overloaded. */
+    proposalsPendingMax: z.number().int().min(1).default(10_000),
+    readsPendingMax: z.number().int().min(1).default(10_000),
+    /** A durable write not done after this long marks the disk stalled (0: never). */
+    diskStallMs: z.number().int().min(0).default(5_000),
+    connectionsMax: z.number().int().min(1).default(512),
+    watchStreamsMax: z.number().int().min(1).default(256),
+    watchStreamsPerClientMax: z.number().int().min(1).default(32),
+    snapshotDownloadsMax: z.number().int().min(1).default(2),
   }).strict().prefault({}),
   logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   /**

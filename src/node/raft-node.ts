@@ -13,11 +13,11 @@ import {
   type ConfChange, type ConfState, type Entry, type HardState, type Message, type NodeId, type Ready, type Role, type Status,
 } from '../raft/types.ts';
 import { ShoalError } from '../errors.ts';
-import type { PeerStats, Transport } from '../../transport/types.ts';
+import type { MessageRefusal, PeerStats, Transport } from '../../transport/types.ts';
 import type { NodeStorage } from './node-storage.ts';
 import type { StateMachine } from './state-machine.ts';
 import { Membership, type MemberRecord } from './membership.ts';
-import { decodeSnapshotData, encodeSnapshotDataInSlices } from './snapshot-data.ts';
+import { checkSnapshotData, decodeSnapshotData, encodeSnapshotDataInSlices } from './snapshot-data.ts';
 import { Counter, Histogram, latencyBuckets } from './metrics.ts';
 import { decodeEntry, encodeCommandEnvelope, encodeFeatureLevelEnvelope, restampLogTime, type DecodedEntry } from './envelope.ts';
 import { featureLevelInitial, featureLevelLeaderClock, featureLevelMax, supportedByAll } from './feature-level.ts';
@@ -398,6 +398,18 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   silentForMs(id: NodeId): number | undefined {
     const at = this.lastHeard.get(id);
     return at === undefined ? undefined : performance.now() - at;
+  }
+
+  /**
+   * Resolves once everything in this node's log when called is applied here, or this node is no
+   * longer the leader (then an entry of its own it has not applied may never commit). A leader
+   * loop whose write's outcome is unknown waits for this before it decides again.
+   */
+  async settleOwnProposals(): Promise<void> {
+    const target = this.raw.status().lastIndex;
+    const term = this.term;
+    await this.waitFor(() => this.applied >= target || !this.isLeader || this.term !== term || this.state !== 'running', 10 * 60_000, 'settling own proposals')
+      .catch(() => undefined);
   }
 
   /** Log time now: the leader's log clock, or (not stamping) the applied log time. */
@@ -865,11 +877,23 @@ export class RaftNode extends EventEmitter<NodeEvents> {
 
   // ---- plumbing ---------------------------------------------------------------------------
 
-  private receive(m: Message): void {
+  /**
+   * A message from a peer, already checked by the transport (transport/types.ts). A snapshot
+   * whose payload cannot be restored is refused here, before the core takes it: restoring it
+   * would stop this node, and every start after it wrote the snapshot.
+   */
+  private receive(m: Message): MessageRefusal | undefined {
     this.lastHeard.set(m.from, performance.now());
+    // One not past the applied index the core ignores anyway: no need to decode it.
+    if (m.type === 'snap' && m.snapshot !== undefined && m.snapshot.meta.index > this.applied) {
+      const sm = this.opts.stateMachine;
+      const problem = checkSnapshotData(m.snapshot.data, (app) => sm.checkSnapshot?.(app));
+      if (problem !== undefined) return { reason: 'bad_snapshot_data', detail: `snapshot ${m.snapshot.meta.index}: ${problem}` };
+    }
     if (m.type === 'prop' && this.role === 'leader' && this.debugWrites) this.logForwarded(m);
     if (m.type === 'prop' && this.role === 'leader' && this.level >= featureLevelLeaderClock) this.restampProposal(m);
     this.withCore(() => this.raw.step(m));
+    return undefined;
   }
 
   /** The debug line of the node that took a write: its proposal id, to follow it across nodes. */

@@ -6,9 +6,11 @@ import { apiLimitsDefault, buildApi } from '../api/app.ts';
 import { ShoalError } from '../errors.ts';
 import { DiskStorage } from '../storage/index.ts';
 import { WsTransport } from '../../transport/ws-transport.ts';
+import { PEER_MESSAGES_DROPPED_METRIC, inboundDropSamples } from '../../transport/inbound-drops.ts';
 import { DocumentStore } from '../../fsm/index.ts';
 import { Registry, latencyBuckets } from './metrics.ts';
 import { registerNodeMetrics } from './node-metrics.ts';
+import { registerControlMetrics } from './control-metrics.ts';
 import { EventLog } from './event-log.ts';
 import { watchNodeEvents } from './event-sources.ts';
 import { loadIdentity, loadTls, type Identity } from './identity.ts';
@@ -76,9 +78,10 @@ async function bootstrapIfNew(storage: NodeStorage, config: NodeConfig, identity
   log.info(`bootstrapped a new cluster with ${voters.length} voters`);
 }
 
-/** Asks a member's API for the members, so a joining node can answer the leader. Retries for a while. */
-async function learnMembers(api: string, log: Logger): Promise<MemberRecord[]> {
-  for (let attempt = 1; attempt <= 30; attempt++) {
+/** Asks a member's API for the members, so a joining node can answer the leader. Retries for `timeoutMs`. */
+async function learnMembers(api: string, timeoutMs: number, log: Logger): Promise<MemberRecord[]> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
     try {
       const res = await fetch(`http://${api}/v1/cluster`, { signal: AbortSignal.timeout(2000) });
       if (res.ok) {
@@ -91,7 +94,7 @@ async function learnMembers(api: string, log: Logger): Promise<MemberRecord[]> {
     }
     await new Promise((r) => setTimeout(r, 1000));
   }
-  throw new ShoalError('join_failed', `join: could not learn the members from ${api} after 30 attempts; check that join.api names a running member's client API and that this machine can reach it`, { api });
+  throw new ShoalError('join_failed', `join: could not learn the members from ${api} within ${timeoutMs / 1000} s; check that join.api names a running member's client API and that this machine can reach it`, { api });
 }
 
 export interface StartOptions {
@@ -123,7 +126,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   let seedPeers: MemberRecord[] = [];
   try {
     await bootstrapIfNew(storage, config, identity, store, log);
-    if (storage.log.lastIndex() === 0 && config.join !== undefined) seedPeers = await learnMembers(config.join.api, log);
+    if (storage.log.lastIndex() === 0 && config.join !== undefined) seedPeers = await learnMembers(config.join.api, config.join.timeoutMs, log);
   } catch (err) {
     await storage.close();
     throw err;
@@ -152,10 +155,13 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     appendBytesMax: config.raft.appendBytesMax, appendsInflightMax: config.raft.appendsInflightMax,
     uncommittedBytesMax: config.raft.uncommittedBytesMax, proposalTimeoutMs: config.limits.proposalTimeoutMs, seedPeers,
     featureLevelMax: levelMax,
+    proposalsPendingMax: config.limits.proposalsPendingMax, readsPendingMax: config.limits.readsPendingMax, diskStallMs: config.limits.diskStallMs,
   });
   ref.node = node;
   node.on('leaderChange', ({ role }) => { ref.role = role; });
   registerNodeMetrics(metrics, node, { identity, softwareVersion, electionTimeoutMs: config.raft.electionTimeoutMs, dataDir: config.dataDir });
+  registerControlMetrics(metrics, store);
+  metrics.gauge({ ...PEER_MESSAGES_DROPPED_METRIC, type: 'counter', read: () => inboundDropSamples(transport.inboundDrops()) });
   const stopRuntimeMetrics = registerRuntimeMetrics(metrics);
   // Before the node starts: it counts the stored events, then follows every change from the first.
   const events = new EventLog({ node, store, identity, log });
@@ -179,7 +185,11 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   const stopEventSources = watchNodeEvents(node, events, { clusterEvents: opts.clusterEvents ?? true });
   const api = buildApi({
     node: node, store, clusterId: identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax,
-    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), events, limits: apiLimitsDefault,
+    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), events,
+    limits: {
+      ...apiLimitsDefault, connectionsMax: config.limits.connectionsMax, watchStreamsMax: config.limits.watchStreamsMax,
+      watchStreamsPerClientMax: config.limits.watchStreamsPerClientMax, snapshotDownloadsMax: config.limits.snapshotDownloadsMax,
+    },
   });
   const apiListen = splitHostPort(config.api.listen);
   try {

@@ -95,6 +95,33 @@ export function decodeSnapshotData(data: Uint8Array): SnapshotData {
   return parsed.data;
 }
 
+/**
+ * Why `data`, a snapshot's payload from a peer, cannot be restored; undefined when it can. Run
+ * before the core accepts the snapshot: once accepted it is written to disk and restored, and a
+ * payload that does not decode would stop the node then and at every start after. Empty data
+ * restores nothing (restoreState), as for the snapshot a joining node starts from.
+ *
+ * The outer {members, app} map is decoded here (the app's bytes stay a view into `data`, not a
+ * copy) and the member records checked; `checkApp`, the state machine's check of its part, may
+ * decode the whole store once, and keeps nothing of it.
+ */
+export function checkSnapshotData(data: Uint8Array, checkApp?: (app: Uint8Array) => string | undefined): string | undefined {
+  if (data.length === 0) return undefined;
+  let value: unknown;
+  try {
+    value = packr.unpack(data);
+  } catch (err) {
+    return `snapshot data is not msgpack: ${(err as Error).message}`;
+  }
+  const parsed = snapshotDataSchema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return `snapshot data is not {members, featureLevel, removed, app}: ${issue === undefined ? 'invalid' : `${issue.path.join('.') || '(root)'}: ${issue.message}`}`;
+  }
+  const app = checkApp?.(parsed.data.app);
+  return app === undefined ? undefined : `the state machine cannot restore the snapshot: ${app}`;
+}
+
 function binHeader(n: number): Uint8Array {
   if (n < 0x100) return Uint8Array.of(0xc4, n);
   if (n < 0x10000) return Uint8Array.of(0xc5, n >> 8, n & 0xff);

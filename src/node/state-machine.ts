@@ -38,4 +38,10 @@ export interface StateMachine {
   restore(data: Uint8Array): void;
   /** Optional: the log time (ms) as of the last applied entry; a new leader's log clock starts from it. */
   readonly logTimeMs?: number;
+  /**
+   * Optional: why restore() would refuse `data`, or undefined if it would take it. The node asks
+   * before it accepts a snapshot from a peer, so bytes that cannot be restored never reach the
+   * disk. Keeps nothing of what it decodes.
+   */
+  checkSnapshot?(data: Uint8Array): string | undefined;
 }

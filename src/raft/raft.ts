@@ -778,6 +778,13 @@ export class Raft {
   }
 
   private handleAppendResponse(m: Message, pr: Progress): void {
+    // Every append and snapshot of this term ended within this log, so no answer of this term
+    // names an index past it. One that does comes from a confused or lying peer: taken, it
+    // would move the follower's `next` past the log and reach the assertion in log.term().
+    if (m.index > this.log.lastIndex()) {
+      this.logger.warn(`${this.id} ignored an append response from ${m.from} for index ${m.index}, past its last index ${this.log.lastIndex()}`);
+      return;
+    }
     pr.recentActive = true;
     if (m.reject) {
       let probe = m.rejectHint;

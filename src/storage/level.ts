@@ -2,6 +2,7 @@
 // act on.
 
 import { ClassicLevel } from 'classic-level';
+import { ShoalError } from '../errors.ts';
 import { StorageCorruptionError, rebuildNodeRecovery } from './errors.ts';
 import type { StoragePaths } from './paths.ts';
 
@@ -19,7 +20,7 @@ export async function openLevel(paths: StoragePaths): Promise<LogDb> {
         rebuildNodeRecovery(paths.dir), { cause: err });
     }
     if (/lock/i.test(why)) {
-      throw new Error(`${paths.log} is locked: is another shoal process using ${paths.dir}? (${why})`, { cause: err });
+      throw new ShoalError('data_dir_locked', `${paths.dir} is in use by another process (its log database is locked): is another shoal node (or shoal dev) running on it? Stop that one first, or give this one another data directory`, { dataDir: paths.dir });
     }
     throw err;
   }

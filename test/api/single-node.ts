@@ -1,5 +1,6 @@
 // A one-voter node on the in-memory transport with the real document store, and the API built
-// on it, for inject() tests.
+// on it, for inject() tests. With `control`, the node also runs the control plane (its leader
+// loops and its agent on an in-memory runtime), as `runtime: {kind: memory}` does in a config.
 
 import type { FastifyInstance } from 'fastify';
 import { DocumentStore } from '../../fsm/index.ts';
@@ -10,28 +11,62 @@ import { silentLogger } from '../../src/log.ts';
 import { MemoryNodeStorage } from '../../src/node/node-storage.ts';
 import { RaftNode } from '../../src/node/raft-node.ts';
 import { bootstrapSnapshotData } from '../../src/node/server.ts';
+import { featureLevelMax } from '../../src/node/feature-level.ts';
 import { bootstrapStorage, MemoryStorage } from '../../src/raft/storage.ts';
 import { MemoryNetwork } from '../../transport/memory-transport.ts';
+import { ControlPlane } from '../../src/control/control-plane.ts';
+import { systemClock } from '../../src/executor/clock.ts';
+import { MemoryRuntime } from '../../src/executor/memory-runtime.ts';
 
 export interface SingleNode {
   app: FastifyInstance;
   ctx: ApiContext;
   node: RaftNode;
   store: DocumentStore;
+  /** With `control`: the control plane and its in-memory runtime. */
+  control?: ControlPlane;
+  runtime?: MemoryRuntime;
   close(): Promise<void>;
 }
 
-export async function singleNode(opts: { bodyBytesMax?: number; voters?: string[]; limits?: Partial<ApiLimits> } = {}): Promise<SingleNode> {
+export interface SingleNodeOptions {
+  bodyBytesMax?: number;
+  voters?: string[];
+  limits?: Partial<ApiLimits>;
+  /** Run the control plane (leader loops, and an agent on an in-memory runtime). */
+  control?: boolean;
+  /** The highest feature level the node applies (1 plays a release without the control plane). */
+  featureLevelMax?: number;
+}
+
+const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+
+function controlPlane(node: RaftNode, store: DocumentStore): { control: ControlPlane; runtime: MemoryRuntime } {
+  const runtime = new MemoryRuntime({ clock: systemClock, pullAny: true });
+  const control = new ControlPlane({
+    node, store, clusterId: 'test-cluster', runtime, health: { suspectAfterMs: 5_000, downAfterMs: 15_000 }, log: quiet,
+    identity: { id: 'solo', name: 'solo', apiAddress: '127.0.0.1:1', peerAddress: 'memory:solo', softwareVersion: '0.0.0-test', capacity: { cpuMillis: 4000, memoryBytes: 8 * 1024 ** 3 }, labels: {} },
+  });
+  control.start();
+  return { control, runtime };
+}
+
+export async function singleNode(opts: SingleNodeOptions = {}): Promise<SingleNode> {
   const store = new DocumentStore({ eventsRetainedMax: 50 });
   const log = new MemoryStorage();
   const member = { id: 'solo', name: 'solo', peerAddress: 'memory:solo', apiAddress: '127.0.0.1:1' };
   bootstrapStorage(log, opts.voters ?? ['solo'], [], bootstrapSnapshotData([member], store.snapshot()));
   const transport = new MemoryNetwork().transport('solo');
   await transport.start();
-  const node = new RaftNode({ id: 'solo', storage: new MemoryNodeStorage(log), transport, stateMachine: store, tickMs: 5, proposalTimeoutMs: 2000 });
+  const node = new RaftNode({
+    id: 'solo', storage: new MemoryNodeStorage(log), transport, stateMachine: store, tickMs: 5, proposalTimeoutMs: 2000,
+    ...(opts.featureLevelMax !== undefined ? { featureLevelMax: opts.featureLevelMax } : {}),
+  });
   await node.start();
   const deadline = Date.now() + 5000;
-  while (opts.voters === undefined && !node.isLeader && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  // A sole voter leads, then raises the cluster feature level (an entry of its own): wait for both.
+  const level = opts.featureLevelMax ?? featureLevelMax;
+  while (opts.voters === undefined && (!node.isLeader || node.featureLevel < level) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
   const metrics = new Registry();
   metrics.add(node.proposalLatency);
   const ctx: ApiContext = {
@@ -41,5 +76,9 @@ export async function singleNode(opts: { bodyBytesMax?: number; voters?: string[
   };
   const app = buildApi(ctx);
   await app.ready();
-  return { app, ctx, node, store, close: async () => { await app.close(); await node.stop(); } };
+  const cp = opts.control === true ? controlPlane(node, store) : undefined;
+  return {
+    app, ctx, node, store, ...(cp !== undefined ? { control: cp.control, runtime: cp.runtime } : {}),
+    close: async () => { await cp?.control.close(); await app.close(); await node.stop(); },
+  };
 }

@@ -13,6 +13,9 @@ import { devSubcommands } from '../../src/cli/dev.ts';
 import { docGroup } from '../../src/cli/doc.ts';
 import { commands, main } from '../../src/cli/main.ts';
 import { snapshotGroup } from '../../src/cli/snapshot.ts';
+import { nodeGroup } from '../../src/cli/node.ts';
+import { serviceGroup } from '../../src/cli/service.ts';
+import { taskGroup } from '../../src/cli/task.ts';
 
 interface Case {
   /** A command line with a flag the command does not have. */
@@ -49,6 +52,25 @@ const cases: Record<string, Case> = {
   snapshot: { badFlag: ['snapshot', '--bogus'], missing: ['snapshot'] },
   'snapshot save': { badFlag: ['snapshot', 'save', 'f.snap', '--bogus', ...nowhere], missing: ['snapshot', 'save', ...nowhere] },
   'snapshot restore': { badFlag: ['snapshot', 'restore', 'f.snap', '--bogus'], missing: ['snapshot', 'restore', 'f.snap', '--name', 'r1'] },
+  apply: { badFlag: ['apply', '-f', 'web.yaml', '--bogus', ...nowhere], missing: ['apply', ...nowhere] },
+  service: { badFlag: ['service', '--bogus'], missing: ['service'] },
+  'service ls': { badFlag: ['service', 'ls', '--bogus', ...nowhere], missing: ['service', 'ls', 'extra', ...nowhere] },
+  'service ps': { badFlag: ['service', 'ps', 'web', '--bogus', ...nowhere], missing: ['service', 'ps', ...nowhere] },
+  'service inspect': { badFlag: ['service', 'inspect', 'web', '--bogus', ...nowhere], missing: ['service', 'inspect', ...nowhere] },
+  'service rm': { badFlag: ['service', 'rm', 'web', '--bogus', ...nowhere], missing: ['service', 'rm', ...nowhere] },
+  'service scale': { badFlag: ['service', 'scale', 'web', '3', '--bogus', ...nowhere], missing: ['service', 'scale', 'web', ...nowhere] },
+  'service update': { badFlag: ['service', 'update', 'web', '--image', 'x', '--bogus', ...nowhere], missing: ['service', 'update', 'web', ...nowhere] },
+  'service rollback': { badFlag: ['service', 'rollback', 'web', '--bogus', ...nowhere], missing: ['service', 'rollback', ...nowhere] },
+  'service rebalance': { badFlag: ['service', 'rebalance', 'web', '--bogus', ...nowhere], missing: ['service', 'rebalance', ...nowhere] },
+  node: { badFlag: ['node', '--bogus'], missing: ['node'] },
+  'node ls': { badFlag: ['node', 'ls', '--bogus', ...nowhere], missing: ['node', 'ls', 'extra', ...nowhere] },
+  'node inspect': { badFlag: ['node', 'inspect', 'n1', '--bogus', ...nowhere], missing: ['node', 'inspect', ...nowhere] },
+  'node drain': { badFlag: ['node', 'drain', 'n1', '--bogus', ...nowhere], missing: ['node', 'drain', ...nowhere] },
+  'node pause': { badFlag: ['node', 'pause', 'n1', '--bogus', ...nowhere], missing: ['node', 'pause', ...nowhere] },
+  'node activate': { badFlag: ['node', 'activate', 'n1', '--bogus', ...nowhere], missing: ['node', 'activate', ...nowhere] },
+  'node label': { badFlag: ['node', 'label', 'n1', 'a=b', '--bogus', ...nowhere], missing: ['node', 'label', 'n1', ...nowhere] },
+  task: { badFlag: ['task', '--bogus'], missing: ['task'] },
+  'task ls': { badFlag: ['task', 'ls', '--bogus', ...nowhere], missing: ['task', 'ls', 'extra', ...nowhere] },
 };
 
 async function inProcess(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -79,7 +101,7 @@ describe('usage errors under --json', () => {
     const all = [
       ...Object.keys(commands),
       ...devSubcommands.map((s) => `dev ${s}`),
-      ...[docGroup, clusterGroup, snapshotGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
+      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
     ];
     expect(Object.keys(cases).sort()).toEqual(all.sort());
   });

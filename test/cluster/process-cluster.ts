@@ -28,6 +28,10 @@ export interface ClusterOptions {
   snapshotEntries?: number;
   snapshotIntervalMs?: number;
   logKeepEntries?: number;
+  /** The container runtime of every node (config `runtime.kind`); `memory` runs the control plane's tasks in process. */
+  runtime?: 'docker' | 'memory' | 'none';
+  /** What every node offers the scheduler (config `node`), instead of the machine's cores and memory. */
+  capacity?: { cpuMillis: number; memoryBytes: number };
 }
 
 export class ProcessCluster {
@@ -59,6 +63,8 @@ export class ProcessCluster {
           ...(this.opts.snapshotIntervalMs !== undefined ? { snapshotIntervalMs: this.opts.snapshotIntervalMs } : {}),
         },
         logLevel: 'info',
+        ...(this.opts.runtime !== undefined ? { runtime: { kind: this.opts.runtime } } : {}),
+        ...(this.opts.capacity !== undefined ? { node: this.opts.capacity } : {}),
       };
       writeFileSync(path.join(node.dir, 'shoal.yaml'), stringify(config));
     }

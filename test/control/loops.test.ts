@@ -110,4 +110,62 @@ describe('the control plane, in process', () => {
       return r.length === 3 && r.every((x) => x.node !== victim.t.id);
     }, 10_000);
   });
+
+  it('moves the loops to the new leader when the leader stops; the services keep running, nothing duplicated', async () => {
+    await start();
+    await apply(web);
+    await waitFor('three tasks running', () => running(stateOf(members[0] as Member), 'web').length === 3, 10_000);
+    const leader = await (cluster as MemoryCluster).waitForLeader();
+    const old = members.find((m) => m.t === leader) as Member;
+    const oldTerm = old.control.supervisor.runningTerm;
+    expect(oldTerm).toBe(leader.node.currentTerm);
+    const containersBefore = await Promise.all(members.filter((m) => m !== old).map((m) => m.runtime.list({ 'io.shoal.node': m.t.id })));
+    await old.control.close();
+    await old.t.node.stop();
+    const rest = members.filter((m) => m !== old);
+    const next = await (cluster as MemoryCluster).waitForLeader(5000, rest.map((m) => m.t));
+    const successor = rest.find((m) => m.t === next) as Member;
+    await waitFor('loops on the new leader', () => successor.control.supervisor.runningTerm === next.node.currentTerm, 5_000);
+    expect(next.node.currentTerm).toBeGreaterThan(oldTerm ?? 0);
+    // The two remaining nodes' containers are the same ones (not restarted), one running each.
+    const after = await Promise.all(rest.map((m) => m.runtime.list({ 'io.shoal.node': m.t.id })));
+    expect(after.map((cs) => cs.map((c) => [c.id, c.state]))).toEqual(containersBefore.map((cs) => cs.map((c) => [c.id, c.state])));
+  });
+
+  it('rolls an update back by itself when the new image exits at once, ending on the old spec', async () => {
+    await start();
+    await apply(web.replace('replicas: 3', 'replicas: 3\nupdate: {monitor: 1s, failureAction: rollback}\nrestart: {delay: 100ms}'));
+    await waitFor('three tasks running', () => running(stateOf(members[0] as Member), 'web').length === 3, 10_000);
+    // The new image's command exits at once with 1 (as a bad release would).
+    for (const m of members) m.runtime.program((spec) => spec.image === 'busybox:broken', { exitAfterMs: 50, exitCode: 1 });
+    await apply(web.replace('busybox:local', 'busybox:broken').replace('replicas: 3', 'replicas: 3\nupdate: {monitor: 1s, failureAction: rollback}\nrestart: {delay: 100ms}'));
+    const m0 = members[0] as Member;
+    await waitFor('the update rolled back', () => stateOf(m0).services.get('web')?.value.updateStatus.state === 'rolled-back', 20_000);
+    const svc = stateOf(m0).services.get('web')?.value;
+    expect(svc?.spec.image).toBe('busybox:local');
+    expect(svc?.updateStatus.message).toMatch(/rolled back: task .* failed within the update's monitor/);
+    await waitFor('three tasks of the old spec running', () => {
+      const st = stateOf(m0);
+      const r = [...st.tasks.values()].map((t) => t.value).filter((t) => t.desired === 'running' && t.observed === 'running');
+      return r.length === 3 && r.every((t) => t.specVersion === svc?.specVersion);
+    }, 20_000);
+  });
+
+  it('drains a node: its tasks move to the others and it gets none', async () => {
+    await start();
+    await apply(web);
+    await waitFor('three tasks running', () => running(stateOf(members[0] as Member), 'web').length === 3, 10_000);
+    const leader = await (cluster as MemoryCluster).waitForLeader();
+    const lm = members.find((m) => m.t === leader) as Member;
+    const target = members.find((m) => m !== lm) as Member;
+    const rec = stateOf(lm).nodes.get(target.t.id);
+    if (rec === undefined) throw new Error('no node record');
+    const { result } = await leader.node.propose(encodeCommand({ cmd: { op: 'put', collection: 'shoal.nodes', id: target.t.id, doc: { ...rec.value, availability: 'drain' } as never, expect: { rev: rec.rev } }, ts: Date.now() }), { featureLevel: controlFeatureLevel });
+    expect((result as CommandResult).ok).toBe(true);
+    await waitFor('three tasks running, none on the drained node', () => {
+      const r = running(stateOf(lm), 'web');
+      return r.length === 3 && r.every((x) => x.node !== target.t.id);
+    }, 20_000);
+    expect((await target.runtime.list({ 'io.shoal.node': target.t.id })).filter((c) => c.state === 'running')).toEqual([]);
+  });
 });

@@ -163,6 +163,17 @@ describe('the rolling update', () => {
     expect(done?.kind === 'put' && done.doc).toMatchObject({ updateStatus: { state: 'completed', completedAt: 20_000 } });
   });
 
+  it('stop-first: is not completed while a slot waits for its new task (its old one just stopped)', () => {
+    const b = new StateBuilder().node('node1').service(serviceYaml('web').replace('replicas: 3', 'replicas: 1'));
+    updated(b, '', 100);
+    const svc = b.services.get('web');
+    if (svc) svc.value = { ...svc.value, spec: { ...svc.value.spec, replicas: 1 } };
+    b.placed('old', 'web', 1, 'node1', 'shutdown', { desired: 'shutdown', observed: 'running', startedAt: 0, createdAt: 0, containerId: 'c-old' });
+    const d = reconcileService(b.build(), 'web', { now: 200, newTaskId: ids('n') });
+    expect(d.plan.changes.find((c) => c.collection === 'shoal.services')).toBeUndefined();
+    expect(put(d).find((t) => t.id !== 'old')).toMatchObject({ slot: 1, specVersion: 2, observed: 'pending' });
+  });
+
   it('a rollback swaps the specs and versions, so the tasks of the old version are current again; a later update takes a fresh version', () => {
     const b = three();
     const svc = b.services.get('web');

@@ -14,7 +14,7 @@ const epoch = 1;
 function service(fields: Record<string, unknown> = {}): ServiceRecord {
   return {
     name: 'web', spec: spec({ command: ['sleep', '1'], restart: { condition: 'always', delay: '1s' }, ...fields }), specVersion: 1,
-    previousSpec: null, previousSpecVersion: null, updateStatus: { state: 'none', startedAt: null, completedAt: null, message: null }, createdAt: 1, updatedAt: 1,
+    previousSpec: null, previousSpecVersion: null, updateStatus: { state: 'none', startedAt: null, completedAt: null, message: null }, source: null, createdAt: 1, updatedAt: 1,
   };
 }
 
@@ -110,7 +110,8 @@ const rows: Row[] = [
     containers: [ctr('t1', 'exited')], quorum: 'yes', want: { ...nothing, actions: ['remove t1 c-t1: its task is shut down [SIGTERM 10000]'] },
   },
   { name: 'a task shut down whose container is gone is reported shut down', assignments: [assigned('t1', { desired: 'shutdown' }, {})], containers: [], quorum: 'unknown', want: { ...nothing, reports: ['t1 shutdown'] } },
-  { name: 'a task shut down that never ran: nothing to say', assignments: [assigned('t1', { desired: 'shutdown' })], containers: [], quorum: 'yes', want: nothing },
+  { name: 'a task shut down that never ran here is reported shut down (else the leader waits for it)', assignments: [assigned('t1', { desired: 'shutdown' })], containers: [], quorum: 'yes', want: { ...nothing, reports: ['t1 shutdown'] } },
+  { name: 'a task shut down already reported so is left', assignments: [assigned('t1', { desired: 'shutdown' }, { state: 'shutdown' })], containers: [], quorum: 'yes', want: nothing },
   { name: 'an exit waits for a barrier', assignments: [assigned('t1', {}, {})], containers: [ctr('t1', 'exited')], quorum: 'unknown', want: { ...nothing, barrier: true } },
   { name: 'an exit with a quorum is reported failed', assignments: [assigned('t1', {}, {})], containers: [ctr('t1', 'exited', { exitCode: 3 })], quorum: 'yes', want: { ...nothing, reports: ['t1 failed 3: exited with code 3'] } },
   {
@@ -126,8 +127,9 @@ const rows: Row[] = [
     name: 'an exit under restart policy never is only reported', assignments: [assigned('t1', {}, {}, service({ restart: { condition: 'never' } }))],
     containers: [ctr('t1', 'exited', { exitCode: 3 })], quorum: 'no', want: { ...nothing, reports: ['t1 failed 3: exited with code 3'] },
   },
-  { name: 'an exit the leader knows of is left to it', assignments: [assigned('t1', {}, {})], containers: [ctr('t1', 'exited')], quorum: 'no', input: { failureReported: new Set(['c-t1']) }, want: nothing },
-  { name: 'an exit the store shows failed is left to the leader', assignments: [assigned('t1', {}, { state: 'failed', exitCode: 1 })], containers: [ctr('t1', 'exited')], quorum: 'no', want: nothing },
+  { name: 'an exit the leader knows of is left to it', assignments: [assigned('t1', {}, {})], containers: [ctr('t1', 'exited')], quorum: 'no', input: { failureReported: new Map([['c-t1', 200]]) }, want: nothing },
+  { name: 'a later exit of a container restarted without a quorum is reported again', assignments: [assigned('t1', {}, {})], containers: [ctr('t1', 'exited')], quorum: 'yes', input: { failureReported: new Map([['c-t1', 150]]) }, want: { ...nothing, reports: ['t1 failed 1: exited with code 1'] } },
+  { name: 'an exit the store shows failed is left to the leader', assignments: [assigned('t1', {}, { state: 'failed', exitCode: 1, finishedAt: 200 })], containers: [ctr('t1', 'exited')], quorum: 'no', want: nothing },
   { name: 'a created container is started with a quorum', assignments: [assigned('t1')], containers: [ctr('t1', 'created')], quorum: 'yes', want: { ...nothing, actions: ['start t1 c-t1'] } },
   { name: 'a created container whose start failed is left', assignments: [assigned('t1', {}, { state: 'failed' })], containers: [ctr('t1', 'created')], quorum: 'yes', want: nothing },
   {
@@ -156,7 +158,7 @@ const rows: Row[] = [
 function input(r: Row): PlanInput {
   return {
     owner, node: node('n1', { epoch }), assignments: r.assignments, containers: r.containers, quorum: r.quorum,
-    busyKeys: new Set(), latestReports: new Map(), failedStarts: new Set(), failureReported: new Set(), restarts: new Map(),
+    busyKeys: new Set(), latestReports: new Map(), failedStarts: new Set(), failureReported: new Map(), restarts: new Map(),
     nowMs: 5000, defaultStop: { signal: 'SIGTERM', graceMs: 10_000 }, ...r.input,
   };
 }

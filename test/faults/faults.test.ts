@@ -17,7 +17,7 @@ describe('fault injection on a three-process cluster in network namespaces', () 
     if (missing.length > 0) throw new Error(`the fault tests cannot run on this machine:\n  ${missing.join('\n  ')}`);
     expect(Number.isInteger(seed), `SHOAL_FAULT_SEED must be an integer, got ${process.env.SHOAL_FAULT_SEED}`).toBe(true);
 
-    // One cycle of the eight fault kinds takes about a minute with these holds.
+    // One cycle of the nine fault kinds takes about a minute with these holds.
     const r = await runFaults({
       seed, durationMs: 30_000, holdMs: [1500, 3000], quietMs: [800, 1500], resultsDir: 'test-results', checkerTimeoutMs: 240_000,
     });

@@ -11,8 +11,9 @@
 import { appendFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import type { SeededPrng } from '../../src/raft/prng.ts';
+import { PeerFuzzer } from '../cluster/peer-fuzzer.ts';
 import type { FaultCluster, FaultNode } from './fault-cluster.ts';
-import { sleep, type HttpResult } from './http.ts';
+import { call, sleep, type HttpResult } from './http.ts';
 import { cutsBetween, type Cut } from './netns.ts';
 
 export const faultKinds = [
@@ -32,6 +33,11 @@ export const faultKinds = [
   'transfer-leader',
   /** A fresh node added as a learner, promoted to voter, then another voter removed. */
   'membership',
+  /**
+   * A member gone bad on the wire: with a member's certificate, garbage, malformed and
+   * meaningless frames and frames of past terms to another member (test/cluster/peer-fuzzer.ts).
+   */
+  'garbage',
 ] as const;
 
 export type FaultKind = (typeof faultKinds)[number];
@@ -134,6 +140,7 @@ export class Nemesis {
       case 'pause': return this.pause();
       case 'transfer-leader': return this.transferLeader();
       case 'membership': return this.membership();
+      case 'garbage': return this.garbage();
     }
   }
 
@@ -196,6 +203,30 @@ export class Nemesis {
       () => this.cluster.admin('POST', '/v1/cluster/leader', to ? { to: to.id } : {}), (a) => a.status === 200);
     this.log({ event: 'start', kind: 'transfer-leader', detail: `from ${leader.name} to ${to?.name ?? '(best)'}: ${JSON.stringify(r.body)}` });
     return async () => undefined;
+  }
+
+  /**
+   * Frames a correct cluster must shrug off, from one member (by its certificate) to another,
+   * leader or follower, for the whole hold; the member's real connection and the fuzzer's keep
+   * replacing each other. Healing stops the fuzzer.
+   */
+  private async garbage(): Promise<Healer> {
+    const { node: target, role } = await this.leaderOrFollower();
+    const as = this.pick(this.cluster.members().filter((n) => n !== target));
+    const members = this.cluster.members().map((n) => n.id);
+    const term = async (): Promise<number> => {
+      const r = await call(target.apiAddress, '/healthz', { timeoutMs: 1000 });
+      return r.kind === 'answer' ? ((r.body as { term?: number }).term ?? 0) : 0;
+    };
+    const fuzzer = new PeerFuzzer({ as, target, members, term, seed: this.prng.nextInt(1_000_000) });
+    const running = fuzzer.run(this.opts.holdMs[1] + adminDeadlineMs);
+    this.log({ event: 'start', kind: 'garbage', detail: `frames to ${target.name} (${role}) as ${as.name}` });
+    return async () => {
+      fuzzer.stop();
+      const s = await running;
+      this.log({ event: 'step', kind: 'garbage', detail: `sent ${s.dropped} to drop, ${s.stale} of past terms, ${s.textFrames} text; skipped ${s.skipped}; connections ${s.connections} (${s.failedConnections} failed)` });
+      if (s.connections === 0) throw new Error(`garbage: could not connect to ${target.name}'s peer port as ${as.name}`);
+    };
   }
 
   /** Add a fresh node as a learner, let it catch up, promote it, then remove another voter. */

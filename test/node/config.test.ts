@@ -25,7 +25,12 @@ describe('node config', () => {
       tickMs: 100, heartbeatIntervalMs: 100, electionTimeoutMs: 1000, snapshotEntries: 10_000, snapshotIntervalMs: 30_000,
       snapshotEntriesMax: 100_000, logKeepEntries: 5_000, appendBytesMax: 1 << 20, appendsInflightMax: 256, uncommittedBytesMax: 64 << 20,
     });
-    expect(c.limits).toEqual({ proposalTimeoutMs: 10_000, bodyBytesMax: 1 << 20 });
+    expect(c.limits).toEqual({
+      proposalTimeoutMs: 10_000, bodyBytesMax: 1 << 20, proposalsPendingMax: 10_000, readsPendingMax: 10_000, diskStallMs: 5_000,
+      connectionsMax: 512, watchStreamsMax: 256, watchStreamsPerClientMax: 32, snapshotDownloadsMax: 2,
+    });
+    expect(c.runtime.kind).toBe('docker');
+    expect(c.control).toEqual({ suspectAfterMs: 5_000, downAfterMs: 15_000 });
     expect(c.logLevel).toBe('info');
   });
 

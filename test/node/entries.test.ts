@@ -43,7 +43,7 @@ function rawProposal(from: string, to: string, data: Uint8Array[]): Message {
 function inject(transports: Map<string, MemoryTransport>, m: Message): void {
   const t = transports.get(m.to);
   if (t === undefined) throw new Error(`no transport ${m.to}`);
-  (t as unknown as { receive(m: Message): void }).receive(m);
+  t.receive(m, m.from);
 }
 
 describe('decodeEntry', () => {

@@ -9,6 +9,7 @@ const packr = new Packr({ useRecords: false });
 
 export const kvCommandSchema = z.object({ op: z.literal('put'), key: z.string().min(1).max(512), value: z.string().max(1 << 20) }).strict();
 export type KvCommand = z.infer<typeof kvCommandSchema>;
+const kvSnapshotSchema = z.array(z.tuple([z.string(), z.object({ value: z.string(), rev: z.number() })]));
 
 export interface KvValue {
   value: string;
@@ -23,13 +24,7 @@ export class KvStateMachine implements StateMachine {
   }
 
   apply(entry: AppliedEntry): unknown {
-    let raw: unknown;
-    try {
-      raw = packr.unpack(entry.data);
-    } catch {
-      return { error: 'invalid command' };
-    }
-    const cmd = kvCommandSchema.safeParse(raw);
+    const cmd = kvCommandSchema.safeParse(unpackOrUndefined(entry.data));
     if (!cmd.success) return { error: 'invalid command' };
     this.data.set(cmd.data.key, { value: cmd.data.value, rev: entry.index });
     return { rev: entry.index };
@@ -49,5 +44,25 @@ export class KvStateMachine implements StateMachine {
 
   restore(data: Uint8Array): void {
     this.data = new Map(packr.unpack(data) as [string, KvValue][]);
+  }
+
+  /** Why restore() would not take `data`: it must be msgpack of [key, {value, rev}] pairs. */
+  checkSnapshot(data: Uint8Array): string | undefined {
+    let v: unknown;
+    try {
+      v = packr.unpack(data);
+    } catch (err) {
+      return `not msgpack: ${(err as Error).message}`;
+    }
+    return kvSnapshotSchema.safeParse(v).success ? undefined : 'not a list of [key, {value, rev}] pairs';
+  }
+}
+
+/** Any bytes may be proposed: what is not msgpack is an invalid command like any other. */
+function unpackOrUndefined(data: Uint8Array): unknown {
+  try {
+    return packr.unpack(data);
+  } catch {
+    return undefined;
   }
 }

@@ -41,6 +41,8 @@ export class MemoryCluster {
   readonly network = new MemoryNetwork();
   readonly members: MemberRecord[];
   nodes: TestNode[] = [];
+  /** Each node's transport (the latest, after a restart), for fault injection. */
+  readonly transports = new Map<string, MemoryTransport>();
   /** Errors the nodes logged (a fatal error stops a node): tests assert there are none. */
   readonly errors: string[] = [];
   readonly warnings: string[] = [];
@@ -65,6 +67,7 @@ export class MemoryCluster {
     const level = this.opts.featureLevelMax === undefined ? featureLevelMax : this.opts.featureLevelMax(id);
     const transport = this.network.transport(id, level === undefined ? {} : { featureLevelMax: level });
     await transport.start();
+    this.transports.set(id, transport);
     this.opts.instrument?.(id, storage, transport);
     const node = new RaftNode({
       id, storage: storageWithoutClose(storage), transport, stateMachine: kv, tickMs: 5, electionTimeoutTicks: 10,

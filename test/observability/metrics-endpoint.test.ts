@@ -45,9 +45,15 @@ beforeAll(async () => {
   expect(put.status).toBe(200);
   await fetch(n.url('/v1/docs/notes/first'));
   await fetch(n.url('/no/such/route'));
-  const res = await fetch(n.url('/metrics'));
-  expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
-  text = await res.text();
+  // Until the node's agent has registered it, so the control plane's figures have a sample.
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const res = await fetch(n.url('/metrics'));
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    text = await res.text();
+    if (/^shoal_control_nodes\{/m.test(text) || Date.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }, 60_000);
 
 afterAll(async () => {
@@ -82,6 +88,7 @@ describe('GET /metrics', () => {
     expect(text).toMatch(/^shoal_node_failed\{code="disk_stalled"\} 0$/m);
     expect(text).toMatch(/^shoal_raft_has_leader 1$/m);
     expect(text).toMatch(/^shoal_node_info\{id="[^"]+",name="solo",cluster="[^"]+",version="[^"]+"\} 1$/m);
+    expect(text).toMatch(/^shoal_control_nodes\{state="ready",availability="active"\} 1$/m);
   });
 });
 

@@ -26,6 +26,8 @@ export async function oneNode(log: Logger = silentLogger): Promise<OneNode> {
     dataDir: dir, api: { listen: apiAddress }, peer: { listen: peerAddress },
     bootstrap: [{ id: identity.id, name: 'solo', apiAddress, peerAddress }],
     raft: { tickMs: 20, heartbeatIntervalMs: 20, electionTimeoutMs: 200 },
+    // Containers simulated in the process: the control plane runs, with no Docker needed.
+    runtime: { kind: 'memory' },
   }, 'test');
   const running = await startNode(config, log);
   await waitFor('the node to lead', () => running.node.isLeader, 15_000);

@@ -69,7 +69,9 @@ export async function startNode(pki: Pki, nodeId: NodeId, overrides: Partial<WsT
     limits: { ...FAST_LIMITS, ...overrides.limits },
   });
   const node: Node = { id: nodeId, t, log, received: [], unreachable: [], unreachableWhy: [], snapshotStatus: [] };
-  t.onMessage((m) => node.received.push(m));
+  t.onMessage((m) => {
+    node.received.push(m);
+  });
   t.onUnreachable((id, why) => {
     node.unreachable.push(id);
     node.unreachableWhy.push({ id, why });
@@ -85,9 +87,11 @@ export function connectAll(...nodes: Node[]): void {
   for (const n of nodes) n.t.setPeers(peers);
 }
 
+/** An append of term 1 (after the entry `index` of term 1, or the empty log's entry 0), which the meaning check admits. */
 export function message(from: NodeId, to: NodeId, overrides: Partial<Message> = {}): Message {
+  const index = overrides.index ?? 0;
   return {
-    type: 'app', from, to, term: 1, logTerm: 0, index: 0, entries: [], commit: 0, reject: false, rejectHint: 0,
+    type: 'app', from, to, term: 1, logTerm: index > 0 ? 1 : 0, index, entries: [], commit: 0, reject: false, rejectHint: 0,
     ...overrides,
   };
 }

@@ -17,7 +17,9 @@ async function cluster(ids: NodeId[], options: MemoryNetworkOptions = {}): Promi
   const nodes: Record<NodeId, MemNode> = {};
   for (const id of ids) {
     const n: MemNode = { t: net.transport(id), received: [], unreachable: [], unreachableWhy: [], snapshotStatus: [] };
-    n.t.onMessage((m) => n.received.push(m));
+    n.t.onMessage((m) => {
+      n.received.push(m);
+    });
     n.t.onUnreachable((peer, why) => {
       n.unreachable.push(peer);
       n.unreachableWhy.push(`${peer}:${why}`);

@@ -143,18 +143,18 @@ describe('snapshot streaming', () => {
     expect(events.map((e) => e.kind)).toEqual(['done']);
   });
 
-  it('fails a stream with a gap, and an oversized one', () => {
+  it('fails a stream with a gap, and an oversized one, as broken by the sender', () => {
     const fs = frames(new Uint8Array(9000), 3000);
     const gapped = [fs[0], fs[2]].filter((f) => f !== undefined);
-    expect(feed(new SnapshotAssembler('a', 1 << 20), gapped).map((e) => e.kind)).toEqual(['failed']);
-    expect(feed(new SnapshotAssembler('a', 100), fs).map((e) => e.kind)).toEqual(['failed']);
+    expect(feed(new SnapshotAssembler('a', 1 << 20), gapped)).toMatchObject([{ kind: 'failed', broken: true }]);
+    expect(feed(new SnapshotAssembler('a', 100), fs)).toMatchObject([{ kind: 'failed', broken: true }]);
   });
 
   it('aborts a stream in progress when a new one begins or the connection ends', () => {
     const asm = new SnapshotAssembler('a', 1 << 20);
     const fs = frames(new Uint8Array(9000), 3000);
     expect(feed(asm, fs.slice(0, 2))).toEqual([]);
-    expect(asm.abort('closed')).toEqual([{ kind: 'failed', id: 1, reason: 'closed' }]);
+    expect(asm.abort('closed')).toEqual([{ kind: 'failed', id: 1, reason: 'closed', broken: false }]);
     expect(asm.abort('again')).toEqual([]);
   });
 });

@@ -63,7 +63,7 @@ describe('WsTransport coalescing', { timeout: 15_000 }, () => {
     await connected(a, b);
     const before = statsOf(b, 'a').wsMessagesReceived ?? 0;
     const big = new Uint8Array(10_000).fill(7);
-    for (let i = 1; i <= 100; i++) a.t.send(message('a', 'b', { index: i, entries: i === 50 ? [normalEntry(i, big)] : [] }));
+    for (let i = 1; i <= 100; i++) a.t.send(message('a', 'b', { index: i, entries: i === 50 ? [normalEntry(i + 1, big)] : [] }));
     await waitFor('100 messages', () => b.received.length === 100);
     expect(b.received.map((m) => m.index)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
     const e = b.received[49]?.entries[0];

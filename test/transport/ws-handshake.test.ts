@@ -106,7 +106,10 @@ describe('WsTransport handshake and frame validation', { timeout: 10_000 }, () =
     await waitFor('the valid message', () => a.received.length === 1);
     expect(a.received[0]).toMatchObject({ from: 'b', to: 'a', index: 42 });
     expect(a.log.warned(/dropped a malformed frame/)).toBe(true);
-    expect(a.log.warned(/dropped a 'app' message from mallory to a/)).toBe(true);
+    expect(a.log.warned(/dropped a 'app' message from b .*wrong_sender: .*"mallory"/)).toBe(true);
+    expect(a.log.warned(/dropped a 'app' message from b .*misaddressed: .*"c"/)).toBe(true);
+    // Counted by reason: four frames that fail the shape check and the text frame; one each of the others.
+    expect(a.t.inboundDrops()).toMatchObject({ malformed: 5, wrong_sender: 1, misaddressed: 1, bad_term: 0 });
     expect(ws.readyState).toBe(WebSocket.OPEN);
   });
 

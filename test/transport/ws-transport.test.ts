@@ -29,7 +29,7 @@ describe('WsTransport', { timeout: 15_000 }, () => {
     connectAll(a, b);
     const data = new Uint8Array([0, 1, 2, 254, 255]);
     const sent: Message = message('a', 'b', {
-      term: 3, index: 7, logTerm: 2, commit: 6,
+      term: 3, index: 7, logTerm: 1, commit: 6,
       entries: [normalEntry(8, data), normalEntry(9, new Uint8Array(0)), {
         kind: 'conf', term: 3, index: 10, change: { changes: [{ type: 'addLearner', node: 'c' }], context: 'ctx' },
       }],

@@ -1,0 +1,83 @@
+// POST /v1/apply: Service specs (decoded documents, or the text of a YAML or JSON file) through the
+// strict parser, then planApply (src/control/apply.ts): per service created, updated (scale or a
+// rolling replace, with the tasks it replaces) or unchanged. All or nothing: a spec with any
+// problem refuses the whole apply with every problem at once, and the write is one transaction,
+// a compare-and-set on every record the plan read, decided again when they changed meanwhile.
+// `?dryRun=true` answers the same outcomes and writes nothing.
+
+import type { FastifyPluginAsync } from 'fastify';
+import { planApply, type ApplyOptions, type ServiceOutcome } from '../control/apply.ts';
+import type { ServiceRecord } from '../control/resources.ts';
+import { changedFields, parseSpecObjects, parseSpecs, type ServiceSpec } from '../control/spec/index.ts';
+import type { ControlState } from '../control/state.ts';
+import { ShoalError } from '../errors.ts';
+import type { ApiContext } from './app.ts';
+import { applyBody, applyQuery } from './control-schemas.ts';
+import { oneTransaction, decideAndWrite } from './control-write.ts';
+import { readControl } from './control-views.ts';
+import { validate } from './validate.ts';
+
+export interface ApplyOutcome extends ServiceOutcome {
+  /** The spec fields that differ, for an update. */
+  fields?: string[];
+  /** The service's specVersion once applied (what it would be, for a dry run). */
+  specVersion: number;
+}
+
+export interface ApplyAnswer {
+  dryRun: boolean;
+  /** The revision of the write; null for a dry run or when nothing changed. */
+  rev: number | null;
+  services: ApplyOutcome[];
+}
+
+function readSpecs(body: { documents?: unknown[] | undefined; text?: string | undefined; format?: 'yaml' | 'json' | undefined }): ServiceSpec[] {
+  const set = body.text !== undefined ? parseSpecs(body.text, body.format ?? 'yaml') : parseSpecObjects(body.documents ?? []);
+  return set.services;
+}
+
+/** The caller's compare-and-set on service records (expectRevs): refused, not retried. */
+function checkExpected(state: ControlState, expectRevs: Record<string, number> | undefined): void {
+  for (const [name, rev] of Object.entries(expectRevs ?? {})) {
+    const cur = state.services.get(name);
+    if (cur?.rev === rev) continue;
+    throw new ShoalError('revision_mismatch', `service ${name} is ${cur === undefined ? 'gone' : `at rev ${cur.rev}`}, not at rev ${rev} as expected: it changed since it was read; read it again and retry`, {
+      service: name, expectedRev: rev, currentRev: cur?.rev ?? null,
+    });
+  }
+}
+
+/** planApply with what each outcome means for people: the fields changed and the version it ends at. */
+function plan(ctx: ApiContext, state: ControlState, specs: readonly ServiceSpec[], opts: ApplyOptions): { written: ReturnType<typeof planApply>; services: ApplyOutcome[] } {
+  const written = planApply(state, specs, ctx.node.logTimeNow(), opts);
+  const records = new Map(written.plan.changes.flatMap((c) => (c.kind === 'put' ? [[c.id, c.doc as unknown as ServiceRecord] as const] : [])));
+  const services = written.services.map((o, i): ApplyOutcome => {
+    const cur = state.services.get(o.name)?.value;
+    const spec = specs[i];
+    const specVersion = records.get(o.name)?.specVersion ?? cur?.specVersion ?? 1;
+    return { ...o, ...(o.outcome === 'updated' && cur !== undefined && spec !== undefined ? { fields: changedFields(cur.spec, spec) } : {}), specVersion };
+  });
+  return { written, services };
+}
+
+export const applyRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
+  app.post('/v1/apply', async (req): Promise<ApplyAnswer> => {
+    const v = validate({ query: [applyQuery, req.query], body: [applyBody, req.body] });
+    const specs = readSpecs(v.body);
+    const opts: ApplyOptions = { ...(v.body.source !== undefined ? { source: v.body.source } : {}), ...(v.body.prune === true ? { prune: true } : {}) };
+    if (v.query.dryRun === 'true') {
+      const state = await readControl(ctx, 'linearizable');
+      checkExpected(state, v.body.expectRevs);
+      const { written, services } = plan(ctx, state, specs, opts);
+      // Refuses what the write would refuse (too many records for one transaction).
+      if (written.plan.changes.length > 0) oneTransaction(written.plan);
+      return { dryRun: true, rev: null, services };
+    }
+    const w = await decideAndWrite(ctx, req, 'apply', (state) => {
+      checkExpected(state, v.body.expectRevs);
+      const { written, services } = plan(ctx, state, specs, opts);
+      return { plan: written.plan, answer: services };
+    });
+    return { dryRun: false, rev: w.rev, services: w.answer };
+  });
+};

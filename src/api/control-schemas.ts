@@ -1,0 +1,94 @@
+// What a request to the control plane's routes (services, nodes, tasks, apply) may hold, as zod
+// schemas: the routes validate with them and the OpenAPI document (openapi.ts) is generated from
+// them, as for the document routes (request-schemas.ts).
+
+import { z } from 'zod';
+import { labelsSchema } from '../control/resources.ts';
+import { labelKeyPattern } from '../control/spec/constraint.ts';
+import { specLimits } from '../control/spec/limits.ts';
+import { consistencySchema } from './request-schemas.ts';
+
+/** A service name: a DNS label, as the spec vocabulary has it (spec/service-fields.ts). */
+export const serviceNameSchema = z.string().regex(/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/, 'must be a service name (a DNS label: lower-case letters, digits and -, starting with a letter)');
+/** A node: its id or its name. */
+export const nodeRefSchema = z.string().min(1).max(64);
+/** A task id (the orchestrator's are 12 hex digits; any id of the store is accepted). */
+export const taskIdSchema = z.string().min(1).max(256);
+
+export const serviceParams = z.object({ name: serviceNameSchema }).strict();
+export const nodeParams = z.object({ ref: nodeRefSchema }).strict();
+export const taskParams = z.object({ id: taskIdSchema }).strict();
+
+export const readOnlyQuery = z.object({ consistency: consistencySchema }).strict();
+
+export const applyQuery = z.object({
+  dryRun: z.enum(['true', 'false']).optional(),
+}).strict();
+
+export const applyBody = z.object({
+  /**
+   * Decoded spec documents (JSON objects with apiVersion and kind). Their number is bounded by the
+   * body size and checked by the spec parser (specLimits.documentsMax), which says it at `documents`.
+   */
+  documents: z.array(z.record(z.string(), z.unknown(), { error: 'must be a spec document (a JSON object with apiVersion and kind)' })).optional(),
+  /** Or the text of a spec file: YAML (several documents separated by ---) or JSON. */
+  text: z.string().optional(),
+  /** How `text` is written; YAML also reads JSON. */
+  format: z.enum(['yaml', 'json']).optional(),
+  /**
+   * Apply only if each named service's record is at this revision (its `rev` in a listing): the
+   * compare-and-set of a read-modify-apply (`shoal service update`). Refused with
+   * revision_mismatch otherwise.
+   */
+  expectRevs: z.record(serviceNameSchema, z.number().int().min(1)).optional(),
+  /** The apply's source (a file's name, 1-128 characters): services it creates record it. */
+  source: z.string().min(1).max(128).regex(/^[^\p{Cc}]*$/u, 'no control characters').optional(),
+  /** Remove the services created by `source` that the specs no longer name. Needs `source`. */
+  prune: z.boolean().optional(),
+}).strict().superRefine((b, ctx) => {
+  if (b.prune === true && b.source === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['prune'], message: 'needs source: only the services an apply of that source created are pruned' });
+  }
+  if ((b.documents === undefined) === (b.text === undefined)) {
+    ctx.addIssue({ code: 'custom', path: [], message: 'give the specs either as documents (a list of objects) or as text (a YAML or JSON file), exactly one of them' });
+  }
+  if (b.format !== undefined && b.text === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['format'], message: 'only applies to text' });
+  }
+});
+
+export const scaleBody = z.object({
+  replicas: z.number().int().min(0).max(specLimits.replicasMax),
+}).strict();
+
+export const noBody = z.union([z.undefined(), z.object({}).strict()]);
+
+export const availabilityBody = z.object({
+  availability: z.enum(['active', 'pause', 'drain']),
+}).strict();
+
+export const labelsBody = z.object({
+  /** Labels to add or change. */
+  set: labelsSchema.optional(),
+  /** Label keys to remove (a key that is not there is ignored). */
+  remove: z.array(z.string().regex(labelKeyPattern, 'not a label key')).max(specLimits.listItemsMax).optional(),
+}).strict().superRefine((b, ctx) => {
+  for (const key of b.remove ?? []) {
+    if (b.set !== undefined && Object.hasOwn(b.set, key)) ctx.addIssue({ code: 'custom', path: ['remove'], message: `${key} is both set and removed; choose one` });
+  }
+});
+
+export const observedStates = ['pending', 'assigned', 'starting', 'running', 'failed', 'shutdown', 'orphaned'] as const;
+
+/** Tasks in one page of GET /v1/tasks, by default and at most. */
+export const tasksPageDefault = 1000;
+export const tasksPageMax = 10_000;
+
+export const tasksQuery = z.object({
+  service: serviceNameSchema.optional(),
+  node: nodeRefSchema.optional(),
+  state: z.enum(observedStates).optional(),
+  limit: z.coerce.number().int().min(1).max(tasksPageMax).default(tasksPageDefault),
+  after: taskIdSchema.optional(),
+  consistency: consistencySchema,
+}).strict();

@@ -1,0 +1,173 @@
+// How the control plane's routes read the store and what they answer: the control state (every
+// node, service, task and agent report, each with its revision) after a read barrier, and the
+// views built from it: a service with its status (desired and running tasks, converged or not),
+// a task with its merged observed state (task-view.ts) and its node's name, a node with what
+// runs on it.
+
+import type { DocumentStore } from '../../fsm/index.ts';
+import type { NodeRecord, ObservedTaskState, ServiceRecord, TaskRecord, TaskStatus } from '../control/resources.ts';
+import { specForTask } from '../control/resources.ts';
+import { eligibleNodes } from '../control/scheduler/eligible-nodes.ts';
+import { usageByNode } from '../control/scheduler/usage.ts';
+import type { TaskWithSpec } from '../control/scheduler/types.ts';
+import { ControlStateReader, tasksOf, type ControlState, type Versioned } from '../control/state.ts';
+import { isTerminal, viewOf, type TaskView } from '../control/task-view.ts';
+import { ShoalError } from '../errors.ts';
+import type { ApiContext } from './app.ts';
+import { readBarrier } from './docs-routes.ts';
+
+const readers = new WeakMap<DocumentStore, ControlStateReader>();
+
+/** One reader per store: it caches parsed records by revision across requests. */
+function readerOf(ctx: ApiContext): ControlStateReader {
+  let r = readers.get(ctx.store);
+  if (r === undefined) {
+    r = new ControlStateReader(ctx.store, (m) => ctx.node.log.warn(`${m.collection}/${m.id} (rev ${m.rev}) is not a valid record and is not shown: ${m.problem}`));
+    readers.set(ctx.store, r);
+  }
+  return r;
+}
+
+/** The control state after a read barrier (linearizable), or at once (stale). */
+export async function readControl(ctx: ApiContext, consistency: 'linearizable' | 'stale'): Promise<ControlState> {
+  await readBarrier(ctx, consistency);
+  return readerOf(ctx).read();
+}
+
+/** The control state of this node's store as it is now (after a write applied here). */
+export function readLocal(ctx: ApiContext): ControlState {
+  return readerOf(ctx).read();
+}
+
+const updateInProgress: ReadonlySet<string> = new Set(['updating', 'rolling-back']);
+
+export interface ServiceStatus {
+  /** Tasks the spec asks for: replicas, or the eligible nodes of a global service. */
+  desired: number;
+  /** Tasks desired running, observed running (and healthy, with a health check), of the current spec version. */
+  running: number;
+  /** Tasks desired running, whatever their state. */
+  tasks: number;
+  /** Tasks waiting for a node, and why (distinct reasons). */
+  pending: number;
+  pendingReasons: string[];
+  /** Tasks shut down on purpose that have not stopped yet. */
+  stopping: number;
+  /** A rolling update or rollback is replacing tasks. */
+  updating: boolean;
+  /** running = tasks = desired, none stopping, and no update in progress. */
+  converged: boolean;
+}
+
+export interface ServiceView {
+  name: string;
+  /** The service record's revision: an apply's `expectRevs` compares it. */
+  rev: number;
+  record: ServiceRecord;
+  status: ServiceStatus;
+}
+
+export interface TaskItem {
+  id: string;
+  rev: number;
+  service: string;
+  slot: number | string;
+  nodeId: string | null;
+  /** The node's name, or null while pending or when the node is no longer known. */
+  nodeName: string | null;
+  desired: TaskRecord['desired'];
+  /** The state that counts: the agent's report merged with the leader's record (task-view.ts). */
+  observed: ObservedTaskState;
+  health: TaskStatus['health'];
+  record: TaskRecord;
+  /** The agent's latest report, if it is of the task's node and epoch. */
+  report: TaskStatus | null;
+}
+
+export interface NodeView {
+  id: string;
+  name: string;
+  rev: number;
+  record: NodeRecord;
+  /** Tasks desired running on it, and of those the ones observed running. */
+  tasks: number;
+  running: number;
+  /** What the scheduler counts as taken on it (the reservations of its tasks). */
+  reserved: { cpuMillis: number; memoryBytes: number };
+}
+
+export function serviceStatus(state: ControlState, svc: ServiceRecord): ServiceStatus {
+  const views = tasksOf(state, svc.name).map((t) => viewOf(state, t));
+  const alive = views.filter((v) => v.record.desired === 'running');
+  const desired = svc.spec.mode === 'global'
+    ? eligibleNodes(svc.spec, [...state.nodes.values()].map((n) => n.value)).length
+    : svc.spec.replicas ?? 0;
+  const running = alive.filter((v) => v.healthy && v.record.specVersion === svc.specVersion).length;
+  const pendingViews = alive.filter((v) => v.observed === 'pending');
+  const stopping = views.filter((v) => v.record.desired === 'shutdown' && v.record.nodeId !== null && !isTerminal(v)).length;
+  const updating = updateInProgress.has(svc.updateStatus.state);
+  return {
+    desired, running, tasks: alive.length, pending: pendingViews.length,
+    pendingReasons: [...new Set(pendingViews.flatMap((v) => (v.record.pendingReason === null ? [] : [v.record.pendingReason])))],
+    stopping, updating, converged: !updating && running === desired && alive.length === desired && stopping === 0,
+  };
+}
+
+export function serviceView(state: ControlState, s: Versioned<ServiceRecord>): ServiceView {
+  return { name: s.value.name, rev: s.rev, record: s.value, status: serviceStatus(state, s.value) };
+}
+
+export function taskItem(state: ControlState, t: Versioned<TaskRecord>): TaskItem {
+  return itemOf(viewOf(state, t), state);
+}
+
+function itemOf(v: TaskView, state: ControlState): TaskItem {
+  const r = v.record;
+  const nodeName = r.nodeId === null ? null : state.nodes.get(r.nodeId)?.value.name ?? null;
+  return {
+    id: r.id, rev: v.rev, service: r.service, slot: r.slot, nodeId: r.nodeId, nodeName, desired: r.desired, observed: v.observed,
+    health: v.status?.health ?? null, record: r, report: v.status ?? null,
+  };
+}
+
+/** Every node's view, sorted by name. */
+export function nodeViews(state: ControlState): NodeView[] {
+  const nodes = [...state.nodes.values()];
+  const withSpec: TaskWithSpec[] = [];
+  for (const t of state.tasks.values()) {
+    const svc = state.services.get(t.value.service)?.value;
+    const spec = svc === undefined ? null : specForTask(svc, t.value);
+    if (spec !== null) withSpec.push({ task: t.value, spec });
+  }
+  const usage = usageByNode(nodes.map((n) => n.value), withSpec, new Set());
+  const running = new Map<string, number>();
+  for (const t of state.tasks.values()) {
+    if (t.value.nodeId === null || t.value.desired !== 'running') continue;
+    if (viewOf(state, t).observed === 'running') running.set(t.value.nodeId, (running.get(t.value.nodeId) ?? 0) + 1);
+  }
+  return nodes.map((n): NodeView => {
+    const u = usage.get(n.value.id);
+    return {
+      id: n.value.id, name: n.value.name, rev: n.rev, record: n.value, tasks: [...state.tasks.values()].filter((t) => t.value.nodeId === n.value.id && t.value.desired === 'running').length,
+      running: running.get(n.value.id) ?? 0, reserved: { cpuMillis: u?.cpuMillis ?? 0, memoryBytes: u?.memoryBytes ?? 0 },
+    };
+  }).sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
+}
+
+export function findService(state: ControlState, name: string): Versioned<ServiceRecord> {
+  const s = state.services.get(name);
+  if (s === undefined) throw new ShoalError('not_found', `no service named '${name}'; list them with: shoal service ls`, { service: name });
+  return s;
+}
+
+/** The node a user means by `ref`: the node with that id, else the one node with that name. */
+export function findNode(state: ControlState, ref: string): Versioned<NodeRecord> {
+  const byId = state.nodes.get(ref);
+  if (byId !== undefined) return byId;
+  const named = [...state.nodes.values()].filter((n) => n.value.name === ref);
+  if (named.length === 1 && named[0] !== undefined) return named[0];
+  if (named.length > 1) {
+    throw new ShoalError('ambiguous_name', `${named.length} nodes are named '${ref}'; use the id`, { name: ref, candidates: named.map((n) => ({ id: n.value.id, name: n.value.name })) });
+  }
+  throw new ShoalError('not_found', `no node named '${ref}' or with that id; list them with: shoal node ls`, { node: ref });
+}

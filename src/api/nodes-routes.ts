@@ -1,0 +1,67 @@
+// /v1/nodes: the nodes of the control plane (registered by their agents), each with what runs on
+// it, named by id or name. The operator sets two fields: availability (active, pause: no new
+// tasks, drain: its tasks are moved off by the orchestrator) and labels. Those writes are a
+// compare-and-set on the node record's revision, since the node's agent (runtime status) and
+// the leader (state, epoch) write other fields of the same record: a write that meets one of
+// theirs reads the record again and reapplies only its own field.
+
+import type { FastifyPluginAsync } from 'fastify';
+import { putChange } from '../control/changes.ts';
+import { nodesCollection } from '../control/collections.ts';
+import type { NodeRecord } from '../control/resources.ts';
+import { jsonEqual } from '../control/spec/spec-change.ts';
+import type { ControlState } from '../control/state.ts';
+import type { ApiContext } from './app.ts';
+import { availabilityBody, labelsBody, nodeParams, readOnlyQuery } from './control-schemas.ts';
+import { findNode, nodeViews, readControl, readLocal, taskItem, type NodeView } from './control-views.ts';
+import { decideAndWrite } from './control-write.ts';
+import { noQuery } from './request-schemas.ts';
+import { validate } from './validate.ts';
+
+function viewOf(state: ControlState, id: string): NodeView | null {
+  return nodeViews(state).find((n) => n.id === id) ?? null;
+}
+
+/** Writes `change(record)` over the node `ref` names, unless it changes nothing. */
+async function updateNode(ctx: ApiContext, req: Parameters<typeof decideAndWrite>[1], ref: string, what: string, change: (n: NodeRecord) => NodeRecord): Promise<{ rev: number | null; node: NodeView | null }> {
+  const w = await decideAndWrite(ctx, req, what, (state) => {
+    const n = findNode(state, ref);
+    const next = change(n.value);
+    if (jsonEqual(next, n.value)) return { plan: null, answer: n.value.id };
+    return { plan: { changes: [putChange(nodesCollection, n.value.id, next, n.rev)], compares: [] }, answer: n.value.id };
+  });
+  return { rev: w.rev, node: viewOf(readLocal(ctx), w.answer) };
+}
+
+export const nodesRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
+  app.get('/v1/nodes', async (req) => {
+    const v = validate({ query: [readOnlyQuery, req.query] });
+    const state = await readControl(ctx, v.query.consistency);
+    return { items: nodeViews(state), rev: state.revision };
+  });
+
+  app.get('/v1/nodes/:ref', async (req) => {
+    const v = validate({ params: [nodeParams, req.params], query: [readOnlyQuery, req.query] });
+    const state = await readControl(ctx, v.query.consistency);
+    const n = findNode(state, v.params.ref);
+    const tasks = [...state.tasks.values()].filter((t) => t.value.nodeId === n.value.id).map((t) => taskItem(state, t))
+      .sort((a, b) => a.service.localeCompare(b.service) || String(a.slot).localeCompare(String(b.slot), undefined, { numeric: true }) || a.record.createdAt - b.record.createdAt);
+    return { node: viewOf(state, n.value.id), tasks, rev: state.revision };
+  });
+
+  app.post('/v1/nodes/:ref/availability', async (req) => {
+    const v = validate({ params: [nodeParams, req.params], query: [noQuery, req.query], body: [availabilityBody, req.body] });
+    const { availability } = v.body;
+    return updateNode(ctx, req, v.params.ref, `setting node ${v.params.ref} to ${availability}`, (n) => ({ ...n, availability }));
+  });
+
+  app.post('/v1/nodes/:ref/labels', async (req) => {
+    const v = validate({ params: [nodeParams, req.params], query: [noQuery, req.query], body: [labelsBody, req.body] });
+    const { set = {}, remove = [] } = v.body;
+    return updateNode(ctx, req, v.params.ref, `labelling node ${v.params.ref}`, (n) => {
+      const labels: Record<string, string> = { ...n.labels, ...set };
+      for (const k of remove) delete labels[k];
+      return { ...n, labels: Object.fromEntries(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) };
+    });
+  });
+};

@@ -1,0 +1,21 @@
+// The control plane's collections (`shoal.*`, src/control/collections.ts) are written only through
+// the typed routes, which validate every record as the resource it is, and by the leader's loops
+// and the agents. /v1/docs and /v1/txn refuse to write them, saying which route to use; they
+// may still read them (a record read there is the `record` of the typed answers).
+
+import { isReservedCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../control/collections.ts';
+import type { Problem } from './validate.ts';
+
+const typedRoutes: Readonly<Record<string, string>> = {
+  [servicesCollection]: 'create and change services with POST /v1/apply (shoal apply -f), and use DELETE /v1/services/{name}, POST /v1/services/{name}/scale, /rollback or /rebalance',
+  [nodesCollection]: 'use POST /v1/nodes/{ref}/availability (shoal node drain|pause|activate) and POST /v1/nodes/{ref}/labels (shoal node label)',
+  [tasksCollection]: 'tasks are written by the leader\'s loops only; read them with GET /v1/tasks (shoal task ls)',
+  [taskStatusCollection]: 'task reports are written by the nodes\' agents only; read them with GET /v1/tasks (shoal task ls)',
+};
+
+/** The refusal of a write to `collection` at `path`, or undefined when it is not reserved. */
+export function reservedWrite(collection: string, path: string): Problem | undefined {
+  if (!isReservedCollection(collection)) return undefined;
+  const use = typedRoutes[collection] ?? 'collections under shoal. are reserved for the control plane\'s resources';
+  return { path, message: `${collection} is reserved for the control plane and is not written through /v1/docs or /v1/txn: ${use}` };
+}

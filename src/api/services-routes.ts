@@ -1,0 +1,113 @@
+// /v1/services: the services, each with its status (desired and running tasks, converged or not)
+// and, one at a time, its tasks with their merged observed state. Writes: remove, scale, roll
+// back to the previous spec, and one step of a rebalance (rebalance.ts). Each write is a
+// compare-and-set on the records it read, proposed at the control plane's feature level
+// (control-write.ts). Creating and changing specs is POST /v1/apply.
+
+import type { FastifyPluginAsync } from 'fastify';
+import { planApply } from '../control/apply.ts';
+import { planRemove } from '../control/apply.ts';
+import { putChange } from '../control/changes.ts';
+import { servicesCollection, tasksCollection } from '../control/collections.ts';
+import { rollback } from '../control/rolling-update.ts';
+import { tasksOf, type ControlState } from '../control/state.ts';
+import { ShoalError } from '../errors.ts';
+import type { ApiContext } from './app.ts';
+import { noBody, readOnlyQuery, scaleBody, serviceParams } from './control-schemas.ts';
+import { findService, readControl, readLocal, serviceView, taskItem, type ServiceView } from './control-views.ts';
+import { decideAndWrite } from './control-write.ts';
+import { planRebalance, type NodeCount } from './rebalance.ts';
+import { badRequest, validate } from './validate.ts';
+import { noQuery } from './request-schemas.ts';
+
+/** The service as it is on this node once a write has applied here (null if it is gone). */
+function after(ctx: ApiContext, name: string): ServiceView | null {
+  const state = readLocal(ctx);
+  const s = state.services.get(name);
+  return s === undefined ? null : serviceView(state, s);
+}
+
+function serviceList(state: ControlState): ServiceView[] {
+  return [...state.services.values()].map((s) => serviceView(state, s)).sort((a, b) => a.name.localeCompare(b.name));
+}
+
+export interface RebalanceAnswer {
+  state: 'moved' | 'balanced' | 'settling';
+  reason: string;
+  moved: { task: string; slot: number | string; from: { id: string; name: string }; to: { id: string; name: string } } | null;
+  counts: NodeCount[];
+  rev: number | null;
+}
+
+export const servicesRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
+  app.get('/v1/services', async (req) => {
+    const v = validate({ query: [readOnlyQuery, req.query] });
+    const state = await readControl(ctx, v.query.consistency);
+    return { items: serviceList(state), rev: state.revision };
+  });
+
+  app.get('/v1/services/:name', async (req) => {
+    const v = validate({ params: [serviceParams, req.params], query: [readOnlyQuery, req.query] });
+    const state = await readControl(ctx, v.query.consistency);
+    const s = findService(state, v.params.name);
+    return { service: serviceView(state, s), tasks: tasksOf(state, s.value.name).map((t) => taskItem(state, t)), rev: state.revision };
+  });
+
+  app.delete('/v1/services/:name', async (req) => {
+    const v = validate({ params: [serviceParams, req.params], query: [noQuery, req.query] });
+    const w = await decideAndWrite(ctx, req, `removing service ${v.params.name}`, (state) => {
+      findService(state, v.params.name);
+      return { plan: planRemove(state, v.params.name) ?? null, answer: null };
+    });
+    return { name: v.params.name, removed: true, rev: w.rev };
+  });
+
+  app.post('/v1/services/:name/scale', async (req) => {
+    const v = validate({ params: [serviceParams, req.params], query: [noQuery, req.query], body: [scaleBody, req.body] });
+    const w = await decideAndWrite(ctx, req, `scaling service ${v.params.name}`, (state) => {
+      const s = findService(state, v.params.name);
+      if (s.value.spec.mode === 'global') {
+        throw badRequest([{ path: 'body.replicas', message: `${s.value.name} is a global service (one task on each eligible node); it has no replica count. Change its constraints, or apply it as replicated` }]);
+      }
+      const planned = planApply(state, [{ ...s.value.spec, replicas: v.body.replicas }], ctx.node.logTimeNow());
+      return { plan: planned.plan, answer: planned.services[0]?.outcome ?? 'unchanged' };
+    });
+    return { outcome: w.answer, rev: w.rev, service: after(ctx, v.params.name) };
+  });
+
+  app.post('/v1/services/:name/rollback', async (req) => {
+    const v = validate({ params: [serviceParams, req.params], query: [noQuery, req.query], body: [noBody, req.body] });
+    const w = await decideAndWrite(ctx, req, `rolling back service ${v.params.name}`, (state) => {
+      const s = findService(state, v.params.name);
+      if (s.value.previousSpec === null) {
+        throw badRequest([{ path: 'params.name', message: `${s.value.name} has no previous spec to roll back to (its spec never changed in a way that replaced tasks)` }]);
+      }
+      const now = ctx.node.logTimeNow();
+      const record = { ...rollback(s.value, now, `rolled back by hand from spec version ${s.value.specVersion}`), updatedAt: now };
+      return { plan: { changes: [putChange(servicesCollection, s.value.name, record, s.rev)], compares: [] }, answer: record.specVersion };
+    });
+    return { specVersion: w.answer, rev: w.rev, service: after(ctx, v.params.name) };
+  });
+
+  app.post('/v1/services/:name/rebalance', async (req): Promise<RebalanceAnswer> => {
+    const v = validate({ params: [serviceParams, req.params], query: [noQuery, req.query], body: [noBody, req.body] });
+    const w = await decideAndWrite(ctx, req, `rebalancing service ${v.params.name}`, (state) => {
+      const s = findService(state, v.params.name);
+      const step = planRebalance(state, s.value);
+      if (step.move === null) return { plan: null, answer: step };
+      const { task, from } = step.move;
+      const now = ctx.node.logTimeNow();
+      const stopped = { ...task.value, desired: 'shutdown' as const, message: `rebalance: moved off ${from.name}`, updatedAt: now };
+      // The service's revision too: a spec changed meanwhile makes the step decide again.
+      return { plan: { changes: [putChange(tasksCollection, task.value.id, stopped, task.rev)], compares: [{ collection: servicesCollection, id: s.value.name, target: 'rev', cmp: '=', value: s.rev }] }, answer: step };
+    });
+    const step = w.answer;
+    if (step.state === 'moved' && step.move === null) throw new ShoalError('internal', 'a move without a task');
+    return {
+      state: step.state, reason: step.reason, counts: step.counts, rev: w.rev,
+      moved: step.move === null ? null : {
+        task: step.move.task.value.id, slot: step.move.task.value.slot, from: { id: step.move.from.id, name: step.move.from.name }, to: { id: step.move.to.id, name: step.move.to.name },
+      },
+    };
+  });
+};

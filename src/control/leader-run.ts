@@ -1,0 +1,192 @@
+// One run of the leader's loops: everything they do while this node leads one term. The
+// supervisor (supervisor.ts) starts a run when the node may lead the control plane and stops it
+// when it may not; the control-plane simulator (test/sim-control/) drives the same class on
+// simulated time, so the code it checks is this code.
+//
+// One work queue (work-queue.ts) fed by the store's events, with these keys:
+//   svc:<name>  the orchestrator for one service (orchestrator.ts)
+//   place       the placement of pending tasks (placement.ts)
+//   nodes       node health (node-health.ts)
+// Keys are handled one at a time; each pass re-reads the state (level-triggered), decides with a
+// pure function, and proposes the plan fenced by the run's term. A plan refused because something
+// it read changed is decided again at once. A proposal whose outcome is unknown (it timed out, the
+// leader changed) is not decided again until this node has applied or lost every proposal it made:
+// deciding again from applied state that lacks a write still on its way would decide it twice
+// (found by the control-plane simulator, seed 945: a slot given two tasks).
+
+import type { DocumentStore } from '../../fsm/index.ts';
+import { encodeCommand } from '../../fsm/index.ts';
+import type { CommandResult, WatchEvent } from '../../fsm/types.ts';
+import { ShoalError } from '../errors.ts';
+import type { ProposalResult } from '../node/raft-node.ts';
+import { toTransactions, type Plan } from './changes.ts';
+import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from './collections.ts';
+import { assessNodes, type NodeHealthConfig } from './node-health.ts';
+import { reconcileService, type Decision } from './orchestrator.ts';
+import { placePending } from './placement.ts';
+import { ControlStateReader, type ControlState } from './state.ts';
+import { WorkQueue, type QueueClock } from './work-queue.ts';
+
+/** How often node health is looked at while any node is not ready (a node may come back). */
+export const recheckNodesMs = 1_000;
+
+/** What a pass knew when it decided: the simulator's checkers record it with each proposal. */
+export interface PassMeta {
+  key: string;
+  /** The store revision the pass read. */
+  readRevision: number;
+  /** Monotonic ms since the run started. */
+  runningForMs: number;
+}
+
+export interface LeaderRunPorts {
+  store: DocumentStore;
+  /** Monotonic ms and timers (the work queue's delays). */
+  clock: QueueClock & { now(): number };
+  /** Log time for what the loops write (the leader's log clock). */
+  logTimeNow(): number;
+  self: string;
+  /** The cluster's members (voters and learners). */
+  members(): ReadonlySet<string>;
+  health: NodeHealthConfig;
+  /** Ms since this node last heard from `id`, or undefined if never. */
+  silentForMs(id: string): number | undefined;
+  /** Proposes fenced by `term`; rejects with stale_term when this node no longer leads it. */
+  propose(data: Uint8Array, term: number, meta: PassMeta): Promise<ProposalResult>;
+  /** Resolves once every proposal this node made so far is applied here, or can no longer commit. */
+  settleOwnProposals(): Promise<void>;
+  newTaskId(): string;
+  log: { debug(msg: string): void; warn(msg: string): void };
+}
+
+type Outcome = 'done' | 'conflict';
+
+export class LeaderRun {
+  private readonly queue: WorkQueue;
+  private readonly reader: ControlStateReader;
+  private readonly startedAt: number;
+  private closed = false;
+  private unsubscribe: (() => void) | null = null;
+  /** The loop's promise; resolves once the run has stopped. */
+  done: Promise<void> = Promise.resolve();
+  readonly counts = { passes: 0, proposed: 0, conflicts: 0, unknownOutcomes: 0 };
+
+  constructor(private readonly ports: LeaderRunPorts, readonly term: number) {
+    this.queue = new WorkQueue(ports.clock, () => ports.clock.now());
+    this.reader = new ControlStateReader(ports.store, (m) => ports.log.warn(`${m.collection}/${m.id} (rev ${m.rev}) is not a valid record and is ignored: ${m.problem}`));
+    this.startedAt = ports.clock.now();
+  }
+
+  start(): void {
+    this.unsubscribe = this.ports.store.subscribe((ev) => this.enqueueFor(ev));
+    this.queue.add('nodes');
+    this.queue.add('place');
+    for (const id of this.reader.read().services.keys()) this.queue.add(`svc:${id}`);
+    this.done = this.loop();
+  }
+
+  /** Stops handing out keys; the pass under way finishes (await `done`). Idempotent. */
+  stop(): void {
+    this.closed = true;
+    this.queue.close();
+    this.unsubscribe?.();
+  }
+
+  private async loop(): Promise<void> {
+    for (;;) {
+      const key = await this.queue.next();
+      if (key === undefined || this.closed) return;
+      await this.pass(key);
+    }
+  }
+
+  /** Which keys a change of the store concerns. */
+  private enqueueFor(ev: WatchEvent): void {
+    switch (ev.collection) {
+      case servicesCollection:
+        this.queue.add(`svc:${ev.id}`);
+        this.queue.add('place');
+        return;
+      case tasksCollection:
+      case taskStatusCollection: {
+        const service = this.serviceOfTask(ev);
+        if (service !== undefined) this.queue.add(`svc:${service}`);
+        this.queue.add('place');
+        return;
+      }
+      case nodesCollection:
+        this.queue.add('nodes');
+        this.queue.add('place');
+        for (const id of this.reader.read().services.keys()) this.queue.add(`svc:${id}`);
+        return;
+      default:
+    }
+  }
+
+  private serviceOfTask(ev: WatchEvent): string | undefined {
+    const fromDoc = (ev.doc?.doc as { service?: unknown } | undefined)?.service;
+    if (typeof fromDoc === 'string') return fromDoc;
+    const task = this.ports.store.get(tasksCollection, ev.id)?.doc as { service?: unknown } | undefined;
+    return typeof task?.service === 'string' ? task.service : undefined;
+  }
+
+  private async pass(key: string): Promise<void> {
+    this.counts.passes++;
+    try {
+      const state = this.reader.read();
+      const decision = this.decide(key, state);
+      const meta: PassMeta = { key, readRevision: state.revision, runningForMs: this.ports.clock.now() - this.startedAt };
+      if (await this.write(decision.plan, meta) === 'conflict') {
+        this.counts.conflicts++;
+        this.queue.add(key);
+        return;
+      }
+      this.queue.forget(key);
+      if (decision.wakeInMs !== null) this.queue.addAfter(key, decision.wakeInMs);
+    } catch (err) {
+      if (err instanceof ShoalError && err.code === 'stale_term') return;
+      if (err instanceof ShoalError && (err.code === 'timeout' || err.code === 'leader_changed')) {
+        // The write may still commit: know its fate before deciding anything again.
+        this.counts.unknownOutcomes++;
+        await this.ports.settleOwnProposals();
+      }
+      const ms = this.queue.retry(key);
+      this.ports.log.warn(`leader loop ${key}: ${(err as Error).message}; retrying in ${ms} ms`);
+    }
+  }
+
+  private decide(key: string, state: ControlState): Decision {
+    const now = this.ports.logTimeNow();
+    if (key === 'place') return placePending(state, this.term, now);
+    if (key === 'nodes') return this.decideNodes(state);
+    if (key.startsWith('svc:')) return reconcileService(state, key.slice(4), { now, newTaskId: () => this.ports.newTaskId() });
+    return { plan: { changes: [], compares: [] }, wakeInMs: null };
+  }
+
+  private decideNodes(state: ControlState): Decision {
+    const members = this.ports.members();
+    const d = assessNodes(state, {
+      self: this.ports.self, members, silentForMs: (id) => this.ports.silentForMs(id), loopsRunningForMs: this.ports.clock.now() - this.startedAt,
+    }, this.ports.health);
+    const anyUnready = [...state.nodes.values()].some((x) => members.has(x.value.id) && x.value.state !== 'ready');
+    const wake = anyUnready ? Math.min(recheckNodesMs, d.wakeInMs ?? recheckNodesMs) : d.wakeInMs;
+    return { plan: { changes: d.changes, compares: [] }, wakeInMs: wake };
+  }
+
+  /** Proposes the plan, fenced by the run's term; 'conflict' when what it read has changed. */
+  private async write(plan: Plan, meta: PassMeta): Promise<Outcome> {
+    for (const txn of toTransactions(plan)) {
+      const data = encodeCommand({ cmd: txn, ts: this.ports.logTimeNow(), fence: { term: this.term }, principal: 'shoal:leader' });
+      this.counts.proposed++;
+      const { result } = await this.ports.propose(data, this.term, meta);
+      const r = result as CommandResult;
+      if (!r.ok) {
+        if (r.error.code === 'stale_term') throw new ShoalError('stale_term', r.error.message);
+        if (r.error.code === 'revision_mismatch' || r.error.code === 'already_exists' || r.error.code === 'not_found') return 'conflict';
+        throw new ShoalError('internal', `a leader loop's write was refused: ${r.error.code}: ${r.error.message}`);
+      }
+      if (r.kind === 'txn' && !r.succeeded) return 'conflict';
+    }
+    return 'done';
+  }
+}

@@ -1,0 +1,150 @@
+// The control-plane simulator's checkers, fed hand-made histories that break each property (and
+// the near misses that must pass), so a checker that stopped checking fails here.
+
+import { describe, expect, it } from 'vitest';
+import type { ContainerInfo } from '../../src/executor/runtime.ts';
+import { containerLabels } from '../../src/executor/labels.ts';
+import { serviceYaml, StateBuilder } from '../control/state-builder.ts';
+import type { CommittedView } from './checkers/committed-view.ts';
+import { ContainersChecker, type PlacedRecord } from './checkers/containers.ts';
+import { FencingChecker } from './checkers/fencing.ts';
+import { heldOn, PlacementChecker, type PlacementFact } from './checkers/placement.ts';
+import { ReplicasChecker, type ReplicaFacts } from './checkers/replicas.ts';
+
+function view(b: StateBuilder): CommittedView {
+  const strip = <T>(m: Map<string, { value: T }>): Map<string, T> => new Map([...m].map(([k, v]) => [k, v.value]));
+  return { nodes: strip(b.nodes), services: strip(b.services), tasks: strip(b.tasks), statuses: strip(b.statuses) };
+}
+
+describe('the fencing checker', () => {
+  it('accepts decisions in their own term, in term order, and ignores what did not take effect', () => {
+    const c = new FencingChecker();
+    c.observe({ index: 1, term: 1, decider: { node: 'n1', term: 1, key: 'place' }, tookEffect: true });
+    c.observe({ index: 2, term: 2, decider: { node: 'n1', term: 1, key: 'place' }, tookEffect: false });
+    c.observe({ index: 3, term: 2, decider: { node: 'n2', term: 2, key: 'place' }, tookEffect: true });
+    c.observe({ index: 4, term: 2, decider: null, tookEffect: true });
+  });
+
+  it('refuses a decision that took effect in an entry of another term', () => {
+    const c = new FencingChecker();
+    expect(() => c.observe({ index: 5, term: 3, decider: { node: 'n1', term: 2, key: 'svc:web' }, tookEffect: true })).toThrow(/decided by n1's loops of term 2/);
+  });
+
+  it('refuses a deposed leader\'s decision after the new leader has decided', () => {
+    const c = new FencingChecker();
+    c.observe({ index: 1, term: 3, decider: { node: 'n2', term: 3, key: 'place' }, tookEffect: true });
+    expect(() => c.observe({ index: 2, term: 2, decider: { node: 'n1', term: 2, key: 'place' }, tookEffect: true })).toThrow(/after the leader of term 3/);
+  });
+});
+
+describe('the placement checker', () => {
+  const fact = (over: Partial<PlacementFact> = {}): PlacementFact => ({
+    index: 9, taskId: 't1', nodeId: 'n2', availability: 'active',
+    decision: { node: 'n1', term: 1, decidedAtMs: 10_000, loopsRunningMs: 10_000, silenceMs: { n1: 0, n2: 100 } },
+    capacity: { cpuMillis: 1000, memoryBytes: 100 }, held: { cpuMillis: 1000, memoryBytes: 100 }, ...over,
+  });
+  const c = new PlacementChecker({ downAfterMs: 3000, slackMs: 2000 });
+
+  it('accepts a placement on an active node heard from lately, filled to its capacity', () => {
+    c.observe(fact());
+  });
+
+  it('refuses a placement on a node the operator drained or paused', () => {
+    expect(() => c.observe(fact({ availability: 'drain' }))).toThrow(/set the node to drain/);
+    expect(() => c.observe(fact({ availability: 'pause' }))).toThrow(/set the node to pause/);
+  });
+
+  it('refuses a placement on a node silent beyond the down timeout, unless the leader has not watched that long', () => {
+    const silent = { node: 'n1', term: 1, decidedAtMs: 10_000, loopsRunningMs: 10_000, silenceMs: { n2: 5_000 } };
+    expect(() => c.observe(fact({ decision: silent }))).toThrow(/had not heard from the node for 5000 ms/);
+    expect(() => c.observe(fact({ decision: { ...silent, silenceMs: {} } }))).toThrow(/for ever/);
+    c.observe(fact({ decision: { ...silent, loopsRunningMs: 4_999 } }));
+    c.observe(fact({ decision: { ...silent, silenceMs: { n2: 4_999 } } }));
+  });
+
+  it('refuses a placement that takes a node beyond its capacity', () => {
+    expect(() => c.observe(fact({ held: { cpuMillis: 1001, memoryBytes: 1 } }))).toThrow(/beyond its capacity/);
+    expect(() => c.observe(fact({ held: { cpuMillis: 1, memoryBytes: 101 } }))).toThrow(/beyond its capacity/);
+  });
+
+  it('counts what a node holds: tasks wanted running in its epoch that have not ended', () => {
+    const b = new StateBuilder().node('n1', { epoch: 1 }).service(serviceYaml('web', 'resources:\n  reservations: {cpu: 100m, memory: 1Ki}'));
+    b.placed('a', 'web', 1, 'n1', 'running');
+    b.placed('b', 'web', 2, 'n1', 'failed');
+    b.placed('c', 'web', 3, 'n1', 'running', { desired: 'shutdown' });
+    b.placed('d', 'web', 4, 'n1', 'running', { nodeEpoch: 0 });
+    b.task({ id: 'e', service: 'web', slot: 5, nodeId: 'n1', nodeEpoch: 1, observed: 'assigned' });
+    expect(heldOn(view(b), 'n1')).toEqual({ cpuMillis: 200, memoryBytes: 2048 });
+  });
+});
+
+describe('the replicas checker', () => {
+  const none: ReplicaFacts = { everDrained: new Set(), pendingReplicas: () => 0 };
+  const check = (b: StateBuilder, facts = none): void => new ReplicasChecker().check(view(b), facts);
+  const web = (extra = ''): StateBuilder => new StateBuilder().node('n1').node('n2').service(serviceYaml('web', extra));
+
+  it('accepts the spec\'s replicas, and ignores tasks on a node declared down and tasks not placed', () => {
+    const b = web().node('n3', { state: 'down', epoch: 1 });
+    for (const s of [1, 2, 3]) b.placed(`t${s}`, 'web', s, 'n1', 'running');
+    b.placed('lost', 'web', 1, 'n2', 'running', { nodeEpoch: 0 });
+    b.node('n2', { epoch: 1 });
+    b.task({ id: 'pending', service: 'web', slot: 2 });
+    check(b);
+  });
+
+  it('refuses more tasks than replicas, and two tasks in a slot of a stop-first service', () => {
+    const b = web();
+    for (const s of [1, 2, 3, 4]) b.placed(`t${s}`, 'web', s, 'n1', 'running');
+    expect(() => check(b)).toThrow(/4 assigned tasks, beyond 3 replicas \+ 0 surge/);
+    const pair = web().placed('a', 'web', 1, 'n1', 'running').placed('b', 'web', 1, 'n2', 'running');
+    expect(() => check(pair)).toThrow(/slot 1 has 2 assigned tasks/);
+  });
+
+  it('allows a start-first surge of parallelism while an update is open, and not beyond', () => {
+    const open = { updateStatus: { state: 'updating' as const, startedAt: 1, completedAt: null, message: null } };
+    const b = new StateBuilder().node('n1').service(serviceYaml('web', 'update: {order: start-first}'), open);
+    for (const s of [1, 2, 3]) b.placed(`t${s}`, 'web', s, 'n1', 'running');
+    b.placed('new1', 'web', 1, 'n1', 'running', { specVersion: 2 });
+    check(b);
+    b.placed('new2', 'web', 2, 'n1', 'running', { specVersion: 2 });
+    expect(() => check(b)).toThrow(/5 assigned tasks, beyond 3 replicas \+ 1 surge/);
+  });
+
+  it('allows a start-first pair per task of a drained node, and the old replicas until the orchestrator acted', () => {
+    const b = new StateBuilder().node('n1').node('n2').service(serviceYaml('web', 'update: {order: start-first}'));
+    for (const s of [1, 2, 3]) b.placed(`t${s}`, 'web', s, 'n1', 'running', { createdAt: 1 });
+    b.placed('m1', 'web', 1, 'n2', 'running', { createdAt: 2 }).placed('m2', 'web', 2, 'n2', 'running', { createdAt: 2 });
+    expect(() => check(b)).toThrow(/beyond 3 replicas \+ 0 surge/);
+    check(b, { everDrained: new Set(['n1']), pendingReplicas: () => 0 });
+    check(b, { everDrained: new Set(), pendingReplicas: () => 5 });
+  });
+});
+
+describe('the containers checker', () => {
+  const placed = new Map<string, PlacedRecord>([['t1', { nodeId: 'n1', epoch: 2, term: 3 }], ['t2', { nodeId: 'n1', epoch: 1, term: 3 }]]);
+  const container = (id: string, task: string, over: { node?: string; epoch?: number; term?: number; state?: ContainerInfo['state'] } = {}): ContainerInfo => ({
+    id, name: `shoal-web.1.${task}`, image: 'app:v1', state: over.state ?? 'running', exitCode: null, startedAt: 1, finishedAt: null, health: null, error: null,
+    labels: containerLabels({ clusterId: 'sim', nodeId: over.node ?? 'n1', service: 'web', slot: 1, taskId: task, specVersion: 1, term: over.term ?? 3, nodeEpoch: over.epoch ?? 2 }),
+  });
+  const check = (...rts: { nodeId: string; containers: ContainerInfo[] }[]): void => new ContainersChecker().check(rts, placed);
+
+  it('accepts one running container per task, labelled as placed; exited ones do not count', () => {
+    check({ nodeId: 'n1', containers: [container('c1', 't1'), container('c2', 't1', { state: 'exited' })] });
+  });
+
+  it('refuses a task running twice, on one node or two', () => {
+    expect(() => check({ nodeId: 'n1', containers: [container('c1', 't1'), container('c2', 't1')] })).toThrow(/task t1 runs twice/);
+    expect(() => check({ nodeId: 'n1', containers: [container('c1', 't1')] }, { nodeId: 'n2', containers: [container('c2', 't1', { node: 'n2' })] })).toThrow(/runs twice/);
+  });
+
+  it('refuses a container of a task never placed, on another node than its own, or with another epoch or term', () => {
+    expect(() => check({ nodeId: 'n1', containers: [container('c1', 'tx')] })).toThrow(/never placed/);
+    expect(() => check({ nodeId: 'n2', containers: [container('c1', 't1', { node: 'n2' })] })).toThrow(/placed on n1/);
+    expect(() => check({ nodeId: 'n1', containers: [container('c1', 't1', { epoch: 1 })] })).toThrow(/labelled epoch 1 term 3/);
+    expect(() => check({ nodeId: 'n1', containers: [container('c1', 't1', { term: 2 })] })).toThrow(/labelled epoch 2 term 2/);
+  });
+
+  it('refuses containers of two epochs running at once on a node', () => {
+    expect(() => check({ nodeId: 'n1', containers: [container('c1', 't1'), container('c2', 't2', { epoch: 1 })] })).toThrow(/epochs 2 and 1 at once/);
+  });
+});

@@ -1,0 +1,163 @@
+// The operator: applies the services, updates them (to images that work, and in some seeds to
+// images that fail at once), scales them, and drains, pauses and activates nodes. It reads the
+// committed state (a linearizable read) and writes through the leader with the real planning
+// code (planApply, toTransactions), as `shoal apply` and `shoal node drain` do. Its own record
+// of availability is the checkers' ground truth.
+
+import { encodeCommand } from '../../fsm/index.ts';
+import { planApply } from '../../src/control/apply.ts';
+import { toTransactions, type Plan } from '../../src/control/changes.ts';
+import { nodesCollection } from '../../src/control/collections.ts';
+import type { Availability, NodeRecord } from '../../src/control/resources.ts';
+import { parseSpecObjects, type ServiceSpec } from '../../src/control/spec/index.ts';
+import { ControlStateReader } from '../../src/control/state.ts';
+import type { SeededPrng } from '../../src/raft/prng.ts';
+import { tookEffect, type LogEntry } from './log-entry.ts';
+import type { ServicePlan } from './scenario.ts';
+import type { World } from './world.ts';
+
+const badKinds = ['crash', 'nostart', 'absent'] as const;
+
+interface Intent {
+  plan: ServicePlan;
+  replicas: number;
+  version: number;
+  bad: (typeof badKinds)[number] | null;
+}
+
+export class Operator {
+  private readonly intents = new Map<string, Intent>();
+  private created = false;
+  private readonly reader: ControlStateReader;
+
+  constructor(private readonly world: World, private readonly prng: SeededPrng) {
+    for (const plan of world.scenario.services) this.intents.set(plan.name, { plan, replicas: plan.replicas, version: 1, bad: null });
+    this.reader = new ControlStateReader(world.reference.store);
+  }
+
+  onStep(): void {
+    if (!this.created) {
+      this.created = this.applySpecs('create', [...this.intents.values()]);
+      return;
+    }
+    const r = this.world.scenario.operator;
+    if (this.prng.chance(r.update)) this.update();
+    if (r.scale > 0 && this.prng.chance(r.scale)) this.scale();
+    if (r.availability > 0 && this.prng.chance(r.availability)) this.changeAvailability();
+  }
+
+  /**
+   * For the liveness phase: every node active, and every service back to a spec that can
+   * converge (a working image and its planned replicas) unless it already runs one. Returns
+   * false while it could not write (no leader).
+   */
+  heal(): boolean {
+    for (const n of this.world.nodes) {
+      if (this.world.availability.get(n.id) !== 'active' && !this.setAvailability(n.id, 'active')) return false;
+    }
+    const state = this.reader.read();
+    const fix: Intent[] = [];
+    for (const intent of this.intents.values()) {
+      const svc = state.services.get(intent.plan.name)?.value;
+      const st = svc?.updateStatus.state;
+      const broken = svc === undefined || isBadImage(svc.spec.image) || svc.spec.replicas !== intent.plan.replicas || st === 'paused' || st === 'rollback-paused';
+      if (!broken) continue;
+      intent.version++;
+      intent.bad = null;
+      intent.replicas = intent.plan.replicas;
+      fix.push(intent);
+    }
+    return fix.length === 0 || this.applySpecs('heal', fix);
+  }
+
+  private update(): void {
+    const intent = this.pickService();
+    intent.version++;
+    intent.bad = this.prng.chance(this.world.scenario.operator.badImage) ? badKinds[this.prng.nextInt(badKinds.length)] as Intent['bad'] : null;
+    this.world.stats.updates++;
+    if (intent.bad !== null) this.world.stats.badUpdates++;
+    this.applySpecs(`update ${intent.plan.name} to ${imageOf(intent)}`, [intent]);
+  }
+
+  private scale(): void {
+    const intent = this.pickService();
+    intent.replicas = this.prng.nextInt(intent.plan.replicas + 3);
+    this.world.stats.scales++;
+    this.applySpecs(`scale ${intent.plan.name} to ${intent.replicas}`, [intent]);
+  }
+
+  private changeAvailability(): void {
+    const n = this.world.nodes[this.prng.nextInt(this.world.nodes.length)];
+    if (n === undefined) return;
+    const to: Availability = (['drain', 'pause', 'active', 'active'] as const)[this.prng.nextInt(4)] as Availability;
+    if (to === this.world.availability.get(n.id)) return;
+    this.setAvailability(n.id, to);
+  }
+
+  private pickService(): Intent {
+    const all = [...this.intents.values()];
+    return all[this.prng.nextInt(all.length)] as Intent;
+  }
+
+  /** `shoal apply` of the intents' specs; false when nothing could be written (no leader). */
+  private applySpecs(what: string, intents: Intent[]): boolean {
+    const specs = intents.map(specOf);
+    const state = this.reader.read();
+    const before = new Map(specs.map((s) => [s.name, state.services.get(s.name)?.value.spec.replicas ?? 0]));
+    const { plan } = planApply(state, specs, this.world.now());
+    const written = this.write(what, plan);
+    if (written === null) return false;
+    for (const e of written) {
+      if (!tookEffect(e.result)) continue;
+      for (const s of specs) {
+        const old = before.get(s.name) ?? 0;
+        if ((s.replicas ?? 0) < old) this.world.pendingReplicas.set(s.name, [...(this.world.pendingReplicas.get(s.name) ?? []), { index: e.index, replicas: old }]);
+      }
+    }
+    return true;
+  }
+
+  private setAvailability(nodeId: string, to: Availability): boolean {
+    const doc = this.world.reference.store.get(nodesCollection, nodeId);
+    if (doc === undefined) return false;
+    const rec = doc.doc as unknown as NodeRecord;
+    const e = this.appendOne(`${to} ${nodeId}`, { op: 'put', collection: nodesCollection, id: nodeId, doc: { ...rec, availability: to } as never, expect: { rev: doc.rev } });
+    if (e === null || !tookEffect(e.result)) return false;
+    this.world.availability.set(nodeId, to);
+    if (to === 'drain') {
+      this.world.everDrained.add(nodeId);
+      this.world.stats.drains++;
+    }
+    return true;
+  }
+
+  private write(what: string, plan: Plan): LogEntry[] | null {
+    const out: LogEntry[] = [];
+    for (const txn of toTransactions(plan)) {
+      const e = this.appendOne(what, txn);
+      if (e === null) return out.length === 0 ? null : out;
+      out.push(e);
+    }
+    return out;
+  }
+
+  private appendOne(what: string, cmd: Parameters<typeof encodeCommand>[0]['cmd']): LogEntry | null {
+    return this.world.consensus.appendClient(encodeCommand({ cmd, ts: this.world.now(), principal: 'operator' }), { kind: 'operator', what });
+  }
+}
+
+function imageOf(i: Intent): string {
+  return i.bad === null ? `app:v${i.version}` : `${i.bad}/app:v${i.version}`;
+}
+
+function isBadImage(image: string): boolean {
+  return badKinds.some((k) => image.startsWith(`${k}/`));
+}
+
+function specOf(i: Intent): ServiceSpec {
+  const doc = { apiVersion: 'shoal/v1', kind: 'Service', name: i.plan.name, image: imageOf(i), replicas: i.replicas, ...i.plan.fields, env: { REVISION: String(i.version) } };
+  const parsed = parseSpecObjects([doc]);
+  const spec = parsed.services[0];
+  if (spec === undefined) throw new Error(`the simulator's spec for ${i.plan.name} does not parse: ${JSON.stringify(parsed)}`);
+  return spec;
+}

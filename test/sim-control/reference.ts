@@ -1,0 +1,102 @@
+// The reference store: a DocumentStore that applies every entry the moment it is appended, so it
+// holds exactly what the cluster has committed, with no node's lag. Each entry's result is the
+// committed result. The checkers that judge what took effect (fencing, placement) are fed here,
+// in log order, with the world's own records beside each entry.
+
+import { DocumentStore } from '../../fsm/index.ts';
+import type { WatchEvent } from '../../fsm/types.ts';
+import { controlFeatureLevel, nodesCollection, servicesCollection, tasksCollection } from '../../src/control/collections.ts';
+import type { Availability, NodeRecord, ServiceRecord, TaskRecord } from '../../src/control/resources.ts';
+import { readCommitted, type CommittedView } from './checkers/committed-view.ts';
+import type { PlacedRecord } from './checkers/containers.ts';
+import { FencingChecker } from './checkers/fencing.ts';
+import { heldOn, PlacementChecker, type Amounts, type PlacementLimits } from './checkers/placement.ts';
+import { tookEffect, type LogEntry } from './log-entry.ts';
+import type { SimStats } from './stats.ts';
+
+/** What the world knows that the placement checker needs. */
+export interface GroundTruth {
+  availability(nodeId: string): Availability;
+  capacity(nodeId: string): Amounts;
+}
+
+export class Reference {
+  readonly store = new DocumentStore();
+  /** Where each task was placed, as committed: node, epoch and term. */
+  readonly placed = new Map<string, PlacedRecord>();
+  private readonly fencing = new FencingChecker();
+  private readonly placement: PlacementChecker;
+  private readonly taskNode = new Map<string, string | null>();
+  private readonly nodeEpoch = new Map<string, number>();
+  private readonly updateState = new Map<string, string>();
+  private events: WatchEvent[] = [];
+
+  constructor(limits: PlacementLimits, private readonly truth: GroundTruth, private readonly stats: SimStats) {
+    this.placement = new PlacementChecker(limits);
+    this.store.subscribe((ev) => this.events.push(ev));
+  }
+
+  apply(e: LogEntry): void {
+    this.stats.entries++;
+    if (e.data !== null) e.result = this.store.apply({ index: e.index, term: e.term, data: e.data, logTimeMs: e.logTimeMs, featureLevel: controlFeatureLevel });
+    const o = e.origin;
+    this.fencing.observe({ index: e.index, term: e.term, decider: o.kind === 'loop' ? { node: o.node, term: o.term, key: o.key } : null, tookEffect: tookEffect(e.result) });
+    this.count(e);
+    const events = this.events;
+    this.events = [];
+    let view: CommittedView | null = null;
+    for (const ev of events) {
+      if (ev.collection === tasksCollection) {
+        if (ev.type === 'delete') {
+          this.taskNode.delete(ev.id);
+          continue;
+        }
+        const t = ev.doc?.doc as unknown as TaskRecord;
+        const before = this.taskNode.get(ev.id) ?? null;
+        this.taskNode.set(ev.id, t.nodeId);
+        if (t.nodeId === null || before !== null) continue;
+        view ??= readCommitted(this.store);
+        this.onPlacement(e, t, view);
+      } else if (ev.collection === nodesCollection && ev.type === 'put') {
+        const n = ev.doc?.doc as unknown as NodeRecord;
+        if (n.epoch > (this.nodeEpoch.get(n.id) ?? 0)) this.stats.nodesDeclaredDown++;
+        this.nodeEpoch.set(n.id, n.epoch);
+      } else if (ev.collection === servicesCollection && ev.type === 'put') {
+        this.onService(ev.doc?.doc as unknown as ServiceRecord);
+      }
+    }
+  }
+
+  private onPlacement(e: LogEntry, t: TaskRecord, view: CommittedView): void {
+    const nodeId = t.nodeId as string;
+    this.stats.placements++;
+    this.placed.set(t.id, { nodeId, epoch: t.nodeEpoch ?? -1, term: t.assignedTerm ?? -1 });
+    const o = e.origin;
+    this.placement.observe({
+      index: e.index, taskId: t.id, nodeId,
+      decision: o.kind === 'loop' ? { node: o.node, term: o.term, decidedAtMs: o.decidedAtMs, loopsRunningMs: o.loopsRunningMs, silenceMs: o.silenceMs } : null,
+      availability: this.truth.availability(nodeId), capacity: this.truth.capacity(nodeId), held: heldOn(view, nodeId),
+    });
+  }
+
+  private onService(svc: ServiceRecord): void {
+    const before = this.updateState.get(svc.name);
+    const now = svc.updateStatus.state;
+    this.updateState.set(svc.name, now);
+    if (before === now) return;
+    if (now === 'paused' || now === 'rollback-paused') this.stats.updatesPaused++;
+    if (now === 'rolled-back') this.stats.updatesRolledBack++;
+    if (now === 'completed') this.stats.updatesCompleted++;
+  }
+
+  private count(e: LogEntry): void {
+    const r = e.result;
+    if (r === null) return;
+    if (e.origin.kind === 'loop') {
+      if (!r.ok && r.error.code === 'stale_term') this.stats.staleTermRefused++;
+      if (r.ok && r.kind === 'txn' && !r.succeeded) this.stats.loopConflicts++;
+    } else if (e.origin.kind === 'agent' && r.ok && r.kind === 'txn' && !r.succeeded) {
+      this.stats.reportsRefused++;
+    }
+  }
+}

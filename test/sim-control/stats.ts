@@ -1,0 +1,52 @@
+// What one seed exercised. The test suite sums these over all seeds and asserts every kind of
+// fault and every path of the modelled consensus happened, so the run cannot pass vacuously.
+
+export interface SimStats {
+  steps: number;
+  entries: number;
+  elections: number;
+  /** Leadership changes with a live leader. */
+  transfers: number;
+  /** Deposed leaders' proposals forwarded and appended in a later term. */
+  forwarded: number;
+  /** Deposed leaders' proposals that committed in their own term at the next election. */
+  survived: number;
+  /** Proposals lost (in a deposed leader's own log, or with a crashed shoal). */
+  lost: number;
+  /** Committed loop entries refused with stale_term. */
+  staleTermRefused: number;
+  /** Committed loop transactions whose compare failed (decided on state that had changed). */
+  loopConflicts: number;
+  /** Agents' report transactions whose compare failed (the node's epoch raised, or a task gone). */
+  reportsRefused: number;
+  placements: number;
+  /** Node records declared down (epoch raised). */
+  nodesDeclaredDown: number;
+  partitions: number;
+  crashes: number;
+  machineDeaths: number;
+  restarts: number;
+  runtimeOutages: number;
+  containerExits: number;
+  updates: number;
+  badUpdates: number;
+  scales: number;
+  drains: number;
+  /** Updates that ended paused, rolled back, or completed, as the committed store saw them. */
+  updatesPaused: number;
+  updatesRolledBack: number;
+  updatesCompleted: number;
+  /** Simulated ms the liveness phase took to converge. */
+  livenessMs: number;
+}
+
+export const emptyStats = (): SimStats => ({
+  steps: 0, entries: 0, elections: 0, transfers: 0, forwarded: 0, survived: 0, lost: 0, staleTermRefused: 0, loopConflicts: 0,
+  reportsRefused: 0, placements: 0, nodesDeclaredDown: 0, partitions: 0, crashes: 0, machineDeaths: 0, restarts: 0,
+  runtimeOutages: 0, containerExits: 0, updates: 0, badUpdates: 0, scales: 0, drains: 0,
+  updatesPaused: 0, updatesRolledBack: 0, updatesCompleted: 0, livenessMs: 0,
+});
+
+export function addStats(into: SimStats, s: SimStats): void {
+  for (const k of Object.keys(into) as (keyof SimStats)[]) into[k] += s[k];
+}

@@ -1,0 +1,309 @@
+// The world: the simulated clock, the machines and their runtimes, the network, the modelled
+// consensus and the reference store, and one step of everything. The code under test runs
+// inside it unchanged: each node's DocumentStore applies its prefix of the log, its agent (the
+// real Agent on a MemoryRuntime, through the real StoreAgentView and StoreAgentWriter) converges
+// its containers, and the node that believes it leads runs the real leader loops (src/control/leader-run.ts).
+//
+// One step: leadership (elections, step-downs, nodes hearing of the new term), proposals whose
+// time has come reach the log, nodes apply a little of what they lag, contacts are noted, leader
+// loops start and stop, then simulated time moves on by stepMs (every timer firing at its due
+// time, with every promise chain run between), and the checkers look at the committed state and
+// the runtimes.
+
+import type { SeededPrng } from '../../src/raft/prng.ts';
+import { StoreAgentView, StoreAgentWriter, type NodeIdentity } from '../../src/control/agent-ports.ts';
+import type { Availability } from '../../src/control/resources.ts';
+import { ShoalError } from '../../src/errors.ts';
+import { Agent, type AgentLimits } from '../../src/executor/agent.ts';
+import { ManualClock } from '../../src/executor/manual-clock.ts';
+import type { Timer } from '../../src/executor/clock.ts';
+import { MemoryRuntime } from '../../src/executor/memory-runtime.ts';
+import type { RaftNode } from '../../src/node/raft-node.ts';
+import type { Trace } from '../sim/trace.ts';
+import { readCommitted } from './checkers/committed-view.ts';
+import { ContainersChecker } from './checkers/containers.ts';
+import type { Amounts } from './checkers/placement.ts';
+import { ReplicasChecker } from './checkers/replicas.ts';
+import { Consensus, describeOrigin, type Cluster } from './consensus.ts';
+import { flush } from './flush.ts';
+import { LeaderRun } from '../../src/control/leader-run.ts';
+import { tookEffect, type LogEntry, type LoopOrigin } from './log-entry.ts';
+import { Network } from './network.ts';
+import { Reference } from './reference.ts';
+import { zones, type ControlScenario } from './scenario.ts';
+import { Session } from './session.ts';
+import { SimNode } from './sim-node.ts';
+import { emptyStats, type SimStats } from './stats.ts';
+
+export const clusterId = 'sim';
+
+/** The agent's limits in the simulation: the real defaults, scaled to seconds of simulated time. */
+export const simAgentLimits: Partial<Omit<AgentLimits, 'reports'>> & { reports: Partial<AgentLimits['reports']> } = {
+  resyncIntervalMs: 2_000, callTimeoutMs: 2_000, pullTimeoutMs: 1_000, stopMarginMs: 1_000, barrierTimeoutMs: 1_500,
+  pingBackoffMinMs: 200, pingBackoffMaxMs: 2_000, closeDrainMs: 1_000,
+  reports: { intervalMinMs: 200, backoffMinMs: 200, backoffMaxMs: 2_000 },
+};
+
+/** Placement checker slack over downAfterMs (the health write's way to the log and the leader's store). */
+export const placementSlackMs = 2_000;
+
+/** What a machine is named and what it offers. */
+function identityOf(id: string, i: number, capacity: Amounts): NodeIdentity {
+  return { id, name: id, apiAddress: `sim:${id}`, peerAddress: `sim:${id}`, softwareVersion: 'sim', capacity: { ...capacity }, labels: { zone: zones[i % zones.length] as string } };
+}
+
+export class World implements Cluster {
+  readonly clock = new ManualClock(0);
+  readonly stats: SimStats = emptyStats();
+  readonly nodes: SimNode[];
+  readonly network: Network;
+  readonly consensus: Consensus;
+  readonly reference: Reference;
+  readonly memberIds: ReadonlySet<string>;
+  step = 0;
+  /** The operator's record of each node's availability (ground truth for the checkers). */
+  readonly availability = new Map<string, Availability>();
+  readonly everDrained = new Set<string>();
+  /** Per service: replicas it had before an operator change the orchestrator has not acted on. */
+  readonly pendingReplicas = new Map<string, { index: number; replicas: number }[]>();
+  private readonly lastContact = new Map<string, number>();
+  private readonly replicas = new ReplicasChecker();
+  private readonly containers = new ContainersChecker();
+  private taskSeq = 0;
+
+  constructor(readonly scenario: ControlScenario, private readonly prng: SeededPrng, private readonly trace: Trace) {
+    this.nodes = Array.from({ length: scenario.nodes }, (_, i) => this.makeNode(i));
+    this.memberIds = new Set(this.nodes.map((n) => n.id));
+    this.network = new Network(this.nodes.map((n) => n.id));
+    for (const n of this.nodes) this.availability.set(n.id, 'active');
+    this.consensus = new Consensus(this, prng.fork(), scenario.consensus, this.stats);
+    this.reference = new Reference({ downAfterMs: scenario.health.downAfterMs, slackMs: placementSlackMs }, {
+      availability: (id) => this.availability.get(id) ?? 'active',
+      capacity: () => scenario.capacity,
+    }, this.stats);
+    this.consensus.onAppend = (e) => this.onAppend(e);
+  }
+
+  private makeNode(i: number): SimNode {
+    const id = `n${i + 1}`;
+    const runtime = new MemoryRuntime({ clock: this.clock, pullAny: true, pullDelayMs: 50, idPrefix: `${id}-`, historyMax: 1 });
+    // Images that fail at once: one that exits a moment after it starts, one that cannot start.
+    runtime.program((s) => s.image.startsWith('crash/'), { exitAfterMs: 150, exitCode: 1 });
+    runtime.program((s) => s.image.startsWith('nostart/'), { startError: 'exec /serve: exec format error' });
+    return new SimNode(id, identityOf(id, i, this.scenario.capacity), runtime);
+  }
+
+  now(): number {
+    return this.clock.now();
+  }
+
+  log(line: string): void {
+    if (this.trace.enabled) this.trace.add(`${(this.clock.now() / 1000).toFixed(1).padStart(6)}s #${this.step} ${line}`);
+  }
+
+  connected(a: SimNode, b: SimNode): boolean {
+    return a.isUp && b.isUp && this.network.sameSide(a.id, b.id);
+  }
+
+  /** Starts shoal on every machine. */
+  boot(): void {
+    for (const n of this.nodes) this.startShoal(n);
+  }
+
+  // ---- one step ----
+
+  async runStep(faults: boolean): Promise<void> {
+    this.step++;
+    this.stats.steps++;
+    this.consensus.stepLeadership();
+    this.consensus.stepDeliveries();
+    this.applyLogs(faults);
+    this.noteContacts();
+    this.manageLoops();
+    await flush();
+    await this.advance(this.scenario.stepMs);
+    this.checkAfterStep();
+  }
+
+  /** Moves simulated time, firing each timer at its due time and running every promise chain between. */
+  private async advance(ms: number): Promise<void> {
+    const end = this.clock.now() + ms;
+    for (;;) {
+      const due = this.clock.nextDueMs();
+      if (due === null || due > end) break;
+      this.clock.advance(Math.max(0, due - this.clock.now()));
+      await flush();
+    }
+    this.clock.advance(end - this.clock.now());
+    await flush();
+  }
+
+  /** Nodes connected to a majority apply some of what they lag; a few stall for a while. */
+  private applyLogs(faults: boolean): void {
+    const k = this.scenario.consensus;
+    const last = this.consensus.lastIndex;
+    for (const n of this.nodes) {
+      if (!n.isUp || this.step < n.stalledUntil || !this.consensus.hasMajority(n)) continue;
+      if (faults && k.applyStall > 0 && this.prng.chance(k.applyStall)) {
+        n.stalledUntil = this.step + 1 + this.prng.nextInt(k.applyStallStepsMax);
+        this.log(`${n.id} stalls applying until step ${n.stalledUntil}`);
+        continue;
+      }
+      n.applyUpTo(this.consensus.entries, Math.min(last, n.applied + 1 + this.prng.nextInt(k.applyBatchMax)));
+    }
+  }
+
+  private noteContacts(): void {
+    const now = this.clock.now();
+    for (const a of this.nodes) {
+      for (const b of this.nodes) {
+        if (a === b || !this.connected(a, b)) continue;
+        a.lastHeard.set(b.id, now);
+        this.lastContact.set(`${a.id}>${b.id}`, now);
+      }
+    }
+  }
+
+  /** Per node: ms since `from` last heard from it, from the world's contact table (null: never). */
+  silenceFrom(from: SimNode): Record<string, number | null> {
+    const out: Record<string, number | null> = {};
+    for (const n of this.nodes) {
+      const at = this.lastContact.get(`${from.id}>${n.id}`);
+      out[n.id] = n === from ? 0 : at === undefined ? null : this.clock.now() - at;
+    }
+    return out;
+  }
+
+  /** Leader loops run on a node while it believes it leads and has applied an entry of its term (as the supervisor). */
+  private manageLoops(): void {
+    for (const n of this.nodes) {
+      const mayRun = n.isUp && n.session !== null && n.role === 'leader' && n.appliedTerm === n.knownTerm;
+      if (n.loops !== null && (!mayRun || n.loops.term !== n.knownTerm)) {
+        this.log(`${n.id} stops its loops of term ${n.loops.term}`);
+        n.loops.stop();
+        n.loops = null;
+      }
+      if (n.loops === null && mayRun) this.startLoops(n);
+    }
+  }
+
+  private startLoops(n: SimNode): void {
+    const session = n.session as Session;
+    const clock = session.clock;
+    n.loops = new LeaderRun({
+      store: n.store, clock: { now: () => clock.now(), setTimeout: (fn, ms) => clock.setTimer(ms, fn), clearTimeout: (h) => (h as Timer).cancel() },
+      logTimeNow: () => clock.now(), self: n.id, members: () => this.memberIds, health: this.scenario.health,
+      silentForMs: (id) => {
+        const at = n.lastHeard.get(id);
+        return at === undefined ? undefined : this.clock.now() - at;
+      },
+      propose: (data, term, meta) => {
+        const origin: LoopOrigin = {
+          kind: 'loop', node: n.id, term, key: meta.key, decidedAtMs: clock.now(), readRevision: meta.readRevision,
+          loopsRunningMs: meta.runningForMs, silenceMs: meta.key === 'place' ? this.silenceFrom(n) : {},
+        };
+        return session.guard(this.consensus.propose(n, session, data, term, origin));
+      },
+      settleOwnProposals: async () => {
+        for (;;) {
+          const { queued, lastAppended } = this.consensus.pendingOf(session);
+          if ((queued === 0 && n.applied >= lastAppended) || n.session !== session) return;
+          await new Promise<void>((resolve) => clock.setTimer(50, resolve));
+        }
+      },
+      newTaskId: () => `t${(++this.taskSeq).toString(36).padStart(5, '0')}`,
+      log: { debug: () => {}, warn: (line) => this.log(`${n.id} ${line}`) },
+    }, n.knownTerm);
+    this.log(`${n.id} starts its loops of term ${n.knownTerm}`);
+    n.loops.start();
+  }
+
+
+  private checkAfterStep(): void {
+    const view = readCommitted(this.reference.store);
+    this.replicas.check(view, {
+      everDrained: this.everDrained,
+      pendingReplicas: (name) => Math.max(0, ...(this.pendingReplicas.get(name) ?? []).map((p) => p.replicas)),
+    });
+    this.containers.check(this.nodes.map((n) => ({ nodeId: n.id, containers: n.runtime.all() })), this.reference.placed);
+  }
+
+  // ---- the log ----
+
+  private onAppend(e: LogEntry): void {
+    this.reference.apply(e);
+    const o = e.origin;
+    if (o.kind === 'loop' && o.key.startsWith('svc:') && tookEffect(e.result)) {
+      // The orchestrator acted on a state that includes the operator's change.
+      const name = o.key.slice(4);
+      const list = this.pendingReplicas.get(name)?.filter((p) => p.index > o.readRevision);
+      if (list !== undefined && list.length > 0) this.pendingReplicas.set(name, list);
+      else this.pendingReplicas.delete(name);
+    }
+    if (this.trace.enabled) this.log(`+${e.index} t${e.term} ${describeOrigin(o)}: ${describeResult(e)}`);
+  }
+
+  // ---- shoal on a node ----
+
+  /** Starts an incarnation of shoal: a session, the agent on the node's runtime, and its registration. */
+  startShoal(n: SimNode): void {
+    const session = new Session(this.clock, n.runtime, n.incarnation, (m) => this.log(`${n.id} ${m}`));
+    n.session = session;
+    const consensus = this.consensus;
+    const proposer: Pick<RaftNode, 'propose'> = {
+      propose: (data) => session.guard(consensus.propose(n, session, data, null, { kind: 'agent', node: n.id })),
+    };
+    const writer = new StoreAgentWriter(proposer as RaftNode, n.store, n.identity);
+    const agent = new Agent({
+      owner: { clusterId, nodeId: n.id }, view: new StoreAgentView(n.store), writer,
+      caughtUp: () => session.guard(this.caughtUp(n)), runtime: session.runtime, clock: session.clock, log: session.log, limits: simAgentLimits,
+    });
+    n.agent = agent;
+    const register = (): void => {
+      writer.register().then(() => {
+        if (session.alive) agent.start();
+      }, () => { session.clock.setTimer(1_000, register); });
+    };
+    register();
+  }
+
+  /** The agent's read barrier: the node has applied what the leader had committed. */
+  private caughtUp(n: SimNode): Promise<void> {
+    if (!this.consensus.reachesLeader(n)) return Promise.reject(new ShoalError('no_leader', `${n.id} cannot reach a leader`));
+    return n.barrier(this.consensus.lastIndex);
+  }
+
+  /** kill -9 of shoal (containers keep running), or the whole machine off (they die too). */
+  stopNode(n: SimNode, how: 'crashed' | 'dead', downSteps: number): void {
+    n.stop(how);
+    n.returnAt = this.step + downSteps;
+    if (how === 'dead') {
+      for (const c of n.runtime.all()) if (c.state === 'running') n.runtime.exit(c.id, 137);
+    }
+    this.log(`${how === 'dead' ? 'MACHINE DEATH' : 'CRASH'} ${n.id} (back at step ${n.returnAt})`);
+  }
+
+  /** Shoal starts again on a node, its store rebuilt from disk (up to a few entries short of what it had applied). */
+  restartNode(n: SimNode): void {
+    const upTo = Math.max(0, n.applied - this.prng.nextInt(20));
+    n.reopen(this.consensus.entries, upTo);
+    this.stats.restarts++;
+    this.log(`RESTART ${n.id} (store rebuilt up to ${upTo})`);
+    this.startShoal(n);
+  }
+
+  /** Ends every incarnation (the end of a run). */
+  dispose(): void {
+    for (const n of this.nodes) n.stop('crashed');
+  }
+}
+
+function describeResult(e: LogEntry): string {
+  const r = e.result;
+  if (r === null) return 'empty';
+  if (!r.ok) return `REFUSED ${r.error.code}`;
+  if (r.kind !== 'txn') return `${r.kind} ok`;
+  if (!r.succeeded) return 'txn compare failed';
+  const ops = r.results.map((x) => (x.kind === 'put' ? `${x.doc.collection.replace('shoal.', '')}/${x.doc.id}` : `-${x.collection.replace('shoal.', '')}/${x.id}`));
+  return `txn ok [${ops.slice(0, 6).join(' ')}${ops.length > 6 ? ` +${ops.length - 6}` : ''}]`;
+}
