@@ -18,6 +18,8 @@
 //   l  the feature level to commit (kind 'fl')
 //   f  the feature level the entry needs (absent: 1)
 //   t  log time in ms, stamped by the leader that appended the entry (feature level 2)
+//   e  the term the proposer stepped it into its core in (feature level 3): applied only in an
+//      entry of that term
 
 import { Packr } from 'msgpackr';
 import { featureLevelMax } from './feature-level.ts';
@@ -34,6 +36,8 @@ export interface CommandEnvelope {
   data: Uint8Array;
   /** Log time stamped by the leader (feature level 2); absent in entries of the first release. */
   logTimeMs?: number;
+  /** The proposer's term (feature level 3): the entry applies only if it is of that term. */
+  proposerTerm?: number;
 }
 
 export interface FeatureLevelEnvelope {
@@ -53,12 +57,14 @@ export interface EncodeCommandOptions {
   /** The feature level the command needs; stamped only above 1, so level-1 entries stay as the first release wrote them. */
   featureLevel?: number;
   logTimeMs?: number;
+  proposerTerm?: number;
 }
 
 export function encodeCommandEnvelope(proposer: string, seq: number, data: Uint8Array, opts: EncodeCommandOptions = {}): Uint8Array {
   const env: Record<string, unknown> = { p: proposer, s: seq, d: data };
   if (opts.featureLevel !== undefined && opts.featureLevel > 1) env.f = opts.featureLevel;
   if (opts.logTimeMs !== undefined) env.t = opts.logTimeMs;
+  if (opts.proposerTerm !== undefined) env.e = opts.proposerTerm;
   // A copy: msgpackr returns a view of its shared buffer, and the log keeps an entry until
   // compaction, so a view would keep that whole buffer (hundreds of KiB) alive with it.
   return new Uint8Array(packr.pack(env));
@@ -116,10 +122,14 @@ function checkHead(v: Record<string, unknown>): Head | string {
 }
 
 function decodeCommand(v: Record<string, unknown>, head: Head): DecodedEntry {
-  const { d, t } = v;
+  const { d, t, e } = v;
   if (!(d instanceof Uint8Array)) return { kind: 'invalid', reason: 'the command (d) is not bytes' };
   if (t !== undefined && (typeof t !== 'number' || !Number.isSafeInteger(t) || t < 0)) return { kind: 'invalid', reason: 'the log time (t) is not a non-negative integer' };
-  return { kind: 'command', proposer: head.proposer, seq: head.seq, data: d, ...(t !== undefined ? { logTimeMs: t } : {}) };
+  if (e !== undefined && (typeof e !== 'number' || !Number.isSafeInteger(e) || e < 1)) return { kind: 'invalid', reason: 'the proposer term (e) is not a positive integer' };
+  return {
+    kind: 'command', proposer: head.proposer, seq: head.seq, data: d,
+    ...(t !== undefined ? { logTimeMs: t } : {}), ...(e !== undefined ? { proposerTerm: e } : {}),
+  };
 }
 
 function decodeFeatureLevel(v: Record<string, unknown>, head: Head, levelMax: number): DecodedEntry {

@@ -13,16 +13,23 @@
 // Levels:
 //   1  the first release: document commands; log time is the largest proposer stamp applied.
 //   2  feature-level entries; log time stamped by the leader from its monotonic clock, so a
-//      node whose wall clock is ahead cannot push idempotency expiry forward (docs/architecture.md).
+//      node whose wall clock is ahead cannot push idempotency expiry forward (docs/architecture.md);
+//      fenced commands, value compares, the control plane's collections.
+//   3  proposals carry their proposer's term; an entry whose proposer term is not its own is a
+//      no-op, so a node may propose a write again once its term has passed without it, and a
+//      change of leader fails no request (src/node/proposals.ts).
 
 /** The highest level this build can apply. */
-export const featureLevelMax = 2;
+export const featureLevelMax = 3;
 
 /** The level a cluster starts at before any feature-level entry: the first release's. */
 export const featureLevelInitial = 1;
 
 /** The level from which entries carry a leader-stamped log time. */
 export const featureLevelLeaderClock = 2;
+
+/** The level from which proposals carry their proposer's term (re-proposal across a change of leader). */
+export const featureLevelHandover = 3;
 
 /**
  * The level the leader may commit: the lowest of what every member supports. Members it has not

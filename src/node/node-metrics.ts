@@ -93,6 +93,14 @@ function registerProposalMetrics(metrics: Registry, node: RaftNode): void {
     ],
   });
   metrics.gauge({
+    name: 'shoal_proposals_reproposed_total', help: 'Writes made here that were proposed again because a change of leader lost them (their term passed without them); the client saw no error.',
+    type: 'counter', read: () => one(node.reproposedProposals),
+  });
+  metrics.gauge({
+    name: 'shoal_apply_stale_proposals_total', help: 'Log entries applied as no-ops because they were appended in a term other than the one they were proposed in (a late or re-proposed write; it applies once).',
+    type: 'counter', read: () => one(node.staleProposals),
+  });
+  metrics.gauge({
     name: 'shoal_apply_invalid_commands_total', help: 'Log entries that were not a valid command and were applied as no-ops (invalid_command); see the node log.',
     type: 'counter', read: () => one(node.invalidEntries),
   });

@@ -20,7 +20,8 @@ import { Membership, type MemberRecord } from './membership.ts';
 import { checkSnapshotData, decodeSnapshotData, encodeSnapshotDataInSlices } from './snapshot-data.ts';
 import { Counter, Histogram, latencyBuckets } from './metrics.ts';
 import { decodeEntry, encodeCommandEnvelope, encodeFeatureLevelEnvelope, restampLogTime, type DecodedEntry } from './envelope.ts';
-import { featureLevelInitial, featureLevelLeaderClock, featureLevelMax, supportedByAll } from './feature-level.ts';
+import { featureLevelHandover, featureLevelInitial, featureLevelLeaderClock, featureLevelMax, supportedByAll } from './feature-level.ts';
+import { ProposalBook } from './proposals.ts';
 import { LogClock } from './log-clock.ts';
 import type { Logger } from '../log.ts';
 
@@ -114,9 +115,10 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   private readonly opts: Required<Omit<RaftNodeOptions, 'logger'>> & { logger: Logger };
   private readonly incarnation: string;
   private seq = 0;
-  private readonly proposals = new Map<number, Pending<ProposalResult>>();
-  /** Proposals made since the loop last ran; stepped into the core together (one append). */
-  private queuedProposals: { seq: number; data: Uint8Array }[] = [];
+  /** Proposals not yet applied here; the queued ones are stepped into the core together (one append). */
+  private readonly book = new ProposalBook();
+  /** Entries refused because their proposer term was not their own (a proposal that outlived its term). */
+  staleProposals = 0;
   /**
    * A hard state whose only change was the commit index, not yet written: the commit index
    * need not be durable (a restart learns it again), so it rides along with the next write.
@@ -253,11 +255,18 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     if (needed > this.level) {
       throw new ShoalError('feature_not_enabled', `this command needs cluster feature level ${needed}; the cluster runs at ${this.level} because a member runs an older release: upgrade every member (the level rises by itself)`, { needed, committed: this.level });
     }
-    this.checkBound(this.proposals.size, this.opts.proposalsPendingMax, 'proposals', 'proposalsPendingMax');
+    this.checkBound(this.book.size, this.opts.proposalsPendingMax, 'proposals', 'proposalsPendingMax');
     const seq = ++this.seq;
-    const bytes = encodeCommandEnvelope(this.incarnation, seq, data, { featureLevel: needed, ...this.logStamp() });
+    // From level 3 the envelope names the term it was proposed in, so the node may propose it
+    // again once that term has passed without it (src/node/proposals.ts).
+    const reproposable = this.level >= featureLevelHandover;
+    // An envelope with a proposer term needs level 3 itself: a node that would ignore the term
+    // must not apply it.
+    const make = (term: number): Uint8Array => encodeCommandEnvelope(this.incarnation, seq, data, {
+      featureLevel: reproposable ? Math.max(needed, featureLevelHandover) : needed, ...this.logStamp(), ...(reproposable ? { proposerTerm: term } : {}),
+    });
     if (this.debugWrites) this.logProposing(seq);
-    return this.submit(seq, bytes);
+    return this.submit(seq, make, reproposable);
   }
 
   /** The leader's log-time stamp for an entry proposed now (feature level 2), if this node stamps. */
@@ -267,8 +276,8 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     return t === undefined ? {} : { logTimeMs: t };
   }
 
-  /** Queues an encoded entry for the next loop turn; resolves when it is applied here. */
-  private submit(seq: number, bytes: Uint8Array): Promise<ProposalResult> {
+  /** Queues an entry for the next loop turn; resolves when it is applied here. */
+  private submit(seq: number, make: (term: number) => Uint8Array, reproposable: boolean): Promise<ProposalResult> {
     const started = performance.now();
     return new Promise<ProposalResult>((resolveRaw, rejectRaw) => {
       const resolve = (r: ProposalResult): void => {
@@ -280,14 +289,26 @@ export class RaftNode extends EventEmitter<NodeEvents> {
         this.proposalsFailed.inc({ code: err instanceof ShoalError ? err.code : 'internal' });
         rejectRaw(err);
       };
-      const timer = setTimeout(() => {
-        this.proposals.delete(seq);
-        reject(new ShoalError('timeout', `the write was not applied within ${this.opts.proposalTimeoutMs} ms; its outcome is unknown`));
-      }, this.opts.proposalTimeoutMs);
-      this.proposals.set(seq, { resolve, reject, timer });
-      this.queuedProposals.push({ seq, data: bytes });
+      const timer = setTimeout(() => this.expireProposal(seq), this.opts.proposalTimeoutMs);
+      this.book.add(seq, { make, resolve, reject, timer, stampedTerm: null, attempts: 0, reproposable });
       this.notify();
     });
+  }
+
+  /**
+   * The caller's deadline passed. A proposal that is in no log that can still commit (held, or
+   * of a term an applied entry has since passed) was certainly not applied: retry. Otherwise its
+   * outcome is unknown.
+   */
+  private expireProposal(seq: number): void {
+    const p = this.book.take(seq);
+    if (p === undefined) return;
+    const ms = this.opts.proposalTimeoutMs;
+    if (p.reproposable && (p.stampedTerm === null || p.stampedTerm < this.lastAppliedTerm)) {
+      p.reject(new ShoalError('proposal_dropped', `the write was not applied within ${ms} ms (leadership was moving); nothing was changed, retry`, { reason: 'deadline' }));
+      return;
+    }
+    p.reject(new ShoalError('timeout', `the write was not applied within ${ms} ms; its outcome is unknown`));
   }
 
   /** Refuses with `overloaded` when `size` has reached `max` (a bound of this node). */
@@ -308,14 +329,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
         reject(new ShoalError('timeout', `leadership could not be confirmed within ${timeoutMs} ms`));
       }, timeoutMs);
       this.readRequests.set(ctx, { resolve, reject, timer });
-      try {
-        this.raw.readIndex(ctx);
-        this.notify();
-      } catch (err) {
-        clearTimeout(timer);
-        this.readRequests.delete(ctx);
-        reject(translateDrop(err));
-      }
+      this.askReadIndex(ctx);
     });
   }
 
@@ -385,6 +399,11 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   }
 
   /** The committed cluster feature level. */
+  /** Writes this node proposed again after a change of leader lost or refused them (src/node/proposals.ts). */
+  get reproposedProposals(): number {
+    return this.book.reproposed;
+  }
+
   get featureLevel(): number {
     return this.level;
   }
@@ -424,7 +443,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
 
   /** How many proposals and reads wait here (for the metrics of the bounds). */
   pendingCounts(): { proposals: number; reads: number } {
-    return { proposals: this.proposals.size, reads: this.readRequests.size + this.waitingReads.length };
+    return { proposals: this.book.size, reads: this.readRequests.size + this.waitingReads.length };
   }
 
   get isLeader(): boolean {
@@ -487,12 +506,10 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     await this.loopDone;
     await this.snapshotTask;
     this.state = 'stopped';
-    for (const p of this.proposals.values()) { clearTimeout(p.timer); p.reject(reason); }
+    for (const p of this.book.drain()) p.reject(reason);
     for (const p of this.readRequests.values()) { clearTimeout(p.timer); p.reject(reason); }
     for (const r of this.waitingReads) r.reject(reason);
     this.waitingReads = [];
-    this.proposals.clear();
-    this.queuedProposals = [];
     this.readRequests.clear();
     await this.opts.transport.close();
     await this.opts.storage.close();
@@ -584,12 +601,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   }
 
   private failAllPending(err: ShoalError): void {
-    for (const [seq, p] of this.proposals) {
-      clearTimeout(p.timer);
-      p.reject(err);
-      this.proposals.delete(seq);
-    }
-    this.queuedProposals = [];
+    for (const p of this.book.drain()) p.reject(err);
     for (const [ctx, p] of this.readRequests) {
       clearTimeout(p.timer);
       p.reject(err);
@@ -616,9 +628,8 @@ export class RaftNode extends EventEmitter<NodeEvents> {
 
   /** Steps the proposals made since the last turn into the core, as few proposals as the limits allow. */
   private stepQueuedProposals(): void {
-    if (this.queuedProposals.length === 0) return;
-    const queued = this.queuedProposals;
-    this.queuedProposals = [];
+    if (!this.book.hasQueued()) return;
+    const queued = this.book.takeQueued(this.term);
     let start = 0;
     while (start < queued.length) {
       let end = start;
@@ -632,23 +643,25 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       try {
         this.raw.proposeBatch(batch.map((q) => q.data));
       } catch (err) {
-        const reason = translateDrop(err);
-        for (const q of batch) this.failProposal(q.seq, reason);
         if (!(err instanceof ProposalDroppedError)) {
-          for (const q of queued.slice(start)) this.failProposal(q.seq, reason);
+          for (const q of queued.slice(start - batch.length)) this.failProposal(q.seq, translateDrop(err));
           this.die(err);
           return;
         }
+        for (const q of batch) this.onDropped(q.seq, err);
       }
     }
   }
 
+  /** The core refused a proposal: held until a leader is known when that is why, else failed. */
+  private onDropped(seq: number, err: ProposalDroppedError): void {
+    const holdable = err.reason === 'noLeader' || err.reason === 'transferInProgress';
+    if (holdable && this.book.get(seq)?.reproposable === true) this.book.hold(seq, err.reason === 'noLeader' ? 'noLeader' : 'transfer', performance.now());
+    else this.failProposal(seq, translateDrop(err));
+  }
+
   private failProposal(seq: number, err: Error): void {
-    const p = this.proposals.get(seq);
-    if (!p) return;
-    this.proposals.delete(seq);
-    clearTimeout(p.timer);
-    p.reject(err);
+    this.book.take(seq)?.reject(err);
   }
 
   private afterAdvance(rd: Ready): void {
@@ -678,22 +691,50 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     this.role = role;
     if (changed) {
       this.leaderChanges++;
-      // Reads not yet given an index were addressed to the old leader; they will not come back.
+      this.carryOverLeaderChange();
+    }
+    this.emit('leaderChange', { leader, term: this.term, role });
+    if (changed) this.log.info(`leader is now ${leader || '(none)'} at term ${this.term}`);
+  }
+
+  /**
+   * Leadership moved. From level 3 nothing is failed: reads are asked again of the new leader,
+   * proposals held for want of one go to it, and proposals caught in flight are proposed again
+   * once an entry of a newer term shows they cannot apply (applyEntries). Before level 3, reads
+   * not yet given an index and proposals not yet applied fail with leader_changed (their
+   * outcome unknown), as the first release did.
+   */
+  private carryOverLeaderChange(): void {
+    if (this.level >= featureLevelHandover) {
+      if (this.leader !== NONE) {
+        for (const ctx of this.readRequests.keys()) this.askReadIndex(ctx);
+        if (this.book.releaseHeld()) this.notify();
+      }
+    } else {
       for (const [ctx, p] of this.readRequests) {
         clearTimeout(p.timer);
         p.reject(new ShoalError('leader_changed', 'leadership changed before the read was confirmed; retry'));
         this.readRequests.delete(ctx);
       }
-      // Proposals not yet applied went to (or were appended by) the old leader: the new one may
-      // commit them or drop them. Say so now rather than at the proposal timeout.
-      for (const [seq, p] of this.proposals) {
-        clearTimeout(p.timer);
-        p.reject(new ShoalError('leader_changed', 'leadership changed before the write was applied; its outcome is unknown, retry (with the same Idempotency-Key to be safe)'));
-        this.proposals.delete(seq);
-      }
     }
-    this.emit('leaderChange', { leader, term: this.term, role });
-    if (changed) this.log.info(`leader is now ${leader || '(none)'} at term ${this.term}`);
+    for (const p of this.book.drainNotReproposable()) {
+      p.reject(new ShoalError('leader_changed', 'leadership changed before the write was applied; its outcome is unknown, retry (with the same Idempotency-Key to be safe)'));
+    }
+  }
+
+  /** Asks the core for a read index under `ctx`; without a leader the read waits for one (level 3). */
+  private askReadIndex(ctx: string): void {
+    try {
+      this.raw.readIndex(ctx);
+      this.notify();
+    } catch (err) {
+      const p = this.readRequests.get(ctx);
+      if (p === undefined) return;
+      if (this.level >= featureLevelHandover && err instanceof ProposalDroppedError && (err.reason === 'noLeader' || err.reason === 'transferInProgress')) return;
+      this.readRequests.delete(ctx);
+      clearTimeout(p.timer);
+      p.reject(translateDrop(err));
+    }
   }
 
   /** Starts stamping log time from what this node has applied (feature level 2). */
@@ -732,6 +773,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     if (entries.length > 0) {
       this.syncPeers();
       this.releaseReads();
+      if (this.book.reproposeOlderThan(this.lastAppliedTerm)) this.notify();
     }
     return complete;
   }
@@ -751,6 +793,12 @@ export class RaftNode extends EventEmitter<NodeEvents> {
         this.answer(entry, { index, result: { featureLevel: this.level } });
         return true;
       case 'command': {
+        if (entry.proposerTerm !== undefined && entry.proposerTerm !== term) {
+          // Proposed in one term, appended in another (forwarded late, or re-proposed meanwhile):
+          // a no-op on every node, so that the write applies at most once (proposals.ts).
+          this.staleProposals++;
+          return true;
+        }
         const result = this.opts.stateMachine.apply({
           index, term, data: entry.data, featureLevel: this.level,
           ...(entry.logTimeMs !== undefined ? { logTimeMs: entry.logTimeMs } : {}),
@@ -764,11 +812,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   /** Resolves this node's proposal that `entry` carries, if it is one of ours. */
   private answer(entry: Extract<DecodedEntry, { proposer: string }>, r: ProposalResult): void {
     if (entry.proposer !== this.incarnation) return;
-    const p = this.proposals.get(entry.seq);
-    if (!p) return;
-    this.proposals.delete(entry.seq);
-    clearTimeout(p.timer);
-    p.resolve(r);
+    this.book.take(entry.seq)?.resolve(r);
   }
 
   /**
@@ -977,6 +1021,13 @@ export class RaftNode extends EventEmitter<NodeEvents> {
 
   private onTick(): void {
     this.withCore(() => this.raw.tick());
+    // Held for want of a leader for two election timeouts: no election is coming; fail fast.
+    const holdMs = 2 * this.opts.electionTimeoutTicks * this.opts.tickMs;
+    for (const p of this.book.takeHeldLongerThan(performance.now(), holdMs)) {
+      p.reject(new ShoalError('no_leader', 'the cluster has no leader right now; nothing was changed, retry shortly'));
+    }
+    // A leader is known (a transfer ended, or was aborted and the leader stayed): try the held ones again.
+    if (this.leader !== NONE && this.book.releaseHeld()) this.notify();
     if (this.state === 'running' && this.isLeader) this.maybeRaiseFeatureLevel();
   }
 
@@ -997,7 +1048,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     if (target === undefined || target <= this.level) return;
     const seq = ++this.seq;
     this.log.info(`every member supports feature level ${target}: proposing it (committed: ${this.level})`);
-    this.levelRaise = this.submit(seq, encodeFeatureLevelEnvelope(this.incarnation, seq, target))
+    this.levelRaise = this.submit(seq, () => encodeFeatureLevelEnvelope(this.incarnation, seq, target), false)
       .catch((err: unknown) => this.log.warn(`raising the feature level to ${target} failed: ${(err as Error).message}; will retry`))
       .finally(() => { this.levelRaise = undefined; });
   }

@@ -303,9 +303,17 @@ export class Raft {
 
   private tickElection(): void {
     this.electionElapsed++;
-    if (this.promotable() && this.pastElectionTimeout()) {
+    if (!this.pastElectionTimeout()) return;
+    if (this.promotable()) {
       this.electionElapsed = 0;
       this.step(message({ type: 'hup', from: this.id }));
+    } else if (this.role !== 'follower') {
+      // A campaign this node may not start again on its own (it campaigned to hand leadership
+      // over, maybeCampaignToHandOff) did not win in time: a request or an answer was lost, or
+      // the vote split. Back to following, so that the next vote it refuses starts another;
+      // left a candidate, it would refuse every request and never campaign again (seeds
+      // 2054434 and 2057168).
+      this.becomeFollower(this.term, NONE);
     }
   }
 
@@ -369,8 +377,29 @@ export class Raft {
     if (m.type === 'preVote') return true; // a pre-vote never changes our term
     if (m.type === 'preVoteResp' && !m.reject) return true; // the term is raised on winning
     const leader = m.type === 'app' || m.type === 'heartbeat' || m.type === 'snap' ? m.from : NONE;
-    this.becomeFollower(m.term, leader);
+    if (leader === NONE && this.role !== 'leader') this.becomeFollowerKeepingElectionTimer(m.term);
+    else this.becomeFollower(m.term, leader);
     return true;
+  }
+
+  /**
+   * A newer term from anyone but its leader (a vote request, an answer to our own request)
+   * makes this node a follower of that term, but its election timer goes on running. Raft's
+   * rule (paper Figure 2, thesis Figure 3.1) restarts a follower's timer when it hears from the
+   * current leader or grants a vote (handleVoteRequest), not when it merely sees a newer term;
+   * LogCabin's stepDown starts a new timer only for a node that was leader. Restarting it on
+   * every newer term, as etcd does, lets candidates that cannot win (their logs are behind) put
+   * off, round after round, the election of the node that can: it must then be the first of
+   * all to time out again. A joint configuration, needing both majorities, can leave a single
+   * such node (seed 701291: voters [n4,n5], outgoing [n1,n2], only n2 held the newest entries,
+   * and no leader for 350 ticks). PreVote hides it, since a pre-vote raises no term.
+   */
+  private becomeFollowerKeepingElectionTimer(term: number): void {
+    const elapsed = this.electionElapsed;
+    const timeout = this.randomizedElectionTimeout;
+    this.becomeFollower(term, NONE);
+    this.electionElapsed = elapsed;
+    this.randomizedElectionTimeout = timeout;
   }
 
   private stepLowerTerm(m: Message): void {
@@ -413,13 +442,20 @@ export class Raft {
    * safe is the voters' check that the candidate's log is at least as up to date as theirs, not
    * the candidate's membership. Once leader, it accepts no proposals: it brings the voters up to
    * date and hands leadership to the best of them (maybeHandOffLeadership).
+   *
+   * A leader it still names does not hold it back once silent for an election timeout: that
+   * leader may have stepped down without a newer term for this node to hear of (seed 2057168:
+   * the removed leader n3 lost its quorum, and n1, removed too, still named it). The campaign
+   * has an election timeout to win (tickElection), then waits for the next refused request.
    */
   private maybeCampaignToHandOff(candidate: NodeId): void {
     const cfg = this.tracker.config;
-    if (this.role !== 'follower' || this.lead !== NONE) return;
+    if (this.role !== 'follower') return;
+    if (this.lead !== NONE && this.electionElapsed < this.electionTimeout) return;
     if (isVoter(cfg, this.id) || isJoint(cfg) || !isVoter(cfg, candidate)) return;
     if (this.log.hasPendingSnapshot() || this.hasUnappliedConfChanges()) return;
     this.logger.info(`${this.id} is not a voter but holds entries ${candidate} lacks; campaigning to hand leadership over`);
+    this.electionElapsed = 0;
     this.campaign(this.preVote ? 'preElection' : 'election');
   }
 

@@ -230,13 +230,33 @@ describe('RaftNode proposals across a leader change', () => {
     expect(follower.kv.get('via')?.value).toBe('follower');
   });
 
-  it('fails a pending proposal with leader_changed (outcome unknown) as soon as leadership moves', async () => {
+  it('at level 3, proposes again a write that a change of leader lost, and applies it once, with no error', async () => {
     cluster = new MemoryCluster();
     await cluster.start();
     const leader = await cluster.waitForLeader();
     const [cut, other] = cluster.nodes.filter((n) => n !== leader);
     if (!cut || !other) throw new Error('need two followers');
     // The forwarded proposal is lost on the way to the leader.
+    cluster.network.oneWay(cut.id, leader.id);
+    const pending = cut.node.propose(put('lost', 'maybe'));
+    await new Promise((r) => setTimeout(r, 30));
+    await leader.node.transferLeadership(other.id);
+    const { index } = await pending;
+    cluster.network.heal();
+    const next = await cluster.waitForLeader();
+    await next.node.propose(put('after', 'x'));
+    for (const n of cluster.nodes) {
+      await n.node.readBarrier();
+      expect(n.kv.get('lost')).toEqual({ value: 'maybe', rev: index });
+    }
+  });
+
+  it('before level 3, fails a pending proposal with leader_changed (outcome unknown) as soon as leadership moves', async () => {
+    cluster = new MemoryCluster({ featureLevelMax: () => 2 });
+    await cluster.start();
+    const leader = await cluster.waitForLeader();
+    const [cut, other] = cluster.nodes.filter((n) => n !== leader);
+    if (!cut || !other) throw new Error('need two followers');
     cluster.network.oneWay(cut.id, leader.id);
     const started = Date.now();
     const pending = cut.node.propose(put('lost', 'maybe')).catch((e: unknown) => e);
@@ -247,6 +267,7 @@ describe('RaftNode proposals across a leader change', () => {
     expect(Date.now() - started).toBeLessThan(2000); // well before the 3 s proposal timeout
     cluster.network.heal();
   });
+
 });
 
 describe('what may overlap a Ready write', () => {

@@ -4,6 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { MemoryNodeStorage, PersistBatch } from '../../src/node/node-storage.ts';
 import { KvStateMachine } from './kv-state-machine.ts';
+import { featureLevelMax } from '../../src/node/feature-level.ts';
 import { MemoryCluster } from './memory-cluster.ts';
 import { waitFor } from '../transport/helpers.ts';
 
@@ -74,7 +75,7 @@ describe('bounds', () => {
     cluster = c;
     await c.start();
     const leader = await c.waitForLeader();
-    await waitFor('the feature level raise to be done', () => leader.node.featureLevel === 2 && leader.node.pendingCounts().proposals === 0);
+    await waitFor('the feature level raise to be done', () => leader.node.featureLevel === featureLevelMax && leader.node.pendingCounts().proposals === 0);
     // Cut the leader off, so nothing it proposes can commit while the test fills its bound.
     for (const n of c.nodes) if (n !== leader) c.network.partition(leader.id, n.id);
     const pending = [0, 1, 2].map((i) => leader.node.propose(put(`k${i}`, 'v')).catch((e: unknown) => e));

@@ -97,6 +97,44 @@ describe('§5.2 leader election', () => {
     for (const id of ['a', 'b', 'c', 'd']) expect(c.status(id).leader).toBe(leader);
   });
 
+  // Figure 2, rules for followers: the election timer restarts on an AppendEntries from the
+  // current leader or on granting a vote, not on seeing a newer term. A candidate whose log is
+  // behind cannot win; if its requests restarted the timers of the nodes that refuse it, one
+  // that times out first every round would keep the nodes that can win from ever campaigning
+  // (simulator seed 701291; test/sim/core-stale-candidate.test.ts reduces it).
+  it('a vote request a follower refuses does not restart its election timer', () => {
+    // a holds two entries, b one, c none: a alone can win; c can win nobody's vote.
+    const c = new Cluster({ voters: ['a', 'b', 'c'], config: { preVote: false }, logs: { a: [1, 1], b: [1] } });
+    let ticks = 0;
+    while (c.status('a').role === 'follower' && ticks < 3 * et) {
+      // c campaigns every half election timeout, as a node with a short timer would.
+      if (ticks % (et / 2) === 0) {
+        c.campaign('c');
+        c.stabilize();
+        expect(c.status('c').role).toBe('follower'); // refused by a and b: their logs are longer
+      }
+      c.tick('a');
+      c.stabilize();
+      ticks++;
+    }
+    expect(c.status('a').role).toBe('leader');
+    expect(ticks).toBeLessThan(2 * et); // a's own randomized timeout, which c's requests did not restart
+    expect(c.status('a').term).toBeGreaterThan(c.messages({ type: 'vote', from: 'c' }).at(-1)?.term ?? 0);
+  });
+
+  it('a vote a follower grants restarts its election timer', () => {
+    const c = new Cluster({ voters: ['a', 'b', 'c'], config: { preVote: false } });
+    c.isolate('a');
+    c.tick('b', et - 1);
+    c.campaign('c');
+    c.deliver({ from: 'c', to: 'b', type: 'vote' });
+    expect(c.status('b')).toMatchObject({ role: 'follower', vote: 'c' });
+    // c's campaign stays unanswered (its vote responses are lost): b waits a whole timeout again.
+    c.dropQueued();
+    c.tick('b', et - 1);
+    expect(c.status('b').role).toBe('follower');
+  });
+
   describe('election timeouts are randomized within [et, 2et)', () => {
     /** Ticks of an isolated follower before it starts a (pre-)election. */
     function timeoutOf(seed: number, electionTimeoutTicks: number): number {

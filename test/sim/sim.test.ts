@@ -1,9 +1,11 @@
-// The deterministic simulation over many seeds. Each block names its seed range, so a failure
-// reads as "seeds 1301..1400" plus the failing seed, checker and message; replay it with
+// The deterministic simulation over many seeds: a fixed range, then every regression seed
+// outside it (regression-seeds.ts). Each block names its seeds, so a failure reads as
+// "seeds 1301..1400" plus the failing seed, checker and message; replay it with
 // `npm run sim -- --seed S --verbose`. The last test checks the seeds as a whole exercised every
-// kind of fault, so the suite cannot pass by doing nothing.
+// kind of fault, so the suite cannot pass by doing nothing. Fresh seeds are `npm run sim:soak`'s.
 
 import { describe, expect, it } from 'vitest';
+import { regressionSeeds } from './regression-seeds.ts';
 import { runSeed, type Failure } from './run-seed.ts';
 import { addStats, emptyStats } from './stats.ts';
 
@@ -22,18 +24,29 @@ function report(f: Failure): string {
   ].join('\n');
 }
 
+function runSeeds(seeds: Iterable<number>): void {
+  const failures: string[] = [];
+  for (const seed of seeds) {
+    const r = runSeed(seed);
+    addStats(totals, r.stats);
+    if (r.failure !== undefined) failures.push(report(r.failure));
+  }
+  expect(failures, failures.join('\n\n')).toEqual([]);
+}
+
+function* range(from: number, to: number): Generator<number> {
+  for (let seed = from; seed <= to; seed++) yield seed;
+}
+
 describe('raft simulation', () => {
   for (let from = 1; from <= seedsTotal; from += seedsPerBlock) {
     const to = Math.min(seedsTotal, from + seedsPerBlock - 1);
-    it(`seeds ${from}..${to} keep every safety property and recover`, () => {
-      const failures: string[] = [];
-      for (let seed = from; seed <= to; seed++) {
-        const r = runSeed(seed);
-        addStats(totals, r.stats);
-        if (r.failure !== undefined) failures.push(report(r.failure));
-      }
-      expect(failures, failures.join('\n\n')).toEqual([]);
-    }, blockTimeoutMs);
+    it(`seeds ${from}..${to} keep every safety property and recover`, () => runSeeds(range(from, to)), blockTimeoutMs);
+  }
+
+  const outside = regressionSeeds.map((r) => r.seed).filter((seed) => seed > seedsTotal);
+  if (outside.length > 0) {
+    it(`regression seeds ${outside.join(', ')} keep every safety property and recover`, () => runSeeds(outside), blockTimeoutMs);
   }
 
   it('exercised every kind of fault across the seeds', () => {
