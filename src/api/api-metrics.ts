@@ -15,7 +15,7 @@ export interface ApiBounds {
 export function registerApiMetrics(metrics: Registry, b: ApiBounds): void {
   const one = (value: number) => [{ value }];
   metrics.gauge({ name: 'shoal_api_connections', help: 'Open HTTP connections to the client API.', type: 'gauge', read: () => one(b.connections.openCount) });
-  metrics.gauge({ name: 'shoal_api_watch_streams', help: 'Open watch streams.', type: 'gauge', read: () => one(b.watches.inUse) });
+  metrics.gauge({ name: 'shoal_api_watch_streams', help: 'Open server-sent event streams (/v1/watch and /v1/events; bound: watchStreamsMax).', type: 'gauge', read: () => one(b.watches.inUse) });
   metrics.gauge({ name: 'shoal_api_snapshot_downloads', help: 'Snapshot downloads in progress.', type: 'gauge', read: () => one(b.snapshots.inUse) });
   metrics.gauge({
     name: 'shoal_api_refused_total', help: 'Requests and connections refused by an API bound, by limit name.', type: 'counter',

@@ -2,7 +2,8 @@
 // retained ones first, then each new one as it is recorded. As /v1/watch, the backlog and the
 // live tail are taken in one synchronous step, so no event falls between them or repeats.
 //
-//   ?after=CURSOR   only events after this cursor (also Last-Event-ID); default: every retained one
+//   ?after=CURSOR   only events after this cursor (also Last-Event-ID); default: every retained one;
+//                   a cluster cursor ahead of the store is refused (400), as /v1/watch does
 //   ?type=T         only these types; T matches itself and the types under it ("member" matches
 //                   "member.added"); repeat it or separate with commas
 //   ?local          this node's own events (its ring) instead of the cluster's (the store)
@@ -16,6 +17,7 @@ import { z } from 'zod';
 import { matchesTypes, type ClusterEvent, type EventScope } from '../node/event-log.ts';
 import type { ApiPluginOptions } from './app.ts';
 import { validate } from './validate.ts';
+import { refuseFutureCursor } from './watch-routes.ts';
 
 /** Types one request may name. */
 const typesMax = 16;
@@ -46,7 +48,14 @@ export const eventsRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, { 
     const v = validate({ query: [eventsQuery, req.query], headers: [eventsHeaders, req.headers] });
     const scope: EventScope = v.query.local ? 'local' : 'cluster';
     const types = v.query.type;
-    const after = v.query.after ?? v.headers['last-event-id'] ?? 0;
+    const given = v.query.after ?? v.headers['last-event-id'];
+    // A cluster event's cursor is the store revision that recorded it: as /v1/watch, a cursor
+    // ahead of the store is refused (after catching up with the leader), not waited on silently.
+    // A local cursor ahead of the ring is another process's: it reads the whole ring.
+    if (given !== undefined && scope === 'cluster') {
+      await refuseFutureCursor(ctx, given, v.query.after !== undefined ? 'query.after' : 'headers.last-event-id', 'resume from a cursor an event gave you');
+    }
+    const after = given ?? 0;
     const backlog = scope === 'local' ? events.localSince(after, types) : events.clusterSince(after, types);
     // An event stream takes a watch stream's slot (watchStreamsMax, per client too): it is one.
     // Throws overloaded (503) or too_many_requests (429); released when the stream closes.

@@ -51,7 +51,8 @@ const data = (m: SseMessage): Record<string, unknown> => JSON.parse(m.data) as R
 
 let n: OneNode;
 beforeAll(async () => {
-  n = await oneNode();
+  // Small stream bounds, to see an event stream refused past them (no test here holds more than 3).
+  n = await oneNode(undefined, { watchStreamsMax: 8, watchStreamsPerClientMax: 3 });
   await waitFor('leader.elected recorded', () => n.running.events.clusterSince(0, ['leader.elected']).length > 0, 10_000);
 }, 60_000);
 afterAll(async () => {
@@ -119,15 +120,39 @@ describe('GET /v1/events', () => {
     expect(body.details.problems.map((p) => p.path).sort()).toEqual(['query', 'query.after', 'query.type']);
   });
 
-  it('takes a watch stream slot while open (shoal_api_watch_streams)', async () => {
+  it('refuses a cluster cursor ahead of the store, as /v1/watch does', async () => {
+    const ahead = n.running.store.revision + 1000;
+    const res = await fetch(n.url(`/v1/events?after=${ahead}`));
+    expect(res.status).toBe(400);
+    const body = await res.json() as { code: string; details: { currentRev: number; problems: { path: string }[] } };
+    expect(body.code).toBe('bad_request');
+    expect(body.details.problems.map((p) => p.path)).toEqual(['query.after']);
+    expect(body.details.currentRev).toBeLessThan(ahead);
+    // A node's own cursor from another process reads the whole ring instead.
+    const local = await open(n, `?local&after=${ahead}`);
+    local.close();
+    expect(local.backlog.length).toBeGreaterThan(1);
+  });
+
+  it('takes a watch stream slot while open (shoal_api_watch_streams), and is refused past watchStreamsPerClientMax', async () => {
     const gauge = async (): Promise<number> => Number(/^shoal_api_watch_streams (\d+)$/m.exec(await (await fetch(n.url('/metrics'))).text())?.[1]);
-    const before = await gauge();
+    // The streams of earlier tests are released once their sockets close.
+    const settle = async (want: number): Promise<void> => {
+      const deadline = Date.now() + 10_000;
+      while ((await gauge()) !== want && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(await gauge()).toBe(want);
+    };
+    await settle(0);
     const s = await open(n, '');
-    expect(await gauge()).toBe(before + 1);
-    s.close();
-    const deadline = Date.now() + 10_000;
-    while ((await gauge()) !== before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    expect(await gauge()).toBe(before);
+    expect(await gauge()).toBe(1);
+    const more = [await open(n, ''), await open(n, '?local')];
+    expect(await gauge()).toBe(3);
+    const refused = await fetch(n.url('/v1/events'));
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('1');
+    expect(await refused.json()).toMatchObject({ code: 'too_many_requests', details: { limit: 'watchStreamsPerClientMax', max: 3 } });
+    for (const m of [s, ...more]) m.close();
+    await settle(0);
   });
 });
 

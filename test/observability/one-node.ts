@@ -17,7 +17,8 @@ export interface OneNode {
   close: () => Promise<void>;
 }
 
-export async function oneNode(log: Logger = silentLogger): Promise<OneNode> {
+/** `limits`: the config's `limits` section (bounds a test wants small). */
+export async function oneNode(log: Logger = silentLogger, limits: Record<string, number> = {}): Promise<OneNode> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'shoal-obs-'));
   const identity = await initNode({ dataDir: dir, name: 'solo' });
   const apiAddress = `127.0.0.1:${await freePort()}`;
@@ -28,6 +29,7 @@ export async function oneNode(log: Logger = silentLogger): Promise<OneNode> {
     raft: { tickMs: 20, heartbeatIntervalMs: 20, electionTimeoutMs: 200 },
     // Containers simulated in the process: the control plane runs, with no Docker needed.
     runtime: { kind: 'memory' },
+    limits,
   }, 'test');
   const running = await startNode(config, log);
   await waitFor('the node to lead', () => running.node.isLeader, 15_000);
