@@ -2,7 +2,7 @@
 // dashboard say: every metric they name exists, the output is valid Prometheus text (promtool),
 // and the rules parse and pass their unit tests.
 
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
@@ -77,6 +77,24 @@ describe('GET /metrics', () => {
     for (const m of read('monitoring.md').matchAll(/^\| `([a-z_:][a-z0-9_:]*)` \| (gauge|counter|histogram|summary) \|/gm)) {
       expect(`${m[1]} ${fams.get(m[1] as string)}`).toBe(`${m[1]} ${m[2]}`);
     }
+  });
+
+  it('has every shoal_ metric any page of docs/ or the README names (the limits and metrics tables of operations.md too)', () => {
+    const fams = families(text);
+    // Names documented as removed ("Names that changed"): they must stay gone.
+    const removed = ['shoal_gc_pause_seconds'];
+    for (const m of removed) {
+      expect(read('monitoring.md')).toMatch(new RegExp(`\`${m}\`[^.]*is gone`));
+      expect(exposes(fams, m)).toBe(false);
+    }
+    const pages = [...readdirSync(docsDir).filter((f) => f.endsWith('.md')), '../README.md'];
+    const named = new Map<string, string>();
+    for (const page of pages) for (const m of read(page).matchAll(/\b(shoal_[a-z0-9_]+)/g)) named.set(m[1] as string, page);
+    expect(named.size).toBeGreaterThan(30);
+    for (const m of ['shoal_overload_refusals_total', 'shoal_proposals_failed_total', 'shoal_peer_send_dropped_total', 'shoal_http_request_duration_seconds', 'shoal_apply_invalid_commands_total']) {
+      expect(read('operations.md')).toContain(`\`${m}`);
+    }
+    expect([...named].filter(([m]) => !removed.includes(m) && !exposes(fams, m)).map(([m, page]) => `${m} (${page})`)).toEqual([]);
   });
 
   it('names counters with _total, and labels API requests by route pattern, never by URL', () => {
