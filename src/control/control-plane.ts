@@ -12,6 +12,7 @@ import { StoreAgentView, StoreAgentWriter, type NodeIdentity } from './agent-por
 import { controlFeatureLevel } from './collections.ts';
 import type { NodeHealthConfig } from './node-health.ts';
 import { Supervisor } from './supervisor.ts';
+import type { PassReport } from './leader-run.ts';
 
 export interface ControlPlaneOptions {
   node: RaftNode;
@@ -22,6 +23,8 @@ export interface ControlPlaneOptions {
   runtime: Runtime | null;
   health: NodeHealthConfig;
   log: Logger;
+  /** Told of each pass of the leader's loops (the node's metrics). */
+  observeLoops?: (pass: PassReport) => void;
 }
 
 /** Registration is retried this often while it fails (no leader yet, a conflict). */
@@ -37,7 +40,9 @@ export class ControlPlane {
   private readonly onLevel = (): void => this.maybeStartAgent();
 
   constructor(private readonly opts: ControlPlaneOptions) {
-    this.supervisor = new Supervisor({ node: opts.node, store: opts.store, log: opts.log, health: opts.health });
+    this.supervisor = new Supervisor({
+      node: opts.node, store: opts.store, log: opts.log, health: opts.health, ...(opts.observeLoops !== undefined ? { observeLoops: opts.observeLoops } : {}),
+    });
     this.writer = new StoreAgentWriter(opts.node, opts.store, opts.identity);
     this.agent = opts.runtime === null ? null : new Agent({
       owner: { clusterId: opts.clusterId, nodeId: opts.identity.id }, view: new StoreAgentView(opts.store), writer: this.writer,

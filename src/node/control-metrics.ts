@@ -1,13 +1,16 @@
-// The control plane's state as metrics: nodes by state and availability, tasks by desired and
-// observed state, services by update state. Counted when scraped from this node's applied copy
+// The control plane as metrics. Its state: nodes by state and availability, tasks by desired and
+// observed state, services by update state, counted when scraped from this node's applied copy
 // of the reserved collections, so every node reports the same figures (up to its apply lag):
-// aggregate across nodes with max, not sum (docs/monitoring.md).
+// aggregate across nodes with max, not sum (docs/monitoring.md). Its work: the passes of the
+// leader's loops (durations, errors, placements), counted by the node that ran them, the leader
+// (aggregate with sum).
 
 import { z } from 'zod';
 import type { DocumentStore } from '../../fsm/index.ts';
 import { nodesCollection, servicesCollection, tasksCollection } from '../control/collections.ts';
 import { allDocs } from '../control/state.ts';
-import type { Registry, Sample } from './metrics.ts';
+import type { PassReport } from '../control/leader-run.ts';
+import { latencyBuckets, type Registry, type Sample } from './metrics.ts';
 
 // Only the fields counted: a record the control plane would refuse as a whole still counts by
 // these, and one without them is left out.
@@ -29,7 +32,20 @@ function countBy(store: DocumentStore, collection: string, labelsOf: (doc: unkno
   return [...counts.values()];
 }
 
-export function registerControlMetrics(metrics: Registry, store: DocumentStore): void {
+/** Registers the control plane's metrics; returns what the leader's loops report each pass to. */
+export function registerControlMetrics(metrics: Registry, store: DocumentStore): (pass: PassReport) => void {
+  registerStateMetrics(metrics, store);
+  const duration = metrics.histogram('shoal_control_reconcile_duration_seconds', 'Passes of the leader\'s loops, by loop (service, placement, nodes) and outcome (done, conflict, error): reading the state, deciding, writing the plan.', latencyBuckets, ['loop', 'outcome']);
+  const errors = metrics.counter('shoal_control_reconcile_errors_total', 'Passes of the leader\'s loops that failed and were retried later, by loop and error code.', ['loop', 'code']);
+  const placements = metrics.counter('shoal_scheduler_placements_total', 'Tasks the leader\'s scheduler assigned to a node (plans written).');
+  return (p) => {
+    duration.observe(p.seconds, { loop: p.loop, outcome: p.outcome });
+    if (p.outcome === 'error') errors.inc({ loop: p.loop, code: p.code ?? 'internal' });
+    if (p.placements > 0) placements.inc(undefined, p.placements);
+  };
+}
+
+function registerStateMetrics(metrics: Registry, store: DocumentStore): void {
   metrics.gauge({
     name: 'shoal_control_nodes', help: 'Node records by state (ready, suspect, down) and availability (active, pause, drain).', type: 'gauge',
     labelNames: ['state', 'availability'],

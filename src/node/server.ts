@@ -160,7 +160,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   ref.node = node;
   node.on('leaderChange', ({ role }) => { ref.role = role; });
   registerNodeMetrics(metrics, node, { identity, softwareVersion, electionTimeoutMs: config.raft.electionTimeoutMs, dataDir: config.dataDir });
-  registerControlMetrics(metrics, store);
+  const observeLoops = registerControlMetrics(metrics, store);
   metrics.gauge({ ...PEER_MESSAGES_DROPPED_METRIC, type: 'counter', read: () => inboundDropSamples(transport.inboundDrops()) });
   const stopRuntimeMetrics = registerRuntimeMetrics(metrics);
   // Before the node starts: it counts the stored events, then follows every change from the first.
@@ -174,7 +174,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   ref.role = 'follower';
   await node.start();
   const control = new ControlPlane({
-    node, store, clusterId: identity.clusterId, log, health: config.control, runtime: makeRuntime(config),
+    node, store, clusterId: identity.clusterId, log, health: config.control, runtime: makeRuntime(config), observeLoops,
     identity: {
       id: identity.id, name: identity.name, apiAddress: config.api.listen, peerAddress: config.peer.listen, softwareVersion,
       capacity: machineCapacity({ ...(config.node.cpuMillis !== undefined ? { cpuMillis: config.node.cpuMillis } : {}), ...(config.node.memoryBytes !== undefined ? { memoryBytes: config.node.memoryBytes } : {}) }),
