@@ -13,6 +13,7 @@ import { registerNodeMetrics } from './node-metrics.ts';
 import { registerControlMetrics } from './control-metrics.ts';
 import { EventLog } from './event-log.ts';
 import { watchNodeEvents } from './event-sources.ts';
+import { watchControlEvents } from './control-events.ts';
 import { loadIdentity, loadTls, type Identity } from './identity.ts';
 import type { MemberRecord } from './membership.ts';
 import { splitHostPort, type NodeConfig } from './config.ts';
@@ -182,7 +183,14 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     },
   });
   control.start();
-  const stopEventSources = watchNodeEvents(node, events, { clusterEvents: opts.clusterEvents ?? true });
+  const clusterEvents = opts.clusterEvents ?? true;
+  const stopNodeEvents = watchNodeEvents(node, events, { clusterEvents });
+  // The control plane's changes are only cluster events: a node told to write none records none.
+  const stopControlEvents = clusterEvents ? watchControlEvents(node, store, events) : () => {};
+  const stopEventSources = (): void => {
+    stopNodeEvents();
+    stopControlEvents();
+  };
   const api = buildApi({
     node: node, store, clusterId: identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax,
     proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), events,

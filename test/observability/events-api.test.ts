@@ -101,6 +101,37 @@ describe('GET /v1/events', () => {
     }
   });
 
+  it('records the control plane\'s changes: a node registered and drained, a service created, updated, rolled out and removed', async () => {
+    const types = ['node', 'service'];
+    const post = async (url: string, body: unknown, method = 'POST'): Promise<void> => {
+      const res = await fetch(n.url(url), { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      expect(res.status, await res.text()).toBe(200);
+    };
+    const service = (image: string): unknown => ({ documents: [{ apiVersion: 'shoal/v1', kind: 'Service', name: 'web', image, command: ['sleep', '3600'], replicas: 1 }] });
+    const id = n.running.identity.id;
+    await waitFor('node.registered', () => n.running.events.clusterSince(0, ['node.registered']).length === 1, 10_000);
+    await post('/v1/apply', service('busybox:1'));
+    await post('/v1/apply', service('busybox:2'));
+    await post('/v1/nodes/solo/availability', { availability: 'drain' });
+    await post('/v1/nodes/solo/availability', { availability: 'active' });
+    const res = await fetch(n.url('/v1/services/web'), { method: 'DELETE' });
+    expect(res.status).toBe(200);
+    await waitFor('service.removed', () => n.running.events.clusterSince(0, ['service.removed']).length === 1, 10_000);
+    const seen = n.running.events.clusterSince(0, types).map((e) => `${e.type} ${e.subject} ${JSON.stringify(e.details)}`);
+    expect(seen).toEqual(expect.arrayContaining([
+      `node.registered ${id} {"name":"solo","state":"ready","availability":"active"}`,
+      'service.created web {"specVersion":1}',
+      'service.updated web {"specVersion":2,"from":1}',
+      `node.drained ${id} {"name":"solo","from":"active"}`,
+      `node.activated ${id} {"name":"solo","from":"drain"}`,
+      'service.removed web {"specVersion":2}',
+    ]));
+    expect(seen.filter((e) => e.startsWith('service.rollout web {"state":"updating"'))).toHaveLength(1);
+    // In the order they were applied.
+    const order = ['service.created', 'service.updated', 'node.drained', 'node.activated', 'service.removed'];
+    expect(seen.map((e) => e.split(' ')[0]).filter((t) => order.includes(t as string))).toEqual(order);
+  });
+
   it('serves the node\'s own events with ?local', async () => {
     const s = await open(n, '?local&type=leader');
     try {
