@@ -14,7 +14,7 @@ Prints the cluster's events, oldest first, one line each: time, type, subject, d
 node that recorded it. The cluster keeps its latest 1000 events (leader.elected, member.added,
 member.removed, member.promoted, member.unreachable, member.back, feature_level.raised, and the
 control plane's: node.registered, node.suspect/down/ready, node.drained/paused/activated,
-service.created/updated/removed, service.rollout); each
+service.created/updated/removed, service.rollout, task.failed); each
 node also keeps its own (--local: leader.changed, member.unreachable/back as it saw them,
 snapshot.taken, snapshot.installed, node.failed, node.recovered, and cluster events it could
 not record). docs/monitoring.md lists every type.

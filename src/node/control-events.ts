@@ -6,6 +6,7 @@
 //   node.registered                         a node record appeared (a node joined the control plane)
 //   node.suspect / .down / .ready           the leader's node health changed a node's state
 //   node.drained / .paused / .activated     an operator changed a node's availability
+//   task.failed                             a node's agent reported a task failed (exited, could not start, unhealthy)
 //
 // Each node keeps the few fields compared, read from the store at start and after a snapshot is
 // installed (which changes the state without events, and records none). A change applied while
@@ -15,7 +16,7 @@
 import { z } from 'zod';
 import type { DocumentStore, JsonObject } from '../../fsm/index.ts';
 import type { WatchEvent } from '../../fsm/types.ts';
-import { nodesCollection, servicesCollection } from '../control/collections.ts';
+import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../control/collections.ts';
 import { allDocs } from '../control/state.ts';
 import type { EventLog } from './event-log.ts';
 import type { RaftNode } from './raft-node.ts';
@@ -23,20 +24,30 @@ import type { RaftNode } from './raft-node.ts';
 // Only the fields compared: a record the control plane would refuse as a whole is still followed by these.
 const serviceFields = z.looseObject({ specVersion: z.number(), updateStatus: z.looseObject({ state: z.string().max(32) }) });
 const nodeFields = z.looseObject({ name: z.string().max(256), state: z.string().max(32), availability: z.string().max(32) });
+const statusFields = z.looseObject({ state: z.string().max(32), nodeId: z.string().max(256), exitCode: z.number().nullable(), message: z.string().nullable() });
+/** A task's message in an event is cut to this many characters (the task record keeps it whole). */
+const messageCharsMax = 256;
 type ServiceSeen = z.infer<typeof serviceFields>;
 type NodeSeen = z.infer<typeof nodeFields>;
 
 const availabilityEvents: Record<string, string> = { drain: 'node.drained', pause: 'node.paused', active: 'node.activated' };
 
 /** Starts recording the control plane's changes into `events`; returns the function that stops it. */
-export function watchControlEvents(node: RaftNode, store: DocumentStore, events: EventLog): () => void {
+export function watchControlEvents(node: Pick<RaftNode, 'isLeader'>, store: DocumentStore, events: Pick<EventLog, 'recordEvent'>): () => void {
   const services = new Map<string, ServiceSeen>();
   const nodes = new Map<string, NodeSeen>();
+  /** Each task's reported state (the agent's own document). */
+  const tasks = new Map<string, string>();
   const load = (): void => {
     services.clear();
     nodes.clear();
+    tasks.clear();
     for (const d of allDocs(store, servicesCollection)) setParsed(services, d.id, serviceFields, d.doc);
     for (const d of allDocs(store, nodesCollection)) setParsed(nodes, d.id, nodeFields, d.doc);
+    for (const d of allDocs(store, taskStatusCollection)) {
+      const r = statusFields.safeParse(d.doc);
+      if (r.success) tasks.set(d.id, r.data.state);
+    }
   };
   load();
   // Recorded after the apply that caused them, out of the store's callback (recording proposes).
@@ -46,6 +57,7 @@ export function watchControlEvents(node: RaftNode, store: DocumentStore, events:
   const onChange = (ev: WatchEvent): void => {
     if (ev.collection === servicesCollection) onService(ev, services, record);
     else if (ev.collection === nodesCollection) onNode(ev, nodes, record);
+    else if (ev.collection === taskStatusCollection) onTaskStatus(ev, tasks, store, record);
   };
   const unsubscribe = [store.subscribe(onChange), store.subscribeRestore(load)];
   return () => {
@@ -88,6 +100,22 @@ function onNode(ev: WatchEvent, seen: Map<string, NodeSeen>, record: RecordFn): 
   if (now.state !== before.state && ['suspect', 'down', 'ready'].includes(now.state)) record(`node.${now.state}`, ev.id, { name: now.name, from: before.state });
   const availability = availabilityEvents[now.availability];
   if (now.availability !== before.availability && availability !== undefined) record(availability, ev.id, { name: now.name, from: before.availability });
+}
+
+function onTaskStatus(ev: WatchEvent, seen: Map<string, string>, store: DocumentStore, record: RecordFn): void {
+  const before = seen.get(ev.id);
+  const r = ev.type === 'put' ? statusFields.safeParse(ev.doc?.doc) : undefined;
+  if (r === undefined || !r.success) {
+    seen.delete(ev.id);
+    return;
+  }
+  seen.set(ev.id, r.data.state);
+  if (r.data.state !== 'failed' || before === 'failed') return;
+  const service = (store.get(tasksCollection, ev.id)?.doc as { service?: unknown } | undefined)?.service;
+  record('task.failed', ev.id, {
+    service: typeof service === 'string' ? service : null, node: r.data.nodeId, exitCode: r.data.exitCode,
+    message: r.data.message === null ? null : r.data.message.slice(0, messageCharsMax),
+  });
 }
 
 /** Stores the parsed fields of `doc` under `id` and returns them; a document without them is forgotten. */
