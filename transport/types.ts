@@ -103,10 +103,5 @@ export interface Transport {
   close(): Promise<void>;
 }
 
-/** What the transports log through; the driver passes its own. */
-export interface TransportLogger {
-  debug(msg: string): void;
-  info(msg: string): void;
-  warn(msg: string): void;
-  error(msg: string): void;
-}
+/** What the transports log through: the process's one Logger (src/log.ts); the driver passes its own. */
+export type { Logger as TransportLogger } from '../src/log.ts';

@@ -16,7 +16,7 @@ export interface ApiBounds {
 export function registerApiMetrics(metrics: Registry, b: ApiBounds): void {
   const one = (value: number) => [{ value }];
   metrics.gauge({ name: 'shoal_api_connections', help: 'Open HTTP connections to the client API.', type: 'gauge', read: () => one(b.connections.openCount) });
-  metrics.gauge({ name: 'shoal_api_watch_streams', help: 'Open watch streams.', type: 'gauge', read: () => one(b.watches.inUse) });
+  metrics.gauge({ name: 'shoal_api_watch_streams', help: 'Open server-sent event streams (/v1/watch and /v1/events; bound: watchStreamsMax).', type: 'gauge', read: () => one(b.watches.inUse) });
   metrics.gauge({ name: 'shoal_api_log_streams', help: 'Task log streams being served (local and proxied).', type: 'gauge', read: () => one(b.logs.inUse) });
   metrics.gauge({ name: 'shoal_api_snapshot_downloads', help: 'Snapshot downloads in progress.', type: 'gauge', read: () => one(b.snapshots.inUse) });
   metrics.gauge({

@@ -29,6 +29,8 @@ import { tasksRoutes } from './tasks-routes.ts';
 import { txnRoutes } from './txn-routes.ts';
 import { badRequest } from './validate.ts';
 import { watchRoutes } from './watch-routes.ts';
+import { eventsRoutes } from './events-routes.ts';
+import type { EventLog } from '../node/event-log.ts';
 
 export { errorBody, toShoalError, type ErrorBody } from './error-reply.ts';
 export { apiLimitsDefault, type ApiLimits } from './limits.ts';
@@ -47,6 +49,8 @@ export interface ApiContext {
   streams: Set<() => void>;
   /** This node's container runtime, for task logs; absent or null when it runs no workloads. */
   runtime?: Runtime | null;
+  /** The cluster's events (GET /v1/events); absent, the route is not served. */
+  events?: EventLog;
 }
 
 /** What every plugin is registered with. */
@@ -144,7 +148,7 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
     if (closing) void reply.header('connection', 'close');
   });
   for (const plugin of [
-    healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, snapshotRoutes, metricsRoutes, openApiRoutes,
+    healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, snapshotRoutes, metricsRoutes, openApiRoutes,
     applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes,
   ]) {
     void app.register(plugin, { ctx, limits, bounds });

@@ -17,6 +17,7 @@ import { logsQuery } from './logs-routes.ts';
 import {
   collectionParams, deleteHeaders, docBody, docParams, listQuery, noQuery, putHeaders, readQuery, txnBodySchema, txnHeaders, watchHeaders, watchQuery,
 } from './request-schemas.ts';
+import { eventsHeaders, eventsQuery } from './events-routes.ts';
 
 type Json = Record<string, unknown>;
 type Where = 'path' | 'query' | 'header';
@@ -91,6 +92,12 @@ function docPaths(): Json {
     '/v1/watch': {
       get: {
         summary: 'Server-sent events of changes after a revision', ...strict, parameters: [...parametersOf(watchQuery, 'query'), ...parametersOf(watchHeaders, 'header')],
+        responses: { 200: { description: 'text/event-stream' }, ...errors },
+      },
+    },
+    '/v1/events': {
+      get: {
+        summary: 'Server-sent events of the cluster\'s own events (docs/monitoring.md, "Events")', ...strict, parameters: [...parametersOf(eventsQuery, 'query'), ...parametersOf(eventsHeaders, 'header')],
         responses: { 200: { description: 'text/event-stream' }, ...errors },
       },
     },

@@ -37,12 +37,12 @@ export function formatEvents(events: readonly WatchEvent[]): string {
  * the node first catches up with the leader's commit index (a read barrier), and refuses only a
  * cursor that is still ahead.
  */
-async function refuseFutureCursor(ctx: ApiContext, after: number, where: string): Promise<void> {
+export async function refuseFutureCursor(ctx: ApiContext, after: number, where: string, hint = 'watch from a revision a list or an event gave you'): Promise<void> {
   if (after <= ctx.store.revision) return;
   await ctx.node.readBarrier();
   const currentRev = ctx.store.revision;
   if (after <= currentRev) return;
-  throw badRequest([{ path: where, message: `revision ${after} is ahead of the store (at ${currentRev}); watch from a revision a list or an event gave you` }], { currentRev });
+  throw badRequest([{ path: where, message: `revision ${after} is ahead of the store (at ${currentRev}); ${hint}` }], { currentRev });
 }
 
 export const watchRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, { ctx, bounds }) => {

@@ -1,16 +1,36 @@
-// Log lines for the node process: one line each on stderr, "time level message", or with
-// `json` one object per line: {time, level, msg}.
+// The logger of `shoal serve`, from its flags and config: src/log.ts does the work (pino: JSON
+// lines, or human lines for a person).
 
-import type { Logger } from '../node/raft-node.ts';
+import { createLogger, logFormats, logLevels, type LogFormat, type LogLevel, type ProcessLogger } from '../log.ts';
+import { UsageError } from './args.ts';
 
-const levels = { debug: 10, info: 20, warn: 30, error: 40 } as const;
-export type Level = keyof typeof levels;
+export type Level = LogLevel;
 
-export function consoleLogger(min: Level, prefix = '', json = false): Logger {
-  const at = (level: Level) => (msg: string): void => {
-    if (levels[level] < levels[min]) return;
-    const time = new Date().toISOString();
-    process.stderr.write(json ? `${JSON.stringify({ time, level, msg: `${prefix}${msg}` })}\n` : `${time} ${level.padEnd(5)} ${prefix}${msg}\n`);
-  };
-  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+export interface LogFlags {
+  level: string | undefined;
+  format: string | undefined;
+  /** --json: JSON lines, unless --log-format says otherwise. */
+  json: boolean;
+}
+
+/**
+ * The format when no flag names one: human lines when a person reads stderr (a terminal, or the
+ * `shoal dev` supervisor, which prefixes each line with the node's name), JSON otherwise (a
+ * service manager, a log shipper, a pipe).
+ */
+export function defaultLogFormat(where: { stderrIsTty: boolean; supervised: boolean }): LogFormat {
+  return where.stderrIsTty || where.supervised ? 'text' : 'json';
+}
+
+/** Level and format from the flags, the config's logLevel and where stderr goes; a bad flag is a UsageError. */
+export function logSettings(flags: LogFlags, configLevel: LogLevel, where: { stderrIsTty: boolean; supervised: boolean }): { level: LogLevel; format: LogFormat } {
+  const level = flags.level ?? configLevel;
+  if (!(logLevels as readonly string[]).includes(level)) throw new UsageError(`--log-level must be one of ${logLevels.join(', ')}, got '${level}'`);
+  const format = flags.format ?? (flags.json ? 'json' : defaultLogFormat(where));
+  if (!(logFormats as readonly string[]).includes(format)) throw new UsageError(`--log-format must be json or text, got '${format}'`);
+  return { level: level as LogLevel, format: format as LogFormat };
+}
+
+export function serveLogger(flags: LogFlags, configLevel: LogLevel, where: { stderrIsTty: boolean; supervised: boolean }): ProcessLogger {
+  return createLogger(logSettings(flags, configLevel, where));
 }

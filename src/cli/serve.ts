@@ -5,7 +5,7 @@ import { loadConfig } from '../node/config.ts';
 import { startNode } from '../node/server.ts';
 import { exitCodeOfError, exitCodes, parse, UsageError } from './args.ts';
 import type { ShoalError } from '../errors.ts';
-import { consoleLogger } from './logger.ts';
+import { serveLogger } from './logger.ts';
 
 /**
  * Set by `shoal dev` for its nodes: stop when standard input closes, that is when the dev
@@ -13,16 +13,22 @@ import { consoleLogger } from './logger.ts';
  */
 export const supervisedEnv = 'SHOAL_DEV_SUPERVISED';
 
-export const serveHelp = `Usage: shoal serve --config FILE [--json]
+export const serveHelp = `Usage: shoal serve --config FILE [--log-level LEVEL] [--log-format json|text] [--json]
 
 Runs a node: the Raft peer transport, the client API and the control loops, from a YAML or
 JSON config file (see docs/operations.md for every key and its default). Stops gracefully on
 SIGINT or SIGTERM: a leader transfers leadership to another voter before exiting.
 
 Options:
-  --config FILE   the config file (required)
-  --json          log lines, and a failure to start, as JSON objects on stderr
-  -h, --help      show this help
+  --config FILE        the config file (required)
+  --log-level LEVEL    debug, info, warn or error (default: the config's logLevel, info);
+                       debug adds a line per write with its proposal id, on the node that took
+                       it and on the leader (docs/monitoring.md, "Following one write")
+  --log-format FORMAT  json: one JSON object per line on stderr, with the node's name and id,
+                       term and role (for journald, Loki, jq); text: human lines. Default: text
+                       on a terminal or under 'shoal dev', json otherwise
+  --json               log lines, and a failure to start, as JSON objects (--log-format json)
+  -h, --help           show this help
 
 Exit codes: 0 stopped cleanly; 1 crashed (restart it); 2 invalid config; 4 data corruption;
 5 removed from the cluster; 6 upgrade required (a newer release wrote the log); 7 unknown
@@ -32,6 +38,7 @@ restart on 2, 4, 5, 6 or 7 (docs/operations.md, "Exit codes").`;
 export async function serveCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, {
     config: { type: 'string' }, json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
+    'log-level': { type: 'string' }, 'log-format': { type: 'string' },
   }, serveHelp);
   if (values.help) {
     console.log(serveHelp);
@@ -39,8 +46,9 @@ export async function serveCommand(argv: string[]): Promise<number> {
   }
   if (values.config === undefined) throw new UsageError('missing --config FILE');
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals.join(' ')}'`);
+  const flags = { level: values['log-level'], format: values['log-format'], json: values.json };
   const config = loadConfig(values.config);
-  const log = consoleLogger(config.logLevel, '', values.json);
+  const log = serveLogger(flags, config.logLevel, { stderrIsTty: process.stderr.isTTY, supervised: process.env[supervisedEnv] === '1' });
   const running = await startNode(config, log);
   log.info(`node ${running.identity.name} (${running.identity.id}) serving the API on http://${running.apiAddress}`);
   const supervised = process.env[supervisedEnv] === '1';

@@ -14,6 +14,7 @@ import { StoreAgentView, StoreAgentWriter, type NodeIdentity } from './agent-por
 import { controlFeatureLevel } from './collections.ts';
 import type { NodeHealthConfig } from './node-health.ts';
 import { Supervisor } from './supervisor.ts';
+import type { PassReport } from './leader-run.ts';
 
 export interface ControlPlaneOptions {
   node: RaftNode;
@@ -29,6 +30,8 @@ export interface ControlPlaneOptions {
    * `ledgerFile`: where the pulled images are remembered across restarts (memory when absent).
    */
   imageGc?: { graceMs: number; pinned: readonly string[]; ledgerFile?: string };
+  /** Told of each pass of the leader's loops (the node's metrics). */
+  observeLoops?: (pass: PassReport) => void;
 }
 
 /** Registration is retried this often while it fails (no leader yet, a conflict). */
@@ -45,7 +48,9 @@ export class ControlPlane {
   private readonly onLevel = (): void => this.maybeStartAgent();
 
   constructor(private readonly opts: ControlPlaneOptions) {
-    this.supervisor = new Supervisor({ node: opts.node, store: opts.store, log: opts.log, health: opts.health });
+    this.supervisor = new Supervisor({
+      node: opts.node, store: opts.store, log: opts.log, health: opts.health, ...(opts.observeLoops !== undefined ? { observeLoops: opts.observeLoops } : {}),
+    });
     this.writer = new StoreAgentWriter(opts.node, opts.store, opts.identity);
     const owner = { clusterId: opts.clusterId, nodeId: opts.identity.id };
     const view = new StoreAgentView(opts.store);

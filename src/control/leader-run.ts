@@ -57,6 +57,30 @@ export interface LeaderRunPorts {
   settleOwnProposals(): Promise<void>;
   newTaskId(): string;
   log: { debug(msg: string): void; warn(msg: string): void };
+  /** Told of each pass when it ends (the node's metrics); absent in the simulator. */
+  observe?: (pass: PassReport) => void;
+}
+
+/** Which loop a work-queue key belongs to (a metric label: never the service's name). */
+export type LoopName = 'service' | 'placement' | 'nodes';
+
+/** One pass, as the metrics see it. */
+export interface PassReport {
+  loop: LoopName;
+  /** From reading the state to the last write's answer (or the failure). */
+  seconds: number;
+  /** done: its plan was written; conflict: what it read changed, decided again; error: retried later. */
+  outcome: 'done' | 'conflict' | 'error';
+  /** The error's code, when the outcome is error. */
+  code?: string;
+  /** Tasks assigned to a node by a plan that was written. */
+  placements: number;
+}
+
+export function loopOf(key: string): LoopName {
+  if (key === 'place') return 'placement';
+  if (key === 'nodes') return 'nodes';
+  return 'service';
 }
 
 type Outcome = 'done' | 'conflict';
@@ -132,19 +156,27 @@ export class LeaderRun {
 
   private async pass(key: string): Promise<void> {
     this.counts.passes++;
+    const started = this.ports.clock.now();
+    const report = (outcome: PassReport['outcome'], placements = 0, code?: string): void => {
+      this.ports.observe?.({ loop: loopOf(key), seconds: (this.ports.clock.now() - started) / 1000, outcome, placements, ...(code !== undefined ? { code } : {}) });
+    };
     try {
       const state = this.reader.read();
       const decision = this.decide(key, state);
       const meta: PassMeta = { key, readRevision: state.revision, runningForMs: this.ports.clock.now() - this.startedAt };
       if (await this.write(decision.plan, meta) === 'conflict') {
         this.counts.conflicts++;
+        report('conflict');
         this.queue.add(key);
         return;
       }
+      report('done', decision.placements ?? 0);
       this.queue.forget(key);
       if (decision.wakeInMs !== null) this.queue.addAfter(key, decision.wakeInMs);
     } catch (err) {
+      // The run's term is over: not an error of the loop (the next leader's run takes over).
       if (err instanceof ShoalError && err.code === 'stale_term') return;
+      report('error', 0, err instanceof ShoalError ? err.code : 'internal');
       if (err instanceof ShoalError && (err.code === 'timeout' || err.code === 'leader_changed')) {
         // The write may still commit: know its fate before deciding anything again.
         this.counts.unknownOutcomes++;

@@ -38,6 +38,8 @@ export interface Decision {
   plan: Plan;
   /** Run again after this long (a restart delay, an update's monitor), or null. */
   wakeInMs: number | null;
+  /** Tasks the plan assigns to a node (the placement pass), for the metrics. */
+  placements?: number;
 }
 
 /** A mutable copy of one task record and what it was read as. */

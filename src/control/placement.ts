@@ -48,12 +48,16 @@ export function placePending(state: ControlState, term: number, now: number): De
       ...t.value, nodeId: node.id, nodeEpoch: node.epoch, assignedTerm: term, observed: 'assigned', assignedAt: now, pendingReason: null, updatedAt: now,
     }, t.rev));
   }
+  const placements = changes.length;
   for (const u of result.unplaced) {
     const t = state.tasks.get(u.taskId);
     if (t === undefined || t.value.pendingReason === u.reason) continue;
     changes.push(putChange(tasksCollection, u.taskId, { ...t.value, pendingReason: u.reason, updatedAt: now }, t.rev));
   }
-  return { plan: { changes, compares: [...usedNodes.values()].flatMap(nodeCompares) }, wakeInMs: pending.length > batch.length ? 0 : null };
+  return {
+    plan: { changes, compares: [...usedNodes.values()].flatMap(nodeCompares) }, wakeInMs: pending.length > batch.length ? 0 : null,
+    placements,
+  };
 }
 
 /** What a placement on `node` relied on: its epoch, and that it was ready and active. */

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import type { DocumentStore } from '../../fsm/index.ts';
 import type { Logger, RaftNode } from '../node/raft-node.ts';
 import { controlFeatureLevel } from './collections.ts';
-import { LeaderRun } from './leader-run.ts';
+import { LeaderRun, type PassReport } from './leader-run.ts';
 import type { NodeHealthConfig } from './node-health.ts';
 
 export interface SupervisorOptions {
@@ -20,6 +20,8 @@ export interface SupervisorOptions {
   health: NodeHealthConfig;
   /** New task ids (default: 12 random hex digits). */
   newTaskId?: () => string;
+  /** Told of each pass of the loops (the node's metrics). */
+  observeLoops?: (pass: PassReport) => void;
 }
 
 const clock = {
@@ -90,6 +92,7 @@ export class Supervisor {
       settleOwnProposals: () => n.settleOwnProposals(),
       newTaskId: this.newTaskId,
       log,
+      ...(this.opts.observeLoops !== undefined ? { observe: this.opts.observeLoops } : {}),
     }, term);
     this.run = run;
     this.runs++;

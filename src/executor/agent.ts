@@ -26,6 +26,7 @@ import { RuntimeError, type Runtime } from './runtime.ts';
 import { errorText, StatusReporter, statusReporterDefaults, type StatusReporterLimits, type StatusWriter } from './status-reporter.ts';
 import { exitedStatus, failedStartStatus, goneStatus, startingStatus, type ReportBase } from './task-report.ts';
 import { callWithTimeout, TaskWorkQueue, type Call } from './work-queue.ts';
+import type { Logger } from '../log.ts';
 
 export type { AgentAssignment } from './plan-reconcile.ts';
 export type { NodeRuntimeReport } from './runtime-reporter.ts';
@@ -53,12 +54,8 @@ export interface AgentView {
  */
 export interface AgentWriter extends StatusWriter, RuntimeStatusWriter {}
 
-export interface AgentLog {
-  debug(msg: string): void;
-  info(msg: string): void;
-  warn(msg: string): void;
-  error(msg: string): void;
-}
+/** The process's one logger interface (src/log.ts). */
+export type AgentLog = Logger;
 
 export interface AgentLimits {
   /** The slow timer: a pass at least this often, whatever happens. */

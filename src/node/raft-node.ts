@@ -18,18 +18,15 @@ import type { NodeStorage } from './node-storage.ts';
 import type { StateMachine } from './state-machine.ts';
 import { Membership, type MemberRecord } from './membership.ts';
 import { checkSnapshotData, decodeSnapshotData, encodeSnapshotDataInSlices } from './snapshot-data.ts';
-import { Histogram, latencyBuckets } from './metrics.ts';
+import { Counter, Histogram, latencyBuckets } from './metrics.ts';
 import { decodeEntry, encodeCommandEnvelope, encodeFeatureLevelEnvelope, restampLogTime, type DecodedEntry } from './envelope.ts';
 import { featureLevelHandover, featureLevelInitial, featureLevelLeaderClock, featureLevelMax, supportedByAll } from './feature-level.ts';
 import { ProposalBook } from './proposals.ts';
 import { LogClock } from './log-clock.ts';
+import type { Logger } from '../log.ts';
 
-export interface Logger {
-  debug(msg: string): void;
-  info(msg: string): void;
-  warn(msg: string): void;
-  error(msg: string): void;
-}
+/** The process's one logger interface (src/log.ts); exported here under its old name too. */
+export type { Logger } from '../log.ts';
 
 export interface RaftNodeOptions {
   id: NodeId;
@@ -174,6 +171,11 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   /** Seconds from propose() to the entry applied here. */
   readonly proposalLatency = new Histogram('shoal_proposal_duration_seconds', 'Time from proposing a write to applying it on the proposing node.', latencyBuckets);
   readonly snapshotDuration = new Histogram('shoal_snapshot_duration_seconds', 'Time to take a snapshot of the applied state: serialize, write, sync, compact the log.', latencyBuckets);
+  /** Outcomes of the proposals made here (a refusal before proposing, as `overloaded`, is not one). */
+  readonly proposalsCommitted = new Counter('shoal_proposals_committed_total', 'Proposals made on this node that were committed and applied here.');
+  readonly proposalsFailed = new Counter('shoal_proposals_failed_total', 'Proposals made on this node that failed, by error code (for timeout and leader_changed the outcome is unknown).', ['code']);
+  /** Whether the one-line-per-write debug lines are written (docs/monitoring.md, "Following one write"). */
+  private readonly debugWrites: boolean;
 
   constructor(options: RaftNodeOptions) {
     super();
@@ -186,6 +188,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       featureLevelMax, logger: quietLogger, ...options,
     };
     this.incarnation = `${this.id}/${randomBytes(6).toString('hex')}`;
+    this.debugWrites = this.opts.logger.isLevelEnabled?.('debug') === true;
   }
 
   get log(): Logger {
@@ -264,6 +267,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     const make = (term: number): Uint8Array => encodeCommandEnvelope(this.incarnation, seq, data, {
       featureLevel: reproposable ? Math.max(needed, featureLevelHandover) : needed, ...this.logStamp(), ...(reproposable ? { proposerTerm: term } : {}),
     });
+    if (this.debugWrites) this.logProposing(seq);
     return this.submit(seq, make, reproposable);
   }
 
@@ -277,10 +281,15 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   /** Queues an entry for the next loop turn; resolves when it is applied here. */
   private submit(seq: number, make: (term: number) => Uint8Array, reproposable: boolean): Promise<ProposalResult> {
     const started = performance.now();
-    return new Promise<ProposalResult>((resolveRaw, reject) => {
+    return new Promise<ProposalResult>((resolveRaw, rejectRaw) => {
       const resolve = (r: ProposalResult): void => {
         this.proposalLatency.observe((performance.now() - started) / 1000);
+        this.proposalsCommitted.inc();
         resolveRaw(r);
+      };
+      const reject = (err: Error): void => {
+        this.proposalsFailed.inc({ code: err instanceof ShoalError ? err.code : 'internal' });
+        rejectRaw(err);
       };
       const timer = setTimeout(() => this.expireProposal(seq), this.opts.proposalTimeoutMs);
       this.book.add(seq, { make, resolve, reject, timer, stampedTerm: null, attempts: 0, reproposable });
@@ -396,6 +405,11 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   }
 
   /** The committed cluster feature level. */
+  /** Writes this node proposed again after a change of leader lost or refused them (src/node/proposals.ts). */
+  get reproposedProposals(): number {
+    return this.book.reproposed;
+  }
+
   get featureLevel(): number {
     return this.level;
   }
@@ -953,9 +967,27 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       const problem = checkSnapshotData(m.snapshot.data, (app) => sm.checkSnapshot?.(app));
       if (problem !== undefined) return { reason: 'bad_snapshot_data', detail: `snapshot ${m.snapshot.meta.index}: ${problem}` };
     }
+    if (m.type === 'prop' && this.role === 'leader' && this.debugWrites) this.logForwarded(m);
     if (m.type === 'prop' && this.role === 'leader' && this.level >= featureLevelLeaderClock) this.restampProposal(m);
     this.withCore(() => this.raw.step(m));
     return undefined;
+  }
+
+  /** The debug line of the node that took a write: its proposal id, to follow it across nodes. */
+  private logProposing(seq: number): void {
+    const id = proposalId(this.incarnation, seq);
+    this.log.debug(`proposing write ${id}${this.isLeader ? ' as leader' : ` through leader ${this.leader || '(none)'}`}`, { proposal: id });
+  }
+
+  /** The leader's debug line for each write a follower forwarded: its proposal id, to follow it across nodes. */
+  private logForwarded(m: Message): void {
+    for (const e of m.entries) {
+      if (e.kind !== 'normal' || e.data.length === 0) continue;
+      const env = decodeEntry(e.data, this.opts.featureLevelMax);
+      if (env.kind !== 'command') continue;
+      const id = proposalId(env.proposer, env.seq);
+      this.log.debug(`leader appending write ${id} forwarded by ${m.from}`, { proposal: id, from: m.from });
+    }
   }
 
   /**
@@ -1173,6 +1205,11 @@ function translateDrop(err: unknown): Error {
     return new ShoalError('proposal_dropped', `the leader refused the request: ${err.reason}`, { reason: err.reason });
   }
   return err instanceof Error ? err : new Error(String(err));
+}
+
+/** A proposal's id in the logs: the proposer's incarnation and sequence number, as the envelope carries them. */
+export function proposalId(incarnation: string, seq: number): string {
+  return `${incarnation}#${seq}`;
 }
 
 function removedError(id: NodeId): ShoalError {

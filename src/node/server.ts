@@ -10,10 +10,16 @@ import { WsTransport } from '../../transport/ws-transport.ts';
 import { PEER_MESSAGES_DROPPED_METRIC, inboundDropSamples } from '../../transport/inbound-drops.ts';
 import { DocumentStore } from '../../fsm/index.ts';
 import { Registry, latencyBuckets } from './metrics.ts';
+import { registerNodeMetrics } from './node-metrics.ts';
+import { registerControlMetrics } from './control-metrics.ts';
+import { EventLog } from './event-log.ts';
+import { watchNodeEvents } from './event-sources.ts';
+import { watchControlEvents } from './control-events.ts';
 import { loadIdentity, loadTls, type Identity } from './identity.ts';
 import type { MemberRecord } from './membership.ts';
 import { splitHostPort, type NodeConfig } from './config.ts';
-import { RaftNode, type Logger } from './raft-node.ts';
+import { RaftNode } from './raft-node.ts';
+import type { Logger, ProcessLogger } from '../log.ts';
 import type { NodeStorage } from './node-storage.ts';
 import { emptyConfState } from '../raft/storage.ts';
 import { encodeSnapshotData } from './snapshot-data.ts';
@@ -39,6 +45,8 @@ export interface RunningNode {
   control: ControlPlane;
   api: FastifyInstance;
   apiAddress: string;
+  /** The cluster's events: `events.recordEvent(type, subject, details)` (src/node/event-log.ts). */
+  events: EventLog;
   /** Graceful: hands leadership away when leading, then closes API, transport and storage. */
   stop(): Promise<void>;
 }
@@ -98,11 +106,20 @@ export interface StartOptions {
    * the node behaves as an older release would: tests of rolling upgrades use it.
    */
   featureLevelMax?: number;
+  /**
+   * false: the node writes none of its observations (leader elected, member added, ...) to the
+   * cluster's event stream in the store; they stay in its own ring (GET /v1/events?local). For
+   * tests that compare the store with an expected one.
+   */
+  clusterEvents?: boolean;
 }
 
-export async function startNode(config: NodeConfig, log: Logger, opts: StartOptions = {}): Promise<RunningNode> {
+export async function startNode(config: NodeConfig, log: Logger | ProcessLogger, opts: StartOptions = {}): Promise<RunningNode> {
   const levelMax = opts.featureLevelMax ?? featureLevelMax;
   const identity = loadIdentity(config.dataDir);
+  // Every later line names the node, with its term and role (the role as its leaderChange events say).
+  const ref: { node?: RaftNode; role: string } = { role: 'starting' };
+  if ('bindNode' in log) log.bindNode({ name: identity.name, id: identity.id, state: () => ({ term: ref.node?.currentTerm ?? 0, role: ref.role }) });
   const tls = loadTls(config.dataDir);
   const metrics = new Registry();
   const fsync = metrics.histogram('shoal_storage_sync_duration_seconds', 'Duration of synced storage writes (one per Ready batch).', latencyBuckets);
@@ -118,7 +135,6 @@ export async function startNode(config: NodeConfig, log: Logger, opts: StartOpti
     throw err;
   }
   // The transport asks the node's membership; the node needs the transport: tie the knot by reference.
-  const ref: { node?: RaftNode } = {};
   const transport = new WsTransport({
     nodeId: identity.id, clusterId: identity.clusterId, listen: splitHostPort(config.peer.listen), tls,
     protocolVersion, protocolVersionsSupported: { min: 1, max: protocolVersion }, softwareVersion, featureLevelMax: levelMax, logger: log,
@@ -145,18 +161,23 @@ export async function startNode(config: NodeConfig, log: Logger, opts: StartOpti
     proposalsPendingMax: config.limits.proposalsPendingMax, readsPendingMax: config.limits.readsPendingMax, diskStallMs: config.limits.diskStallMs,
   });
   ref.node = node;
-  registerNodeMetrics(metrics, node);
+  node.on('leaderChange', ({ role }) => { ref.role = role; });
+  registerNodeMetrics(metrics, node, { identity, softwareVersion, electionTimeoutMs: config.raft.electionTimeoutMs, dataDir: config.dataDir });
+  const observeLoops = registerControlMetrics(metrics, store);
   metrics.gauge({ ...PEER_MESSAGES_DROPPED_METRIC, type: 'counter', read: () => inboundDropSamples(transport.inboundDrops()) });
   const stopRuntimeMetrics = registerRuntimeMetrics(metrics);
+  // Before the node starts: it counts the stored events, then follows every change from the first.
+  const events = new EventLog({ node, store, identity, log });
   try {
     await transport.start();
   } catch (err) {
     await storage.close();
     throw listenError('peer.listen', config.peer.listen, err);
   }
+  ref.role = 'follower';
   await node.start();
   const control = new ControlPlane({
-    node, store, clusterId: identity.clusterId, log, health: config.control, runtime: makeRuntime(config),
+    node, store, clusterId: identity.clusterId, log, health: config.control, runtime: makeRuntime(config), observeLoops,
     imageGc: { graceMs: config.runtime.imageGcGraceMs, pinned: config.runtime.imagesPinned, ledgerFile: path.join(config.dataDir, 'images-pulled.json') },
     identity: {
       id: identity.id, name: identity.name, apiAddress: config.api.listen, peerAddress: config.peer.listen, softwareVersion,
@@ -171,9 +192,17 @@ export async function startNode(config: NodeConfig, log: Logger, opts: StartOpti
     take: () => snapshotFileParts(node, store, identity.clusterId),
   });
   backups.start();
+  const clusterEvents = opts.clusterEvents ?? true;
+  const stopNodeEvents = watchNodeEvents(node, events, { clusterEvents });
+  // The control plane's changes are only cluster events: a node told to write none records none.
+  const stopControlEvents = clusterEvents ? watchControlEvents(node, store, events) : () => {};
+  const stopEventSources = (): void => {
+    stopNodeEvents();
+    stopControlEvents();
+  };
   const api = buildApi({
     node: node, store, clusterId: identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax,
-    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), runtime: control.runtime,
+    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), runtime: control.runtime, events,
     limits: {
       ...apiLimitsDefault, connectionsMax: config.limits.connectionsMax, watchStreamsMax: config.limits.watchStreamsMax,
       watchStreamsPerClientMax: config.limits.watchStreamsPerClientMax, snapshotDownloadsMax: config.limits.snapshotDownloadsMax,
@@ -185,6 +214,8 @@ export async function startNode(config: NodeConfig, log: Logger, opts: StartOpti
   } catch (err) {
     await backups.close();
     await control.close();
+    stopEventSources();
+    events.close();
     await node.stop();
     stopRuntimeMetrics();
     throw listenError('api.listen', config.api.listen, err);
@@ -193,7 +224,7 @@ export async function startNode(config: NodeConfig, log: Logger, opts: StartOpti
   const apiAddress = typeof addr === 'object' && addr !== null ? `${apiListen.host}:${addr.port}` : config.api.listen;
   let stopping: Promise<void> | undefined;
   return {
-    identity, node, store, api, apiAddress, control,
+    identity, node, store, api, apiAddress, control, events,
     stop: () => {
       stopping ??= (async () => {
         // The loops and the agent first: they propose through the node. Containers keep running.
@@ -204,6 +235,8 @@ export async function startNode(config: NodeConfig, log: Logger, opts: StartOpti
         // before the node itself stops (docs/operations.md, "Graceful stop").
         await node.handOff();
         await closeApiGracefully(api, config.limits.apiDrainMs);
+        stopEventSources();
+        events.close();
         await node.stop();
         stopRuntimeMetrics();
       })();
@@ -228,33 +261,4 @@ function listenError(key: string, address: string, err: unknown): ShoalError {
     : e.code === 'EADDRNOTAVAIL' ? 'it is not an address of this machine'
       : e.code === 'EACCES' ? 'permission denied (ports below 1024 need root)' : e.message;
   return new ShoalError('address_in_use', `cannot listen on ${address} (${key}): ${why}; change ${key} in the config or stop what holds it`, { key, address, errno: e.code ?? null });
-}
-
-function registerNodeMetrics(metrics: Registry, node: RaftNode): void {
-  const st = () => node.status();
-  const one = (value: number) => [{ value }];
-  metrics.gauge({ name: 'shoal_raft_term', help: 'Current Raft term.', type: 'gauge', read: () => one(st().term) });
-  metrics.gauge({ name: 'shoal_raft_is_leader', help: '1 if this node is the leader.', type: 'gauge', read: () => one(node.isLeader ? 1 : 0) });
-  metrics.gauge({ name: 'shoal_raft_leader_changes_total', help: 'Leader changes seen by this node.', type: 'counter', read: () => one(node.leaderChanges) });
-  metrics.gauge({ name: 'shoal_raft_commit_index', help: 'Highest log index known committed.', type: 'gauge', read: () => one(st().commit) });
-  metrics.gauge({ name: 'shoal_raft_applied_index', help: 'Highest log index applied to the store.', type: 'gauge', read: () => one(node.appliedIndex) });
-  metrics.gauge({ name: 'shoal_raft_apply_lag_entries', help: 'Committed entries not yet applied.', type: 'gauge', read: () => one(Math.max(0, st().commit - node.appliedIndex)) });
-  metrics.gauge({
-    name: 'shoal_peer_lag_entries', help: 'Entries a member is behind the leader (leader only).', type: 'gauge',
-    read: () => {
-      const s = st();
-      return Object.entries(s.progress ?? {}).filter(([id]) => id !== s.id).map(([id, pr]) => ({ labels: { peer: id }, value: Math.max(0, s.lastIndex - pr.match) }));
-    },
-  });
-  metrics.gauge({
-    name: 'shoal_peer_rtt_seconds', help: 'Latest round-trip time to each peer.', type: 'gauge',
-    read: () => node.peerStats().filter((p) => p.rttMs !== null).map((p) => ({ labels: { peer: p.id }, value: (p.rttMs ?? 0) / 1000 })),
-  });
-  metrics.gauge({
-    name: 'shoal_peer_connected', help: '1 if the outbound connection to the peer is up.', type: 'gauge',
-    read: () => node.peerStats().map((p) => ({ labels: { peer: p.id }, value: p.connected ? 1 : 0 })),
-  });
-  metrics.gauge({ name: 'shoal_raft_snapshot_index', help: 'Log index of the newest snapshot this node holds.', type: 'gauge', read: () => one(node.latestSnapshotIndex) });
-  metrics.add(node.proposalLatency);
-  metrics.add(node.snapshotDuration);
 }

@@ -6,6 +6,8 @@ import type { FastifyInstance } from 'fastify';
 import { DocumentStore } from '../../fsm/index.ts';
 import { buildApi, type ApiContext, type ApiLimits } from '../../src/api/app.ts';
 import { Registry } from '../../src/node/metrics.ts';
+import { EventLog } from '../../src/node/event-log.ts';
+import { silentLogger } from '../../src/log.ts';
 import { MemoryNodeStorage } from '../../src/node/node-storage.ts';
 import { RaftNode } from '../../src/node/raft-node.ts';
 import { bootstrapSnapshotData } from '../../src/node/server.ts';
@@ -70,6 +72,7 @@ export async function singleNode(opts: SingleNodeOptions = {}): Promise<SingleNo
   const ctx: ApiContext = {
     node, store, clusterId: 'test-cluster', softwareVersion: '0.0.0-test', bodyBytesMax: opts.bodyBytesMax ?? 64 * 1024,
     proposalTimeoutMs: 2000, metrics, streams: new Set(), ...(opts.limits !== undefined ? { limits: opts.limits } : {}),
+    events: new EventLog({ node, store, identity: { id: 'solo', name: 'solo' }, log: silentLogger }),
   };
   const app = buildApi(ctx);
   await app.ready();

@@ -51,6 +51,7 @@ const cases: Record<string, Case> = {
   'cluster promote': { badFlag: ['cluster', 'promote', 'n2', '--bogus', ...nowhere], missing: ['cluster', 'promote', ...nowhere] },
   'cluster remove': { badFlag: ['cluster', 'remove', 'n2', '--bogus', ...nowhere], missing: ['cluster', 'remove', ...nowhere] },
   'cluster transfer-leader': { badFlag: ['cluster', 'transfer-leader', '--bogus', ...nowhere], missing: ['cluster', 'transfer-leader', '--to', ...nowhere] },
+  events: { badFlag: ['events', '--bogus', ...nowhere], missing: ['events', 'extra', ...nowhere] },
   snapshot: { badFlag: ['snapshot', '--bogus'], missing: ['snapshot'] },
   'snapshot save': { badFlag: ['snapshot', 'save', 'f.snap', '--bogus', ...nowhere], missing: ['snapshot', 'save', ...nowhere] },
   'snapshot restore': { badFlag: ['snapshot', 'restore', 'f.snap', '--bogus'], missing: ['snapshot', 'restore', 'f.snap', '--name', 'r1'] },

@@ -8,6 +8,7 @@ import { planApply } from '../../src/control/apply.ts';
 import { toTransactions } from '../../src/control/changes.ts';
 import { controlFeatureLevel } from '../../src/control/collections.ts';
 import { ControlPlane } from '../../src/control/control-plane.ts';
+import type { PassReport } from '../../src/control/leader-run.ts';
 import { ControlStateReader, type ControlState } from '../../src/control/state.ts';
 import { parseSpecs } from '../../src/control/spec/index.ts';
 import { systemClock } from '../../src/executor/clock.ts';
@@ -20,6 +21,8 @@ interface Member {
   store: DocumentStore;
   control: ControlPlane;
   runtime: MemoryRuntime;
+  /** The passes of its leader loops, as its metrics see them. */
+  passes: PassReport[];
 }
 
 let cluster: MemoryCluster | undefined;
@@ -35,12 +38,13 @@ const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
 function attach(t: TestNode, runtime: MemoryRuntime): Member {
   const store = t.sm as DocumentStore;
+  const passes: PassReport[] = [];
   const control = new ControlPlane({
-    node: t.node, store, clusterId: 'c1', runtime, health: { suspectAfterMs: 500, downAfterMs: 3_000 }, log: quiet,
+    node: t.node, store, clusterId: 'c1', runtime, health: { suspectAfterMs: 500, downAfterMs: 3_000 }, log: quiet, observeLoops: (p) => passes.push(p),
     identity: { id: t.id, name: t.id.replace('node', 'n'), apiAddress: `memory:${t.id}`, peerAddress: `memory:${t.id}`, softwareVersion: 'test', capacity: { cpuMillis: 4000, memoryBytes: 8 << 30 }, labels: {} },
   });
   control.start();
-  return { t, store, control, runtime };
+  return { t, store, control, runtime, passes };
 }
 
 async function start(): Promise<void> {
@@ -90,6 +94,11 @@ describe('the control plane, in process', () => {
     expect(new Set(r.map((x) => x.node)).size).toBe(3);
     expect(r.map((x) => x.slot).sort()).toEqual([1, 2, 3]);
     for (const m of members) expect((await m.runtime.list({ 'io.shoal.node': m.t.id })).filter((c) => c.state === 'running')).toHaveLength(1);
+    // The loops' passes, reported to the metrics by the node that ran them (the leader).
+    const passes = members.flatMap((m) => m.passes);
+    expect(new Set(passes.map((p) => p.loop))).toEqual(new Set(['service', 'placement', 'nodes']));
+    expect(passes.filter((p) => p.loop === 'placement' && p.outcome === 'done').reduce((n, p) => n + p.placements, 0)).toBe(3);
+    expect(passes.every((p) => p.seconds >= 0 && (p.outcome === 'error') === (p.code !== undefined))).toBe(true);
   });
 
   it('replaces the tasks of a node that goes silent past the down timeout, raising its epoch', async () => {

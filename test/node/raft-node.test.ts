@@ -147,7 +147,7 @@ describe('RaftNode', () => {
     for (let i = 30; i < 60; i++) await leader.node.propose(put(`k${i}`, `${i}`));
     await waitFor('a snapshot on every node', () => cluster.nodes.every((n) => n.node.latestSnapshotIndex >= 50));
     await waitFor('the leader\'s log compacted', () => leader.storage.log.firstIndex() > first);
-    expect(leader.node.snapshotDuration.render()).toMatch(/^shoal_snapshot_duration_seconds_count 1$/m);
+    expect(await leader.node.snapshotDuration.render()).toMatch(/^shoal_snapshot_duration_seconds_count 1$/m);
   });
 
   it('takes the snapshot once snapshotIntervalMs has passed, scaled by the node\'s random factor', async () => {

@@ -8,26 +8,37 @@ function value(text: string, series: string): number {
   return Number(line.split(' ')[1]);
 }
 
+/** The sum of a family's samples whose series starts with `prefix` (e.g. every kind of a histogram's _count). */
+function total(text: string, prefix: string): number {
+  return text.split('\n').filter((l) => l.startsWith(prefix)).reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+}
+
 describe('runtime metrics', () => {
   it('report an event-loop stall and garbage-collection pauses', async () => {
     const metrics = new Registry();
     const stop = registerRuntimeMetrics(metrics);
     try {
       await new Promise((r) => setTimeout(r, 50));
-      metrics.render(); // start a fresh window (its first 10 ms sample only sets the baseline)
+      await metrics.render(); // start a fresh window (its first 10 ms sample only sets the baseline)
       await new Promise((r) => setTimeout(r, 30));
       // Hold the loop for 120 ms, and make garbage while doing it.
       const until = performance.now() + 120;
       let junk: unknown[] = [];
       while (performance.now() < until) junk = junk.length > 100_000 ? [] : [...junk, { n: junk.length }];
       await new Promise((r) => setTimeout(r, 50));
-      const text = metrics.render();
-      expect(text).toContain('# TYPE shoal_event_loop_delay_seconds gauge');
+      const text = await metrics.render();
+      expect(text).toContain('# TYPE shoal_event_loop_delay_seconds summary');
+      expect(value(text, 'shoal_event_loop_delay_seconds_count')).toBeGreaterThan(0);
       expect(value(text, 'shoal_event_loop_delay_seconds{quantile="1"}')).toBeGreaterThanOrEqual(0.09);
-      expect(value(text, 'shoal_gc_pause_seconds_count')).toBeGreaterThan(0);
+      // prom-client's garbage-collection histogram, by kind, with shoal's finer buckets.
+      expect(total(text, 'nodejs_gc_duration_seconds_count{')).toBeGreaterThan(0);
+      expect(text).toContain('nodejs_gc_duration_seconds_bucket{le="0.0005"');
+      // The process's default metrics come along.
+      expect(text).toContain('# TYPE process_cpu_seconds_total counter');
+      expect(text).toContain('# TYPE nodejs_heap_size_used_bytes gauge');
       // The window restarts at each scrape: the stall is not reported twice.
       await new Promise((r) => setTimeout(r, 60));
-      expect(value(metrics.render(), 'shoal_event_loop_delay_seconds{quantile="1"}')).toBeLessThan(0.09);
+      expect(value(await metrics.render(), 'shoal_event_loop_delay_seconds{quantile="1"}')).toBeLessThan(0.09);
     } finally {
       stop();
     }

@@ -79,7 +79,7 @@ describe('the in-memory transport', () => {
     b.injectValue('a', 'not a message');
     const metrics = new Registry();
     metrics.gauge({ ...PEER_MESSAGES_DROPPED_METRIC, type: 'counter', read: () => inboundDropSamples(b.inboundDrops()) });
-    const text = metrics.render();
+    const text = await metrics.render();
     expect(text).toContain('# TYPE shoal_peer_messages_dropped_total counter');
     expect(text).toContain('shoal_peer_messages_dropped_total{reason="malformed"} 1');
     for (const reason of INBOUND_DROP_REASONS) expect(text).toContain(`shoal_peer_messages_dropped_total{reason="${reason}"}`);
