@@ -99,7 +99,9 @@ afterAll(async () => {
 describe('DockerRuntime: logs', () => {
   it("reads a container's stdout and stderr as lines, with Docker's times; tail and since select", async () => {
     const rt = runtime();
-    const id = await rt.create(spec({ command: ['sh', '-c', 'echo out1; echo err1 >&2; echo out2; sleep 1; echo late; exec sleep 300'] }));
+    const id = await rt.create(spec({ command: ['sh', '-c', 'echo out1; sleep 0.3; echo err1 >&2; sleep 0.3; echo out2; sleep 1; echo late; exec sleep 300'] }));
+    // Pauses between the lines: stdout and stderr are two pipes, and Docker orders lines of the
+    // two only by when it read them (the same instant read in either order).
     const before = Date.now();
     await rt.start(id);
     await waitFor('four lines', async () => (await readAll(rt, id)).length === 4);
