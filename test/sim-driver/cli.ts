@@ -9,12 +9,13 @@ const usage = `usage: npm run sim:driver -- [--seeds N] [--from K] [--seed S] [-
   --seeds N   run N seeds (default 200) from --from (default 1)
   --seed S    run the one seed S, print its scenario, stats and failures
   --verbose   with --seed: print the whole trace as it runs
+  --lying-disks  plant a bug (disks lose synced writes in a crash) to see the checkers fail
 exit code: 0 all seeds passed, 1 some seed failed, 2 usage error`;
 
-interface Args { from: number; count: number; verbose: boolean }
+interface Args { from: number; count: number; verbose: boolean; lyingDisks: boolean }
 
 function parseArgs(argv: string[]): Args | string {
-  const a: Args = { from: 1, count: 200, verbose: false };
+  const a: Args = { from: 1, count: 200, verbose: false, lyingDisks: false };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const num = (): number => {
@@ -26,6 +27,7 @@ function parseArgs(argv: string[]): Args | string {
     else if (flag === '--from') a.from = num();
     else if (flag === '--seed') { a.from = num(); a.count = 1; }
     else if (flag === '--verbose') a.verbose = true;
+    else if (flag === '--lying-disks') a.lyingDisks = true;
     else if (flag === '--help' || flag === '-h') return 'help';
     else throw new Error(`unknown argument ${flag ?? ''}`);
   }
@@ -54,7 +56,7 @@ async function main(): Promise<number> {
   const failed: SeedResult[] = [];
   const started = Date.now();
   for (let seed = args.from; seed < args.from + args.count; seed++) {
-    const r = await runSeed(seed, args.verbose && single ? { onTrace: (l) => console.log(l) } : {});
+    const r = await runSeed(seed, { lyingDisks: args.lyingDisks, ...(args.verbose && single ? { onTrace: (l: string) => console.log(l) } : {}) });
     if (single) console.log(`${r.scenario}\n${JSON.stringify(r.stats)}\ntrace ${r.traceHash.slice(0, 16)}`);
     if (r.failures.length > 0) { failed.push(r); console.log(formatFailure(r)); }
   }

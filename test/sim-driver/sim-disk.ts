@@ -48,6 +48,8 @@ export class SimDisk implements NodeStorage {
   private snapshotsCreating = new Set<Promise<void>>();
   private crashed = false;
   speed: DiskSpeed = normalDisk;
+  /** Saves called and not yet completed (the simulator counts what the driver does meanwhile). */
+  savesPending = 0;
 
   constructor(private readonly id: string, private readonly base: MemoryStorage, kept: WalRecord[], private readonly prng: SeededPrng) {
     this.log = cloneStorage(base);
@@ -56,10 +58,14 @@ export class SimDisk implements NodeStorage {
     this.synced = kept.length;
   }
 
-  /** The records a crash now leaves on the disk; this disk fails every write from here on. */
-  crash(): WalRecord[] {
+  /**
+   * The records a crash now leaves on the disk; this disk fails every write from here on. A
+   * `lying` disk (the checkers' own test) may lose synced records too.
+   */
+  crash(lying = false): WalRecord[] {
     this.crashed = true;
-    const keep = this.synced + this.prng.nextInt(this.wal.length - this.synced + 1);
+    const floor = lying ? 0 : this.synced;
+    const keep = floor + this.prng.nextInt(this.wal.length - floor + 1);
     return this.wal.slice(0, keep);
   }
 
@@ -69,11 +75,12 @@ export class SimDisk implements NodeStorage {
   }
 
   save(batch: PersistBatch, opts: { sync: boolean }): Promise<void> {
+    this.savesPending++;
     return this.enqueue(async () => {
       const rec: WalRecord = { kind: 'save', batch: { ...batch, entries: [...batch.entries] } };
       await this.write(rec, opts.sync);
       replay(this.log, rec);
-    });
+    }).finally(() => { this.savesPending--; });
   }
 
   async createSnapshot(index: number, confState: ConfState, data: Uint8Array): Promise<void> {

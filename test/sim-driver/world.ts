@@ -38,6 +38,12 @@ export class World {
   private readonly crashing = new Set<RaftNode>();
   readonly streams: { net: SeededPrng; disk: SeededPrng; nodes: SeededPrng; nemesis: SeededPrng; clients: SeededPrng };
   crashes = 0;
+  /** Appends a leader sent before its own write of them completed; entries applied while a save was pending. */
+  sendsBeforeWrite = 0;
+  appliesDuringWrite = 0;
+
+  /** Disks that lose synced writes in a crash: a bug the checkers must catch (their own test). */
+  lyingDisks = false;
 
   constructor(readonly scenario: Scenario, private readonly onTrace?: (line: string) => void) {
     const root = new SeededPrng(scenario.seed ^ 0x5eed_d21e);
@@ -69,8 +75,20 @@ export class World {
 
   private async boot(id: string, disk: SimDisk, lives: number): Promise<void> {
     const s = this.scenario;
-    const kv = new RecordingKv(id, this.safety);
+    const kv = new RecordingKv(id, {
+      applied: (node, e) => {
+        if (disk.savesPending > 0) this.appliesDuringWrite++;
+        this.safety.applied(node, e);
+      },
+      restored: (node) => this.safety.restored(node),
+    });
     const transport = this.net.transport(id);
+    const send = transport.send.bind(transport);
+    transport.send = (m) => {
+      const last = m.entries[m.entries.length - 1];
+      if (m.type === 'app' && last !== undefined && last.index > disk.log.lastIndex()) this.sendsBeforeWrite++;
+      send(m);
+    };
     await transport.start();
     let started: Promise<void> = Promise.resolve();
     const node = withEntropy(this.streams.nodes, () => {
@@ -112,7 +130,7 @@ export class World {
     this.crashing.add(node);
     m.node = undefined;
     this.crashes++;
-    const kept = m.disk.crash();
+    const kept = m.disk.crash(this.lyingDisks);
     this.log(`${id} crashed (keeps ${kept.length} log records)`);
     void m.transport.close();
     // The driver's own fatal-error path stops the ticker and the loop and fails what is pending,
