@@ -7,6 +7,14 @@ import { KvStateMachine } from '../node/kv-state-machine.ts';
 import type { SeededPrng } from '../../src/raft/prng.ts';
 import type { HistoryEvent } from '../faults/history.ts';
 import type { World } from './world.ts';
+import { ShoalError } from '../../src/errors.ts';
+
+/** Codes with which the driver says a write was certainly not applied (src/node/raft-node.ts). */
+const notAppliedCodes = new Set(['no_leader', 'proposal_dropped', 'overloaded', 'feature_not_enabled', 'bad_request', 'stale_term']);
+
+function describe(err: unknown): string {
+  return err instanceof ShoalError ? err.code : (err as Error).message;
+}
 
 /** An event before its time is stamped (distributes over the union). */
 type Untimed<T> = T extends unknown ? Omit<T, 'time'> : never;
@@ -69,14 +77,16 @@ export class Clients {
       pending = m.node.propose(KvStateMachine.encode({ op: 'put', key, value }));
     } catch (err) {
       // Refused before it reached the core: nothing was proposed.
-      return this.done({ type: 'fail', process, key, op: 'write', value, node, error: (err as Error).message });
+      return this.done({ type: 'fail', process, key, op: 'write', value, node, error: describe(err) });
     }
     try {
       const r = await pending;
       this.acks.push({ key, value, index: r.index, node });
       return this.done({ type: 'ok', process, key, op: 'write', value, node });
     } catch (err) {
-      return this.done({ type: 'info', process, key, op: 'write', value, node, error: (err as Error).message });
+      // The driver's word that nothing was changed is taken, and so checked by the history.
+      const definite = err instanceof ShoalError && notAppliedCodes.has(err.code);
+      return this.done({ type: definite ? 'fail' : 'info', process, key, op: 'write', value, node, error: describe(err) });
     }
   }
 
@@ -89,7 +99,7 @@ export class Clients {
     try {
       await m.node.readBarrier();
     } catch (err) {
-      return this.done({ type: 'fail', process, key, op: 'read', node, error: (err as Error).message });
+      return this.done({ type: 'fail', process, key, op: 'read', node, error: describe(err) });
     }
     return this.done({ type: 'ok', process, key, op: 'read', value: kv.get(key)?.value ?? null, node });
   }
@@ -97,7 +107,8 @@ export class Clients {
   private record(u: Untimed<HistoryEvent>): void {
     const e = { ...u, time: ++this.eventTime } as HistoryEvent;
     this.history.push(e);
-    this.world.log(`client p${e.process} ${e.type} ${e.op} ${e.key}${'value' in e ? ` ${String(e.value)}` : ''} on ${e.node ?? '?'}`);
+    const error = 'error' in e && e.error !== undefined ? ` (${e.error})` : '';
+    this.world.log(`client p${e.process} ${e.type} ${e.op} ${e.key}${'value' in e ? ` ${String(e.value)}` : ''} on ${e.node ?? '?'}${error}`);
   }
 
   private done(e: Untimed<HistoryEvent> & { type: 'ok' | 'fail' | 'info' }): 'ok' | 'fail' | 'info' {

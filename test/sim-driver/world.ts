@@ -97,7 +97,7 @@ export class World {
         heartbeatIntervalTicks: 1, proposalTimeoutMs: s.proposalTimeoutMs, snapshotEntries: s.snapshotEntries,
         snapshotIntervalMs: s.snapshotIntervalMs, logKeepEntries: s.logKeepEntries, diskStallMs: s.diskStallMs,
         random: () => this.streams.nodes.nextFloat(),
-        logger: { debug() {}, info: () => {}, warn: (m) => this.log(`${id} warn ${m}`), error: (m) => this.log(`${id} error ${m.split('\n')[0] ?? ''}`) },
+        logger: { debug() {}, info: (m) => this.log(`${id} info ${m}`), warn: (m) => this.log(`${id} warn ${m}`), error: (m) => this.log(`${id} error ${m.split('\n')[0] ?? ''}`) },
       });
       started = n.start();
       return n;
