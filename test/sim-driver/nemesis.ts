@@ -14,7 +14,9 @@ export class Nemesis {
   private stopped = false;
   private partitioned = false;
   readonly counts = new Map<NemesisAction, number>();
+  /** Restarts and graceful stops under way (heal waits for them). */
   private readonly restarts = new Set<Promise<void>>();
+  private readonly stopping = new Set<string>();
 
   constructor(private readonly world: World, private readonly prng: SeededPrng) {}
 
@@ -56,12 +58,20 @@ export class Nemesis {
         this.later(lasting(), () => { w.log('nemesis: heal partition'); w.net.heal(); this.partitioned = false; });
         return;
       }
-      case 'crash': {
-        const down = ids.length - w.up().length;
+      case 'crash':
+      case 'stop': {
+        const down = ids.length - w.up().length + this.stopping.size;
         if (down >= (ids.length - 1) / 2) return;
-        const id = pick(w.up().map((m) => m.id));
-        w.crash(id);
-        this.later(this.prng.nextInt(800), () => this.restart(id));
+        const id = pick(w.up().map((m) => m.id).filter((x) => !this.stopping.has(x)));
+        const after = (): void => this.later(this.prng.nextInt(800), () => this.restart(id));
+        if (a === 'crash') {
+          w.crash(id);
+          after();
+          return;
+        }
+        this.stopping.add(id);
+        const p = w.stop(id).then(after).finally(() => { this.stopping.delete(id); this.restarts.delete(p); });
+        this.restarts.add(p);
         return;
       }
       case 'reset': {

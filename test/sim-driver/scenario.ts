@@ -29,9 +29,9 @@ export interface Scenario {
   readRate: number;
 }
 
-export type NemesisAction = 'partition' | 'isolate' | 'crash' | 'reset' | 'slowDisk' | 'stallDisk' | 'slowNet' | 'transfer';
+export type NemesisAction = 'partition' | 'isolate' | 'crash' | 'stop' | 'reset' | 'slowDisk' | 'stallDisk' | 'slowNet' | 'transfer';
 
-const actions: NemesisAction[] = ['partition', 'isolate', 'crash', 'reset', 'slowDisk', 'stallDisk', 'slowNet', 'transfer'];
+const actions: NemesisAction[] = ['partition', 'isolate', 'crash', 'stop', 'reset', 'slowDisk', 'stallDisk', 'slowNet', 'transfer'];
 
 export function drawScenario(seed: number): Scenario {
   const p = new SeededPrng(seed);

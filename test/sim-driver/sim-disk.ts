@@ -69,6 +69,12 @@ export class SimDisk implements NodeStorage {
     return this.wal.slice(0, keep);
   }
 
+  /** A clean stop: every record written stays (the process exited; the kernel flushes). */
+  closeClean(): WalRecord[] {
+    this.crashed = true;
+    return [...this.wal];
+  }
+
   /** A new life of this disk after a crash that kept `kept`. */
   reopen(kept: WalRecord[], prng: SeededPrng): SimDisk {
     return new SimDisk(this.id, this.base, kept, prng);

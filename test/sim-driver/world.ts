@@ -139,6 +139,20 @@ export class World {
     m.disk = m.disk.reopen(kept, this.streams.disk.fork());
   }
 
+  /** A graceful stop through the driver's own stop() (a leader hands leadership over first). */
+  async stop(id: string): Promise<void> {
+    const m = this.members.get(id);
+    if (m?.node === undefined) return;
+    const node = m.node;
+    this.log(`${id} stopping gracefully`);
+    await node.stop();
+    if (m.node !== node) return; // crashed meanwhile
+    m.node = undefined;
+    const kept = m.disk.closeClean();
+    this.log(`${id} stopped (keeps ${kept.length} log records)`);
+    m.disk = m.disk.reopen(kept, this.streams.disk.fork());
+  }
+
   async restart(id: string): Promise<void> {
     const m = this.members.get(id);
     if (m === undefined || m.node !== undefined) return;
