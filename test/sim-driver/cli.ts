@@ -56,9 +56,10 @@ async function main(): Promise<number> {
   const failed: SeedResult[] = [];
   const started = Date.now();
   for (let seed = args.from; seed < args.from + args.count; seed++) {
+    const t0 = Date.now();
     const r = await runSeed(seed, { lyingDisks: args.lyingDisks, ...(args.verbose && single ? { onTrace: (l: string) => console.log(l) } : {}) });
     if (single) console.log(`${r.scenario}\n${JSON.stringify(r.stats)}\ntrace ${r.traceHash.slice(0, 16)}`);
-    if (r.failures.length > 0) { failed.push(r); console.log(formatFailure(r)); }
+    if (r.failures.length > 0) { failed.push(r); console.log(`${formatFailure(r)}\n  (${Date.now() - t0} ms)`); }
   }
   console.log(`${args.count - failed.length}/${args.count} seeds passed (${args.from}..${args.from + args.count - 1}) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   for (const r of failed) console.log(`failing seed ${r.seed}: ${replayCommand(r.seed)}`);

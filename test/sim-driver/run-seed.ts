@@ -68,7 +68,7 @@ export async function runSeed(seed: number, opts: RunOptions = {}): Promise<Seed
   } finally {
     clock.uninstall();
   }
-  failures.push(...world.safety.violations, ...endState(world, clients));
+  failures.push(...capped(world.safety.violations), ...endState(world, clients));
   const lin = checkLinearizable(clients.history, { timeoutMs: 20_000 });
   if (lin.ok === false) failures.push(`linearizability: key ${lin.key}: ${lin.reason} (culprit ${JSON.stringify(lin.culprit)})`);
   if (lin.ok === 'unknown') world.log(`linearizability: unknown for ${lin.key} (${lin.reason})`);
@@ -112,7 +112,11 @@ function endState(world: World, clients: Clients): string[] {
       if (rev < a.index) lost.push(`end: acknowledged write ${a.key}=${a.value} (index ${a.index}, on ${a.node}) missing on ${m.id} (rev ${rev})`);
     }
   }
-  const shownMax = 5;
-  if (lost.length > shownMax) lost.splice(shownMax, lost.length, `end: and ${lost.length - shownMax} more acknowledged writes missing`);
-  return [...out, ...lost];
+  return [...out, ...capped(lost)];
+}
+
+/** The first few of a list of findings, and how many more (a broken run finds thousands). */
+function capped(findings: string[], shownMax = 6): string[] {
+  if (findings.length <= shownMax) return findings;
+  return [...findings.slice(0, shownMax), `... and ${findings.length - shownMax} more like these`];
 }

@@ -39,6 +39,9 @@ export function drawScenario(seed: number): Scenario {
   const weights = Object.fromEntries(actions.map((a) => [a, p.chance(0.8) ? 1 + p.nextInt(4) : 0])) as Record<NemesisAction, number>;
   const stalls = p.chance(0.5);
   if (!stalls) weights.stallDisk = 0;
+  // A quarter of the seeds are storms: a fault every few tens of ms, crashes among the likeliest.
+  const storm = p.chance(0.25);
+  if (storm) weights.crash += 4;
   return {
     seed,
     size: p.chance(0.6) ? 3 : 5,
@@ -50,7 +53,7 @@ export function drawScenario(seed: number): Scenario {
     logKeepEntries: p.nextInt(12),
     proposalTimeoutMs: pick([300, 1000, 2000]),
     diskStallMs: stalls ? 200 + p.nextInt(200) : 0,
-    nemesisEveryMs: 50 + p.nextInt(350),
+    nemesisEveryMs: storm ? 15 + p.nextInt(50) : 50 + p.nextInt(300),
     weights,
     clients: 2 + p.nextInt(4),
     keys: 1 + p.nextInt(4),

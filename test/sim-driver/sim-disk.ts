@@ -64,8 +64,8 @@ export class SimDisk implements NodeStorage {
    */
   crash(lying = false): WalRecord[] {
     this.crashed = true;
-    const floor = lying ? 0 : this.synced;
-    const keep = floor + this.prng.nextInt(this.wal.length - floor + 1);
+    // A lying disk acknowledged syncs without making them durable: it keeps any prefix.
+    const keep = lying ? this.prng.nextInt(this.synced + 1) : this.synced + this.prng.nextInt(this.wal.length - this.synced + 1);
     return this.wal.slice(0, keep);
   }
 
