@@ -1,9 +1,10 @@
 // The driver simulator in the default test run: a fixed range of seeds (SHOAL_SIM_DRIVER_SEEDS,
-// default 100) must keep every safety property and recover; a seed replays to the same trace;
+// default 100) and the regression seeds must keep every safety property and recover; a seed replays to the same trace;
 // the seeds exercise what the simulator is for; and the checkers catch a planted bug.
 
 import { describe, expect, it } from 'vitest';
 import { formatFailure } from './cli.ts';
+import { regressionSeeds } from './regression-seeds.ts';
 import { runSeed, type SeedStats } from './run-seed.ts';
 
 const seedsTotal = Number(process.env.SHOAL_SIM_DRIVER_SEEDS ?? 100);
@@ -11,9 +12,9 @@ const blockSize = 25;
 const blockTimeoutMs = 240_000;
 const totals = new Map<keyof SeedStats, number>();
 
-async function runSeeds(from: number, to: number): Promise<void> {
+async function runSeeds(seeds: number[]): Promise<void> {
   const failed: string[] = [];
-  for (let seed = from; seed <= to; seed++) {
+  for (const seed of seeds) {
     const r = await runSeed(seed);
     for (const [k, v] of Object.entries(r.stats) as [keyof SeedStats, number][]) totals.set(k, (totals.get(k) ?? 0) + v);
     if (r.failures.length > 0) failed.push(formatFailure(r));
@@ -21,10 +22,18 @@ async function runSeeds(from: number, to: number): Promise<void> {
   expect(failed, failed.join('\n')).toEqual([]);
 }
 
+function range(from: number, to: number): number[] {
+  return Array.from({ length: to - from + 1 }, (_, i) => from + i);
+}
+
 describe('the real driver under the simulator', () => {
   for (let from = 1; from <= seedsTotal; from += blockSize) {
     const to = Math.min(seedsTotal, from + blockSize - 1);
-    it(`seeds ${from}..${to} keep every safety property and recover`, () => runSeeds(from, to), blockTimeoutMs);
+    it(`seeds ${from}..${to} keep every safety property and recover`, () => runSeeds(range(from, to)), blockTimeoutMs);
+  }
+  const outside = regressionSeeds.map((r) => r.seed).filter((s) => s > seedsTotal);
+  if (outside.length > 0) {
+    it(`regression seeds ${outside.join(', ')} keep every safety property and recover`, () => runSeeds(outside), blockTimeoutMs);
   }
 
   it('exercised what it is for across the seeds', () => {
