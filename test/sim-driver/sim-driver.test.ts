@@ -1,13 +1,14 @@
 // The driver simulator in the default test run: a fixed range of seeds (SHOAL_SIM_DRIVER_SEEDS,
-// default 100) and the regression seeds must keep every safety property and recover; a seed replays to the same trace;
-// the seeds exercise what the simulator is for; and the checkers catch a planted bug.
+// default 200) and the regression seeds must keep every safety property and recover; a seed
+// replays to the same trace; the seeds exercise what the simulator is for; and the checkers
+// catch a planted bug.
 
 import { describe, expect, it } from 'vitest';
 import { formatFailure } from './cli.ts';
 import { regressionSeeds } from './regression-seeds.ts';
 import { runSeed, type SeedStats } from './run-seed.ts';
 
-const seedsTotal = Number(process.env.SHOAL_SIM_DRIVER_SEEDS ?? 100);
+const seedsTotal = Number(process.env.SHOAL_SIM_DRIVER_SEEDS ?? 200);
 const blockSize = 25;
 const blockTimeoutMs = 240_000;
 const totals = new Map<keyof SeedStats, number>();
@@ -54,11 +55,9 @@ describe('the real driver under the simulator', () => {
   }, 60_000);
 
   it('catches disks that lose synced writes', async () => {
-    // Seeds 6 and 8 pass with honest disks (above); with lying ones, 6 loses acknowledged
-    // writes and 8 applies two different entries at one index.
-    const six = await runSeed(6, { lyingDisks: true });
-    expect(six.failures.some((f) => f.includes('acknowledged write'))).toBe(true);
-    const eight = await runSeed(8, { lyingDisks: true });
-    expect(eight.failures.some((f) => f.startsWith('state machine safety'))).toBe(true);
-  }, 120_000);
+    // Seed 8 passes with honest disks (above); with lying ones two nodes apply different
+    // entries at one index (seeds 1, 6, 13 and 29 lose acknowledged writes too, more slowly).
+    const r = await runSeed(8, { lyingDisks: true });
+    expect(r.failures.some((f) => f.startsWith('state machine safety'))).toBe(true);
+  }, 60_000);
 });
