@@ -1,6 +1,7 @@
 // A simulated network behind the driver's Transport port, within the rules the real transport
 // (transport/ws-transport.ts: one TCP connection per direction and pair) keeps: messages on one
-// link arrive in the order sent, after a delay the seed draws; links reorder against each other;
+// link arrive in the order sent, after a delay the seed draws, except a snapshot, which later
+// messages may overtake while it streams; links reorder against each other;
 // nothing is duplicated; a message is lost only with its connection (a reset, a partition, a
 // crash), and then its sender hears the peer is unreachable ('disconnected') and a snapshot on
 // it fails. Every message is a deep copy, checked on arrival as the real transport checks it
@@ -106,6 +107,14 @@ export class SimNetwork {
     const epoch = link.epoch;
     const now = performance.now();
     const at = Math.max(now + this.drawMs(), link.lastAt);
+    // A snapshot streams in chunks behind the messages sent after it (transport/peer-link.ts
+    // sends messages before snapshot chunks): it arrives after the messages sent before it, and
+    // later ones may overtake it.
+    if (m.type === 'snap') {
+      const copy = structuredClone(m);
+      setTimeout(() => this.deliver(from, copy, epoch), at - now + 1 + this.prng.nextInt(40));
+      return;
+    }
     link.lastAt = at;
     const copy = structuredClone(m);
     setTimeout(() => this.deliver(from, copy, epoch), at - now);
