@@ -4,11 +4,11 @@
 
 import { runSeed, type SeedResult } from './run-seed.ts';
 
-const usage = `usage: npm run sim:driver -- [--seeds N] [--from K] [--seed S] [--verbose]
+const usage = `usage: npm run sim:driver -- [--seeds N] [--from K] [--seed S] [--verbose] [--lying-disks]
 
-  --seeds N   run N seeds (default 200) from --from (default 1)
-  --seed S    run the one seed S, print its scenario, stats and failures
-  --verbose   with --seed: print the whole trace as it runs
+  --seeds N      run N seeds (default 200) from --from (default 1)
+  --seed S       run the one seed S, print its scenario, stats and failures
+  --verbose      with --seed: print the whole trace as it runs
   --lying-disks  plant a bug (disks lose synced writes in a crash) to see the checkers fail
 exit code: 0 all seeds passed, 1 some seed failed, 2 usage error`;
 
