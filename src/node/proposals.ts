@@ -120,6 +120,16 @@ export class ProposalBook {
     return any;
   }
 
+  /**
+   * This node installed a snapshot: a proposal in flight may have been applied inside it, where
+   * this node never saw it, so neither a newer applied term nor the deadline proves any more that
+   * it was not. Proposing it again could apply the write twice: those in flight keep their one
+   * attempt, and answer when it applies here or end with an unknown outcome.
+   */
+  snapshotInstalled(): void {
+    for (const p of this.pending.values()) if (p.stampedTerm !== null) p.reproposable = false;
+  }
+
   /** Removes and returns a proposal (it was applied, failed or timed out). */
   take(seq: number): PendingProposal | undefined {
     const p = this.pending.get(seq);

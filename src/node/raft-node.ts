@@ -871,6 +871,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
 
   private applySnapshot(index: number, term: number, data: Uint8Array): void {
     this.restoreState(data);
+    this.book.snapshotInstalled();
     this.applied = index;
     this.lastAppliedTerm = term;
     this.snapshotIndex = index;

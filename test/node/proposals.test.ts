@@ -50,6 +50,20 @@ describe('the proposal book', () => {
     expect(book.reproposed).toBe(3);
   });
 
+  it('never proposes again a proposal in flight when a snapshot is installed (it may be inside)', () => {
+    const book = new ProposalBook();
+    const inFlight = pending();
+    const queued = pending();
+    book.add(1, inFlight);
+    book.takeQueued(4);
+    book.add(2, queued);
+    book.snapshotInstalled();
+    expect([inFlight.reproposable, queued.reproposable]).toEqual([false, true]);
+    book.takeQueued(5);
+    expect(book.reproposeOlderThan(6)).toBe(true);
+    expect(book.takeQueued(6).map((q) => q.seq)).toEqual([2]);
+  });
+
   it('scans again when a proposal is stamped below the last scanned term', () => {
     const book = new ProposalBook();
     expect(book.reproposeOlderThan(6)).toBe(false);
