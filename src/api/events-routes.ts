@@ -16,6 +16,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { matchesTypes, type ClusterEvent, type EventScope } from '../node/event-log.ts';
 import type { ApiPluginOptions } from './app.ts';
+import { openEventStream } from './sse-stream.ts';
 import { validate } from './validate.ts';
 import { refuseFutureCursor } from './watch-routes.ts';
 
@@ -23,7 +24,6 @@ import { refuseFutureCursor } from './watch-routes.ts';
 const typesMax = 16;
 /** A consumer this far behind is cut off; it resumes from its last id. */
 const bufferedBytesMax = 1024 * 1024;
-const keepaliveMs = 15_000;
 
 const typeName = '[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)*';
 /** One ?type value: event types separated by commas ("member,leader.elected"). */
@@ -83,23 +83,14 @@ export const eventsRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, { 
     const unsubscribeRestore = scope === 'cluster' ? ctx.store.subscribeRestore(() => raw.end()) : () => {};
     const last = backlog[backlog.length - 1]?.cursor ?? after;
     reply.hijack();
-    raw.writeHead(200, {
-      'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive',
-      'x-shoal-events-scope': scope, 'x-shoal-events-oldest': String(events.oldest(scope)),
-    });
-    raw.write(`: ${scope} events after ${after}\n\n${backlog.map(formatEvent).join('')}event: sync\ndata: ${JSON.stringify({ cursor: last })}\n\n`);
-    const keepalive = setInterval(() => raw.write(': keepalive\n\n'), keepaliveMs);
-    const end = (): void => {
-      raw.end();
-    };
-    const stop = (): void => {
-      release();
-      clearInterval(keepalive);
-      unsubscribe();
-      unsubscribeRestore();
-      ctx.streams.delete(end);
-    };
-    ctx.streams.add(end);
-    raw.once('close', stop);
+    openEventStream(
+      ctx, raw, { 'x-shoal-events-scope': scope, 'x-shoal-events-oldest': String(events.oldest(scope)) },
+      `: ${scope} events after ${after}\n\n${backlog.map(formatEvent).join('')}event: sync\ndata: ${JSON.stringify({ cursor: last })}\n\n`,
+      () => {
+        release();
+        unsubscribe();
+        unsubscribeRestore();
+      },
+    );
   });
 };

@@ -9,12 +9,12 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { WatchEvent, WatchFilter } from '../../fsm/types.ts';
 import type { ApiContext, ApiPluginOptions } from './app.ts';
+import { openEventStream } from './sse-stream.ts';
 import { watchHeaders, watchQuery } from './request-schemas.ts';
 import { badRequest, validate } from './validate.ts';
 
 /** A consumer this far behind is cut off; it resumes from its last id. */
 const bufferedBytesMax = 8 * 1024 * 1024;
-const keepaliveMs = 15_000;
 
 export function matches(ev: WatchEvent, f: WatchFilter): boolean {
   if (f.collection !== undefined && ev.collection !== f.collection) return false;
@@ -82,20 +82,10 @@ export const watchRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, { c
       }
     });
     reply.hijack();
-    raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-shoal-watch-from': String(after) });
-    raw.write(`: watching after rev ${after}\n\n${formatEvents(backlog)}`);
-    const keepalive = setInterval(() => raw.write(': keepalive\n\n'), keepaliveMs);
-    const end = (): void => {
-      raw.end();
-    };
-    const stop = (): void => {
+    openEventStream(ctx, raw, { 'x-shoal-watch-from': String(after) }, `: watching after rev ${after}\n\n${formatEvents(backlog)}`, () => {
       release();
-      clearInterval(keepalive);
       unsubscribe();
       unsubscribeRestore();
-      ctx.streams.delete(end);
-    };
-    ctx.streams.add(end);
-    raw.once('close', stop);
+    });
   });
 };
