@@ -1,9 +1,9 @@
 // GET /v1/events and `shoal events` on a real node: the retained events, the sync marker, live
 // events after it, cursors, type filters, the node's own events, and refusals.
 
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SseParser, type SseMessage } from '../../src/cli/watch-stream.ts';
-import { main } from '../../src/cli/main.ts';
+import { inProcess } from '../cli/in-process.ts';
 import { oneNode, type OneNode } from './one-node.ts';
 import { waitFor } from '../transport/helpers.ts';
 
@@ -187,37 +187,25 @@ describe('GET /v1/events', () => {
   });
 });
 
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const out = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => { stdout += `${a.join(' ')}\n`; });
-  const err = vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => { stderr += `${a.join(' ')}\n`; });
-  try {
-    return { code: await main(args), stdout, stderr };
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-  }
-}
 
 describe('shoal events', () => {
   it('prints the retained events, one line each, and exits', async () => {
-    const r = await cli('events', '--addr', n.running.apiAddress, '--type', 'leader');
+    const r = await inProcess('events', '--addr', n.running.apiAddress, '--type', 'leader');
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(new RegExp(`^\\S+Z  leader\\.elected\\s+${n.running.identity.id}  term=\\d+  \\(by solo, term \\d+\\)$`, 'm'));
   });
 
   it('prints JSON lines with --json, and the node\'s own events with --local', async () => {
-    const r = await cli('events', '--addr', n.running.apiAddress, '--json', '--local', '--type', 'leader.changed');
+    const r = await inProcess('events', '--addr', n.running.apiAddress, '--json', '--local', '--type', 'leader.changed');
     expect(r.code, r.stderr).toBe(0);
     const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines[0]).toMatchObject({ scope: 'local', type: 'leader.changed', nodeName: 'solo' });
   });
 
   it('refuses a bad --type or --after as usage errors (exit 2), and says when no node answers (exit 3)', async () => {
-    expect((await cli('events', '--type', 'Bad Type')).code).toBe(2);
-    expect((await cli('events', '--after', 'soon')).code).toBe(2);
-    const down = await cli('events', '--addr', '127.0.0.1:1');
+    expect((await inProcess('events', '--type', 'Bad Type')).code).toBe(2);
+    expect((await inProcess('events', '--after', 'soon')).code).toBe(2);
+    const down = await inProcess('events', '--addr', '127.0.0.1:1');
     expect(down.code).toBe(3);
     expect(down.stderr).toContain('cannot reach 127.0.0.1:1');
   });
