@@ -19,7 +19,7 @@ export function ClusterView({ confirm }: { confirm: (c: Confirmation) => void })
       <div><dt>Commit / applied</dt><dd>${view.commitIndex} / ${view.appliedIndex}</dd></div>
       <div><dt>Failure tolerance</dt><dd data-testid="tolerance">${ft.tolerance} of ${ft.voters} voters (${ft.healthy} healthy)</dd></div>
       <div><dt>Feature level</dt><dd>${view.featureLevel}</dd></div>
-      <div><dt>Answered by</dt><dd>${view.node} (${view.view} view)</dd></div>
+      <div><dt>Answered by</dt><dd>${view.members.find((m) => m.id === view.node)?.name ?? view.node} (${view.view === 'leader' ? "the leader's view" : 'its own view: no leader reachable'})</dd></div>
     </dl>
     <div class="scroll"><table>
       <caption>Members</caption>
