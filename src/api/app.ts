@@ -11,7 +11,9 @@ import type { Runtime } from '../executor/runtime.ts';
 import { registerApiMetrics, type ApiBounds } from './api-metrics.ts';
 import { applyRoutes } from './apply-routes.ts';
 import { Refusals, Slots } from './bounds.ts';
+import { browseRoutes } from './browse-routes.ts';
 import { clusterRoutes } from './cluster-routes.ts';
+import { consoleRoutes } from './console-routes.ts';
 import { ConnectionLimit } from './connection-limit.ts';
 import { docsRoutes } from './docs-routes.ts';
 import { clientErrorHandler, sendError, toShoalError } from './error-reply.ts';
@@ -149,10 +151,11 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   });
   for (const plugin of [
     healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, snapshotRoutes, metricsRoutes, openApiRoutes,
-    applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes,
+    applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes, browseRoutes,
   ]) {
     void app.register(plugin, { ctx, limits, bounds });
   }
+  void app.register(consoleRoutes, {});
   return app;
 }
 

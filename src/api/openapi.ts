@@ -193,6 +193,22 @@ function logPaths(): Json {
   };
 }
 
+function browsePaths(): Json {
+  const history = { type: 'object', properties: { collection: { type: 'string' }, id: { type: 'string' }, oldestRev: { type: 'integer' }, rev: { type: 'integer' }, items: { type: 'array', items: { type: 'object', properties: { rev: { type: 'integer' }, type: { enum: ['put', 'delete'] }, doc: { type: 'object' } } } } } };
+  const collections = { type: 'object', properties: { items: { type: 'array', items: { type: 'object', properties: { name: { type: 'string' }, documents: { type: 'integer' } } } }, rev: { type: 'integer' } } };
+  const file = (type: string) => ({ 200: { description: type }, 304: { description: 'Not modified (If-None-Match)' }, ...errors });
+  return {
+    '/v1/collections': { get: { summary: 'The collections that hold documents, with their document counts', ...strict, parameters: parametersOf(readQuery, 'query'), responses: { 200: json(collections), ...errors } } },
+    '/v1/docs/{collection}/{id}/history': {
+      get: { summary: "A document's retained changes, oldest first (as far back as the event tail reaches)", ...strict, parameters: [...parametersOf(docParams, 'path'), ...parametersOf(readQuery, 'query')], responses: { 200: json(history), ...errors } },
+    },
+    '/ui': { get: { summary: 'The web console (redirects to /ui/)', responses: { 308: { description: 'Redirect to /ui/' } } } },
+    '/ui/': { get: { summary: "The web console's page", responses: file('text/html') } },
+    '/ui/app.js': { get: { summary: "The web console's script", responses: file('text/javascript') } },
+    '/ui/app.css': { get: { summary: "The web console's style sheet", responses: file('text/css') } },
+  };
+}
+
 function nodePaths(): Json {
   const probe = json({ type: 'object', required: ['ok'], properties: { ok: { type: 'boolean' }, code: { type: 'string' }, reason: { type: 'string' }, version: { type: 'string' } } });
   return {
@@ -214,7 +230,7 @@ export function openApiDocument(version: string): Json {
         NodeRecord: schemaOf(nodeRecordSchema), ServiceRecord: schemaOf(serviceRecordSchema), TaskRecord: schemaOf(taskRecordSchema), TaskStatus: schemaOf(taskStatusSchema),
       },
     },
-    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...logPaths(), ...nodePaths() },
+    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...logPaths(), ...browsePaths(), ...nodePaths() },
   };
 }
 

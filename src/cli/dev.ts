@@ -202,10 +202,15 @@ async function waitForLeader(nodes: DevNode[], timeoutMs: number): Promise<strin
   return null;
 }
 
+/** The web console on the first node (every node serves one). */
+function consoleUrl(nodes: DevNode[]): string {
+  return `http://${nodes[0]?.apiAddress ?? '127.0.0.1:7101'}/ui/`;
+}
+
 function printReady(dataDir: string, nodes: DevNode[], pids: Record<string, number | null>, leader: string | null, socket: string, runtime: RuntimeKind, json: boolean): void {
   if (json) {
     console.log(JSON.stringify({
-      event: 'ready', dataDir, control: socket, leader, runtime,
+      event: 'ready', dataDir, control: socket, leader, runtime, console: consoleUrl(nodes),
       nodes: nodes.map((n) => ({ name: n.name, id: n.id, api: `http://${n.apiAddress}`, peer: n.peerAddress, pid: pids[n.name] ?? null, dir: n.dir })),
     }));
     return;
@@ -214,6 +219,7 @@ function printReady(dataDir: string, nodes: DevNode[], pids: Record<string, numb
   const lines = [`\nshoal dev: ${nodes.length} node${nodes.length === 1 ? '' : 's'} running; data in ${dataDir}`];
   for (const n of nodes) lines.push(`  ${n.name}  API http://${n.apiAddress}  peer ${n.peerAddress}  pid ${pids[n.name] ?? '-'}  id ${n.id}`);
   lines.push(leader !== null ? `leader: ${leader}` : 'no leader yet; check the logs above');
+  lines.push(`console: ${consoleUrl(nodes)}    (every node serves it at /ui/)`);
   lines.push(`services run on: ${runtime === 'docker' ? 'Docker (the local daemon)' : runtime === 'memory' ? 'simulated containers in memory (--runtime)' : 'nothing (--runtime none)'}`);
   lines.push(`try:   npx shoal status${nodes[0] !== undefined && nodes[0].apiAddress !== '127.0.0.1:7101' ? ` --addr ${nodes[0].apiAddress}` : ''}`);
   lines.push('       npx shoal apply -f docs/examples/web.yaml    (a service of 3 replicas; then: npx shoal service ps web)');

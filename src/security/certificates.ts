@@ -14,7 +14,7 @@ type CryptoKeyPair = webcrypto.CryptoKeyPair;
 
 // Node's webcrypto is a complete WebCrypto; its TypeScript type is merely declared apart from
 // the DOM one @peculiar/x509 names.
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+x509.cryptoProvider.set(webcrypto as unknown as ReturnType<typeof x509.cryptoProvider.get>);
 
 const KEY_ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256' } as const;
 const SIGNING_ALGORITHM = { name: 'ECDSA', hash: 'SHA-256' } as const;

@@ -94,7 +94,7 @@ async function until(what: string, check: () => boolean): Promise<void> {
   }
 }
 
-interface Ready { event: 'ready'; dataDir: string; leader: string | null; nodes: { name: string; id: string; api: string; pid: number; dir: string }[] }
+interface Ready { event: 'ready'; dataDir: string; leader: string | null; console: string; nodes: { name: string; id: string; api: string; pid: number; dir: string }[] }
 
 describe('shoal dev', () => {
   it('refuses a second cluster on its data or ports, restarts a node, reports a killed one, stops on request', async () => {
@@ -110,6 +110,10 @@ describe('shoal dev', () => {
       expect(ready).toMatchObject({ event: 'ready', dataDir: data });
       expect(ready.nodes.map((n) => [n.name, n.api])).toEqual([['n1', `http://127.0.0.1:${base}`], ['n2', `http://127.0.0.1:${base + 1}`]]);
       expect(ready.nodes.map((n) => n.name)).toContain(ready.leader);
+      expect(ready.console).toBe(`http://127.0.0.1:${base}/ui/`);
+      const consolePage = await fetch(ready.console);
+      expect(consolePage.status).toBe(200);
+      expect(await consolePage.text()).toContain('/ui/app.js');
 
       const same = await run(['dev', '--data', data, '--base-port', String(base), '--nodes', '2', '--json']);
       expect(same.code).toBe(1);
