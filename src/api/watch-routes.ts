@@ -46,7 +46,7 @@ export async function refuseFutureCursor(ctx: ApiContext, after: number, where: 
 }
 
 export const watchRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, { ctx, bounds }) => {
-  app.get('/v1/watch', async (req, reply) => {
+  app.get('/v1/watch', { config: { role: 'reader' } }, async (req, reply) => {
     const v = validate({ query: [watchQuery, req.query], headers: [watchHeaders, req.headers] });
     const filter: WatchFilter = {
       ...(v.query.collection !== undefined ? { collection: v.query.collection } : {}),

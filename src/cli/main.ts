@@ -2,6 +2,7 @@
 
 import { exitCodes, UsageError, wantsJson } from './args.ts';
 import { reportError } from './report.ts';
+import { takeCredentialFlag, useCredentialFlag } from './credential-flag.ts';
 
 export type Run = (argv: string[]) => Promise<number>;
 
@@ -40,6 +41,8 @@ Commands:
 ${Object.entries(commands).map(([name, c]) => `  ${name.padEnd(9)} ${c.summary}`).join('\n')}
 
 Options:
+  --credential FILE  the credential file to use, after the command (else $SHOAL_CONFIG/credential.json,
+                     else ~/.config/shoal/credential.json; docs/security.md)
   --version          print the version (as 'shoal version'; with --json as JSON)
   -h, --help         show this help
 
@@ -64,6 +67,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   let loaded: Command | undefined;
   try {
+    useCredentialFlag(takeCredentialFlag(rest));
     loaded = await command.load();
     return await loaded.run(rest);
   } catch (err) {

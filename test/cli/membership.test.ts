@@ -50,7 +50,7 @@ async function prepare(root: string, name: string, how: { caFrom?: string; boots
   expect(init.code, init.stderr).toBe(0);
   const { id } = JSON.parse(init.stdout) as { id: string };
   const config = {
-    dataDir: '.', api: { listen: api }, peer: { listen: peer }, raft,
+    dataDir: '.', api: { listen: api, insecureLoopback: true }, peer: { listen: peer }, raft,
     ...(how.bootstrapSelf === true ? { bootstrap: [{ id, name, apiAddress: api, peerAddress: peer }] } : {}),
     ...(how.joinApi !== undefined ? { join: { api: how.joinApi } } : {}),
   };

@@ -40,7 +40,7 @@ describe('the npm package', { timeout: 240_000 }, () => {
     const api = `127.0.0.1:${await freePort()}`;
     const peer = `127.0.0.1:${await freePort()}`;
     writeFileSync(path.join(dir, 'shoal.yaml'), stringify({
-      dataDir: '.', api: { listen: api }, peer: { listen: peer }, runtime: { kind: 'none' },
+      dataDir: '.', api: { listen: api, insecureLoopback: true }, peer: { listen: peer }, runtime: { kind: 'none' },
       bootstrap: [{ id: identity.id, name: 'n1', apiAddress: api, peerAddress: peer }],
     }));
     const node = spawn('shoal', ['serve', '--config', path.join(dir, 'shoal.yaml')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
