@@ -50,6 +50,10 @@ declare module 'fastify' {
 /** Collections whose records are for admins only, whichever route reads them. */
 const adminCollections = new Set([credentialsCollection, auditCollection]);
 
+export function isAdminCollection(collection: string): boolean {
+  return adminCollections.has(collection);
+}
+
 const nobody: Caller = { principal: 'anonymous', role: 'reader', via: 'none' };
 
 function unauthenticated(message: string, reason: string): ShoalError {

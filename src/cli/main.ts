@@ -26,6 +26,7 @@ export const commands: Record<string, { load: () => Promise<Command>; summary: s
   task: { load: async () => { const m = await import('./task.ts'); return { run: m.taskCommand, help: m.taskGroupHelp }; }, summary: 'ls tasks; logs of a task' },
   events: { load: async () => { const m = await import('./events.ts'); return { run: m.eventsCommand, help: m.eventsHelp }; }, summary: "the cluster's events (leader elected, member added, unreachable, ...); --watch to follow" },
   snapshot: { load: async () => { const m = await import('./snapshot.ts'); return { run: m.snapshotCommand, help: m.snapshotGroupHelp }; }, summary: 'save a snapshot to a file; ls, inspect; restore one into a new cluster' },
+  credential: { load: async () => { const m = await import('./credential.ts'); return { run: m.credentialCommand, help: m.credentialGroupHelp }; }, summary: 'create, ls and revoke bearer tokens for the client API (admin)' },
   install: { load: async () => { const m = await import('./install.ts'); return { run: m.installCommand, help: m.installHelp }; }, summary: 'run a node as a systemd service (enable and start it)' },
   uninstall: { load: async () => { const m = await import('./install.ts'); return { run: m.uninstallCommand, help: m.uninstallHelp }; }, summary: "stop and remove a node's systemd service" },
   version: { load: async () => { const m = await import('./version.ts'); return { run: m.versionCommand, help: m.versionHelp }; }, summary: 'print the version of this command (also shoal --version)' },

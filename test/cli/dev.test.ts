@@ -94,7 +94,7 @@ async function until(what: string, check: () => boolean): Promise<void> {
   }
 }
 
-interface Ready { event: 'ready'; dataDir: string; leader: string | null; nodes: { name: string; id: string; api: string; pid: number; dir: string }[] }
+interface Ready { event: 'ready'; dataDir: string; leader: string | null; credential: string; nodes: { name: string; id: string; api: string; pid: number; dir: string }[] }
 
 describe('shoal dev', () => {
   it('refuses a second cluster on its data or ports, restarts a node, reports a killed one, stops on request', async () => {
@@ -108,7 +108,11 @@ describe('shoal dev', () => {
     try {
       const ready = await dev.event() as unknown as Ready;
       expect(ready).toMatchObject({ event: 'ready', dataDir: data });
-      expect(ready.nodes.map((n) => [n.name, n.api])).toEqual([['n1', `http://127.0.0.1:${base}`], ['n2', `http://127.0.0.1:${base + 1}`]]);
+      expect(ready.nodes.map((n) => [n.name, n.api])).toEqual([['n1', `https://127.0.0.1:${base}`], ['n2', `https://127.0.0.1:${base + 1}`]]);
+      // The admin credential is written where the CLI finds it ($SHOAL_CONFIG, set for every test file).
+      expect(ready.credential).toBe(path.join(process.env.SHOAL_CONFIG ?? '', 'credential.json'));
+      const status = await run(['status', '--addr', `127.0.0.1:${base}`, '--json']);
+      expect(status.code, status.stderr).toBe(0);
       expect(ready.nodes.map((n) => n.name)).toContain(ready.leader);
 
       const same = await run(['dev', '--data', data, '--base-port', String(base), '--nodes', '2', '--json']);

@@ -63,7 +63,8 @@ describe('the client API over TLS', () => {
   it('refuses a forged principal header from a client: 403 forbidden (forged_principal), nothing written', async () => {
     const before = revision();
     const reader = { caPem: c.ca.certPem, cert: await issueClientCert(c.ca, { principal: 'rita', role: 'reader' }) };
-    for (const headers of [{ 'x-shoal-principal': 'alice' }, { 'x-shoal-principal': 'node:x', 'x-shoal-role': 'admin' }, { 'x-shoal-role': 'admin' }]) {
+    const forged: Record<string, string>[] = [{ 'x-shoal-principal': 'alice' }, { 'x-shoal-principal': 'node:x', 'x-shoal-role': 'admin' }, { 'x-shoal-role': 'admin' }];
+    for (const headers of forged) {
       const r = await call(node(), { ...reader, headers }, 'PUT', '/v1/docs/sec/forged', { a: 1 });
       expect(r.status, JSON.stringify(headers)).toBe(403);
       expect(r.body).toMatchObject({ code: 'forbidden', details: { reason: 'forged_principal' } });

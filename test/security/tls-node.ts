@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Agent } from 'undici';
 import { parseConfig } from '../../src/node/config.ts';
-import { initNode, loadIdentity, type Identity } from '../../src/node/identity.ts';
+import { initNode, type Identity } from '../../src/node/identity.ts';
 import { startNode, type RunningNode } from '../../src/node/server.ts';
 import { silentLogger } from '../../src/log.ts';
 import { checkNodeServerIdentity } from '../../src/security/tls-identity.ts';
@@ -27,7 +27,7 @@ export async function tlsCluster(count = 1): Promise<TlsCluster> {
   const dirs = Array.from({ length: count }, (_, i) => path.join(root, `n${i + 1}`));
   const ids: Identity[] = [];
   for (const [i, dir] of dirs.entries()) ids.push(await initNode({ dataDir: dir, name: `n${i + 1}`, ...(i > 0 ? { caFrom: dirs[0] as string } : {}) }));
-  const members = [];
+  const members: { id: string; name: string; apiAddress: string; peerAddress: string }[] = [];
   for (const [i, id] of ids.entries()) members.push({ id: id.id, name: `n${i + 1}`, apiAddress: `127.0.0.1:${await freePort()}`, peerAddress: `127.0.0.1:${await freePort()}` });
   const nodes = await Promise.all(members.map((m, i) => startNode(parseConfig({
     dataDir: dirs[i], api: { listen: m.apiAddress }, peer: { listen: m.peerAddress }, bootstrap: members,
@@ -36,7 +36,6 @@ export async function tlsCluster(count = 1): Promise<TlsCluster> {
   await waitFor('a leader', () => nodes.some((n) => n.node.isLeader) && nodes.every((n) => n.node.leaderId !== ''), 20_000);
   const n1 = dirs[0] as string;
   const ca = { certPem: readFileSync(path.join(n1, 'tls', 'ca.crt'), 'utf8'), keyPem: readFileSync(path.join(n1, 'tls', 'ca.key'), 'utf8') };
-  void loadIdentity;
   return {
     nodes, ca,
     close: async () => {
