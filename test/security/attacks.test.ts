@@ -43,6 +43,8 @@ describe('the client API over TLS', () => {
     expect(r.status).toBe(401);
     expect(r.body).toMatchObject({ code: 'unauthenticated', details: { reason: 'missing' } });
     expect((await call(node(), { caPem: c.ca.certPem }, 'GET', '/v1/docs/sec/one')).status).toBe(401);
+    // fastify's HEAD twin of every GET route is guarded as its GET is.
+    expect((await call(node(), { caPem: c.ca.certPem }, 'HEAD', '/v1/docs/sec/one')).status).toBe(401);
     expect(revision()).toBe(before);
   });
 
