@@ -12,6 +12,8 @@ export default defineConfig({
   test: {
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    // $SHOAL_CONFIG in a fresh directory per file: no test reads or writes ~/.config/shoal.
+    setupFiles: ['test/setup-env.ts'],
     projects: [
       {
         extends: true,

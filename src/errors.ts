@@ -41,6 +41,8 @@ export const errorCatalog = {
   service_manager_failed: { status: 500, retryable: false, summary: 'systemctl refused what shoal install or uninstall asked of it; the message has its output.' },
   task_not_started: { status: 409, retryable: false, summary: 'The task has no container to read logs from yet: it is pending (no node fits) or its node has not started it; details.observed says which. Wait until it runs.' },
   node_unreachable: { status: 503, retryable: true, summary: 'The node that runs the task did not answer, or its container runtime is unavailable; its logs cannot be read right now. details.node names it.' },
+  unauthenticated: { status: 401, retryable: false, summary: 'The request carries no valid credential (details.reason: missing, certificate, token, forwarded_role): a client certificate of this cluster\'s CA or a bearer token is needed (docs/security.md).' },
+  forbidden: { status: 403, retryable: false, summary: 'The caller\'s role may not do this (details.role, details.needed), or the request names a principal of its own (details.reason forged_principal: only nodes may forward one).' },
   internal: { status: 500, retryable: false, summary: 'An unexpected error; it is a bug. The log has details.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;
 

@@ -10,6 +10,8 @@ import { z } from 'zod';
 import { errorCatalog } from '../errors.ts';
 import { nodeRecordSchema, serviceRecordSchema, taskRecordSchema, taskStatusSchema } from '../control/resources.ts';
 import type { ApiContext } from './app.ts';
+import type { RouteTable } from './route-table.ts';
+import { createCredentialBody, credentialParams } from './credentials-routes.ts';
 import {
   applyBody, applyQuery, availabilityBody, labelsBody, nodeParams, readOnlyQuery, scaleBody, serviceParams, taskParams, tasksQuery,
 } from './control-schemas.ts';
@@ -220,6 +222,17 @@ function nodePaths(): Json {
   };
 }
 
+function securityPaths(): Json {
+  const credential = { type: 'object', properties: { id: { type: 'string' }, principal: { type: 'string' }, role: { type: 'string' }, createdBy: { type: 'string' }, createdAtMs: { type: 'integer' }, label: { type: ['string', 'null'] }, rev: { type: 'integer' } } };
+  return {
+    '/v1/credentials': {
+      post: { summary: 'Create a bearer token (shown once in the answer)', ...strict, parameters: parametersOf(noQuery, 'query'), requestBody: jsonBody(schemaOf(createCredentialBody)), responses: { 201: json({ ...credential, properties: { ...credential.properties, token: { type: 'string' } } }), ...errors } },
+      get: { summary: 'List bearer tokens (never their secrets)', ...strict, parameters: parametersOf(readQuery, 'query'), responses: { 200: json({ type: 'object', properties: { items: { type: 'array', items: credential }, rev: { type: 'integer' } } }), ...errors } },
+    },
+    '/v1/credentials/{id}': { delete: { summary: 'Revoke a bearer token', ...strict, parameters: [...parametersOf(credentialParams, 'path'), ...parametersOf(noQuery, 'query')], responses: { 200: json({ type: 'object' }), ...errors } } },
+  };
+}
+
 export function openApiDocument(version: string): Json {
   return {
     openapi: '3.1.0',
@@ -230,12 +243,30 @@ export function openApiDocument(version: string): Json {
         NodeRecord: schemaOf(nodeRecordSchema), ServiceRecord: schemaOf(serviceRecordSchema), TaskRecord: schemaOf(taskRecordSchema), TaskStatus: schemaOf(taskStatusSchema),
       },
     },
-    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...logPaths(), ...browsePaths(), ...nodePaths() },
+    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...logPaths(), ...browsePaths(), ...nodePaths(), ...securityPaths() },
   };
 }
 
-export const openApiRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
-  const doc = openApiDocument(ctx.softwareVersion);
-  app.get('/docs', async () => doc);
-  app.get('/docs/openapi.json', async () => doc);
+/**
+ * Names on each operation the role its route declares (`x-shoal-role`), read from the routes as
+ * registered: the document cannot claim a role the server does not enforce.
+ */
+export function withRoles(doc: Json, routes: RouteTable): Json {
+  const paths = doc.paths as Record<string, Record<string, Json>>;
+  for (const [p, ops] of Object.entries(paths)) {
+    const url = p.replace(/\{([^}]+)\}/g, ':$1');
+    for (const [method, op] of Object.entries(ops)) {
+      const role = routes.roleOf(method, url);
+      if (role !== undefined) op['x-shoal-role'] = role;
+    }
+  }
+  return doc;
+}
+
+export const openApiRoutes: FastifyPluginAsync<{ ctx: ApiContext; routes: RouteTable }> = async (app, { ctx, routes }) => {
+  // Built at the first request: by then every plugin has registered its routes.
+  let doc: Json | undefined;
+  const document = (): Json => (doc ??= withRoles(openApiDocument(ctx.softwareVersion), routes));
+  app.get('/docs', { config: { role: 'public' } }, async () => document());
+  app.get('/docs/openapi.json', { config: { role: 'public' } }, async () => document());
 };

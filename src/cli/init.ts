@@ -8,6 +8,8 @@ import { stringify } from 'yaml';
 import { configSchema, splitHostPort } from '../node/config.ts';
 import { initNode, nodeNamePattern, nodeNameRule } from '../node/identity.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
+import { userCredentialFile } from './credential-file.ts';
+import { writeAdminCredential } from './credential-issue.ts';
 
 /** Defaults for a real node, clear of `shoal dev`'s ports (7101-7107 API, 7201-7207 peer). */
 export const initApiDefault = '127.0.0.1:7100';
@@ -17,7 +19,9 @@ export const initHelp = `Usage: shoal init --data DIR --name NAME [--ca-from DIR
 
 Creates a node's data directory: a stable random node id, the cluster CA (for the first node of
 a new cluster) or a certificate signed by an existing cluster's CA (--ca-from), and DIR/shoal.yaml,
-a config file for 'shoal serve'. The flags are checked first; a bad one writes nothing.
+a config file for 'shoal serve'. The flags are checked first; a bad one writes nothing. A new
+cluster's first node also writes an admin credential for the local user to
+$SHOAL_CONFIG/credential.json (else ~/.config/shoal/credential.json), which the CLI finds.
 
 Options:
   --data DIR         data directory to create (required)
@@ -74,7 +78,10 @@ export async function initCommand(argv: string[]): Promise<number> {
   if (!existsSync(configFile)) {
     writeFileSync(configFile, stringify({ dataDir: '.', api: { listen: values.api }, peer: { listen: values.peer } }));
   }
-  if (values.json) console.log(JSON.stringify({ ...identity, dataDir: path.resolve(data), config: path.resolve(configFile) }));
-  else console.log(`initialized node ${identity.name} (${identity.id}) of cluster ${identity.clusterId} in ${data}\nconfig: ${configFile}\napi ${values.api}, peer ${values.peer}`);
+  // The founder holds the CA key: it makes the local user's admin credential, which the CLI finds.
+  const credential = values['ca-from'] === undefined ? userCredentialFile() : null;
+  if (credential !== null) await writeAdminCredential(data, [values.api], [credential]);
+  if (values.json) console.log(JSON.stringify({ ...identity, dataDir: path.resolve(data), config: path.resolve(configFile), credential }));
+  else console.log(`initialized node ${identity.name} (${identity.id}) of cluster ${identity.clusterId} in ${data}\nconfig: ${configFile}\napi ${values.api}, peer ${values.peer}${credential !== null ? `\nadmin credential: ${credential}` : ''}`);
   return exitCodes.ok;
 }

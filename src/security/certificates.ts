@@ -17,7 +17,7 @@ type CryptoKeyPair = webcrypto.CryptoKeyPair;
 x509.cryptoProvider.set(webcrypto as unknown as ReturnType<typeof x509.cryptoProvider.get>);
 
 const KEY_ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256' } as const;
-const SIGNING_ALGORITHM = { name: 'ECDSA', hash: 'SHA-256' } as const;
+export const SIGNING_ALGORITHM = { name: 'ECDSA', hash: 'SHA-256' } as const;
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** Backdate notBefore so a peer whose clock runs a little behind still accepts a fresh cert. */
 const CLOCK_SKEW_MS = 5 * 60 * 1000;
@@ -105,7 +105,7 @@ function subjectAltNames(nodeId: NodeId, hosts: string[]): x509.JsonGeneralName[
   return names;
 }
 
-function validity(options: CaOptions, defaultDays: number): { notBefore: Date; notAfter: Date } {
+export function validity(options: CaOptions, defaultDays: number): { notBefore: Date; notAfter: Date } {
   const validDays = options.validDays ?? defaultDays;
   if (!(validDays > 0)) throw new RangeError(`validDays must be positive, got ${validDays}`);
   const now = (options.now ?? new Date()).getTime();
@@ -113,22 +113,22 @@ function validity(options: CaOptions, defaultDays: number): { notBefore: Date; n
 }
 
 /** 16 random bytes with the top bit cleared: a positive serial, as RFC 5280 requires. */
-function randomSerial(): string {
+export function randomSerial(): string {
   const bytes = webcrypto.getRandomValues(new Uint8Array(16));
   bytes[0] = (bytes[0] ?? 0) & 0x7f;
   return Buffer.from(bytes).toString('hex');
 }
 
-async function generateKeys(): Promise<CryptoKeyPair> {
+export async function generateKeys(): Promise<CryptoKeyPair> {
   return webcrypto.subtle.generateKey(KEY_ALGORITHM, true, ['sign', 'verify']);
 }
 
-async function exportKeyPem(key: CryptoKey): Promise<string> {
+export async function exportKeyPem(key: CryptoKey): Promise<string> {
   const der = await webcrypto.subtle.exportKey('pkcs8', key);
   return x509.PemConverter.encode(der, 'PRIVATE KEY');
 }
 
-async function importKeyPem(keyPem: string): Promise<CryptoKey> {
+export async function importKeyPem(keyPem: string): Promise<CryptoKey> {
   const der = x509.PemConverter.decodeFirst(keyPem);
   return webcrypto.subtle.importKey('pkcs8', der, KEY_ALGORITHM, false, ['sign']);
 }

@@ -16,6 +16,7 @@ import { snapshotGroup } from '../../src/cli/snapshot.ts';
 import { nodeGroup } from '../../src/cli/node.ts';
 import { serviceGroup } from '../../src/cli/service.ts';
 import { taskGroup } from '../../src/cli/task.ts';
+import { credentialGroup } from '../../src/cli/credential.ts';
 import { inProcess } from './in-process.ts';
 
 interface Case {
@@ -78,6 +79,10 @@ const cases: Record<string, Case> = {
   task: { badFlag: ['task', '--bogus'], missing: ['task'] },
   'task ls': { badFlag: ['task', 'ls', '--bogus', ...nowhere], missing: ['task', 'ls', 'extra', ...nowhere] },
   'task logs': { badFlag: ['task', 'logs', 'abc', '--bogus', ...nowhere], missing: ['task', 'logs', ...nowhere] },
+  credential: { badFlag: ['credential', '--bogus'], missing: ['credential'] },
+  'credential create': { badFlag: ['credential', 'create', '--principal', 'p', '--role', 'reader', '--bogus', ...nowhere], missing: ['credential', 'create', '--role', 'reader', ...nowhere] },
+  'credential ls': { badFlag: ['credential', 'ls', '--bogus', ...nowhere], missing: ['credential', 'ls', 'extra', ...nowhere] },
+  'credential revoke': { badFlag: ['credential', 'revoke', '0123456789abcdef', '--bogus', ...nowhere], missing: ['credential', 'revoke', ...nowhere] },
 };
 
 
@@ -96,7 +101,7 @@ describe('usage errors under --json', () => {
     const all = [
       ...Object.keys(commands),
       ...devSubcommands.map((s) => `dev ${s}`),
-      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
+      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, credentialGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
     ];
     expect(Object.keys(cases).sort()).toEqual(all.sort());
   });
