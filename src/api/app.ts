@@ -31,6 +31,9 @@ import { badRequest } from './validate.ts';
 import { watchRoutes } from './watch-routes.ts';
 import { eventsRoutes } from './events-routes.ts';
 import type { EventLog } from '../node/event-log.ts';
+import type { CaAuthority } from '../security/authority.ts';
+import { joinRoutes } from './join-routes.ts';
+import { tokenRoutes } from './token-routes.ts';
 
 export { errorBody, toShoalError, type ErrorBody } from './error-reply.ts';
 export { apiLimitsDefault, type ApiLimits } from './limits.ts';
@@ -51,6 +54,8 @@ export interface ApiContext {
   runtime?: Runtime | null;
   /** The cluster's events (GET /v1/events); absent, the route is not served. */
   events?: EventLog;
+  /** The cluster CA as this node holds it (join tokens, joins); absent, those routes answer ca_key_unavailable. */
+  security?: CaAuthority;
 }
 
 /** What every plugin is registered with. */
@@ -149,7 +154,7 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   });
   for (const plugin of [
     healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, snapshotRoutes, metricsRoutes, openApiRoutes,
-    applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes,
+    applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes, tokenRoutes, joinRoutes,
   ]) {
     void app.register(plugin, { ctx, limits, bounds });
   }

@@ -16,14 +16,15 @@ type CryptoKeyPair = webcrypto.CryptoKeyPair;
 // the DOM one @peculiar/x509 names.
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
-const KEY_ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256' } as const;
-const SIGNING_ALGORITHM = { name: 'ECDSA', hash: 'SHA-256' } as const;
+export const KEY_ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256' } as const;
+export const SIGNING_ALGORITHM = { name: 'ECDSA', hash: 'SHA-256' } as const;
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** Backdate notBefore so a peer whose clock runs a little behind still accepts a fresh cert. */
 const CLOCK_SKEW_MS = 5 * 60 * 1000;
 
 export const CA_VALID_DAYS_DEFAULT = 10 * 365;
 export const NODE_CERT_VALID_DAYS_DEFAULT = 5 * 365;
+export const CLIENT_CERT_VALID_DAYS_DEFAULT = 365;
 
 /** A certificate and its private key, both PEM (the key PKCS#8). */
 export interface PemPair {
@@ -64,31 +65,59 @@ export async function createCa(clusterId: string, options: CaOptions = {}): Prom
 }
 
 export async function issueNodeCert(ca: PemPair, nodeId: NodeId, options: NodeCertOptions): Promise<PemPair> {
+  const keys = await generateKeys();
+  const { certPem } = await signNodeKey(ca, nodeId, keys.publicKey, options);
+  return { certPem, keyPem: await exportKeyPem(keys.privateKey) };
+}
+
+/** A certificate the CA signed for a public key it never saw the private half of (a CSR's). */
+export interface SignedCert {
+  certPem: string;
+  /** Lowercase hex, as the deny-list keeps it. */
+  serial: string;
+}
+
+/** Signs a node certificate for `publicKey` (from a CSR, or a key made here): CN and URI SAN name the node. */
+export async function signNodeKey(ca: PemPair, nodeId: NodeId, publicKey: CryptoKey, options: NodeCertOptions): Promise<SignedCert> {
   if (!isValidId(nodeId)) throw new TypeError(`invalid node id ${JSON.stringify(nodeId)}`);
+  return signLeaf(ca, publicKey, `CN=${nodeId}, O=shoal`, options, NODE_CERT_VALID_DAYS_DEFAULT, [
+    new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth]),
+    new x509.SubjectAlternativeNameExtension(subjectAltNames(nodeId, options.hosts)),
+  ]);
+}
+
+/** Signs a client certificate: CN is the principal, OU its role (what the API's authentication reads). */
+export async function signClientKey(ca: PemPair, principal: string, role: string, publicKey: CryptoKey, options: CaOptions = {}): Promise<SignedCert> {
+  if (!isValidId(principal)) throw new TypeError(`invalid principal ${JSON.stringify(principal)}`);
+  return signLeaf(ca, publicKey, `CN=${principal}, OU=${role}, O=shoal`, options, CLIENT_CERT_VALID_DAYS_DEFAULT, [
+    new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth]),
+  ]);
+}
+
+async function signLeaf(ca: PemPair, publicKey: CryptoKey, subject: string, options: CaOptions, defaultDays: number, extensions: x509.Extension[]): Promise<SignedCert> {
   const caCert = new x509.X509Certificate(ca.certPem);
   const caKey = await importKeyPem(ca.keyPem);
-  const keys = await generateKeys();
-  const { notBefore, notAfter } = validity(options, NODE_CERT_VALID_DAYS_DEFAULT);
+  const { notBefore, notAfter } = validity(options, defaultDays);
+  const serial = randomSerial();
   const cert = await x509.X509CertificateGenerator.create({
-    serialNumber: randomSerial(),
-    subject: `CN=${nodeId}, O=shoal`,
+    serialNumber: serial,
+    subject,
     issuer: caCert.subject,
     notBefore,
-    // A node certificate never outlives the CA that vouches for it.
+    // A leaf certificate never outlives the CA that vouches for it.
     notAfter: notAfter < caCert.notAfter ? notAfter : caCert.notAfter,
-    publicKey: keys.publicKey,
+    publicKey,
     signingKey: caKey,
     signingAlgorithm: SIGNING_ALGORITHM,
     extensions: [
       new x509.BasicConstraintsExtension(false, undefined, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth]),
-      new x509.SubjectAlternativeNameExtension(subjectAltNames(nodeId, options.hosts)),
-      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
+      ...extensions,
+      await x509.SubjectKeyIdentifierExtension.create(publicKey),
       await x509.AuthorityKeyIdentifierExtension.create(caCert),
     ],
   });
-  return { certPem: cert.toString('pem'), keyPem: await exportKeyPem(keys.privateKey) };
+  return { certPem: cert.toString('pem'), serial };
 }
 
 /** SHA-256 of the certificate's DER, lowercase hex: what a join token pins. */
@@ -119,16 +148,16 @@ function randomSerial(): string {
   return Buffer.from(bytes).toString('hex');
 }
 
-async function generateKeys(): Promise<CryptoKeyPair> {
+export async function generateKeys(): Promise<CryptoKeyPair> {
   return webcrypto.subtle.generateKey(KEY_ALGORITHM, true, ['sign', 'verify']);
 }
 
-async function exportKeyPem(key: CryptoKey): Promise<string> {
+export async function exportKeyPem(key: CryptoKey): Promise<string> {
   const der = await webcrypto.subtle.exportKey('pkcs8', key);
   return x509.PemConverter.encode(der, 'PRIVATE KEY');
 }
 
-async function importKeyPem(keyPem: string): Promise<CryptoKey> {
+export async function importKeyPem(keyPem: string): Promise<CryptoKey> {
   const der = x509.PemConverter.decodeFirst(keyPem);
   return webcrypto.subtle.importKey('pkcs8', der, KEY_ALGORITHM, false, ['sign']);
 }
