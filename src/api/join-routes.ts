@@ -20,7 +20,7 @@ import { validate } from './validate.ts';
 import { forwardIfFollower } from './write-path.ts';
 
 const idSchema = z.string().refine(isValidId, 'an id is 1-64 of A-Z a-z 0-9 . _ -, starting with a letter or digit');
-const joinBody = z.discriminatedUnion('kind', [
+export const joinBody = z.discriminatedUnion('kind', [
   z.object({
     kind: z.literal('node'), token: z.string().max(200), csr: z.string().max(csrPemBytesMax),
     nodeId: idSchema, name: nodeNameSchema, peerAddress: hostPortSchema, apiAddress: hostPortSchema,

@@ -17,14 +17,14 @@ import { validate } from './validate.ts';
 import { principalOf } from './write-path.ts';
 
 const labelKey = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, 'a label key: 1-63 of A-Z a-z 0-9 . _ -');
-const createBody = z.object({
+export const createTokenBody = z.object({
   role: z.enum(tokenRoles),
   ttlMs: z.number().int().min(1000).max(tokenTtlMsMax).default(tokenTtlMsDefault),
   uses: z.number().int().min(1).max(tokenUsesMax).default(1),
   labels: z.record(labelKey, z.string().max(253)).refine((l) => Object.keys(l).length <= tokenLabelsMax, `at most ${tokenLabelsMax} labels`).default({}),
   clientRole: z.enum(clientRoles).optional(),
 }).strict().refine((b) => b.clientRole === undefined || b.role === 'client', { message: 'clientRole is for client tokens only', path: ['clientRole'] });
-const idParams = z.object({ id: z.string().regex(/^[0-9a-f]{16}$/, 'a token id is 16 hex digits') }).strict();
+export const tokenIdParams = z.object({ id: z.string().regex(/^[0-9a-f]{16}$/, 'a token id is 16 hex digits') }).strict();
 const noQuery = z.object({}).strict();
 
 export function requireAuthority(ctx: ApiContext): CaAuthority {
@@ -50,7 +50,7 @@ export function readToken(ctx: ApiContext, id: string): { record: TokenRecord; r
 
 export const tokenRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
   app.post('/v1/tokens', { config: { role: 'admin' } }, async (req, reply) => {
-    const v = validate({ query: [noQuery, req.query], body: [createBody, req.body ?? {}] });
+    const v = validate({ query: [noQuery, req.query], body: [createTokenBody, req.body ?? {}] });
     const authority = requireAuthority(ctx);
     const token = newToken(authority.fingerprint);
     const now = Date.now();
@@ -76,7 +76,7 @@ export const tokenRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, 
   });
 
   app.delete('/v1/tokens/:id', { config: { role: 'admin' } }, async (req) => {
-    const v = validate({ params: [idParams, req.params], query: [noQuery, req.query] });
+    const v = validate({ params: [tokenIdParams, req.params], query: [noQuery, req.query] });
     await ctx.node.readBarrier();
     const found = readToken(ctx, v.params.id);
     if (found === undefined) throw new ShoalError('not_found', `no join token ${v.params.id}`, { id: v.params.id });
