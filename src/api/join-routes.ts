@@ -12,13 +12,14 @@ import { hostPortSchema, splitHostPort } from '../node/host-port.ts';
 import { confChangeContext, type MemberRecord } from '../node/membership.ts';
 import { nodeNameSchema } from '../node/identity.ts';
 import { isValidId } from '../security/identity.ts';
-import { signClientCsr, signNodeCsr, verifyCsr, csrPemBytesMax } from '../security/csr.ts';
 import { parseToken, redeemRefusal, redemptionTxn, refusalText, type ParsedToken, type RefusalReason, type TokenRecord } from '../security/tokens.ts';
 import type { ApiContext } from './app.ts';
 import { proposeCommand, readToken, requireAuthority } from './token-routes.ts';
 import { validate } from './validate.ts';
 import { forwardIfFollower } from './write-path.ts';
 
+/** A request is a few hundred bytes of PEM (src/security/csr.ts checks the same bound). */
+const csrPemBytesMax = 8 * 1024;
 const idSchema = z.string().refine(isValidId, 'an id is 1-64 of A-Z a-z 0-9 . _ -, starting with a letter or digit');
 export const joinBody = z.discriminatedUnion('kind', [
   z.object({
@@ -29,6 +30,8 @@ export const joinBody = z.discriminatedUnion('kind', [
 ]);
 export type JoinBody = z.infer<typeof joinBody>;
 const noQuery = z.object({}).strict();
+/** The X.509 code loads only when a join comes: every node start would pay a tenth of a second otherwise. */
+const csrCode = (): Promise<typeof import('../security/csr.ts')> => import('../security/csr.ts');
 
 /** The answer to a node's join: what it writes into its data directory. */
 export interface JoinAnswer {
@@ -77,6 +80,7 @@ async function joinNode(ctx: ApiContext, b: Extract<JoinBody, { kind: 'node' }>,
   const authority = requireAuthority(ctx);
   const signer = authority.signer();
   if (signer === undefined) throw new ShoalError('ca_key_unavailable', `this leader (${ctx.node.id}) does not hold the cluster CA key; retry when a voter that holds it leads`);
+  const { verifyCsr, signNodeCsr } = await csrCode();
   const csr = await verifyCsr(b.csr);
   if (csr.commonName !== b.nodeId) throw new ShoalError('bad_request', `the certificate request names ${csr.commonName}, not ${b.nodeId}`, { problems: [{ path: 'body.csr', message: 'CN must be body.nodeId' }] });
   checkNewMember(ctx, b);
@@ -93,6 +97,7 @@ async function joinClient(ctx: ApiContext, b: Extract<JoinBody, { kind: 'client'
   const authority = requireAuthority(ctx);
   const signer = authority.signer();
   if (signer === undefined) throw new ShoalError('ca_key_unavailable', `this leader (${ctx.node.id}) does not hold the cluster CA key; retry when a voter that holds it leads`);
+  const { verifyCsr, signClientCsr } = await csrCode();
   const csr = await verifyCsr(b.csr);
   const record = await redeem(ctx, token, b.name, b.name, from, 'client');
   const clientRole = record.clientRole ?? 'reader';

@@ -33,6 +33,9 @@ import { systemClock } from '../executor/clock.ts';
 import type { Runtime } from '../executor/runtime.ts';
 import { DockerRuntime } from '../executor/docker-runtime.ts';
 import { softwareVersion } from '../version.ts';
+import { fileCaAuthority } from '../security/authority.ts';
+import { Autopilot } from './autopilot.ts';
+import { mintFoundingToken } from '../security/founding-token.ts';
 
 export { softwareVersion };
 
@@ -192,6 +195,11 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     take: () => snapshotFileParts(node, store, identity.clusterId),
   });
   backups.start();
+  const autopilot = new Autopilot({ node, store, log, stabilizationMs: config.autopilot.stabilizationMs });
+  autopilot.start();
+  const security = fileCaAuthority(config.dataDir);
+  // `shoal init` left the first voter token to write once this founding node leads.
+  const founding = mintFoundingToken(node, config.dataDir, log);
   const clusterEvents = opts.clusterEvents ?? true;
   const stopNodeEvents = watchNodeEvents(node, events, { clusterEvents });
   // The control plane's changes are only cluster events: a node told to write none records none.
@@ -202,7 +210,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   };
   const api = buildApi({
     node: node, store, clusterId: identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax,
-    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), runtime: control.runtime, events,
+    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), runtime: control.runtime, events, security,
     limits: {
       ...apiLimitsDefault, connectionsMax: config.limits.connectionsMax, watchStreamsMax: config.limits.watchStreamsMax,
       watchStreamsPerClientMax: config.limits.watchStreamsPerClientMax, snapshotDownloadsMax: config.limits.snapshotDownloadsMax,
@@ -212,6 +220,8 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   try {
     await api.listen({ host: apiListen.host, port: apiListen.port });
   } catch (err) {
+    autopilot.close();
+    founding.cancel();
     await backups.close();
     await control.close();
     stopEventSources();
@@ -228,6 +238,8 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     stop: () => {
       stopping ??= (async () => {
         // The loops and the agent first: they propose through the node. Containers keep running.
+        autopilot.close();
+        founding.cancel();
         await control.close();
         await backups.close();
         // Then leadership goes to another voter while this node still serves as a follower: the
