@@ -42,15 +42,25 @@ export function autopilotDecision(input: AutopilotInput): AutopilotDecision {
   for (const c of input.candidates) {
     if (c.healthy) healthySince.set(c.id, input.healthySince.get(c.id) ?? input.nowMs);
   }
-  const before = failureTolerance(input.voters.length, input.healthyVoters.length);
   const ready = [...healthySince.entries()]
     .filter(([, since]) => input.nowMs - since >= input.stabilizationMs)
     .sort(([a, sa], [b, sb]) => sa - sb || a.localeCompare(b));
-  for (const [id] of ready) {
-    const after = failureTolerance(input.voters.length + 1, input.healthyVoters.length + 1);
-    if (after >= before) return { promote: id, healthySince };
-  }
-  return { promote: null, healthySince };
+  const first = ready[0];
+  if (first === undefined || !promotionKeepsTolerance(input.voters.length, input.healthyVoters.length)) return { promote: null, healthySince };
+  return { promote: first[0], healthySince };
+}
+
+/**
+ * A new voter raises the quorum when the voter count becomes even. Should it fail right after its
+ * promotion, the healthy voters must still tolerate as much as before (or, degraded already,
+ * still make a quorum): so three voters with one down do not take a fourth. A single voter has no
+ * tolerance to lose, and growing through two voters is the only way to three.
+ */
+export function promotionKeepsTolerance(voters: number, healthyVoters: number): boolean {
+  if (voters <= 1) return true;
+  const before = failureTolerance(voters, healthyVoters);
+  const ifNewOneFails = failureTolerance(voters + 1, healthyVoters);
+  return ifNewOneFails >= Math.min(before, 0);
 }
 
 export interface AutopilotOptions {
