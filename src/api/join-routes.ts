@@ -58,22 +58,26 @@ function checkNewMember(ctx: ApiContext, b: Extract<JoinBody, { kind: 'node' }>)
   }
 }
 
-/** Redeems the token once, as a compare-and-set on what was read; a lost race is `used`. */
+/** Read-decide-write rounds before a redemption that keeps losing its compare-and-set gives up. */
+const redeemAttemptsMax = 5;
+
+/**
+ * Redeems the token once, as a compare-and-set on what was read: of two redemptions at once only
+ * one applies; the other reads again, and is refused (used) or, with uses left, tries again.
+ */
 async function redeem(ctx: ApiContext, token: ParsedToken, subject: string, name: string, from: string, kind: JoinBody['kind']): Promise<TokenRecord> {
-  await ctx.node.readBarrier();
-  const found = readToken(ctx, token.id);
-  const now = Date.now();
-  const refusal = redeemRefusal(found?.record, token, now);
-  if (refusal !== undefined || found === undefined) return refuse(ctx, refusal ?? 'unknown', token.id, from);
-  if ((found.record.role === 'client') !== (kind === 'client')) return refuse(ctx, 'wrong_role', token.id, from);
-  const result = await proposeCommand(ctx, `join:${token.id}`, redemptionTxn(found.record, found.rev, { atMs: now, subject, name, from }));
-  if (!result.ok) throw new ShoalError(result.error.code, result.error.message, result.error.details);
-  if (result.kind !== 'txn' || !result.succeeded) {
-    // Someone redeemed or revoked it between the read and the write: say which, as it is now.
-    const again = readToken(ctx, token.id);
-    return refuse(ctx, redeemRefusal(again?.record, token, now) ?? 'used', token.id, from);
+  for (let attempt = 1; attempt <= redeemAttemptsMax; attempt++) {
+    await ctx.node.readBarrier();
+    const found = readToken(ctx, token.id);
+    const now = Date.now();
+    const refusal = redeemRefusal(found?.record, token, now);
+    if (refusal !== undefined || found === undefined) return refuse(ctx, refusal ?? 'unknown', token.id, from);
+    if ((found.record.role === 'client') !== (kind === 'client')) return refuse(ctx, 'wrong_role', token.id, from);
+    const result = await proposeCommand(ctx, `join:${token.id}`, redemptionTxn(found.record, found.rev, { atMs: now, subject, name, from }));
+    if (!result.ok) throw new ShoalError(result.error.code, result.error.message, result.error.details);
+    if (result.kind === 'txn' && result.succeeded) return found.record;
   }
-  return found.record;
+  throw new ShoalError('proposal_dropped', `the token ${token.id} kept changing while this join redeemed it (${redeemAttemptsMax} attempts); nothing was changed, retry`, { token: token.id });
 }
 
 async function joinNode(ctx: ApiContext, b: Extract<JoinBody, { kind: 'node' }>, token: ParsedToken, from: string): Promise<JoinAnswer> {

@@ -80,6 +80,14 @@ describe('join tokens', () => {
     expect(catalogued(loser)).toMatchObject({ code: 'token_invalid', details: { reason: 'used' } });
   });
 
+  it('lets both of two simultaneous redemptions of a two-use token win, and a third lose', async () => {
+    const { token, id } = await makeToken({ role: 'learner', uses: 2 });
+    const answers = await Promise.all([join(await joinBody(token)), join(await joinBody(token))]);
+    expect(answers.map((a) => a.statusCode)).toEqual([201, 201]);
+    expect(catalogued(await join(await joinBody(token)))).toMatchObject({ details: { reason: 'used' } });
+    expect((n.store.get(tokensCollection, id)?.doc as unknown as TokenRecord).redemptions).toHaveLength(2);
+  });
+
   it('refuses an expired token and changes nothing', async () => {
     const t = newToken(n.ctx.security?.fingerprint ?? '');
     const record: TokenRecord = {
