@@ -34,6 +34,7 @@ import type { EventLog } from '../node/event-log.ts';
 import type { CaAuthority } from '../security/authority.ts';
 import { joinRoutes } from './join-routes.ts';
 import { tokenRoutes } from './token-routes.ts';
+import { nodeCertRoutes } from './node-cert-routes.ts';
 
 export { errorBody, toShoalError, type ErrorBody } from './error-reply.ts';
 export { apiLimitsDefault, type ApiLimits } from './limits.ts';
@@ -154,7 +155,7 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   });
   for (const plugin of [
     healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, snapshotRoutes, metricsRoutes, openApiRoutes,
-    applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes, tokenRoutes, joinRoutes,
+    applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes, tokenRoutes, joinRoutes, nodeCertRoutes,
   ]) {
     void app.register(plugin, { ctx, limits, bounds });
   }

@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { joinBody } from './join-routes.ts';
 import { createTokenBody, tokenIdParams } from './token-routes.ts';
+import { caKeyBody, renewBody } from './node-cert-routes.ts';
 
 type Json = Record<string, unknown>;
 
@@ -27,6 +28,12 @@ export function joinPaths(errors: Json): Json {
     },
     '/v1/join/ca': {
       get: { summary: 'The cluster CA certificate, to check against a join token\'s fingerprint (public)', ...strict, responses: { 200: json({ type: 'object' }), ...errors } },
+    },
+    '/v1/join/ca-key': {
+      post: { summary: 'The CA key for a voter, sealed to the key of its certificate (public: only that node can open it)', ...strict, requestBody: body(caKeyBody), responses: { 200: json({ type: 'object' }), ...errors } },
+    },
+    '/v1/join/renew': {
+      post: { summary: 'A new certificate for a member that signs the request with its current key, expired or not (public)', ...strict, requestBody: body(renewBody), responses: { 200: json({ type: 'object' }), ...errors } },
     },
     '/v1/join': {
       post: { summary: 'Redeem a join token: sign a node\'s or a client\'s certificate request; a node joins as a learner (public: the token is the credential)', ...strict, requestBody: body(joinBody), responses: { 201: json({ type: 'object' }), ...errors } },

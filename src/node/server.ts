@@ -36,6 +36,8 @@ import { softwareVersion } from '../version.ts';
 import { fileCaAuthority } from '../security/authority.ts';
 import { Autopilot } from './autopilot.ts';
 import { mintFoundingToken } from '../security/founding-token.ts';
+import { CertRenewer } from '../security/renewal.ts';
+import { CaKeyFetcher } from '../security/ca-key-fetcher.ts';
 
 export { softwareVersion };
 
@@ -200,6 +202,22 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   const security = fileCaAuthority(config.dataDir);
   // `shoal init` left the first voter token to write once this founding node leads.
   const founding = mintFoundingToken(node, config.dataDir, log);
+  const peersToAsk = (): { list: MemberRecord[]; leader: string } => ({ list: node.membership.list(), leader: node.leaderId });
+  // Renewal replaces tls's fields in place; the transport reloads its server context.
+  const renewer = new CertRenewer({ dataDir: config.dataDir, nodeId: identity.id, tls, members: peersToAsk, onRenewed: () => transport.reloadTls(), log });
+  renewer.start();
+  const caKeys = new CaKeyFetcher({
+    dataDir: config.dataDir, nodeId: identity.id, tls, members: peersToAsk, log,
+    isVoter: () => node.confState().voters.includes(identity.id),
+    onReceived: (from) => events.recordEvent('ca.key.received', identity.id, { from }),
+  });
+  caKeys.start();
+  const stopSecurity = (): void => {
+    autopilot.close();
+    founding.cancel();
+    renewer.close();
+    caKeys.close();
+  };
   const clusterEvents = opts.clusterEvents ?? true;
   const stopNodeEvents = watchNodeEvents(node, events, { clusterEvents });
   // The control plane's changes are only cluster events: a node told to write none records none.
@@ -220,8 +238,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   try {
     await api.listen({ host: apiListen.host, port: apiListen.port });
   } catch (err) {
-    autopilot.close();
-    founding.cancel();
+    stopSecurity();
     await backups.close();
     await control.close();
     stopEventSources();
@@ -238,8 +255,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     stop: () => {
       stopping ??= (async () => {
         // The loops and the agent first: they propose through the node. Containers keep running.
-        autopilot.close();
-        founding.cancel();
+        stopSecurity();
         await control.close();
         await backups.close();
         // Then leadership goes to another voter while this node still serves as a follower: the
