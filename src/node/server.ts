@@ -38,6 +38,9 @@ import { Autopilot } from './autopilot.ts';
 import { mintFoundingToken } from '../security/founding-token.ts';
 import { CertRenewer } from '../security/renewal.ts';
 import { CaKeyFetcher } from '../security/ca-key-fetcher.ts';
+import { announceCaHolder } from '../security/ca-holders.ts';
+import { existsSync } from 'node:fs';
+import { caKeyFile } from '../security/authority.ts';
 
 export { softwareVersion };
 
@@ -209,14 +212,19 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   const caKeys = new CaKeyFetcher({
     dataDir: config.dataDir, nodeId: identity.id, tls, members: peersToAsk, log,
     isVoter: () => node.confState().voters.includes(identity.id),
-    onReceived: (from) => events.recordEvent('ca.key.received', identity.id, { from }),
+    onReceived: (from) => {
+      events.recordEvent('ca.key.received', identity.id, { from });
+      holder = announceCaHolder(node, store, identity.id, log);
+    },
   });
   caKeys.start();
+  let holder = existsSync(caKeyFile(config.dataDir)) ? announceCaHolder(node, store, identity.id, log) : { cancel() {} };
   const stopSecurity = (): void => {
     autopilot.close();
     founding.cancel();
     renewer.close();
     caKeys.close();
+    holder.cancel();
   };
   const clusterEvents = opts.clusterEvents ?? true;
   const stopNodeEvents = watchNodeEvents(node, events, { clusterEvents });

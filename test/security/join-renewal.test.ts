@@ -19,6 +19,8 @@ import { openWithKey, type SealedBox } from '../../src/security/sealed-box.ts';
 import { confChangeContext } from '../../src/node/membership.ts';
 import type { Tls } from '../../src/node/identity.ts';
 import { silentLogger } from '../../src/log.ts';
+import { proposeCommand } from '../../src/api/token-routes.ts';
+import { caHoldersCollection } from '../../src/security/ca-holders.ts';
 
 let n: SingleNode;
 let ca: PemPair;
@@ -127,5 +129,18 @@ describe('the CA key for voters', () => {
     });
     expect(await fetcher.maybeFetch()).toBe(true);
     expect(readFileSync(path.join(dir, 'tls', 'ca.key'), 'utf8')).toBe(ca.keyPem);
+  });
+});
+
+describe('removing a member that held the CA key', () => {
+  it('answers with a warning to rotate the CA; removing one that did not, without', async () => {
+    const holder = await member();
+    const plain = await member();
+    await proposeCommand(n.ctx, 'test', { op: 'put', collection: caHoldersCollection, id: holder.id, doc: { since: 1 } });
+    const removed = await n.app.inject({ method: 'DELETE', url: `/v1/cluster/members/${holder.id}` });
+    expect(removed.statusCode, removed.body).toBe(200);
+    expect((removed.json() as { warning?: string }).warning).toMatch(/held the cluster CA key.*shoal ca rotate/);
+    const other = await n.app.inject({ method: 'DELETE', url: `/v1/cluster/members/${plain.id}` });
+    expect(other.json()).not.toHaveProperty('warning');
   });
 });
