@@ -14,6 +14,7 @@ import { nodeNameSchema } from '../node/identity.ts';
 import { isValidId } from '../security/identity.ts';
 import { parseToken, redeemRefusal, redemptionTxn, refusalText, type ParsedToken, type RefusalReason, type TokenRecord } from '../security/tokens.ts';
 import type { ApiContext } from './app.ts';
+import { RefusalLimiter } from '../security/refusal-limiter.ts';
 import { proposeCommand, readToken, requireAuthority } from './token-routes.ts';
 import { validate } from './validate.ts';
 import { forwardIfFollower } from './write-path.ts';
@@ -111,6 +112,7 @@ async function joinClient(ctx: ApiContext, b: Extract<JoinBody, { kind: 'client'
 }
 
 export const joinRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
+  const limiter = new RefusalLimiter();
   app.get('/v1/join/ca', { config: { role: 'public' } }, async (req) => {
     validate({ query: [noQuery, req.query] });
     const authority = requireAuthority(ctx);
@@ -120,11 +122,20 @@ export const joinRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, {
   app.post('/v1/join', { config: { role: 'public' } }, async (req, reply) => {
     const v = validate({ query: [noQuery, req.query], body: [joinBody, req.body] });
     const from = req.ip;
-    const token = parseToken(v.body.token);
-    if (token === null) return refuse(ctx, 'malformed', 'malformed', from);
-    if (token.caFingerprint !== requireAuthority(ctx).fingerprint) return refuse(ctx, 'other_cluster', token.id, from);
-    if (await forwardIfFollower(ctx, req, reply)) return reply;
-    const answer = v.body.kind === 'node' ? await joinNode(ctx, v.body, token, from) : await joinClient(ctx, v.body, token, from);
-    return reply.status(201).send(answer);
+    const wait = limiter.retryAfterMs(from, Date.now());
+    if (wait > 0) {
+      throw new ShoalError('too_many_requests', `too many refused joins from ${from}; retry in ${Math.ceil(wait / 1000)} s`, { limit: 'joinRefusalsPerWindowMax', retryAfterMs: wait });
+    }
+    try {
+      const token = parseToken(v.body.token);
+      if (token === null) return refuse(ctx, 'malformed', 'malformed', from);
+      if (token.caFingerprint !== requireAuthority(ctx).fingerprint) return refuse(ctx, 'other_cluster', token.id, from);
+      if (await forwardIfFollower(ctx, req, reply)) return reply;
+      const answer = v.body.kind === 'node' ? await joinNode(ctx, v.body, token, from) : await joinClient(ctx, v.body, token, from);
+      return await reply.status(201).send(answer);
+    } catch (err) {
+      if (err instanceof ShoalError && err.code === 'token_invalid') limiter.note(from, Date.now());
+      throw err;
+    }
   });
 };

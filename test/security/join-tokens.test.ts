@@ -37,7 +37,9 @@ async function joinBody(token: string): Promise<Record<string, unknown>> {
   return { kind: 'node', token, csr: csrPem, nodeId, name: `j${seq}`, peerAddress: `127.0.0.1:${9200 + seq}`, apiAddress: `127.0.0.1:${9100 + seq}` };
 }
 
-const join = async (payload: Record<string, unknown>) => n.app.inject({ method: 'POST', url: '/v1/join', payload });
+// Each from its own address: the refusals of one address are rate-limited (tested below).
+let address = 0;
+const join = async (payload: Record<string, unknown>, remoteAddress = `10.0.${Math.floor(++address / 250)}.${address % 250}`) => n.app.inject({ method: 'POST', url: '/v1/join', payload, remoteAddress });
 
 describe('join tokens', () => {
   it('prints a token that pins the CA and stores only a hash of its secret', async () => {
@@ -149,5 +151,14 @@ describe('join tokens', () => {
     expect(catalogued(await join({ ...body, csr: 'not a csr' }))).toMatchObject({ code: 'bad_request' });
     // The token was not spent by the refused requests.
     expect((await join(body)).statusCode).toBe(201);
+  });
+
+  it('refuses an address that keeps presenting bad tokens for a while, even with a good one; others are unaffected', async () => {
+    const { token } = await makeToken({ role: 'learner' });
+    const bad = formatToken({ ...(parseToken(token) ?? newToken('')), secret: 'B'.repeat(43) });
+    for (let i = 0; i < 10; i++) expect(catalogued(await join(await joinBody(bad), '192.0.2.7')).code).toBe('token_invalid');
+    const limited = catalogued(await join(await joinBody(token), '192.0.2.7'));
+    expect(limited).toMatchObject({ code: 'too_many_requests', details: { limit: 'joinRefusalsPerWindowMax' } });
+    expect((await join(await joinBody(token), '192.0.2.8')).statusCode).toBe(201);
   });
 });
