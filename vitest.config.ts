@@ -5,13 +5,15 @@ import { defineConfig } from 'vitest/config';
 // once on two cores flap their elections.
 const system = [
   'test/cluster/**/*.test.ts', 'test/faults/**/*.test.ts', 'test/cli/**/*.test.ts', 'test/bench/**/*.test.ts',
-  'test/executor/docker-*.test.ts', 'test/system/**/*.test.ts',
+  'test/executor/docker-*.test.ts', 'test/system/**/*.test.ts', 'test/console/console-browser.test.ts',
 ];
 
 export default defineConfig({
   test: {
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    // $SHOAL_CONFIG in a fresh directory per file: no test reads or writes ~/.config/shoal.
+    setupFiles: ['test/setup-env.ts'],
     projects: [
       {
         extends: true,

@@ -50,6 +50,8 @@ Options:
   --docs N              documents for the memory and rejoin figures (default 100000; 10000 with --quick)
   --failover-timeout-ms N  client timeout per write during the leader kills (default 1000)
   --etcd-peer-tls       etcd peers over mutual TLS, as shoal's always are (default: etcd's plain HTTP)
+  --client-plain        both client APIs as plain HTTP without credentials (shoal's
+                        api.insecureLoopback); default: both HTTPS with a client certificate
   --keep                keep the temporary data directories and logs
   --write               write the figures to bench/RESULTS.md (between the etcd-compare markers)
   --json                print the figures as JSON instead of Markdown
@@ -85,6 +87,8 @@ interface Options {
   timeouts: Timeouts;
   docs: number;
   etcdPeerTls: boolean;
+  /** Both client APIs over HTTPS with a client certificate (the default), or both plain. */
+  clientTls: boolean;
   failoverTimeoutMs: number;
   keep: boolean;
   write: boolean;
@@ -127,7 +131,7 @@ function parseOptions(argv: string[]): Options | 'help' {
       quick: { type: 'boolean', default: false }, seconds: { type: 'string' }, rounds: { type: 'string' }, warmup: { type: 'string' }, only: { type: 'string' },
       clients: { type: 'string', default: '1,16,64' }, to: { type: 'string', default: 'leader,spread' }, systems: { type: 'string', default: 'shoal,etcd' },
       timeouts: { type: 'string', default: '100/1000' }, docs: { type: 'string' },
-      'etcd-peer-tls': { type: 'boolean', default: false }, 'failover-timeout-ms': { type: 'string', default: '1000' }, keep: { type: 'boolean', default: false },
+      'etcd-peer-tls': { type: 'boolean', default: false }, 'client-plain': { type: 'boolean', default: false }, 'failover-timeout-ms': { type: 'string', default: '1000' }, keep: { type: 'boolean', default: false },
       write: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, 'from-json': { type: 'string' },
       install: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
     },
@@ -147,7 +151,7 @@ function parseOptions(argv: string[]): Options | 'help' {
     placements: list(v.to, ['leader', 'spread'] as const, 'to'),
     systems, timeouts: { heartbeatMs: hb, electionMs: el },
     docs: Math.round(v.docs !== undefined ? positive(v.docs, 'docs') : v.quick ? 10_000 : 100_000),
-    etcdPeerTls: v['etcd-peer-tls'], failoverTimeoutMs: positive(v['failover-timeout-ms'], 'failover-timeout-ms'), keep: v.keep, write: v.write, json: v.json, fromJson: v['from-json'], install: v.install,
+    etcdPeerTls: v['etcd-peer-tls'], clientTls: !v['client-plain'], failoverTimeoutMs: positive(v['failover-timeout-ms'], 'failover-timeout-ms'), keep: v.keep, write: v.write, json: v.json, fromJson: v['from-json'], install: v.install,
   };
 }
 
@@ -166,7 +170,7 @@ function ensureEtcd(install: boolean): string | undefined {
 }
 
 function makeSystem(kind: SystemKind, o: Options): System {
-  return kind === 'shoal' ? new ShoalCluster(o.timeouts, o.keep) : new EtcdCluster(o.timeouts, o.etcdPeerTls, o.keep);
+  return kind === 'shoal' ? new ShoalCluster(o.timeouts, o.keep, undefined, [], {}, o.clientTls) : new EtcdCluster(o.timeouts, o.etcdPeerTls, o.keep, o.clientTls);
 }
 
 const progress = (msg: string): void => { process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`); };

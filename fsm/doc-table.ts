@@ -72,6 +72,11 @@ export class DocTable {
     return c === undefined ? [] : [...c.ids];
   }
 
+  /** Each collection's name and document count, in name order. */
+  sizes(): Array<{ name: string; documents: number }> {
+    return this.names().map((name) => ({ name, documents: this.collections.get(name)?.docs.size ?? 0 }));
+  }
+
   /** Collection names in order. */
   names(): string[] {
     return [...this.collections.keys()].sort();

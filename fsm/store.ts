@@ -363,6 +363,20 @@ export class DocumentStore implements StateMachine {
     return { items: page.items, rev: this.rev, next: page.next };
   }
 
+  /** Every collection that holds a document, with its document count, in name order. */
+  collections(): Array<{ name: string; documents: number }> {
+    return this.table.sizes();
+  }
+
+  /**
+   * The retained changes of one document, oldest first: as far back as the event tail reaches
+   * (oldestRev), not further; the document's earlier revisions are gone.
+   */
+  history(collection: string, id: string): WatchEvent[] {
+    this.checkNames(collection, id);
+    return this.events.since(this.events.oldestRev - 1, { collection, prefix: id }).filter((e) => e.id === id);
+  }
+
   /**
    * Retained events with rev > afterRev matching the filter, oldest first. Throws
    * CursorExpiredError (with oldestRev) if events after afterRev were dropped.

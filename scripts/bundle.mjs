@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Bundles the shoal command (src/cli/main.ts) into one folder of ES modules: what `npm run build`
-// writes to dist/, and `npm run bench:ab -- --build NAME` to bench/.builds/NAME.
+// Bundles the shoal command (src/cli/main.ts) into one folder of ES modules, and the web console
+// (src/console/) into its console/ folder: what `npm run build` writes to dist/, and
+// `npm run bench:ab -- --build NAME` to bench/.builds/NAME.
 //
 //   node scripts/bundle.mjs OUTDIR
 //
@@ -11,7 +12,7 @@
 // command: 360-470 ms with them external, 270-370 ms bundled; API answering 0.47-0.51 s after
 // the process started, against 0.66-0.69 s). Bundled CommonJS code calls require() for Node's
 // own modules, so every chunk starts by defining it.
-import { rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { URL, fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -37,6 +38,29 @@ export async function bundle(outdir) {
   });
 }
 
+/**
+ * The web console (src/console/) for the browser: OUTDIR/console/ holds index.html, app.js and
+ * app.css, which the node serves at /ui (src/api/console-routes.ts). Preact and htm are bundled
+ * in; nothing is fetched at run time.
+ */
+export async function bundleConsole(outdir) {
+  const dir = path.join(outdir, 'console');
+  mkdirSync(dir, { recursive: true });
+  await build({
+    entryPoints: [path.join(root, 'src/console/main.ts')],
+    bundle: true,
+    platform: 'browser',
+    format: 'esm',
+    target: ['chrome109', 'firefox115', 'safari16'],
+    minify: true,
+    sourcemap: false,
+    outfile: path.join(dir, 'app.js'),
+    logLevel: 'warning',
+  });
+  copyFileSync(path.join(root, 'src/console/index.html'), path.join(dir, 'index.html'));
+  copyFileSync(path.join(root, 'src/console/app.css'), path.join(dir, 'app.css'));
+}
+
 if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const outdir = process.argv[2];
   if (outdir === undefined || process.argv.length > 3) {
@@ -44,4 +68,5 @@ if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLTo
     process.exit(2);
   }
   await bundle(path.resolve(outdir));
+  await bundleConsole(path.resolve(outdir));
 }

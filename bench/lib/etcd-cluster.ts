@@ -9,6 +9,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { issueClientCert } from '../../src/security/client-certs.ts';
 import { createCa, issueNodeCert } from '../../src/security/index.ts';
 import { Client, jsonBody, once, type Answer, type Endpoint, type RequestSpec } from './http.ts';
 import { agreedLeader, freePort, stopAllAndRemove, spawnLogged, stopProcess, trackTempDir, waitCaughtUp, waitUntil, type Spawned } from './proc.ts';
@@ -41,7 +42,11 @@ export class EtcdCluster implements System {
   private destroyed = false;
   private tlsDir: string | undefined;
 
-  constructor(private readonly timeouts: Timeouts, private readonly peerTls = false, private readonly keepData = false) {}
+  /**
+   * `clientTls`: the client URLs are HTTPS and clients must present a certificate of the CA
+   * (--client-cert-auth), as shoal's API is, so the comparison stays fair (default on).
+   */
+  constructor(private readonly timeouts: Timeouts, private readonly peerTls = false, private readonly keepData = false, private readonly clientTls = true) {}
 
   async start(): Promise<void> {
     this.root = mkdtempSync(path.join(os.tmpdir(), 'etcd-bench-'));
@@ -55,7 +60,7 @@ export class EtcdCluster implements System {
       };
       this.nodes.push(node);
     }
-    if (this.peerTls) await this.makeCertificates();
+    if (this.peerTls || this.clientTls) await this.makeCertificates();
     const token = `bench-${process.pid}-${Date.now()}`;
     for (const n of this.nodes) this.spawn(n, 'new', token);
     await waitUntil('etcd: a leader that every node agrees on', async () => (await this.leader()) !== undefined, 60_000);
@@ -191,11 +196,15 @@ export class EtcdCluster implements System {
       writeFileSync(path.join(this.tlsDir, `${n.name}.crt`), cert.certPem);
       writeFileSync(path.join(this.tlsDir, `${n.name}.key`), cert.keyPem, { mode: 0o600 });
     }
+    if (this.clientTls) {
+      const client = await issueClientCert(ca, { principal: 'bench', role: 'admin' });
+      for (const n of this.nodes) n.client.tls = { ca: ca.certPem, cert: client.certPem, key: client.keyPem };
+    }
   }
 
   private spawn(n: EtcdNode, state: 'new' | 'existing', token: string): void {
     const cluster = this.nodes.map((m) => `${m.name}=${this.peerUrl(m)}`).join(',');
-    const clientUrl = `http://${n.client.host}:${n.client.port}`;
+    const clientUrl = `${this.clientTls ? 'https' : 'http'}://${n.client.host}:${n.client.port}`;
     const args = [
       '--name', n.name, '--data-dir', n.dir,
       '--listen-client-urls', clientUrl, '--advertise-client-urls', clientUrl,
@@ -204,7 +213,11 @@ export class EtcdCluster implements System {
       ...(token ? ['--initial-cluster-token', token] : []),
       '--heartbeat-interval', String(this.timeouts.heartbeatMs), '--election-timeout', String(this.timeouts.electionMs),
       '--logger', 'zap', '--log-outputs', 'stderr',
-      ...(this.tlsDir ? [
+      ...(this.tlsDir !== undefined && this.clientTls ? [
+        '--cert-file', path.join(this.tlsDir, `${n.name}.crt`), '--key-file', path.join(this.tlsDir, `${n.name}.key`),
+        '--trusted-ca-file', path.join(this.tlsDir, 'ca.crt'), '--client-cert-auth',
+      ] : []),
+      ...(this.tlsDir !== undefined && this.peerTls ? [
         '--peer-cert-file', path.join(this.tlsDir, `${n.name}.crt`), '--peer-key-file', path.join(this.tlsDir, `${n.name}.key`),
         '--peer-trusted-ca-file', path.join(this.tlsDir, 'ca.crt'), '--peer-client-cert-auth',
       ] : []),

@@ -1,11 +1,22 @@
-// The one HTTP client of the benchmarks, for load and control alike: node:http over keep-alive
-// agents (no dependency), one request at a time per call, the whole body buffered.
+// The one HTTP client of the benchmarks, for load and control alike: node:http (node:https when
+// the endpoint has TLS: shoal's API always, etcd's when compared with it) over keep-alive agents
+// (no dependency), one request at a time per call, the whole body buffered.
 
 import http from 'node:http';
+import https from 'node:https';
+
+/** A client certificate and the CA that is the only trust root (PEM). */
+export interface ClientTls {
+  ca: string;
+  cert: string;
+  key: string;
+}
 
 export interface Endpoint {
   host: string;
   port: number;
+  /** HTTPS with this client certificate; absent, plain HTTP. */
+  tls?: ClientTls;
 }
 
 export interface RequestSpec {
@@ -25,9 +36,13 @@ export class HttpError extends Error {}
 /** A keep-alive connection pool to one endpoint; destroy() when done so no socket outlives a run. */
 export class Client {
   private readonly agent: http.Agent;
+  private readonly request: typeof http.request;
 
   constructor(readonly endpoint: Endpoint, socketsMax = 8) {
-    this.agent = new http.Agent({ keepAlive: true, maxSockets: socketsMax, maxFreeSockets: socketsMax });
+    const pool = { keepAlive: true, maxSockets: socketsMax, maxFreeSockets: socketsMax };
+    const tls = endpoint.tls;
+    this.agent = tls === undefined ? new http.Agent(pool) : new https.Agent({ ...pool, ca: tls.ca, cert: tls.cert, key: tls.key });
+    this.request = tls === undefined ? http.request : https.request;
   }
 
   send(spec: RequestSpec, timeoutMs: number): Promise<Answer> {
@@ -35,7 +50,7 @@ export class Client {
       const headers: http.OutgoingHttpHeaders = spec.body
         ? { 'content-type': 'application/json', 'content-length': spec.body.length }
         : {};
-      const req = http.request({ ...this.endpoint, method: spec.method, path: spec.path, agent: this.agent, headers }, (res) => {
+      const req = this.request({ host: this.endpoint.host, port: this.endpoint.port, method: spec.method, path: spec.path, agent: this.agent, headers }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { initNode } from '../../src/node/identity.ts';
+import { issueClientCert } from '../../src/security/client-certs.ts';
 import { Client, jsonBody, once, type Answer, type Endpoint, type RequestSpec } from './http.ts';
 import { agreedLeader, freePort, stopAllAndRemove, spawnLogged, stopProcess, trackTempDir, waitCaughtUp, waitUntil, type Spawned } from './proc.ts';
 import type { BenchNode, RejoinReport, System, Timeouts } from './system.ts';
@@ -51,6 +52,8 @@ export class ShoalCluster implements System {
     private readonly timeouts: Timeouts, private readonly keepData = false, private readonly bin = binPath, private readonly nodeFlags: readonly string[] = [],
     /** More keys of every node's config (e.g. `runtime`, `control`), merged over the benchmark's own. */
     private readonly extraConfig: Record<string, unknown> = {},
+    /** HTTPS with a client certificate, as shoal serves by default; false: api.insecureLoopback. */
+    private readonly clientTls = true,
   ) {}
 
   /** The node ids, in order (shoal only: for the control-plane benchmark). */
@@ -76,6 +79,12 @@ export class ShoalCluster implements System {
         mkdirSync(path.join(this.caDir(), 'tls'), { recursive: true });
         for (const f of ['node.json', 'tls/ca.crt', 'tls/ca.key']) cpSync(path.join(dir, f), path.join(this.caDir(), f));
       }
+    }
+    if (this.clientTls) {
+      // The benchmark's clients are an admin with a client certificate, as any client of a node.
+      const ca = { certPem: readFileSync(path.join(this.caDir(), 'tls', 'ca.crt'), 'utf8'), keyPem: readFileSync(path.join(this.caDir(), 'tls', 'ca.key'), 'utf8') };
+      const cert = await issueClientCert(ca, { principal: 'bench', role: 'admin' });
+      for (const n of this.nodes) n.client.tls = { ca: ca.certPem, cert: cert.certPem, key: cert.keyPem };
     }
     const founders = this.nodes.map((n) => this.founder(n));
     for (const n of this.nodes) this.writeConfig(n, { bootstrap: founders });
@@ -203,7 +212,7 @@ export class ShoalCluster implements System {
 
   private writeConfig(n: ShoalNode, how: { bootstrap: Founder[] } | { join: { api: string } }): void {
     const config = {
-      dataDir: '.', api: { listen: `${n.client.host}:${n.client.port}` }, peer: { listen: n.peerAddress }, ...how,
+      dataDir: '.', api: { listen: `${n.client.host}:${n.client.port}`, ...(this.clientTls ? {} : { insecureLoopback: true }) }, peer: { listen: n.peerAddress }, ...how,
       // A tick per heartbeat, as etcd does: --heartbeat-interval is its tick.
       raft: { tickMs: this.timeouts.heartbeatMs, heartbeatIntervalMs: this.timeouts.heartbeatMs, electionTimeoutMs: this.timeouts.electionMs },
       logLevel: 'info',

@@ -11,7 +11,9 @@ import type { Runtime } from '../executor/runtime.ts';
 import { registerApiMetrics, type ApiBounds } from './api-metrics.ts';
 import { applyRoutes } from './apply-routes.ts';
 import { Refusals, Slots } from './bounds.ts';
+import { browseRoutes } from './browse-routes.ts';
 import { clusterRoutes } from './cluster-routes.ts';
+import { consoleRoutes } from './console-routes.ts';
 import { ConnectionLimit } from './connection-limit.ts';
 import { docsRoutes } from './docs-routes.ts';
 import { clientErrorHandler, sendError, toShoalError } from './error-reply.ts';
@@ -35,6 +37,10 @@ import type { CaAuthority } from '../security/authority.ts';
 import { joinRoutes } from './join-routes.ts';
 import { tokenRoutes } from './token-routes.ts';
 import { nodeCertRoutes } from './node-cert-routes.ts';
+import { AuthFailureLimiter } from './auth-rate-limit.ts';
+import { useAuth, type ApiAuth } from './auth.ts';
+import { credentialsRoutes } from './credentials-routes.ts';
+import type { PeerHttp } from './peer-http.ts';
 
 export { errorBody, toShoalError, type ErrorBody } from './error-reply.ts';
 export { apiLimitsDefault, type ApiLimits } from './limits.ts';
@@ -57,6 +63,10 @@ export interface ApiContext {
   events?: EventLog;
   /** The cluster CA as this node holds it (join tokens, joins); absent, those routes answer ca_key_unavailable. */
   security?: CaAuthority;
+  /** How callers authenticate: HTTPS with the node certificate, or the explicit insecure loopback mode. */
+  auth: ApiAuth;
+  /** Calls to other nodes' APIs (over TLS with this node's certificate unless insecure). */
+  peer: PeerHttp;
 }
 
 /** What every plugin is registered with. */
@@ -64,6 +74,8 @@ export interface ApiPluginOptions {
   ctx: ApiContext;
   limits: ApiLimits;
   bounds: ApiBounds;
+  /** Every route with its methods and declared role (the OpenAPI document names the roles). */
+  routes: RouteTable;
 }
 
 /** Routes a node that cannot serve still answers: the probes say why, and metrics keep flowing. */
@@ -113,7 +125,18 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   const limits: ApiLimits = { ...apiLimitsDefault, ...ctx.limits };
   const bounds = makeBounds(limits);
   const routes = new RouteTable();
+  const https = ctx.auth.mode === 'tls'
+    ? {
+      https: {
+        key: ctx.auth.tls.keyPem, cert: ctx.auth.tls.certPem, ca: [ctx.auth.tls.caPem], minVersion: 'TLSv1.3' as const,
+        // A certificate is asked for but not required (bearer tokens need none); the auth hook
+        // reads whether it verified against the cluster CA.
+        requestCert: true, rejectUnauthorized: false,
+      },
+    }
+    : {};
   const app = Fastify({
+    ...https,
     // On close, idle connections are cut and the requests in flight are answered (closeApiGracefully);
     // a request that still arrives on an open connection is served, not refused with a bare 503.
     logger: false, bodyLimit: ctx.bodyBytesMax, genReqId: () => crypto.randomUUID(), forceCloseConnections: 'idle', return503OnClosing: false,
@@ -121,9 +144,9 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
     clientErrorHandler,
     // Bad percent-encoding and over-long path segments, found by the router before any route.
     frameworkErrors: (err, req, reply) => sendError(reply, req, toShoalError(err)),
-  });
+  }) as unknown as FastifyInstance;
   useJsonBodyParser(app);
-  bounds.connections.attach(app.server);
+  bounds.connections.attach(app.server, ctx.auth.mode === 'tls' ? 'secureConnection' : 'connection');
   registerApiMetrics(ctx.metrics, bounds);
   app.setErrorHandler((err: FastifyError | Error, req, reply) => {
     const e = toShoalError(err);
@@ -138,11 +161,12 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
     void reply.header('allow', allowed.join(', '));
     return sendError(reply, req, new ShoalError('method_not_allowed', `${path} does not take ${req.method}; it takes ${allowed.join(', ')}`, { allow: allowed }));
   });
-  app.addHook('onRoute', (route) => routes.add(route.method, route.url));
+  app.addHook('onRoute', (route) => routes.add(route.method, route.url, route.config?.role));
   app.addHook('onRequest', async (req) => {
     const refused = admit(ctx, limits, bounds, req);
     if (refused !== undefined) throw refused;
   });
+  useAuth(app, ctx.auth, ctx, new AuthFailureLimiter());
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
@@ -155,10 +179,11 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   });
   for (const plugin of [
     healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, snapshotRoutes, metricsRoutes, openApiRoutes,
-    applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes, tokenRoutes, joinRoutes, nodeCertRoutes,
+    applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes, credentialsRoutes, browseRoutes, tokenRoutes, joinRoutes, nodeCertRoutes,
   ]) {
-    void app.register(plugin, { ctx, limits, bounds });
+    void app.register(plugin, { ctx, limits, bounds, routes });
   }
+  void app.register(consoleRoutes, {});
   return app;
 }
 

@@ -61,7 +61,7 @@ function plan(ctx: ApiContext, state: ControlState, specs: readonly ServiceSpec[
 }
 
 export const applyRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
-  app.post('/v1/apply', async (req): Promise<ApplyAnswer> => {
+  app.post('/v1/apply', { config: { role: 'operator' } }, async (req): Promise<ApplyAnswer> => {
     const v = validate({ query: [applyQuery, req.query], body: [applyBody, req.body] });
     const specs = readSpecs(v.body);
     const opts: ApplyOptions = { ...(v.body.source !== undefined ? { source: v.body.source } : {}), ...(v.body.prune === true ? { prune: true } : {}) };

@@ -155,7 +155,7 @@ async function checkNewNode(ctx: ApiContext, m: MemberRecord): Promise<void> {
   };
   let res: Response;
   try {
-    res = await fetch(`http://${m.apiAddress}/v1/cluster?local`, { signal: AbortSignal.timeout(probeTimeoutMs) });
+    res = await ctx.peer.fetch(m.apiAddress, '/v1/cluster?local', { signal: AbortSignal.timeout(probeTimeoutMs) });
   } catch (err) {
     const e = err as Error & { cause?: { code?: string } };
     const why = e.name === 'TimeoutError' ? `no answer in ${probeTimeoutMs} ms` : e.cause?.code ?? e.message;
@@ -182,14 +182,14 @@ async function membershipChange(ctx: ApiContext, cc: ConfChange): Promise<Cluste
 }
 
 export const clusterRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
-  app.get('/v1/cluster', async (req) => {
+  app.get('/v1/cluster', { config: { role: 'reader' } }, async (req) => {
     const v = validate({ query: [viewQuery, req.query] });
     const leader = ctx.node.leaderId;
     if (v.query.local !== undefined || leader === NONE || leader === ctx.node.id) return clusterView(ctx);
     const addr = ctx.node.membership.get(leader)?.apiAddress;
     if (addr === undefined) return clusterView(ctx);
     try {
-      const res = await fetch(`http://${addr}/v1/cluster?local`, { signal: AbortSignal.timeout(1000) });
+      const res = await ctx.peer.fetch(addr, '/v1/cluster?local', { signal: AbortSignal.timeout(1000) });
       if (res.ok) return (await res.json()) as ClusterView;
     } catch {
       // fall through to the local view
@@ -197,7 +197,7 @@ export const clusterRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app
     return clusterView(ctx);
   });
 
-  app.post('/v1/cluster/members', async (req, reply) => {
+  app.post('/v1/cluster/members', { config: { role: 'admin' } }, async (req, reply) => {
     const v = validate({ query: [forceQuery, req.query], body: [memberBody, req.body] });
     if (await forwardIfFollower(ctx, req, reply)) return reply;
     const members = ctx.node.membership.list();
@@ -212,7 +212,7 @@ export const clusterRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app
     return reply.status(201).send({ ...view, member: v.body });
   });
 
-  app.post('/v1/cluster/members/:id/promote', async (req, reply) => {
+  app.post('/v1/cluster/members/:id/promote', { config: { role: 'admin' } }, async (req, reply) => {
     const v = validate({ params: [refParams, req.params], query: [forceQuery, req.query] });
     if (await forwardIfFollower(ctx, req, reply)) return reply;
     const m = resolveMember(ctx.node.membership.list(), v.params.id);
@@ -220,7 +220,7 @@ export const clusterRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app
     return { ...(await membershipChange(ctx, { changes: [{ type: 'addVoter', node: m.id }] })), member: m };
   });
 
-  app.delete('/v1/cluster/members/:id', async (req, reply) => {
+  app.delete('/v1/cluster/members/:id', { config: { role: 'admin' } }, async (req, reply) => {
     const v = validate({ params: [refParams, req.params], query: [noQuery, req.query] });
     if (await forwardIfFollower(ctx, req, reply)) return reply;
     const m = resolveMember(ctx.node.membership.list(), v.params.id);
@@ -234,7 +234,7 @@ export const clusterRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app
     return { ...(await membershipChange(ctx, { changes: [{ type: 'removeNode', node: m.id }] })), member: m, ...(warning !== undefined ? { warning } : {}) };
   });
 
-  app.post('/v1/cluster/leader', async (req, reply) => {
+  app.post('/v1/cluster/leader', { config: { role: 'admin' } }, async (req, reply) => {
     const v = validate({ query: [noQuery, req.query], body: [transferBody, req.body ?? {}] });
     if (await forwardIfFollower(ctx, req, reply)) return reply;
     const to = v.body.to !== undefined ? resolveMember(ctx.node.membership.list(), v.body.to).id : undefined;

@@ -21,9 +21,12 @@ export class ConnectionLimit {
     return this.open;
   }
 
-  /** Starts counting the server's connections. */
-  attach(server: Server): void {
-    server.on('connection', (socket: Socket) => this.onConnection(socket));
+  /**
+   * Starts counting the server's connections. An HTTPS server is counted at 'secureConnection':
+   * requests arrive on the TLS socket, the one `isExcess` is asked about.
+   */
+  attach(server: Server, event: 'connection' | 'secureConnection' = 'connection'): void {
+    server.on(event, (socket: Socket) => this.onConnection(socket));
   }
 
   /** Whether requests on this socket must be refused (it came past the bound). */

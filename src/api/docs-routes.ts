@@ -59,7 +59,7 @@ export async function readBarrier(ctx: ApiContext, consistency: 'linearizable' |
 }
 
 export const docsRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
-  app.put('/v1/docs/:collection/:id', async (req, reply) => {
+  app.put('/v1/docs/:collection/:id', { config: { role: 'operator' } }, async (req, reply) => {
     const v = validate({ params: [docParams, req.params], query: [noQuery, req.query], body: [docBody, req.body], headers: [putHeaders, req.headers] });
     const expect = expectFrom(v.headers);
     refuseReserved(v.params.collection);
@@ -73,7 +73,7 @@ export const docsRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, {
     return docAnswer(reply, result.doc);
   });
 
-  app.delete('/v1/docs/:collection/:id', async (req, reply) => {
+  app.delete('/v1/docs/:collection/:id', { config: { role: 'operator' } }, async (req, reply) => {
     const v = validate({ params: [docParams, req.params], query: [noQuery, req.query], headers: [deleteHeaders, req.headers] });
     const expect = expectFrom(v.headers);
     refuseReserved(v.params.collection);
@@ -85,7 +85,7 @@ export const docsRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, {
     return { collection: result.collection, id: result.id, rev: result.rev };
   });
 
-  app.get('/v1/docs/:collection/:id', async (req, reply) => {
+  app.get('/v1/docs/:collection/:id', { config: { role: 'reader' } }, async (req, reply) => {
     const v = validate({ params: [docParams, req.params], query: [readQuery, req.query] });
     await readBarrier(ctx, v.query.consistency);
     const d = ctx.store.get(v.params.collection, v.params.id);
@@ -93,7 +93,7 @@ export const docsRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, {
     return docAnswer(reply, d);
   });
 
-  app.get('/v1/docs/:collection', async (req) => {
+  app.get('/v1/docs/:collection', { config: { role: 'reader' } }, async (req) => {
     const v = validate({ params: [collectionParams, req.params], query: [listQuery, req.query] });
     await readBarrier(ctx, v.query.consistency);
     const { prefix, limit, after } = v.query;

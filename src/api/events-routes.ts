@@ -44,7 +44,7 @@ export function formatEvent(ev: ClusterEvent): string {
 export const eventsRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, { ctx, bounds }) => {
   const events = ctx.events;
   if (events === undefined) return;
-  app.get('/v1/events', async (req, reply) => {
+  app.get('/v1/events', { config: { role: 'reader' } }, async (req, reply) => {
     const v = validate({ query: [eventsQuery, req.query], headers: [eventsHeaders, req.headers] });
     const scope: EventScope = v.query.local ? 'local' : 'cluster';
     const types = v.query.type;

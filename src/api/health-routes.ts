@@ -13,7 +13,7 @@ function notServing(reply: FastifyReply, why: ShoalError, extra: Record<string, 
 }
 
 export const healthRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, { ctx }) => {
-  app.get('/healthz', async (_req, reply) => {
+  app.get('/healthz', { config: { role: 'public' } }, async (_req, reply) => {
     const st = ctx.node.status();
     const base = { id: st.id, version: ctx.softwareVersion, role: st.role, term: st.term, leader: st.leader || null };
     const failure = ctx.node.failure;
@@ -21,7 +21,7 @@ export const healthRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, { 
     return { ok: true, ...base };
   });
 
-  app.get('/readyz', async (req, reply) => {
+  app.get('/readyz', { config: { role: 'public' } }, async (req, reply) => {
     const sync = Object.prototype.hasOwnProperty.call(req.query ?? {}, 'sync');
     const failure = ctx.node.failure;
     if (failure !== undefined) return notServing(reply, failure, { ready: false, version: ctx.softwareVersion });

@@ -5,6 +5,7 @@
 // a client's (`shoal login`). The leader does it, as it holds the CA key and changes membership.
 // Every redemption is a committed write (the token record gains it); every refusal is an event.
 
+import { X509Certificate } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
@@ -12,6 +13,7 @@ import { hostPortSchema, splitHostPort } from '../node/host-port.ts';
 import { confChangeContext, type MemberRecord } from '../node/membership.ts';
 import { nodeNameSchema } from '../node/identity.ts';
 import { isValidId } from '../security/identity.ts';
+import { isValidPrincipal, principalRule } from '../security/principal.ts';
 import { parseToken, redeemRefusal, redemptionTxn, refusalText, type ParsedToken, type RefusalReason, type TokenRecord } from '../security/tokens.ts';
 import type { ApiContext } from './app.ts';
 import { RefusalLimiter } from '../security/refusal-limiter.ts';
@@ -27,7 +29,7 @@ export const joinBody = z.discriminatedUnion('kind', [
     kind: z.literal('node'), token: z.string().max(200), csr: z.string().max(csrPemBytesMax),
     nodeId: idSchema, name: nodeNameSchema, peerAddress: hostPortSchema, apiAddress: hostPortSchema,
   }).strict(),
-  z.object({ kind: z.literal('client'), token: z.string().max(200), csr: z.string().max(csrPemBytesMax), name: idSchema }).strict(),
+  z.object({ kind: z.literal('client'), token: z.string().max(200), csr: z.string().max(csrPemBytesMax), name: z.string().refine(isValidPrincipal, `a principal is ${principalRule}`) }).strict(),
 ]);
 export type JoinBody = z.infer<typeof joinBody>;
 const noQuery = z.object({}).strict();
@@ -102,11 +104,14 @@ async function joinClient(ctx: ApiContext, b: Extract<JoinBody, { kind: 'client'
   const authority = requireAuthority(ctx);
   const signer = authority.signer();
   if (signer === undefined) throw new ShoalError('ca_key_unavailable', `this leader (${ctx.node.id}) does not hold the cluster CA key; retry when a voter that holds it leads`);
-  const { verifyCsr, signClientCsr } = await csrCode();
-  const csr = await verifyCsr(b.csr);
+  const { verifyCsr } = await csrCode();
+  await verifyCsr(b.csr);
   const record = await redeem(ctx, token, b.name, b.name, from, 'client');
   const clientRole = record.clientRole ?? 'reader';
-  const signed = await signClientCsr(signer, csr, b.name, clientRole);
+  // The same certificate `shoal credential` and `init` make (src/security/client-certs.ts), for the caller's own key.
+  const { issueClientCert } = await import('../security/client-certs.ts');
+  const issued = await issueClientCert(signer, { principal: b.name, role: clientRole, csrPem: b.csr });
+  const signed = { certPem: issued.certPem, serial: new X509Certificate(issued.certPem).serialNumber.toLowerCase() };
   ctx.events?.recordEvent('token.redeemed', token.id, { role: 'client', principal: b.name, clientRole, from, serial: signed.serial });
   return { clusterId: ctx.clusterId, caPem: authority.caPem, certPem: signed.certPem, role: 'client', clientRole, members: [] };
 }

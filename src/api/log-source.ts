@@ -103,7 +103,8 @@ export async function openRemoteTaskLog(ctx: ApiContext, node: NodeRecord, taskI
   const timer = setTimeout(() => ac.abort(new Error(`no answer within ${logProxyConnectTimeoutMs} ms`)), logProxyConnectTimeoutMs);
   let res: Response;
   try {
-    res = await fetch(`http://${address}/v1/tasks/${encodeURIComponent(taskId)}/logs?${query.toString()}`, {
+    res = await ctx.peer.fetch(address, `/v1/tasks/${encodeURIComponent(taskId)}/logs?${query.toString()}`, {
+      // The node asks as itself (the caller's role was checked here; a node may read any log).
       headers: { [forwardedHeader]: ctx.node.id, accept: 'application/x-ndjson' }, signal: ac.signal,
     });
   } catch (err) {

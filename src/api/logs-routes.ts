@@ -57,7 +57,7 @@ function logOptions(q: z.infer<typeof logsQuery>): LogOptions {
 }
 
 export const logsRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, { ctx, bounds }) => {
-  app.get('/v1/tasks/:id/logs', async (req, reply) => {
+  app.get('/v1/tasks/:id/logs', { config: { role: 'reader' } }, async (req, reply) => {
     // Roles arrive with the security issue: any authenticated principal, `reader` included, may
     // read logs. The role check goes here, before anything is looked up or opened.
     const v = validate({ params: [taskParams, req.params], query: [logsQuery, req.query] });
@@ -79,7 +79,7 @@ export const logsRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, { ct
     await serveLines(ctx, reply, v.query.format ?? 'text', [{ label: null, reader, failure: null, release }]);
   });
 
-  app.get('/v1/services/:name/logs', async (req, reply) => {
+  app.get('/v1/services/:name/logs', { config: { role: 'reader' } }, async (req, reply) => {
     // The role check (security issue) goes here too: a `reader` may read a service's logs.
     const v = validate({ params: [serviceParams, req.params], query: [logsQuery, req.query] });
     const opts = logOptions(v.query);

@@ -27,7 +27,7 @@ const metricsRoutesPlugin: FastifyPluginAsync<{ ctx: ApiContext }> = async (app,
   if (ctx.node.log.isLevelEnabled?.('debug') === true) {
     app.addHook('onRequest', (req, _reply, done) => withRequestId(req.id, done));
   }
-  app.get('/metrics', async (_req, reply) => {
+  app.get('/metrics', { config: { role: 'reader' } }, async (_req, reply) => {
     void reply.header('content-type', ctx.metrics.contentType);
     return ctx.metrics.render();
   });

@@ -34,13 +34,13 @@ async function updateNode(ctx: ApiContext, req: Parameters<typeof decideAndWrite
 }
 
 export const nodesRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
-  app.get('/v1/nodes', async (req) => {
+  app.get('/v1/nodes', { config: { role: 'reader' } }, async (req) => {
     const v = validate({ query: [readOnlyQuery, req.query] });
     const state = await readControl(ctx, v.query.consistency);
     return { items: nodeViews(state), rev: state.revision };
   });
 
-  app.get('/v1/nodes/:ref', async (req) => {
+  app.get('/v1/nodes/:ref', { config: { role: 'reader' } }, async (req) => {
     const v = validate({ params: [nodeParams, req.params], query: [readOnlyQuery, req.query] });
     const state = await readControl(ctx, v.query.consistency);
     const n = findNode(state, v.params.ref);
@@ -49,13 +49,13 @@ export const nodesRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, 
     return { node: viewOf(state, n.value.id), tasks, rev: state.revision };
   });
 
-  app.post('/v1/nodes/:ref/availability', async (req) => {
+  app.post('/v1/nodes/:ref/availability', { config: { role: 'operator' } }, async (req) => {
     const v = validate({ params: [nodeParams, req.params], query: [noQuery, req.query], body: [availabilityBody, req.body] });
     const { availability } = v.body;
     return updateNode(ctx, req, v.params.ref, `setting node ${v.params.ref} to ${availability}`, (n) => ({ ...n, availability }));
   });
 
-  app.post('/v1/nodes/:ref/labels', async (req) => {
+  app.post('/v1/nodes/:ref/labels', { config: { role: 'operator' } }, async (req) => {
     const v = validate({ params: [nodeParams, req.params], query: [noQuery, req.query], body: [labelsBody, req.body] });
     const { set = {}, remove = [] } = v.body;
     return updateNode(ctx, req, v.params.ref, `labelling node ${v.params.ref}`, (n) => {

@@ -10,6 +10,8 @@ import { z } from 'zod';
 import { errorCatalog } from '../errors.ts';
 import { nodeRecordSchema, serviceRecordSchema, taskRecordSchema, taskStatusSchema } from '../control/resources.ts';
 import type { ApiContext } from './app.ts';
+import type { RouteTable } from './route-table.ts';
+import { createCredentialBody, credentialParams } from './credentials-routes.ts';
 import {
   applyBody, applyQuery, availabilityBody, labelsBody, nodeParams, readOnlyQuery, scaleBody, serviceParams, taskParams, tasksQuery,
 } from './control-schemas.ts';
@@ -194,6 +196,22 @@ function logPaths(): Json {
   };
 }
 
+function browsePaths(): Json {
+  const history = { type: 'object', properties: { collection: { type: 'string' }, id: { type: 'string' }, oldestRev: { type: 'integer' }, rev: { type: 'integer' }, items: { type: 'array', items: { type: 'object', properties: { rev: { type: 'integer' }, type: { enum: ['put', 'delete'] }, doc: { type: 'object' } } } } } };
+  const collections = { type: 'object', properties: { items: { type: 'array', items: { type: 'object', properties: { name: { type: 'string' }, documents: { type: 'integer' } } } }, rev: { type: 'integer' } } };
+  const file = (type: string) => ({ 200: { description: type }, 304: { description: 'Not modified (If-None-Match)' }, ...errors });
+  return {
+    '/v1/collections': { get: { summary: 'The collections that hold documents, with their document counts', ...strict, parameters: parametersOf(readQuery, 'query'), responses: { 200: json(collections), ...errors } } },
+    '/v1/docs/{collection}/{id}/history': {
+      get: { summary: "A document's retained changes, oldest first (as far back as the event tail reaches)", ...strict, parameters: [...parametersOf(docParams, 'path'), ...parametersOf(readQuery, 'query')], responses: { 200: json(history), ...errors } },
+    },
+    '/ui': { get: { summary: 'The web console (redirects to /ui/)', responses: { 308: { description: 'Redirect to /ui/' } } } },
+    '/ui/': { get: { summary: "The web console's page", responses: file('text/html') } },
+    '/ui/app.js': { get: { summary: "The web console's script", responses: file('text/javascript') } },
+    '/ui/app.css': { get: { summary: "The web console's style sheet", responses: file('text/css') } },
+  };
+}
+
 function nodePaths(): Json {
   const probe = json({ type: 'object', required: ['ok'], properties: { ok: { type: 'boolean' }, code: { type: 'string' }, reason: { type: 'string' }, version: { type: 'string' } } });
   return {
@@ -202,6 +220,17 @@ function nodePaths(): Json {
     '/metrics': { get: { summary: 'Prometheus metrics', responses: { 200: { description: 'text/plain' } } } },
     '/docs': { get: { summary: 'This OpenAPI document', responses: { 200: json({ type: 'object' }) } } },
     '/docs/openapi.json': { get: { summary: 'This OpenAPI document', responses: { 200: json({ type: 'object' }) } } },
+  };
+}
+
+function securityPaths(): Json {
+  const credential = { type: 'object', properties: { id: { type: 'string' }, principal: { type: 'string' }, role: { type: 'string' }, createdBy: { type: 'string' }, createdAtMs: { type: 'integer' }, label: { type: ['string', 'null'] }, rev: { type: 'integer' } } };
+  return {
+    '/v1/credentials': {
+      post: { summary: 'Create a bearer token (shown once in the answer)', ...strict, parameters: parametersOf(noQuery, 'query'), requestBody: jsonBody(schemaOf(createCredentialBody)), responses: { 201: json({ ...credential, properties: { ...credential.properties, token: { type: 'string' } } }), ...errors } },
+      get: { summary: 'List bearer tokens (never their secrets)', ...strict, parameters: parametersOf(readQuery, 'query'), responses: { 200: json({ type: 'object', properties: { items: { type: 'array', items: credential }, rev: { type: 'integer' } } }), ...errors } },
+    },
+    '/v1/credentials/{id}': { delete: { summary: 'Revoke a bearer token', ...strict, parameters: [...parametersOf(credentialParams, 'path'), ...parametersOf(noQuery, 'query')], responses: { 200: json({ type: 'object' }), ...errors } } },
   };
 }
 
@@ -215,12 +244,30 @@ export function openApiDocument(version: string): Json {
         NodeRecord: schemaOf(nodeRecordSchema), ServiceRecord: schemaOf(serviceRecordSchema), TaskRecord: schemaOf(taskRecordSchema), TaskStatus: schemaOf(taskStatusSchema),
       },
     },
-    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...logPaths(), ...nodePaths(), ...joinPaths(errors) },
+    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...logPaths(), ...browsePaths(), ...nodePaths(), ...securityPaths(), ...joinPaths(errors) },
   };
 }
 
-export const openApiRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
-  const doc = openApiDocument(ctx.softwareVersion);
-  app.get('/docs', async () => doc);
-  app.get('/docs/openapi.json', async () => doc);
+/**
+ * Names on each operation the role its route declares (`x-shoal-role`), read from the routes as
+ * registered: the document cannot claim a role the server does not enforce.
+ */
+export function withRoles(doc: Json, routes: RouteTable): Json {
+  const paths = doc.paths as Record<string, Record<string, Json>>;
+  for (const [p, ops] of Object.entries(paths)) {
+    const url = p.replace(/\{([^}]+)\}/g, ':$1');
+    for (const [method, op] of Object.entries(ops)) {
+      const role = routes.roleOf(method, url);
+      if (role !== undefined) op['x-shoal-role'] = role;
+    }
+  }
+  return doc;
+}
+
+export const openApiRoutes: FastifyPluginAsync<{ ctx: ApiContext; routes: RouteTable }> = async (app, { ctx, routes }) => {
+  // Built at the first request: by then every plugin has registered its routes.
+  let doc: Json | undefined;
+  const document = (): Json => (doc ??= withRoles(openApiDocument(ctx.softwareVersion), routes));
+  app.get('/docs', { config: { role: 'public' } }, async () => document());
+  app.get('/docs/openapi.json', { config: { role: 'public' } }, async () => document());
 };

@@ -27,7 +27,7 @@ export const revHeader = z.string()
   .refine((n) => Number.isSafeInteger(n) && n >= 1, `must be a revision from 1 to ${Number.MAX_SAFE_INTEGER}`);
 const writeHeaders = {
   'idempotency-key': z.string().min(1).max(idempotencyKeyLengthMax).optional(),
-  // Until authentication sets it; empty means anonymous.
+  // Only a node forwarding a request may name the original caller (auth.ts); anyone else is refused.
   'x-shoal-principal': z.string().max(principalLengthMax).optional(),
 };
 export const putHeaders = z.object({

@@ -2,6 +2,8 @@
 // method is answered 405 method_not_allowed with an Allow header (RFC 9110 §15.5.6) instead of a
 // 404: the router only says "no route for this method and path".
 
+import type { RouteRole } from '../security/roles.ts';
+
 interface Entry {
   pattern: RegExp;
   methods: Set<string>;
@@ -19,9 +21,16 @@ function patternOf(url: string): RegExp {
 
 export class RouteTable {
   private readonly entries = new Map<string, Entry>();
+  private readonly roles = new Map<string, RouteRole>();
+
+  /** The role a route declares (auth.ts), by method and fastify URL (`/v1/docs/:collection`). */
+  roleOf(method: string, url: string): RouteRole | undefined {
+    return this.roles.get(`${method.toUpperCase()} ${url}`);
+  }
 
   /** Records a route as fastify's onRoute hook sees it. */
-  add(method: string | string[], url: string): void {
+  add(method: string | string[], url: string, role?: RouteRole): void {
+    if (role !== undefined) for (const m of Array.isArray(method) ? method : [method]) this.roles.set(`${m.toUpperCase()} ${url}`, role);
     let e = this.entries.get(url);
     if (e === undefined) {
       e = { pattern: patternOf(url), methods: new Set() };

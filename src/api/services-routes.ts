@@ -40,20 +40,20 @@ export interface RebalanceAnswer {
 }
 
 export const servicesRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
-  app.get('/v1/services', async (req) => {
+  app.get('/v1/services', { config: { role: 'reader' } }, async (req) => {
     const v = validate({ query: [readOnlyQuery, req.query] });
     const state = await readControl(ctx, v.query.consistency);
     return { items: serviceList(state), rev: state.revision };
   });
 
-  app.get('/v1/services/:name', async (req) => {
+  app.get('/v1/services/:name', { config: { role: 'reader' } }, async (req) => {
     const v = validate({ params: [serviceParams, req.params], query: [readOnlyQuery, req.query] });
     const state = await readControl(ctx, v.query.consistency);
     const s = findService(state, v.params.name);
     return { service: serviceView(state, s), tasks: tasksOf(state, s.value.name).map((t) => taskItem(state, t)), rev: state.revision };
   });
 
-  app.delete('/v1/services/:name', async (req) => {
+  app.delete('/v1/services/:name', { config: { role: 'operator' } }, async (req) => {
     const v = validate({ params: [serviceParams, req.params], query: [noQuery, req.query] });
     const w = await decideAndWrite(ctx, req, `removing service ${v.params.name}`, (state) => {
       findService(state, v.params.name);
@@ -62,7 +62,7 @@ export const servicesRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (ap
     return { name: v.params.name, removed: true, rev: w.rev };
   });
 
-  app.post('/v1/services/:name/scale', async (req) => {
+  app.post('/v1/services/:name/scale', { config: { role: 'operator' } }, async (req) => {
     const v = validate({ params: [serviceParams, req.params], query: [noQuery, req.query], body: [scaleBody, req.body] });
     const w = await decideAndWrite(ctx, req, `scaling service ${v.params.name}`, (state) => {
       const s = findService(state, v.params.name);
@@ -75,7 +75,7 @@ export const servicesRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (ap
     return { outcome: w.answer, rev: w.rev, service: after(ctx, v.params.name) };
   });
 
-  app.post('/v1/services/:name/rollback', async (req) => {
+  app.post('/v1/services/:name/rollback', { config: { role: 'operator' } }, async (req) => {
     const v = validate({ params: [serviceParams, req.params], query: [noQuery, req.query], body: [noBody, req.body] });
     const w = await decideAndWrite(ctx, req, `rolling back service ${v.params.name}`, (state) => {
       const s = findService(state, v.params.name);
@@ -89,7 +89,7 @@ export const servicesRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (ap
     return { specVersion: w.answer, rev: w.rev, service: after(ctx, v.params.name) };
   });
 
-  app.post('/v1/services/:name/rebalance', async (req): Promise<RebalanceAnswer> => {
+  app.post('/v1/services/:name/rebalance', { config: { role: 'operator' } }, async (req): Promise<RebalanceAnswer> => {
     const v = validate({ params: [serviceParams, req.params], query: [noQuery, req.query], body: [noBody, req.body] });
     const w = await decideAndWrite(ctx, req, `rebalancing service ${v.params.name}`, (state) => {
       const s = findService(state, v.params.name);

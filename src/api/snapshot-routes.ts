@@ -44,7 +44,7 @@ async function* chunksOf(parts: readonly Uint8Array[]): AsyncGenerator<Buffer> {
 }
 
 export const snapshotRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, { ctx, bounds }) => {
-  app.get('/v1/cluster/snapshot', async (req, reply) => {
+  app.get('/v1/cluster/snapshot', { config: { role: 'admin' } }, async (req, reply) => {
     validate({ query: [noQuery, req.query] });
     const release = bounds.snapshots.acquire(req.ip);
     try {

@@ -17,7 +17,7 @@ function nodeFilter(state: ControlState, ref: string): string {
 }
 
 export const tasksRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
-  app.get('/v1/tasks', async (req) => {
+  app.get('/v1/tasks', { config: { role: 'reader' } }, async (req) => {
     const v = validate({ query: [tasksQuery, req.query] });
     const q = v.query;
     const state = await readControl(ctx, q.consistency);
@@ -41,7 +41,7 @@ export const tasksRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, 
     return { items, rev: state.revision, next };
   });
 
-  app.get('/v1/tasks/:id', async (req) => {
+  app.get('/v1/tasks/:id', { config: { role: 'reader' } }, async (req) => {
     const v = validate({ params: [taskParams, req.params], query: [readOnlyQuery, req.query] });
     const state = await readControl(ctx, v.query.consistency);
     const t = state.tasks.get(v.params.id);

@@ -12,7 +12,7 @@ import { propose, throwIfFailed } from './write-path.ts';
 const txnRequestPath: CommandPathMap = (path) => stampedPath(path, (rest) => ['body', ...rest].join('.'));
 
 export const txnRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
-  app.post('/v1/txn', async (req, reply) => {
+  app.post('/v1/txn', { config: { role: 'operator' } }, async (req, reply) => {
     const v = validate({ query: [noQuery, req.query], body: [txnBodySchema, req.body], headers: [txnHeaders, req.headers] });
     // Writes to the control plane's collections are refused, every one at once; compares may read them.
     const reserved = (['success', 'failure'] as const).flatMap((branch) => v.body[branch].flatMap((op, i): Problem[] => {

@@ -12,6 +12,7 @@ import type { ApiContext, ApiPluginOptions } from './app.ts';
 import { openEventStream } from './sse-stream.ts';
 import { watchHeaders, watchQuery } from './request-schemas.ts';
 import { badRequest, validate } from './validate.ts';
+import { isAdminCollection } from './auth.ts';
 
 /** A consumer this far behind is cut off; it resumes from its last id. */
 const bufferedBytesMax = 8 * 1024 * 1024;
@@ -46,7 +47,7 @@ export async function refuseFutureCursor(ctx: ApiContext, after: number, where: 
 }
 
 export const watchRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, { ctx, bounds }) => {
-  app.get('/v1/watch', async (req, reply) => {
+  app.get('/v1/watch', { config: { role: 'reader' } }, async (req, reply) => {
     const v = validate({ query: [watchQuery, req.query], headers: [watchHeaders, req.headers] });
     const filter: WatchFilter = {
       ...(v.query.collection !== undefined ? { collection: v.query.collection } : {}),
@@ -56,7 +57,9 @@ export const watchRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, { c
     if (given !== undefined) await refuseFutureCursor(ctx, given, v.query.after !== undefined ? 'query.after' : 'headers.last-event-id');
     const after = given ?? ctx.store.revision;
     // Throws cursor_expired (410) before any byte of the stream is written.
-    const backlog = ctx.store.eventsSince(after, filter);
+    // A watch of every collection by a non-admin leaves out the admin-only collections (auth.ts).
+    const shown = req.caller.role === 'admin' ? () => true : (ev: WatchEvent) => !isAdminCollection(ev.collection);
+    const backlog = ctx.store.eventsSince(after, filter).filter(shown);
     // Throws overloaded (503) or too_many_requests (429); released when the stream closes.
     const release = bounds.watches.acquire(req.ip);
     let pending: WatchEvent[] = [];
@@ -74,7 +77,7 @@ export const watchRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, { c
     // resumes from its last id and learns whether the gap is still covered.
     const unsubscribeRestore = ctx.store.subscribeRestore(() => raw.end());
     const unsubscribe = ctx.store.subscribe((ev) => {
-      if (!matches(ev, filter)) return;
+      if (!matches(ev, filter) || !shown(ev)) return;
       pending.push(ev);
       if (!flushScheduled) {
         flushScheduled = true;

@@ -13,14 +13,21 @@ import { ShoalError } from '../errors.ts';
 import { NONE } from '../raft/types.ts';
 import type { ApiContext } from './app.ts';
 import { badRequest, type CommandPathMap } from './validate.ts';
+import { principalHeader, roleHeader, type Caller } from './auth.ts';
 
 export const forwardedHeader = 'x-shoal-forwarded-by';
-const forwardedRequestHeaders = ['content-type', 'if-match', 'if-none-match', 'idempotency-key', 'x-shoal-principal'];
+const forwardedRequestHeaders = ['content-type', 'if-match', 'if-none-match', 'idempotency-key'];
 const relayedResponseHeaders = ['content-type', 'etag', 'retry-after', 'idempotent-replayed'];
 
+/** Who sent the request, as its credential says (auth.ts): what the command and its audit record name. */
 export function principalOf(req: FastifyRequest): string {
-  const p = req.headers['x-shoal-principal'];
-  return typeof p === 'string' && p.length > 0 ? p : 'anonymous';
+  // A request that never met the auth hook (a unit test's stand-in) is anonymous.
+  return (req.caller as Caller | undefined)?.principal ?? 'anonymous';
+}
+
+/** The headers that name the original caller to the node a request is forwarded to (it trusts them only from a node). */
+export function callerHeaders(req: FastifyRequest): Record<string, string> {
+  return { [principalHeader]: req.caller.principal, [roleHeader]: req.caller.role };
 }
 
 /** Forwards the request to the leader if this node is not it. Returns true if it answered. */
@@ -33,7 +40,7 @@ export async function forwardIfFollower(ctx: ApiContext, req: FastifyRequest, re
   }
   const addr = ctx.node.membership.get(leader)?.apiAddress;
   if (addr === undefined) throw new ShoalError('no_leader', `the leader ${leader} has no known API address yet; retry shortly`);
-  const headers: Record<string, string> = { [forwardedHeader]: ctx.node.id };
+  const headers: Record<string, string> = { [forwardedHeader]: ctx.node.id, ...callerHeaders(req) };
   for (const h of forwardedRequestHeaders) {
     const v = req.headers[h];
     if (typeof v === 'string') headers[h] = v;
@@ -42,7 +49,7 @@ export async function forwardIfFollower(ctx: ApiContext, req: FastifyRequest, re
   // requests come this way (document writes go over the peer link), and they are rare.
   let res: Response;
   try {
-    res = await fetch(`http://${addr}${req.url}`, {
+    res = await ctx.peer.fetch(addr, req.url, {
       method: req.method, headers, signal: AbortSignal.timeout(ctx.proposalTimeoutMs + 1000),
       ...(req.body !== undefined ? { body: JSON.stringify(req.body) } : {}),
     });

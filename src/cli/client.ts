@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { hostPortProblem } from '../node/host-port.ts';
 import { exitCodes, UsageError } from './args.ts';
+import { activeCredential } from './credential-file.ts';
 
 export const defaultAddr = '127.0.0.1:7101';
 /** A call that has not answered in this long is abandoned (exit 3). */
@@ -13,9 +14,9 @@ export const requestTimeoutMsDefault = 15_000;
 const attemptsMax = 4;
 const retryDelayMsMax = 2_000;
 
-/** The node to talk to: --addr, else $SHOAL_ADDR, else 127.0.0.1:7101. */
+/** The node to talk to: --addr, else $SHOAL_ADDR, else the credential's first address, else 127.0.0.1:7101. */
 export function resolveAddr(flag: string | undefined): string {
-  const addr = flag ?? (process.env.SHOAL_ADDR || undefined) ?? defaultAddr;
+  const addr = flag ?? (process.env.SHOAL_ADDR || undefined) ?? activeCredential()?.addresses[0] ?? defaultAddr;
   const problem = hostPortProblem(addr);
   if (problem !== undefined) throw new UsageError(`${flag !== undefined ? '--addr' : '$SHOAL_ADDR'} must be HOST:PORT (e.g. 127.0.0.1:7101): ${problem}, got '${addr}'`);
   return addr;
@@ -90,7 +91,9 @@ export function url(addr: string, path: string, query: Record<string, string | n
   const qs = new URLSearchParams();
   for (const [k, v] of Object.entries(query)) if (v !== undefined) qs.set(k, String(v));
   const s = qs.toString();
-  return `http://${addr}${path}${s === '' ? '' : `?${s}`}`;
+  // With a credential the API is HTTPS (the CA pinned); without one only an insecure-loopback API answers.
+  const scheme = activeCredential() === null ? 'http' : 'https';
+  return `${scheme}://${addr}${path}${s === '' ? '' : `?${s}`}`;
 }
 
 function reasonOf(err: unknown): { reason: string; timedOut: boolean } {
@@ -103,8 +106,10 @@ function reasonOf(err: unknown): { reason: string; timedOut: boolean } {
 
 /** fetch, with every failure to get an answer turned into UnreachableError. */
 export async function send(addr: string, path: string, init: RequestInit & { query?: RequestOptions['query'] }): Promise<Response> {
+  const token = activeCredential()?.token;
+  const withToken = token === undefined ? init : { ...init, headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${token}` } };
   try {
-    return await fetch(url(addr, path, init.query), init);
+    return await fetch(url(addr, path, init.query), withToken);
   } catch (err) {
     if ((err as Error)?.name === 'AbortError' && init.signal?.aborted && init.signal.reason?.name !== 'TimeoutError') throw err;
     const { reason, timedOut } = reasonOf(err);
@@ -271,6 +276,10 @@ function hintOf(err: ApiError, ctx: FailureContext): string | undefined {
     case 'timeout':
     case 'leader_changed':
       return unknownOutcome ?? 'retry; check the cluster with: shoal cluster status';
+    case 'unauthenticated':
+      return "the CLI found no credential it may use: pass --credential FILE, or set $SHOAL_CONFIG to a directory with credential.json (shoal dev and shoal init write one; docs/security.md)";
+    case 'forbidden':
+      return d.reason === 'forged_principal' ? 'drop the X-Shoal-Principal header: the principal is the one your credential names' : `ask an admin for a credential with role ${String(d.needed ?? 'admin')} (shoal credential create)`;
     case 'no_leader':
     case 'proposal_dropped':
     case 'stopping':
@@ -291,7 +300,9 @@ export function reportFailure(command: string, err: ClientFailure, json: boolean
   if (err instanceof UnreachableError) {
     const hint = err.timedOut && ctx.retryCommand !== undefined
       ? `the write may or may not have been applied; retry it safely (same idempotency key): ${ctx.retryCommand}`
-      : `is a node running there? Pick another node with --addr HOST:PORT or $SHOAL_ADDR; start one with 'shoal serve' or 'shoal dev'`;
+      : activeCredential() === null
+        ? `is a node running there? Pick another node with --addr HOST:PORT or $SHOAL_ADDR; start one with 'shoal serve' or 'shoal dev'. A node that serves HTTPS needs a credential: --credential FILE, $SHOAL_CONFIG or ~/.config/shoal/credential.json`
+        : `is a node running there? Pick another node with --addr HOST:PORT or $SHOAL_ADDR; start one with 'shoal serve' or 'shoal dev'. A TLS failure means the node is not of the cluster whose CA the credential pins`;
     if (json) console.error(JSON.stringify({ error: { code: 'unreachable', message: err.message, addr: err.addr, hint }, exitCode: code }));
     else console.error(`shoal ${command}: ${err.message}\n  ${hint}`);
     return code;

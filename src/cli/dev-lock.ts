@@ -155,7 +155,8 @@ export async function checkPorts(ports: number[]): Promise<void> {
   for (const p of ports) if (!(await portFree(p))) taken.push(p);
   if (taken.length === 0) return;
   const list = taken.map((p) => `127.0.0.1:${p}`).join(', ');
-  const holder = registered().find((l) => taken.some((p) => (p >= l.basePort && p < l.basePort + l.nodes) || (p >= l.basePort + 100 && p < l.basePort + 100 + l.nodes)));
+  // Not this supervisor's own record (it registered before checking): only another can hold them.
+  const holder = registered().find((l) => l.pid !== process.pid && taken.some((p) => (p >= l.basePort && p < l.basePort + l.nodes) || (p >= l.basePort + 100 && p < l.basePort + 100 + l.nodes)));
   const advice = holder !== undefined
     ? `they belong to the dev cluster running ${describeDev(holder)}; ${stopAdvice(holder)}`
     : `another program (perhaps a shoal node: try 'npx shoal status --addr 127.0.0.1:${taken[0]}') listens there; stop it`;

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { MemberRecord } from '../node/membership.ts';
 import { exitCodes } from './args.ts';
-import { CliFailure } from './client.ts';
+import { CliFailure, send } from './client.ts';
 import { supervisedEnv } from './serve.ts';
 
 /** A node asked to stop that has not exited in this long is killed. */
@@ -99,8 +99,8 @@ export class DevSupervisor {
     this.spawn(slot);
     await waitUp(slot.node, upTimeoutMs);
     const pid = slot.child?.pid ?? null;
-    return { event: 'restarted', node: slot.node.name, id: slot.node.id, pid, api: `http://${slot.node.apiAddress}`,
-      message: `restarted ${slot.node.name} (${slot.node.id}): pid ${before ?? '-'} -> ${pid ?? '-'}, API http://${slot.node.apiAddress}` };
+    return { event: 'restarted', node: slot.node.name, id: slot.node.id, pid, api: `https://${slot.node.apiAddress}`,
+      message: `restarted ${slot.node.name} (${slot.node.id}): pid ${before ?? '-'} -> ${pid ?? '-'}, API https://${slot.node.apiAddress}` };
   }
 
   /** Stops every node (SIGTERM, SIGKILL after a grace period); `done` resolves afterwards. */
@@ -169,7 +169,8 @@ function prefixLines(stream: NodeJS.ReadableStream | null, out: NodeJS.WriteStre
 /** What a node's API says of itself; undefined while it does not answer. */
 export async function localView(api: string): Promise<{ node: string; leader: string | null } | undefined> {
   try {
-    const res = await fetch(`http://${api}/v1/cluster?local`, { signal: AbortSignal.timeout(500) });
+    // Through the CLI's client: HTTPS with the credential dev wrote (dev.ts).
+    const res = await send(api, '/v1/cluster', { query: { local: '' }, signal: AbortSignal.timeout(500) });
     if (!res.ok) return undefined;
     const body = (await res.json()) as { node?: unknown; leader?: unknown };
     return typeof body.node === 'string' ? { node: body.node, leader: typeof body.leader === 'string' ? body.leader : null } : undefined;

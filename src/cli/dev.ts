@@ -13,6 +13,8 @@ import { CliFailure } from './client.ts';
 import { askControl, serveControl, type ControlRequest } from './dev-control.ts';
 import { acquireDevLock, checkPorts, lockFile, runningDev, socketPath, type DevLock } from './dev-lock.ts';
 import { DevSupervisor, localView, type DevEvent, type DevNode } from './dev-supervisor.ts';
+import { credentialFileName, useCredentialFlag, userCredentialFile } from './credential-file.ts';
+import { writeAdminCredential } from './credential-issue.ts';
 
 const dataDefault = '.shoal-dev';
 const basePortDefault = 7101;
@@ -32,8 +34,11 @@ export const devHelp = `Usage: shoal dev [--base-port PORT] [--data DIR] [--node
 
 Starts a local cluster of N nodes (default 3) as separate processes on 127.0.0.1, each with its
 own data directory under DIR (default ${dataDefault}). Client APIs listen on PORT, PORT+1, ...
-(default 7101-7103); peer transports on PORT+100, ... (7201-7203). The data is kept: running the
-command again restarts the same cluster. Ctrl-C stops all nodes cleanly.
+(default 7101-7103), HTTPS with authentication as on any node; peer transports on PORT+100, ...
+(7201-7203). The data is kept: running the command again restarts the same cluster. Ctrl-C stops
+all nodes cleanly. An admin credential (a client certificate of the cluster's CA) is written to
+DIR/credential.json and to $SHOAL_CONFIG/credential.json if $SHOAL_CONFIG is set, else to
+~/.config/shoal/credential.json, where the CLI finds it by itself (docs/security.md).
 
 One dev cluster runs per data directory: a second 'shoal dev' on the same DIR, or on ports in use,
 refuses and says where the running one is. A node that dies is reported ("exited with code 1",
@@ -186,6 +191,11 @@ async function prepare(dataDir: string, layout: DevLayout, runtime: RuntimeKind)
     writeFileSync(path.join(m.dir, 'shoal.yaml'), stringify({ dataDir: '.', api: { listen: m.apiAddress }, peer: { listen: m.peerAddress }, bootstrap, runtime: { kind: runtime } }));
   }
   writeFileSync(path.join(dataDir, 'dev.json'), JSON.stringify(layout));
+  // The nodes serve HTTPS with authentication, as any node does: the local user gets an admin
+  // credential, which the CLI finds by itself, and this process talks to its nodes with it.
+  const own = path.join(dataDir, credentialFileName);
+  await writeAdminCredential(path.join(dataDir, 'n1'), members.map((m) => m.apiAddress), [own, userCredentialFile()]);
+  useCredentialFlag(own);
   return members;
 }
 
@@ -202,18 +212,25 @@ async function waitForLeader(nodes: DevNode[], timeoutMs: number): Promise<strin
   return null;
 }
 
+/** The web console on the first node (every node serves one). */
+function consoleUrl(nodes: DevNode[]): string {
+  return `https://${nodes[0]?.apiAddress ?? '127.0.0.1:7101'}/ui/`;
+}
+
 function printReady(dataDir: string, nodes: DevNode[], pids: Record<string, number | null>, leader: string | null, socket: string, runtime: RuntimeKind, json: boolean): void {
   if (json) {
     console.log(JSON.stringify({
-      event: 'ready', dataDir, control: socket, leader, runtime,
-      nodes: nodes.map((n) => ({ name: n.name, id: n.id, api: `http://${n.apiAddress}`, peer: n.peerAddress, pid: pids[n.name] ?? null, dir: n.dir })),
+      event: 'ready', dataDir, control: socket, leader, runtime, console: consoleUrl(nodes),
+      credential: userCredentialFile(), nodes: nodes.map((n) => ({ name: n.name, id: n.id, api: `https://${n.apiAddress}`, peer: n.peerAddress, pid: pids[n.name] ?? null, dir: n.dir })),
     }));
     return;
   }
   const dataFlag = path.relative(process.cwd(), dataDir) === dataDefault ? '' : ` --data ${dataDir}`;
   const lines = [`\nshoal dev: ${nodes.length} node${nodes.length === 1 ? '' : 's'} running; data in ${dataDir}`];
-  for (const n of nodes) lines.push(`  ${n.name}  API http://${n.apiAddress}  peer ${n.peerAddress}  pid ${pids[n.name] ?? '-'}  id ${n.id}`);
+  for (const n of nodes) lines.push(`  ${n.name}  API https://${n.apiAddress}  peer ${n.peerAddress}  pid ${pids[n.name] ?? '-'}  id ${n.id}`);
   lines.push(leader !== null ? `leader: ${leader}` : 'no leader yet; check the logs above');
+  lines.push(`admin credential: ${userCredentialFile()} (the CLI finds it; also ${path.join(dataDir, credentialFileName)})`);
+  lines.push(`console: ${consoleUrl(nodes)}    (every node serves it; docs/console.md says how a browser trusts the cluster CA and signs in)`);
   lines.push(`services run on: ${runtime === 'docker' ? 'Docker (the local daemon)' : runtime === 'memory' ? 'simulated containers in memory (--runtime)' : 'nothing (--runtime none)'}`);
   lines.push(`try:   npx shoal status${nodes[0] !== undefined && nodes[0].apiAddress !== '127.0.0.1:7101' ? ` --addr ${nodes[0].apiAddress}` : ''}`);
   lines.push('       npx shoal apply -f docs/examples/web.yaml    (a service of 3 replicas; then: npx shoal service ps web)');

@@ -9,6 +9,8 @@ import { stringify } from 'yaml';
 import { configSchema, splitHostPort } from '../node/config.ts';
 import { initNode, nodeNamePattern, nodeNameRule } from '../node/identity.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
+import { userCredentialFile } from './credential-file.ts';
+import { writeAdminCredential } from './credential-issue.ts';
 
 /** Defaults for a real node, clear of `shoal dev`'s ports (7101-7107 API, 7201-7207 peer). */
 export const initApiDefault = '127.0.0.1:7100';
@@ -25,6 +27,8 @@ this node as the one founding member. Prints the command that joins another mach
 
 then runs the node as 'shoal serve' does (unless --no-start). Three machines take three
 commands: init here, join on the two others. The flags are checked first; a bad one writes nothing.
+It also writes an admin credential for the local user to $SHOAL_CONFIG/credential.json (else
+~/.config/shoal/credential.json), which the CLI finds.
 
 Options:
   --data DIR         data directory to create (required)
@@ -101,11 +105,14 @@ export async function initCommand(argv: string[]): Promise<number> {
     const bootstrap = founds ? { bootstrap: [{ id: identity.id, name, peerAddress: values.peer, apiAddress: values.api }] } : {};
     writeFileSync(configFile, stringify({ dataDir: '.', api: { listen: values.api }, peer: { listen: values.peer }, ...bootstrap }));
   }
+  // The founder holds the CA key: it makes the local user's admin credential, which the CLI finds.
+  const credential = founds ? userCredentialFile() : null;
+  if (credential !== null) await writeAdminCredential(data, [values.api], [credential]);
   const token = founds ? await foundingToken(data) : undefined;
   const joinCommand = token === undefined ? undefined : `shoal join ${values.api} --token ${token}`;
-  if (values.json) console.log(JSON.stringify({ ...identity, dataDir: path.resolve(data), config: path.resolve(configFile), ...(joinCommand !== undefined ? { joinCommand } : {}) }));
+  if (values.json) console.log(JSON.stringify({ ...identity, dataDir: path.resolve(data), config: path.resolve(configFile), credential, ...(joinCommand !== undefined ? { joinCommand } : {}) }));
   else {
-    console.log(`initialized node ${identity.name} (${identity.id}) of cluster ${identity.clusterId} in ${data}\nconfig: ${configFile}\napi ${values.api}, peer ${values.peer}`);
+    console.log(`initialized node ${identity.name} (${identity.id}) of cluster ${identity.clusterId} in ${data}\nconfig: ${configFile}\napi ${values.api}, peer ${values.peer}${credential !== null ? `\nadmin credential: ${credential}` : ''}`);
     if (joinCommand !== undefined) console.log(`\nTo add a machine, run on it (the token is for 2 voters and valid for 1 h; more with 'shoal token create --role voter'):\n\n  ${joinCommand} --api <its address>:7100 --peer <its address>:7200\n`);
   }
   if (!founds || values['no-start']) return exitCodes.ok;

@@ -2,6 +2,7 @@
 
 import { exitCodes, UsageError, wantsJson } from './args.ts';
 import { reportError } from './report.ts';
+import { takeCredentialFlag, useCredentialFlag } from './credential-flag.ts';
 
 export type Run = (argv: string[]) => Promise<number>;
 
@@ -28,6 +29,7 @@ export const commands: Record<string, { load: () => Promise<Command>; summary: s
   task: { load: async () => { const m = await import('./task.ts'); return { run: m.taskCommand, help: m.taskGroupHelp }; }, summary: 'ls tasks; logs of a task' },
   events: { load: async () => { const m = await import('./events.ts'); return { run: m.eventsCommand, help: m.eventsHelp }; }, summary: "the cluster's events (leader elected, member added, unreachable, ...); --watch to follow" },
   snapshot: { load: async () => { const m = await import('./snapshot.ts'); return { run: m.snapshotCommand, help: m.snapshotGroupHelp }; }, summary: 'save a snapshot to a file; ls, inspect; restore one into a new cluster' },
+  credential: { load: async () => { const m = await import('./credential.ts'); return { run: m.credentialCommand, help: m.credentialGroupHelp }; }, summary: 'create, ls and revoke bearer tokens for the client API (admin)' },
   install: { load: async () => { const m = await import('./install.ts'); return { run: m.installCommand, help: m.installHelp }; }, summary: 'run a node as a systemd service (enable and start it)' },
   uninstall: { load: async () => { const m = await import('./install.ts'); return { run: m.uninstallCommand, help: m.uninstallHelp }; }, summary: "stop and remove a node's systemd service" },
   version: { load: async () => { const m = await import('./version.ts'); return { run: m.versionCommand, help: m.versionHelp }; }, summary: 'print the version of this command (also shoal --version)' },
@@ -43,6 +45,8 @@ Commands:
 ${Object.entries(commands).map(([name, c]) => `  ${name.padEnd(9)} ${c.summary}`).join('\n')}
 
 Options:
+  --credential FILE  the credential file to use, after the command (else $SHOAL_CONFIG/credential.json,
+                     else ~/.config/shoal/credential.json; docs/security.md)
   --version          print the version (as 'shoal version'; with --json as JSON)
   -h, --help         show this help
 
@@ -67,6 +71,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   let loaded: Command | undefined;
   try {
+    useCredentialFlag(takeCredentialFlag(rest));
     loaded = await command.load();
     return await loaded.run(rest);
   } catch (err) {

@@ -50,7 +50,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const config = loadConfig(values.config);
   const log = serveLogger(flags, config.logLevel, { stderrIsTty: process.stderr.isTTY, supervised: process.env[supervisedEnv] === '1' });
   const running = await startNode(config, log);
-  log.info(`node ${running.identity.name} (${running.identity.id}) serving the API on http://${running.apiAddress}`);
+  log.info(`node ${running.identity.name} (${running.identity.id}) serving the API on ${running.apiScheme}://${running.apiAddress}`);
   const supervised = process.env[supervisedEnv] === '1';
   let onSupervisorGone = (): void => {};
   const failure = await new Promise<ShoalError | undefined>((resolve) => {

@@ -14,7 +14,15 @@ export { splitHostPort };
 export const configSchema = z.object({
   /** Data directory; relative paths are relative to the config file. */
   dataDir: z.string().min(1),
-  api: z.object({ listen: hostPort }).strict(),
+  api: z.object({
+    listen: hostPort,
+    /**
+     * Serve the API as plain HTTP with no authentication (every caller is admin). Only for a
+     * loopback listen address, and only when asked for: test harnesses on one machine. A warning
+     * is logged at start (docs/security.md, "insecureLoopback").
+     */
+    insecureLoopback: z.boolean().default(false),
+  }).strict(),
   peer: z.object({ listen: hostPort }).strict(),
   /** The founding members of a new cluster (this node included). Ignored once the log exists. */
   bootstrap: z.array(memberRecordSchema.extend({ peerAddress: hostPort, apiAddress: hostPort })).optional(),
@@ -95,6 +103,9 @@ export const configSchema = z.object({
   if (c.control.suspectAfterMs >= c.control.downAfterMs) {
     ctx.addIssue({ code: 'custom', path: ['control', 'suspectAfterMs'], message: `must be below control.downAfterMs (${c.control.downAfterMs})` });
   }
+  if (c.api.insecureLoopback && !isLoopbackHost(splitHostPort(c.api.listen).host)) {
+    ctx.addIssue({ code: 'custom', path: ['api', 'insecureLoopback'], message: `is allowed only when api.listen is a loopback address (127.0.0.0/8, ::1, localhost); ${c.api.listen} is not: remove it and use TLS with a credential (docs/security.md)` });
+  }
   if (c.api.listen === c.peer.listen) {
     ctx.addIssue({ code: 'custom', path: ['peer', 'listen'], message: 'must differ from api.listen (the API and the peer transport each need their own port)' });
   }
@@ -116,6 +127,12 @@ export const configSchema = z.object({
 });
 
 export type NodeConfig = z.infer<typeof configSchema>;
+
+/** Whether `host` can only be reached from this machine. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
 
 /** Every problem at once, one per line, with the path of the offending key. */
 export function formatIssues(issues: readonly z.core.$ZodIssue[]): string {

@@ -4,6 +4,8 @@
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { apiLimitsDefault, buildApi, closeApiGracefully } from '../api/app.ts';
+import type { ApiAuth } from '../api/auth.ts';
+import { PeerHttp } from '../api/peer-http.ts';
 import { ShoalError } from '../errors.ts';
 import { DiskStorage } from '../storage/index.ts';
 import { WsTransport } from '../../transport/ws-transport.ts';
@@ -35,11 +37,12 @@ import { DockerRuntime } from '../executor/docker-runtime.ts';
 import { softwareVersion } from '../version.ts';
 import { fileCaAuthority } from '../security/authority.ts';
 import { Autopilot } from './autopilot.ts';
-import { mintFoundingToken } from '../security/founding-token.ts';
+import { foundingTokenFile, mintFoundingToken } from '../security/founding-token.ts';
 import { CertRenewer } from '../security/renewal.ts';
 import { CaKeyFetcher } from '../security/ca-key-fetcher.ts';
 import { announceCaHolder } from '../security/ca-holders.ts';
 import { existsSync } from 'node:fs';
+import { Server as HttpsServer } from 'node:https';
 import { caKeyFile } from '../security/authority.ts';
 
 export { softwareVersion };
@@ -53,6 +56,8 @@ export interface RunningNode {
   control: ControlPlane;
   api: FastifyInstance;
   apiAddress: string;
+  /** 'https', or 'http' with api.insecureLoopback. */
+  apiScheme: 'http' | 'https';
   /** The cluster's events: `events.recordEvent(type, subject, details)` (src/node/event-log.ts). */
   events: EventLog;
   /** Graceful: hands leadership away when leading, then closes API, transport and storage. */
@@ -90,11 +95,11 @@ async function bootstrapIfNew(storage: NodeStorage, config: NodeConfig, identity
 }
 
 /** Asks a member's API for the members, so a joining node can answer the leader. Retries for `timeoutMs`. */
-async function learnMembers(api: string, timeoutMs: number, log: Logger): Promise<MemberRecord[]> {
+async function learnMembers(peer: PeerHttp, api: string, timeoutMs: number, log: Logger): Promise<MemberRecord[]> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     try {
-      const res = await fetch(`http://${api}/v1/cluster`, { signal: AbortSignal.timeout(2000) });
+      const res = await peer.fetch(api, '/v1/cluster', { signal: AbortSignal.timeout(2000) });
       if (res.ok) {
         const view = (await res.json()) as { members: MemberRecord[] };
         return view.members.map(({ id, name, peerAddress, apiAddress }) => ({ id, name, peerAddress, apiAddress }));
@@ -129,6 +134,12 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   const ref: { node?: RaftNode; role: string } = { role: 'starting' };
   if ('bindNode' in log) log.bindNode({ name: identity.name, id: identity.id, state: () => ({ term: ref.node?.currentTerm ?? 0, role: ref.role }) });
   const tls = loadTls(config.dataDir);
+  const apiAuth: ApiAuth = config.api.insecureLoopback ? { mode: 'insecure' } : { mode: 'tls', tls };
+  if (config.api.insecureLoopback) {
+    log.warn(`api.insecureLoopback is on: the API on ${config.api.listen} is plain HTTP with no authentication, and every local process is admin; remove it outside tests (docs/security.md)`);
+  }
+  // Calls to other nodes' APIs: the cluster's APIs all run the same way (TLS unless every node opted out).
+  const peerHttp = new PeerHttp(config.api.insecureLoopback ? null : tls);
   const metrics = new Registry();
   const fsync = metrics.histogram('shoal_storage_sync_duration_seconds', 'Duration of synced storage writes (one per Ready batch).', latencyBuckets);
   const storage = await DiskStorage.open(config.dataDir, { logger: log, onSync: (ms, sample) => { if (sample.sync) fsync.observe(ms / 1000); } });
@@ -137,7 +148,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   let seedPeers: MemberRecord[] = [];
   try {
     await bootstrapIfNew(storage, config, identity, store, log);
-    if (storage.log.lastIndex() === 0 && config.join !== undefined) seedPeers = await learnMembers(config.join.api, config.join.timeoutMs, log);
+    if (storage.log.lastIndex() === 0 && config.join !== undefined) seedPeers = await learnMembers(peerHttp, config.join.api, config.join.timeoutMs, log);
   } catch (err) {
     await storage.close();
     throw err;
@@ -204,13 +215,23 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   autopilot.start();
   const security = fileCaAuthority(config.dataDir);
   // `shoal init` left the first voter token to write once this founding node leads.
+  const firstRunAfterInit = existsSync(foundingTokenFile(config.dataDir));
   const founding = mintFoundingToken(node, config.dataDir, log);
+  // The API is built below; the renewer reaches its server through this once it exists.
+  const apiRef: { server?: unknown } = {};
   const peersToAsk = (): { list: MemberRecord[]; leader: string } => ({ list: node.membership.list(), leader: node.leaderId });
   // Renewal replaces tls's fields in place; the transport reloads its server context.
-  const renewer = new CertRenewer({ dataDir: config.dataDir, nodeId: identity.id, tls, members: peersToAsk, onRenewed: () => transport.reloadTls(), log });
+  const renewer = new CertRenewer({
+    dataDir: config.dataDir, nodeId: identity.id, tls, members: peersToAsk, log, scheme: peerHttp.scheme,
+    onRenewed: () => {
+      transport.reloadTls();
+      // The API's HTTPS server takes the new certificate for new connections too.
+      if (apiRef.server instanceof HttpsServer) apiRef.server.setSecureContext({ ca: tls.caPem, cert: tls.certPem, key: tls.keyPem, minVersion: 'TLSv1.3' });
+    },
+  });
   renewer.start();
   const caKeys = new CaKeyFetcher({
-    dataDir: config.dataDir, nodeId: identity.id, tls, members: peersToAsk, log,
+    dataDir: config.dataDir, nodeId: identity.id, tls, members: peersToAsk, log, scheme: peerHttp.scheme,
     isVoter: () => node.confState().voters.includes(identity.id),
     onReceived: (from) => {
       events.recordEvent('ca.key.received', identity.id, { from });
@@ -218,7 +239,9 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     },
   });
   caKeys.start();
-  let holder = existsSync(caKeyFile(config.dataDir)) ? announceCaHolder(node, store, identity.id, log) : { cancel() {} };
+  // A node founded by `shoal init` records itself as a holder when it first runs (with the
+  // founding token); one that receives the key later, on receipt (above).
+  let holder = firstRunAfterInit && existsSync(caKeyFile(config.dataDir)) ? announceCaHolder(node, store, identity.id, log) : { cancel() {} };
   const stopSecurity = (): void => {
     autopilot.close();
     founding.cancel();
@@ -236,12 +259,13 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   };
   const api = buildApi({
     node: node, store, clusterId: identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax,
-    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), runtime: control.runtime, events, security,
+    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), runtime: control.runtime, events, auth: apiAuth, peer: peerHttp, security,
     limits: {
       ...apiLimitsDefault, connectionsMax: config.limits.connectionsMax, watchStreamsMax: config.limits.watchStreamsMax,
       watchStreamsPerClientMax: config.limits.watchStreamsPerClientMax, snapshotDownloadsMax: config.limits.snapshotDownloadsMax,
     },
   });
+  apiRef.server = api.server;
   const apiListen = splitHostPort(config.api.listen);
   try {
     await api.listen({ host: apiListen.host, port: apiListen.port });
@@ -253,13 +277,14 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     events.close();
     await node.stop();
     stopRuntimeMetrics();
+    await peerHttp.close();
     throw listenError('api.listen', config.api.listen, err);
   }
   const addr = api.server.address();
   const apiAddress = typeof addr === 'object' && addr !== null ? `${apiListen.host}:${addr.port}` : config.api.listen;
   let stopping: Promise<void> | undefined;
   return {
-    identity, node, store, api, apiAddress, control, events,
+    identity, node, store, api, apiAddress, apiScheme: peerHttp.scheme, control, events,
     stop: () => {
       stopping ??= (async () => {
         // The loops and the agent first: they propose through the node. Containers keep running.
@@ -275,6 +300,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
         events.close();
         await node.stop();
         stopRuntimeMetrics();
+        await peerHttp.close();
       })();
       return stopping;
     },

@@ -23,6 +23,8 @@ export interface CaKeyFetcherOptions {
   isVoter: () => boolean;
   members: () => { list: ReadonlyArray<{ id: string; apiAddress: string }>; leader: string };
   log: Logger;
+  /** How to reach the members' APIs (https unless api.insecureLoopback). */
+  scheme: 'http' | 'https';
   /** Told once the key is written (an event for the cluster). */
   onReceived?: (from: string) => void;
 }
@@ -63,7 +65,7 @@ export class CaKeyFetcher {
       const { list, leader } = this.o.members();
       for (const addr of addressesLeaderFirst(list, leader, this.o.nodeId)) {
         try {
-          const answer = await nodeCall(addr, '/v1/join/ca-key', { nodeId: this.o.nodeId, certPem: this.o.tls.certPem }, answerSchema, this.o.tls);
+          const answer = await nodeCall(addr, '/v1/join/ca-key', { nodeId: this.o.nodeId, certPem: this.o.tls.certPem }, answerSchema, { scheme: this.o.scheme, caPem: this.o.tls.caPem });
           const keyPem = openWithKey(this.o.tls.keyPem, answer.sealed);
           if (!keyMatchesCert(keyPem, this.o.tls.caPem)) throw new Error('the key it sent is not the CA certificate\'s');
           const tmp = `${file}.tmp`;

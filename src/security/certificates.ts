@@ -14,7 +14,7 @@ type CryptoKeyPair = webcrypto.CryptoKeyPair;
 
 // Node's webcrypto is a complete WebCrypto; its TypeScript type is merely declared apart from
 // the DOM one @peculiar/x509 names.
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+x509.cryptoProvider.set(webcrypto as unknown as ReturnType<typeof x509.cryptoProvider.get>);
 
 export const KEY_ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256' } as const;
 export const SIGNING_ALGORITHM = { name: 'ECDSA', hash: 'SHA-256' } as const;
@@ -24,7 +24,6 @@ const CLOCK_SKEW_MS = 5 * 60 * 1000;
 
 export const CA_VALID_DAYS_DEFAULT = 10 * 365;
 export const NODE_CERT_VALID_DAYS_DEFAULT = 5 * 365;
-export const CLIENT_CERT_VALID_DAYS_DEFAULT = 365;
 
 /** A certificate and its private key, both PEM (the key PKCS#8). */
 export interface PemPair {
@@ -86,14 +85,6 @@ export async function signNodeKey(ca: PemPair, nodeId: NodeId, publicKey: Crypto
   ]);
 }
 
-/** Signs a client certificate: CN is the principal, OU its role (what the API's authentication reads). */
-export async function signClientKey(ca: PemPair, principal: string, role: string, publicKey: CryptoKey, options: CaOptions = {}): Promise<SignedCert> {
-  if (!isValidId(principal)) throw new TypeError(`invalid principal ${JSON.stringify(principal)}`);
-  return signLeaf(ca, publicKey, `CN=${principal}, OU=${role}, O=shoal`, options, CLIENT_CERT_VALID_DAYS_DEFAULT, [
-    new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth]),
-  ]);
-}
-
 async function signLeaf(ca: PemPair, publicKey: CryptoKey, subject: string, options: CaOptions, defaultDays: number, extensions: x509.Extension[]): Promise<SignedCert> {
   const caCert = new x509.X509Certificate(ca.certPem);
   const caKey = await importKeyPem(ca.keyPem);
@@ -134,7 +125,7 @@ function subjectAltNames(nodeId: NodeId, hosts: string[]): x509.JsonGeneralName[
   return names;
 }
 
-function validity(options: CaOptions, defaultDays: number): { notBefore: Date; notAfter: Date } {
+export function validity(options: CaOptions, defaultDays: number): { notBefore: Date; notAfter: Date } {
   const validDays = options.validDays ?? defaultDays;
   if (!(validDays > 0)) throw new RangeError(`validDays must be positive, got ${validDays}`);
   const now = (options.now ?? new Date()).getTime();
@@ -142,7 +133,7 @@ function validity(options: CaOptions, defaultDays: number): { notBefore: Date; n
 }
 
 /** 16 random bytes with the top bit cleared: a positive serial, as RFC 5280 requires. */
-function randomSerial(): string {
+export function randomSerial(): string {
   const bytes = webcrypto.getRandomValues(new Uint8Array(16));
   bytes[0] = (bytes[0] ?? 0) & 0x7f;
   return Buffer.from(bytes).toString('hex');

@@ -7,7 +7,7 @@ import * as x509 from '@peculiar/x509';
 import { webcrypto } from 'node:crypto';
 import { ShoalError } from '../errors.ts';
 import {
-  KEY_ALGORITHM, SIGNING_ALGORITHM, exportKeyPem, generateKeys, signClientKey, signNodeKey,
+  KEY_ALGORITHM, SIGNING_ALGORITHM, exportKeyPem, generateKeys, signNodeKey,
   type NodeCertOptions, type PemPair, type SignedCert,
 } from './certificates.ts';
 
@@ -65,9 +65,4 @@ export async function signNodeCsr(ca: PemPair, csr: VerifiedCsr, nodeId: string,
     throw new ShoalError('bad_request', `the certificate request names ${csr.commonName}, not the node ${nodeId}`, { problems: [{ path: 'body.csr', message: 'CN must be the joining node\'s id' }] });
   }
   return signNodeKey(ca, nodeId, csr.publicKey, options);
-}
-
-/** Signs a verified request as a client certificate for `principal` with `role`. */
-export async function signClientCsr(ca: PemPair, csr: VerifiedCsr, principal: string, role: string): Promise<SignedCert> {
-  return signClientKey(ca, principal, role, csr.publicKey);
 }

@@ -2,3 +2,9 @@ export { createCa, issueNodeCert, caFingerprint, CA_VALID_DAYS_DEFAULT, NODE_CER
 export type { PemPair, CaOptions, NodeCertOptions } from './certificates.ts';
 export { nodeIdFromCert, nodeIdFromCertPem, nodeIdUri, isValidId, NODE_ID_URI_PREFIX } from './identity.ts';
 export type { PeerCertificateLike } from './identity.ts';
+export { issueClientCert, CLIENT_CERT_VALID_DAYS_DEFAULT } from './client-certs.ts';
+export { isValidPrincipal, principalRule } from './principal.ts';
+export type { ClientCertOptions } from './client-certs.ts';
+export { clientRoles, roleAllows, isClientRole } from './roles.ts';
+export type { ClientRole, RouteRole } from './roles.ts';
+export { checkNodeServerIdentity } from './tls-identity.ts';

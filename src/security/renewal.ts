@@ -36,6 +36,8 @@ export interface RenewerOptions {
   /** Called with the new material once written (the transport reloads its TLS contexts). */
   onRenewed: (tls: Tls) => void;
   log: Logger;
+  /** How to reach the members' APIs (https unless api.insecureLoopback). */
+  scheme: 'http' | 'https';
   random?: () => number;
   now?: () => number;
 }
@@ -84,7 +86,7 @@ export class CertRenewer {
     const errors: string[] = [];
     for (const addr of addressesLeaderFirst(list, leader, this.o.nodeId)) {
       try {
-        const answer = await nodeCall(addr, '/v1/join/renew', body, renewAnswer, this.o.tls);
+        const answer = await nodeCall(addr, '/v1/join/renew', body, renewAnswer, { scheme: this.o.scheme, caPem: this.o.tls.caPem });
         this.install(answer.certPem, keyPem);
         return;
       } catch (err) {

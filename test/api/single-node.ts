@@ -6,6 +6,8 @@ import type { FastifyInstance } from 'fastify';
 import { DocumentStore } from '../../fsm/index.ts';
 import { buildApi, type ApiContext, type ApiLimits } from '../../src/api/app.ts';
 import { Registry } from '../../src/node/metrics.ts';
+import type { ApiAuth } from '../../src/api/auth.ts';
+import { PeerHttp } from '../../src/api/peer-http.ts';
 import { EventLog } from '../../src/node/event-log.ts';
 import { silentLogger } from '../../src/log.ts';
 import { MemoryNodeStorage } from '../../src/node/node-storage.ts';
@@ -37,6 +39,8 @@ export interface SingleNodeOptions {
   control?: boolean;
   /** The highest feature level the node applies (1 plays a release without the control plane). */
   featureLevelMax?: number;
+  /** How callers authenticate (default: insecure, as api.insecureLoopback). */
+  auth?: ApiAuth;
 }
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
@@ -73,6 +77,8 @@ export async function singleNode(opts: SingleNodeOptions = {}): Promise<SingleNo
     node, store, clusterId: 'test-cluster', softwareVersion: '0.0.0-test', bodyBytesMax: opts.bodyBytesMax ?? 64 * 1024,
     proposalTimeoutMs: 2000, metrics, streams: new Set(), ...(opts.limits !== undefined ? { limits: opts.limits } : {}),
     events: new EventLog({ node, store, identity: { id: 'solo', name: 'solo' }, log: silentLogger }),
+    // inject() has no TLS socket: callers are admin unless they present a bearer token (src/api/auth.ts).
+    auth: opts.auth ?? { mode: 'insecure' }, peer: new PeerHttp(null),
   };
   const app = buildApi(ctx);
   await app.ready();

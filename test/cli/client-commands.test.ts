@@ -293,7 +293,9 @@ describe('shoal snapshot', () => {
     expect(twice.code).toBe(1);
     expect(twice.stderr).toContain('already initialized');
 
-    const running = await startNode(loadConfig(path.join(data, 'shoal.yaml')), silent);
+    // The restored node serves HTTPS like any node; this test reads it over plain HTTP (the opt-in).
+    const restored = loadConfig(path.join(data, 'shoal.yaml'));
+    const running = await startNode({ ...restored, api: { ...restored.api, insecureLoopback: true } }, silent);
     try {
       const deadline = Date.now() + 15_000;
       while (!running.node.isLeader && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));

@@ -4,7 +4,8 @@
 // themselves when their supervisor is killed.
 
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import https from 'node:https';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -94,7 +95,19 @@ async function until(what: string, check: () => boolean): Promise<void> {
   }
 }
 
-interface Ready { event: 'ready'; dataDir: string; leader: string | null; nodes: { name: string; id: string; api: string; pid: number; dir: string }[] }
+/** A GET over TLS trusting only the cluster CA (the credential's), as a browser that imported it would. */
+function httpsGet(url: string, ca: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    https.get(url, { ca }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => { body += c; });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    }).on('error', reject);
+  });
+}
+
+interface Ready { event: 'ready'; dataDir: string; leader: string | null; console: string; credential: string; nodes: { name: string; id: string; api: string; pid: number; dir: string }[] }
 
 describe('shoal dev', () => {
   it('refuses a second cluster on its data or ports, restarts a node, reports a killed one, stops on request', async () => {
@@ -108,8 +121,16 @@ describe('shoal dev', () => {
     try {
       const ready = await dev.event() as unknown as Ready;
       expect(ready).toMatchObject({ event: 'ready', dataDir: data });
-      expect(ready.nodes.map((n) => [n.name, n.api])).toEqual([['n1', `http://127.0.0.1:${base}`], ['n2', `http://127.0.0.1:${base + 1}`]]);
+      expect(ready.nodes.map((n) => [n.name, n.api])).toEqual([['n1', `https://127.0.0.1:${base}`], ['n2', `https://127.0.0.1:${base + 1}`]]);
+      // The admin credential is written where the CLI finds it ($SHOAL_CONFIG, set for every test file).
+      expect(ready.credential).toBe(path.join(process.env.SHOAL_CONFIG ?? '', 'credential.json'));
+      const status = await run(['status', '--addr', `127.0.0.1:${base}`, '--json']);
+      expect(status.code, status.stderr).toBe(0);
       expect(ready.nodes.map((n) => n.name)).toContain(ready.leader);
+      expect(ready.console).toBe(`https://127.0.0.1:${base}/ui/`);
+      const consolePage = await httpsGet(ready.console, JSON.parse(readFileSync(ready.credential, 'utf8')).ca);
+      expect(consolePage.status).toBe(200);
+      expect(consolePage.body).toContain('/ui/app.js');
 
       const same = await run(['dev', '--data', data, '--base-port', String(base), '--nodes', '2', '--json']);
       expect(same.code).toBe(1);

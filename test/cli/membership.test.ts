@@ -18,9 +18,16 @@ const raft = { tickMs: 50, heartbeatIntervalMs: 50, electionTimeoutMs: 500 };
 
 interface Result { code: number; stdout: string; stderr: string }
 
+/**
+ * The nodes here serve the insecure loopback API (plain HTTP), so the CLI must find no credential:
+ * init writes its admin credential elsewhere.
+ */
+const initCredentialDir = mkdtempSync(path.join(os.tmpdir(), 'shoal-init-credential-'));
+
 function run(...args: string[]): Promise<Result> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const env = args[0] === 'init' ? { ...process.env, SHOAL_CONFIG: initCredentialDir } : process.env;
+    const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (b: Buffer) => { stdout += b.toString(); });
@@ -50,7 +57,7 @@ async function prepare(root: string, name: string, how: { caFrom?: string; boots
   expect(init.code, init.stderr).toBe(0);
   const { id } = JSON.parse(init.stdout) as { id: string };
   const config = {
-    dataDir: '.', api: { listen: api }, peer: { listen: peer }, raft,
+    dataDir: '.', api: { listen: api, insecureLoopback: true }, peer: { listen: peer }, raft,
     ...(how.bootstrapSelf === true ? { bootstrap: [{ id, name, apiAddress: api, peerAddress: peer }] } : {}),
     ...(how.joinApi !== undefined ? { join: { api: how.joinApi } } : {}),
   };

@@ -17,6 +17,7 @@ import { nodeGroup } from '../../src/cli/node.ts';
 import { serviceGroup } from '../../src/cli/service.ts';
 import { taskGroup } from '../../src/cli/task.ts';
 import { tokenGroup } from '../../src/cli/token.ts';
+import { credentialGroup } from '../../src/cli/credential.ts';
 import { inProcess } from './in-process.ts';
 
 interface Case {
@@ -85,6 +86,10 @@ const cases: Record<string, Case> = {
   'token ls': { badFlag: ['token', 'ls', '--bogus', ...nowhere], missing: ['token', 'ls', 'extra', ...nowhere] },
   'token revoke': { badFlag: ['token', 'revoke', 'abc', '--bogus', ...nowhere], missing: ['token', 'revoke', ...nowhere] },
   'task logs': { badFlag: ['task', 'logs', 'abc', '--bogus', ...nowhere], missing: ['task', 'logs', ...nowhere] },
+  credential: { badFlag: ['credential', '--bogus'], missing: ['credential'] },
+  'credential create': { badFlag: ['credential', 'create', '--principal', 'p', '--role', 'reader', '--bogus', ...nowhere], missing: ['credential', 'create', '--role', 'reader', ...nowhere] },
+  'credential ls': { badFlag: ['credential', 'ls', '--bogus', ...nowhere], missing: ['credential', 'ls', 'extra', ...nowhere] },
+  'credential revoke': { badFlag: ['credential', 'revoke', '0123456789abcdef', '--bogus', ...nowhere], missing: ['credential', 'revoke', ...nowhere] },
 };
 
 
@@ -103,7 +108,7 @@ describe('usage errors under --json', () => {
     const all = [
       ...Object.keys(commands),
       ...devSubcommands.map((s) => `dev ${s}`),
-      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, tokenGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
+      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, credentialGroup, tokenGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
     ];
     expect(Object.keys(cases).sort()).toEqual(all.sort());
   });

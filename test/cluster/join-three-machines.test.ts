@@ -42,14 +42,22 @@ async function until<T>(what: string, attempt: () => Promise<T | undefined> | T 
   }
 }
 
-interface View { leader: string | null; members: { id: string; name: string; role: string }[] }
-async function view(api: string): Promise<View | undefined> {
-  try {
-    const res = await fetch(`http://${api}/v1/cluster`, { signal: AbortSignal.timeout(2000) });
-    return res.ok ? (await res.json()) as View : undefined;
-  } catch {
-    return undefined;
-  }
+interface Member { id: string; name: string; role: string }
+
+/** `shoal cluster members --json` with the admin credential `init` wrote (to $SHOAL_CONFIG, from test/setup-env.ts). */
+function members(api: string): Promise<Member[] | undefined> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [bin, 'cluster', 'members', '--json', '--addr', api], { stdio: ['ignore', 'pipe', 'ignore'] });
+    let out = '';
+    child.stdout.on('data', (b: Buffer) => { out += b.toString(); });
+    child.on('close', (code) => {
+      try {
+        resolve(code === 0 ? JSON.parse(out) as Member[] : undefined);
+      } catch {
+        resolve(undefined);
+      }
+    });
+  });
 }
 
 describe('three machines, three commands', () => {
@@ -65,15 +73,16 @@ describe('three machines, three commands', () => {
     const [, , api, , token] = printed.joinCommand.split(' ');
     expect(api).toBe(n1.api);
     expect(token).toMatch(/^SHOAL1-[0-9a-f]{64}-[0-9a-f]{16}\./);
-    // The node writes the token into the store when it first leads.
-    await until('n1 leads', async () => ((await view(n1.api))?.leader ?? undefined));
+    // The node writes the token into the store when it first leads; the API is HTTPS, and the
+    // CLI finds the admin credential init wrote.
+    await until('n1 answers as the one voter', async () => ((await members(n1.api))?.[0]?.role === 'voter' ? true : undefined));
     for (const name of ['n2', 'n3']) {
       start('join', n1.api, '--token', token ?? '', '--name', name, '--data', path.join(root, name), '--api', await addr(), '--peer', await addr());
     }
     const final = await until('n2 and n3 are voters', async () => {
-      const v = await view(n1.api);
-      return v !== undefined && v.members.length === 3 && v.members.every((m) => m.role === 'voter') ? v : undefined;
+      const m = await members(n1.api);
+      return m !== undefined && m.length === 3 && m.every((x) => x.role === 'voter') ? m : undefined;
     });
-    expect(final.members.map((m) => m.name).sort()).toEqual(['n1', 'n2', 'n3']);
+    expect(final.map((m) => m.name).sort()).toEqual(['n1', 'n2', 'n3']);
   }, 120_000);
 });

@@ -46,7 +46,7 @@ function serve(config: string, timeoutMs = 30_000): Promise<{ code: number | nul
 async function oneNode(over: Record<string, unknown> = {}): Promise<string> {
   const dir = path.join(mkdtempSync(path.join(os.tmpdir(), 'shoal-exit-')), 'n1');
   await initNode({ dataDir: dir, name: 'n1' });
-  const config = { dataDir: '.', api: { listen: `127.0.0.1:${await freePort()}` }, peer: { listen: `127.0.0.1:${await freePort()}` }, runtime: { kind: 'none' }, ...over };
+  const config = { dataDir: '.', api: { listen: `127.0.0.1:${await freePort()}`, insecureLoopback: true }, peer: { listen: `127.0.0.1:${await freePort()}` }, runtime: { kind: 'none' }, ...over };
   writeFileSync(path.join(dir, 'shoal.yaml'), stringify(config));
   return path.join(dir, 'shoal.yaml');
 }
@@ -106,7 +106,7 @@ describe('shoal serve exit codes', { timeout: 120_000 }, () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as net.AddressInfo).port;
     try {
-      const taken = await serve(await oneNode({ api: { listen: `127.0.0.1:${port}` } }));
+      const taken = await serve(await oneNode({ api: { listen: `127.0.0.1:${port}`, insecureLoopback: true } }));
       expect(taken.code).toBe(8);
       expect(taken.out).toMatch(/cannot listen on 127\.0\.0\.1:\d+ \(api\.listen\): it is in use/);
     } finally {

@@ -62,7 +62,7 @@ export class ProcessCluster {
     const bootstrap = this.nodes.map(({ id, name, apiAddress, peerAddress }) => ({ id, name, apiAddress, peerAddress }));
     for (const node of this.nodes) {
       const config = {
-        dataDir: '.', api: { listen: node.apiAddress }, peer: { listen: node.peerAddress }, bootstrap,
+        dataDir: '.', api: { listen: node.apiAddress, insecureLoopback: true }, peer: { listen: node.peerAddress }, bootstrap,
         raft: {
           tickMs: this.opts.tickMs ?? 50, heartbeatIntervalMs: this.opts.heartbeatIntervalMs ?? 50,
           electionTimeoutMs: this.opts.electionTimeoutMs ?? 500,

@@ -8,14 +8,15 @@
 // marked), and data to <runDir>/data/n<slot>-g<generation>/.
 
 import type { ChildProcess } from 'node:child_process';
-import { appendFileSync, closeSync, copyFileSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, closeSync, copyFileSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { initNode } from '../../src/node/identity.ts';
 import type { MemberRecord } from '../../src/node/membership.ts';
-import { call, sleep, type HttpResult } from './http.ts';
+import { call, sleep, useClientCertificate, type HttpResult } from './http.ts';
+import { issueClientCert } from '../../src/security/client-certs.ts';
 import { NetLab } from './netns.ts';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -277,6 +278,10 @@ export class FaultCluster {
     }
     const founders = this.members().map((n) => this.record(n));
     for (const n of this.members()) this.writeConfig(n, { bootstrap: founders });
+    // The clients and the nemesis talk to the nodes as an admin, with a certificate of the cluster CA.
+    const ca = { certPem: readFileSync(path.join(this.caDir, 'tls', 'ca.crt'), 'utf8'), keyPem: readFileSync(path.join(this.caDir, 'tls', 'ca.key'), 'utf8') };
+    const client = await issueClientCert(ca, { principal: 'fault-client', role: 'admin' });
+    useClientCertificate({ caPem: ca.certPem, certPem: client.certPem, keyPem: client.keyPem });
   }
 
   /** Copies what `initNode({caFrom})` reads out of the first node, so that node may be removed later. */

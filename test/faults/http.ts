@@ -2,6 +2,9 @@
 // transport failure (refused, reset, timed out) is returned, not thrown, because the callers
 // must tell "the node answered no" from "we do not know what happened".
 
+import { Agent } from 'undici';
+import { checkNodeServerIdentity } from '../../src/security/tls-identity.ts';
+
 export interface HttpAnswer {
   kind: 'answer';
   status: number;
@@ -26,16 +29,28 @@ export interface HttpRequest {
   timeoutMs: number;
 }
 
+let tlsDispatcher: Agent | undefined;
+
+/**
+ * From now on every call is HTTPS with this client certificate, trusting only the cluster CA, as
+ * any client of a node must (the nodes run in network namespaces: no insecure loopback API).
+ */
+export function useClientCertificate(c: { caPem: string; certPem: string; keyPem: string }): void {
+  void tlsDispatcher?.close();
+  tlsDispatcher = new Agent({ connect: { ca: c.caPem, cert: c.certPem, key: c.keyPem, checkServerIdentity: checkNodeServerIdentity } });
+}
+
 export async function call(apiAddress: string, path: string, req: HttpRequest): Promise<HttpResult> {
   const headers: Record<string, string> = { ...req.headers };
   if (req.body !== undefined) headers['content-type'] = 'application/json';
   let res: Response;
   let text: string;
   try {
-    res = await fetch(`http://${apiAddress}${path}`, {
+    res = await fetch(`${tlsDispatcher === undefined ? 'http' : 'https'}://${apiAddress}${path}`, {
       method: req.method ?? 'GET', headers, signal: AbortSignal.timeout(req.timeoutMs),
       ...(req.body !== undefined ? { body: JSON.stringify(req.body) } : {}),
-    });
+      ...(tlsDispatcher !== undefined ? { dispatcher: tlsDispatcher } : {}),
+    } as RequestInit);
     text = await res.text();
   } catch (err) {
     return { kind: 'failure', error: transportError(err) };

@@ -26,7 +26,7 @@ afterEach(async () => {
 
 async function startFromFixture(dir: string, opts: StartOptions = {}): Promise<RunningNode> {
   const raw = parseYaml(readFileSync(path.join(dir, 'shoal.yaml'), 'utf8')) as Record<string, unknown>;
-  raw.api = { listen: `127.0.0.1:${await freePort()}` };
+  raw.api = { listen: `127.0.0.1:${await freePort()}`, insecureLoopback: true };
   raw.peer = { listen: `127.0.0.1:${await freePort()}` };
   writeFileSync(path.join(dir, 'shoal.yaml'), stringify(raw));
   const config = parseConfig({ ...raw, dataDir: dir, runtime: { kind: 'none' } }, 'fixture');

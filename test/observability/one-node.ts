@@ -24,7 +24,7 @@ export async function oneNode(log: Logger = silentLogger, limits: Record<string,
   const apiAddress = `127.0.0.1:${await freePort()}`;
   const peerAddress = `127.0.0.1:${await freePort()}`;
   const config = parseConfig({
-    dataDir: dir, api: { listen: apiAddress }, peer: { listen: peerAddress },
+    dataDir: dir, api: { listen: apiAddress, insecureLoopback: true }, peer: { listen: peerAddress },
     bootstrap: [{ id: identity.id, name: 'solo', apiAddress, peerAddress }],
     raft: { tickMs: 20, heartbeatIntervalMs: 20, electionTimeoutMs: 200 },
     // Containers simulated in the process: the control plane runs, with no Docker needed.

@@ -3,7 +3,7 @@
 // key never left this process, and leaves nothing behind when refused; a man in the middle
 // showing another CA gets no token and no request.
 
-import { X509Certificate, createPrivateKey, createPublicKey } from 'node:crypto';
+import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,6 +16,7 @@ import { inProcess } from '../cli/in-process.ts';
 import { createCa, type PemPair } from '../../src/security/certificates.ts';
 import { memoryCaAuthority } from '../../src/security/authority.ts';
 import { loadIdentity } from '../../src/node/identity.ts';
+import { credentialFileSchema } from '../../src/cli/credential-file.ts';
 
 let n: SingleNode;
 let ca: PemPair;
@@ -113,9 +114,12 @@ describe('shoal login', () => {
       if (before === undefined) delete process.env.SHOAL_CONFIG;
       else process.env.SHOAL_CONFIG = before;
     }
-    const cert = new X509Certificate(readFileSync(path.join(dir, 'client.crt')));
+    // The credential file the CLI finds by itself (src/cli/credential-file.ts), the CA pinned.
+    const credential = credentialFileSchema.parse(JSON.parse(readFileSync(path.join(dir, 'credential.json'), 'utf8')));
+    expect(credential).toMatchObject({ version: 1, clusterId: 'test-cluster', ca: ca.certPem, addresses: [addr], principal: 'alice', role: 'operator' });
+    const cert = new X509Certificate(credential.cert ?? '');
     expect(cert.subject).toContain('CN=alice');
     expect(cert.subject).toContain('OU=operator');
-    expect(cert.publicKey.export({ format: 'pem', type: 'spki' })).toBe(createPublicKey(readFileSync(path.join(dir, 'client.key'))).export({ format: 'pem', type: 'spki' }));
+    expect(cert.checkPrivateKey(createPrivateKey(credential.key ?? ''))).toBe(true);
   });
 });

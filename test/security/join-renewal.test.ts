@@ -49,7 +49,7 @@ async function member(opts: { expired?: boolean } = {}): Promise<{ id: string; d
 }
 
 const renewer = (m: { id: string; dir: string; tls: Tls }, onRenewed: (tls: Tls) => void = () => {}): CertRenewer => new CertRenewer({
-  dataDir: m.dir, nodeId: m.id, tls: m.tls, members: () => ({ list: [{ id: 'solo', apiAddress: addr }], leader: 'solo' }), onRenewed, log: silentLogger,
+  dataDir: m.dir, nodeId: m.id, tls: m.tls, members: () => ({ list: [{ id: 'solo', apiAddress: addr }], leader: 'solo' }), onRenewed, log: silentLogger, scheme: 'http',
 });
 
 describe('certificate renewal', () => {
@@ -125,7 +125,7 @@ describe('the CA key for voters', () => {
     mkdirSync(path.join(dir, 'tls'));
     const fetcher = new CaKeyFetcher({
       dataDir: dir, nodeId: 'solo', tls: { caPem: ca.certPem, ...solo }, isVoter: () => true,
-      members: () => ({ list: [{ id: 'elsewhere', apiAddress: addr }], leader: 'elsewhere' }), log: silentLogger,
+      members: () => ({ list: [{ id: 'elsewhere', apiAddress: addr }], leader: 'elsewhere' }), log: silentLogger, scheme: 'http',
     });
     expect(await fetcher.maybeFetch()).toBe(true);
     expect(readFileSync(path.join(dir, 'tls', 'ca.key'), 'utf8')).toBe(ca.keyPem);

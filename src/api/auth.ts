@@ -1,0 +1,163 @@
+// Who is calling, and may they. Every route declares the weakest role that may call it
+// (`config: { role }`); this onRequest hook finds the caller from the credential alone and
+// refuses the rest: 401 unauthenticated without a valid credential, 403 forbidden with a role too
+// weak, 429 too_many_requests once an address has failed too often (auth-rate-limit.ts).
+//
+// Credentials, in the order they are looked at (docs/security.md):
+//   a client certificate signed by the cluster CA: CN=<principal>, OU=<role>, O=shoal;
+//   a node certificate (no OU): principal node:<id>, role admin. A node forwarding a request
+//     names the original caller in X-Shoal-Principal and X-Shoal-Role; no one else may;
+//   a bearer token, Authorization: Bearer shoal_<id>.<secret> (bearer-tokens.ts).
+// With `api.insecureLoopback` (plain HTTP on a loopback address, an explicit opt-in) there is no
+// TLS and every caller without a token is trusted as admin: any local process could be anyone.
+
+import { tokensCollection } from '../security/tokens.ts';
+import type { TLSSocket } from 'node:tls';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ShoalError } from '../errors.ts';
+import type { Tls } from '../node/identity.ts';
+import { nodeIdFromCert } from '../security/identity.ts';
+import { isClientRole, roleAllows, type ClientRole, type RouteRole } from '../security/roles.ts';
+import { AuthFailureLimiter } from './auth-rate-limit.ts';
+import { credentialsCollection, lookupBearer } from './bearer-tokens.ts';
+import { auditCollection } from './audit-records.ts';
+
+export const principalHeader = 'x-shoal-principal';
+export const roleHeader = 'x-shoal-role';
+
+export type ApiAuth =
+  /** HTTPS with the node's certificate; every caller authenticates. */
+  | { mode: 'tls'; tls: Tls }
+  /** Plain HTTP on loopback (api.insecureLoopback): callers without a token are admin. */
+  | { mode: 'insecure' };
+
+export interface Caller {
+  principal: string;
+  role: ClientRole;
+  /** How the caller proved it: what the audit and the log say. */
+  via: 'certificate' | 'node' | 'token' | 'insecure' | 'none';
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The weakest role that may call the route; every route declares one (checked at registration). */
+    role?: RouteRole;
+  }
+  interface FastifyRequest {
+    caller: Caller;
+  }
+}
+
+/** Collections whose records are for admins only, whichever route reads them. */
+// Join token records: only hashes, but who made which token and what it joined is an admin's business.
+const adminCollections = new Set([credentialsCollection, auditCollection, tokensCollection]);
+
+export function isAdminCollection(collection: string): boolean {
+  return adminCollections.has(collection);
+}
+
+const nobody: Caller = { principal: 'anonymous', role: 'reader', via: 'none' };
+
+function unauthenticated(message: string, reason: string): ShoalError {
+  return new ShoalError('unauthenticated', message, { reason });
+}
+
+function peerCertificateOf(req: FastifyRequest): { socket: TLSSocket; cert: ReturnType<TLSSocket['getPeerCertificate']> } | undefined {
+  const socket = req.raw.socket as Partial<TLSSocket>;
+  if (typeof socket.getPeerCertificate !== 'function') return undefined;
+  const cert = (socket as TLSSocket).getPeerCertificate();
+  return cert === null || Object.keys(cert).length === 0 ? undefined : { socket: socket as TLSSocket, cert };
+}
+
+/** The original caller a node names when it forwards a request; the node itself otherwise. */
+function forwardedCaller(req: FastifyRequest, nodeId: string): Caller {
+  const principal = req.headers[principalHeader];
+  if (typeof principal !== 'string' || principal === '') return { principal: `node:${nodeId}`, role: 'admin', via: 'node' };
+  const role = req.headers[roleHeader];
+  if (!isClientRole(role)) throw unauthenticated(`node ${nodeId} forwarded a request for ${principal} without a valid ${roleHeader} header`, 'forwarded_role');
+  return { principal, role, via: 'node' };
+}
+
+function certificateCaller(req: FastifyRequest, socket: TLSSocket, cert: ReturnType<TLSSocket['getPeerCertificate']>): Caller {
+  if (!socket.authorized) {
+    throw unauthenticated(`the client certificate is not accepted (${String(socket.authorizationError)}): it must be signed by this cluster's CA and be valid now`, 'certificate');
+  }
+  const ou = cert.subject?.OU;
+  const cn = cert.subject?.CN;
+  if (ou === undefined) {
+    const nodeId = nodeIdFromCert(cert);
+    if (nodeId === null) throw unauthenticated('the certificate names neither a node nor a client role', 'certificate');
+    return forwardedCaller(req, nodeId);
+  }
+  if (!isClientRole(ou) || typeof cn !== 'string' || cn === '' || cn.startsWith('node')) {
+    throw unauthenticated('the client certificate must say CN=<principal>, OU=<admin|operator|reader>', 'certificate');
+  }
+  return { principal: cn, role: ou, via: 'certificate' };
+}
+
+function tokenCaller(req: FastifyRequest, ctx: { store: Parameters<typeof lookupBearer>[0] }): Caller | undefined {
+  const auth = req.headers.authorization;
+  if (auth === undefined) return undefined;
+  const m = /^Bearer\s+(\S+)$/i.exec(auth);
+  const record = m === null ? undefined : lookupBearer(ctx.store, m[1] as string);
+  if (record === undefined) throw unauthenticated('the bearer token is malformed, unknown or revoked', 'token');
+  return { principal: record.principal, role: record.role, via: 'token' };
+}
+
+/** Who the request comes from, from its credential alone. */
+export function authenticate(req: FastifyRequest, auth: ApiAuth, ctx: { store: Parameters<typeof lookupBearer>[0] }): Caller {
+  if (auth.mode === 'insecure') {
+    const byToken = tokenCaller(req, ctx);
+    if (byToken !== undefined) return byToken;
+    const claimed = req.headers[principalHeader];
+    const role = req.headers[roleHeader];
+    return { principal: typeof claimed === 'string' && claimed !== '' ? claimed : 'anonymous', role: isClientRole(role) ? role : 'admin', via: 'insecure' };
+  }
+  const peer = peerCertificateOf(req);
+  const caller = peer !== undefined ? certificateCaller(req, peer.socket, peer.cert) : tokenCaller(req, ctx);
+  if (caller === undefined) throw unauthenticated('this API needs a credential: a client certificate of this cluster or Authorization: Bearer <token> (docs/security.md)', 'missing');
+  if (caller.via !== 'node' && (req.headers[principalHeader] !== undefined || req.headers[roleHeader] !== undefined)) {
+    throw new ShoalError('forbidden', `only a node may name another principal (${principalHeader}); the principal comes from your credential`, { reason: 'forged_principal' });
+  }
+  return caller;
+}
+
+/** The role a request needs: the route's, or admin when it reads an admin-only collection. */
+export function neededRole(req: FastifyRequest): RouteRole {
+  const declared = req.routeOptions.config?.role;
+  // Only the not-found handler has no route, and a 404 tells nothing worth a credential.
+  if (declared === undefined) return 'public';
+  const params = req.params as { collection?: unknown } | undefined;
+  const query = req.query as { collection?: unknown } | undefined;
+  const collection = params?.collection ?? query?.collection;
+  if (typeof collection === 'string' && adminCollections.has(collection) && declared !== 'public') return 'admin';
+  return declared;
+}
+
+/** Registers the checks: every route declares a role, and every request is authenticated and authorized. */
+export function useAuth(app: FastifyInstance, auth: ApiAuth, ctx: { store: Parameters<typeof lookupBearer>[0] }, limiter: AuthFailureLimiter): void {
+  app.decorateRequest('caller', { getter: () => nobody });
+  app.addHook('onRoute', (route) => {
+    if (route.config?.role === undefined) throw new Error(`route ${String(route.method)} ${route.url} declares no role (config: { role })`);
+  });
+  app.addHook('onRequest', async (req, reply) => {
+    const needed = neededRole(req);
+    if (needed === 'public') return;
+    const waitS = limiter.retryAfterSeconds(req.ip);
+    if (waitS > 0) {
+      void reply.header('retry-after', String(waitS));
+      throw new ShoalError('too_many_requests', `too many failed authentications from ${req.ip}; retry in ${waitS} s`, { limit: 'authFailures', retryAfterSeconds: waitS });
+    }
+    let caller: Caller;
+    try {
+      caller = authenticate(req, auth, ctx);
+    } catch (err) {
+      limiter.fail(req.ip);
+      throw err;
+    }
+    Object.defineProperty(req, 'caller', { value: caller, enumerable: true });
+    if (!roleAllows(caller.role, needed)) {
+      throw new ShoalError('forbidden', `${caller.principal} has role ${caller.role}; ${req.method} ${req.routeOptions.url ?? req.url} needs ${needed}`, { role: caller.role, needed });
+    }
+  });
+}

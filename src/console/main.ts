@@ -1,0 +1,65 @@
+// The console's entry point: a header naming the cluster and its leader, five views chosen by
+// the URL's hash (#cluster, #nodes, #services, #events, #documents), the sign-in when the API
+// asks for a credential, and the one confirmation dialog.
+
+import { render } from 'preact';
+import { useCallback, useEffect, useState } from 'preact/hooks';
+import { api, setCredential, unauthenticatedEvent } from './api.ts';
+import { ConfirmDialog, html, usePoll, type Confirmation } from './ui.ts';
+import { ClusterView } from './views/cluster.ts';
+import { DocumentsView } from './views/documents.ts';
+import { EventsView } from './views/events.ts';
+import { LoginView } from './views/login.ts';
+import { NodesView } from './views/nodes.ts';
+import { ServicesView } from './views/services.ts';
+
+const views = ['cluster', 'nodes', 'services', 'events', 'documents'] as const;
+type ViewName = (typeof views)[number];
+
+function viewOf(hash: string): ViewName {
+  const v = hash.replace(/^#\/?/, '');
+  return (views as readonly string[]).includes(v) ? (v as ViewName) : 'cluster';
+}
+
+function Header() {
+  const { data } = usePoll(() => api.cluster(), 2000);
+  const leader = data?.members.find((m) => m.id === data.leader);
+  return html`<span class="cluster">cluster <code>${data?.clusterId.slice(0, 8) ?? '…'}</code> · leader <strong data-testid="header-leader">${leader?.name ?? '—'}</strong> · term ${data?.term ?? '—'}</span>`;
+}
+
+function App() {
+  const [view, setView] = useState<ViewName>(viewOf(location.hash));
+  const [ask, setAsk] = useState<Confirmation | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  const [needLogin, setNeedLogin] = useState(false);
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    const onHash = () => setView(viewOf(location.hash));
+    const onUnauth = () => setNeedLogin(true);
+    window.addEventListener('hashchange', onHash);
+    window.addEventListener(unauthenticatedEvent, onUnauth);
+    return () => { window.removeEventListener('hashchange', onHash); window.removeEventListener(unauthenticatedEvent, onUnauth); };
+  }, []);
+  // Any cluster event (a task failed, a node drained) refreshes the lists that poll more slowly.
+  const changed = useCallback(() => setTick((t) => t + 1), []);
+  if (needLogin) return html`<main id="main"><${LoginView} done=${() => { setNeedLogin(false); setTick((t) => t + 1); }} /></main>`;
+  return html`
+    <header>
+      <a class="brand" href="#cluster">shoal</a>
+      <nav aria-label="Views"><ul>${views.map((v) => html`<li><a href=${`#${v}`} aria-current=${view === v ? 'page' : undefined}>${v[0]?.toUpperCase()}${v.slice(1)}</a></li>`)}</ul></nav>
+      <${Header} />
+      <button type="button" class="link" onClick=${() => { setCredential(null); setNeedLogin(true); }}>Sign out</button>
+    </header>
+    ${notice !== null ? html`<p class="notice" role="status">${notice} <button type="button" class="link" onClick=${() => setNotice(null)}>Dismiss</button></p>` : null}
+    <main id="main">
+      ${view === 'cluster' ? html`<${ClusterView} confirm=${setAsk} />` : null}
+      ${view === 'nodes' ? html`<${NodesView} confirm=${setAsk} tick=${tick} />` : null}
+      ${view === 'services' ? html`<${ServicesView} tick=${tick} />` : null}
+      <div hidden=${view !== 'events'}><${EventsView} onChange=${changed} /></div>
+      ${view === 'documents' ? html`<${DocumentsView} />` : null}
+    </main>
+    <${ConfirmDialog} ask=${ask} done=${(message: string | null) => { setAsk(null); if (message !== null) setNotice(message); }} />`;
+}
+
+const root = document.getElementById('app');
+if (root !== null) render(html`<${App} />`, root);

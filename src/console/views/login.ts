@@ -1,0 +1,49 @@
+// Login: the API refused the request for want of a credential. The operator pastes a bearer
+// token, or picks a credential file (`shoal credential create`, `shoal login`) holding one; it is
+// kept by this tab only (api.ts).
+
+import { useState } from 'preact/hooks';
+import { setCredential } from '../api.ts';
+import { html } from '../ui.ts';
+
+/** The bearer token in a credential file's JSON, or undefined when it holds none (a client certificate cannot be used by a page). */
+export function tokenOfCredentialFile(text: string): string | undefined {
+  try {
+    const c = JSON.parse(text) as Record<string, unknown>;
+    for (const k of ['token', 'bearerToken', 'bearer']) if (typeof c[k] === 'string') return c[k];
+  } catch {
+    return undefined;
+  }
+  return undefined;
+}
+
+export function LoginView({ done }: { done: () => void }) {
+  const [token, setToken] = useState('');
+  const [problem, setProblem] = useState<string | null>(null);
+  const submit = (e: Event) => {
+    e.preventDefault();
+    if (token.trim() === '') return setProblem('paste a token, or choose a credential file');
+    setCredential(token.trim());
+    done();
+  };
+  const file = async (e: Event) => {
+    const f = (e.target as HTMLInputElement).files?.[0];
+    if (f === undefined) return;
+    const t = tokenOfCredentialFile(await f.text());
+    if (t === undefined) setProblem(`${f.name} holds no bearer token (a certificate credential works for the CLI only): create one with 'shoal credential create --role operator'`);
+    else {
+      setCredential(t);
+      done();
+    }
+  };
+  return html`<section aria-labelledby="login-h" class="login">
+    <h1 id="login-h">Sign in</h1>
+    <p>This node wants a credential. Paste a token, or choose a credential file.</p>
+    <form onSubmit=${submit}>
+      <label>Token <input type="password" autocomplete="off" value=${token} onInput=${(e: Event) => setToken((e.target as HTMLInputElement).value)} /></label>
+      <label>Credential file <input type="file" accept=".json,application/json" onChange=${file} /></label>
+      ${problem !== null ? html`<p class="error" role="alert">${problem}</p>` : null}
+      <button type="submit">Sign in</button>
+    </form>
+  </section>`;
+}
