@@ -83,6 +83,23 @@ async function redeem(ctx: ApiContext, token: ParsedToken, subject: string, name
   throw new ShoalError('proposal_dropped', `the token ${token.id} kept changing while this join redeemed it (${redeemAttemptsMax} attempts); nothing was changed, retry`, { token: token.id });
 }
 
+/** Conf-change attempts while another membership change is pending (two joins at once). */
+const addLearnerAttemptsMax = 20;
+const addLearnerRetryMs = 250;
+
+/** Adds the joined node as a learner; the token is spent, so a pending change is waited out, not refused. */
+async function addLearner(ctx: ApiContext, member: MemberRecord): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await ctx.node.changeMembership({ changes: [{ type: 'addLearner', node: member.id }], context: confChangeContext([member]) });
+      return;
+    } catch (err) {
+      if (!(err instanceof ShoalError) || err.code !== 'proposal_dropped' || attempt >= addLearnerAttemptsMax) throw err;
+      await new Promise((r) => setTimeout(r, addLearnerRetryMs));
+    }
+  }
+}
+
 async function joinNode(ctx: ApiContext, b: Extract<JoinBody, { kind: 'node' }>, token: ParsedToken, from: string): Promise<JoinAnswer> {
   const authority = requireAuthority(ctx);
   const signer = authority.signer();
@@ -95,7 +112,7 @@ async function joinNode(ctx: ApiContext, b: Extract<JoinBody, { kind: 'node' }>,
   const hosts = ['127.0.0.1', 'localhost', '::1', splitHostPort(b.peerAddress).host, splitHostPort(b.apiAddress).host];
   const signed = await signNodeCsr(signer, csr, b.nodeId, { hosts });
   const member: MemberRecord = { id: b.nodeId, name: b.name, peerAddress: b.peerAddress, apiAddress: b.apiAddress };
-  await ctx.node.changeMembership({ changes: [{ type: 'addLearner', node: b.nodeId }], context: confChangeContext([member]) });
+  await addLearner(ctx, member);
   ctx.events?.recordEvent('token.redeemed', token.id, { role: record.role, node: b.nodeId, name: b.name, from, serial: signed.serial });
   return { clusterId: ctx.clusterId, caPem: authority.caPem, certPem: signed.certPem, role: record.role, members: ctx.node.membership.list() };
 }
