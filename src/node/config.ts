@@ -59,6 +59,10 @@ export const configSchema = z.object({
     /** On a graceful stop, how long the API may take to answer the requests it holds before they are cut. */
     apiDrainMs: z.number().int().min(0).default(10_000),
   }).strict().prefault({}),
+  /** The leader promotes a learner that joined with a voter token once it has been caught up and healthy this long (src/node/autopilot.ts). */
+  autopilot: z.object({
+    stabilizationMs: z.number().int().min(0).default(10_000),
+  }).strict().prefault({}),
   logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   /**
    * The container runtime this node's agent drives: `docker` (the default), `memory` (containers

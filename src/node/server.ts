@@ -35,6 +35,15 @@ import { systemClock } from '../executor/clock.ts';
 import type { Runtime } from '../executor/runtime.ts';
 import { DockerRuntime } from '../executor/docker-runtime.ts';
 import { softwareVersion } from '../version.ts';
+import { fileCaAuthority } from '../security/authority.ts';
+import { Autopilot } from './autopilot.ts';
+import { foundingTokenFile, mintFoundingToken } from '../security/founding-token.ts';
+import { CertRenewer } from '../security/renewal.ts';
+import { CaKeyFetcher } from '../security/ca-key-fetcher.ts';
+import { announceCaHolder } from '../security/ca-holders.ts';
+import { existsSync } from 'node:fs';
+import { Server as HttpsServer } from 'node:https';
+import { caKeyFile } from '../security/authority.ts';
 
 export { softwareVersion };
 
@@ -202,6 +211,46 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     take: () => snapshotFileParts(node, store, identity.clusterId),
   });
   backups.start();
+  const autopilot = new Autopilot({ node, store, log, stabilizationMs: config.autopilot.stabilizationMs });
+  autopilot.start();
+  const security = fileCaAuthority(config.dataDir);
+  // `shoal init` left the first voter token to write once this founding node leads.
+  const firstRunAfterInit = existsSync(foundingTokenFile(config.dataDir));
+  const founding = mintFoundingToken(node, config.dataDir, log);
+  // The API is built below; the renewer reaches its server through this once it exists.
+  const apiRef: { server?: unknown } = {};
+  const peersToAsk = (): { list: MemberRecord[]; leader: string } => ({ list: node.membership.list(), leader: node.leaderId });
+  // Renewal replaces tls's fields in place; the transport reloads its server context.
+  const renewer = new CertRenewer({
+    dataDir: config.dataDir, nodeId: identity.id, tls, members: peersToAsk, log, scheme: peerHttp.scheme,
+    onRenewed: () => {
+      transport.reloadTls();
+      // The API's HTTPS server takes the new certificate for new connections too.
+      if (apiRef.server instanceof HttpsServer) apiRef.server.setSecureContext({ ca: tls.caPem, cert: tls.certPem, key: tls.keyPem, minVersion: 'TLSv1.3' });
+    },
+  });
+  renewer.start();
+  const caKeys = new CaKeyFetcher({
+    dataDir: config.dataDir, nodeId: identity.id, tls, members: peersToAsk, log, scheme: peerHttp.scheme,
+    isVoter: () => node.confState().voters.includes(identity.id),
+    onReceived: (from) => {
+      // A node told to write no cluster events (tests comparing stores) writes no record either.
+      if (opts.clusterEvents === false) return;
+      events.recordEvent('ca.key.received', identity.id, { from });
+      holder = announceCaHolder(node, store, identity.id, log);
+    },
+  });
+  caKeys.start();
+  // A node founded by `shoal init` records itself as a holder when it first runs (with the
+  // founding token); one that receives the key later, on receipt (above).
+  let holder = firstRunAfterInit && existsSync(caKeyFile(config.dataDir)) ? announceCaHolder(node, store, identity.id, log) : { cancel() {} };
+  const stopSecurity = (): void => {
+    autopilot.close();
+    founding.cancel();
+    renewer.close();
+    caKeys.close();
+    holder.cancel();
+  };
   const clusterEvents = opts.clusterEvents ?? true;
   const stopNodeEvents = watchNodeEvents(node, events, { clusterEvents });
   // The control plane's changes are only cluster events: a node told to write none records none.
@@ -212,16 +261,18 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   };
   const api = buildApi({
     node: node, store, clusterId: identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax,
-    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), runtime: control.runtime, events, auth: apiAuth, peer: peerHttp,
+    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), runtime: control.runtime, events, auth: apiAuth, peer: peerHttp, security,
     limits: {
       ...apiLimitsDefault, connectionsMax: config.limits.connectionsMax, watchStreamsMax: config.limits.watchStreamsMax,
       watchStreamsPerClientMax: config.limits.watchStreamsPerClientMax, snapshotDownloadsMax: config.limits.snapshotDownloadsMax,
     },
   });
+  apiRef.server = api.server;
   const apiListen = splitHostPort(config.api.listen);
   try {
     await api.listen({ host: apiListen.host, port: apiListen.port });
   } catch (err) {
+    stopSecurity();
     await backups.close();
     await control.close();
     stopEventSources();
@@ -239,6 +290,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     stop: () => {
       stopping ??= (async () => {
         // The loops and the agent first: they propose through the node. Containers keep running.
+        stopSecurity();
         await control.close();
         await backups.close();
         // Then leadership goes to another voter while this node still serves as a follower: the
