@@ -82,7 +82,10 @@ export interface ExclusiveKnobs {
   frozenStepsMax: number;
 }
 
-export const simLease: LeaseConfig = { leaseMs: 1_500, driftRho: 0.02, killMs: 300, stopReportMs: 200 };
+// 3 s at least: every node with exclusive work writes a renewal every third of the lease, and a
+// node applying one entry per step (applyBatchMax 1) must still catch up with that traffic, or
+// no renewal of its ever answers within the lease (seeds 1550 and 1752 with a 1.5 s lease).
+export const simLease: LeaseConfig = { leaseMs: 3_000, driftRho: 0.02, killMs: 300, stopReportMs: 200 };
 
 export interface ControlScenario {
   seed: number;
@@ -159,7 +162,7 @@ function drawExclusive(prng: SeededPrng, nodes: number, services: ServicePlan[],
   const rho = simLease.driftRho;
   const rates = Array.from({ length: nodes }, () => 1 + (prng.nextFloat() * 2 - 1) * rho * 0.9);
   // A lease longer than the down timeout makes the leader's wait, not the node's silence, what holds the replacement back.
-  const lease = { ...simLease, leaseMs: pick(prng, [simLease.leaseMs, 5_000]) };
+  const lease = { ...simLease, leaseMs: pick(prng, [simLease.leaseMs, 6_000]) };
   return {
     lease, rates,
     freeze: calm ? 0 : pick(prng, [0, 0.003, 0.01]),
