@@ -6,7 +6,10 @@
 import type { DocumentStore } from '../../fsm/index.ts';
 import type { Logger, RaftNode } from '../node/raft-node.ts';
 import { Agent } from '../executor/agent.ts';
-import { systemClock } from '../executor/clock.ts';
+import { procBootClock, systemClock } from '../executor/clock.ts';
+import { FileLeaseStore } from '../executor/lease-file.ts';
+import { MemoryLeaseStore } from '../executor/lease-keeper.ts';
+import { leaseDefaults } from './lease.ts';
 import { ImageCleaner } from '../executor/image-cleaner.ts';
 import { FileImageLedger, MemoryImageLedger } from '../executor/image-ledger.ts';
 import type { Runtime } from '../executor/runtime.ts';
@@ -32,6 +35,11 @@ export interface ControlPlaneOptions {
   imageGc?: { graceMs: number; pinned: readonly string[]; ledgerFile?: string };
   /** Told of each pass of the leader's loops (the node's metrics). */
   observeLoops?: (pass: PassReport) => void;
+  /**
+   * The node's lease directory for exclusive tasks (lease-file.ts; the Docker runtime mounts the
+   * same one into their containers). Absent: the lease is kept in memory (the memory runtime).
+   */
+  leaseDir?: string;
 }
 
 /** Registration is retried this often while it fails (no leader yet, a conflict). */
@@ -64,6 +72,10 @@ export class ControlPlane {
     this.agent = opts.runtime === null ? null : new Agent({
       owner, view, writer: this.writer,
       caughtUp: async () => { await opts.node.readBarrier(); }, runtime: opts.runtime, clock: systemClock, log: opts.log,
+      lease: {
+        writer: this.writer, config: leaseDefaults, boot: procBootClock,
+        store: opts.leaseDir === undefined ? new MemoryLeaseStore() : new FileLeaseStore(opts.leaseDir),
+      },
       ...(cleaner !== null ? { onImagePulled: (image: string) => cleaner.notePulled(image) } : {}),
     });
   }

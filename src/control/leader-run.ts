@@ -13,6 +13,10 @@
 // leader changed) is not decided again until this node has applied or lost every proposal it made:
 // deciding again from applied state that lacks a write still on its way would decide it twice
 // (found by the control-plane simulator, seed 945: a slot given two tasks).
+//
+// Exclusive services (lease.ts): the run notes, on its own monotonic clock, when its store applies
+// each node's lease renewal, and the orchestrator replaces an exclusive task of a lost node only
+// once lease + margin has passed since the later of that and the run's own start.
 
 import type { DocumentStore } from '../../fsm/index.ts';
 import { encodeCommand } from '../../fsm/index.ts';
@@ -20,7 +24,8 @@ import type { CommandResult, WatchEvent } from '../../fsm/types.ts';
 import { ShoalError } from '../errors.ts';
 import type { ProposalResult } from '../node/raft-node.ts';
 import { toTransactions, type Plan } from './changes.ts';
-import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from './collections.ts';
+import { leasesCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from './collections.ts';
+import { leaseDefaults, leaseMarginMs, leaseRecordSchema, type LeaseConfig } from './lease.ts';
 import { assessNodes, type NodeHealthConfig } from './node-health.ts';
 import { reconcileService, type Decision } from './orchestrator.ts';
 import { placePending } from './placement.ts';
@@ -59,6 +64,8 @@ export interface LeaderRunPorts {
   log: { debug(msg: string): void; warn(msg: string): void };
   /** Told of each pass when it ends (the node's metrics); absent in the simulator. */
   observe?: (pass: PassReport) => void;
+  /** The exclusive-task lease (default leaseDefaults). */
+  lease?: LeaseConfig;
 }
 
 /** Which loop a work-queue key belongs to (a metric label: never the service's name). */
@@ -91,6 +98,8 @@ export class LeaderRun {
   private readonly startedAt: number;
   private closed = false;
   private unsubscribe: (() => void) | null = null;
+  /** Per `node:epoch`: when this run's store applied its last lease renewal (monotonic ms), and the longest lease it claimed. */
+  private readonly renewals = new Map<string, { atMs: number; leaseMs: number }>();
   /** The loop's promise; resolves once the run has stopped. */
   done: Promise<void> = Promise.resolve();
   readonly counts = { passes: 0, proposed: 0, conflicts: 0, unknownOutcomes: 0 };
@@ -127,6 +136,9 @@ export class LeaderRun {
   /** Which keys a change of the store concerns. */
   private enqueueFor(ev: WatchEvent): void {
     switch (ev.collection) {
+      case leasesCollection:
+        this.noteRenewal(ev);
+        return;
       case servicesCollection:
         this.queue.add(`svc:${ev.id}`);
         this.queue.add('place');
@@ -145,6 +157,26 @@ export class LeaderRun {
         return;
       default:
     }
+  }
+
+  private noteRenewal(ev: WatchEvent): void {
+    const r = leaseRecordSchema.safeParse(ev.doc?.doc);
+    if (!r.success) return;
+    const key = `${r.data.nodeId}:${r.data.epoch}`;
+    const prev = this.renewals.get(key);
+    this.renewals.set(key, { atMs: this.ports.clock.now(), leaseMs: Math.max(r.data.leaseMs, prev?.leaseMs ?? 0) });
+  }
+
+  /**
+   * Ms until an exclusive task of `nodeId` placed in `epoch` is surely dead: lease + margin after
+   * the later of the last renewal this run applied and the run's start (0 when passed).
+   */
+  private exclusiveClearInMs(nodeId: string, epoch: number): number {
+    const cfg = this.ports.lease ?? leaseDefaults;
+    const heard = this.renewals.get(`${nodeId}:${epoch}`);
+    const leaseMs = Math.max(cfg.leaseMs, heard?.leaseMs ?? 0);
+    const from = Math.max(this.startedAt, heard?.atMs ?? this.startedAt);
+    return Math.max(0, from + leaseMs + leaseMarginMs({ ...cfg, leaseMs }) - this.ports.clock.now());
   }
 
   private serviceOfTask(ev: WatchEvent): string | undefined {
@@ -191,7 +223,9 @@ export class LeaderRun {
     const now = this.ports.logTimeNow();
     if (key === 'place') return placePending(state, this.term, now);
     if (key === 'nodes') return this.decideNodes(state);
-    if (key.startsWith('svc:')) return reconcileService(state, key.slice(4), { now, newTaskId: () => this.ports.newTaskId() });
+    if (key.startsWith('svc:')) {
+      return reconcileService(state, key.slice(4), { now, newTaskId: () => this.ports.newTaskId(), exclusiveClearInMs: (n, e) => this.exclusiveClearInMs(n, e) });
+    }
     return { plan: { changes: [], compares: [] }, wakeInMs: null };
   }
 

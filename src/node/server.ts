@@ -196,7 +196,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   ref.role = 'follower';
   await node.start();
   const control = new ControlPlane({
-    node, store, clusterId: identity.clusterId, log, health: config.control, runtime: makeRuntime(config), observeLoops,
+    node, store, clusterId: identity.clusterId, log, health: config.control, runtime: makeRuntime(config), observeLoops, leaseDir: leaseDirOf(config),
     imageGc: { graceMs: config.runtime.imageGcGraceMs, pinned: config.runtime.imagesPinned, ledgerFile: path.join(config.dataDir, 'images-pulled.json') },
     identity: {
       id: identity.id, name: identity.name, apiAddress: config.api.listen, peerAddress: config.peer.listen, softwareVersion,
@@ -314,8 +314,13 @@ function makeRuntime(config: NodeConfig): Runtime | null {
   switch (config.runtime.kind) {
     case 'none': return null;
     case 'memory': return new MemoryRuntime({ clock: systemClock, pullAny: true });
-    case 'docker': return new DockerRuntime(config.runtime.dockerSocket !== undefined ? { socketPath: config.runtime.dockerSocket } : {});
+    case 'docker': return new DockerRuntime({ ...(config.runtime.dockerSocket !== undefined ? { socketPath: config.runtime.dockerSocket } : {}), leaseDir: leaseDirOf(config) });
   }
+}
+
+/** Where the agent keeps the exclusive-task lease, mounted into exclusive containers (src/executor/lease-file.ts). */
+function leaseDirOf(config: NodeConfig): string {
+  return path.resolve(config.dataDir, 'lease');
 }
 
 /** A listen address that cannot be bound: in use, or not an address of this machine. */
