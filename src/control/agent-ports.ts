@@ -123,6 +123,7 @@ export class StoreAgentWriter implements AgentWriter {
     return {
       id: this.me.id, name: this.me.name, addresses: { api: this.me.apiAddress, peer: this.me.peerAddress }, capacity: this.me.capacity,
       labels: this.me.labels, availability: 'active', state: 'ready', epoch: 0, runtime: { status: 'unknown', error: null }, softwareVersion: this.me.softwareVersion,
+      mesh: null,
     };
   }
 
