@@ -13,7 +13,9 @@
 // (`/run/systemd/system` exists): that is what `spawnWireguardGo` does there.
 
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { z } from 'zod';
 import { ShoalError } from '../src/errors.ts';
 import { runTool, type ToolRunner } from './wg-command.ts';
@@ -28,8 +30,8 @@ export const wireguardGoStartMs = 5_000;
 
 export interface WgPeerConfig {
   publicKey: string;
-  /** host:port (IPv4) or [v6]:port. */
-  endpoint: string;
+  /** host:port (IPv4) or [v6]:port; null: none known (the peer must reach us first). */
+  endpoint: string | null;
   /** CIDRs routed to this peer: its mesh address as /32. */
   allowedIps: string[];
   persistentKeepaliveSec: number | null;
@@ -127,10 +129,20 @@ export class WgInterface {
   /**
    * Makes the interface's WireGuard state exactly `config`, in one call: peers not in it are
    * removed, changed ones updated; a peer that did not change keeps its session (`wg syncconf`,
-   * unlike `setconf`, does not reset it). The config, private key included, goes through stdin.
+   * unlike `setconf`, does not reset it). wg reads the config from a file (Node's stdin for a
+   * child is a socket, which /dev/stdin cannot open), so it is written, private key included, to
+   * a file of mode 0600 in a fresh directory of mode 0700, removed right after.
    */
   async sync(config: WgConfig): Promise<void> {
-    await this.run('wg', ['syncconf', this.name, '/dev/stdin'], { input: renderWgConfig(config) });
+    const text = renderWgConfig(config);
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'shoal-wg-'));
+    try {
+      const file = path.join(dir, `${this.name}.conf`);
+      writeFileSync(file, text, { mode: 0o600 });
+      await this.run('wg', ['syncconf', this.name, file]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }
 
   /** Deletes the interface (a wireguard-go process exits with it). */
@@ -139,7 +151,7 @@ export class WgInterface {
   }
 }
 
-const endpointPattern = /^(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:]+\]):\d{1,5}$/;
+const endpointPattern = /^([A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[[0-9a-fA-F:]+\]):\d{1,5}$/;
 const cidrPattern = /^\d{1,3}(\.\d{1,3}){3}\/\d{1,2}$/;
 
 /** The wg(8) config file for `config`; every value is checked, so nothing can add a line or a key. */
@@ -149,9 +161,11 @@ export function renderWgConfig(config: WgConfig): string {
   const lines = ['[Interface]', `PrivateKey = ${config.privateKey}`, `ListenPort = ${config.listenPort}`];
   for (const p of config.peers) {
     if (!isWgKey(p.publicKey)) throw new ShoalError('bad_request', `peer key ${JSON.stringify(p.publicKey)} is not a WireGuard key`);
-    if (!endpointPattern.test(p.endpoint)) throw new ShoalError('bad_request', `peer endpoint ${JSON.stringify(p.endpoint)} is not host:port`);
+    if (p.endpoint !== null && !endpointPattern.test(p.endpoint)) throw new ShoalError('bad_request', `peer endpoint ${JSON.stringify(p.endpoint)} is not host:port`);
     for (const c of p.allowedIps) if (!cidrPattern.test(c)) throw new ShoalError('bad_request', `allowed IP ${JSON.stringify(c)} is not an IPv4 CIDR`);
-    lines.push('', '[Peer]', `PublicKey = ${p.publicKey}`, `Endpoint = ${p.endpoint}`, `AllowedIPs = ${p.allowedIps.join(', ')}`);
+    lines.push('', '[Peer]', `PublicKey = ${p.publicKey}`);
+    if (p.endpoint !== null) lines.push(`Endpoint = ${p.endpoint}`);
+    if (p.allowedIps.length > 0) lines.push(`AllowedIPs = ${p.allowedIps.join(', ')}`);
     if (p.persistentKeepaliveSec !== null) lines.push(`PersistentKeepalive = ${p.persistentKeepaliveSec}`);
   }
   return `${lines.join('\n')}\n`;

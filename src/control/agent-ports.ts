@@ -16,7 +16,7 @@ import { ShoalError } from '../errors.ts';
 import type { RaftNode } from '../node/raft-node.ts';
 import type { AgentAssignment, AgentView, AgentWriter, NodeAssignments, NodeRuntimeReport } from '../executor/agent.ts';
 import { controlFeatureLevel, isReservedCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from './collections.ts';
-import type { NodeRecord, TaskStatus } from './resources.ts';
+import type { NodeMesh, NodeRecord, TaskStatus } from './resources.ts';
 import { ControlStateReader } from './state.ts';
 
 /** Reports in one transaction at most: each has a compare that its task exists. */
@@ -93,6 +93,11 @@ export class StoreAgentWriter implements AgentWriter {
   /** Registers or refreshes this node's record with the runtime's status; a CAS, retried on conflict. */
   async reportNodeRuntime(report: NodeRuntimeReport): Promise<void> {
     await this.updateOwnRecord((cur) => ({ ...cur, runtime: { status: report.status, error: report.error } }));
+  }
+
+  /** Changes this node's mesh fields (net/mesh-agent.ts); a CAS, retried on conflict. */
+  async updateMesh(change: (cur: NodeMesh | null) => NodeMesh | null): Promise<void> {
+    await this.updateOwnRecord((cur) => ({ ...cur, mesh: change(cur.mesh ?? null) }));
   }
 
   /** Makes sure this node's record exists and names its current addresses, capacity and release. */

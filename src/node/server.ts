@@ -33,6 +33,7 @@ import { systemClock } from '../executor/clock.ts';
 import type { Runtime } from '../executor/runtime.ts';
 import { DockerRuntime } from '../executor/docker-runtime.ts';
 import { softwareVersion } from '../version.ts';
+import { startMeshAgent } from '../../net/mesh-node.ts';
 
 export { softwareVersion };
 
@@ -176,16 +177,20 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   }
   ref.role = 'follower';
   await node.start();
+  const nodeIdentity = {
+    id: identity.id, name: identity.name, apiAddress: config.api.listen, peerAddress: config.peer.listen, softwareVersion,
+    capacity: machineCapacity({ ...(config.node.cpuMillis !== undefined ? { cpuMillis: config.node.cpuMillis } : {}), ...(config.node.memoryBytes !== undefined ? { memoryBytes: config.node.memoryBytes } : {}) }),
+    labels: config.node.labels,
+  };
   const control = new ControlPlane({
     node, store, clusterId: identity.clusterId, log, health: config.control, runtime: makeRuntime(config), observeLoops,
     imageGc: { graceMs: config.runtime.imageGcGraceMs, pinned: config.runtime.imagesPinned, ledgerFile: path.join(config.dataDir, 'images-pulled.json') },
-    identity: {
-      id: identity.id, name: identity.name, apiAddress: config.api.listen, peerAddress: config.peer.listen, softwareVersion,
-      capacity: machineCapacity({ ...(config.node.cpuMillis !== undefined ? { cpuMillis: config.node.cpuMillis } : {}), ...(config.node.memoryBytes !== undefined ? { memoryBytes: config.node.memoryBytes } : {}) }),
-      labels: config.node.labels,
-    },
+    identity: nodeIdentity,
+    ...(config.mesh !== undefined ? { meshCidr: config.mesh.cidr } : {}),
   });
   control.start();
+  // The WireGuard mesh (net/): its interface outlives this process; stopping shoal leaves it up.
+  const mesh = config.mesh === undefined ? null : startMeshAgent({ config: config.mesh, dataDir: config.dataDir, node, store, identity: nodeIdentity, log });
   const backups = new ScheduledBackups({
     dir: config.snapshot.dir !== undefined ? path.resolve(config.dataDir, config.snapshot.dir) : path.join(config.dataDir, 'backups'),
     intervalMs: config.snapshot.intervalMs, keep: config.snapshot.keep, clusterId: identity.clusterId, log,
@@ -212,6 +217,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   try {
     await api.listen({ host: apiListen.host, port: apiListen.port });
   } catch (err) {
+    await mesh?.close();
     await backups.close();
     await control.close();
     stopEventSources();
@@ -227,7 +233,8 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     identity, node, store, api, apiAddress, control, events,
     stop: () => {
       stopping ??= (async () => {
-        // The loops and the agent first: they propose through the node. Containers keep running.
+        // The loops and the agents first: they propose through the node. Containers and the mesh keep running.
+        await mesh?.close();
         await control.close();
         await backups.close();
         // Then leadership goes to another voter while this node still serves as a follower: the
