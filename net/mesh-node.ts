@@ -9,15 +9,15 @@ import type { Logger, RaftNode } from '../src/node/raft-node.ts';
 import { MeshAgent } from './mesh-agent.ts';
 import type { MeshConfig } from './mesh-config.ts';
 import { WgInterface } from './wg.ts';
-import { loadOrCreateKeyPair } from './wg-keys.ts';
+import type { WgKeyPair } from './wg-keys.ts';
 
-export function startMeshAgent(opts: { config: MeshConfig; dataDir: string; node: RaftNode; store: DocumentStore; identity: NodeIdentity; log: Logger }): MeshAgent {
+export function startMeshAgent(opts: { config: MeshConfig; keys: WgKeyPair; node: RaftNode; store: DocumentStore; identity: NodeIdentity; log: Logger }): MeshAgent {
   const { node, store } = opts;
   const reader = new ControlStateReader(store);
   const agent = new MeshAgent({
     self: opts.identity.id,
     config: opts.config,
-    keys: loadOrCreateKeyPair(opts.dataDir),
+    keys: opts.keys,
     wg: new WgInterface(opts.config.interface),
     view: {
       nodes: () => [...reader.read().nodes.values()].map((v) => v.value),

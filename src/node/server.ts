@@ -34,6 +34,7 @@ import type { Runtime } from '../executor/runtime.ts';
 import { DockerRuntime } from '../executor/docker-runtime.ts';
 import { softwareVersion } from '../version.ts';
 import { startMeshAgent } from '../../net/mesh-node.ts';
+import { loadOrCreateKeyPair } from '../../net/wg-keys.ts';
 
 export { softwareVersion };
 
@@ -122,6 +123,8 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   const ref: { node?: RaftNode; role: string } = { role: 'starting' };
   if ('bindNode' in log) log.bindNode({ name: identity.name, id: identity.id, state: () => ({ term: ref.node?.currentTerm ?? 0, role: ref.role }) });
   const tls = loadTls(config.dataDir);
+  // The WireGuard key: made at the first start with `mesh`; a damaged file stops the start here.
+  const meshKeys = config.mesh === undefined ? null : loadOrCreateKeyPair(config.dataDir);
   const metrics = new Registry();
   const fsync = metrics.histogram('shoal_storage_sync_duration_seconds', 'Duration of synced storage writes (one per Ready batch).', latencyBuckets);
   const storage = await DiskStorage.open(config.dataDir, { logger: log, onSync: (ms, sample) => { if (sample.sync) fsync.observe(ms / 1000); } });
@@ -190,7 +193,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   });
   control.start();
   // The WireGuard mesh (net/): its interface outlives this process; stopping shoal leaves it up.
-  const mesh = config.mesh === undefined ? null : startMeshAgent({ config: config.mesh, dataDir: config.dataDir, node, store, identity: nodeIdentity, log });
+  const mesh = config.mesh === undefined || meshKeys === null ? null : startMeshAgent({ config: config.mesh, keys: meshKeys, node, store, identity: nodeIdentity, log });
   const backups = new ScheduledBackups({
     dir: config.snapshot.dir !== undefined ? path.resolve(config.dataDir, config.snapshot.dir) : path.join(config.dataDir, 'backups'),
     intervalMs: config.snapshot.intervalMs, keep: config.snapshot.keep, clusterId: identity.clusterId, log,
