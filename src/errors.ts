@@ -47,6 +47,7 @@ export const errorCatalog = {
   certificate_refused: { status: 403, retryable: false, summary: 'A node\'s certificate or proof of its key is refused (details.reason: not_issued, wrong_node, not_member, not_voter, bad_proof); nothing was changed.' },
   unauthenticated: { status: 401, retryable: false, summary: 'The request carries no valid credential (details.reason: missing, certificate, token, forwarded_role): a client certificate of this cluster\'s CA or a bearer token is needed (docs/security.md).' },
   forbidden: { status: 403, retryable: false, summary: 'The caller\'s role may not do this (details.role, details.needed), or the request names a principal of its own (details.reason forged_principal: only nodes may forward one).' },
+  net_tool_failed: { status: 500, retryable: true, summary: 'A network tool shoal drives (wg, ip, wireguard-go) failed, timed out or printed what does not parse; the message has the command and its output.' },
   internal: { status: 500, retryable: false, summary: 'An unexpected error; it is a bug. The log has details.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;
 

@@ -18,7 +18,7 @@ import type { AgentAssignment, AgentView, AgentWriter, NodeAssignments, NodeRunt
 import { controlFeatureLevel, isReservedCollection, leasesCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from './collections.ts';
 import type { LeaseWriter } from '../executor/lease-keeper.ts';
 import type { LeaseRecord } from './lease.ts';
-import type { NodeRecord, TaskStatus } from './resources.ts';
+import type { NodeMesh, NodeRecord, TaskStatus } from './resources.ts';
 import { ControlStateReader } from './state.ts';
 
 /** Reports in one transaction at most: each has a compare that its task exists. */
@@ -114,6 +114,11 @@ export class StoreAgentWriter implements AgentWriter, LeaseWriter {
     await this.updateOwnRecord((cur) => ({ ...cur, runtime: { status: report.status, error: report.error } }));
   }
 
+  /** Changes this node's mesh fields (net/mesh-agent.ts); a CAS, retried on conflict. */
+  async updateMesh(change: (cur: NodeMesh | null) => NodeMesh | null): Promise<void> {
+    await this.updateOwnRecord((cur) => ({ ...cur, mesh: change(cur.mesh ?? null) }));
+  }
+
   /** Makes sure this node's record exists and names its current addresses, capacity and release. */
   async register(): Promise<void> {
     await this.updateOwnRecord((cur) => cur);
@@ -142,6 +147,7 @@ export class StoreAgentWriter implements AgentWriter, LeaseWriter {
     return {
       id: this.me.id, name: this.me.name, addresses: { api: this.me.apiAddress, peer: this.me.peerAddress }, capacity: this.me.capacity,
       labels: this.me.labels, availability: 'active', state: 'ready', epoch: 0, runtime: { status: 'unknown', error: null }, softwareVersion: this.me.softwareVersion,
+      mesh: null,
     };
   }
 

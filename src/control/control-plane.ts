@@ -40,6 +40,8 @@ export interface ControlPlaneOptions {
    * same one into their containers). Absent: the lease is kept in memory (the memory runtime).
    */
   leaseDir?: string;
+  /** The range the leader allocates mesh addresses from (config `mesh.cidr`). */
+  meshCidr?: string;
 }
 
 /** Registration is retried this often while it fails (no leader yet, a conflict). */
@@ -57,7 +59,8 @@ export class ControlPlane {
 
   constructor(private readonly opts: ControlPlaneOptions) {
     this.supervisor = new Supervisor({
-      node: opts.node, store: opts.store, log: opts.log, health: opts.health, ...(opts.observeLoops !== undefined ? { observeLoops: opts.observeLoops } : {}),
+      node: opts.node, store: opts.store, log: opts.log, health: opts.health,
+      ...(opts.meshCidr !== undefined ? { meshCidr: opts.meshCidr } : {}), ...(opts.observeLoops !== undefined ? { observeLoops: opts.observeLoops } : {}),
     });
     this.writer = new StoreAgentWriter(opts.node, opts.store, opts.identity);
     const owner = { clusterId: opts.clusterId, nodeId: opts.identity.id };

@@ -6,7 +6,7 @@
 // One work queue (work-queue.ts) fed by the store's events, with these keys:
 //   svc:<name>  the orchestrator for one service (orchestrator.ts)
 //   place       the placement of pending tasks (placement.ts)
-//   nodes       node health (node-health.ts)
+//   nodes       node health (node-health.ts), then mesh addresses (net/mesh-addresses.ts)
 // Keys are handled one at a time; each pass re-reads the state (level-triggered), decides with a
 // pure function, and proposes the plan fenced by the run's term. A plan refused because something
 // it read changed is decided again at once. A proposal whose outcome is unknown (it timed out, the
@@ -27,6 +27,8 @@ import { toTransactions, type Plan } from './changes.ts';
 import { leasesCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from './collections.ts';
 import { leaseDefaults, leaseMarginMs, leaseRecordSchema, type LeaseConfig } from './lease.ts';
 import { assessNodes, type NodeHealthConfig } from './node-health.ts';
+import { allocateMeshAddresses } from '../../net/mesh-addresses.ts';
+import { meshCidrDefault } from '../../net/mesh-config.ts';
 import { reconcileService, type Decision } from './orchestrator.ts';
 import { placePending } from './placement.ts';
 import { ControlStateReader, type ControlState } from './state.ts';
@@ -66,6 +68,8 @@ export interface LeaderRunPorts {
   observe?: (pass: PassReport) => void;
   /** The exclusive-task lease (default leaseDefaults). */
   lease?: LeaseConfig;
+  /** The range mesh addresses are allocated from (this leader's `mesh.cidr`; default net/mesh-config.ts). */
+  meshCidr?: string;
 }
 
 /** Which loop a work-queue key belongs to (a metric label: never the service's name). */
@@ -234,6 +238,13 @@ export class LeaderRun {
     const d = assessNodes(state, {
       self: this.ports.self, members, silentForMs: (id) => this.ports.silentForMs(id), loopsRunningForMs: this.ports.clock.now() - this.startedAt,
     }, this.ports.health);
+    // Addresses only once health has nothing to write: both are compare-and-sets on node records,
+    // and the health write's event brings this pass back.
+    if (d.changes.length === 0) {
+      const mesh = allocateMeshAddresses(state, this.ports.meshCidr ?? meshCidrDefault);
+      if (mesh.unplaced.length > 0) this.ports.log.warn(`mesh: no free address in ${this.ports.meshCidr ?? meshCidrDefault} for ${mesh.unplaced.length} nodes (${mesh.unplaced.join(', ')}); widen mesh.cidr`);
+      d.changes.push(...mesh.changes);
+    }
     const anyUnready = [...state.nodes.values()].some((x) => members.has(x.value.id) && x.value.state !== 'ready');
     const wake = anyUnready ? Math.min(recheckNodesMs, d.wakeInMs ?? recheckNodesMs) : d.wakeInMs;
     return { plan: { changes: d.changes, compares: [] }, wakeInMs: wake };

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
 import { hostPortSchema as hostPort, splitHostPort } from './host-port.ts';
 import { memberRecordSchema } from './membership.ts';
+import { meshConfigSchema } from '../../net/mesh-config.ts';
 
 export { splitHostPort };
 
@@ -99,6 +100,8 @@ export const configSchema = z.object({
     suspectAfterMs: z.number().int().min(500).default(5_000),
     downAfterMs: z.number().int().min(3_000).default(15_000),
   }).strict().prefault({}),
+  /** The WireGuard mesh between the nodes (net/mesh-config.ts, docs/network.md); absent: this node takes no part. */
+  mesh: meshConfigSchema.optional(),
 }).strict().superRefine((c, ctx) => {
   if (c.control.suspectAfterMs >= c.control.downAfterMs) {
     ctx.addIssue({ code: 'custom', path: ['control', 'suspectAfterMs'], message: `must be below control.downAfterMs (${c.control.downAfterMs})` });

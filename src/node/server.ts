@@ -44,6 +44,8 @@ import { announceCaHolder } from '../security/ca-holders.ts';
 import { existsSync } from 'node:fs';
 import { Server as HttpsServer } from 'node:https';
 import { caKeyFile } from '../security/authority.ts';
+import { startMeshAgent } from '../../net/mesh-node.ts';
+import { loadOrCreateKeyPair } from '../../net/wg-keys.ts';
 
 export { softwareVersion };
 
@@ -140,6 +142,8 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   }
   // Calls to other nodes' APIs: the cluster's APIs all run the same way (TLS unless every node opted out).
   const peerHttp = new PeerHttp(config.api.insecureLoopback ? null : tls);
+  // The WireGuard key: made at the first start with `mesh`; a damaged file stops the start here.
+  const meshKeys = config.mesh === undefined ? null : loadOrCreateKeyPair(config.dataDir);
   const metrics = new Registry();
   const fsync = metrics.histogram('shoal_storage_sync_duration_seconds', 'Duration of synced storage writes (one per Ready batch).', latencyBuckets);
   const storage = await DiskStorage.open(config.dataDir, { logger: log, onSync: (ms, sample) => { if (sample.sync) fsync.observe(ms / 1000); } });
@@ -195,16 +199,20 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   }
   ref.role = 'follower';
   await node.start();
+  const nodeIdentity = {
+    id: identity.id, name: identity.name, apiAddress: config.api.listen, peerAddress: config.peer.listen, softwareVersion,
+    capacity: machineCapacity({ ...(config.node.cpuMillis !== undefined ? { cpuMillis: config.node.cpuMillis } : {}), ...(config.node.memoryBytes !== undefined ? { memoryBytes: config.node.memoryBytes } : {}) }),
+    labels: config.node.labels,
+  };
   const control = new ControlPlane({
     node, store, clusterId: identity.clusterId, log, health: config.control, runtime: makeRuntime(config), observeLoops, leaseDir: leaseDirOf(config),
     imageGc: { graceMs: config.runtime.imageGcGraceMs, pinned: config.runtime.imagesPinned, ledgerFile: path.join(config.dataDir, 'images-pulled.json') },
-    identity: {
-      id: identity.id, name: identity.name, apiAddress: config.api.listen, peerAddress: config.peer.listen, softwareVersion,
-      capacity: machineCapacity({ ...(config.node.cpuMillis !== undefined ? { cpuMillis: config.node.cpuMillis } : {}), ...(config.node.memoryBytes !== undefined ? { memoryBytes: config.node.memoryBytes } : {}) }),
-      labels: config.node.labels,
-    },
+    identity: nodeIdentity,
+    ...(config.mesh !== undefined ? { meshCidr: config.mesh.cidr } : {}),
   });
   control.start();
+  // The WireGuard mesh (net/): its interface outlives this process; stopping shoal leaves it up.
+  const mesh = config.mesh === undefined || meshKeys === null ? null : startMeshAgent({ config: config.mesh, keys: meshKeys, node, store, identity: nodeIdentity, log });
   const backups = new ScheduledBackups({
     dir: config.snapshot.dir !== undefined ? path.resolve(config.dataDir, config.snapshot.dir) : path.join(config.dataDir, 'backups'),
     intervalMs: config.snapshot.intervalMs, keep: config.snapshot.keep, clusterId: identity.clusterId, log,
@@ -273,6 +281,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     await api.listen({ host: apiListen.host, port: apiListen.port });
   } catch (err) {
     stopSecurity();
+    await mesh?.close();
     await backups.close();
     await control.close();
     stopEventSources();
@@ -289,8 +298,9 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     identity, node, store, api, apiAddress, apiScheme: peerHttp.scheme, control, events,
     stop: () => {
       stopping ??= (async () => {
-        // The loops and the agent first: they propose through the node. Containers keep running.
+        // The loops and the agents first: they propose through the node. Containers and the mesh keep running.
         stopSecurity();
+        await mesh?.close();
         await control.close();
         await backups.close();
         // Then leadership goes to another voter while this node still serves as a follower: the
