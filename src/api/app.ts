@@ -23,6 +23,7 @@ import { metricsRoutes } from './metrics-routes.ts';
 import { nodesRoutes } from './nodes-routes.ts';
 import { openApiRoutes } from './openapi.ts';
 import { RouteTable } from './route-table.ts';
+import { secretsRoutes } from './secrets-routes.ts';
 import { servicesRoutes } from './services-routes.ts';
 import { snapshotRoutes } from './snapshot-routes.ts';
 import { tasksRoutes } from './tasks-routes.ts';
@@ -149,7 +150,7 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   });
   for (const plugin of [
     healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, snapshotRoutes, metricsRoutes, openApiRoutes,
-    applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes,
+    applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes, secretsRoutes,
   ]) {
     void app.register(plugin, { ctx, limits, bounds });
   }

@@ -6,9 +6,11 @@
 
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import type { Compare } from '../../fsm/index.ts';
 import type { JsonObject } from '../../fsm/types.ts';
 import { secretsCollection } from './collections.ts';
-import type { Assert, Same } from './spec/service-spec.ts';
+import type { Problem } from './spec/reader.ts';
+import type { Assert, Same, ServiceSpec } from './spec/service-spec.ts';
 import type { ControlState } from './state.ts';
 
 /** The largest secret value, in bytes (as Nomad's variables; a key, a certificate, a password file fit). */
@@ -98,4 +100,20 @@ export function redactSecretValue(collection: string, doc: JsonObject): JsonObje
   if (collection !== secretsCollection || !Object.hasOwn(doc, 'value')) return doc;
   const { value: _withheld, ...rest } = doc;
   return rest;
+}
+
+/**
+ * Every reference of `specs` to a secret that does not exist, each at its path (`services[1].secrets[0].name`):
+ * an apply that names one is refused whole, as any other bad field.
+ */
+export function missingSecretProblems(specs: readonly ServiceSpec[], exists: (name: string) => boolean): Problem[] {
+  return specs.flatMap((spec, i) => spec.secrets.flatMap((ref, j): Problem[] => (exists(ref.name) ? [] : [{
+    path: `services[${i}].secrets[${j}].name`, message: `no secret named "${ref.name}"; create it first: shoal secret create ${ref.name} --from-file FILE`,
+  }])));
+}
+
+/** Compares that every secret `specs` name still exists when the apply's transaction applies (it is not removed meanwhile). */
+export function secretExistsCompares(specs: readonly ServiceSpec[]): Compare[] {
+  const names = [...new Set(specs.flatMap((s) => s.secrets.map((r) => r.name)))].sort();
+  return names.map((id) => ({ collection: secretsCollection, id, target: 'exists', cmp: '=', value: true }));
 }
