@@ -10,6 +10,8 @@ import { systemClock } from '../executor/clock.ts';
 import { ImageCleaner } from '../executor/image-cleaner.ts';
 import { FileImageLedger, MemoryImageLedger } from '../executor/image-ledger.ts';
 import type { Runtime } from '../executor/runtime.ts';
+import { DiskSecretFiles, MemorySecretFiles } from '../executor/secret-files.ts';
+import { secretBytesInStore } from './secrets.ts';
 import { StoreAgentView, StoreAgentWriter, type NodeIdentity } from './agent-ports.ts';
 import { controlFeatureLevel } from './collections.ts';
 import type { NodeHealthConfig } from './node-health.ts';
@@ -32,6 +34,8 @@ export interface ControlPlaneOptions {
   imageGc?: { graceMs: number; pinned: readonly string[]; ledgerFile?: string };
   /** Told of each pass of the leader's loops (the node's metrics). */
   observeLoops?: (pass: PassReport) => void;
+  /** Where the agent writes tasks' secret files (`<data dir>/secrets`); absent, they are kept in memory (the memory runtime's tests). */
+  secretsDir?: string;
 }
 
 /** Registration is retried this often while it fails (no leader yet, a conflict). */
@@ -65,6 +69,10 @@ export class ControlPlane {
       owner, view, writer: this.writer,
       caughtUp: async () => { await opts.node.readBarrier(); }, runtime: opts.runtime, clock: systemClock, log: opts.log,
       ...(cleaner !== null ? { onImagePulled: (image: string) => cleaner.notePulled(image) } : {}),
+      secrets: {
+        read: (name) => secretBytesInStore(opts.store, name),
+        files: opts.secretsDir !== undefined ? new DiskSecretFiles(opts.secretsDir) : new MemorySecretFiles(),
+      },
     });
   }
 

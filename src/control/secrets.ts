@@ -6,7 +6,7 @@
 
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { Compare } from '../../fsm/index.ts';
+import type { Compare, DocumentStore } from '../../fsm/index.ts';
 import type { JsonObject } from '../../fsm/types.ts';
 import { secretsCollection } from './collections.ts';
 import type { Problem } from './spec/reader.ts';
@@ -116,4 +116,11 @@ export function missingSecretProblems(specs: readonly ServiceSpec[], exists: (na
 export function secretExistsCompares(specs: readonly ServiceSpec[]): Compare[] {
   const names = [...new Set(specs.flatMap((s) => s.secrets.map((r) => r.name)))].sort();
   return names.map((id) => ({ collection: secretsCollection, id, target: 'exists', cmp: '=', value: true }));
+}
+
+/** The bytes of the secret `name` in `store` (a node's applied store); undefined when there is none or its record does not parse. */
+export function secretBytesInStore(store: Pick<DocumentStore, 'get'>, name: string): Buffer | undefined {
+  const d = store.get(secretsCollection, name);
+  const r = d === undefined ? undefined : secretRecordSchema.safeParse(d.doc);
+  return r?.success === true ? secretBytes(r.data) : undefined;
 }

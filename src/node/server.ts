@@ -179,6 +179,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   const control = new ControlPlane({
     node, store, clusterId: identity.clusterId, log, health: config.control, runtime: makeRuntime(config), observeLoops,
     imageGc: { graceMs: config.runtime.imageGcGraceMs, pinned: config.runtime.imagesPinned, ledgerFile: path.join(config.dataDir, 'images-pulled.json') },
+    secretsDir: path.resolve(config.dataDir, 'secrets'),
     identity: {
       id: identity.id, name: identity.name, apiAddress: config.api.listen, peerAddress: config.peer.listen, softwareVersion,
       capacity: machineCapacity({ ...(config.node.cpuMillis !== undefined ? { cpuMillis: config.node.cpuMillis } : {}), ...(config.node.memoryBytes !== undefined ? { memoryBytes: config.node.memoryBytes } : {}) }),
