@@ -16,6 +16,7 @@ import { snapshotGroup } from '../../src/cli/snapshot.ts';
 import { nodeGroup } from '../../src/cli/node.ts';
 import { serviceGroup } from '../../src/cli/service.ts';
 import { taskGroup } from '../../src/cli/task.ts';
+import { secretGroup } from '../../src/cli/secret.ts';
 import { inProcess } from './in-process.ts';
 
 interface Case {
@@ -78,6 +79,12 @@ const cases: Record<string, Case> = {
   task: { badFlag: ['task', '--bogus'], missing: ['task'] },
   'task ls': { badFlag: ['task', 'ls', '--bogus', ...nowhere], missing: ['task', 'ls', 'extra', ...nowhere] },
   'task logs': { badFlag: ['task', 'logs', 'abc', '--bogus', ...nowhere], missing: ['task', 'logs', ...nowhere] },
+  secret: { badFlag: ['secret', '--bogus'], missing: ['secret'] },
+  'secret create': { badFlag: ['secret', 'create', 'db', '--from-stdin', '--bogus', ...nowhere], missing: ['secret', 'create', 'db', ...nowhere] },
+  'secret set': { badFlag: ['secret', 'set', 'db', '--from-file', 'f', '--bogus', ...nowhere], missing: ['secret', 'set', '--from-stdin', ...nowhere] },
+  'secret ls': { badFlag: ['secret', 'ls', '--bogus', ...nowhere], missing: ['secret', 'ls', 'extra', ...nowhere] },
+  'secret inspect': { badFlag: ['secret', 'inspect', 'db', '--bogus', ...nowhere], missing: ['secret', 'inspect', ...nowhere] },
+  'secret rm': { badFlag: ['secret', 'rm', 'db', '--bogus', ...nowhere], missing: ['secret', 'rm', ...nowhere] },
 };
 
 
@@ -96,7 +103,7 @@ describe('usage errors under --json', () => {
     const all = [
       ...Object.keys(commands),
       ...devSubcommands.map((s) => `dev ${s}`),
-      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
+      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, secretGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
     ];
     expect(Object.keys(cases).sort()).toEqual(all.sort());
   });
