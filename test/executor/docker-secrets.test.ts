@@ -1,9 +1,11 @@
 // Secrets in a real Docker container (a daemon started here when none runs: test/executor/dockerd.ts;
 // the local busybox image: test/executor/test-image.ts): the files the agent writes
 // (DiskSecretFiles) and the mounts it adds reach the container at /run/secrets/<target>, with
-// their bytes and mode, read-only. Run under the machine-wide lock (it starts containers).
+// their bytes and mode, read-only; and the whole path, an agent on Docker running a task whose
+// spec names a secret, and removing the files with the container. Run under the machine-wide
+// lock (it starts containers).
 
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -12,6 +14,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DockerRuntime } from '../../src/executor/docker-runtime.ts';
 import type { ContainerSpec, LogLine } from '../../src/executor/runtime.ts';
 import { DiskSecretFiles } from '../../src/executor/secret-files.ts';
+import { Agent } from '../../src/executor/agent.ts';
+import { systemClock } from '../../src/executor/clock.ts';
+import { ManualClock } from '../../src/executor/manual-clock.ts';
+import { FakeStore, MemoryLog, spec as serviceSpec } from './harness.ts';
 import { defaultSocketPath, ensureDockerd } from './dockerd.ts';
 import { ensureTestImage, testImage } from './test-image.ts';
 
@@ -51,9 +57,12 @@ beforeAll(async () => {
   await ensureTestImage();
 }, 120_000);
 
+/** The agent's containers carry this cluster id, so no other test's (or node's) are touched. */
+const agentCluster = `secrets-${run}`;
+
 afterAll(async () => {
-  const list = await raw.listContainers({ all: true, filters: { label: [`${runLabel}=${run}`] } });
-  await Promise.all(list.map((c) => raw.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+  const ours = [...await raw.listContainers({ all: true, filters: { label: [`${runLabel}=${run}`] } }), ...await raw.listContainers({ all: true, filters: { label: [`io.shoal.cluster=${agentCluster}`] } })];
+  await Promise.all(ours.map((c) => raw.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
   await rt.close();
   rmSync(tmp, { recursive: true, force: true });
 });
@@ -69,5 +78,47 @@ describe('secrets in a Docker container', () => {
     const r = await runToEnd(['sh', '-c', 'cat /run/secrets/db-password; echo; stat -c "%a %n" /run/secrets/db-password /run/secrets/ca.pem; (echo x >> /run/secrets/db-password) 2>/dev/null || echo read-only'], mounts);
     expect(r.exitCode).toBe(0);
     expect(r.out.split('\n')).toEqual([value, '400 /run/secrets/db-password', '444 /run/secrets/ca.pem', 'read-only']);
+  });
+});
+
+async function until(what: string, check: () => Promise<boolean> | boolean, deadlineMs = 60_000): Promise<void> {
+  const end = Date.now() + deadlineMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('an agent on Docker', () => {
+  it('runs a task whose container reads its secret at /run/secrets/NAME, and removes the files with the container', async () => {
+    const store = new FakeStore(new ManualClock());
+    store.addNode('n1');
+    const value = `agent-${run}-value`;
+    const dir = path.join(tmp, 'agent-secrets');
+    store.addService(serviceSpec({ image: testImage, command: ['sh', '-c', 'cat /run/secrets/db-password; echo; sleep 300'], secrets: ['db-password'], stopGracePeriod: '1s' }));
+    store.assign('t1', 'web', 'n1');
+    const agent = new Agent({
+      owner: { clusterId: agentCluster, nodeId: 'n1' }, view: store, writer: store.writerFor('n1'), caughtUp: () => store.caughtUp(),
+      runtime: rt, clock: systemClock, log: new MemoryLog(),
+      secrets: { read: (name) => (name === 'db-password' ? Buffer.from(value) : undefined), files: new DiskSecretFiles(dir) },
+    });
+    agent.start();
+    try {
+      await until('the task runs', () => store.statuses.get('t1')?.state === 'running');
+      const id = store.statuses.get('t1')?.containerId ?? '';
+      expect(readFileSync(path.join(dir, 't1', 'db-password'), 'utf8')).toBe(value);
+      await until('the container printed its secret', async () => {
+        const lines: LogLine[] = [];
+        for await (const l of await rt.logs(id, { follow: false, tailLines: null, sinceMs: null })) lines.push(l);
+        return lines.some((l) => l.text === value);
+      });
+      store.update('t1', { desired: 'shutdown' });
+      await until('the container is removed', async () => (await rt.inspect(id)) === undefined);
+      expect(readdirSync(dir)).toEqual(['t1']);
+      await until('its secret files are removed', () => readdirSync(dir).length === 0);
+      expect(store.statuses.get('t1')?.state).toBe('shutdown');
+    } finally {
+      await agent.close();
+    }
   });
 });
