@@ -114,7 +114,6 @@ describe('an agent on Docker', () => {
       });
       store.update('t1', { desired: 'shutdown' });
       await until('the container is removed', async () => (await rt.inspect(id)) === undefined);
-      expect(readdirSync(dir)).toEqual(['t1']);
       await until('its secret files are removed', () => readdirSync(dir).length === 0);
       expect(store.statuses.get('t1')?.state).toBe('shutdown');
     } finally {
