@@ -25,6 +25,7 @@ import { metricsRoutes } from './metrics-routes.ts';
 import { nodesRoutes } from './nodes-routes.ts';
 import { openApiRoutes } from './openapi.ts';
 import { RouteTable } from './route-table.ts';
+import { secretsRoutes } from './secrets-routes.ts';
 import { servicesRoutes } from './services-routes.ts';
 import { snapshotRoutes } from './snapshot-routes.ts';
 import { tasksRoutes } from './tasks-routes.ts';
@@ -180,6 +181,7 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   for (const plugin of [
     healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, snapshotRoutes, metricsRoutes, openApiRoutes,
     applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes, credentialsRoutes, browseRoutes, tokenRoutes, joinRoutes, nodeCertRoutes,
+    secretsRoutes,
   ]) {
     void app.register(plugin, { ctx, limits, bounds, routes });
   }

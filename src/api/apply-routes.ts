@@ -8,7 +8,9 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { planApply, type ApplyOptions, type ServiceOutcome } from '../control/apply.ts';
 import type { ServiceRecord } from '../control/resources.ts';
-import { changedFields, parseSpecObjects, parseSpecs, type ServiceSpec } from '../control/spec/index.ts';
+import { missingSecretProblems, secretExistsCompares } from '../control/secrets.ts';
+import { secretsCollection } from '../control/collections.ts';
+import { changedFields, parseSpecObjects, parseSpecs, refusal, type ServiceSpec } from '../control/spec/index.ts';
 import type { ControlState } from '../control/state.ts';
 import { ShoalError } from '../errors.ts';
 import type { ApiContext } from './app.ts';
@@ -49,7 +51,10 @@ function checkExpected(state: ControlState, expectRevs: Record<string, number> |
 
 /** planApply with what each outcome means for people: the fields changed and the version it ends at. */
 function plan(ctx: ApiContext, state: ControlState, specs: readonly ServiceSpec[], opts: ApplyOptions): { written: ReturnType<typeof planApply>; services: ApplyOutcome[] } {
+  const missing = missingSecretProblems(specs, (name) => ctx.store.get(secretsCollection, name) !== undefined);
+  if (missing.length > 0) throw refusal(missing);
   const written = planApply(state, specs, ctx.node.logTimeNow(), opts);
+  if (written.plan.changes.length > 0) written.plan.compares.push(...secretExistsCompares(specs));
   const records = new Map(written.plan.changes.flatMap((c) => (c.kind === 'put' ? [[c.id, c.doc as unknown as ServiceRecord] as const] : [])));
   const services = written.services.map((o, i): ApplyOutcome => {
     const cur = state.services.get(o.name)?.value;

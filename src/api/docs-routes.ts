@@ -11,6 +11,7 @@ import { collectionParams, deleteHeaders, docBody, docParams, listQuery, noQuery
 import { badRequest, stampedPath, validate, type CommandPathMap } from './validate.ts';
 import { propose, throwIfFailed } from './write-path.ts';
 import { reservedWrite } from './reserved.ts';
+import { redactDoc } from './redact.ts';
 
 /** A write to a reserved collection (`shoal.*`) is refused with the typed route to use (reserved.ts). */
 function refuseReserved(collection: string): void {
@@ -20,7 +21,7 @@ function refuseReserved(collection: string): void {
 
 export function docAnswer(reply: FastifyReply, d: Doc): Doc {
   void reply.header('etag', `"${d.rev}"`);
-  return { collection: d.collection, id: d.id, rev: d.rev, createRev: d.createRev, doc: d.doc };
+  return { collection: d.collection, id: d.id, rev: d.rev, createRev: d.createRev, doc: redactDoc(d).doc };
 }
 
 function expectFrom(h: { 'if-match'?: number | undefined; 'if-none-match'?: '*' | undefined }): Expect | undefined {
@@ -97,6 +98,7 @@ export const docsRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, {
     const v = validate({ params: [collectionParams, req.params], query: [listQuery, req.query] });
     await readBarrier(ctx, v.query.consistency);
     const { prefix, limit, after } = v.query;
-    return ctx.store.list(v.params.collection, { limit, ...(prefix !== undefined ? { prefix } : {}), ...(after !== undefined ? { after } : {}) });
+    const page = ctx.store.list(v.params.collection, { limit, ...(prefix !== undefined ? { prefix } : {}), ...(after !== undefined ? { after } : {}) });
+    return { ...page, items: page.items.map(redactDoc) };
   });
 };

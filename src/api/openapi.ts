@@ -21,6 +21,7 @@ import {
 } from './request-schemas.ts';
 import { eventsHeaders, eventsQuery } from './events-routes.ts';
 import { joinPaths } from './join-openapi.ts';
+import { secretBody, secretParams, secretViewSchema } from './secrets-routes.ts';
 
 type Json = Record<string, unknown>;
 type Where = 'path' | 'query' | 'header';
@@ -183,6 +184,24 @@ function controlPaths(): Json {
   };
 }
 
+/** The secrets' routes (secrets-routes.ts): a value goes in, never out. */
+function secretPaths(): Json {
+  const name = parametersOf(secretParams, 'path');
+  const view = ref('SecretView');
+  return {
+    '/v1/secrets': { get: { summary: 'List secrets: metadata only (size, digest, version, the services that use each), never a value', ...strict, parameters: parametersOf(readOnlyQuery, 'query'), responses: { 200: json(listOf(view)), ...errors } } },
+    '/v1/secrets/{name}': {
+      put: {
+        summary: 'Create a secret or replace its value (UTF-8 text as value, or bytes as valueBase64; at most 64 KiB)', ...strict, parameters: [...name, ...parametersOf(noQuery, 'query')],
+        requestBody: jsonBody(schemaOf(secretBody)),
+        responses: { 200: json(written({ outcome: { type: 'string', enum: ['created', 'updated', 'unchanged'] }, secret: schemaOf(secretViewSchema.omit({ rev: true, usedBy: true })) })), ...errors },
+      },
+      get: { summary: 'A secret\'s metadata, never its value', ...strict, parameters: [...name, ...parametersOf(readOnlyQuery, 'query')], responses: { 200: json({ type: 'object', properties: { secret: view, rev: { type: 'integer' } } }), ...errors } },
+      delete: { summary: 'Remove a secret (refused with resource_in_use while a service names it)', ...strict, parameters: [...name, ...parametersOf(noQuery, 'query')], responses: { 200: json(written({ name: { type: 'string' }, removed: { type: 'boolean' } })), ...errors } },
+    },
+  };
+}
+
 /** The log routes (logs-routes.ts): streamed text or NDJSON, not JSON documents. */
 function logPaths(): Json {
   const lines = {
@@ -242,9 +261,10 @@ export function openApiDocument(version: string): Json {
       schemas: {
         Error: errorSchema, Doc: docSchema, Txn: schemaOf(txnBodySchema),
         NodeRecord: schemaOf(nodeRecordSchema), ServiceRecord: schemaOf(serviceRecordSchema), TaskRecord: schemaOf(taskRecordSchema), TaskStatus: schemaOf(taskStatusSchema),
+        SecretView: schemaOf(secretViewSchema),
       },
     },
-    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...logPaths(), ...browsePaths(), ...nodePaths(), ...securityPaths(), ...joinPaths(errors) },
+    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...secretPaths(), ...logPaths(), ...browsePaths(), ...nodePaths(), ...securityPaths(), ...joinPaths(errors) },
   };
 }
 

@@ -1,9 +1,10 @@
 // The control plane's collections (`shoal.*`, src/control/collections.ts) are written only through
 // the typed routes, which validate every record as the resource it is, and by the leader's loops
 // and the agents. /v1/docs and /v1/txn refuse to write them, saying which route to use; they
-// may still read them (a record read there is the `record` of the typed answers).
+// may still read them (a record read there is the `record` of the typed answers), except a
+// secret's value, which no read path answers (redact.ts).
 
-import { isReservedCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../control/collections.ts';
+import { isReservedCollection, nodesCollection, secretsCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../control/collections.ts';
 import type { Problem } from './validate.ts';
 
 const typedRoutes: Readonly<Record<string, string>> = {
@@ -11,6 +12,7 @@ const typedRoutes: Readonly<Record<string, string>> = {
   [nodesCollection]: 'use POST /v1/nodes/{ref}/availability (shoal node drain|pause|activate) and POST /v1/nodes/{ref}/labels (shoal node label)',
   [tasksCollection]: 'tasks are written by the leader\'s loops only; read them with GET /v1/tasks (shoal task ls)',
   [taskStatusCollection]: 'task reports are written by the nodes\' agents only; read them with GET /v1/tasks (shoal task ls)',
+  [secretsCollection]: 'use PUT /v1/secrets/{name} (shoal secret create|set) and DELETE /v1/secrets/{name} (shoal secret rm)',
 };
 
 /** The refusal of a write to `collection` at `path`, or undefined when it is not reserved. */

@@ -4,6 +4,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { ShoalError } from '../errors.ts';
 import type { ApiContext } from './app.ts';
 import { noQuery, txnBodySchema, txnHeaders } from './request-schemas.ts';
+import { redactOpResults } from './redact.ts';
 import { reservedWrite } from './reserved.ts';
 import { badRequest, stampedPath, validate, type CommandPathMap, type Problem } from './validate.ts';
 import { propose, throwIfFailed } from './write-path.ts';
@@ -24,6 +25,6 @@ export const txnRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { 
     throwIfFailed(result);
     if (result.replayed) void reply.header('idempotent-replayed', 'true');
     if (result.kind !== 'txn') throw new ShoalError('internal', `unexpected result ${result.kind}`);
-    return { succeeded: result.succeeded, rev: result.rev, results: result.results };
+    return { succeeded: result.succeeded, rev: result.rev, results: redactOpResults(result.results) };
   });
 };

@@ -9,6 +9,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { WatchEvent, WatchFilter } from '../../fsm/types.ts';
 import type { ApiContext, ApiPluginOptions } from './app.ts';
+import { redactEvent } from './redact.ts';
 import { openEventStream } from './sse-stream.ts';
 import { watchHeaders, watchQuery } from './request-schemas.ts';
 import { badRequest, validate } from './validate.ts';
@@ -27,7 +28,7 @@ export function formatEvents(events: readonly WatchEvent[]): string {
   for (const [i, ev] of events.entries()) {
     const next = events[i + 1];
     const lastOfRev = next === undefined || next.rev !== ev.rev;
-    out += `${lastOfRev ? `id: ${ev.rev}\n` : ''}event: ${ev.type}\ndata: ${JSON.stringify(ev)}\n\n`;
+    out += `${lastOfRev ? `id: ${ev.rev}\n` : ''}event: ${ev.type}\ndata: ${JSON.stringify(redactEvent(ev))}\n\n`;
   }
   return out;
 }

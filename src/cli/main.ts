@@ -27,6 +27,7 @@ export const commands: Record<string, { load: () => Promise<Command>; summary: s
   service: { load: async () => { const m = await import('./service.ts'); return { run: m.serviceCommand, help: m.serviceGroupHelp }; }, summary: 'ls, ps, inspect, logs, rm, scale, update, rollback, rebalance services' },
   node: { load: async () => { const m = await import('./node.ts'); return { run: m.nodeCommand, help: m.nodeGroupHelp }; }, summary: 'ls, inspect, drain, pause, activate, label nodes' },
   task: { load: async () => { const m = await import('./task.ts'); return { run: m.taskCommand, help: m.taskGroupHelp }; }, summary: 'ls tasks; logs of a task' },
+  secret: { load: async () => { const m = await import('./secret.ts'); return { run: m.secretCommand, help: m.secretGroupHelp }; }, summary: 'create, set, ls, inspect, rm workload secrets (values never shown)' },
   events: { load: async () => { const m = await import('./events.ts'); return { run: m.eventsCommand, help: m.eventsHelp }; }, summary: "the cluster's events (leader elected, member added, unreachable, ...); --watch to follow" },
   snapshot: { load: async () => { const m = await import('./snapshot.ts'); return { run: m.snapshotCommand, help: m.snapshotGroupHelp }; }, summary: 'save a snapshot to a file; ls, inspect; restore one into a new cluster' },
   credential: { load: async () => { const m = await import('./credential.ts'); return { run: m.credentialCommand, help: m.credentialGroupHelp }; }, summary: 'create, ls and revoke bearer tokens for the client API (admin)' },

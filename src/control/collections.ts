@@ -10,6 +10,8 @@ export const servicesCollection = 'shoal.services';
 export const tasksCollection = 'shoal.tasks';
 /** Agents' reports (TaskStatus), by task id. Written only by the agent of the task's node. */
 export const taskStatusCollection = 'shoal.task-status';
+/** Workload secrets (SecretRecord, src/control/secrets.ts), by name. Written by PUT and DELETE /v1/secrets/{name}; their values are never read back through the API. */
+export const secretsCollection = 'shoal.secrets';
 
 /** Exclusive-task leases (LeaseRecord, lease.ts), by node id. Written only by the node's agent, compared on its epoch. */
 export const leasesCollection = 'shoal.leases';

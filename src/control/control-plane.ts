@@ -13,6 +13,8 @@ import { leaseDefaults } from './lease.ts';
 import { ImageCleaner } from '../executor/image-cleaner.ts';
 import { FileImageLedger, MemoryImageLedger } from '../executor/image-ledger.ts';
 import type { Runtime } from '../executor/runtime.ts';
+import { DiskSecretFiles, MemorySecretFiles } from '../executor/secret-files.ts';
+import { secretBytesInStore } from './secrets.ts';
 import { StoreAgentView, StoreAgentWriter, type NodeIdentity } from './agent-ports.ts';
 import { controlFeatureLevel } from './collections.ts';
 import type { NodeHealthConfig } from './node-health.ts';
@@ -42,6 +44,8 @@ export interface ControlPlaneOptions {
   leaseDir?: string;
   /** The range the leader allocates mesh addresses from (config `mesh.cidr`). */
   meshCidr?: string;
+  /** Where the agent writes tasks' secret files (`<data dir>/secrets`); absent, they are kept in memory (the memory runtime's tests). */
+  secretsDir?: string;
 }
 
 /** Registration is retried this often while it fails (no leader yet, a conflict). */
@@ -80,6 +84,10 @@ export class ControlPlane {
         store: opts.leaseDir === undefined ? new MemoryLeaseStore() : new FileLeaseStore(opts.leaseDir),
       },
       ...(cleaner !== null ? { onImagePulled: (image: string) => cleaner.notePulled(image) } : {}),
+      secrets: {
+        read: (name) => secretBytesInStore(opts.store, name),
+        files: opts.secretsDir !== undefined ? new DiskSecretFiles(opts.secretsDir) : new MemorySecretFiles(),
+      },
     });
   }
 

@@ -34,6 +34,7 @@ import { RuntimeError, type ContainerInfo, type Runtime } from './runtime.ts';
 import { errorText, StatusReporter, statusReporterDefaults, type StatusReporterLimits, type StatusWriter } from './status-reporter.ts';
 import { exitedStatus, failedStartStatus, goneStatus, startingStatus, type ReportBase } from './task-report.ts';
 import { callWithTimeout, TaskWorkQueue, type Call } from './work-queue.ts';
+import { deliverSecrets, retainSecretFiles, type SecretDelivery } from './secret-delivery.ts';
 import type { Logger } from '../log.ts';
 
 export type { AgentAssignment } from './plan-reconcile.ts';
@@ -129,6 +130,8 @@ export interface AgentOptions {
   /** Told of each image the runtime had to pull for a task: the image cleaner removes only those (image-cleaner.ts). */
   onImagePulled?: (image: string) => void;
   lease?: AgentLeaseOptions;
+  /** Reads secrets from the store and writes their files (secret-delivery.ts); absent, a task that names a secret fails to start. */
+  secrets?: SecretDelivery;
 }
 
 export type AgentRuntimeState = RuntimeStatus;
@@ -290,6 +293,8 @@ export class Agent {
   /** The store and the runtime as they are now; null when the runtime does not answer. */
   private async readInput(quorum: Quorum): Promise<PlanInput | null> {
     const { owner, runtime, clock } = this.opts;
+    // Taken before the list: a create under way now either still holds its key or shows in the list.
+    const busyBefore = new Set(this.queue.busyKeys());
     let containers;
     try {
       containers = await callWithTimeout(clock, 'listing containers', this.limits.callTimeoutMs, () => runtime.list(ownerLabels(owner))).result;
@@ -299,6 +304,7 @@ export class Agent {
     }
     this.lastContainers = containers;
     this.killUncovered(containers, 'the node holds no lease that covers it');
+    await retainSecretFiles(this.opts.secrets, containers, busyBefore, this.opts.log);
     const snap = this.opts.view.assignments(owner.nodeId);
     this.runtimeReporter.want({ status: 'up', error: null, kind: runtime.kind }, snap.node?.runtime ?? null);
     const taskIds = new Set(snap.tasks.map((a) => a.task.id));
@@ -407,16 +413,21 @@ export class Agent {
 
   private perform(a: PlanAction, call: Call): Promise<void> {
     switch (a.type) {
-      case 'create': return this.createOp(a.base, a.spec.image, () => this.opts.runtime.create(a.spec), call);
+      case 'create': return this.createOp(a, call);
       case 'start': return this.startOp(a.base, a.containerId, call);
       case 'restart': return this.restartOp(a.base, a.containerId, a.restarts, call);
       case 'remove': return this.removeOp(a, call);
     }
   }
 
-  private async createOp(base: ReportBase, image: string, create: () => Promise<string>, call: Call): Promise<void> {
+  private async createOp(a: Extract<PlanAction, { type: 'create' }>, call: Call): Promise<void> {
     const { runtime } = this.opts;
+    const { base, spec: { image } } = a;
     this.reporter.submit(startingStatus(base));
+    const secrets = await deliverSecrets(this.opts.secrets, base.taskId, a.secrets, (what, fn) => call(what, this.limits.callTimeoutMs, fn));
+    if (!secrets.ok) return this.failStart(base, null, secrets.message);
+    const spec = secrets.mounts.length === 0 ? a.spec : { ...a.spec, mounts: [...a.spec.mounts, ...secrets.mounts] };
+    const create = (): Promise<string> => runtime.create(spec);
     try {
       const pullMs = this.limits.pullTimeoutMs;
       const ensured = await call(`pulling ${image}`, pullMs + this.limits.callTimeoutMs, () => runtime.ensureImage(image, pullMs));

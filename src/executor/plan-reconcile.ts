@@ -21,7 +21,7 @@
 // lease no longer covers is the agent's, outside the plan (it must not wait for a pass).
 
 import { specForTask, type NodeRecord, type ServiceRecord, type TaskRecord, type TaskStatus } from '../control/resources.ts';
-import type { RestartPolicy } from '../control/spec/service-spec.ts';
+import type { RestartPolicy, SecretRefSpec } from '../control/spec/service-spec.ts';
 import { buildContainerSpec, isExclusiveContainer, readLabels, type ContainerLabels, type Owner } from './labels.ts';
 import { decideLocalRestart, type LocalRestarts } from './restart-backoff.ts';
 import type { ContainerInfo, ContainerSpec } from './runtime.ts';
@@ -73,8 +73,8 @@ export interface StopOptions {
 }
 
 export type PlanAction =
-  /** Pull if absent, create and start a container for the task. */
-  | { type: 'create'; key: string; base: ReportBase; spec: ContainerSpec }
+  /** Pull if absent, write the task's secret files, create and start a container for the task. */
+  | { type: 'create'; key: string; base: ReportBase; spec: ContainerSpec; secrets: SecretRefSpec[] }
   /** Start a container created but never started (shoal stopped between create and start). */
   | { type: 'start'; key: string; base: ReportBase; containerId: string }
   /** Restart an exited container of the task under its restart policy (no quorum only). */
@@ -199,7 +199,7 @@ class Planner {
         continue;
       }
       if (this.staleLeft || !this.leaseAllows(spec.exclusive)) continue;
-      this.gated({ type: 'create', key: t.id, base, spec: buildContainerSpec(spec, t, this.input.owner) });
+      this.gated({ type: 'create', key: t.id, base, spec: buildContainerSpec(spec, t, this.input.owner), secrets: spec.secrets });
     }
   }
 

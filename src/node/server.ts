@@ -207,7 +207,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   const control = new ControlPlane({
     node, store, clusterId: identity.clusterId, log, health: config.control, runtime: makeRuntime(config), observeLoops, leaseDir: leaseDirOf(config),
     imageGc: { graceMs: config.runtime.imageGcGraceMs, pinned: config.runtime.imagesPinned, ledgerFile: path.join(config.dataDir, 'images-pulled.json') },
-    identity: nodeIdentity,
+    identity: nodeIdentity, secretsDir: path.resolve(config.dataDir, 'secrets'),
     ...(config.mesh !== undefined ? { meshCidr: config.mesh.cidr } : {}),
   });
   control.start();

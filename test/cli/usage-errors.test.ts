@@ -18,6 +18,7 @@ import { serviceGroup } from '../../src/cli/service.ts';
 import { taskGroup } from '../../src/cli/task.ts';
 import { tokenGroup } from '../../src/cli/token.ts';
 import { credentialGroup } from '../../src/cli/credential.ts';
+import { secretGroup } from '../../src/cli/secret.ts';
 import { inProcess } from './in-process.ts';
 
 interface Case {
@@ -90,6 +91,12 @@ const cases: Record<string, Case> = {
   'credential create': { badFlag: ['credential', 'create', '--principal', 'p', '--role', 'reader', '--bogus', ...nowhere], missing: ['credential', 'create', '--role', 'reader', ...nowhere] },
   'credential ls': { badFlag: ['credential', 'ls', '--bogus', ...nowhere], missing: ['credential', 'ls', 'extra', ...nowhere] },
   'credential revoke': { badFlag: ['credential', 'revoke', '0123456789abcdef', '--bogus', ...nowhere], missing: ['credential', 'revoke', ...nowhere] },
+  secret: { badFlag: ['secret', '--bogus'], missing: ['secret'] },
+  'secret create': { badFlag: ['secret', 'create', 'db', '--from-stdin', '--bogus', ...nowhere], missing: ['secret', 'create', 'db', ...nowhere] },
+  'secret set': { badFlag: ['secret', 'set', 'db', '--from-file', 'f', '--bogus', ...nowhere], missing: ['secret', 'set', '--from-stdin', ...nowhere] },
+  'secret ls': { badFlag: ['secret', 'ls', '--bogus', ...nowhere], missing: ['secret', 'ls', 'extra', ...nowhere] },
+  'secret inspect': { badFlag: ['secret', 'inspect', 'db', '--bogus', ...nowhere], missing: ['secret', 'inspect', ...nowhere] },
+  'secret rm': { badFlag: ['secret', 'rm', 'db', '--bogus', ...nowhere], missing: ['secret', 'rm', ...nowhere] },
 };
 
 
@@ -109,6 +116,7 @@ describe('usage errors under --json', () => {
       ...Object.keys(commands),
       ...devSubcommands.map((s) => `dev ${s}`),
       ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, credentialGroup, tokenGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
+      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, secretGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
     ];
     expect(Object.keys(cases).sort()).toEqual(all.sort());
   });

@@ -15,5 +15,5 @@ export { parseCpu, parseMemory, parseDuration, formatCpu, formatMemory, renderCp
 export {
   serviceSpecSchema, constraintSchema,
   type ServiceSpec, type ResourceAmounts, type ResourceLimits, type PortSpec, type MountSpec, type DeviceSpec, type HealthCheckSpec,
-  type PlacementSpec, type LogSpec, type RestartPolicy, type UpdatePolicy,
+  type PlacementSpec, type LogSpec, type RestartPolicy, type UpdatePolicy, type SecretRefSpec,
 } from './service-spec.ts';

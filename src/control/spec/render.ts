@@ -58,5 +58,6 @@ export function renderService(s: ServiceSpec): Record<string, unknown> {
       order: s.update.order,
     },
     exclusive: s.exclusive,
+    secrets: s.secrets.map((r) => ({ name: r.name, target: r.target, mode: `0${r.mode.toString(8).padStart(3, '0')}` })),
   };
 }

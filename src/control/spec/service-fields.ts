@@ -10,7 +10,8 @@ import {
   type Reader, required,
 } from './reader.ts';
 import type {
-  DeviceSpec, HealthCheckSpec, LogSpec, MountSpec, PlacementSpec, PortSpec, ResourceAmounts, ResourceLimits, RestartPolicy, UpdatePolicy,
+  DeviceSpec, HealthCheckSpec, LogSpec, MountSpec, PlacementSpec, PortSpec, ResourceAmounts, ResourceLimits, RestartPolicy, SecretRefSpec,
+  UpdatePolicy,
 } from './service-spec.ts';
 
 const cpuMillisMax = 1024 * 1000;
@@ -268,3 +269,41 @@ export const update = struct<{ parallelism: number; delay: number; monitor: numb
   failureAction: withDefault(oneOf(['pause', 'rollback'] as const), () => 'pause'),
   order: withDefault(oneOf(['stop-first', 'start-first'] as const), () => 'stop-first'),
 }, (s) => ({ parallelism: s.parallelism, delayMs: s.delay, monitorMs: s.monitor, failureAction: s.failureAction, order: s.order }));
+
+/** A secret's name: a DNS label, as a service's (src/control/secrets.ts). */
+const secretName = dnsLabel;
+
+/** A file name under /run/secrets/: no `/`, not `.` or `..`, at most 255 bytes. */
+const secretTarget = string({
+  pattern: /^(?!\.\.?$)[A-Za-z0-9._-]{1,255}$/,
+  what: 'a file name under /run/secrets/ (letters, digits, . _ -; no /; not . or ..)',
+});
+
+/**
+ * Permission bits as a quoted octal string ('0400', '0440'): YAML 1.2 reads an unquoted 0440 as
+ * the decimal number 440, which as a mode means something else entirely, so numbers are refused.
+ */
+const fileMode: Reader<number> = (value, at, problems) => {
+  if (typeof value === 'number') {
+    problems.add(at, `write the mode as a quoted octal string ('0${value.toString(8).slice(-3)}' or '0440'): YAML 1.2 reads an unquoted 0440 as the decimal 440`);
+    return INVALID;
+  }
+  const s = string({ pattern: /^0?[0-7]{3}$/, what: "an octal file mode such as '0400' or '0440'" })(value, at, problems);
+  return s === INVALID ? INVALID : Number.parseInt(s, 8);
+};
+
+const secretRefLong = struct<{ name: string; target: string | null; mode: number }, SecretRefSpec>({
+  name: required(secretName),
+  target: withDefault(nullable(secretTarget), () => null),
+  mode: withDefault(fileMode, () => secretFileModeDefault),
+}, (s) => ({ name: s.name, target: s.target ?? s.name, mode: s.mode }));
+
+/** The file mode of a secret whose reference gives none: read by the file's owner only. */
+export const secretFileModeDefault = 0o400;
+
+/** A secret reference: `{name, target?, mode?}`, or only the name (as Compose's short form). */
+export const secretRef: Reader<SecretRefSpec> = (value, at, problems) => {
+  if (typeof value !== 'string') return secretRefLong(value, at, problems);
+  const name = secretName(value, at, problems);
+  return name === INVALID ? INVALID : { name, target: name, mode: secretFileModeDefault };
+};

@@ -9,9 +9,9 @@ import {
 } from './reader.ts';
 import {
   argv, capability, constraint, device, dnsLabel, duration, env, healthCheck, image, logs, mount, placement, port, resources, restart,
-  signal, update, user,
+  secretRef, signal, update, user,
 } from './service-fields.ts';
-import type { DeviceSpec, MountSpec, PortSpec, ServiceSpec } from './service-spec.ts';
+import type { DeviceSpec, MountSpec, PortSpec, SecretRefSpec, ServiceSpec } from './service-spec.ts';
 
 /** The authoring shape: input keys, normalized values. */
 interface ServiceInput {
@@ -41,6 +41,7 @@ interface ServiceInput {
   restart: ServiceSpec['restart'];
   update: ServiceSpec['update'];
   exclusive: boolean;
+  secrets: SecretRefSpec[];
 }
 
 const serviceFields: Fields<ServiceInput> = {
@@ -70,6 +71,7 @@ const serviceFields: Fields<ServiceInput> = {
   restart: defaultStruct(restart),
   update: defaultStruct(update),
   exclusive: withDefault(boolean, () => false),
+  secrets: withDefault(list(secretRef), () => []),
 };
 
 /** The names of the authoring fields of a Service (for docs and tests). */
@@ -85,6 +87,7 @@ export function readService(value: unknown, at: string, problems: Problems): Rea
   checkPorts(s, at, problems);
   checkDistinct(s.mounts, (m) => m.target, `${at}.mounts`, 'target', problems);
   checkDistinct(s.devices, (d) => d.containerPath, `${at}.devices`, 'containerPath', problems);
+  checkDistinct(s.secrets, (r) => r.target, `${at}.secrets`, 'target', problems);
   checkCapabilities(s, at, problems);
   if (s.constraints !== undefined) {
     const clash = contradiction(s.constraints);
@@ -172,5 +175,6 @@ function build(s: ServiceInput): ServiceSpec {
     restart: s.restart,
     update: s.update,
     exclusive: s.exclusive,
+    secrets: s.secrets,
   };
 }

@@ -53,6 +53,15 @@ export interface DeviceSpec {
   permissions: string;
 }
 
+export interface SecretRefSpec {
+  /** The secret's name (`shoal secret create NAME`). */
+  name: string;
+  /** The file's name under /run/secrets/ in the container (default: the secret's name). */
+  target: string;
+  /** The file's permission bits (default 0o400), as a number. */
+  mode: number;
+}
+
 export interface HealthCheckSpec {
   /** Run in the container, exec form; exit 0 is healthy. */
   command: string[];
@@ -148,6 +157,8 @@ export interface ServiceSpec {
   update: UpdatePolicy;
   /** Must never run twice, even across a partition: runs under the node's lease (src/control/lease.ts). */
   exclusive: boolean;
+  /** Secrets delivered as read-only files under /run/secrets/ (targets unique). */
+  secrets: SecretRefSpec[];
 }
 
 const nat = z.number().int().min(0);
@@ -198,6 +209,8 @@ export const serviceSpecSchema = z.object({
     failureAction: z.enum(['pause', 'rollback']), order: z.enum(['stop-first', 'start-first']),
   }).strict(),
   exclusive: z.boolean(),
+  // Records written before secrets existed have no such field: they read as none.
+  secrets: z.array(z.object({ name: nonEmpty, target: nonEmpty, mode: z.number().int().min(0).max(0o777) }).strict()).default([]),
 }).strict();
 
 /** True when A and B are the same type (each assignable to the other). */

@@ -45,6 +45,10 @@ const effect: { readonly [K in keyof ServiceSpec]-?: Exclude<SpecChange, 'none'>
   restart: 'scale',
   update: 'scale',
   exclusive: 'replace',
+  // The files are written when a task's container is created. A secret's value changed later
+  // reaches new tasks only (as Swarm's secrets, which cannot change at all): to roll it out to
+  // every task, reference a secret of a new name.
+  secrets: 'replace',
 };
 
 /** Which fields differ between two specs (deep comparison of their JSON values). */

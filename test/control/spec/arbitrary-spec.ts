@@ -1,6 +1,7 @@
 // fast-check arbitraries for normalized Service specs: every value the parser can produce,
 // respecting the checks across fields (limits over reservations, distinct ports and paths,
-// hostNetwork ports, disjoint capabilities, exclusive and stop-first, global without replicas).
+// hostNetwork ports, disjoint capabilities, exclusive and stop-first, global without replicas,
+// distinct secret targets).
 
 import fc from 'fast-check';
 import { parseConstraint } from '../../../src/control/spec/constraint.ts';
@@ -70,6 +71,11 @@ export const serviceSpecArb: fc.Arbitrary<ServiceSpec> = fc.record({
     failureAction: fc.constantFrom('pause', 'rollback'), order: fc.constantFrom('stop-first', 'start-first'),
   }),
   exclusive: fc.boolean(),
+  secrets: fc.uniqueArray(fc.record({
+    name: fc.stringMatching(/^[a-z][a-z0-9-]{0,6}[a-z0-9]$/),
+    target: fc.stringMatching(/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,8}$/),
+    mode: fc.constantFrom(0o400, 0o440, 0o444, 0o600, 0),
+  }), { maxLength: 3, selector: (r) => r.target }),
 }).map((r): ServiceSpec => ({
   name: r.name,
   image: r.image,
@@ -97,4 +103,5 @@ export const serviceSpecArb: fc.Arbitrary<ServiceSpec> = fc.record({
   restart: { condition: r.condition, delayMs: r.restartDelay, maxDelayMs: Math.min(day, r.restartDelay + r.restartExtra), maxAttempts: r.maxAttempts },
   update: { ...r.update, order: r.exclusive ? 'stop-first' : r.update.order },
   exclusive: r.exclusive,
+  secrets: r.secrets,
 }));

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { ShoalError } from '../../../src/errors.ts';
-import { parseSpecObjects, parseSpecs, serviceSpecSchema, specLimits, type Problem, type ServiceSpec } from '../../../src/control/spec/index.ts';
+import { parseSpecObjects, parseSpecs, renderService, serviceSpecSchema, specLimits, type Problem, type ServiceSpec } from '../../../src/control/spec/index.ts';
 
 /** The problems of a refused input, as `path: message` lines. */
 function refused(run: () => unknown): string[] {
@@ -38,7 +38,7 @@ describe('the smallest spec of the issue', () => {
       logs: { maxSizeBytes: 10 * 1024 ** 2, maxFiles: 3 },
       restart: { condition: 'always', delayMs: 5000, maxDelayMs: 300_000, maxAttempts: null },
       update: { parallelism: 1, delayMs: 0, monitorMs: 5000, failureAction: 'pause', order: 'stop-first' },
-      exclusive: false,
+      exclusive: false, secrets: [],
     };
     expect(services).toEqual([expected]);
     expect(serviceSpecSchema.parse(services[0])).toEqual(expected);
@@ -79,6 +79,7 @@ logs: {maxSize: 50M, maxFiles: 5}
 restart: {condition: on-failure, delay: 10s, maxDelay: 2m, maxAttempts: 10}
 update: {parallelism: 2, delay: 5s, monitor: 30s, failureAction: rollback, order: stop-first}
 exclusive: true
+secrets: [db-password, {name: tls-key, target: server.key, mode: '0440'}]
 `;
 
   it('reads every field', () => {
@@ -100,6 +101,7 @@ exclusive: true
       restart: { condition: 'on-failure', delayMs: 10_000, maxDelayMs: 120_000, maxAttempts: 10 },
       update: { parallelism: 2, delayMs: 5000, monitorMs: 30_000, failureAction: 'rollback', order: 'stop-first' },
       exclusive: true,
+      secrets: [{ name: 'db-password', target: 'db-password', mode: 0o400 }, { name: 'tls-key', target: 'server.key', mode: 0o440 }],
     });
     expect(Object.keys(s?.env ?? {})).toEqual(['A_B', 'TZ']);
     expect(s?.constraints.map((c) => c.text)).toEqual(['node.labels.radio == zigbee', 'node.name in (n1, n2)']);
@@ -265,6 +267,15 @@ describe('values and the checks across fields', () => {
     [{ update: { failureAction: 'continue' } }, 'services[0].update.failureAction: "continue" is not one of pause, rollback'],
     [{ update: { order: 'start-first' }, exclusive: true }, 'services[0].update.order: an exclusive service is always updated stop-first'],
     [{ exclusive: 'true' }, 'services[0].exclusive: must be true or false'],
+    [{ secrets: 'db' }, 'services[0].secrets: must be a list, not a string'],
+    [{ secrets: ['Db_Password'] }, 'services[0].secrets[0]: "Db_Password" is not a DNS label'],
+    [{ secrets: [{ target: 'x' }] }, 'services[0].secrets[0].name: is required'],
+    [{ secrets: [{ name: 'db', file: 'x' }] }, 'services[0].secrets[0].file: unknown field'],
+    [{ secrets: [{ name: 'db', target: '/etc/db' }] }, 'services[0].secrets[0].target: "/etc/db" is not a file name under /run/secrets/'],
+    [{ secrets: [{ name: 'db', target: '..' }] }, 'services[0].secrets[0].target: ".." is not a file name under /run/secrets/'],
+    [{ secrets: [{ name: 'db', mode: 440 }] }, "services[0].secrets[0].mode: write the mode as a quoted octal string"],
+    [{ secrets: [{ name: 'db', mode: '0800' }] }, "services[0].secrets[0].mode: \"0800\" is not an octal file mode"],
+    [{ secrets: ['db', { name: 'other', target: 'db' }] }, 'services[0].secrets[1].target: db is already given by secrets[0]'],
     [{ networks: ['a'] }, 'services[0].networks: unknown field'],
     [{ host_network: true }, 'services[0].host_network: unknown field; did you mean hostNetwork?'],
     [{ Image: 'x' }, 'services[0].Image: unknown field; did you mean image?'],
@@ -284,6 +295,21 @@ describe('values and the checks across fields', () => {
     expect(s.capAdd).toEqual(['NET_ADMIN', 'SYS_TIME']);
     expect(s.stopSignal).toBe('SIGTERM');
     expect(s.devices[0]?.permissions).toBe('rw');
+  });
+
+  it('reads a secret by its name alone, or in full, and renders the mode back as octal', () => {
+    const s = one({ secrets: ['db', { name: 'tls', target: 'tls.key', mode: '444' }, { name: 'ro', mode: '0000' }] });
+    expect(s.secrets).toEqual([
+      { name: 'db', target: 'db', mode: 0o400 }, { name: 'tls', target: 'tls.key', mode: 0o444 }, { name: 'ro', target: 'ro', mode: 0 },
+    ]);
+    expect(renderService(s).secrets).toEqual([
+      { name: 'db', target: 'db', mode: '0400' }, { name: 'tls', target: 'tls.key', mode: '0444' }, { name: 'ro', target: 'ro', mode: '0000' },
+    ]);
+  });
+
+  it('reads a stored spec written before secrets existed as one without secrets', () => {
+    const { secrets: _none, ...old } = one({});
+    expect(serviceSpecSchema.parse(old)).toEqual(one({}));
   });
 
   it('lets null say "none" where none is the default', () => {

@@ -29,6 +29,7 @@ describe('specChange', () => {
     [{ healthCheck: { command: ['true'] } }, 'replace'],
     [{ mode: 'global', replicas: undefined }, 'replace'],
     [{ exclusive: true }, 'replace'],
+    [{ secrets: ['db'] }, 'replace'],
     [{ replicas: 5, image: 'busybox:2' }, 'replace'],
   ])('%j is %s', (fields, expected) => {
     const after = spec({ replicas: 3, env: { A: 'x', B: 'y' }, ...fields });

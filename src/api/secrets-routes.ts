@@ -1,0 +1,128 @@
+// /v1/secrets: workload secrets (src/control/secrets.ts). A value goes in (PUT) and never comes
+// out: the reads answer metadata (size, digest, version, times, the services that use it), and
+// the generic document routes leave the value out too (redact.ts). Writes are compare-and-set
+// transactions at the control plane's feature level (control-write.ts), as the services' are.
+
+import type { FastifyPluginAsync } from 'fastify';
+import { z } from 'zod';
+import { deleteChange, putChange } from '../control/changes.ts';
+import { secretsCollection } from '../control/collections.ts';
+import {
+  secretMeta, secretMetaSchema, secretNamePattern, secretRecordSchema, secretValueBytesMax, servicesUsingSecret, writeSecret,
+  type SecretMeta, type SecretRecord,
+} from '../control/secrets.ts';
+import { allDocs, type ControlState, type Versioned } from '../control/state.ts';
+import { ShoalError } from '../errors.ts';
+import type { ApiContext } from './app.ts';
+import { readOnlyQuery } from './control-schemas.ts';
+import { readControl } from './control-views.ts';
+import { decideAndWrite } from './control-write.ts';
+import { noQuery } from './request-schemas.ts';
+import { validate } from './validate.ts';
+
+export const secretParams = z.object({
+  name: z.string().regex(secretNamePattern, 'must be a secret name (a DNS label: lower-case letters, digits and -, starting with a letter)'),
+}).strict();
+
+const base64Text = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/** The value as UTF-8 text (`value`) or as bytes in base64 (`valueBase64`), exactly one. */
+export const secretBody = z.object({
+  value: z.string().optional(),
+  valueBase64: z.string().regex(base64Text, 'must be base64 (standard alphabet, padded)').optional(),
+}).strict().refine((b) => (b.value === undefined) !== (b.valueBase64 === undefined), {
+  message: 'give the value as value (UTF-8 text) or as valueBase64 (bytes), exactly one of them',
+});
+
+/** What the reads answer of a secret: its metadata and the services whose specs name it. */
+export interface SecretView extends SecretMeta {
+  rev: number;
+  usedBy: string[];
+}
+
+export const secretViewSchema = secretMetaSchema.extend({ rev: z.number().int(), usedBy: z.array(z.string()) });
+
+function valueBytes(b: z.infer<typeof secretBody>): Buffer {
+  const bytes = b.value !== undefined ? Buffer.from(b.value, 'utf8') : Buffer.from(b.valueBase64 ?? '', 'base64');
+  if (bytes.length > secretValueBytesMax) {
+    throw new ShoalError('payload_too_large', `the secret's value is ${bytes.length} bytes; a secret holds at most ${secretValueBytesMax} (secretValueBytesMax)`, {
+      limit: 'secretValueBytesMax', max: secretValueBytesMax, size: bytes.length,
+    });
+  }
+  return bytes;
+}
+
+/** The store's secrets that parse as records (one that does not is left out, as the control state does). */
+function readSecrets(ctx: ApiContext): Versioned<SecretRecord>[] {
+  const out: Versioned<SecretRecord>[] = [];
+  for (const d of allDocs(ctx.store, secretsCollection)) {
+    const r = secretRecordSchema.safeParse(d.doc);
+    if (r.success) out.push({ value: r.data, rev: d.rev });
+    else ctx.node.log.warn(`${secretsCollection}/${d.id} (rev ${d.rev}) is not a valid secret record and is not shown`);
+  }
+  return out;
+}
+
+function readSecret(ctx: ApiContext, name: string): Versioned<SecretRecord> | undefined {
+  const d = ctx.store.get(secretsCollection, name);
+  const r = d === undefined ? undefined : secretRecordSchema.safeParse(d.doc);
+  return d === undefined || r?.success !== true ? undefined : { value: r.data, rev: d.rev };
+}
+
+function findSecret(ctx: ApiContext, name: string): Versioned<SecretRecord> {
+  const s = readSecret(ctx, name);
+  if (s === undefined) throw new ShoalError('not_found', `no secret named '${name}'; list them with: shoal secret ls`, { secret: name });
+  return s;
+}
+
+function viewOf(state: ControlState, s: Versioned<SecretRecord>): SecretView {
+  return { ...secretMeta(s.value), rev: s.rev, usedBy: servicesUsingSecret(state, s.value.name) };
+}
+
+export const secretsRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
+  app.put('/v1/secrets/:name', { config: { role: 'operator' } }, async (req) => {
+    const v = validate({ params: [secretParams, req.params], query: [noQuery, req.query], body: [secretBody, req.body] });
+    const bytes = valueBytes(v.body);
+    const w = await decideAndWrite(ctx, req, `writing secret ${v.params.name}`, () => {
+      const cur = readSecret(ctx, v.params.name);
+      const next = writeSecret(v.params.name, bytes, ctx.node.logTimeNow(), cur?.value);
+      const outcome = cur === undefined ? 'created' as const : next === null ? 'unchanged' as const : 'updated' as const;
+      const meta = secretMeta(next ?? cur?.value ?? assertNever());
+      if (next === null) return { plan: null, answer: { outcome, meta } };
+      return { plan: { changes: [putChange(secretsCollection, v.params.name, next, cur?.rev ?? null)], compares: [] }, answer: { outcome, meta } };
+    });
+    return { outcome: w.answer.outcome, secret: w.answer.meta, rev: w.rev };
+  });
+
+  app.get('/v1/secrets', { config: { role: 'reader' } }, async (req) => {
+    const v = validate({ query: [readOnlyQuery, req.query] });
+    const state = await readControl(ctx, v.query.consistency);
+    const items = readSecrets(ctx).map((s) => viewOf(state, s)).sort((a, b) => a.name.localeCompare(b.name));
+    return { items, rev: state.revision };
+  });
+
+  app.get('/v1/secrets/:name', { config: { role: 'reader' } }, async (req) => {
+    const v = validate({ params: [secretParams, req.params], query: [readOnlyQuery, req.query] });
+    const state = await readControl(ctx, v.query.consistency);
+    return { secret: viewOf(state, findSecret(ctx, v.params.name)), rev: state.revision };
+  });
+
+  app.delete('/v1/secrets/:name', { config: { role: 'operator' } }, async (req) => {
+    const v = validate({ params: [secretParams, req.params], query: [noQuery, req.query] });
+    const w = await decideAndWrite(ctx, req, `removing secret ${v.params.name}`, (state) => {
+      const s = findSecret(ctx, v.params.name);
+      const users = servicesUsingSecret(state, v.params.name);
+      if (users.length > 0) {
+        throw new ShoalError('resource_in_use', `secret ${v.params.name} is used by ${users.length === 1 ? 'service' : 'services'} ${users.join(', ')}; apply ${users.length === 1 ? 'it' : 'them'} without it first (a rollback could return to a spec that names it, so a previous spec counts too)`, {
+          secret: v.params.name, services: users,
+        });
+      }
+      return { plan: { changes: [deleteChange(secretsCollection, v.params.name, s.rev)], compares: [] }, answer: null };
+    });
+    return { name: v.params.name, removed: true, rev: w.rev };
+  });
+};
+
+function assertNever(): never {
+  throw new Error('assertion: a secret write with neither a current nor a new record');
+}

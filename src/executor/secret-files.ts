@@ -1,0 +1,110 @@
+// Where a node's agent puts the secrets a task's container reads (docs/resources.md, "Secrets").
+// Before creating the container, the agent writes each secret the task's spec names to
+// `<data dir>/secrets/<task id>/<target>` (directories 0700, each file the mode its reference
+// asks, 0400 by default) and bind-mounts the file read-only at /run/secrets/<target>. The files
+// of a task go once no container of the task is left on the node (retain, every pass), so a
+// value lives on disk only while something may read it, and a restarted container (the same
+// one) finds its files where they were.
+
+import { mkdir, open, readdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import type { MountSpec } from '../control/spec/service-spec.ts';
+
+/** Where the files appear in a container. */
+export const secretsMountDir = '/run/secrets';
+
+export interface SecretFile {
+  /** The file's name (a spec reference's target: no `/`, not `.` or `..`). */
+  target: string;
+  /** Permission bits. */
+  mode: number;
+  bytes: Uint8Array;
+}
+
+/** The agent's port to a node's secret files. */
+export interface SecretFiles {
+  /** Writes a task's files (replacing any it had) and answers the read-only mounts that show them in its container. */
+  write(taskId: string, files: readonly SecretFile[]): Promise<MountSpec[]>;
+  /** Removes the files of every task not in `taskIds`; answers the tasks whose files it removed. */
+  retain(taskIds: ReadonlySet<string>): Promise<string[]>;
+}
+
+const safeName = /^(?!\.\.?$)[A-Za-z0-9._-]{1,255}$/;
+
+function checkName(what: string, name: string): void {
+  // Task ids and targets are validated where they enter; a path built from one must still never leave the directory.
+  if (!safeName.test(name)) throw new Error(`assertion: ${what} ${JSON.stringify(name)} cannot name a file`);
+}
+
+function mountOf(source: string, target: string): MountSpec {
+  return { type: 'bind', source, target: `${secretsMountDir}/${target}`, readOnly: true };
+}
+
+/** The files on the node's disk, under `dir` (`<data dir>/secrets`). */
+export class DiskSecretFiles implements SecretFiles {
+  constructor(private readonly dir: string) {}
+
+  async write(taskId: string, files: readonly SecretFile[]): Promise<MountSpec[]> {
+    checkName('task id', taskId);
+    for (const f of files) checkName('secret target', f.target);
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    const taskDir = path.join(this.dir, taskId);
+    // A create that failed after writing leaves files behind; start from nothing.
+    await rm(taskDir, { recursive: true, force: true });
+    await mkdir(taskDir, { mode: 0o700 });
+    const mounts: MountSpec[] = [];
+    for (const f of files) {
+      const file = path.join(taskDir, f.target);
+      // Created owner-only and written, then given its mode: never readable by others, even for a moment.
+      const handle = await open(file, 'wx', 0o600);
+      try {
+        await handle.writeFile(f.bytes);
+        await handle.chmod(f.mode);
+      } finally {
+        await handle.close();
+      }
+      mounts.push(mountOf(file, f.target));
+    }
+    return mounts;
+  }
+
+  async retain(taskIds: ReadonlySet<string>): Promise<string[]> {
+    let entries: string[];
+    try {
+      entries = await readdir(this.dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw err;
+    }
+    const removed = entries.filter((e) => !taskIds.has(e));
+    for (const e of removed) await rm(path.join(this.dir, e), { recursive: true, force: true });
+    return removed;
+  }
+}
+
+/** Files kept in memory, for the memory runtime (tests, the simulator, `--runtime memory`). */
+export class MemorySecretFiles implements SecretFiles {
+  private readonly tasks = new Map<string, Map<string, SecretFile>>();
+
+  async write(taskId: string, files: readonly SecretFile[]): Promise<MountSpec[]> {
+    checkName('task id', taskId);
+    this.tasks.set(taskId, new Map(files.map((f) => [f.target, { ...f, bytes: Uint8Array.from(f.bytes) }])));
+    return files.map((f) => mountOf(`memory:secrets/${taskId}/${f.target}`, f.target));
+  }
+
+  async retain(taskIds: ReadonlySet<string>): Promise<string[]> {
+    const removed = [...this.tasks.keys()].filter((t) => !taskIds.has(t));
+    for (const t of removed) this.tasks.delete(t);
+    return removed;
+  }
+
+  /** A task's file, as its container would read it; undefined when absent. */
+  read(taskId: string, target: string): SecretFile | undefined {
+    return this.tasks.get(taskId)?.get(target);
+  }
+
+  /** The tasks that have files. */
+  taskIds(): string[] {
+    return [...this.tasks.keys()].sort();
+  }
+}

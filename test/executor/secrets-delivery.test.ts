@@ -1,0 +1,121 @@
+// Delivering secrets to a task's container: the agent (memory runtime, fake store, manual clock)
+// writes each secret the spec names before creating the container and mounts it read-only at
+// /run/secrets/<target>; a missing secret fails the start with secret_unavailable; the files go
+// once no container of the task is left. The files on disk (DiskSecretFiles): modes, directory,
+// replacing, retaining.
+
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { Agent } from '../../src/executor/agent.ts';
+import { ManualClock } from '../../src/executor/manual-clock.ts';
+import { MemoryRuntime } from '../../src/executor/memory-runtime.ts';
+import { DiskSecretFiles, MemorySecretFiles } from '../../src/executor/secret-files.ts';
+import type { SecretDelivery } from '../../src/executor/secret-delivery.ts';
+import type { ContainerSpec } from '../../src/executor/runtime.ts';
+import { clusterId, FakeStore, MemoryLog, run, spec } from './harness.ts';
+
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'shoal-secret-files-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+function setup(secrets: Record<string, Buffer>, delivery: 'memory' | 'none' = 'memory') {
+  const clock = new ManualClock();
+  const store = new FakeStore(clock);
+  const runtime = new MemoryRuntime({ clock, images: ['busybox:local'] });
+  const log = new MemoryLog();
+  const files = new MemorySecretFiles();
+  /** The mounts of each container created, by task. */
+  const mounts = new Map<string, ContainerSpec['mounts']>();
+  const create = runtime.create.bind(runtime);
+  runtime.create = (s) => {
+    mounts.set(s.labels['io.shoal.task'] ?? '', s.mounts);
+    return create(s);
+  };
+  store.addNode('n1');
+  const d: SecretDelivery = { read: (name) => secrets[name], files };
+  const agent = new Agent({
+    owner: { clusterId, nodeId: 'n1' }, view: store, writer: store.writerFor('n1'), caughtUp: () => store.caughtUp(),
+    runtime, clock, log, ...(delivery === 'memory' ? { secrets: d } : {}),
+  });
+  agent.start();
+  return { clock, store, runtime, log, files, agent, mounts };
+}
+
+describe('agent: secrets', () => {
+  it('writes the files before creating the container, mounted read-only at /run/secrets/<target>, and removes them with the container', async () => {
+    const value = Buffer.from([1, 2, 3, 0, 255]);
+    const { clock, store, runtime, files, agent, mounts } = setup({ db: value, tls: Buffer.from('key') });
+    store.addService(spec({ command: ['sleep', '3600'], secrets: ['db', { name: 'tls', target: 'server.key', mode: '0440' }] }));
+    store.assign('t1', 'web', 'n1');
+    await run(clock, 1000);
+    const [c] = runtime.all();
+    expect(c?.state).toBe('running');
+    expect(mounts.get('t1')).toEqual([
+      { type: 'bind', source: 'memory:secrets/t1/db', target: '/run/secrets/db', readOnly: true },
+      { type: 'bind', source: 'memory:secrets/t1/server.key', target: '/run/secrets/server.key', readOnly: true },
+    ]);
+    expect(files.read('t1', 'db')).toMatchObject({ mode: 0o400, bytes: Uint8Array.from(value) });
+    expect(files.read('t1', 'server.key')).toMatchObject({ mode: 0o440 });
+    store.update('t1', { desired: 'shutdown' });
+    await run(clock, 1000);
+    expect(runtime.all()).toEqual([]);
+    expect(files.taskIds()).toEqual([]);
+    await agent.close();
+  });
+
+  it('fails the start with secret_unavailable when a secret is not in the store, and creates nothing', async () => {
+    const { clock, store, runtime, files, agent } = setup({ db: Buffer.from('x') });
+    store.addService(spec({ command: ['sleep', '3600'], secrets: ['db', 'api-token'] }));
+    store.assign('t1', 'web', 'n1');
+    await run(clock, 1000);
+    expect(runtime.all()).toEqual([]);
+    expect(store.statuses.get('t1')).toMatchObject({ state: 'failed', containerId: null });
+    expect(store.statuses.get('t1')?.message).toMatch(/^secret_unavailable: no secret named api-token in the store/);
+    expect(files.taskIds()).toEqual([]);
+    await agent.close();
+  });
+
+  it('fails the start when the agent delivers no secrets, and runs a task without secrets as before', async () => {
+    const { clock, store, runtime, agent, mounts } = setup({}, 'none');
+    store.addService(spec({ name: 'web', command: ['sleep', '3600'], secrets: ['db'] }));
+    store.addService(spec({ name: 'plain', command: ['sleep', '3600'] }));
+    store.assign('t1', 'web', 'n1');
+    store.assign('t2', 'plain', 'n1');
+    await run(clock, 1000);
+    expect(store.statuses.get('t1')?.message).toMatch(/^secret_unavailable: this node's agent delivers no secrets/);
+    expect(runtime.all().map((c) => [c.labels['io.shoal.task'], c.state])).toEqual([['t2', 'running']]);
+    expect(mounts.get('t2')).toEqual([]);
+    await agent.close();
+  });
+});
+
+describe('DiskSecretFiles', () => {
+  const dir = path.join(tmp, 'secrets');
+  const files = new DiskSecretFiles(dir);
+  const mode = (p: string) => statSync(p).mode & 0o777;
+
+  it('writes each file with its mode in a directory only the node reads, and answers the mounts', async () => {
+    const mounts = await files.write('t1', [{ target: 'db', mode: 0o400, bytes: Buffer.from('pw') }, { target: 'ca.pem', mode: 0o444, bytes: Buffer.from('cert') }]);
+    expect(mounts).toEqual([
+      { type: 'bind', source: path.join(dir, 't1', 'db'), target: '/run/secrets/db', readOnly: true },
+      { type: 'bind', source: path.join(dir, 't1', 'ca.pem'), target: '/run/secrets/ca.pem', readOnly: true },
+    ]);
+    expect(readFileSync(path.join(dir, 't1', 'db'), 'utf8')).toBe('pw');
+    expect([mode(dir), mode(path.join(dir, 't1')), mode(path.join(dir, 't1', 'db')), mode(path.join(dir, 't1', 'ca.pem'))]).toEqual([0o700, 0o700, 0o400, 0o444]);
+  });
+
+  it('replaces what a task had, and keeps only the tasks it is told to', async () => {
+    await files.write('t1', [{ target: 'other', mode: 0o400, bytes: Buffer.from('new') }]);
+    expect(readdirSync(path.join(dir, 't1'))).toEqual(['other']);
+    await files.write('t2', []);
+    expect(await files.retain(new Set(['t2']))).toEqual(['t1']);
+    expect(readdirSync(dir)).toEqual(['t2']);
+    expect(await new DiskSecretFiles(path.join(tmp, 'never-made')).retain(new Set())).toEqual([]);
+  });
+
+  it('never builds a path out of the directory from a task id or a target', async () => {
+    await expect(files.write('..', [])).rejects.toThrow(/cannot name a file/);
+    await expect(files.write('t3', [{ target: '../escape', mode: 0o400, bytes: Buffer.from('x') }])).rejects.toThrow(/cannot name a file/);
+  });
+});
