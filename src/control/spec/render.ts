@@ -58,5 +58,6 @@ export function renderService(s: ServiceSpec): Record<string, unknown> {
       order: s.update.order,
     },
     exclusive: s.exclusive,
+    networks: s.networks,
   };
 }

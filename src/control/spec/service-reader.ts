@@ -41,6 +41,7 @@ interface ServiceInput {
   restart: ServiceSpec['restart'];
   update: ServiceSpec['update'];
   exclusive: boolean;
+  networks: string[];
 }
 
 const serviceFields: Fields<ServiceInput> = {
@@ -70,6 +71,7 @@ const serviceFields: Fields<ServiceInput> = {
   restart: defaultStruct(restart),
   update: defaultStruct(update),
   exclusive: withDefault(boolean, () => false),
+  networks: withDefault(list(dnsLabel), () => []),
 };
 
 /** The names of the authoring fields of a Service (for docs and tests). */
@@ -86,6 +88,7 @@ export function readService(value: unknown, at: string, problems: Problems): Rea
   checkDistinct(s.mounts, (m) => m.target, `${at}.mounts`, 'target', problems);
   checkDistinct(s.devices, (d) => d.containerPath, `${at}.devices`, 'containerPath', problems);
   checkCapabilities(s, at, problems);
+  checkDistinct(s.networks, (n) => n, `${at}.networks`, '', problems);
   if (s.constraints !== undefined) {
     const clash = contradiction(s.constraints);
     if (clash !== null) problems.add(`${at}.constraints`, `${clash}, so no node could ever take a task`);
@@ -172,5 +175,6 @@ function build(s: ServiceInput): ServiceSpec {
     restart: s.restart,
     update: s.update,
     exclusive: s.exclusive,
+    networks: [...s.networks].sort(),
   };
 }

@@ -148,6 +148,11 @@ export interface ServiceSpec {
   update: UpdatePolicy;
   /** Must never run twice, even across a partition. Stored; enforced by a later issue. */
   exclusive: boolean;
+  /**
+   * The overlay networks (Network resources, by name) its tasks attach to, sorted; each task
+   * gets an address on each from its node's slice. Empty: none (the runtime's default network).
+   */
+  networks: string[];
 }
 
 const nat = z.number().int().min(0);
@@ -198,6 +203,8 @@ export const serviceSpecSchema = z.object({
     failureAction: z.enum(['pause', 'rollback']), order: z.enum(['stop-first', 'start-first']),
   }).strict(),
   exclusive: z.boolean(),
+  // Records written before networks existed read as attached to none.
+  networks: z.array(z.string().regex(/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/)).default([]),
 }).strict();
 
 /** True when A and B are the same type (each assignable to the other). */

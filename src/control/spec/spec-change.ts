@@ -45,6 +45,7 @@ const effect: { readonly [K in keyof ServiceSpec]-?: Exclude<SpecChange, 'none'>
   restart: 'scale',
   update: 'scale',
   exclusive: 'replace',
+  networks: 'replace',
 };
 
 /** Which fields differ between two specs (deep comparison of their JSON values). */

@@ -70,6 +70,7 @@ export const serviceSpecArb: fc.Arbitrary<ServiceSpec> = fc.record({
     failureAction: fc.constantFrom('pause', 'rollback'), order: fc.constantFrom('stop-first', 'start-first'),
   }),
   exclusive: fc.boolean(),
+  networks: fc.uniqueArray(fc.constantFrom('backend', 'frontend', 'iot'), { maxLength: 3 }),
 }).map((r): ServiceSpec => ({
   name: r.name,
   image: r.image,
@@ -97,4 +98,5 @@ export const serviceSpecArb: fc.Arbitrary<ServiceSpec> = fc.record({
   restart: { condition: r.condition, delayMs: r.restartDelay, maxDelayMs: Math.min(day, r.restartDelay + r.restartExtra), maxAttempts: r.maxAttempts },
   update: { ...r.update, order: r.exclusive ? 'stop-first' : r.update.order },
   exclusive: r.exclusive,
+  networks: [...r.networks].sort(),
 }));
