@@ -5,7 +5,7 @@ import { defineConfig } from 'vitest/config';
 // once on two cores flap their elections.
 const system = [
   'test/cluster/**/*.test.ts', 'test/faults/**/*.test.ts', 'test/cli/**/*.test.ts', 'test/bench/**/*.test.ts',
-  'test/executor/docker-*.test.ts', 'test/system/**/*.test.ts',
+  'test/executor/docker-*.test.ts', 'test/system/**/*.test.ts', 'test/net/**/*.test.ts',
 ];
 
 export default defineConfig({
