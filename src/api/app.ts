@@ -24,6 +24,8 @@ import { nodesRoutes } from './nodes-routes.ts';
 import { openApiRoutes } from './openapi.ts';
 import { RouteTable } from './route-table.ts';
 import { servicesRoutes } from './services-routes.ts';
+import { networkRoutes } from './network-routes.ts';
+import { policyRoutes } from './policy-routes.ts';
 import { snapshotRoutes } from './snapshot-routes.ts';
 import { tasksRoutes } from './tasks-routes.ts';
 import { txnRoutes } from './txn-routes.ts';
@@ -149,7 +151,7 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   });
   for (const plugin of [
     healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, snapshotRoutes, metricsRoutes, openApiRoutes,
-    applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes,
+    applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes, networkRoutes, policyRoutes,
   ]) {
     void app.register(plugin, { ctx, limits, bounds });
   }
