@@ -16,6 +16,8 @@ import { snapshotGroup } from '../../src/cli/snapshot.ts';
 import { nodeGroup } from '../../src/cli/node.ts';
 import { serviceGroup } from '../../src/cli/service.ts';
 import { taskGroup } from '../../src/cli/task.ts';
+import { networkGroup } from '../../src/cli/network.ts';
+import { policyGroup } from '../../src/cli/policy.ts';
 import { inProcess } from './in-process.ts';
 
 interface Case {
@@ -78,6 +80,14 @@ const cases: Record<string, Case> = {
   task: { badFlag: ['task', '--bogus'], missing: ['task'] },
   'task ls': { badFlag: ['task', 'ls', '--bogus', ...nowhere], missing: ['task', 'ls', 'extra', ...nowhere] },
   'task logs': { badFlag: ['task', 'logs', 'abc', '--bogus', ...nowhere], missing: ['task', 'logs', ...nowhere] },
+  network: { badFlag: ['network', '--bogus'], missing: ['network'] },
+  'network ls': { badFlag: ['network', 'ls', '--bogus', ...nowhere], missing: ['network', 'ls', 'extra', ...nowhere] },
+  'network inspect': { badFlag: ['network', 'inspect', 'front', '--bogus', ...nowhere], missing: ['network', 'inspect', ...nowhere] },
+  'network rm': { badFlag: ['network', 'rm', 'front', '--bogus', ...nowhere], missing: ['network', 'rm', ...nowhere] },
+  policy: { badFlag: ['policy', '--bogus'], missing: ['policy'] },
+  'policy ls': { badFlag: ['policy', 'ls', '--bogus', ...nowhere], missing: ['policy', 'ls', 'extra', ...nowhere] },
+  'policy inspect': { badFlag: ['policy', 'inspect', 'web-db', '--bogus', ...nowhere], missing: ['policy', 'inspect', ...nowhere] },
+  'policy rm': { badFlag: ['policy', 'rm', 'web-db', '--bogus', ...nowhere], missing: ['policy', 'rm', ...nowhere] },
 };
 
 
@@ -96,7 +106,7 @@ describe('usage errors under --json', () => {
     const all = [
       ...Object.keys(commands),
       ...devSubcommands.map((s) => `dev ${s}`),
-      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
+      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, networkGroup, policyGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
     ];
     expect(Object.keys(cases).sort()).toEqual(all.sort());
   });
