@@ -58,6 +58,25 @@ describe('networks and firewall policies', () => {
     expectError(await s.app.inject({ method: 'DELETE', url: '/v1/firewall-policies/web-db' }), 'not_found');
   });
 
+  it('gives the node a slice and each task of an attached service an address from it (the leader\'s allocator)', async () => {
+    const res = await apply([
+      doc('Network', { name: 'iot', subnet: '10.70.0.0/24' }),
+      doc('Service', { name: 'sensor', image: 'busybox:local', command: ['sleep', '3600'], replicas: 2, networks: ['iot'] }),
+    ]);
+    expect(res.statusCode, res.body).toBe(200);
+    type View = { network: { slices: Record<string, string>; record: { addresses: Record<string, string> } } };
+    const view = async (): Promise<View> => (await s.app.inject({ url: '/v1/networks/iot' })).json() as View;
+    const deadline = Date.now() + 15_000;
+    while (Object.keys((await view()).network.record.addresses).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const v = await view();
+    expect(Object.values(v.network.slices)).toEqual(['10.70.0.0/28']);
+    expect(Object.values(v.network.record.addresses).sort()).toEqual(['10.70.0.2', '10.70.0.3']);
+    // Scaled to one: the finished task gives its address back.
+    await s.app.inject({ method: 'POST', url: '/v1/services/sensor/scale', payload: { replicas: 1 } });
+    while (Object.keys((await view()).network.record.addresses).length > 1 && Date.now() < deadline + 15_000) await new Promise((r) => setTimeout(r, 20));
+    expect(Object.keys((await view()).network.record.addresses)).toHaveLength(1);
+  });
+
   it('keeps their collections closed to /v1/docs', async () => {
     const res = await s.app.inject({ method: 'PUT', url: '/v1/docs/shoal.networks/x', payload: { name: 'x' } });
     expect(expectError(res, 'bad_request')).toMatchObject({ problems: [{ message: expect.stringContaining('shoal network rm') }] });
