@@ -33,6 +33,7 @@ import { systemClock } from '../executor/clock.ts';
 import type { Runtime } from '../executor/runtime.ts';
 import { DockerRuntime } from '../executor/docker-runtime.ts';
 import { softwareVersion } from '../version.ts';
+import { startFirewall } from '../../net/firewall-start.ts';
 
 export { softwareVersion };
 
@@ -186,6 +187,9 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     },
   });
   control.start();
+  // Every node's firewall (config firewall.enabled, off by default): renders its nftables table
+  // from the committed store and applies it; stopping leaves the table in force.
+  const firewall = config.firewall.enabled ? startFirewall({ node, store, nodeId: identity.id, apiListen: config.api.listen, peerListen: config.peer.listen, log }) : null;
   const backups = new ScheduledBackups({
     dir: config.snapshot.dir !== undefined ? path.resolve(config.dataDir, config.snapshot.dir) : path.join(config.dataDir, 'backups'),
     intervalMs: config.snapshot.intervalMs, keep: config.snapshot.keep, clusterId: identity.clusterId, log,
@@ -229,6 +233,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
       stopping ??= (async () => {
         // The loops and the agent first: they propose through the node. Containers keep running.
         await control.close();
+        await firewall?.close();
         await backups.close();
         // Then leadership goes to another voter while this node still serves as a follower: the
         // API stops taking connections and answers what it holds (forwarded to the new leader)
