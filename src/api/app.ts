@@ -27,6 +27,8 @@ import { openApiRoutes } from './openapi.ts';
 import { RouteTable } from './route-table.ts';
 import { secretsRoutes } from './secrets-routes.ts';
 import { servicesRoutes } from './services-routes.ts';
+import { networkRoutes } from './network-routes.ts';
+import { policyRoutes } from './policy-routes.ts';
 import { snapshotRoutes } from './snapshot-routes.ts';
 import { tasksRoutes } from './tasks-routes.ts';
 import { txnRoutes } from './txn-routes.ts';
@@ -181,7 +183,7 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   for (const plugin of [
     healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, snapshotRoutes, metricsRoutes, openApiRoutes,
     applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes, credentialsRoutes, browseRoutes, tokenRoutes, joinRoutes, nodeCertRoutes,
-    secretsRoutes,
+    secretsRoutes, networkRoutes, policyRoutes,
   ]) {
     void app.register(plugin, { ctx, limits, bounds, routes });
   }

@@ -1,4 +1,4 @@
-// POST /v1/apply: Service specs (decoded documents, or the text of a YAML or JSON file) through the
+// POST /v1/apply: Service, Network and FirewallPolicy specs (decoded documents, or the text of a YAML or JSON file) through the
 // strict parser, then planApply (src/control/apply.ts): per service created, updated (scale or a
 // rolling replace, with the tasks it replaces) or unchanged. All or nothing: a spec with any
 // problem refuses the whole apply with every problem at once, and the write is one transaction,
@@ -7,10 +7,13 @@
 
 import type { FastifyPluginAsync } from 'fastify';
 import { planApply, type ApplyOptions, type ServiceOutcome } from '../control/apply.ts';
+import { merge } from '../control/changes.ts';
+import { checkNetworks, planNetworkApply, type ResourceOutcome } from '../control/network-apply.ts';
+import { readNetworkState } from '../control/network-resources.ts';
 import type { ServiceRecord } from '../control/resources.ts';
 import { missingSecretProblems, secretExistsCompares } from '../control/secrets.ts';
 import { secretsCollection } from '../control/collections.ts';
-import { changedFields, parseSpecObjects, parseSpecs, refusal, type ServiceSpec } from '../control/spec/index.ts';
+import { changedFields, parseSpecObjects, parseSpecs, refusal, type ServiceSpec, type SpecSet } from '../control/spec/index.ts';
 import type { ControlState } from '../control/state.ts';
 import { ShoalError } from '../errors.ts';
 import type { ApiContext } from './app.ts';
@@ -31,11 +34,13 @@ export interface ApplyAnswer {
   /** The revision of the write; null for a dry run or when nothing changed. */
   rev: number | null;
   services: ApplyOutcome[];
+  /** Network and FirewallPolicy documents: created, updated or unchanged (network-apply.ts). */
+  networks: ResourceOutcome[];
+  firewallPolicies: ResourceOutcome[];
 }
 
-function readSpecs(body: { documents?: unknown[] | undefined; text?: string | undefined; format?: 'yaml' | 'json' | undefined }): ServiceSpec[] {
-  const set = body.text !== undefined ? parseSpecs(body.text, body.format ?? 'yaml') : parseSpecObjects(body.documents ?? []);
-  return set.services;
+function readSpecs(body: { documents?: unknown[] | undefined; text?: string | undefined; format?: 'yaml' | 'json' | undefined }): SpecSet {
+  return body.text !== undefined ? parseSpecs(body.text, body.format ?? 'yaml') : parseSpecObjects(body.documents ?? []);
 }
 
 /** The caller's compare-and-set on service records (expectRevs): refused, not retried. */
@@ -50,11 +55,18 @@ function checkExpected(state: ControlState, expectRevs: Record<string, number> |
 }
 
 /** planApply with what each outcome means for people: the fields changed and the version it ends at. */
-function plan(ctx: ApiContext, state: ControlState, specs: readonly ServiceSpec[], opts: ApplyOptions): { written: ReturnType<typeof planApply>; services: ApplyOutcome[] } {
+function plan(ctx: ApiContext, state: ControlState, set: SpecSet, opts: ApplyOptions): { written: ReturnType<typeof planApply>; services: ApplyOutcome[]; networks: ResourceOutcome[]; firewallPolicies: ResourceOutcome[] } {
+  const specs: readonly ServiceSpec[] = set.services;
   const missing = missingSecretProblems(specs, (name) => ctx.store.get(secretsCollection, name) !== undefined);
   if (missing.length > 0) throw refusal(missing);
-  const written = planApply(state, specs, ctx.node.logTimeNow(), opts);
-  if (written.plan.changes.length > 0) written.plan.compares.push(...secretExistsCompares(specs));
+  // Networks first: a service may name a network only once it exists, or in the same apply.
+  const nets = readNetworkState(ctx.store);
+  checkNetworks(nets, set);
+  const netPlan = planNetworkApply(nets, set, ctx.node.logTimeNow());
+  const serviceWrite = planApply(state, specs, ctx.node.logTimeNow(), opts);
+  // The secrets the specs name must still exist when the write applies (a removal may race it).
+  if (serviceWrite.plan.changes.length > 0) serviceWrite.plan.compares.push(...secretExistsCompares(specs));
+  const written = { ...serviceWrite, plan: merge({ changes: netPlan.changes, compares: netPlan.compares }, serviceWrite.plan) };
   const records = new Map(written.plan.changes.flatMap((c) => (c.kind === 'put' ? [[c.id, c.doc as unknown as ServiceRecord] as const] : [])));
   const services = written.services.map((o, i): ApplyOutcome => {
     const cur = state.services.get(o.name)?.value;
@@ -62,7 +74,7 @@ function plan(ctx: ApiContext, state: ControlState, specs: readonly ServiceSpec[
     const specVersion = records.get(o.name)?.specVersion ?? cur?.specVersion ?? 1;
     return { ...o, ...(o.outcome === 'updated' && cur !== undefined && spec !== undefined ? { fields: changedFields(cur.spec, spec) } : {}), specVersion };
   });
-  return { written, services };
+  return { written, services, networks: netPlan.networks, firewallPolicies: netPlan.firewallPolicies };
 }
 
 export const applyRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
@@ -73,16 +85,16 @@ export const applyRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, 
     if (v.query.dryRun === 'true') {
       const state = await readControl(ctx, 'linearizable');
       checkExpected(state, v.body.expectRevs);
-      const { written, services } = plan(ctx, state, specs, opts);
+      const { written, services, networks, firewallPolicies } = plan(ctx, state, specs, opts);
       // Refuses what the write would refuse (too many records for one transaction).
       if (written.plan.changes.length > 0) oneTransaction(written.plan);
-      return { dryRun: true, rev: null, services };
+      return { dryRun: true, rev: null, services, networks, firewallPolicies };
     }
     const w = await decideAndWrite(ctx, req, 'apply', (state) => {
       checkExpected(state, v.body.expectRevs);
-      const { written, services } = plan(ctx, state, specs, opts);
-      return { plan: written.plan, answer: services };
+      const { written, services, networks, firewallPolicies } = plan(ctx, state, specs, opts);
+      return { plan: written.plan, answer: { services, networks, firewallPolicies } };
     });
-    return { dryRun: false, rev: w.rev, services: w.answer };
+    return { dryRun: false, rev: w.rev, ...w.answer };
   });
 };

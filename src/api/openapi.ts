@@ -16,6 +16,7 @@ import {
   applyBody, applyQuery, availabilityBody, labelsBody, nodeParams, readOnlyQuery, scaleBody, serviceParams, taskParams, tasksQuery,
 } from './control-schemas.ts';
 import { logsQuery } from './logs-routes.ts';
+import { networkParams } from './network-routes.ts';
 import {
   collectionParams, deleteHeaders, docBody, docParams, listQuery, noQuery, putHeaders, readQuery, txnBodySchema, txnHeaders, watchHeaders, watchQuery,
 } from './request-schemas.ts';
@@ -202,6 +203,27 @@ function secretPaths(): Json {
   };
 }
 
+/** Networks and firewall policies (network-routes.ts, policy-routes.ts); created by POST /v1/apply. */
+function networkPaths(): Json {
+  const read = parametersOf(readOnlyQuery, 'query');
+  const name = parametersOf(networkParams, 'path');
+  const noQ = parametersOf(noQuery, 'query');
+  const obj = { type: 'object' };
+  const removed = json({ type: 'object', properties: { name: { type: 'string' }, removed: { type: 'boolean' }, rev: { type: ['integer', 'null'] } } });
+  return {
+    '/v1/networks': { get: { summary: 'List overlay networks with their allocation', ...strict, parameters: read, responses: { 200: json(listOf(obj)), ...errors } } },
+    '/v1/networks/{name}': {
+      get: { summary: 'A network: spec, slices per node, addresses, attached services', ...strict, parameters: [...name, ...read], responses: { 200: json({ type: 'object', properties: { network: obj, rev: { type: 'integer' } } }), ...errors } },
+      delete: { summary: 'Remove a network (refused while a service names it)', ...strict, parameters: [...name, ...noQ], responses: { 200: removed, ...errors } },
+    },
+    '/v1/firewall-policies': { get: { summary: 'List firewall policies', ...strict, parameters: read, responses: { 200: json(listOf(obj)), ...errors } } },
+    '/v1/firewall-policies/{name}': {
+      get: { summary: 'A firewall policy', ...strict, parameters: [...name, ...read], responses: { 200: json({ type: 'object', properties: { policy: obj, rev: { type: 'integer' } } }), ...errors } },
+      delete: { summary: 'Remove a firewall policy (what it allowed closes on every node, connections included)', ...strict, parameters: [...name, ...noQ], responses: { 200: removed, ...errors } },
+    },
+  };
+}
+
 /** The log routes (logs-routes.ts): streamed text or NDJSON, not JSON documents. */
 function logPaths(): Json {
   const lines = {
@@ -264,7 +286,7 @@ export function openApiDocument(version: string): Json {
         SecretView: schemaOf(secretViewSchema),
       },
     },
-    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...secretPaths(), ...logPaths(), ...browsePaths(), ...nodePaths(), ...securityPaths(), ...joinPaths(errors) },
+    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...secretPaths(), ...networkPaths(), ...logPaths(), ...browsePaths(), ...nodePaths(), ...securityPaths(), ...joinPaths(errors) },
   };
 }
 

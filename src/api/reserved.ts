@@ -4,6 +4,7 @@
 // may still read them (a record read there is the `record` of the typed answers), except a
 // secret's value, which no read path answers (redact.ts).
 
+import { firewallPoliciesCollection, networksCollection } from '../control/network-resources.ts';
 import { isReservedCollection, nodesCollection, secretsCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../control/collections.ts';
 import type { Problem } from './validate.ts';
 
@@ -11,6 +12,8 @@ const typedRoutes: Readonly<Record<string, string>> = {
   [servicesCollection]: 'create and change services with POST /v1/apply (shoal apply -f), and use DELETE /v1/services/{name}, POST /v1/services/{name}/scale, /rollback or /rebalance',
   [nodesCollection]: 'use POST /v1/nodes/{ref}/availability (shoal node drain|pause|activate) and POST /v1/nodes/{ref}/labels (shoal node label)',
   [tasksCollection]: 'tasks are written by the leader\'s loops only; read them with GET /v1/tasks (shoal task ls)',
+  [networksCollection]: 'create and change networks with POST /v1/apply (shoal apply -f), and use DELETE /v1/networks/{name} (shoal network rm)',
+  [firewallPoliciesCollection]: 'create and change firewall policies with POST /v1/apply (shoal apply -f), and use DELETE /v1/firewall-policies/{name} (shoal policy rm)',
   [taskStatusCollection]: 'task reports are written by the nodes\' agents only; read them with GET /v1/tasks (shoal task ls)',
   [secretsCollection]: 'use PUT /v1/secrets/{name} (shoal secret create|set) and DELETE /v1/secrets/{name} (shoal secret rm)',
 };

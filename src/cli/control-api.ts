@@ -54,7 +54,11 @@ export const applyOutcomeSchema = z.object({
   replaces: z.array(z.string()).optional(), fields: z.array(z.string()).optional(), specVersion: z.number(),
 }).loose();
 export type ApplyOutcome = z.infer<typeof applyOutcomeSchema>;
-export const applyAnswerSchema = z.object({ dryRun: z.boolean(), rev: z.number().nullable(), services: z.array(applyOutcomeSchema) }).loose();
+const resourceOutcomeSchema = z.object({ name: z.string(), outcome: z.string() }).loose();
+export const applyAnswerSchema = z.object({
+  dryRun: z.boolean(), rev: z.number().nullable(), services: z.array(applyOutcomeSchema),
+  networks: z.array(resourceOutcomeSchema).optional(), firewallPolicies: z.array(resourceOutcomeSchema).optional(),
+}).loose();
 export type ApplyAnswer = z.infer<typeof applyAnswerSchema>;
 
 export const writtenServiceSchema = z.object({ rev: z.number().nullable(), service: serviceViewSchema.nullable() }).loose();

@@ -26,6 +26,8 @@ export const commands: Record<string, { load: () => Promise<Command>; summary: s
   apply: { load: async () => { const m = await import('./apply.ts'); return { run: m.applyCommand, help: m.applyHelp }; }, summary: 'apply Service specs from a file, and wait until they run' },
   service: { load: async () => { const m = await import('./service.ts'); return { run: m.serviceCommand, help: m.serviceGroupHelp }; }, summary: 'ls, ps, inspect, logs, rm, scale, update, rollback, rebalance services' },
   node: { load: async () => { const m = await import('./node.ts'); return { run: m.nodeCommand, help: m.nodeGroupHelp }; }, summary: 'ls, inspect, drain, pause, activate, label nodes' },
+  network: { load: async () => { const m = await import('./network.ts'); return { run: m.networkCommand, help: m.networkGroupHelp }; }, summary: 'ls, inspect, rm overlay networks' },
+  policy: { load: async () => { const m = await import('./policy.ts'); return { run: m.policyCommand, help: m.policyGroupHelp }; }, summary: 'ls, inspect, rm firewall policies' },
   task: { load: async () => { const m = await import('./task.ts'); return { run: m.taskCommand, help: m.taskGroupHelp }; }, summary: 'ls tasks; logs of a task' },
   secret: { load: async () => { const m = await import('./secret.ts'); return { run: m.secretCommand, help: m.secretGroupHelp }; }, summary: 'create, set, ls, inspect, rm workload secrets (values never shown)' },
   events: { load: async () => { const m = await import('./events.ts'); return { run: m.eventsCommand, help: m.eventsHelp }; }, summary: "the cluster's events (leader elected, member added, unreachable, ...); --watch to follow" },

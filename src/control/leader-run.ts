@@ -7,6 +7,7 @@
 //   svc:<name>  the orchestrator for one service (orchestrator.ts)
 //   place       the placement of pending tasks (placement.ts)
 //   nodes       node health (node-health.ts), then mesh addresses (net/mesh-addresses.ts)
+//   net:<name>  the addresses of one overlay network (network-allocation.ts)
 // Keys are handled one at a time; each pass re-reads the state (level-triggered), decides with a
 // pure function, and proposes the plan fenced by the run's term. A plan refused because something
 // it read changed is decided again at once. A proposal whose outcome is unknown (it timed out, the
@@ -26,6 +27,8 @@ import type { ProposalResult } from '../node/raft-node.ts';
 import { toTransactions, type Plan } from './changes.ts';
 import { leasesCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from './collections.ts';
 import { leaseDefaults, leaseMarginMs, leaseRecordSchema, type LeaseConfig } from './lease.ts';
+import { decideNetworkAllocation } from './network-allocation.ts';
+import { networksCollection, readNetworkState } from './network-resources.ts';
 import { assessNodes, type NodeHealthConfig } from './node-health.ts';
 import { allocateMeshAddresses } from '../../net/mesh-addresses.ts';
 import { meshCidrDefault } from '../../net/mesh-config.ts';
@@ -73,7 +76,7 @@ export interface LeaderRunPorts {
 }
 
 /** Which loop a work-queue key belongs to (a metric label: never the service's name). */
-export type LoopName = 'service' | 'placement' | 'nodes';
+export type LoopName = 'service' | 'placement' | 'nodes' | 'network';
 
 /** One pass, as the metrics see it. */
 export interface PassReport {
@@ -91,6 +94,7 @@ export interface PassReport {
 export function loopOf(key: string): LoopName {
   if (key === 'place') return 'placement';
   if (key === 'nodes') return 'nodes';
+  if (key.startsWith('net:')) return 'network';
   return 'service';
 }
 
@@ -119,6 +123,7 @@ export class LeaderRun {
     this.queue.add('nodes');
     this.queue.add('place');
     for (const id of this.reader.read().services.keys()) this.queue.add(`svc:${id}`);
+    this.addNetworks();
     this.done = this.loop();
   }
 
@@ -137,11 +142,20 @@ export class LeaderRun {
     }
   }
 
+  /** Every network's allocator: tasks and nodes come and go. */
+  private addNetworks(): void {
+    for (const name of readNetworkState(this.ports.store).networks.keys()) this.queue.add(`net:${name}`);
+  }
+
   /** Which keys a change of the store concerns. */
   private enqueueFor(ev: WatchEvent): void {
+    if (ev.collection === tasksCollection || ev.collection === nodesCollection) this.addNetworks();
     switch (ev.collection) {
       case leasesCollection:
         this.noteRenewal(ev);
+        return;
+      case networksCollection:
+        this.queue.add(`net:${ev.id}`);
         return;
       case servicesCollection:
         this.queue.add(`svc:${ev.id}`);
@@ -229,6 +243,11 @@ export class LeaderRun {
     if (key === 'nodes') return this.decideNodes(state);
     if (key.startsWith('svc:')) {
       return reconcileService(state, key.slice(4), { now, newTaskId: () => this.ports.newTaskId(), exclusiveClearInMs: (n, e) => this.exclusiveClearInMs(n, e) });
+    }
+    if (key.startsWith('net:')) {
+      const d = decideNetworkAllocation(state, readNetworkState(this.ports.store).networks.get(key.slice(4)), now);
+      for (const p of d.problems) this.ports.log.warn(p);
+      return d;
     }
     return { plan: { changes: [], compares: [] }, wakeInMs: null };
   }

@@ -102,6 +102,14 @@ export const configSchema = z.object({
   }).strict().prefault({}),
   /** The WireGuard mesh between the nodes (net/mesh-config.ts, docs/network.md); absent: this node takes no part. */
   mesh: meshConfigSchema.optional(),
+  /**
+   * The node's nftables firewall from the store's networks and policies (net/firewall-loop.ts,
+   * docs/network.md). Off by default in this release: it needs root, nft and conntrack, and it
+   * changes the host's packet filtering.
+   */
+  firewall: z.object({
+    enabled: z.boolean().default(false),
+  }).strict().prefault({}),
 }).strict().superRefine((c, ctx) => {
   if (c.control.suspectAfterMs >= c.control.downAfterMs) {
     ctx.addIssue({ code: 'custom', path: ['control', 'suspectAfterMs'], message: `must be below control.downAfterMs (${c.control.downAfterMs})` });

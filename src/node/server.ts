@@ -46,6 +46,7 @@ import { Server as HttpsServer } from 'node:https';
 import { caKeyFile } from '../security/authority.ts';
 import { startMeshAgent } from '../../net/mesh-node.ts';
 import { loadOrCreateKeyPair } from '../../net/wg-keys.ts';
+import { startFirewall } from '../../net/firewall-start.ts';
 
 export { softwareVersion };
 
@@ -213,6 +214,9 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   control.start();
   // The WireGuard mesh (net/): its interface outlives this process; stopping shoal leaves it up.
   const mesh = config.mesh === undefined || meshKeys === null ? null : startMeshAgent({ config: config.mesh, keys: meshKeys, node, store, identity: nodeIdentity, log });
+  // Every node's firewall (config firewall.enabled, off by default): renders its nftables table
+  // from the committed store and applies it; stopping leaves the table in force.
+  const firewall = config.firewall.enabled ? startFirewall({ node, store, nodeId: identity.id, apiListen: config.api.listen, peerListen: config.peer.listen, log }) : null;
   const backups = new ScheduledBackups({
     dir: config.snapshot.dir !== undefined ? path.resolve(config.dataDir, config.snapshot.dir) : path.join(config.dataDir, 'backups'),
     intervalMs: config.snapshot.intervalMs, keep: config.snapshot.keep, clusterId: identity.clusterId, log,
@@ -302,6 +306,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
         stopSecurity();
         await mesh?.close();
         await control.close();
+        await firewall?.close();
         await backups.close();
         // Then leadership goes to another voter while this node still serves as a follower: the
         // API stops taking connections and answers what it holds (forwarded to the new leader)

@@ -19,6 +19,8 @@ import { taskGroup } from '../../src/cli/task.ts';
 import { tokenGroup } from '../../src/cli/token.ts';
 import { credentialGroup } from '../../src/cli/credential.ts';
 import { secretGroup } from '../../src/cli/secret.ts';
+import { networkGroup } from '../../src/cli/network.ts';
+import { policyGroup } from '../../src/cli/policy.ts';
 import { inProcess } from './in-process.ts';
 
 interface Case {
@@ -97,6 +99,14 @@ const cases: Record<string, Case> = {
   'secret ls': { badFlag: ['secret', 'ls', '--bogus', ...nowhere], missing: ['secret', 'ls', 'extra', ...nowhere] },
   'secret inspect': { badFlag: ['secret', 'inspect', 'db', '--bogus', ...nowhere], missing: ['secret', 'inspect', ...nowhere] },
   'secret rm': { badFlag: ['secret', 'rm', 'db', '--bogus', ...nowhere], missing: ['secret', 'rm', ...nowhere] },
+  network: { badFlag: ['network', '--bogus'], missing: ['network'] },
+  'network ls': { badFlag: ['network', 'ls', '--bogus', ...nowhere], missing: ['network', 'ls', 'extra', ...nowhere] },
+  'network inspect': { badFlag: ['network', 'inspect', 'front', '--bogus', ...nowhere], missing: ['network', 'inspect', ...nowhere] },
+  'network rm': { badFlag: ['network', 'rm', 'front', '--bogus', ...nowhere], missing: ['network', 'rm', ...nowhere] },
+  policy: { badFlag: ['policy', '--bogus'], missing: ['policy'] },
+  'policy ls': { badFlag: ['policy', 'ls', '--bogus', ...nowhere], missing: ['policy', 'ls', 'extra', ...nowhere] },
+  'policy inspect': { badFlag: ['policy', 'inspect', 'web-db', '--bogus', ...nowhere], missing: ['policy', 'inspect', ...nowhere] },
+  'policy rm': { badFlag: ['policy', 'rm', 'web-db', '--bogus', ...nowhere], missing: ['policy', 'rm', ...nowhere] },
 };
 
 
@@ -115,8 +125,7 @@ describe('usage errors under --json', () => {
     const all = [
       ...Object.keys(commands),
       ...devSubcommands.map((s) => `dev ${s}`),
-      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, credentialGroup, tokenGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
-      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, secretGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
+      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, credentialGroup, tokenGroup, secretGroup, networkGroup, policyGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
     ];
     expect(Object.keys(cases).sort()).toEqual(all.sort());
   });

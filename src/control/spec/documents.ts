@@ -2,8 +2,8 @@
 // the normalized specs, all or nothing.
 //
 // Each document names its `apiVersion` (shoal/v1) and `kind`. The kinds table below is the
-// whole vocabulary: a kind not in it cannot be applied. Adding `Network` or `FirewallPolicy`
-// is a reader and a line here, plus its list in SpecSet.
+// whole vocabulary: a kind not in it cannot be applied. A kind is a reader and a line here,
+// plus its list in SpecSet.
 //
 // Every problem in the input is reported at once, with its path; documents are indexed among
 // those of their kind (`services[1]` is the second Service of the input, wherever it stands),
@@ -14,14 +14,19 @@ import { parseAllDocuments, parseDocument, visit, isAlias, isNode, type Document
 import { ShoalError } from '../../errors.ts';
 import { specLimits } from './limits.ts';
 import { INVALID, Problems, describe, isPlainObject, suggest, type Problem, type Read } from './reader.ts';
+import { readFirewallPolicy, readNetwork } from './network-reader.ts';
+import type { FirewallPolicySpec, NetworkSpec } from './network-spec.ts';
 import { readService } from './service-reader.ts';
 import type { ServiceSpec } from './service-spec.ts';
+import { cidrOf, cidrsOverlap } from '../address-cidr.ts';
 
 export const apiVersion = 'shoal/v1';
 
 /** Everything one apply declares, by kind, in input order. */
 export interface SpecSet {
   services: ServiceSpec[];
+  networks: NetworkSpec[];
+  firewallPolicies: FirewallPolicySpec[];
 }
 
 interface KindReader<T> {
@@ -36,8 +41,14 @@ interface KindReader<T> {
 }
 
 const kinds: { [P in keyof SpecSet]: KindReader<SpecSet[P][number]> } = {
-  services: { kind: 'Service', read: readService, identity: (v) => (typeof v.name === 'string' ? v.name : null) },
+  services: { kind: 'Service', read: readService, identity: nameOf },
+  networks: { kind: 'Network', read: readNetwork, identity: nameOf },
+  firewallPolicies: { kind: 'FirewallPolicy', read: readFirewallPolicy, identity: nameOf },
 };
+
+function nameOf(v: Record<string, unknown>): string | null {
+  return typeof v.name === 'string' ? v.name : null;
+}
 
 const kindNames = Object.values(kinds).map((k) => k.kind);
 
@@ -57,22 +68,35 @@ export function parseSpecs(text: string, format: 'yaml' | 'json' = 'yaml'): Spec
 /** Reads specs from decoded documents (a request body's list). Throws as `parseSpecs` does. */
 export function parseSpecObjects(values: readonly unknown[]): SpecSet {
   const problems = new Problems();
-  const out: SpecSet = { services: [] };
+  const out: SpecSet = { services: [], networks: [], firewallPolicies: [] };
   if (values.length === 0) problems.add('documents', 'there are none; an apply names at least one resource');
   if (values.length > specLimits.documentsMax) {
     problems.add('documents', `there are ${values.length}; at most ${specLimits.documentsMax} in one apply`);
     throw refusal(problems.list);
   }
-  const seen: Seen = { counts: new Map(), identities: new Map() };
+  const seen: Seen = { counts: new Map(), identities: new Map(), indexes: new Map() };
   values.forEach((value, position) => readDocument(value, position, seen, out, problems));
+  checkSubnetsApart(out.networks, seen.indexes, problems);
   if (problems.count > 0) throw refusal(problems.list);
   return out;
+}
+
+/** Two networks of one apply whose subnets overlap would hand out one address twice. */
+function checkSubnetsApart(networks: readonly NetworkSpec[], indexes: ReadonlyMap<object, number>, problems: Problems): void {
+  networks.forEach((n, i) => {
+    const other = networks.find((m, k) => k < i && cidrsOverlap(cidrOf(m.subnet), cidrOf(n.subnet)));
+    if (other === undefined) return;
+    const j = indexes.get(other) ?? 0;
+    problems.add(`networks[${indexes.get(n) ?? i}].subnet`, `${n.subnet} overlaps ${other.subnet} of networks[${j}] (${other.name}); subnets of networks never overlap`);
+  });
 }
 
 /** Per kind: how many documents so far, and which index declared each identity. */
 interface Seen {
   counts: Map<string, number>;
   identities: Map<string, number>;
+  /** Each spec read, to its index among the documents of its kind (for paths of checks across documents). */
+  indexes: Map<object, number>;
 }
 
 function readDocument(value: unknown, position: number, seen: Seen, out: SpecSet, problems: Problems): void {
@@ -102,7 +126,9 @@ function readDocument(value: unknown, position: number, seen: Seen, out: SpecSet
     problems.add(`${where}.apiVersion`, `${shown}; write apiVersion: ${apiVersion}`);
   }
   const spec = kinds[plural].read(fields, where, problems);
-  if (spec !== INVALID) out[plural].push(spec);
+  if (spec === INVALID) return;
+  seen.indexes.set(spec, index);
+  (out[plural] as object[]).push(spec);
 }
 
 function unknownKind(kind: unknown): string {

@@ -42,6 +42,7 @@ interface ServiceInput {
   update: ServiceSpec['update'];
   exclusive: boolean;
   secrets: SecretRefSpec[];
+  networks: string[];
 }
 
 const serviceFields: Fields<ServiceInput> = {
@@ -72,6 +73,7 @@ const serviceFields: Fields<ServiceInput> = {
   update: defaultStruct(update),
   exclusive: withDefault(boolean, () => false),
   secrets: withDefault(list(secretRef), () => []),
+  networks: withDefault(list(dnsLabel), () => []),
 };
 
 /** The names of the authoring fields of a Service (for docs and tests). */
@@ -89,6 +91,7 @@ export function readService(value: unknown, at: string, problems: Problems): Rea
   checkDistinct(s.devices, (d) => d.containerPath, `${at}.devices`, 'containerPath', problems);
   checkDistinct(s.secrets, (r) => r.target, `${at}.secrets`, 'target', problems);
   checkCapabilities(s, at, problems);
+  checkDistinct(s.networks, (n) => n, `${at}.networks`, '', problems);
   if (s.constraints !== undefined) {
     const clash = contradiction(s.constraints);
     if (clash !== null) problems.add(`${at}.constraints`, `${clash}, so no node could ever take a task`);
@@ -176,5 +179,6 @@ function build(s: ServiceInput): ServiceSpec {
     update: s.update,
     exclusive: s.exclusive,
     secrets: s.secrets,
+    networks: [...s.networks].sort(),
   };
 }

@@ -159,6 +159,11 @@ export interface ServiceSpec {
   exclusive: boolean;
   /** Secrets delivered as read-only files under /run/secrets/ (targets unique). */
   secrets: SecretRefSpec[];
+  /**
+   * The overlay networks (Network resources, by name) its tasks attach to, sorted; each task
+   * gets an address on each from its node's slice. Empty: none (the runtime's default network).
+   */
+  networks: string[];
 }
 
 const nat = z.number().int().min(0);
@@ -211,6 +216,8 @@ export const serviceSpecSchema = z.object({
   exclusive: z.boolean(),
   // Records written before secrets existed have no such field: they read as none.
   secrets: z.array(z.object({ name: nonEmpty, target: nonEmpty, mode: z.number().int().min(0).max(0o777) }).strict()).default([]),
+  // Records written before networks existed read as attached to none.
+  networks: z.array(z.string().regex(/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/)).default([]),
 }).strict();
 
 /** True when A and B are the same type (each assignable to the other). */

@@ -49,6 +49,7 @@ const effect: { readonly [K in keyof ServiceSpec]-?: Exclude<SpecChange, 'none'>
   // reaches new tasks only (as Swarm's secrets, which cannot change at all): to roll it out to
   // every task, reference a secret of a new name.
   secrets: 'replace',
+  networks: 'replace',
 };
 
 /** Which fields differ between two specs (deep comparison of their JSON values). */

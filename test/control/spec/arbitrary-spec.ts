@@ -76,6 +76,7 @@ export const serviceSpecArb: fc.Arbitrary<ServiceSpec> = fc.record({
     target: fc.stringMatching(/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,8}$/),
     mode: fc.constantFrom(0o400, 0o440, 0o444, 0o600, 0),
   }), { maxLength: 3, selector: (r) => r.target }),
+  networks: fc.uniqueArray(fc.constantFrom('backend', 'frontend', 'iot'), { maxLength: 3 }),
 }).map((r): ServiceSpec => ({
   name: r.name,
   image: r.image,
@@ -104,4 +105,5 @@ export const serviceSpecArb: fc.Arbitrary<ServiceSpec> = fc.record({
   update: { ...r.update, order: r.exclusive ? 'stop-first' : r.update.order },
   exclusive: r.exclusive,
   secrets: r.secrets,
+  networks: [...r.networks].sort(),
 }));

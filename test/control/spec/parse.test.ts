@@ -39,6 +39,7 @@ describe('the smallest spec of the issue', () => {
       restart: { condition: 'always', delayMs: 5000, maxDelayMs: 300_000, maxAttempts: null },
       update: { parallelism: 1, delayMs: 0, monitorMs: 5000, failureAction: 'pause', order: 'stop-first' },
       exclusive: false, secrets: [],
+      networks: [],
     };
     expect(services).toEqual([expected]);
     expect(serviceSpecSchema.parse(services[0])).toEqual(expected);
@@ -102,6 +103,7 @@ secrets: [db-password, {name: tls-key, target: server.key, mode: '0440'}]
       update: { parallelism: 2, delayMs: 5000, monitorMs: 30_000, failureAction: 'rollback', order: 'stop-first' },
       exclusive: true,
       secrets: [{ name: 'db-password', target: 'db-password', mode: 0o400 }, { name: 'tls-key', target: 'server.key', mode: 0o440 }],
+      networks: [],
     });
     expect(Object.keys(s?.env ?? {})).toEqual(['A_B', 'TZ']);
     expect(s?.constraints.map((c) => c.text)).toEqual(['node.labels.radio == zigbee', 'node.name in (n1, n2)']);
@@ -145,9 +147,9 @@ describe('documents', () => {
       { apiVersion: 'shoal/v2', kind: 'Service', name: 'd', image: 'x' },
     ]));
     expect(problems).toEqual([
-      'documents[1].kind: unknown kind "Servce"; did you mean Service? shoal/v1 knows Service',
+      'documents[1].kind: unknown kind "Servce"; did you mean Service? shoal/v1 knows Service, Network, FirewallPolicy',
       'services[1].update.parallelism: must be at least 1',
-      'documents[3].kind: is required; shoal/v1 knows Service',
+      'documents[3].kind: is required; shoal/v1 knows Service, Network, FirewallPolicy',
       'documents[4]: must be a mapping with apiVersion and kind, not a string',
       'services[2].apiVersion: "shoal/v2" is not a version this release speaks; write apiVersion: shoal/v1',
     ]);
@@ -276,7 +278,9 @@ describe('values and the checks across fields', () => {
     [{ secrets: [{ name: 'db', mode: 440 }] }, "services[0].secrets[0].mode: write the mode as a quoted octal string"],
     [{ secrets: [{ name: 'db', mode: '0800' }] }, "services[0].secrets[0].mode: \"0800\" is not an octal file mode"],
     [{ secrets: ['db', { name: 'other', target: 'db' }] }, 'services[0].secrets[1].target: db is already given by secrets[0]'],
-    [{ networks: ['a'] }, 'services[0].networks: unknown field'],
+    [{ networks: ['a', 'a'] }, 'services[0].networks[1]: a is already given by networks[0]'],
+    [{ networks: ['Backend'] }, 'services[0].networks[0]: "Backend" is not a DNS label'],
+    [{ network: ['a'] }, 'services[0].network: unknown field; did you mean networks?'],
     [{ host_network: true }, 'services[0].host_network: unknown field; did you mean hostNetwork?'],
     [{ Image: 'x' }, 'services[0].Image: unknown field; did you mean image?'],
   ])('%j', (fields, expected) => {

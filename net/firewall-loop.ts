@@ -1,0 +1,136 @@
+// The per-node firewall loop: whenever the committed state it depends on changes (networks,
+// policies, services, tasks, nodes), render this node's table from the node's applied store and
+// apply it (firewall.ts). Every node runs it, leader or not.
+//
+// Fenced: the store a node applies holds only committed entries, and the table records the term
+// and revision it was rendered from. The loop never replaces a table with one rendered from an
+// older revision (a node restarted with a store still catching up waits until it has applied at
+// least what the table in force came from). With no quorum nothing new commits, so the table in
+// force stays, and the data plane keeps working as last configured. Closing the loop (shoal
+// stopping or restarting) leaves the table in place: a restart never opens a gap.
+
+import type { DocumentStore } from '../fsm/index.ts';
+import { readNetworkState } from '../src/control/network-resources.ts';
+import { firewallPoliciesCollection, networksCollection } from '../src/control/network-resources.ts';
+import { nodesCollection, servicesCollection, tasksCollection } from '../src/control/collections.ts';
+import { ControlStateReader } from '../src/control/state.ts';
+import type { Firewall } from './firewall.ts';
+import type { FirewallTask } from './firewall-permits.ts';
+import { renderFirewall, type FirewallRenderInput } from './firewall-render.ts';
+
+export interface FirewallLoopPorts {
+  store: DocumentStore;
+  nodeId: string;
+  /** The newest term this node has seen (recorded in the table). */
+  term(): number;
+  /** The host's TCP ports never filtered besides SSH: the client API and the peer transport. */
+  managementPorts: readonly number[];
+  firewall: Pick<Firewall, 'apply' | 'inForce'>;
+  log: { info(msg: string): void; warn(msg: string): void };
+}
+
+/** Changes arriving within this window are rendered once. */
+export const coalesceMs = 50;
+/** Retry after a failed apply, doubling up to the cap. */
+export const retryMsMin = 500;
+export const retryMsMax = 30_000;
+
+const watched: ReadonlySet<string> = new Set([networksCollection, firewallPoliciesCollection, servicesCollection, tasksCollection, nodesCollection]);
+
+export type Outcome = 'applied' | 'behind';
+
+/** What this node's table is rendered from: the applied store, read now. */
+export function renderInput(store: DocumentStore, nodeId: string, term: number, managementPorts: readonly number[]): FirewallRenderInput {
+  const state = new ControlStateReader(store).read();
+  const nets = readNetworkState(store);
+  const tasks = new Map<string, FirewallTask>();
+  for (const n of nets.networks.values()) {
+    for (const [taskId, address] of Object.entries(n.value.addresses)) {
+      const t = state.tasks.get(taskId)?.value;
+      if (t === undefined || t.nodeId === null) continue;
+      const cur = tasks.get(taskId) ?? { id: taskId, service: t.service, nodeId: t.nodeId, addresses: {} };
+      tasks.set(taskId, { ...cur, addresses: { ...cur.addresses, [n.value.name]: address } });
+    }
+  }
+  const self = state.nodes.get(nodeId)?.value;
+  return {
+    node: { id: nodeId, name: self?.name ?? nodeId, labels: self?.labels ?? {} },
+    term, revision: store.revision, managementPorts,
+    networks: [...nets.networks.values()].map((n) => ({ name: n.value.name, subnet: n.value.spec.subnet, internal: n.value.spec.internal })),
+    policies: [...nets.policies.values()].map((p) => p.value.spec),
+    services: [...state.services.values()].map((s) => ({ name: s.value.name, ports: s.value.spec.ports })),
+    tasks: [...tasks.values()],
+  };
+}
+
+export class FirewallLoop {
+  private unsubscribe: (() => void) | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private again = false;
+  private closed = false;
+  private failures = 0;
+  /** The revision of the table this loop last applied (null: none yet in this process). */
+  appliedRevision: number | null = null;
+
+  constructor(private readonly ports: FirewallLoopPorts) {}
+
+  start(): void {
+    this.unsubscribe = this.ports.store.subscribe((ev) => {
+      if (watched.has(ev.collection)) this.schedule(coalesceMs);
+    });
+    this.schedule(0);
+  }
+
+  /** Stops the loop and waits for an apply under way; the table stays in force. Idempotent. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.unsubscribe?.();
+    if (this.timer !== null) clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** Renders and applies once, now. */
+  async converge(): Promise<Outcome> {
+    const input = renderInput(this.ports.store, this.ports.nodeId, this.ports.term(), this.ports.managementPorts);
+    const inForce = await this.ports.firewall.inForce();
+    if (inForce !== null && inForce.revision > input.revision) return 'behind';
+    const report = await this.ports.firewall.apply(renderFirewall(input));
+    this.appliedRevision = input.revision;
+    const revoked = report.revoked > 0 ? `; ended the connections of ${report.revoked} removed permissions` : '';
+    this.ports.log.info(`firewall: applied term ${input.term} revision ${input.revision}${revoked}`);
+    return 'applied';
+  }
+
+  private schedule(ms: number): void {
+    if (this.closed || this.timer !== null) return;
+    if (this.running !== null) {
+      this.again = true;
+      return;
+    }
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.running = this.pass().finally(() => {
+        this.running = null;
+        if (this.again) {
+          this.again = false;
+          this.schedule(coalesceMs);
+        }
+      });
+    }, ms);
+  }
+
+  private async pass(): Promise<void> {
+    try {
+      const outcome = await this.converge();
+      this.failures = 0;
+      // Behind the table in force: look again once more has applied (an event will come).
+      if (outcome === 'behind') this.ports.log.info('firewall: the table in force is newer than this node\'s store; waiting to catch up');
+    } catch (err) {
+      this.failures++;
+      const ms = Math.min(retryMsMax, retryMsMin * 2 ** (this.failures - 1));
+      this.ports.log.warn(`firewall: ${(err as Error).message}; the table in force is kept; retrying in ${ms} ms`);
+      if (!this.closed) this.timer = setTimeout(() => { this.timer = null; this.schedule(0); }, ms);
+    }
+  }
+}

@@ -1,0 +1,144 @@
+// Applies a rendered table on this node and knows what is in force.
+//
+// apply(): reads what the kernel holds now (the `applied` rule's comment: term and revision;
+// the `permits` and `published` sets), replaces the table with `nft -f -` (one transaction:
+// the whole new table or, on any error, the old one untouched), makes sure Docker's FORWARD
+// chain lets shoal's accepted packets through, and then deletes the conntrack entries of every
+// permission the new table no longer has, so connections it allowed end too, not only new ones.
+//
+// Why conntrack -D rather than nft's `ct` expressions: a rule cannot end a tracked connection,
+// only drop its packets; with our `ct state established accept` first, the entry must go. Once
+// deleted, the next packet of that flow is looked at as new, meets no permit, and is dropped.
+// The tuples come from the kernel's own set (read back as JSON), so a restart of shoal, which
+// forgets everything, still closes what the table it finds had allowed.
+//
+// Docker: its FORWARD policy is DROP, and an accept in our table does not override a drop in
+// another (every base chain on the hook must accept). Docker evaluates DOCKER-USER first, so
+// shoal keeps one rule there: accept packets carrying the mark bit that every accept of our
+// forward chain sets. Our table runs first (priority filter - 10), decides, and Docker's chain
+// follows that decision for shoal's traffic only. Without a DOCKER-USER chain there is no
+// Docker (or its iptables integration is off) and nothing to do.
+
+import { z } from 'zod';
+import { runChecked, type CommandRunner } from './firewall-command.ts';
+import { removedPermits, removedPublished, type Permit, type Published } from './firewall-permits.ts';
+import { acceptMark, parseAppliedComment, tableFamily, tableName, type RenderedFirewall } from './firewall-render.ts';
+
+export interface InForce {
+  nodeId: string;
+  term: number;
+  revision: number;
+  permits: Permit[];
+  published: Published[];
+}
+
+export interface ApplyReport {
+  /** What was in force before (null: no table). */
+  before: { term: number; revision: number } | null;
+  /** Permissions removed, whose connections were deleted from conntrack. */
+  revoked: number;
+  /** Whether the DOCKER-USER rule is in place (false: no Docker chain on this host). */
+  docker: boolean;
+}
+
+/** conntrack deletions after one apply at most; beyond it a whole subnet pair would be cheaper, and the rest are logged. */
+export const conntrackDeletesMax = 4096;
+
+export const dockerUserChain = 'DOCKER-USER';
+export const dockerRuleComment = 'shoal-firewall';
+const dockerRule = [dockerUserChain, '-m', 'mark', '--mark', `0x${acceptMark.toString(16)}/0x${acceptMark.toString(16)}`, '-m', 'comment', '--comment', dockerRuleComment, '-j', 'ACCEPT'];
+
+const elemSchema = z.union([z.string(), z.number(), z.object({ concat: z.array(z.union([z.string(), z.number()])) }).passthrough()]);
+const listingSchema = z.object({ nftables: z.array(z.unknown()) });
+const setItemSchema = z.object({ set: z.object({ name: z.string(), elem: z.array(elemSchema).optional() }).passthrough() }).passthrough();
+const ruleItemSchema = z.object({ rule: z.object({ chain: z.string(), comment: z.string().optional() }).passthrough() }).passthrough();
+
+function protocolOf(v: string | number | undefined): 'tcp' | 'udp' | null {
+  if (v === 'tcp' || v === 6) return 'tcp';
+  if (v === 'udp' || v === 17) return 'udp';
+  return null;
+}
+
+function concatOf(e: z.infer<typeof elemSchema>): (string | number)[] {
+  return typeof e === 'object' ? e.concat : [e];
+}
+
+/** Reads `nft -j list table inet shoal` into what is in force; null when there is no such table. */
+export function parseListing(json: string): InForce | null {
+  const listing = listingSchema.parse(JSON.parse(json));
+  let applied: ReturnType<typeof parseAppliedComment> = null;
+  const permits: Permit[] = [];
+  const published: Published[] = [];
+  for (const item of listing.nftables) {
+    const rule = ruleItemSchema.safeParse(item);
+    if (rule.success && rule.data.rule.chain === 'applied') applied = parseAppliedComment(rule.data.rule.comment ?? '');
+    const set = setItemSchema.safeParse(item);
+    if (!set.success) continue;
+    const elems = (set.data.set.elem ?? []).map(concatOf);
+    if (set.data.set.name === 'permits') {
+      for (const [from, to, proto, port] of elems) {
+        const protocol = protocolOf(proto);
+        if (protocol !== null) permits.push({ from: String(from), to: String(to), protocol, port: Number(port) });
+      }
+    } else if (set.data.set.name === 'published') {
+      for (const [address, proto, port] of elems) {
+        const protocol = protocolOf(proto);
+        if (protocol !== null) published.push({ address: String(address), protocol, port: Number(port) });
+      }
+    }
+  }
+  if (applied === null) return null;
+  return { ...applied, permits, published };
+}
+
+export class Firewall {
+  constructor(private readonly run: CommandRunner, private readonly log: (line: string) => void = () => undefined) {}
+
+  /** What the kernel holds now, or null when shoal's table is not there. */
+  async inForce(): Promise<InForce | null> {
+    const r = await this.run('nft', ['-j', 'list', 'table', tableFamily, tableName]);
+    if (r.code !== 0) {
+      if (/No such file or directory/.test(r.stderr)) return null;
+      await runChecked(this.run, 'nft', ['-j', 'list', 'table', tableFamily, tableName]);
+    }
+    return parseListing(r.stdout);
+  }
+
+  async apply(rendered: RenderedFirewall): Promise<ApplyReport> {
+    const before = await this.inForce();
+    await runChecked(this.run, 'nft', ['-f', '-'], rendered.text);
+    const docker = await this.ensureDockerRule();
+    const revoked = before === null ? 0 : await this.endConnections(removedPermits(before.permits, rendered.permits), removedPublished(before.published, rendered.published));
+    return { before: before === null ? null : { term: before.term, revision: before.revision }, revoked, docker };
+  }
+
+  /** Removes shoal's table and its DOCKER-USER rule (firewall switched off). */
+  async remove(): Promise<void> {
+    const r = await this.run('nft', ['delete', 'table', tableFamily, tableName]);
+    if (r.code !== 0 && !/No such file or directory/.test(r.stderr)) await runChecked(this.run, 'nft', ['delete', 'table', tableFamily, tableName]);
+    for (let i = 0; i < 10 && (await this.run('iptables', ['-w', '5', '-D', ...dockerRule])).code === 0; i++) { /* until none is left */ }
+  }
+
+  private async ensureDockerRule(): Promise<boolean> {
+    const chain = await this.run('iptables', ['-w', '5', '-S', dockerUserChain]).catch(() => ({ code: 1 }));
+    if (chain.code !== 0) return false;
+    if ((await this.run('iptables', ['-w', '5', '-C', ...dockerRule])).code === 0) return true;
+    await runChecked(this.run, 'iptables', ['-w', '5', '-I', ...dockerRule]);
+    return true;
+  }
+
+  private async endConnections(permits: readonly Permit[], published: readonly Published[]): Promise<number> {
+    const calls: string[][] = [
+      ...permits.map((p) => ['-D', '-s', p.from, '-d', p.to, '-p', p.protocol, '--dport', String(p.port)]),
+      // A published port is reached through Docker's DNAT: match the reply side, which is the task.
+      ...published.map((p) => ['-D', '-p', p.protocol, '--reply-src', p.address, '--reply-port-src', String(p.port)]),
+    ];
+    if (calls.length > conntrackDeletesMax) this.log(`${calls.length} permissions were removed; the connections of the first ${conntrackDeletesMax} are ended, the others stay until they close`);
+    for (const args of calls.slice(0, conntrackDeletesMax)) {
+      const r = await this.run('conntrack', args);
+      // Exit 1 with "0 flow entries have been deleted" is "none matched", not a failure.
+      if (r.code !== 0 && !/flow entries have been deleted/.test(r.stderr)) await runChecked(this.run, 'conntrack', args);
+    }
+    return calls.length;
+  }
+}
