@@ -41,6 +41,7 @@ export const errorCatalog = {
   service_manager_failed: { status: 500, retryable: false, summary: 'systemctl refused what shoal install or uninstall asked of it; the message has its output.' },
   task_not_started: { status: 409, retryable: false, summary: 'The task has no container to read logs from yet: it is pending (no node fits) or its node has not started it; details.observed says which. Wait until it runs.' },
   node_unreachable: { status: 503, retryable: true, summary: 'The node that runs the task did not answer, or its container runtime is unavailable; its logs cannot be read right now. details.node names it.' },
+  drill_action_failed: { status: 500, retryable: false, summary: 'A drill action could not be carried out on this node (nft missing or not root for isolate, a helper process that did not start); the message says why. Nothing was changed.' },
   internal: { status: 500, retryable: false, summary: 'An unexpected error; it is a bug. The log has details.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;
 

@@ -31,6 +31,8 @@ import { badRequest } from './validate.ts';
 import { watchRoutes } from './watch-routes.ts';
 import { eventsRoutes } from './events-routes.ts';
 import type { EventLog } from '../node/event-log.ts';
+import type { DrillTarget } from '../node/drill-actions.ts';
+import { drillRoutes } from './drill-routes.ts';
 
 export { errorBody, toShoalError, type ErrorBody } from './error-reply.ts';
 export { apiLimitsDefault, type ApiLimits } from './limits.ts';
@@ -51,6 +53,8 @@ export interface ApiContext {
   runtime?: Runtime | null;
   /** The cluster's events (GET /v1/events); absent, the route is not served. */
   events?: EventLog;
+  /** What POST /v1/drill/actions acts on (this node's process); absent, the actions are refused. */
+  drill?: DrillTarget;
 }
 
 /** What every plugin is registered with. */
@@ -149,7 +153,7 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   });
   for (const plugin of [
     healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, snapshotRoutes, metricsRoutes, openApiRoutes,
-    applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes,
+    applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes, drillRoutes,
   ]) {
     void app.register(plugin, { ctx, limits, bounds });
   }
