@@ -27,6 +27,7 @@ export const commands: Record<string, { load: () => Promise<Command>; summary: s
   snapshot: { load: async () => { const m = await import('./snapshot.ts'); return { run: m.snapshotCommand, help: m.snapshotGroupHelp }; }, summary: 'save a snapshot to a file; ls, inspect; restore one into a new cluster' },
   install: { load: async () => { const m = await import('./install.ts'); return { run: m.installCommand, help: m.installHelp }; }, summary: 'run a node as a systemd service (enable and start it)' },
   uninstall: { load: async () => { const m = await import('./install.ts'); return { run: m.uninstallCommand, help: m.uninstallHelp }; }, summary: "stop and remove a node's systemd service" },
+  drill: { load: async () => { const m = await import('./drill.ts'); return { run: m.drillGroupCommand, help: m.drillGroupHelp }; }, summary: 'failover drills (leader-kill, leader-isolate, follower-pause, node-reboot, disk-stall) with a report; ls' },
   version: { load: async () => { const m = await import('./version.ts'); return { run: m.versionCommand, help: m.versionHelp }; }, summary: 'print the version of this command (also shoal --version)' },
 };
 
