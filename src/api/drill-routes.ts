@@ -23,7 +23,7 @@ import { ShoalError } from '../errors.ts';
 /** Reports one GET answers at most (newest first). */
 export const drillsListMax = 1000;
 
-const listQuery = z.strictObject({ consistency: consistencySchema, limit: z.coerce.number().int().min(1).max(drillsListMax).default(100) });
+export const drillsListQuery = z.strictObject({ consistency: consistencySchema, limit: z.coerce.number().int().min(1).max(drillsListMax).default(100) });
 
 export const drillRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, { ctx }) => {
   const target = ctx.drill;
@@ -43,7 +43,7 @@ export const drillRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, { c
   });
 
   app.get('/v1/drills', { config: { role: 'reader' } }, async (req) => {
-    const v = validate({ query: [listQuery, req.query] });
+    const v = validate({ query: [drillsListQuery, req.query] });
     await readBarrier(ctx, v.query.consistency);
     const items: unknown[] = [];
     let after: string | undefined;

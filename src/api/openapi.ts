@@ -18,6 +18,9 @@ import {
   collectionParams, deleteHeaders, docBody, docParams, listQuery, noQuery, putHeaders, readQuery, txnBodySchema, txnHeaders, watchHeaders, watchQuery,
 } from './request-schemas.ts';
 import { eventsHeaders, eventsQuery } from './events-routes.ts';
+import { drillsListQuery } from './drill-routes.ts';
+import { drillActionSchema } from '../node/drill-actions.ts';
+import { drillReportSchema } from '../node/drill-report.ts';
 
 type Json = Record<string, unknown>;
 type Where = 'path' | 'query' | 'header';
@@ -193,6 +196,17 @@ function logPaths(): Json {
   };
 }
 
+/** The drills' routes (drill-routes.ts). */
+function drillPaths(): Json {
+  return {
+    '/v1/drill/actions': { post: { summary: 'This node carries out a drill fault on itself (kill, isolate, pause, disk-stall, reboot); admin', ...strict, requestBody: jsonBody(schemaOf(drillActionSchema)), responses: { 200: json({ type: 'object' }), ...errors } } },
+    '/v1/drills': {
+      post: { summary: 'Keep a drill report in the store (shoal.drills)', ...strict, requestBody: jsonBody(schemaOf(drillReportSchema)), responses: { 200: json({ type: 'object' }), ...errors } },
+      get: { summary: 'The drill reports kept, newest first', ...strict, parameters: parametersOf(drillsListQuery, 'query'), responses: { 200: json({ type: 'object' }), ...errors } },
+    },
+  };
+}
+
 function nodePaths(): Json {
   const probe = json({ type: 'object', required: ['ok'], properties: { ok: { type: 'boolean' }, code: { type: 'string' }, reason: { type: 'string' }, version: { type: 'string' } } });
   return {
@@ -214,7 +228,7 @@ export function openApiDocument(version: string): Json {
         NodeRecord: schemaOf(nodeRecordSchema), ServiceRecord: schemaOf(serviceRecordSchema), TaskRecord: schemaOf(taskRecordSchema), TaskStatus: schemaOf(taskStatusSchema),
       },
     },
-    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...logPaths(), ...nodePaths() },
+    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...logPaths(), ...nodePaths(), ...drillPaths() },
   };
 }
 

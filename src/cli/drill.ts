@@ -128,7 +128,7 @@ const subcommands: Record<string, Subcommand> = Object.fromEntries([
   ['ls', { summary: 'the drill reports kept in the store, newest first', help: lsHelp, run: lsCommand }] as const,
 ]);
 
-const drillGroup: Group = {
+export const drillGroup: Group = {
   name: 'drill',
   about: `Failover drills against the live cluster: each injects one fault through the target node's own
 API (no SSH), runs a probe of writes and reads through every node meanwhile, and prints and keeps

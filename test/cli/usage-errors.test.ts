@@ -16,6 +16,7 @@ import { snapshotGroup } from '../../src/cli/snapshot.ts';
 import { nodeGroup } from '../../src/cli/node.ts';
 import { serviceGroup } from '../../src/cli/service.ts';
 import { taskGroup } from '../../src/cli/task.ts';
+import { drillGroup } from '../../src/cli/drill.ts';
 import { inProcess } from './in-process.ts';
 
 interface Case {
@@ -57,6 +58,13 @@ const cases: Record<string, Case> = {
   'snapshot restore': { badFlag: ['snapshot', 'restore', 'f.snap', '--bogus'], missing: ['snapshot', 'restore', 'f.snap', '--name', 'r1'] },
   'snapshot ls': { badFlag: ['snapshot', 'ls', '--dir', 'd', '--bogus'], missing: ['snapshot', 'ls'] },
   'snapshot inspect': { badFlag: ['snapshot', 'inspect', 'f.snap', '--bogus'], missing: ['snapshot', 'inspect'] },
+  drill: { badFlag: ['drill', '--bogus'], missing: ['drill'] },
+  'drill leader-kill': { badFlag: ['drill', 'leader-kill', '--bogus', ...nowhere], missing: ['drill', 'leader-kill', '--target', ...nowhere] },
+  'drill leader-isolate': { badFlag: ['drill', 'leader-isolate', '--bogus', ...nowhere], missing: ['drill', 'leader-isolate', '--duration', ...nowhere] },
+  'drill follower-pause': { badFlag: ['drill', 'follower-pause', '--bogus', ...nowhere], missing: ['drill', 'follower-pause', '--duration', ...nowhere] },
+  'drill node-reboot': { badFlag: ['drill', 'node-reboot', '--bogus', ...nowhere], missing: ['drill', 'node-reboot', '--duration', ...nowhere] },
+  'drill disk-stall': { badFlag: ['drill', 'disk-stall', '--bogus', ...nowhere], missing: ['drill', 'disk-stall', '--recover-timeout', ...nowhere] },
+  'drill ls': { badFlag: ['drill', 'ls', '--bogus', ...nowhere], missing: ['drill', 'ls', '--limit', ...nowhere] },
   apply: { badFlag: ['apply', '-f', 'web.yaml', '--bogus', ...nowhere], missing: ['apply', ...nowhere] },
   service: { badFlag: ['service', '--bogus'], missing: ['service'] },
   'service ls': { badFlag: ['service', 'ls', '--bogus', ...nowhere], missing: ['service', 'ls', 'extra', ...nowhere] },
@@ -96,7 +104,7 @@ describe('usage errors under --json', () => {
     const all = [
       ...Object.keys(commands),
       ...devSubcommands.map((s) => `dev ${s}`),
-      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
+      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, drillGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
     ];
     expect(Object.keys(cases).sort()).toEqual(all.sort());
   });
