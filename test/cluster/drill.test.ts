@@ -90,6 +90,15 @@ describe('shoal drill on a three-process cluster', { timeout: 400_000 }, () => {
     expect(kept.filter((id) => ran.includes(id)).sort()).toEqual([...ran].sort());
   });
 
+  it('shoal doctor finds a healthy cluster and a node on loopback with fresh certificates', async () => {
+    const n1 = cluster.nodes[0] as ClusterNode;
+    const r = await inProcess('doctor', '--data', n1.dir, '--json', '--addr', n1.apiAddress);
+    const checks = Object.fromEntries((JSON.parse(r.stdout) as { checks: { name: string; status: string }[] }).checks.map((c) => [c.name, c.status]));
+    expect(checks).toMatchObject({ quorum: 'ok', 'failure tolerance': 'ok', 'clock skew': 'ok', 'versions and feature level': 'ok', 'API exposure': 'ok', certificates: 'ok' });
+    expect(['ok', 'warn', 'fail']).toContain(checks['disk free']);
+    expect(r.code).toBe(checks['disk free'] === 'fail' ? 1 : 0);
+  });
+
   it('a target that does not come back is reported, and the exit code says so', async () => {
     const target = cluster.nodes[2] as ClusterNode;
     const running = drill('follower-pause', '--duration', '2', '--target', target.name, '--recover-timeout', '3');
