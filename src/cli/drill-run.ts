@@ -21,6 +21,11 @@ const settleMs = 1000;
 const probeWorkers = 6;
 /** A killed node that still answers this long after the kill was asked for did not go down. */
 const downWaitMs = 5000;
+/**
+ * Services count as back once every one has run its replica count this long without a dip: a
+ * restarted node reports its lost containers a moment after it has caught up.
+ */
+const servicesSteadyMs = 5000;
 /** How long the final check waits for each member to catch up before it lists the ack log. */
 const checkWaitMs = 30_000;
 
@@ -46,6 +51,9 @@ class Monitor {
   /** When the services were last seen short of their replica count (ms after the fault), and first seen back after that. */
   private servicesShortAtMs: number | null = null;
   private servicesBackAtMs: number | null = null;
+  /** The last look's answer, and when (ms after the fault) the answer last changed. */
+  private lastBack: boolean | undefined;
+  private lastFlipAtMs = 0;
   private running = true;
   private readonly loop: Promise<void>;
 
@@ -57,6 +65,11 @@ class Monitor {
   get servicesBackMs(): number | null {
     if (this.servicesShortAtMs === null) return 0;
     return this.servicesBackAtMs;
+  }
+
+  /** Every service has been at its replica count for `ms` (by the looks so far). */
+  servicesSteadyFor(ms: number): boolean {
+    return this.lastBack === true && performance.now() - this.t0 - this.lastFlipAtMs >= ms;
   }
 
   async stop(): Promise<void> {
@@ -81,6 +94,10 @@ class Monitor {
       const back = await servicesBack(m.apiAddress).catch(() => undefined);
       if (back === undefined) continue;
       const at = performance.now() - this.t0;
+      if (back !== this.lastBack) {
+        this.lastBack = back;
+        this.lastFlipAtMs = at;
+      }
       if (!back) {
         this.servicesShortAtMs = at;
         this.servicesBackAtMs = null;
@@ -160,7 +177,7 @@ export async function runDrill(o: DrillOptions): Promise<DrillReport> {
   }
   const monitor = new Monitor(view.members, view.leader, t0);
   const recoveryMs = await waitRecovery(o, target, t0, problems);
-  if (recoveryMs !== null) await waitFor(async () => monitor.servicesBackMs !== null, performance.now() + o.recoverTimeoutMs);
+  if (recoveryMs !== null) await waitFor(async () => monitor.servicesSteadyFor(servicesSteadyMs), performance.now() + o.recoverTimeoutMs);
   await sleep(settleMs);
   await probe.stop();
   const probeEnd = performance.now();
