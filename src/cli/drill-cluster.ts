@@ -62,13 +62,12 @@ export async function servicesBack(addr: string): Promise<boolean> {
   return res.body.items.every((s) => s.status.running >= s.status.desired && !s.status.updating);
 }
 
-/** A member's own view (leader, caught up): undefined while it does not answer. */
-export async function localLeader(m: MemberInfo): Promise<string | null | undefined> {
+/** A member's own view of the leader and the term: undefined while it does not answer. */
+export async function localLeader(m: MemberInfo): Promise<{ leader: string | null; term: number } | undefined> {
   try {
     const res = await fetch(`http://${m.apiAddress}/v1/cluster?local`, { signal: AbortSignal.timeout(1000) });
     if (!res.ok) return undefined;
-    const body = z.object({ leader: z.string().nullable() }).loose().parse(await res.json());
-    return body.leader;
+    return z.object({ leader: z.string().nullable(), term: z.number() }).loose().parse(await res.json());
   } catch {
     return undefined;
   }

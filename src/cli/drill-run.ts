@@ -57,7 +57,7 @@ class Monitor {
   private running = true;
   private readonly loop: Promise<void>;
 
-  constructor(private readonly members: readonly MemberInfo[], private readonly leaderBefore: string | null, private readonly t0: number) {
+  constructor(private readonly members: readonly MemberInfo[], private readonly termBefore: number, private readonly t0: number) {
     this.loop = this.run();
   }
 
@@ -80,10 +80,13 @@ class Monitor {
   private async run(): Promise<void> {
     for (let round = 0; this.running; round++) {
       const views = await Promise.all(this.members.map((m) => localLeader(m)));
-      const leaders = views.filter((l): l is string => typeof l === 'string');
-      const moved = leaders.find((l) => l !== this.leaderBefore);
-      if (moved !== undefined && this.newLeaderMs === null) this.newLeaderMs = performance.now() - this.t0;
-      if (leaders.length > 0) this.leaderAfter = moved ?? leaders[0] ?? null;
+      // A leader of a later term is a new leadership, even when the same node won it back
+      // (an isolated leader that steps down may be elected again once the cut heals).
+      const led = views.filter((v): v is { leader: string; term: number } => v !== undefined && v.leader !== null);
+      const newer = led.filter((v) => v.term > this.termBefore).sort((a, b) => b.term - a.term)[0];
+      if (newer !== undefined && this.newLeaderMs === null) this.newLeaderMs = performance.now() - this.t0;
+      const latest = newer ?? led[0];
+      if (latest !== undefined) this.leaderAfter = latest.leader;
       if (round % 3 === 0) await this.lookAtServices();
       await sleep(pollMs);
     }
@@ -175,7 +178,7 @@ export async function runDrill(o: DrillOptions): Promise<DrillReport> {
     await probe.stop();
     throw err;
   }
-  const monitor = new Monitor(view.members, view.leader, t0);
+  const monitor = new Monitor(view.members, view.term, t0);
   const recoveryMs = await waitRecovery(o, target, t0, problems);
   if (recoveryMs !== null) await waitFor(async () => monitor.servicesSteadyFor(servicesSteadyMs), performance.now() + o.recoverTimeoutMs);
   await sleep(settleMs);

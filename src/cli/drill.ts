@@ -67,7 +67,7 @@ export function formatReport(r: DrillReport): string {
   const lines = [
     `drill ${r.drill} on ${r.target.name} (${r.target.id}), ${r.startedAt}${r.faultSeconds !== null ? `, fault ${r.faultSeconds} s` : ''}: ${r.ok ? 'PASSED' : 'FAILED'}`,
     `  leader              ${r.leaderBefore ?? '-'} -> ${r.leaderAfter ?? '-'}`,
-    `  time to new leader  ${r.newLeaderMs === null ? 'leadership did not move' : ms(r.newLeaderMs)}`,
+    `  time to new leader  ${r.newLeaderMs === null ? 'no election' : ms(r.newLeaderMs)}`,
     `  longest write gap   ${ms(r.longestWriteGapMs)}`,
     `  writes              ${r.writes.acknowledged} acknowledged, ${r.writes.failed} failed (outcome unknown or refused), ${r.writes.lost} lost`,
     `  reads               ${r.reads.done} done, ${r.reads.failed} failed, ${r.reads.backwards} went backwards`,

@@ -22,7 +22,7 @@ export const drillReportSchema = z.strictObject({
   faultSeconds: z.number().min(0).nullable(),
   leaderBefore: z.string().max(100).nullable(),
   leaderAfter: z.string().max(100).nullable(),
-  /** From the fault to the first answer naming another leader; null when leadership did not move. */
+  /** From the fault to the first answer naming a leader of a later term (another node, or the same one re-elected); null when no election happened. */
   newLeaderMs: ms.nullable(),
   /** The longest time between two acknowledged probe writes while the drill ran. */
   longestWriteGapMs: ms,

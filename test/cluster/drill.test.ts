@@ -75,7 +75,6 @@ describe('shoal drill on a three-process cluster', { timeout: 400_000 }, () => {
       expect(report.workloads.duplicated, why).toBe(0);
       if (name.startsWith('leader-') || name === 'disk-stall') {
         expect(report.newLeaderMs, why).not.toBeNull();
-        expect(report.leaderAfter, why).not.toBe(report.leaderBefore);
       }
       expect(report.ok, why).toBe(true);
       expect(code).toBe(0);
