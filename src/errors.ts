@@ -49,6 +49,7 @@ export const errorCatalog = {
   forbidden: { status: 403, retryable: false, summary: 'The caller\'s role may not do this (details.role, details.needed), or the request names a principal of its own (details.reason forged_principal: only nodes may forward one).' },
   net_tool_failed: { status: 500, retryable: true, summary: 'A network tool shoal drives (wg, ip, wireguard-go) failed, timed out or printed what does not parse; the message has the command and its output.' },
   resource_in_use: { status: 409, retryable: false, summary: 'The resource cannot be removed while others use it (a secret that services name); details lists them.' },
+  drill_action_failed: { status: 500, retryable: false, summary: 'A drill action could not be carried out on this node (nft missing or not root for isolate, a helper process that did not start); the message says why. Nothing was changed.' },
   internal: { status: 500, retryable: false, summary: 'An unexpected error; it is a bug. The log has details.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;
 

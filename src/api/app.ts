@@ -44,6 +44,8 @@ import { AuthFailureLimiter } from './auth-rate-limit.ts';
 import { useAuth, type ApiAuth } from './auth.ts';
 import { credentialsRoutes } from './credentials-routes.ts';
 import type { PeerHttp } from './peer-http.ts';
+import type { DrillTarget } from '../node/drill-actions.ts';
+import { drillRoutes } from './drill-routes.ts';
 
 export { errorBody, toShoalError, type ErrorBody } from './error-reply.ts';
 export { apiLimitsDefault, type ApiLimits } from './limits.ts';
@@ -70,6 +72,8 @@ export interface ApiContext {
   auth: ApiAuth;
   /** Calls to other nodes' APIs (over TLS with this node's certificate unless insecure). */
   peer: PeerHttp;
+  /** What POST /v1/drill/actions acts on (this node's process); absent, the actions are refused. */
+  drill?: DrillTarget;
 }
 
 /** What every plugin is registered with. */
@@ -183,7 +187,7 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   for (const plugin of [
     healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, snapshotRoutes, metricsRoutes, openApiRoutes,
     applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes, credentialsRoutes, browseRoutes, tokenRoutes, joinRoutes, nodeCertRoutes,
-    secretsRoutes, networkRoutes, policyRoutes,
+    secretsRoutes, networkRoutes, policyRoutes, drillRoutes,
   ]) {
     void app.register(plugin, { ctx, limits, bounds, routes });
   }

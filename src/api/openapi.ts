@@ -23,6 +23,9 @@ import {
 import { eventsHeaders, eventsQuery } from './events-routes.ts';
 import { joinPaths } from './join-openapi.ts';
 import { secretBody, secretParams, secretViewSchema } from './secrets-routes.ts';
+import { drillsListQuery } from './drill-routes.ts';
+import { drillActionSchema } from '../node/drill-actions.ts';
+import { drillReportSchema } from '../node/drill-report.ts';
 
 type Json = Record<string, unknown>;
 type Where = 'path' | 'query' | 'header';
@@ -253,6 +256,17 @@ function browsePaths(): Json {
   };
 }
 
+/** The drills' routes (drill-routes.ts). */
+function drillPaths(): Json {
+  return {
+    '/v1/drill/actions': { post: { summary: 'This node carries out a drill fault on itself (kill, isolate, pause, disk-stall, reboot); admin', ...strict, requestBody: jsonBody(schemaOf(drillActionSchema)), responses: { 200: json({ type: 'object' }), ...errors } } },
+    '/v1/drills': {
+      post: { summary: 'Keep a drill report in the store (shoal.drills)', ...strict, requestBody: jsonBody(schemaOf(drillReportSchema)), responses: { 200: json({ type: 'object' }), ...errors } },
+      get: { summary: 'The drill reports kept, newest first', ...strict, parameters: parametersOf(drillsListQuery, 'query'), responses: { 200: json({ type: 'object' }), ...errors } },
+    },
+  };
+}
+
 function nodePaths(): Json {
   const probe = json({ type: 'object', required: ['ok'], properties: { ok: { type: 'boolean' }, code: { type: 'string' }, reason: { type: 'string' }, version: { type: 'string' } } });
   return {
@@ -286,7 +300,7 @@ export function openApiDocument(version: string): Json {
         SecretView: schemaOf(secretViewSchema),
       },
     },
-    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...secretPaths(), ...networkPaths(), ...logPaths(), ...browsePaths(), ...nodePaths(), ...securityPaths(), ...joinPaths(errors) },
+    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...secretPaths(), ...networkPaths(), ...logPaths(), ...browsePaths(), ...nodePaths(), ...securityPaths(), ...joinPaths(errors), ...drillPaths() },
   };
 }
 

@@ -20,6 +20,8 @@ export const exitCodes = {
   storageFormat: 7,
   addressInUse: 8,
   joinFailed: 9,
+  /** The node asked to be restarted (a drill's `kill`): every service manager starts it again. */
+  restartRequested: 10,
 } as const;
 
 /** The exit codes a service manager must not restart on (a restart cannot cure them). */

@@ -1,7 +1,8 @@
 // The `shoal dev` supervisor: runs each node as a child process (`shoal serve`), restarts one on
 // request, stops them all, and says how each one ended ("exited with code 8 (an address cannot
 // be bound)", "was killed by SIGKILL"). A node that dies on its own is reported and left down;
-// the others keep running, and `shoal dev restart NAME` starts it again.
+// the others keep running, and `shoal dev restart NAME` starts it again; one that exits asking to
+// be restarted (exit code 10, a drill's kill) is started again at once.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -33,7 +34,7 @@ function findBin(): string {
 const exitMeanings: Record<number, string> = {
   [exitCodes.failed]: 'crashed', [exitCodes.usage]: 'invalid config', [exitCodes.corrupt]: 'data corruption',
   [exitCodes.removed]: 'removed from the cluster', [exitCodes.upgradeRequired]: 'upgrade required',
-  [exitCodes.storageFormat]: 'unknown storage format', [exitCodes.addressInUse]: 'an address cannot be bound', [exitCodes.joinFailed]: 'the join failed',
+  [exitCodes.storageFormat]: 'unknown storage format', [exitCodes.addressInUse]: 'an address cannot be bound', [exitCodes.joinFailed]: 'the join failed', [exitCodes.restartRequested]: 'asked to be restarted',
 };
 
 /** How a child ended, in words: a signal is said as such, never as "code null". */
@@ -141,6 +142,14 @@ export class DevSupervisor {
   private onExit(slot: Slot, child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
     const asked = slot.expected;
     if (asked && (code === 0 || signal === 'SIGTERM')) return;
+    // A node that asks to be restarted (a drill's kill: docs/operations.md, "Failover drills")
+    // is, as systemd's unit does: the service managers agree on that exit code.
+    if (!asked && !this.stopping && code === exitCodes.restartRequested) {
+      this.spawn(slot);
+      this.emit({ event: 'restarted', node: slot.node.name, id: slot.node.id, pid: slot.child?.pid ?? null, api: `http://${slot.node.apiAddress}`,
+        message: `node ${slot.node.name} (pid ${child.pid ?? '?'}) exited asking to be restarted (code ${code}); started it again: pid ${slot.child?.pid ?? '-'}` });
+      return;
+    }
     if (asked) this.unclean += 1;
     const allDown = [...this.slots.values()].every((s) => s.child === undefined || s.child.exitCode !== null || s.child.signalCode !== null);
     const how = `node ${slot.node.name} (pid ${child.pid ?? '?'}) ${describeExit(code, signal)}`;

@@ -42,7 +42,8 @@ DIR/credential.json and to $SHOAL_CONFIG/credential.json if $SHOAL_CONFIG is set
 
 One dev cluster runs per data directory: a second 'shoal dev' on the same DIR, or on ports in use,
 refuses and says where the running one is. A node that dies is reported ("exited with code 1",
-"was killed by SIGKILL") and left down; the others keep running.
+"was killed by SIGKILL") and left down; the others keep running. One that exits asking to be
+restarted (code 10: a drill's kill, shoal drill) is started again at once.
 
   restart NODE   restart one node (by name, e.g. n2, or id) of the dev cluster running from DIR,
                  and wait until its API answers; the others keep running

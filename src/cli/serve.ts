@@ -49,7 +49,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const flags = { level: values['log-level'], format: values['log-format'], json: values.json };
   const config = loadConfig(values.config);
   const log = serveLogger(flags, config.logLevel, { stderrIsTty: process.stderr.isTTY, supervised: process.env[supervisedEnv] === '1' });
-  const running = await startNode(config, log);
+  const running = await startNode(config, log, { drillActions: true });
   log.info(`node ${running.identity.name} (${running.identity.id}) serving the API on ${running.apiScheme}://${running.apiAddress}`);
   const supervised = process.env[supervisedEnv] === '1';
   let onSupervisorGone = (): void => {};

@@ -47,6 +47,8 @@ import { caKeyFile } from '../security/authority.ts';
 import { startMeshAgent } from '../../net/mesh-node.ts';
 import { loadOrCreateKeyPair } from '../../net/wg-keys.ts';
 import { startFirewall } from '../../net/firewall-start.ts';
+import { DrillStorage } from './drill-storage.ts';
+import { drillTargetOf } from './drill-target.ts';
 
 export { softwareVersion };
 
@@ -128,6 +130,11 @@ export interface StartOptions {
    * tests that compare the store with an expected one.
    */
   clusterEvents?: boolean;
+  /**
+   * true: the node carries out drill actions on its own process (POST /v1/drill/actions: exit,
+   * stop itself). `shoal serve` sets it; a node inside a test's process does not.
+   */
+  drillActions?: boolean;
 }
 
 export async function startNode(config: NodeConfig, log: Logger | ProcessLogger, opts: StartOptions = {}): Promise<RunningNode> {
@@ -147,7 +154,8 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   const meshKeys = config.mesh === undefined ? null : loadOrCreateKeyPair(config.dataDir);
   const metrics = new Registry();
   const fsync = metrics.histogram('shoal_storage_sync_duration_seconds', 'Duration of synced storage writes (one per Ready batch).', latencyBuckets);
-  const storage = await DiskStorage.open(config.dataDir, { logger: log, onSync: (ms, sample) => { if (sample.sync) fsync.observe(ms / 1000); } });
+  // Wrapped for the drills' disk stall (drill-storage.ts): a pass-through until a drill asks.
+  const storage = new DrillStorage(await DiskStorage.open(config.dataDir, { logger: log, onSync: (ms, sample) => { if (sample.sync) fsync.observe(ms / 1000); } }));
   // Store options must be the same on every node (they shape snapshots and replays): defaults.
   const store = new DocumentStore({ onListenerError: (err) => log.error(`a store listener failed: ${(err as Error).stack ?? String(err)}`) });
   let seedPeers: MemberRecord[] = [];
@@ -278,6 +286,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
       ...apiLimitsDefault, connectionsMax: config.limits.connectionsMax, watchStreamsMax: config.limits.watchStreamsMax,
       watchStreamsPerClientMax: config.limits.watchStreamsPerClientMax, snapshotDownloadsMax: config.limits.snapshotDownloadsMax,
     },
+    ...(opts.drillActions === true ? { drill: drillTargetOf(storage, config.peer.listen, node) } : {}),
   });
   apiRef.server = api.server;
   const apiListen = splitHostPort(config.api.listen);

@@ -21,6 +21,7 @@ import { credentialGroup } from '../../src/cli/credential.ts';
 import { secretGroup } from '../../src/cli/secret.ts';
 import { networkGroup } from '../../src/cli/network.ts';
 import { policyGroup } from '../../src/cli/policy.ts';
+import { drillGroup } from '../../src/cli/drill.ts';
 import { inProcess } from './in-process.ts';
 
 interface Case {
@@ -62,6 +63,14 @@ const cases: Record<string, Case> = {
   'snapshot restore': { badFlag: ['snapshot', 'restore', 'f.snap', '--bogus'], missing: ['snapshot', 'restore', 'f.snap', '--name', 'r1'] },
   'snapshot ls': { badFlag: ['snapshot', 'ls', '--dir', 'd', '--bogus'], missing: ['snapshot', 'ls'] },
   'snapshot inspect': { badFlag: ['snapshot', 'inspect', 'f.snap', '--bogus'], missing: ['snapshot', 'inspect'] },
+  doctor: { badFlag: ['doctor', '--bogus', ...nowhere], missing: ['doctor', '--data', ...nowhere] },
+  drill: { badFlag: ['drill', '--bogus'], missing: ['drill'] },
+  'drill leader-kill': { badFlag: ['drill', 'leader-kill', '--bogus', ...nowhere], missing: ['drill', 'leader-kill', '--target', ...nowhere] },
+  'drill leader-isolate': { badFlag: ['drill', 'leader-isolate', '--bogus', ...nowhere], missing: ['drill', 'leader-isolate', '--duration', ...nowhere] },
+  'drill follower-pause': { badFlag: ['drill', 'follower-pause', '--bogus', ...nowhere], missing: ['drill', 'follower-pause', '--duration', ...nowhere] },
+  'drill node-reboot': { badFlag: ['drill', 'node-reboot', '--bogus', ...nowhere], missing: ['drill', 'node-reboot', '--duration', ...nowhere] },
+  'drill disk-stall': { badFlag: ['drill', 'disk-stall', '--bogus', ...nowhere], missing: ['drill', 'disk-stall', '--recover-timeout', ...nowhere] },
+  'drill ls': { badFlag: ['drill', 'ls', '--bogus', ...nowhere], missing: ['drill', 'ls', '--limit', ...nowhere] },
   apply: { badFlag: ['apply', '-f', 'web.yaml', '--bogus', ...nowhere], missing: ['apply', ...nowhere] },
   service: { badFlag: ['service', '--bogus'], missing: ['service'] },
   'service ls': { badFlag: ['service', 'ls', '--bogus', ...nowhere], missing: ['service', 'ls', 'extra', ...nowhere] },
@@ -125,7 +134,7 @@ describe('usage errors under --json', () => {
     const all = [
       ...Object.keys(commands),
       ...devSubcommands.map((s) => `dev ${s}`),
-      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, credentialGroup, tokenGroup, secretGroup, networkGroup, policyGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
+      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, credentialGroup, tokenGroup, secretGroup, networkGroup, policyGroup, drillGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
     ];
     expect(Object.keys(cases).sort()).toEqual(all.sort());
   });

@@ -1,0 +1,143 @@
+// shoal drill: failover drills against the live cluster, with a report (docs/operations.md,
+// "Failover drills"): leader-kill, leader-isolate, follower-pause, node-reboot, disk-stall, and
+// ls (the reports kept in the store).
+
+import { z } from 'zod';
+import { drillNames, drillReportSchema, type DrillName, type DrillReport } from '../node/drill-report.ts';
+import { drillSecondsMax } from '../node/drill-actions.ts';
+import { exitCodes, parse, UsageError } from './args.ts';
+import { request, resolveAddr } from './client.ts';
+import { table } from './cluster-view.ts';
+import { commonFlags, help } from './doc-common.ts';
+import { commonFlagsHelp, groupHelp, runGroup, type Group, type Subcommand } from './group.ts';
+import { keepReport, runDrill } from './drill-run.ts';
+import { getView } from './cluster-view.ts';
+
+const what: Record<DrillName, string> = {
+  'leader-kill': 'the leader exits abruptly; its service manager starts it again',
+  'leader-isolate': "the leader's peer links are cut for --duration seconds (nftables, on the leader)",
+  'follower-pause': 'a follower is stopped (SIGSTOP) for --duration seconds, then resumed',
+  'node-reboot': 'a follower is cut off and exits, and hears no peer for --duration seconds (an emulated reboot)',
+  'disk-stall': "every write to the leader's disk waits --duration seconds",
+};
+
+export const drillExitCodes = `Exit codes: 0 the drill passed (nothing lost, no read went backwards, the cluster recovered);
+1 it did not (the report says what), or the drill was refused (it would take the cluster below
+quorum: --allow-outage) or the target could not carry out the fault; 2 usage error; 3 no node
+answered or the cluster had no leader to start from.`;
+
+function runHelp(name: DrillName): string {
+  return `Usage: shoal drill ${name} [--duration S] [--target NODE] [--recover-timeout S] [--allow-outage] [--addr HOST:PORT] [--json]
+
+Runs the drill against the live cluster: ${what[name]}. Meanwhile a probe writes and reads
+through every node. Prints a report (time to a new leader, longest write gap, writes acknowledged
+and lost, reads that went backwards, workloads restarted or duplicated, time until every service
+is back at its replica count) and keeps it in the store (shoal drill ls).
+
+Options:
+  --duration S         how long the fault lasts, in seconds (default 5; leader-kill has none)
+  --target NODE        the member (name or id) to act on instead of the one the drill picks
+  --recover-timeout S  how long to wait for recovery after the fault ends (default 60)
+  --allow-outage       run even if taking the target away leaves less than a quorum
+${commonFlagsHelp}
+
+${drillExitCodes}`;
+}
+
+const lsHelp = `Usage: shoal drill ls [--limit N] [--addr HOST:PORT] [--json]
+
+Lists the drill reports kept in the store, newest first (GET /v1/drills).
+
+Options:
+  --limit N          at most N reports (default 20)
+${commonFlagsHelp}
+
+Exit codes: 0 listed; 1 the request was refused; 2 usage error; 3 no node answered.`;
+
+function secondsFlag(value: string | undefined, flag: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0 || n > drillSecondsMax) throw new UsageError(`${flag} takes seconds from 0 to ${drillSecondsMax}, got '${value}'`);
+  return n;
+}
+
+const ms = (v: number | null): string => (v === null ? '-' : `${(v / 1000).toFixed(2)} s`);
+
+export function formatReport(r: DrillReport): string {
+  const lines = [
+    `drill ${r.drill} on ${r.target.name} (${r.target.id}), ${r.startedAt}${r.faultSeconds !== null ? `, fault ${r.faultSeconds} s` : ''}: ${r.ok ? 'PASSED' : 'FAILED'}`,
+    `  leader              ${r.leaderBefore ?? '-'} -> ${r.leaderAfter ?? '-'}`,
+    `  time to new leader  ${r.newLeaderMs === null ? 'no election' : ms(r.newLeaderMs)}`,
+    `  longest write gap   ${ms(r.longestWriteGapMs)}`,
+    `  writes              ${r.writes.acknowledged} acknowledged, ${r.writes.failed} failed (outcome unknown or refused), ${r.writes.lost} lost`,
+    `  reads               ${r.reads.done} done, ${r.reads.failed} failed, ${r.reads.backwards} went backwards`,
+    `  workloads           ${r.workloads.runningBefore} running before, ${r.workloads.runningAfter} after, ${r.workloads.restarted} restarted, ${r.workloads.duplicated} duplicated`,
+    `  services back       ${r.servicesBackMs === null ? 'not within the timeout' : ms(r.servicesBackMs)}`,
+    `  target recovered    ${r.recovered ? `after ${ms(r.recoveryMs)}` : 'no'}`,
+  ];
+  for (const p of r.problems) lines.push(`  ! ${p}`);
+  return lines.join('\n');
+}
+
+async function drillCommand(name: DrillName, argv: string[]): Promise<number> {
+  const text = runHelp(name);
+  const { values, positionals } = parse(argv, {
+    ...commonFlags, duration: { type: 'string' }, target: { type: 'string' }, 'recover-timeout': { type: 'string' },
+    'allow-outage': { type: 'boolean', default: false },
+  }, text);
+  if (values.help) return help(text);
+  if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals.join(' ')}'`);
+  const addr = resolveAddr(values.addr);
+  const report = await runDrill({
+    addr, drill: name, seconds: secondsFlag(values.duration, '--duration', 5),
+    recoverTimeoutMs: secondsFlag(values['recover-timeout'], '--recover-timeout', 60) * 1000,
+    allowOutage: values['allow-outage'], ...(values.target !== undefined ? { target: values.target } : {}),
+    onProgress: (line) => { if (!values.json) console.error(`shoal drill: ${line}`); },
+  });
+  const notKept = await keepReport([{ apiAddress: addr }, ...(await getView(addr).catch(() => undefined))?.members ?? []], report);
+  if (notKept !== undefined) console.error(`shoal drill: the report could not be kept in the store (${notKept}); it is printed here only`);
+  console.log(values.json ? JSON.stringify(report, null, 2) : formatReport(report));
+  return report.ok ? exitCodes.ok : exitCodes.failed;
+}
+
+const listSchema = z.object({ items: z.array(drillReportSchema), rev: z.number() }).loose();
+
+async function lsCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, { ...commonFlags, limit: { type: 'string' } }, lsHelp);
+  if (values.help) return help(lsHelp);
+  if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals.join(' ')}'`);
+  const limit = values.limit === undefined ? 20 : Number(values.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new UsageError(`--limit takes a whole number from 1 to 1000, got '${values.limit}'`);
+  const res = await request(resolveAddr(values.addr), 'GET', '/v1/drills', listSchema, { query: { limit }, retry: 'safe', timeoutMs: 10_000 });
+  if (values.json) {
+    console.log(JSON.stringify(res.body.items, null, 2));
+    return exitCodes.ok;
+  }
+  if (res.body.items.length === 0) {
+    console.error('no drill reports kept yet; run one with: shoal drill leader-kill');
+    return exitCodes.ok;
+  }
+  table(['STARTED', 'DRILL', 'TARGET', 'RESULT', 'NEW LEADER', 'WRITE GAP', 'LOST', 'BACKWARDS', 'SERVICES BACK'], res.body.items.map((r) => [
+    r.startedAt, r.drill, r.target.name, r.ok ? 'passed' : 'FAILED', ms(r.newLeaderMs), ms(r.longestWriteGapMs), String(r.writes.lost), String(r.reads.backwards), ms(r.servicesBackMs),
+  ]));
+  return exitCodes.ok;
+}
+
+const subcommands: Record<string, Subcommand> = Object.fromEntries([
+  ...drillNames.map((name) => [name, { summary: what[name], help: runHelp(name), run: (argv: string[]) => drillCommand(name, argv) }] as const),
+  ['ls', { summary: 'the drill reports kept in the store, newest first', help: lsHelp, run: lsCommand }] as const,
+]);
+
+export const drillGroup: Group = {
+  name: 'drill',
+  about: `Failover drills against the live cluster: each injects one fault through the target node's own
+API (no SSH), runs a probe of writes and reads through every node meanwhile, and prints and keeps
+a report. docs/operations.md, "Failover drills".`,
+  subcommands,
+};
+
+export const drillGroupHelp = groupHelp(drillGroup);
+
+export function drillGroupCommand(argv: string[]): Promise<number> {
+  return runGroup(drillGroup, argv);
+}
