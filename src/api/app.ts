@@ -36,6 +36,7 @@ import type { EventLog } from '../node/event-log.ts';
 import { AuthFailureLimiter } from './auth-rate-limit.ts';
 import { useAuth, type ApiAuth } from './auth.ts';
 import { credentialsRoutes } from './credentials-routes.ts';
+import { auditRoutes } from './audit-routes.ts';
 import type { PeerHttp } from './peer-http.ts';
 
 export { errorBody, toShoalError, type ErrorBody } from './error-reply.ts';
@@ -173,7 +174,7 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   });
   for (const plugin of [
     healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, snapshotRoutes, metricsRoutes, openApiRoutes,
-    applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes, credentialsRoutes, browseRoutes,
+    applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes, credentialsRoutes, auditRoutes, browseRoutes,
   ]) {
     void app.register(plugin, { ctx, limits, bounds, routes });
   }
