@@ -17,6 +17,7 @@ import { nodeGroup } from '../../src/cli/node.ts';
 import { serviceGroup } from '../../src/cli/service.ts';
 import { taskGroup } from '../../src/cli/task.ts';
 import { credentialGroup } from '../../src/cli/credential.ts';
+import { auditGroup } from '../../src/cli/audit.ts';
 import { inProcess } from './in-process.ts';
 
 interface Case {
@@ -83,6 +84,8 @@ const cases: Record<string, Case> = {
   'credential create': { badFlag: ['credential', 'create', '--principal', 'p', '--role', 'reader', '--bogus', ...nowhere], missing: ['credential', 'create', '--role', 'reader', ...nowhere] },
   'credential ls': { badFlag: ['credential', 'ls', '--bogus', ...nowhere], missing: ['credential', 'ls', 'extra', ...nowhere] },
   'credential revoke': { badFlag: ['credential', 'revoke', '0123456789abcdef', '--bogus', ...nowhere], missing: ['credential', 'revoke', ...nowhere] },
+  audit: { badFlag: ['audit', '--bogus'], missing: ['audit'] },
+  'audit ls': { badFlag: ['audit', 'ls', '--bogus', ...nowhere], missing: ['audit', 'ls', 'extra', ...nowhere] },
 };
 
 
@@ -101,7 +104,7 @@ describe('usage errors under --json', () => {
     const all = [
       ...Object.keys(commands),
       ...devSubcommands.map((s) => `dev ${s}`),
-      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, credentialGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
+      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, credentialGroup, auditGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
     ];
     expect(Object.keys(cases).sort()).toEqual(all.sort());
   });
