@@ -37,8 +37,9 @@ Options:
   --watch            then print each new record as it is written, until Ctrl-C
 ${commonFlagsHelp}
 
-${clientExitCodes} A caller that is not admin exits 1 (forbidden); a watch that loses every node
-exits 3.`;
+${clientExitCodes}
+A caller that is not admin exits 1 (forbidden). A watch that loses every node exits 3; one that
+falls behind the changes the cluster keeps exits 1 (cursor_expired): run it again.`;
 
 export const auditGroup: Group = {
   name: 'audit',
