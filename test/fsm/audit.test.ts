@@ -86,6 +86,23 @@ describe('audit records', () => {
     expect(f.store.list(auditCollection).items.map((d) => d.id)).toEqual([2, 3].map(auditId));
   });
 
+  it('trims at most 64 records by age in one entry', () => {
+    const f = at4({ auditRetainedMs: 1000 });
+    for (let i = 0; i < 100; i++) ok(f.cmd({ op: 'put', collection: 'a', id: `${i}`, doc: {} }, { principal: 'alice' }));
+    f.ts += 5000;
+    ok(f.cmd({ op: 'put', collection: 'a', id: 'late', doc: {} }, { principal: 'alice' }));
+    expect(f.store.list(auditCollection, { limit: 1000 }).items).toHaveLength(100 - 64 + 1);
+    ok(f.cmd({ op: 'put', collection: 'a', id: 'later', doc: {} }, { principal: 'alice' }));
+    expect(f.store.list(auditCollection, { limit: 1000 }).items.map((d) => d.id)).toEqual([101, 102].map(auditId));
+  });
+
+  it('names the ops of a refused txn\'s branch with the error code', () => {
+    const f = at4();
+    const r = f.cmd({ op: 'txn', compare: [], success: [{ op: 'delete', collection: 'c', id: 'gone' }], failure: [{ op: 'delete', collection: 'c', id: 'other' }] }, { principal: 'alice' });
+    expect(errorOf(r).code).toBe('not_found');
+    expect(records(f)[0]).toMatchObject({ op: 'txn', resources: ['c/gone'], result: 'not_found' });
+  });
+
   it('emits watch events for records (watchable), and snapshots carry them', () => {
     const f = at4({ auditRetainedMax: 1 });
     ok(f.cmd({ op: 'put', collection: 'a', id: '1', doc: {} }, { principal: 'alice' }));
