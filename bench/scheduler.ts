@@ -33,6 +33,7 @@ function makeNodes(count: number, pending: number): NodeRecord[] {
     epoch: 0,
     runtime: { status: 'up', error: null },
     softwareVersion: '0.1.0',
+    mesh: null,
   }));
 }
 

@@ -11,7 +11,7 @@ import { URL, fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const bundle = path.join(root, 'dist', 'shoal.mjs');
 /** The folders the bundle is built from (every import of src/cli/main.ts lies in them). */
-const sourceDirs = ['src', 'fsm', 'transport'];
+const sourceDirs = ['src', 'fsm', 'transport', 'net'];
 
 function newestTs(dir) {
   let newest = 0;

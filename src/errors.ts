@@ -41,8 +41,13 @@ export const errorCatalog = {
   service_manager_failed: { status: 500, retryable: false, summary: 'systemctl refused what shoal install or uninstall asked of it; the message has its output.' },
   task_not_started: { status: 409, retryable: false, summary: 'The task has no container to read logs from yet: it is pending (no node fits) or its node has not started it; details.observed says which. Wait until it runs.' },
   node_unreachable: { status: 503, retryable: true, summary: 'The node that runs the task did not answer, or its container runtime is unavailable; its logs cannot be read right now. details.node names it.' },
+  token_invalid: { status: 401, retryable: false, summary: 'A join token that cannot be redeemed (details.reason: malformed, other_cluster, unknown, bad_secret, used, expired, revoked, wrong_role); nothing was changed.' },
+  ca_mismatch: { status: 400, retryable: false, summary: 'The CA a node showed does not match the fingerprint in the join token (another cluster, or someone in between); nothing was sent or written.' },
+  ca_key_unavailable: { status: 503, retryable: true, summary: 'This node does not hold the cluster CA key, so it cannot sign certificates; retry once a voter that holds it leads.' },
+  certificate_refused: { status: 403, retryable: false, summary: 'A node\'s certificate or proof of its key is refused (details.reason: not_issued, wrong_node, not_member, not_voter, bad_proof); nothing was changed.' },
   unauthenticated: { status: 401, retryable: false, summary: 'The request carries no valid credential (details.reason: missing, certificate, token, forwarded_role): a client certificate of this cluster\'s CA or a bearer token is needed (docs/security.md).' },
   forbidden: { status: 403, retryable: false, summary: 'The caller\'s role may not do this (details.role, details.needed), or the request names a principal of its own (details.reason forged_principal: only nodes may forward one).' },
+  net_tool_failed: { status: 500, retryable: true, summary: 'A network tool shoal drives (wg, ip, wireguard-go) failed, timed out or printed what does not parse; the message has the command and its output.' },
   internal: { status: 500, retryable: false, summary: 'An unexpected error; it is a bug. The log has details.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;
 

@@ -61,6 +61,12 @@ export class PeerServer {
     this.wss.on('error', (err) => log.error(`peer listener: ${err.message}`));
   }
 
+  /** Takes the (renewed) certificate and key in opts.tls for new connections; open ones keep theirs. */
+  reloadTls(): void {
+    const { tls } = this.opts;
+    this.server.setSecureContext({ ca: tls.caPem, cert: tls.certPem, key: tls.keyPem, minVersion: 'TLSv1.3' });
+  }
+
   /** Resolves with the bound address (port 0 resolved). */
   listen(): Promise<{ host: string; port: number }> {
     return new Promise((resolve, reject) => {

@@ -186,6 +186,14 @@ export class WsTransport implements Transport {
     this.refusedHandler = h;
   }
 
+  /**
+   * The node's certificate was renewed (src/security/renewal.ts replaced opts.tls's fields in
+   * place): new inbound connections get it now; outbound links read opts.tls at each connect.
+   */
+  reloadTls(): void {
+    this.server.reloadTls();
+  }
+
   stats(): PeerStats[] {
     return [...this.links.values()].map((l) => l.stats());
   }

@@ -33,6 +33,10 @@ import { badRequest } from './validate.ts';
 import { watchRoutes } from './watch-routes.ts';
 import { eventsRoutes } from './events-routes.ts';
 import type { EventLog } from '../node/event-log.ts';
+import type { CaAuthority } from '../security/authority.ts';
+import { joinRoutes } from './join-routes.ts';
+import { tokenRoutes } from './token-routes.ts';
+import { nodeCertRoutes } from './node-cert-routes.ts';
 import { AuthFailureLimiter } from './auth-rate-limit.ts';
 import { useAuth, type ApiAuth } from './auth.ts';
 import { credentialsRoutes } from './credentials-routes.ts';
@@ -58,6 +62,8 @@ export interface ApiContext {
   runtime?: Runtime | null;
   /** The cluster's events (GET /v1/events); absent, the route is not served. */
   events?: EventLog;
+  /** The cluster CA as this node holds it (join tokens, joins); absent, those routes answer ca_key_unavailable. */
+  security?: CaAuthority;
   /** How callers authenticate: HTTPS with the node certificate, or the explicit insecure loopback mode. */
   auth: ApiAuth;
   /** Calls to other nodes' APIs (over TLS with this node's certificate unless insecure). */
@@ -174,7 +180,7 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   });
   for (const plugin of [
     healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, snapshotRoutes, metricsRoutes, openApiRoutes,
-    applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes, credentialsRoutes, auditRoutes, browseRoutes,
+    applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes, credentialsRoutes, auditRoutes, browseRoutes, tokenRoutes, joinRoutes, nodeCertRoutes,
   ]) {
     void app.register(plugin, { ctx, limits, bounds, routes });
   }

@@ -11,6 +11,7 @@
 // With `api.insecureLoopback` (plain HTTP on a loopback address, an explicit opt-in) there is no
 // TLS and every caller without a token is trusted as admin: any local process could be anyone.
 
+import { tokensCollection } from '../security/tokens.ts';
 import type { TLSSocket } from 'node:tls';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ShoalError } from '../errors.ts';
@@ -48,7 +49,8 @@ declare module 'fastify' {
 }
 
 /** Collections whose records are for admins only, whichever route reads them. */
-const adminCollections = new Set([credentialsCollection, auditCollection]);
+// Join token records: only hashes, but who made which token and what it joined is an admin's business.
+const adminCollections = new Set([credentialsCollection, auditCollection, tokensCollection]);
 
 export function isAdminCollection(collection: string): boolean {
   return adminCollections.has(collection);

@@ -8,6 +8,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
+import { caHolderWarning } from '../security/ca-holders.ts';
 import { hostPortSchema } from '../node/host-port.ts';
 import { nodeNameSchema } from '../node/identity.ts';
 import { confChangeContext, type MemberRecord } from '../node/membership.ts';
@@ -229,7 +230,8 @@ export const clusterRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app
       await ctx.node.transferLeadership();
       if (await forwardIfFollower(ctx, req, reply)) return reply;
     }
-    return { ...(await membershipChange(ctx, { changes: [{ type: 'removeNode', node: m.id }] })), member: m };
+    const warning = caHolderWarning(ctx.store, m.id, m.name);
+    return { ...(await membershipChange(ctx, { changes: [{ type: 'removeNode', node: m.id }] })), member: m, ...(warning !== undefined ? { warning } : {}) };
   });
 
   app.post('/v1/cluster/leader', { config: { role: 'admin' } }, async (req, reply) => {

@@ -21,6 +21,7 @@ import {
   collectionParams, deleteHeaders, docBody, docParams, listQuery, noQuery, putHeaders, readQuery, txnBodySchema, txnHeaders, watchHeaders, watchQuery,
 } from './request-schemas.ts';
 import { eventsHeaders, eventsQuery } from './events-routes.ts';
+import { joinPaths } from './join-openapi.ts';
 
 type Json = Record<string, unknown>;
 type Where = 'path' | 'query' | 'header';
@@ -257,7 +258,7 @@ export function openApiDocument(version: string): Json {
         NodeRecord: schemaOf(nodeRecordSchema), ServiceRecord: schemaOf(serviceRecordSchema), TaskRecord: schemaOf(taskRecordSchema), TaskStatus: schemaOf(taskStatusSchema),
       },
     },
-    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...logPaths(), ...browsePaths(), ...nodePaths(), ...securityPaths() },
+    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...logPaths(), ...browsePaths(), ...nodePaths(), ...securityPaths(), ...joinPaths(errors) },
   };
 }
 

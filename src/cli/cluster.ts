@@ -13,7 +13,7 @@ import { untilInterrupted } from './watch-stream.ts';
 
 const memberRecordSchema = z.object({ id: z.string(), name: z.string() }).loose();
 /** A membership change answers with the view after it and the member it concerned. */
-const changeAnswerSchema = clusterViewSchema.extend({ member: memberRecordSchema.optional() });
+const changeAnswerSchema = clusterViewSchema.extend({ member: memberRecordSchema.optional(), warning: z.string().optional() });
 const transferAnswerSchema = z.object({ leader: z.string(), term: z.number(), name: z.string().nullable().optional() }).loose();
 
 const membersRefreshMs = 1000;
@@ -233,6 +233,7 @@ async function removeCommand(argv: string[]): Promise<number> {
   if (values.help) return help(clusterRemoveHelp);
   const ref = memberRef(positionals);
   const { body } = await request(resolveAddr(values.addr), 'DELETE', memberPath(ref), changeAnswerSchema, { retry: 'not-applied', onRetry: retryNotice('cluster remove') });
+  if (body.warning !== undefined) console.error(`warning: ${body.warning}`);
   if (values.json) return printJson(body);
   console.log(`removed ${body.member !== undefined ? label(body.member) : ref} from the cluster; its certificate is refused from now on. Stop its process, and initialize a new data directory before adding the machine again.
 ${quorumLine(body)}`);

@@ -1,8 +1,9 @@
-// shoal init: creates a node's data directory, identity and certificates, and a config file.
-// Everything the flags say is checked first, with the rules `shoal serve` applies to the config
-// (src/node/config.ts) and the node-name rule, so a bad flag is refused here and nothing is written.
+// shoal init: founds a one-node cluster (data directory, identity, CA, certificates, a config
+// with itself as the bootstrap list, the first voter token) and runs it. Everything the flags
+// say is checked first, with the rules `shoal serve` applies to the config (src/node/config.ts)
+// and the node-name rule, so a bad flag is refused here and nothing is written.
 
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { configSchema, splitHostPort } from '../node/config.ts';
@@ -15,29 +16,38 @@ import { writeAdminCredential } from './credential-issue.ts';
 export const initApiDefault = '127.0.0.1:7100';
 export const initPeerDefault = '127.0.0.1:7200';
 
-export const initHelp = `Usage: shoal init --data DIR --name NAME [--ca-from DIR] [--api HOST:PORT] [--peer HOST:PORT] [--host H ...] [--json]
+export const initHelp = `Usage: shoal init --data DIR --name NAME [--api HOST:PORT] [--peer HOST:PORT] [--host H ...] [--no-start] [--json]
+       shoal init --data DIR --name NAME --ca-from DIR [...]   (prepare a node of an existing cluster by hand)
 
-Creates a node's data directory: a stable random node id, the cluster CA (for the first node of
-a new cluster) or a certificate signed by an existing cluster's CA (--ca-from), and DIR/shoal.yaml,
-a config file for 'shoal serve'. The flags are checked first; a bad one writes nothing. A new
-cluster's first node also writes an admin credential for the local user to
-$SHOAL_CONFIG/credential.json (else ~/.config/shoal/credential.json), which the CLI finds.
+Founds a new cluster on this machine: creates DIR with a stable random node id, the cluster CA
+(its key stays in DIR/tls, on voters only), this node's certificate, and DIR/shoal.yaml naming
+this node as the one founding member. Prints the command that joins another machine:
+
+  shoal join <this node's API> --token <a voter token, valid for 1 h>
+
+then runs the node as 'shoal serve' does (unless --no-start). Three machines take three
+commands: init here, join on the two others. The flags are checked first; a bad one writes nothing.
+It also writes an admin credential for the local user to $SHOAL_CONFIG/credential.json (else
+~/.config/shoal/credential.json), which the CLI finds.
 
 Options:
   --data DIR         data directory to create (required)
   --name NAME        the node's name, unique in its cluster (required): ${nodeNameRule}
-  --ca-from DIR      data directory of the node that holds the cluster CA key: join its cluster
-  --api HOST:PORT    client API listen address (default ${initApiDefault})
+  --api HOST:PORT    client API listen address (default ${initApiDefault}); joining machines reach it here
   --peer HOST:PORT   peer transport listen address (default ${initPeerDefault})
   --host H           an extra name or IP the node's certificate is valid for (repeatable)
-  --json             print the new identity as JSON
+  --no-start         write DIR and exit; start it with 'shoal serve --config DIR/shoal.yaml'
+                     (the join token becomes valid when the node first runs)
+  --ca-from DIR      instead of founding a cluster: sign this node's certificate with the CA key
+                     in DIR (a member's data directory) and write a config without a bootstrap
+                     list, for 'shoal cluster add' by hand (docs/operations.md); never starts
+  --json             print the new identity and the join command as JSON
   -h, --help         show this help
 
 The default ports (7100, 7200) stay clear of 'shoal dev' (7101-7107, 7201-7207), so a node and a
 dev cluster can run on one machine. Ports are 1 to 65535.
-A founding member's config needs a 'bootstrap' list naming every founding member (id, name,
-peerAddress, apiAddress); see docs/operations.md.
-Exit codes: 0 created, 2 usage error or already initialized (nothing written), 1 failed.`;
+Exit codes: 0 created (with --no-start or --ca-from) or the node stopped cleanly; 2 usage error or
+already initialized (nothing written); 1 failed; otherwise those of 'shoal serve'.`;
 
 /** Every problem with the flags at once, in the flags' own names. */
 function checkFlags(name: string, api: string, peer: string): void {
@@ -55,12 +65,26 @@ function checkFlags(name: string, api: string, peer: string): void {
   if (problems.length > 1) throw new UsageError(`${problems.length} problems:\n${problems.map((p) => `  ${p}`).join('\n')}`);
 }
 
+/** Makes the founding voter token: the node writes its record when it first leads (src/security/founding-token.ts). */
+async function foundingToken(dataDir: string): Promise<string> {
+  const { fingerprintOf } = await import('../security/authority.ts');
+  const { formatToken, hashSecret, newToken, tokenTtlMsDefault } = await import('../security/tokens.ts');
+  const { saveFoundingToken } = await import('../security/founding-token.ts');
+  const t = newToken(fingerprintOf(readFileSync(path.join(dataDir, 'tls', 'ca.crt'), 'utf8')));
+  const now = Date.now();
+  saveFoundingToken(dataDir, {
+    id: t.id, role: 'voter', secretSha256: hashSecret(t.secret), createdAtMs: now, expiresAtMs: now + tokenTtlMsDefault,
+    usesMax: 2, usesLeft: 2, labels: { by: 'shoal-init' }, createdBy: 'shoal-init', revoked: false, redemptions: [],
+  });
+  return formatToken(t);
+}
+
 export async function initCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, {
     data: { type: 'string' }, name: { type: 'string' }, 'ca-from': { type: 'string' },
     api: { type: 'string', default: initApiDefault }, peer: { type: 'string', default: initPeerDefault },
     host: { type: 'string', multiple: true, default: [] }, json: { type: 'boolean', default: false },
-    help: { type: 'boolean', short: 'h', default: false },
+    'no-start': { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
   }, initHelp);
   if (values.help) {
     console.log(initHelp);
@@ -73,15 +97,25 @@ export async function initCommand(argv: string[]): Promise<number> {
   const name = values.name ?? '';
   checkFlags(name, values.api, values.peer);
   const hosts = [...values.host, splitHostPort(values.api).host, splitHostPort(values.peer).host];
-  const identity = await initNode({ dataDir: data, name, hosts, ...(values['ca-from'] !== undefined ? { caFrom: values['ca-from'] } : {}) });
+  const caFrom = values['ca-from'];
+  const identity = await initNode({ dataDir: data, name, hosts, ...(caFrom !== undefined ? { caFrom } : {}) });
   const configFile = path.join(data, 'shoal.yaml');
+  const founds = caFrom === undefined;
   if (!existsSync(configFile)) {
-    writeFileSync(configFile, stringify({ dataDir: '.', api: { listen: values.api }, peer: { listen: values.peer } }));
+    const bootstrap = founds ? { bootstrap: [{ id: identity.id, name, peerAddress: values.peer, apiAddress: values.api }] } : {};
+    writeFileSync(configFile, stringify({ dataDir: '.', api: { listen: values.api }, peer: { listen: values.peer }, ...bootstrap }));
   }
   // The founder holds the CA key: it makes the local user's admin credential, which the CLI finds.
-  const credential = values['ca-from'] === undefined ? userCredentialFile() : null;
+  const credential = founds ? userCredentialFile() : null;
   if (credential !== null) await writeAdminCredential(data, [values.api], [credential]);
-  if (values.json) console.log(JSON.stringify({ ...identity, dataDir: path.resolve(data), config: path.resolve(configFile), credential }));
-  else console.log(`initialized node ${identity.name} (${identity.id}) of cluster ${identity.clusterId} in ${data}\nconfig: ${configFile}\napi ${values.api}, peer ${values.peer}${credential !== null ? `\nadmin credential: ${credential}` : ''}`);
-  return exitCodes.ok;
+  const token = founds ? await foundingToken(data) : undefined;
+  const joinCommand = token === undefined ? undefined : `shoal join ${values.api} --token ${token}`;
+  if (values.json) console.log(JSON.stringify({ ...identity, dataDir: path.resolve(data), config: path.resolve(configFile), credential, ...(joinCommand !== undefined ? { joinCommand } : {}) }));
+  else {
+    console.log(`initialized node ${identity.name} (${identity.id}) of cluster ${identity.clusterId} in ${data}\nconfig: ${configFile}\napi ${values.api}, peer ${values.peer}${credential !== null ? `\nadmin credential: ${credential}` : ''}`);
+    if (joinCommand !== undefined) console.log(`\nTo add a machine, run on it (the token is for 2 voters and valid for 1 h; more with 'shoal token create --role voter'):\n\n  ${joinCommand} --api <its address>:7100 --peer <its address>:7200\n`);
+  }
+  if (!founds || values['no-start']) return exitCodes.ok;
+  const { serveCommand } = await import('./serve.ts');
+  return serveCommand(['--config', configFile, ...(values.json ? ['--json'] : [])]);
 }

@@ -14,9 +14,12 @@ export interface Command {
 
 // Commands load lazily: `shoal status` should not pay for loading the storage engine.
 export const commands: Record<string, { load: () => Promise<Command>; summary: string }> = {
-  init: { load: async () => { const m = await import('./init.ts'); return { run: m.initCommand, help: m.initHelp }; }, summary: "create a node's data directory, identity and certificates" },
+  init: { load: async () => { const m = await import('./init.ts'); return { run: m.initCommand, help: m.initHelp }; }, summary: "found a one-node cluster (data directory, CA, config), print the join command, run it" },
   serve: { load: async () => { const m = await import('./serve.ts'); return { run: m.serveCommand, help: m.serveHelp }; }, summary: 'run a node from a config file' },
   dev: { load: async () => { const m = await import('./dev.ts'); return { run: m.devCommand, help: m.devHelp }; }, summary: 'start a local cluster (separate processes); dev restart NODE, dev stop' },
+  join: { load: async () => { const m = await import('./join.ts'); return { run: m.joinCommand, help: m.joinHelp }; }, summary: 'join this machine to a cluster with a token (one command), and run the node' },
+  token: { load: async () => { const m = await import('./token.ts'); return { run: m.tokenCommand, help: m.tokenGroupHelp }; }, summary: 'create, ls, revoke join tokens' },
+  login: { load: async () => { const m = await import('./login.ts'); return { run: m.loginCommand, help: m.loginHelp }; }, summary: 'exchange a client token for a client credential the CLI finds by itself' },
   status: { load: async () => { const m = await import('./status.ts'); return { run: (argv) => m.statusCommand(argv), help: m.statusHelp() }; }, summary: 'show leader, term, commit index and members' },
   doc: { load: async () => { const m = await import('./doc.ts'); return { run: m.docCommand, help: m.docGroupHelp }; }, summary: 'get, put, rm, ls and watch documents' },
   cluster: { load: async () => { const m = await import('./cluster.ts'); return { run: m.clusterCommand, help: m.clusterGroupHelp }; }, summary: 'members, add, promote, remove, transfer-leader' },

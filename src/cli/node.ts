@@ -11,12 +11,18 @@ import { jsonRendered, labelsText, nodeHead, nodeRows, serviceProgress, tableTex
 import { commonFlags, help } from './doc-common.ts';
 import { clientExitCodes, commonFlagsHelp, commonFlagsText, groupHelp, runGroup, type Group } from './group.ts';
 import { printList, watchList, type Rendered } from './list-watch.ts';
+import { meshOf, meshText, ageText } from './node-mesh.ts';
 
 export const nodeLsHelp = `Usage: shoal node ls [--stale] [--watch] [--addr HOST:PORT] [--json]
 
 Lists the nodes, sorted by name: id, state (ready, suspect, down: the leader's view from last
 contact), availability (active, pause, drain: the operator's), container runtime, tasks desired
 running on it, CPU and memory reserved of its capacity, labels, and shoal version.
+
+When nodes take part in the WireGuard mesh, a second table follows: each node's mesh address
+and endpoint, and per peer the age of the latest handshake and the bytes received and sent, as
+the node last reported them (every mesh.reportIntervalMs). A peer with no handshake for more than
+5 minutes is marked (!) and named in a line below the table (docs/network.md).
 
 Options:
   --stale            read the node's local copy (no leader needed; may be behind)
@@ -111,7 +117,7 @@ async function nodeLsCommand(argv: string[]): Promise<number> {
   const render = async (): Promise<Rendered> => {
     const body = await read(addr, paths.nodes, nodeListSchema, 'node ls', values.stale);
     if (values.json) return jsonRendered(body, values.watch, body.items);
-    const text = body.items.length === 0 ? 'no nodes registered yet: nodes register once the cluster runs the control plane' : tableText(nodeHead, nodeRows(body.items));
+    const text = body.items.length === 0 ? 'no nodes registered yet: nodes register once the cluster runs the control plane' : tableText(nodeHead, nodeRows(body.items)) + meshText(body.items, Date.now());
     return { text, rev: body.rev };
   };
   if (!values.watch) return printList(render);
@@ -134,6 +140,10 @@ async function nodeInspectCommand(argv: string[]): Promise<number> {
   console.log(`runtime       ${r.runtime.status}${r.runtime.error !== null ? `: ${r.runtime.error}` : ''}`);
   console.log(`reserved      ${formatCpu(n.reserved.cpuMillis)} of ${formatCpu(r.capacity.cpuMillis)}, ${formatMemory(n.reserved.memoryBytes)} of ${formatMemory(r.capacity.memoryBytes)}`);
   console.log(`labels        ${labelsText(r.labels)}`);
+  const mesh = meshOf(n);
+  if (mesh !== null) {
+    console.log(`mesh          ${mesh.address ?? 'no address yet'}   endpoint ${mesh.endpoint}   ${mesh.peers.length} peers${mesh.reportedAt !== null ? `, reported ${ageText(Date.now() - mesh.reportedAt)}` : ''}`);
+  }
   console.log(`tasks         ${n.tasks} desired running, ${n.running} running`);
   if (body.tasks.length > 0) console.log(tableText(taskHead, taskRows(body.tasks)));
   return exitCodes.ok;

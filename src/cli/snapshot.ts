@@ -15,6 +15,8 @@ import { emptyConfState } from '../raft/storage.ts';
 import { DiskStorage, storagePaths } from '../storage/index.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { apiErrorFrom, checkHostPort, CliFailure, resolveAddr, send } from './client.ts';
+import { userCredentialFile } from './credential-file.ts';
+import { writeAdminCredential } from './credential-issue.ts';
 import { commonFlags, help } from './doc-common.ts';
 import { initApiDefault, initPeerDefault } from './init.ts';
 import { inspectCommand, lsCommand, snapshotInspectHelp, snapshotLsHelp } from './snapshot-files.ts';
@@ -239,16 +241,20 @@ async function restoreCommand(argv: string[]): Promise<number> {
   const config = path.join(dataDir, 'shoal.yaml');
   const configKept = existsSync(config);
   if (!configKept) writeFileSync(config, stringify({ dataDir: '.', api: { listen: apiAddress }, peer: { listen: peerAddress } }));
+  // A new cluster has a new CA: the user gets an admin credential for it, as from shoal init.
+  const credential = userCredentialFile();
+  await writeAdminCredential(dataDir, [apiAddress], [credential]);
 
   if (values.json) {
     console.log(JSON.stringify({
       clusterId: identity.clusterId, oldClusterId: body.clusterId, nodeId: identity.id, name: values.name, index: body.index, documents,
-      dataDir: path.resolve(dataDir), config: path.resolve(config),
+      dataDir: path.resolve(dataDir), config: path.resolve(config), credential,
     }, null, 2));
     return exitCodes.ok;
   }
   console.log(`restored ${documents} documents at index ${body.index} into a NEW cluster ${identity.clusterId} (the old cluster was ${body.clusterId})
 node ${values.name} (${identity.id}), the only voter, api ${apiAddress}, peer ${peerAddress}${configKept ? `\nkept the existing ${config}: check that its api.listen and peer.listen are ${apiAddress} and ${peerAddress}` : ''}
+admin credential: ${credential}
 start it with: shoal serve --config ${config}
 add more nodes with shoal cluster add (prepare each with: shoal init --data DIR --name NAME --ca-from ${dataDir})`);
   return exitCodes.ok;

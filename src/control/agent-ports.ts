@@ -15,8 +15,10 @@ import type { CommandResult, JsonObject } from '../../fsm/types.ts';
 import { ShoalError } from '../errors.ts';
 import type { RaftNode } from '../node/raft-node.ts';
 import type { AgentAssignment, AgentView, AgentWriter, NodeAssignments, NodeRuntimeReport } from '../executor/agent.ts';
-import { controlFeatureLevel, isReservedCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from './collections.ts';
-import type { NodeRecord, TaskStatus } from './resources.ts';
+import { controlFeatureLevel, isReservedCollection, leasesCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from './collections.ts';
+import type { LeaseWriter } from '../executor/lease-keeper.ts';
+import type { LeaseRecord } from './lease.ts';
+import type { NodeMesh, NodeRecord, TaskStatus } from './resources.ts';
 import { ControlStateReader } from './state.ts';
 
 /** Reports in one transaction at most: each has a compare that its task exists. */
@@ -66,7 +68,7 @@ export function machineCapacity(override: { cpuMillis?: number; memoryBytes?: nu
   return { cpuMillis: override.cpuMillis ?? os.availableParallelism() * 1000, memoryBytes: override.memoryBytes ?? os.totalmem() };
 }
 
-export class StoreAgentWriter implements AgentWriter {
+export class StoreAgentWriter implements AgentWriter, LeaseWriter {
   constructor(private readonly node: RaftNode, private readonly store: DocumentStore, private readonly me: NodeIdentity) {}
 
   async reportTaskStatus(statuses: TaskStatus[]): Promise<void> {
@@ -90,9 +92,31 @@ export class StoreAgentWriter implements AgentWriter {
     }
   }
 
+  /**
+   * Renews this node's exclusive-task lease: one transaction comparing the node's epoch, putting
+   * `shoal.leases/<node id>` with the next sequence number. Resolves only once it committed and
+   * applied; rejects with stale_epoch when the epoch was raised (the lease is not renewed).
+   */
+  async renewLease(renewal: { epoch: number; leaseMs: number }): Promise<void> {
+    const cur = this.store.get(leasesCollection, this.me.id)?.doc as { seq?: unknown } | undefined;
+    const seq = typeof cur?.seq === 'number' ? cur.seq + 1 : 0;
+    const doc: LeaseRecord = { nodeId: this.me.id, epoch: renewal.epoch, seq, leaseMs: renewal.leaseMs };
+    const r = await this.propose({
+      op: 'txn', compare: [{ collection: nodesCollection, id: this.me.id, target: 'value', path: 'epoch', cmp: '=', value: renewal.epoch }],
+      success: [{ op: 'put', collection: leasesCollection, id: this.me.id, doc: doc as unknown as JsonObject }], failure: [],
+    });
+    if (!r.ok) throw new ShoalError('internal', `the lease renewal was refused: ${r.error.code}: ${r.error.message}`);
+    if (r.kind === 'txn' && !r.succeeded) throw new ShoalError('stale_epoch', `this node's epoch is no longer ${renewal.epoch}`);
+  }
+
   /** Registers or refreshes this node's record with the runtime's status; a CAS, retried on conflict. */
   async reportNodeRuntime(report: NodeRuntimeReport): Promise<void> {
     await this.updateOwnRecord((cur) => ({ ...cur, runtime: { status: report.status, error: report.error } }));
+  }
+
+  /** Changes this node's mesh fields (net/mesh-agent.ts); a CAS, retried on conflict. */
+  async updateMesh(change: (cur: NodeMesh | null) => NodeMesh | null): Promise<void> {
+    await this.updateOwnRecord((cur) => ({ ...cur, mesh: change(cur.mesh ?? null) }));
   }
 
   /** Makes sure this node's record exists and names its current addresses, capacity and release. */
@@ -123,6 +147,7 @@ export class StoreAgentWriter implements AgentWriter {
     return {
       id: this.me.id, name: this.me.name, addresses: { api: this.me.apiAddress, peer: this.me.peerAddress }, capacity: this.me.capacity,
       labels: this.me.labels, availability: 'active', state: 'ready', epoch: 0, runtime: { status: 'unknown', error: null }, softwareVersion: this.me.softwareVersion,
+      mesh: null,
     };
   }
 

@@ -11,6 +11,9 @@ export const tasksCollection = 'shoal.tasks';
 /** Agents' reports (TaskStatus), by task id. Written only by the agent of the task's node. */
 export const taskStatusCollection = 'shoal.task-status';
 
+/** Exclusive-task leases (LeaseRecord, lease.ts), by node id. Written only by the node's agent, compared on its epoch. */
+export const leasesCollection = 'shoal.leases';
+
 export const reservedPrefix = 'shoal.';
 
 export function isReservedCollection(collection: string): boolean {

@@ -6,7 +6,10 @@
 import type { DocumentStore } from '../../fsm/index.ts';
 import type { Logger, RaftNode } from '../node/raft-node.ts';
 import { Agent } from '../executor/agent.ts';
-import { systemClock } from '../executor/clock.ts';
+import { procBootClock, systemClock } from '../executor/clock.ts';
+import { FileLeaseStore } from '../executor/lease-file.ts';
+import { MemoryLeaseStore } from '../executor/lease-keeper.ts';
+import { leaseDefaults } from './lease.ts';
 import { ImageCleaner } from '../executor/image-cleaner.ts';
 import { FileImageLedger, MemoryImageLedger } from '../executor/image-ledger.ts';
 import type { Runtime } from '../executor/runtime.ts';
@@ -32,6 +35,13 @@ export interface ControlPlaneOptions {
   imageGc?: { graceMs: number; pinned: readonly string[]; ledgerFile?: string };
   /** Told of each pass of the leader's loops (the node's metrics). */
   observeLoops?: (pass: PassReport) => void;
+  /**
+   * The node's lease directory for exclusive tasks (lease-file.ts; the Docker runtime mounts the
+   * same one into their containers). Absent: the lease is kept in memory (the memory runtime).
+   */
+  leaseDir?: string;
+  /** The range the leader allocates mesh addresses from (config `mesh.cidr`). */
+  meshCidr?: string;
 }
 
 /** Registration is retried this often while it fails (no leader yet, a conflict). */
@@ -49,7 +59,8 @@ export class ControlPlane {
 
   constructor(private readonly opts: ControlPlaneOptions) {
     this.supervisor = new Supervisor({
-      node: opts.node, store: opts.store, log: opts.log, health: opts.health, ...(opts.observeLoops !== undefined ? { observeLoops: opts.observeLoops } : {}),
+      node: opts.node, store: opts.store, log: opts.log, health: opts.health,
+      ...(opts.meshCidr !== undefined ? { meshCidr: opts.meshCidr } : {}), ...(opts.observeLoops !== undefined ? { observeLoops: opts.observeLoops } : {}),
     });
     this.writer = new StoreAgentWriter(opts.node, opts.store, opts.identity);
     const owner = { clusterId: opts.clusterId, nodeId: opts.identity.id };
@@ -64,6 +75,10 @@ export class ControlPlane {
     this.agent = opts.runtime === null ? null : new Agent({
       owner, view, writer: this.writer,
       caughtUp: async () => { await opts.node.readBarrier(); }, runtime: opts.runtime, clock: systemClock, log: opts.log,
+      lease: {
+        writer: this.writer, config: leaseDefaults, boot: procBootClock,
+        store: opts.leaseDir === undefined ? new MemoryLeaseStore() : new FileLeaseStore(opts.leaseDir),
+      },
       ...(cleaner !== null ? { onImagePulled: (image: string) => cleaner.notePulled(image) } : {}),
     });
   }

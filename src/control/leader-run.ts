@@ -6,13 +6,17 @@
 // One work queue (work-queue.ts) fed by the store's events, with these keys:
 //   svc:<name>  the orchestrator for one service (orchestrator.ts)
 //   place       the placement of pending tasks (placement.ts)
-//   nodes       node health (node-health.ts)
+//   nodes       node health (node-health.ts), then mesh addresses (net/mesh-addresses.ts)
 // Keys are handled one at a time; each pass re-reads the state (level-triggered), decides with a
 // pure function, and proposes the plan fenced by the run's term. A plan refused because something
 // it read changed is decided again at once. A proposal whose outcome is unknown (it timed out, the
 // leader changed) is not decided again until this node has applied or lost every proposal it made:
 // deciding again from applied state that lacks a write still on its way would decide it twice
 // (found by the control-plane simulator, seed 945: a slot given two tasks).
+//
+// Exclusive services (lease.ts): the run notes, on its own monotonic clock, when its store applies
+// each node's lease renewal, and the orchestrator replaces an exclusive task of a lost node only
+// once lease + margin has passed since the later of that and the run's own start.
 
 import type { DocumentStore } from '../../fsm/index.ts';
 import { encodeCommand } from '../../fsm/index.ts';
@@ -20,8 +24,11 @@ import type { CommandResult, WatchEvent } from '../../fsm/types.ts';
 import { ShoalError } from '../errors.ts';
 import type { ProposalResult } from '../node/raft-node.ts';
 import { toTransactions, type Plan } from './changes.ts';
-import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from './collections.ts';
+import { leasesCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from './collections.ts';
+import { leaseDefaults, leaseMarginMs, leaseRecordSchema, type LeaseConfig } from './lease.ts';
 import { assessNodes, type NodeHealthConfig } from './node-health.ts';
+import { allocateMeshAddresses } from '../../net/mesh-addresses.ts';
+import { meshCidrDefault } from '../../net/mesh-config.ts';
 import { reconcileService, type Decision } from './orchestrator.ts';
 import { placePending } from './placement.ts';
 import { ControlStateReader, type ControlState } from './state.ts';
@@ -59,6 +66,10 @@ export interface LeaderRunPorts {
   log: { debug(msg: string): void; warn(msg: string): void };
   /** Told of each pass when it ends (the node's metrics); absent in the simulator. */
   observe?: (pass: PassReport) => void;
+  /** The exclusive-task lease (default leaseDefaults). */
+  lease?: LeaseConfig;
+  /** The range mesh addresses are allocated from (this leader's `mesh.cidr`; default net/mesh-config.ts). */
+  meshCidr?: string;
 }
 
 /** Which loop a work-queue key belongs to (a metric label: never the service's name). */
@@ -91,6 +102,8 @@ export class LeaderRun {
   private readonly startedAt: number;
   private closed = false;
   private unsubscribe: (() => void) | null = null;
+  /** Per `node:epoch`: when this run's store applied its last lease renewal (monotonic ms), and the longest lease it claimed. */
+  private readonly renewals = new Map<string, { atMs: number; leaseMs: number }>();
   /** The loop's promise; resolves once the run has stopped. */
   done: Promise<void> = Promise.resolve();
   readonly counts = { passes: 0, proposed: 0, conflicts: 0, unknownOutcomes: 0 };
@@ -127,6 +140,9 @@ export class LeaderRun {
   /** Which keys a change of the store concerns. */
   private enqueueFor(ev: WatchEvent): void {
     switch (ev.collection) {
+      case leasesCollection:
+        this.noteRenewal(ev);
+        return;
       case servicesCollection:
         this.queue.add(`svc:${ev.id}`);
         this.queue.add('place');
@@ -145,6 +161,26 @@ export class LeaderRun {
         return;
       default:
     }
+  }
+
+  private noteRenewal(ev: WatchEvent): void {
+    const r = leaseRecordSchema.safeParse(ev.doc?.doc);
+    if (!r.success) return;
+    const key = `${r.data.nodeId}:${r.data.epoch}`;
+    const prev = this.renewals.get(key);
+    this.renewals.set(key, { atMs: this.ports.clock.now(), leaseMs: Math.max(r.data.leaseMs, prev?.leaseMs ?? 0) });
+  }
+
+  /**
+   * Ms until an exclusive task of `nodeId` placed in `epoch` is surely dead: lease + margin after
+   * the later of the last renewal this run applied and the run's start (0 when passed).
+   */
+  private exclusiveClearInMs(nodeId: string, epoch: number): number {
+    const cfg = this.ports.lease ?? leaseDefaults;
+    const heard = this.renewals.get(`${nodeId}:${epoch}`);
+    const leaseMs = Math.max(cfg.leaseMs, heard?.leaseMs ?? 0);
+    const from = Math.max(this.startedAt, heard?.atMs ?? this.startedAt);
+    return Math.max(0, from + leaseMs + leaseMarginMs({ ...cfg, leaseMs }) - this.ports.clock.now());
   }
 
   private serviceOfTask(ev: WatchEvent): string | undefined {
@@ -191,7 +227,9 @@ export class LeaderRun {
     const now = this.ports.logTimeNow();
     if (key === 'place') return placePending(state, this.term, now);
     if (key === 'nodes') return this.decideNodes(state);
-    if (key.startsWith('svc:')) return reconcileService(state, key.slice(4), { now, newTaskId: () => this.ports.newTaskId() });
+    if (key.startsWith('svc:')) {
+      return reconcileService(state, key.slice(4), { now, newTaskId: () => this.ports.newTaskId(), exclusiveClearInMs: (n, e) => this.exclusiveClearInMs(n, e) });
+    }
     return { plan: { changes: [], compares: [] }, wakeInMs: null };
   }
 
@@ -200,6 +238,13 @@ export class LeaderRun {
     const d = assessNodes(state, {
       self: this.ports.self, members, silentForMs: (id) => this.ports.silentForMs(id), loopsRunningForMs: this.ports.clock.now() - this.startedAt,
     }, this.ports.health);
+    // Addresses only once health has nothing to write: both are compare-and-sets on node records,
+    // and the health write's event brings this pass back.
+    if (d.changes.length === 0) {
+      const mesh = allocateMeshAddresses(state, this.ports.meshCidr ?? meshCidrDefault);
+      if (mesh.unplaced.length > 0) this.ports.log.warn(`mesh: no free address in ${this.ports.meshCidr ?? meshCidrDefault} for ${mesh.unplaced.length} nodes (${mesh.unplaced.join(', ')}); widen mesh.cidr`);
+      d.changes.push(...mesh.changes);
+    }
     const anyUnready = [...state.nodes.values()].some((x) => members.has(x.value.id) && x.value.state !== 'ready');
     const wake = anyUnready ? Math.min(recheckNodesMs, d.wakeInMs ?? recheckNodesMs) : d.wakeInMs;
     return { plan: { changes: d.changes, compares: [] }, wakeInMs: wake };

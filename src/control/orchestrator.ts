@@ -32,6 +32,12 @@ export interface LoopContext {
   now: number;
   /** A new unique task id. */
   newTaskId: () => string;
+  /**
+   * Ms until the exclusive tasks a node ran in an epoch are surely dead (lease.ts: lease + margin
+   * since the later of the node's last renewal and the loops' start); 0 once they are. Absent:
+   * never (an exclusive task of a lost node is then never replaced).
+   */
+  exclusiveClearInMs?: (nodeId: string, epoch: number) => number;
 }
 
 export interface Decision {
@@ -166,6 +172,14 @@ function mustMove(w: Work, pass: UpdatePass): string | null {
 function refill(svc: ServiceRecord, slot: number | string, ws: Work[], pass: UpdatePass, ctx: LoopContext, wake: Wake): Work | undefined {
   // Stop-first: the new task waits until the old one has stopped.
   if (ws.some((w) => w.rec.desired === 'shutdown' && !isTerminal(w.view) && w.rec.nodeId !== null)) return undefined;
+  if (svc.spec.exclusive) {
+    const waitMs = exclusiveWaitMs(ws, ctx);
+    if (waitMs > 0) {
+      // Never (no lease rule given) is no wake-up: the loop looks again when the store changes.
+      if (Number.isFinite(waitMs)) wake.at(ctx.now + waitMs);
+      return undefined;
+    }
+  }
   const last = [...ws].sort((a, b) => b.rec.createdAt - a.rec.createdAt || b.rec.id.localeCompare(a.rec.id))[0];
   let attempt = 0;
   if (last !== undefined && last.rec.observed === 'failed') {
@@ -181,6 +195,20 @@ function refill(svc: ServiceRecord, slot: number | string, ws: Work[], pass: Upd
     attempt = verdict.attempt;
   }
   return newTask(svc, slot, pass.target, attempt, ctx);
+}
+
+/**
+ * An exclusive slot is refilled only once every task of it whose fate is unknown (orphaned: its
+ * node was lost while it may have run) is surely dead by the lease; how long until then.
+ */
+function exclusiveWaitMs(ws: Work[], ctx: LoopContext): number {
+  let waitMs = 0;
+  for (const w of ws) {
+    if (w.view.observed !== 'orphaned' || w.rec.nodeId === null || w.rec.nodeEpoch === null) continue;
+    const clearIn = ctx.exclusiveClearInMs === undefined ? Number.POSITIVE_INFINITY : ctx.exclusiveClearInMs(w.rec.nodeId, w.rec.nodeEpoch);
+    if (clearIn > waitMs) waitMs = clearIn;
+  }
+  return waitMs;
 }
 
 function newTask(svc: ServiceRecord, slot: number | string, specVersion: number, attempt: number, ctx: LoopContext): Work {

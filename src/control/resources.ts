@@ -11,6 +11,7 @@
 // compile-time check keeps each schema identical to its interface.
 
 import { z } from 'zod';
+import { hostPortSchema } from '../node/host-port.ts';
 import { labelKeyPattern, labelValuePattern } from './spec/constraint.ts';
 import { serviceSpecSchema, type Assert, type Same, type ServiceSpec } from './spec/service-spec.ts';
 
@@ -62,6 +63,33 @@ export interface NodeRecord {
   };
   /** The shoal release the node runs (`0.1.0`), for upgrades and feature levels. */
   softwareVersion: string;
+  /** The node's part in the WireGuard mesh (docs/network.md); null when it takes none (no `mesh` in its config). */
+  mesh: NodeMesh | null;
+}
+
+/**
+ * A node's WireGuard identity and what it sees of its peers. The node writes everything but
+ * `address`, which only the leader writes (allocated from the mesh range, never changed after).
+ */
+export interface NodeMesh {
+  /** The node's WireGuard public key (base64). The private key never leaves the node. */
+  publicKey: string;
+  /** Where peers send to: host:port, UDP. */
+  endpoint: string;
+  /** The node's mesh address (`10.212.0.3`), from the leader; null until allocated. */
+  address: string | null;
+  /** The node's WireGuard peers as it last read them (`wg show dump`), by peer node id. */
+  peers: MeshPeerStatus[];
+  /** The node's wall-clock ms when it read them (display only); null before the first report. */
+  reportedAt: number | null;
+}
+
+export interface MeshPeerStatus {
+  nodeId: string;
+  /** Wall-clock ms (the reporting node's clock) of the latest handshake; null if none yet. */
+  latestHandshakeAt: number | null;
+  rxBytes: number;
+  txBytes: number;
 }
 
 export type UpdateState = 'none' | 'updating' | 'paused' | 'completed' | 'rolling-back' | 'rollback-paused' | 'rolled-back';
@@ -197,6 +225,16 @@ export const labelsSchema = z.record(
   z.string().regex(labelValuePattern, 'not a label value (no spaces, commas, quotes or parentheses)'),
 );
 
+function nodeMeshSchema() {
+  return z.object({
+    publicKey: z.string().regex(/^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$/, 'a WireGuard key (32 bytes in base64)'),
+    endpoint: hostPortSchema,
+    address: z.string().regex(/^\d{1,3}(\.\d{1,3}){3}$/, 'an IPv4 address').nullable(),
+    peers: z.array(z.object({ nodeId: nonEmpty, latestHandshakeAt: nat.nullable(), rxBytes: nat, txBytes: nat }).strict()).max(1000),
+    reportedAt: nat.nullable(),
+  }).strict();
+}
+
 export const nodeRecordSchema = z.object({
   id: nonEmpty,
   name: nonEmpty,
@@ -208,6 +246,8 @@ export const nodeRecordSchema = z.object({
   epoch: nat,
   runtime: z.object({ status: z.enum(['up', 'unavailable', 'unknown']), error: z.string().nullable() }).strict(),
   softwareVersion: nonEmpty,
+  // Absent in records written before the mesh existed: read as null.
+  mesh: nodeMeshSchema().nullable().default(null),
 }).strict();
 
 export const serviceUpdateStatusSchema = z.object({

@@ -54,7 +54,11 @@ export function planUpdate(svc: ServiceRecord, tasks: readonly TaskLike[], now: 
   if (old.length === 0 && pending.length === 0 && stopping.length === 0 && good >= wantedSlots) {
     return { target, replaceNow: new Set(), statusChange: finished(svc, now), wakeAt: null };
   }
-  const wakeAt = earliest(pending.map((t) => (t.rec.startedAt ?? now) + monitorMs));
+  // Also a task of the target version from before the update (a rollback's) that started again
+  // lately: it counts as good only after its monitor period, and nothing else would wake the pass
+  // then (the control-plane simulator's seed 210: a rollback left rolling-back for good).
+  const settling = alive.filter((t) => t.rec.specVersion === target && t.rec.startedAt !== null && !isGood(t, now, monitorMs) && !pending.includes(t));
+  const wakeAt = earliest([...pending, ...settling].map((t) => (t.rec.startedAt ?? now) + monitorMs));
   // Slots in progress: a new task not yet good, an old one stopping, or two tasks side by side (a
   // start-first replacement, maybe of an earlier update or rollback: it counts against this one's
   // parallelism too, or the surge would add up; the control-plane simulator's seed 175).

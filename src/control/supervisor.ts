@@ -22,6 +22,8 @@ export interface SupervisorOptions {
   newTaskId?: () => string;
   /** Told of each pass of the loops (the node's metrics). */
   observeLoops?: (pass: PassReport) => void;
+  /** The range the leader allocates mesh addresses from (config `mesh.cidr`). */
+  meshCidr?: string;
 }
 
 const clock = {
@@ -92,6 +94,7 @@ export class Supervisor {
       settleOwnProposals: () => n.settleOwnProposals(),
       newTaskId: this.newTaskId,
       log,
+      ...(this.opts.meshCidr !== undefined ? { meshCidr: this.opts.meshCidr } : {}),
       ...(this.opts.observeLoops !== undefined ? { observe: this.opts.observeLoops } : {}),
     }, term);
     this.run = run;

@@ -12,17 +12,25 @@
 // same pass, so it acts on a store caught up with the leader's commit and never without a
 // quorum. Reports carry the node's epoch and are dropped when the writer says it was raised.
 //
+// Exclusive services: their tasks start only under the node's lease (lease-keeper.ts), and a
+// running exclusive container the lease no longer covers is SIGKILLed at once, outside the work
+// queue (a hung stop of the same task must not delay it): through the runtime, and when the
+// runtime does not answer within `killTimeoutMs`, through its process (process-kill.ts).
+//
 // Ports: `view` (this node's applied store), `writer` (reports, as transactions the lead's store
-// code fences by epoch), `caughtUp` (the read barrier), `runtime`, `clock`, `log`.
+// code fences by epoch), `caughtUp` (the read barrier), `runtime`, `clock`, `log`, and `lease`.
 
 import type { NodeRecord, RuntimeStatus } from '../control/resources.ts';
 import { backoffDelayMs } from './backoff.ts';
-import type { Clock, Timer } from './clock.ts';
-import { ownerLabels, type Owner } from './labels.ts';
+import type { LeaseConfig } from '../control/lease.ts';
+import type { BootClock, Clock, Timer } from './clock.ts';
+import { isExclusiveContainer, labelKeys, ownerLabels, type Owner } from './labels.ts';
+import { LeaseKeeper, type LeaseStore, type LeaseWriter } from './lease-keeper.ts';
+import { killContainerProcess } from './process-kill.ts';
 import { planReconcile, type AgentAssignment, type Plan, type PlanAction, type PlanInput, type Quorum, type StopOptions } from './plan-reconcile.ts';
 import type { LocalRestarts } from './restart-backoff.ts';
 import { RuntimeReporter, type RuntimeStatusWriter } from './runtime-reporter.ts';
-import { RuntimeError, type Runtime } from './runtime.ts';
+import { RuntimeError, type ContainerInfo, type Runtime } from './runtime.ts';
 import { errorText, StatusReporter, statusReporterDefaults, type StatusReporterLimits, type StatusWriter } from './status-reporter.ts';
 import { exitedStatus, failedStartStatus, goneStatus, startingStatus, type ReportBase } from './task-report.ts';
 import { callWithTimeout, TaskWorkQueue, type Call } from './work-queue.ts';
@@ -94,6 +102,20 @@ export const agentDefaults: AgentLimits = {
   reports: statusReporterDefaults,
 };
 
+/** The exclusive-task lease (lease-keeper.ts). Without it no exclusive task ever starts here. */
+export interface AgentLeaseOptions {
+  writer: LeaseWriter;
+  config: LeaseConfig;
+  boot: BootClock;
+  store: LeaseStore;
+  /** How long a runtime kill may take before the process is killed directly (default 1 s). */
+  killTimeoutMs?: number;
+  /** Kills a container's process by pid (default: killContainerProcess). */
+  killProcess?: (pid: number, containerId: string) => 'killed' | 'gone';
+  /** Expiry checks on the boot clock (default 200 ms). */
+  checkEveryMs?: number;
+}
+
 export interface AgentOptions {
   owner: Owner;
   view: AgentView;
@@ -106,6 +128,7 @@ export interface AgentOptions {
   limits?: Partial<Omit<AgentLimits, 'reports'>> & { reports?: Partial<StatusReporterLimits> };
   /** Told of each image the runtime had to pull for a task: the image cleaner removes only those (image-cleaner.ts). */
   onImagePulled?: (image: string) => void;
+  lease?: AgentLeaseOptions;
 }
 
 export type AgentRuntimeState = RuntimeStatus;
@@ -148,6 +171,10 @@ export class Agent {
   private started = false;
   private closed = false;
   private closing: Promise<void> | null = null;
+  private readonly lease: LeaseKeeper | null;
+  /** The last list of the runtime: what a lease's expiry kills without asking a runtime that may hang. */
+  private lastContainers: ContainerInfo[] = [];
+  private readonly killing = new Set<string>();
 
   constructor(private readonly opts: AgentOptions) {
     this.limits = { ...agentDefaults, ...opts.limits, reports: { ...agentDefaults.reports, ...opts.limits?.reports } };
@@ -161,6 +188,17 @@ export class Agent {
     this.runtimeReporter = new RuntimeReporter({
       writer: opts.writer, clock: opts.clock, log: opts.log,
       backoffMinMs: this.limits.reports.backoffMinMs, backoffMaxMs: this.limits.reports.backoffMaxMs,
+    });
+    const l = opts.lease;
+    this.lease = l === undefined ? null : new LeaseKeeper({
+      writer: l.writer, config: l.config, clock: opts.clock, boot: l.boot, store: l.store, log: opts.log,
+      onExpired: () => {
+        this.killUncovered(this.lastContainers, 'the node\'s lease ran out');
+        // A container started since the last list is found by a new one.
+        this.kick();
+      },
+      onRenewed: () => this.kick(),
+      ...(l.checkEveryMs !== undefined ? { checkEveryMs: l.checkEveryMs } : {}),
     });
   }
 
@@ -188,6 +226,8 @@ export class Agent {
 
   private async shutdown(): Promise<void> {
     this.closed = true;
+    // Renewals stop; what the lease holds runs out on its own, and the fence kills at expiry.
+    this.lease?.close();
     for (const t of [this.pingTimer, this.resyncTimer, this.wake?.timer]) t?.cancel();
     this.unsubView?.();
     this.unsubEvents?.();
@@ -243,6 +283,8 @@ export class Agent {
       if (quorum === 'yes') this.restarts.clear();
     }
     if (!this.closed) this.applyPlan(plan);
+    const node = first.node;
+    this.lease?.want(plan.leaseWanted && node !== null ? node.epoch : null);
   }
 
   /** The store and the runtime as they are now; null when the runtime does not answer. */
@@ -255,6 +297,8 @@ export class Agent {
       this.onRuntimeTrouble(err);
       return null;
     }
+    this.lastContainers = containers;
+    this.killUncovered(containers, 'the node holds no lease that covers it');
     const snap = this.opts.view.assignments(owner.nodeId);
     this.runtimeReporter.want({ status: 'up', error: null, kind: runtime.kind }, snap.node?.runtime ?? null);
     const taskIds = new Set(snap.tasks.map((a) => a.task.id));
@@ -266,8 +310,46 @@ export class Agent {
     return {
       owner, node: snap.node, assignments: snap.tasks, containers, quorum, busyKeys: this.queue.busyKeys(),
       latestReports: this.reporter.latest(), failedStarts: this.failedStarts, failureReported: this.failureReported, restarts: this.restarts,
-      nowMs: clock.now(), defaultStop: this.limits.defaultStop,
+      nowMs: clock.now(), defaultStop: this.limits.defaultStop, leaseCovered: snap.node !== null && this.lease?.covers(snap.node.epoch) === true,
     };
+  }
+
+  // ---- the exclusive-task lease ----
+
+  /** SIGKILLs every running exclusive container whose epoch's lease does not hold now. */
+  private killUncovered(containers: readonly ContainerInfo[], why: string): void {
+    if (this.closed) return;
+    for (const c of containers) {
+      if (c.state !== 'running' || !isExclusiveContainer(c.labels)) continue;
+      const epoch = Number(c.labels[labelKeys.nodeEpoch]);
+      if (Number.isSafeInteger(epoch) && this.lease?.covers(epoch) === true) continue;
+      this.fenceKill(c, why);
+    }
+  }
+
+  private fenceKill(c: ContainerInfo, why: string): void {
+    if (this.killing.has(c.id)) return;
+    this.killing.add(c.id);
+    const { runtime, clock, log } = this.opts;
+    log.warn(`agent: killing exclusive container ${c.name} (${c.id}) with SIGKILL: ${why}`);
+    const timeoutMs = this.opts.lease?.killTimeoutMs ?? 1_000;
+    callWithTimeout(clock, `killing container ${c.id}`, timeoutMs, () => runtime.kill(c.id, 'SIGKILL')).result.catch((err: unknown) => {
+      // The runtime answered (gone, or not running any more): only a runtime that does not answer is gone around.
+      if (err instanceof RuntimeError && (err.kind === 'not_found' || err.kind === 'failed')) return;
+      if (c.pid === undefined) {
+        log.error(`agent: the runtime did not kill exclusive container ${c.id} (${errorText(err)}), and its process is unknown`);
+        return;
+      }
+      log.warn(`agent: the runtime did not kill exclusive container ${c.id} (${errorText(err)}); killing its process ${c.pid} directly`);
+      try {
+        (this.opts.lease?.killProcess ?? killContainerProcess)(c.pid, c.id);
+      } catch (e) {
+        log.error(`agent: killing process ${c.pid} of container ${c.id} failed: ${errorText(e)}`);
+      }
+    }).finally(() => {
+      this.killing.delete(c.id);
+      this.kick();
+    });
   }
 
   private async barrier(): Promise<'yes' | 'no'> {

@@ -20,6 +20,7 @@ export const containerInspectSchema = z.object({
     OOMKilled: z.boolean().optional(),
     Error: z.string().optional(),
     Health: z.object({ Status: z.string() }).nullish(),
+    Pid: z.number().int().optional(),
   }),
 });
 
@@ -82,6 +83,8 @@ export function toContainerInfo(raw: z.infer<typeof containerInspectSchema>): Co
     finishedAt: dockerTimeMs(st.FinishedAt),
     health: toHealth(st.Health?.Status),
     error: errors.length > 0 ? errors.join('; ') : null,
+    // The host pid of its first process: the agent kills it directly when Docker hangs at a lease's expiry.
+    ...(state === 'running' && st.Pid !== undefined && st.Pid > 0 ? { pid: st.Pid } : {}),
   };
 }
 

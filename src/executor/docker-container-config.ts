@@ -16,7 +16,37 @@
 // - No health check in the spec keeps the image's own HEALTHCHECK, as Docker and Swarm do.
 
 import type Docker from 'dockerode';
+import { fenceMountPath, leaseFileOf } from './lease-file.ts';
+import { labelKeys } from './labels.ts';
 import type { ContainerSpec } from './runtime.ts';
+
+/** What the image runs when the spec does not say (its ENTRYPOINT and CMD), for the fence. */
+export interface ImageCommand {
+  entrypoint: string[] | null;
+  cmd: string[] | null;
+}
+
+/**
+ * An exclusive task's spec with its command run under the fence (lease-file.ts): the entrypoint
+ * becomes `/bin/sh <fence> <lease file of its epoch> <argv>`, where argv is what Docker would
+ * run (the spec's command, or the image's entrypoint, then the spec's args, or the image's CMD
+ * when the spec sets neither, as Docker does), and the node's lease directory is mounted
+ * read-only. `leaseDir` is the host path of that directory.
+ */
+export function fencedSpec(spec: ContainerSpec, leaseDir: string, image: ImageCommand): ContainerSpec {
+  const epoch = Number(spec.labels[labelKeys.nodeEpoch]);
+  if (!Number.isSafeInteger(epoch)) throw new Error(`assertion: exclusive container ${spec.name} has no node epoch label`);
+  const entry = spec.command ?? image.entrypoint ?? [];
+  const args = spec.args ?? (spec.command !== null ? [] : (image.cmd ?? []));
+  const argv = [...entry, ...args];
+  if (argv.length === 0) throw new Error(`exclusive container ${spec.name}: neither the spec nor the image says what to run`);
+  return {
+    ...spec,
+    command: ['/bin/sh', `${fenceMountPath}/fence.sh`, leaseFileOf(fenceMountPath, epoch), ...argv],
+    args: [],
+    mounts: [...spec.mounts, { type: 'bind', source: leaseDir, target: fenceMountPath, readOnly: true }],
+  };
+}
 
 const nsPerMs = 1_000_000;
 const nanoCpusPerMilliCpu = 1_000_000;

@@ -14,7 +14,8 @@ import { ShoalError } from '../errors.ts';
 import {
   containerInspectSchema, containerSummarySchema, dockerEventSchema, imageSummarySchema, subscribedActions, toContainerInfo, toImageInfo, toRuntimeEvent,
 } from './docker-answers.ts';
-import { dockerCreateOptions } from './docker-container-config.ts';
+import { dockerCreateOptions, fencedSpec, type ImageCommand } from './docker-container-config.ts';
+import { isExclusiveContainer } from './labels.ts';
 import { describeEndpoint, resolveDockerEndpoint, type DockerEndpoint } from './docker-endpoint.ts';
 import { DockerLogDecoder } from './docker-log-frames.ts';
 import {
@@ -31,6 +32,8 @@ export interface DockerRuntimeOptions {
   callTimeoutMs?: number;
   /** The timeout of ping(), shorter: it decides whether the node reports Docker as unavailable. */
   pingTimeoutMs?: number;
+  /** The node's lease directory (lease-file.ts): exclusive containers run under its fence. Without it they cannot be created. */
+  leaseDir?: string;
 }
 
 const callTimeoutMsDefault = 30_000;
@@ -63,12 +66,14 @@ export class DockerRuntime implements Runtime {
   private readonly inflight = new Set<AbortController>();
   private readonly subscriptions = new Set<() => void>();
   private closed = false;
+  private readonly leaseDir: string | undefined;
 
   /** Throws ShoalError('config_invalid') for a DOCKER_HOST it cannot use; connects lazily. */
   constructor(opts: DockerRuntimeOptions = {}) {
     this.endpoint = resolveDockerEndpoint({ socketPath: opts.socketPath, env: opts.env ?? process.env });
     this.callTimeoutMs = opts.callTimeoutMs ?? callTimeoutMsDefault;
     this.pingTimeoutMs = opts.pingTimeoutMs ?? pingTimeoutMsDefault;
+    this.leaseDir = opts.leaseDir;
     if (!(this.callTimeoutMs > 0 && this.pingTimeoutMs > 0)) throw new RangeError('DockerRuntime timeouts must be positive');
     // No keep-alive: a pooled connection to a daemon that restarted fails on reuse, which would
     // read as "unavailable" once although Docker is back. A unix-socket connect costs little.
@@ -179,7 +184,8 @@ export class DockerRuntime implements Runtime {
     return { [Symbol.asyncIterator]: () => lines, close };
   }
 
-  async create(spec: ContainerSpec): Promise<string> {
+  async create(given: ContainerSpec): Promise<string> {
+    const spec = isExclusiveContainer(given.labels) ? await this.fenced(given) : given;
     const { name, ...body } = dockerCreateOptions(spec);
     try {
       const container = await this.call(`create ${spec.name}`, this.callTimeoutMs, (signal) =>
@@ -191,6 +197,23 @@ export class DockerRuntime implements Runtime {
       // A 404 here is the image, not a container: not_found would tell the agent the wrong thing.
       if (e.kind === 'not_found') throw new RuntimeError('failed', `${e.message} (the image must be present: ensureImage first)`);
       throw e;
+    }
+  }
+
+  /** An exclusive task's spec under the fence; what the image runs is read when the spec leaves it to the image. */
+  private async fenced(spec: ContainerSpec): Promise<ContainerSpec> {
+    if (this.leaseDir === undefined) throw new RuntimeError('failed', `${spec.name} is an exclusive task, and this runtime has no lease directory for its fence`);
+    let image: ImageCommand = { entrypoint: null, cmd: null };
+    if (spec.command === null) {
+      const raw = await this.call(`inspect image ${spec.image}`, this.callTimeoutMs, () => this.docker.getImage(spec.image).inspect());
+      // A string entrypoint is Docker's shell form; the fence runs it the same way.
+      const list = (v: string | string[] | null | undefined): string[] | null => (v === undefined || v === null ? null : typeof v === 'string' ? ['/bin/sh', '-c', v] : v);
+      image = { entrypoint: list(raw.Config.Entrypoint), cmd: list(raw.Config.Cmd) };
+    }
+    try {
+      return fencedSpec(spec, this.leaseDir, image);
+    } catch (err) {
+      throw new RuntimeError('failed', (err as Error).message);
     }
   }
 

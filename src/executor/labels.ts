@@ -24,7 +24,14 @@ export const labelKeys = {
   term: 'io.shoal.term',
   /** The node's epoch the task was assigned in. */
   nodeEpoch: 'io.shoal.node-epoch',
+  /** `true` on the containers of an exclusive service (absent otherwise): killed when the node's lease runs out, whatever the store says. */
+  exclusive: 'io.shoal.exclusive',
 } as const;
+
+/** Whether a container is an exclusive service's (it runs under the node's lease). */
+export function isExclusiveContainer(labels: Labels): boolean {
+  return labels[labelKeys.exclusive] === 'true';
+}
 
 /** What the labels of one of shoal's containers say. */
 export interface ContainerLabels {
@@ -57,8 +64,9 @@ export function carriesOwner(labels: Labels, owner: Owner): boolean {
   return labels[labelKeys.cluster] === owner.clusterId && labels[labelKeys.node] === owner.nodeId;
 }
 
-export function containerLabels(l: ContainerLabels): Labels {
+export function containerLabels(l: ContainerLabels, exclusive = false): Labels {
   return {
+    ...(exclusive ? { [labelKeys.exclusive]: 'true' } : {}),
     [labelKeys.cluster]: l.clusterId,
     [labelKeys.node]: l.nodeId,
     [labelKeys.service]: l.service,
@@ -151,7 +159,7 @@ export function buildContainerSpec(spec: ServiceSpec, task: TaskRecord, owner: O
     labels: containerLabels({
       clusterId: owner.clusterId, nodeId: owner.nodeId, service: task.service, slot: task.slot, taskId: task.id,
       specVersion: task.specVersion, term: task.assignedTerm, nodeEpoch: task.nodeEpoch,
-    }),
+    }, spec.exclusive),
     limits: { ...spec.resources.limits },
     ports: spec.ports.map((p) => ({ ...p })),
     mounts: spec.mounts.map((m) => ({ ...m })),

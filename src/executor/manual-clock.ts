@@ -3,7 +3,7 @@
 // inputs. It ships in src/ (not test/) because the control-plane simulator and
 // `shoal dev --runtime memory` demos drive the memory runtime with it.
 
-import type { Clock, Timer } from './clock.ts';
+import type { BootClock, Clock, Timer } from './clock.ts';
 
 interface Pending {
   dueMs: number;
@@ -12,7 +12,7 @@ interface Pending {
   cancelled: boolean;
 }
 
-export class ManualClock implements Clock {
+export class ManualClock implements Clock, BootClock {
   private nowMs: number;
   private seq = 0;
   private pending: Pending[] = [];
@@ -23,6 +23,11 @@ export class ManualClock implements Clock {
   }
 
   now(): number {
+    return this.nowMs;
+  }
+
+  /** The boot clock: the monotonic one here (the simulator skews it per node). */
+  bootNow(): number {
     return this.nowMs;
   }
 

@@ -12,10 +12,17 @@
 // with the leader's commit); with 'unknown' the plan asks for a barrier instead; with 'no'
 // nothing gated happens, running containers keep running, and the restart policy of tasks
 // already on the node applies locally.
+//
+// Exclusive services (docs/control-plane.md, "Exclusive services") run only under the node's
+// lease: their containers are created and started only while `leaseCovered` (the lease of the
+// node's current epoch holds), `leaseWanted` asks the agent to keep renewing it while any of
+// them is wanted, and an exited one is never restarted locally: the exit's report may reach the
+// leader after a restart, and the leader replaces a failed task at once. Killing a container the
+// lease no longer covers is the agent's, outside the plan (it must not wait for a pass).
 
 import { specForTask, type NodeRecord, type ServiceRecord, type TaskRecord, type TaskStatus } from '../control/resources.ts';
 import type { RestartPolicy } from '../control/spec/service-spec.ts';
-import { buildContainerSpec, readLabels, type ContainerLabels, type Owner } from './labels.ts';
+import { buildContainerSpec, isExclusiveContainer, readLabels, type ContainerLabels, type Owner } from './labels.ts';
 import { decideLocalRestart, type LocalRestarts } from './restart-backoff.ts';
 import type { ContainerInfo, ContainerSpec } from './runtime.ts';
 import {
@@ -56,6 +63,8 @@ export interface PlanInput {
   nowMs: number;
   /** The stop signal and grace period of a container whose spec is unknown. */
   defaultStop: StopOptions;
+  /** The node's lease holds now for its current epoch (exclusive tasks may start). */
+  leaseCovered: boolean;
 }
 
 export interface StopOptions {
@@ -83,6 +92,8 @@ export interface Plan {
   restartUpdates: [string, LocalRestarts][];
   /** When a restart backoff ends: plan again then. Null when none is waiting. */
   wakeAtMs: number | null;
+  /** An exclusive task of the node's current epoch is wanted running: keep its lease renewed. */
+  leaseWanted: boolean;
 }
 
 interface Parsed {
@@ -96,7 +107,7 @@ export function containerKey(containerId: string): string {
 }
 
 export function planReconcile(input: PlanInput): Plan {
-  const plan: Plan = { actions: [], reports: [], needsBarrier: false, restartUpdates: [], wakeAtMs: null };
+  const plan: Plan = { actions: [], reports: [], needsBarrier: false, restartUpdates: [], wakeAtMs: null, leaseWanted: false };
   const node = input.node;
   if (node === null) return plan;
   const ctx = new Planner(input, node, plan);
@@ -187,7 +198,7 @@ class Planner {
         this.report(a, failedStartStatus(base, null, why));
         continue;
       }
-      if (this.staleLeft) continue;
+      if (this.staleLeft || !this.leaseAllows(spec.exclusive)) continue;
       this.gated({ type: 'create', key: t.id, base, spec: buildContainerSpec(spec, t, this.input.owner) });
     }
   }
@@ -196,13 +207,15 @@ class Planner {
   private planCurrent(a: AgentAssignment, c: ContainerInfo): void {
     const base = this.base(a.task);
     const spec = a.service === null ? null : specForTask(a.service, a.task);
+    const exclusive = spec?.exclusive === true || isExclusiveContainer(c.labels);
+    if (exclusive && (isRunningState(c) || c.state === 'created')) this.plan.leaseWanted = true;
     if (isRunningState(c)) {
       const s = observedStatus(base, c, spec !== null ? spec.healthCheck !== null : c.health !== null);
       if (s !== null) this.report(a, s);
       return;
     }
     if (c.state === 'created') {
-      if (isTerminal(this.reported(a)) || this.input.failedStarts.has(a.task.id) || this.staleLeft) return;
+      if (isTerminal(this.reported(a)) || this.input.failedStarts.has(a.task.id) || this.staleLeft || !this.leaseAllows(exclusive)) return;
       this.gated({ type: 'start', key: a.task.id, base, containerId: c.id });
       return;
     }
@@ -213,7 +226,7 @@ class Planner {
       || (a.status?.state === 'failed' && a.status.containerId === c.id && a.status.finishedAt === c.finishedAt);
     if (known) return;
     if (this.input.quorum === 'unknown') this.plan.needsBarrier = true;
-    else if (this.input.quorum === 'yes' || spec === null) this.report(a, exitedStatus(base, c, 'failed', exitMessage(c)));
+    else if (this.input.quorum === 'yes' || spec === null || exclusive) this.report(a, exitedStatus(base, c, 'failed', exitMessage(c)));
     else this.planLocalRestart(a, c, base, spec.restart);
   }
 
@@ -247,6 +260,13 @@ class Planner {
     const spec = a?.service == null ? null : specForTask(a.service, a.task);
     const stop = spec === null ? this.input.defaultStop : { signal: spec.stopSignal, graceMs: spec.stopGracePeriodMs };
     this.gated({ type: 'remove', key, containerId: p.c.id, name: p.c.name, reason, stop, shutdownOf });
+  }
+
+  /** An exclusive task starts only under a lease that holds; asking for one when it does not. */
+  private leaseAllows(exclusive: boolean): boolean {
+    if (!exclusive) return true;
+    this.plan.leaseWanted = true;
+    return this.input.leaseCovered;
   }
 
   private gated(action: PlanAction): void {

@@ -56,6 +56,8 @@ export interface ContainerInfo {
   health: HealthState | null;
   /** A runtime's own words on a failure (OOM-killed, a start error); null if none. */
   error: string | null;
+  /** The host pid of its first process while it runs, when the runtime says (Docker does). */
+  pid?: number;
 }
 
 export type RuntimeEventType = 'create' | 'start' | 'die' | 'health' | 'destroy' | 'oom';

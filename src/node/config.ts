@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
 import { hostPortSchema as hostPort, splitHostPort } from './host-port.ts';
 import { memberRecordSchema } from './membership.ts';
+import { meshConfigSchema } from '../../net/mesh-config.ts';
 
 export { splitHostPort };
 
@@ -59,6 +60,10 @@ export const configSchema = z.object({
     /** On a graceful stop, how long the API may take to answer the requests it holds before they are cut. */
     apiDrainMs: z.number().int().min(0).default(10_000),
   }).strict().prefault({}),
+  /** The leader promotes a learner that joined with a voter token once it has been caught up and healthy this long (src/node/autopilot.ts). */
+  autopilot: z.object({
+    stabilizationMs: z.number().int().min(0).default(10_000),
+  }).strict().prefault({}),
   logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   /**
    * The container runtime this node's agent drives: `docker` (the default), `memory` (containers
@@ -95,6 +100,8 @@ export const configSchema = z.object({
     suspectAfterMs: z.number().int().min(500).default(5_000),
     downAfterMs: z.number().int().min(3_000).default(15_000),
   }).strict().prefault({}),
+  /** The WireGuard mesh between the nodes (net/mesh-config.ts, docs/network.md); absent: this node takes no part. */
+  mesh: meshConfigSchema.optional(),
 }).strict().superRefine((c, ctx) => {
   if (c.control.suspectAfterMs >= c.control.downAfterMs) {
     ctx.addIssue({ code: 'custom', path: ['control', 'suspectAfterMs'], message: `must be below control.downAfterMs (${c.control.downAfterMs})` });

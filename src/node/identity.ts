@@ -89,6 +89,23 @@ export async function initNode(opts: InitOptions): Promise<Identity> {
   return identity;
 }
 
+/**
+ * Writes the data directory of a node that joined with a token (src/cli/join.ts): its identity,
+ * the CA certificate (never its key), and the certificate the leader signed for the key this
+ * machine made. The identity file goes last: its presence means the directory is complete.
+ */
+export function writeJoinedNode(dir: string, identity: Identity, tls: Tls): void {
+  const f = files(dir);
+  if (existsSync(f.identity)) {
+    throw new ShoalError('config_invalid', `${dir} is already initialized (node ${loadIdentity(dir).id}); choose another --data`);
+  }
+  mkdirSync(path.dirname(f.cert), { recursive: true, mode: 0o700 });
+  writeFileSync(f.caCert, tls.caPem);
+  writeFileSync(f.cert, tls.certPem);
+  writeFileSync(f.key, tls.keyPem, { mode: 0o600 });
+  writeFileSync(f.identity, `${JSON.stringify(identity, null, 2)}\n`);
+}
+
 export function loadIdentity(dir: string): Identity {
   const f = files(dir).identity;
   let raw: unknown;

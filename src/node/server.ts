@@ -35,6 +35,17 @@ import { systemClock } from '../executor/clock.ts';
 import type { Runtime } from '../executor/runtime.ts';
 import { DockerRuntime } from '../executor/docker-runtime.ts';
 import { softwareVersion } from '../version.ts';
+import { fileCaAuthority } from '../security/authority.ts';
+import { Autopilot } from './autopilot.ts';
+import { foundingTokenFile, mintFoundingToken } from '../security/founding-token.ts';
+import { CertRenewer } from '../security/renewal.ts';
+import { CaKeyFetcher } from '../security/ca-key-fetcher.ts';
+import { announceCaHolder } from '../security/ca-holders.ts';
+import { existsSync } from 'node:fs';
+import { Server as HttpsServer } from 'node:https';
+import { caKeyFile } from '../security/authority.ts';
+import { startMeshAgent } from '../../net/mesh-node.ts';
+import { loadOrCreateKeyPair } from '../../net/wg-keys.ts';
 
 export { softwareVersion };
 
@@ -131,6 +142,8 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   }
   // Calls to other nodes' APIs: the cluster's APIs all run the same way (TLS unless every node opted out).
   const peerHttp = new PeerHttp(config.api.insecureLoopback ? null : tls);
+  // The WireGuard key: made at the first start with `mesh`; a damaged file stops the start here.
+  const meshKeys = config.mesh === undefined ? null : loadOrCreateKeyPair(config.dataDir);
   const metrics = new Registry();
   const fsync = metrics.histogram('shoal_storage_sync_duration_seconds', 'Duration of synced storage writes (one per Ready batch).', latencyBuckets);
   const storage = await DiskStorage.open(config.dataDir, { logger: log, onSync: (ms, sample) => { if (sample.sync) fsync.observe(ms / 1000); } });
@@ -186,22 +199,66 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   }
   ref.role = 'follower';
   await node.start();
+  const nodeIdentity = {
+    id: identity.id, name: identity.name, apiAddress: config.api.listen, peerAddress: config.peer.listen, softwareVersion,
+    capacity: machineCapacity({ ...(config.node.cpuMillis !== undefined ? { cpuMillis: config.node.cpuMillis } : {}), ...(config.node.memoryBytes !== undefined ? { memoryBytes: config.node.memoryBytes } : {}) }),
+    labels: config.node.labels,
+  };
   const control = new ControlPlane({
-    node, store, clusterId: identity.clusterId, log, health: config.control, runtime: makeRuntime(config), observeLoops,
+    node, store, clusterId: identity.clusterId, log, health: config.control, runtime: makeRuntime(config), observeLoops, leaseDir: leaseDirOf(config),
     imageGc: { graceMs: config.runtime.imageGcGraceMs, pinned: config.runtime.imagesPinned, ledgerFile: path.join(config.dataDir, 'images-pulled.json') },
-    identity: {
-      id: identity.id, name: identity.name, apiAddress: config.api.listen, peerAddress: config.peer.listen, softwareVersion,
-      capacity: machineCapacity({ ...(config.node.cpuMillis !== undefined ? { cpuMillis: config.node.cpuMillis } : {}), ...(config.node.memoryBytes !== undefined ? { memoryBytes: config.node.memoryBytes } : {}) }),
-      labels: config.node.labels,
-    },
+    identity: nodeIdentity,
+    ...(config.mesh !== undefined ? { meshCidr: config.mesh.cidr } : {}),
   });
   control.start();
+  // The WireGuard mesh (net/): its interface outlives this process; stopping shoal leaves it up.
+  const mesh = config.mesh === undefined || meshKeys === null ? null : startMeshAgent({ config: config.mesh, keys: meshKeys, node, store, identity: nodeIdentity, log });
   const backups = new ScheduledBackups({
     dir: config.snapshot.dir !== undefined ? path.resolve(config.dataDir, config.snapshot.dir) : path.join(config.dataDir, 'backups'),
     intervalMs: config.snapshot.intervalMs, keep: config.snapshot.keep, clusterId: identity.clusterId, log,
     take: () => snapshotFileParts(node, store, identity.clusterId),
   });
   backups.start();
+  const autopilot = new Autopilot({ node, store, log, stabilizationMs: config.autopilot.stabilizationMs });
+  autopilot.start();
+  const security = fileCaAuthority(config.dataDir);
+  // `shoal init` left the first voter token to write once this founding node leads.
+  const firstRunAfterInit = existsSync(foundingTokenFile(config.dataDir));
+  const founding = mintFoundingToken(node, config.dataDir, log);
+  // The API is built below; the renewer reaches its server through this once it exists.
+  const apiRef: { server?: unknown } = {};
+  const peersToAsk = (): { list: MemberRecord[]; leader: string } => ({ list: node.membership.list(), leader: node.leaderId });
+  // Renewal replaces tls's fields in place; the transport reloads its server context.
+  const renewer = new CertRenewer({
+    dataDir: config.dataDir, nodeId: identity.id, tls, members: peersToAsk, log, scheme: peerHttp.scheme,
+    onRenewed: () => {
+      transport.reloadTls();
+      // The API's HTTPS server takes the new certificate for new connections too.
+      if (apiRef.server instanceof HttpsServer) apiRef.server.setSecureContext({ ca: tls.caPem, cert: tls.certPem, key: tls.keyPem, minVersion: 'TLSv1.3' });
+    },
+  });
+  renewer.start();
+  const caKeys = new CaKeyFetcher({
+    dataDir: config.dataDir, nodeId: identity.id, tls, members: peersToAsk, log, scheme: peerHttp.scheme,
+    isVoter: () => node.confState().voters.includes(identity.id),
+    onReceived: (from) => {
+      // A node told to write no cluster events (tests comparing stores) writes no record either.
+      if (opts.clusterEvents === false) return;
+      events.recordEvent('ca.key.received', identity.id, { from });
+      holder = announceCaHolder(node, store, identity.id, log);
+    },
+  });
+  caKeys.start();
+  // A node founded by `shoal init` records itself as a holder when it first runs (with the
+  // founding token); one that receives the key later, on receipt (above).
+  let holder = firstRunAfterInit && existsSync(caKeyFile(config.dataDir)) ? announceCaHolder(node, store, identity.id, log) : { cancel() {} };
+  const stopSecurity = (): void => {
+    autopilot.close();
+    founding.cancel();
+    renewer.close();
+    caKeys.close();
+    holder.cancel();
+  };
   const clusterEvents = opts.clusterEvents ?? true;
   const stopNodeEvents = watchNodeEvents(node, events, { clusterEvents });
   // The control plane's changes are only cluster events: a node told to write none records none.
@@ -212,16 +269,19 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   };
   const api = buildApi({
     node: node, store, clusterId: identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax,
-    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), runtime: control.runtime, events, auth: apiAuth, peer: peerHttp,
+    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), runtime: control.runtime, events, auth: apiAuth, peer: peerHttp, security,
     limits: {
       ...apiLimitsDefault, connectionsMax: config.limits.connectionsMax, watchStreamsMax: config.limits.watchStreamsMax,
       watchStreamsPerClientMax: config.limits.watchStreamsPerClientMax, snapshotDownloadsMax: config.limits.snapshotDownloadsMax,
     },
   });
+  apiRef.server = api.server;
   const apiListen = splitHostPort(config.api.listen);
   try {
     await api.listen({ host: apiListen.host, port: apiListen.port });
   } catch (err) {
+    stopSecurity();
+    await mesh?.close();
     await backups.close();
     await control.close();
     stopEventSources();
@@ -238,7 +298,9 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     identity, node, store, api, apiAddress, apiScheme: peerHttp.scheme, control, events,
     stop: () => {
       stopping ??= (async () => {
-        // The loops and the agent first: they propose through the node. Containers keep running.
+        // The loops and the agents first: they propose through the node. Containers and the mesh keep running.
+        stopSecurity();
+        await mesh?.close();
         await control.close();
         await backups.close();
         // Then leadership goes to another voter while this node still serves as a follower: the
@@ -262,8 +324,13 @@ function makeRuntime(config: NodeConfig): Runtime | null {
   switch (config.runtime.kind) {
     case 'none': return null;
     case 'memory': return new MemoryRuntime({ clock: systemClock, pullAny: true });
-    case 'docker': return new DockerRuntime(config.runtime.dockerSocket !== undefined ? { socketPath: config.runtime.dockerSocket } : {});
+    case 'docker': return new DockerRuntime({ ...(config.runtime.dockerSocket !== undefined ? { socketPath: config.runtime.dockerSocket } : {}), leaseDir: leaseDirOf(config) });
   }
+}
+
+/** Where the agent keeps the exclusive-task lease, mounted into exclusive containers (src/executor/lease-file.ts). */
+function leaseDirOf(config: NodeConfig): string {
+  return path.resolve(config.dataDir, 'lease');
 }
 
 /** A listen address that cannot be bound: in use, or not an address of this machine. */

@@ -16,7 +16,7 @@ type CryptoKeyPair = webcrypto.CryptoKeyPair;
 // the DOM one @peculiar/x509 names.
 x509.cryptoProvider.set(webcrypto as unknown as ReturnType<typeof x509.cryptoProvider.get>);
 
-const KEY_ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256' } as const;
+export const KEY_ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256' } as const;
 export const SIGNING_ALGORITHM = { name: 'ECDSA', hash: 'SHA-256' } as const;
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** Backdate notBefore so a peer whose clock runs a little behind still accepts a fresh cert. */
@@ -64,31 +64,51 @@ export async function createCa(clusterId: string, options: CaOptions = {}): Prom
 }
 
 export async function issueNodeCert(ca: PemPair, nodeId: NodeId, options: NodeCertOptions): Promise<PemPair> {
+  const keys = await generateKeys();
+  const { certPem } = await signNodeKey(ca, nodeId, keys.publicKey, options);
+  return { certPem, keyPem: await exportKeyPem(keys.privateKey) };
+}
+
+/** A certificate the CA signed for a public key it never saw the private half of (a CSR's). */
+export interface SignedCert {
+  certPem: string;
+  /** Lowercase hex, as the deny-list keeps it. */
+  serial: string;
+}
+
+/** Signs a node certificate for `publicKey` (from a CSR, or a key made here): CN and URI SAN name the node. */
+export async function signNodeKey(ca: PemPair, nodeId: NodeId, publicKey: CryptoKey, options: NodeCertOptions): Promise<SignedCert> {
   if (!isValidId(nodeId)) throw new TypeError(`invalid node id ${JSON.stringify(nodeId)}`);
+  return signLeaf(ca, publicKey, `CN=${nodeId}, O=shoal`, options, NODE_CERT_VALID_DAYS_DEFAULT, [
+    new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth]),
+    new x509.SubjectAlternativeNameExtension(subjectAltNames(nodeId, options.hosts)),
+  ]);
+}
+
+async function signLeaf(ca: PemPair, publicKey: CryptoKey, subject: string, options: CaOptions, defaultDays: number, extensions: x509.Extension[]): Promise<SignedCert> {
   const caCert = new x509.X509Certificate(ca.certPem);
   const caKey = await importKeyPem(ca.keyPem);
-  const keys = await generateKeys();
-  const { notBefore, notAfter } = validity(options, NODE_CERT_VALID_DAYS_DEFAULT);
+  const { notBefore, notAfter } = validity(options, defaultDays);
+  const serial = randomSerial();
   const cert = await x509.X509CertificateGenerator.create({
-    serialNumber: randomSerial(),
-    subject: `CN=${nodeId}, O=shoal`,
+    serialNumber: serial,
+    subject,
     issuer: caCert.subject,
     notBefore,
-    // A node certificate never outlives the CA that vouches for it.
+    // A leaf certificate never outlives the CA that vouches for it.
     notAfter: notAfter < caCert.notAfter ? notAfter : caCert.notAfter,
-    publicKey: keys.publicKey,
+    publicKey,
     signingKey: caKey,
     signingAlgorithm: SIGNING_ALGORITHM,
     extensions: [
       new x509.BasicConstraintsExtension(false, undefined, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth]),
-      new x509.SubjectAlternativeNameExtension(subjectAltNames(nodeId, options.hosts)),
-      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
+      ...extensions,
+      await x509.SubjectKeyIdentifierExtension.create(publicKey),
       await x509.AuthorityKeyIdentifierExtension.create(caCert),
     ],
   });
-  return { certPem: cert.toString('pem'), keyPem: await exportKeyPem(keys.privateKey) };
+  return { certPem: cert.toString('pem'), serial };
 }
 
 /** SHA-256 of the certificate's DER, lowercase hex: what a join token pins. */

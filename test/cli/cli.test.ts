@@ -53,7 +53,7 @@ describe('shoal CLI', () => {
 
   it('init creates an identity and refuses to initialize the same directory twice', async () => {
     const dir = path.join(mkdtempSync(path.join(os.tmpdir(), 'shoal-cli-')), 'n1');
-    const first = await run('init', '--data', dir, '--name', 'n1', '--json');
+    const first = await run('init', '--data', dir, '--name', 'n1', '--json', '--no-start');
     expect(first.code).toBe(0);
     const identity = JSON.parse(first.stdout) as { id: string; clusterId: string };
     expect(identity.id).toMatch(/^[0-9a-f]{16}$/);
@@ -73,7 +73,7 @@ describe('shoal CLI', () => {
 
   it('serve refuses to start on a damaged snapshot, exits 4, and names the file and the recovery', async () => {
     const dir = path.join(mkdtempSync(path.join(os.tmpdir(), 'shoal-cli-')), 'n1');
-    expect((await run('init', '--data', dir, '--name', 'n1', '--api', `127.0.0.1:${await freePort()}`, '--peer', `127.0.0.1:${await freePort()}`)).code).toBe(0);
+    expect((await run('init', '--data', dir, '--name', 'n1', '--no-start', '--api', `127.0.0.1:${await freePort()}`, '--peer', `127.0.0.1:${await freePort()}`)).code).toBe(0);
     const storage = await DiskStorage.open(dir);
     await storage.save({ entries: [], hardState: { term: 1, vote: '', commit: 1 }, snapshot: {
       meta: { index: 1, term: 1, confState: { voters: ['x'], votersOutgoing: [], learners: [], learnersNext: [], autoLeave: false } },
@@ -92,7 +92,7 @@ describe('shoal CLI', () => {
 
   it('serve refuses a data directory of an unknown storage format with exit 7 (storage_format) and says what to do', async () => {
     const dir = path.join(mkdtempSync(path.join(os.tmpdir(), 'shoal-cli-')), 'n1');
-    expect((await run('init', '--data', dir, '--name', 'n1', '--api', `127.0.0.1:${await freePort()}`, '--peer', `127.0.0.1:${await freePort()}`)).code).toBe(0);
+    expect((await run('init', '--data', dir, '--name', 'n1', '--no-start', '--api', `127.0.0.1:${await freePort()}`, '--peer', `127.0.0.1:${await freePort()}`)).code).toBe(0);
     const db = new ClassicLevel<Buffer, Buffer>(path.join(dir, 'log'), { keyEncoding: 'buffer', valueEncoding: 'buffer' });
     await db.open();
     await db.put(formatKey, seal({ format: 99 }));

@@ -34,7 +34,7 @@ describe('shoal init', () => {
 
   it('writes a config with default ports clear of shoal dev (7101-7107, 7201-7207), one that serve accepts', async () => {
     const dir = path.join(tmp(), 'alpha');
-    const r = await inProcess('init', '--data', dir, '--name', 'alpha');
+    const r = await inProcess('init', '--data', dir, '--name', 'alpha', '--no-start');
     expect(r.code, r.stderr).toBe(0);
     const config = parseYaml(readFileSync(path.join(dir, 'shoal.yaml'), 'utf8')) as { api: { listen: string }; peer: { listen: string } };
     expect(config).toMatchObject({ api: { listen: initApiDefault }, peer: { listen: initPeerDefault } });

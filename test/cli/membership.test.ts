@@ -53,7 +53,7 @@ async function prepare(root: string, name: string, how: { caFrom?: string; boots
   const dir = path.join(root, name);
   const api = `127.0.0.1:${await freePort()}`;
   const peer = `127.0.0.1:${await freePort()}`;
-  const init = await run('init', '--data', dir, '--name', name, '--api', api, '--peer', peer, '--json', ...(how.caFrom !== undefined ? ['--ca-from', how.caFrom] : []));
+  const init = await run('init', '--data', dir, '--name', name, '--api', api, '--peer', peer, '--json', '--no-start', ...(how.caFrom !== undefined ? ['--ca-from', how.caFrom] : []));
   expect(init.code, init.stderr).toBe(0);
   const { id } = JSON.parse(init.stdout) as { id: string };
   const config = {

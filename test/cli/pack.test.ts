@@ -36,7 +36,7 @@ describe('the npm package', { timeout: 240_000 }, () => {
     expect(run('--version')).toContain(`shoal ${pkg.version}`);
 
     const dir = path.join(work, 'n1');
-    const identity = JSON.parse(run('init', '--data', dir, '--name', 'n1', '--json')) as { id: string };
+    const identity = JSON.parse(run('init', '--data', dir, '--name', 'n1', '--json', '--no-start')) as { id: string };
     const api = `127.0.0.1:${await freePort()}`;
     const peer = `127.0.0.1:${await freePort()}`;
     writeFileSync(path.join(dir, 'shoal.yaml'), stringify({

@@ -16,6 +16,7 @@ import { snapshotGroup } from '../../src/cli/snapshot.ts';
 import { nodeGroup } from '../../src/cli/node.ts';
 import { serviceGroup } from '../../src/cli/service.ts';
 import { taskGroup } from '../../src/cli/task.ts';
+import { tokenGroup } from '../../src/cli/token.ts';
 import { credentialGroup } from '../../src/cli/credential.ts';
 import { auditGroup } from '../../src/cli/audit.ts';
 import { inProcess } from './in-process.ts';
@@ -79,6 +80,12 @@ const cases: Record<string, Case> = {
   'node label': { badFlag: ['node', 'label', 'n1', 'a=b', '--bogus', ...nowhere], missing: ['node', 'label', 'n1', ...nowhere] },
   task: { badFlag: ['task', '--bogus'], missing: ['task'] },
   'task ls': { badFlag: ['task', 'ls', '--bogus', ...nowhere], missing: ['task', 'ls', 'extra', ...nowhere] },
+  join: { badFlag: ['join', '127.0.0.1:9', '--token', 'x', '--bogus'], missing: ['join', '--token', 'x'] },
+  login: { badFlag: ['login', '127.0.0.1:9', '--token', 'x', '--bogus'], missing: ['login', '--token', 'x'] },
+  token: { badFlag: ['token', '--bogus'], missing: ['token'] },
+  'token create': { badFlag: ['token', 'create', '--role', 'voter', '--bogus', ...nowhere], missing: ['token', 'create', ...nowhere] },
+  'token ls': { badFlag: ['token', 'ls', '--bogus', ...nowhere], missing: ['token', 'ls', 'extra', ...nowhere] },
+  'token revoke': { badFlag: ['token', 'revoke', 'abc', '--bogus', ...nowhere], missing: ['token', 'revoke', ...nowhere] },
   'task logs': { badFlag: ['task', 'logs', 'abc', '--bogus', ...nowhere], missing: ['task', 'logs', ...nowhere] },
   credential: { badFlag: ['credential', '--bogus'], missing: ['credential'] },
   'credential create': { badFlag: ['credential', 'create', '--principal', 'p', '--role', 'reader', '--bogus', ...nowhere], missing: ['credential', 'create', '--role', 'reader', ...nowhere] },
@@ -104,7 +111,7 @@ describe('usage errors under --json', () => {
     const all = [
       ...Object.keys(commands),
       ...devSubcommands.map((s) => `dev ${s}`),
-      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, credentialGroup, auditGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
+      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, credentialGroup, tokenGroup, auditGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
     ];
     expect(Object.keys(cases).sort()).toEqual(all.sort());
   });

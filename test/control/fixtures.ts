@@ -21,6 +21,7 @@ export function node(id: string, overrides: Partial<NodeRecord> = {}): NodeRecor
     epoch: 0,
     runtime: { status: 'up', error: null },
     softwareVersion: '0.1.0',
+    mesh: null,
     ...overrides,
   };
 }

@@ -159,7 +159,7 @@ function input(r: Row): PlanInput {
   return {
     owner, node: node('n1', { epoch }), assignments: r.assignments, containers: r.containers, quorum: r.quorum,
     busyKeys: new Set(), latestReports: new Map(), failedStarts: new Set(), failureReported: new Map(), restarts: new Map(),
-    nowMs: 5000, defaultStop: { signal: 'SIGTERM', graceMs: 10_000 }, ...r.input,
+    nowMs: 5000, defaultStop: { signal: 'SIGTERM', graceMs: 10_000 }, leaseCovered: false, ...r.input,
   };
 }
 
@@ -169,6 +169,39 @@ describe('planReconcile', () => {
       expect(summary(planReconcile(input(r)))).toEqual({ ...nothing, ...r.want });
     });
   }
+
+  describe('exclusive tasks run only under the node\'s lease', () => {
+    const excl = service({ exclusive: true });
+    const exclCtr = (id: string, state: ContainerState): ContainerInfo => {
+      const c = ctr(id, state);
+      return { ...c, labels: { ...c.labels, 'io.shoal.exclusive': 'true' } };
+    };
+    const plan = (assignments: AgentAssignment[], containers: ContainerInfo[], quorum: Quorum, leaseCovered: boolean): Plan =>
+      planReconcile({ ...input({ name: '', assignments, containers, quorum, want: nothing }), leaseCovered });
+
+    it('a new exclusive task waits for the lease, and asks for it', () => {
+      const p = plan([assigned('t1', {}, null, excl)], [], 'yes', false);
+      expect(summary(p)).toEqual(nothing);
+      expect(p.leaseWanted).toBe(true);
+    });
+    it('starts under a lease that holds, with the exclusive label', () => {
+      const p = plan([assigned('t1', {}, null, excl)], [], 'yes', true);
+      expect(summary(p).actions).toEqual(['create t1 shoal-web.1.t1']);
+      const a = p.actions[0];
+      expect(a?.type === 'create' ? a.spec.labels['io.shoal.exclusive'] : undefined).toBe('true');
+    });
+    it('a created container is not started without the lease', () => {
+      expect(summary(plan([assigned('t1', {}, null, excl)], [exclCtr('t1', 'created')], 'yes', false))).toEqual(nothing);
+    });
+    it('an exited exclusive container is never restarted locally without a quorum: it is reported failed', () => {
+      const p = plan([assigned('t1', {}, {}, excl)], [exclCtr('t1', 'exited')], 'no', true);
+      expect(summary(p)).toEqual({ ...nothing, reports: ['t1 failed 1: exited with code 1'] });
+    });
+    it('a running one keeps the lease wanted; a plain service never wants it', () => {
+      expect(plan([assigned('t1', {}, {}, excl)], [exclCtr('t1', 'running')], 'no', true).leaseWanted).toBe(true);
+      expect(plan([assigned('t1', {}, {})], [ctr('t1', 'running')], 'no', false).leaseWanted).toBe(false);
+    });
+  });
 
   it('plans nothing before the node has a record', () => {
     expect(summary(planReconcile({ ...input(rows[1]!), node: null }))).toEqual(nothing);

@@ -113,7 +113,11 @@ describe('roles', () => {
     // What must stay open, and what must not.
     const publicOps = ops.filter((o) => o.role === 'public').map((o) => `${o.method} ${o.path}`).sort();
     // The console's files (/ui) hold no data: the page asks for a credential before it reads anything.
-    expect(publicOps).toEqual(['GET /docs', 'GET /docs/openapi.json', 'GET /healthz', 'GET /readyz', 'GET /ui', 'GET /ui/', 'GET /ui/app.css', 'GET /ui/app.js']);
+    // Joining (src/api/join-routes.ts, node-cert-routes.ts): the token, or a node's key, is the credential.
+    expect(publicOps).toEqual([
+      'GET /docs', 'GET /docs/openapi.json', 'GET /healthz', 'GET /readyz', 'GET /ui', 'GET /ui/', 'GET /ui/app.css', 'GET /ui/app.js',
+      'GET /v1/join/ca', 'POST /v1/join', 'POST /v1/join/ca-key', 'POST /v1/join/renew',
+    ].sort());
     expect(ops.filter((o) => o.method !== 'GET' && o.role === 'reader')).toEqual([]);
   });
 
@@ -134,7 +138,7 @@ describe('roles', () => {
 
   it('refuses a reader every mutating route: 403, the store unchanged', async () => {
     const { token } = await bearer('reader', 'reader-2');
-    await refusedEverywhere({ caPem: c.ca.certPem, token }, 'reader', (o) => o.method !== 'GET');
+    await refusedEverywhere({ caPem: c.ca.certPem, token }, 'reader', (o) => o.method !== 'GET' && o.role !== 'public');
   });
 
   it('refuses an operator every admin route: 403, the store unchanged', async () => {

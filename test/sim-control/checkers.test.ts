@@ -10,6 +10,11 @@ import { ContainersChecker, type PlacedRecord } from './checkers/containers.ts';
 import { FencingChecker } from './checkers/fencing.ts';
 import { heldOn, PlacementChecker, type PlacementFact } from './checkers/placement.ts';
 import { ReplicasChecker, type ReplicaFacts } from './checkers/replicas.ts';
+import { ExclusiveChecker, SimFence, simFencePollMs } from './checkers/exclusive.ts';
+import { ManualClock } from '../../src/executor/manual-clock.ts';
+import { MemoryLeaseStore } from '../../src/executor/lease-keeper.ts';
+import { NodeClock } from './node-clock.ts';
+import type { SimNode } from './sim-node.ts';
 
 function view(b: StateBuilder): CommittedView {
   const strip = <T>(m: Map<string, { value: T }>): Map<string, T> => new Map([...m].map(([k, v]) => [k, v.value]));
@@ -146,5 +151,39 @@ describe('the containers checker', () => {
 
   it('refuses containers of two epochs running at once on a node', () => {
     expect(() => check({ nodeId: 'n1', containers: [container('c1', 't1'), container('c2', 't2', { epoch: 1 })] })).toThrow(/epochs 2 and 1 at once/);
+  });
+});
+
+describe('the exclusive checker and the fence model', () => {
+  const running = (id: string, slot: number, exclusive: boolean): ContainerInfo => ({
+    id, name: `shoal-db.${slot}.${id}`, image: 'app', state: 'running', exitCode: null, startedAt: 1, finishedAt: null, health: null, error: null,
+    labels: containerLabels({ clusterId: 'sim', nodeId: 'n1', service: 'db', slot, taskId: id, specVersion: 1, term: 1, nodeEpoch: 0 }, exclusive),
+  });
+
+  it('refuses two running containers of one exclusive slot on any two machines awake', () => {
+    const c = new ExclusiveChecker();
+    expect(() => c.check([{ nodeId: 'n1', suspended: false, containers: [running('a', 1, true)] }, { nodeId: 'n2', suspended: false, containers: [running('b', 1, true)] }], 5))
+      .toThrow(/slot db.1 of an exclusive service runs twice at 5 ms/);
+  });
+
+  it('accepts other slots, plain services, and a suspended machine\'s frozen containers', () => {
+    const c = new ExclusiveChecker();
+    c.check([{ nodeId: 'n1', suspended: false, containers: [running('a', 1, true), running('b', 2, true), running('c', 1, false)] }, { nodeId: 'n2', suspended: false, containers: [running('d', 1, false)] }], 5);
+    c.check([{ nodeId: 'n1', suspended: true, containers: [running('a', 1, true)] }, { nodeId: 'n2', suspended: false, containers: [running('b', 1, true)] }], 5);
+  });
+
+  it('the fence kills a container whose lease file ran out (or has none), by the poll, and never on a suspended machine', () => {
+    const base = new ManualClock(10_000);
+    const clock = new NodeClock(base, 1);
+    const node = { id: 'n1', clock, leases: new MemoryLeaseStore() } as unknown as SimNode;
+    const fence = new SimFence();
+    const facts = [{ node, containers: [running('a', 1, true), running('b', 2, false)] }];
+    expect(fence.expired(facts).map((k) => k.containerId)).toEqual(['a']);
+    node.leases.write(0, 10_500);
+    expect(fence.expired(facts)).toEqual([]);
+    base.advance(500 + simFencePollMs);
+    expect(fence.expired(facts).map((k) => k.containerId)).toEqual(['a']);
+    clock.suspend();
+    expect(fence.expired(facts)).toEqual([]);
   });
 });

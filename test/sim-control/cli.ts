@@ -68,7 +68,8 @@ export function statsLine(s: SimStats): string {
     + `(${s.staleTermRefused} refused stale_term), ${s.survived} survived, ${s.lost} lost; loop conflicts ${s.loopConflicts}, reports refused ${s.reportsRefused}; `
     + `placements ${s.placements}, nodes declared down ${s.nodesDeclaredDown}; partitions ${s.partitions}, crashes ${s.crashes}, machine deaths ${s.machineDeaths}, `
     + `restarts ${s.restarts}, runtime outages ${s.runtimeOutages}, container exits ${s.containerExits}; updates ${s.updates} (${s.badUpdates} bad: `
-    + `${s.updatesPaused} paused, ${s.updatesRolledBack} rolled back; ${s.updatesCompleted} completed), scales ${s.scales}, drains ${s.drains}; liveness ${s.livenessMs} ms`;
+    + `${s.updatesPaused} paused, ${s.updatesRolledBack} rolled back; ${s.updatesCompleted} completed), scales ${s.scales}, drains ${s.drains}; `
+    + `shoal frozen ${s.freezes}, machines suspended ${s.suspends}, fence kills ${s.fenceKills}; liveness ${s.livenessMs} ms`;
 }
 
 function printFailure(f: Failure): void {

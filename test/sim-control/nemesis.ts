@@ -1,7 +1,8 @@
 // The faults: partitions (one node cut off, the leader half the time, or the cluster split in
 // two), kill -9 of shoal (containers run on; the restarted agent adopts them), whole machine
 // deaths (containers die too), leadership changes with the leader alive, container runtimes
-// that stop answering for a while, and containers that exit by themselves.
+// that stop answering for a while, and containers that exit by themselves; and, from their own
+// stream so the others are drawn as before, shoal frozen by SIGSTOP and machines suspended.
 
 import type { SeededPrng } from '../../src/raft/prng.ts';
 import type { SimNode } from './sim-node.ts';
@@ -10,8 +11,9 @@ import type { World } from './world.ts';
 export class Nemesis {
   private healAt = -1;
   private readonly outages = new Map<SimNode, number>();
+  private readonly frozen = new Map<SimNode, number>();
 
-  constructor(private readonly world: World, private readonly prng: SeededPrng) {}
+  constructor(private readonly world: World, private readonly prng: SeededPrng, private readonly freezePrng: SeededPrng) {}
 
   onStep(): void {
     this.returns(this.world.step);
@@ -20,6 +22,7 @@ export class Nemesis {
     this.leadership();
     this.runtimes();
     this.containers();
+    this.freezes();
   }
 
   /** Ends every fault for the liveness phase: the network whole, every machine and runtime back. */
@@ -30,6 +33,8 @@ export class Nemesis {
     for (const [n] of this.outages) n.runtime.setAvailable();
     this.outages.clear();
     for (const n of w.nodes) n.stalledUntil = 0;
+    for (const [n] of this.frozen) n.clock.thaw();
+    this.frozen.clear();
     this.returns(Number.POSITIVE_INFINITY);
     w.log('healed everything');
   }
@@ -68,7 +73,7 @@ export class Nemesis {
     const death = f.machineDeath > 0 && this.prng.chance(f.machineDeath);
     if (!crash && !death) return;
     if (w.nodes.filter((n) => !n.isUp).length >= f.downMax) return;
-    const up = w.nodes.filter((n) => n.isUp);
+    const up = w.nodes.filter((n) => n.isUp && !this.frozen.has(n));
     const leader = w.consensus.leader;
     const victim = leader !== null && leader.isUp && this.prng.chance(0.4) ? leader : this.pick(up);
     if (victim === undefined) return;
@@ -117,6 +122,36 @@ export class Nemesis {
     victim.n.runtime.exit(victim.c.id, code, { oom: code === 137 && this.prng.chance(0.5) });
     w.stats.containerExits++;
     w.log(`CONTAINER EXIT ${victim.c.name} on ${victim.n.id} (code ${code})`);
+  }
+
+  /** SIGSTOP of shoal (its containers run on), or the whole machine suspended; thawed after a while. */
+  private freezes(): void {
+    const w = this.world;
+    const x = w.scenario.exclusive;
+    for (const [n, until] of this.frozen) {
+      if (w.step < until) continue;
+      this.frozen.delete(n);
+      n.clock.thaw();
+      w.log(`THAW ${n.id}`);
+    }
+    for (const kind of ['freeze', 'suspend'] as const) {
+      if (x[kind] === 0 || !this.freezePrng.chance(x[kind])) continue;
+      if (this.frozen.size + w.nodes.filter((n) => !n.isUp).length >= w.scenario.faults.downMax) continue;
+      const candidates = w.nodes.filter((n) => n.isUp && !this.frozen.has(n));
+      const leader = w.consensus.leader;
+      const victim = leader !== null && candidates.includes(leader) && this.freezePrng.chance(0.4) ? leader : candidates[this.freezePrng.nextInt(Math.max(1, candidates.length))];
+      if (victim === undefined) continue;
+      const until = w.step + 1 + this.freezePrng.nextInt(x.frozenStepsMax);
+      if (kind === 'freeze') {
+        victim.clock.freeze();
+        w.stats.freezes++;
+      } else {
+        victim.clock.suspend();
+        w.stats.suspends++;
+      }
+      this.frozen.set(victim, until);
+      w.log(`${kind === 'freeze' ? 'SIGSTOP of shoal' : 'SUSPEND of the machine'} ${victim.id} until step ${until}`);
+    }
   }
 
   private pick<T>(items: readonly T[]): T | undefined {

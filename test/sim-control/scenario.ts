@@ -5,6 +5,7 @@
 
 import type { SeededPrng } from '../../src/raft/prng.ts';
 import type { NodeHealthConfig } from '../../src/control/node-health.ts';
+import type { LeaseConfig } from '../../src/control/lease.ts';
 
 export interface ConsensusKnobs {
   /** Entries a node applies per step at most (it lags the log by what it has not applied). */
@@ -66,6 +67,26 @@ export interface ServicePlan {
   fields: Record<string, unknown>;
 }
 
+/**
+ * Exclusive services (docs/control-plane.md): the lease, scaled to the simulation's seconds; each
+ * machine's clock rate (within ρ of real time); and the faults that matter to a lease: shoal
+ * frozen (SIGSTOP) and whole machines suspended, per step. Drawn from their own stream, after
+ * everything else, so the rest of a seed's scenario is what it was before exclusive services.
+ */
+export interface ExclusiveKnobs {
+  lease: LeaseConfig;
+  /** Per node: how fast its clocks run against real time. */
+  rates: number[];
+  freeze: number;
+  suspend: number;
+  frozenStepsMax: number;
+}
+
+// 3 s at least: every node with exclusive work writes a renewal every third of the lease, and a
+// node applying one entry per step (applyBatchMax 1) must still catch up with that traffic, or
+// no renewal of its ever answers within the lease (seeds 1550 and 1752 with a 1.5 s lease).
+export const simLease: LeaseConfig = { leaseMs: 3_000, driftRho: 0.02, killMs: 300, stopReportMs: 200 };
+
 export interface ControlScenario {
   seed: number;
   nodes: number;
@@ -78,6 +99,7 @@ export interface ControlScenario {
   faults: FaultRates;
   operator: OperatorRates;
   services: ServicePlan[];
+  exclusive: ExclusiveKnobs;
 }
 
 const GiB = 1024 ** 3;
@@ -126,7 +148,27 @@ export function drawScenario(seed: number, prng: SeededPrng, safetySteps: number
   };
   const health: NodeHealthConfig = { suspectAfterMs: pick(prng, [1_000, 1_500]), downAfterMs: pick(prng, [3_000, 4_000]) };
   const services = drawServices(prng, nodes, tight);
-  return { seed, nodes, capacity, stepMs: 100, safetySteps, health, consensus, faults, operator, services };
+  const exclusive = drawExclusive(prng.fork(), nodes, services, calm);
+  return { seed, nodes, capacity, stepMs: 100, safetySteps, health, consensus, faults, operator, services, exclusive };
+}
+
+function drawExclusive(prng: SeededPrng, nodes: number, services: ServicePlan[], calm: boolean): ExclusiveKnobs {
+  // Half the seeds make their first service exclusive (always stop-first).
+  const first = services[0];
+  if (first !== undefined && prng.chance(0.5)) {
+    first.fields.exclusive = true;
+    first.fields.update = { ...(first.fields.update as Record<string, unknown>), order: 'stop-first' };
+  }
+  const rho = simLease.driftRho;
+  const rates = Array.from({ length: nodes }, () => 1 + (prng.nextFloat() * 2 - 1) * rho * 0.9);
+  // A lease longer than the down timeout makes the leader's wait, not the node's silence, what holds the replacement back.
+  const lease = { ...simLease, leaseMs: pick(prng, [simLease.leaseMs, 6_000]) };
+  return {
+    lease, rates,
+    freeze: calm ? 0 : pick(prng, [0, 0.003, 0.01]),
+    suspend: calm ? 0 : pick(prng, [0, 0.003, 0.01]),
+    frozenStepsMax: pick(prng, [10, 40, 100]),
+  };
 }
 
 function drawServices(prng: SeededPrng, nodes: number, tight: boolean): ServicePlan[] {

@@ -2,10 +2,12 @@
 // kill() is kill -9: from then on none of its timers fire, no call it made to the runtime or the
 // log ever answers it, and its event subscriptions end, while the runtime (a separate daemon)
 // keeps its containers and finishes what it was asked to do. A restart is a new Session.
+// While the machine's NodeClock is frozen (SIGSTOP, suspend) the answers it awaits are held too.
 
 import type { AgentLog } from '../../src/executor/agent.ts';
 import type { Clock, Timer } from '../../src/executor/clock.ts';
 import type { MemoryRuntime } from '../../src/executor/memory-runtime.ts';
+import type { NodeClock } from './node-clock.ts';
 import type { ContainerInfo, ContainerSpec, Labels, LogOptions, Runtime, RuntimeError, RuntimeEvent } from '../../src/executor/runtime.ts';
 
 export class Session {
@@ -15,7 +17,7 @@ export class Session {
   readonly runtime: Runtime;
   readonly log: AgentLog;
 
-  constructor(base: Clock, rt: MemoryRuntime, readonly incarnation: number, write: (line: string) => void) {
+  constructor(private readonly base: NodeClock, rt: MemoryRuntime, readonly incarnation: number, write: (line: string) => void) {
     this.clock = this.clockView(base);
     this.runtime = this.runtimeView(rt);
     this.log = {
@@ -39,11 +41,11 @@ export class Session {
   /** `p`, answered only while this incarnation lives: after kill() it never settles. */
   guard<T>(p: Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      p.then((v) => { if (!this.dead) resolve(v); }, (err: unknown) => { if (!this.dead) reject(err); });
+      p.then((v) => this.base.run(() => { if (!this.dead) resolve(v); }), (err: unknown) => this.base.run(() => { if (!this.dead) reject(err); }));
     });
   }
 
-  private clockView(base: Clock): Clock {
+  private clockView(base: NodeClock): Clock {
     return {
       now: () => base.now(),
       wallNow: () => base.wallNow(),
@@ -68,7 +70,7 @@ export class Session {
       remove: (id: string) => g(rt.remove(id)),
       inspect: (id: string) => g(rt.inspect(id)),
       events: (labels: Labels, onEvent: (e: RuntimeEvent) => void, onError: (err: RuntimeError) => void) => {
-        const off = rt.events(labels, (e) => { if (!this.dead) onEvent(e); }, (err) => { if (!this.dead) onError(err); });
+        const off = rt.events(labels, (e) => this.base.run(() => { if (!this.dead) onEvent(e); }), (err) => this.base.run(() => { if (!this.dead) onError(err); }));
         const unsubscribe = (): void => {
           this.unsubscribes.delete(unsubscribe);
           off();

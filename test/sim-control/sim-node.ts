@@ -9,7 +9,9 @@ import type { Agent } from '../../src/executor/agent.ts';
 import type { MemoryRuntime } from '../../src/executor/memory-runtime.ts';
 import { controlFeatureLevel } from '../../src/control/collections.ts';
 import type { LeaderRun } from '../../src/control/leader-run.ts';
+import { MemoryLeaseStore } from '../../src/executor/lease-keeper.ts';
 import type { LogEntry } from './log-entry.ts';
+import type { NodeClock } from './node-clock.ts';
 import type { Session } from './session.ts';
 
 /** up: shoal runs; crashed: shoal was killed (containers run on); dead: the machine is off (containers died). */
@@ -39,8 +41,10 @@ export class SimNode {
   /** When this incarnation last heard from each node (what the real node's silentForMs is built from). */
   readonly lastHeard = new Map<string, number>();
   private barriers: { target: number; resolve: () => void }[] = [];
+  /** The lease directory on the machine's disk: it outlives shoal, not the machine (a new boot). */
+  readonly leases = new MemoryLeaseStore();
 
-  constructor(readonly id: string, readonly identity: NodeIdentity, readonly runtime: MemoryRuntime) {}
+  constructor(readonly id: string, readonly identity: NodeIdentity, readonly runtime: MemoryRuntime, readonly clock: NodeClock) {}
 
   get isUp(): boolean {
     return this.state === 'up';

@@ -36,6 +36,11 @@ export interface SimStats {
   updatesPaused: number;
   updatesRolledBack: number;
   updatesCompleted: number;
+  /** shoal frozen by SIGSTOP; machines suspended. */
+  freezes: number;
+  suspends: number;
+  /** Exclusive containers killed by their fence (the agent could not, or was too late). */
+  fenceKills: number;
   /** Simulated ms the liveness phase took to converge. */
   livenessMs: number;
 }
@@ -44,7 +49,7 @@ export const emptyStats = (): SimStats => ({
   steps: 0, entries: 0, elections: 0, transfers: 0, forwarded: 0, survived: 0, lost: 0, staleTermRefused: 0, loopConflicts: 0,
   reportsRefused: 0, placements: 0, nodesDeclaredDown: 0, partitions: 0, crashes: 0, machineDeaths: 0, restarts: 0,
   runtimeOutages: 0, containerExits: 0, updates: 0, badUpdates: 0, scales: 0, drains: 0,
-  updatesPaused: 0, updatesRolledBack: 0, updatesCompleted: 0, livenessMs: 0,
+  updatesPaused: 0, updatesRolledBack: 0, updatesCompleted: 0, freezes: 0, suspends: 0, fenceKills: 0, livenessMs: 0,
 });
 
 export function addStats(into: SimStats, s: SimStats): void {

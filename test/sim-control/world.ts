@@ -22,6 +22,8 @@ import type { RaftNode } from '../../src/node/raft-node.ts';
 import type { Trace } from '../sim/trace.ts';
 import { readCommitted } from './checkers/committed-view.ts';
 import { ContainersChecker } from './checkers/containers.ts';
+import { ExclusiveChecker, SimFence } from './checkers/exclusive.ts';
+import { NodeClock } from './node-clock.ts';
 import type { Amounts } from './checkers/placement.ts';
 import { ReplicasChecker } from './checkers/replicas.ts';
 import { Consensus, describeOrigin, type Cluster } from './consensus.ts';
@@ -69,6 +71,8 @@ export class World implements Cluster {
   private readonly lastContact = new Map<string, number>();
   private readonly replicas = new ReplicasChecker();
   private readonly containers = new ContainersChecker();
+  private readonly exclusive = new ExclusiveChecker();
+  private readonly fence = new SimFence();
   private taskSeq = 0;
 
   constructor(readonly scenario: ControlScenario, private readonly prng: SeededPrng, private readonly trace: Trace) {
@@ -90,7 +94,7 @@ export class World implements Cluster {
     // Images that fail at once: one that exits a moment after it starts, one that cannot start.
     runtime.program((s) => s.image.startsWith('crash/'), { exitAfterMs: 150, exitCode: 1 });
     runtime.program((s) => s.image.startsWith('nostart/'), { startError: 'exec /serve: exec format error' });
-    return new SimNode(id, identityOf(id, i, this.scenario.capacity), runtime);
+    return new SimNode(id, identityOf(id, i, this.scenario.capacity), runtime, new NodeClock(this.clock, this.scenario.exclusive.rates[i] ?? 1));
   }
 
   now(): number {
@@ -102,7 +106,8 @@ export class World implements Cluster {
   }
 
   connected(a: SimNode, b: SimNode): boolean {
-    return a.isUp && b.isUp && this.network.sameSide(a.id, b.id);
+    // A frozen shoal (SIGSTOP, a suspended machine) hears nobody and nobody hears it.
+    return a.isUp && b.isUp && !a.clock.frozen && !b.clock.frozen && this.network.sameSide(a.id, b.id);
   }
 
   /** Starts shoal on every machine. */
@@ -133,9 +138,22 @@ export class World implements Cluster {
       if (due === null || due > end) break;
       this.clock.advance(Math.max(0, due - this.clock.now()));
       await flush();
+      this.checkExclusive();
     }
     this.clock.advance(end - this.clock.now());
     await flush();
+    this.checkExclusive();
+  }
+
+  /** The fences in the containers act, then no exclusive slot may run twice (at every instant anything changes). */
+  private checkExclusive(): void {
+    const facts = this.nodes.map((n) => ({ node: n, containers: n.runtime.all() }));
+    for (const kill of this.fence.expired(facts)) {
+      kill.node.runtime.exit(kill.containerId, 137);
+      this.stats.fenceKills++;
+      this.log(`FENCE in ${kill.name} on ${kill.node.id}: the lease ran out; killed`);
+    }
+    this.exclusive.check(facts.map((f) => ({ nodeId: f.node.id, suspended: f.node.clock.suspended, containers: f.node.runtime.all() })), this.clock.now());
   }
 
   /** Nodes connected to a majority apply some of what they lag; a few stall for a while. */
@@ -143,7 +161,7 @@ export class World implements Cluster {
     const k = this.scenario.consensus;
     const last = this.consensus.lastIndex;
     for (const n of this.nodes) {
-      if (!n.isUp || this.step < n.stalledUntil || !this.consensus.hasMajority(n)) continue;
+      if (!n.isUp || n.clock.frozen || this.step < n.stalledUntil || !this.consensus.hasMajority(n)) continue;
       if (faults && k.applyStall > 0 && this.prng.chance(k.applyStall)) {
         n.stalledUntil = this.step + 1 + this.prng.nextInt(k.applyStallStepsMax);
         this.log(`${n.id} stalls applying until step ${n.stalledUntil}`);
@@ -192,7 +210,7 @@ export class World implements Cluster {
     const clock = session.clock;
     n.loops = new LeaderRun({
       store: n.store, clock: { now: () => clock.now(), setTimeout: (fn, ms) => clock.setTimer(ms, fn), clearTimeout: (h) => (h as Timer).cancel() },
-      logTimeNow: () => clock.now(), self: n.id, members: () => this.memberIds, health: this.scenario.health,
+      logTimeNow: () => this.clock.now(), self: n.id, lease: this.scenario.exclusive.lease, members: () => this.memberIds, health: this.scenario.health,
       silentForMs: (id) => {
         const at = n.lastHeard.get(id);
         return at === undefined ? undefined : this.clock.now() - at;
@@ -247,7 +265,7 @@ export class World implements Cluster {
 
   /** Starts an incarnation of shoal: a session, the agent on the node's runtime, and its registration. */
   startShoal(n: SimNode): void {
-    const session = new Session(this.clock, n.runtime, n.incarnation, (m) => this.log(`${n.id} ${m}`));
+    const session = new Session(n.clock, n.runtime, n.incarnation, (m) => this.log(`${n.id} ${m}`));
     n.session = session;
     const consensus = this.consensus;
     const proposer: Pick<RaftNode, 'propose'> = {
@@ -257,6 +275,7 @@ export class World implements Cluster {
     const agent = new Agent({
       owner: { clusterId, nodeId: n.id }, view: new StoreAgentView(n.store), writer,
       caughtUp: () => session.guard(this.caughtUp(n)), runtime: session.runtime, clock: session.clock, log: session.log, limits: simAgentLimits,
+      lease: { writer, config: this.scenario.exclusive.lease, boot: n.clock, store: n.leases, checkEveryMs: 100, killTimeoutMs: 500 },
     });
     n.agent = agent;
     const register = (): void => {
@@ -275,6 +294,9 @@ export class World implements Cluster {
 
   /** kill -9 of shoal (containers keep running), or the whole machine off (they die too). */
   stopNode(n: SimNode, how: 'crashed' | 'dead', downSteps: number): void {
+    // kill -9 of a stopped process works; a machine that dies wakes up no more (its next boot is a new one).
+    n.clock.thaw();
+    if (how === 'dead') n.leases.held.clear();
     n.stop(how);
     n.returnAt = this.step + downSteps;
     if (how === 'dead') {

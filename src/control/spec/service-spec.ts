@@ -146,7 +146,7 @@ export interface ServiceSpec {
   logs: LogSpec;
   restart: RestartPolicy;
   update: UpdatePolicy;
-  /** Must never run twice, even across a partition. Stored; enforced by a later issue. */
+  /** Must never run twice, even across a partition: runs under the node's lease (src/control/lease.ts). */
   exclusive: boolean;
 }
 

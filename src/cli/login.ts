@@ -1,0 +1,62 @@
+// shoal login: exchanges a client token for a client certificate, with a key made here, and
+// writes the credential file where the CLI finds it by itself (src/cli/credential-file.ts).
+
+import { X509Certificate } from 'node:crypto';
+import { userInfo } from 'node:os';
+import { ShoalError } from '../errors.ts';
+import { isValidPrincipal, principalRule } from '../security/principal.ts';
+import { exitCodes, parse, UsageError } from './args.ts';
+import { checkHostPort } from './client.ts';
+import { fetchCheckedCa, joinAnswerSchema, joinRequest } from './join-client.ts';
+import { tokenFlag } from './join.ts';
+import { userCredentialFile, writeCredential } from './credential-file.ts';
+import { isClientRole } from '../security/roles.ts';
+
+export const loginHelp = `Usage: shoal login ADDR --token TOKEN [--name NAME] [--json]
+
+Logs this user in to the cluster that ADDR (any member's client API) belongs to, with a token
+from 'shoal token create --role client': checks the cluster CA against the token (ca_mismatch
+stops here, nothing sent), makes a key here, and has the leader sign a client certificate for it
+(CN the name, OU the token's role). Writes the credential to $SHOAL_CONFIG/credential.json,
+else ~/.config/shoal/credential.json, where every shoal command finds it (replacing one there).
+
+Options:
+  --token TOKEN      the client token (required)
+  --name NAME        the principal the certificate names (default: your user name)
+  --json             print what was written as JSON
+  -h, --help         show this help
+
+Exit codes: 0 logged in; 1 refused (token_invalid, ca_mismatch); 2 usage error; 3 ADDR did not
+answer, or the cluster cannot serve right now.`;
+
+export async function loginCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, {
+    token: { type: 'string' }, name: { type: 'string' }, json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
+  }, loginHelp);
+  if (values.help) {
+    console.log(loginHelp);
+    return exitCodes.ok;
+  }
+  const [addrArg, ...extra] = positionals;
+  if (addrArg === undefined) throw new UsageError("missing ADDR: any member's client API, HOST:PORT");
+  if (extra.length > 0) throw new UsageError(`unexpected argument '${extra.join(' ')}'`);
+  const addr = checkHostPort(addrArg, 'ADDR');
+  const token = tokenFlag(values.token);
+  const principal = values.name ?? userInfo().username;
+  if (!isValidPrincipal(principal)) throw new UsageError(`--name '${principal}': a principal is ${principalRule}`);
+  const ca = await fetchCheckedCa(addr, token);
+  const { createCsr } = await import('../security/csr.ts');
+  const { csrPem, keyPem } = await createCsr(principal);
+  const answer = await joinRequest(addr, 'POST', '/v1/join', joinAnswerSchema, { kind: 'ca', caPem: ca.caPem }, { kind: 'client', token: values.token ?? '', csr: csrPem, name: principal });
+  if (!new X509Certificate(answer.certPem).checkIssued(new X509Certificate(ca.caPem))) {
+    throw new ShoalError('ca_mismatch', `${addr} answered with a certificate the checked CA did not issue; nothing was written`, { addr });
+  }
+  const role = answer.clientRole ?? 'reader';
+  if (!isClientRole(role)) throw new ShoalError('internal', `${addr} answered with an unknown role '${role}'`);
+  // The credential file the CLI finds by itself (src/cli/credential-file.ts): the CA pinned, this address first.
+  const file = userCredentialFile();
+  writeCredential(file, { version: 1, clusterId: answer.clusterId, ca: ca.caPem, addresses: [addr], principal, role, cert: answer.certPem, key: keyPem });
+  if (values.json) console.log(JSON.stringify({ principal, role, clusterId: answer.clusterId, credential: file }));
+  else console.log(`logged in to cluster ${answer.clusterId} as ${principal} (${role}); credential: ${file}`);
+  return exitCodes.ok;
+}

@@ -1,0 +1,135 @@
+// Three (or more) `shoal serve` processes in the network namespaces of a NetLab
+// (test/faults/netns.ts), each with the mesh configured: its own WireGuard interface name (the
+// wireguard-go control sockets in /var/run/wireguard are shared by every namespace) and the
+// runtime `none`. Each process is started in a process group of its own, so a test can kill
+// shoal the way a crash or systemd's stop would (the whole group) and check that the
+// wireguard-go it started survives.
+
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
+import { initNode } from '../../src/node/identity.ts';
+import { parseWgDump, type WgInterfaceDump } from '../../net/wg-dump.ts';
+import { call, sleep } from '../faults/http.ts';
+import { NetLab } from '../faults/netns.ts';
+
+const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+const binPath = path.join(repoRoot, 'bin', 'shoal.js');
+export const meshPort = 51820;
+
+export interface LabNode {
+  slot: number;
+  name: string;
+  id: string;
+  ip: string;
+  api: string;
+  dir: string;
+  ifname: string;
+  proc: ChildProcess | undefined;
+}
+
+export class MeshLab {
+  readonly nodes: LabNode[] = [];
+
+  private constructor(readonly lab: NetLab, readonly runDir: string) {}
+
+  static async create(count: number, runDir: string): Promise<MeshLab> {
+    const lab = await NetLab.create(count);
+    const m = new MeshLab(lab, runDir);
+    try {
+      await m.init(count);
+    } catch (err) {
+      await m.destroy();
+      throw err;
+    }
+    return m;
+  }
+
+  private async init(count: number): Promise<void> {
+    mkdirSync(this.runDir, { recursive: true });
+    const caDir = path.join(this.runDir, 'n1');
+    for (let slot = 1; slot <= count; slot++) {
+      const ip = this.lab.ip(slot);
+      const dir = path.join(this.runDir, `n${slot}`);
+      const identity = await initNode({ dataDir: dir, name: `n${slot}`, hosts: [ip], ...(slot > 1 ? { caFrom: caDir } : {}) });
+      this.nodes.push({ slot, name: `n${slot}`, id: identity.id, ip, api: `${ip}:7100`, dir, ifname: `shw${this.lab.index}n${slot}`, proc: undefined });
+    }
+    const bootstrap = this.nodes.map((n) => ({ id: n.id, name: n.name, peerAddress: `${n.ip}:7200`, apiAddress: n.api }));
+    for (const n of this.nodes) {
+      writeFileSync(path.join(n.dir, 'shoal.yaml'), stringify({
+        dataDir: '.', api: { listen: n.api }, peer: { listen: `${n.ip}:7200` }, bootstrap, runtime: { kind: 'none' }, logLevel: 'info',
+        control: { suspectAfterMs: 1_000, downAfterMs: 3_000 },
+        mesh: { listen: `${n.ip}:${meshPort}`, interface: n.ifname, reportIntervalMs: 1_000, resyncIntervalMs: 1_000 },
+      }));
+    }
+  }
+
+  /** Starts shoal in the node's namespace, in a process group of its own. */
+  async start(n: LabNode): Promise<void> {
+    const fd = openSync(path.join(this.runDir, `${n.name}.log`), 'a');
+    try {
+      n.proc = spawn('ip', ['netns', 'exec', this.lab.ns(n.slot), process.execPath, binPath, 'serve', '--config', path.join(n.dir, 'shoal.yaml')], {
+        cwd: repoRoot, stdio: ['ignore', fd, fd], detached: true,
+      });
+    } finally {
+      closeSync(fd);
+    }
+    const proc = n.proc;
+    proc.once('exit', () => { if (n.proc === proc) n.proc = undefined; });
+    for (let i = 0; i < 300; i++) {
+      const r = await call(n.api, '/healthz', { timeoutMs: 1000 });
+      if (r.kind === 'answer') return;
+      if (n.proc === undefined) throw new Error(`${n.name} exited while starting; see ${this.runDir}/${n.name}.log`);
+      await sleep(100);
+    }
+    throw new Error(`${n.name} did not serve within 30 s`);
+  }
+
+  /** SIGKILL to shoal's whole process group: what a crash, or systemd stopping the unit, does. */
+  async killGroup(n: LabNode): Promise<void> {
+    const proc = n.proc;
+    if (proc?.pid === undefined) return;
+    const exited = new Promise((r) => proc.once('exit', r));
+    try { process.kill(-proc.pid, 'SIGKILL'); } catch { /* gone */ }
+    await exited;
+  }
+
+  /** Runs a command in the node's namespace; returns its status and output. */
+  exec(n: LabNode, argv: string[], timeoutMs = 30_000): { status: number | null; stdout: string; stderr: string } {
+    const r = spawnSync('ip', ['netns', 'exec', this.lab.ns(n.slot), ...argv], { encoding: 'utf8', timeout: timeoutMs });
+    return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+  }
+
+  dump(n: LabNode): WgInterfaceDump | null {
+    const r = this.exec(n, ['wg', 'show', n.ifname, 'dump']);
+    return r.status === 0 ? parseWgDump(r.stdout) : null;
+  }
+
+  /** The node records as some live node's API lists them. */
+  async records(): Promise<Array<{ id: string; mesh: { publicKey: string; address: string | null; peers: Array<{ nodeId: string; latestHandshakeAt: number | null; rxBytes: number }> } | null }>> {
+    for (const n of this.nodes.filter((x) => x.proc !== undefined)) {
+      const r = await call(n.api, '/v1/nodes?consistency=stale', { timeoutMs: 3000 });
+      if (r.kind === 'answer' && r.status === 200) return (r.body as { items: Array<{ record: never }> }).items.map((i) => i.record);
+    }
+    return [];
+  }
+
+  async waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 60_000): Promise<T> {
+    const until = Date.now() + timeoutMs;
+    while (Date.now() < until) {
+      const v = await probe();
+      if (v !== undefined) return v;
+      await sleep(250);
+    }
+    throw new Error(`timed out waiting for ${what}; logs in ${this.runDir}`);
+  }
+
+  async destroy(): Promise<void> {
+    for (const n of this.nodes) await this.killGroup(n);
+    await this.lab.destroy();
+    // wireguard-go's control sockets live outside the namespaces; SIGKILL leaves them behind.
+    for (const n of this.nodes) rmSync(`/var/run/wireguard/${n.ifname}.sock`, { force: true });
+  }
+}
