@@ -66,6 +66,11 @@ export class DocTable {
     return { items, next: null };
   }
 
+  /** Documents in a collection (0 when it holds none). */
+  count(collection: string): number {
+    return this.collections.get(collection)?.docs.size ?? 0;
+  }
+
   /** Ids of a collection in order (a copy: safe to delete while walking it). */
   ids(collection: string): string[] {
     const c = this.collections.get(collection);

@@ -47,11 +47,15 @@ export class EventLog {
     return this.compacted + 1;
   }
 
-  /** Appends the events of one entry (all with the same rev, newer than any held). */
+  /**
+   * Appends events of one entry (all with the same rev, not older than any held). An entry may
+   * append in parts (its command's changes, then its audit record: fsm/audit.ts); the newest
+   * revision is never trimmed, so its parts stay together.
+   */
   append(evs: readonly SizedEvent[]): void {
     const last = this.events[this.events.length - 1];
     for (const { ev, bytes } of evs) {
-      assert.ok(last === undefined || ev.rev > last.rev, 'events must arrive in revision order');
+      assert.ok(last === undefined || ev.rev >= last.rev, 'events must arrive in revision order');
       this.events.push(ev);
       this.sizes.push(bytes);
       this.bytes += bytes;

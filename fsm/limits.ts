@@ -36,3 +36,8 @@ export const eventsRetainedBytesMaxDefault = 64 * 1024 * 1024;
 export const idempotencyWindowMsDefault = 24 * 60 * 60 * 1000;
 export const idempotencyRecordsMaxDefault = 10_000;
 export const idempotencyBytesMaxDefault = 64 * 1024 * 1024;
+/** Audit records kept at most (oldest trimmed first), and for how long (log time): default 10,000 and 7 days. */
+export const auditRetainedMaxDefault = 10_000;
+export const auditRetainedMsDefault = 7 * 24 * 60 * 60 * 1000;
+/** Records trimmed by age in one apply at most, so one entry after a quiet week stays small. */
+export const auditTrimPerApplyMax = 64;

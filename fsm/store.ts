@@ -16,13 +16,15 @@ import type { AppliedEntry, StateMachine } from '../src/node/state-machine.ts';
 import { ShoalError } from '../src/errors.ts';
 import { parseCommandBytes, collectionSchema, idPrefixProblem, idSchema, type Command, type Op, type PutOp, type DeleteOp, type Stamped, type TxnCommand } from './command.ts';
 import { compareHolds } from './compare.ts';
+import { auditCollection, auditId, auditRecord, isAudited } from './audit.ts';
+import { featureLevelAudit } from '../src/node/feature-level.ts';
 import { DocTable } from './doc-table.ts';
 import { EventLog, eventBytes, type SizedEvent } from './event-log.ts';
 import { requestFingerprint } from './fingerprint.ts';
 import { IdempotencyTable, type IdempotencyLimits } from './idempotency.ts';
 import { deepFreeze, jsonBytes, type Issue } from './json-value.ts';
 import {
-  eventsRetainedBytesMaxDefault, eventsRetainedMaxDefault, idempotencyBytesMaxDefault, idempotencyRecordsMaxDefault,
+  auditRetainedMaxDefault, auditRetainedMsDefault, auditTrimPerApplyMax, eventsRetainedBytesMaxDefault, eventsRetainedMaxDefault, idempotencyBytesMaxDefault, idempotencyRecordsMaxDefault,
   idempotencyWindowMsDefault, listLimitDefault, listLimitMax,
 } from './limits.ts';
 import { SnapshotFormatError } from './errors.ts';
@@ -40,6 +42,10 @@ export interface DocumentStoreOptions {
   idempotencyRecordsMax?: number;
   /** Estimated bytes the records' results may hold (oldest evicted first); default 64 MiB. */
   idempotencyBytesMax?: number;
+  /** Audit records kept at most, oldest trimmed first (feature level 4, fsm/audit.ts); default 10,000. */
+  auditRetainedMax?: number;
+  /** How long (log time) an audit record is kept before it is trimmed; default 7 days. */
+  auditRetainedMs?: number;
   /**
    * Called when a subscriber (of events, or of restores: `ev` undefined) throws. The store has
    * already changed; the other subscribers are still called. Default: rethrow on a microtask, so
@@ -109,6 +115,7 @@ export class DocumentStore implements StateMachine {
   private readonly restoreListeners = new Set<(revision: number) => void>();
   private readonly eventLimits: { countMax: number; bytesMax: number };
   private readonly idempotencyLimits: IdempotencyLimits;
+  private readonly auditLimits: { countMax: number; ageMs: number };
   private readonly onListenerError: (err: unknown, ev: WatchEvent | undefined) => void;
 
   constructor(opts: DocumentStoreOptions = {}) {
@@ -118,6 +125,7 @@ export class DocumentStore implements StateMachine {
       recordsMax: opts.idempotencyRecordsMax ?? idempotencyRecordsMaxDefault,
       bytesMax: opts.idempotencyBytesMax ?? idempotencyBytesMaxDefault,
     };
+    this.auditLimits = { countMax: opts.auditRetainedMax ?? auditRetainedMaxDefault, ageMs: opts.auditRetainedMs ?? auditRetainedMsDefault };
     for (const [name, v] of Object.entries(opts)) {
       if (name !== 'onListenerError') assert.ok(Number.isSafeInteger(v) && (v as number) >= 0, `DocumentStore option ${name} must be a non-negative integer, got ${String(v)}`);
     }
@@ -145,8 +153,31 @@ export class DocumentStore implements StateMachine {
       return deepFreeze(fail({ code: 'stale_term', message: `decided by the leader of term ${fence.term} but appended in term ${entry.term}: refused`, details: { fenceTerm: fence.term, entryTerm: entry.term } }));
     }
     const at: At = { index: entry.index, docBytes: v.docBytes };
-    const result = v.stamped.idempotencyKey === undefined ? this.execute(v.stamped.cmd, at) : this.executeOnce(v.stamped, v.stamped.idempotencyKey, at);
-    return deepFreeze(result);
+    const result = deepFreeze(v.stamped.idempotencyKey === undefined ? this.execute(v.stamped.cmd, at) : this.executeOnce(v.stamped, v.stamped.idempotencyKey, at));
+    if ((entry.featureLevel ?? 1) >= featureLevelAudit && isAudited(v.stamped, result)) this.audit(v.stamped, result, entry);
+    return result;
+  }
+
+  /**
+   * Writes the entry's audit record (fsm/audit.ts) and trims the oldest records, past the count
+   * or the age bound (log time), at most auditTrimPerApplyMax of them in one entry. Part of the
+   * same apply, after the command's own changes, with the same revision; never itself audited.
+   */
+  private audit(stamped: Stamped, result: CommandResult, entry: AppliedEntry): void {
+    const body = deepFreeze(auditRecord(stamped, result, { index: entry.index, term: entry.term, logTimeMs: this.logTime }));
+    const doc: Doc = Object.freeze({ collection: auditCollection, id: auditId(entry.index), rev: entry.index, createRev: entry.index, doc: body });
+    const changes: Change[] = [];
+    let kept = this.table.count(auditCollection);
+    const ageCutoff = this.logTime - this.auditLimits.ageMs;
+    for (const old of this.table.docs(auditCollection)) {
+      if (changes.length === auditTrimPerApplyMax) break;
+      const aged = typeof old.doc.timeMs === 'number' && old.doc.timeMs < ageCutoff;
+      if (kept + 1 <= this.auditLimits.countMax && !aged) break;
+      changes.push({ type: 'delete', prev: old });
+      kept--;
+    }
+    changes.push({ type: 'put', doc, prev: undefined, docBytes: jsonBytes(body) });
+    this.commit(changes, entry.index);
   }
 
   /** Runs a keyed command at most once per (principal, key) within the window. */

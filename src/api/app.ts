@@ -43,6 +43,7 @@ import { nodeCertRoutes } from './node-cert-routes.ts';
 import { AuthFailureLimiter } from './auth-rate-limit.ts';
 import { useAuth, type ApiAuth } from './auth.ts';
 import { credentialsRoutes } from './credentials-routes.ts';
+import { auditRoutes } from './audit-routes.ts';
 import type { PeerHttp } from './peer-http.ts';
 import type { DrillTarget } from '../node/drill-actions.ts';
 import { drillRoutes } from './drill-routes.ts';
@@ -186,7 +187,7 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   });
   for (const plugin of [
     healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, snapshotRoutes, metricsRoutes, openApiRoutes,
-    applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes, credentialsRoutes, browseRoutes, tokenRoutes, joinRoutes, nodeCertRoutes,
+    applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes, credentialsRoutes, auditRoutes, browseRoutes, tokenRoutes, joinRoutes, nodeCertRoutes,
     secretsRoutes, networkRoutes, policyRoutes, drillRoutes,
   ]) {
     void app.register(plugin, { ctx, limits, bounds, routes });

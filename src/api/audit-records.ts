@@ -1,2 +1,2 @@
-// The audit collection's name (the records themselves are written in apply: fsm/).
-export const auditCollection = 'shoal.audit';
+// The audit collection's name (the records themselves are written in apply: fsm/audit.ts).
+export { auditCollection } from '../../fsm/audit.ts';

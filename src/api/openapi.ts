@@ -12,6 +12,7 @@ import { nodeRecordSchema, serviceRecordSchema, taskRecordSchema, taskStatusSche
 import type { ApiContext } from './app.ts';
 import type { RouteTable } from './route-table.ts';
 import { createCredentialBody, credentialParams } from './credentials-routes.ts';
+import { auditQuery } from './audit-routes.ts';
 import {
   applyBody, applyQuery, availabilityBody, labelsBody, nodeParams, readOnlyQuery, scaleBody, serviceParams, taskParams, tasksQuery,
 } from './control-schemas.ts';
@@ -278,6 +279,18 @@ function nodePaths(): Json {
   };
 }
 
+const auditRecordSchema = {
+  type: 'object',
+  required: ['id', 'principal', 'op', 'resources', 'resourceCount', 'result', 'term', 'index', 'timeMs'],
+  properties: {
+    id: { type: 'string' }, principal: { type: 'string' }, op: { type: 'string', enum: ['put', 'delete', 'txn', 'retain'] },
+    resources: { type: 'array', items: { type: 'string' }, maxItems: 20 }, resourceCount: { type: 'integer' },
+    result: { type: 'string', description: "'ok' or the error code the command was refused with" }, succeeded: { type: 'boolean' },
+    term: { type: 'integer' }, index: { type: 'integer' }, timeMs: { type: 'integer', description: "the entry's log time" }, idempotencyKey: { type: 'string' },
+  },
+};
+const auditPageSchema = { type: 'object', properties: { items: { type: 'array', items: auditRecordSchema }, next: { type: ['integer', 'null'] }, rev: { type: 'integer' } } };
+
 function securityPaths(): Json {
   const credential = { type: 'object', properties: { id: { type: 'string' }, principal: { type: 'string' }, role: { type: 'string' }, createdBy: { type: 'string' }, createdAtMs: { type: 'integer' }, label: { type: ['string', 'null'] }, rev: { type: 'integer' } } };
   return {
@@ -286,6 +299,7 @@ function securityPaths(): Json {
       get: { summary: 'List bearer tokens (never their secrets)', ...strict, parameters: parametersOf(readQuery, 'query'), responses: { 200: json({ type: 'object', properties: { items: { type: 'array', items: credential }, rev: { type: 'integer' } } }), ...errors } },
     },
     '/v1/credentials/{id}': { delete: { summary: 'Revoke a bearer token', ...strict, parameters: [...parametersOf(credentialParams, 'path'), ...parametersOf(noQuery, 'query')], responses: { 200: json({ type: 'object' }), ...errors } } },
+    '/v1/audit': { get: { summary: 'Audit records of client mutations, oldest first (docs/security.md, "Audit")', ...strict, parameters: parametersOf(auditQuery, 'query'), responses: { 200: json(auditPageSchema), ...errors } } },
   };
 }
 

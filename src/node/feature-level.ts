@@ -18,9 +18,11 @@
 //   3  proposals carry their proposer's term; an entry whose proposer term is not its own is a
 //      no-op, so a node may propose a write again once its term has passed without it, and a
 //      change of leader fails no request (src/node/proposals.ts).
+//   4  apply writes an audit record (collection shoal.audit, fsm/audit.ts) for each client
+//      mutation, and trims the oldest: a state an older node would not produce.
 
 /** The highest level this build can apply. */
-export const featureLevelMax = 3;
+export const featureLevelMax = 4;
 
 /** The level a cluster starts at before any feature-level entry: the first release's. */
 export const featureLevelInitial = 1;
@@ -45,3 +47,6 @@ export function supportedByAll(members: readonly string[], self: string, selfMax
   }
   return level;
 }
+
+/** The level from which apply writes audit records (fsm/audit.ts). */
+export const featureLevelAudit = 4;

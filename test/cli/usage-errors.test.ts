@@ -22,6 +22,7 @@ import { secretGroup } from '../../src/cli/secret.ts';
 import { networkGroup } from '../../src/cli/network.ts';
 import { policyGroup } from '../../src/cli/policy.ts';
 import { drillGroup } from '../../src/cli/drill.ts';
+import { auditGroup } from '../../src/cli/audit.ts';
 import { inProcess } from './in-process.ts';
 
 interface Case {
@@ -116,6 +117,8 @@ const cases: Record<string, Case> = {
   'policy ls': { badFlag: ['policy', 'ls', '--bogus', ...nowhere], missing: ['policy', 'ls', 'extra', ...nowhere] },
   'policy inspect': { badFlag: ['policy', 'inspect', 'web-db', '--bogus', ...nowhere], missing: ['policy', 'inspect', ...nowhere] },
   'policy rm': { badFlag: ['policy', 'rm', 'web-db', '--bogus', ...nowhere], missing: ['policy', 'rm', ...nowhere] },
+  audit: { badFlag: ['audit', '--bogus'], missing: ['audit'] },
+  'audit ls': { badFlag: ['audit', 'ls', '--bogus', ...nowhere], missing: ['audit', 'ls', 'extra', ...nowhere] },
 };
 
 
@@ -134,7 +137,7 @@ describe('usage errors under --json', () => {
     const all = [
       ...Object.keys(commands),
       ...devSubcommands.map((s) => `dev ${s}`),
-      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, credentialGroup, tokenGroup, secretGroup, networkGroup, policyGroup, drillGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
+      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, credentialGroup, tokenGroup, secretGroup, networkGroup, policyGroup, drillGroup, auditGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
     ];
     expect(Object.keys(cases).sort()).toEqual(all.sort());
   });

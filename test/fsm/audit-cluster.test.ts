@@ -1,0 +1,51 @@
+// Audit records on a 3-node in-memory cluster: every node derives the same records in apply, and
+// a cluster with a member of an older release (level 3) writes none.
+
+import { afterEach, describe, expect, it } from 'vitest';
+import { auditCollection } from '../../fsm/audit.ts';
+import { DocumentStore, encodeCommand } from '../../fsm/index.ts';
+import { MemoryCluster, type TestNode } from '../node/memory-cluster.ts';
+import { waitFor } from '../transport/helpers.ts';
+import { featureLevelMax } from '../../src/node/feature-level.ts';
+
+let cluster: MemoryCluster | undefined;
+afterEach(async () => {
+  await cluster?.stopAll();
+  cluster = undefined;
+});
+
+const storeOf = (n: TestNode): DocumentStore => n.sm as DocumentStore;
+const put = (id: string, principal: string, expect?: { rev: number }) =>
+  encodeCommand({ cmd: { op: 'put', collection: 'apps', id, doc: { id }, ...(expect ? { expect } : {}) }, ts: Date.now(), principal });
+
+async function writeSome(c: MemoryCluster): Promise<number> {
+  const leader = await c.waitForLeader();
+  await leader.node.propose(put('a', 'alice'));
+  await c.follower(leader).node.propose(put('b', 'bob'));
+  await leader.node.propose(put('a', 'carol', { rev: 1 }));
+  await leader.node.propose(put('c', 'shoal:leader'));
+  const last = (await leader.node.propose(put('d', 'alice'))).index;
+  await Promise.all(c.nodes.map((n) => waitFor('applied', () => storeOf(n).revision >= last)));
+  return last;
+}
+
+describe('audit records across nodes', () => {
+  it('are identical on every node of a level-4 cluster', async () => {
+    cluster = new MemoryCluster({ stateMachine: () => new DocumentStore() });
+    await cluster.start();
+    await writeSome(cluster);
+    const views = cluster.nodes.map((n) => storeOf(n).list(auditCollection).items);
+    expect(views[0]?.map((d) => [d.doc.principal, d.doc.result])).toEqual([['alice', 'ok'], ['bob', 'ok'], ['carol', 'revision_mismatch'], ['alice', 'ok']]);
+    for (const v of views.slice(1)) expect(v).toEqual(views[0]);
+  });
+
+  it('are not written while a member supports only level 3', async () => {
+    cluster = new MemoryCluster({ stateMachine: () => new DocumentStore(), featureLevelMax: (id) => (id === 'node3' ? 3 : featureLevelMax) });
+    await cluster.start();
+    await writeSome(cluster);
+    for (const n of cluster.nodes) {
+      expect(n.node.featureLevel).toBe(3);
+      expect(storeOf(n).list(auditCollection).items).toEqual([]);
+    }
+  });
+});
