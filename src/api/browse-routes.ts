@@ -1,10 +1,12 @@
 // What the console's Documents view browses with: the collections that hold documents, and the
 // retained changes of one document. Both read the node's store after the same barrier as the
-// other reads (?consistency=stale skips it).
+// other reads (?consistency=stale skips it). A secret's value never leaves (redact.ts); the
+// admin-only collections need admin here as everywhere (auth.ts, by the collection parameter).
 
 import type { FastifyPluginAsync } from 'fastify';
 import type { ApiContext } from './app.ts';
 import { readBarrier } from './docs-routes.ts';
+import { redactDoc } from './redact.ts';
 import { docParams, readQuery } from './request-schemas.ts';
 import { validate } from './validate.ts';
 
@@ -33,7 +35,7 @@ export const browseRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app,
     const v = validate({ params: [docParams, req.params], query: [readQuery, req.query] });
     await readBarrier(ctx, v.query.consistency);
     const { collection, id } = v.params;
-    const items = ctx.store.history(collection, id).map((e) => ({ rev: e.rev, type: e.type, ...(e.doc !== undefined ? { doc: e.doc.doc } : {}) }));
+    const items = ctx.store.history(collection, id).map((e) => ({ rev: e.rev, type: e.type, ...(e.doc !== undefined ? { doc: redactDoc(e.doc).doc } : {}) }));
     return { collection, id, oldestRev: ctx.store.oldestRev, rev: ctx.store.revision, items };
   });
 };

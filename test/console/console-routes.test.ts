@@ -84,6 +84,17 @@ describe('the Documents view\'s routes', () => {
     expect(extra.statusCode).toBe(400);
   });
 
+  it('never shows a secret\'s value in its history', async () => {
+    const value = 'correct-horse-battery-staple';
+    const put = await n.app.inject({ method: 'PUT', url: '/v1/secrets/db-password', payload: { value } });
+    expect(put.statusCode).toBe(200);
+    const h = await n.app.inject({ method: 'GET', url: '/v1/docs/shoal.secrets/db-password/history' });
+    expect(h.statusCode).toBe(200);
+    expect((h.json() as { items: unknown[] }).items).toHaveLength(1);
+    expect(h.body).not.toContain(value);
+    expect(h.body).not.toContain(Buffer.from(value).toString('base64'));
+  });
+
   it('serves the console from the node\'s own API', async () => {
     const page = await n.app.inject({ method: 'GET', url: '/ui/' });
     expect(page.statusCode).toBe(200);
