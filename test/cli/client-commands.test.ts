@@ -22,6 +22,7 @@ import { decodeSnapshotFile } from '../../src/node/snapshot-file.ts';
 import { singleNode, type SingleNode } from '../api/single-node.ts';
 import { freePort } from '../../bench/lib/proc.ts';
 import { inProcess } from './in-process.ts';
+import { useCredentialFlag } from '../../src/cli/credential-file.ts';
 
 const bin = fileURLToPath(new URL('../../bin/shoal.js', import.meta.url));
 
@@ -266,6 +267,18 @@ describe('shoal cluster', () => {
 });
 
 describe('shoal snapshot', () => {
+  // A restore writes an admin credential for the new cluster where the CLI looks. Keep it out of
+  // the other tests' $SHOAL_CONFIG: found there, it would send their calls to the plain-HTTP test
+  // node over HTTPS.
+  const sharedConfig = process.env.SHOAL_CONFIG;
+  beforeAll(() => {
+    process.env.SHOAL_CONFIG = mkdtempSync(path.join(os.tmpdir(), 'shoal-config-restore-'));
+  });
+  afterAll(() => {
+    process.env.SHOAL_CONFIG = sharedConfig;
+    useCredentialFlag(undefined);
+  });
+
   it('saves a snapshot, restores it into a NEW cluster that serves the same documents and revisions', async () => {
     const put = await solo.app.inject({ method: 'PUT', url: '/v1/docs/keep/k1', payload: { kept: true } });
     const keptRev = (put.json() as { rev: number }).rev;
@@ -288,6 +301,7 @@ describe('shoal snapshot', () => {
     expect(restore.stdout).toContain(`documents at index ${saved.index} into a NEW cluster`);
     expect(restore.stdout).toContain('(the old cluster was test-cluster)');
     expect(restore.stdout).toContain(`shoal serve --config ${path.join(data, 'shoal.yaml')}`);
+    expect(existsSync(path.join(process.env.SHOAL_CONFIG ?? '', 'credential.json'))).toBe(true);
 
     const twice = await inProcess('snapshot', 'restore', file, '--data', data, '--name', 'r1');
     expect(twice.code).toBe(1);

@@ -83,6 +83,7 @@ describe('the console with authentication', () => {
     expect(await textOf(page, '[data-testid=leader]')).toBe(before);
     const follower = before === 'n1' ? 'n2' : 'n1';
     await page.click(`tr[data-member=${follower}] button`);
+    await page.waitForSelector('dialog[open] button[data-confirm]');
     await page.click('dialog[open] button[data-confirm]');
     await page.waitForSelector('.notice');
     expect(await textOf(page, '.notice')).toContain('forbidden');
@@ -91,6 +92,7 @@ describe('the console with authentication', () => {
     await page.click('header button.link');
     await signIn(page, await token('admin', 'console-admin'));
     await page.click(`tr[data-member=${follower}] button`);
+    await page.waitForSelector('dialog[open] button[data-confirm]');
     await page.click('dialog[open] button[data-confirm]');
     await page.waitForFunction((name: string) => document.querySelector('[data-testid=leader]')?.textContent === name, { timeout: 20_000 }, follower);
     expect(await leaderName()).toBe(follower);

@@ -6,13 +6,14 @@
 // wireguard-go it started survives.
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { initNode } from '../../src/node/identity.ts';
 import { parseWgDump, type WgInterfaceDump } from '../../net/wg-dump.ts';
-import { call, sleep } from '../faults/http.ts';
+import { issueClientCert } from '../../src/security/client-certs.ts';
+import { call, sleep, useClientCertificate } from '../faults/http.ts';
 import { NetLab } from '../faults/netns.ts';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -56,6 +57,11 @@ export class MeshLab {
       const identity = await initNode({ dataDir: dir, name: `n${slot}`, hosts: [ip], ...(slot > 1 ? { caFrom: caDir } : {}) });
       this.nodes.push({ slot, name: `n${slot}`, id: identity.id, ip, api: `${ip}:7100`, dir, ifname: `shw${this.lab.index}n${slot}`, proc: undefined });
     }
+    // The nodes serve HTTPS (their addresses are not loopback): the lab talks to them as an admin
+    // with a client certificate of the cluster CA, as the fault suite does.
+    const ca = { certPem: readFileSync(path.join(caDir, 'tls', 'ca.crt'), 'utf8'), keyPem: readFileSync(path.join(caDir, 'tls', 'ca.key'), 'utf8') };
+    const client = await issueClientCert(ca, { principal: 'mesh-lab', role: 'admin' });
+    useClientCertificate({ caPem: ca.certPem, certPem: client.certPem, keyPem: client.keyPem });
     const bootstrap = this.nodes.map((n) => ({ id: n.id, name: n.name, peerAddress: `${n.ip}:7200`, apiAddress: n.api }));
     for (const n of this.nodes) {
       writeFileSync(path.join(n.dir, 'shoal.yaml'), stringify({
