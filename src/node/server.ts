@@ -295,6 +295,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   } catch (err) {
     stopSecurity();
     await mesh?.close();
+    await firewall?.close();
     await backups.close();
     await control.close();
     stopEventSources();
