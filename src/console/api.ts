@@ -8,6 +8,7 @@
 import type { CollectionsAnswer, HistoryAnswer } from '../api/browse-routes.ts';
 import type { ClusterView } from '../api/cluster-routes.ts';
 import type { NodeView, ServiceView, TaskItem } from '../api/control-views.ts';
+import type { DrillReport } from '../node/drill-report.ts';
 import { SseParser, type SseMessage } from './sse.ts';
 
 /** Method and OpenAPI path of every route the console calls. */
@@ -24,6 +25,7 @@ export const consoleApiRoutes = {
   list: ['GET', '/v1/docs/{collection}'],
   doc: ['GET', '/v1/docs/{collection}/{id}'],
   history: ['GET', '/v1/docs/{collection}/{id}/history'],
+  drills: ['GET', '/v1/drills'],
 } as const satisfies Record<string, readonly ['GET' | 'POST', string]>;
 
 export type RouteName = keyof typeof consoleApiRoutes;
@@ -113,4 +115,5 @@ export const api = {
   list: (collection: string, after?: string) => call<{ items: Array<{ id: string; rev: number; doc: unknown }>; next: string | null }>('list', { params: { collection }, query: { limit: '100', ...(after !== undefined ? { after } : {}) } }),
   doc: (collection: string, id: string) => call<{ id: string; rev: number; createRev: number; doc: unknown }>('doc', { params: { collection, id } }),
   history: (collection: string, id: string) => call<HistoryAnswer>('history', { params: { collection, id } }),
+  drills: () => call<{ items: DrillReport[]; rev: number }>('drills', { query: { limit: '20' } }),
 };

@@ -96,5 +96,18 @@ describe('the console with authentication', () => {
     await page.click('dialog[open] button[data-confirm]');
     await page.waitForFunction((name: string) => document.querySelector('[data-testid=leader]')?.textContent === name, { timeout: 20_000 }, follower);
     expect(await leaderName()).toBe(follower);
+
+    // A drill report kept in the store shows under the events.
+    const report = {
+      id: 'drill-20261201t230000-abc', drill: 'leader-kill', startedAt: new Date().toISOString(), target: { id: 'x', name: before },
+      faultSeconds: null, leaderBefore: before, leaderAfter: follower, newLeaderMs: 362, longestWriteGapMs: 231,
+      writes: { attempted: 100, acknowledged: 99, failed: 1, lost: 0 }, reads: { done: 50, failed: 0, backwards: 0 },
+      workloads: { runningBefore: 0, runningAfter: 0, restarted: 0, duplicated: 0 }, servicesBackMs: 0, recovered: true, recoveryMs: 3645, problems: [], ok: true,
+    };
+    const kept = await call(c.nodes[0] as RunningNode, admin, 'POST', '/v1/drills', report);
+    expect(kept.status, JSON.stringify(kept.body)).toBe(200);
+    await page.goto(`https://${node.apiAddress}/ui/#events`);
+    await page.waitForFunction(() => (document.querySelector('[data-testid=drills]')?.textContent ?? '').includes('leader-kill'), { timeout: 20_000 });
+    expect(await textOf(page, '[data-testid=drills]')).toContain('362 ms');
   }, 120_000);
 });

@@ -3,8 +3,8 @@
 
 import { useEffect, useState } from 'preact/hooks';
 import type { ClusterEvent } from '../../node/event-log.ts';
-import { ApiError, stream } from '../api.ts';
-import { ErrorLine, html } from '../ui.ts';
+import { ApiError, api, stream } from '../api.ts';
+import { Badge, ErrorLine, html, usePoll } from '../ui.ts';
 
 const shownMax = 300;
 
@@ -48,6 +48,22 @@ function useEvents(onChange: () => void): { events: ClusterEvent[]; error: ApiEr
   return { events, error };
 }
 
+/** The latest drill reports (`shoal drill`), newest first: what each fault cost. */
+function DrillReports() {
+  const { data, error } = usePoll(() => api.drills(), 10_000);
+  if (data === undefined || data.items.length === 0) return html`<${ErrorLine} error=${error} />`;
+  return html`<h2>Drills</h2>
+    <div class="scroll"><table data-testid="drills">
+      <thead><tr><th scope="col">When</th><th scope="col">Drill</th><th scope="col">Target</th><th scope="col">Result</th><th scope="col">New leader</th><th scope="col">Longest write gap</th><th scope="col">Writes acked / lost</th><th scope="col">Reads backwards</th><th scope="col">Services back</th></tr></thead>
+      <tbody>${data.items.map((d) => html`<tr key=${d.id}>
+        <td><time datetime=${d.startedAt}>${new Date(d.startedAt).toLocaleString()}</time></td><th scope="row">${d.drill}</th><td>${d.target.name}</td>
+        <td><${Badge} kind=${d.ok ? 'healthy' : 'failed'} text=${d.ok ? 'passed' : 'failed'} /></td>
+        <td>${d.newLeaderMs === null ? 'no election' : `${d.newLeaderMs} ms`}</td><td>${d.longestWriteGapMs} ms</td>
+        <td>${d.writes.acknowledged} / ${d.writes.lost}</td><td>${d.reads.backwards}</td><td>${d.servicesBackMs === null ? 'not in time' : `${d.servicesBackMs} ms`}</td>
+      </tr>`)}</tbody>
+    </table></div>`;
+}
+
 export function EventsView({ onChange }: { onChange: () => void }) {
   const { events, error } = useEvents(onChange);
   const [f, setF] = useState({ type: '', service: '', node: '' });
@@ -63,5 +79,6 @@ export function EventsView({ onChange }: { onChange: () => void }) {
       <span class="muted">on ${e.nodeName}, term ${e.term}</span>
     </li>`)}</ol>
     ${shown.length === 0 ? html`<p>No events yet${events.length > 0 ? ' match the filters' : ''}.</p>` : null}
+    <${DrillReports} />
   </section>`;
 }
