@@ -9,11 +9,12 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
+import type { z } from 'zod';
 import { ShoalError } from '../errors.ts';
 import { isInitialized, newId, nodeNamePattern, nodeNameRule, writeJoinedNode } from '../node/identity.ts';
 import { parseToken, refusalText, type ParsedToken } from '../security/tokens.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
-import { checkHostPort } from './client.ts';
+import { ApiError, checkHostPort } from './client.ts';
 import { initApiDefault, initPeerDefault } from './init.ts';
 import { fetchCheckedCa, joinAnswerSchema, joinRequest } from './join-client.ts';
 
@@ -59,6 +60,9 @@ export function tokenFlag(value: string | undefined): ParsedToken {
   return token;
 }
 
+/** How often a join asked while the cluster has no leader is asked again, a second apart. */
+const joinNoLeaderAttemptsMax = 20;
+
 interface JoinFlags { addr: string; token: string; parsed: ParsedToken; name: string; data: string; api: string; peer: string }
 
 /** Everything up to a written data directory; returns the config file to serve. */
@@ -68,9 +72,18 @@ export async function joinAndWrite(f: JoinFlags): Promise<{ configFile: string; 
   const nodeId = newId();
   const { createCsr } = await import('../security/csr.ts');
   const { csrPem, keyPem } = await createCsr(nodeId);
-  const answer = await joinRequest(f.addr, 'POST', '/v1/join', joinAnswerSchema, { kind: 'ca', caPem: ca.caPem }, {
-    kind: 'node', token: f.token, csr: csrPem, nodeId, name: f.name, peerAddress: f.peer, apiAddress: f.api,
-  });
+  const body = { kind: 'node', token: f.token, csr: csrPem, nodeId, name: f.name, peerAddress: f.peer, apiAddress: f.api };
+  // no_leader: the cluster is electing (a node that just founded it, a leader change); the
+  // redemption did not happen, so asking again a few times is safe.
+  let answer: z.infer<typeof joinAnswerSchema> | undefined;
+  for (let attempt = 1; answer === undefined; attempt++) {
+    try {
+      answer = await joinRequest(f.addr, 'POST', '/v1/join', joinAnswerSchema, { kind: 'ca', caPem: ca.caPem }, body);
+    } catch (err) {
+      if (!(err instanceof ApiError) || err.body.code !== 'no_leader' || attempt >= joinNoLeaderAttemptsMax) throw err;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
   const cert = new X509Certificate(answer.certPem);
   if (answer.caPem !== ca.caPem || !cert.checkIssued(new X509Certificate(ca.caPem)) || !cert.subject.includes(`CN=${nodeId}`)) {
     throw new ShoalError('ca_mismatch', `${f.addr} answered with a certificate the checked CA did not issue for this node; nothing was written`, { addr: f.addr });
