@@ -50,7 +50,7 @@ describe('the console with authentication', () => {
     admin = { caPem: c.ca.certPem, cert: await issueClientCert(c.ca, { principal: 'console-test', role: 'admin' }) };
     const pins = await Promise.all(c.nodes.map((n) => spkiOf(n, c.ca.certPem)));
     browser = await puppeteer.launch({
-      executablePath: chromium, headless: true,
+      executablePath: chromium, headless: true, timeout: 110_000,
       args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', `--ignore-certificate-errors-spki-list=${pins.join(',')}`],
     });
   }, 120_000);

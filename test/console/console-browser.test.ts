@@ -38,7 +38,7 @@ describe('the web console in chromium', () => {
   beforeAll(async () => {
     mkdirSync(shots, { recursive: true });
     process.env.SHOAL_CONSOLE_DIR = await builtConsole();
-    browser = await puppeteer.launch({ executablePath: chromium, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+    browser = await puppeteer.launch({ executablePath: chromium, headless: true, timeout: 110_000, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
   }, 120_000);
   afterAll(async () => {
     await browser?.close();
