@@ -5,7 +5,6 @@
 // a client's (`shoal login`). The leader does it, as it holds the CA key and changes membership.
 // Every redemption is a committed write (the token record gains it); every refusal is an event.
 
-import { X509Certificate } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
@@ -122,13 +121,12 @@ async function joinClient(ctx: ApiContext, b: Extract<JoinBody, { kind: 'client'
   const signer = authority.signer();
   if (signer === undefined) throw new ShoalError('ca_key_unavailable', `this leader (${ctx.node.id}) does not hold the cluster CA key; retry when a voter that holds it leads`);
   const { verifyCsr } = await csrCode();
-  await verifyCsr(b.csr);
+  const csr = await verifyCsr(b.csr);
   const record = await redeem(ctx, token, b.name, b.name, from, 'client');
   const clientRole = record.clientRole ?? 'reader';
   // The same certificate `shoal credential` and `init` make (src/security/client-certs.ts), for the caller's own key.
   const { issueClientCert } = await import('../security/client-certs.ts');
-  const issued = await issueClientCert(signer, { principal: b.name, role: clientRole, csrPem: b.csr });
-  const signed = { certPem: issued.certPem, serial: new X509Certificate(issued.certPem).serialNumber.toLowerCase() };
+  const signed = await issueClientCert(signer, { principal: b.name, role: clientRole, publicKey: csr.publicKey });
   ctx.events?.recordEvent('token.redeemed', token.id, { role: 'client', principal: b.name, clientRole, from, serial: signed.serial });
   return { clusterId: ctx.clusterId, caPem: authority.caPem, certPem: signed.certPem, role: 'client', clientRole, members: [] };
 }

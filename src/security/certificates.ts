@@ -85,7 +85,8 @@ export async function signNodeKey(ca: PemPair, nodeId: NodeId, publicKey: Crypto
   ]);
 }
 
-async function signLeaf(ca: PemPair, publicKey: CryptoKey, subject: string, options: CaOptions, defaultDays: number, extensions: x509.Extension[]): Promise<SignedCert> {
+/** Signs a leaf certificate (node or client) for `publicKey`: never a CA, never outliving it. */
+export async function signLeaf(ca: PemPair, publicKey: CryptoKey, subject: string, options: CaOptions, defaultDays: number, extensions: x509.Extension[]): Promise<SignedCert> {
   const caCert = new x509.X509Certificate(ca.certPem);
   const caKey = await importKeyPem(ca.keyPem);
   const { notBefore, notAfter } = validity(options, defaultDays);

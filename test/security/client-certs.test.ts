@@ -7,6 +7,7 @@ import { X509Certificate, webcrypto } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createCa } from '../../src/security/certificates.ts';
 import { issueClientCert } from '../../src/security/client-certs.ts';
+import { verifyCsr } from '../../src/security/csr.ts';
 import { checkNodeServerIdentity } from '../../src/security/tls-identity.ts';
 
 const alg = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
@@ -32,7 +33,7 @@ describe('client certificates', () => {
   it('signs a CSR for the key it carries, and returns no key', async () => {
     const ca = await createCa('c1');
     const csr = await csrPem();
-    const c = await issueClientCert(ca, { principal: 'ci-bot', role: 'reader', csrPem: csr });
+    const c = await issueClientCert(ca, { principal: 'ci-bot', role: 'reader', publicKey: (await verifyCsr(csr)).publicKey });
     expect(c.keyPem).toBe('');
     const requested = new x509.Pkcs10CertificateRequest(csr);
     const issued = new x509.X509Certificate(c.certPem);
