@@ -5,7 +5,7 @@
 
 import { z } from 'zod';
 import { ApiError, apiErrorFrom, request, send, UnreachableError } from './client.ts';
-import { SseParser } from './watch-stream.ts';
+import { SseParser } from '../api/sse-parser.ts';
 
 export const eventSchema = z.looseObject({
   cursor: z.number().int().min(0),

@@ -1,60 +1,11 @@
-// Following GET /v1/watch: a server-sent events parser, and a follower that survives dropped
+// Following GET /v1/watch (read with api/sse-parser.ts): a follower that survives dropped
 // connections and dead nodes. It resumes after the last complete revision it saw (the server
 // sets `id:` only on the last event of a revision), skips the events of a half-seen revision it
 // already delivered, and moves to another member's API when its node stops answering.
 
 import { z } from 'zod';
+import { SseParser, type SseMessage } from '../api/sse-parser.ts';
 import { ApiError, apiErrorFrom, request, send, UnreachableError } from './client.ts';
-
-export interface SseMessage {
-  event: string;
-  data: string;
-  id?: string;
-}
-
-/** Incremental SSE parser (the subset the server writes: event, data, id, comments). */
-export class SseParser {
-  private buffer = '';
-  private event = '';
-  private data: string[] = [];
-  private id: string | undefined;
-
-  push(chunk: string): SseMessage[] {
-    this.buffer += chunk;
-    const out: SseMessage[] = [];
-    for (;;) {
-      const nl = this.buffer.search(/\r\n|\r|\n/);
-      // A CR at the end of a chunk may be the first half of a CRLF: wait for the next chunk.
-      if (nl < 0 || (nl === this.buffer.length - 1 && this.buffer[nl] === '\r')) break;
-      const line = this.buffer.slice(0, nl);
-      this.buffer = this.buffer.slice(nl + (this.buffer.startsWith('\r\n', nl) ? 2 : 1));
-      const msg = this.line(line);
-      if (msg !== undefined) out.push(msg);
-    }
-    return out;
-  }
-
-  private line(line: string): SseMessage | undefined {
-    if (line === '') {
-      const msg = this.data.length > 0 || this.event !== ''
-        ? { event: this.event || 'message', data: this.data.join('\n'), ...(this.id !== undefined ? { id: this.id } : {}) }
-        : undefined;
-      this.event = '';
-      this.data = [];
-      this.id = undefined;
-      return msg;
-    }
-    if (line.startsWith(':')) return undefined;
-    const colon = line.indexOf(':');
-    const field = colon < 0 ? line : line.slice(0, colon);
-    let value = colon < 0 ? '' : line.slice(colon + 1);
-    if (value.startsWith(' ')) value = value.slice(1);
-    if (field === 'event') this.event = value;
-    else if (field === 'data') this.data.push(value);
-    else if (field === 'id') this.id = value;
-    return undefined;
-  }
-}
 
 const docSchema = z.object({
   collection: z.string(), id: z.string(), rev: z.number().int(), createRev: z.number().int(), doc: z.record(z.string(), z.unknown()),

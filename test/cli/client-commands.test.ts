@@ -15,7 +15,8 @@ import { ApiError, CliFailure, exitCodeOf, reportFailure, UnreachableError, type
 import { clusterHelps } from '../../src/cli/cluster.ts';
 import { docHelps } from '../../src/cli/doc.ts';
 import { snapshotHelps } from '../../src/cli/snapshot.ts';
-import { followWatch, SseParser, type WatchEventView } from '../../src/cli/watch-stream.ts';
+import { SseParser } from '../../src/api/sse-parser.ts';
+import { followWatch, type WatchEventView } from '../../src/cli/watch-stream.ts';
 import { loadConfig } from '../../src/node/config.ts';
 import { startNode } from '../../src/node/server.ts';
 import { decodeSnapshotFile } from '../../src/node/snapshot-file.ts';

@@ -8,7 +8,7 @@ import type { ClusterView, MemberView } from '../../src/api/cluster-routes.ts';
 import { openApiDocument } from '../../src/api/openapi.ts';
 import { consoleApiRoutes } from '../../src/console/api.ts';
 import { failureTolerance } from '../../src/console/format.ts';
-import { SseParser } from '../../src/console/sse.ts';
+import { SseParser } from '../../src/api/sse-parser.ts';
 import { tokenOfCredentialFile } from '../../src/console/views/login.ts';
 
 describe('the console\'s API client', () => {
@@ -23,10 +23,11 @@ describe('the console\'s API client', () => {
 
 describe('SseParser', () => {
   const stream = 'event: sync\ndata: {}\n\n: keepalive\n\nid: 7\nevent: member.added\r\ndata: {"a":1}\r\ndata: {"b":2}\n\r\ndata: plain\r\n\r\n';
+  // An id belongs to the message that carries it (api/sse-parser.ts).
   const expected = [
-    { event: 'sync', data: '{}', id: undefined },
+    { event: 'sync', data: '{}' },
     { event: 'member.added', data: '{"a":1}\n{"b":2}', id: '7' },
-    { event: 'message', data: 'plain', id: '7' },
+    { event: 'message', data: 'plain' },
   ];
 
   it('parses events, multi-line data, ids, comments and CRLF', () => {

@@ -2,7 +2,7 @@
 // events after it, cursors, type filters, the node's own events, and refusals.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SseParser, type SseMessage } from '../../src/cli/watch-stream.ts';
+import { SseParser, type SseMessage } from '../../src/api/sse-parser.ts';
 import { inProcess } from '../cli/in-process.ts';
 import { oneNode, type OneNode } from './one-node.ts';
 import { waitFor } from '../transport/helpers.ts';
