@@ -85,12 +85,13 @@ function run(cmd: string, args: readonly string[], input?: string): Promise<stri
 }
 
 /** Synchronous and silent: for cleanup, where a missing namespace is not an error. */
-function runQuiet(cmd: string, args: readonly string[]): string {
+export function runQuiet(cmd: string, args: readonly string[]): string {
   const r = spawnSync(cmd, args, { encoding: 'utf8' });
   return r.status === 0 ? r.stdout : '';
 }
 
-function pidAlive(pid: number): boolean {
+/** Whether a process with this pid exists (EPERM: it does, owned by someone else). */
+export function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -13,6 +13,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { pidAlive, runQuiet } from '../faults/netns.ts';
 
 const fixture = path.resolve(import.meta.dirname, '../fixtures/net-workload.mjs');
 
@@ -32,33 +33,19 @@ function sh(cmd: string, args: readonly string[]): string {
   return r.stdout;
 }
 
-function quiet(cmd: string, args: readonly string[]): string {
-  const r = spawnSync(cmd, args, { encoding: 'utf8' });
-  return r.status === 0 ? r.stdout : '';
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 function removeNamespaces(k: number): void {
-  for (const ns of quiet('ip', ['netns', 'list']).split('\n').map((l) => l.split(' ')[0] ?? '').filter((n) => n.startsWith(`shoalfw-${k}-`))) {
-    for (const pid of quiet('ip', ['netns', 'pids', ns]).split(/\s+/).filter(Boolean)) {
+  for (const ns of runQuiet('ip', ['netns', 'list']).split('\n').map((l) => l.split(' ')[0] ?? '').filter((n) => n.startsWith(`shoalfw-${k}-`))) {
+    for (const pid of runQuiet('ip', ['netns', 'pids', ns]).split(/\s+/).filter(Boolean)) {
       try { process.kill(Number(pid), 'SIGKILL'); } catch { /* gone */ }
     }
-    quiet('ip', ['netns', 'del', ns]);
+    runQuiet('ip', ['netns', 'del', ns]);
   }
 }
 
 /** Removes what runs that died left behind. */
 function removeStale(): void {
   const owners = new Set<number>();
-  for (const line of quiet('ip', ['netns', 'list']).split('\n')) {
+  for (const line of runQuiet('ip', ['netns', 'list']).split('\n')) {
     const m = /^shoalfw-(\d+)-/.exec(line);
     if (m !== null) owners.add(Number(m[1]));
   }
