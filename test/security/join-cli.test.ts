@@ -11,10 +11,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { singleNode, type SingleNode } from '../api/single-node.ts';
+import type { SingleNode } from '../api/single-node.ts';
+import { caNode } from './ca-node.ts';
 import { inProcess } from '../cli/in-process.ts';
 import { createCa, type PemPair } from '../../src/security/certificates.ts';
-import { memoryCaAuthority } from '../../src/security/authority.ts';
 import { loadIdentity } from '../../src/node/identity.ts';
 import { credentialFileSchema } from '../../src/cli/credential-file.ts';
 
@@ -24,11 +24,7 @@ let addr: string;
 const tmp = (): string => mkdtempSync(path.join(os.tmpdir(), 'shoal-join-'));
 
 beforeAll(async () => {
-  n = await singleNode();
-  ca = await createCa('test-cluster');
-  n.ctx.security = memoryCaAuthority(ca);
-  await n.app.listen({ host: '127.0.0.1', port: 0 });
-  addr = `127.0.0.1:${(n.app.server.address() as AddressInfo).port}`;
+  ({ n, ca, addr } = await caNode());
 });
 afterAll(async () => { await n.close(); });
 

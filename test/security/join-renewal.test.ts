@@ -4,15 +4,14 @@
 
 import { X509Certificate } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { singleNode, type SingleNode } from '../api/single-node.ts';
+import type { SingleNode } from '../api/single-node.ts';
+import { caNode } from './ca-node.ts';
 import { catalogued } from '../api/expect-error.ts';
-import { createCa, exportKeyPem, generateKeys, issueNodeCert, signNodeKey, type PemPair } from '../../src/security/certificates.ts';
+import { exportKeyPem, generateKeys, issueNodeCert, signNodeKey, type PemPair } from '../../src/security/certificates.ts';
 import { createCsr } from '../../src/security/csr.ts';
-import { memoryCaAuthority } from '../../src/security/authority.ts';
 import { CertRenewer, renewAtMs, renewFractionMax, renewFractionMin } from '../../src/security/renewal.ts';
 import { CaKeyFetcher } from '../../src/security/ca-key-fetcher.ts';
 import { openWithKey, type SealedBox } from '../../src/security/sealed-box.ts';
@@ -27,11 +26,7 @@ let ca: PemPair;
 let addr: string;
 
 beforeAll(async () => {
-  n = await singleNode();
-  ca = await createCa('test-cluster');
-  n.ctx.security = memoryCaAuthority(ca);
-  await n.app.listen({ host: '127.0.0.1', port: 0 });
-  addr = `127.0.0.1:${(n.app.server.address() as AddressInfo).port}`;
+  ({ n, ca, addr } = await caNode());
 });
 afterAll(async () => { await n.close(); });
 

@@ -4,7 +4,8 @@
 
 import { X509Certificate } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { singleNode, type SingleNode } from '../api/single-node.ts';
+import type { SingleNode } from '../api/single-node.ts';
+import { caNode } from './ca-node.ts';
 import { catalogued } from '../api/expect-error.ts';
 import { createCa, type PemPair } from '../../src/security/certificates.ts';
 import { createCsr } from '../../src/security/csr.ts';
@@ -18,9 +19,7 @@ let n: SingleNode;
 let ca: PemPair;
 
 beforeAll(async () => {
-  n = await singleNode();
-  ca = await createCa('test-cluster');
-  n.ctx.security = memoryCaAuthority(ca);
+  ({ n, ca } = await caNode());
 });
 afterAll(async () => { await n.close(); });
 
