@@ -4,6 +4,7 @@
 
 import { render } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
+import type { ClusterView as ClusterAnswer } from '../api/cluster-routes.ts';
 import { api, setCredential, unauthenticatedEvent } from './api.ts';
 import { ConfirmDialog, html, usePoll, type Confirmation } from './ui.ts';
 import { ClusterView } from './views/cluster.ts';
@@ -21,8 +22,7 @@ function viewOf(hash: string): ViewName {
   return (views as readonly string[]).includes(v) ? (v as ViewName) : 'cluster';
 }
 
-function Header() {
-  const { data } = usePoll(() => api.cluster(), 2000);
+function Header({ data }: { data: ClusterAnswer | undefined }) {
   const leader = data?.members.find((m) => m.id === data.leader);
   return html`<span class="cluster">cluster <code>${data?.clusterId.slice(0, 8) ?? '…'}</code> · leader <strong data-testid="header-leader">${leader?.name ?? '—'}</strong> · term ${data?.term ?? '—'}</span>`;
 }
@@ -33,6 +33,8 @@ function App() {
   const [notice, setNotice] = useState<string | null>(null);
   const [needLogin, setNeedLogin] = useState(false);
   const [tick, setTick] = useState(0);
+  // One poll of /v1/cluster for the header and the Cluster view: every second while that view shows.
+  const cluster = usePoll(() => api.cluster(), needLogin ? null : view === 'cluster' ? 1000 : 2000);
   useEffect(() => {
     const onHash = () => setView(viewOf(location.hash));
     const onUnauth = () => setNeedLogin(true);
@@ -47,12 +49,12 @@ function App() {
     <header>
       <a class="brand" href="#cluster">shoal</a>
       <nav aria-label="Views"><ul>${views.map((v) => html`<li><a href=${`#${v}`} aria-current=${view === v ? 'page' : undefined}>${v[0]?.toUpperCase()}${v.slice(1)}</a></li>`)}</ul></nav>
-      <${Header} />
+      <${Header} data=${cluster.data} />
       <button type="button" class="link" onClick=${() => { setCredential(null); setNeedLogin(true); }}>Sign out</button>
     </header>
     ${notice !== null ? html`<p class="notice" role="status">${notice} <button type="button" class="link" onClick=${() => setNotice(null)}>Dismiss</button></p>` : null}
     <main id="main">
-      ${view === 'cluster' ? html`<${ClusterView} confirm=${setAsk} />` : null}
+      ${view === 'cluster' ? html`<${ClusterView} confirm=${setAsk} cluster=${cluster} />` : null}
       ${view === 'nodes' ? html`<${NodesView} confirm=${setAsk} tick=${tick} />` : null}
       ${view === 'services' ? html`<${ServicesView} tick=${tick} />` : null}
       <div hidden=${view !== 'events'}><${EventsView} onChange=${changed} /></div>

@@ -13,20 +13,24 @@ export interface Polled<T> {
   refresh: () => void;
 }
 
-/** Calls `load` now, every `everyMs` and on refresh(); keeps the last good answer through an error. */
-export function usePoll<T>(load: () => Promise<T>, everyMs: number, deps: unknown[] = []): Polled<T> {
+/**
+ * Calls `load` now, every `everyMs` and on refresh(); keeps the last good answer through an
+ * error. `everyMs` null pauses it (nothing is asked while the page waits for a sign-in).
+ */
+export function usePoll<T>(load: () => Promise<T>, everyMs: number | null, deps: unknown[] = []): Polled<T> {
   const [data, setData] = useState<T | undefined>(undefined);
   const [error, setError] = useState<ApiError | undefined>(undefined);
   const [tick, setTick] = useState(0);
   const live = useRef(true);
   useEffect(() => {
+    if (everyMs === null) return undefined;
     live.current = true;
     const run = () => load().then((d) => { if (live.current) { setData(d); setError(undefined); } })
       .catch((e: unknown) => { if (live.current) setError(e instanceof ApiError ? e : new ApiError(0, 'internal', String(e))); });
     void run();
     const timer = setInterval(run, everyMs);
     return () => { live.current = false; clearInterval(timer); };
-  }, [...deps, tick]);
+  }, [...deps, everyMs, tick]);
   return { data, error, refresh: () => setTick((t) => t + 1) };
 }
 

@@ -3,10 +3,12 @@
 
 import { api } from '../api.ts';
 import { failureTolerance } from '../format.ts';
-import { Badge, ErrorLine, html, usePoll, type Confirmation } from '../ui.ts';
+import type { ClusterView as ClusterAnswer } from '../../api/cluster-routes.ts';
+import { Badge, ErrorLine, html, type Confirmation, type Polled } from '../ui.ts';
 
-export function ClusterView({ confirm }: { confirm: (c: Confirmation) => void }) {
-  const { data: view, error } = usePoll(() => api.cluster(), 1000);
+/** `cluster` is the page's one poll of /v1/cluster (main.ts), every second while this view shows. */
+export function ClusterView({ confirm, cluster }: { confirm: (c: Confirmation) => void; cluster: Polled<ClusterAnswer> }) {
+  const { data: view, error } = cluster;
   if (view === undefined) return html`<${ErrorLine} error=${error} /><p>Loading…</p>`;
   const leader = view.members.find((m) => m.id === view.leader);
   const ft = failureTolerance(view);
