@@ -1,7 +1,8 @@
 // A token bucket per remote address for failed authentications: a client that keeps presenting
 // bad credentials (guessing tokens, a forged principal header, a certificate of another CA) is
 // answered 429 too_many_requests with Retry-After once its bucket is empty, until it refills.
-// The table is bounded: past `addressesMax` the address seen least recently is forgotten.
+// The table is bounded: past `addressesMax` the address seen least recently is forgotten. The
+// join route bounds refused join tokens with the same limiter (join-routes.ts).
 
 export interface AuthFailureLimits {
   /** Failures an address may have in a burst before it is refused. */

@@ -7,6 +7,7 @@
 
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
+import { AuthFailureLimiter } from './auth-rate-limit.ts';
 import { ShoalError } from '../errors.ts';
 import { hostPortSchema, splitHostPort } from '../node/host-port.ts';
 import { confChangeContext, type MemberRecord } from '../node/membership.ts';
@@ -15,7 +16,6 @@ import { isValidId } from '../security/identity.ts';
 import { isValidPrincipal, principalRule } from '../security/principal.ts';
 import { parseToken, redeemRefusal, redemptionTxn, refusalText, type ParsedToken, type RefusalReason, type TokenRecord } from '../security/tokens.ts';
 import type { ApiContext } from './app.ts';
-import { RefusalLimiter } from '../security/refusal-limiter.ts';
 import { proposeCommand, readToken, requireAuthority } from './token-routes.ts';
 import { validate } from './validate.ts';
 import { forwardIfFollower } from './write-path.ts';
@@ -131,8 +131,15 @@ async function joinClient(ctx: ApiContext, b: Extract<JoinBody, { kind: 'client'
   return { clusterId: ctx.clusterId, caPem: authority.caPem, certPem: signed.certPem, role: 'client', clientRole, members: [] };
 }
 
+/**
+ * Refused joins an address may have: 10 at once, then one more every 6 s (10 a minute). Tokens
+ * carry 256 random bits, so this is about log noise and load more than about guessing; it also
+ * bounds the refusal events written to the store.
+ */
+const joinRefusalLimits = { burst: 10, refillPerSecond: 10 / 60, addressesMax: 10_000 };
+
 export const joinRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
-  const limiter = new RefusalLimiter();
+  const limiter = new AuthFailureLimiter(joinRefusalLimits);
   app.get('/v1/join/ca', { config: { role: 'public' } }, async (req) => {
     validate({ query: [noQuery, req.query] });
     const authority = requireAuthority(ctx);
@@ -142,9 +149,9 @@ export const joinRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, {
   app.post('/v1/join', { config: { role: 'public' } }, async (req, reply) => {
     const v = validate({ query: [noQuery, req.query], body: [joinBody, req.body] });
     const from = req.ip;
-    const wait = limiter.retryAfterMs(from, Date.now());
-    if (wait > 0) {
-      throw new ShoalError('too_many_requests', `too many refused joins from ${from}; retry in ${Math.ceil(wait / 1000)} s`, { limit: 'joinRefusalsPerWindowMax', retryAfterMs: wait });
+    const waitS = limiter.retryAfterSeconds(from);
+    if (waitS > 0) {
+      throw new ShoalError('too_many_requests', `too many refused joins from ${from}; retry in ${waitS} s`, { limit: 'joinRefusals', retryAfterMs: waitS * 1000 });
     }
     try {
       const token = parseToken(v.body.token);
@@ -154,7 +161,7 @@ export const joinRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, {
       const answer = v.body.kind === 'node' ? await joinNode(ctx, v.body, token, from) : await joinClient(ctx, v.body, token, from);
       return await reply.status(201).send(answer);
     } catch (err) {
-      if (err instanceof ShoalError && err.code === 'token_invalid') limiter.note(from, Date.now());
+      if (err instanceof ShoalError && err.code === 'token_invalid') limiter.fail(from);
       throw err;
     }
   });

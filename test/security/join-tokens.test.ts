@@ -157,7 +157,7 @@ describe('join tokens', () => {
     const bad = formatToken({ ...(parseToken(token) ?? newToken('')), secret: 'B'.repeat(43) });
     for (let i = 0; i < 10; i++) expect(catalogued(await join(await joinBody(bad), '192.0.2.7')).code).toBe('token_invalid');
     const limited = catalogued(await join(await joinBody(token), '192.0.2.7'));
-    expect(limited).toMatchObject({ code: 'too_many_requests', details: { limit: 'joinRefusalsPerWindowMax' } });
+    expect(limited).toMatchObject({ code: 'too_many_requests', details: { limit: 'joinRefusals' } });
     expect((await join(await joinBody(token), '192.0.2.8')).statusCode).toBe(201);
   });
 });
