@@ -46,6 +46,7 @@ import { credentialsRoutes } from './credentials-routes.ts';
 import { auditRoutes } from './audit-routes.ts';
 import type { PeerHttp } from './peer-http.ts';
 import type { DrillTarget } from '../node/drill-actions.ts';
+import type { FoundingToken } from '../security/founding-token.ts';
 import { drillRoutes } from './drill-routes.ts';
 
 export { errorBody, toShoalError, type ErrorBody } from './error-reply.ts';
@@ -69,6 +70,8 @@ export interface ApiContext {
   events?: EventLog;
   /** The cluster CA as this node holds it (join tokens, joins); absent, those routes answer ca_key_unavailable. */
   security?: CaAuthority;
+  /** The token `shoal init` printed, while this node has not yet written its record (joins with it wait). */
+  foundingToken?: FoundingToken;
   /** How callers authenticate: HTTPS with the node certificate, or the explicit insecure loopback mode. */
   auth: ApiAuth;
   /** Calls to other nodes' APIs (over TLS with this node's certificate unless insecure). */

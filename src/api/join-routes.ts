@@ -60,6 +60,14 @@ function checkNewMember(ctx: ApiContext, b: Extract<JoinBody, { kind: 'node' }>)
   }
 }
 
+/** How long a join with the founding token waits for this node to write its record. */
+const foundingWaitMs = 10_000;
+
+function waitFor(p: Promise<unknown>, ms: number): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([p, new Promise<void>((r) => { timer = setTimeout(r, ms); })]).finally(() => clearTimeout(timer));
+}
+
 /** Read-decide-write rounds before a redemption that keeps losing its compare-and-set gives up. */
 const redeemAttemptsMax = 5;
 
@@ -71,6 +79,12 @@ async function redeem(ctx: ApiContext, token: ParsedToken, subject: string, name
   for (let attempt = 1; attempt <= redeemAttemptsMax; attempt++) {
     await ctx.node.readBarrier();
     const found = readToken(ctx, token.id);
+    if (found === undefined && ctx.foundingToken?.pendingId() === token.id) {
+      // The token `shoal init` printed, used before this node has written its record: wait for it.
+      await waitFor(ctx.foundingToken.written, foundingWaitMs);
+      if (ctx.foundingToken.pendingId() !== token.id) continue;
+      throw new ShoalError('no_leader', `the token shoal init printed is not written yet (this node writes it once it leads); nothing was changed, retry`, { token: token.id });
+    }
     const now = Date.now();
     const refusal = redeemRefusal(found?.record, token, now);
     if (refusal !== undefined || found === undefined) return refuse(ctx, refusal ?? 'unknown', token.id, from);

@@ -21,11 +21,12 @@ export const initHelp = `Usage: shoal init --data DIR --name NAME [--api HOST:PO
 
 Founds a new cluster on this machine: creates DIR with a stable random node id, the cluster CA
 (its key stays in DIR/tls, on voters only), this node's certificate, and DIR/shoal.yaml naming
-this node as the one founding member. Prints the command that joins another machine:
+this node as the one founding member. Runs the node as 'shoal serve' does (unless --no-start)
+and, once the node leads and has written the token into the store (a second or two), prints the
+command that joins another machine:
 
   shoal join <this node's API> --token <a voter token, valid for 1 h>
-
-then runs the node as 'shoal serve' does (unless --no-start). Three machines take three
+ Three machines take three
 commands: init here, join on the two others. The flags are checked first; a bad one writes nothing.
 It also writes an admin credential for the local user to $SHOAL_CONFIG/credential.json (else
 ~/.config/shoal/credential.json), which the CLI finds.
@@ -41,7 +42,8 @@ Options:
   --ca-from DIR      instead of founding a cluster: sign this node's certificate with the CA key
                      in DIR (a member's data directory) and write a config without a bootstrap
                      list, for 'shoal cluster add' by hand (docs/operations.md); never starts
-  --json             print the new identity and the join command as JSON
+  --json             print the new identity and the join command as one JSON object (when
+                     the command works, as above)
   -h, --help         show this help
 
 The default ports (7100, 7200) stay clear of 'shoal dev' (7101-7107, 7201-7207), so a node and a
@@ -110,12 +112,20 @@ export async function initCommand(argv: string[]): Promise<number> {
   if (credential !== null) await writeAdminCredential(data, [values.api], [credential]);
   const token = founds ? await foundingToken(data) : undefined;
   const joinCommand = token === undefined ? undefined : `shoal join ${values.api} --token ${token}`;
-  if (values.json) console.log(JSON.stringify({ ...identity, dataDir: path.resolve(data), config: path.resolve(configFile), credential, ...(joinCommand !== undefined ? { joinCommand } : {}) }));
-  else {
-    console.log(`initialized node ${identity.name} (${identity.id}) of cluster ${identity.clusterId} in ${data}\nconfig: ${configFile}\napi ${values.api}, peer ${values.peer}${credential !== null ? `\nadmin credential: ${credential}` : ''}`);
-    if (joinCommand !== undefined) console.log(`\nTo add a machine, run on it (the token is for 2 voters and valid for 1 h; more with 'shoal token create --role voter'):\n\n  ${joinCommand} --api <its address>:7100 --peer <its address>:7200\n`);
+  const summary = { ...identity, dataDir: path.resolve(data), config: path.resolve(configFile), credential, ...(joinCommand !== undefined ? { joinCommand } : {}) };
+  if (!values.json) console.log(`initialized node ${identity.name} (${identity.id}) of cluster ${identity.clusterId} in ${data}\nconfig: ${configFile}\napi ${values.api}, peer ${values.peer}${credential !== null ? `\nadmin credential: ${credential}` : ''}`);
+  const printJoin = (): void => {
+    if (values.json) console.log(JSON.stringify(summary));
+    else if (joinCommand !== undefined) console.log(`\nTo add a machine, run on it (the token is for 2 voters and valid for 1 h; more with 'shoal token create --role voter'):\n\n  ${joinCommand} --api <its address>:7100 --peer <its address>:7200\n`);
+  };
+  if (!founds || values['no-start']) {
+    printJoin();
+    return exitCodes.ok;
   }
-  if (!founds || values['no-start']) return exitCodes.ok;
   const { serveCommand } = await import('./serve.ts');
-  return serveCommand(['--config', configFile, ...(values.json ? ['--json'] : [])]);
+  // The join command is printed once it works: the node serves its API and, leading, has written
+  // the token into the store (a join pasted at once is neither refused nor left unanswered).
+  return serveCommand(['--config', configFile, ...(values.json ? ['--json'] : [])], (running) => {
+    void running.foundingTokenWritten.then((written) => { if (written) printJoin(); });
+  });
 }

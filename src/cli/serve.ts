@@ -2,7 +2,7 @@
 // (a leader hands leadership away first).
 
 import { loadConfig } from '../node/config.ts';
-import { startNode } from '../node/server.ts';
+import { startNode, type RunningNode } from '../node/server.ts';
 import { exitCodeOfError, exitCodes, parse, UsageError } from './args.ts';
 import type { ShoalError } from '../errors.ts';
 import { serveLogger } from './logger.ts';
@@ -35,7 +35,8 @@ Exit codes: 0 stopped cleanly; 1 crashed (restart it); 2 invalid config; 4 data 
 storage format; 8 an address cannot be bound; 9 the join failed. A service manager must not
 restart on 2, 4, 5, 6 or 7 (docs/operations.md, "Exit codes").`;
 
-export async function serveCommand(argv: string[]): Promise<number> {
+/** `onServing` runs once the node serves its API (shoal init prints the join command then). */
+export async function serveCommand(argv: string[], onServing?: (running: RunningNode) => void): Promise<number> {
   const { values, positionals } = parse(argv, {
     config: { type: 'string' }, json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
     'log-level': { type: 'string' }, 'log-format': { type: 'string' },
@@ -51,6 +52,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const log = serveLogger(flags, config.logLevel, { stderrIsTty: process.stderr.isTTY, supervised: process.env[supervisedEnv] === '1' });
   const running = await startNode(config, log, { drillActions: true });
   log.info(`node ${running.identity.name} (${running.identity.id}) serving the API on ${running.apiScheme}://${running.apiAddress}`);
+  onServing?.(running);
   const supervised = process.env[supervisedEnv] === '1';
   let onSupervisorGone = (): void => {};
   const failure = await new Promise<ShoalError | undefined>((resolve) => {

@@ -65,6 +65,8 @@ export interface RunningNode {
   apiScheme: 'http' | 'https';
   /** The cluster's events: `events.recordEvent(type, subject, details)` (src/node/event-log.ts). */
   events: EventLog;
+  /** True once the token `shoal init` printed is in the store (at once when there is none); false if never. */
+  foundingTokenWritten: Promise<boolean>;
   /** Graceful: hands leadership away when leading, then closes API, transport and storage. */
   stop(): Promise<void>;
 }
@@ -281,7 +283,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   };
   const api = buildApi({
     node: node, store, clusterId: identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax,
-    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), runtime: control.runtime, events, auth: apiAuth, peer: peerHttp, security,
+    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), runtime: control.runtime, events, auth: apiAuth, peer: peerHttp, security, foundingToken: founding,
     limits: {
       ...apiLimitsDefault, connectionsMax: config.limits.connectionsMax, watchStreamsMax: config.limits.watchStreamsMax,
       watchStreamsPerClientMax: config.limits.watchStreamsPerClientMax, snapshotDownloadsMax: config.limits.snapshotDownloadsMax,
@@ -309,7 +311,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   const apiAddress = typeof addr === 'object' && addr !== null ? `${apiListen.host}:${addr.port}` : config.api.listen;
   let stopping: Promise<void> | undefined;
   return {
-    identity, node, store, api, apiAddress, apiScheme: peerHttp.scheme, control, events,
+    identity, node, store, api, apiAddress, apiScheme: peerHttp.scheme, control, events, foundingTokenWritten: founding.written,
     stop: () => {
       stopping ??= (async () => {
         // The loops and the agents first: they propose through the node. Containers and the mesh keep running.

@@ -103,6 +103,36 @@ describe('join tokens', () => {
     expect(n.node.confState().learners).toHaveLength(learners);
   });
 
+  it('waits for the token shoal init printed while the node has not written it yet; refuses to guess when the write was given up', async () => {
+    const t = newToken(n.ctx.security?.fingerprint ?? '');
+    const record: TokenRecord = {
+      id: t.id, role: 'voter', secretSha256: hashSecret(t.secret), createdAtMs: Date.now(), expiresAtMs: Date.now() + 3600_000,
+      usesMax: 1, usesLeft: 1, labels: {}, createdBy: 'shoal-init', revoked: false, redemptions: [],
+    };
+    // As src/security/founding-token.ts does: the record goes in once the node has led long enough.
+    let pending: string | undefined = t.id;
+    let settle = (_ok: boolean): void => {};
+    const written = new Promise<boolean>((r) => { settle = r; });
+    n.ctx.foundingToken = { pendingId: () => pending, written, cancel() {} };
+    try {
+      const joining = join(await joinBody(formatToken(t)));
+      await new Promise((r) => setTimeout(r, 300));
+      await proposeCommand(n.ctx, 'test', { op: 'put', collection: tokensCollection, id: t.id, doc: record as unknown as JsonObject });
+      pending = undefined;
+      settle(true);
+      const res = await joining;
+      expect(res.statusCode, res.body).toBe(201);
+      expect((n.store.get(tokensCollection, t.id)?.doc as unknown as TokenRecord).usesLeft).toBe(0);
+      // A founding token whose write was given up: a retryable refusal, not an unknown token.
+      const other = newToken(n.ctx.security?.fingerprint ?? '');
+      n.ctx.foundingToken = { pendingId: () => other.id, written: Promise.resolve(false), cancel() {} };
+      expect(catalogued(await join(await joinBody(formatToken(other))))).toMatchObject({ code: 'no_leader', details: { token: other.id } });
+      expect(n.store.get(tokensCollection, other.id)).toBeUndefined();
+    } finally {
+      n.ctx.foundingToken = undefined;
+    }
+  });
+
   it('refuses a revoked token, a wrong secret, a malformed token and another cluster\'s token', async () => {
     const { token, id } = await makeToken({ role: 'voter', uses: 3 });
     const wrong = parseToken(token);
