@@ -10,7 +10,7 @@ import { encodeCommand, InvalidCommandError, type TxnCommand } from '../../fsm/i
 import { txnComparesMax, txnOpsMax } from '../../fsm/limits.ts';
 import type { CommandResult } from '../../fsm/types.ts';
 import { toTransactions, type Plan } from '../control/changes.ts';
-import { controlFeatureLevel } from '../control/collections.ts';
+import { compatCommand } from '../control/record-compat.ts';
 import type { ControlState } from '../control/state.ts';
 import { ShoalError } from '../errors.ts';
 import type { ApiContext } from './app.ts';
@@ -40,7 +40,9 @@ export function oneTransaction(plan: Plan): TxnCommand {
   return txn;
 }
 
-async function proposeTxn(ctx: ApiContext, req: FastifyRequest, txn: TxnCommand): Promise<CommandResult> {
+async function proposeTxn(ctx: ApiContext, req: FastifyRequest, planned: TxnCommand): Promise<CommandResult> {
+  // Written as members of an older release read it; what only newer ones read needs their level.
+  const { cmd: txn, featureLevel } = compatCommand(planned);
   let data: Uint8Array;
   try {
     data = encodeCommand({ cmd: txn, ts: Date.now(), principal: principalOf(req) });
@@ -48,7 +50,7 @@ async function proposeTxn(ctx: ApiContext, req: FastifyRequest, txn: TxnCommand)
     if (!(err instanceof InvalidCommandError)) throw err;
     throw badRequest(err.issues.map((i) => ({ path: i.path.startsWith('principal') ? 'headers.x-shoal-principal' : 'body', message: i.message })));
   }
-  const { result } = await ctx.node.propose(data, { featureLevel: controlFeatureLevel });
+  const { result } = await ctx.node.propose(data, { featureLevel });
   return result as CommandResult;
 }
 

@@ -15,7 +15,8 @@ import type { CommandResult, JsonObject } from '../../fsm/types.ts';
 import { ShoalError } from '../errors.ts';
 import type { RaftNode } from '../node/raft-node.ts';
 import type { AgentAssignment, AgentView, AgentWriter, NodeAssignments, NodeRuntimeReport } from '../executor/agent.ts';
-import { controlFeatureLevel, isReservedCollection, leasesCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from './collections.ts';
+import { compatCommand, forOlderReaders } from './record-compat.ts';
+import { isReservedCollection, leasesCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from './collections.ts';
 import type { LeaseWriter } from '../executor/lease-keeper.ts';
 import type { LeaseRecord } from './lease.ts';
 import type { NodeMesh, NodeRecord, TaskStatus } from './resources.ts';
@@ -132,9 +133,10 @@ export class StoreAgentWriter implements AgentWriter, LeaseWriter {
         ...cur, name: this.me.name, addresses: { api: this.me.apiAddress, peer: this.me.peerAddress },
         capacity: this.me.capacity, softwareVersion: this.me.softwareVersion,
       });
-      if (doc !== undefined && JSON.stringify(next) === JSON.stringify(doc.doc)) return;
+      const written = forOlderReaders(nodesCollection, next as unknown as JsonObject);
+      if (doc !== undefined && JSON.stringify(written) === JSON.stringify(doc.doc)) return;
       const r = await this.propose({
-        op: 'put', collection: nodesCollection, id: this.me.id, doc: next as unknown as JsonObject,
+        op: 'put', collection: nodesCollection, id: this.me.id, doc: written,
         expect: doc === undefined ? { absent: true } : { rev: doc.rev },
       });
       if (r.ok) return;
@@ -152,8 +154,9 @@ export class StoreAgentWriter implements AgentWriter, LeaseWriter {
   }
 
   private async propose(cmd: Parameters<typeof encodeCommand>[0]['cmd']): Promise<CommandResult> {
-    const data = encodeCommand({ cmd, ts: Date.now(), principal: `shoal:agent:${this.me.id}` });
-    const { result } = await this.node.propose(data, { featureLevel: controlFeatureLevel });
+    const compat = compatCommand(cmd);
+    const data = encodeCommand({ cmd: compat.cmd, ts: Date.now(), principal: `shoal:agent:${this.me.id}` });
+    const { result } = await this.node.propose(data, { featureLevel: compat.featureLevel });
     return result as CommandResult;
   }
 }

@@ -24,6 +24,7 @@ import { encodeCommand } from '../../fsm/index.ts';
 import type { CommandResult, WatchEvent } from '../../fsm/types.ts';
 import { ShoalError } from '../errors.ts';
 import type { ProposalResult } from '../node/raft-node.ts';
+import { compatCommand } from './record-compat.ts';
 import { toTransactions, type Plan } from './changes.ts';
 import { leasesCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from './collections.ts';
 import { leaseDefaults, leaseMarginMs, leaseRecordSchema, type LeaseConfig } from './lease.ts';
@@ -62,7 +63,8 @@ export interface LeaderRunPorts {
   /** Ms since this node last heard from `id`, or undefined if never. */
   silentForMs(id: string): number | undefined;
   /** Proposes fenced by `term`; rejects with stale_term when this node no longer leads it. */
-  propose(data: Uint8Array, term: number, meta: PassMeta): Promise<ProposalResult>;
+  /** `featureLevel`: what the command needs (src/control/record-compat.ts). */
+  propose(data: Uint8Array, term: number, meta: PassMeta, featureLevel: number): Promise<ProposalResult>;
   /** Resolves once every proposal this node made so far is applied here, or can no longer commit. */
   settleOwnProposals(): Promise<void>;
   newTaskId(): string;
@@ -271,10 +273,11 @@ export class LeaderRun {
 
   /** Proposes the plan, fenced by the run's term; 'conflict' when what it read has changed. */
   private async write(plan: Plan, meta: PassMeta): Promise<Outcome> {
-    for (const txn of toTransactions(plan)) {
+    for (const planned of toTransactions(plan)) {
+      const { cmd: txn, featureLevel } = compatCommand(planned);
       const data = encodeCommand({ cmd: txn, ts: this.ports.logTimeNow(), fence: { term: this.term }, principal: 'shoal:leader' });
       this.counts.proposed++;
-      const { result } = await this.ports.propose(data, this.term, meta);
+      const { result } = await this.ports.propose(data, this.term, meta, featureLevel);
       const r = result as CommandResult;
       if (!r.ok) {
         if (r.error.code === 'stale_term') throw new ShoalError('stale_term', r.error.message);

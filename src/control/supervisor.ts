@@ -90,7 +90,7 @@ export class Supervisor {
         return new Set([...cs.voters, ...cs.votersOutgoing, ...cs.learners, ...cs.learnersNext]);
       },
       silentForMs: (id) => n.silentForMs(id),
-      propose: (data, t) => n.propose(data, { featureLevel: controlFeatureLevel, term: t }),
+      propose: (data, t, _meta, featureLevel) => n.propose(data, { featureLevel, term: t }),
       settleOwnProposals: () => n.settleOwnProposals(),
       newTaskId: this.newTaskId,
       log,

@@ -20,9 +20,12 @@
 //      change of leader fails no request (src/node/proposals.ts).
 //   4  apply writes an audit record (collection shoal.audit, fsm/audit.ts) for each client
 //      mutation, and trims the oldest: a state an older node would not produce.
+//   5  records carry what a release of level 4 or less cannot read (src/control/record-compat.ts):
+//      a node's WireGuard mesh, a service's secrets and networks; networks, firewall policies
+//      and secrets are written at all.
 
 /** The highest level this build can apply. */
-export const featureLevelMax = 4;
+export const featureLevelMax = 5;
 
 /** The level a cluster starts at before any feature-level entry: the first release's. */
 export const featureLevelInitial = 1;
@@ -50,3 +53,6 @@ export function supportedByAll(members: readonly string[], self: string, selfMax
 
 /** The level from which apply writes audit records (fsm/audit.ts). */
 export const featureLevelAudit = 4;
+
+/** The level from which records may carry the mesh, secrets and networks (src/control/record-compat.ts). */
+export const featureLevelWorkloadNetwork = 5;

@@ -1,0 +1,95 @@
+// Records a member of an older release can read (src/control/record-compat.ts). On a node whose
+// cluster runs at feature level 4 (a member of the release before the mesh, secrets and networks
+// still in it), every node and service record the agent, the leader's loops and the API write
+// parses with that release's strict schemas (today's, without the fields added since), and what
+// only a newer release reads is refused with feature_not_enabled, writing nothing. At level 5
+// the same writes carry the new fields.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { nodesCollection, servicesCollection } from '../../src/control/collections.ts';
+import { nodeRecordSchema } from '../../src/control/resources.ts';
+import { serviceSpecSchema } from '../../src/control/spec/service-spec.ts';
+import { compatCommand } from '../../src/control/record-compat.ts';
+import { featureLevelWorkloadNetwork } from '../../src/node/feature-level.ts';
+import { controlFeatureLevel } from '../../src/control/collections.ts';
+import { allDocs } from '../../src/control/state.ts';
+import { expectError } from './expect-error.ts';
+import { singleNode, type SingleNode } from './single-node.ts';
+
+/** The level-4 release's readers: strict, without the fields added at level 5. */
+const olderNodeRecord = nodeRecordSchema.omit({ mesh: true }).strict();
+const olderSpec = serviceSpecSchema.omit({ secrets: true, networks: true }).strict();
+
+const webYaml = 'apiVersion: shoal/v1\nkind: Service\nname: web\nimage: busybox:local\ncommand: ["sleep", "3600"]\nreplicas: 2\n';
+const withSecret = 'apiVersion: shoal/v1\nkind: Service\nname: app\nimage: busybox:local\ncommand: ["sleep", "3600"]\nsecrets: [db]\n';
+
+async function until(what: string, check: () => boolean): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`not within 10 s: ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe('a cluster at feature level 4', () => {
+  let s: SingleNode;
+  beforeAll(async () => { s = await singleNode({ control: true, featureLevelMax: 4 }); });
+  afterAll(async () => { await s.close(); });
+
+  it('writes node and service records the older release parses, through the agent, the loops and the API', async () => {
+    const applied = await s.app.inject({ method: 'POST', url: '/v1/apply', payload: { text: webYaml } });
+    expect(applied.statusCode, applied.body).toBe(200);
+    await until('the node registered and the loops placed 2 tasks', () => [...allDocs(s.store, nodesCollection)].length === 1 && [...allDocs(s.store, 'shoal.tasks')].length === 2);
+    // A change the loops write back (update status) and an operator's change (a node label).
+    const drained = await s.app.inject({ method: 'POST', url: '/v1/nodes/solo/labels', payload: { set: { rack: 'a' } } });
+    expect(drained.statusCode, drained.body).toBe(200);
+    for (const d of allDocs(s.store, nodesCollection)) expect(olderNodeRecord.safeParse(d.doc).error).toBeUndefined();
+    const services = [...allDocs(s.store, servicesCollection)];
+    expect(services).toHaveLength(1);
+    for (const d of services) {
+      const spec = (d.doc as { spec: unknown }).spec;
+      expect(olderSpec.safeParse(spec).error).toBeUndefined();
+      // Today's reader reads it as it was meant: no secrets, no networks.
+      expect(serviceSpecSchema.parse(spec)).toMatchObject({ secrets: [], networks: [] });
+    }
+  });
+
+  it('refuses a secret, and a service that names one, with feature_not_enabled, and writes nothing', async () => {
+    const before = s.store.revision;
+    expectError(await s.app.inject({ method: 'PUT', url: '/v1/secrets/db', payload: { valueBase64: Buffer.from('x').toString('base64') } }), 'feature_not_enabled');
+    expect(s.store.revision).toBe(before);
+  });
+});
+
+describe('a cluster at feature level 5', () => {
+  let s: SingleNode;
+  beforeAll(async () => { s = await singleNode({ control: true }); });
+  afterAll(async () => { await s.close(); });
+
+  it('stores a secret and a service that names it, with its secrets field', async () => {
+    const put = await s.app.inject({ method: 'PUT', url: '/v1/secrets/db', payload: { valueBase64: Buffer.from('x').toString('base64') } });
+    expect(put.statusCode, put.body).toBe(200);
+    const applied = await s.app.inject({ method: 'POST', url: '/v1/apply', payload: { text: withSecret } });
+    expect(applied.statusCode, applied.body).toBe(200);
+    const spec = (s.store.get(servicesCollection, 'app')?.doc as { spec: Record<string, unknown> }).spec;
+    expect(spec.secrets).toEqual([expect.objectContaining({ name: 'db', target: 'db' })]);
+    expect(spec).not.toHaveProperty('networks');
+  });
+});
+
+describe('compatCommand', () => {
+  it('leaves defaults out and asks level 5 only for what an older member cannot read', () => {
+    const node = { id: 'n', mesh: null, state: 'ready' };
+    const put = compatCommand({ op: 'put', collection: nodesCollection, id: 'n', doc: node });
+    expect(put).toEqual({ cmd: { op: 'put', collection: nodesCollection, id: 'n', doc: { id: 'n', state: 'ready' } }, featureLevel: controlFeatureLevel });
+    const meshed = compatCommand({ op: 'txn', compare: [], success: [{ op: 'put', collection: nodesCollection, id: 'n', doc: { ...node, mesh: { publicKey: 'k' } } }], failure: [] });
+    expect(meshed.featureLevel).toBe(featureLevelWorkloadNetwork);
+    const service = { name: 'a', spec: { name: 'a', secrets: [], networks: ['x'] }, previousSpec: null };
+    const svc = compatCommand({ op: 'txn', compare: [], success: [{ op: 'put', collection: servicesCollection, id: 'a', doc: service }], failure: [] });
+    expect(svc.cmd.success[0]).toMatchObject({ doc: { spec: { name: 'a', networks: ['x'] } } });
+    expect((svc.cmd.success[0] as { doc: { spec: object } }).doc.spec).not.toHaveProperty('secrets');
+    expect(svc.featureLevel).toBe(featureLevelWorkloadNetwork);
+    expect(compatCommand({ op: 'put', collection: 'shoal.networks', id: 'x', doc: {} }).featureLevel).toBe(featureLevelWorkloadNetwork);
+    expect(compatCommand({ op: 'put', collection: 'app', id: 'x', doc: { mesh: null } }).cmd).toMatchObject({ doc: { mesh: null } });
+  });
+});
