@@ -86,8 +86,36 @@ export function readCredential(found: FoundCredential): CredentialFile {
 }
 
 /** Writes a credential readable by its owner only, replacing any file there at once (never half-written). */
+/**
+ * The credential already in `file` when it is another cluster's and names an address beyond
+ * loopback (a real cluster's; a `shoal dev` cluster's also stays in its data directory): moved
+ * aside to `credential.<its cluster id>.json` rather than lost. Returns where, or undefined.
+ */
+function keepOtherCluster(file: string, clusterId: string): string | undefined {
+  if (!existsSync(file)) return undefined;
+  let old: CredentialFile;
+  try {
+    old = credentialFileSchema.parse(JSON.parse(readFileSync(file, 'utf8')));
+  } catch {
+    return undefined;
+  }
+  const loopback = (a: string): boolean => /^(127\.|localhost:|\[::1\]:)/.test(a);
+  if (old.clusterId === clusterId || old.addresses.every(loopback)) return undefined;
+  const base = file.endsWith('.json') ? file.slice(0, -'.json'.length) : file;
+  let kept = `${base}.${old.clusterId}.json`;
+  if (existsSync(kept)) kept = `${base}.${old.clusterId}.${Date.now()}.json`;
+  renameSync(file, kept);
+  return kept;
+}
+
+/**
+ * Writes the credential (0600, whole or not at all). Another cluster's credential in its place
+ * is kept beside it (keepOtherCluster), and standard error says where.
+ */
 export function writeCredential(file: string, credential: CredentialFile): void {
   mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  const kept = keepOtherCluster(file, credential.clusterId);
+  if (kept !== undefined) process.stderr.write(`${file} held the credential of another cluster; kept it as ${kept} (use it with --credential ${kept})\n`);
   const tmp = `${file}.${process.pid}.tmp`;
   writeFileSync(tmp, `${JSON.stringify(credentialFileSchema.parse(credential), null, 2)}\n`, { mode: 0o600 });
   chmodSync(tmp, 0o600);

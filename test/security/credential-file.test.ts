@@ -1,7 +1,7 @@
 // How the CLI finds its credential, what a credential file may hold, and where
 // api.insecureLoopback is allowed.
 
-import { mkdtempSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -50,6 +50,23 @@ describe('credential discovery', () => {
     expect(() => readCredential({ file, source: '--credential' })).toThrow(/either cert and key, or token/);
     writeFileSync(file, 'not json');
     expect(() => readCredential({ file, source: '--credential' })).toThrow(ShoalError);
+  });
+
+  it('keeps another real cluster\'s credential beside the one it writes; a loopback (dev) one or the same cluster\'s is replaced', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'shoal-cred-keep-'));
+    const file = path.join(dir, 'credential.json');
+    const home: CredentialFile = { ...sample, clusterId: 'home', addresses: ['10.0.0.1:7100'] };
+    writeCredential(file, home);
+    writeCredential(file, { ...sample, clusterId: 'lab' });
+    expect(readCredential({ file, source: '--credential' }).clusterId).toBe('lab');
+    expect(readCredential({ file: path.join(dir, 'credential.home.json'), source: '--credential' })).toEqual(home);
+    // The replaced one was a loopback cluster's (as shoal dev's): not kept.
+    writeCredential(file, { ...home, principal: 'bob' });
+    expect(readdirSync(dir).sort()).toEqual(['credential.home.json', 'credential.json']);
+    // The same cluster's: replaced, not kept.
+    writeCredential(file, home);
+    expect(readdirSync(dir).sort()).toEqual(['credential.home.json', 'credential.json']);
+    expect(readCredential({ file, source: '--credential' })).toEqual(home);
   });
 
   it('takes --credential off any command line', () => {
