@@ -52,6 +52,12 @@ export interface LinkContext {
   notifySnapshotStatus(id: NodeId, ok: boolean): void;
   /** The peer refused this node's handshake for `reason` (the owner acts on 'removed'). */
   notifyRefused(id: NodeId, reason: RefusalReason): void;
+  /**
+   * The local address outbound connections come from: the host the listener binds when it is one
+   * address (a peer then sees this node's connections come from the address it announces, so a
+   * firewall can admit the peer port from members' addresses only); undefined for a wildcard.
+   */
+  dialFrom?: string;
 }
 
 type SnapMessage = Message & { snapshot: NonNullable<Message['snapshot']> };
@@ -225,6 +231,7 @@ export class PeerLink {
       key: tls.keyPem,
       minVersion: 'TLSv1.3',
       rejectUnauthorized: true,
+      ...(this.ctx.dialFrom !== undefined ? { localAddress: this.ctx.dialFrom } : {}),
       // Peers are named by node id, not by address (addresses change; design.md "Identity"),
       // so the server's certificate must name the node we meant to reach, whatever the host.
       checkServerIdentity: ((_host: string, cert: PeerCertificate): Error | undefined => {

@@ -12,6 +12,7 @@
 // joining node hears its first messages from the leader.
 
 import { performance } from 'node:perf_hooks';
+import { isIP } from 'node:net';
 import type WebSocket from 'ws';
 import type { Message, NodeId } from '../src/raft/types.ts';
 import { isValidId } from '../src/security/identity.ts';
@@ -264,6 +265,7 @@ export class WsTransport implements Transport {
       notifyRefused: (peer, reason) => {
         if (this.state === 'running') this.refusedHandler?.(peer, reason);
       },
+      ...(dialFromOf(this.opts.listen.host) !== undefined ? { dialFrom: dialFromOf(this.opts.listen.host) } : {}),
     };
   }
 
@@ -415,4 +417,11 @@ function checkOptions(opts: WsTransportOptions): void {
   if (!Number.isInteger(opts.listen.port) || opts.listen.port < 0 || opts.listen.port > 65535) {
     throw new RangeError(`listen.port must be an integer in 0..65535, got ${opts.listen.port}`);
   }
+}
+
+/** The listener's host as a source address for outbound connections: one IP address, not a wildcard or a name. */
+export function dialFromOf(host: string): string | undefined {
+  const h = host.replace(/^\[|\]$/g, '');
+  if (isIP(h) === 0 || h === '0.0.0.0' || h === '::') return undefined;
+  return h;
 }

@@ -36,7 +36,16 @@ export interface ClusterOptions {
   control?: { suspectAfterMs?: number; downAfterMs?: number };
   /** Config keys for one node, over the rest (e.g. `runtime: {kind: docker, dockerSocket}` for n3 alone). */
   configFor?: (name: string) => Record<string, unknown>;
+  /**
+   * Each node on its own loopback address (127.0.0.11, .12, ...) instead of all on 127.0.0.1: a
+   * node dials its peers from the address it listens on, so a test can drop one node's traffic
+   * by address, both ways (test/system/exclusive.test.ts).
+   */
+  ownHosts?: boolean;
 }
+
+/** The first loopback address of `ownHosts` (n1 is .11). */
+const ownHostBase = 11;
 
 export class ProcessCluster {
   readonly root = mkdtempSync(path.join(os.tmpdir(), 'shoal-cluster-'));
@@ -50,13 +59,14 @@ export class ProcessCluster {
     const n = this.opts.nodes ?? 3;
     for (let i = 0; i < n; i++) {
       const name = `n${i + 1}`;
+      const host = this.opts.ownHosts === true ? `127.0.0.${ownHostBase + i}` : '127.0.0.1';
       const dir = path.join(this.root, name);
       const caFrom = i > 0 ? path.join(this.root, 'n1') : undefined;
       const identity = await initNode({ dataDir: dir, name, ...(caFrom ? { caFrom } : {}) });
       this.clusterId = identity.clusterId;
       this.nodes.push({
         id: identity.id, name, dir, proc: undefined, logs: [],
-        apiAddress: `127.0.0.1:${await freePort()}`, peerAddress: `127.0.0.1:${await freePort()}`,
+        apiAddress: `${host}:${await freePort()}`, peerAddress: `${host}:${await freePort()}`,
       });
     }
     const bootstrap = this.nodes.map(({ id, name, apiAddress, peerAddress }) => ({ id, name, apiAddress, peerAddress }));

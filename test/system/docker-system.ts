@@ -29,6 +29,8 @@ export interface SystemOptions {
   control?: { suspectAfterMs: number; downAfterMs: number };
   /** A node (by name) whose agent reaches Docker through a socket proxy the test closes and reopens. */
   proxied?: string;
+  /** Each node on its own loopback address (ProcessCluster's `ownHosts`). */
+  ownHosts?: boolean;
 }
 
 /** One of shoal's containers as Docker shows it. */
@@ -69,6 +71,7 @@ export class DockerSystem {
     this.cluster = new ProcessCluster({
       runtime: this.runtime,
       ...(opts.control !== undefined ? { control: opts.control } : {}),
+      ...(opts.ownHosts === true ? { ownHosts: true } : {}),
       configFor: (name) => (name === opts.proxied ? { runtime: { kind: 'docker', dockerSocket: proxySocket } } : {}),
     });
   }

@@ -1,8 +1,8 @@
 // Exclusive services on a real three-process cluster running real containers on the machine's
 // Docker daemon (docker-system.ts; docs/control-plane.md, "Exclusive services"): the node running
 // the task is frozen (SIGSTOP of its shoal process, so only the fence in the container can kill
-// it), cut off one way (everything the others send it is dropped, with iptables), or frozen while
-// the leader is killed (the new leader must wait lease + margin from its own start). Each time,
+// it), cut off both ways or one way, either way (with iptables; each node on its own loopback
+// address, which it also dials from), or frozen while the leader is killed (the new leader must wait lease + margin from its own start). Each time,
 // checked from Docker's own event times: the old container died before the new one started, no
 // two containers of the slot ever ran at once, and the service was back within the target.
 // Run under the machine-wide lock:
@@ -75,6 +75,61 @@ function dropTo(port: number): () => void {
 }
 
 const portOf = (address: string): number => Number(address.slice(address.lastIndexOf(':') + 1));
+const hostOf = (address: string): string => address.slice(0, address.lastIndexOf(':'));
+
+/**
+ * Cuts the victim's peer links (its nodes on their own loopback addresses, which they also dial
+ * from): `in`, what the others send it; `out`, what it sends them. The client API stays open, so
+ * the test still reads every node. Returns the heal.
+ */
+function cutPeers(sys: DockerSystem, victim: ClusterNode, ways: { in: boolean; out: boolean }): () => void {
+  const others = sys.cluster.nodes.filter((n) => n !== victim).map((n) => String(portOf(n.peerAddress)));
+  const rules: string[][] = [];
+  if (ways.in) rules.push(['OUTPUT', '-p', 'tcp', '-d', hostOf(victim.peerAddress), '--dport', String(portOf(victim.peerAddress)), '-j', 'DROP']);
+  if (ways.out) rules.push(['OUTPUT', '-p', 'tcp', '-s', hostOf(victim.peerAddress), '-m', 'multiport', '--dports', others.join(','), '-j', 'DROP']);
+  const added: string[][] = [];
+  const heal = (): void => { for (const rule of added) spawnSync('iptables', ['-D', ...rule]); };
+  for (const rule of rules) {
+    const r = spawnSync('iptables', ['-I', ...rule]);
+    if (r.status !== 0) {
+      heal();
+      throw new Error(`iptables: ${r.stderr.toString()}`);
+    }
+    added.push(rule);
+  }
+  return heal;
+}
+
+/**
+ * The victim cut off (both ways, or only what it sends): nobody hears it, so the leader declares
+ * it down and waits lease + margin from its last renewal; its agent, alive, kills the task at
+ * expiry. The old container dies before the new one starts, within the target.
+ */
+async function partitionAndReplace(ways: { in: boolean; out: boolean }, what: string): Promise<void> {
+  await withDockerSystem({ control: fastHealth, ownHosts: true }, async (sys) => {
+    const { victim, run } = await placedOffLeader(sys);
+    const at = nowNs();
+    const heal = cutPeers(sys, victim, ways);
+    try {
+      const { recoveryMs } = await checkReplaced(sys, victim, run, at);
+      expect(recoveryMs).toBeLessThanOrEqual(recoveryTargetMs);
+      console.log(`exclusive: ${what} of ${victim.name}: back after ${recoveryMs} ms`);
+    } finally {
+      heal();
+    }
+    // Healed, the node learns its epoch was raised, removes what is left of it, and runs nothing of db.
+    await sys.waitFor(`${victim.name} ready again`, async () => ((await sys.nodeView(victim.name)).record.state === 'ready' ? true : undefined), 60_000);
+    const end = await sys.waitConverged('db');
+    expect(end.tasks.filter((t) => t.desired === 'running')).toHaveLength(1);
+    expect((await sys.containers('db')).filter((c) => c.running)).toHaveLength(1);
+    const log = sys.events;
+    if (log === undefined) throw new Error('no event log');
+    await log.catchUp(sys.cluster.clusterId);
+    log.assertWhole();
+    expect(slotOverlaps(runsOf(log.events), 'db')).toEqual([]);
+  });
+}
+
 describe('exclusive services on real Docker', () => {
   it('SIGSTOP of the node\'s shoal: the fence in the container kills it at expiry, and only then does the slot start elsewhere', async () => {
     await withDockerSystem({ control: fastHealth }, async (sys) => {
@@ -122,6 +177,14 @@ describe('exclusive services on real Docker', () => {
       await sys.waitConverged('db');
       expect((await sys.containers('db')).filter((c) => c.running)).toHaveLength(1);
     });
+  }, 240_000);
+
+  it('two-way partition of the node (its agent alive, cut off from every peer): the agent kills the task at expiry, and only then does the slot start elsewhere', async () => {
+    await partitionAndReplace({ in: true, out: true }, 'two-way partition');
+  }, 240_000);
+
+  it('one-way cut the other way (the node hears the others, they never hear it): nothing runs twice', async () => {
+    await partitionAndReplace({ in: false, out: true }, 'one-way cut of what it sends');
   }, 240_000);
 
   // iptables comes with docker.io (.ci/run installs it); the test runs as root like every system test.

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Message } from '../../src/raft/types.ts';
+import { dialFromOf } from '../../transport/ws-transport.ts';
 import { connectAll, makePki, message, normalEntry, sleep, startNode, waitFor, type Node, type Pki } from './helpers.ts';
 
 let pki: Pki;
@@ -134,6 +135,22 @@ describe('WsTransport', { timeout: 15_000 }, () => {
     b2.t.send(message('b', 'a', { type: 'appResp', index: 2 }));
     await waitFor('delivery after the restart', () => b2.received.some((m) => m.index === 2) && a.received.length === 1);
     expect(a.t.stats()[0]?.connected).toBe(true);
+  });
+
+  it('dials from the address it listens on, so a peer sees its connections come from there; a wildcard listener dials from the route\'s', async () => {
+    const a = await node(pki, 'a', { listen: { host: '127.0.0.21', port: 0 } });
+    const b = await node(pki, 'b', { listen: { host: '127.0.0.22', port: 0 } });
+    connectAll(a, b);
+    a.t.send(message('a', 'b', { index: 1 }));
+    b.t.send(message('b', 'a', { type: 'appResp', index: 1 }));
+    await waitFor('both deliveries', () => b.received.length === 1 && a.received.length === 1);
+    const accepted = (n: Node, peer: string) => n.log.lines.filter((l) => l.msg.startsWith(`accepted peer ${peer} from `)).map((l) => l.msg);
+    expect(accepted(b, 'a')).toEqual([expect.stringMatching(/ from 127\.0\.0\.21:\d+ /)]);
+    expect(accepted(a, 'b')).toEqual([expect.stringMatching(/ from 127\.0\.0\.22:\d+ /)]);
+    expect(dialFromOf('0.0.0.0')).toBeUndefined();
+    expect(dialFromOf('[::]')).toBeUndefined();
+    expect(dialFromOf('localhost')).toBeUndefined();
+    expect(dialFromOf('[fd00::2]')).toBe('fd00::2');
   });
 
   it('follows a peer to a new address', async () => {
