@@ -21,6 +21,7 @@
 
 import { z } from 'zod';
 import { runChecked, type CommandRunner } from './firewall-command.ts';
+import { deleteArgs, flowsToEnd, parseFlows } from './conntrack.ts';
 import { removedPermits, removedPublished, type Permit, type Published } from './firewall-permits.ts';
 import { acceptMark, parseAppliedComment, tableFamily, tableName, type RenderedFirewall } from './firewall-render.ts';
 
@@ -41,7 +42,7 @@ export interface ApplyReport {
   docker: boolean;
 }
 
-/** conntrack deletions after one apply at most; beyond it a whole subnet pair would be cheaper, and the rest are logged. */
+/** Connections ended after one apply at most; the rest are logged and end when they close. */
 export const conntrackDeletesMax = 4096;
 
 export const dockerUserChain = 'DOCKER-USER';
@@ -127,18 +128,28 @@ export class Firewall {
     return true;
   }
 
+  /**
+   * Ends the open flows the removed permissions allowed: one listing of the table, matched here,
+   * then one exact delete per flow found (net/conntrack.ts says why not a filtered delete per
+   * permission), all in one `conntrack -R -`. Returns how many permissions were removed.
+   */
   private async endConnections(permits: readonly Permit[], published: readonly Published[]): Promise<number> {
-    const calls: string[][] = [
-      ...permits.map((p) => ['-D', '-s', p.from, '-d', p.to, '-p', p.protocol, '--dport', String(p.port)]),
-      // A published port is reached through Docker's DNAT: match the reply side, which is the task.
-      ...published.map((p) => ['-D', '-p', p.protocol, '--reply-src', p.address, '--reply-port-src', String(p.port)]),
-    ];
-    if (calls.length > conntrackDeletesMax) this.log(`${calls.length} permissions were removed; the connections of the first ${conntrackDeletesMax} are ended, the others stay until they close`);
-    for (const args of calls.slice(0, conntrackDeletesMax)) {
+    const removed = permits.length + published.length;
+    if (removed === 0) return 0;
+    const listed = await this.run('conntrack', ['-L']);
+    if (listed.code !== 0) await runChecked(this.run, 'conntrack', ['-L']);
+    const flows = flowsToEnd(parseFlows(listed.stdout), permits, published);
+    if (flows.length > conntrackDeletesMax) this.log(`${flows.length} connections lost their permission; the first ${conntrackDeletesMax} are ended, the others stay until they close`);
+    const batch = flows.slice(0, conntrackDeletesMax).map(deleteArgs);
+    if (batch.length === 0) return removed;
+    const batched = await this.run('conntrack', ['-R', '-'], `${batch.map((args) => args.join(' ')).join('\n')}\n`);
+    if (batched.code === 0) return removed;
+    // Refused as a batch: one by one, so an error names the deletion that failed.
+    for (const args of batch) {
       const r = await this.run('conntrack', args);
-      // Exit 1 with "0 flow entries have been deleted" is "none matched", not a failure.
+      // Exit 1 with "0 flow entries have been deleted": the flow closed meanwhile, not a failure.
       if (r.code !== 0 && !/flow entries have been deleted/.test(r.stderr)) await runChecked(this.run, 'conntrack', args);
     }
-    return calls.length;
+    return removed;
   }
 }
