@@ -12,6 +12,9 @@ import { meshConfigSchema } from '../../net/mesh-config.ts';
 
 export { splitHostPort };
 
+/** The shortest silence after which autopilot may remove a member (a reboot or a blip must not cost a rejoin). */
+export const deadMemberRemoveAfterMsMin = 60_000;
+
 export const configSchema = z.object({
   /** Data directory; relative paths are relative to the config file. */
   dataDir: z.string().min(1),
@@ -60,9 +63,16 @@ export const configSchema = z.object({
     /** On a graceful stop, how long the API may take to answer the requests it holds before they are cut. */
     apiDrainMs: z.number().int().min(0).default(10_000),
   }).strict().prefault({}),
-  /** The leader promotes a learner that joined with a voter token once it has been caught up and healthy this long (src/node/autopilot.ts). */
+  /**
+   * The leader promotes a learner that joined with a voter token once it has been caught up and
+   * healthy this long, and (when deadMemberRemoveAfterMs is set) removes a member it has not heard
+   * from for that long while at least minQuorum voters remain (src/node/autopilot.ts).
+   */
   autopilot: z.object({
     stabilizationMs: z.number().int().min(0).default(10_000),
+    /** 0 (the default): never remove a member on its own; else at least a minute, and above control.downAfterMs. */
+    deadMemberRemoveAfterMs: z.number().int().min(0).default(0),
+    minQuorum: z.number().int().min(1).default(3),
   }).strict().prefault({}),
   logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   /**
@@ -131,6 +141,10 @@ export const configSchema = z.object({
   }
   if (c.snapshot.intervalMs > 0 && c.snapshot.intervalMs < 60_000) {
     ctx.addIssue({ code: 'custom', path: ['snapshot', 'intervalMs'], message: 'must be 0 (off) or at least 60000 (a minute): each file holds the whole store' });
+  }
+  const deadAfter = c.autopilot.deadMemberRemoveAfterMs;
+  if (deadAfter > 0 && (deadAfter < deadMemberRemoveAfterMsMin || deadAfter <= c.control.downAfterMs)) {
+    ctx.addIssue({ code: 'custom', path: ['autopilot', 'deadMemberRemoveAfterMs'], message: `must be 0 (off) or at least ${deadMemberRemoveAfterMsMin} (a minute) and above control.downAfterMs (${c.control.downAfterMs}): a removed machine comes back only with a new data directory and a token` });
   }
   if (c.raft.snapshotEntriesMax < c.raft.snapshotEntries) {
     ctx.addIssue({ code: 'custom', path: ['raft', 'snapshotEntriesMax'], message: `must be at least snapshotEntries (${c.raft.snapshotEntries})` });

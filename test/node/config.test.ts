@@ -59,6 +59,14 @@ describe('node config', () => {
     expect(parseConfig({ ...minimal, raft: { snapshotEntries: 5000, snapshotEntriesMax: 5000, snapshotIntervalMs: 0 } }, 't').raft.snapshotIntervalMs).toBe(0);
   });
 
+  it('leaves dead member cleanup off by default, and refuses a removal time under a minute or within control.downAfterMs', () => {
+    expect(parseConfig(minimal, 't').autopilot).toEqual({ stabilizationMs: 10_000, deadMemberRemoveAfterMs: 0, minQuorum: 3 });
+    expect(problems({ ...minimal, autopilot: { deadMemberRemoveAfterMs: 30_000 } })).toContain('autopilot.deadMemberRemoveAfterMs: must be 0 (off) or at least 60000');
+    expect(problems({ ...minimal, autopilot: { deadMemberRemoveAfterMs: 90_000 }, control: { downAfterMs: 120_000 } })).toContain('above control.downAfterMs (120000)');
+    expect(problems({ ...minimal, autopilot: { minQuorum: 0 } })).toContain('autopilot.minQuorum');
+    expect(parseConfig({ ...minimal, autopilot: { deadMemberRemoveAfterMs: 3_600_000, minQuorum: 2 } }, 't').autopilot.minQuorum).toBe(2);
+  });
+
   it('loads YAML and JSON files, resolving dataDir against the file, and explains unparsable files', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'shoal-config-'));
     writeFileSync(path.join(dir, 'a.yaml'), 'dataDir: data\napi: {listen: "127.0.0.1:1"}\npeer: {listen: "127.0.0.1:2"}\n');
