@@ -9,6 +9,7 @@ import { ShoalError } from '../errors.ts';
 import { hostPortSchema as hostPort, splitHostPort } from './host-port.ts';
 import { memberRecordSchema } from './membership.ts';
 import { meshConfigSchema } from '../../net/mesh-config.ts';
+import { driftRhoMax, driftRhoMin, killMsMax, killMsMin, leaseConfigProblem, leaseDefaults, leaseMsMax, leaseMsMin, stopReportMsMax } from '../control/lease.ts';
 
 export { splitHostPort };
 
@@ -110,6 +111,16 @@ export const configSchema = z.object({
     suspectAfterMs: z.number().int().min(500).default(5_000),
     downAfterMs: z.number().int().min(3_000).default(15_000),
   }).strict().prefault({}),
+  /**
+   * The lease exclusive services run under (src/control/lease.ts, docs/control-plane.md
+   * "Exclusive services"): the agent's lease and renewal (a third of it), and the leader's margin.
+   */
+  exclusive: z.object({
+    leaseMs: z.number().int().min(leaseMsMin).max(leaseMsMax).default(leaseDefaults.leaseMs),
+    driftRho: z.number().min(driftRhoMin).max(driftRhoMax).default(leaseDefaults.driftRho),
+    killMs: z.number().int().min(killMsMin).max(killMsMax).default(leaseDefaults.killMs),
+    stopReportMs: z.number().int().min(0).max(stopReportMsMax).default(leaseDefaults.stopReportMs),
+  }).strict().prefault({}),
   /** The WireGuard mesh between the nodes (net/mesh-config.ts, docs/network.md); absent: this node takes no part. */
   mesh: meshConfigSchema.optional(),
   /**
@@ -141,6 +152,11 @@ export const configSchema = z.object({
   }
   if (c.snapshot.intervalMs > 0 && c.snapshot.intervalMs < 60_000) {
     ctx.addIssue({ code: 'custom', path: ['snapshot', 'intervalMs'], message: 'must be 0 (off) or at least 60000 (a minute): each file holds the whole store' });
+  }
+  const leaseProblem = leaseConfigProblem(c.exclusive);
+  if (leaseProblem !== undefined) ctx.addIssue({ code: 'custom', path: ['exclusive', 'stopReportMs'], message: leaseProblem });
+  if (c.exclusive.leaseMs < 3 * c.raft.electionTimeoutMs) {
+    ctx.addIssue({ code: 'custom', path: ['exclusive', 'leaseMs'], message: `must be at least three election timeouts (${3 * c.raft.electionTimeoutMs}): renewals go through the log, and one election must not cost the lease` });
   }
   const deadAfter = c.autopilot.deadMemberRemoveAfterMs;
   if (deadAfter > 0 && (deadAfter < deadMemberRemoveAfterMsMin || deadAfter <= c.control.downAfterMs)) {

@@ -216,7 +216,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     labels: config.node.labels,
   };
   const control = new ControlPlane({
-    node, store, clusterId: identity.clusterId, log, health: config.control, runtime: makeRuntime(config), observeLoops, leaseDir: leaseDirOf(config),
+    node, store, clusterId: identity.clusterId, log, health: config.control, runtime: makeRuntime(config), observeLoops, leaseDir: leaseDirOf(config), lease: config.exclusive,
     imageGc: { graceMs: config.runtime.imageGcGraceMs, pinned: config.runtime.imagesPinned, ledgerFile: path.join(config.dataDir, 'images-pulled.json') },
     identity: nodeIdentity, secretsDir: path.resolve(config.dataDir, 'secrets'),
     ...(config.mesh !== undefined ? { meshCidr: config.mesh.cidr } : {}),

@@ -67,6 +67,21 @@ describe('node config', () => {
     expect(parseConfig({ ...minimal, autopilot: { deadMemberRemoveAfterMs: 3_600_000, minQuorum: 2 } }, 't').autopilot.minQuorum).toBe(2);
   });
 
+  it('takes the exclusive lease settings, with the release\'s defaults', () => {
+    expect(parseConfig(minimal, 't').exclusive).toEqual({ leaseMs: 10_000, driftRho: 0.01, killMs: 2_000, stopReportMs: 1_000 });
+    expect(parseConfig({ ...minimal, exclusive: { leaseMs: 30_000, killMs: 3_000 } }, 't').exclusive).toEqual({ leaseMs: 30_000, driftRho: 0.01, killMs: 3_000, stopReportMs: 1_000 });
+  });
+
+  it('refuses exclusive lease settings that break the safety formula or its bounds, with a clear config error', () => {
+    expect(problems({ ...minimal, exclusive: { leaseMs: 1_000 } })).toContain('exclusive.leaseMs: Too small');
+    expect(problems({ ...minimal, exclusive: { killMs: 500 } })).toContain('exclusive.killMs');
+    expect(problems({ ...minimal, exclusive: { driftRho: 0 } })).toContain('exclusive.driftRho');
+    expect(problems({ ...minimal, exclusive: { leaseMs: 5_000 }, raft: { electionTimeoutMs: 2_000 } })).toContain('exclusive.leaseMs: must be at least three election timeouts (6000)');
+    const msg = problems({ ...minimal, exclusive: { leaseMs: 60_000, driftRho: 0.05, killMs: 5_000, stopReportMs: 0 } });
+    expect(msg).toContain('exclusive.stopReportMs: stopReportMs must be at least 579');
+    expect(problems({ ...minimal, exclusive: { leaseMS: 10_000 } })).toContain('leaseMS');
+  });
+
   it('loads YAML and JSON files, resolving dataDir against the file, and explains unparsable files', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'shoal-config-'));
     writeFileSync(path.join(dir, 'a.yaml'), 'dataDir: data\napi: {listen: "127.0.0.1:1"}\npeer: {listen: "127.0.0.1:2"}\n');
