@@ -171,7 +171,14 @@ export class Autopilot {
     const name = node.membership.get(m.id)?.name ?? m.id;
     // Read before the removal: the record outlives it, but say it with the removal's log line.
     const warning = caHolderWarning(this.o.store, m.id, name);
-    await node.changeMembership({ changes: [{ type: 'removeNode', node: m.id }] });
+    try {
+      await node.changeMembership({ changes: [{ type: 'removeNode', node: m.id }] });
+    } catch (err) {
+      // The change may have committed all the same (a timeout, or leadership lost after the
+      // commit): only a member still in the configuration is tried again.
+      const cs = node.status().confState;
+      if (cs.voters.includes(m.id) || cs.learners.includes(m.id)) throw err;
+    }
     this.heldLogged.delete(m.id);
     const downS = Math.round(m.downForMs / 1000);
     log.warn(`autopilot: removed dead ${m.role} ${name} (${m.id}): not heard from for ${downS} s (autopilot.deadMemberRemoveAfterMs ${removeAfterMs / 1000} s); its certificate is refused from now on, and the machine comes back only with a new data directory and a join token`, { member: m.id });

@@ -189,6 +189,22 @@ describe('autopilot dead member cleanup', () => {
     expect(h.events[0]?.[2]).toMatchObject({ caKeyHolder: true });
   });
 
+  it('counts a removal whose answer was lost but which committed, and tries again one that did not', async () => {
+    const h = harness();
+    const apply = h.node.changeMembership.bind(h.node);
+    let calls = 0;
+    h.node.changeMembership = async (cc) => {
+      calls++;
+      if (calls === 1) throw new Error('proposal dropped'); // not committed: d is still a member
+      await apply(cc);
+      throw new Error('timed out'); // committed, but the answer was lost
+    };
+    expect(await run(h, 10 * minute + 5_000, 'd')).toEqual(['d']);
+    expect(calls).toBe(2);
+    expect(h.lines.filter((l) => l.includes('removing dead member d failed'))).toHaveLength(1);
+    expect(h.events.map(([t, s]) => [t, s])).toEqual([['member.auto_removed', 'd']]);
+  });
+
   it('does nothing on a follower', async () => {
     const h = harness();
     h.node.isLeader = false;
