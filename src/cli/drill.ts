@@ -1,6 +1,6 @@
 // shoal drill: failover drills against the live cluster, with a report (docs/operations.md,
-// "Failover drills"): leader-kill, leader-isolate, follower-pause, node-reboot, disk-stall, and
-// ls (the reports kept in the store).
+// "Failover drills"): leader-kill, leader-isolate, follower-pause, node-reboot, disk-stall, ls
+// (the reports kept in the store), and schedule (one of them periodically: drill-schedule.ts).
 
 import { z } from 'zod';
 import { drillNames, drillReportSchema, type DrillName, type DrillReport } from '../node/drill-report.ts';
@@ -12,6 +12,8 @@ import { commonFlags, help } from './doc-common.ts';
 import { commonFlagsHelp, groupHelp, runGroup, type Group, type Subcommand } from './group.ts';
 import { keepReport, runDrill } from './drill-run.ts';
 import { getView } from './cluster-view.ts';
+import { durationFlag } from './control-args.ts';
+import { countMax, everyMsMax, everyMsMin, parseAt, runSchedule, type Schedule, type ScheduleEvent } from './drill-schedule.ts';
 
 const what: Record<DrillName, string> = {
   'leader-kill': 'the leader exits abruptly; its service manager starts it again',
@@ -53,6 +55,113 @@ Options:
 ${commonFlagsHelp}
 
 Exit codes: 0 listed; 1 the request was refused; 2 usage error; 3 no node answered.`;
+
+const scheduleHelp = `Usage: shoal drill schedule KIND --every DURATION [--at HH:MM] [--count N] [--duration S] [--target NODE] [--recover-timeout S] [--allow-outage] [--addr HOST:PORT] [--json]
+
+Runs the drill KIND (${drillNames.join(', ')}) periodically, for game days,
+until stopped (Ctrl-C, SIGTERM) or --count drills have run. At each tick it looks at the cluster
+first and skips the tick, saying why, when the cluster has no leader, a member is not healthy, or
+the drill would cost the quorum; otherwise it runs the drill as 'shoal drill KIND' does, prints
+the report and keeps it in the store (shoal drill ls). Ticks never overlap and missed ones are
+not caught up. Keep it running under a service manager (docs/operations.md, "Drills on a
+schedule"). A stop signal during a drill lets the drill finish and keep its report; a second one
+exits at once.
+
+Options:
+  --every DURATION     the period: 30m, 24h, 168h (units ms, s, m, h; at least 1m)
+  --at HH:MM           line the ticks up with this local time (--every 24h --at 03:00: every day
+                       at 03:00); without it the first tick is one period after the start
+  --count N            stop after N drills have run (skipped ticks do not count)
+  --duration S, --target NODE, --recover-timeout S, --allow-outage
+                       passed to each drill, as for 'shoal drill KIND'
+${commonFlagsHelp}
+
+With --json, prints one JSON object per line: {"event":"next","at"}, {"event":"skipped","at",
+"reason"}, {"event":"ran","at","report","kept"} or {"event":"failed","at","error"}.
+Exit codes: 0 every drill that ran passed (or none ran); 1 a drill failed or could not be carried
+out (the schedule goes on until it ends); 2 usage error.`;
+
+function countFlag(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < 1 || n > countMax) throw new UsageError(`--count takes a whole number from 1 to ${countMax}, got '${value}'`);
+  return n;
+}
+
+function scheduleFlags(values: { every?: string; at?: string }): Schedule {
+  if (values.every === undefined) throw new UsageError('--every is required: how often to run the drill (e.g. 24h)');
+  const everyMs = durationFlag(values.every, '--every', '0');
+  if (everyMs < everyMsMin || everyMs > everyMsMax) throw new UsageError(`--every takes a period from 1m to ${everyMsMax / 3_600_000}h, got '${values.every}'`);
+  return { everyMs, ...(values.at !== undefined ? { at: parseAt(values.at) } : {}) };
+}
+
+function printScheduleEvent(ev: ScheduleEvent, name: string, json: boolean): void {
+  if (json) {
+    console.log(JSON.stringify(ev));
+    return;
+  }
+  const when = new Date(ev.at).toLocaleString();
+  if (ev.event === 'next') console.error(`shoal drill schedule: next ${name} at ${when}`);
+  else if (ev.event === 'skipped') console.error(`shoal drill schedule: skipped the ${name} of ${when}: ${ev.reason}`);
+  else if (ev.event === 'failed') console.error(`shoal drill schedule: the ${name} of ${when} could not be carried out: ${ev.error}`);
+  else {
+    console.log(formatReport(ev.report));
+    if (!ev.kept) console.error(`shoal drill schedule: the report could not be kept in the store (${ev.notKept ?? 'unknown'}); it is printed here only`);
+  }
+}
+
+/** The first SIGINT/SIGTERM stops the schedule after the drill under way; a second exits at once. */
+function stopOnSignals(): { signal: AbortSignal; release(): void } {
+  const ctl = new AbortController();
+  const onSignal = (sig: NodeJS.Signals): void => {
+    if (ctl.signal.aborted) process.exit(128 + (sig === 'SIGINT' ? 2 : 15));
+    console.error('shoal drill schedule: stopping (after the drill under way, if any; again to exit at once)');
+    ctl.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return { signal: ctl.signal, release: () => { process.off('SIGINT', onSignal); process.off('SIGTERM', onSignal); } };
+}
+
+async function scheduleCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, {
+    ...commonFlags, every: { type: 'string' }, at: { type: 'string' }, count: { type: 'string' }, duration: { type: 'string' }, target: { type: 'string' },
+    'recover-timeout': { type: 'string' }, 'allow-outage': { type: 'boolean', default: false },
+  }, scheduleHelp);
+  if (values.help) return help(scheduleHelp);
+  const [kind, ...extra] = positionals;
+  if (kind === undefined) throw new UsageError(`missing the drill to schedule: one of ${drillNames.join(', ')}`);
+  if (!(drillNames as readonly string[]).includes(kind)) throw new UsageError(`unknown drill '${kind}': one of ${drillNames.join(', ')}`);
+  if (extra.length > 0) throw new UsageError(`unexpected argument '${extra.join(' ')}'`);
+  const name = kind as DrillName;
+  const schedule = scheduleFlags(values);
+  const count = countFlag(values.count);
+  const seconds = secondsFlag(values.duration, '--duration', 5);
+  const recoverTimeoutMs = secondsFlag(values['recover-timeout'], '--recover-timeout', 60) * 1000;
+  const addr = resolveAddr(values.addr);
+  const stop = stopOnSignals();
+  try {
+    const result = await runSchedule(schedule, { ...(count !== undefined ? { count } : {}), allowOutage: values['allow-outage'] }, {
+      now: () => Date.now(),
+      sleep: (ms, signal) => new Promise((resolve) => {
+        const t = setTimeout(done, Math.min(ms, 2 ** 31 - 1));
+        function done(): void { clearTimeout(t); signal.removeEventListener('abort', done); resolve(); }
+        signal.addEventListener('abort', done, { once: true });
+      }),
+      view: () => getView(addr),
+      run: () => runDrill({
+        addr, drill: name, seconds, recoverTimeoutMs, allowOutage: values['allow-outage'], ...(values.target !== undefined ? { target: values.target } : {}),
+        onProgress: (line) => { if (!values.json) console.error(`shoal drill: ${line}`); },
+      }),
+      keep: async (report) => keepReport([{ apiAddress: addr }, ...(await getView(addr).catch(() => undefined))?.members ?? []], report),
+      emit: (ev) => printScheduleEvent(ev, name, values.json),
+    }, stop.signal);
+    if (!values.json) console.error(`shoal drill schedule: ${result.ran} run, ${result.failed} failed, ${result.skipped} skipped`);
+    return result.failed > 0 ? exitCodes.failed : exitCodes.ok;
+  } finally {
+    stop.release();
+  }
+}
 
 function secondsFlag(value: string | undefined, flag: string, fallback: number): number {
   if (value === undefined) return fallback;
@@ -126,6 +235,7 @@ async function lsCommand(argv: string[]): Promise<number> {
 const subcommands: Record<string, Subcommand> = Object.fromEntries([
   ...drillNames.map((name) => [name, { summary: what[name], help: runHelp(name), run: (argv: string[]) => drillCommand(name, argv) }] as const),
   ['ls', { summary: 'the drill reports kept in the store, newest first', help: lsHelp, run: lsCommand }] as const,
+  ['schedule', { summary: 'run one drill periodically (game days), keeping each report', help: scheduleHelp, run: scheduleCommand }] as const,
 ]);
 
 export const drillGroup: Group = {

@@ -36,7 +36,7 @@ export const commands: Record<string, { load: () => Promise<Command>; summary: s
   audit: { load: async () => { const m = await import('./audit.ts'); return { run: m.auditCommand, help: m.auditGroupHelp }; }, summary: 'who changed what: the audit records of client mutations; --watch to follow (admin)' },
   install: { load: async () => { const m = await import('./install.ts'); return { run: m.installCommand, help: m.installHelp }; }, summary: 'run a node as a systemd service (enable and start it)' },
   uninstall: { load: async () => { const m = await import('./install.ts'); return { run: m.uninstallCommand, help: m.uninstallHelp }; }, summary: "stop and remove a node's systemd service" },
-  drill: { load: async () => { const m = await import('./drill.ts'); return { run: m.drillGroupCommand, help: m.drillGroupHelp }; }, summary: 'failover drills (leader-kill, leader-isolate, follower-pause, node-reboot, disk-stall) with a report; ls' },
+  drill: { load: async () => { const m = await import('./drill.ts'); return { run: m.drillGroupCommand, help: m.drillGroupHelp }; }, summary: 'failover drills (leader-kill, leader-isolate, follower-pause, node-reboot, disk-stall) with a report; ls; schedule' },
   doctor: { load: async () => { const m = await import('./doctor.ts'); return { run: m.doctorCommand, help: m.doctorHelp }; }, summary: 'check quorum, clock skew, disk free, versions, API exposure and certificates; OK/WARN/FAIL with what to do' },
   version: { load: async () => { const m = await import('./version.ts'); return { run: m.versionCommand, help: m.versionHelp }; }, summary: 'print the version of this command (also shoal --version)' },
 };

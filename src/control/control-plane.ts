@@ -9,7 +9,7 @@ import { Agent } from '../executor/agent.ts';
 import { procBootClock, systemClock } from '../executor/clock.ts';
 import { FileLeaseStore } from '../executor/lease-file.ts';
 import { MemoryLeaseStore } from '../executor/lease-keeper.ts';
-import { leaseDefaults } from './lease.ts';
+import { leaseDefaults, type LeaseConfig } from './lease.ts';
 import { ImageCleaner } from '../executor/image-cleaner.ts';
 import { FileImageLedger, MemoryImageLedger } from '../executor/image-ledger.ts';
 import type { Runtime } from '../executor/runtime.ts';
@@ -44,6 +44,8 @@ export interface ControlPlaneOptions {
   leaseDir?: string;
   /** The range the leader allocates mesh addresses from (config `mesh.cidr`). */
   meshCidr?: string;
+  /** The exclusive-task lease, for the agent and the leader's loops alike (config `exclusive`; default leaseDefaults). */
+  lease?: LeaseConfig;
   /** Where the agent writes tasks' secret files (`<data dir>/secrets`); absent, they are kept in memory (the memory runtime's tests). */
   secretsDir?: string;
 }
@@ -63,7 +65,7 @@ export class ControlPlane {
 
   constructor(private readonly opts: ControlPlaneOptions) {
     this.supervisor = new Supervisor({
-      node: opts.node, store: opts.store, log: opts.log, health: opts.health,
+      node: opts.node, store: opts.store, log: opts.log, health: opts.health, lease: opts.lease ?? leaseDefaults,
       ...(opts.meshCidr !== undefined ? { meshCidr: opts.meshCidr } : {}), ...(opts.observeLoops !== undefined ? { observeLoops: opts.observeLoops } : {}),
     });
     this.writer = new StoreAgentWriter(opts.node, opts.store, opts.identity);
@@ -80,7 +82,7 @@ export class ControlPlane {
       owner, view, writer: this.writer,
       caughtUp: async () => { await opts.node.readBarrier(); }, runtime: opts.runtime, clock: systemClock, log: opts.log,
       lease: {
-        writer: this.writer, config: leaseDefaults, boot: procBootClock,
+        writer: this.writer, config: opts.lease ?? leaseDefaults, boot: procBootClock,
         store: opts.leaseDir === undefined ? new MemoryLeaseStore() : new FileLeaseStore(opts.leaseDir),
       },
       ...(cleaner !== null ? { onImagePulled: (image: string) => cleaner.notePulled(image) } : {}),

@@ -27,7 +27,7 @@ import type { ProposalResult } from '../node/raft-node.ts';
 import { compatCommand } from './record-compat.ts';
 import { toTransactions, type Plan } from './changes.ts';
 import { leasesCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from './collections.ts';
-import { leaseDefaults, leaseMarginMs, leaseRecordSchema, type LeaseConfig } from './lease.ts';
+import { exclusiveClearInMs, leaseDefaults, leaseRecordSchema, type LeaseConfig } from './lease.ts';
 import { decideNetworkAllocation } from './network-allocation.ts';
 import { networksCollection, readNetworkState } from './network-resources.ts';
 import { assessNodes, type NodeHealthConfig } from './node-health.ts';
@@ -194,9 +194,14 @@ export class LeaderRun {
   private exclusiveClearInMs(nodeId: string, epoch: number): number {
     const cfg = this.ports.lease ?? leaseDefaults;
     const heard = this.renewals.get(`${nodeId}:${epoch}`);
-    const leaseMs = Math.max(cfg.leaseMs, heard?.leaseMs ?? 0);
-    const from = Math.max(this.startedAt, heard?.atMs ?? this.startedAt);
-    return Math.max(0, from + leaseMs + leaseMarginMs({ ...cfg, leaseMs }) - this.ports.clock.now());
+    // The node's last renewal in the store says how long its agent holds the lease, even when it
+    // was applied before this run began (an agent configured with a longer lease than this leader).
+    const stored = leaseRecordSchema.safeParse(this.ports.store.get(leasesCollection, nodeId)?.doc);
+    const storedLeaseMs = stored.success && stored.data.epoch === epoch ? stored.data.leaseMs : 0;
+    return exclusiveClearInMs(cfg, {
+      nowMs: this.ports.clock.now(), loopsStartMs: this.startedAt, agentLeaseMs: Math.max(heard?.leaseMs ?? 0, storedLeaseMs),
+      ...(heard !== undefined ? { renewedAtMs: heard.atMs } : {}),
+    });
   }
 
   private serviceOfTask(ev: WatchEvent): string | undefined {

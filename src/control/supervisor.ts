@@ -11,6 +11,7 @@ import type { DocumentStore } from '../../fsm/index.ts';
 import type { Logger, RaftNode } from '../node/raft-node.ts';
 import { controlFeatureLevel } from './collections.ts';
 import { LeaderRun, type PassReport } from './leader-run.ts';
+import type { LeaseConfig } from './lease.ts';
 import type { NodeHealthConfig } from './node-health.ts';
 
 export interface SupervisorOptions {
@@ -24,6 +25,8 @@ export interface SupervisorOptions {
   observeLoops?: (pass: PassReport) => void;
   /** The range the leader allocates mesh addresses from (config `mesh.cidr`). */
   meshCidr?: string;
+  /** The exclusive-task lease (config `exclusive`; default leaseDefaults). */
+  lease?: LeaseConfig;
 }
 
 const clock = {
@@ -95,6 +98,7 @@ export class Supervisor {
       newTaskId: this.newTaskId,
       log,
       ...(this.opts.meshCidr !== undefined ? { meshCidr: this.opts.meshCidr } : {}),
+      ...(this.opts.lease !== undefined ? { lease: this.opts.lease } : {}),
       ...(this.opts.observeLoops !== undefined ? { observe: this.opts.observeLoops } : {}),
     }, term);
     this.run = run;

@@ -1,16 +1,22 @@
 // Autopilot: the leader promotes a node that joined with a voter token from learner to voter
 // once it has caught up and stayed healthy for a stabilisation time, one node at a time, and
 // never when the promotion would leave the cluster tolerating fewer failed voters than before.
-// The decision is a pure function (autopilotDecision) so its rules are tested with tables; the
-// class around it only gathers its input on the leader, on a timer, and acts.
+// When configured (autopilot.deadMemberRemoveAfterMs), it also removes a member it has not heard
+// from for that long, above a floor of voters (src/node/dead-members.ts).
+// The decisions are pure functions (autopilotDecision, deadMemberDecision) so their rules are
+// tested with tables; the class around them only gathers their input on the leader, on a timer,
+// and acts.
 
 import { promoteRefusal } from '../api/cluster-routes.ts';
-import type { DocumentStore } from '../../fsm/index.ts';
+import type { DocumentStore, JsonObject } from '../../fsm/index.ts';
 import type { Logger } from '../log.ts';
+import { caHolderWarning } from '../security/ca-holders.ts';
 import { joinIntentsCollection } from '../security/tokens.ts';
+import { deadMemberDecision, type HeldMember } from './dead-members.ts';
 import type { RaftNode } from './raft-node.ts';
 
 export const autopilotStabilizationMsDefault = 10_000;
+export const autopilotMinQuorumDefault = 3;
 export const autopilotIntervalMs = 1_000;
 
 /** How many voters may fail with the rest still a quorum: healthy voters minus the quorum size. */
@@ -63,29 +69,133 @@ export function promotionKeepsTolerance(voters: number, healthyVoters: number): 
   return ifNewOneFails >= Math.min(before, 0);
 }
 
+/** What the autopilot reads and does on the node (a narrow port, so tests can fake it). */
+export type AutopilotNode = Pick<RaftNode, 'id' | 'isLeader' | 'currentTerm' | 'status' | 'membership' | 'silentForMs' | 'changeMembership'>;
+
 export interface AutopilotOptions {
-  node: RaftNode;
+  node: AutopilotNode;
   store: DocumentStore;
   log: Logger;
   stabilizationMs?: number;
+  /** Remove a member silent this long (0 or absent: never). */
+  deadMemberRemoveAfterMs?: number;
+  /** The fewest voters dead member cleanup leaves (default 3). */
+  minQuorum?: number;
+  /** Records a cluster event (the EventLog's recordEvent). */
+  record?: (type: string, subject: string, details: JsonObject) => void;
 }
 
-/** Runs autopilotDecision every second while this node leads, and promotes what it says. */
+/** Runs a round every second while this node leads: removes a dead member, else promotes a learner. */
 export class Autopilot {
   private timer: NodeJS.Timeout | undefined;
   private healthySince = new Map<string, number>();
   private busy = false;
+  /** The term this node leads in, and since when (monotonic ms) each member has been one while it leads. */
+  private leadingTerm: number | undefined;
+  private readonly memberSince = new Map<string, number>();
+  /** Dead members left in place, with the reason last logged for each. */
+  private readonly heldLogged = new Map<string, string>();
 
   constructor(private readonly o: AutopilotOptions) {}
 
   start(): void {
-    this.timer ??= setInterval(() => { void this.maybePromote(); }, autopilotIntervalMs);
+    this.timer ??= setInterval(() => { void this.round(); }, autopilotIntervalMs);
     this.timer.unref();
   }
 
   close(): void {
     clearInterval(this.timer);
     this.timer = undefined;
+  }
+
+  private async round(): Promise<void> {
+    if (await this.maybeRemoveDead() !== null) return;
+    await this.maybePromote();
+  }
+
+  /**
+   * One round of dead member cleanup; returns the removed node id, if any (tests call it with
+   * their clock). `nowMs` is on the clock of RaftNode.silentForMs (performance.now()).
+   */
+  async maybeRemoveDead(nowMs = performance.now()): Promise<string | null> {
+    const { node } = this.o;
+    const removeAfterMs = this.o.deadMemberRemoveAfterMs ?? 0;
+    if (removeAfterMs <= 0) return null;
+    if (!node.isLeader || this.leadingTerm !== node.currentTerm) {
+      this.leadingTerm = node.isLeader ? node.currentTerm : undefined;
+      this.memberSince.clear();
+      this.heldLogged.clear();
+      if (!node.isLeader) return null;
+    }
+    if (this.busy) return null;
+    const st = node.status();
+    const cs = st.confState;
+    if (cs.votersOutgoing.length > 0 || cs.learnersNext.length > 0) return null;
+    const downForMs = this.downFor([...cs.voters, ...cs.learners].filter((id) => id !== node.id), nowMs);
+    const d = deadMemberDecision({
+      removeAfterMs, minQuorum: this.o.minQuorum ?? autopilotMinQuorumDefault, self: node.id, voters: cs.voters, learners: cs.learners,
+      healthyVoters: cs.voters.filter((id) => id === node.id || st.progress?.[id]?.recentActive === true), downForMs,
+    });
+    this.logHeld(d.held);
+    if (d.remove === null) return null;
+    this.busy = true;
+    try {
+      await this.removeDead(d.remove, removeAfterMs);
+      return d.remove.id;
+    } catch (err) {
+      this.o.log.warn(`autopilot: removing dead member ${d.remove.id} failed (${(err as Error).message}); trying again later`);
+      return null;
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  /**
+   * How long the leader has not heard from each member: its silence, but counted no further back
+   * than when this node started leading (it knows nothing of what the previous leader heard) or
+   * the member joined (a node added before its machine started has never spoken).
+   */
+  private downFor(members: readonly string[], nowMs: number): Map<string, number> {
+    for (const id of [...this.memberSince.keys()]) if (!members.includes(id)) this.memberSince.delete(id);
+    const downForMs = new Map<string, number>();
+    for (const id of members) {
+      const since = this.memberSince.get(id) ?? nowMs;
+      this.memberSince.set(id, since);
+      downForMs.set(id, Math.min(this.o.node.silentForMs(id) ?? Infinity, nowMs - since));
+    }
+    return downForMs;
+  }
+
+  private async removeDead(m: { id: string; role: 'voter' | 'learner'; downForMs: number }, removeAfterMs: number): Promise<void> {
+    const { node, log } = this.o;
+    const name = node.membership.get(m.id)?.name ?? m.id;
+    // Read before the removal: the record outlives it, but say it with the removal's log line.
+    const warning = caHolderWarning(this.o.store, m.id, name);
+    try {
+      await node.changeMembership({ changes: [{ type: 'removeNode', node: m.id }] });
+    } catch (err) {
+      // The change may have committed all the same (a timeout, or leadership lost after the
+      // commit): only a member still in the configuration is tried again.
+      const cs = node.status().confState;
+      if (cs.voters.includes(m.id) || cs.learners.includes(m.id)) throw err;
+    }
+    this.heldLogged.delete(m.id);
+    const downS = Math.round(m.downForMs / 1000);
+    log.warn(`autopilot: removed dead ${m.role} ${name} (${m.id}): not heard from for ${downS} s (autopilot.deadMemberRemoveAfterMs ${removeAfterMs / 1000} s); its certificate is refused from now on, and the machine comes back only with a new data directory and a join token`, { member: m.id });
+    if (warning !== undefined) log.warn(`autopilot: ${warning}`, { member: m.id });
+    this.o.record?.('member.auto_removed', m.id, { name, role: m.role, downMs: Math.round(m.downForMs), removeAfterMs, caKeyHolder: warning !== undefined });
+  }
+
+  /** Says once (per leadership, and again when the reason changes) why a dead member stays. */
+  private logHeld(held: readonly HeldMember[]): void {
+    const now = new Set(held.map((h) => h.id));
+    for (const id of [...this.heldLogged.keys()]) if (!now.has(id)) this.heldLogged.delete(id);
+    for (const h of held) {
+      if (this.heldLogged.get(h.id) === h.reason) continue;
+      this.heldLogged.set(h.id, h.reason);
+      const name = this.o.node.membership.get(h.id)?.name ?? h.id;
+      this.o.log.warn(`autopilot: not removing dead voter ${name} (${h.id}), not heard from for ${Math.round(h.downForMs / 1000)} s: ${h.reason}`, { member: h.id });
+    }
   }
 
   /** One round; returns the promoted node id, if any (tests call it directly). */

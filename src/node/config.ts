@@ -9,8 +9,12 @@ import { ShoalError } from '../errors.ts';
 import { hostPortSchema as hostPort, splitHostPort } from './host-port.ts';
 import { memberRecordSchema } from './membership.ts';
 import { meshConfigSchema } from '../../net/mesh-config.ts';
+import { driftRhoMax, driftRhoMin, killMsMax, killMsMin, leaseConfigProblem, leaseDefaults, leaseMsMax, leaseMsMin, stopReportMsMax } from '../control/lease.ts';
 
 export { splitHostPort };
+
+/** The shortest silence after which autopilot may remove a member (a reboot or a blip must not cost a rejoin). */
+export const deadMemberRemoveAfterMsMin = 60_000;
 
 export const configSchema = z.object({
   /** Data directory; relative paths are relative to the config file. */
@@ -60,9 +64,16 @@ export const configSchema = z.object({
     /** On a graceful stop, how long the API may take to answer the requests it holds before they are cut. */
     apiDrainMs: z.number().int().min(0).default(10_000),
   }).strict().prefault({}),
-  /** The leader promotes a learner that joined with a voter token once it has been caught up and healthy this long (src/node/autopilot.ts). */
+  /**
+   * The leader promotes a learner that joined with a voter token once it has been caught up and
+   * healthy this long, and (when deadMemberRemoveAfterMs is set) removes a member it has not heard
+   * from for that long while at least minQuorum voters remain (src/node/autopilot.ts).
+   */
   autopilot: z.object({
     stabilizationMs: z.number().int().min(0).default(10_000),
+    /** 0 (the default): never remove a member on its own; else at least a minute, and above control.downAfterMs. */
+    deadMemberRemoveAfterMs: z.number().int().min(0).default(0),
+    minQuorum: z.number().int().min(1).default(3),
   }).strict().prefault({}),
   logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   /**
@@ -100,6 +111,16 @@ export const configSchema = z.object({
     suspectAfterMs: z.number().int().min(500).default(5_000),
     downAfterMs: z.number().int().min(3_000).default(15_000),
   }).strict().prefault({}),
+  /**
+   * The lease exclusive services run under (src/control/lease.ts, docs/control-plane.md
+   * "Exclusive services"): the agent's lease and renewal (a third of it), and the leader's margin.
+   */
+  exclusive: z.object({
+    leaseMs: z.number().int().min(leaseMsMin).max(leaseMsMax).default(leaseDefaults.leaseMs),
+    driftRho: z.number().min(driftRhoMin).max(driftRhoMax).default(leaseDefaults.driftRho),
+    killMs: z.number().int().min(killMsMin).max(killMsMax).default(leaseDefaults.killMs),
+    stopReportMs: z.number().int().min(0).max(stopReportMsMax).default(leaseDefaults.stopReportMs),
+  }).strict().prefault({}),
   /** The WireGuard mesh between the nodes (net/mesh-config.ts, docs/network.md); absent: this node takes no part. */
   mesh: meshConfigSchema.optional(),
   /**
@@ -131,6 +152,15 @@ export const configSchema = z.object({
   }
   if (c.snapshot.intervalMs > 0 && c.snapshot.intervalMs < 60_000) {
     ctx.addIssue({ code: 'custom', path: ['snapshot', 'intervalMs'], message: 'must be 0 (off) or at least 60000 (a minute): each file holds the whole store' });
+  }
+  const leaseProblem = leaseConfigProblem(c.exclusive);
+  if (leaseProblem !== undefined) ctx.addIssue({ code: 'custom', path: ['exclusive', 'stopReportMs'], message: leaseProblem });
+  if (c.exclusive.leaseMs < 3 * c.raft.electionTimeoutMs) {
+    ctx.addIssue({ code: 'custom', path: ['exclusive', 'leaseMs'], message: `must be at least three election timeouts (${3 * c.raft.electionTimeoutMs}): renewals go through the log, and one election must not cost the lease` });
+  }
+  const deadAfter = c.autopilot.deadMemberRemoveAfterMs;
+  if (deadAfter > 0 && (deadAfter < deadMemberRemoveAfterMsMin || deadAfter <= c.control.downAfterMs)) {
+    ctx.addIssue({ code: 'custom', path: ['autopilot', 'deadMemberRemoveAfterMs'], message: `must be 0 (off) or at least ${deadMemberRemoveAfterMsMin} (a minute) and above control.downAfterMs (${c.control.downAfterMs}): a removed machine comes back only with a new data directory and a token` });
   }
   if (c.raft.snapshotEntriesMax < c.raft.snapshotEntries) {
     ctx.addIssue({ code: 'custom', path: ['raft', 'snapshotEntriesMax'], message: `must be at least snapshotEntries (${c.raft.snapshotEntries})` });

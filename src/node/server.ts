@@ -216,7 +216,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     labels: config.node.labels,
   };
   const control = new ControlPlane({
-    node, store, clusterId: identity.clusterId, log, health: config.control, runtime: makeRuntime(config), observeLoops, leaseDir: leaseDirOf(config),
+    node, store, clusterId: identity.clusterId, log, health: config.control, runtime: makeRuntime(config), observeLoops, leaseDir: leaseDirOf(config), lease: config.exclusive,
     imageGc: { graceMs: config.runtime.imageGcGraceMs, pinned: config.runtime.imagesPinned, ledgerFile: path.join(config.dataDir, 'images-pulled.json') },
     identity: nodeIdentity, secretsDir: path.resolve(config.dataDir, 'secrets'),
     ...(config.mesh !== undefined ? { meshCidr: config.mesh.cidr } : {}),
@@ -233,7 +233,10 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     take: () => snapshotFileParts(node, store, identity.clusterId),
   });
   backups.start();
-  const autopilot = new Autopilot({ node, store, log, stabilizationMs: config.autopilot.stabilizationMs });
+  const autopilot = new Autopilot({
+    node, store, log, stabilizationMs: config.autopilot.stabilizationMs, deadMemberRemoveAfterMs: config.autopilot.deadMemberRemoveAfterMs, minQuorum: config.autopilot.minQuorum,
+    record: (type, subject, details) => { if (opts.clusterEvents === false) events.recordLocal(type, subject, details); else events.recordEvent(type, subject, details); },
+  });
   autopilot.start();
   const security = fileCaAuthority(config.dataDir);
   // `shoal init` left the first voter token to write once this founding node leads.

@@ -19,6 +19,7 @@ import { MemoryNetwork } from '../../transport/memory-transport.ts';
 import { ControlPlane } from '../../src/control/control-plane.ts';
 import { systemClock } from '../../src/executor/clock.ts';
 import { MemoryRuntime } from '../../src/executor/memory-runtime.ts';
+import type { LeaseConfig } from '../../src/control/lease.ts';
 
 export interface SingleNode {
   app: FastifyInstance;
@@ -41,15 +42,18 @@ export interface SingleNodeOptions {
   featureLevelMax?: number;
   /** How callers authenticate (default: insecure, as api.insecureLoopback). */
   auth?: ApiAuth;
+  /** The exclusive-task lease of the control plane (config `exclusive`). */
+  lease?: LeaseConfig;
 }
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
-function controlPlane(node: RaftNode, store: DocumentStore): { control: ControlPlane; runtime: MemoryRuntime } {
+function controlPlane(node: RaftNode, store: DocumentStore, lease: LeaseConfig | undefined): { control: ControlPlane; runtime: MemoryRuntime } {
   const runtime = new MemoryRuntime({ clock: systemClock, pullAny: true });
   const control = new ControlPlane({
     node, store, clusterId: 'test-cluster', runtime, health: { suspectAfterMs: 5_000, downAfterMs: 15_000 }, log: quiet,
     identity: { id: 'solo', name: 'solo', apiAddress: '127.0.0.1:1', peerAddress: 'memory:solo', softwareVersion: '0.0.0-test', capacity: { cpuMillis: 4000, memoryBytes: 8 * 1024 ** 3 }, labels: {} },
+    ...(lease !== undefined ? { lease } : {}),
   });
   control.start();
   return { control, runtime };
@@ -82,7 +86,7 @@ export async function singleNode(opts: SingleNodeOptions = {}): Promise<SingleNo
   };
   const app = buildApi(ctx);
   await app.ready();
-  const cp = opts.control === true ? controlPlane(node, store) : undefined;
+  const cp = opts.control === true ? controlPlane(node, store, opts.lease) : undefined;
   // As server.ts wires it: task logs are read through this node's runtime.
   if (cp !== undefined) ctx.runtime = cp.runtime;
   return {

@@ -72,6 +72,7 @@ const cases: Record<string, Case> = {
   'drill node-reboot': { badFlag: ['drill', 'node-reboot', '--bogus', ...nowhere], missing: ['drill', 'node-reboot', '--duration', ...nowhere] },
   'drill disk-stall': { badFlag: ['drill', 'disk-stall', '--bogus', ...nowhere], missing: ['drill', 'disk-stall', '--recover-timeout', ...nowhere] },
   'drill ls': { badFlag: ['drill', 'ls', '--bogus', ...nowhere], missing: ['drill', 'ls', '--limit', ...nowhere] },
+  'drill schedule': { badFlag: ['drill', 'schedule', 'leader-kill', '--every', '24h', '--bogus', ...nowhere], missing: ['drill', 'schedule', '--every', '24h', ...nowhere] },
   apply: { badFlag: ['apply', '-f', 'web.yaml', '--bogus', ...nowhere], missing: ['apply', ...nowhere] },
   service: { badFlag: ['service', '--bogus'], missing: ['service'] },
   'service ls': { badFlag: ['service', 'ls', '--bogus', ...nowhere], missing: ['service', 'ls', 'extra', ...nowhere] },

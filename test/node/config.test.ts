@@ -59,6 +59,29 @@ describe('node config', () => {
     expect(parseConfig({ ...minimal, raft: { snapshotEntries: 5000, snapshotEntriesMax: 5000, snapshotIntervalMs: 0 } }, 't').raft.snapshotIntervalMs).toBe(0);
   });
 
+  it('leaves dead member cleanup off by default, and refuses a removal time under a minute or within control.downAfterMs', () => {
+    expect(parseConfig(minimal, 't').autopilot).toEqual({ stabilizationMs: 10_000, deadMemberRemoveAfterMs: 0, minQuorum: 3 });
+    expect(problems({ ...minimal, autopilot: { deadMemberRemoveAfterMs: 30_000 } })).toContain('autopilot.deadMemberRemoveAfterMs: must be 0 (off) or at least 60000');
+    expect(problems({ ...minimal, autopilot: { deadMemberRemoveAfterMs: 90_000 }, control: { downAfterMs: 120_000 } })).toContain('above control.downAfterMs (120000)');
+    expect(problems({ ...minimal, autopilot: { minQuorum: 0 } })).toContain('autopilot.minQuorum');
+    expect(parseConfig({ ...minimal, autopilot: { deadMemberRemoveAfterMs: 3_600_000, minQuorum: 2 } }, 't').autopilot.minQuorum).toBe(2);
+  });
+
+  it('takes the exclusive lease settings, with the release\'s defaults', () => {
+    expect(parseConfig(minimal, 't').exclusive).toEqual({ leaseMs: 10_000, driftRho: 0.01, killMs: 2_000, stopReportMs: 1_000 });
+    expect(parseConfig({ ...minimal, exclusive: { leaseMs: 30_000, killMs: 3_000 } }, 't').exclusive).toEqual({ leaseMs: 30_000, driftRho: 0.01, killMs: 3_000, stopReportMs: 1_000 });
+  });
+
+  it('refuses exclusive lease settings that break the safety formula or its bounds, with a clear config error', () => {
+    expect(problems({ ...minimal, exclusive: { leaseMs: 1_000 } })).toContain('exclusive.leaseMs: Too small');
+    expect(problems({ ...minimal, exclusive: { killMs: 500 } })).toContain('exclusive.killMs');
+    expect(problems({ ...minimal, exclusive: { driftRho: 0 } })).toContain('exclusive.driftRho');
+    expect(problems({ ...minimal, exclusive: { leaseMs: 5_000 }, raft: { electionTimeoutMs: 2_000 } })).toContain('exclusive.leaseMs: must be at least three election timeouts (6000)');
+    const msg = problems({ ...minimal, exclusive: { leaseMs: 60_000, driftRho: 0.05, killMs: 5_000, stopReportMs: 0 } });
+    expect(msg).toContain('exclusive.stopReportMs: stopReportMs must be at least 579');
+    expect(problems({ ...minimal, exclusive: { leaseMS: 10_000 } })).toContain('leaseMS');
+  });
+
   it('loads YAML and JSON files, resolving dataDir against the file, and explains unparsable files', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'shoal-config-'));
     writeFileSync(path.join(dir, 'a.yaml'), 'dataDir: data\napi: {listen: "127.0.0.1:1"}\npeer: {listen: "127.0.0.1:2"}\n');
