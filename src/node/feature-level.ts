@@ -20,9 +20,12 @@
 //      change of leader fails no request (src/node/proposals.ts).
 //   4  apply writes an audit record (collection shoal.audit, fsm/audit.ts) for each client
 //      mutation, and trims the oldest: a state an older node would not produce.
+//   5  commands may carry the role the API authenticated their sender with (`role` in the
+//      stamped command, fsm/command.ts), and the audit record says it. A release before this
+//      refuses the key (its command schema is strict), so the API stamps it only from here.
 
 /** The highest level this build can apply. */
-export const featureLevelMax = 4;
+export const featureLevelMax = 5;
 
 /** The level a cluster starts at before any feature-level entry: the first release's. */
 export const featureLevelInitial = 1;
@@ -50,3 +53,6 @@ export function supportedByAll(members: readonly string[], self: string, selfMax
 
 /** The level from which apply writes audit records (fsm/audit.ts). */
 export const featureLevelAudit = 4;
+
+/** The level from which commands may carry their sender's role, and audit records show it (fsm/audit.ts). */
+export const featureLevelAuditRole = 5;
