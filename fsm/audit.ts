@@ -10,6 +10,9 @@
 // the event log) and commands without a principal, entries that do not decode (invalid_command;
 // they name no one), and idempotent replays (the answer of an earlier mutation, not a new one).
 // Recorded: every other decoded command, whether it changed anything or was refused (its code).
+// From feature level 5 the record also says the role the API authenticated the sender with:
+// apply reads it from the stamped command, which carries it only from that level (the API stamps
+// it then, and apply refuses a command naming a role below it: fsm/store.ts).
 
 import type { Command, Stamped } from './command.ts';
 import type { CommandResult, JsonObject } from './types.ts';
@@ -58,6 +61,7 @@ export function auditRecord(stamped: Stamped, result: CommandResult, at: AuditAt
   const resources = resourcesOf(stamped.cmd, result);
   const doc: JsonObject = {
     principal: stamped.principal ?? '',
+    ...(stamped.role !== undefined ? { role: stamped.role } : {}),
     op: stamped.cmd.op,
     resources: resources.slice(0, auditResourcesMax),
     resourceCount: resources.length,

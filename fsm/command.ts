@@ -50,8 +50,18 @@ export interface Stamped {
   fence?: { term: number };
   /** Who sent it; scopes idempotency keys. A key without a principal belongs to the anonymous principal ''. */
   principal?: string;
+  /**
+   * The role the API authenticated the sender with, for its audit record. Feature level 5: an
+   * older release refuses the key (its schema is strict), so apply refuses it below that level
+   * too (fsm/store.ts), and the API stamps it only once the cluster runs at level 5.
+   */
+  role?: StampedRole;
   idempotencyKey?: string;
 }
+
+/** The roles a command may name (src/security/roles.ts's client roles; fsm/ imports nothing from src/security). */
+export const stampedRoles = ['admin', 'operator', 'reader'] as const;
+export type StampedRole = typeof stampedRoles[number];
 
 const collectionNameRule = 'collection names are 1-63 characters of a-z, 0-9, _ . - and start with a letter or digit';
 const idRules = {
@@ -154,10 +164,11 @@ function buildStampedSchema(idSchema: z.ZodType<string>, legacy: boolean) {
     ts: z.number().int().min(0),
     fence: z.strictObject({ term: z.number().int().min(1) }).optional(),
     principal: z.string().min(1).max(principalLengthMax).optional(),
+    role: z.enum(stampedRoles).optional(),
     idempotencyKey: z.string().min(1).max(idempotencyKeyLengthMax).optional(),
   };
-  // The first release knew no fence: a strict object without the key refuses it as unknown.
-  if (legacy) return z.strictObject({ ...shape, fence: z.never().optional() });
+  // The first release knew no fence (nor role): a strict object without the key refuses it as unknown.
+  if (legacy) return z.strictObject({ ...shape, fence: z.never().optional(), role: z.never().optional() });
   return z.strictObject(shape);
 }
 
@@ -253,8 +264,10 @@ export function validateStampedWithZod(value: unknown, freeze: boolean, rules: I
  * `freeze`, documents are frozen in place (apply does this: the store keeps them).
  */
 export function validateStamped(value: unknown, freeze: boolean, rules: IdRules = 'current'): Validated {
-  // The fast path accepts only what both schemas accept (the current ids, no fence, no value compares).
-  const fast = fastParseStamped(value);
+  // The fast path accepts only what both schemas accept (the current ids, no fence, no value
+  // compares); a role the legacy schema refuses is left to zod.
+  const parsed = fastParseStamped(value);
+  const fast = rules === 'legacy' && parsed?.role !== undefined ? undefined : parsed;
   return fast === undefined ? validateStampedWithZod(value, freeze, rules) : checkParsed(fast, freeze);
 }
 

@@ -17,7 +17,7 @@ import { ShoalError } from '../src/errors.ts';
 import { parseCommandBytes, collectionSchema, idPrefixProblem, idSchema, type Command, type Op, type PutOp, type DeleteOp, type Stamped, type TxnCommand } from './command.ts';
 import { compareHolds } from './compare.ts';
 import { auditCollection, auditId, auditRecord, isAudited } from './audit.ts';
-import { featureLevelAudit } from '../src/node/feature-level.ts';
+import { featureLevelAudit, featureLevelAuditRole } from '../src/node/feature-level.ts';
 import { DocTable } from './doc-table.ts';
 import { EventLog, eventBytes, type SizedEvent } from './event-log.ts';
 import { requestFingerprint } from './fingerprint.ts';
@@ -67,6 +67,12 @@ type Planned = { ok: true; change: Change } | { ok: false; error: CommandError }
 
 function fail(error: CommandError): CommandResult {
   return { ok: false, error };
+}
+
+/** The refusal of a command that names a role in an entry applied below feature level 5. */
+function roleTooEarly(index: number, level: number): CommandError {
+  const message = `role needs cluster feature level ${featureLevelAuditRole}; this entry applies at level ${level}`;
+  return { code: 'invalid_command', message: `invalid command: ${message}`, details: { index, issues: [{ path: 'role', message }] } };
 }
 
 function badArgument(message: string, issues: Issue[]): ShoalError {
@@ -140,9 +146,12 @@ export class DocumentStore implements StateMachine {
   apply(entry: AppliedEntry): CommandResult {
     assert.ok(Number.isSafeInteger(entry.index) && entry.index > this.rev, `entries apply in index order: got ${entry.index} at revision ${this.rev}`);
     this.rev = entry.index;
-    const legacy = (entry.featureLevel ?? 1) < 2;
+    const level = entry.featureLevel ?? 1;
+    const legacy = level < 2;
     const v = parseCommandBytes(entry.data, true, legacy ? 'legacy' : 'current');
     if (!v.ok) return deepFreeze(fail({ code: 'invalid_command', message: v.message, details: { index: entry.index, issues: v.issues } }));
+    // A release before level 5 refuses a stamped role as an unknown key: so must this one, below it.
+    if (v.stamped.role !== undefined && level < featureLevelAuditRole) return deepFreeze(fail(roleTooEarly(entry.index, level)));
     const stamp = entry.logTimeMs ?? (legacy ? v.stamped.ts : undefined);
     if (stamp !== undefined) this.logTime = Math.max(this.logTime, stamp);
     this.idempotency.expire(this.logTime);
@@ -154,7 +163,7 @@ export class DocumentStore implements StateMachine {
     }
     const at: At = { index: entry.index, docBytes: v.docBytes };
     const result = deepFreeze(v.stamped.idempotencyKey === undefined ? this.execute(v.stamped.cmd, at) : this.executeOnce(v.stamped, v.stamped.idempotencyKey, at));
-    if ((entry.featureLevel ?? 1) >= featureLevelAudit && isAudited(v.stamped, result)) this.audit(v.stamped, result, entry);
+    if (level >= featureLevelAudit && isAudited(v.stamped, result)) this.audit(v.stamped, result, entry);
     return result;
   }
 

@@ -6,14 +6,14 @@
 // Anything else, valid or not, returns undefined and goes to zod, which stays the reference for
 // every rejection and its messages. A change to a schema in command.ts must be made here too.
 
-import type { Command, Compare, DeleteOp, Expect, Op, PutOp, RetainCommand, Stamped, TxnCommand } from './command.ts';
+import type { Command, Compare, DeleteOp, Expect, Op, PutOp, RetainCommand, Stamped, StampedRole, TxnCommand } from './command.ts';
 import {
   collectionNamePattern, idempotencyKeyLengthMax, idLengthMax, principalLengthMax, retainIdsMax, txnComparesMax, txnOpsMax,
 } from './limits.ts';
 
 type Obj = Record<string, unknown>;
 
-const stampedKeys = new Set(['cmd', 'ts', 'principal', 'idempotencyKey']);
+const stampedKeys = new Set(['cmd', 'ts', 'principal', 'role', 'idempotencyKey']);
 const putKeys = new Set(['op', 'collection', 'id', 'doc', 'expect']);
 const deleteKeys = new Set(['op', 'collection', 'id', 'expect']);
 const txnKeys = new Set(['op', 'compare', 'success', 'failure']);
@@ -182,19 +182,27 @@ function isOptionalString(v: unknown, max: number): v is string | undefined {
   return v === undefined || isStringBetween(v, 1, max);
 }
 
+const stampedRoleSet = new Set<unknown>(['admin', 'operator', 'reader']);
+
+function isRole(v: unknown): v is StampedRole {
+  return stampedRoleSet.has(v);
+}
+
 /**
  * What `stampedSchema.safeParse(value).data` would be, when this is certain the parse succeeds;
  * undefined otherwise (invalid, or a shape this does not handle), and the caller asks zod.
  */
 export function fastParseStamped(value: unknown): Stamped | undefined {
   if (!isStrictObject(value, stampedKeys)) return undefined;
-  const { ts, principal, idempotencyKey } = value;
+  const { ts, principal, role, idempotencyKey } = value;
   if (!isIntMin(ts, 0)) return undefined;
+  if (role !== undefined && !isRole(role)) return undefined;
   if (!isOptionalString(principal, principalLengthMax) || !isOptionalString(idempotencyKey, idempotencyKeyLengthMax)) return undefined;
   const cmd = parseCommand(value.cmd);
   if (cmd === undefined) return undefined;
   const out: Stamped = { cmd, ts };
   if ('principal' in value) out.principal = principal;
+  if ('role' in value) out.role = role;
   if ('idempotencyKey' in value) out.idempotencyKey = idempotencyKey;
   return out;
 }

@@ -99,9 +99,15 @@ function tokenCaller(req: FastifyRequest, ctx: { store: Parameters<typeof lookup
   const auth = req.headers.authorization;
   if (auth === undefined) return undefined;
   const m = /^Bearer\s+(\S+)$/i.exec(auth);
-  const record = m === null ? undefined : lookupBearer(ctx.store, m[1] as string);
-  if (record === undefined) throw unauthenticated('the bearer token is malformed, unknown or revoked', 'token');
-  return { principal: record.principal, role: record.role, via: 'token' };
+  const found = m === null ? undefined : lookupBearer(ctx.store, m[1] as string);
+  if (found === undefined || (!found.ok && found.reason === 'unknown')) throw unauthenticated('the bearer token is malformed, unknown or revoked', 'token');
+  if (!found.ok) {
+    const at = new Date(found.expiresAtMs).toISOString();
+    throw new ShoalError('unauthenticated', `the bearer token ${found.id} expired at ${at}: ask an admin for a new one ('shoal credential create'; docs/security.md, "Credentials")`, {
+      reason: 'token_expired', id: found.id, expiresAtMs: found.expiresAtMs,
+    });
+  }
+  return { principal: found.record.principal, role: found.record.role, via: 'token' };
 }
 
 /** Who the request comes from, from its credential alone. */

@@ -16,7 +16,7 @@ import { ShoalError } from '../errors.ts';
 import type { ApiContext } from './app.ts';
 import { readControl } from './control-views.ts';
 import { badRequest } from './validate.ts';
-import { principalOf } from './write-path.ts';
+import { callerStamp, stampLevel } from './write-path.ts';
 
 /** Read-decide-write rounds before a write that keeps meeting changes gives up. */
 export const casAttemptsMax = 5;
@@ -43,14 +43,15 @@ export function oneTransaction(plan: Plan): TxnCommand {
 async function proposeTxn(ctx: ApiContext, req: FastifyRequest, planned: TxnCommand): Promise<CommandResult> {
   // Written as members of an older release read it; what only newer ones read needs their level.
   const { cmd: txn, featureLevel } = compatCommand(planned);
+  const stamp = callerStamp(ctx, req);
   let data: Uint8Array;
   try {
-    data = encodeCommand({ cmd: txn, ts: Date.now(), principal: principalOf(req) });
+    data = encodeCommand({ cmd: txn, ts: Date.now(), ...stamp });
   } catch (err) {
     if (!(err instanceof InvalidCommandError)) throw err;
     throw badRequest(err.issues.map((i) => ({ path: i.path.startsWith('principal') ? 'headers.x-shoal-principal' : 'body', message: i.message })));
   }
-  const { result } = await ctx.node.propose(data, { featureLevel });
+  const { result } = await ctx.node.propose(data, { featureLevel: stampLevel(stamp, featureLevel) });
   return result as CommandResult;
 }
 

@@ -283,7 +283,8 @@ const auditRecordSchema = {
   type: 'object',
   required: ['id', 'principal', 'op', 'resources', 'resourceCount', 'result', 'term', 'index', 'timeMs'],
   properties: {
-    id: { type: 'string' }, principal: { type: 'string' }, op: { type: 'string', enum: ['put', 'delete', 'txn', 'retain'] },
+    id: { type: 'string' }, principal: { type: 'string' }, role: { type: 'string', enum: ['admin', 'operator', 'reader'], description: 'the role the caller was authenticated with (from feature level 5)' },
+    op: { type: 'string', enum: ['put', 'delete', 'txn', 'retain'] },
     resources: { type: 'array', items: { type: 'string' }, maxItems: 20 }, resourceCount: { type: 'integer' },
     result: { type: 'string', description: "'ok' or the error code the command was refused with" }, succeeded: { type: 'boolean' },
     term: { type: 'integer' }, index: { type: 'integer' }, timeMs: { type: 'integer', description: "the entry's log time" }, idempotencyKey: { type: 'string' },
@@ -292,7 +293,7 @@ const auditRecordSchema = {
 const auditPageSchema = { type: 'object', properties: { items: { type: 'array', items: auditRecordSchema }, next: { type: ['integer', 'null'] }, rev: { type: 'integer' } } };
 
 function securityPaths(): Json {
-  const credential = { type: 'object', properties: { id: { type: 'string' }, principal: { type: 'string' }, role: { type: 'string' }, createdBy: { type: 'string' }, createdAtMs: { type: 'integer' }, label: { type: ['string', 'null'] }, rev: { type: 'integer' } } };
+  const credential = { type: 'object', properties: { id: { type: 'string' }, principal: { type: 'string' }, role: { type: 'string' }, createdBy: { type: 'string' }, createdAtMs: { type: 'integer' }, expiresAtMs: { type: ['integer', 'null'], description: 'when the token stops working; null: never' }, expired: { type: 'boolean' }, label: { type: ['string', 'null'] }, rev: { type: 'integer' } } };
   return {
     '/v1/credentials': {
       post: { summary: 'Create a bearer token (shown once in the answer)', ...strict, parameters: parametersOf(noQuery, 'query'), requestBody: jsonBody(schemaOf(createCredentialBody)), responses: { 201: json({ ...credential, properties: { ...credential.properties, token: { type: 'string' } } }), ...errors } },

@@ -3,20 +3,31 @@
 // TLS with this node's certificate as the client certificate and the cluster CA as the only
 // trust root, so only a node of this cluster can answer and the answering node knows who asks.
 // With api.insecureLoopback the cluster's APIs are plain HTTP, and so are these calls.
+//
+// The certificate renews itself (src/security/renewal.ts) and the renewer replaces the fields of
+// `tls` in place; reloadTls() then swaps in an agent built from them, so every later request
+// connects with the new certificate. Kept-alive connections of the old agent finish what they
+// carry and close: an old agent would otherwise present the old certificate until it expired.
 
 import { Agent } from 'undici';
 import type { Tls } from '../node/identity.ts';
 import { checkNodeServerIdentity } from '../security/tls-identity.ts';
 
+function agentFor(tls: Tls): Agent {
+  return new Agent({
+    connect: { ca: tls.caPem, cert: tls.certPem, key: tls.keyPem, minVersion: 'TLSv1.3', checkServerIdentity: checkNodeServerIdentity },
+  });
+}
+
 export class PeerHttp {
   readonly scheme: 'http' | 'https';
-  private readonly dispatcher: Agent | undefined;
+  private dispatcher: Agent | undefined;
+  /** Agents replaced by reloadTls, still draining; closed by close() if they have not finished. */
+  private readonly draining = new Set<Promise<void>>();
 
-  constructor(tls: Tls | null) {
+  constructor(private readonly tls: Tls | null) {
     this.scheme = tls === null ? 'http' : 'https';
-    this.dispatcher = tls === null ? undefined : new Agent({
-      connect: { ca: tls.caPem, cert: tls.certPem, key: tls.keyPem, minVersion: 'TLSv1.3', checkServerIdentity: checkNodeServerIdentity },
-    });
+    this.dispatcher = tls === null ? undefined : agentFor(tls);
   }
 
   url(addr: string, path: string): string {
@@ -29,7 +40,19 @@ export class PeerHttp {
     return fetch(this.url(addr, path), withTls as RequestInit);
   }
 
+  /**
+   * Takes the TLS material's current fields (after a renewal) for every request from now on. The
+   * old agent is closed gracefully: requests it carries complete, then its connections close.
+   */
+  reloadTls(): void {
+    if (this.tls === null || this.dispatcher === undefined) return;
+    const old = this.dispatcher;
+    this.dispatcher = agentFor(this.tls);
+    const closing = old.close().catch(() => {}).finally(() => this.draining.delete(closing));
+    this.draining.add(closing);
+  }
+
   async close(): Promise<void> {
-    await this.dispatcher?.close();
+    await Promise.all([this.dispatcher?.close(), ...this.draining]);
   }
 }

@@ -14,7 +14,7 @@ import {
 import type { CaAuthority } from '../security/authority.ts';
 import type { ApiContext } from './app.ts';
 import { validate } from './validate.ts';
-import { principalOf } from './write-path.ts';
+import { callerStamp, principalOf, stampLevel, type CallerStamp } from './write-path.ts';
 
 const labelKey = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, 'a label key: 1-63 of A-Z a-z 0-9 . _ -');
 export const createTokenBody = z.object({
@@ -32,10 +32,10 @@ export function requireAuthority(ctx: ApiContext): CaAuthority {
   return ctx.security;
 }
 
-/** Proposes one store command under the caller's principal; resolves with the store's answer. */
+/** Proposes one store command under the caller's principal (and role); resolves with the store's answer. */
 export async function proposeCommand(ctx: ApiContext, req: FastifyRequest | string, cmd: Command): Promise<CommandResult> {
-  const principal = typeof req === 'string' ? req : principalOf(req);
-  const { result } = await ctx.node.propose(encodeCommand({ cmd, ts: Date.now(), principal }));
+  const stamp: CallerStamp = typeof req === 'string' ? { principal: req } : callerStamp(ctx, req);
+  const { result } = await ctx.node.propose(encodeCommand({ cmd, ts: Date.now(), ...stamp }), { featureLevel: stampLevel(stamp) });
   return result as CommandResult;
 }
 

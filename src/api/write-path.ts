@@ -11,6 +11,8 @@ import { encodeCommand, InvalidCommandError, type Command } from '../../fsm/inde
 import type { CommandResult } from '../../fsm/types.ts';
 import { ShoalError } from '../errors.ts';
 import { NONE } from '../raft/types.ts';
+import { featureLevelAuditRole } from '../node/feature-level.ts';
+import type { ClientRole } from '../security/roles.ts';
 import type { ApiContext } from './app.ts';
 import { badRequest, type CommandPathMap } from './validate.ts';
 import { principalHeader, roleHeader, type Caller } from './auth.ts';
@@ -23,6 +25,29 @@ const relayedResponseHeaders = ['content-type', 'etag', 'retry-after', 'idempote
 export function principalOf(req: FastifyRequest): string {
   // A request that never met the auth hook (a unit test's stand-in) is anonymous.
   return (req.caller as Caller | undefined)?.principal ?? 'anonymous';
+}
+
+/** Who sent a command, as it is stamped: the principal, and the role once the cluster takes it. */
+export interface CallerStamp {
+  principal: string;
+  role?: ClientRole;
+}
+
+/**
+ * The caller as a command names it. The role goes in only from feature level 5: a member of an
+ * older release would refuse the command (its schema does not know the key), so below that level
+ * commands stay as that release writes them (docs/architecture.md, feature levels).
+ */
+export function callerStamp(ctx: ApiContext, req: FastifyRequest): CallerStamp {
+  const caller = req.caller as Caller | undefined;
+  const principal = principalOf(req);
+  if (caller === undefined || caller.via === 'none' || ctx.node.featureLevel < featureLevelAuditRole) return { principal };
+  return { principal, role: caller.role };
+}
+
+/** The feature level a command stamped with `stamp` needs: level 5 if it names a role, else `base`. */
+export function stampLevel(stamp: CallerStamp, base = 1): number {
+  return stamp.role !== undefined ? Math.max(base, featureLevelAuditRole) : base;
 }
 
 /** The headers that name the original caller to the node a request is forwarded to (it trusts them only from a node). */
@@ -71,16 +96,17 @@ export async function forwardIfFollower(ctx: ApiContext, req: FastifyRequest, re
  */
 export async function propose(ctx: ApiContext, req: FastifyRequest, cmd: Command, toRequestPath: CommandPathMap): Promise<CommandResult> {
   const key = req.headers['idempotency-key'];
+  const stamp = callerStamp(ctx, req);
   let data: Uint8Array;
   try {
     data = encodeCommand({
-      cmd, ts: Date.now(), principal: principalOf(req), ...(typeof key === 'string' && key !== '' ? { idempotencyKey: key } : {}),
+      cmd, ts: Date.now(), ...stamp, ...(typeof key === 'string' && key !== '' ? { idempotencyKey: key } : {}),
     });
   } catch (err) {
     if (!(err instanceof InvalidCommandError)) throw err;
     throw badRequest(err.issues.map((i) => ({ path: toRequestPath(i.path), message: i.message })));
   }
-  const { result } = await ctx.node.propose(data);
+  const { result } = await ctx.node.propose(data, { featureLevel: stampLevel(stamp) });
   return result as CommandResult;
 }
 

@@ -18,6 +18,8 @@ const pageLimitMax = 1000;
 const recordSchema = z.object({
   id: z.string(), principal: z.string(), op: z.string(), resources: z.array(z.string()), resourceCount: z.number(),
   result: z.string(), term: z.number(), index: z.number(), timeMs: z.number(),
+  // Written from feature level 5 only: older records have no role.
+  role: z.string().optional(),
 }).loose();
 type AuditRecordView = z.infer<typeof recordSchema>;
 const pageSchema = z.object({ items: z.array(recordSchema), next: z.number().nullable(), rev: z.number() }).loose();
@@ -26,10 +28,11 @@ export const auditLsHelp = `Usage: shoal audit ls [--principal P] [--limit N] [-
 
 Lists the audit records, oldest first: one for each client mutation (a put, delete or txn,
 and the control plane's writes made for a client), whether it was applied or refused, with who
-made it (the principal of its credential), what, on which documents, the result ('ok' or the
-error code), and its log index, term and log time. The node's own writes are not recorded.
-Records are kept for a bounded window (10,000 records, 7 days of log time). Admin only; written
-only once the cluster runs at feature level 4 (docs/security.md, "Audit").
+made it (the principal of its credential) and with which role (admin, operator or reader; '-'
+for records written before the cluster ran at feature level 5), what, on which documents, the
+result ('ok' or the error code), and its log index, term and log time. The node's own writes are
+not recorded. Records are kept for a bounded window (10,000 records, 7 days of log time). Admin
+only; written only once the cluster runs at feature level 4 (docs/security.md, "Audit").
 
 Options:
   --principal P      only P's records
@@ -63,10 +66,10 @@ function limitFlag(v: string | undefined): number | undefined {
 
 function row(r: AuditRecordView): string[] {
   const more = r.resourceCount > r.resources.length ? ` (+${r.resourceCount - r.resources.length} more)` : '';
-  return [new Date(r.timeMs).toISOString(), String(r.index), r.principal, r.op, r.result, `${r.resources.join(',')}${more}`];
+  return [new Date(r.timeMs).toISOString(), String(r.index), r.principal, r.role ?? '-', r.op, r.result, `${r.resources.join(',')}${more}`];
 }
 
-const head = ['TIME', 'INDEX', 'PRINCIPAL', 'OP', 'RESULT', 'RESOURCES'];
+const head = ['TIME', 'INDEX', 'PRINCIPAL', 'ROLE', 'OP', 'RESULT', 'RESOURCES'];
 
 interface Listed {
   items: AuditRecordView[];

@@ -22,7 +22,10 @@
 //      mutation, and trims the oldest: a state an older node would not produce.
 //   5  records carry what a release of level 4 or less cannot read (src/control/record-compat.ts):
 //      a node's WireGuard mesh, a service's secrets and networks; networks, firewall policies
-//      and secrets are written at all.
+//      and secrets are written at all. And commands may carry the role the API authenticated
+//      their sender with (`role` in the stamped command, fsm/command.ts), which the audit record
+//      says: a release before this refuses the key (its command schema is strict). Both came
+//      in the same release, so they share the level.
 
 /** The highest level this build can apply. */
 export const featureLevelMax = 5;
@@ -56,3 +59,6 @@ export const featureLevelAudit = 4;
 
 /** The level from which records may carry the mesh, secrets and networks (src/control/record-compat.ts). */
 export const featureLevelWorkloadNetwork = 5;
+
+/** The level from which commands may carry their sender's role, and audit records show it (fsm/audit.ts). */
+export const featureLevelAuditRole = 5;

@@ -245,11 +245,13 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   // The API is built below; the renewer reaches its server through this once it exists.
   const apiRef: { server?: unknown } = {};
   const peersToAsk = (): { list: MemberRecord[]; leader: string } => ({ list: node.membership.list(), leader: node.leaderId });
-  // Renewal replaces tls's fields in place; the transport reloads its server context.
+  // Renewal replaces tls's fields in place; the transport reloads its server context, and
+  // node-to-node HTTP its client agent.
   const renewer = new CertRenewer({
     dataDir: config.dataDir, nodeId: identity.id, tls, members: peersToAsk, log, scheme: peerHttp.scheme,
     onRenewed: () => {
       transport.reloadTls();
+      peerHttp.reloadTls();
       // The API's HTTPS server takes the new certificate for new connections too.
       if (apiRef.server instanceof HttpsServer) apiRef.server.setSecureContext({ ca: tls.caPem, cert: tls.certPem, key: tls.keyPem, minVersion: 'TLSv1.3' });
     },

@@ -27,12 +27,12 @@ const until = async (what: string, check: () => boolean): Promise<void> => {
 };
 
 describe('shoal audit ls', () => {
-  it('prints the records as a table, and one principal\'s with --principal', async () => {
+  it('prints the records as a table with each caller\'s role, and one principal\'s with --principal', async () => {
     const all = await inProcess('audit', 'ls', '--addr', addr);
     expect(all.code).toBe(0);
     const lines = all.stdout.trim().split('\n');
-    expect(lines[0]).toMatch(/^TIME\s+INDEX\s+PRINCIPAL\s+OP\s+RESULT\s+RESOURCES$/);
-    expect(lines.slice(1).map((l) => l.split(/\s+/).slice(2))).toEqual([['alice', 'put', 'ok', 'apps/a'], ['bob', 'put', 'ok', 'apps/b']]);
+    expect(lines[0]).toMatch(/^TIME\s+INDEX\s+PRINCIPAL\s+ROLE\s+OP\s+RESULT\s+RESOURCES$/);
+    expect(lines.slice(1).map((l) => l.split(/\s+/).slice(2))).toEqual([['alice', 'operator', 'put', 'ok', 'apps/a'], ['bob', 'operator', 'put', 'ok', 'apps/b']]);
     const bob = await inProcess('audit', 'ls', '--principal', 'bob', '--json', '--addr', addr);
     expect(bob.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { principal: string }).principal)).toEqual(['bob']);
   });

@@ -1,5 +1,6 @@
-// GET /v1/audit over a single node: records name the caller's principal (from its credential),
-// refused writes carry their code, replays add nothing, and only admins read them.
+// GET /v1/audit over a single node: records name the caller's principal (from its credential)
+// and, from feature level 5, its role; refused writes carry their code, replays add nothing, and
+// only admins read them.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { singleNode, type SingleNode } from './single-node.ts';
@@ -43,12 +44,12 @@ describe('GET /v1/audit', () => {
       ['put', ['apps/web'], 'ok'],
       ['put', ['apps/web'], 'revision_mismatch'],
     ]);
-    expect(mine.items[0]).toMatchObject({ principal: 'ops-bot', index: (put.json() as { rev: number }).rev });
+    expect(mine.items[0]).toMatchObject({ principal: 'ops-bot', role: 'operator', index: (put.json() as { rev: number }).rev });
   });
 
   it('records the admin that created the credential, and pages with after/next', async () => {
     const all = await audit();
-    expect(all.items[0]).toMatchObject({ op: 'put', result: 'ok' });
+    expect(all.items[0]).toMatchObject({ op: 'put', result: 'ok', role: 'admin' });
     expect((all.items[0]?.resources as string[])[0]).toMatch(/^shoal\.credentials\//);
     const first = await audit('?limit=1');
     expect(first.items).toHaveLength(1);
@@ -62,8 +63,32 @@ describe('GET /v1/audit', () => {
     expect(res.statusCode).toBe(403);
   });
 
+  it('records the role of a txn too', async () => {
+    const ops = await token('operator', 'ops-3');
+    const res = await n.app.inject({ method: 'POST', url: '/v1/txn', payload: { compare: [], success: [{ op: 'put', collection: 'apps', id: 't', doc: {} }], failure: [] }, headers: auth(ops) });
+    expect(res.statusCode).toBe(200);
+    expect((await audit('?principal=ops-3')).items.map((r) => [r.op, r.role])).toEqual([['txn', 'operator']]);
+  });
+
   it('refuses a bad query', async () => {
     const res = await n.app.inject({ method: 'GET', url: '/v1/audit?limit=0' });
     expect(res.statusCode).toBe(400);
+  });
+});
+
+describe('GET /v1/audit in a cluster below feature level 5', () => {
+  it('writes records without a role, as the release before it does', async () => {
+    const old = await singleNode({ featureLevelMax: 4 });
+    try {
+      expect(old.node.featureLevel).toBe(4);
+      const res = await old.app.inject({ method: 'PUT', url: '/v1/docs/apps/a', payload: {}, headers: { 'x-shoal-principal': 'alice', 'x-shoal-role': 'operator' } });
+      expect(res.statusCode).toBe(200);
+      const page = (await old.app.inject({ method: 'GET', url: '/v1/audit?principal=alice' })).json() as Page;
+      expect(page.items).toHaveLength(1);
+      expect(page.items[0]).toMatchObject({ principal: 'alice', op: 'put', result: 'ok' });
+      expect(page.items[0]).not.toHaveProperty('role');
+    } finally {
+      await old.close();
+    }
   });
 });

@@ -1,4 +1,5 @@
-// Audit records written in apply (fsm/audit.ts): one per client mutation, from feature level 4.
+// Audit records written in apply (fsm/audit.ts): one per client mutation, from feature level 4;
+// with the caller's role from level 5.
 
 import { describe, expect, it } from 'vitest';
 import { auditCollection, auditId } from '../../fsm/audit.ts';
@@ -68,6 +69,34 @@ describe('audit records', () => {
       ok(f.cmd({ op: 'put', collection: 'a', id: '1', doc: {} }, { principal: 'alice' }));
       expect(f.store.collections()).toEqual([{ name: 'a', documents: 1 }]);
     }
+  });
+
+  it('records the caller\'s role from feature level 5', () => {
+    const f = at4();
+    f.featureLevel = 5;
+    ok(f.cmd({ op: 'put', collection: 'apps', id: 'a', doc: {} }, { principal: 'alice', role: 'operator' }));
+    ok(f.cmd({ op: 'delete', collection: 'apps', id: 'a' }, { principal: 'root', role: 'admin' }));
+    ok(f.cmd({ op: 'put', collection: 'apps', id: 'b', doc: {} }, { principal: 'old-proposer' }));
+    expect(records(f).map((r) => [r.principal, r.role])).toEqual([['alice', 'operator'], ['root', 'admin'], ['old-proposer', undefined]]);
+    expect(records(f)[0]).toEqual({ principal: 'alice', role: 'operator', op: 'put', resources: ['apps/a'], resourceCount: 1, result: 'ok', term: 1, index: 1, timeMs: f.ts });
+  });
+
+  it('below feature level 5 refuses a command naming a role, as an older release does, and changes nothing', () => {
+    for (const level of [1, 2, 3, 4]) {
+      const f = feeder();
+      f.featureLevel = level;
+      const r = errorOf(f.cmd({ op: 'put', collection: 'apps', id: 'a', doc: {} }, { principal: 'alice', role: 'operator' }));
+      expect(r.code, `level ${level}`).toBe('invalid_command');
+      expect(r.message).toMatch(/role/);
+      expect(f.store.collections(), `level ${level}`).toEqual([]);
+      expect(f.store.revision).toBe(1);
+    }
+  });
+
+  it('at level 4 records exactly what it did before roles existed', () => {
+    const f = at4();
+    ok(f.cmd({ op: 'put', collection: 'apps', id: 'a', doc: {} }, { principal: 'alice' }));
+    expect(Object.keys(records(f)[0] ?? {})).not.toContain('role');
   });
 
   it('keeps the newest auditRetainedMax records', () => {

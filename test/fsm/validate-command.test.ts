@@ -130,6 +130,7 @@ function genStamped(g: Gen): Record<string, unknown> {
   return obj(g, [
     ['cmd', genCommand(g)], ['ts', genInt(g, 0)],
     ...optional(g, 'principal', () => genBounded(g, principalLengthMax, true)),
+    ...optional(g, 'role', () => pick(g, ['admin', 'operator', 'reader'])),
     ...optional(g, 'idempotencyKey', () => genBounded(g, idempotencyKeyLengthMax, true)),
   ]);
 }
@@ -299,6 +300,14 @@ describe('fastParseStamped', () => {
     expect(stampedSchema.safeParse({ cmd: Object.assign(new Point(), put), ts: 1 }).success).toBe(false);
   });
 
+  it('leaves a role to zod under the first release\'s rules, which refuse it', () => {
+    const value = { cmd: { op: 'delete', collection: 'a', id: 'x' }, ts: 0, principal: 'alice', role: 'admin' };
+    expect(validateStamped(value, false).ok).toBe(true);
+    const legacy = validateStamped(value, false, 'legacy');
+    expect(legacy.ok).toBe(false);
+    expectSameResult(legacy, validateStampedWithZod(value, false, 'legacy'), 'legacy role');
+  });
+
   it('agrees with zod at every length and count limit', () => {
     const ids = (n: number): string[] => Array.from({ length: n }, (_, i) => `i${i}`);
     const compare = { collection: 'a', id: 'x', target: 'rev', cmp: '=', value: 0 };
@@ -327,6 +336,9 @@ describe('fastParseStamped', () => {
       [{ cmd: del, ts: Number.MAX_SAFE_INTEGER + 1 }, false, false],
       [{ cmd: { ...del, expect: { rev: Number.MAX_SAFE_INTEGER + 1 } }, ts: 0 }, false, false],
       [{ cmd: { ...del, expect: undefined }, ts: -0, principal: undefined }, true, true],
+      [{ cmd: del, ts: 0, principal: 'alice', role: 'operator' }, true, true],
+      [{ cmd: del, ts: 0, role: 'root' }, false, false],
+      [{ cmd: del, ts: 0, role: undefined }, true, true],
     ];
     cases.forEach(([value, zodAccepts, fastAccepts], i) => {
       expect(stampedSchema.safeParse(value).success, `case ${i}`).toBe(zodAccepts);

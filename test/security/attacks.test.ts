@@ -6,6 +6,8 @@ import { createCa, issueNodeCert } from '../../src/security/certificates.ts';
 import { issueClientCert } from '../../src/security/client-certs.ts';
 import type { PemPair } from '../../src/security/certificates.ts';
 import { call, tlsCluster, type ClientCredential, type TlsCluster } from './tls-node.ts';
+import { encodeCommand } from '../../fsm/index.ts';
+import { credentialsCollection, newBearer, type BearerRecord } from '../../src/api/bearer-tokens.ts';
 
 let c: TlsCluster;
 let admin: ClientCredential;
@@ -85,6 +87,17 @@ describe('the client API over TLS', () => {
     const r = await call(node(), { caPem: c.ca.certPem, token }, 'PUT', '/v1/docs/sec/by-token', { a: 2 });
     expect(r.status).toBe(401);
     expect(r.body).toMatchObject({ code: 'unauthenticated', details: { reason: 'token' } });
+    expect(revision()).toBe(before);
+  });
+
+  it('refuses a bearer token past its expiry: 401 token_expired, nothing written', async () => {
+    const fresh = newBearer();
+    const record: BearerRecord = { kind: 'bearer', principal: 'late-bot', role: 'admin', secretSha256: fresh.secretSha256, createdBy: 'alice', createdAtMs: 1, expiresAtMs: Date.now() - 1 };
+    await node().node.propose(encodeCommand({ cmd: { op: 'put', collection: credentialsCollection, id: fresh.id, doc: record as never }, ts: Date.now(), principal: 'shoal' }));
+    const before = revision();
+    const r = await call(node(), { caPem: c.ca.certPem, token: fresh.token }, 'PUT', '/v1/docs/sec/by-expired', { a: 1 });
+    expect(r.status).toBe(401);
+    expect(r.body).toMatchObject({ code: 'unauthenticated', details: { reason: 'token_expired', id: fresh.id } });
     expect(revision()).toBe(before);
   });
 
