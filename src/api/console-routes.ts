@@ -30,13 +30,19 @@ export function consoleDirCandidates(env: NodeJS.ProcessEnv = process.env): stri
   return [...(env.SHOAL_CONSOLE_DIR !== undefined ? [env.SHOAL_CONSOLE_DIR] : []), here('./console/'), here('../console/'), here('../../dist/console/')];
 }
 
-/** The built console's files, read once; undefined when no candidate holds a build. */
+/** The built console's files, read once; undefined when no candidate holds a whole build. */
 export function loadConsole(dirs: readonly string[]): Map<string, ConsoleAsset> | undefined {
   const dir = dirs.find((d) => existsSync(`${d}/index.html`));
   if (dir === undefined) return undefined;
   const assets = new Map<string, ConsoleAsset>();
   for (const [name, type] of Object.entries(assetTypes)) {
-    const body = readFileSync(`${dir}/${name}`);
+    let body: Buffer;
+    try {
+      body = readFileSync(`${dir}/${name}`);
+    } catch {
+      // A build without this file, or one being written now: not built (asked again next time).
+      return undefined;
+    }
     assets.set(name, { body, type, etag: `"${createHash('sha256').update(body).digest('hex').slice(0, 32)}"` });
   }
   return assets;

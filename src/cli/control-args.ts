@@ -17,9 +17,17 @@ export function replicasArg(text: string, what = 'REPLICAS'): number {
   return n;
 }
 
-/** A duration flag (`5m`, `90s`, `1m30s`) in milliseconds; a usage error otherwise. */
+const dayMs = 86_400_000;
+
+/**
+ * A duration flag (`5m`, `90s`, `1m30s`, and on the command line whole days first: `30d`,
+ * `7d12h`) in milliseconds; a usage error otherwise. Specs take no days: their durations are
+ * timeouts and periods, never weeks.
+ */
 export function durationFlag(value: string | undefined, flag: string, fallback: string): number {
-  const parsed = parseDuration(value ?? fallback);
-  if (!parsed.ok) throw new UsageError(`${flag}: ${parsed.message}`);
-  return parsed.value;
+  const text = (value ?? fallback).trim();
+  const days = /^(\d+)d(.*)$/.exec(text);
+  const parsed = days === null ? parseDuration(text) : days[2] === '' ? { ok: true as const, value: 0 } : parseDuration(days[2] ?? '');
+  if (!parsed.ok) throw new UsageError(`${flag}: ${parsed.message.replace('(units ms, s, m, h)', '(units d, h, m, s, ms)')}`);
+  return (days === null ? 0 : Number(days[1]) * dayMs) + parsed.value;
 }

@@ -23,15 +23,11 @@ const ttlDefault = '90d';
 const ttlMaxDays = 366;
 const dayMs = 86_400_000;
 
-/**
- * --ttl: 'never' (null: the token never expires), or a duration as 'shoal token create --ttl'
- * takes it (h, m, s, ms), optionally after a number of days ('90d', '7d12h'), in milliseconds.
- */
+/** --ttl: 'never' (null: the token never expires), or a duration as every --ttl takes it ('90d', '7d12h', '36h'), in milliseconds. */
 export function credentialTtlFlag(value: string | undefined): number | null {
   const text = value ?? ttlDefault;
   if (text === 'never') return null;
-  const days = /^(\d+)d(.*)$/.exec(text);
-  const ms = days === null ? durationFlag(text, '--ttl', ttlDefault) : Number(days[1]) * dayMs + (days[2] === '' ? 0 : durationFlag(days[2], '--ttl', ttlDefault));
+  const ms = durationFlag(text, '--ttl', ttlDefault);
   if (ms < 60_000 || ms > ttlMaxDays * dayMs) throw new UsageError(`--ttl must be from 1m to ${ttlMaxDays}d, or 'never'; got '${text}'`);
   return ms;
 }

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inProcess } from '../cli/in-process.ts';
 import { singleNode, type SingleNode } from './single-node.ts';
 import { credentialTtlFlag, expiresCell } from '../../src/cli/credential.ts';
+import { durationFlag } from '../../src/cli/control-args.ts';
 
 let n: SingleNode;
 let addr: string;
@@ -27,6 +28,12 @@ describe('shoal credential --ttl', () => {
     expect(credentialTtlFlag('1d12h')).toBe(36 * 3_600_000);
     expect(credentialTtlFlag('36h')).toBe(36 * 3_600_000);
     expect(credentialTtlFlag('never')).toBeNull();
+  });
+
+  it('takes days in every duration flag (shoal token create --ttl 30d, as its help says)', () => {
+    expect(durationFlag('30d', '--ttl', '1h')).toBe(30 * dayMs);
+    expect(durationFlag(undefined, '--ttl', '1h')).toBe(3_600_000);
+    expect(() => durationFlag('1d2d', '--ttl', '1h')).toThrow(/--ttl: .*units d, h, m, s, ms/);
   });
 
   it('refuses what is not a duration, or outside 1m..366d, as a usage error', () => {

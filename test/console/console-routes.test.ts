@@ -1,7 +1,7 @@
 // GET /ui serves the built console with its security headers and ETags, says plainly when the
 // node has no build, and the routes the Documents view browses with answer from the store.
 
-import { mkdtempSync } from 'node:fs';
+import { cpSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Fastify from 'fastify';
@@ -42,6 +42,19 @@ describe('GET /ui', () => {
     // consoleRoutes throws a ShoalError; the bare fastify here answers it as a 500 with its message.
     const page = await app.inject({ method: 'GET', url: '/ui/' });
     expect(page.body).toContain('npm run build');
+    await app.close();
+  });
+
+  it('takes a build missing a file (one being written) for no build, and serves it once whole', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'half-console-'));
+    writeFileSync(path.join(dir, 'index.html'), '<script src="/ui/app.js"></script>');
+    const app = Fastify();
+    await app.register(consoleRoutes, { dirs: [dir] });
+    expect((await app.inject({ method: 'GET', url: '/ui/' })).body).toContain('npm run build');
+    cpSync(await builtConsole(), dir, { recursive: true });
+    const page = await app.inject({ method: 'GET', url: '/ui/' });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('/ui/app.js');
     await app.close();
   });
 });
