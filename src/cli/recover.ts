@@ -73,8 +73,10 @@ export async function recoverCommand(argv: string[]): Promise<number> {
   // Opening the storage takes the data directory's lock: a running node refuses it (exit 8).
   const storage = await DiskStorage.open(dataDir);
   let marker: RecoveryMarker;
+  let names = new Map<string, string>();
   try {
     const plan = planForceNewCluster(storage, identity.id);
+    names = new Map(plan.others.map((m) => [m.id, m.name]));
     refuseUnfit(plan, identity);
     await refuseAnswering(plan);
     if (!values.yes) await confirm(identity, plan);
@@ -85,7 +87,7 @@ export async function recoverCommand(argv: string[]): Promise<number> {
   if (values.json) {
     console.log(JSON.stringify({ ...summaryOf(marker), backup: path.join(dataDir, marker.backup), marker: markerPath(dataDir) }, null, 2));
   } else {
-    printDone(dataDir, marker);
+    printDone(dataDir, marker, names);
   }
   return exitCodes.ok;
 }
@@ -110,9 +112,10 @@ function checkDataDir(dataDir: string): Identity {
   if (!isInitialized(dataDir)) throw new CliFailure(`${dataDir} holds no node (no node.json); give the survivor's data directory`, exitCodes.failed, 'not_found');
   const found = readMarker(dataDir);
   if (found !== undefined) {
+    const interrupted = found.ok && found.marker.state === 'started' ? ` (that run was interrupted: see the old storage in ${found.marker.backup})` : '';
     const what = found.ok
-      ? `it was recovered already, at ${found.marker.at}, into cluster ${found.marker.clusterId}${found.marker.state === 'started' ? ' (that run was interrupted: see the old storage in ' + found.marker.backup + ')' : ''}`
-      : `it holds ${markerPath(dataDir)}, which cannot be read (${found.problem})`;
+      ? `was recovered already, at ${found.marker.at}, into cluster ${found.marker.clusterId}${interrupted}`
+      : `holds ${markerPath(dataDir)}, which cannot be read (${found.problem})`;
     throw new CliFailure(`refusing: ${dataDir} ${what}. A second forced rewrite would drop the members added since. ` +
       `If you really mean to run it again, read ${markerPath(dataDir)}, then move it aside`, exitCodes.failed, 'already_recovered');
   }
@@ -132,10 +135,10 @@ function refuseUnfit(plan: ForceNewClusterPlan, identity: Identity): void {
 async function refuseAnswering(plan: ForceNewClusterPlan): Promise<void> {
   const targets = plan.others.flatMap((m) => [{ m, kind: 'peer', address: m.peerAddress }, { m, kind: 'api', address: m.apiAddress }]);
   const answers = await Promise.all(targets.map(async (t) => ({ ...t, answers: await answersTcp(t.address, probeTimeoutMs) })));
-  const alive = answers.filter((a) => a.answers);
+  const alive = plan.others.map((m) => ({ m, on: answers.filter((a) => a.m === m && a.answers).map((a) => `${a.address} (${a.kind})`) })).filter((x) => x.on.length > 0);
   if (alive.length === 0) return;
-  const who = alive.map((a) => `${a.m.name} (${a.m.id}) on its ${a.kind} address ${a.address}`).join(', ');
-  throw new CliFailure(`refusing: ${who} answers. A member that answers is alive: if the cluster has lost its quorum, start the ` +
+  const who = alive.map(({ m, on }) => `${m.name} (${m.id}) answers on ${on.join(' and ')}`).join('; ');
+  throw new CliFailure(`refusing: ${who}. A member that answers is alive: if the cluster has lost its quorum, start the ` +
     'stopped members instead; forcing a new cluster next to a live member makes two clusters that both take writes. ' +
     'Nothing was changed', exitCodes.failed, 'members_reachable');
 }
@@ -185,13 +188,14 @@ function summaryOf(m: RecoveryMarker): Record<string, unknown> {
   };
 }
 
-function printDone(dataDir: string, m: RecoveryMarker): void {
+function printDone(dataDir: string, m: RecoveryMarker, names: ReadonlyMap<string, string>): void {
   const uncommitted = m.lastIndex - m.commitIndex;
+  const removed = m.removed.map((id) => (names.has(id) ? `${names.get(id)} (${id})` : id)).join(', ');
   const lines = [
     `forced a new one-node cluster from ${m.name} (${m.nodeId})`,
     `  cluster     ${m.clusterId} (was ${m.oldClusterId})`,
-    `  log         kept through index ${m.lastIndex}, commit index was ${m.commitIndex}${uncommitted > 0 ? ` (the ${uncommitted} entries after it are kept and now committed)` : ''}`,
-    `  members     ${m.name} alone, a voter; removed ${m.removed.join(', ')}`,
+    `  log         kept through index ${m.lastIndex}; its commit index was ${m.commitIndex}${uncommitted > 0 ? ` (${uncommitted === 1 ? 'the entry' : `the ${uncommitted} entries`} after it kept, and committed now)` : ''}`,
+    `  members     ${m.name} alone, a voter; removed ${removed}`,
     `  old storage ${path.join(dataDir, m.backup)} (moved, not deleted)`,
     `  marker      ${markerPath(dataDir)}`,
     ...warnings(dataDir, m),
@@ -216,7 +220,7 @@ function warnings(dataDir: string, m: RecoveryMarker): string[] {
     docker = false;
   }
   if (docker) {
-    out.push(`warning: containers carry their cluster's id: those this node ran are not adopted in the new cluster. Before starting it, remove them (docker ps -q --filter label=io.shoal.cluster=${m.oldClusterId} | xargs -r docker rm -f); the node starts its tasks again`);
+    out.push(`warning: containers carry their cluster's id: any this node ran are not adopted in the new cluster. Before starting it, remove them (docker ps -q --filter label=io.shoal.cluster=${m.oldClusterId} | xargs -r docker rm -f); the node starts its tasks again`);
   }
   return out;
 }

@@ -202,7 +202,7 @@ describe('shoal recover --force-new-cluster: the guards', () => {
       expect(r.code).toBe(1);
       const err = errorOf(r.stderr);
       expect(err.code).toBe('members_reachable');
-      expect(err.message).toContain(`b (${b.id}) on its peer address ${b.peerAddress} answers`);
+      expect(err.message).toContain(`refusing: b (${b.id}) answers on ${b.peerAddress} (peer).`);
     } finally {
       server.close();
     }
