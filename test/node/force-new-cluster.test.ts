@@ -227,6 +227,19 @@ describe('shoal recover --force-new-cluster: the guards', () => {
     expect(loadIdentity(s.dir).clusterId).toBe(out.clusterId);
   });
 
+  it('refuses a node its own log removes, and a directory that holds no node', async () => {
+    const removeSelf = (next: number, members: MemberRecord[]): Entry[] => [
+      { kind: 'conf', term: 2, index: next, change: { changes: [{ type: 'removeNode', node: members[0]?.id ?? '' }] } },
+      { kind: 'conf', term: 2, index: next + 1, change: { changes: [], leaveJoint: true } },
+    ];
+    const s = await survivor(2, removeSelf);
+    const r = await recover(s.dir, '--yes');
+    expect([r.code, errorOf(r.stderr).code]).toEqual([1, 'not_member']);
+    unchanged(s);
+    const empty = await recover(path.join(path.dirname(s.dir), 'nothing-here'), '--yes');
+    expect([empty.code, errorOf(empty.stderr).code]).toEqual([1, 'not_found']);
+  });
+
   it('refuses a node that is alone already', async () => {
     const root = mkdtempSync(path.join(os.tmpdir(), 'shoal-recover-'));
     roots.push(root);
