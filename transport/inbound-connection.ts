@@ -138,10 +138,13 @@ export class InboundConnection {
 
   private checkPeer(hello: HelloFrame): Refusal | null {
     if (this.certNodeId === null) return { reason: 'node_id_mismatch', detail: 'its certificate names no node id' };
-    const refusal = checkHello(hello, this.ctx.local, this.certNodeId);
-    if (refusal !== null) return refusal;
+    // A removed id hears `removed` before any other check, the cluster id's included: after
+    // `shoal recover --force-new-cluster` an old member has the old cluster id, and must learn
+    // that it was removed (and stop) rather than retry, free to form the old cluster with another.
     const auth = this.ctx.authorizePeer(this.certNodeId);
     if (auth === 'removed') return { reason: 'removed', detail: `node '${this.certNodeId}' was removed from the cluster; it must stop, and can only come back as a new node` };
+    const refusal = checkHello(hello, this.ctx.local, this.certNodeId);
+    if (refusal !== null) return refusal;
     if (auth === 'not_member') {
       return { reason: 'peer_not_authorized', detail: `node '${this.certNodeId}' is not a member of this cluster (yet): add it with 'shoal cluster add', or check that it was meant to join this cluster` };
     }

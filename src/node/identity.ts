@@ -7,7 +7,7 @@
 //   <data>/tls/node.key
 
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
@@ -104,6 +104,25 @@ export function writeJoinedNode(dir: string, identity: Identity, tls: Tls): void
   writeFileSync(f.cert, tls.certPem);
   writeFileSync(f.key, tls.keyPem, { mode: 0o600 });
   writeFileSync(f.identity, `${JSON.stringify(identity, null, 2)}\n`);
+}
+
+/**
+ * Gives an existing node a new cluster id (`shoal recover --force-new-cluster`): the same node,
+ * certificates and CA, in a new cluster. Written to a temporary name and renamed, so node.json
+ * is the old identity or the new one, never a part.
+ */
+export function replaceClusterId(dir: string, clusterId: string): Identity {
+  const identity = { ...loadIdentity(dir), clusterId };
+  const f = files(dir).identity;
+  const fd = openSync(`${f}.tmp`, 'w');
+  try {
+    writeFileSync(fd, `${JSON.stringify(identity, null, 2)}\n`);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(`${f}.tmp`, f);
+  return identity;
 }
 
 export function loadIdentity(dir: string): Identity {

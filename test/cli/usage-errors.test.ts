@@ -64,6 +64,7 @@ const cases: Record<string, Case> = {
   'snapshot restore': { badFlag: ['snapshot', 'restore', 'f.snap', '--bogus'], missing: ['snapshot', 'restore', 'f.snap', '--name', 'r1'] },
   'snapshot ls': { badFlag: ['snapshot', 'ls', '--dir', 'd', '--bogus'], missing: ['snapshot', 'ls'] },
   'snapshot inspect': { badFlag: ['snapshot', 'inspect', 'f.snap', '--bogus'], missing: ['snapshot', 'inspect'] },
+  recover: { badFlag: ['recover', '--force-new-cluster', '--data', 'd', '--bogus'], missing: ['recover', '--force-new-cluster'] },
   doctor: { badFlag: ['doctor', '--bogus', ...nowhere], missing: ['doctor', '--data', ...nowhere] },
   drill: { badFlag: ['drill', '--bogus'], missing: ['drill'] },
   'drill leader-kill': { badFlag: ['drill', 'leader-kill', '--bogus', ...nowhere], missing: ['drill', 'leader-kill', '--target', ...nowhere] },

@@ -160,6 +160,22 @@ describe('WsTransport handshake and frame validation', { timeout: 10_000 }, () =
     expect(refused[0]).toEqual(['a', 'removed']);
   });
 
+  it('tells a removed node of another cluster id that it was removed (a member left behind by a forced new cluster)', async () => {
+    const a = await startNode(pki, 'a', { clusterId: 'recovered-cluster', authorizePeer: (id) => (id === 'b' ? 'removed' : 'member') });
+    open.push(a);
+    const { ws } = await rawClient(a.t.address);
+    const closed = closeCode(ws);
+    ws.send(hello());
+    expect(await closed).toBe(REFUSAL_CODES.removed);
+    // Anyone else of another cluster still hears cluster_mismatch.
+    const c = await startNode(pki, 'a', { clusterId: 'recovered-cluster' });
+    open.push(c);
+    const other = await rawClient(c.t.address);
+    const mismatch = closeCode(other.ws);
+    other.ws.send(hello());
+    expect(await mismatch).toBe(REFUSAL_CODES.cluster_mismatch);
+  });
+
   it('refuses a hello that does not come alone', async () => {
     const a = await target();
     const { ws } = await rawClient(a.t.address);
