@@ -18,6 +18,7 @@ import { additionsOnly, diffMesh, planMesh, type MeshPlan } from './mesh-plan.ts
 import type { WgInterface } from './wg.ts';
 import type { WgInterfaceDump } from './wg-dump.ts';
 import type { WgKeyPair } from './wg-keys.ts';
+import { ShoalError } from '../src/errors.ts';
 
 export interface MeshView {
   /** The node records of the applied store (valid ones). */
@@ -63,8 +64,53 @@ export class MeshAgent {
   private plan: MeshPlan | null = null;
   /** Passes done (for tests). */
   passes = 0;
+  /** The node's key pair: the configured one until a rotation replaces it. */
+  private keys: WgKeyPair;
+  /** A rotation asked for (`shoal node rotate-key`), done by the next pass. */
+  private rotation: { pair: WgKeyPair; persist: (pair: WgKeyPair) => void; resolve: () => void; reject: (err: Error) => void } | null = null;
 
-  constructor(private readonly opts: MeshAgentOptions) {}
+  constructor(private readonly opts: MeshAgentOptions) {
+    this.keys = opts.keys;
+  }
+
+  /** The public key the node uses now. */
+  get publicKey(): string {
+    return this.keys.publicKey;
+  }
+
+  /**
+   * Replaces the node's key pair with `pair`: the new public key is committed to the node's
+   * record first (so a rotation without quorum changes nothing and says so), then `persist`
+   * writes the private key, then the interface takes it. Peers take the new public key from the
+   * record; until each has, its handshakes with this node fail (a second or two). Runs in the
+   * pass loop, so no pass publishes the old key meanwhile. A crash between the steps leaves the
+   * old key in the file, which the next start publishes again.
+   */
+  rotateKey(pair: WgKeyPair, persist: (pair: WgKeyPair) => void): Promise<void> {
+    if (this.closed) return Promise.reject(new ShoalError('stopping', 'the mesh agent is stopping'));
+    if (this.rotation !== null) return Promise.reject(new ShoalError('resource_in_use', 'a key rotation of this node is already under way; retry when it has ended'));
+    return new Promise<void>((resolve, reject) => {
+      this.rotation = { pair, persist, resolve, reject };
+      this.mark();
+    });
+  }
+
+  /** The pending rotation, first thing in a pass; its failure fails the rotation, not the pass. */
+  private async rotate(): Promise<void> {
+    const r = this.rotation;
+    if (r === null) return;
+    this.rotation = null;
+    try {
+      await this.writeKey(r.pair.publicKey);
+      r.persist(r.pair);
+    } catch (err) {
+      r.reject(err instanceof Error ? err : new Error(String(err)));
+      return;
+    }
+    this.keys = r.pair;
+    this.opts.log.info(`mesh: rotated this node's WireGuard key to ${r.pair.publicKey.slice(0, 8)}…`);
+    r.resolve();
+  }
 
   start(): void {
     this.unsubscribe = this.opts.view.subscribe(() => this.mark());
@@ -77,6 +123,8 @@ export class MeshAgent {
   /** Stops converging and reporting; the interface stays as it is. Idempotent. */
   async close(): Promise<void> {
     this.closed = true;
+    this.rotation?.reject(new ShoalError('stopping', 'the mesh agent stopped before the key rotation'));
+    this.rotation = null;
     this.unsubscribe?.();
     for (const t of this.timers) clearInterval(t);
     clearTimeout(this.retry);
@@ -111,7 +159,9 @@ export class MeshAgent {
 
   private async pass(): Promise<void> {
     this.passes++;
-    const { wg, config, keys } = this.opts;
+    await this.rotate();
+    const { wg, config } = this.opts;
+    const keys = this.keys;
     if (!this.interfaceReady) {
       const origin = await wg.ensure();
       await wg.up(config.mtu);
@@ -166,16 +216,25 @@ export class MeshAgent {
     }
   }
 
+  private get endpoint(): string {
+    return this.opts.config.advertise ?? this.opts.config.listen;
+  }
+
+  /** Writes `publicKey` and the endpoint into the node's record (keeping the leader's address and the last report). */
+  private writeKey(publicKey: string): Promise<void> {
+    const endpoint = this.endpoint;
+    return this.opts.writer.updateMesh((cur) => ({
+      publicKey, endpoint, address: cur?.address ?? null, peers: cur?.peers ?? [], reportedAt: cur?.reportedAt ?? null,
+    }));
+  }
+
   /** Makes the node's record name its current key and endpoint (keeping the leader's address). */
   private async publish(): Promise<void> {
-    const { keys, config, self } = this.opts;
-    const endpoint = config.advertise ?? config.listen;
-    const mine = [...this.opts.view.nodes()].find((n) => n.id === self)?.mesh ?? null;
+    const { keys, endpoint } = this;
+    const mine = [...this.opts.view.nodes()].find((n) => n.id === this.opts.self)?.mesh ?? null;
     if (mine !== null && mine.publicKey === keys.publicKey && mine.endpoint === endpoint) return;
     try {
-      await this.opts.writer.updateMesh((cur) => ({
-        publicKey: keys.publicKey, endpoint, address: cur?.address ?? null, peers: cur?.peers ?? [], reportedAt: cur?.reportedAt ?? null,
-      }));
+      await this.writeKey(keys.publicKey);
       this.opts.log.info(`mesh: published this node's WireGuard key ${keys.publicKey.slice(0, 8)}… and endpoint ${endpoint}`);
     } catch (err) {
       // No quorum yet (or the control plane's level): the interface is converged all the same.

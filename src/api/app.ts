@@ -48,6 +48,7 @@ import type { PeerHttp } from './peer-http.ts';
 import type { DrillTarget } from '../node/drill-actions.ts';
 import type { FoundingToken } from '../security/founding-token.ts';
 import { drillRoutes } from './drill-routes.ts';
+import { meshRoutes, type MeshKeys } from './mesh-routes.ts';
 
 export { errorBody, toShoalError, type ErrorBody } from './error-reply.ts';
 export { apiLimitsDefault, type ApiLimits } from './limits.ts';
@@ -76,6 +77,8 @@ export interface ApiContext {
   auth: ApiAuth;
   /** Calls to other nodes' APIs (over TLS with this node's certificate unless insecure). */
   peer: PeerHttp;
+  /** This node's WireGuard keys (POST /v1/mesh/rotate-key); absent when it takes no part in the mesh. */
+  mesh?: MeshKeys;
   /** What POST /v1/drill/actions acts on (this node's process); absent, the actions are refused. */
   drill?: DrillTarget;
 }
@@ -191,7 +194,7 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   for (const plugin of [
     healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, snapshotRoutes, metricsRoutes, openApiRoutes,
     applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes, credentialsRoutes, auditRoutes, browseRoutes, tokenRoutes, joinRoutes, nodeCertRoutes,
-    secretsRoutes, networkRoutes, policyRoutes, drillRoutes,
+    secretsRoutes, networkRoutes, policyRoutes, drillRoutes, meshRoutes,
   ]) {
     void app.register(plugin, { ctx, limits, bounds, routes });
   }

@@ -25,6 +25,7 @@ import { eventsHeaders, eventsQuery } from './events-routes.ts';
 import { joinPaths } from './join-openapi.ts';
 import { secretBody, secretParams, secretViewSchema } from './secrets-routes.ts';
 import { drillsListQuery } from './drill-routes.ts';
+import { rotateKeyAnswer } from './mesh-routes.ts';
 import { drillActionSchema } from '../node/drill-actions.ts';
 import { drillReportSchema } from '../node/drill-report.ts';
 
@@ -260,6 +261,7 @@ function browsePaths(): Json {
 /** The drills' routes (drill-routes.ts). */
 function drillPaths(): Json {
   return {
+    '/v1/mesh/rotate-key': { post: { summary: 'This node replaces its WireGuard key pair (the new public key committed to its record first); admin', ...strict, requestBody: jsonBody(schemaOf(z.strictObject({}))), responses: { 200: json(schemaOf(rotateKeyAnswer)), ...errors } } },
     '/v1/drill/actions': { post: { summary: 'This node carries out a drill fault on itself (kill, isolate, pause, disk-stall, reboot); admin', ...strict, requestBody: jsonBody(schemaOf(drillActionSchema)), responses: { 200: json({ type: 'object' }), ...errors } } },
     '/v1/drills': {
       post: { summary: 'Keep a drill report in the store (shoal.drills)', ...strict, requestBody: jsonBody(schemaOf(drillReportSchema)), responses: { 200: json({ type: 'object' }), ...errors } },

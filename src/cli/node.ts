@@ -12,6 +12,7 @@ import { commonFlags, help } from './doc-common.ts';
 import { clientExitCodes, commonFlagsHelp, commonFlagsText, groupHelp, runGroup, type Group } from './group.ts';
 import { printList, watchList, type Rendered } from './list-watch.ts';
 import { meshOf, meshText, ageText } from './node-mesh.ts';
+import { nodeRotateKeyCommand, nodeRotateKeyHelp } from './node-rotate-key.ts';
 
 export const nodeLsHelp = `Usage: shoal node ls [--stale] [--watch] [--addr HOST:PORT] [--json]
 
@@ -99,6 +100,7 @@ their state, what runs on them, and the operator's settings: availability and la
     pause: { summary: 'keep its tasks, take no new ones', help: nodePauseHelp, run: (argv) => availabilityCommand(argv, 'pause') },
     activate: { summary: 'take new tasks again (after pause or drain)', help: nodeActivateHelp, run: (argv) => availabilityCommand(argv, 'activate') },
     label: { summary: 'set and remove labels', help: nodeLabelHelp, run: nodeLabelCommand },
+    'rotate-key': { summary: 'replace its WireGuard key pair (the mesh)', help: nodeRotateKeyHelp, run: nodeRotateKeyCommand },
   },
 };
 

@@ -45,7 +45,8 @@ import { existsSync } from 'node:fs';
 import { Server as HttpsServer } from 'node:https';
 import { caKeyFile } from '../security/authority.ts';
 import { startMeshAgent } from '../../net/mesh-node.ts';
-import { loadOrCreateKeyPair } from '../../net/wg-keys.ts';
+import { generateKeyPair, loadOrCreateKeyPair, writeKeyPair } from '../../net/wg-keys.ts';
+import type { MeshKeys } from '../api/mesh-routes.ts';
 import { startFirewall } from '../../net/firewall-start.ts';
 import { DrillStorage } from './drill-storage.ts';
 import { drillTargetOf } from './drill-target.ts';
@@ -286,9 +287,18 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     stopNodeEvents();
     stopControlEvents();
   };
+  // `shoal node rotate-key`: a new key pair, committed, stored, then taken (net/mesh-agent.ts).
+  const meshKeysPort: MeshKeys | undefined = mesh === null ? undefined : {
+    rotateKey: async () => {
+      const pair = generateKeyPair();
+      await mesh.rotateKey(pair, (p) => { writeKeyPair(config.dataDir, p); });
+      return pair.publicKey;
+    },
+  };
   const api = buildApi({
     node: node, store, clusterId: identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax,
     proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), runtime: control.runtime, events, auth: apiAuth, peer: peerHttp, security, foundingToken: founding,
+    ...(meshKeysPort !== undefined ? { mesh: meshKeysPort } : {}),
     limits: {
       ...apiLimitsDefault, connectionsMax: config.limits.connectionsMax, watchStreamsMax: config.limits.watchStreamsMax,
       watchStreamsPerClientMax: config.limits.watchStreamsPerClientMax, snapshotDownloadsMax: config.limits.snapshotDownloadsMax,

@@ -110,6 +110,43 @@ describe('MeshAgent', () => {
     expect(iface.addresses.sort()).toEqual(['10.212.0.1/16', '10.212.9.9/16']);
   });
 
+  it('rotates the key: commits the new public key first, then stores the pair, then the interface takes it; a refused commit changes nothing', async () => {
+    const iface = fakeInterface(all, ['10.212.0.1/16']);
+    const written: (string | undefined)[] = [];
+    let refuse = true;
+    const agent = new MeshAgent({
+      self: 'n1', config: { ...config, resyncIntervalMs: 3_600_000, reportIntervalMs: 3_600_000 }, keys: me, wg: iface.wg,
+      view: { nodes: () => nodes, members: () => new Set(['n1', 'n2', 'n3']), subscribe: () => () => {} },
+      writer: {
+        updateMesh: async (change) => {
+          if (refuse) throw new Error('no_leader: the cluster has no leader right now');
+          written.push(change(nodes[0]?.mesh ?? null)?.publicKey);
+        },
+      },
+      caughtUp: async () => {}, log: quiet,
+    });
+    agent.start();
+    await agent.idle();
+    const next = generateKeyPair();
+    const stored: string[] = [];
+    await expect(agent.rotateKey(next, (p) => stored.push(p.privateKey))).rejects.toThrow(/no_leader/);
+    await agent.idle();
+    expect(stored).toEqual([]);
+    expect(agent.publicKey).toBe(me.publicKey);
+    expect(iface.syncs.at(-1)?.privateKey ?? me.privateKey).toBe(me.privateKey);
+    refuse = false;
+    await agent.rotateKey(next, (p) => stored.push(p.privateKey));
+    await agent.idle();
+    expect(written[0]).toBe(next.publicKey);
+    expect(stored).toEqual([next.privateKey]);
+    expect(agent.publicKey).toBe(next.publicKey);
+    expect(iface.syncs.at(-1)?.privateKey).toBe(next.privateKey);
+    // Nothing published the old key after the new one.
+    expect(written.filter((k) => k === me.publicKey)).toEqual([]);
+    await agent.close();
+    await expect(agent.rotateKey(generateKeyPair(), () => {})).rejects.toThrow(/stopping/);
+  });
+
   it('changes nothing on an interface that already matches (an adopted one after a restart)', async () => {
     const iface = fakeInterface(all, ['10.212.0.1/16']);
     await runOnce(['n1', 'n2', 'n3'], false, iface);

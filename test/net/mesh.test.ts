@@ -119,6 +119,27 @@ describe('the WireGuard mesh, in network namespaces', () => {
     await converged([n1, n2, n3]);
   }, 90_000);
 
+  it('rotates a node\'s key (POST /v1/mesh/rotate-key): its peers take the new key and pings pass again', async () => {
+    const before = (await lab.records()).find((r) => r.id === n2.id)?.mesh?.publicKey;
+    let answer: { node: string; publicKey: string } | undefined;
+    await lab.waitFor('n2 rotates its key', async () => {
+      const r = await call(n2.api, '/v1/mesh/rotate-key', { method: 'POST', body: {}, timeoutMs: 15_000 });
+      if (r.kind === 'answer' && r.status === 200) answer = r.body as { node: string; publicKey: string };
+      else if (r.kind === 'answer' && r.status < 500) throw new Error(`the rotation was refused: ${JSON.stringify(r)}`);
+      return answer;
+    });
+    const t0 = Date.now();
+    expect(answer?.node).toBe(n2.id);
+    expect(answer?.publicKey).not.toBe(before);
+    expect(lab.dump(n2)?.publicKey).toBe(answer?.publicKey);
+    expect(readFileSync(path.join(n2.dir, 'mesh', 'private.key'), 'utf8')).not.toContain(before ?? '-');
+    await lab.waitFor('n1 and n3 peer with the new key', () => ([n1, n3].every((n) => lab.dump(n)?.peers.some((p) => p.publicKey === answer?.publicKey)) ? true : undefined));
+    await lab.waitFor('pings from n1 to n2 pass again', () => (ping(n1, n2, 1).received === 1 ? true : undefined));
+    console.log(`mesh: n2's key rotated; n1 reached n2 again ${Date.now() - t0} ms after the answer`);
+    expect(ping(n3, n2, 3).received).toBe(3);
+    expect(ping(n1, n3, 3).received).toBe(3);
+  }, 90_000);
+
   it('drops a node removed from the cluster from every peer\'s config', async () => {
     const key3 = (await lab.records()).find((r) => r.id === n3.id)?.mesh?.publicKey;
     expect(key3).toBeDefined();
