@@ -48,6 +48,7 @@ import type { PeerHttp } from './peer-http.ts';
 import type { DrillTarget } from '../node/drill-actions.ts';
 import type { FoundingToken } from '../security/founding-token.ts';
 import { drillRoutes } from './drill-routes.ts';
+import { certRoutes } from './cert-routes.ts';
 
 export { errorBody, toShoalError, type ErrorBody } from './error-reply.ts';
 export { apiLimitsDefault, type ApiLimits } from './limits.ts';
@@ -191,7 +192,7 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   for (const plugin of [
     healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, snapshotRoutes, metricsRoutes, openApiRoutes,
     applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes, credentialsRoutes, auditRoutes, browseRoutes, tokenRoutes, joinRoutes, nodeCertRoutes,
-    secretsRoutes, networkRoutes, policyRoutes, drillRoutes,
+    secretsRoutes, networkRoutes, policyRoutes, drillRoutes, certRoutes,
   ]) {
     void app.register(plugin, { ctx, limits, bounds, routes });
   }

@@ -49,6 +49,7 @@ import { loadOrCreateKeyPair } from '../../net/wg-keys.ts';
 import { startFirewall } from '../../net/firewall-start.ts';
 import { DrillStorage } from './drill-storage.ts';
 import { drillTargetOf } from './drill-target.ts';
+import { revokedSerialsOf } from '../security/revoked-index.ts';
 
 export { softwareVersion };
 
@@ -181,7 +182,10 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
       const members = node.membership;
       return members.list().length === 0 || members.get(id) !== undefined ? 'member' : 'not_member';
     },
+    // One certificate refused by serial (docs/security.md, "Revoking a certificate").
+    isRevoked: (serial) => revokedSerialsOf(store).has(serial),
   });
+  revokedSerialsOf(store).onRevoked(() => transport.closeRevoked());
   const node = new RaftNode({
     id: identity.id, storage, transport, stateMachine: store, logger: log,
     tickMs: config.raft.tickMs,
