@@ -6,8 +6,9 @@
 // Credentials, in the order they are looked at (docs/security.md); a certificate whose serial
 // is revoked (revoked-serials.ts) is refused whatever it says:
 //   a client certificate signed by the cluster CA: CN=<principal>, OU=<role>, O=shoal;
-//   a node certificate (no OU) of a node not removed: principal node:<id>, role admin. A node forwarding a request
-//     names the original caller in X-Shoal-Principal and X-Shoal-Role; no one else may;
+//   a node certificate (no OU) of a node not removed: principal node:<id>, role admin. A node
+//     forwarding a request names the original caller in X-Shoal-Principal and X-Shoal-Role; no
+//     one else may;
 //   a bearer token, Authorization: Bearer shoal_<id>.<secret> (bearer-tokens.ts).
 // With `api.insecureLoopback` (plain HTTP on a loopback address, an explicit opt-in) there is no
 // TLS and every caller without a token is trusted as admin: any local process could be anyone.

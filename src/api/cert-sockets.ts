@@ -40,11 +40,9 @@ export class CertSockets {
     if (cert === null || typeof cert.serialNumber !== 'string') return;
     const nodeId = cert.subject?.OU === undefined ? nodeIdFromCert(cert) : null;
     const held: Held = { serialKey: serialKey(cert.serialNumber), nodeId };
-    // Revoked or removed between the handshake and now: close it before it asks anything.
-    if (this.refusal(held) !== undefined) {
-      this.close(socket, held);
-      return;
-    }
+    // Refused already: each of its requests is answered 401 with the reason (auth.ts), which
+    // tells the caller more than a cut connection would. Nothing to close later.
+    if (this.refusal(held) !== undefined) return;
     this.held.set(socket, held);
     if (nodeId !== null) this.nodeSockets.add(socket);
     socket.once('close', () => {

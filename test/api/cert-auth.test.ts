@@ -116,10 +116,10 @@ describe('CertSockets', () => {
     expect([n1.destroyed, n2.destroyed]).toEqual([false, true]);
   });
 
-  it('closes at once a connection whose certificate was refused before it was tracked; holds no unverified one', () => {
+  it('holds no connection whose certificate is refused already (its requests get 401 with the reason), nor an unverified one', () => {
     const { sockets } = setup(new Set(['c']), new Set(['gone']));
-    expect(track(sockets, client('0c')).destroyed).toBe(true);
-    expect(track(sockets, nodeCert('gone', '0d')).destroyed).toBe(true);
+    expect(track(sockets, client('0c')).destroyed).toBe(false);
+    expect(track(sockets, nodeCert('gone', '0d')).destroyed).toBe(false);
     const unverified = new FakeSocket(client('0e'));
     unverified.authorized = false;
     sockets.track(unverified as unknown as TLSSocket);
