@@ -3,8 +3,9 @@
 // in both directions at once. Unlike a removed node it does not halt; the other two keep quorum.
 
 import { once } from 'node:events';
-import { connect } from 'node:tls';
+import { connect, type TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { issueNodeCert, type PemPair } from '../../src/security/certificates.ts';
 import { issueClientCert } from '../../src/security/client-certs.ts';
 import { checkNodeServerIdentity } from '../../src/security/tls-identity.ts';
 import type { RunningNode } from '../../src/node/server.ts';
@@ -13,6 +14,8 @@ import { call, tlsCluster, type ClientCredential, type TlsCluster } from './tls-
 
 let c: TlsCluster;
 let admin: ClientCredential;
+/** The member whose certificate the first test revokes; the second removes it. */
+let victim: RunningNode | undefined;
 
 beforeAll(async () => {
   c = await tlsCluster(3);
@@ -30,21 +33,56 @@ async function servedSerial(n: RunningNode): Promise<string> {
   return serial;
 }
 
+/** A TLS connection with `cert` to `n`'s API that has answered one keep-alive request and stays open. */
+async function keptAliveConnection(n: RunningNode, cert: PemPair): Promise<TLSSocket> {
+  const [host, port] = n.apiAddress.split(':') as [string, string];
+  const socket = connect({ host, port: Number(port), ca: c.ca.certPem, cert: cert.certPem, key: cert.keyPem, checkServerIdentity: checkNodeServerIdentity });
+  await once(socket, 'secureConnect');
+  socket.write(`GET /v1/cluster HTTP/1.1\r\nhost: ${host}\r\nconnection: keep-alive\r\n\r\n`);
+  let text = '';
+  socket.setEncoding('utf8');
+  while (!/\r\n\r\n[\s\S]*\}/.test(text)) {
+    const [chunk] = (await once(socket, 'data')) as [string];
+    text += chunk;
+  }
+  expect(text).toMatch(/^HTTP\/1\.1 200/);
+  return socket;
+}
+
 describe('revoking the certificate a member uses', () => {
   it('cuts that member off from its peers without halting it; the others keep writing', async () => {
     const leader = c.nodes.find((n) => n.node.isLeader)!;
-    const victim = c.nodes.find((n) => !n.node.isLeader)!;
+    victim = c.nodes.find((n) => !n.node.isLeader)!;
     expect(victim.node.leaderId).toBe(leader.node.id);
     const serial = await servedSerial(victim);
 
     const r = await call(leader, admin, 'POST', '/v1/certificates/revoked', { serial, reason: 'drill' });
     expect(r.status).toBe(201);
     // Heard from no leader any more: its links were closed and its redials are refused.
-    await waitFor('the victim loses its leader', () => victim.node.leaderId === '', 10_000);
-    expect(victim.node.failure).toBeUndefined();
+    const cut = victim;
+    await waitFor('the victim loses its leader', () => cut.node.leaderId === '', 10_000);
+    expect(cut.node.failure).toBeUndefined();
 
     const w = await call(leader, admin, 'PUT', '/v1/docs/sec/after', { a: 1 });
     expect(w.status).toBe(200);
-    expect(victim.store.get('sec', 'after')).toBeUndefined();
+    expect(cut.store.get('sec', 'after')).toBeUndefined();
+  });
+});
+
+describe('removing a member', () => {
+  it('makes the API refuse its node certificate (it was admin there), and closes its open API connection', async () => {
+    const leader = c.nodes.find((n) => n.node.isLeader)!;
+    // The member cut off above: removing it leaves the other two, a quorum.
+    const gone = victim!;
+    const goneCert = await issueNodeCert(c.ca, gone.identity.id, { hosts: ['127.0.0.1'] });
+    const socket = await keptAliveConnection(leader, goneCert);
+    const closed = once(socket, 'close');
+
+    const r = await call(leader, admin, 'DELETE', `/v1/cluster/members/${gone.identity.id}`);
+    expect(r.status).toBe(200);
+    await closed;
+    const refused = await call(leader, { caPem: c.ca.certPem, cert: goneCert }, 'GET', '/v1/cluster');
+    expect(refused.status).toBe(401);
+    expect(refused.body).toMatchObject({ code: 'unauthenticated', details: { reason: 'removed' } });
   });
 });
