@@ -185,7 +185,10 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     // One certificate refused by serial (docs/security.md, "Revoking a certificate").
     isRevoked: (serial) => revokedSerialsOf(store).has(serial),
   });
-  revokedSerialsOf(store).onRevoked(() => transport.closeRevoked());
+  revokedSerialsOf(store).onRevoked(() => {
+    transport.closeRevoked();
+    if (revokedSerialsOf(store).hasCertificate(tls.certPem)) log.error('the certificate this node uses was revoked: its peers refuse it and it cannot be renewed; remove the node (shoal cluster remove) and join the machine again (docs/security.md, "Revoking a certificate")');
+  });
   const node = new RaftNode({
     id: identity.id, storage, transport, stateMachine: store, logger: log,
     tickMs: config.raft.tickMs,

@@ -7,6 +7,7 @@
 // transport must all refuse the same serials at the same applied revision, and the store is the
 // one thing they share.
 
+import { X509Certificate } from 'node:crypto';
 import type { DocumentStore } from '../../fsm/index.ts';
 import { revokedCertsCollection, revokedListId, revokedListOf, serialKey } from './revoked-serials.ts';
 
@@ -31,6 +32,11 @@ export class RevokedSerialIndex {
   /** Whether the certificate with this serial (any case, with or without leading zeros) is revoked. */
   has(serial: string): boolean {
     return this.keys.has(serialKey(serial));
+  }
+
+  /** Whether the certificate in `certPem` is revoked (a node asks it of its own). */
+  hasCertificate(certPem: string): boolean {
+    return this.has(new X509Certificate(certPem).serialNumber);
   }
 
   get size(): number {

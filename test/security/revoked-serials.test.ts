@@ -1,10 +1,12 @@
 // The deny-list of certificate serials: how serials compare, that the list is bounded and sheds
 // expired entries, and the index a node checks handshakes against.
 
+import { X509Certificate } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DocumentStore, encodeCommand } from '../../fsm/index.ts';
 import { isShoalError } from '../../src/errors.ts';
+import { createCa, issueNodeCert } from '../../src/security/certificates.ts';
 import { RevokedSerialIndex, revokedSerialsOf } from '../../src/security/revoked-index.ts';
 import {
   addRevocation, parseSerial, pruneExpired, revokedCertsCollection, revokedListId, revokedListOf, revokedSerialsMax, serialKey,
@@ -124,5 +126,16 @@ describe('the index of a store', () => {
     expect(index.has('0c')).toBe(false);
     target.restore(source.snapshot());
     expect(index.has('0c')).toBe(true);
+  });
+
+  it('answers for a certificate by its PEM', async () => {
+    rev = 0;
+    const ca = await createCa('test-cluster');
+    const leaf = await issueNodeCert(ca, 'n1', { hosts: [] });
+    const store = new DocumentStore();
+    const index = new RevokedSerialIndex(store);
+    expect(index.hasCertificate(leaf.certPem)).toBe(false);
+    put(store, { entries: [entry(new X509Certificate(leaf.certPem).serialNumber.toLowerCase(), 99)] });
+    expect(index.hasCertificate(leaf.certPem)).toBe(true);
   });
 });
