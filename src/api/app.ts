@@ -77,6 +77,8 @@ export interface ApiContext {
   auth: ApiAuth;
   /** Calls to other nodes' APIs (over TLS with this node's certificate unless insecure). */
   peer: PeerHttp;
+  /** Renews this node's certificate now (src/security/renewal.ts); absent, POST /v1/certificates/renew is refused. */
+  renewCertificate?: () => Promise<void>;
   /** What POST /v1/drill/actions acts on (this node's process); absent, the actions are refused. */
   drill?: DrillTarget;
 }

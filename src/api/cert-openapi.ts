@@ -3,7 +3,7 @@
 
 import { z } from 'zod';
 import { revocationSchema } from '../security/revoked-serials.ts';
-import { revokeBody } from './cert-routes.ts';
+import { renewNowBody, revokeBody } from './cert-routes.ts';
 import { readQuery } from './request-schemas.ts';
 
 type Json = Record<string, unknown>;
@@ -20,6 +20,13 @@ export function certPaths(errors: Json): Json {
   const answer = { type: 'object', properties: { ...(entry.properties as Json), added: { type: 'boolean' }, rev: { type: 'integer' } } };
   const consistency = (schemaOf(readQuery) as { properties: Json }).properties.consistency;
   return {
+    '/v1/certificates/renew': {
+      post: {
+        summary: "Renew this node's certificate now, with a new key (admin); with revokeOld, revoke the one it used",
+        ...strict, requestBody: { required: false, content: { 'application/json': { schema: schemaOf(renewNowBody) } } },
+        responses: { 200: json({ type: 'object', properties: { nodeId: { type: 'string' }, oldSerial: { type: 'string' }, newSerial: { type: 'string' }, revoked: entry } }), ...errors },
+      },
+    },
     '/v1/certificates/revoked': {
       post: {
         summary: 'Revoke one certificate by serial, or by its PEM (admin): every node refuses it at each handshake and closes its open connections',

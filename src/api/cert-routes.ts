@@ -29,6 +29,12 @@ export const revokeBody = z.object({
   reason: z.string().max(revocationReasonBytesMax).optional(),
 }).strict().refine((b) => (b.serial === undefined) !== (b.certPem === undefined), { message: 'give the serial or the certificate (certPem), one of the two', path: ['serial'] });
 
+export const renewNowBody = z.object({
+  /** Revoke the certificate the node used until now, once the new one is in place. */
+  revokeOld: z.boolean().default(false),
+  reason: z.string().max(revocationReasonBytesMax).optional(),
+}).strict();
+
 /** Concurrent revocations meet on the list's revision; each retries this many times. */
 const casAttemptsMax = 5;
 const dayMs = 24 * 60 * 60 * 1000;
@@ -88,6 +94,32 @@ async function revoke(ctx: ApiContext, req: FastifyRequest, body: z.infer<typeof
   }
 }
 
+function serialOf(certPem: string): string {
+  return new X509Certificate(certPem).serialNumber.toLowerCase();
+}
+
+/**
+ * This node renews its certificate now (a new key, as the scheduled renewal does), and with
+ * `revokeOld` revokes the one it used: how a node whose key leaked stays a member. Its peers
+ * close the connections made with the old certificate, and it redials with the new one.
+ */
+async function renewNow(ctx: ApiContext, req: FastifyRequest, body: z.infer<typeof renewNowBody>): Promise<Record<string, unknown>> {
+  if (ctx.auth.mode !== 'tls' || ctx.renewCertificate === undefined) {
+    throw new ShoalError('bad_request', 'this node serves its API without TLS (api.insecureLoopback): it renews its certificate on its own schedule only', { problems: [{ path: 'body', message: 'no TLS on this node\'s API' }] });
+  }
+  const tls = ctx.auth.tls;
+  const oldPem = tls.certPem;
+  try {
+    await ctx.renewCertificate();
+  } catch (err) {
+    throw new ShoalError('ca_key_unavailable', `no member holding the CA key renewed this node's certificate: ${(err as Error).message}`);
+  }
+  const answer = { nodeId: ctx.node.id, oldSerial: serialOf(oldPem), newSerial: serialOf(tls.certPem) };
+  if (!body.revokeOld) return answer;
+  const { entry } = await revoke(ctx, req, { certPem: oldPem, reason: body.reason ?? `replaced by ${answer.newSerial}` });
+  return { ...answer, revoked: entry };
+}
+
 /** Closes the API connections of certificates revoked, or of nodes removed, once that applies here. */
 function closeRefusedConnections(app: FastifyInstance, ctx: ApiContext): void {
   if (ctx.auth.mode !== 'tls') return;
@@ -117,6 +149,11 @@ export const certRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, {
     const { entry, added, rev } = await revoke(ctx, req, v.body);
     if (added) ctx.events?.recordEvent('certificate.revoked', entry.serial, { kind: entry.kind, by: entry.revokedBy });
     return reply.status(added ? 201 : 200).send({ ...entry, added, rev });
+  });
+
+  app.post('/v1/certificates/renew', { config: { role: 'admin' } }, async (req) => {
+    const v = validate({ query: [noQuery, req.query], body: [renewNowBody, req.body ?? {}] });
+    return renewNow(ctx, req, v.body);
   });
 
   app.get('/v1/certificates/revoked', { config: { role: 'admin' } }, async (req) => {

@@ -46,6 +46,23 @@ ${commonFlagsHelp}
 With --json prints {items: [...], rev} (GET /v1/certificates/revoked).
 ${clientExitCodes}`;
 
+export const certRenewHelp = `Usage: shoal cert renew --addr NODE [--revoke-old [--reason TEXT]] [--json]
+
+Has the node at --addr renew its own certificate now (admin), with a new key, as it does by
+itself between half and four-fifths of the certificate's lifetime; no restart. With
+--revoke-old it then revokes the certificate it used until now: its peers close the connections
+made with it and the node redials with the new one. That is how a node whose key leaked stays a
+member; whoever holds the leaked key could have renewed too before it was revoked ('shoal events
+--type certificate' shows every renewal), so when in doubt remove the node and join it again.
+
+Options:
+  --revoke-old       revoke the old certificate once the new one is in place
+  --reason TEXT      with --revoke-old: why (default "replaced by <new serial>")
+${commonFlagsHelp}
+
+With --json prints {nodeId, oldSerial, newSerial, revoked?} (POST /v1/certificates/renew).
+${clientExitCodes}`;
+
 const entrySchema = z.object({
   serial: z.string(), kind: z.string(), subject: z.string().optional(), notAfterMs: z.number().optional(), expiresAtMs: z.number(),
   revokedAtMs: z.number(), revokedBy: z.string(), reason: z.string().optional(),
@@ -93,6 +110,20 @@ async function revokeCommand(argv: string[]): Promise<number> {
   return exitCodes.ok;
 }
 
+async function renewCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, { ...commonFlags, 'revoke-old': { type: 'boolean', default: false }, reason: { type: 'string' } }, certRenewHelp);
+  if (values.help) return help(certRenewHelp);
+  if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals.join(' ')}'`);
+  if (values.addr === undefined) throw new UsageError('missing --addr NODE: the node whose certificate to renew (it renews its own)');
+  if (values.reason !== undefined && !values['revoke-old']) throw new UsageError('--reason goes with --revoke-old');
+  const body = { revokeOld: values['revoke-old'], ...(values.reason !== undefined ? { reason: values.reason } : {}) };
+  const answer = z.object({ nodeId: z.string(), oldSerial: z.string(), newSerial: z.string(), revoked: entrySchema.optional() }).loose();
+  const res = await request(resolveAddr(values.addr), 'POST', '/v1/certificates/renew', answer, { body });
+  if (values.json) console.log(JSON.stringify(res.body, null, 2));
+  else console.log(`node ${res.body.nodeId}: certificate ${res.body.oldSerial} renewed as ${res.body.newSerial}${res.body.revoked !== undefined ? `; ${res.body.oldSerial} revoked` : ''}`);
+  return exitCodes.ok;
+}
+
 async function revokedCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, commonFlags, certRevokedHelp);
   if (values.help) return help(certRevokedHelp);
@@ -117,6 +148,7 @@ export const certGroup: Group = {
   subcommands: {
     revoke: { summary: 'revoke one certificate by serial (or --cert FILE)', help: certRevokeHelp, run: revokeCommand },
     revoked: { summary: 'list the revoked certificates', help: certRevokedHelp, run: revokedCommand },
+    renew: { summary: "have a node renew its certificate now (--revoke-old: and revoke the old one)", help: certRenewHelp, run: renewCommand },
   },
 };
 

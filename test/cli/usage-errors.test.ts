@@ -123,6 +123,7 @@ const cases: Record<string, Case> = {
   cert: { badFlag: ['cert', '--bogus'], missing: ['cert'] },
   'cert revoke': { badFlag: ['cert', 'revoke', '0a1b', '--bogus', ...nowhere], missing: ['cert', 'revoke', ...nowhere] },
   'cert revoked': { badFlag: ['cert', 'revoked', '--bogus', ...nowhere], missing: ['cert', 'revoked', 'extra', ...nowhere] },
+  'cert renew': { badFlag: ['cert', 'renew', '--bogus', ...nowhere], missing: ['cert', 'renew'] },
 };
 
 
