@@ -44,12 +44,13 @@ export const errorCatalog = {
   token_invalid: { status: 401, retryable: false, summary: 'A join token that cannot be redeemed (details.reason: malformed, other_cluster, unknown, bad_secret, used, expired, revoked, wrong_role); nothing was changed.' },
   ca_mismatch: { status: 400, retryable: false, summary: 'The CA a node showed does not match the fingerprint in the join token (another cluster, or someone in between); nothing was sent or written.' },
   ca_key_unavailable: { status: 503, retryable: true, summary: 'This node does not hold the cluster CA key, so it cannot sign certificates; retry once a voter that holds it leads.' },
-  certificate_refused: { status: 403, retryable: false, summary: 'A node\'s certificate or proof of its key is refused (details.reason: not_issued, wrong_node, not_member, not_voter, bad_proof); nothing was changed.' },
-  unauthenticated: { status: 401, retryable: false, summary: 'The request carries no valid credential (details.reason: missing, certificate, token, forwarded_role): a client certificate of this cluster\'s CA or a bearer token is needed (docs/security.md).' },
+  certificate_refused: { status: 403, retryable: false, summary: 'A node\'s certificate or proof of its key is refused (details.reason: not_issued, wrong_node, not_member, not_voter, bad_proof, revoked); nothing was changed.' },
+  unauthenticated: { status: 401, retryable: false, summary: 'The request carries no valid credential (details.reason: missing, certificate, token, forwarded_role, revoked, removed): a client certificate of this cluster\'s CA or a bearer token is needed (docs/security.md).' },
   forbidden: { status: 403, retryable: false, summary: 'The caller\'s role may not do this (details.role, details.needed), or the request names a principal of its own (details.reason forged_principal: only nodes may forward one).' },
   net_tool_failed: { status: 500, retryable: true, summary: 'A network tool shoal drives (wg, ip, wireguard-go) failed, timed out or printed what does not parse; the message has the command and its output.' },
   resource_in_use: { status: 409, retryable: false, summary: 'The resource cannot be removed while others use it (a secret that services name); details lists them.' },
   drill_action_failed: { status: 500, retryable: false, summary: 'A drill action could not be carried out on this node (nft missing or not root for isolate, a helper process that did not start); the message says why. Nothing was changed.' },
+  limit_reached: { status: 409, retryable: false, summary: 'A bound of the replicated state is reached (details.limit, details.max): the revoked-certificate list (revokedSerialsMax). Nothing was changed.' },
   internal: { status: 500, retryable: false, summary: 'An unexpected error; it is a bug. The log has details.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;
 

@@ -27,6 +27,11 @@ export const REFUSAL_CODES = {
    * come back as a new node. The refused side believes it at once: ids are never reused.
    */
   removed: 4009,
+  /**
+   * The peer's certificate serial is on the cluster's deny-list (src/security/revoked-serials.ts).
+   * The refused side does not stop: it is cut off until it has a certificate that is not revoked.
+   */
+  revoked: 4010,
 } as const;
 
 /** What the owner of a transport says about a peer whose certificate is valid. */

@@ -25,6 +25,8 @@ export interface InboundContext {
   logLimiter: RepeatLimiter;
   /** Lets the owner refuse a valid certificate (a node not added yet, or removed). */
   authorizePeer(id: NodeId): PeerAuthorization;
+  /** Whether a certificate serial is on the deny-list: its holder is refused whoever it is. */
+  isRevoked(serial: string): boolean;
   /** The handshake succeeded: the owner supersedes an older connection from the same node. */
   accepted(conn: InboundConnection): void;
   closed(conn: InboundConnection): void;
@@ -52,6 +54,8 @@ export class InboundConnection {
     readonly remoteAddress: string,
     /** The node id the peer's (CA-verified) certificate names; null if it names none. */
     readonly certNodeId: NodeId | null,
+    /** The serial of the peer's certificate; null if it has none (a CA-verified one always has). */
+    readonly certSerial: string | null,
     private readonly ctx: InboundContext,
   ) {
     this.handshakeTimer = setTimeout(
@@ -67,6 +71,11 @@ export class InboundConnection {
   /** The authenticated peer, once the handshake succeeded (and still after the close). */
   get peerId(): NodeId | null {
     return this.handshakeDone ? this.certNodeId : null;
+  }
+
+  /** Whether the peer's certificate is revoked now (asked at the handshake and when the list grows). */
+  isRevoked(): boolean {
+    return this.certSerial !== null && this.ctx.isRevoked(this.certSerial);
   }
 
   /** Closes with `code`; `superseded` and shutdown use it. */
@@ -145,6 +154,7 @@ export class InboundConnection {
     if (auth === 'removed') return { reason: 'removed', detail: `node '${this.certNodeId}' was removed from the cluster; it must stop, and can only come back as a new node` };
     const refusal = checkHello(hello, this.ctx.local, this.certNodeId);
     if (refusal !== null) return refusal;
+    if (this.isRevoked()) return { reason: 'revoked', detail: `the certificate of node '${this.certNodeId}' (serial ${this.certSerial?.toLowerCase() ?? ''}) is revoked` };
     if (auth === 'not_member') {
       return { reason: 'peer_not_authorized', detail: `node '${this.certNodeId}' is not a member of this cluster (yet): add it with 'shoal cluster add', or check that it was meant to join this cluster` };
     }

@@ -50,6 +50,8 @@ export interface LinkContext {
   countDrop(reason: InboundDropReason): void;
   notifyUnreachable(id: NodeId): void;
   notifySnapshotStatus(id: NodeId, ok: boolean): void;
+  /** Whether a certificate serial is on the deny-list: a listener presenting it is refused too. */
+  isRevoked(serial: string): boolean;
   /** The peer refused this node's handshake for `reason` (the owner acts on 'removed'). */
   notifyRefused(id: NodeId, reason: RefusalReason): void;
   /**
@@ -77,6 +79,8 @@ export class PeerLink {
   private retryTimer: NodeJS.Timeout | null = null;
   private handshakeTimer: NodeJS.Timeout | null = null;
   private certNodeId: NodeId | null = null;
+  /** The serial of the listener's certificate on the current connection (Node's upper-case hex). */
+  private certSerial: string | null = null;
   /** This side refused the current connection (the close code echoed back is then ours). */
   private refusedByUs = false;
   private lastHeardAt = 0;
@@ -198,6 +202,7 @@ export class PeerLink {
   private dial(): void {
     this.state = 'dialling';
     this.certNodeId = null;
+    this.certSerial = null;
     this.refusedByUs = false;
     let ws: WebSocket;
     try {
@@ -213,7 +218,9 @@ export class PeerLink {
     this.ws = ws;
     this.handshakeTimer = setTimeout(() => this.handleHandshakeTimeout(ws), this.ctx.limits.handshakeTimeoutMs);
     ws.on('upgrade', (res) => {
-      this.certNodeId = nodeIdFromCert((res.socket as TLSSocket).getPeerCertificate());
+      const cert = (res.socket as TLSSocket).getPeerCertificate();
+      this.certNodeId = nodeIdFromCert(cert);
+      this.certSerial = typeof cert.serialNumber === 'string' ? cert.serialNumber : null;
     });
     ws.on('open', () => ws.send(encodeFrame(offerOf(this.ctx.local))));
     ws.on('message', (data, isBinary) => this.handleData(ws, rawDataToBytes(data), isBinary));
@@ -285,7 +292,7 @@ export class PeerLink {
   private handleHello(ws: WebSocket, hello: HelloFrame): void {
     const refusal = this.certNodeId === null
       ? { reason: 'node_id_mismatch' as const, detail: 'its certificate names no node id' }
-      : checkHello(hello, this.ctx.local, this.certNodeId, this.peer.id);
+      : checkHello(hello, this.ctx.local, this.certNodeId, this.peer.id) ?? this.revokedRefusal();
     if (refusal !== null) {
       this.refuse(ws, refusal);
       return;
@@ -303,6 +310,19 @@ export class PeerLink {
     // Measure rtt right away rather than a ping interval later.
     this.ping(ws);
     this.pump();
+  }
+
+  private revokedRefusal(): Refusal | null {
+    if (this.certSerial === null || !this.ctx.isRevoked(this.certSerial)) return null;
+    return { reason: 'revoked', detail: `the certificate of node '${this.peer.id}' (serial ${this.certSerial.toLowerCase()}) is revoked` };
+  }
+
+  /** The deny-list grew: a connection whose listener's certificate is now revoked is refused as its handshake would be. */
+  refuseIfRevoked(): void {
+    const ws = this.ws;
+    if (ws === null || (this.state !== 'open' && this.state !== 'dialling')) return;
+    const refusal = this.revokedRefusal();
+    if (refusal !== null) this.refuse(ws, refusal);
   }
 
   private refuse(ws: WebSocket, refusal: Refusal): void {

@@ -22,7 +22,8 @@ export interface PeerServerOptions {
   limits: TransportLimits;
   log: TransportLogger;
   logLimiter: RepeatLimiter;
-  onConnection(ws: WebSocket, remoteAddress: string, certNodeId: NodeId | null): void;
+  /** `certSerial`: the certificate's serial as Node prints it (upper-case hex). */
+  onConnection(ws: WebSocket, remoteAddress: string, certNodeId: NodeId | null, certSerial: string | null): void;
 }
 
 export class PeerServer {
@@ -94,7 +95,8 @@ export class PeerServer {
 
   private handleConnection(ws: WebSocket, socket: TLSSocket): void {
     const remote = formatAddress(socket.remoteAddress ?? 'unknown', socket.remotePort ?? 0);
-    this.opts.onConnection(ws, remote, nodeIdFromCert(socket.getPeerCertificate()));
+    const cert = socket.getPeerCertificate();
+    this.opts.onConnection(ws, remote, nodeIdFromCert(cert), typeof cert.serialNumber === 'string' ? cert.serialNumber : null);
   }
 
   private handleTlsError(err: NodeJS.ErrnoException, socket: TLSSocket): void {

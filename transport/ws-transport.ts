@@ -47,6 +47,8 @@ export interface WsTransportOptions {
   random?: () => number;
   /** Refuses peers whose certificate is valid but who may not connect (not members, removed). Default: all are members. */
   authorizePeer?: (id: NodeId) => PeerAuthorization;
+  /** Refuses certificates by serial (the deny-list), in both directions. Default: none is. */
+  isRevoked?: (serial: string) => boolean;
 }
 
 /** Warn about the same recurring failure at most once a minute; repeats go to debug. */
@@ -100,7 +102,7 @@ export class WsTransport implements Transport {
       limits: this.limits,
       log: this.log,
       logLimiter: this.logLimiter,
-      onConnection: (ws, remote, certNodeId) => this.handleConnection(ws, remote, certNodeId),
+      onConnection: (ws, remote, certNodeId, certSerial) => this.handleConnection(ws, remote, certNodeId, certSerial),
     });
   }
 
@@ -149,6 +151,23 @@ export class WsTransport implements Transport {
       this.log.info(`closing the connection from ${id}: ${verdict === 'removed' ? 'it was removed from the cluster' : 'it is not a member'}`);
       void conn.close(verdict === 'removed' ? 'removed' : 'peer_not_authorized');
     }
+  }
+
+  /**
+   * The deny-list grew: connections already open with a certificate now revoked are closed at
+   * once, as their next handshake would be refused. Inbound ones with the reason `revoked`;
+   * outbound links refuse their peer the same way and redial (to be refused again until the peer
+   * has a certificate that is not revoked).
+   */
+  closeRevoked(): void {
+    if (this.state === 'closed' || this.opts.isRevoked === undefined) return;
+    for (const [id, conn] of this.inbound) {
+      if (!conn.isRevoked()) continue;
+      this.inbound.delete(id);
+      this.log.warn(`closing the connection from ${id}: its certificate was revoked`);
+      void conn.close('revoked');
+    }
+    for (const link of this.links.values()) link.refuseIfRevoked();
   }
 
   send(m: Message): void {
@@ -260,6 +279,7 @@ export class WsTransport implements Transport {
       random: this.opts.random ?? Math.random,
       counters: this.countersOf(id),
       countDrop: (reason) => this.drops.count(reason),
+      isRevoked: this.opts.isRevoked ?? (() => false),
       notifyUnreachable: (peer) => this.notifyUnreachable(peer, 'disconnected'),
       notifySnapshotStatus: (peer, ok) => this.notifySnapshotStatus(peer, ok),
       notifyRefused: (peer, reason) => {
@@ -299,12 +319,12 @@ export class WsTransport implements Transport {
 
   // ---- inbound -----------------------------------------------------------------------------
 
-  private handleConnection(ws: WebSocket, remote: string, certNodeId: NodeId | null): void {
+  private handleConnection(ws: WebSocket, remote: string, certNodeId: NodeId | null, certSerial: string | null): void {
     if (this.state !== 'running') {
       ws.terminate();
       return;
     }
-    const conn = new InboundConnection(ws, remote, certNodeId, this.inboundContext());
+    const conn = new InboundConnection(ws, remote, certNodeId, certSerial, this.inboundContext());
     this.pendingInbound.add(conn);
     ws.once('close', () => this.pendingInbound.delete(conn));
   }
@@ -316,6 +336,7 @@ export class WsTransport implements Transport {
       log: this.log,
       logLimiter: this.logLimiter,
       authorizePeer: this.opts.authorizePeer ?? (() => 'member'),
+      isRevoked: this.opts.isRevoked ?? (() => false),
       accepted: (conn) => this.acceptInbound(conn),
       closed: (conn) => {
         if (conn.peerId !== null && this.inbound.get(conn.peerId) === conn) this.inbound.delete(conn.peerId);

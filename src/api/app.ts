@@ -49,6 +49,7 @@ import type { DrillTarget } from '../node/drill-actions.ts';
 import type { FoundingToken } from '../security/founding-token.ts';
 import { drillRoutes } from './drill-routes.ts';
 import { meshRoutes, type MeshKeys } from './mesh-routes.ts';
+import { certRoutes } from './cert-routes.ts';
 
 export { errorBody, toShoalError, type ErrorBody } from './error-reply.ts';
 export { apiLimitsDefault, type ApiLimits } from './limits.ts';
@@ -79,6 +80,8 @@ export interface ApiContext {
   peer: PeerHttp;
   /** This node's WireGuard keys (POST /v1/mesh/rotate-key); absent when it takes no part in the mesh. */
   mesh?: MeshKeys;
+  /** Renews this node's certificate now (src/security/renewal.ts); absent, POST /v1/certificates/renew is refused. */
+  renewCertificate?: () => Promise<void>;
   /** What POST /v1/drill/actions acts on (this node's process); absent, the actions are refused. */
   drill?: DrillTarget;
 }
@@ -194,7 +197,7 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   for (const plugin of [
     healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, snapshotRoutes, metricsRoutes, openApiRoutes,
     applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes, credentialsRoutes, auditRoutes, browseRoutes, tokenRoutes, joinRoutes, nodeCertRoutes,
-    secretsRoutes, networkRoutes, policyRoutes, drillRoutes, meshRoutes,
+    secretsRoutes, networkRoutes, policyRoutes, drillRoutes, meshRoutes, certRoutes,
   ]) {
     void app.register(plugin, { ctx, limits, bounds, routes });
   }

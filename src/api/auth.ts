@@ -3,10 +3,12 @@
 // refuses the rest: 401 unauthenticated without a valid credential, 403 forbidden with a role too
 // weak, 429 too_many_requests once an address has failed too often (auth-rate-limit.ts).
 //
-// Credentials, in the order they are looked at (docs/security.md):
+// Credentials, in the order they are looked at (docs/security.md); a certificate whose serial
+// is revoked (revoked-serials.ts) is refused whatever it says:
 //   a client certificate signed by the cluster CA: CN=<principal>, OU=<role>, O=shoal;
-//   a node certificate (no OU): principal node:<id>, role admin. A node forwarding a request
-//     names the original caller in X-Shoal-Principal and X-Shoal-Role; no one else may;
+//   a node certificate (no OU) of a node not removed: principal node:<id>, role admin. A node
+//     forwarding a request names the original caller in X-Shoal-Principal and X-Shoal-Role; no
+//     one else may;
 //   a bearer token, Authorization: Bearer shoal_<id>.<secret> (bearer-tokens.ts).
 // With `api.insecureLoopback` (plain HTTP on a loopback address, an explicit opt-in) there is no
 // TLS and every caller without a token is trusted as admin: any local process could be anyone.
@@ -21,6 +23,8 @@ import { isClientRole, roleAllows, type ClientRole, type RouteRole } from '../se
 import { AuthFailureLimiter } from './auth-rate-limit.ts';
 import { credentialsCollection, lookupBearer } from './bearer-tokens.ts';
 import { auditCollection } from './audit-records.ts';
+import { revokedSerialsOf, type RevokedSource } from '../security/revoked-index.ts';
+import { revokedCertsCollection } from '../security/revoked-serials.ts';
 
 export const principalHeader = 'x-shoal-principal';
 export const roleHeader = 'x-shoal-role';
@@ -50,7 +54,8 @@ declare module 'fastify' {
 
 /** Collections whose records are for admins only, whichever route reads them. */
 // Join token records: only hashes, but who made which token and what it joined is an admin's business.
-const adminCollections = new Set([credentialsCollection, auditCollection, tokensCollection]);
+// Revoked serials: which credential of whom was revoked, and why.
+const adminCollections = new Set([credentialsCollection, auditCollection, tokensCollection, revokedCertsCollection]);
 
 export function isAdminCollection(collection: string): boolean {
   return adminCollections.has(collection);
@@ -78,15 +83,28 @@ function forwardedCaller(req: FastifyRequest, nodeId: string): Caller {
   return { principal, role, via: 'node' };
 }
 
-function certificateCaller(req: FastifyRequest, socket: TLSSocket, cert: ReturnType<TLSSocket['getPeerCertificate']>): Caller {
+/** What the certificate checks read besides the certificate: the revoked serials, the removed ids. */
+interface CertificateChecks {
+  store: RevokedSource;
+  node?: { isRemoved(id: string): boolean };
+}
+
+function certificateCaller(req: FastifyRequest, socket: TLSSocket, cert: ReturnType<TLSSocket['getPeerCertificate']>, checks: CertificateChecks): Caller {
   if (!socket.authorized) {
     throw unauthenticated(`the client certificate is not accepted (${String(socket.authorizationError)}): it must be signed by this cluster's CA and be valid now`, 'certificate');
+  }
+  // Checked on every request, not only at the TLS handshake: a connection opened before the
+  // revocation applied is closed by cert-sockets.ts, and anything still in flight meets this.
+  if (typeof cert.serialNumber === 'string' && revokedSerialsOf(checks.store).has(cert.serialNumber)) {
+    throw unauthenticated(`the certificate with serial ${cert.serialNumber.toLowerCase()} was revoked (shoal cert revoked lists the revoked serials)`, 'revoked');
   }
   const ou = cert.subject?.OU;
   const cn = cert.subject?.CN;
   if (ou === undefined) {
     const nodeId = nodeIdFromCert(cert);
     if (nodeId === null) throw unauthenticated('the certificate names neither a node nor a client role', 'certificate');
+    // A removed node keeps its certificate; the peer transport refuses it, and so must the API.
+    if (checks.node?.isRemoved(nodeId) === true) throw unauthenticated(`node ${nodeId} was removed from this cluster; its certificate is refused`, 'removed');
     return forwardedCaller(req, nodeId);
   }
   if (!isClientRole(ou) || typeof cn !== 'string' || cn === '' || cn.startsWith('node')) {
@@ -111,7 +129,7 @@ function tokenCaller(req: FastifyRequest, ctx: { store: Parameters<typeof lookup
 }
 
 /** Who the request comes from, from its credential alone. */
-export function authenticate(req: FastifyRequest, auth: ApiAuth, ctx: { store: Parameters<typeof lookupBearer>[0] }): Caller {
+export function authenticate(req: FastifyRequest, auth: ApiAuth, ctx: { store: Parameters<typeof lookupBearer>[0] } & CertificateChecks): Caller {
   if (auth.mode === 'insecure') {
     const byToken = tokenCaller(req, ctx);
     if (byToken !== undefined) return byToken;
@@ -120,7 +138,7 @@ export function authenticate(req: FastifyRequest, auth: ApiAuth, ctx: { store: P
     return { principal: typeof claimed === 'string' && claimed !== '' ? claimed : 'anonymous', role: isClientRole(role) ? role : 'admin', via: 'insecure' };
   }
   const peer = peerCertificateOf(req);
-  const caller = peer !== undefined ? certificateCaller(req, peer.socket, peer.cert) : tokenCaller(req, ctx);
+  const caller = peer !== undefined ? certificateCaller(req, peer.socket, peer.cert, ctx) : tokenCaller(req, ctx);
   if (caller === undefined) throw unauthenticated('this API needs a credential: a client certificate of this cluster or Authorization: Bearer <token> (docs/security.md)', 'missing');
   if (caller.via !== 'node' && (req.headers[principalHeader] !== undefined || req.headers[roleHeader] !== undefined)) {
     throw new ShoalError('forbidden', `only a node may name another principal (${principalHeader}); the principal comes from your credential`, { reason: 'forged_principal' });
@@ -141,7 +159,7 @@ export function neededRole(req: FastifyRequest): RouteRole {
 }
 
 /** Registers the checks: every route declares a role, and every request is authenticated and authorized. */
-export function useAuth(app: FastifyInstance, auth: ApiAuth, ctx: { store: Parameters<typeof lookupBearer>[0] }, limiter: AuthFailureLimiter): void {
+export function useAuth(app: FastifyInstance, auth: ApiAuth, ctx: { store: Parameters<typeof lookupBearer>[0] } & CertificateChecks, limiter: AuthFailureLimiter): void {
   app.decorateRequest('caller', { getter: () => nobody });
   app.addHook('onRoute', (route) => {
     if (route.config?.role === undefined) throw new Error(`route ${String(route.method)} ${route.url} declares no role (config: { role })`);

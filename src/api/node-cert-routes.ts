@@ -2,7 +2,7 @@
 // than by a token. POST /v1/join/ca-key: a voter gets the CA key, sealed to its certificate's key
 // (only it can open the answer). POST /v1/join/renew: a member (even one whose certificate has
 // expired) gets a new certificate for a new key, by signing the request with its current key.
-// Neither is answered for a removed node or one that is not a member.
+// Neither is answered for a removed node, one that is not a member, or a revoked certificate.
 
 import { X509Certificate, verify as verifySignature } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
 import { splitHostPort } from '../node/host-port.ts';
 import { nodeIdFromCertPem } from '../security/identity.ts';
+import { revokedSerialsOf } from '../security/revoked-index.ts';
 import { sealForCert } from '../security/sealed-box.ts';
 import type { ApiContext } from './app.ts';
 import { requireAuthority } from './token-routes.ts';
@@ -20,11 +21,11 @@ export const caKeyBody = z.object({ nodeId: z.string().min(1).max(64), certPem: 
 export const renewBody = z.object({ nodeId: z.string().min(1).max(64), certPem: pem, csr: pem, proof: z.string().min(1).max(512) }).strict();
 const noQuery = z.object({}).strict();
 
-function refuse(reason: 'not_issued' | 'wrong_node' | 'not_member' | 'not_voter' | 'bad_proof', message: string): never {
+function refuse(reason: 'not_issued' | 'wrong_node' | 'not_member' | 'not_voter' | 'bad_proof' | 'revoked', message: string): never {
   throw new ShoalError('certificate_refused', message, { reason });
 }
 
-/** The presented certificate, checked: issued by this cluster's CA (expiry aside), naming `nodeId`, a member not removed. */
+/** The presented certificate, checked: issued by this cluster's CA (expiry aside), not revoked, naming `nodeId`, a member not removed. */
 function memberCert(ctx: ApiContext, nodeId: string, certPem: string): X509Certificate {
   const authority = requireAuthority(ctx);
   let cert: X509Certificate;
@@ -35,6 +36,8 @@ function memberCert(ctx: ApiContext, nodeId: string, certPem: string): X509Certi
   }
   const ca = new X509Certificate(authority.caPem);
   if (!cert.checkIssued(ca) || !cert.verify(ca.publicKey)) refuse('not_issued', 'the certificate was not issued by this cluster\'s CA');
+  // A revoked serial renews to nothing: whoever holds its key would get a fresh, unrevoked one.
+  if (revokedSerialsOf(ctx.store).has(cert.serialNumber)) refuse('revoked', `the certificate with serial ${cert.serialNumber.toLowerCase()} was revoked`);
   if (nodeIdFromCertPem(certPem) !== nodeId) refuse('wrong_node', `the certificate does not name node ${nodeId}`);
   if (ctx.node.isRemoved(nodeId)) throw new ShoalError('removed', `node ${nodeId} was removed from this cluster`, { member: nodeId });
   if (ctx.node.membership.get(nodeId) === undefined) refuse('not_member', `node ${nodeId} is not a member of this cluster`);
@@ -59,6 +62,8 @@ export const nodeCertRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (ap
 
   app.post('/v1/join/renew', { config: { role: 'public' } }, async (req) => {
     const v = validate({ query: [noQuery, req.query], body: [renewBody, req.body] });
+    // Every revocation committed before this request is applied here before the check.
+    await ctx.node.readBarrier();
     const cert = memberCert(ctx, v.body.nodeId, v.body.certPem);
     // Possession of the current key: it signed the new request's text.
     let proven = false;

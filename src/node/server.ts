@@ -50,6 +50,7 @@ import type { MeshKeys } from '../api/mesh-routes.ts';
 import { startFirewall } from '../../net/firewall-start.ts';
 import { DrillStorage } from './drill-storage.ts';
 import { drillTargetOf } from './drill-target.ts';
+import { revokedSerialsOf } from '../security/revoked-index.ts';
 
 export { softwareVersion };
 
@@ -182,6 +183,12 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
       const members = node.membership;
       return members.list().length === 0 || members.get(id) !== undefined ? 'member' : 'not_member';
     },
+    // One certificate refused by serial (docs/security.md, "Revoking a certificate").
+    isRevoked: (serial) => revokedSerialsOf(store).has(serial),
+  });
+  revokedSerialsOf(store).onRevoked(() => {
+    transport.closeRevoked();
+    if (revokedSerialsOf(store).hasCertificate(tls.certPem)) log.error('the certificate this node uses was revoked: its peers refuse it and it cannot be renewed; remove the node (shoal cluster remove) and join the machine again (docs/security.md, "Revoking a certificate")');
   });
   const node = new RaftNode({
     id: identity.id, storage, transport, stateMachine: store, logger: log,
@@ -299,6 +306,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     node: node, store, clusterId: identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax,
     proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), runtime: control.runtime, events, auth: apiAuth, peer: peerHttp, security, foundingToken: founding,
     ...(meshKeysPort !== undefined ? { mesh: meshKeysPort } : {}),
+    renewCertificate: () => renewer.renewNow(),
     limits: {
       ...apiLimitsDefault, connectionsMax: config.limits.connectionsMax, watchStreamsMax: config.limits.watchStreamsMax,
       watchStreamsPerClientMax: config.limits.watchStreamsPerClientMax, snapshotDownloadsMax: config.limits.snapshotDownloadsMax,

@@ -18,6 +18,7 @@ import { serviceGroup } from '../../src/cli/service.ts';
 import { taskGroup } from '../../src/cli/task.ts';
 import { tokenGroup } from '../../src/cli/token.ts';
 import { credentialGroup } from '../../src/cli/credential.ts';
+import { certGroup } from '../../src/cli/cert.ts';
 import { secretGroup } from '../../src/cli/secret.ts';
 import { networkGroup } from '../../src/cli/network.ts';
 import { policyGroup } from '../../src/cli/policy.ts';
@@ -122,6 +123,10 @@ const cases: Record<string, Case> = {
   'policy rm': { badFlag: ['policy', 'rm', 'web-db', '--bogus', ...nowhere], missing: ['policy', 'rm', ...nowhere] },
   audit: { badFlag: ['audit', '--bogus'], missing: ['audit'] },
   'audit ls': { badFlag: ['audit', 'ls', '--bogus', ...nowhere], missing: ['audit', 'ls', 'extra', ...nowhere] },
+  cert: { badFlag: ['cert', '--bogus'], missing: ['cert'] },
+  'cert revoke': { badFlag: ['cert', 'revoke', '0a1b', '--bogus', ...nowhere], missing: ['cert', 'revoke', ...nowhere] },
+  'cert revoked': { badFlag: ['cert', 'revoked', '--bogus', ...nowhere], missing: ['cert', 'revoked', 'extra', ...nowhere] },
+  'cert renew': { badFlag: ['cert', 'renew', '--bogus', ...nowhere], missing: ['cert', 'renew'] },
 };
 
 
@@ -140,7 +145,7 @@ describe('usage errors under --json', () => {
     const all = [
       ...Object.keys(commands),
       ...devSubcommands.map((s) => `dev ${s}`),
-      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, credentialGroup, tokenGroup, secretGroup, networkGroup, policyGroup, drillGroup, auditGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
+      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, credentialGroup, tokenGroup, secretGroup, networkGroup, policyGroup, drillGroup, auditGroup, certGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
     ];
     expect(Object.keys(cases).sort()).toEqual(all.sort());
   });
