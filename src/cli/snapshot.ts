@@ -20,6 +20,7 @@ import { writeAdminCredential } from './credential-issue.ts';
 import { commonFlags, help } from './doc-common.ts';
 import { initApiDefault, initPeerDefault } from './init.ts';
 import { inspectCommand, lsCommand, snapshotInspectHelp, snapshotLsHelp } from './snapshot-files.ts';
+import { syncDir } from '../storage/sync-dir.ts';
 import { clientExitCodes, commonFlagsHelp, groupHelp, runGroup, type Group } from './group.ts';
 
 /** A snapshot larger than this is refused rather than filling the disk or memory. */
@@ -184,15 +185,6 @@ async function download(addr: string, tmp: string, file: string): Promise<number
   }
   await fh.close();
   return bytes;
-}
-
-async function syncDir(dir: string): Promise<void> {
-  const fh = await open(dir, 'r');
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
 }
 
 async function restoreCommand(argv: string[]): Promise<number> {

@@ -11,6 +11,7 @@ import { copyFile, mkdir, open, rename, rmdir, writeFile } from 'node:fs/promise
 import path from 'node:path';
 import { z } from 'zod';
 import { storagePaths } from '../storage/index.ts';
+import { syncDir } from '../storage/sync-dir.ts';
 import { logIdPath } from '../storage/log-incarnation.ts';
 
 export const recoveryMarkerName = 'recovered.json';
@@ -89,13 +90,4 @@ export async function swapStorage(dataDir: string, staging: string, backup: stri
   for (const name of storageNames(staging)) await rename(path.join(staging, name), path.join(dataDir, name));
   await rmdir(staging);
   await syncDir(dataDir);
-}
-
-async function syncDir(dir: string): Promise<void> {
-  const fh = await open(dir, 'r');
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
 }

@@ -32,6 +32,7 @@ import {
   decodeRecord, encodeRecord, nextHead, readFrame, readHeader, segmentHeader, segmentHeaderBytes, type LogHead, type SegmentVersion,
   type WalRecord,
 } from './wal-record.ts';
+import { syncDirSync } from './sync-dir.ts';
 import { LogReplay, ReplayError, type LogState } from './wal-replay.ts';
 
 const fdatasync = promisify(fs.fdatasync);
@@ -330,20 +331,11 @@ function startSegment(dir: string, seq: number, head: LogHead, preallocateBytes:
     fs.closeSync(tfd);
   }
   fs.renameSync(temporary, final);
-  syncDir(dir);
+  syncDirSync(dir);
   return { fd: fs.openSync(final, 'r+'), size: bytes.length, length };
 }
 
 function writeAll(fd: number, buf: Buffer, position: number): void {
   let done = 0;
   while (done < buf.length) done += fs.writeSync(fd, buf, done, buf.length - done, position + done);
-}
-
-function syncDir(dir: string): void {
-  const fd = fs.openSync(dir, 'r');
-  try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
 }
