@@ -53,6 +53,8 @@ function signerOf(ctx: ApiContext): ReturnType<ReturnType<typeof requireAuthorit
 export const nodeCertRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
   app.post('/v1/join/ca-key', { config: { role: 'public' } }, async (req) => {
     const v = validate({ query: [noQuery, req.query], body: [caKeyBody, req.body] });
+    // As for renewal: a revocation or removal committed before this request is applied here first.
+    await ctx.node.readBarrier();
     memberCert(ctx, v.body.nodeId, v.body.certPem);
     if (!ctx.node.confState().voters.includes(v.body.nodeId)) refuse('not_voter', `node ${v.body.nodeId} is not a voter; the CA key goes to voters only`);
     const signer = signerOf(ctx);
