@@ -95,21 +95,24 @@ export class MeshAgent {
     });
   }
 
-  /** The pending rotation, first thing in a pass; its failure fails the rotation, not the pass. */
-  private async rotate(): Promise<void> {
+  /**
+   * The pending rotation, first thing in a pass; its failure fails the rotation, not the pass.
+   * Returns what answers the caller once the pass has given the interface the new key.
+   */
+  private async rotate(): Promise<(() => void) | undefined> {
     const r = this.rotation;
-    if (r === null) return;
+    if (r === null) return undefined;
     this.rotation = null;
     try {
       await this.writeKey(r.pair.publicKey);
       r.persist(r.pair);
     } catch (err) {
       r.reject(err instanceof Error ? err : new Error(String(err)));
-      return;
+      return undefined;
     }
     this.keys = r.pair;
     this.opts.log.info(`mesh: rotated this node's WireGuard key to ${r.pair.publicKey.slice(0, 8)}…`);
-    r.resolve();
+    return r.resolve;
   }
 
   start(): void {
@@ -159,7 +162,17 @@ export class MeshAgent {
 
   private async pass(): Promise<void> {
     this.passes++;
-    await this.rotate();
+    // Committed and stored: the caller hears once the interface has it too (or the pass failed,
+    // and a later one gives it; the record and the file hold the new key either way).
+    const rotated = await this.rotate();
+    try {
+      await this.converge();
+    } finally {
+      rotated?.();
+    }
+  }
+
+  private async converge(): Promise<void> {
     const { wg, config } = this.opts;
     const keys = this.keys;
     if (!this.interfaceReady) {

@@ -11,7 +11,7 @@ import { validate } from './validate.ts';
 
 /** What the route acts on: this node's mesh agent (net/mesh-agent.ts). */
 export interface MeshKeys {
-  /** Makes, commits, stores and takes a new key pair; resolves with the new public key. */
+  /** Makes, commits, stores and gives the interface a new key pair; resolves with the new public key. */
   rotateKey(): Promise<string>;
 }
 

@@ -15,7 +15,7 @@ export const nodeRotateKeyHelp = `Usage: shoal node rotate-key NODE [--addr HOST
 Replaces a node's WireGuard key pair (by name or id). The node makes the new pair itself, commits
 the new public key to its record, stores the private key (DATA/mesh/private.key, mode 0600) and
 gives it to its interface; every peer takes the new public key from the record. Until a peer
-has, their handshakes fail: a second or two without traffic between them. Needs the admin role
+has, their handshakes fail: tens of milliseconds, up to WireGuard's 5 s handshake retry. Needs the admin role
 and a quorum (without one nothing changes). Rotate after a machine's disk may have leaked, or on
 a schedule.
 
