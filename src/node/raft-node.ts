@@ -255,7 +255,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     }
     const needed = opts.featureLevel ?? featureLevelInitial;
     if (needed > this.level) {
-      throw new ShoalError('feature_not_enabled', `this command needs cluster feature level ${needed}; the cluster runs at ${this.level} because a member runs an older release: upgrade every member (the level rises by itself)`, { needed, committed: this.level });
+      throw new ShoalError('feature_not_enabled', `this command needs cluster feature level ${needed}; the cluster runs at ${this.level}: a member runs an older release (upgrade every member), or the cluster has just started and its leader raises the level in a moment (retry)`, { needed, committed: this.level });
     }
     this.checkBound(this.book.size, this.opts.proposalsPendingMax, 'proposals', 'proposalsPendingMax');
     const seq = ++this.seq;
