@@ -6,11 +6,12 @@
 // theirs reads the record again and reapplies only its own field.
 
 import type { FastifyPluginAsync } from 'fastify';
-import { putChange } from '../control/changes.ts';
+import { deleteChange, putChange } from '../control/changes.ts';
 import { nodesCollection } from '../control/collections.ts';
 import type { NodeRecord } from '../control/resources.ts';
 import { jsonEqual } from '../control/spec/spec-change.ts';
 import type { ControlState } from '../control/state.ts';
+import { ShoalError } from '../errors.ts';
 import type { ApiContext } from './app.ts';
 import { availabilityBody, labelsBody, nodeParams, readOnlyQuery } from './control-schemas.ts';
 import { findNode, nodeViews, readControl, readLocal, taskItem, type NodeView } from './control-views.ts';
@@ -47,6 +48,26 @@ export const nodesRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, 
     const tasks = [...state.tasks.values()].filter((t) => t.value.nodeId === n.value.id).map((t) => taskItem(state, t))
       .sort((a, b) => a.service.localeCompare(b.service) || String(a.slot).localeCompare(String(b.slot), undefined, { numeric: true }) || a.record.createdAt - b.record.createdAt);
     return { node: viewOf(state, n.value.id), tasks, rev: state.revision };
+  });
+
+  // The record of a node that left the cluster for good (shoal cluster remove, dead member
+  // cleanup, shoal recover): as `docker node rm`. A member's record is refused: its agent would
+  // register it again, and its tasks are still its own.
+  app.delete('/v1/nodes/:ref', { config: { role: 'admin' } }, async (req) => {
+    const v = validate({ params: [nodeParams, req.params], query: [noQuery, req.query] });
+    const w = await decideAndWrite(ctx, req, `removing node ${v.params.ref}`, (state) => {
+      const n = findNode(state, v.params.ref);
+      const { id, name } = n.value;
+      if (!ctx.node.isRemoved(id)) {
+        throw new ShoalError('resource_in_use', `node ${name} (${id}) is a member of the cluster (or was never removed from it); remove it first with: shoal cluster remove ${name}`, { node: id });
+      }
+      const running = [...state.tasks.values()].filter((t) => t.value.nodeId === id && t.value.desired === 'running');
+      if (running.length > 0) {
+        throw new ShoalError('resource_in_use', `node ${name} (${id}) still has ${running.length} task(s) the leader has not replaced yet (${running.slice(0, 3).map((t) => t.value.service).join(', ')}); retry in a moment`, { node: id, tasks: running.map((t) => t.value.id) });
+      }
+      return { plan: { changes: [deleteChange(nodesCollection, id, n.rev)], compares: [] }, answer: { id, name } };
+    });
+    return { ...w.answer, removed: true, rev: w.rev };
   });
 
   app.post('/v1/nodes/:ref/availability', { config: { role: 'operator' } }, async (req) => {

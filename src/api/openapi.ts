@@ -179,7 +179,10 @@ function controlPaths(): Json {
       post: { summary: 'One rebalance step: move at most one task off the fullest node (docs/control-plane.md)', ...strict, parameters: [...svc, ...noQ], requestBody: emptyBody, responses: { 200: json(written({ state: { type: 'string', enum: ['moved', 'balanced', 'settling'] }, reason: { type: 'string' }, moved: { type: ['object', 'null'] }, counts: { type: 'array', items: { type: 'object' } } })), ...errors } },
     },
     '/v1/nodes': { get: { summary: 'List nodes with what runs on them', ...strict, parameters: read, responses: { 200: json(listOf(nodeView)), ...errors } } },
-    '/v1/nodes/{ref}': { get: { summary: 'A node (by id or name) and its tasks', ...strict, parameters: [...node, ...read], responses: { 200: json({ type: 'object', properties: { node: nodeView, tasks: { type: 'array', items: taskItem }, rev: { type: 'integer' } } }), ...errors } } },
+    '/v1/nodes/{ref}': {
+      get: { summary: 'A node (by id or name) and its tasks', ...strict, parameters: [...node, ...read], responses: { 200: json({ type: 'object', properties: { node: nodeView, tasks: { type: 'array', items: taskItem }, rev: { type: 'integer' } } }), ...errors } },
+      delete: { summary: 'Remove the record of a node removed from the cluster (none of its tasks desired running); admin', ...strict, parameters: node, responses: { 200: json({ type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' }, removed: { type: 'boolean' }, rev: { type: 'integer' } } }), ...errors } },
+    },
     '/v1/nodes/{ref}/availability': {
       post: { summary: 'Set availability: active, pause (no new tasks) or drain (move its tasks off)', ...strict, parameters: [...node, ...noQ], requestBody: jsonBody(schemaOf(availabilityBody)), responses: { 200: json(written({ node: nodeView })), ...errors } },
     },

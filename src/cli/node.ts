@@ -12,7 +12,7 @@ import { commonFlags, help } from './doc-common.ts';
 import { clientExitCodes, commonFlagsHelp, commonFlagsText, groupHelp, runGroup, type Group } from './group.ts';
 import { printList, watchList, type Rendered } from './list-watch.ts';
 import { meshOf, meshText, ageText } from './node-mesh.ts';
-import { nodeRotateKeyCommand, nodeRotateKeyHelp } from './node-rotate-key.ts';
+import { nodeRmCommand, nodeRmHelp, nodeRotateKeyCommand, nodeRotateKeyHelp } from './node-actions.ts';
 
 export const nodeLsHelp = `Usage: shoal node ls [--stale] [--watch] [--addr HOST:PORT] [--json]
 
@@ -101,6 +101,7 @@ their state, what runs on them, and the operator's settings: availability and la
     activate: { summary: 'take new tasks again (after pause or drain)', help: nodeActivateHelp, run: (argv) => availabilityCommand(argv, 'activate') },
     label: { summary: 'set and remove labels', help: nodeLabelHelp, run: nodeLabelCommand },
     'rotate-key': { summary: 'replace its WireGuard key pair (the mesh)', help: nodeRotateKeyHelp, run: nodeRotateKeyCommand },
+    rm: { summary: 'remove the record of a node removed from the cluster', help: nodeRmHelp, run: nodeRmCommand },
   },
 };
 

@@ -93,6 +93,7 @@ const cases: Record<string, Case> = {
   'node pause': { badFlag: ['node', 'pause', 'n1', '--bogus', ...nowhere], missing: ['node', 'pause', ...nowhere] },
   'node activate': { badFlag: ['node', 'activate', 'n1', '--bogus', ...nowhere], missing: ['node', 'activate', ...nowhere] },
   'node label': { badFlag: ['node', 'label', 'n1', 'a=b', '--bogus', ...nowhere], missing: ['node', 'label', 'n1', ...nowhere] },
+  'node rm': { badFlag: ['node', 'rm', 'n1', '--bogus', ...nowhere], missing: ['node', 'rm', ...nowhere] },
   'node rotate-key': { badFlag: ['node', 'rotate-key', 'n1', '--bogus', ...nowhere], missing: ['node', 'rotate-key', ...nowhere] },
   task: { badFlag: ['task', '--bogus'], missing: ['task'] },
   'task ls': { badFlag: ['task', 'ls', '--bogus', ...nowhere], missing: ['task', 'ls', 'extra', ...nowhere] },

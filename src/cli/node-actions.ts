@@ -1,6 +1,7 @@
 // shoal node rotate-key NODE: the node makes a new WireGuard key pair (docs/network.md, "Rotating
 // a node's key"). The private key never leaves the node, so the command finds the node's own API
 // address from its record and asks it there (POST /v1/mesh/rotate-key), as a drill asks its target.
+// shoal node rm NODE: the record of a node that left the cluster goes (DELETE /v1/nodes/{ref}).
 
 import { z } from 'zod';
 import { exitCodes, parse } from './args.ts';
@@ -36,5 +37,31 @@ export async function nodeRotateKeyCommand(argv: string[]): Promise<number> {
   const { body } = await request(record.addresses.api, 'POST', '/v1/mesh/rotate-key', answerSchema, { body: {}, timeoutMs: 15_000 });
   if (values.json) console.log(JSON.stringify(body));
   else console.log(`${name}: new WireGuard public key ${body.publicKey}; its peers take it from its record`);
+  return exitCodes.ok;
+}
+
+export const nodeRmHelp = `Usage: shoal node rm NODE [--addr HOST:PORT] [--json]
+
+Removes the record of a node (by name or id) that was removed from the cluster (shoal cluster
+remove, the autopilot's dead member cleanup, or shoal recover --force-new-cluster on a survivor),
+as 'docker node rm' does: it leaves 'shoal node ls', and its mesh address is free again. Refused
+(resource_in_use) while the node is a member (remove it from the cluster first) or while the
+leader has not yet replaced a task it ran. Needs the admin role.
+
+Options:
+${commonFlagsHelp}
+
+With --json prints {id, name, removed, rev}.
+${clientExitCodes} A member, or a node with tasks not yet replaced, exits 1 (resource_in_use).`;
+
+const removedSchema = z.object({ id: z.string(), name: z.string(), removed: z.literal(true), rev: z.number().nullable() }).loose();
+
+export async function nodeRmCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, { ...commonFlags }, nodeRmHelp);
+  if (values.help) return help(nodeRmHelp);
+  const ref = oneName(positionals, 'NODE');
+  const { body } = await request(resolveAddr(values.addr), 'DELETE', paths.node(ref), removedSchema, {});
+  if (values.json) console.log(JSON.stringify(body));
+  else console.log(`removed the record of node ${body.name} (${body.id})`);
   return exitCodes.ok;
 }
