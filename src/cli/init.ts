@@ -26,8 +26,9 @@ and, once the node leads and has written the token into the store (a second or t
 command that joins another machine:
 
   shoal join <this node's API> --token <a voter token, valid for 1 h>
- Three machines take three
-commands: init here, join on the two others. The flags are checked first; a bad one writes nothing.
+
+Three machines take three commands: init here, join on the two others. The flags are checked
+first; a bad one writes nothing.
 It also writes an admin credential for the local user to $SHOAL_CONFIG/credential.json (else
 ~/.config/shoal/credential.json), which the CLI finds.
 
