@@ -59,12 +59,15 @@ function headers(json: boolean): Record<string, string> {
   return { ...(token !== null ? { authorization: `Bearer ${token}` } : {}), ...(json ? { 'content-type': 'application/json' } : {}) };
 }
 
-/** Dispatched on window when the API refuses the credential (or its absence): the page asks for one. */
+/**
+ * Dispatched on window when the API refuses the credential (or its absence): the page asks for
+ * one. Its detail is the API's reason when the tab held a token (expired, revoked), else null.
+ */
 export const unauthenticatedEvent = 'shoal-unauthenticated';
 
 async function failure(res: Response): Promise<ApiError> {
-  if (res.status === 401) window.dispatchEvent(new Event(unauthenticatedEvent));
   const body = (await res.json().catch(() => ({}))) as { code?: string; message?: string };
+  if (res.status === 401) window.dispatchEvent(new CustomEvent<string | null>(unauthenticatedEvent, { detail: credential() !== null ? body.message ?? null : null }));
   return new ApiError(res.status, body.code ?? 'http_error', body.message ?? `${res.status} ${res.statusText}`);
 }
 

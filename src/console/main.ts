@@ -32,25 +32,30 @@ function App() {
   const [ask, setAsk] = useState<Confirmation | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const [needLogin, setNeedLogin] = useState(false);
+  /** Why the API refused the token this tab held (expired, revoked), shown on the sign-in. */
+  const [loginReason, setLoginReason] = useState<string | null>(null);
   const [tick, setTick] = useState(0);
   // One poll of /v1/cluster for the header and the Cluster view: every second while that view shows.
   const cluster = usePoll(() => api.cluster(), needLogin ? null : view === 'cluster' ? 1000 : 2000);
   useEffect(() => {
     const onHash = () => setView(viewOf(location.hash));
-    const onUnauth = () => setNeedLogin(true);
+    const onUnauth = (e: Event) => {
+      setLoginReason((e as CustomEvent<string | null>).detail ?? null);
+      setNeedLogin(true);
+    };
     window.addEventListener('hashchange', onHash);
     window.addEventListener(unauthenticatedEvent, onUnauth);
     return () => { window.removeEventListener('hashchange', onHash); window.removeEventListener(unauthenticatedEvent, onUnauth); };
   }, []);
   // Any cluster event (a task failed, a node drained) refreshes the lists that poll more slowly.
   const changed = useCallback(() => setTick((t) => t + 1), []);
-  if (needLogin) return html`<main id="main"><${LoginView} done=${() => { setNeedLogin(false); setTick((t) => t + 1); }} /></main>`;
+  if (needLogin) return html`<main id="main"><${LoginView} reason=${loginReason} done=${() => { setNeedLogin(false); setLoginReason(null); setTick((t) => t + 1); }} /></main>`;
   return html`
     <header>
       <a class="brand" href="#cluster">shoal</a>
       <nav aria-label="Views"><ul>${views.map((v) => html`<li><a href=${`#${v}`} aria-current=${view === v ? 'page' : undefined}>${v[0]?.toUpperCase()}${v.slice(1)}</a></li>`)}</ul></nav>
       <${Header} data=${cluster.data} />
-      <button type="button" class="link" onClick=${() => { setCredential(null); setNeedLogin(true); }}>Sign out</button>
+      <button type="button" class="link" onClick=${() => { setCredential(null); setLoginReason(null); setNeedLogin(true); }}>Sign out</button>
     </header>
     ${notice !== null ? html`<p class="notice" role="status">${notice} <button type="button" class="link" onClick=${() => setNotice(null)}>Dismiss</button></p>` : null}
     <main id="main">

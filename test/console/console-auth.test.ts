@@ -60,9 +60,11 @@ describe('the console with authentication', () => {
     delete process.env.SHOAL_CONSOLE_DIR;
   });
 
+  const ids = new Map<string, string>();
   const token = async (role: 'admin' | 'reader', principal: string): Promise<string> => {
     const r = await call(c.nodes[0] as RunningNode, admin, 'POST', '/v1/credentials', { principal, role });
     expect(r.status).toBe(201);
+    ids.set(principal, r.body.id as string);
     return r.body.token as string;
   };
   const leaderName = async (): Promise<string> => {
@@ -109,5 +111,11 @@ describe('the console with authentication', () => {
     await page.goto(`https://${node.apiAddress}/ui/#events`);
     await page.waitForFunction(() => (document.querySelector('[data-testid=drills]')?.textContent ?? '').includes('leader-kill'), { timeout: 20_000 });
     expect(await textOf(page, '[data-testid=drills]')).toContain('362 ms');
+
+    // The admin's token is revoked: the next poll is refused, and the sign-in says why.
+    const revoked = await call(c.nodes[0] as RunningNode, admin, 'DELETE', `/v1/credentials/${ids.get('console-admin') ?? ''}`);
+    expect(revoked.status, JSON.stringify(revoked.body)).toBe(200);
+    await page.waitForSelector('[data-testid=login-reason]', { timeout: 20_000 });
+    expect(await textOf(page, '[data-testid=login-reason]')).toMatch(/unknown or revoked/);
   }, 120_000);
 });

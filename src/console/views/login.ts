@@ -17,7 +17,7 @@ export function tokenOfCredentialFile(text: string): string | undefined {
   return undefined;
 }
 
-export function LoginView({ done }: { done: () => void }) {
+export function LoginView({ done, reason }: { done: () => void; reason?: string | null }) {
   const [token, setToken] = useState('');
   const [problem, setProblem] = useState<string | null>(null);
   const submit = (e: Event) => {
@@ -39,6 +39,7 @@ export function LoginView({ done }: { done: () => void }) {
   return html`<section aria-labelledby="login-h" class="login">
     <h1 id="login-h">Sign in</h1>
     <p>This node wants a credential. Paste a token, or choose a credential file.</p>
+    ${reason != null ? html`<p class="error" role="alert" data-testid="login-reason">The token this tab held was refused: ${reason}</p>` : null}
     <form onSubmit=${submit}>
       <label>Token <input type="password" autocomplete="off" value=${token} onInput=${(e: Event) => setToken((e.target as HTMLInputElement).value)} /></label>
       <label>Credential file <input type="file" accept=".json,application/json" onChange=${file} /></label>
