@@ -2,67 +2,21 @@
 // one-node cluster and prints the join command; two `shoal join`s with that command's token
 // start the other nodes, which the leader's autopilot makes voters once they have caught up.
 
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../bench/lib/proc.ts';
+import { clusterMembers, ShoalCommands } from './shoal-commands.ts';
 
-const bin = fileURLToPath(new URL('../../bin/shoal.js', import.meta.url));
 const deadlineMs = 90_000;
-const procs: ChildProcess[] = [];
-/** Each process's output, for the failure message: which node got stuck, and why. */
-const logs: { name: string; text: () => string }[] = [];
+const shoal = new ShoalCommands();
+const start = shoal.start.bind(shoal);
+const until = <T>(what: string, attempt: () => Promise<T | undefined> | T | undefined): Promise<T> => shoal.until(what, attempt, deadlineMs);
 
-afterAll(async () => {
-  await Promise.all(procs.map((p) => new Promise<void>((resolve) => {
-    if (p.exitCode !== null || p.signalCode !== null) return resolve();
-    p.once('exit', () => resolve());
-    p.kill('SIGKILL');
-  })));
-});
+afterAll(async () => { await shoal.killAll(); });
 
-/** Starts a long-running shoal command; resolves with its process and a reader of its stdout so far. */
-function start(...args: string[]): { proc: ChildProcess; out: () => string } {
-  const proc = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  procs.push(proc);
-  let out = '';
-  let err = '';
-  proc.stdout?.on('data', (b: Buffer) => { out += b.toString(); });
-  proc.stderr?.on('data', (b: Buffer) => { err = (err + b.toString()).slice(-20_000); });
-  logs.push({ name: args.slice(0, 6).join(' '), text: () => `${out.slice(-2000)}\n${err.split('\n').slice(-15).join('\n')}` });
-  return { proc, out: () => out };
-}
-
-async function until<T>(what: string, attempt: () => Promise<T | undefined> | T | undefined): Promise<T> {
-  const deadline = Date.now() + deadlineMs;
-  for (;;) {
-    const got = await attempt();
-    if (got !== undefined) return got;
-    if (Date.now() > deadline) throw new Error(`not within ${deadlineMs} ms: ${what}\n${logs.map((l) => `--- ${l.name}\n${l.text()}`).join('\n')}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
-interface Member { id: string; name: string; role: string }
-
-/** `shoal cluster members --json` with the admin credential `init` wrote (to $SHOAL_CONFIG, from test/setup-env.ts). */
-function members(api: string): Promise<Member[] | undefined> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [bin, 'cluster', 'members', '--json', '--addr', api], { stdio: ['ignore', 'pipe', 'ignore'] });
-    let out = '';
-    child.stdout.on('data', (b: Buffer) => { out += b.toString(); });
-    child.on('close', (code) => {
-      try {
-        resolve(code === 0 ? JSON.parse(out) as Member[] : undefined);
-      } catch {
-        resolve(undefined);
-      }
-    });
-  });
-}
+const members = clusterMembers;
 
 describe('three machines, three commands', () => {
   it('init founds a cluster and prints the join command; two joins with it make a three-voter cluster', async () => {

@@ -5,33 +5,28 @@
 // takes new writes, refuses a second recovery, and the old members, started again on their old
 // data, are told they were removed and exit 5 instead of forming the old cluster.
 
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, renameSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../bench/lib/proc.ts';
 import { loadIdentity } from '../../src/node/identity.ts';
 import { getJson, ProcessCluster, putJson, sleep, type ClusterNode } from './process-cluster.ts';
+import { clusterMembers, ShoalCommands, shoalBin as bin } from './shoal-commands.ts';
 
-const bin = fileURLToPath(new URL('../../bin/shoal.js', import.meta.url));
 const documents = 40;
 // A second of election timeout: the machine is shared, and a flapping election is not what is tested.
 const cluster = new ProcessCluster({ runtime: 'none', electionTimeoutMs: 1000, heartbeatIntervalMs: 100 });
 
-const procs: ChildProcess[] = [];
-/** The end of each started process's log, for a failure message. */
-const logTails: (() => string)[] = [];
+const shoal = new ShoalCommands();
+const start = shoal.start.bind(shoal);
+const until = shoal.until.bind(shoal);
 
 afterAll(async () => {
   await cluster.destroy();
-  await Promise.all(procs.map((p) => new Promise<void>((resolve) => {
-    if (p.exitCode !== null || p.signalCode !== null) return resolve();
-    p.once('exit', () => resolve());
-    p.kill('SIGKILL');
-  })));
+  await shoal.killAll();
 });
 
 /** Runs a shoal command to its end. */
@@ -42,28 +37,6 @@ async function run(...args: string[]): Promise<Run> {
   );
 }
 
-/** Starts a long-running shoal command (init, join, serve); `out` reads its stdout so far (the log is on stderr). */
-function start(...args: string[]): { proc: ChildProcess; out: () => string } {
-  const proc = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  procs.push(proc);
-  let out = '';
-  let err = '';
-  proc.stdout?.on('data', (b: Buffer) => { out += b.toString(); });
-  proc.stderr?.on('data', (b: Buffer) => { err = (err + b.toString()).slice(-4000); });
-  logTails.push(() => `--- ${args.slice(0, 4).join(' ')}\n${err}`);
-  return { proc, out: () => out };
-}
-
-async function until<T>(what: string, attempt: () => Promise<T | undefined> | T | undefined, timeoutMs = 90_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const got = await attempt();
-    if (got !== undefined) return got;
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}\n${logTails.map((t) => t()).join('\n')}`);
-    await sleep(250);
-  }
-}
-
 async function stopped(proc: ChildProcess, signal: NodeJS.Signals): Promise<number | null> {
   if (proc.exitCode !== null || proc.signalCode !== null) return proc.exitCode;
   const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
@@ -72,10 +45,7 @@ async function stopped(proc: ChildProcess, signal: NodeJS.Signals): Promise<numb
 }
 
 /** `shoal cluster members --json` with the admin credential init wrote ($SHOAL_CONFIG, test/setup-env.ts). */
-async function members(api: string): Promise<{ name: string; role: string }[] | undefined> {
-  const r = await run('cluster', 'members', '--json', '--addr', api);
-  return r.code === 0 ? JSON.parse(r.stdout) as { name: string; role: string }[] : undefined;
-}
+const members = clusterMembers;
 
 interface Run { code: number; stdout: string; stderr: string }
 
