@@ -4,6 +4,7 @@
 // (--ignore-certificate-errors-spki-list with their SPKI hashes): what importing the cluster CA
 // gives an operator's browser (docs/console.md).
 
+import { mkdirSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import tls from 'node:tls';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
@@ -78,6 +79,8 @@ describe('the console with authentication', () => {
     const node = c.nodes[0] as RunningNode;
     await page.goto(`https://${node.apiAddress}/ui/#cluster`);
     await page.waitForSelector('#login-h');
+    // The folder is made here too: this file may run before console-browser.test.ts, which makes it.
+    mkdirSync('test-results/console', { recursive: true });
     await page.screenshot({ path: 'test-results/console/login.png' });
 
     await signIn(page, await token('reader', 'console-reader'));
