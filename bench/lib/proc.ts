@@ -94,7 +94,21 @@ export function killAllStarted(): void {
   running.clear();
 }
 
+/** Ports this process has handed out: the kernel may offer a just-closed port again, and two nodes would collide on it. */
+const handedOut = new Set<number>();
+
+/** A loopback port free now and not handed out before by this process. */
 export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await anyFreePort();
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+}
+
+function anyFreePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.once('error', reject);
