@@ -3,15 +3,13 @@
 
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { inProcess } from '../cli/in-process.ts';
-import { singleNode, type SingleNode } from './single-node.ts';
+import { listeningSingleNode, type SingleNode } from './single-node.ts';
 
 let n: SingleNode;
 let addr: string;
 
 beforeAll(async () => {
-  n = await singleNode();
-  await n.app.listen({ port: 0, host: '127.0.0.1' });
-  addr = `127.0.0.1:${(n.app.server.address() as { port: number }).port}`;
+  ({ n, addr } = await listeningSingleNode());
   for (const [id, who] of [['a', 'alice'], ['b', 'bob']] as const) {
     const res = await n.app.inject({ method: 'PUT', url: `/v1/docs/apps/${id}`, payload: { id }, headers: { 'x-shoal-principal': who, 'x-shoal-role': 'operator' } });
     expect(res.statusCode).toBe(200);

@@ -11,7 +11,7 @@ import { createCa, type PemPair } from '../../src/security/certificates.ts';
 import { issueClientCert } from '../../src/security/client-certs.ts';
 import { serialKey } from '../../src/security/revoked-serials.ts';
 import { inProcess } from '../cli/in-process.ts';
-import { singleNode, type SingleNode } from './single-node.ts';
+import { listeningSingleNode, type SingleNode } from './single-node.ts';
 
 let n: SingleNode;
 let addr: string;
@@ -19,11 +19,9 @@ let ca: PemPair;
 let dir: string;
 
 beforeAll(async () => {
-  n = await singleNode();
+  ({ n, addr } = await listeningSingleNode());
   ca = await createCa('test-cluster');
   n.ctx.security = memoryCaAuthority(ca);
-  await n.app.listen({ port: 0, host: '127.0.0.1' });
-  addr = `127.0.0.1:${(n.app.server.address() as { port: number }).port}`;
   dir = mkdtempSync(path.join(os.tmpdir(), 'shoal-cert-cli-'));
 });
 afterAll(async () => {

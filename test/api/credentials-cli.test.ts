@@ -3,7 +3,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inProcess } from '../cli/in-process.ts';
-import { singleNode, type SingleNode } from './single-node.ts';
+import { listeningSingleNode, type SingleNode } from './single-node.ts';
 import { credentialTtlFlag, expiresCell } from '../../src/cli/credential.ts';
 import { durationFlag } from '../../src/cli/control-args.ts';
 
@@ -11,9 +11,7 @@ let n: SingleNode;
 let addr: string;
 
 beforeAll(async () => {
-  n = await singleNode();
-  await n.app.listen({ port: 0, host: '127.0.0.1' });
-  addr = `127.0.0.1:${(n.app.server.address() as { port: number }).port}`;
+  ({ n, addr } = await listeningSingleNode());
 });
 afterAll(async () => {
   await n.close();

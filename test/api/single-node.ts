@@ -94,3 +94,10 @@ export async function singleNode(opts: SingleNodeOptions = {}): Promise<SingleNo
     close: async () => { await cp?.control.close(); await app.close(); await node.stop(); },
   };
 }
+
+/** singleNode() listening on a free loopback port, for tests that call it as a client would; `addr` is host:port. */
+export async function listeningSingleNode(opts: SingleNodeOptions = {}): Promise<{ n: SingleNode; addr: string }> {
+  const n = await singleNode(opts);
+  await n.app.listen({ host: '127.0.0.1', port: 0 });
+  return { n, addr: `127.0.0.1:${(n.app.server.address() as { port: number }).port}` };
+}

@@ -1,10 +1,9 @@
 // A one-voter node (test/api/single-node.ts) that holds a test cluster CA, as a leader with the
 // CA key does, listening on a free loopback port: what the join, token and renewal tests ask.
 
-import type { AddressInfo } from 'node:net';
 import { memoryCaAuthority } from '../../src/security/authority.ts';
 import { createCa, type PemPair } from '../../src/security/certificates.ts';
-import { singleNode, type SingleNode } from '../api/single-node.ts';
+import { listeningSingleNode, type SingleNode } from '../api/single-node.ts';
 
 export interface CaNode {
   n: SingleNode;
@@ -14,9 +13,8 @@ export interface CaNode {
 }
 
 export async function caNode(): Promise<CaNode> {
-  const n = await singleNode();
+  const { n, addr } = await listeningSingleNode();
   const ca = await createCa('test-cluster');
   n.ctx.security = memoryCaAuthority(ca);
-  await n.app.listen({ host: '127.0.0.1', port: 0 });
-  return { n, ca, addr: `127.0.0.1:${(n.app.server.address() as AddressInfo).port}` };
+  return { n, ca, addr };
 }
