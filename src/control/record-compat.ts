@@ -81,7 +81,7 @@ function compatOp<T extends Op>(op: T): T {
 export function compatCommand<C extends Command>(cmd: C): { cmd: C; featureLevel: number } {
   const out: C = cmd.op === 'txn' ? { ...cmd, success: cmd.success.map(compatOp), failure: cmd.failure.map(compatOp) }
     : cmd.op === 'put' ? compatOp(cmd) as C : cmd;
-  const newer = opsOf(out).some((op) => op.op === 'put' && putNeedsNewerLevel(op.collection, op.doc))
-    || opsOf(out).some((op) => op.op === 'delete' && newerCollections.has(op.collection));
+  // A delete needs no level: it writes nothing an older member could fail to read.
+  const newer = opsOf(out).some((op) => op.op === 'put' && putNeedsNewerLevel(op.collection, op.doc));
   return { cmd: out, featureLevel: newer ? featureLevelWorkloadNetwork : controlFeatureLevel };
 }
