@@ -131,6 +131,14 @@ export const configSchema = z.object({
   firewall: z.object({
     enabled: z.boolean().default(false),
   }).strict().prefault({}),
+  /**
+   * The service DNS responder on this node's gateway of each network (net/service-dns.ts,
+   * docs/network.md "Service discovery"). On by default; it runs with the docker runtime only
+   * (the memory and none runtimes have no bridges), and binding port 53 needs root.
+   */
+  dns: z.object({
+    enabled: z.boolean().default(true),
+  }).strict().prefault({}),
 }).strict().superRefine((c, ctx) => {
   if (c.control.suspectAfterMs >= c.control.downAfterMs) {
     ctx.addIssue({ code: 'custom', path: ['control', 'suspectAfterMs'], message: `must be below control.downAfterMs (${c.control.downAfterMs})` });

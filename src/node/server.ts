@@ -48,6 +48,7 @@ import { startMeshAgent } from '../../net/mesh-node.ts';
 import { generateKeyPair, loadOrCreateKeyPair, writeKeyPair } from '../../net/wg-keys.ts';
 import type { MeshKeys } from '../api/mesh-routes.ts';
 import { startFirewall } from '../../net/firewall-start.ts';
+import { startServiceDns } from '../../net/dns-start.ts';
 import { DrillStorage } from './drill-storage.ts';
 import { drillTargetOf } from './drill-target.ts';
 import { revokedSerialsOf } from '../security/revoked-index.ts';
@@ -235,6 +236,8 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   // Every node's firewall (config firewall.enabled, off by default): renders its nftables table
   // from the committed store and applies it; stopping leaves the table in force.
   const firewall = config.firewall.enabled ? startFirewall({ node, store, nodeId: identity.id, apiListen: config.api.listen, peerListen: config.peer.listen, log }) : null;
+  // The service DNS responder on this node's gateways (config dns.enabled, docker runtime only).
+  const dns = startServiceDns({ enabled: config.dns.enabled && config.runtime.kind === 'docker', store, nodeId: identity.id, metrics, log });
   const backups = new ScheduledBackups({
     dir: config.snapshot.dir !== undefined ? path.resolve(config.dataDir, config.snapshot.dir) : path.join(config.dataDir, 'backups'),
     intervalMs: config.snapshot.intervalMs, keep: config.snapshot.keep, clusterId: identity.clusterId, log,
@@ -321,6 +324,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     stopSecurity();
     await mesh?.close();
     await firewall?.close();
+    await dns?.close();
     await backups.close();
     await control.close();
     stopEventSources();
@@ -342,6 +346,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
         await mesh?.close();
         await control.close();
         await firewall?.close();
+        await dns?.close();
         await backups.close();
         // Then leadership goes to another voter while this node still serves as a follower: the
         // API stops taking connections and answers what it holds (forwarded to the new leader)

@@ -1,0 +1,51 @@
+// What the service DNS responder answers from: for each network, this node's gateway on it and
+// the addresses of each attached service's tasks that count, read from the node's applied
+// (committed) store. A pure function of the state, so the answers are tested from hand-built
+// records (test/net/service-dns-answers.test.ts).
+//
+// A task counts when the leader still wants it running and it runs (healthy, when its service
+// has a health check): a task being stopped leaves the name before it stops, so new
+// connections go elsewhere while it drains; a task that starts is named once it runs.
+
+import { gatewayOf } from '../src/control/address-allocator.ts';
+import { parseAddress } from '../src/control/address-cidr.ts';
+import type { NetworkState } from '../src/control/network-resources.ts';
+import type { ControlState } from '../src/control/state.ts';
+import { viewOf } from '../src/control/task-view.ts';
+
+export interface DnsNetwork {
+  name: string;
+  internal: boolean;
+  /** This node's gateway on the network (the address its responder listens on); null without a slice. */
+  gateway: string | null;
+  /** Service name to the addresses on this network of its tasks that count, sorted; a service attached with none has []. */
+  services: ReadonlyMap<string, readonly string[]>;
+}
+
+export interface DnsView {
+  /** The store revision it was read at. */
+  revision: number;
+  networks: ReadonlyMap<string, DnsNetwork>;
+  /** Every service of the cluster, on whatever network: a name of one is never sent to the upstream resolvers. */
+  services: ReadonlySet<string>;
+}
+
+export function dnsView(control: ControlState, nets: NetworkState, nodeId: string): DnsView {
+  const networks = new Map<string, DnsNetwork>();
+  for (const { value: n } of nets.networks.values()) {
+    const services = new Map<string, string[]>();
+    for (const s of control.services.values()) if (s.value.spec.networks.includes(n.name)) services.set(s.value.name, []);
+    for (const [taskId, address] of Object.entries(n.addresses)) {
+      const t = control.tasks.get(taskId);
+      if (t === undefined || t.value.desired !== 'running' || !viewOf(control, t).healthy) continue;
+      // A task of a previous spec still attached here (during an update) is named too.
+      const list = services.get(t.value.service) ?? [];
+      list.push(address);
+      services.set(t.value.service, list);
+    }
+    for (const list of services.values()) list.sort((a, b) => (parseAddress(a) ?? 0) - (parseAddress(b) ?? 0));
+    const slice = n.slices[nodeId];
+    networks.set(n.name, { name: n.name, internal: n.spec.internal, gateway: slice === undefined ? null : gatewayOf(n.spec, slice), services });
+  }
+  return { revision: control.revision, networks, services: new Set([...control.services.values()].map((s) => s.value.name)) };
+}
