@@ -18,7 +18,7 @@ import { decide } from './dns-answers.ts';
 import { DnsForwarder, forwardTimeoutMsDefault, forwardsInflightMaxDefault, type Transport } from './dns-forward.ts';
 import { openListener, type DnsListener } from './dns-listener.ts';
 import { dnsCounts, type DnsCounts, type DnsResult } from './dns-metrics.ts';
-import { readQuery, reply, servfail, tcpBytesMax, udpBytesFor } from './dns-reply.ts';
+import { headerOnly, readQuery, reply, servfail, tcpBytesMax, udpBytesFor } from './dns-reply.ts';
 import { resolvConfUpstreams, type Upstream } from './dns-upstreams.ts';
 import { dnsView, type DnsView } from './dns-view.ts';
 
@@ -159,8 +159,16 @@ export class ServiceDns {
     this.o.log[level](line);
   }
 
-  /** The answer to one query asked on `network`; null to stay silent. */
+  /** The answer to one query asked on `network`; null to stay silent. Never throws: a query it cannot answer gets FORMERR. */
   private async answer(network: string, msg: Buffer, transport: Transport): Promise<Buffer | null> {
+    try {
+      return await this.answerQuery(network, msg, transport);
+    } catch {
+      return this.count('malformed', msg.length >= 12 ? headerOnly(msg.readUInt16BE(0), msg.readUInt16BE(2), 'FORMERR') : null);
+    }
+  }
+
+  private async answerQuery(network: string, msg: Buffer, transport: Transport): Promise<Buffer | null> {
     const q = readQuery(msg);
     if (q.kind === 'reject') return this.count('malformed', q.reply);
     const view = this.view();
