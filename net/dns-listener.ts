@@ -8,7 +8,8 @@ import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { createServer, type Server, type Socket } from 'node:net';
 import type { Transport } from './dns-forward.ts';
 
-export type QueryHandler = (msg: Buffer, transport: Transport) => Promise<Buffer | null>;
+/** `from`: the asker's address. */
+export type QueryHandler = (msg: Buffer, transport: Transport, from: string) => Promise<Buffer | null>;
 
 /** TCP connections per listener at once; beyond, the kernel's backlog and then refusals. */
 export const tcpConnectionsMax = 64;
@@ -36,7 +37,7 @@ export async function openListener(network: string, address: string, port: numbe
   }
   let closed = false;
   udp.on('message', (msg, from) => {
-    handle(msg, 'udp').then((out) => {
+    handle(msg, 'udp', from.address).then((out) => {
       if (out !== null && !closed) udp.send(out, from.port, from.address);
     }).catch(onError);
   });
@@ -107,7 +108,7 @@ function serveConnection(socket: Socket, handle: QueryHandler): void {
         socket.destroy();
         return;
       }
-      const answer = handle(Buffer.from(msg), 'tcp');
+      const answer = handle(Buffer.from(msg), 'tcp', socket.remoteAddress ?? '');
       chain = chain.then(async () => {
         const out = await answer.catch(() => null);
         pending--;

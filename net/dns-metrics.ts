@@ -19,6 +19,8 @@ export const dnsResults = [
   'refused',
   /** Bytes that are no query this responder reads: FORMERR, NOTIMP or nothing. */
   'malformed',
+  /** An asker outside the asking network's subnet: no answer (the responder is no open resolver). */
+  'foreign',
 ] as const;
 
 export type DnsResult = typeof dnsResults[number];
@@ -33,7 +35,7 @@ export const dnsQueriesMetric = 'shoal_dns_queries_total';
 export function registerDnsMetrics(registry: Registry, counts: DnsCounts): void {
   registry.gauge({
     name: dnsQueriesMetric, type: 'counter', labelNames: ['result'],
-    help: 'Queries to the service DNS responder on this node\'s gateways, by result (answered, nodata, nxdomain, forwarded, forward_failed, refused, malformed).',
+    help: 'Queries to the service DNS responder on this node\'s gateways, by result (answered, nodata, nxdomain, forwarded, forward_failed, refused, malformed, foreign).',
     read: () => dnsResults.map((result) => ({ labels: { result }, value: counts[result] })),
   });
 }

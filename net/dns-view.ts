@@ -16,6 +16,7 @@ import { viewOf } from '../src/control/task-view.ts';
 export interface DnsNetwork {
   name: string;
   internal: boolean;
+  subnet: string;
   /** This node's gateway on the network (the address its responder listens on); null without a slice. */
   gateway: string | null;
   /** Service name to the addresses on this network of its tasks that count, sorted; a service attached with none has []. */
@@ -45,7 +46,7 @@ export function dnsView(control: ControlState, nets: NetworkState, nodeId: strin
     }
     for (const list of services.values()) list.sort((a, b) => (parseAddress(a) ?? 0) - (parseAddress(b) ?? 0));
     const slice = n.slices[nodeId];
-    networks.set(n.name, { name: n.name, internal: n.spec.internal, gateway: slice === undefined ? null : gatewayOf(n.spec, slice), services });
+    networks.set(n.name, { name: n.name, internal: n.spec.internal, subnet: n.spec.subnet, gateway: slice === undefined ? null : gatewayOf(n.spec, slice), services });
   }
   return { revision: control.revision, networks, services: new Set([...control.services.values()].map((s) => s.value.name)) };
 }

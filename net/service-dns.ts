@@ -14,6 +14,7 @@ import type { DocumentStore } from '../fsm/index.ts';
 import { networksCollection, readNetworkState } from '../src/control/network-resources.ts';
 import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../src/control/collections.ts';
 import { ControlStateReader } from '../src/control/state.ts';
+import { cidrContains, cidrOf, parseAddress } from '../src/control/address-cidr.ts';
 import { decide } from './dns-answers.ts';
 import { DnsForwarder, forwardTimeoutMsDefault, forwardsInflightMaxDefault, type Transport } from './dns-forward.ts';
 import { openListener, type DnsListener } from './dns-listener.ts';
@@ -32,6 +33,12 @@ export interface ServiceDnsOptions {
   port?: number;
   /** Where to listen for a network, given its gateway; the gateway itself by default (tests map it to loopback). */
   bindAddress?: (network: string, gateway: string) => string;
+  /**
+   * Whether to answer an asker: by default only addresses inside the asking network's subnet (its
+   * containers, and the gateway itself when Docker's resolver forwards from the host), so the
+   * responder is never an open resolver for whoever can route to a gateway. Tests on loopback take all.
+   */
+  acceptFrom?: (network: string, address: string) => boolean;
   /** The host's resolvers, from /etc/resolv.conf by default. */
   upstreams?: () => readonly Upstream[];
   forwardTimeoutMs?: number;
@@ -143,7 +150,7 @@ export class ServiceDns {
     for (const [name, address] of wanted) {
       if (this.listeners.has(name) || this.closed) continue;
       try {
-        const l = await openListener(name, address, this.o.port ?? dnsPort, (msg, t) => this.answer(name, msg, t), (err) => this.o.log.warn(`dns: network ${name}: ${err.message}`));
+        const l = await openListener(name, address, this.o.port ?? dnsPort, (msg, t, from) => this.answer(name, msg, t, from), (err) => this.o.log.warn(`dns: network ${name}: ${err.message}`));
         this.listeners.set(name, l);
         this.note(name, `dns: answering for network ${name} on ${address}:${l.port} (udp, tcp)`, 'info');
       } catch (err) {
@@ -160,7 +167,9 @@ export class ServiceDns {
   }
 
   /** The answer to one query asked on `network`; null to stay silent. Never throws: a query it cannot answer gets FORMERR. */
-  private async answer(network: string, msg: Buffer, transport: Transport): Promise<Buffer | null> {
+  private async answer(network: string, msg: Buffer, transport: Transport, from: string): Promise<Buffer | null> {
+    // Silence, not REFUSED: an answer to a forged source would still be sent somewhere.
+    if (!(this.o.acceptFrom ?? this.inSubnet)(network, from)) return this.count('foreign', null);
     try {
       return await this.answerQuery(network, msg, transport);
     } catch {
@@ -188,6 +197,12 @@ export class ServiceDns {
       }
     }
   }
+
+  private readonly inSubnet = (network: string, address: string): boolean => {
+    const subnet = this.view().networks.get(network)?.subnet;
+    const a = parseAddress(address);
+    return subnet !== undefined && a !== null && cidrContains(cidrOf(subnet), a);
+  };
 
   private count<T>(result: DnsResult, out: T): T {
     this.counts[result]++;

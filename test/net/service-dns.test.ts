@@ -9,7 +9,7 @@ import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { connect } from 'node:net';
 import * as dnsPacket from 'dns-packet';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { taskStatusCollection, tasksCollection } from '../../src/control/collections.ts';
+import { servicesCollection, taskStatusCollection, tasksCollection } from '../../src/control/collections.ts';
 import { networksCollection } from '../../src/control/network-resources.ts';
 import { ServiceDns, type ServiceDnsOptions } from '../../net/service-dns.ts';
 import { cluster, networkRecord, RecordStore } from './service-dns-fixtures.ts';
@@ -26,7 +26,7 @@ async function startDns(o: Partial<ServiceDnsOptions> = {}): Promise<ServiceDns>
   const d = new ServiceDns({
     store: records.store, nodeId: 'n1', port: 0, log: { info: () => undefined, warn: (m) => warnings.push(m) },
     bindAddress: (network) => loopbackOf[network] ?? '192.0.2.1',
-    upstreams: () => [{ host: '127.0.0.1', port: (upstream.address()).port }], forwardTimeoutMs: 300, ...o,
+    upstreams: () => [{ host: '127.0.0.1', port: (upstream.address()).port }], forwardTimeoutMs: 300, acceptFrom: () => true, ...o,
   });
   d.start();
   await d.converge();
@@ -50,7 +50,7 @@ async function resolve4(network: string, name: string): Promise<string[] | strin
   }
 }
 
-function ask(network: string, packet: Buffer, transport: 'udp' | 'tcp'): Promise<ReturnType<typeof dnsPacket.decode> | null> {
+function ask(network: string, packet: Buffer, transport: 'udp' | 'tcp', from?: string): Promise<ReturnType<typeof dnsPacket.decode> | null> {
   const [host, port] = serverOf(network).split(':') as [string, string];
   return new Promise((resolve) => {
     const timer = setTimeout(() => { done(null); }, 1500);
@@ -59,9 +59,9 @@ function ask(network: string, packet: Buffer, transport: 'udp' | 'tcp'): Promise
       const s = createSocket('udp4');
       done = (p) => { clearTimeout(timer); s.close(); resolve(p); };
       s.on('message', (m) => done(dnsPacket.decode(m)));
-      s.send(packet, Number(port), host);
+      s.bind(0, from, () => s.send(packet, Number(port), host));
     } else {
-      const s = connect({ host, port: Number(port) });
+      const s = connect({ host, port: Number(port), ...(from !== undefined ? { localAddress: from } : {}) });
       let buf = Buffer.alloc(0);
       done = (p) => { clearTimeout(timer); s.destroy(); resolve(p); };
       s.on('connect', () => s.write(Buffer.concat([Buffer.from([packet.length >> 8, packet.length & 0xff]), packet])));
@@ -155,6 +155,22 @@ describe('service DNS over real sockets', () => {
     expect(await ask('front', Buffer.from([0xff]), 'udp')).toBe(null);
     expect(await resolve4('front', 'web')).toHaveLength(3);
     expect(dns.counts.malformed).toBe(2);
+  });
+
+  it('listens on the gateway of its own slice, and answers only askers inside the network\'s subnet', async () => {
+    await dns.close();
+    // A network whose subnet is on loopback: its real gateway (slice 0) can be bound here.
+    const c = cluster();
+    records.put(networksCollection, 'lo', networkRecord('lo', '127.64.0.0/16', false, { n1: 0 }, { web1: '127.64.0.9' }));
+    records.put(servicesCollection, 'web', { ...c.control.services.get('web')?.value, spec: { ...c.control.services.get('web')?.value.spec, networks: ['front', 'lo'] } });
+    dns = await startDns({ bindAddress: (network, gateway) => loopbackOf[network] ?? gateway, acceptFrom: undefined });
+    expect(dns.listening().get('lo')).toMatch(/^127\.64\.0\.1:/);
+    expect((await ask('lo', query('web'), 'udp', '127.64.0.9'))?.answers?.map((a) => (a.type === 'A' ? a.data : null))).toEqual(['127.64.0.9']);
+    expect((await ask('lo', query('web'), 'tcp', '127.64.0.9'))?.answers).toHaveLength(1);
+    // From outside the subnet: no answer at all (the responder is no open resolver).
+    expect(await ask('lo', query('web'), 'udp', '127.0.0.1')).toBe(null);
+    expect(await ask('front', query('web'), 'udp', '127.0.0.1')).toBe(null);
+    expect(dns.counts).toMatchObject({ answered: 2, foreign: 2 });
   });
 
   it('retries a gateway that is not on the host on every pass, says so once, and closes the sockets of a network removed', async () => {
