@@ -123,7 +123,9 @@ export class ServiceDns {
 
   /** One pass, after any pass under way: sockets opened for the networks with a gateway here, closed for the rest. */
   converge(): Promise<void> {
-    this.running = this.running.then(() => this.pass());
+    this.running = this.running.then(() => this.pass()).catch((err: unknown) => {
+      this.o.log.warn(`dns: ${(err as Error).message}; trying again at the next pass`);
+    });
     return this.running;
   }
 

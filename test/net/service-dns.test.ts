@@ -6,7 +6,7 @@
 
 import { Resolver } from 'node:dns/promises';
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
-import { connect } from 'node:net';
+import { connect, createServer } from 'node:net';
 import * as dnsPacket from 'dns-packet';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { servicesCollection, taskStatusCollection, tasksCollection } from '../../src/control/collections.ts';
@@ -128,6 +128,33 @@ describe('service DNS over real sockets', () => {
     expect(await resolve4('back', 'example.test')).toBe('EREFUSED');
     expect(upstreamAsked).toEqual(['example.test', 'silent.test']);
     expect(dns.counts).toMatchObject({ forwarded: 1, forward_failed: 1, refused: 1 });
+  });
+
+  it('forwards over TCP what is asked over TCP, and holds at most forwardsInflightMax forwards at once', async () => {
+    // The host's resolver over TCP, on the same port as the UDP one.
+    const tcpAsked: string[] = [];
+    const server = createServer((sock) => {
+      sock.on('data', (buf: Buffer) => {
+        const q = dnsPacket.decode(buf.subarray(2));
+        tcpAsked.push(q.questions?.[0]?.name ?? '');
+        const out = dnsPacket.encode({ type: 'response', id: q.id ?? 0, questions: q.questions ?? [], answers: [{ type: 'A', name: 'example.test', ttl: 60, data: '192.0.2.8' }] });
+        sock.end(Buffer.concat([Buffer.from([out.length >> 8, out.length & 0xff]), out]));
+      });
+    });
+    await new Promise<void>((r) => server.listen(upstream.address().port, '127.0.0.1', r));
+    try {
+      const tcp = await ask('front', query('example.test'), 'tcp');
+      expect(tcp?.id).toBe(77);
+      expect(tcp?.answers?.map((a) => (a.type === 'A' ? a.data : null))).toEqual(['192.0.2.8']);
+      expect(tcpAsked).toEqual(['example.test']);
+    } finally {
+      server.close();
+    }
+    await dns.close();
+    dns = await startDns({ forwardsInflightMax: 1 });
+    const both = await Promise.all([ask('front', query('silent.test'), 'udp'), ask('front', query('silent.test'), 'udp')]);
+    expect(both.map((p) => (p?.flags ?? 0) & 0xf)).toEqual([2, 2]);
+    expect(upstreamAsked).toEqual(['silent.test']);
   });
 
   it('answers too many addresses for 512 bytes with TC over UDP and in full over TCP', async () => {
