@@ -5,7 +5,8 @@
 //
 // A task counts when the leader still wants it running and it runs (healthy, when its service
 // has a health check): a task being stopped leaves the name before it stops, so new
-// connections go elsewhere while it drains; a task that starts is named once it runs.
+// connections go elsewhere while it drains; a task that starts is named once it runs. Every
+// task with an address also tells which networks an asker from that address sees (members).
 
 import { gatewayOf } from '../src/control/address-allocator.ts';
 import { parseAddress } from '../src/control/address-cidr.ts';
@@ -21,6 +22,8 @@ export interface DnsNetwork {
   gateway: string | null;
   /** Service name to the addresses on this network of its tasks that count, sorted; a service attached with none has []. */
   services: ReadonlyMap<string, readonly string[]>;
+  /** A task's address on this network to every network the task has an address on (sorted): what an asker from there may see. */
+  members: ReadonlyMap<string, readonly string[]>;
 }
 
 export interface DnsView {
@@ -32,6 +35,11 @@ export interface DnsView {
 }
 
 export function dnsView(control: ControlState, nets: NetworkState, nodeId: string): DnsView {
+  // Every task that holds an address, whatever its state: a task still draining asks too.
+  const networksOfTask = new Map<string, string[]>();
+  for (const { value: n } of nets.networks.values()) {
+    for (const taskId of Object.keys(n.addresses)) networksOfTask.set(taskId, [...(networksOfTask.get(taskId) ?? []), n.name].sort());
+  }
   const networks = new Map<string, DnsNetwork>();
   for (const { value: n } of nets.networks.values()) {
     const services = new Map<string, string[]>();
@@ -45,8 +53,9 @@ export function dnsView(control: ControlState, nets: NetworkState, nodeId: strin
       services.set(t.value.service, list);
     }
     for (const list of services.values()) list.sort((a, b) => (parseAddress(a) ?? 0) - (parseAddress(b) ?? 0));
+    const members = new Map(Object.entries(n.addresses).map(([taskId, address]) => [address, networksOfTask.get(taskId) ?? [n.name]]));
     const slice = n.slices[nodeId];
-    networks.set(n.name, { name: n.name, internal: n.spec.internal, subnet: n.spec.subnet, gateway: slice === undefined ? null : gatewayOf(n.spec, slice), services });
+    networks.set(n.name, { name: n.name, internal: n.spec.internal, subnet: n.spec.subnet, gateway: slice === undefined ? null : gatewayOf(n.spec, slice), services, members });
   }
   return { revision: control.revision, networks, services: new Set([...control.services.values()].map((s) => s.value.name)) };
 }

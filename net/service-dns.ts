@@ -173,19 +173,19 @@ export class ServiceDns {
     // Silence, not REFUSED: an answer to a forged source would still be sent somewhere.
     if (!(this.o.acceptFrom ?? this.inSubnet)(network, from)) return this.count('foreign', null);
     try {
-      return await this.answerQuery(network, msg, transport);
+      return await this.answerQuery(network, msg, transport, from);
     } catch {
       return this.count('malformed', msg.length >= 12 ? headerOnly(msg.readUInt16BE(0), msg.readUInt16BE(2), 'FORMERR') : null);
     }
   }
 
-  private async answerQuery(network: string, msg: Buffer, transport: Transport): Promise<Buffer | null> {
+  private async answerQuery(network: string, msg: Buffer, transport: Transport, from: string): Promise<Buffer | null> {
     const q = readQuery(msg);
     if (q.kind === 'reject') return this.count('malformed', q.reply);
     const view = this.view();
     const recursion = view.networks.get(network)?.internal === false;
     const bytesMax = transport === 'udp' ? udpBytesFor(q.packet) : tcpBytesMax;
-    const d = decide(view, network, q.question);
+    const d = decide(view, network, q.question, from);
     switch (d.kind) {
       case 'records':
         return this.count(d.addresses.length > 0 ? 'answered' : 'nodata', reply(q.packet, { rcode: 'NOERROR', addresses: d.addresses, recursion, bytesMax }));

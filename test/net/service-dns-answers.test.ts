@@ -53,6 +53,23 @@ describe('service DNS answers', () => {
     expect(a(v, 'back', 'web.front')).toEqual({ kind: 'nxdomain' });
   });
 
+  it('lets a task attached to several networks see them all from its first network\'s DNS, and nothing more', () => {
+    const v = view();
+    // api1 is on front (10.61.1.3) and back (10.62.1.2); its DNS server is its front gateway.
+    const fromApi = (name: string): Decision => decide(v, 'front', { name, type: 'A' }, '10.61.1.3');
+    expect(fromApi('db')).toEqual(records('10.62.0.2'));
+    expect(fromApi('db.back.shoal')).toEqual(records('10.62.0.2'));
+    // A service on both is answered on the asking network first, or on the one its name gives.
+    expect(fromApi('api')).toEqual(records('10.61.1.3'));
+    expect(fromApi('api.back')).toEqual(records('10.62.1.2'));
+    expect(fromApi('example.com')).toEqual({ kind: 'forward' });
+    // web1 is on front only: db stays out of its sight, as it does for an asker that is no task.
+    expect(decide(v, 'front', { name: 'db', type: 'A' }, '10.61.0.9')).toEqual({ kind: 'nxdomain' });
+    expect(decide(v, 'front', { name: 'db', type: 'A' }, '10.61.0.1')).toEqual({ kind: 'nxdomain' });
+    // An address of another network means nothing on this one.
+    expect(decide(v, 'front', { name: 'db', type: 'A' }, '10.62.1.2')).toEqual({ kind: 'nxdomain' });
+  });
+
   it('answers a known name with no record of the type asked with an empty NOERROR (AAAA, MX; a service with no task running)', () => {
     const v = view();
     expect(a(v, 'front', 'web', 'AAAA')).toEqual(records());

@@ -188,16 +188,19 @@ describe('service DNS over real sockets', () => {
     await dns.close();
     // A network whose subnet is on loopback: its real gateway (slice 0) can be bound here.
     const c = cluster();
-    records.put(networksCollection, 'lo', networkRecord('lo', '127.64.0.0/16', false, { n1: 0 }, { web1: '127.64.0.9' }));
+    records.put(networksCollection, 'lo', networkRecord('lo', '127.64.0.0/16', false, { n1: 0 }, { web1: '127.64.0.9', api1: '127.64.0.5' }));
     records.put(servicesCollection, 'web', { ...c.control.services.get('web')?.value, spec: { ...c.control.services.get('web')?.value.spec, networks: ['front', 'lo'] } });
     dns = await startDns({ bindAddress: (network, gateway) => loopbackOf[network] ?? gateway, acceptFrom: undefined });
     expect(dns.listening().get('lo')).toMatch(/^127\.64\.0\.1:/);
     expect((await ask('lo', query('web'), 'udp', '127.64.0.9'))?.answers?.map((a) => (a.type === 'A' ? a.data : null))).toEqual(['127.64.0.9']);
     expect((await ask('lo', query('web'), 'tcp', '127.64.0.9'))?.answers).toHaveLength(1);
+    // api1 is on lo and back: asking on lo, it sees back's names too (and web1 does not).
+    expect((await ask('lo', query('db'), 'udp', '127.64.0.5'))?.answers?.map((a) => (a.type === 'A' ? a.data : null))).toEqual(['10.62.0.2']);
+    expect(((await ask('lo', query('db'), 'udp', '127.64.0.9'))?.flags ?? 0) & 0xf).toBe(3);
     // From outside the subnet: no answer at all (the responder is no open resolver).
     expect(await ask('lo', query('web'), 'udp', '127.0.0.1')).toBe(null);
     expect(await ask('front', query('web'), 'udp', '127.0.0.1')).toBe(null);
-    expect(dns.counts).toMatchObject({ answered: 2, foreign: 2 });
+    expect(dns.counts).toMatchObject({ answered: 3, nxdomain: 1, foreign: 2 });
   });
 
   it('retries a gateway that is not on the host on every pass, says so once, and closes the sockets of a network removed', async () => {
