@@ -18,6 +18,7 @@ import { performance } from 'node:perf_hooks';
 import type { Announcement } from '../../transport/handshake.ts';
 import type { ConfChange, ConfState, NodeId } from '../raft/types.ts';
 import type { Logger } from '../log.ts';
+import { ShoalError } from '../errors.ts';
 import { confChangeContext, type MemberRecord } from './membership.ts';
 import { isHostPort, splitHostPort } from './host-port.ts';
 import { PeerAddressBook } from './peer-address-book.ts';
@@ -180,7 +181,11 @@ export class PeerAddresses {
     const names = cc.records.map((r) => `${r.name} (${r.id}) peer ${r.peerAddress} api ${r.apiAddress}`).join(', ');
     this.committing = node.changeMembership(cc.change)
       .then(() => this.opts.log.info(`committed new member addresses: ${names}`))
-      .catch((err: unknown) => this.opts.log.warn(`committing new member addresses (${names}) failed: ${(err as Error).message}; will retry`))
+      .catch((err: unknown) => {
+        // Another membership change in flight (or the one every new leader waits for): routine.
+        const pending = err instanceof ShoalError && err.details?.reason === 'confChangePending';
+        this.opts.log[pending ? 'debug' : 'warn'](`committing new member addresses (${names}) failed: ${(err as Error).message}; will retry`);
+      })
       .finally(() => { this.committing = undefined; });
   }
 }

@@ -1,7 +1,8 @@
 // Addresses that change under a cluster (docs/operations.md, "Changing addresses"), on real
-// `shoal serve` processes: every machine restarts with new addresses, with a `--peers` hint on
-// one of them and no hand edit of stored state; then a second full restart without any hint
-// (the membership holds the new addresses by then); and one node alone moving.
+// `shoal serve` processes: every machine restarts with new IP addresses and ports (not in their
+// certificates), with a `--peers` hint on one of them and no hand edit of stored state; then a
+// second full restart without any hint (the membership holds the new addresses by then); and
+// one node alone moving.
 
 import { describe, expect, it } from 'vitest';
 import { getJson, putJson, sleep, useCluster, type ClusterNode, type ProcessCluster } from './process-cluster.ts';
@@ -67,7 +68,8 @@ describe('a cluster whose addresses change', () => {
     const leader = await cluster.waitForLeader();
     const acked = await writeSome(leader, 'before', 20);
     await stopAll(cluster);
-    for (const n of cluster.nodes) await cluster.move(n);
+    // New IP addresses (127.0.0.21-23), which the nodes' certificates do not name, and new ports.
+    for (const [i, n] of cluster.nodes.entries()) await cluster.move(n, `127.0.0.${21 + i}`);
     const [n1, n2, n3] = cluster.nodes as [ClusterNode, ClusterNode, ClusterNode];
     // Only n1 is told where the others are now; they learn n1's address from its connections,
     // and each other's from the hints its hellos pass on.
