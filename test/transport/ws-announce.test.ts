@@ -33,6 +33,18 @@ describe('WsTransport announcements', { timeout: 10_000 }, () => {
     expect(heardByA[0]).toEqual(['b', { peerAddress: 'b.lan:7200' }]);
   });
 
+  it('hands on nothing from a peer it refuses (not a member)', async () => {
+    const heardByB: string[] = [];
+    const a = await startNode(pki, 'a', { announce: () => ({ peerAddress: 'a.lan:7200' }) });
+    const b = await startNode(pki, 'b', { authorizePeer: () => 'not_member' });
+    open.push(a, b);
+    b.t.onAnnounced((id) => heardByB.push(id));
+    a.t.setPeers([{ id: 'b', address: b.t.address }]);
+    await waitFor('the refusal', () => b.log.warned(/peer_not_authorized/));
+    await sleep(50);
+    expect(heardByB).toEqual([]);
+  });
+
   it('identify() names the node whose certificate answers at an address', async () => {
     const a = await startNode(pki, 'a');
     const b = await startNode(pki, 'b');
