@@ -123,8 +123,9 @@ export class PeerAddresses {
       const before = this.peerAddressOf(m);
       if (this.book.learn(m, announced.peerAddress, api)) this.moved(m, before, 'its own hello');
     }
-    const own = this.opts.self().peerAddress;
-    const hints = (announced.peerHints ?? []).filter((a) => isHostPort(a) && a !== own);
+    // Addresses already dialled are known: probing them again at every hello would only cost handshakes.
+    const known = new Set([this.opts.self().peerAddress, ...node.membership.list().map((r) => this.peerAddressOf(r))]);
+    const hints = (announced.peerHints ?? []).filter((a) => isHostPort(a) && !known.has(a));
     if (this.hints.addFromPeer(hints) > 0) this.probeDue();
   }
 

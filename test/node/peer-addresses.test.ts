@@ -179,11 +179,20 @@ describe('PeerAddresses', () => {
 
   it('learns a hint from the certificate that answers there', async () => {
     const node = new FakeNode();
-    const p = make(node, (addr) => Promise.resolve(addr === '10.0.5.5:7200' ? 'bbbb' : 'zzzz'));
+    const probed: string[] = [];
+    const p = make(node, (addr) => {
+      probed.push(addr);
+      return Promise.resolve(addr === '10.0.5.5:7200' ? 'bbbb' : 'zzzz');
+    });
     p.heard('bbbb', { peerHints: ['10.0.5.5:7200', '10.0.6.6:7200'] });
     await new Promise((r) => setImmediate(r));
     expect(p.peerAddressOf(b)).toBe('10.0.5.5:7200');
     expect(p.book.get('zzzz')).toBeUndefined();
+    expect(probed).toEqual(['10.0.5.5:7200', '10.0.6.6:7200']);
+    // An address already dialled is not probed again when a later hello passes it on.
+    p.heard('bbbb', { peerHints: ['10.0.5.5:7200', a.peerAddress] });
+    await new Promise((r) => setImmediate(r));
+    expect(probed).toHaveLength(2);
     p.close();
   });
 
