@@ -18,6 +18,10 @@ export function isNetworkMessageType(type: MessageType): boolean {
 }
 
 const idSchema = z.string().max(256);
+/** HOST:PORT as a peer announces it; the node checks the shape (src/node/host-port.ts) before using one. */
+const addressSchema = z.string().min(1).max(300);
+/** The most peer hints one hello carries (more are left out by the sender). */
+export const peerHintsMax = 32;
 const countSchema = z.number().int().nonnegative();
 /**
  * msgpackr decodes binary as a Buffer that may share memory with the whole frame (or Node's
@@ -85,6 +89,20 @@ export const helloFrameSchema = z.object({
    * after the first release, whose hellos lack it (level 1); its schema strips unknown keys.
    */
   featureLevelMax: countSchema.optional(),
+  /**
+   * Where this node wants to be dialled (its peer listener) and where its client API answers,
+   * HOST:PORT, so that peers find it after its address changed (docs/operations.md, "Changing
+   * addresses"). A peer takes them only for the node the connection's certificate names. Added
+   * after the first release, which strips them.
+   */
+  peerAddress: addressSchema.optional(),
+  apiAddress: addressSchema.optional(),
+  /**
+   * Peer addresses this node knows of for other members (its own `--peers` and addresses it
+   * learned): only places to look. A receiver believes none of them until the node it meets there
+   * proves its id with its certificate.
+   */
+  peerHints: z.array(addressSchema).max(peerHintsMax).optional(),
 });
 
 const messageFrameSchema = z.object({ t: z.literal('msg'), m: messageSchema });

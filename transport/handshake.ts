@@ -3,7 +3,7 @@
 // why without parsing prose, and both sides log the details.
 
 import type { NodeId } from '../src/raft/types.ts';
-import type { HelloFrame } from './frames.ts';
+import { peerHintsMax, type HelloFrame } from './frames.ts';
 
 export const REFUSAL_CODES = {
   /** The peer belongs to another cluster (another cluster id). */
@@ -66,6 +66,15 @@ export interface LocalIdentity {
   softwareVersion: string;
   /** The highest cluster feature level this node can apply; sent in the hello. */
   featureLevelMax?: number;
+  /** What this node announces in each hello: its own addresses and hints (asked at every hello: they change). */
+  announce?: () => Announcement;
+}
+
+/** A node's own addresses and the peer addresses it knows of, as its hello carries them (frames.ts). */
+export interface Announcement {
+  peerAddress?: string;
+  apiAddress?: string;
+  peerHints?: string[];
 }
 
 // Version negotiation. The dialler speaks first, before it knows whom it reached, so its hello
@@ -96,6 +105,17 @@ function helloOf(local: LocalIdentity, protocolVersion: number): HelloFrame {
     protocolMax: local.protocolVersionsSupported.max,
     softwareVersion: local.softwareVersion,
     ...(local.featureLevelMax !== undefined ? { featureLevelMax: local.featureLevelMax } : {}),
+    ...announcementOf(local),
+  };
+}
+
+function announcementOf(local: LocalIdentity): Announcement {
+  const a = local.announce?.();
+  if (a === undefined) return {};
+  return {
+    ...(a.peerAddress !== undefined ? { peerAddress: a.peerAddress } : {}),
+    ...(a.apiAddress !== undefined ? { apiAddress: a.apiAddress } : {}),
+    ...(a.peerHints !== undefined && a.peerHints.length > 0 ? { peerHints: a.peerHints.slice(0, peerHintsMax) } : {}),
   };
 }
 

@@ -54,6 +54,8 @@ export interface LinkContext {
   isRevoked(serial: string): boolean;
   /** The peer refused this node's handshake for `reason` (the owner acts on 'removed'). */
   notifyRefused(id: NodeId, reason: RefusalReason): void;
+  /** The peer's answer passed every check: what it announces (its addresses) is its own word. */
+  notifyHello(id: NodeId, hello: HelloFrame): void;
   /**
    * The local address outbound connections come from: the host the listener binds when it is one
    * address (a peer then sees this node's connections come from the address it announces, so a
@@ -307,6 +309,7 @@ export class PeerLink {
     this.ctx.log.info(
       `connected to peer ${hello.nodeId} at ${this.peer.address} (software ${hello.softwareVersion}, protocol ${hello.protocolVersion})`,
     );
+    this.ctx.notifyHello(this.peer.id, hello);
     // Measure rtt right away rather than a ping interval later.
     this.ping(ws);
     this.pump();

@@ -17,13 +17,14 @@ import type WebSocket from 'ws';
 import type { Message, NodeId } from '../src/raft/types.ts';
 import { isValidId } from '../src/security/identity.ts';
 import { encodeFrame } from './codec.ts';
-import { isNetworkMessageType } from './frames.ts';
-import type { LocalIdentity, PeerAuthorization, RefusalReason } from './handshake.ts';
+import { isNetworkMessageType, type HelloFrame } from './frames.ts';
+import type { Announcement, LocalIdentity, PeerAuthorization, RefusalReason } from './handshake.ts';
 import { InboundConnection, type InboundContext } from './inbound-connection.ts';
 import { InboundDropCounter, type InboundDropCounts, type MessageRefusal } from './inbound-drops.ts';
 import { resolveLimits, type TransportLimits } from './limits.ts';
 import { RepeatLimiter } from './log-limiter.ts';
 import { PeerLink, type LinkContext, type PeerCounters, type TlsMaterial } from './peer-link.ts';
+import { identifyPeer } from './peer-probe.ts';
 import { PeerServer } from './peer-server.ts';
 import { formatAddress } from './socket-util.ts';
 import type { MessageHandler, PeerInfo, PeerStats, Transport, TransportLogger, UnreachableReason } from './types.ts';
@@ -49,6 +50,8 @@ export interface WsTransportOptions {
   authorizePeer?: (id: NodeId) => PeerAuthorization;
   /** Refuses certificates by serial (the deny-list), in both directions. Default: none is. */
   isRevoked?: (serial: string) => boolean;
+  /** What each hello announces: this node's addresses and peer hints (asked at every hello). */
+  announce?: () => Announcement;
 }
 
 /** Warn about the same recurring failure at most once a minute; repeats go to debug. */
@@ -82,6 +85,7 @@ export class WsTransport implements Transport {
   private unreachableHandler: ((id: NodeId, why: UnreachableReason) => void) | null = null;
   private snapshotHandler: ((id: NodeId, ok: boolean) => void) | null = null;
   private refusedHandler: ((id: NodeId, reason: RefusalReason) => void) | null = null;
+  private announcedHandler: ((id: NodeId, announced: Announcement) => void) | null = null;
   private readonly pendingUnreachable = new Map<NodeId, UnreachableReason>();
 
   constructor(private readonly opts: WsTransportOptions) {
@@ -93,6 +97,7 @@ export class WsTransport implements Transport {
       protocolVersionsSupported: { ...opts.protocolVersionsSupported },
       softwareVersion: opts.softwareVersion,
       ...(opts.featureLevelMax !== undefined ? { featureLevelMax: opts.featureLevelMax } : {}),
+      ...(opts.announce !== undefined ? { announce: opts.announce } : {}),
     };
     this.limits = resolveLimits(opts.limits);
     this.log = opts.logger ?? consoleLogger;
@@ -207,6 +212,28 @@ export class WsTransport implements Transport {
   }
 
   /**
+   * A peer's hello passed every check (its certificate names the node it claims to be, same
+   * cluster, a member): `announced` is what that node says of itself (its addresses) and the
+   * peer addresses it knows of (hints). Called on both sides of every connection, in a later task.
+   */
+  onAnnounced(h: (id: NodeId, announced: Announcement) => void): void {
+    this.announcedHandler = h;
+  }
+
+  /**
+   * Which node answers at `address`: a TLS handshake with this node's certificate, in which the
+   * listener must present a node certificate of the cluster CA (not revoked); nothing is sent.
+   * Rejects when nothing answers, or not a node of this cluster, within the handshake timeout.
+   */
+  identify(address: string): Promise<NodeId> {
+    const dialFrom = dialFromOf(this.opts.listen.host);
+    return identifyPeer(address, {
+      tls: this.opts.tls, timeoutMs: this.limits.handshakeTimeoutMs, isRevoked: this.opts.isRevoked ?? (() => false),
+      ...(dialFrom !== undefined ? { dialFrom } : {}),
+    });
+  }
+
+  /**
    * The node's certificate was renewed (src/security/renewal.ts replaced opts.tls's fields in
    * place): new inbound connections get it now; outbound links read opts.tls at each connect.
    */
@@ -285,6 +312,7 @@ export class WsTransport implements Transport {
       notifyRefused: (peer, reason) => {
         if (this.state === 'running') this.refusedHandler?.(peer, reason);
       },
+      notifyHello: (peer, hello) => this.notifyAnnounced(peer, hello),
       ...(dialFromOf(this.opts.listen.host) !== undefined ? { dialFrom: dialFromOf(this.opts.listen.host) } : {}),
     };
   }
@@ -357,6 +385,7 @@ export class WsTransport implements Transport {
     const old = this.inbound.get(id);
     this.inbound.set(id, conn);
     if (old !== undefined && old !== conn) void old.close('superseded');
+    if (conn.hello !== null) this.notifyAnnounced(id, conn.hello);
   }
 
   /** Returns the handler's refusal, if it refused the message. */
@@ -400,6 +429,18 @@ export class WsTransport implements Transport {
       this.pendingUnreachable.clear();
       for (const [peer, reason] of reports) this.callHandler('unreachable', () => this.unreachableHandler?.(peer, reason));
     });
+  }
+
+  /** Deferred: the owner may call setPeers, which may close the very socket this came from. */
+  private notifyAnnounced(id: NodeId, hello: HelloFrame): void {
+    if (this.state === 'closed' || this.announcedHandler === null) return;
+    const announced: Announcement = {
+      ...(hello.peerAddress !== undefined ? { peerAddress: hello.peerAddress } : {}),
+      ...(hello.apiAddress !== undefined ? { apiAddress: hello.apiAddress } : {}),
+      ...(hello.peerHints !== undefined ? { peerHints: hello.peerHints } : {}),
+    };
+    if (Object.keys(announced).length === 0) return;
+    queueMicrotask(() => this.callHandler('announced', () => this.announcedHandler?.(id, announced)));
   }
 
   private notifySnapshotStatus(id: NodeId, ok: boolean): void {

@@ -2,6 +2,7 @@
 // (a leader hands leadership away first).
 
 import { loadConfig } from '../node/config.ts';
+import { hostPortProblem } from '../node/host-port.ts';
 import { startNode, type RunningNode } from '../node/server.ts';
 import { exitCodeOfError, exitCodes, parse, UsageError } from './args.ts';
 import type { ShoalError } from '../errors.ts';
@@ -13,7 +14,7 @@ import { serveLogger } from './logger.ts';
  */
 export const supervisedEnv = 'SHOAL_DEV_SUPERVISED';
 
-export const serveHelp = `Usage: shoal serve --config FILE [--log-level LEVEL] [--log-format json|text] [--json]
+export const serveHelp = `Usage: shoal serve --config FILE [--peers HOST:PORT[,HOST:PORT...]] [--log-level LEVEL] [--log-format json|text] [--json]
 
 Runs a node: the Raft peer transport, the client API and the control loops, from a YAML or
 JSON config file (see docs/operations.md for every key and its default). Stops gracefully on
@@ -21,6 +22,11 @@ SIGINT or SIGTERM: a leader transfers leadership to another voter before exiting
 
 Options:
   --config FILE        the config file (required)
+  --peers LIST         peer addresses (HOST:PORT, comma-separated) where some members listen
+                       now: after every machine got a new address, the node dials them, learns
+                       which member answers there from its certificate, and the members find
+                       each other from there (added to the config's peer.peers;
+                       docs/operations.md, "Changing addresses")
   --log-level LEVEL    debug, info, warn or error (default: the config's logLevel, info);
                        debug adds a line per write with its proposal id, on the node that took
                        it and on the leader (docs/monitoring.md, "Following one write")
@@ -39,7 +45,7 @@ restart on 2, 4, 5, 6 or 7 (docs/operations.md, "Exit codes").`;
 export async function serveCommand(argv: string[], onServing?: (running: RunningNode) => void): Promise<number> {
   const { values, positionals } = parse(argv, {
     config: { type: 'string' }, json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
-    'log-level': { type: 'string' }, 'log-format': { type: 'string' },
+    'log-level': { type: 'string' }, 'log-format': { type: 'string' }, peers: { type: 'string' },
   }, serveHelp);
   if (values.help) {
     console.log(serveHelp);
@@ -47,10 +53,11 @@ export async function serveCommand(argv: string[], onServing?: (running: Running
   }
   if (values.config === undefined) throw new UsageError('missing --config FILE');
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals.join(' ')}'`);
+  const peers = values.peers === undefined ? [] : parsePeers(values.peers);
   const flags = { level: values['log-level'], format: values['log-format'], json: values.json };
   const config = loadConfig(values.config);
   const log = serveLogger(flags, config.logLevel, { stderrIsTty: process.stderr.isTTY, supervised: process.env[supervisedEnv] === '1' });
-  const running = await startNode(config, log, { drillActions: true });
+  const running = await startNode(config, log, { drillActions: true, peers });
   log.info(`node ${running.identity.name} (${running.identity.id}) serving the API on ${running.apiScheme}://${running.apiAddress}`);
   onServing?.(running);
   const supervised = process.env[supervisedEnv] === '1';
@@ -84,4 +91,16 @@ export async function serveCommand(argv: string[], onServing?: (running: Running
   const code = mapped === exitCodes.unavailable ? exitCodes.failed : mapped;
   log.error(`exiting with code ${code} (${failure.code}): ${failure.message}`);
   return code;
+}
+
+/** `--peers a:1,b:2`: every address HOST:PORT, at most 32 (as peer.peers). */
+export function parsePeers(value: string): string[] {
+  const list = value.split(',').map((a) => a.trim()).filter((a) => a.length > 0);
+  if (list.length === 0) throw new UsageError('--peers needs at least one HOST:PORT');
+  if (list.length > 32) throw new UsageError(`--peers takes at most 32 addresses, got ${list.length}`);
+  for (const a of list) {
+    const problem = hostPortProblem(a);
+    if (problem !== undefined) throw new UsageError(`--peers: '${a}': ${problem}`);
+  }
+  return list;
 }

@@ -27,8 +27,20 @@ export const configSchema = z.object({
      * is logged at start (docs/security.md, "insecureLoopback").
      */
     insecureLoopback: z.boolean().default(false),
+    /** The API address other nodes and clients use, when it is not `listen` (a wildcard, NAT); announced to peers. */
+    advertise: hostPort.optional(),
   }).strict(),
-  peer: z.object({ listen: hostPort }).strict(),
+  peer: z.object({
+    listen: hostPort,
+    /** The peer address other nodes dial, when it is not `listen`; announced in every hello. */
+    advertise: hostPort.optional(),
+    /**
+     * Addresses where some members may be (any members: their ids are learned there), dialled
+     * when the members' stored addresses are out of date: after every machine of the cluster got
+     * a new address (docs/operations.md, "Changing addresses"). `shoal serve --peers` adds to it.
+     */
+    peers: z.array(hostPort).max(32).default([]),
+  }).strict(),
   /** The founding members of a new cluster (this node included). Ignored once the log exists. */
   bootstrap: z.array(memberRecordSchema.extend({ peerAddress: hostPort, apiAddress: hostPort })).optional(),
   /** Joining an existing cluster: any member's client API, asked once (empty log) for the members. */

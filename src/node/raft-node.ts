@@ -59,6 +59,11 @@ export interface RaftNodeOptions {
    * the membership arrives.
    */
   seedPeers?: MemberRecord[];
+  /**
+   * Where to dial a member (default: its record's peer address). The node's address book
+   * (peer-addresses.ts) answers with where the member said it is now, before a leader commits it.
+   */
+  peerAddressOf?: (m: MemberRecord) => string;
   /** The highest feature level this node applies (default: this build's; tests lower it to play an older release). */
   featureLevelMax?: number;
   /** Proposals waiting to be applied here (queued ones included); beyond it propose() refuses with `overloaded`. */
@@ -184,7 +189,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       tickMs: 100, electionTimeoutTicks: 10, heartbeatIntervalTicks: 1,
       snapshotEntries: 10_000, snapshotIntervalMs: 30_000, snapshotEntriesMax: 100_000, random: Math.random, logKeepEntries: 5_000,
       proposalTimeoutMs: 10_000, appendBytesMax: 1 << 20, appendsInflightMax: 256,
-      uncommittedBytesMax: 64 << 20, seedPeers: [], proposalsPendingMax: 10_000, readsPendingMax: 10_000, diskStallMs: 5_000,
+      uncommittedBytesMax: 64 << 20, seedPeers: [], peerAddressOf: (m: MemberRecord) => m.peerAddress, proposalsPendingMax: 10_000, readsPendingMax: 10_000, diskStallMs: 5_000,
       featureLevelMax, logger: quietLogger, ...options,
     };
     this.incarnation = `${this.id}/${randomBytes(6).toString('hex')}`;
@@ -1114,10 +1119,15 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     this.halt(removedError(this.id));
   }
 
+  /** Dials every member again where peerAddressOf says it is now (the address book changed). */
+  refreshPeers(): void {
+    if (this.state === 'running') this.syncPeers();
+  }
+
   private syncPeers(): void {
     const members = this.membership.list();
     const known = members.length > 0 ? members : this.opts.seedPeers;
-    const peers = known.filter((m) => m.id !== this.id).map((m) => ({ id: m.id, address: m.peerAddress }));
+    const peers = known.filter((m) => m.id !== this.id).map((m) => ({ id: m.id, address: this.opts.peerAddressOf(m) }));
     this.opts.transport.setPeers(peers);
   }
 

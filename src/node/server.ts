@@ -21,6 +21,7 @@ import { loadIdentity, loadTls, type Identity } from './identity.ts';
 import type { MemberRecord } from './membership.ts';
 import { splitHostPort, type NodeConfig } from './config.ts';
 import { RaftNode } from './raft-node.ts';
+import { PeerAddresses, announcedSelf, type SelfAddresses } from './peer-addresses.ts';
 import type { Logger, ProcessLogger } from '../log.ts';
 import type { NodeStorage } from './node-storage.ts';
 import { emptyConfState } from '../raft/storage.ts';
@@ -140,6 +141,8 @@ export interface StartOptions {
    * stop itself). `shoal serve` sets it; a node inside a test's process does not.
    */
   drillActions?: boolean;
+  /** Peer hints from `shoal serve --peers`, added to the config's `peer.peers`. */
+  peers?: string[];
 }
 
 export async function startNode(config: NodeConfig, log: Logger | ProcessLogger, opts: StartOptions = {}): Promise<RunningNode> {
@@ -171,8 +174,14 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     await storage.close();
     throw err;
   }
+  // Where members are when their records are out of date, and what this node announces (peer-addresses.ts).
+  const addresses: PeerAddresses = new PeerAddresses({
+    dataDir: config.dataDir, log, hints: [...new Set([...config.peer.peers, ...(opts.peers ?? [])])],
+    self: (): SelfAddresses => announcedSelf(config, transport.address), identify: (address: string): Promise<string> => transport.identify(address),
+  });
   // The transport asks the node's membership; the node needs the transport: tie the knot by reference.
-  const transport = new WsTransport({
+  const transport: WsTransport = new WsTransport({
+    announce: () => addresses.announcement(),
     nodeId: identity.id, clusterId: identity.clusterId, listen: splitHostPort(config.peer.listen), tls,
     protocolVersion, protocolVersionsSupported: { min: 1, max: protocolVersion }, softwareVersion, featureLevelMax: levelMax, logger: log,
     // A node that knows its members accepts only them: a removed node's certificate is refused,
@@ -200,7 +209,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     snapshotEntriesMax: config.raft.snapshotEntriesMax, logKeepEntries: config.raft.logKeepEntries,
     appendBytesMax: config.raft.appendBytesMax, appendsInflightMax: config.raft.appendsInflightMax,
     uncommittedBytesMax: config.raft.uncommittedBytesMax, proposalTimeoutMs: config.limits.proposalTimeoutMs, seedPeers,
-    featureLevelMax: levelMax,
+    featureLevelMax: levelMax, peerAddressOf: (m) => addresses.peerAddressOf(m),
     proposalsPendingMax: config.limits.proposalsPendingMax, readsPendingMax: config.limits.readsPendingMax, diskStallMs: config.limits.diskStallMs,
   });
   ref.node = node;
@@ -218,7 +227,9 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     throw listenError('peer.listen', config.peer.listen, err);
   }
   ref.role = 'follower';
+  transport.onAnnounced((id, announced) => addresses.heard(id, announced));
   await node.start();
+  addresses.start(node);
   const nodeIdentity = {
     id: identity.id, name: identity.name, apiAddress: config.api.listen, peerAddress: config.peer.listen, softwareVersion,
     capacity: machineCapacity({ ...(config.node.cpuMillis !== undefined ? { cpuMillis: config.node.cpuMillis } : {}), ...(config.node.memoryBytes !== undefined ? { memoryBytes: config.node.memoryBytes } : {}) }),
@@ -283,6 +294,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   // founding token); one that receives the key later, on receipt (above).
   let holder = firstRunAfterInit && existsSync(caKeyFile(config.dataDir)) ? announceCaHolder(node, store, identity.id, log) : { cancel() {} };
   const stopSecurity = (): void => {
+    addresses.close();
     autopilot.close();
     founding.cancel();
     renewer.close();

@@ -2,12 +2,12 @@
 // directories, free ports, start/kill/stop of single nodes, and HTTP helpers.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll } from 'vitest';
-import { stringify } from 'yaml';
+import { parse as parseYaml, stringify } from 'yaml';
 import { initNode } from '../../src/node/identity.ts';
 import type { MemberRecord } from '../../src/node/membership.ts';
 import { freePort } from '../../bench/lib/proc.ts';
@@ -89,9 +89,10 @@ export class ProcessCluster {
     }
   }
 
-  start(node: ClusterNode): void {
+  /** `args`: more `shoal serve` flags (e.g. `--peers`). */
+  start(node: ClusterNode, args: string[] = []): void {
     if (node.proc) throw new Error(`${node.name} already running`);
-    const proc = spawn(process.execPath, [binPath, 'serve', '--config', path.join(node.dir, 'shoal.yaml')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, [binPath, 'serve', '--config', path.join(node.dir, 'shoal.yaml'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     const keep = (b: Buffer): void => {
       node.logs.push(b.toString());
       if (node.logs.length > 2000) node.logs.splice(0, 1000);
@@ -100,6 +101,22 @@ export class ProcessCluster {
     proc.stderr?.on('data', keep);
     proc.once('exit', () => { if (node.proc === proc) node.proc = undefined; });
     node.proc = proc;
+  }
+
+  /**
+   * A stopped node's machine got new addresses: new ports for its API and peer listener in its
+   * config (`host` too, if given). Its stored state is left as it is: the members' records still
+   * name the old addresses.
+   */
+  async move(node: ClusterNode, host = splitHost(node.peerAddress)): Promise<void> {
+    if (node.proc) throw new Error(`${node.name} is running; stop it before moving it`);
+    node.apiAddress = `${host}:${await freePort()}`;
+    node.peerAddress = `${host}:${await freePort()}`;
+    const file = path.join(node.dir, 'shoal.yaml');
+    const config = parseYaml(readFileSync(file, 'utf8')) as { api: { listen: string }; peer: { listen: string } };
+    config.api.listen = node.apiAddress;
+    config.peer.listen = node.peerAddress;
+    writeFileSync(file, stringify(config));
   }
 
   startAll(): void {
@@ -162,6 +179,8 @@ export class ProcessCluster {
     return this.nodes.map((n) => `--- ${n.name} (${n.id})\n${n.logs.join('').split('\n').slice(-lines).join('\n')}`).join('\n');
   }
 }
+
+const splitHost = (hostPort: string): string => hostPort.slice(0, hostPort.lastIndexOf(':'));
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
