@@ -18,6 +18,7 @@ import type { UpgradeHost } from '../../src/node/upgrade-host.ts';
 import { receiveBuild } from '../../src/node/upgrade-receive.ts';
 import { Releases, releaseMarkerFile } from '../../src/node/upgrade-releases.ts';
 import { ShoalError } from '../../src/errors.ts';
+import { seedReleases } from '../../src/node/upgrade-seed.ts';
 import { singleNode, type SingleNode } from '../api/single-node.ts';
 
 const repo = path.resolve(import.meta.dirname, '../..');
@@ -49,7 +50,7 @@ function put(t: { file: string; sha256: string }, sha256 = t.sha256) {
 }
 
 /** A releases folder whose seed release is what "this process" runs from, with the repo's node_modules. */
-function seedReleases(dataDir: string): string {
+function seedFolder(dataDir: string): string {
   const seed = path.join(dataDir, 'releases', '0.0.1-seed');
   mkdirSync(seed, { recursive: true });
   writeFileSync(path.join(seed, 'package.json'), JSON.stringify({ name: 'shoal', version: '0.0.1', dependencies: repoDeps }));
@@ -65,7 +66,7 @@ beforeAll(async () => {
 beforeEach(async () => {
   await app?.close();
   work = mkdtempSync(path.join(os.tmpdir(), 'shoal-upgrade-'));
-  const runningRoot = seedReleases(work);
+  const runningRoot = seedFolder(work);
   const h = { releases: Releases.ofDataDir(work, runningRoot), runningRoot, nodeBinary: process.execPath, restarts: 0, restart: () => { h.restarts++; } };
   host = h;
   app = buildApi({ ...s.ctx, metrics: new Registry(), streams: new Set(), upgrade: host });
@@ -149,6 +150,33 @@ describe('POST /v1/upgrade/activate and /rollback', () => {
     expect(readlinkSync(path.join(work, 'releases', 'current'))).toBe('0.0.1-seed');
     expect(existsSync(path.join(work, 'releases', 'previous'))).toBe(false);
     expect(host.restarts).toBe(0);
+  });
+});
+
+describe('seedReleases (shoal install)', () => {
+  it('copies a built package into releases/<version>-installed, links its node_modules, points current at it, and keeps it when run again', () => {
+    const pkg = mkdtempSync(path.join(os.tmpdir(), 'shoal-pkg-'));
+    mkdirSync(path.join(pkg, 'bin'));
+    mkdirSync(path.join(pkg, 'dist'));
+    writeFileSync(path.join(pkg, 'package.json'), JSON.stringify({ name: 'shoal', version: '0.3.0', dependencies: repoDeps }));
+    writeFileSync(path.join(pkg, 'bin', 'shoal.js'), '');
+    writeFileSync(path.join(pkg, 'dist', 'shoal.mjs'), 'export {}');
+    symlinkSync(path.join(repo, 'node_modules'), path.join(pkg, 'node_modules'));
+    const data = mkdtempSync(path.join(os.tmpdir(), 'shoal-data-'));
+    const releases = Releases.ofDataDir(data, path.join(data, 'releases', 'current'));
+    expect(seedReleases(releases, pkg)).toEqual({ seeded: true, release: '0.3.0-installed', existed: false });
+    expect(readlinkSync(path.join(data, 'releases', 'current'))).toBe('0.3.0-installed');
+    expect(existsSync(path.join(data, 'releases', 'current', 'dist', 'shoal.mjs'))).toBe(true);
+    expect(readlinkSync(path.join(data, 'releases', '0.3.0-installed', 'node_modules'))).toBe(realpathSync(path.join(repo, 'node_modules')));
+    expect(releases.view()).toMatchObject({ running: '0.3.0-installed', current: '0.3.0-installed', releases: [{ name: '0.3.0-installed', version: '0.3.0', nodeModules: 'shared' }] });
+    expect(seedReleases(releases, pkg)).toEqual({ seeded: true, release: '0.3.0-installed', existed: true });
+  });
+
+  it('seeds nothing from a package that was never built (a source checkout)', () => {
+    const data = mkdtempSync(path.join(os.tmpdir(), 'shoal-data-'));
+    const pkg = mkdtempSync(path.join(os.tmpdir(), 'shoal-pkg-'));
+    expect(seedReleases(Releases.ofDataDir(data, pkg), pkg)).toMatchObject({ seeded: false });
+    expect(existsSync(path.join(data, 'releases', 'current'))).toBe(false);
   });
 });
 
