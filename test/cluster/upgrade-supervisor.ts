@@ -37,6 +37,8 @@ export class ReleaseSupervisor {
   /** Exits that were not asked for and not code 10. */
   readonly unexpected: string[] = [];
   private stopping = false;
+  /** Nodes asked to stop (by stop()): their exit is not unexpected. */
+  private readonly stopped = new Set<string>();
 
   constructor(private readonly nodes: ClusterNode[]) {}
 
@@ -58,7 +60,7 @@ export class ReleaseSupervisor {
     node.proc = proc;
     proc.once('exit', (code, signal) => {
       if (node.proc === proc) node.proc = undefined;
-      if (this.stopping) return;
+      if (this.stopping || this.stopped.has(node.name)) return;
       if (code === restartExitCode) {
         this.restarts.set(node.name, (this.restarts.get(node.name) ?? 0) + 1);
         this.spawn(node);
@@ -66,6 +68,22 @@ export class ReleaseSupervisor {
       }
       this.unexpected.push(`${node.name} exited with ${code ?? signal}`);
     });
+  }
+
+  /** Stops one node gracefully (SIGTERM), as `systemctl stop` does; it stays down until start(). */
+  async stop(node: ClusterNode): Promise<void> {
+    this.stopped.add(node.name);
+    const p = node.proc;
+    if (p === undefined || p.exitCode !== null || p.signalCode !== null) return;
+    await new Promise<void>((resolve) => {
+      p.once('exit', () => resolve());
+      p.kill('SIGTERM');
+    });
+  }
+
+  start(node: ClusterNode): void {
+    this.stopped.delete(node.name);
+    this.spawn(node);
   }
 
   /** SIGKILL to every node; nothing is restarted from then on. */

@@ -17,7 +17,7 @@ import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { labelKeys } from '../../src/executor/labels.ts';
 import { featureLevelMax } from '../../src/node/feature-level.ts';
-import type { UpgradeEvent } from '../../src/cli/upgrade-output.ts';
+import { printer, type UpgradeEvent } from '../../src/cli/upgrade-output.ts';
 import { inProcess } from '../cli/in-process.ts';
 import { defaultSocketPath, ensureDockerd } from '../executor/dockerd.ts';
 import { ensureTestImage, testImage } from '../executor/test-image.ts';
@@ -37,7 +37,9 @@ const currentVersion = '0.1.1-test';
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'shoal-upgrade-test-'));
 const docker = new Docker({ socketPath: defaultSocketPath });
-const cluster = new ProcessCluster({ runtime: 'docker', control: { suspectAfterMs: 3000, downAfterMs: 6000 } });
+// Node health as configured by default (suspect after 5 s of silence, down after 15 s): what an
+// operator's cluster runs, and what a node's restart must stay within.
+const cluster = new ProcessCluster({ runtime: 'docker' });
 let supervisor: ReleaseSupervisor;
 let earlier = '';
 let current = '';
@@ -88,10 +90,14 @@ function watchLeaders(): { stop(): Promise<string[]> } {
   return { stop: async () => { running = false; await loop; return seen; } };
 }
 
-async function upgrade(...args: string[]): Promise<{ code: number; events: UpgradeEvent[]; stderr: string; stdout: string }> {
+/** Runs `shoal upgrade ARGS --json`; `human` is what the same events print without --json. */
+async function upgrade(...args: string[]): Promise<{ code: number; events: UpgradeEvent[]; stderr: string; stdout: string; human: string }> {
   const r = await inProcess('upgrade', ...args, '--json', '--timeout', '90s', '--addr', (cluster.nodes[0] as ClusterNode).apiAddress);
   const events = r.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as UpgradeEvent);
-  return { ...r, events };
+  const lines: string[] = [];
+  const print = printer(false, (l) => lines.push(l));
+  for (const e of events) print(e);
+  return { ...r, events, human: lines.join('\n') };
 }
 
 beforeAll(async () => {
@@ -152,6 +158,7 @@ describe('shoal upgrade from the pinned earlier release to this build', { timeou
     expect(Object.fromEntries(supervisor.restarts)).toEqual({ n1: 1, n2: 1, n3: 1 });
     expect(supervisor.unexpected).toEqual([]);
 
+    console.log(`$ shoal upgrade --to ${path.basename(current)}\n${r.human}`);
     console.log(`upgrade under load: ${clients.completed.length} requests, ${clients.failures.length} failed, ${clients.retried} sent again after a refused or reset connection, ${clients.acked.size} acknowledged creations, ${changes} leadership change(s)`);
     expect(clients.failures).toEqual([]);
     expect(changes).toBeLessThanOrEqual(cluster.nodes.length);
@@ -162,7 +169,7 @@ describe('shoal upgrade from the pinned earlier release to this build', { timeou
       expect([...clients.acked].filter((id) => !present.has(id)), n.name).toEqual([]);
     }
     // Workloads never restart because shoal did: the same containers, started at the same time.
-    expect(await containers()).toEqual(before);
+    expect(await containers(), cluster.nodes.map((n) => `--- ${n.name}\n${n.logs.join('').split('\n').filter((l) => !l.includes('"level":20')).slice(-150).join('\n')}`).join('\n')).toEqual(before);
   });
 
   it('--resume skips every node already on the build; --rollback walks them back to the earlier release', async () => {
@@ -176,6 +183,7 @@ describe('shoal upgrade from the pinned earlier release to this build', { timeou
     const before = await containers();
     const back = await upgrade('--rollback');
     expect(back.code, `${back.stderr}\n${cluster.tailLogs(40)}`).toBe(0);
+    console.log(`$ shoal upgrade --rollback\n${back.human}`);
     expect(Object.values(await versions())).toEqual(['0.1.0', '0.1.0', '0.1.0']);
     expect(Object.fromEntries(supervisor.restarts)).toEqual({ n1: 2, n2: 2, n3: 2 });
     // Run again, it finds nothing to roll back.
@@ -183,5 +191,24 @@ describe('shoal upgrade from the pinned earlier release to this build', { timeou
     expect(twice.code, twice.stderr).toBe(0);
     expect(twice.events.filter((e) => e.event === 'step' && e.step === 'skipped')).toHaveLength(3);
     expect(await containers()).toEqual(before);
+  });
+
+  it('refuses to start while a member does not answer, and changes nothing', async () => {
+    const n3 = cluster.nodes[2] as ClusterNode;
+    await supervisor.stop(n3);
+    try {
+      const r = await upgrade('--to', current);
+      expect(r.code).toBe(3);
+      expect(r.stderr).toContain('n3');
+      expect(r.stderr).toContain('nothing was changed');
+      console.log(`$ shoal upgrade --to ${path.basename(current)}   # n3 stopped\n${r.stderr}`);
+      expect(r.events).toEqual([]);
+      const up = cluster.nodes.slice(0, 2);
+      for (const n of up) expect((await getJson<{ softwareVersion: string }>(n, '/v1/cluster?local')).body.softwareVersion).toBe('0.1.0');
+      expect(Object.fromEntries(supervisor.restarts)).toEqual({ n1: 2, n2: 2, n3: 2 });
+    } finally {
+      supervisor.start(n3);
+      await until('n3 back', async () => ((await getJson(n3, '/readyz?sync')).status === 200 ? true : undefined));
+    }
   });
 });
