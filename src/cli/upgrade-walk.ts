@@ -121,9 +121,10 @@ async function finalLevel(members: Member[]): Promise<View> {
 }
 
 export async function walkUpgrade(opts: WalkOptions): Promise<View> {
+  // The tarball first: a file that is not a build is refused before any node is asked.
+  const t = opts.tarball === undefined ? undefined : await readTarball(opts.tarball);
   const view = await getView(opts.addr);
   const nodes = await askEveryNode(view);
-  const t = opts.tarball === undefined ? undefined : await readTarball(opts.tarball);
   const steps = t === undefined ? planRollback(nodes, view.leader) : planUpgrade(nodes, view.leader, t.release);
   const again = t === undefined ? 'shoal upgrade --rollback' : `shoal upgrade --to ${t.file} --resume`;
   const skipped = steps.filter((s) => s.action === 'skip');

@@ -8,6 +8,8 @@
 // Heavy: run it under the machine-wide lock:
 //
 //   flock /tmp/shoal-heavy.lock npx vitest run test/cluster/upgrade.test.ts
+//
+// UPGRADE_TEST_DUMP=DIR writes each node's log (every process it ran) to DIR/<name>.log.
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -122,6 +124,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await supervisor?.killAll();
+  if (process.env.UPGRADE_TEST_DUMP !== undefined) for (const n of cluster.nodes) writeFileSync(path.join(process.env.UPGRADE_TEST_DUMP, `${n.name}.log`), n.logs.join(''));
   if (cluster.clusterId !== '') {
     const list = await docker.listContainers({ all: true, filters: { label: [`${labelKeys.cluster}=${cluster.clusterId}`] } });
     await Promise.all(list.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined)));
