@@ -79,7 +79,8 @@ export const upgradeRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, {
   });
 
   app.post('/v1/upgrade/rollback', { config: { role: 'admin' } }, async (req) => {
-    validate({ query: [noQuery, req.query], body: [rollbackBody, req.body ?? {}] });
+    // No body at all is an empty one; a body that is not {} (null included) is refused.
+    validate({ query: [noQuery, req.query], body: [rollbackBody, req.body === undefined ? {} : req.body] });
     if (host === undefined) throw unavailable();
     requireRestart(host);
     return exclusive('a rollback', async () => {

@@ -139,6 +139,7 @@ describe('POST /v1/upgrade/activate and /rollback', () => {
   it('refuses an unknown release, a rollback with no previous, and a node that does not run from releases/current, changing nothing', async () => {
     expect((await app.inject({ method: 'POST', url: '/v1/upgrade/activate', payload: { release: 'nope' } })).json()).toMatchObject({ code: 'not_found' });
     expect((await app.inject({ method: 'POST', url: '/v1/upgrade/rollback' })).json()).toMatchObject({ code: 'release_refused', details: { reason: 'no_previous' } });
+    expect((await app.inject({ method: 'POST', url: '/v1/upgrade/rollback', headers: { 'content-type': 'application/json' }, payload: 'null' })).json()).toMatchObject({ code: 'bad_request' });
     const name = (await put(makeTarball('0.2.0'))).json<{ release: { name: string } }>().release.name;
     const elsewhere = buildApi({ ...s.ctx, metrics: new Registry(), streams: new Set(), upgrade: { ...host, releases: new Releases(path.join(work, 'releases'), repo), runningRoot: repo } });
     expect((await elsewhere.inject({ method: 'POST', url: '/v1/upgrade/activate', payload: { release: name } })).json()).toMatchObject({ code: 'release_refused', details: { reason: 'not_installed' } });
