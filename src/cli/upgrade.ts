@@ -10,7 +10,7 @@ import { byName } from './cluster-view.ts';
 import { durationFlag } from './control-args.ts';
 import { commonFlags } from './doc-common.ts';
 import { commonFlagsHelp } from './group.ts';
-import { printer } from './upgrade-output.ts';
+import { printer, terminalPrinter } from './upgrade-output.ts';
 import { walkUpgrade } from './upgrade-walk.ts';
 
 export const upgradeHelp = `Usage: shoal upgrade --to TARBALL [--resume] [--timeout D] [--addr HOST:PORT] [--json]
@@ -39,6 +39,7 @@ Options:
   --timeout D    how long one node may take to come back (default 2m; units ms, s, m, h)
 ${commonFlagsHelp}
 
+On a terminal each node has one progress line, rewritten as it goes; otherwise a line per step.
 With --json, one JSON object per line: {"event":"plan",...}, {"event":"step","node","step",
 "message",...} per step (sending, sent, activating, waiting, back, skipped), {"event":"done",
 "featureLevel","versions"}; a failure is one JSON object on stderr.
@@ -61,10 +62,15 @@ export async function upgradeCommand(argv: string[]): Promise<number> {
   if (values.to !== undefined && !existsSync(values.to)) throw new UsageError(`--to ${values.to}: no such file`);
   const nodeTimeoutMs = durationFlag(values.timeout, '--timeout', '2m');
   const addr = resolveAddr(values.addr);
-  const emit = printer(values.json);
+  const tty = !values.json && process.stdout.isTTY;
+  const emit = tty ? terminalPrinter() : printer(values.json);
   const view = await walkUpgrade({
     addr, rollback: values.rollback, resume: values.resume, nodeTimeoutMs, emit,
     ...(values.to !== undefined ? { tarball: path.resolve(values.to) } : {}),
+  }).catch((err: unknown) => {
+    // A progress line left open would take the failure's first words.
+    if (tty) process.stdout.write('\n');
+    throw err;
   });
   const versions = Object.fromEntries(byName(view.members).map((m) => [m.name, m.softwareVersion]));
   const level = view.featureLevel ?? null;

@@ -5,7 +5,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compareVersions, planRollback, planUpgrade, walkOrder, type NodeReleases } from '../../src/cli/upgrade-plan.ts';
-import { printer, type UpgradeEvent } from '../../src/cli/upgrade-output.ts';
+import { printer, terminalPrinter, type UpgradeEvent } from '../../src/cli/upgrade-output.ts';
+import { toleranceProblem } from '../../src/cli/upgrade-node.ts';
+import type { View } from '../../src/cli/cluster-view.ts';
 
 const versions = { '0.1.0-aaaaaaaa': '0.1.0', '0.1.1-bbbbbbbb': '0.1.1' };
 const node = (id: string, name: string, running: string, previous: string | null = null): NodeReleases => ({ id, name, apiAddress: `${name}:1`, running, previous, versions });
@@ -61,5 +63,35 @@ describe('printer', () => {
     printer(false, (l) => lines.push(l))(step);
     expect(JSON.parse(lines[0] ?? '')).toEqual(step);
     expect(lines[1]).toBe('[1/3] n2: runs 0.1.1-bbbbbbbb, caught up and healthy after 2.0 s');
+  });
+});
+
+describe('terminalPrinter', () => {
+  it("rewrites a node's line until its step ends it, so each node keeps one line", () => {
+    let screen = '';
+    const print = terminalPrinter((s) => { screen += s; });
+    const at = { event: 'step' as const, node: 'n1', id: 'a', index: 1, total: 2 };
+    print({ ...at, step: 'activating', message: 'activating r' });
+    print({ ...at, step: 'waiting', message: 'waiting: its API does not answer yet' });
+    print({ ...at, step: 'back', message: 'runs r' });
+    print({ ...at, node: 'n2', index: 2, step: 'skipped', message: 'skipped: already runs r' });
+    expect(screen).toBe('[1/2] n1: activating r\r\x1b[K[1/2] n1: waiting: its API does not answer yet\r\x1b[K[1/2] n1: runs r\n[2/2] n2: skipped: already runs r\n');
+  });
+});
+
+describe('toleranceProblem', () => {
+  const member = (id: string, health: 'healthy' | 'unreachable', role: 'voter' | 'learner' = 'voter') => ({
+    id, name: id, peerAddress: 'x:1', apiAddress: 'x:2', role, matchIndex: 0, lag: 0, rttMs: 1, softwareVersion: '0.1.0', health,
+  });
+  const view = (members: ReturnType<typeof member>[], from: 'leader' | 'local' = 'leader'): View => ({
+    clusterId: 'c', view: from, node: 'a', leader: 'a', term: 2, commitIndex: 9, appliedIndex: 9, lastIndex: 9, members,
+  });
+
+  it('lets one voter go when the others still make a quorum, and says why not otherwise', () => {
+    expect(toleranceProblem(view([member('a', 'healthy'), member('b', 'healthy'), member('c', 'healthy')]))).toBeUndefined();
+    expect(toleranceProblem(view([member('a', 'healthy'), member('b', 'healthy'), member('c', 'unreachable')]))).toContain('not healthy: c (unreachable)');
+    expect(toleranceProblem(view([member('a', 'healthy'), member('b', 'healthy')]))).toContain('fewer than three voters');
+    expect(toleranceProblem(view([member('a', 'healthy'), member('b', 'healthy'), member('c', 'healthy'), member('d', 'unreachable', 'learner')]))).toBeUndefined();
+    expect(toleranceProblem(view([member('a', 'healthy'), member('b', 'healthy'), member('c', 'healthy')], 'local'))).toContain('no leader');
   });
 });
