@@ -118,5 +118,6 @@ export async function waitBack(m: Member, release: string, others: readonly Memb
     told = why;
     await new Promise((r) => setTimeout(r, pollMs));
   }
-  throw new CliFailure(`${label(m)} did not come back on ${release} within ${Math.round(timeoutMs / 1000)} s: ${why}`, exitCodes.failed, 'not_back');
+  const within = timeoutMs < 10_000 ? (timeoutMs / 1000).toFixed(1) : String(Math.round(timeoutMs / 1000));
+  throw new CliFailure(`${m.name} did not come back on ${release} within ${within} s: ${why}`, exitCodes.failed, 'not_back');
 }

@@ -72,12 +72,22 @@ async function askEveryNode(view: View): Promise<Step['node'][]> {
   return out;
 }
 
+/** Where the walk stood when it stopped: the nodes back on their release, and whether the failing one was already activated. */
+interface WalkState {
+  done: string[];
+  /** The failing node was activated (it restarts into the release) but not seen back. */
+  activated: boolean;
+}
+
 /** Wraps a step's failure with what was done and what to run next. */
-function stopped(err: unknown, step: string, node: Member, done: string[], pending: string[], again: string): CliFailure {
+function stopped(err: unknown, step: string, node: Member, st: WalkState, pending: string[], again: string): CliFailure {
   const message = isClientFailure(err) ? err.message : (err as Error).message;
   const code = err instanceof CliFailure ? err.code : (err as { code?: string }).code ?? 'failed';
   const exit = isClientFailure(err) ? exitCodeOf(err) : exitCodes.failed;
-  const state = `${done.length > 0 ? `done: ${done.join(', ')}` : 'no node was restarted'}; not yet: ${pending.join(', ')}`;
+  const done = st.done.length > 0 ? `done: ${st.done.join(', ')}` : st.activated ? 'no other node was restarted' : 'no node was restarted';
+  const here = st.activated ? `; ${node.name} was activated and restarts into the new release, but was not seen back (see 'shoal status' and its log)` : '';
+  const rest = pending.filter((n) => !(st.activated && n === node.name));
+  const state = `${done}${here}${rest.length > 0 ? `; not yet: ${rest.join(', ')}` : ''}`;
   return new CliFailure(`stopped at ${label(node)} (${step}): ${message}. ${state}. Fix the cause, then run '${again}' to go on${again.includes('--rollback') ? '' : ", or 'shoal upgrade --rollback' to go back"}`, exit === exitCodes.usage ? exitCodes.failed : exit, code);
 }
 
@@ -89,13 +99,13 @@ async function sendEverywhere(steps: Step[], t: Tarball, emit: WalkOptions['emit
       const r = await sendBuild(s.node, t.file, t.sha256);
       emit({ event: 'step', node: s.node.name, id: s.node.id, index: i + 1, total: steps.length, step: 'sent', message: `${r.existed === true ? 'already had' : 'checked and kept'} ${r.name} (node_modules ${r.nodeModules})` });
     } catch (err) {
-      throw stopped(err, 'sending the build', s.node, [], steps.filter((x) => x.action !== 'skip').map((x) => x.node.name), again);
+      throw stopped(err, 'sending the build', s.node, { done: [], activated: false }, steps.filter((x) => x.action !== 'skip').map((x) => x.node.name), again);
     }
   }
 }
 
 /** Restarts one node into its step's release and waits until it is back. */
-async function walkOne(s: Exclude<Step, { action: 'skip' }>, i: number, total: number, members: Member[], opts: WalkOptions): Promise<void> {
+async function walkOne(s: Exclude<Step, { action: 'skip' }>, i: number, total: number, members: Member[], opts: WalkOptions, st: WalkState): Promise<void> {
   const at = { node: s.node.name, id: s.node.id, index: i + 1, total };
   const view = await viewFromAny(members);
   const problem = toleranceProblem(view);
@@ -103,6 +113,7 @@ async function walkOne(s: Exclude<Step, { action: 'skip' }>, i: number, total: n
   const leads = view.leader === s.node.id;
   opts.emit({ ...at, event: 'step', step: 'activating', message: `${s.action === 'upgrade' ? 'activating' : 'rolling back to'} ${s.to}${leads ? ' (it leads: it hands leadership over as it stops)' : ''}` });
   await (s.action === 'upgrade' ? activate(s.node, s.to) : rollback(s.node));
+  st.activated = true;
   const others = members.filter((m) => m.id !== s.node.id);
   const ms = await waitBack(s.node, s.to, others, opts.nodeTimeoutMs, (why) => opts.emit({ ...at, event: 'step', step: 'waiting', message: `waiting: ${why}` }));
   opts.emit({ ...at, event: 'step', step: 'back', message: `runs ${s.to}, caught up and healthy after ${(ms / 1000).toFixed(1)} s`, ms });
@@ -137,18 +148,19 @@ export async function walkUpgrade(opts: WalkOptions): Promise<View> {
   });
   if (t !== undefined) await sendEverywhere(steps, t, opts.emit, again);
   const members: Member[] = [...view.members].sort((a, b) => Number(b.id === view.leader) - Number(a.id === view.leader));
-  const done: string[] = [];
+  const st: WalkState = { done: [], activated: false };
   for (const [i, s] of steps.entries()) {
     if (s.action === 'skip') {
       opts.emit({ event: 'step', node: s.node.name, id: s.node.id, index: i + 1, total: steps.length, step: 'skipped', message: `skipped: ${s.why}` });
       continue;
     }
+    st.activated = false;
     try {
-      await walkOne(s, i, steps.length, members, opts);
+      await walkOne(s, i, steps.length, members, opts, st);
     } catch (err) {
-      throw stopped(err, s.action === 'upgrade' ? 'upgrading' : 'rolling back', s.node, done, steps.slice(i).filter((x) => x.action !== 'skip').map((x) => x.node.name), again);
+      throw stopped(err, s.action === 'upgrade' ? 'upgrading' : 'rolling back', s.node, st, steps.slice(i).filter((x) => x.action !== 'skip').map((x) => x.node.name), again);
     }
-    done.push(s.node.name);
+    st.done.push(s.node.name);
   }
   return finalLevel(members);
 }

@@ -4,7 +4,8 @@
 // bumped) while clients write and read through every node and a service runs three containers
 // on the machine's Docker. No client request may fail, no acknowledged write may be lost, no
 // workload container may restart (same ids, same start times), and leadership may change at
-// most once per node. Then `--rollback` walks every node back to the earlier release.
+// most once per node. Then `--rollback` walks every node back to the earlier release; a walk is
+// refused while a member is down; and a walk that stops at a node (not back in time) is resumed.
 // Heavy: run it under the machine-wide lock:
 //
 //   flock /tmp/shoal-heavy.lock npx vitest run test/cluster/upgrade.test.ts
@@ -94,7 +95,8 @@ function watchLeaders(): { stop(): Promise<string[]> } {
 
 /** Runs `shoal upgrade ARGS --json`; `human` is what the same events print without --json. */
 async function upgrade(...args: string[]): Promise<{ code: number; events: UpgradeEvent[]; stderr: string; stdout: string; human: string }> {
-  const r = await inProcess('upgrade', ...args, '--json', '--timeout', '90s', '--addr', (cluster.nodes[0] as ClusterNode).apiAddress);
+  const timeout = args.includes('--timeout') ? [] : ['--timeout', '90s'];
+  const r = await inProcess('upgrade', ...args, '--json', ...timeout, '--addr', (cluster.nodes[0] as ClusterNode).apiAddress);
   const events = r.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as UpgradeEvent);
   const lines: string[] = [];
   const print = printer(false, (l) => lines.push(l));
@@ -213,5 +215,33 @@ describe('shoal upgrade from the pinned earlier release to this build', { timeou
       supervisor.start(n3);
       await until('n3 back', async () => ((await getJson(n3, '/readyz?sync')).status === 200 ? true : undefined));
     }
+  });
+
+  it('stops at the first node that is not back in time, says what to run next, and --resume goes on from there', async () => {
+    const before = await containers();
+    // 200 ms is shorter than any restart: the walk gives up on the first node it restarts.
+    const cut = await upgrade('--to', current, '--timeout', '200ms');
+    expect(cut.code).toBe(1);
+    const first = cut.events.find((e) => e.event === 'step' && e.step === 'activating');
+    expect(first?.event).toBe('step');
+    const name = first?.event === 'step' ? first.node : '';
+    expect(cut.stderr).toContain(`stopped at ${name}`);
+    expect(cut.stderr).toContain('did not come back');
+    expect(cut.stderr).toContain('--resume');
+    expect(cut.stderr).toContain(`${name} was activated`);
+    console.log(`$ shoal upgrade --to ${path.basename(current)} --timeout 200ms --json\n${cut.stderr}`);
+    // The node comes back on the build by itself (its service manager started it); the others were not touched.
+    const node = cluster.nodes.find((n) => n.name === name) as ClusterNode;
+    await until(`${name} back on the build`, async () => ((await getJson<{ softwareVersion: string }>(node, '/v1/cluster?local')).body.softwareVersion === currentVersion ? true : undefined));
+    const partly = await upgrade('--to', current);
+    expect(partly.code).toBe(1);
+    expect(partly.stderr).toContain('stopped part-way');
+    const resumed = await upgrade('--to', current, '--resume');
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const plan = resumed.events.find((e) => e.event === 'plan');
+    expect(plan?.event === 'plan' ? plan.nodes.map((n) => n.action).sort() : []).toEqual(['skip', 'upgrade', 'upgrade']);
+    expect(Object.values(await versions())).toEqual([currentVersion, currentVersion, currentVersion]);
+    expect(supervisor.unexpected).toEqual([]);
+    expect(await containers()).toEqual(before);
   });
 });
