@@ -50,6 +50,8 @@ import type { FoundingToken } from '../security/founding-token.ts';
 import { drillRoutes } from './drill-routes.ts';
 import { meshRoutes, type MeshKeys } from './mesh-routes.ts';
 import { certRoutes } from './cert-routes.ts';
+import { upgradeRoutes } from './upgrade-routes.ts';
+import type { UpgradeHost } from '../node/upgrade-host.ts';
 
 export { errorBody, toShoalError, type ErrorBody } from './error-reply.ts';
 export { apiLimitsDefault, type ApiLimits } from './limits.ts';
@@ -84,6 +86,8 @@ export interface ApiContext {
   renewCertificate?: () => Promise<void>;
   /** What POST /v1/drill/actions acts on (this node's process); absent, the actions are refused. */
   drill?: DrillTarget;
+  /** This node's releases folder and restart (the /v1/upgrade routes); absent, they are refused. */
+  upgrade?: UpgradeHost;
 }
 
 /** What every plugin is registered with. */
@@ -197,7 +201,7 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   for (const plugin of [
     healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, snapshotRoutes, metricsRoutes, openApiRoutes,
     applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes, credentialsRoutes, auditRoutes, browseRoutes, tokenRoutes, joinRoutes, nodeCertRoutes,
-    secretsRoutes, networkRoutes, policyRoutes, drillRoutes, meshRoutes, certRoutes,
+    secretsRoutes, networkRoutes, policyRoutes, drillRoutes, meshRoutes, certRoutes, upgradeRoutes,
   ]) {
     void app.register(plugin, { ctx, limits, bounds, routes });
   }

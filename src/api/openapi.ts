@@ -29,6 +29,7 @@ import { drillsListQuery } from './drill-routes.ts';
 import { rotateKeyAnswer } from './mesh-routes.ts';
 import { drillActionSchema } from '../node/drill-actions.ts';
 import { drillReportSchema } from '../node/drill-report.ts';
+import { activateBody, buildQuery, rollbackBody } from './upgrade-routes.ts';
 
 type Json = Record<string, unknown>;
 type Where = 'path' | 'query' | 'header';
@@ -274,6 +275,17 @@ function drillPaths(): Json {
   };
 }
 
+/** The receiving side of a rolling upgrade (upgrade-routes.ts); node-local, never forwarded. */
+function upgradePaths(): Json {
+  const tarball = { required: true, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary', description: 'an npm pack tarball of shoal, at most 200 MiB' } } } };
+  return {
+    '/v1/upgrade': { get: { summary: "This node's releases: running, current, previous, and every release received", ...strict, responses: { 200: json({ type: 'object' }), ...errors } } },
+    '/v1/upgrade/build': { put: { summary: 'Receive a build (sha256 checked before unpacking), make it runnable, check it starts, keep it as a release; admin', ...strict, parameters: parametersOf(buildQuery, 'query'), requestBody: tarball, responses: { 200: json({ type: 'object' }), ...errors } } },
+    '/v1/upgrade/activate': { post: { summary: 'Point releases/current at a release, then stop gracefully and exit 10 so the service manager starts it; admin', ...strict, requestBody: jsonBody(schemaOf(activateBody)), responses: { 200: json({ type: 'object' }), ...errors } } },
+    '/v1/upgrade/rollback': { post: { summary: 'Swap releases/current and releases/previous, then restart the same way; admin', ...strict, requestBody: jsonBody(schemaOf(rollbackBody), false), responses: { 200: json({ type: 'object' }), ...errors } } },
+  };
+}
+
 function nodePaths(): Json {
   const probe = json({ type: 'object', required: ['ok'], properties: { ok: { type: 'boolean' }, code: { type: 'string' }, reason: { type: 'string' }, version: { type: 'string' } } });
   return {
@@ -321,7 +333,7 @@ export function openApiDocument(version: string): Json {
         SecretView: schemaOf(secretViewSchema),
       },
     },
-    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...secretPaths(), ...networkPaths(), ...logPaths(), ...browsePaths(), ...nodePaths(), ...securityPaths(), ...joinPaths(errors), ...drillPaths(), ...certPaths(errors) },
+    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...secretPaths(), ...networkPaths(), ...logPaths(), ...browsePaths(), ...nodePaths(), ...securityPaths(), ...joinPaths(errors), ...drillPaths(), ...upgradePaths(), ...certPaths(errors) },
   };
 }
 

@@ -7,14 +7,17 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ShoalError } from '../errors.ts';
 import { loadConfig } from '../node/config.ts';
 import { isInitialized, loadIdentity } from '../node/identity.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { renderUnit, unitName } from './systemd-unit.ts';
+import { packageRootOf } from '../node/upgrade-package-root.ts';
+import { Releases } from '../node/upgrade-releases.ts';
+import { seedReleases, type SeedResult } from '../node/upgrade-seed.ts';
 
-const packageRoot = fileURLToPath(new URL('../..', import.meta.url));
+// Found, not assumed: this module sits at another depth in the sources than in the bundle.
+const packageRoot = packageRootOf(import.meta.url);
 /** Two cores or fewer: one V8 helper thread (docs/operations.md, the NODE_OPTIONS advice). */
 const smallMachineNodeOptions = '--v8-pool-size=1';
 /** A transfer (3 election timeouts at most), the API drain, and the rest of the stop. */
@@ -28,6 +31,11 @@ starts at boot, restarts after a crash but not after the exit codes a restart ca
 leadership over and the API answers what it holds). Then it enables and starts the unit, when
 systemd runs this machine; otherwise it says how.
 
+The installed package is copied into DIR/releases/<version>-installed (node_modules linked to the
+package's), DIR/releases/current points at it, and the unit starts DIR/releases/current/bin/shoal.js,
+so 'shoal upgrade' can swap builds (docs/operations.md, "Rolling upgrade"). A source checkout
+with no built dist/ is run in place instead, and cannot be upgraded that way.
+
 Options:
   --data DIR           the node's data directory, made by 'shoal init' (required)
   --root DIR           install under DIR instead of / (an image being built, a test); enables
@@ -36,7 +44,7 @@ Options:
                        cores or fewer, else none; '' for none)
   --no-start           write and enable the unit, do not start it
   --force              replace a unit of that name that differs
-  --json               print {unit, file, enabled, started} as JSON
+  --json               print {unit, file, enabled, started, release} as JSON
   -h, --help           show this help
 
 Needs root, unless --root is given. 'shoal uninstall --data DIR' undoes it.
@@ -102,23 +110,31 @@ export async function installCommand(argv: string[]): Promise<number> {
   const configFile = path.join(dir, 'shoal.yaml');
   // The config must be one `shoal serve` accepts, or the unit would only fail at boot.
   loadConfig(configFile);
+  const releases = Releases.ofDataDir(dir, packageRoot);
+  // The unit goes through releases/current when the package can be kept there (seeded below,
+  // once every check has passed), else it runs the package in place.
+  const packaged = releases.link('current') !== null || existsSync(path.join(packageRoot, 'dist', 'shoal.mjs'));
+  const runFrom = packaged ? path.join(releases.dir, 'current') : packageRoot;
   const unit = renderUnit({
     nodeName: name, nodeId: id, dataDir: dir, configFile, nodeBinary: process.execPath,
-    shoalEntry: path.join(packageRoot, 'bin', 'shoal.js'), docsFile: path.join(packageRoot, 'docs', 'operations.md'),
+    shoalEntry: path.join(runFrom, 'bin', 'shoal.js'), docsFile: path.join(runFrom, 'docs', 'operations.md'),
     nodeOptions: values['node-options'] ?? (os.cpus().length <= 2 ? smallMachineNodeOptions : ''),
     stopTimeoutSeconds: Math.ceil(loadConfig(configFile).limits.apiDrainMs / 1000) + stopMarginSeconds,
   });
   if (existsSync(t.file) && readFileSync(t.file, 'utf8') !== unit && !values.force) {
     throw new UsageError(`${t.file} exists and differs from the unit this would write; give --force to replace it, or 'shoal uninstall --data ${values.data}' first`);
   }
+  const seed: SeedResult = packaged ? seedReleases(releases, packageRoot) : { seeded: false, why: `${packageRoot} has no built dist/shoal.mjs (a source checkout): the unit runs it in place, and 'shoal upgrade' cannot swap it` };
   mkdirSync(path.dirname(t.file), { recursive: true });
   writeFileSync(t.file, unit, { mode: 0o644 });
   if (t.live) systemctl(t, ['daemon-reload']);
   systemctl(t, ['enable', t.unit]);
   const started = t.live && !values['no-start'];
   if (started) systemctl(t, ['restart', t.unit]);
-  if (values.json) console.log(JSON.stringify({ unit: t.unit, file: t.file, enabled: true, started }));
+  const release = seed.seeded ? seed.release : null;
+  if (values.json) console.log(JSON.stringify({ unit: t.unit, file: t.file, enabled: true, started, release }));
   else {
+    console.log(seed.seeded ? `${seed.existed ? 'kept' : 'made'} ${path.join(releases.dir, seed.release)}; ${path.join(releases.dir, 'current')} points at it` : `no releases folder: ${seed.why}`);
     console.log(`wrote ${t.file} and enabled ${t.unit}`);
     if (started) console.log(`started ${t.unit}: follow it with journalctl -u ${t.unit} -f`);
     else if (values.root === undefined && !values['no-start']) console.log(`systemd does not run this machine (no /run/systemd/system): start the node with 'shoal serve --config ${configFile}'`);

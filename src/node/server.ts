@@ -52,6 +52,7 @@ import { startFirewall } from '../../net/firewall-start.ts';
 import { startServiceDns } from '../../net/dns-start.ts';
 import { DrillStorage } from './drill-storage.ts';
 import { drillTargetOf } from './drill-target.ts';
+import { inertUpgradeHost, processUpgradeHost } from './upgrade-host.ts';
 import { revokedSerialsOf } from '../security/revoked-index.ts';
 
 export { softwareVersion };
@@ -317,6 +318,8 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
       return pair.publicKey;
     },
   };
+  // The upgrade's restart stops the node the graceful way; that stop exists once the node is built below.
+  const stopRef = { stop: async (): Promise<void> => {} };
   const api = buildApi({
     node: node, store, clusterId: identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax,
     proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), runtime: control.runtime, events, auth: apiAuth, peer: peerHttp, security, foundingToken: founding,
@@ -327,6 +330,8 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
       watchStreamsPerClientMax: config.limits.watchStreamsPerClientMax, snapshotDownloadsMax: config.limits.snapshotDownloadsMax,
     },
     ...(opts.drillActions === true ? { drill: drillTargetOf(storage, config.peer.listen, node) } : {}),
+    // Only a node that owns its process (`shoal serve`, as for the drills) restarts into a new build.
+    upgrade: opts.drillActions === true ? processUpgradeHost(config.dataDir, () => stopRef.stop(), log) : inertUpgradeHost(config.dataDir),
   });
   apiRef.server = api.server;
   const apiListen = splitHostPort(config.api.listen);
@@ -349,7 +354,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   const addr = api.server.address();
   const apiAddress = typeof addr === 'object' && addr !== null ? `${apiListen.host}:${addr.port}` : config.api.listen;
   let stopping: Promise<void> | undefined;
-  return {
+  const running: RunningNode = {
     identity, node, store, api, apiAddress, apiScheme: peerHttp.scheme, control, events, foundingTokenWritten: founding.written,
     stop: () => {
       stopping ??= (async () => {
@@ -374,6 +379,8 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
       return stopping;
     },
   };
+  stopRef.stop = running.stop;
+  return running;
 }
 
 /** The container runtime the config names (docs/operations.md, `runtime`). */

@@ -16,7 +16,7 @@ interface Operation {
   path: string;
   method: string;
   parameters?: Param[];
-  requestBody?: { required?: boolean; content: { 'application/json': { schema: Schema } } };
+  requestBody?: { required?: boolean; content: { 'application/json'?: { schema: Schema } } };
   'x-additional-query'?: boolean;
 }
 interface Request { method: string; url: string; headers: Record<string, string>; payload?: string; expect: 'bad_request' | 'uri_too_long' | 'payload_too_large' | '4xx' }
@@ -77,7 +77,7 @@ function encode(v: string): string {
 function requestArb(op: Operation): fc.Arbitrary<{ path: Record<string, string>; body?: string }> {
   const pathParams = (op.parameters ?? []).filter((p) => p.in === 'path');
   const path = fc.record(Object.fromEntries(pathParams.map((p) => [p.name, valid(p.schema, resolve).map((v) => encode(String(v)))])));
-  const bodySchema = op.requestBody?.content['application/json'].schema;
+  const bodySchema = op.requestBody?.content['application/json']?.schema;
   if (bodySchema === undefined || op.requestBody?.required !== true) return path.map((pp) => ({ path: pp }));
   return fc.tuple(path, valid(bodySchema, resolve)).map(([pp, b]) => ({ path: pp, body: JSON.stringify(b) }));
 }
@@ -85,7 +85,7 @@ function requestArb(op: Operation): fc.Arbitrary<{ path: Record<string, string>;
 /** One violation of the operation's parameters, headers or body, or an oversized part. */
 function violationArb(op: Operation): fc.Arbitrary<Request> | undefined {
   const params = op.parameters ?? [];
-  const bodySchema = op.requestBody?.content['application/json'].schema;
+  const bodySchema = op.requestBody?.content['application/json']?.schema;
   const json = { 'content-type': 'application/json' };
   const build = (base: { path: Record<string, string>; body?: string }, part: Partial<Request> & { query?: string[] }): Request => {
     const { query, ...rest } = part;

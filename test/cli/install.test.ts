@@ -6,6 +6,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { noRestartExitCodes } from '../../src/cli/args.ts';
 import { renderUnit } from '../../src/cli/systemd-unit.ts';
@@ -31,6 +32,11 @@ describe('shoal install', () => {
     expect(answer).toMatchObject({ unit: 'shoal-n1.service', enabled: true, started: false });
     const unit = readFileSync(answer.file, 'utf8');
     expect(unit).toContain(`ExecStart=${process.execPath} `);
+    // A built package is kept in the node's releases folder and run through releases/current
+    // (what shoal upgrade swaps); a source checkout with no dist/ is run in place.
+    const built = existsSync(fileURLToPath(new URL('../../dist/shoal.mjs', import.meta.url)));
+    expect(unit).toContain(built ? `${path.join(dir, 'releases', 'current', 'bin', 'shoal.js')} serve` : `${fileURLToPath(new URL('../../bin/shoal.js', import.meta.url))} serve`);
+    expect((answer as { release?: string | null }).release ?? null).toBe(built ? `${(JSON.parse(readFileSync(fileURLToPath(new URL('../../package.json', import.meta.url)), 'utf8')) as { version: string }).version}-installed` : null);
     expect(unit).toContain(`serve --config ${path.join(dir, 'shoal.yaml')}`);
     expect(unit).toContain(`RestartPreventExitStatus=${noRestartExitCodes.join(' ')}`);
     expect(unit).toContain('Restart=on-failure');

@@ -67,6 +67,7 @@ const cases: Record<string, Case> = {
   'snapshot inspect': { badFlag: ['snapshot', 'inspect', 'f.snap', '--bogus'], missing: ['snapshot', 'inspect'] },
   recover: { badFlag: ['recover', '--force-new-cluster', '--data', 'd', '--bogus'], missing: ['recover', '--force-new-cluster'] },
   doctor: { badFlag: ['doctor', '--bogus', ...nowhere], missing: ['doctor', '--data', ...nowhere] },
+  upgrade: { badFlag: ['upgrade', '--to', 'x.tgz', '--bogus', ...nowhere], missing: ['upgrade', ...nowhere] },
   drill: { badFlag: ['drill', '--bogus'], missing: ['drill'] },
   'drill leader-kill': { badFlag: ['drill', 'leader-kill', '--bogus', ...nowhere], missing: ['drill', 'leader-kill', '--target', ...nowhere] },
   'drill leader-isolate': { badFlag: ['drill', 'leader-isolate', '--bogus', ...nowhere], missing: ['drill', 'leader-isolate', '--duration', ...nowhere] },
