@@ -52,7 +52,7 @@ function spec(over: Partial<ContainerSpec> = {}): ContainerSpec {
     capAdd: [],
     capDrop: [],
     privileged: false,
-    hostNetwork: false,
+    hostNetwork: false, networks: [], dns: [],
     healthCheck: null,
     stopSignal: 'SIGTERM',
     stopGracePeriodMs: 10_000,
