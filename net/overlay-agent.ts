@@ -160,8 +160,10 @@ export class OverlayAgent implements OverlayReadiness {
   /** One hosted network: its Docker network, then its VXLAN device; true once both are in place. */
   private async convergeNetwork(p: OverlayNetworkPlan, existing: readonly DockerNetworkInfo[], devices: readonly VxlanLink[]): Promise<boolean> {
     const made = existing.find((n) => n.name === p.dockerNetwork);
-    if (made !== undefined && (made.subnet !== p.subnet || made.gateway !== p.gateway || made.bridge !== p.bridge)) {
-      // Made for an earlier network of this name (removed and applied again with another subnet).
+    // The gateway is not compared: nodes sharing one Docker daemon (`shoal dev`) share its network,
+    // whose gateway is the first node's. Another subnet means it was made for an earlier network of
+    // this name (removed and applied again).
+    if (made !== undefined && (made.subnet !== p.subnet || made.bridge !== p.bridge)) {
       if (!(await this.barrier()) || !(await this.removeDockerNetwork(made))) return false;
       await this.createDockerNetwork(p);
     } else if (made === undefined) {
