@@ -208,6 +208,9 @@ export class DockerRuntime implements Runtime {
   private async connectNetworks(id: string, spec: ContainerSpec): Promise<void> {
     for (const { network, endpoint } of networksToConnect(spec)) {
       try {
+        // Docker 20.10 accepts connecting a created container to a network that does not exist
+        // (the start fails later): ask first, so the create fails saying which.
+        await this.call(`inspect network ${network}`, this.callTimeoutMs, () => this.docker.getNetwork(network).inspect() as Promise<unknown>);
         await this.call(`connect ${spec.name} to ${network}`, this.callTimeoutMs, (signal) =>
           this.docker.getNetwork(network).connect({ Container: id, EndpointConfig: endpoint, abortSignal: signal } as Docker.NetworkConnectOptions));
       } catch (err) {
