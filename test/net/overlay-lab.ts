@@ -1,7 +1,8 @@
 // The overlay lab: the mesh lab's three `shoal serve` nodes (test/net/mesh-lab.ts), each in its
 // own network namespace with the mesh, and each with **its own Docker daemon inside that
 // namespace** as its runtime. So each node's bridges, VXLAN devices and containers live in its
-// namespace, and the only way between them is the lab's link (WireGuard on it).
+// namespace, and the only way between them is the lab's link (WireGuard on it). The firewall
+// (nftables, net/firewall*.ts) is on in every node.
 //
 // dockerd is started with `nsenter --net=` rather than `ip netns exec`: the latter gives the
 // process a mount namespace with /sys remounted, where the cgroup hierarchy is missing and
@@ -57,7 +58,7 @@ export class OverlayLab {
     for (const n of this.nodes) {
       const file = path.join(n.dir, 'shoal.yaml');
       const config = parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
-      writeFileSync(file, stringify({ ...config, runtime: { kind: 'docker', dockerSocket: this.socket(n) } }));
+      writeFileSync(file, stringify({ ...config, runtime: { kind: 'docker', dockerSocket: this.socket(n) }, firewall: { enabled: true } }));
     }
     await Promise.all(this.nodes.map((n) => this.startDockerd(n)));
     for (const n of this.nodes) await ensureTestImage([], this.socket(n));

@@ -1,8 +1,9 @@
 // Overlay networks with real packets: three shoal nodes, each in its own network namespace with
 // the WireGuard mesh and its own Docker daemon (test/net/overlay-lab.ts). A Network and a global
 // service on it put a busybox workload on every node; then the workload on n1 reaches n3's by
-// its overlay address, nothing of the overlay shows on the link between the namespaces, and a
-// kill -9 of shoal on n1 does not interrupt a running ping. Needs root, iproute2, wireguard-tools,
+// its overlay address, nothing of the overlay shows on the link between the namespaces, a
+// workload on another network reaches it only on the port a FirewallPolicy opens (the firewall
+// is on), and a kill -9 of shoal on n1 does not interrupt a running ping. Needs root, iproute2, wireguard-tools,
 // wireguard-go, tcpdump, dockerd and busybox-static.
 
 import { spawn, spawnSync } from 'node:child_process';
@@ -28,13 +29,20 @@ function overlayProblems(): string[] {
 
 const subnet = '10.62.0.0/16';
 const markerText = 'SH0LOVERLAY';
+const image = 'shoal-test/busybox:local';
 const documents = [
   { apiVersion: 'shoal/v1', kind: 'Network', name: 'back', subnet },
+  { apiVersion: 'shoal/v1', kind: 'Network', name: 'other', subnet: '10.63.0.0/16' },
   {
-    apiVersion: 'shoal/v1', kind: 'Service', name: 'echo', mode: 'global', image: 'shoal-test/busybox:local', networks: ['back'],
-    command: ['sh', '-c', 'while true; do nc -l -p 7000; done'],
+    apiVersion: 'shoal/v1', kind: 'Service', name: 'echo', mode: 'global', image, networks: ['back'],
+    // Listens on 7000 and 7001, printing what it gets: the firewall case opens only 7000.
+    command: ['sh', '-c', 'while true; do nc -l -p 7001; done & while true; do nc -l -p 7000; done'],
   },
+  { apiVersion: 'shoal/v1', kind: 'Service', name: 'probe', mode: 'global', image, networks: ['other'], command: ['sleep', '3600'], constraints: ['node.name == n1'] },
 ];
+const policy = {
+  apiVersion: 'shoal/v1', kind: 'FirewallPolicy', name: 'probe-to-echo', allow: [{ from: { services: ['probe'] }, to: { services: ['echo'] }, ports: [7000] }],
+};
 
 describe('overlay networks, in network namespaces with a Docker daemon each', () => {
   let lab: OverlayLab;
@@ -118,6 +126,27 @@ describe('overlay networks, in network namespaces with a Docker daemon each', ()
     expect(count('icmp')).toBe(0);
     expect(readFileSync(file).includes(Buffer.from(markerText))).toBe(false);
   }, 60_000);
+
+  it('isolates another network; a policy allowing one port lets exactly that port through', async () => {
+    const probe = await lab.mesh.waitFor('the probe workload running on n1', () => lab.containers(n1, 'probe')[0], 120_000);
+    const send = (port: number, text: string): void => { lab.docker(n1, ['exec', probe, 'sh', '-c', `echo ${text} | nc -w 2 ${a3} ${port}`], 20_000); };
+    const got = (text: string): boolean => lab.docker(n3, ['logs', c3]).stdout.includes(text);
+    send(7000, 'SH0LBLOCKED');
+    await sleep(500);
+    expect(got('SH0LBLOCKED')).toBe(false);
+    await lab.mesh.waitFor('the policy to be applied', async () => {
+      const r = await call(n1.api, '/v1/apply', { method: 'POST', body: { documents: [...documents, policy] }, timeoutMs: 10_000 });
+      return r.kind === 'answer' && r.status === 200 ? true : undefined;
+    });
+    // The tables follow the store on every node within moments; try until the port opens.
+    await lab.mesh.waitFor('port 7000 to open from probe to echo', () => {
+      send(7000, 'SH0LALLOWED');
+      return got('SH0LALLOWED') ? true : undefined;
+    }, 30_000);
+    send(7001, 'SH0LOTHERPORT');
+    await sleep(1_000);
+    expect(got('SH0LOTHERPORT')).toBe(false);
+  }, 120_000);
 
   it('keeps a running ping going through a kill -9 of shoal on n1, and the restarted node adopts the overlay', async () => {
     const count = 12;
