@@ -27,11 +27,12 @@ const dockerdStopMs = 15_000;
 export class OverlayLab {
   private readonly dockerds = new Map<number, ChildProcess>();
 
-  private constructor(readonly mesh: MeshLab) {}
+  private constructor(readonly mesh: MeshLab, private readonly firewall: boolean) {}
 
-  static async create(runDir: string): Promise<OverlayLab> {
+  /** `firewall: false` leaves the nodes' firewall off (the benchmark measures the overlay alone). */
+  static async create(runDir: string, opts: { firewall?: boolean } = {}): Promise<OverlayLab> {
     const mesh = await MeshLab.create(3, runDir);
-    const lab = new OverlayLab(mesh);
+    const lab = new OverlayLab(mesh, opts.firewall ?? true);
     try {
       await lab.init();
     } catch (err) {
@@ -58,7 +59,7 @@ export class OverlayLab {
     for (const n of this.nodes) {
       const file = path.join(n.dir, 'shoal.yaml');
       const config = parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
-      writeFileSync(file, stringify({ ...config, runtime: { kind: 'docker', dockerSocket: this.socket(n) }, firewall: { enabled: true } }));
+      writeFileSync(file, stringify({ ...config, runtime: { kind: 'docker', dockerSocket: this.socket(n) }, firewall: { enabled: this.firewall } }));
     }
     await Promise.all(this.nodes.map((n) => this.startDockerd(n)));
     for (const n of this.nodes) await ensureTestImage([], this.socket(n));
