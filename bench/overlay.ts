@@ -35,10 +35,12 @@ const runs = 3;
 interface Path {
   name: string;
   /** Runs argv on the sending side (n1): in its workload, or in its namespace. */
-  send: (argv: string[]) => { status: number | null; stdout: string };
+  send: (argv: string[]) => { status: number | null; stdout: string; stderr: string };
   /** Starts a listener on the receiving side (n3), detached. */
   listen: (port: number) => void;
   address: string;
+  /** How `sh -c` names busybox's nc there (the namespaces see the host's PATH). */
+  nc: string;
   /** What one `send` costs when it does nothing (docker exec's own start). */
   overheadMs: number;
 }
@@ -54,7 +56,7 @@ function timed(p: Path, argv: string[]): number {
   const t0 = performance.now();
   const r = p.send(argv);
   const ms = performance.now() - t0;
-  if (r.status !== 0) throw new Error(`${p.name}: ${argv.join(' ')} exited with ${r.status}`);
+  if (r.status !== 0) throw new Error(`${p.name}: ${argv.join(' ')} exited with ${r.status}: ${r.stderr.trim()}`);
   return ms;
 }
 
@@ -63,7 +65,7 @@ async function throughput(p: Path, port: number): Promise<number> {
   for (let i = 0; i < runs; i++) {
     p.listen(port + i);
     await sleep(500);
-    best = Math.min(best, timed(p, ['sh', '-c', `head -c ${bytes} /dev/zero | nc ${p.address} ${port + i}`]) - p.overheadMs);
+    best = Math.min(best, timed(p, ['sh', '-c', `head -c ${bytes} /dev/zero | ${p.nc} ${p.address} ${port + i}`]) - p.overheadMs);
   }
   return (bytes * 8) / (best / 1000) / 1e6;
 }
@@ -102,9 +104,9 @@ async function paths(lab: OverlayLab, n1: LabNode, n3: LabNode): Promise<Path[]>
   const listenC = (port: number): void => { lab.docker(n3, ['exec', '-d', c3, 'sh', '-c', `sleep 600 | nc -l -p ${port} > /dev/null`]); };
   await lab.mesh.waitFor('the overlay to carry a ping', () => (inC(n1, c1)(['ping', '-c', '1', '-W', '2', a3]).status === 0 ? true : undefined));
   return [
-    { name: 'plain link (namespaces, no encryption)', send: inNs(n1), listen: listenNs, address: n3.ip, overheadMs: overhead(inNs(n1)) },
-    { name: 'mesh (WireGuard, namespaces)', send: inNs(n1), listen: listenNs, address: mesh3, overheadMs: overhead(inNs(n1)) },
-    { name: 'overlay (workload to workload: VXLAN in WireGuard)', send: inC(n1, c1), listen: listenC, address: a3, overheadMs: overhead(inC(n1, c1)) },
+    { name: 'plain link (namespaces, no encryption)', send: inNs(n1), listen: listenNs, address: n3.ip, nc: 'busybox nc', overheadMs: overhead(inNs(n1)) },
+    { name: 'mesh (WireGuard, namespaces)', send: inNs(n1), listen: listenNs, address: mesh3, nc: 'busybox nc', overheadMs: overhead(inNs(n1)) },
+    { name: 'overlay (workload to workload: VXLAN in WireGuard)', send: inC(n1, c1), listen: listenC, address: a3, nc: 'nc', overheadMs: overhead(inC(n1, c1)) },
   ];
 }
 
@@ -113,7 +115,8 @@ try {
   const [n1, , n3] = lab.nodes as [LabNode, LabNode, LabNode];
   await Promise.all(lab.nodes.map((n) => lab.mesh.start(n)));
   const rows: string[] = [];
-  let port = 7100;
+  // Clear of shoal's own ports in the lab (API 7100, peers 7200).
+  let port = 9100;
   const results: Array<{ name: string; mbps: number; ms: number }> = [];
   for (const p of await paths(lab, n1, n3)) {
     const mbps = await throughput(p, port);
@@ -130,7 +133,7 @@ try {
     '',
     `\`sudo npm run bench:overlay -- --mb ${mb} --pings ${pings} --write\`, ${new Date().toISOString().slice(0, 16)} UTC, ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), shared with other jobs; ${wgGo}, kernel ${os.release()}.`,
     `Throughput: ${mb} MB through busybox \`nc\`, the best of ${runs}, timed to the sender's exit less one \`docker exec\`/\`ip netns exec\` of nothing. Latency: average of ${pings} pings 0.2 s apart.`,
-    'The three namespaces share one machine\'s two cores: every path here is CPU-bound, so the ratios say more than the figures.',
+    'Run under `nice -n 19` behind the machine-wide test lock; the three namespaces share one machine\'s two cores with other jobs, every path here is CPU-bound, so the ratios say more than the figures.',
     '',
     '| path, n1 to n3 | Mbit/s | × plain | ping avg ms |',
     '|---|---|---|---|',
@@ -139,7 +142,7 @@ try {
     'Most of the overlay\'s cost is WireGuard\'s, and here it is wireguard-go in userspace: every packet crosses to a process and back through /dev/net/tun,',
     'one copy and two context switches each way. The kernel module (`ip link add … type wireguard`, used by shoal wherever the kernel has it) encrypts in the',
     'kernel on the packet path with no such crossings; expect its throughput near the plain link\'s on a machine with spare cores, and its latency within tens of',
-    'microseconds of it. VXLAN itself (the difference between the mesh and the overlay rows) costs a header of 50 bytes (MTU 1370 instead of 1420) and a bridge hop.',
+    'microseconds of it. VXLAN itself (the mesh row against the overlay row) costs a header of 50 bytes (MTU 1370 instead of 1420) and a bridge hop: less than the noise between runs here.',
   ].join('\n');
   console.log(text);
   if (values.write) writeNamedSection('overlay', text);
