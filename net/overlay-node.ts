@@ -20,12 +20,20 @@ export function startOverlayAgent(opts: {
 }): OverlayAgent {
   const { node, store, log } = opts;
   const reader = new ControlStateReader(store);
+  // Every pass reads the records again: a malformed one is told once, not every 5 s.
+  const told = new Set<string>();
+  const malformed = (collection: string, id: string, problem: string): void => {
+    const line = `overlay: skipping malformed ${collection}/${id}: ${problem}`;
+    if (told.has(line)) return;
+    told.add(line);
+    log.warn(line);
+  };
   const agent = new OverlayAgent({
     self: opts.nodeId,
     clusterId: opts.clusterId,
     meshMtu: opts.meshMtu,
     view: {
-      networks: () => [...readNetworkState(store, (c, id, p) => log.warn(`overlay: skipping malformed ${c}/${id}: ${p}`)).networks.values()].map((v) => v.value),
+      networks: () => [...readNetworkState(store, malformed).networks.values()].map((v) => v.value),
       nodes: () => [...reader.read().nodes.values()].map((v) => v.value),
       subscribe: (onChange) => {
         const offEvents = store.subscribe((ev) => { if (ev.collection === networksCollection || ev.collection === nodesCollection) onChange(); });

@@ -461,7 +461,7 @@ export class Agent {
   }
 
   /**
-   * The spec with the task's overlay addresses and DNS server, or null while it waits for them
+   * The create with the task's overlay addresses and DNS server in its spec, or null while it waits for them
    * (reported as `starting` with what it waits for; a change of the networks or the overlay
    * kicks a new pass, which tries again).
    */
