@@ -181,6 +181,16 @@ describe('OverlayAgent', () => {
     await second.agent.close();
   });
 
+  it('puts the device back on its bridge when Docker has made the bridge again (a restart of dockerd)', async () => {
+    const { host, agent, change } = harness([network('back', '10.62.0.0/16', { n1: 0, n2: 1 })], nodes);
+    agent.start();
+    await agent.idle();
+    Object.assign(host.devices.get(vxlanName('back')) ?? {}, { master: null, up: false });
+    await change();
+    expect(host.devices.get(vxlanName('back'))).toMatchObject({ master: bridgeName('back'), up: true, floods: ['10.212.0.2'] });
+    await agent.close();
+  });
+
   it('tears a removed network down once no container is attached', async () => {
     const { host, state, agent, change } = harness([network('back', '10.62.0.0/16', { n1: 0, n2: 1 })], nodes);
     agent.start();
