@@ -3,6 +3,7 @@
 // store, its Raft node and its container runtime. Both wait for the cluster feature level of the
 // control plane (src/node/feature-level.ts): a cluster mid-upgrade writes none of it.
 
+import { StoreTaskNetworks, type TaskNetworks } from '../executor/task-networks.ts';
 import type { DocumentStore } from '../../fsm/index.ts';
 import type { Logger, RaftNode } from '../node/raft-node.ts';
 import { Agent } from '../executor/agent.ts';
@@ -48,6 +49,8 @@ export interface ControlPlaneOptions {
   lease?: LeaseConfig;
   /** Where the agent writes tasks' secret files (`<data dir>/secrets`); absent, they are kept in memory (the memory runtime's tests). */
   secretsDir?: string;
+  /** The agent's view of overlay addresses and readiness (src/executor/task-networks.ts); absent: the store's addresses alone. */
+  networks?: TaskNetworks;
 }
 
 /** Registration is retried this often while it fails (no leader yet, a conflict). */
@@ -90,6 +93,7 @@ export class ControlPlane {
         read: (name) => secretBytesInStore(opts.store, name),
         files: opts.secretsDir !== undefined ? new DiskSecretFiles(opts.secretsDir) : new MemorySecretFiles(),
       },
+      networks: opts.networks ?? new StoreTaskNetworks(opts.store, opts.identity.id, null),
     });
   }
 

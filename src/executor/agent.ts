@@ -35,6 +35,7 @@ import { errorText, StatusReporter, statusReporterDefaults, type StatusReporterL
 import { exitedStatus, failedStartStatus, goneStatus, startingStatus, type ReportBase } from './task-report.ts';
 import { callWithTimeout, TaskWorkQueue, type Call } from './work-queue.ts';
 import { deliverSecrets, retainSecretFiles, type SecretDelivery } from './secret-delivery.ts';
+import type { TaskNetworks } from './task-networks.ts';
 import type { Logger } from '../log.ts';
 
 export type { AgentAssignment } from './plan-reconcile.ts';
@@ -132,6 +133,12 @@ export interface AgentOptions {
   lease?: AgentLeaseOptions;
   /** Reads secrets from the store and writes their files (secret-delivery.ts); absent, a task that names a secret fails to start. */
   secrets?: SecretDelivery;
+  /**
+   * Addresses and overlay readiness of tasks on networks (task-networks.ts): the container of such
+   * a task is created only once every address is allocated and the node's overlay is in place.
+   * Absent, its containers are created with no fixed address (the runtime picks).
+   */
+  networks?: TaskNetworks;
 }
 
 export type AgentRuntimeState = RuntimeStatus;
@@ -165,6 +172,7 @@ export class Agent {
   private resyncTimer: Timer | null = null;
   private wake: { atMs: number; timer: Timer } | null = null;
   private unsubView: (() => void) | null = null;
+  private unsubNetworks: (() => void) | null = null;
   private unsubEvents: (() => void) | null = null;
   private dirty = false;
   private looping: Promise<void> | null = null;
@@ -210,6 +218,7 @@ export class Agent {
     if (this.started) throw new Error('assertion: Agent.start called twice');
     this.started = true;
     this.unsubView = this.opts.view.subscribe(() => this.kick());
+    this.unsubNetworks = this.opts.networks?.subscribe(() => this.kick()) ?? null;
     this.scheduleResync();
     this.checkRuntime();
   }
@@ -233,6 +242,7 @@ export class Agent {
     this.lease?.close();
     for (const t of [this.pingTimer, this.resyncTimer, this.wake?.timer]) t?.cancel();
     this.unsubView?.();
+    this.unsubNetworks?.();
     this.unsubEvents?.();
     if (this.looping !== null) await this.looping;
     // Every call is time-boxed, but a hung call keeps its task's key busy: wait a bounded time.
@@ -383,7 +393,10 @@ export class Agent {
       // Beyond the bound, the rest waits for the next pass (kicked when an operation ends).
       if (!this.queue.hasRoom()) break;
       if (this.queue.isBusy(a.key)) continue;
-      this.queue.run(a.key, (call) => this.perform(a, call), (thrown) => {
+      const action = a.type === 'create' ? this.withNetworks(a) : a;
+      // Waiting for its networks: nothing is queued, so nothing kicks a pass until they change.
+      if (action === null) continue;
+      this.queue.run(a.key, (call) => this.perform(action, call), (thrown) => {
         if (thrown !== undefined) this.opts.log.error(`agent: ${a.type} of ${a.key} failed unexpectedly: ${errorText(thrown)}`);
         this.kick();
       });
@@ -445,6 +458,22 @@ export class Agent {
       return this.failStart(base, null, `create failed: ${errorText(err)}`);
     }
     await this.startOp(base, id, call);
+  }
+
+  /**
+   * The create with the task's overlay addresses and DNS server in its spec, or null while it waits for them
+   * (reported as `starting` with what it waits for; a change of the networks or the overlay
+   * kicks a new pass, which tries again).
+   */
+  private withNetworks(a: Extract<PlanAction, { type: 'create' }>): Extract<PlanAction, { type: 'create' }> | null {
+    const networks = this.opts.networks;
+    if (a.spec.networks.length === 0 || networks === undefined) return a;
+    const answer = networks.resolve(a.base.taskId, a.spec.networks.map((n) => n.name));
+    if (!answer.ready) {
+      this.reporter.submit({ ...startingStatus(a.base), message: answer.waiting });
+      return null;
+    }
+    return { ...a, spec: { ...a.spec, networks: answer.networks, dns: answer.dns } };
   }
 
   private async startOp(base: ReportBase, containerId: string, call: Call): Promise<void> {

@@ -14,11 +14,16 @@
 // - Mounts go through the Mounts API, not Binds: a bind whose source does not exist is refused
 //   instead of being created empty and owned by root; a named volume is created when missing.
 // - No health check in the spec keeps the image's own HEALTHCHECK, as Docker and Swarm do.
+// - Overlay networks: the container is created on the first (NetworkMode and its endpoint, with
+//   the address from the network record); docker-runtime.ts connects the rest before the start
+//   (Docker's create takes one endpoint before API 1.44). Its DNS server is the gateway of its
+//   first network, where the node answers service names (net/service-dns.ts).
 
 import type Docker from 'dockerode';
 import { fenceMountPath, leaseFileOf } from './lease-file.ts';
+import { dockerNetworkName } from '../../net/overlay-names.ts';
 import { labelKeys } from './labels.ts';
-import type { ContainerSpec } from './runtime.ts';
+import type { ContainerNetwork, ContainerSpec } from './runtime.ts';
 
 /** What the image runs when the spec does not say (its ENTRYPOINT and CMD), for the fence. */
 export interface ImageCommand {
@@ -70,7 +75,18 @@ export function dockerCreateOptions(spec: ContainerSpec): Docker.ContainerCreate
     // shuts down); shoal's own stop sends the signal and times the grace period itself.
     StopTimeout: Math.ceil(spec.stopGracePeriodMs / msPerSecond),
     HostConfig: hostConfig(spec, ports.bindings),
+    ...(spec.networks[0] !== undefined ? { NetworkingConfig: { EndpointsConfig: { [dockerNetworkName(spec.networks[0].name)]: endpointConfig(spec.networks[0]) } } } : {}),
   };
+}
+
+/** The endpoint of one overlay network: its fixed address, or none for the runtime to choose. */
+export function endpointConfig(n: ContainerNetwork): Docker.EndpointSettings {
+  return n.address === null ? {} : { IPAMConfig: { IPv4Address: n.address } };
+}
+
+/** The overlay networks to `docker network connect` after the create, before the start. */
+export function networksToConnect(spec: ContainerSpec): Array<{ network: string; endpoint: Docker.EndpointSettings }> {
+  return spec.networks.slice(1).map((n) => ({ network: dockerNetworkName(n.name), endpoint: endpointConfig(n) }));
 }
 
 function hostConfig(spec: ContainerSpec, portBindings: Record<string, Array<{ HostPort: string }>> | undefined): Docker.HostConfig {
@@ -84,7 +100,8 @@ function hostConfig(spec: ContainerSpec, portBindings: Record<string, Array<{ Ho
     CapAdd: [...spec.capAdd],
     CapDrop: [...spec.capDrop],
     Privileged: spec.privileged,
-    ...(spec.hostNetwork ? { NetworkMode: 'host' } : {}),
+    ...(spec.hostNetwork ? { NetworkMode: 'host' } : spec.networks[0] !== undefined ? { NetworkMode: dockerNetworkName(spec.networks[0].name) } : {}),
+    ...(spec.dns.length > 0 ? { Dns: [...spec.dns] } : {}),
     LogConfig: { Type: 'json-file', Config: logConfig(spec.logs.maxSizeBytes, spec.logs.maxFiles) },
   };
 }

@@ -14,7 +14,7 @@ import { ShoalError } from '../errors.ts';
 import {
   containerInspectSchema, containerSummarySchema, dockerEventSchema, imageSummarySchema, subscribedActions, toContainerInfo, toImageInfo, toRuntimeEvent,
 } from './docker-answers.ts';
-import { dockerCreateOptions, fencedSpec, type ImageCommand } from './docker-container-config.ts';
+import { dockerCreateOptions, fencedSpec, networksToConnect, type ImageCommand } from './docker-container-config.ts';
 import { isExclusiveContainer } from './labels.ts';
 import { describeEndpoint, resolveDockerEndpoint, type DockerEndpoint } from './docker-endpoint.ts';
 import { DockerLogDecoder } from './docker-log-frames.ts';
@@ -191,12 +191,33 @@ export class DockerRuntime implements Runtime {
       const container = await this.call(`create ${spec.name}`, this.callTimeoutMs, (signal) =>
         // _query/_body keep the config out of the URL (dockerode would put it in both).
         this.docker.createContainer({ _query: { name }, _body: body, abortSignal: signal } as unknown as Docker.ContainerCreateOptions));
+      await this.connectNetworks(container.id, spec);
       return container.id;
     } catch (err) {
       const e = err as RuntimeError;
       // A 404 here is the image, not a container: not_found would tell the agent the wrong thing.
       if (e.kind === 'not_found') throw new RuntimeError('failed', `${e.message} (the image must be present: ensureImage first)`);
       throw e;
+    }
+  }
+
+  /**
+   * Connects a new container to its overlay networks after the first, before it starts. A
+   * failure removes the container (it would start half attached) and fails the create.
+   */
+  private async connectNetworks(id: string, spec: ContainerSpec): Promise<void> {
+    for (const { network, endpoint } of networksToConnect(spec)) {
+      try {
+        // Docker 20.10 accepts connecting a created container to a network that does not exist
+        // (the start fails later): ask first, so the create fails saying which.
+        await this.call(`inspect network ${network}`, this.callTimeoutMs, () => this.docker.getNetwork(network).inspect() as Promise<unknown>);
+        await this.call(`connect ${spec.name} to ${network}`, this.callTimeoutMs, (signal) =>
+          this.docker.getNetwork(network).connect({ Container: id, EndpointConfig: endpoint, abortSignal: signal } as Docker.NetworkConnectOptions));
+      } catch (err) {
+        await this.remove(id).catch(() => undefined);
+        const e = err as RuntimeError;
+        throw e.kind === 'not_found' ? new RuntimeError('failed', `${e.message} (the Docker network ${network} does not exist on this node)`) : e;
+      }
     }
   }
 

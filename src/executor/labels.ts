@@ -168,6 +168,9 @@ export function buildContainerSpec(spec: ServiceSpec, task: TaskRecord, owner: O
     capDrop: [...spec.capDrop],
     privileged: spec.privileged,
     hostNetwork: spec.hostNetwork,
+    // Addresses are the leader's (the network records); the agent fills them in at create time.
+    networks: spec.networks.map((name) => ({ name, address: null })),
+    dns: [],
     healthCheck: spec.healthCheck === null ? null : { ...spec.healthCheck, command: [...spec.healthCheck.command] },
     stopSignal: spec.stopSignal,
     stopGracePeriodMs: spec.stopGracePeriodMs,

@@ -232,6 +232,12 @@ export class MemoryRuntime implements Runtime {
     return [...this.containersById.values()].map((c) => copyInfo(c.info));
   }
 
+  /** The spec a container was created with (a copy), networks and DNS included; undefined when it does not exist. */
+  specOf(id: string): ContainerSpec | undefined {
+    const c = this.containersById.get(id);
+    return c === undefined ? undefined : structuredClone(c.spec);
+  }
+
   /** Every event emitted so far (at most historyMax, the newest), in order. */
   history(): RuntimeEvent[] {
     return this.eventLog.map((e) => ({ ...e, labels: { ...e.labels } }));

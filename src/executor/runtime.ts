@@ -32,10 +32,28 @@ export interface ContainerSpec {
   capDrop: string[];
   privileged: boolean;
   hostNetwork: boolean;
+  /**
+   * The overlay networks it joins, in the service's order (the first is the one it is created
+   * on; the runtime connects the rest before it starts). Empty: the runtime's default network.
+   */
+  networks: ContainerNetwork[];
+  /** Name servers for its resolv.conf (the gateway of its first network); empty: the runtime's default. */
+  dns: string[];
   healthCheck: HealthCheckSpec | null;
   stopSignal: string;
   stopGracePeriodMs: number;
   logs: LogSpec;
+}
+
+/** One overlay network a container joins. */
+export interface ContainerNetwork {
+  /** The shoal Network's name (the runtime maps it to its own network: Docker's `shoal-<name>`). */
+  name: string;
+  /**
+   * Its address there, from the network record (address-allocator.ts); null leaves the choice to
+   * the runtime (the agent never creates a task's container before its addresses are allocated).
+   */
+  address: string | null;
 }
 
 export type ContainerState = 'created' | 'running' | 'paused' | 'restarting' | 'exited' | 'dead';

@@ -50,6 +50,8 @@ import { generateKeyPair, loadOrCreateKeyPair, writeKeyPair } from '../../net/wg
 import type { MeshKeys } from '../api/mesh-routes.ts';
 import { startFirewall } from '../../net/firewall-start.ts';
 import { startServiceDns } from '../../net/dns-start.ts';
+import { startOverlayAgent } from '../../net/overlay-node.ts';
+import { StoreTaskNetworks } from '../executor/task-networks.ts';
 import { DrillStorage } from './drill-storage.ts';
 import { drillTargetOf } from './drill-target.ts';
 import { inertUpgradeHost, processUpgradeHost } from './upgrade-host.ts';
@@ -236,7 +238,13 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     capacity: machineCapacity({ ...(config.node.cpuMillis !== undefined ? { cpuMillis: config.node.cpuMillis } : {}), ...(config.node.memoryBytes !== undefined ? { memoryBytes: config.node.memoryBytes } : {}) }),
     labels: config.node.labels,
   };
+  // The overlay (net/overlay-agent.ts): Docker networks, and VXLAN over the mesh, for the networks
+  // this node hosts; only where containers run on Docker. Stopping shoal leaves them in place.
+  const overlay = config.runtime.kind !== 'docker' ? null : startOverlayAgent({
+    node, store, clusterId: identity.clusterId, nodeId: identity.id, meshMtu: config.mesh?.mtu ?? null, dockerSocket: config.runtime.dockerSocket, log,
+  });
   const control = new ControlPlane({
+    networks: new StoreTaskNetworks(store, identity.id, overlay),
     node, store, clusterId: identity.clusterId, log, health: config.control, runtime: makeRuntime(config), observeLoops, leaseDir: leaseDirOf(config), lease: config.exclusive,
     imageGc: { graceMs: config.runtime.imageGcGraceMs, pinned: config.runtime.imagesPinned, ledgerFile: path.join(config.dataDir, 'images-pulled.json') },
     identity: nodeIdentity, secretsDir: path.resolve(config.dataDir, 'secrets'),
@@ -340,6 +348,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   } catch (err) {
     stopSecurity();
     await mesh?.close();
+    await overlay?.close();
     await firewall?.close();
     await dns?.close();
     await backups.close();
@@ -361,6 +370,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
         // The loops and the agents first: they propose through the node. Containers and the mesh keep running.
         stopSecurity();
         await mesh?.close();
+        await overlay?.close();
         await control.close();
         await firewall?.close();
         await dns?.close();

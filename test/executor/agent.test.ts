@@ -28,7 +28,7 @@ function handMade(name: string, labels: Record<string, string>): ContainerSpec {
   return {
     name, image: 'busybox:local', command: null, args: null, env: {}, user: null, labels,
     limits: { cpuMillis: null, memoryBytes: null }, ports: [], mounts: [], devices: [], capAdd: [], capDrop: [], privileged: false,
-    hostNetwork: false, healthCheck: null, stopSignal: 'SIGTERM', stopGracePeriodMs: 1000, logs: { maxSizeBytes: 1, maxFiles: 1 },
+    hostNetwork: false, networks: [], dns: [], healthCheck: null, stopSignal: 'SIGTERM', stopGracePeriodMs: 1000, logs: { maxSizeBytes: 1, maxFiles: 1 },
   };
 }
 

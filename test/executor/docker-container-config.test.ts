@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { dockerCreateOptions } from '../../src/executor/docker-container-config.ts';
+import { dockerCreateOptions, networksToConnect } from '../../src/executor/docker-container-config.ts';
 import type { ContainerSpec } from '../../src/executor/runtime.ts';
 
 const base: ContainerSpec = {
   name: 'shoal-web.1.t1', image: 'busybox:1.36', command: null, args: null, env: {}, user: null, labels: { 'shoal.task': 't1' },
   limits: { cpuMillis: null, memoryBytes: null }, ports: [], mounts: [], devices: [], capAdd: [], capDrop: [], privileged: false,
-  hostNetwork: false, healthCheck: null, stopSignal: 'SIGTERM', stopGracePeriodMs: 10_000, logs: { maxSizeBytes: 10_485_760, maxFiles: 3 },
+  hostNetwork: false, networks: [], dns: [], healthCheck: null, stopSignal: 'SIGTERM', stopGracePeriodMs: 10_000, logs: { maxSizeBytes: 10_485_760, maxFiles: 3 },
 };
 
 describe('dockerCreateOptions', () => {
@@ -29,6 +29,23 @@ describe('dockerCreateOptions', () => {
     ] });
     expect(o.ExposedPorts).toEqual({ '8080/tcp': {}, '53/udp': {} });
     expect(o.HostConfig?.PortBindings).toEqual({ '8080/tcp': [{ HostPort: '80' }, { HostPort: '8080' }], '53/udp': [{ HostPort: '53' }] });
+  });
+
+  it('creates a container on its first overlay network with its address and DNS, and leaves the rest to connect', () => {
+    const o = dockerCreateOptions({ ...base, networks: [{ name: 'back', address: '10.62.1.2' }, { name: 'front', address: '10.63.1.5' }], dns: ['10.62.1.1'] });
+    expect(o.HostConfig?.NetworkMode).toBe('shoal-back');
+    expect(o.HostConfig?.Dns).toEqual(['10.62.1.1']);
+    expect(o.NetworkingConfig).toEqual({ EndpointsConfig: { 'shoal-back': { IPAMConfig: { IPv4Address: '10.62.1.2' } } } });
+    expect(networksToConnect({ ...base, networks: [{ name: 'back', address: '10.62.1.2' }, { name: 'front', address: '10.63.1.5' }] }))
+      .toEqual([{ network: 'shoal-front', endpoint: { IPAMConfig: { IPv4Address: '10.63.1.5' } } }]);
+  });
+
+  it('without networks sends no NetworkingConfig and no Dns; an address left to the runtime sends no IPAMConfig', () => {
+    const o = dockerCreateOptions(base);
+    expect(o).not.toHaveProperty('NetworkingConfig');
+    expect(o.HostConfig).not.toHaveProperty('Dns');
+    expect(networksToConnect(base)).toEqual([]);
+    expect(dockerCreateOptions({ ...base, networks: [{ name: 'back', address: null }] }).NetworkingConfig).toEqual({ EndpointsConfig: { 'shoal-back': {} } });
   });
 
   it('sends no port bindings on the host network', () => {

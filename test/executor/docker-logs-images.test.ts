@@ -35,7 +35,7 @@ function spec(over: Partial<ContainerSpec> = {}): ContainerSpec {
   return {
     name: `shoal-test-${run}-${seq}`, image: testImage, command: ['sleep', '300'], args: null, env: {}, user: null,
     limits: { cpuMillis: null, memoryBytes: null }, ports: [], mounts: [], devices: [], capAdd: [], capDrop: [], privileged: false,
-    hostNetwork: false, healthCheck: null, stopSignal: 'SIGKILL', stopGracePeriodMs: 1_000, logs: { maxSizeBytes: 1024 * 1024, maxFiles: 2 },
+    hostNetwork: false, networks: [], dns: [], healthCheck: null, stopSignal: 'SIGKILL', stopGracePeriodMs: 1_000, logs: { maxSizeBytes: 1024 * 1024, maxFiles: 2 },
     ...over,
     labels: { [runLabel]: run, ...over.labels },
   };

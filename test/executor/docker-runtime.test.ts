@@ -11,6 +11,8 @@ import Docker from 'dockerode';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DockerRuntime } from '../../src/executor/docker-runtime.ts';
 import { RuntimeError, type ContainerInfo, type ContainerSpec, type Labels, type RuntimeEvent } from '../../src/executor/runtime.ts';
+import { DockerodeNetworks } from '../../net/overlay-docker.ts';
+import { bridgeName, dockerNetworkName } from '../../net/overlay-names.ts';
 import { defaultSocketPath, ensureDockerd } from './dockerd.ts';
 import { SocketProxy } from './socket-proxy.ts';
 import { ensureTestImage, removeTestTag, testImage } from './test-image.ts';
@@ -52,7 +54,7 @@ function spec(over: Partial<ContainerSpec> = {}): ContainerSpec {
     capAdd: [],
     capDrop: [],
     privileged: false,
-    hostNetwork: false,
+    hostNetwork: false, networks: [], dns: [],
     healthCheck: null,
     stopSignal: 'SIGTERM',
     stopGracePeriodMs: 10_000,
@@ -118,6 +120,49 @@ afterAll(async () => {
   await removeRunContainers();
   await raw.getVolume(volumeName).remove().catch(() => undefined);
   rmSync(tmp, { recursive: true, force: true });
+});
+
+describe('DockerRuntime: overlay networks', () => {
+  // Two /24s of 10.250/16 picked by the run, so parallel runs on one daemon rarely meet.
+  const third = (parseInt(run.slice(0, 2), 16) & 0xfe);
+  const nets = [
+    { name: `ovt-${run}-a`, subnet: `10.250.${third}.0/24`, gateway: `10.250.${third}.1` },
+    { name: `ovt-${run}-b`, subnet: `10.250.${third + 1}.0/24`, gateway: `10.250.${third + 1}.1` },
+  ];
+  const docker = new DockerodeNetworks(defaultSocketPath);
+
+  afterAll(async () => {
+    await removeRunContainers();
+    for (const n of await docker.list('test-' + run)) await docker.remove(n.id);
+  });
+
+  it('creates a container on its first network with its address and DNS, connected to the rest before it starts', async () => {
+    for (const n of nets) {
+      await docker.create({ name: dockerNetworkName(n.name), network: n.name, clusterId: 'test-' + run, bridge: bridgeName(n.name), subnet: n.subnet, gateway: n.gateway, internal: false, mtu: 1370 });
+    }
+    expect((await docker.list('test-' + run)).map((n) => n.network).sort()).toEqual(nets.map((n) => n.name));
+    const rt = runtime();
+    const a = `10.250.${third}.7`;
+    const b = `10.250.${third + 1}.9`;
+    const id = await rt.create(spec({ networks: [{ name: nets[0]?.name ?? '', address: a }, { name: nets[1]?.name ?? '', address: b }], dns: [nets[0]?.gateway ?? ''] }));
+    const info = await raw.getContainer(id).inspect();
+    expect(info.HostConfig.Dns).toEqual([nets[0]?.gateway]);
+    const endpoints = info.NetworkSettings.Networks;
+    expect(endpoints[dockerNetworkName(nets[0]?.name ?? '')]?.IPAMConfig?.IPv4Address).toBe(a);
+    expect(endpoints[dockerNetworkName(nets[1]?.name ?? '')]?.IPAMConfig?.IPv4Address).toBe(b);
+    await rt.start(id);
+    const running = await raw.getContainer(id).inspect();
+    expect(running.NetworkSettings.Networks[dockerNetworkName(nets[1]?.name ?? '')]?.IPAddress).toBe(b);
+    const made = (await docker.list('test-' + run)).find((n) => n.network === nets[0]?.name);
+    expect(await docker.attachedCount(made?.id ?? '')).toBe(1);
+  });
+
+  it('fails the create, and leaves no container, when a network to connect does not exist', async () => {
+    const rt = runtime();
+    const s = spec({ networks: [{ name: nets[0]?.name ?? '', address: null }, { name: `ovt-${run}-missing`, address: null }] });
+    await expect(rt.create(s)).rejects.toMatchObject({ kind: 'failed', message: expect.stringContaining('does not exist on this node') });
+    expect((await rt.list({ [runLabel]: run })).filter((c) => c.name === s.name)).toEqual([]);
+  });
 });
 
 describe('DockerRuntime: container lifecycle', () => {

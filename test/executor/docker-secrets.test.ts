@@ -31,7 +31,7 @@ function spec(command: string[], mounts: ContainerSpec['mounts']): ContainerSpec
   return {
     name: `shoal-test-${run}-secrets-${randomBytes(2).toString('hex')}`, image: testImage, command, args: null, env: {}, user: null,
     labels: { [runLabel]: run }, limits: { cpuMillis: null, memoryBytes: null }, ports: [], mounts, devices: [], capAdd: [], capDrop: [],
-    privileged: false, hostNetwork: false, healthCheck: null, stopSignal: 'SIGTERM', stopGracePeriodMs: 1000, logs: { maxSizeBytes: 1024 * 1024, maxFiles: 1 },
+    privileged: false, hostNetwork: false, networks: [], dns: [], healthCheck: null, stopSignal: 'SIGTERM', stopGracePeriodMs: 1000, logs: { maxSizeBytes: 1024 * 1024, maxFiles: 1 },
   };
 }
 

@@ -46,7 +46,7 @@ function foreign(image: string): ContainerSpec {
   return {
     name: `other-${image}`, image, command: null, args: null, env: {}, user: null, labels: { owner: 'operator' },
     limits: { cpuMillis: null, memoryBytes: null }, ports: [], mounts: [], devices: [], capAdd: [], capDrop: [], privileged: false,
-    hostNetwork: false, healthCheck: null, stopSignal: 'SIGTERM', stopGracePeriodMs: 1000, logs: { maxSizeBytes: 1024, maxFiles: 1 },
+    hostNetwork: false, networks: [], dns: [], healthCheck: null, stopSignal: 'SIGTERM', stopGracePeriodMs: 1000, logs: { maxSizeBytes: 1024, maxFiles: 1 },
   };
 }
 

@@ -89,6 +89,13 @@ describe('buildContainerSpec', () => {
   });
   const t = task('9f8e7d6c5b4a3210', { nodeId: 'n1', slot: 2, specVersion: 4, assignedTerm: 7, nodeEpoch: 3 });
 
+  it('names the service\'s networks, their addresses left for the agent to fill in', () => {
+    const c = buildContainerSpec(spec({ networks: ['front', 'back'] }), t, { clusterId: 'c1', nodeId: 'n1' });
+    expect(c.networks).toEqual([{ name: 'back', address: null }, { name: 'front', address: null }]);
+    expect(c.dns).toEqual([]);
+    expect(buildContainerSpec(s, t, { clusterId: 'c1', nodeId: 'n1' }).networks).toEqual([]);
+  });
+
   it('carries the spec, the name and the labels of the task', () => {
     const c = buildContainerSpec(s, t, { clusterId: 'c1', nodeId: 'n1' });
     expect(c).toMatchObject({

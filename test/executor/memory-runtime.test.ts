@@ -12,7 +12,7 @@ function cspec(name: string, o: Partial<ContainerSpec> = {}): ContainerSpec {
     name, image: 'busybox:local', command: null, args: null, env: {}, user: null,
     labels: containerLabels({ clusterId: 'c1', nodeId: 'n1', service: 'web', slot: 1, taskId: name, specVersion: 1, term: 1, nodeEpoch: 0 }),
     limits: { cpuMillis: null, memoryBytes: null }, ports: [], mounts: [], devices: [], capAdd: [], capDrop: [], privileged: false,
-    hostNetwork: false, healthCheck: null, stopSignal: 'SIGTERM', stopGracePeriodMs: 1000, logs: { maxSizeBytes: 1, maxFiles: 1 }, ...o,
+    hostNetwork: false, networks: [], dns: [], healthCheck: null, stopSignal: 'SIGTERM', stopGracePeriodMs: 1000, logs: { maxSizeBytes: 1, maxFiles: 1 }, ...o,
   };
 }
 

@@ -92,6 +92,9 @@ export function readService(value: unknown, at: string, problems: Problems): Rea
   checkDistinct(s.secrets, (r) => r.target, `${at}.secrets`, 'target', problems);
   checkCapabilities(s, at, problems);
   checkDistinct(s.networks, (n) => n, `${at}.networks`, '', problems);
+  if (s.hostNetwork === true && (s.networks?.length ?? 0) > 0) {
+    problems.add(`${at}.networks`, 'a service with hostNetwork uses the node\'s own network and cannot join overlay networks; drop hostNetwork or networks');
+  }
   if (s.constraints !== undefined) {
     const clash = contradiction(s.constraints);
     if (clash !== null) problems.add(`${at}.constraints`, `${clash}, so no node could ever take a task`);

@@ -105,5 +105,5 @@ export const serviceSpecArb: fc.Arbitrary<ServiceSpec> = fc.record({
   update: { ...r.update, order: r.exclusive ? 'stop-first' : r.update.order },
   exclusive: r.exclusive,
   secrets: r.secrets,
-  networks: [...r.networks].sort(),
+  networks: r.hostNetwork ? [] : [...r.networks].sort(),
 }));

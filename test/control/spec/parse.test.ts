@@ -242,6 +242,7 @@ describe('values and the checks across fields', () => {
     [{ ports: [{ target: 80 }] }, 'services[0].ports[0].published: is required'],
     [{ ports: [{ published: 80, target: 80, protocol: 'sctp' }] }, 'services[0].ports[0].protocol: "sctp" is not one of tcp, udp'],
     [{ hostNetwork: true, ports: [{ published: 8080, target: 80 }] }, 'services[0].ports[0].published: with hostNetwork the container binds the node\'s port itself, so published must equal target (80)'],
+    [{ hostNetwork: true, networks: ['back'] }, 'services[0].networks: a service with hostNetwork uses the node\'s own network and cannot join overlay networks; drop hostNetwork or networks'],
     [{ mounts: [{ type: 'bind', source: 'data', target: '/data' }] }, 'services[0].mounts[0].source: "data" is not an absolute host path'],
     [{ mounts: [{ type: 'bind', source: '/srv/../etc', target: '/data' }] }, 'services[0].mounts[0].source: "/srv/../etc" is not an absolute host path'],
     [{ mounts: [{ type: 'volume', source: '/srv', target: '/data' }] }, 'services[0].mounts[0].source: "/srv" is not a volume name'],
