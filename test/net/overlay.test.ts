@@ -3,7 +3,8 @@
 // service on it put a busybox workload on every node; then the workload on n1 reaches n3's by
 // its overlay address, nothing of the overlay shows on the link between the namespaces, a
 // workload on another network reaches it only on the port a FirewallPolicy opens (the firewall
-// is on), and a kill -9 of shoal on n1 does not interrupt a running ping. Needs root, iproute2, wireguard-tools,
+// is on) until the policy is removed again, services are found by name through the DNS responder
+// on the gateway, and a kill -9 of shoal on n1 does not interrupt a running ping. Needs root, iproute2, wireguard-tools,
 // wireguard-go, tcpdump, dockerd and busybox-static.
 
 import { spawn, spawnSync } from 'node:child_process';
@@ -39,6 +40,8 @@ const documents = [
     command: ['sh', '-c', 'while true; do nc -l -p 7001; done & while true; do nc -l -p 7000; done'],
   },
   { apiVersion: 'shoal/v1', kind: 'Service', name: 'probe', mode: 'global', image, networks: ['other'], command: ['sleep', '3600'], constraints: ['node.name == n1'] },
+  // One task, on n3 only: reached from n1 by its service name.
+  { apiVersion: 'shoal/v1', kind: 'Service', name: 'far', image, networks: ['back'], command: ['sleep', '3600'], constraints: ['node.name == n3'] },
 ];
 const policy = {
   apiVersion: 'shoal/v1', kind: 'FirewallPolicy', name: 'probe-to-echo', allow: [{ from: { services: ['probe'] }, to: { services: ['echo'] }, ports: [7000] }],
@@ -106,6 +109,29 @@ describe('overlay networks, in network namespaces with a Docker daemon each', ()
     expect(ping(n3, c3, a1, 3)).toEqual({ sent: 3, received: 3 });
   }, 90_000);
 
+  it('the workload on n1 finds services by name (the DNS responder on its gateway) and reaches the one on n3; another network does not see them', async () => {
+    const lookup = (container: string, name: string): { ok: boolean; addresses: string[] } => {
+      const r = lab.docker(n1, ['exec', container, 'nslookup', name], 20_000);
+      // busybox prints the server first ("Server: 127.0.0.11"), then one "Address: a.b.c.d" per answer.
+      const answers = r.stdout.split(/Name:\s/).slice(1).join('\n');
+      return { ok: r.status === 0, addresses: [...answers.matchAll(/Address(?: \d+)?:\s+(\d+\.\d+\.\d+\.\d+)/g)].map((m) => m[1] ?? '') };
+    };
+    const far = await lab.mesh.waitFor('the far workload running on n3', () => lab.containers(n3, 'far')[0], 120_000);
+    const farAddress = lab.addressOn(n3, far, 'shoal-back');
+    // Docker's resolver (127.0.0.11) forwards names it does not know to the gateway; a task counts once its node reports it running.
+    await lab.mesh.waitFor('far to resolve from n1', () => (lookup(c1, 'far').addresses.includes(farAddress) ? true : undefined), 30_000);
+    expect(lookup(c1, 'far').addresses).toEqual([farAddress]);
+    expect(lookup(c1, 'echo.back').addresses).toEqual(expect.arrayContaining([a1, a3]));
+    const byName = lab.docker(n1, ['exec', c1, 'ping', '-c', '2', '-W', '2', 'far'], 30_000);
+    expect(byName.stdout).toContain(`(${farAddress})`);
+    expect(byName.stdout).toMatch(/2 packets transmitted, 2 (?:packets )?received/);
+    // The probe sits on the other network: the names of back's services do not exist there.
+    const probe = await lab.mesh.waitFor('the probe workload running on n1', () => lab.containers(n1, 'probe')[0], 120_000);
+    const fromOther = lookup(probe, 'far');
+    expect(fromOther.ok).toBe(false);
+    expect(fromOther.addresses).toEqual([]);
+  }, 120_000);
+
   it('carries nothing of the overlay on the link: no overlay address, no VXLAN, no marker in clear', async () => {
     const file = path.join(lab.mesh.runDir, 'overlay-link.pcap');
     const dump = spawn('tcpdump', ['-i', lab.mesh.lab.bridge, '-n', '-U', '-s', '0', '-w', file], { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -146,6 +172,19 @@ describe('overlay networks, in network namespaces with a Docker daemon each', ()
     send(7001, 'SH0LOTHERPORT');
     await sleep(1_000);
     expect(got('SH0LOTHERPORT')).toBe(false);
+    // Removing the policy closes the port again, on both nodes' tables.
+    const removed = await call(n1.api, '/v1/firewall-policies/probe-to-echo', { method: 'DELETE', timeoutMs: 10_000 });
+    expect(removed).toMatchObject({ kind: 'answer', status: 200 });
+    let attempt = 0;
+    await lab.mesh.waitFor('port 7000 to close again', async () => {
+      const text = `SH0LCLOSED${++attempt}`;
+      send(7000, text);
+      await sleep(700);
+      return got(text) ? undefined : true;
+    }, 30_000);
+    send(7000, 'SH0LSTILLCLOSED');
+    await sleep(1_000);
+    expect(got('SH0LSTILLCLOSED')).toBe(false);
   }, 120_000);
 
   it('keeps a running ping going through a kill -9 of shoal on n1, and the restarted node adopts the overlay', async () => {
