@@ -11,6 +11,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { Logger } from '../log.ts';
 import type { Tls } from '../node/identity.ts';
+import { issuerIn } from './ca-bundle.ts';
 import { addressesLeaderFirst, nodeCall } from './node-client.ts';
 
 export const renewFractionMin = 0.5;
@@ -98,7 +99,8 @@ export class CertRenewer {
 
   private install(certPem: string, keyPem: string): void {
     const cert = new X509Certificate(certPem);
-    if (!cert.checkIssued(new X509Certificate(this.o.tls.caPem)) || !cert.checkPrivateKey(createPrivateKey(keyPem))) {
+    // Any CA of the trust bundle: during a CA rotation the answer may come from the new one.
+    if (issuerIn(certPem, this.o.tls.caPem) === undefined || !cert.checkPrivateKey(createPrivateKey(keyPem))) {
       throw new Error('the renewed certificate is not the CA\'s, or not for the new key');
     }
     // Key first, then certificate, each written whole and renamed into place.
