@@ -46,7 +46,7 @@ export function caPaths(errors: Json): Json {
       post: { summary: 'The new CA key of a rotation for a voter, sealed to the key of its certificate (public: only that node can open it)', ...strict, requestBody: body(nextKeyBody), responses: { 200: json({ type: 'object' }), ...errors } },
     },
     '/v1/ca/client-cert': {
-      post: { summary: 'A new client certificate for the caller\'s own principal and role, for the key of a certificate request, from the CA that signs now (reader; a client certificate credential)', ...strict, requestBody: body(clientCertBody), responses: { 200: json({ type: 'object' }), ...errors } },
+      post: { summary: 'A new client certificate for the caller\'s own principal and role, for the key of a certificate request, from the CA that signs now (admin, with a client certificate)', ...strict, requestBody: body(clientCertBody), responses: { 200: json({ type: 'object' }), ...errors } },
     },
   };
 }

@@ -3,8 +3,9 @@
 // (admin, on the leader): starts a rotation, or moves it one phase on once every member is ready;
 // `shoal ca rotate` calls it until the rotation is done. POST /v1/ca/next-key (public, the node's
 // certificate and key are the proof): a voter gets the new CA key, sealed to its certificate.
-// POST /v1/ca/client-cert (reader): a caller with a client certificate gets a new one for a new
-// key, same principal and role, from the CA that signs now (so its credential outlives the old CA).
+// POST /v1/ca/client-cert (admin, as every write of credentials): an admin with a client
+// certificate gets a new one for a new key, same principal, from the CA that signs now, so the
+// credential `shoal ca rotate` runs with outlives the old CA (others log in again).
 
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { z } from 'zod';
@@ -84,7 +85,7 @@ export const caRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { c
     return { sealed: sealForCert(v.body.certPem, keyPem) };
   });
 
-  app.post('/v1/ca/client-cert', { config: { role: 'reader' } }, async (req, reply) => {
+  app.post('/v1/ca/client-cert', { config: { role: 'admin' } }, async (req, reply) => {
     const v = validate({ query: [noQuery, req.query], body: [clientCertBody, req.body] });
     const client = clientOf(req);
     // A node without the CA key (a learner) hands the request to the leader, which holds it.

@@ -29,9 +29,11 @@ Each phase waits until every member has reported it, so every member must be up.
 
 Join tokens made before the rotation work until retire, then are refused (token_invalid, reason
 ca_rotated): make new ones. The credential file this command runs with is kept working: its
-pinned CA follows the cluster's, and a client certificate in it is renewed under the new CA.
-Other credential files pin the old CA: update them with 'shoal ca rotate --status' (any role)
-before retire, or log in again ('shoal login') after it.
+pinned CA follows the cluster's, and its admin client certificate is renewed under the new CA.
+Other credential files pin the old CA: before retire, 'shoal ca rotate --status --credential
+FILE' (any role) pins the new CA in FILE too, and renews an admin's client certificate. After
+retire, a file still pinning only the old CA, or holding a client certificate of the old CA, is
+refused: log in again (shoal login, with a token from shoal token create --role client).
 
 Options:
   --yes              do not ask for confirmation (scripts; needed when not on a terminal)
@@ -72,7 +74,8 @@ async function followCredential(addr: string, status: z.infer<typeof statusSchem
   let next = cred;
   if (cred.ca !== status.caPem) next = { ...next, ca: status.caPem };
   // A client certificate of the old CA is refused once it is retired: swap it during reissue.
-  if (cred.cert !== undefined && status.rotation?.phase === 'reissue' && !issuedByLast(cred.cert, status.caPem)) {
+  // Only an admin may ask for one (POST /v1/ca/client-cert); the others log in again after the rotation.
+  if (cred.cert !== undefined && cred.role === 'admin' && status.rotation?.phase === 'reissue' && !issuedByLast(cred.cert, status.caPem)) {
     log('renewing this credential\'s client certificate under the new CA');
     const { createCsr } = await import('../security/csr.ts');
     const { csrPem, keyPem } = await createCsr(cred.principal);
