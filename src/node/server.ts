@@ -35,7 +35,7 @@ import { systemClock } from '../executor/clock.ts';
 import type { Runtime } from '../executor/runtime.ts';
 import { DockerRuntime } from '../executor/docker-runtime.ts';
 import { softwareVersion } from '../version.ts';
-import { rotatingCaAuthority } from '../security/ca-rotation-authority.ts';
+import { rotatingCaAuthority, withChain } from '../security/ca-rotation-authority.ts';
 import { CaRotationAgent } from '../security/ca-rotation-agent.ts';
 import { Autopilot } from './autopilot.ts';
 import { foundingTokenFile, mintFoundingToken } from '../security/founding-token.ts';
@@ -267,6 +267,15 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   const renewer = new CertRenewer({
     dataDir: config.dataDir, nodeId: identity.id, tls, members: peersToAsk, log, scheme: peerHttp.scheme,
     onRenewed: () => reloadTls(),
+    // A one-node cluster has no one else to ask: it signs its own renewal with the CA it holds.
+    signLocally: async (csrPem) => {
+      const signer = security.signer();
+      if (signer === undefined) return undefined;
+      const { verifyCsr, signNodeCsr } = await import('../security/csr.ts');
+      const hosts = ['127.0.0.1', 'localhost', '::1', splitHostPort(config.peer.listen).host, splitHostPort(config.api.listen).host];
+      const signed = await signNodeCsr(signer, await verifyCsr(csrPem), identity.id, { hosts });
+      return withChain(signed.certPem, signer);
+    },
   });
   renewer.start();
   const caKeys = new CaKeyFetcher({

@@ -41,6 +41,11 @@ export interface RenewerOptions {
   scheme: 'http' | 'https';
   random?: () => number;
   now?: () => number;
+  /**
+   * Signs this node's own request when it holds the CA key and no other member can (a one-node
+   * cluster); undefined when it holds none. Answers the certificate text to install.
+   */
+  signLocally?: (csrPem: string) => Promise<string | undefined>;
 }
 
 const renewAnswer = z.object({ certPem: z.string() }).loose();
@@ -85,7 +90,15 @@ export class CertRenewer {
     const { list, leader } = this.o.members();
     const body = { nodeId: this.o.nodeId, certPem: this.o.tls.certPem, csr: csrPem, proof };
     const errors: string[] = [];
-    for (const addr of addressesLeaderFirst(list, leader, this.o.nodeId)) {
+    const others = addressesLeaderFirst(list, leader, this.o.nodeId);
+    if (others.length === 0 && this.o.signLocally !== undefined) {
+      const certPem = await this.o.signLocally(csrPem);
+      if (certPem !== undefined) {
+        this.install(certPem, keyPem);
+        return;
+      }
+    }
+    for (const addr of others) {
       try {
         const answer = await nodeCall(addr, '/v1/join/renew', body, renewAnswer, { scheme: this.o.scheme, caPem: this.o.tls.caPem });
         this.install(answer.certPem, keyPem);

@@ -4,52 +4,28 @@
 // the peer handshake, tokens made before are refused and new ones work, and the CLI still works.
 // Heavy (a cluster): run under `flock /tmp/shoal-heavy.lock`.
 
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:tls';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readCredential, writeCredential, type CredentialFile } from '../../src/cli/credential-file.ts';
-import { parseConfig } from '../../src/node/config.ts';
-import { initNode, type Identity } from '../../src/node/identity.ts';
-import { startNode, type RunningNode } from '../../src/node/server.ts';
-import { silentLogger } from '../../src/log.ts';
 import { certFingerprint, issuerIn, splitPem } from '../../src/security/ca-bundle.ts';
 import { issueNodeCert, type PemPair } from '../../src/security/certificates.ts';
 import { issueClientCert } from '../../src/security/client-certs.ts';
 import { createCsr } from '../../src/security/csr.ts';
 import { checkNodeServerIdentity } from '../../src/security/tls-identity.ts';
-import { freePort } from '../../bench/lib/proc.ts';
 import { inProcess } from '../cli/in-process.ts';
 import { waitFor } from '../transport/helpers.ts';
 import { call, type ClientCredential } from './tls-node.ts';
+import { rotationCluster, type Member } from './ca-rotate-cluster.ts';
 
-interface Member { node: RunningNode; dir: string; peerAddress: string }
-let root: string;
 let members: Member[] = [];
+let root: string;
 let oldCa: PemPair;
 let credFile: string;
 
-/** Three founding voters that all hold the CA key (each a copy, as voters do), serving HTTPS. */
-async function cluster(): Promise<void> {
-  root = mkdtempSync(path.join(os.tmpdir(), 'shoal-carot-'));
-  const dirs = [1, 2, 3].map((i) => path.join(root, `n${i}`));
-  const ids: Identity[] = [];
-  for (const [i, dir] of dirs.entries()) ids.push(await initNode({ dataDir: dir, name: `n${i + 1}`, ...(i > 0 ? { caFrom: dirs[0] as string } : {}) }));
-  const list: { id: string; name: string; apiAddress: string; peerAddress: string }[] = [];
-  for (const [i, id] of ids.entries()) list.push({ id: id.id, name: `n${i + 1}`, apiAddress: `127.0.0.1:${await freePort()}`, peerAddress: `127.0.0.1:${await freePort()}` });
-  const nodes = await Promise.all(list.map((m, i) => startNode(parseConfig({
-    dataDir: dirs[i], api: { listen: m.apiAddress }, peer: { listen: m.peerAddress }, bootstrap: list,
-    raft: { tickMs: 20, heartbeatIntervalMs: 20, electionTimeoutMs: 200 }, runtime: { kind: 'none' },
-  }, 'test'), silentLogger, { clusterEvents: false })));
-  await waitFor('a leader', () => nodes.some((n) => n.node.isLeader) && nodes.every((n) => n.node.leaderId !== ''), 20_000);
-  members = nodes.map((node, i) => ({ node, dir: dirs[i] as string, peerAddress: list[i]?.peerAddress as string }));
-  const tlsDir = path.join(dirs[0] as string, 'tls');
-  oldCa = { certPem: readFileSync(path.join(tlsDir, 'ca.crt'), 'utf8'), keyPem: readFileSync(path.join(tlsDir, 'ca.key'), 'utf8') };
-}
-
 beforeAll(async () => {
-  await cluster();
+  ({ root, members, oldCa } = await rotationCluster(3));
   const admin = await issueClientCert(oldCa, { principal: 'alice', role: 'admin' });
   credFile = path.join(root, 'credential.json');
   const cred: CredentialFile = {
