@@ -295,6 +295,12 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     isVoter: () => node.confState().voters.includes(identity.id),
     renew: () => renewer.renewNow(), reloadTls,
     onCaKeyChanged: () => { caKeys.close(); caKeys.start(); },
+    // A voter holding only the new key (promoted mid-rotation) is a holder too: removing it warns.
+    onNextKeyReceived: () => {
+      if (opts.clusterEvents === false) return;
+      holder.cancel();
+      holder = announceCaHolder(node, store, identity.id, log);
+    },
   });
   caRotation.start();
   // A node founded by `shoal init` records itself as a holder when it first runs (with the

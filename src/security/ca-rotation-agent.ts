@@ -43,6 +43,8 @@ export interface CaRotationAgentOptions {
   reloadTls: () => void;
   /** ca.key was replaced or deleted (the CA key fetcher may have to run again). */
   onCaKeyChanged: () => void;
+  /** The new CA key arrived from `from` (the node records itself as a holder). */
+  onNextKeyReceived?: (from: string) => void;
 }
 
 function writeAtomic(file: string, text: string, mode: number): void {
@@ -145,6 +147,7 @@ export class CaRotationAgent {
         if (!keyMatchesCert(keyPem, r.newCaPem)) throw new Error('the key it sent is not the new CA\'s');
         writeAtomic(caNextKeyFile(this.o.dataDir), keyPem, 0o600);
         this.o.log.info(`CA rotation ${r.id}: received the new CA key from ${addr}`);
+        this.o.onNextKeyReceived?.(addr);
         return;
       } catch (err) {
         errors.push(`${addr}: ${(err as Error).message}`);
