@@ -11,7 +11,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
 import { bundleFingerprints, withChainOf } from '../security/ca-bundle.ts';
-import { heldKeyFor, readRotation } from '../security/ca-rotation-authority.ts';
+import { heldKeyFor, readOwnRotation } from '../security/ca-rotation-authority.ts';
 import { rotateStep, viewOf } from '../security/ca-rotation-driver.ts';
 import { sealForCert } from '../security/sealed-box.ts';
 import type { ApiContext } from './app.ts';
@@ -37,7 +37,7 @@ function portOf(ctx: ApiContext): CaRotationPort {
 }
 
 function rotationView(ctx: ApiContext): ReturnType<typeof viewOf> | null {
-  const r = readRotation(ctx.store)?.rotation;
+  const r = readOwnRotation(ctx.store, requireAuthority(ctx).caPem)?.rotation;
   return r === undefined ? null : viewOf(ctx, r);
 }
 
@@ -75,7 +75,7 @@ export const caRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { c
     if (!ctx.node.confState().voters.includes(v.body.nodeId)) {
       throw new ShoalError('certificate_refused', `node ${v.body.nodeId} is not a voter; the CA key goes to voters only`, { reason: 'not_voter' });
     }
-    const r = readRotation(ctx.store)?.rotation;
+    const r = readOwnRotation(ctx.store, requireAuthority(ctx).caPem)?.rotation;
     if (r === undefined || r.id !== v.body.rotation || (r.phase !== 'add' && r.phase !== 'reissue')) {
       throw new ShoalError('not_found', `no CA rotation ${v.body.rotation} is adding a CA now`, { rotation: v.body.rotation });
     }

@@ -138,7 +138,12 @@ async function rotateCommand(argv: string[]): Promise<number> {
   if (values.status && (values.yes || values.timeout !== undefined)) throw new UsageError('--status takes no --yes or --timeout');
   const timeoutMs = durationFlag(values.timeout, '--timeout', '10m');
   const addr = resolveAddr(values.addr);
-  const log = (line: string): void => { if (!values.json) console.log(line); };
+  let last = '';
+  // Progress, each line once in a row (a retried step says so once, not every second).
+  const log = (line: string): void => {
+    if (!values.json && line !== last) console.log(line);
+    last = line;
+  };
   if (values.status) {
     const s = await status(addr);
     await followCredential(addr, s, log);

@@ -18,7 +18,7 @@ import { caCertFile, caKeyFile } from './authority.ts';
 import { bundleFingerprints, certFingerprint, issuerIn, joinPem, leafOf, splitPem } from './ca-bundle.ts';
 import { keyMatchesCert } from './ca-key-fetcher.ts';
 import { bundleFor, caNodeReportSchema, caRotationNodesCollection, type CaNodeReport, type CaRotation } from './ca-rotation.ts';
-import { caNextKeyFile, heldKeyFor, readRotation } from './ca-rotation-authority.ts';
+import { caNextKeyFile, heldKeyFor, readOwnRotation } from './ca-rotation-authority.ts';
 import { addressesLeaderFirst, nodeCall } from './node-client.ts';
 import { openWithKey, sealedBoxSchema } from './sealed-box.ts';
 
@@ -73,7 +73,7 @@ export class CaRotationAgent {
   /** One pass; tests call it directly. Never throws: a failed step is logged and retried later. */
   async reconcile(): Promise<void> {
     if (this.busy) return;
-    const r = readRotation(this.o.store)?.rotation;
+    const r = readOwnRotation(this.o.store, this.o.tls.caPem)?.rotation;
     if (r === undefined) return;
     this.busy = true;
     try {

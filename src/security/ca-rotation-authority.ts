@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { DocumentStore } from '../../fsm/index.ts';
 import type { Tls } from '../node/identity.ts';
 import { caKeyFile, type CaAuthority, type Signer } from './authority.ts';
-import { certFingerprint, splitPem, withChainOf } from './ca-bundle.ts';
+import { bundleFingerprints, certFingerprint, splitPem, withChainOf } from './ca-bundle.ts';
 import { keyMatchesCert } from './ca-key-fetcher.ts';
 import { caRotationCollection, caRotationDocId, caRotationSchema, type CaRotation } from './ca-rotation.ts';
 
@@ -23,6 +23,19 @@ export function readRotation(store: DocumentStore): { rotation: CaRotation; rev:
   if (d === undefined) return undefined;
   const parsed = caRotationSchema.safeParse(d.doc);
   return parsed.success ? { rotation: parsed.data, rev: d.rev } : undefined;
+}
+
+/**
+ * The rotation record if it is about a CA this node trusts (`bundlePem`): a store restored into a
+ * new cluster (shoal snapshot restore makes a new CA) keeps the old cluster's record, which
+ * names CAs this cluster never had and must not follow.
+ */
+export function readOwnRotation(store: DocumentStore, bundlePem: string): { rotation: CaRotation; rev: number } | undefined {
+  const found = readRotation(store);
+  if (found === undefined) return undefined;
+  const trusted = bundleFingerprints(bundlePem);
+  const r = found.rotation;
+  return trusted.includes(certFingerprint(r.oldCaPem)) || trusted.includes(certFingerprint(r.newCaPem)) ? found : undefined;
 }
 
 function readKey(file: string, certPem: string): string | undefined {
@@ -55,7 +68,7 @@ export function rotatingCaAuthority(dataDir: string, tls: Tls, store: DocumentSt
       return cached.fingerprint;
     },
     signer: () => {
-      const r = readRotation(store)?.rotation;
+      const r = readOwnRotation(store, tls.caPem)?.rotation;
       if (r !== undefined && (r.phase === 'reissue' || r.phase === 'retire')) {
         const keyPem = heldKeyFor(dataDir, r.newCaPem);
         // A voter that has no new key yet signs nothing: a certificate of the old CA now would

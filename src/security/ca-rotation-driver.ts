@@ -15,7 +15,7 @@ import {
   caNodeReportSchema, caRotationCollection, caRotationDocId, caRotationNodesCollection, nextPhase, waitingMembers, withRetired,
   type CaNodeReport, type CaPhase, type CaRotation, type Waiting,
 } from './ca-rotation.ts';
-import { caNextKeyFile, readRotation } from './ca-rotation-authority.ts';
+import { caNextKeyFile, readOwnRotation, readRotation } from './ca-rotation-authority.ts';
 
 export interface RotationView {
   id: string;
@@ -69,7 +69,7 @@ async function write(p: DriverPorts, r: CaRotation, expect: { rev: number } | { 
   }
 }
 
-async function start(p: DriverPorts, previous: { rotation: CaRotation; rev: number } | undefined, principal: string): Promise<CaRotation> {
+async function start(p: DriverPorts, previous: { rev: number } | undefined, retiredFingerprints: string[], principal: string): Promise<CaRotation> {
   const signer = p.authority.signer();
   const trusted = splitPem(p.authority.caPem);
   if (signer === undefined || trusted.length !== 1) {
@@ -84,7 +84,7 @@ async function start(p: DriverPorts, previous: { rotation: CaRotation; rev: numb
   const now = Date.now();
   const r: CaRotation = {
     id: randomBytes(8).toString('hex'), phase: 'add', oldCaPem: signer.certPem, newCaPem: next.ca.certPem, crossPem: next.crossPem,
-    startedBy: principal, startedAtMs: now, phaseAtMs: now, retiredFingerprints: previous?.rotation.retiredFingerprints ?? [],
+    startedBy: principal, startedAtMs: now, phaseAtMs: now, retiredFingerprints,
   };
   await write(p, r, previous === undefined ? { absent: true } : { rev: previous.rev }, principal);
   return r;
@@ -94,11 +94,13 @@ async function start(p: DriverPorts, previous: { rotation: CaRotation; rev: numb
 export async function rotateStep(p: DriverPorts, principal: string): Promise<RotationStep> {
   await p.node.readBarrier();
   const current = readRotation(p.store);
-  if (current === undefined || current.rotation.phase === 'done') {
-    const r = await start(p, current, principal);
+  // A record about CAs this cluster never trusted (a restored store's) is replaced, not followed.
+  const own = readOwnRotation(p.store, p.authority.caPem);
+  if (own === undefined || own.rotation.phase === 'done') {
+    const r = await start(p, current, own?.rotation.retiredFingerprints ?? [], principal);
     return { rotation: viewOf(p, r), did: 'started' };
   }
-  const r = current.rotation;
+  const r = own.rotation;
   const view = viewOf(p, r);
   if (view.waiting.length > 0) return { rotation: view, did: 'nothing' };
   const phase = nextPhase(r.phase);
@@ -106,6 +108,6 @@ export async function rotateStep(p: DriverPorts, principal: string): Promise<Rot
     ...r, phase, phaseAtMs: Date.now(),
     ...(phase === 'retire' ? { retiredFingerprints: withRetired(r.retiredFingerprints, certFingerprint(r.oldCaPem)) } : {}),
   };
-  await write(p, moved, { rev: current.rev }, principal);
+  await write(p, moved, { rev: own.rev }, principal);
   return { rotation: viewOf(p, moved), did: 'advanced' };
 }

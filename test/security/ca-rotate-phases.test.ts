@@ -11,6 +11,9 @@ import { createRolloverCa, type RolloverCa } from '../../src/security/ca-rollove
 import { bundleFor, nextPhase, waitingMembers, withRetired, retiredFingerprintsMax, type CaNodeReport, type CaRotation } from '../../src/security/ca-rotation.ts';
 import { createCa, issueNodeCert, type PemPair } from '../../src/security/certificates.ts';
 import { checkNodeServerIdentity } from '../../src/security/tls-identity.ts';
+import { readOwnRotation } from '../../src/security/ca-rotation-authority.ts';
+import { caRotationCollection, caRotationDocId } from '../../src/security/ca-rotation.ts';
+import { DocumentStore, encodeCommand, type JsonObject } from '../../fsm/index.ts';
 
 let old: PemPair;
 let next: RolloverCa;
@@ -121,5 +124,17 @@ describe('the phases', () => {
     expect(list).toHaveLength(retiredFingerprintsMax);
     expect(list.at(-1)).toBe((retiredFingerprintsMax + 2).toString(16).padStart(64, '0'));
     expect(withRetired(['a', 'b'], 'a')).toEqual(['b', 'a']);
+  });
+});
+
+describe('the rotation record a node follows', () => {
+  it('is one about a CA it trusts; a restored store\'s record of another cluster is ignored', async () => {
+    const store = new DocumentStore();
+    const doc = rotation('reissue') as unknown as JsonObject;
+    store.apply({ index: 1, term: 1, data: encodeCommand({ cmd: { op: 'put', collection: caRotationCollection, id: caRotationDocId, doc }, ts: 0, principal: 'shoal' }) });
+    expect(readOwnRotation(store, old.certPem)?.rotation.id).toBe('0011223344556677');
+    expect(readOwnRotation(store, next.ca.certPem)?.rotation.phase).toBe('reissue');
+    const other = await createCa('fedcba9876543210');
+    expect(readOwnRotation(store, other.certPem)).toBeUndefined();
   });
 });
