@@ -123,7 +123,8 @@ async function round(addr: string, log: (line: string) => void): Promise<{ view:
     const res = await request(addr, 'POST', '/v1/ca/rotate', stepSchema, { body: {} });
     return { view: res.body.rotation, did: res.body.did };
   } catch (err) {
-    if (err instanceof ApiError && err.body.retryable === true) {
+    // Another admin's step landing first (revision_mismatch) skipped nothing: look again.
+    if (err instanceof ApiError && (err.body.retryable === true || err.body.code === 'revision_mismatch')) {
       log(`the cluster cannot take the step now (${err.body.code}: ${err.body.message}); retrying`);
       return { view: (await status(addr)).rotation, did: 'nothing' };
     }

@@ -1,14 +1,16 @@
 // `shoal ca rotate` on a one-node TLS cluster: with no other member to ask, the node signs its own
-// renewal under the new CA (renewal.ts signLocally), so the rotation finishes there too; driven
-// through the API with a bearer token, whose pin the client follows by hand.
+// renewal under the new CA (renewal.ts signLocally), so the rotation finishes there too. Started
+// through the API and finished by the CLI (it resumes), with a bearer token's credential file.
 // Heavy (a node with its transport): run under `flock /tmp/shoal-heavy.lock`.
 
 import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readCredential, writeCredential } from '../../src/cli/credential-file.ts';
 import { issuerIn, joinPem, splitPem } from '../../src/security/ca-bundle.ts';
 import type { PemPair } from '../../src/security/certificates.ts';
 import { issueClientCert } from '../../src/security/client-certs.ts';
+import { inProcess } from '../cli/in-process.ts';
 import { call, type ClientCredential } from './tls-node.ts';
 import { rotationCluster, type Member } from './ca-rotate-cluster.ts';
 
@@ -32,20 +34,20 @@ describe('rotating the CA of a one-node cluster', () => {
     const admin = await issueClientCert(oldCa, { principal: 'alice', role: 'admin' });
     const made = await call(only.node, { caPem: oldCa.certPem, cert: admin }, 'POST', '/v1/credentials', { principal: 'robot', role: 'admin' });
     expect(made.status).toBe(201);
-    // A bearer token outlives the CA; the client pins both CAs once the node shows both.
+    // A bearer token outlives the CA; its file's pin is what the CLI keeps up to date.
     const cred: ClientCredential = { caPem: oldCa.certPem, token: String(made.body.token) };
-    const phases: string[] = [];
-    for (let round = 0; phases.at(-1) !== 'done'; round++) {
-      expect(round, `rounds (phases so far: ${phases.join(', ')})`).toBeLessThan(600);
-      const step = await call(only.node, cred, 'POST', '/v1/ca/rotate', {});
-      expect(step.status).toBe(200);
-      const phase = String((step.body.rotation as { phase: string }).phase);
-      if (phases.at(-1) !== phase) phases.push(phase);
-      const status = await call(only.node, cred, 'GET', '/v1/ca/rotation');
-      if (splitPem(String(status.body.caPem)).length === 2) cred.caPem = String(status.body.caPem);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(phases).toEqual(['add', 'reissue', 'retire', 'done']);
+    // Started through the API, then interrupted: the command resumes it, without asking.
+    const started = await call(only.node, cred, 'POST', '/v1/ca/rotate', {});
+    expect(started.body).toMatchObject({ did: 'started', rotation: { phase: 'add' } });
+    const file = path.join(root, 'robot.json');
+    writeCredential(file, { version: 1, clusterId: only.node.identity.clusterId, ca: oldCa.certPem, addresses: [only.node.apiAddress], principal: 'robot', role: 'admin', token: cred.token ?? '' });
+    const run = await inProcess('ca', 'rotate', '--credential', file, '--timeout', '1m');
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^resuming rotation [0-9a-f]{16} at phase add/);
+    for (const phase of ['reissue', 'retire', 'done']) expect(run.stdout).toContain(`phase ${phase}`);
+    // The token's file now pins the new CA alone.
+    expect(splitPem(readCredential({ file, source: '--credential' }).ca)).toHaveLength(1);
     const newCaPem = readFileSync(path.join(only.dir, 'tls', 'ca.crt'), 'utf8');
     expect(splitPem(newCaPem)).toHaveLength(1);
     expect(issuerIn(readFileSync(path.join(only.dir, 'tls', 'node.crt'), 'utf8'), newCaPem)).toBeDefined();
