@@ -156,10 +156,11 @@ async function rotateCommand(argv: string[]): Promise<number> {
   if (before === null || before.phase === 'done') {
     if (!values.yes) await confirm();
   } else log(`resuming rotation ${before.id} at phase ${before.phase}`);
-  return await drive(addr, timeoutMs, values.json, log);
+  return await drive(addr, timeoutMs, values.json, log, before?.phase === 'done' ? before.id : undefined);
 }
 
-async function drive(addr: string, timeoutMs: number, json: boolean, log: (line: string) => void): Promise<number> {
+/** Steps until the rotation is done; `finished` is a rotation done before this run (not the one it drives). */
+async function drive(addr: string, timeoutMs: number, json: boolean, log: (line: string) => void, finished: string | undefined): Promise<number> {
   const deadline = Date.now() + timeoutMs;
   let shown = '';
   for (;;) {
@@ -167,8 +168,8 @@ async function drive(addr: string, timeoutMs: number, json: boolean, log: (line:
     const text = describe(view);
     if (text !== shown) log(text);
     shown = text;
-    // A step that started a rotation leaves it at add: done is always this run's (or the resumed) rotation.
-    if (view !== null && view.phase === 'done' && did !== 'started') {
+    // Until this run's step started a new one, the cluster still shows the last rotation, done.
+    if (view !== null && view.phase === 'done' && view.id !== finished && did !== 'started') {
       await followCredential(addr, await status(addr), log);
       if (json) console.log(JSON.stringify({ rotation: view }, null, 2));
       else log(`the cluster CA is now ${view.newFingerprint}; make new join tokens (shoal token create)`);
