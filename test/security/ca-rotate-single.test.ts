@@ -7,7 +7,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readCredential, writeCredential } from '../../src/cli/credential-file.ts';
-import { issuerIn, joinPem, splitPem } from '../../src/security/ca-bundle.ts';
+import { certFingerprint, issuerIn, joinPem, splitPem } from '../../src/security/ca-bundle.ts';
 import type { PemPair } from '../../src/security/certificates.ts';
 import { issueClientCert } from '../../src/security/client-certs.ts';
 import { inProcess } from '../cli/in-process.ts';
@@ -55,5 +55,19 @@ describe('rotating the CA of a one-node cluster', () => {
     // The old CA's admin certificate is refused now; the token, pinned to the new CA, still works.
     expect((await call(only.node, { caPem: joinPem([newCaPem]), cert: admin }, 'GET', '/v1/cluster')).status).toBe(401);
     expect((await call(only.node, { caPem: newCaPem, token: cred.token ?? '' }, 'GET', '/v1/cluster')).status).toBe(200);
+  }, 90_000);
+
+  it('rotates again from a finished rotation, and remembers both retired CAs', async () => {
+    const file = path.join(root, 'robot.json');
+    const before = readCredential({ file, source: '--credential' }).ca;
+    const run = await inProcess('ca', 'rotate', '--yes', '--credential', file, '--timeout', '1m');
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).not.toMatch(/resuming/);
+    const after = readCredential({ file, source: '--credential' }).ca;
+    expect(splitPem(after)).toHaveLength(1);
+    expect(after).not.toBe(before);
+    const shown = await call(only.node, { caPem: after }, 'GET', '/v1/join/ca');
+    expect(shown.body.retiredFingerprints).toEqual([certFingerprint(oldCa.certPem), certFingerprint(before)]);
   }, 90_000);
 });
