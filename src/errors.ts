@@ -41,7 +41,7 @@ export const errorCatalog = {
   service_manager_failed: { status: 500, retryable: false, summary: 'systemctl refused what shoal install or uninstall asked of it; the message has its output.' },
   task_not_started: { status: 409, retryable: false, summary: 'The task has no container to read logs from yet: it is pending (no node fits) or its node has not started it; details.observed says which. Wait until it runs.' },
   node_unreachable: { status: 503, retryable: true, summary: 'The node that runs the task did not answer, or its container runtime is unavailable; its logs cannot be read right now. details.node names it.' },
-  token_invalid: { status: 401, retryable: false, summary: 'A join token that cannot be redeemed (details.reason: malformed, other_cluster, unknown, bad_secret, used, expired, revoked, wrong_role); nothing was changed.' },
+  token_invalid: { status: 401, retryable: false, summary: 'A join token that cannot be redeemed (details.reason: malformed, other_cluster, ca_rotated, unknown, bad_secret, used, expired, revoked, wrong_role); nothing was changed.' },
   ca_mismatch: { status: 400, retryable: false, summary: 'The CA a node showed does not match the fingerprint in the join token (another cluster, or someone in between); nothing was sent or written.' },
   ca_key_unavailable: { status: 503, retryable: true, summary: 'This node does not hold the cluster CA key, so it cannot sign certificates; retry once a voter that holds it leads.' },
   certificate_refused: { status: 403, retryable: false, summary: 'A node\'s certificate or proof of its key is refused (details.reason: not_issued, wrong_node, not_member, not_voter, bad_proof, revoked); nothing was changed.' },

@@ -52,6 +52,7 @@ import { meshRoutes, type MeshKeys } from './mesh-routes.ts';
 import { certRoutes } from './cert-routes.ts';
 import { upgradeRoutes } from './upgrade-routes.ts';
 import type { UpgradeHost } from '../node/upgrade-host.ts';
+import { caRoutes, type CaRotationPort } from './ca-routes.ts';
 
 export { errorBody, toShoalError, type ErrorBody } from './error-reply.ts';
 export { apiLimitsDefault, type ApiLimits } from './limits.ts';
@@ -84,6 +85,8 @@ export interface ApiContext {
   mesh?: MeshKeys;
   /** Renews this node's certificate now (src/security/renewal.ts); absent, POST /v1/certificates/renew is refused. */
   renewCertificate?: () => Promise<void>;
+  /** Where this node keeps the CA keys, for a CA rotation (ca-routes.ts); absent, those routes are refused. */
+  caRotation?: CaRotationPort;
   /** What POST /v1/drill/actions acts on (this node's process); absent, the actions are refused. */
   drill?: DrillTarget;
   /** This node's releases folder and restart (the /v1/upgrade routes); absent, they are refused. */
@@ -201,7 +204,7 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   for (const plugin of [
     healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, snapshotRoutes, metricsRoutes, openApiRoutes,
     applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes, credentialsRoutes, auditRoutes, browseRoutes, tokenRoutes, joinRoutes, nodeCertRoutes,
-    secretsRoutes, networkRoutes, policyRoutes, drillRoutes, meshRoutes, certRoutes, upgradeRoutes,
+    secretsRoutes, networkRoutes, policyRoutes, drillRoutes, meshRoutes, certRoutes, upgradeRoutes, caRoutes,
   ]) {
     void app.register(plugin, { ctx, limits, bounds, routes });
   }

@@ -15,6 +15,7 @@ import { revokedSerialsOf } from '../security/revoked-index.ts';
 import {
   addRevocation, parseSerial, revocationReasonBytesMax, revokedCertsCollection, revokedListId, revokedListOf, type Revocation,
 } from '../security/revoked-serials.ts';
+import { issuerIn, splitPem } from '../security/ca-bundle.ts';
 import type { ApiContext } from './app.ts';
 import { CertSockets } from './cert-sockets.ts';
 import { readBarrier } from './docs-routes.ts';
@@ -54,7 +55,8 @@ function describe(ctx: ApiContext, body: z.infer<typeof revokeBody>): Pick<Revoc
   }
   if (cert.ca) throw new ShoalError('bad_request', 'that is a CA certificate: a CA is not revoked, it is rotated (docs/security.md, "Rotating the CA")', { problems: [{ path: 'body.certPem', message: 'a CA certificate' }] });
   const caPem = caPemOf(ctx);
-  if (caPem !== undefined && !cert.checkIssued(new X509Certificate(caPem))) {
+  // Any CA of the trust bundle (two during a CA rotation).
+  if (caPem !== undefined && issuerIn(body.certPem, caPem) === undefined) {
     throw new ShoalError('bad_request', "the certificate was not issued by this cluster's CA: it is refused already", { problems: [{ path: 'body.certPem', message: "not issued by this cluster's CA" }] });
   }
   const subject = cert.subject.split('\n').join(', ');
@@ -68,7 +70,8 @@ function describe(ctx: ApiContext, body: z.infer<typeof revokeBody>): Pick<Revoc
  */
 function expiresAtMs(ctx: ApiContext, d: Pick<Revocation, 'kind' | 'notAfterMs'>, nowMs: number): number {
   const caPem = caPemOf(ctx);
-  const caEndMs = caPem !== undefined ? Date.parse(new X509Certificate(caPem).validTo) : nowMs + CA_VALID_DAYS_DEFAULT * dayMs;
+  // The latest end of the trusted CAs: during a CA rotation, a node certificate renews under the new one.
+  const caEndMs = caPem !== undefined ? Math.max(...splitPem(caPem).map((p) => Date.parse(new X509Certificate(p).validTo))) : nowMs + CA_VALID_DAYS_DEFAULT * dayMs;
   return d.kind === 'client' && d.notAfterMs !== undefined ? Math.min(d.notAfterMs, caEndMs) : caEndMs;
 }
 

@@ -12,6 +12,7 @@ import { ShoalError } from '../errors.ts';
 import { hostPortSchema, splitHostPort } from '../node/host-port.ts';
 import { confChangeContext, type MemberRecord } from '../node/membership.ts';
 import { nodeNameSchema } from '../node/identity.ts';
+import { readRotation, withChain } from '../security/ca-rotation-authority.ts';
 import { isValidId } from '../security/identity.ts';
 import { isValidPrincipal, principalRule } from '../security/principal.ts';
 import { parseToken, redeemRefusal, redemptionTxn, refusalText, type ParsedToken, type RefusalReason, type TokenRecord } from '../security/tokens.ts';
@@ -127,7 +128,7 @@ async function joinNode(ctx: ApiContext, b: Extract<JoinBody, { kind: 'node' }>,
   const member: MemberRecord = { id: b.nodeId, name: b.name, peerAddress: b.peerAddress, apiAddress: b.apiAddress };
   await addLearner(ctx, member);
   ctx.events?.recordEvent('token.redeemed', token.id, { role: record.role, node: b.nodeId, name: b.name, from, serial: signed.serial });
-  return { clusterId: ctx.clusterId, caPem: authority.caPem, certPem: signed.certPem, role: record.role, members: ctx.node.membership.list() };
+  return { clusterId: ctx.clusterId, caPem: authority.caPem, certPem: withChain(signed.certPem, signer), role: record.role, members: ctx.node.membership.list() };
 }
 
 async function joinClient(ctx: ApiContext, b: Extract<JoinBody, { kind: 'client' }>, token: ParsedToken, from: string): Promise<JoinAnswer> {
@@ -142,7 +143,7 @@ async function joinClient(ctx: ApiContext, b: Extract<JoinBody, { kind: 'client'
   const { issueClientCert } = await import('../security/client-certs.ts');
   const signed = await issueClientCert(signer, { principal: b.name, role: clientRole, publicKey: csr.publicKey });
   ctx.events?.recordEvent('token.redeemed', token.id, { role: 'client', principal: b.name, clientRole, from, serial: signed.serial });
-  return { clusterId: ctx.clusterId, caPem: authority.caPem, certPem: signed.certPem, role: 'client', clientRole, members: [] };
+  return { clusterId: ctx.clusterId, caPem: authority.caPem, certPem: withChain(signed.certPem, signer), role: 'client', clientRole, members: [] };
 }
 
 /**
@@ -157,7 +158,8 @@ export const joinRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, {
   app.get('/v1/join/ca', { config: { role: 'public' } }, async (req) => {
     validate({ query: [noQuery, req.query] });
     const authority = requireAuthority(ctx);
-    return { clusterId: ctx.clusterId, caPem: authority.caPem, fingerprint: authority.fingerprint };
+    const retiredFingerprints = readRotation(ctx.store)?.rotation.retiredFingerprints ?? [];
+    return { clusterId: ctx.clusterId, caPem: authority.caPem, fingerprint: authority.fingerprint, retiredFingerprints };
   });
 
   app.post('/v1/join', { config: { role: 'public' } }, async (req, reply) => {
@@ -170,7 +172,11 @@ export const joinRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, {
     try {
       const token = parseToken(v.body.token);
       if (token === null) return refuse(ctx, 'malformed', 'malformed', from);
-      if (token.caFingerprint !== requireAuthority(ctx).fingerprint) return refuse(ctx, 'other_cluster', token.id, from);
+      if (token.caFingerprint !== requireAuthority(ctx).fingerprint) {
+        // A token made before a CA rotation names the retired CA: say so rather than "another cluster".
+        const retired = readRotation(ctx.store)?.rotation.retiredFingerprints.includes(token.caFingerprint) === true;
+        return refuse(ctx, retired ? 'ca_rotated' : 'other_cluster', token.id, from);
+      }
       if (await forwardIfFollower(ctx, req, reply)) return reply;
       const answer = v.body.kind === 'node' ? await joinNode(ctx, v.body, token, from) : await joinClient(ctx, v.body, token, from);
       return await reply.status(201).send(answer);

@@ -9,6 +9,8 @@ import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
 import { splitHostPort } from '../node/host-port.ts';
+import { issuerIn } from '../security/ca-bundle.ts';
+import { withChain, type Signer } from '../security/ca-rotation-authority.ts';
 import { nodeIdFromCertPem } from '../security/identity.ts';
 import { revokedSerialsOf } from '../security/revoked-index.ts';
 import { sealForCert } from '../security/sealed-box.ts';
@@ -26,7 +28,7 @@ function refuse(reason: 'not_issued' | 'wrong_node' | 'not_member' | 'not_voter'
 }
 
 /** The presented certificate, checked: issued by this cluster's CA (expiry aside), not revoked, naming `nodeId`, a member not removed. */
-function memberCert(ctx: ApiContext, nodeId: string, certPem: string): X509Certificate {
+export function memberCert(ctx: ApiContext, nodeId: string, certPem: string): X509Certificate {
   const authority = requireAuthority(ctx);
   let cert: X509Certificate;
   try {
@@ -34,8 +36,8 @@ function memberCert(ctx: ApiContext, nodeId: string, certPem: string): X509Certi
   } catch {
     return refuse('not_issued', 'the certificate is not a PEM X.509 certificate');
   }
-  const ca = new X509Certificate(authority.caPem);
-  if (!cert.checkIssued(ca) || !cert.verify(ca.publicKey)) refuse('not_issued', 'the certificate was not issued by this cluster\'s CA');
+  // Any CA of the trust bundle (two during a CA rotation).
+  if (issuerIn(certPem, authority.caPem) === undefined) refuse('not_issued', 'the certificate was not issued by this cluster\'s CA');
   // A revoked serial renews to nothing: whoever holds its key would get a fresh, unrevoked one.
   if (revokedSerialsOf(ctx.store).has(cert.serialNumber)) refuse('revoked', `the certificate with serial ${cert.serialNumber.toLowerCase()} was revoked`);
   if (nodeIdFromCertPem(certPem) !== nodeId) refuse('wrong_node', `the certificate does not name node ${nodeId}`);
@@ -44,8 +46,8 @@ function memberCert(ctx: ApiContext, nodeId: string, certPem: string): X509Certi
   return cert;
 }
 
-function signerOf(ctx: ApiContext): ReturnType<ReturnType<typeof requireAuthority>['signer']> & object {
-  const signer = requireAuthority(ctx).signer();
+export function signerOf(ctx: ApiContext): Signer {
+  const signer: Signer | undefined = requireAuthority(ctx).signer();
   if (signer === undefined) throw new ShoalError('ca_key_unavailable', `node ${ctx.node.id} does not hold the cluster CA key; ask a voter that does`);
   return signer;
 }
@@ -82,6 +84,7 @@ export const nodeCertRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (ap
     const hosts = ['127.0.0.1', 'localhost', '::1', ...(m === undefined ? [] : [splitHostPort(m.peerAddress).host, splitHostPort(m.apiAddress).host])];
     const signed = await signNodeCsr(signer, csr, v.body.nodeId, { hosts });
     ctx.events?.recordEvent('certificate.renewed', v.body.nodeId, { serial: signed.serial, expired: Date.parse(cert.validTo) < Date.now() });
-    return { certPem: signed.certPem };
+    // During a CA rotation's reissue phase the chain carries the rollover certificate.
+    return { certPem: withChain(signed.certPem, signer) };
   });
 };

@@ -24,6 +24,7 @@ import {
 import { eventsHeaders, eventsQuery } from './events-routes.ts';
 import { joinPaths } from './join-openapi.ts';
 import { certPaths } from './cert-openapi.ts';
+import { caPaths } from './ca-openapi.ts';
 import { secretBody, secretParams, secretViewSchema } from './secrets-routes.ts';
 import { drillsListQuery } from './drill-routes.ts';
 import { rotateKeyAnswer } from './mesh-routes.ts';
@@ -333,7 +334,7 @@ export function openApiDocument(version: string): Json {
         SecretView: schemaOf(secretViewSchema),
       },
     },
-    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...secretPaths(), ...networkPaths(), ...logPaths(), ...browsePaths(), ...nodePaths(), ...securityPaths(), ...joinPaths(errors), ...drillPaths(), ...upgradePaths(), ...certPaths(errors) },
+    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...secretPaths(), ...networkPaths(), ...logPaths(), ...browsePaths(), ...nodePaths(), ...securityPaths(), ...joinPaths(errors), ...drillPaths(), ...upgradePaths(), ...certPaths(errors), ...caPaths(errors) },
   };
 }
 

@@ -136,6 +136,16 @@ export function useCredentialFlag(flag: string | undefined): void {
   active = undefined;
 }
 
+/** The file the credential of this run comes from, if any (`shoal ca rotate` rewrites it). */
+export function activeCredentialFile(): string | undefined {
+  return findCredential(flagValue)?.file;
+}
+
+/** Forgets the credential read: the next request reads the file again (it was just rewritten). */
+export function reloadActiveCredential(): void {
+  active = undefined;
+}
+
 /**
  * The credential this run uses, found and read once; it also points every fetch() of this
  * process at the pinned CA with the client certificate, if the credential has one.

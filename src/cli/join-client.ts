@@ -60,7 +60,7 @@ export async function joinRequest<T>(addr: string, method: string, path: string,
   return parsed.data;
 }
 
-const caAnswer = z.object({ clusterId: z.string(), caPem: z.string() }).loose();
+const caAnswer = z.object({ clusterId: z.string(), caPem: z.string(), retiredFingerprints: z.array(z.string()).max(64).optional() }).loose();
 
 /** The cluster's CA as `addr` shows it, refused with ca_mismatch unless it is the token's. Sends nothing secret. */
 export async function fetchCheckedCa(addr: string, token: ParsedToken): Promise<{ clusterId: string; caPem: string }> {
@@ -70,6 +70,11 @@ export async function fetchCheckedCa(addr: string, token: ParsedToken): Promise<
     fingerprint = fingerprintOf(ca.caPem);
   } catch (err) {
     throw new ShoalError('ca_mismatch', `${addr} showed a CA that is not a certificate (${(err as Error).message}); nothing was sent`, { addr });
+  }
+  if (fingerprint !== token.caFingerprint && ca.retiredFingerprints?.includes(token.caFingerprint) === true) {
+    throw new ShoalError('ca_mismatch', `the token names a CA that ${addr} says was retired by a CA rotation (shoal ca rotate): the token was made before it. Nothing was sent; make a new token with shoal token create`, {
+      addr, expected: token.caFingerprint, got: fingerprint, reason: 'ca_rotated',
+    });
   }
   if (fingerprint !== token.caFingerprint) {
     throw new ShoalError('ca_mismatch', `the CA at ${addr} (SHA-256 ${fingerprint.slice(0, 16)}…) is not the one the token names (${token.caFingerprint.slice(0, 16)}…): another cluster's node, or someone in between. Nothing was sent and nothing written; check the address`, {

@@ -12,6 +12,7 @@ import { stringify } from 'yaml';
 import type { z } from 'zod';
 import { ShoalError } from '../errors.ts';
 import { isInitialized, newId, nodeNamePattern, nodeNameRule, writeJoinedNode } from '../node/identity.ts';
+import { issuerIn } from '../security/ca-bundle.ts';
 import { parseToken, refusalText, type ParsedToken } from '../security/tokens.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { ApiError, checkHostPort } from './client.ts';
@@ -85,7 +86,7 @@ export async function joinAndWrite(f: JoinFlags): Promise<{ configFile: string; 
     }
   }
   const cert = new X509Certificate(answer.certPem);
-  if (answer.caPem !== ca.caPem || !cert.checkIssued(new X509Certificate(ca.caPem)) || !cert.subject.includes(`CN=${nodeId}`)) {
+  if (answer.caPem !== ca.caPem || issuerIn(answer.certPem, ca.caPem) === undefined || !cert.subject.includes(`CN=${nodeId}`)) {
     throw new ShoalError('ca_mismatch', `${f.addr} answered with a certificate the checked CA did not issue for this node; nothing was written`, { addr: f.addr });
   }
   writeJoinedNode(f.data, { id: nodeId, name: f.name, clusterId: answer.clusterId }, { caPem: ca.caPem, certPem: answer.certPem, keyPem });

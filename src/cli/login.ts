@@ -1,9 +1,9 @@
 // shoal login: exchanges a client token for a client certificate, with a key made here, and
 // writes the credential file where the CLI finds it by itself (src/cli/credential-file.ts).
 
-import { X509Certificate } from 'node:crypto';
 import { userInfo } from 'node:os';
 import { ShoalError } from '../errors.ts';
+import { issuerIn } from '../security/ca-bundle.ts';
 import { isValidPrincipal, principalRule } from '../security/principal.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { checkHostPort } from './client.ts';
@@ -48,7 +48,7 @@ export async function loginCommand(argv: string[]): Promise<number> {
   const { createCsr } = await import('../security/csr.ts');
   const { csrPem, keyPem } = await createCsr(principal);
   const answer = await joinRequest(addr, 'POST', '/v1/join', joinAnswerSchema, { kind: 'ca', caPem: ca.caPem }, { kind: 'client', token: values.token ?? '', csr: csrPem, name: principal });
-  if (!new X509Certificate(answer.certPem).checkIssued(new X509Certificate(ca.caPem))) {
+  if (issuerIn(answer.certPem, ca.caPem) === undefined) {
     throw new ShoalError('ca_mismatch', `${addr} answered with a certificate the checked CA did not issue; nothing was written`, { addr });
   }
   const role = answer.clientRole ?? 'reader';

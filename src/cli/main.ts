@@ -35,6 +35,7 @@ export const commands: Record<string, { load: () => Promise<Command>; summary: s
   recover: { load: async () => { const m = await import('./recover.ts'); return { run: m.recoverCommand, help: m.recoverHelp }; }, summary: 'quorum lost for good: --force-new-cluster makes a stopped survivor a one-node cluster (new cluster id)' },
   credential: { load: async () => { const m = await import('./credential.ts'); return { run: m.credentialCommand, help: m.credentialGroupHelp }; }, summary: 'create, ls and revoke bearer tokens for the client API (admin)' },
   cert: { load: async () => { const m = await import('./cert.ts'); return { run: m.certCommand, help: m.certGroupHelp }; }, summary: 'revoke one certificate by serial; list the revoked ones (admin)' },
+  ca: { load: async () => { const m = await import('./ca.ts'); return { run: m.caCommand, help: m.caGroupHelp }; }, summary: 'replace the cluster CA with no outage (admin)' },
   audit: { load: async () => { const m = await import('./audit.ts'); return { run: m.auditCommand, help: m.auditGroupHelp }; }, summary: 'who changed what: the audit records of client mutations; --watch to follow (admin)' },
   install: { load: async () => { const m = await import('./install.ts'); return { run: m.installCommand, help: m.installHelp }; }, summary: 'run a node as a systemd service (enable and start it)' },
   uninstall: { load: async () => { const m = await import('./install.ts'); return { run: m.uninstallCommand, help: m.uninstallHelp }; }, summary: "stop and remove a node's systemd service" },

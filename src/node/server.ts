@@ -36,7 +36,8 @@ import { systemClock } from '../executor/clock.ts';
 import type { Runtime } from '../executor/runtime.ts';
 import { DockerRuntime } from '../executor/docker-runtime.ts';
 import { softwareVersion } from '../version.ts';
-import { fileCaAuthority } from '../security/authority.ts';
+import { rotatingCaAuthority, withChain } from '../security/ca-rotation-authority.ts';
+import { CaRotationAgent } from '../security/ca-rotation-agent.ts';
 import { Autopilot } from './autopilot.ts';
 import { foundingTokenFile, mintFoundingToken } from '../security/founding-token.ts';
 import { CertRenewer } from '../security/renewal.ts';
@@ -269,22 +270,34 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     record: (type, subject, details) => { if (opts.clusterEvents === false) events.recordLocal(type, subject, details); else events.recordEvent(type, subject, details); },
   });
   autopilot.start();
-  const security = fileCaAuthority(config.dataDir);
+  // The trust bundle is tls.caPem (two CAs during a CA rotation), kept by the rotation agent below.
+  const security = rotatingCaAuthority(config.dataDir, tls, store);
   // `shoal init` left the first voter token to write once this founding node leads.
   const firstRunAfterInit = existsSync(foundingTokenFile(config.dataDir));
   const founding = mintFoundingToken(node, config.dataDir, log);
   // The API is built below; the renewer reaches its server through this once it exists.
   const apiRef: { server?: unknown } = {};
   const peersToAsk = (): { list: MemberRecord[]; leader: string } => ({ list: node.membership.list(), leader: node.leaderId });
+  // New certificates or a new trust bundle: new connections use them at once, open ones keep theirs.
+  const reloadTls = (): void => {
+    transport.reloadTls();
+    peerHttp.reloadTls();
+    // The API's HTTPS server takes them for new connections too.
+    if (apiRef.server instanceof HttpsServer) apiRef.server.setSecureContext({ ca: tls.caPem, cert: tls.certPem, key: tls.keyPem, minVersion: 'TLSv1.3' });
+  };
   // Renewal replaces tls's fields in place; the transport reloads its server context, and
   // node-to-node HTTP its client agent.
   const renewer = new CertRenewer({
     dataDir: config.dataDir, nodeId: identity.id, tls, members: peersToAsk, log, scheme: peerHttp.scheme,
-    onRenewed: () => {
-      transport.reloadTls();
-      peerHttp.reloadTls();
-      // The API's HTTPS server takes the new certificate for new connections too.
-      if (apiRef.server instanceof HttpsServer) apiRef.server.setSecureContext({ ca: tls.caPem, cert: tls.certPem, key: tls.keyPem, minVersion: 'TLSv1.3' });
+    onRenewed: () => reloadTls(),
+    // A one-node cluster has no one else to ask: it signs its own renewal with the CA it holds.
+    signLocally: async (csrPem) => {
+      const signer = security.signer();
+      if (signer === undefined) return undefined;
+      const { verifyCsr, signNodeCsr } = await import('../security/csr.ts');
+      const hosts = ['127.0.0.1', 'localhost', '::1', splitHostPort(config.peer.listen).host, splitHostPort(config.api.listen).host];
+      const signed = await signNodeCsr(signer, await verifyCsr(csrPem), identity.id, { hosts });
+      return withChain(signed.certPem, signer);
     },
   });
   renewer.start();
@@ -299,6 +312,20 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     },
   });
   caKeys.start();
+  // `shoal ca rotate`: this node follows the rotation record in the store (ca-rotation-agent.ts).
+  const caRotation = new CaRotationAgent({
+    dataDir: config.dataDir, nodeId: identity.id, tls, store, node, log, scheme: peerHttp.scheme, members: peersToAsk,
+    isVoter: () => node.confState().voters.includes(identity.id),
+    renew: () => renewer.renewNow(), reloadTls,
+    onCaKeyChanged: () => { caKeys.close(); caKeys.start(); },
+    // A voter holding only the new key (promoted mid-rotation) is a holder too: removing it warns.
+    onNextKeyReceived: () => {
+      if (opts.clusterEvents === false) return;
+      holder.cancel();
+      holder = announceCaHolder(node, store, identity.id, log);
+    },
+  });
+  caRotation.start();
   // A node founded by `shoal init` records itself as a holder when it first runs (with the
   // founding token); one that receives the key later, on receipt (above).
   let holder = firstRunAfterInit && existsSync(caKeyFile(config.dataDir)) ? announceCaHolder(node, store, identity.id, log) : { cancel() {} };
@@ -308,6 +335,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     founding.cancel();
     renewer.close();
     caKeys.close();
+    caRotation.close();
     holder.cancel();
   };
   const clusterEvents = opts.clusterEvents ?? true;
@@ -333,6 +361,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), runtime: control.runtime, events, auth: apiAuth, peer: peerHttp, security, foundingToken: founding,
     ...(meshKeysPort !== undefined ? { mesh: meshKeysPort } : {}),
     renewCertificate: () => renewer.renewNow(),
+    caRotation: { dataDir: config.dataDir },
     limits: {
       ...apiLimitsDefault, connectionsMax: config.limits.connectionsMax, watchStreamsMax: config.limits.watchStreamsMax,
       watchStreamsPerClientMax: config.limits.watchStreamsPerClientMax, snapshotDownloadsMax: config.limits.snapshotDownloadsMax,

@@ -12,8 +12,11 @@ export interface CaAuthority {
   /** SHA-256 of the CA certificate's DER, lowercase hex: what join tokens pin. */
   readonly fingerprint: string;
   /** The CA certificate and key, when this node holds the key; undefined otherwise. */
-  signer(): PemPair | undefined;
+  signer(): Signer | undefined;
 }
+
+/** A CA that signs, and the certificates to send after what it signs (a CA rotation's rollover certificate). */
+export type Signer = PemPair & { chainPem?: string };
 
 export const caKeyFile = (dataDir: string): string => path.join(dataDir, 'tls', 'ca.key');
 export const caCertFile = (dataDir: string): string => path.join(dataDir, 'tls', 'ca.crt');

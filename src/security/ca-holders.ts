@@ -36,5 +36,5 @@ export function announceCaHolder(node: RaftNode, store: DocumentStore, nodeId: s
 /** The warning for removing `nodeId`, when it held the CA key. */
 export function caHolderWarning(store: DocumentStore, nodeId: string, name: string): string | undefined {
   if (store.get(caHoldersCollection, nodeId) === undefined) return undefined;
-  return `${name} (${nodeId}) held the cluster CA key, and a removed machine keeps its copy: it can still sign certificates for new node ids, which no deny-list refuses. Run 'shoal ca rotate' (or, until it exists, see docs/security.md, "Rotating the CA").`;
+  return `${name} (${nodeId}) held the cluster CA key, and a removed machine keeps its copy: it can still sign certificates for new node ids, which no deny-list refuses. Replace the CA: run 'shoal ca rotate' (docs/security.md, "Rotating the CA").`;
 }

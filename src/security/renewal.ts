@@ -11,6 +11,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { Logger } from '../log.ts';
 import type { Tls } from '../node/identity.ts';
+import { issuerIn } from './ca-bundle.ts';
 import { addressesLeaderFirst, nodeCall } from './node-client.ts';
 
 export const renewFractionMin = 0.5;
@@ -40,6 +41,11 @@ export interface RenewerOptions {
   scheme: 'http' | 'https';
   random?: () => number;
   now?: () => number;
+  /**
+   * Signs this node's own request when it holds the CA key and no other member can (a one-node
+   * cluster); undefined when it holds none. Answers the certificate text to install.
+   */
+  signLocally?: (csrPem: string) => Promise<string | undefined>;
 }
 
 const renewAnswer = z.object({ certPem: z.string() }).loose();
@@ -84,7 +90,15 @@ export class CertRenewer {
     const { list, leader } = this.o.members();
     const body = { nodeId: this.o.nodeId, certPem: this.o.tls.certPem, csr: csrPem, proof };
     const errors: string[] = [];
-    for (const addr of addressesLeaderFirst(list, leader, this.o.nodeId)) {
+    const others = addressesLeaderFirst(list, leader, this.o.nodeId);
+    if (others.length === 0 && this.o.signLocally !== undefined) {
+      const certPem = await this.o.signLocally(csrPem);
+      if (certPem !== undefined) {
+        this.install(certPem, keyPem);
+        return;
+      }
+    }
+    for (const addr of others) {
       try {
         const answer = await nodeCall(addr, '/v1/join/renew', body, renewAnswer, { scheme: this.o.scheme, caPem: this.o.tls.caPem });
         this.install(answer.certPem, keyPem);
@@ -98,7 +112,8 @@ export class CertRenewer {
 
   private install(certPem: string, keyPem: string): void {
     const cert = new X509Certificate(certPem);
-    if (!cert.checkIssued(new X509Certificate(this.o.tls.caPem)) || !cert.checkPrivateKey(createPrivateKey(keyPem))) {
+    // Any CA of the trust bundle: during a CA rotation the answer may come from the new one.
+    if (issuerIn(certPem, this.o.tls.caPem) === undefined || !cert.checkPrivateKey(createPrivateKey(keyPem))) {
       throw new Error('the renewed certificate is not the CA\'s, or not for the new key');
     }
     // Key first, then certificate, each written whole and renamed into place.

@@ -94,7 +94,7 @@ export function tokenView(r: TokenRecord, nowMs: number): TokenView {
   return { ...rest, state: tokenState(r, nowMs) };
 }
 
-export type RefusalReason = 'malformed' | 'other_cluster' | 'unknown' | 'bad_secret' | TokenState | 'wrong_role';
+export type RefusalReason = 'malformed' | 'other_cluster' | 'ca_rotated' | 'unknown' | 'bad_secret' | TokenState | 'wrong_role';
 
 /** Why the token cannot be redeemed now, or undefined when it can. Constant-time on the secret. */
 export function redeemRefusal(r: TokenRecord | undefined, token: ParsedToken, nowMs: number): RefusalReason | undefined {
@@ -124,6 +124,7 @@ export function redemptionTxn(r: TokenRecord, rev: number, redemption: Redemptio
 export const refusalText: Readonly<Record<RefusalReason, string>> = {
   malformed: 'this is not a shoal join token (SHOAL1-<fingerprint>-<id>.<secret>); copy it again',
   other_cluster: 'the token was made by another cluster (its CA fingerprint is not this cluster\'s)',
+  ca_rotated: 'the token was made before this cluster\'s CA was rotated and names the retired CA; make a new one with shoal token create',
   unknown: 'no such token in this cluster (never made here, or its record was removed)',
   bad_secret: 'the token\'s secret is wrong',
   used: 'the token has been used as many times as it allows; make a new one with shoal token create',

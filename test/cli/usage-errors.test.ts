@@ -19,6 +19,7 @@ import { taskGroup } from '../../src/cli/task.ts';
 import { tokenGroup } from '../../src/cli/token.ts';
 import { credentialGroup } from '../../src/cli/credential.ts';
 import { certGroup } from '../../src/cli/cert.ts';
+import { caGroup } from '../../src/cli/ca.ts';
 import { secretGroup } from '../../src/cli/secret.ts';
 import { networkGroup } from '../../src/cli/network.ts';
 import { policyGroup } from '../../src/cli/policy.ts';
@@ -129,6 +130,8 @@ const cases: Record<string, Case> = {
   'cert revoke': { badFlag: ['cert', 'revoke', '0a1b', '--bogus', ...nowhere], missing: ['cert', 'revoke', ...nowhere] },
   'cert revoked': { badFlag: ['cert', 'revoked', '--bogus', ...nowhere], missing: ['cert', 'revoked', 'extra', ...nowhere] },
   'cert renew': { badFlag: ['cert', 'renew', '--bogus', ...nowhere], missing: ['cert', 'renew'] },
+  ca: { badFlag: ['ca', '--bogus'], missing: ['ca'] },
+  'ca rotate': { badFlag: ['ca', 'rotate', '--bogus', ...nowhere], missing: ['ca', 'rotate', 'extra', ...nowhere] },
 };
 
 
@@ -147,7 +150,7 @@ describe('usage errors under --json', () => {
     const all = [
       ...Object.keys(commands),
       ...devSubcommands.map((s) => `dev ${s}`),
-      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, credentialGroup, tokenGroup, secretGroup, networkGroup, policyGroup, drillGroup, auditGroup, certGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
+      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, credentialGroup, tokenGroup, secretGroup, networkGroup, policyGroup, drillGroup, auditGroup, certGroup, caGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
     ];
     expect(Object.keys(cases).sort()).toEqual(all.sort());
   });

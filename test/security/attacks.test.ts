@@ -126,10 +126,10 @@ describe('roles', () => {
     // What must stay open, and what must not.
     const publicOps = ops.filter((o) => o.role === 'public').map((o) => `${o.method} ${o.path}`).sort();
     // The console's files (/ui) hold no data: the page asks for a credential before it reads anything.
-    // Joining (src/api/join-routes.ts, node-cert-routes.ts): the token, or a node's key, is the credential.
+    // Joining (src/api/join-routes.ts, node-cert-routes.ts, ca-routes.ts): the token, or a node's key, is the credential.
     expect(publicOps).toEqual([
       'GET /docs', 'GET /docs/openapi.json', 'GET /healthz', 'GET /readyz', 'GET /ui', 'GET /ui/', 'GET /ui/app.css', 'GET /ui/app.js',
-      'GET /v1/join/ca', 'POST /v1/join', 'POST /v1/join/ca-key', 'POST /v1/join/renew',
+      'GET /v1/join/ca', 'POST /v1/join', 'POST /v1/join/ca-key', 'POST /v1/join/renew', 'POST /v1/ca/next-key',
     ].sort());
     expect(ops.filter((o) => o.method !== 'GET' && o.role === 'reader')).toEqual([]);
   });
