@@ -66,6 +66,12 @@ async function checkEntries(tarball: string): Promise<void> {
   const listing = await runCommand('tar', ['-tzf', tarball], { timeoutMs: tarTimeoutMs, reason: 'not_package' });
   const bad = listing.split('\n').filter((e) => e !== '').find((e) => !e.startsWith('package/') || e.split('/').includes('..'));
   if (bad !== undefined) throw new ShoalError('release_refused', `the tarball holds '${bad}', outside package/: it is not an npm package; nothing was activated`, { reason: 'not_package' });
+  // npm packs files and directories only. A symbolic or hard link could point a later entry (or
+  // the running node, through the release) outside the release folder: refused. The long listing's
+  // first character is the entry's type.
+  const types = await runCommand('tar', ['-tvzf', tarball], { timeoutMs: tarTimeoutMs, reason: 'not_package' });
+  const link = types.split('\n').find((line) => line !== '' && line[0] !== '-' && line[0] !== 'd');
+  if (link !== undefined) throw new ShoalError('release_refused', `the tarball holds an entry that is not a file or a folder (${link.trim().split(/\s+/).slice(-3).join(' ')}): npm packs none; nothing was activated`, { reason: 'not_package' });
 }
 
 function readPackageJson(dir: string): z.infer<typeof packageJsonSchema> {

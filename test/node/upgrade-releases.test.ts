@@ -30,11 +30,12 @@ let work: string;
 let host: UpgradeHost & { restarts: number };
 
 /** A tarball as `npm pack` makes it: package/ with package.json and a bin/shoal.js that prints `says`. */
-function makeTarball(version: string, opts: { says?: string; deps?: Record<string, string>; extra?: string } = {}): { file: string; sha256: string } {
+function makeTarball(version: string, opts: { says?: string; deps?: Record<string, string>; extra?: string; link?: string } = {}): { file: string; sha256: string } {
   const dir = mkdtempSync(path.join(work, 'pkg-'));
   mkdirSync(path.join(dir, 'package', 'bin'), { recursive: true });
   writeFileSync(path.join(dir, 'package', 'package.json'), JSON.stringify({ name: 'shoal', version, dependencies: opts.deps ?? repoDeps }));
   writeFileSync(path.join(dir, 'package', 'bin', 'shoal.js'), `console.log(JSON.stringify({ version: ${JSON.stringify(opts.says ?? version)} }));\n`);
+  if (opts.link !== undefined) symlinkSync(opts.link, path.join(dir, 'package', 'linked'));
   const entries = ['package'];
   if (opts.extra !== undefined) {
     writeFileSync(path.join(dir, opts.extra), 'x');
@@ -102,6 +103,10 @@ describe('PUT /v1/upgrade/build', () => {
   it('refuses a tarball with entries outside package/, and one that does not start as the version it names', async () => {
     expect((await put(makeTarball('0.2.0', { extra: 'evil' }))).json()).toMatchObject({ code: 'release_refused', details: { reason: 'not_package' } });
     expect((await put(makeTarball('0.2.0', { says: '0.1.9' }))).json()).toMatchObject({ code: 'release_refused', details: { reason: 'does_not_start' } });
+    // A link under package/ (npm packs none) could lead a later entry out of the release folder.
+    const linked = (await put(makeTarball('0.2.0', { link: '/etc' }))).json() as { code: string; message: string; details: { reason: string } };
+    expect(linked).toMatchObject({ code: 'release_refused', details: { reason: 'not_package' } });
+    expect(linked.message).toContain('package/linked -> /etc');
     expect(readdir(work)).toEqual(['0.0.1-seed', 'current']);
   });
 
