@@ -19,6 +19,7 @@ import type { WgInterface } from './wg.ts';
 import type { WgInterfaceDump } from './wg-dump.ts';
 import type { WgKeyPair } from './wg-keys.ts';
 import { ShoalError } from '../src/errors.ts';
+import { PassLoop, readBarrierWithin } from './pass-loop.ts';
 
 export interface MeshView {
   /** The node records of the applied store (valid ones). */
@@ -52,14 +53,10 @@ export const meshRetryMs = 2_000;
 export const meshBarrierTimeoutMs = 5_000;
 
 export class MeshAgent {
-  private dirty = false;
-  private running: Promise<void> | null = null;
-  private closed = false;
+  private readonly loop: PassLoop;
   private interfaceReady = false;
   private unsubscribe: (() => void) | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
-  private retry: NodeJS.Timeout | undefined;
-  private lastProblem = '';
   /** The newest plan, for naming peers in reports. */
   private plan: MeshPlan | null = null;
   /** Passes done (for tests). */
@@ -71,6 +68,7 @@ export class MeshAgent {
 
   constructor(private readonly opts: MeshAgentOptions) {
     this.keys = opts.keys;
+    this.loop = new PassLoop({ name: 'mesh', pass: () => this.pass(), retryMs: meshRetryMs, log: opts.log });
   }
 
   /** The public key the node uses now. */
@@ -87,7 +85,7 @@ export class MeshAgent {
    * old key in the file, which the next start publishes again.
    */
   rotateKey(pair: WgKeyPair, persist: (pair: WgKeyPair) => void): Promise<void> {
-    if (this.closed) return Promise.reject(new ShoalError('stopping', 'the mesh agent is stopping'));
+    if (this.loop.closed) return Promise.reject(new ShoalError('stopping', 'the mesh agent is stopping'));
     if (this.rotation !== null) return Promise.reject(new ShoalError('resource_in_use', 'a key rotation of this node is already under way; retry when it has ended'));
     return new Promise<void>((resolve, reject) => {
       this.rotation = { pair, persist, resolve, reject };
@@ -125,39 +123,21 @@ export class MeshAgent {
 
   /** Stops converging and reporting; the interface stays as it is. Idempotent. */
   async close(): Promise<void> {
-    this.closed = true;
+    const stopped = this.loop.close();
     this.rotation?.reject(new ShoalError('stopping', 'the mesh agent stopped before the key rotation'));
     this.rotation = null;
     this.unsubscribe?.();
     for (const t of this.timers) clearInterval(t);
-    clearTimeout(this.retry);
-    await this.running;
+    await stopped;
   }
 
-  /** Waits until no pass runs and none is due (tests). */
-  async idle(): Promise<void> {
-    while (this.running !== null) await this.running;
+  /** Waits until no pass runs (tests). */
+  idle(): Promise<void> {
+    return this.loop.idle();
   }
 
   private mark(): void {
-    if (this.closed) return;
-    this.dirty = true;
-    if (this.running !== null) return;
-    this.running = (async () => {
-      while (this.dirty && !this.closed) {
-        this.dirty = false;
-        await this.pass().then(() => { this.lastProblem = ''; }, (err: unknown) => this.failed(err));
-      }
-    })().finally(() => { this.running = null; });
-  }
-
-  private failed(err: unknown): void {
-    const msg = err instanceof Error ? err.message : String(err);
-    if (msg !== this.lastProblem) this.opts.log.warn(`mesh: ${msg}; retrying every ${meshRetryMs} ms`);
-    this.lastProblem = msg;
-    clearTimeout(this.retry);
-    this.retry = setTimeout(() => this.mark(), meshRetryMs);
-    this.retry.unref();
+    this.loop.mark();
   }
 
   private async pass(): Promise<void> {
@@ -212,21 +192,11 @@ export class MeshAgent {
   }
 
   private async barrier(): Promise<boolean> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error('timeout')), meshBarrierTimeoutMs); });
-    try {
-      await Promise.race([this.opts.caughtUp(), timeout]);
-      return true;
-    } catch {
-      this.opts.log.debug('mesh: no read barrier (no quorum?): only adding peers this pass');
-      // Try again later: what was held back is still to do.
-      clearTimeout(this.retry);
-      this.retry = setTimeout(() => this.mark(), meshRetryMs);
-      this.retry.unref();
-      return false;
-    } finally {
-      clearTimeout(timer);
-    }
+    if (await readBarrierWithin(this.opts.caughtUp, meshBarrierTimeoutMs)) return true;
+    this.opts.log.debug('mesh: no read barrier (no quorum?): only adding peers this pass');
+    // Try again later: what was held back is still to do.
+    this.loop.retryLater();
+    return false;
   }
 
   private get endpoint(): string {
@@ -252,15 +222,13 @@ export class MeshAgent {
     } catch (err) {
       // No quorum yet (or the control plane's level): the interface is converged all the same.
       this.opts.log.debug(`mesh: publishing this node's key failed (${(err as Error).message}); will retry`);
-      clearTimeout(this.retry);
-      this.retry = setTimeout(() => this.mark(), meshRetryMs);
-      this.retry.unref();
+      this.loop.retryLater();
     }
   }
 
   /** Writes the peers' handshakes and counters into this node's record. */
   private async report(): Promise<void> {
-    if (this.closed || !this.interfaceReady || this.plan === null) return;
+    if (this.loop.closed || !this.interfaceReady || this.plan === null) return;
     try {
       const dump = await this.opts.wg.show();
       const peers = peerStatuses(dump, this.plan.nodeByKey);

@@ -22,6 +22,7 @@ import type { OverlayReadiness } from '../src/executor/task-networks.ts';
 import type { DockerNetworkInfo, DockerNetworks } from './overlay-docker.ts';
 import type { VxlanLink, VxlanLinks } from './overlay-links.ts';
 import { vxlanName } from './overlay-names.ts';
+import { PassLoop, readBarrierWithin } from './pass-loop.ts';
 import { planOverlay, type OverlayNetworkPlan, type OverlayVxlanPlan } from './overlay-plan.ts';
 
 export interface OverlayView {
@@ -58,13 +59,9 @@ export const overlayBarrierTimeoutMs = 5_000;
 const ownVxlanPattern = /^vx-[0-9a-f]{8}$/;
 
 export class OverlayAgent implements OverlayReadiness {
-  private dirty = false;
-  private running: Promise<void> | null = null;
-  private closed = false;
+  private readonly loop: PassLoop;
   private unsubscribe: (() => void) | null = null;
   private timer: NodeJS.Timeout | undefined;
-  private retry: NodeJS.Timeout | undefined;
-  private lastProblem = '';
   private ready = new Set<string>();
   private readonly listeners = new Set<() => void>();
   /** The pass's read barrier, taken at most once per pass. */
@@ -72,7 +69,9 @@ export class OverlayAgent implements OverlayReadiness {
   /** Passes done (for tests). */
   passes = 0;
 
-  constructor(private readonly opts: OverlayAgentOptions) {}
+  constructor(private readonly opts: OverlayAgentOptions) {
+    this.loop = new PassLoop({ name: 'overlay', pass: () => this.pass(), retryMs: overlayRetryMs, log: opts.log });
+  }
 
   start(): void {
     this.unsubscribe = this.opts.view.subscribe(() => this.mark());
@@ -83,17 +82,15 @@ export class OverlayAgent implements OverlayReadiness {
 
   /** Stops converging; everything made stays as it is. Idempotent. */
   async close(): Promise<void> {
-    this.closed = true;
     this.unsubscribe?.();
     clearInterval(this.timer);
-    clearTimeout(this.retry);
     this.listeners.clear();
-    await this.running;
+    await this.loop.close();
   }
 
   /** Waits until no pass runs (tests). */
-  async idle(): Promise<void> {
-    while (this.running !== null) await this.running;
+  idle(): Promise<void> {
+    return this.loop.idle();
   }
 
   isReady(network: string): boolean {
@@ -106,28 +103,11 @@ export class OverlayAgent implements OverlayReadiness {
   }
 
   private mark(): void {
-    if (this.closed) return;
-    this.dirty = true;
-    if (this.running !== null) return;
-    this.running = (async () => {
-      while (this.dirty && !this.closed) {
-        this.dirty = false;
-        await this.pass().then(() => { this.lastProblem = ''; }, (err: unknown) => this.failed(err));
-      }
-    })().finally(() => { this.running = null; });
-  }
-
-  private failed(err: unknown): void {
-    const msg = err instanceof Error ? err.message : String(err);
-    if (msg !== this.lastProblem) this.opts.log.warn(`overlay: ${msg}; retrying every ${overlayRetryMs} ms`);
-    this.lastProblem = msg;
-    this.again();
+    this.loop.mark();
   }
 
   private again(): void {
-    clearTimeout(this.retry);
-    this.retry = setTimeout(() => this.mark(), overlayRetryMs);
-    this.retry.unref();
+    this.loop.retryLater();
   }
 
   private async pass(): Promise<void> {
@@ -242,17 +222,9 @@ export class OverlayAgent implements OverlayReadiness {
   }
 
   private async takeBarrier(): Promise<boolean> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error('timeout')), overlayBarrierTimeoutMs); });
-    try {
-      await Promise.race([this.opts.caughtUp(), timeout]);
-      return true;
-    } catch {
-      this.opts.log.debug('overlay: no read barrier (no quorum?): only adding this pass');
-      this.again();
-      return false;
-    } finally {
-      clearTimeout(timer);
-    }
+    if (await readBarrierWithin(this.opts.caughtUp, overlayBarrierTimeoutMs)) return true;
+    this.opts.log.debug('overlay: no read barrier (no quorum?): only adding this pass');
+    this.again();
+    return false;
   }
 }
