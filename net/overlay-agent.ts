@@ -62,7 +62,8 @@ export class OverlayAgent implements OverlayReadiness {
   private readonly loop: PassLoop;
   private unsubscribe: (() => void) | null = null;
   private timer: NodeJS.Timeout | undefined;
-  private ready = new Set<string>();
+  /** The networks in place here, each with the gateway address its Docker network has on this host. */
+  private ready = new Map<string, string>();
   private readonly listeners = new Set<() => void>();
   /** The pass's read barrier, taken at most once per pass. */
   private passBarrier: Promise<boolean> | null = null;
@@ -97,6 +98,10 @@ export class OverlayAgent implements OverlayReadiness {
     return this.ready.has(network);
   }
 
+  gatewayOn(network: string): string | null {
+    return this.ready.get(network) ?? null;
+  }
+
   subscribe(onChange: () => void): () => void {
     this.listeners.add(onChange);
     return () => this.listeners.delete(onChange);
@@ -117,11 +122,12 @@ export class OverlayAgent implements OverlayReadiness {
     const plan = planOverlay({ self: this.opts.self, networks: view.networks(), nodes: view.nodes(), meshMtu: this.opts.meshMtu });
     const existing = await docker.list(clusterId);
     const devices = links === null ? [] : await links.list();
-    const ready = new Set<string>();
+    const ready = new Map<string, string>();
     const problems: string[] = [];
     for (const p of plan) {
       try {
-        if (await this.convergeNetwork(p, existing, devices)) ready.add(p.network);
+        const gateway = await this.convergeNetwork(p, existing, devices);
+        if (gateway !== null) ready.set(p.network, gateway);
       } catch (err) {
         problems.push(`network ${p.network}: ${err instanceof Error ? err.message : String(err)}`);
       }
@@ -131,28 +137,34 @@ export class OverlayAgent implements OverlayReadiness {
     if (problems.length > 0) throw new Error(problems.join('; '));
   }
 
-  private setReady(ready: Set<string>): void {
-    const same = ready.size === this.ready.size && [...ready].every((n) => this.ready.has(n));
+  private setReady(ready: Map<string, string>): void {
+    const same = ready.size === this.ready.size && [...ready].every(([n, g]) => this.ready.get(n) === g);
     this.ready = ready;
     if (!same) for (const l of [...this.listeners]) l();
   }
 
-  /** One hosted network: its Docker network, then its VXLAN device; true once both are in place. */
-  private async convergeNetwork(p: OverlayNetworkPlan, existing: readonly DockerNetworkInfo[], devices: readonly VxlanLink[]): Promise<boolean> {
+  /**
+   * One hosted network: its Docker network, then its VXLAN device. Once both are in place, the
+   * gateway address the Docker network has on this host (the containers' DNS server); else null.
+   */
+  private async convergeNetwork(p: OverlayNetworkPlan, existing: readonly DockerNetworkInfo[], devices: readonly VxlanLink[]): Promise<string | null> {
     const made = existing.find((n) => n.name === p.dockerNetwork);
     // The gateway is not compared: nodes sharing one Docker daemon (`shoal dev`) share its network,
-    // whose gateway is the first node's. Another subnet means it was made for an earlier network of
-    // this name (removed and applied again).
+    // whose gateway is the first node's (and so is their containers' DNS server). Another subnet
+    // means it was made for an earlier network of this name (removed and applied again).
+    let gateway = made?.gateway ?? p.gateway;
     if (made !== undefined && (made.subnet !== p.subnet || made.bridge !== p.bridge)) {
-      if (!(await this.barrier()) || !(await this.removeDockerNetwork(made))) return false;
+      if (!(await this.barrier()) || !(await this.removeDockerNetwork(made))) return null;
       await this.createDockerNetwork(p);
+      gateway = p.gateway;
     } else if (made === undefined) {
       await this.createDockerNetwork(p);
     }
-    if (p.vxlan === null) return !p.waitingForMesh;
+    if (p.vxlan === null) return p.waitingForMesh ? null : gateway;
     await this.convergeVxlan(p, p.vxlan, devices.find((d) => d.name === p.vxlan?.name));
-    return true;
+    return gateway;
   }
+
 
   private async createDockerNetwork(p: OverlayNetworkPlan): Promise<void> {
     await this.opts.docker.create({

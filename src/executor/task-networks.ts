@@ -1,6 +1,7 @@
 // What the agent asks before it creates a task's container on overlay networks: the task's
 // address on each (the leader's allocation, in the network records of the applied store), the
-// node's gateway there (the container's DNS server), and whether this node's overlay for the
+// gateway there (the container's DNS server: the node's own, or the one its Docker network has
+// where nodes share a daemon), and whether this node's overlay for the
 // network is in place (net/overlay-agent.ts). Until all of it holds the agent does not create the
 // container: it reports the task `starting` with a message saying what it waits for, and tries
 // again when the store or the overlay changes (docs/agent.md, "Networks").
@@ -24,6 +25,12 @@ export interface TaskNetworks {
 /** The node's overlay as the agent sees it: whether a network is in place here, and news when that changes. */
 export interface OverlayReadiness {
   isReady(network: string): boolean;
+  /**
+   * The gateway address the network's Docker network has on this host, once in place: this
+   * node's own gateway, except where nodes share one Docker daemon (`shoal dev`), whose network
+   * has the first node's (the only one on the host, so the only DNS server containers reach).
+   */
+  gatewayOn(network: string): string | null;
   subscribe(onChange: () => void): () => void;
 }
 
@@ -43,7 +50,7 @@ export class StoreTaskNetworks implements TaskNetworks {
       if (slice === undefined || address === undefined) return { ready: false, waiting: `waiting for network ${name}: the leader has not given this task an address yet` };
       if (this.overlay !== null && !this.overlay.isReady(name)) return { ready: false, waiting: `waiting for network ${name}: this node's overlay for it is not in place yet` };
       out.push({ name, address });
-      if (dns.length === 0) dns.push(gatewayOf(record.spec, slice));
+      if (dns.length === 0) dns.push(this.overlay?.gatewayOn(name) ?? gatewayOf(record.spec, slice));
     }
     return { ready: true, networks: out, dns };
   }

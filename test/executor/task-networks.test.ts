@@ -19,9 +19,14 @@ const record = (name: string, subnet: string, slices: Record<string, number>, ad
 
 class Readiness implements OverlayReadiness {
   ready = new Set<string>();
+  /** Gateways of Docker networks another node of a shared daemon made. */
+  gateways = new Map<string, string>();
   listeners = new Set<() => void>();
   isReady(network: string): boolean {
     return this.ready.has(network);
+  }
+  gatewayOn(network: string): string | null {
+    return this.ready.has(network) ? (this.gateways.get(network) ?? null) : null;
   }
   subscribe(onChange: () => void): () => void {
     this.listeners.add(onChange);
@@ -45,6 +50,9 @@ describe('StoreTaskNetworks', () => {
     expect(networks.resolve('t1', ['back', 'front'])).toEqual({
       ready: true, networks: [{ name: 'back', address: '10.62.3.2' }, { name: 'front', address: '10.63.0.7' }], dns: ['10.62.3.1'],
     });
+    // On a Docker daemon nodes share (shoal dev), the DNS server is the gateway the network has on the host.
+    overlay.gateways.set('back', '10.62.0.1');
+    expect(networks.resolve('t1', ['back', 'front'])).toMatchObject({ ready: true, dns: ['10.62.0.1'] });
     // Without an overlay (the memory runtime) the addresses are enough.
     expect(new StoreTaskNetworks(store, 'n1', null).resolve('t1', ['front'])).toMatchObject({ ready: true, dns: ['10.63.0.1'] });
   });

@@ -212,7 +212,7 @@ describe('OverlayAgent', () => {
 });
 
 describe('OverlayAgent on a Docker daemon it shares', () => {
-  it('keeps a network another node of the daemon made with its own gateway, and remakes one of an earlier subnet', async () => {
+  it('keeps a network another node of the daemon made with its own gateway (its containers\' DNS server), and remakes one of an earlier subnet', async () => {
     const nodes = [meshNode('n1', '10.212.0.1'), meshNode('n2', '10.212.0.2')];
     const { host, agent, state, change } = harness([network('back', '10.62.0.0/16', { n1: 1, n2: 0 })], nodes);
     host.nets.set('shoal-back', { id: 'made-by-n2', name: 'shoal-back', network: 'back', subnet: '10.62.0.0/16', gateway: '10.62.0.1', bridge: bridgeName('back'), attached: 1 });
@@ -220,11 +220,14 @@ describe('OverlayAgent on a Docker daemon it shares', () => {
     await agent.idle();
     expect(host.nets.get('shoal-back')?.id).toBe('made-by-n2');
     expect(agent.isReady('back')).toBe(true);
+    // Its containers' DNS server is the gateway on the host (n2's), not n1's own, which no interface has.
+    expect(agent.gatewayOn('back')).toBe('10.62.0.1');
     const old = host.nets.get('shoal-back');
     if (old !== undefined) old.attached = 0;
     state.nets = [network('back', '10.70.0.0/16', { n1: 1, n2: 0 })];
     await change();
     expect(host.nets.get('shoal-back')).toMatchObject({ subnet: '10.70.0.0/16', gateway: '10.70.1.1' });
+    expect(agent.gatewayOn('back')).toBe('10.70.1.1');
     expect(host.devices.get(vxlanName('back'))?.vni).toBe(vniOf('10.70.0.0/16'));
     await agent.close();
   });
