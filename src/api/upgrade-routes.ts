@@ -73,6 +73,8 @@ export const upgradeRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, {
     return exclusive('an activation', async () => {
       const previous = host.releases.activate(v.body.release);
       ctx.node.log.warn(`upgrade: release ${v.body.release} is current (previous: ${previous ?? 'none'}); stopping gracefully to restart into it`);
+      const pruned = host.releases.prune();
+      if (pruned.length > 0) ctx.node.log.info(`upgrade: removed release${pruned.length > 1 ? 's' : ''} ${pruned.join(', ')}: neither current, previous nor shared by one of them`);
       restartSoon(host);
       return { node: ctx.node.id, current: v.body.release, previous, restarting: true };
     });

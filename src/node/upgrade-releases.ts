@@ -128,6 +128,43 @@ export class Releases {
     return prev;
   }
 
+  /**
+   * Removes the releases nothing needs any more, and answers their names: kept are current,
+   * previous, the one this process runs, any received after current (sent for a next upgrade),
+   * and the release whose node_modules a kept one shares (a received release links the running
+   * one's, so removing that would break it). Called once a release is activated, so a node keeps
+   * about three builds whatever the number of upgrades.
+   */
+  prune(): string[] {
+    const v = this.view();
+    const currentAt = v.releases.find((r) => r.name === v.current)?.receivedAt ?? '';
+    const keep = new Set([v.current, v.previous, v.running].filter((n): n is string => n !== null));
+    for (const r of v.releases) if (r.receivedAt > currentAt) keep.add(r.name);
+    // Sharing is followed to its end: a link may point at a release that itself links another.
+    for (let grew = true; grew;) {
+      grew = false;
+      for (const name of [...keep]) {
+        const owner = this.nodeModulesOwner(name);
+        if (owner !== null && !keep.has(owner)) {
+          keep.add(owner);
+          grew = true;
+        }
+      }
+    }
+    const removed = v.releases.map((r) => r.name).filter((n) => !keep.has(n));
+    for (const name of removed) rmSync(path.join(this.dir, name), { recursive: true, force: true });
+    return removed;
+  }
+
+  /** The release of this folder whose node_modules release `name` uses, or null (its own, or one outside the folder). */
+  private nodeModulesOwner(name: string): string | null {
+    const real = safeRealpath(path.join(this.dir, name, 'node_modules'));
+    const dir = safeRealpath(this.dir);
+    if (real === null || dir === null || path.dirname(path.dirname(real)) !== dir) return null;
+    const owner = path.basename(path.dirname(real));
+    return owner === name ? null : owner;
+  }
+
   private requireRunningFromReleases(): void {
     if (this.running() !== null) return;
     throw new ShoalError('release_refused', `this node does not run from ${path.join(this.dir, 'current')} (it runs from ${this.runningRoot}), so its service manager would not start a new build there; install the node with 'shoal install' (docs/operations.md, "Rolling upgrade")`, { reason: 'not_installed' });

@@ -189,3 +189,37 @@ describe('seedReleases (shoal install)', () => {
 function readdir(dataDir: string): string[] {
   return execFileSync('ls', ['-A', path.join(dataDir, 'releases')], { encoding: 'utf8' }).split('\n').filter((x) => x !== '').sort();
 }
+
+describe('Releases.prune', () => {
+  /** Release folders as the receiving side leaves them: a marker, and node_modules of its own or a link to another's. */
+  function folder(releases: Array<{ name: string; at: number; sharesWith?: string }>): string {
+    const dir = path.join(mkdtempSync(path.join(os.tmpdir(), 'shoal-prune-')), 'releases');
+    for (const r of releases) {
+      mkdirSync(path.join(dir, r.name), { recursive: true });
+      writeFileSync(path.join(dir, r.name, releaseMarkerFile), JSON.stringify({
+        name: r.name, version: r.name, sha256: '0'.repeat(64), receivedAt: new Date(r.at).toISOString(), nodeModules: r.sharesWith === undefined ? 'installed' : 'shared',
+      }));
+      if (r.sharesWith === undefined) mkdirSync(path.join(dir, r.name, 'node_modules'));
+      else symlinkSync(realpathSync(path.join(dir, r.sharesWith, 'node_modules')), path.join(dir, r.name, 'node_modules'));
+    }
+    return dir;
+  }
+  const names = (dir: string): string[] => execFileSync('ls', [dir], { encoding: 'utf8' }).split('\n').filter((x) => x !== '').sort();
+
+  it('keeps current, previous, the running one, later arrivals and every release whose node_modules a kept one uses', () => {
+    // a: installed; b and c share a's node_modules; d installed; e shares d's; f arrived after e.
+    const dir = folder([{ name: 'a', at: 1 }, { name: 'b', at: 2, sharesWith: 'a' }, { name: 'c', at: 3, sharesWith: 'b' }, { name: 'd', at: 4 }, { name: 'e', at: 5, sharesWith: 'd' }, { name: 'f', at: 6, sharesWith: 'e' }]);
+    const releases = new Releases(dir, path.join(dir, 'd'));
+    releases.setLink('current', 'c');
+    releases.setLink('previous', 'b');
+    // c shares (through b) a's node_modules, and d runs: nothing can go; e and f came after c.
+    expect(releases.prune()).toEqual([]);
+    releases.setLink('current', 'e');
+    releases.setLink('previous', 'd');
+    expect(releases.prune()).toEqual(['a', 'b', 'c']);
+    expect(names(dir)).toEqual(['current', 'd', 'e', 'f', 'previous']);
+    // What stays still starts: its node_modules resolve.
+    expect(existsSync(path.join(dir, 'current', 'node_modules'))).toBe(true);
+    expect(existsSync(path.join(dir, 'f', 'node_modules'))).toBe(true);
+  });
+});
