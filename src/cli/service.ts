@@ -43,7 +43,7 @@ export const servicePsHelp = `Usage: shoal service ps NAME [--stale] [--watch] [
 Lists a service's tasks by slot: the task, its node, the state the leader wants (desired), the
 state it is in (observed: the node's report merged with the leader's record), the spec version
 it runs, and why it waits when it is pending (no node fits: the scheduler's reason), else its
-last message. A slot's current task comes first, then the finished ones kept for history.
+last message (none once it runs as wanted: what it waited for is cleared). A slot's current task comes first, then the finished ones kept for history.
 
 Options:
   --stale            read the node's local copy (no leader needed; may be behind)

@@ -98,6 +98,9 @@ function mirror(w: Work, now: number): void {
     rec.containerId = s.containerId;
     rec.exitCode = s.exitCode;
     if (s.message !== null) rec.message = s.message;
+    // Running as wanted says all there is: what was said before it ran (waiting for its networks,
+    // an image pull) is cleared, not shown beside `running`. A reason to stop it stays.
+    else if (s.state === 'running' && rec.desired === 'running') rec.message = null;
   }
   if (view.observed === 'orphaned' && rec.observed !== 'orphaned') rec.message = `its node ${rec.nodeId ?? '?'} was lost (declared down or removed)`;
   rec.observed = view.observed;

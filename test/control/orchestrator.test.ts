@@ -31,6 +31,16 @@ describe('the orchestrator', () => {
     expect(reconcileService(b.build(), 'web', { now: 100, newTaskId: ids() }).plan.changes).toEqual([]);
   });
 
+  it('clears what a task was said to wait for once it runs as wanted, and keeps the reason of one being stopped', () => {
+    const b = three().placed('a', 'web', 1, 'node1', 'running', { startedAt: 5, observed: 'starting', message: 'waiting for network back: the leader has not given this task an address yet' })
+      .placed('b', 'web', 2, 'node2', 'running', { startedAt: 5, observed: 'running', desired: 'shutdown', message: 'scaled down' })
+      .placed('c', 'web', 3, 'node3', 'starting', { observed: 'assigned' }, { message: 'waiting for network back: this node\'s overlay for it is not in place yet' });
+    const tasks = put(reconcileService(b.build(), 'web', { now: 100, newTaskId: ids() }));
+    expect(tasks.find((t) => t.id === 'a')).toMatchObject({ observed: 'running', message: null });
+    expect(tasks.find((t) => t.id === 'b')?.message ?? b.tasks.get('b')?.value.message).toBe('scaled down');
+    expect(tasks.find((t) => t.id === 'c')).toMatchObject({ observed: 'starting', message: 'waiting for network back: this node\'s overlay for it is not in place yet' });
+  });
+
   it('scales down from the highest slots, and never below', () => {
     const b = new StateBuilder().node('node1').service(serviceYaml('web').replace('replicas: 3', 'replicas: 1'));
     for (const s of [1, 2, 3]) b.placed(`t${s}`, 'web', s, 'node1', 'running', { observed: 'running', startedAt: 1, containerId: `c-t${s}` });
