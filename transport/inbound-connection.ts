@@ -56,6 +56,8 @@ export class InboundConnection {
     readonly certNodeId: NodeId | null,
     /** The serial of the peer's certificate; null if it has none (a CA-verified one always has). */
     readonly certSerial: string | null,
+    /** The peer's certificate (DER), checked again when the trust bundle changes (a CA rotation). */
+    readonly certDer: Buffer | null,
     private readonly ctx: InboundContext,
   ) {
     this.handshakeTimer = setTimeout(
@@ -82,6 +84,11 @@ export class InboundConnection {
   close(reason: RefusalReason | 'closing'): Promise<void> {
     const code = reason === 'closing' ? CLOSE_GOING_AWAY : REFUSAL_CODES[reason];
     return closeSocket(this.ws, code, reason, this.ctx.limits.closeGraceMs);
+  }
+
+  /** Cuts the connection at once: nothing it still carries is delivered (its certificate is no longer trusted). */
+  terminate(): void {
+    this.ws.terminate();
   }
 
   /** Cuts a connection that has gone silent; it is the dialler's job to come back. */

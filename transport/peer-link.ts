@@ -23,6 +23,7 @@ import { SendQueue } from './send-queue.ts';
 import { OutgoingSnapshot } from './snapshot-stream.ts';
 import { PEER_PATH, closeSocket, pingPayload, rawDataToBytes, rttFromPong } from './socket-util.ts';
 import type { PeerInfo, PeerStats, TransportLogger } from './types.ts';
+import { issuedByBundle } from '../src/security/ca-bundle.ts';
 
 export interface TlsMaterial {
   caPem: string;
@@ -83,6 +84,8 @@ export class PeerLink {
   private certNodeId: NodeId | null = null;
   /** The serial of the listener's certificate on the current connection (Node's upper-case hex). */
   private certSerial: string | null = null;
+  /** The listener's certificate (DER) on the current connection, checked again when the trust bundle changes. */
+  private certDer: Buffer | null = null;
   /** This side refused the current connection (the close code echoed back is then ours). */
   private refusedByUs = false;
   private lastHeardAt = 0;
@@ -205,6 +208,7 @@ export class PeerLink {
     this.state = 'dialling';
     this.certNodeId = null;
     this.certSerial = null;
+    this.certDer = null;
     this.refusedByUs = false;
     let ws: WebSocket;
     try {
@@ -223,6 +227,7 @@ export class PeerLink {
       const cert = (res.socket as TLSSocket).getPeerCertificate();
       this.certNodeId = nodeIdFromCert(cert);
       this.certSerial = typeof cert.serialNumber === 'string' ? cert.serialNumber : null;
+      this.certDer = Buffer.isBuffer(cert.raw) ? cert.raw : null;
     });
     ws.on('open', () => ws.send(encodeFrame(offerOf(this.ctx.local))));
     ws.on('message', (data, isBinary) => this.handleData(ws, rawDataToBytes(data), isBinary));
@@ -326,6 +331,18 @@ export class PeerLink {
     if (ws === null || (this.state !== 'open' && this.state !== 'dialling')) return;
     const refusal = this.revokedRefusal();
     if (refusal !== null) this.refuse(ws, refusal);
+  }
+
+  /**
+   * The trust bundle changed (a CA rotation retired a CA): a connection whose listener showed a
+   * certificate no CA of `bundlePem` issued is dropped and dialled again, where the listener must
+   * show one this node trusts now (a member renewed its certificate before the old CA was retired).
+   */
+  dropIfUntrusted(bundlePem: string): void {
+    const ws = this.ws;
+    if (ws === null || this.state !== 'open' || this.certDer === null || issuedByBundle(this.certDer, bundlePem)) return;
+    this.ctx.log.warn(`dropping the connection to peer ${this.peer.id} at ${this.peer.address}: its certificate is from a CA this node no longer trusts; dialling again`);
+    ws.terminate();
   }
 
   private refuse(ws: WebSocket, refusal: Refusal): void {

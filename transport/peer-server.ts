@@ -14,6 +14,10 @@ import type { RepeatLimiter } from './log-limiter.ts';
 import type { TlsMaterial } from './peer-link.ts';
 import { PEER_PATH, formatAddress } from './socket-util.ts';
 import type { TransportLogger } from './types.ts';
+import { randomBytes } from 'node:crypto';
+
+/** Node's session-ticket key material: 48 bytes (name, HMAC and AES keys). */
+export const sessionTicketKeysBytes = 48;
 
 export interface PeerServerOptions {
   host: string;
@@ -23,7 +27,7 @@ export interface PeerServerOptions {
   log: TransportLogger;
   logLimiter: RepeatLimiter;
   /** `certSerial`: the certificate's serial as Node prints it (upper-case hex). */
-  onConnection(ws: WebSocket, remoteAddress: string, certNodeId: NodeId | null, certSerial: string | null): void;
+  onConnection(ws: WebSocket, remoteAddress: string, certNodeId: NodeId | null, certSerial: string | null, certDer: Buffer | null): void;
 }
 
 export class PeerServer {
@@ -62,10 +66,14 @@ export class PeerServer {
     this.wss.on('error', (err) => log.error(`peer listener: ${err.message}`));
   }
 
-  /** Takes the (renewed) certificate and key in opts.tls for new connections; open ones keep theirs. */
+  /**
+   * Takes the (renewed) certificate and key and the trust bundle in opts.tls for new connections;
+   * open ones keep theirs. New session-ticket keys too: a TLS 1.3 client resuming a session skips
+   * certificate verification, so a ticket from before a CA was retired would let its certificate in.
+   */
   reloadTls(): void {
     const { tls } = this.opts;
-    this.server.setSecureContext({ ca: tls.caPem, cert: tls.certPem, key: tls.keyPem, minVersion: 'TLSv1.3' });
+    this.server.setSecureContext({ ca: tls.caPem, cert: tls.certPem, key: tls.keyPem, minVersion: 'TLSv1.3', ticketKeys: randomBytes(sessionTicketKeysBytes) });
   }
 
   /** Resolves with the bound address (port 0 resolved). */
@@ -96,7 +104,7 @@ export class PeerServer {
   private handleConnection(ws: WebSocket, socket: TLSSocket): void {
     const remote = formatAddress(socket.remoteAddress ?? 'unknown', socket.remotePort ?? 0);
     const cert = socket.getPeerCertificate();
-    this.opts.onConnection(ws, remote, nodeIdFromCert(cert), typeof cert.serialNumber === 'string' ? cert.serialNumber : null);
+    this.opts.onConnection(ws, remote, nodeIdFromCert(cert), typeof cert.serialNumber === 'string' ? cert.serialNumber : null, Buffer.isBuffer(cert.raw) ? cert.raw : null);
   }
 
   private handleTlsError(err: NodeJS.ErrnoException, socket: TLSSocket): void {

@@ -16,6 +16,7 @@ import { isIP } from 'node:net';
 import type WebSocket from 'ws';
 import type { Message, NodeId } from '../src/raft/types.ts';
 import { isValidId } from '../src/security/identity.ts';
+import { issuedByBundle } from '../src/security/ca-bundle.ts';
 import { encodeFrame } from './codec.ts';
 import { isNetworkMessageType, type HelloFrame } from './frames.ts';
 import type { Announcement, LocalIdentity, PeerAuthorization, RefusalReason } from './handshake.ts';
@@ -107,7 +108,7 @@ export class WsTransport implements Transport {
       limits: this.limits,
       log: this.log,
       logLimiter: this.logLimiter,
-      onConnection: (ws, remote, certNodeId, certSerial) => this.handleConnection(ws, remote, certNodeId, certSerial),
+      onConnection: (ws, remote, certNodeId, certSerial, certDer) => this.handleConnection(ws, remote, certNodeId, certSerial, certDer),
     });
   }
 
@@ -239,6 +240,27 @@ export class WsTransport implements Transport {
    */
   reloadTls(): void {
     this.server.reloadTls();
+    this.dropUntrusted();
+  }
+
+  /**
+   * After a change of the trust bundle (a CA rotation's retire): connections opened with a
+   * certificate no CA of the bundle issued are closed, both ways, so a certificate of a retired
+   * CA keeps no connection open, and nothing more it carries is delivered. The dialler comes back
+   * at once (the connection was open, so its backoff starts from the shortest delay), and its new
+   * handshake meets the new bundle: a member renewed its certificate before the retire, so only
+   * a certificate of the old CA stays out.
+   */
+  private dropUntrusted(): void {
+    if (this.state === 'closed') return;
+    const bundle = this.opts.tls.caPem;
+    for (const [id, conn] of this.inbound) {
+      if (conn.certDer === null || issuedByBundle(conn.certDer, bundle)) continue;
+      this.inbound.delete(id);
+      this.log.warn(`closing the connection from ${id}: its certificate is from a CA this node no longer trusts`);
+      conn.terminate();
+    }
+    for (const link of this.links.values()) link.dropIfUntrusted(bundle);
   }
 
   stats(): PeerStats[] {
@@ -347,12 +369,12 @@ export class WsTransport implements Transport {
 
   // ---- inbound -----------------------------------------------------------------------------
 
-  private handleConnection(ws: WebSocket, remote: string, certNodeId: NodeId | null, certSerial: string | null): void {
+  private handleConnection(ws: WebSocket, remote: string, certNodeId: NodeId | null, certSerial: string | null, certDer: Buffer | null): void {
     if (this.state !== 'running') {
       ws.terminate();
       return;
     }
-    const conn = new InboundConnection(ws, remote, certNodeId, certSerial, this.inboundContext());
+    const conn = new InboundConnection(ws, remote, certNodeId, certSerial, certDer, this.inboundContext());
     this.pendingInbound.add(conn);
     ws.once('close', () => this.pendingInbound.delete(conn));
   }

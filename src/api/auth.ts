@@ -25,6 +25,7 @@ import { credentialsCollection, lookupBearer } from './bearer-tokens.ts';
 import { auditCollection } from './audit-records.ts';
 import { revokedSerialsOf, type RevokedSource } from '../security/revoked-index.ts';
 import { revokedCertsCollection } from '../security/revoked-serials.ts';
+import { issuedByBundle } from '../security/ca-bundle.ts';
 
 export const principalHeader = 'x-shoal-principal';
 export const roleHeader = 'x-shoal-role';
@@ -83,15 +84,36 @@ function forwardedCaller(req: FastifyRequest, nodeId: string): Caller {
   return { principal, role, via: 'node' };
 }
 
-/** What the certificate checks read besides the certificate: the revoked serials, the removed ids. */
+/** What the certificate checks read besides the certificate: the revoked serials, the removed ids, the trust bundle. */
 interface CertificateChecks {
   store: RevokedSource;
   node?: { isRemoved(id: string): boolean };
+  /** The trust bundle now (it changes during a CA rotation); absent, the TLS handshake's verdict stands. */
+  security?: { readonly caPem: string };
+}
+
+/** Per connection: whether its certificate chains to the bundle it was last checked against. */
+const trustedSockets = new WeakMap<TLSSocket, { bundle: string; trusted: boolean }>();
+
+/**
+ * Whether a CA of the bundle in force issued the connection's certificate. The handshake checked
+ * it against the bundle of its time; after a CA rotation retired a CA, a connection opened before
+ * (a keep-alive, a resumed session) would otherwise keep a certificate of that CA accepted.
+ */
+function trustedNow(socket: TLSSocket, cert: ReturnType<TLSSocket['getPeerCertificate']>, bundle: string): boolean {
+  const known = trustedSockets.get(socket);
+  if (known !== undefined && known.bundle === bundle) return known.trusted;
+  const trusted = Buffer.isBuffer(cert.raw) && issuedByBundle(cert.raw, bundle);
+  trustedSockets.set(socket, { bundle, trusted });
+  return trusted;
 }
 
 function certificateCaller(req: FastifyRequest, socket: TLSSocket, cert: ReturnType<TLSSocket['getPeerCertificate']>, checks: CertificateChecks): Caller {
   if (!socket.authorized) {
     throw unauthenticated(`the client certificate is not accepted (${String(socket.authorizationError)}): it must be signed by this cluster's CA and be valid now`, 'certificate');
+  }
+  if (checks.security !== undefined && !trustedNow(socket, cert, checks.security.caPem)) {
+    throw unauthenticated('the client certificate was issued by a CA this cluster no longer trusts (its CA was rotated): sign in again (shoal login), or ask an admin for a new credential (docs/security.md, "Rotating the CA")', 'untrusted_ca');
   }
   // Checked on every request, not only at the TLS handshake: a connection opened before the
   // revocation applied is closed by cert-sockets.ts, and anything still in flight meets this.

@@ -22,6 +22,7 @@ import { readBarrier } from './docs-routes.ts';
 import { noQuery, readQuery } from './request-schemas.ts';
 import { validate } from './validate.ts';
 import { principalOf, propose, throwIfFailed } from './write-path.ts';
+import { issuedByBundle } from '../security/ca-bundle.ts';
 
 const pem = z.string().min(1).max(16 * 1024);
 export const revokeBody = z.object({
@@ -123,24 +124,40 @@ async function renewNow(ctx: ApiContext, req: FastifyRequest, body: z.infer<type
   return { ...answer, revoked: entry };
 }
 
-/** Closes the API connections of certificates revoked, or of nodes removed, once that applies here. */
+const closedWhy = { revoked: 'revoked', removed: 'of a removed node', untrusted: 'issued by a CA this cluster no longer trusts' } as const;
+/** How often the API looks whether the trust bundle changed (a CA rotation's phase). */
+const bundleCheckIntervalMs = 1_000;
+
+/** Closes the API connections of certificates revoked, of nodes removed, or of a retired CA, once that applies here. */
 function closeRefusedConnections(app: FastifyInstance, ctx: ApiContext): void {
   if (ctx.auth.mode !== 'tls') return;
   const revoked = revokedSerialsOf(ctx.store);
+  const security = ctx.security;
   const sockets = new CertSockets({
     isRevoked: (serial) => revoked.has(serial),
     isRemoved: (id) => ctx.node.isRemoved(id),
-    onClosed: (why, who) => ctx.node.log.info(`closed a client API connection of ${who}: its certificate was ${why === 'revoked' ? 'revoked' : 'of a removed node'}`),
+    ...(security !== undefined ? { isTrusted: (der: Buffer) => issuedByBundle(der, security.caPem) } : {}),
+    onClosed: (why, who) => ctx.node.log.info(`closed a client API connection of ${who}: its certificate was ${closedWhy[why]}`),
   });
   const onSecure = (socket: TLSSocket): void => sockets.track(socket);
   app.server.on('secureConnection', onSecure);
   const stopRevoked = revoked.onRevoked((keys) => sockets.closeRevoked(keys));
   const onApplied = (): void => { sockets.closeRemoved(); };
   ctx.node.on('applied', onApplied);
+  // The trust bundle changes in place when a CA rotation moves on (ca-rotation-agent.ts): looked at
+  // every second, a string comparison.
+  let bundle = security?.caPem;
+  const bundleWatch = setInterval(() => {
+    if (security === undefined || security.caPem === bundle) return;
+    bundle = security.caPem;
+    sockets.closeUntrusted();
+  }, bundleCheckIntervalMs);
+  bundleWatch.unref();
   app.addHook('onClose', async () => {
     app.server.off('secureConnection', onSecure);
     stopRevoked();
     ctx.node.off('applied', onApplied);
+    clearInterval(bundleWatch);
   });
 }
 

@@ -1,8 +1,9 @@
 // The client API's open TLS connections that presented a certificate, so that those whose
 // certificate the cluster stops accepting are closed the moment that applies: a revoked serial
-// (revoked-serials.ts), or a node certificate of a node removed from the cluster. Without this a
-// keep-alive connection or a watch stream opened before would keep its answers coming; every new
-// request is refused anyway by the auth hook (auth.ts), which checks the same two things.
+// (revoked-serials.ts), a node certificate of a node removed from the cluster, or a certificate of
+// a CA a rotation retired. Without this a keep-alive connection or a watch stream opened before
+// would keep its answers coming; every new request is refused anyway by the auth hook (auth.ts),
+// which checks the same three things.
 
 import type { TLSSocket } from 'node:tls';
 import { nodeIdFromCert } from '../security/identity.ts';
@@ -10,6 +11,8 @@ import { serialKey } from '../security/revoked-serials.ts';
 
 interface Held {
   serialKey: string;
+  /** The certificate (DER), checked again when the trust bundle changes. */
+  der: Buffer | null;
   /** The node a node certificate names (no OU); null for a client certificate. */
   nodeId: string | null;
 }
@@ -17,9 +20,13 @@ interface Held {
 export interface CertSocketsOptions {
   isRevoked: (serial: string) => boolean;
   isRemoved: (nodeId: string) => boolean;
+  /** Whether a CA of the trust bundle in force issued a certificate; absent, every one is. */
+  isTrusted?: (der: Buffer) => boolean;
   /** Told of each connection closed, for the log. */
-  onClosed?: (why: 'revoked' | 'removed', who: string) => void;
+  onClosed?: (why: Refusal, who: string) => void;
 }
+
+type Refusal = 'revoked' | 'removed' | 'untrusted';
 
 export class CertSockets {
   private readonly held = new Map<TLSSocket, Held>();
@@ -39,7 +46,7 @@ export class CertSockets {
     const cert = socket.getPeerCertificate();
     if (cert === null || typeof cert.serialNumber !== 'string') return;
     const nodeId = cert.subject?.OU === undefined ? nodeIdFromCert(cert) : null;
-    const held: Held = { serialKey: serialKey(cert.serialNumber), nodeId };
+    const held: Held = { serialKey: serialKey(cert.serialNumber), der: Buffer.isBuffer(cert.raw) ? cert.raw : null, nodeId };
     // Refused already: each of its requests is answered 401 with the reason (auth.ts), which
     // tells the caller more than a cut connection would. Nothing to close later.
     if (this.refusal(held) !== undefined) return;
@@ -74,9 +81,21 @@ export class CertSockets {
     return closed;
   }
 
-  private refusal(held: Held): 'revoked' | 'removed' | undefined {
+  /** Closes the connections whose certificate no CA of the trust bundle issued (it changed: a CA rotation); returns how many. */
+  closeUntrusted(): number {
+    let closed = 0;
+    for (const [socket, held] of this.held) {
+      if (this.refusal(held) !== 'untrusted') continue;
+      this.close(socket, held);
+      closed++;
+    }
+    return closed;
+  }
+
+  private refusal(held: Held): Refusal | undefined {
     if (this.o.isRevoked(held.serialKey)) return 'revoked';
     if (held.nodeId !== null && this.o.isRemoved(held.nodeId)) return 'removed';
+    if (held.der !== null && this.o.isTrusted !== undefined && !this.o.isTrusted(held.der)) return 'untrusted';
     return undefined;
   }
 

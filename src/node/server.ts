@@ -1,6 +1,8 @@
 // Runs one node: identity, durable storage, peer transport, the Raft driver and the client API,
 // wired from a validated config. The process entry (`shoal serve`) and the tests both use it.
 
+import { randomBytes } from 'node:crypto';
+import { sessionTicketKeysBytes } from '../../transport/peer-server.ts';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { apiLimitsDefault, buildApi, closeApiGracefully } from '../api/app.ts';
@@ -283,7 +285,8 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     transport.reloadTls();
     peerHttp.reloadTls();
     // The API's HTTPS server takes them for new connections too.
-    if (apiRef.server instanceof HttpsServer) apiRef.server.setSecureContext({ ca: tls.caPem, cert: tls.certPem, key: tls.keyPem, minVersion: 'TLSv1.3' });
+    // New ticket keys as the peer listener's: a resumed session would skip the new bundle's check.
+    if (apiRef.server instanceof HttpsServer) apiRef.server.setSecureContext({ ca: tls.caPem, cert: tls.certPem, key: tls.keyPem, minVersion: 'TLSv1.3', ticketKeys: randomBytes(sessionTicketKeysBytes) });
   };
   // Renewal replaces tls's fields in place; the transport reloads its server context, and
   // node-to-node HTTP its client agent.

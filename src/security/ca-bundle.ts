@@ -47,6 +47,23 @@ export function issuerIn(certPem: string, bundlePem: string): string | undefined
   });
 }
 
+/**
+ * Whether a CA of `bundlePem` issued the certificate `certDer` (a peer's leaf, as TLS gave it):
+ * what a connection opened before the bundle changed (a CA rotation's retire) is checked against.
+ * The bundle's certificates are parsed once per bundle text.
+ */
+export function issuedByBundle(certDer: Buffer, bundlePem: string): boolean {
+  if (parsedBundle.pem !== bundlePem) parsedBundle = { pem: bundlePem, cas: splitPem(bundlePem).map((p) => new X509Certificate(p)) };
+  let cert: X509Certificate;
+  try {
+    cert = new X509Certificate(certDer);
+  } catch {
+    return false;
+  }
+  return parsedBundle.cas.some((ca) => cert.checkIssued(ca) && cert.verify(ca.publicKey));
+}
+let parsedBundle: { pem: string; cas: X509Certificate[] } = { pem: '', cas: [] };
+
 /** A signed leaf followed by the chain its signer hands out with it (none outside a CA rotation). */
 export function withChainOf(leafPem: string, chainPem: string | undefined): string {
   return chainPem === undefined ? leafPem : joinPem([leafPem, chainPem]);

@@ -6,17 +6,21 @@
 import { EventEmitter } from 'node:events';
 import type { TLSSocket } from 'node:tls';
 import type { FastifyRequest } from 'fastify';
-import { describe, expect, it } from 'vitest';
+import { X509Certificate } from 'node:crypto';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { DocumentStore, encodeCommand } from '../../fsm/index.ts';
 import { authenticate } from '../../src/api/auth.ts';
 import { CertSockets } from '../../src/api/cert-sockets.ts';
 import { isShoalError } from '../../src/errors.ts';
 import { revokedCertsCollection, revokedListId, serialKey } from '../../src/security/revoked-serials.ts';
+import { createCa, issueNodeCert, type PemPair } from '../../src/security/index.ts';
 
 interface FakeCert {
   subject: { CN: string; OU?: string };
   subjectaltname?: string;
   serialNumber: string;
+  /** The certificate's DER, for the trust-bundle check. */
+  raw?: Buffer;
 }
 
 const client = (serial: string): FakeCert => ({ subject: { CN: 'alice', OU: 'admin' }, serialNumber: serial });
@@ -33,8 +37,8 @@ class FakeSocket extends EventEmitter {
   }
 }
 
-function requestWith(cert: FakeCert): FastifyRequest {
-  return { raw: { socket: new FakeSocket(cert) }, headers: {} } as unknown as FastifyRequest;
+function requestWith(cert: FakeCert, socket = new FakeSocket(cert)): FastifyRequest {
+  return { raw: { socket }, headers: {} } as unknown as FastifyRequest;
 }
 
 function storeRevoking(...serials: string[]): DocumentStore {
@@ -124,5 +128,44 @@ describe('CertSockets', () => {
     unverified.authorized = false;
     sockets.track(unverified as unknown as TLSSocket);
     expect(sockets.size).toBe(0);
+  });
+});
+
+describe('a certificate of a CA the trust bundle no longer holds (a CA rotation retired it)', () => {
+  let oldCa: PemPair;
+  let newCa: PemPair;
+  let oldDer: Buffer;
+  beforeAll(async () => {
+    [oldCa, newCa] = await Promise.all([createCa('c1'), createCa('c1')]);
+    oldDer = new X509Certificate((await issueNodeCert(oldCa, 'n1', { hosts: ['127.0.0.1'] })).certPem).raw;
+  });
+
+  it('is refused on a connection opened before the retire: 401 untrusted_ca, looked at again when the bundle changes', () => {
+    const bundle = { caPem: '' };
+    const ctx = { store: new DocumentStore(), security: bundle };
+    const cert = { ...client('0A'), raw: oldDer };
+    const socket = new FakeSocket(cert);
+    bundle.caPem = `${oldCa.certPem}\n${newCa.certPem}`;
+    expect(authenticate(requestWith(cert, socket), tls, ctx)).toMatchObject({ principal: 'alice' });
+    bundle.caPem = newCa.certPem;
+    expect(refusal(() => authenticate(requestWith(cert, socket), tls, ctx))).toEqual({ code: 'unauthenticated', reason: 'untrusted_ca' });
+    bundle.caPem = oldCa.certPem;
+    expect(authenticate(requestWith(cert, socket), tls, ctx)).toMatchObject({ principal: 'alice' });
+  });
+
+  it('CertSockets closes the connections of such certificates, and only those', () => {
+    let bundle = oldCa.certPem;
+    const closed: string[] = [];
+    const trusted = (der: Buffer): boolean => new X509Certificate(der).checkIssued(new X509Certificate(bundle));
+    const sockets = new CertSockets({ isRevoked: () => false, isRemoved: () => false, isTrusted: trusted, onClosed: (why, who) => closed.push(`${why} ${who}`) });
+    const old = new FakeSocket({ ...client('0A'), raw: oldDer });
+    const other = new FakeSocket(client('0B'));
+    sockets.track(old as unknown as TLSSocket);
+    sockets.track(other as unknown as TLSSocket);
+    expect(sockets.closeUntrusted()).toBe(0);
+    bundle = newCa.certPem;
+    expect(sockets.closeUntrusted()).toBe(1);
+    expect([old.destroyed, other.destroyed]).toEqual([true, false]);
+    expect(closed).toEqual(['untrusted serial a']);
   });
 });
