@@ -8,6 +8,7 @@ import type { Frame } from '../../transport/frames.ts';
 import type { TransportLimits } from '../../transport/limits.ts';
 import type { TransportLogger, UnreachableReason } from '../../transport/types.ts';
 import { WsTransport, type WsTransportOptions } from '../../transport/ws-transport.ts';
+import { afterEach } from 'vitest';
 
 export interface LogLine {
   level: 'debug' | 'info' | 'warn' | 'error';
@@ -118,4 +119,13 @@ export function decodeFrame(bytes: Uint8Array): { ok: true; frame: Frame } | { o
   if (!d.ok) return d;
   const [frame] = d.frames;
   return frame !== undefined && d.frames.length === 1 ? { ok: true, frame } : { ok: false, error: `${d.frames.length} frames` };
+}
+
+/** The transports a test file starts: push each one; every one is closed after each test. */
+export function closedAfterEach(): Node[] {
+  const open: Node[] = [];
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((n) => n.t.close()));
+  });
+  return open;
 }

@@ -1,20 +1,16 @@
 // What hellos announce (a node's own addresses and its peer hints), who hears it, and the probe
 // that finds which node answers at an address (transport/peer-probe.ts).
 
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { Announcement } from '../../transport/handshake.ts';
 import { createCa, issueNodeCert } from '../../src/security/index.ts';
-import { makePki, sleep, startNode, waitFor, type Node, type Pki } from './helpers.ts';
+import { closedAfterEach, makePki, type Pki, sleep, startNode, waitFor } from './helpers.ts';
 
 let pki: Pki;
-const open: Node[] = [];
+const open = closedAfterEach();
 
 beforeAll(async () => {
   pki = await makePki(['a', 'b']);
-});
-
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((n) => n.t.close()));
 });
 
 describe('WsTransport announcements', { timeout: 10_000 }, () => {

@@ -1,12 +1,12 @@
 // Coalescing: the messages a node sends in one turn leave as one WebSocket message to a peer
 // that speaks protocol 2, one per message to a peer of the first release (protocol 1).
 
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { NodeId } from '../../src/raft/types.ts';
-import { connectAll, makePki, message, normalEntry, startNode, waitFor, type Node, type Pki } from './helpers.ts';
+import { closedAfterEach, connectAll, makePki, message, type Node, normalEntry, type Pki, startNode, waitFor } from './helpers.ts';
 
 let pki: Pki;
-const open: Node[] = [];
+const open = closedAfterEach();
 const V2 = { protocolVersion: 2, protocolVersionsSupported: { min: 1, max: 2 } };
 const V1 = { protocolVersion: 1, protocolVersionsSupported: { min: 1, max: 1 } };
 
@@ -18,10 +18,6 @@ async function node(...args: Parameters<typeof startNode>): Promise<Node> {
 
 beforeAll(async () => {
   pki = await makePki(['a', 'b']);
-});
-
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((n) => n.t.close()));
 });
 
 function statsOf(n: Node, peer: NodeId) {

@@ -2,20 +2,16 @@
 // closes the connections already open with it when the deny-list grows (closeRevoked).
 
 import { X509Certificate } from 'node:crypto';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { RefusalReason } from '../../transport/handshake.ts';
 import { serialKey } from '../../src/security/revoked-serials.ts';
-import { makePki, message, startNode, waitFor, type Node, type Pki } from './helpers.ts';
+import { closedAfterEach, makePki, message, type Node, type Pki, startNode, waitFor } from './helpers.ts';
 
 let pki: Pki;
-const open: Node[] = [];
+const open = closedAfterEach();
 
 beforeAll(async () => {
   pki = await makePki(['a', 'b']);
-});
-
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((n) => n.t.close()));
 });
 
 function serialOf(id: string): string {

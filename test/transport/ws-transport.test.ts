@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { Message } from '../../src/raft/types.ts';
 import { dialFromOf } from '../../transport/ws-transport.ts';
-import { connectAll, makePki, message, normalEntry, sleep, startNode, waitFor, type Node, type Pki } from './helpers.ts';
+import { closedAfterEach, connectAll, makePki, message, type Node, normalEntry, type Pki, sleep, startNode, waitFor } from './helpers.ts';
 
 let pki: Pki;
 let otherPki: Pki;
-const open: Node[] = [];
+const open = closedAfterEach();
 
 async function node(...args: Parameters<typeof startNode>): Promise<Node> {
   const n = await startNode(...args);
@@ -17,10 +17,6 @@ async function node(...args: Parameters<typeof startNode>): Promise<Node> {
 beforeAll(async () => {
   pki = await makePki(['a', 'b', 'c']);
   otherPki = await makePki(['b']);
-});
-
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((n) => n.t.close()));
 });
 
 describe('WsTransport', { timeout: 15_000 }, () => {

@@ -2,23 +2,19 @@
 // CA), the peer transport closes the connections opened with a certificate of the retired CA, both
 // the ones it accepted and the ones it dialled, and keeps those of a CA still trusted.
 
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createCa, issueNodeCert, type PemPair } from '../../src/security/index.ts';
 import { issuedByBundle } from '../../src/security/ca-bundle.ts';
-import { makePki, message, startNode, waitFor, type Node, type Pki } from './helpers.ts';
+import { closedAfterEach, makePki, message, type Node, type Pki, startNode, waitFor } from './helpers.ts';
 import { X509Certificate } from 'node:crypto';
 
 let oldPki: Pki;
 let newCa: PemPair;
-const open: Node[] = [];
+const open = closedAfterEach();
 
 beforeAll(async () => {
   oldPki = await makePki(['a', 'b']);
   newCa = await createCa('test-cluster');
-});
-
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((n) => n.t.close()));
 });
 
 /** A transport holding its certificate of the old CA and trusting both CAs (the add and reissue phases). */
