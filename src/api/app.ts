@@ -85,6 +85,12 @@ export interface ApiContext {
   mesh?: MeshKeys;
   /** Renews this node's certificate now (src/security/renewal.ts); absent, POST /v1/certificates/renew is refused. */
   renewCertificate?: () => Promise<void>;
+  /**
+   * Tells of each change of this node's TLS material (a renewal, a CA rotation's new trust bundle);
+   * returns the unsubscribe. The API closes the connections of certificates the bundle no longer
+   * trusts (cert-routes.ts). Absent, the bundle never changes.
+   */
+  onTlsReloaded?: (listener: () => void) => () => void;
   /** Where this node keeps the CA keys, for a CA rotation (ca-routes.ts); absent, those routes are refused. */
   caRotation?: CaRotationPort;
   /** What POST /v1/drill/actions acts on (this node's process); absent, the actions are refused. */

@@ -125,8 +125,6 @@ async function renewNow(ctx: ApiContext, req: FastifyRequest, body: z.infer<type
 }
 
 const closedWhy = { revoked: 'revoked', removed: 'of a removed node', untrusted: 'issued by a CA this cluster no longer trusts' } as const;
-/** How often the API looks whether the trust bundle changed (a CA rotation's phase). */
-const bundleCheckIntervalMs = 1_000;
 
 /** Closes the API connections of certificates revoked, of nodes removed, or of a retired CA, once that applies here. */
 function closeRefusedConnections(app: FastifyInstance, ctx: ApiContext): void {
@@ -144,20 +142,13 @@ function closeRefusedConnections(app: FastifyInstance, ctx: ApiContext): void {
   const stopRevoked = revoked.onRevoked((keys) => sockets.closeRevoked(keys));
   const onApplied = (): void => { sockets.closeRemoved(); };
   ctx.node.on('applied', onApplied);
-  // The trust bundle changes in place when a CA rotation moves on (ca-rotation-agent.ts): looked at
-  // every second, a string comparison.
-  let bundle = security?.caPem;
-  const bundleWatch = setInterval(() => {
-    if (security === undefined || security.caPem === bundle) return;
-    bundle = security.caPem;
-    sockets.closeUntrusted();
-  }, bundleCheckIntervalMs);
-  bundleWatch.unref();
+  // The node tells when its trust bundle changed (a CA rotation moving on, ca-rotation-agent.ts).
+  const stopTls = ctx.onTlsReloaded?.(() => { sockets.closeUntrusted(); }) ?? (() => undefined);
   app.addHook('onClose', async () => {
     app.server.off('secureConnection', onSecure);
     stopRevoked();
     ctx.node.off('applied', onApplied);
-    clearInterval(bundleWatch);
+    stopTls();
   });
 }
 

@@ -280,13 +280,16 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   // The API is built below; the renewer reaches its server through this once it exists.
   const apiRef: { server?: unknown } = {};
   const peersToAsk = (): { list: MemberRecord[]; leader: string } => ({ list: node.membership.list(), leader: node.leaderId });
-  // New certificates or a new trust bundle: new connections use them at once, open ones keep theirs.
+  // New certificates or a new trust bundle: new connections use them at once; open ones keep theirs
+  // unless the new bundle no longer trusts their certificate (the transport and the API close those).
+  const tlsListeners = new Set<() => void>();
   const reloadTls = (): void => {
     transport.reloadTls();
     peerHttp.reloadTls();
     // The API's HTTPS server takes them for new connections too.
     // New ticket keys as the peer listener's: a resumed session would skip the new bundle's check.
     if (apiRef.server instanceof HttpsServer) apiRef.server.setSecureContext({ ca: tls.caPem, cert: tls.certPem, key: tls.keyPem, minVersion: 'TLSv1.3', ticketKeys: randomBytes(sessionTicketKeysBytes) });
+    for (const l of tlsListeners) l();
   };
   // Renewal replaces tls's fields in place; the transport reloads its server context, and
   // node-to-node HTTP its client agent.
@@ -364,6 +367,10 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), runtime: control.runtime, events, auth: apiAuth, peer: peerHttp, security, foundingToken: founding,
     ...(meshKeysPort !== undefined ? { mesh: meshKeysPort } : {}),
     renewCertificate: () => renewer.renewNow(),
+    onTlsReloaded: (listener) => {
+      tlsListeners.add(listener);
+      return () => tlsListeners.delete(listener);
+    },
     caRotation: { dataDir: config.dataDir },
     limits: {
       ...apiLimitsDefault, connectionsMax: config.limits.connectionsMax, watchStreamsMax: config.limits.watchStreamsMax,
