@@ -29,6 +29,11 @@ export const CONTEXT_LENGTH_MAX = 1024;
 export function checkAddressing(m: Message, peer: NodeId, local: NodeId): MessageRefusal | undefined {
   if (m.from !== peer) return { reason: 'wrong_sender', detail: `a '${m.type}' message claims to be from ${JSON.stringify(m.from)} on the connection of ${peer}` };
   if (m.to !== local) return { reason: 'misaddressed', detail: `a '${m.type}' message from ${peer} is addressed to ${JSON.stringify(m.to)}, not to this node` };
+  // Only a relayed request names another node it acts for, never the node relaying it. (It may
+  // name this node: a request it relayed as a follower, relayed back once it became leader.)
+  if (m.origin !== undefined && (!FORWARDED.has(m.type) || m.origin === peer || m.origin === '')) {
+    return { reason: 'misaddressed', detail: `a '${m.type}' message from ${peer} relays for ${JSON.stringify(m.origin)}, which only a request relayed for another node may name` };
+  }
   return undefined;
 }
 

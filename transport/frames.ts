@@ -72,6 +72,8 @@ export const messageSchema = z.object({
   rejectHint: countSchema,
   snapshot: snapshotSchema.optional(),
   context: z.string().optional(),
+  /** Added after the first release, whose nodes strip it and answer the relaying follower. */
+  origin: idSchema.optional(),
 });
 
 export const helloFrameSchema = z.object({

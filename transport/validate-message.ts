@@ -123,6 +123,7 @@ function message(v: unknown): DecodedMessage {
   // Optional keys: absent stays absent, present as undefined stays present (as zod does).
   if ('snapshot' in o) m.snapshot = o.snapshot === undefined ? undefined : snapshot(o.snapshot);
   if ('context' in o) m.context = o.context === undefined ? undefined : string(o.context, 'context');
+  if ('origin' in o) m.origin = o.origin === undefined ? undefined : id(o.origin, 'origin');
   return m;
 }
 

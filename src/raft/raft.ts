@@ -38,6 +38,19 @@ export function message(fields: Partial<Message> & { type: MessageType }): Messa
   };
 }
 
+/** The node a request comes from: its origin when a follower relayed it, else its sender. */
+function requesterOf(m: Message): NodeId {
+  return m.origin ?? m.from;
+}
+
+/** A relayed request as if its origin had sent it straight to the leader, which answers that node. */
+function asFromRequester(m: Message): Message {
+  if (m.origin === undefined) return m;
+  const direct: Message = { ...m, from: m.origin };
+  delete direct.origin;
+  return direct;
+}
+
 const localMessages: ReadonlySet<MessageType> = new Set(['hup', 'beat', 'checkQuorum', 'unreachable', 'snapStatus']);
 export const isLocalMessage = (t: MessageType): boolean => localMessages.has(t);
 
@@ -560,7 +573,7 @@ export class Raft {
       case 'prop':
         if (this.lead === NONE) return 'noLeader';
         if (this.disableProposalForwarding) return 'forwardingDisabled';
-        this.send({ ...m, to: this.lead, term: 0, ...(this.followerCommit ? { context: persistedRequest } : {}) });
+        this.relayToLeader(this.followerCommit ? { ...m, context: persistedRequest } : m);
         return null;
       case 'app':
         this.electionElapsed = 0;
@@ -580,7 +593,7 @@ export class Raft {
       case 'transferLeader':
       case 'readIndex':
         if (this.lead === NONE) return 'noLeader';
-        this.send({ ...m, to: this.lead, term: 0 });
+        this.relayToLeader(m);
         return null;
       case 'timeoutNow':
         // Campaign at once, skipping PreVote: the leader asked us to take over.
@@ -732,11 +745,11 @@ export class Raft {
         this.checkQuorumActive();
         return null;
       case 'prop':
-        return this.handleProposal(m);
+        return this.handleProposal(asFromRequester(m));
       case 'readIndex':
-        return this.handleReadIndex(m);
+        return this.handleReadIndex(asFromRequester(m));
       case 'transferLeader':
-        this.handleTransferLeader(m);
+        this.handleTransferLeader(asFromRequester(m));
         return null;
       default:
         break;
@@ -978,6 +991,20 @@ export class Raft {
   }
 
   // ---- sending ----------------------------------------------------------------------------
+
+  /**
+   * Sends a request on to the leader in this node's own name (a transport refuses a message
+   * whose `from` is not the node at the other end), naming the node it came from in `origin`
+   * when that is another: a request relayed twice, by a follower that took a deposed leader for
+   * the current one, used to keep its first sender's `from` and be dropped on the way.
+   */
+  private relayToLeader(m: Message): void {
+    const origin = requesterOf(m);
+    const relayed: Message = { ...m, from: this.id, to: this.lead, term: 0 };
+    if (origin !== NONE && origin !== this.id) relayed.origin = origin;
+    else delete relayed.origin;
+    this.send(relayed);
+  }
 
   private send(m: Message): void {
     if (m.from === NONE) m.from = this.id;

@@ -119,6 +119,12 @@ export interface Message {
   snapshot?: Snapshot;
   /** heartbeat/readIndex: the read request context, echoed back. */
   context?: string;
+  /**
+   * prop/readIndex/transferLeader relayed by a follower that is not the node they came from
+   * (it took them for the leader's, and the leader had changed): the node whose request it is.
+   * `from` is always the node that sent this hop, which is all a transport can authenticate.
+   */
+  origin?: NodeId;
 }
 
 /** A linearizable read that may be served once the applied index reaches `index`. */

@@ -41,6 +41,72 @@ describe('§6.2 proposal forwarding', () => {
   });
 });
 
+// A follower that has not yet heard of a new leader forwards to the old one, which, a follower
+// itself now, relays to the leader it knows. Each hop is sent in the relaying node's own name
+// (the harness, like the transport, refuses a message whose sender is not the node at the
+// other end) and names the node the request came from, which the leader answers.
+describe('§6.2 a request relayed twice', () => {
+  /** Heartbeats bring c, which the leader has only probed since it came back, up to date. */
+  function settle(c: Cluster): void {
+    for (let i = 0; i < 3; i++) {
+      c.tickAll(1);
+      c.stabilize();
+    }
+  }
+
+  /** a led term 2 and handed over to b (term 3) while c was cut off: c still follows a. */
+  function staleFollower(): Cluster {
+    const c = new Cluster({ voters: ['a', 'b', 'c'] });
+    c.elect('a');
+    c.isolate('c');
+    c.transferLeadership('a', 'b');
+    c.stabilize();
+    c.recover();
+    c.clearTrace();
+    expect(c.status('a')).toMatchObject({ role: 'follower', leader: 'b', term: 3 });
+    expect(c.status('c')).toMatchObject({ role: 'follower', leader: 'a', term: 2 });
+    return c;
+  }
+
+  it('a proposal reaches the leader through the deposed one, and commits everywhere', () => {
+    const c = staleFollower();
+    c.propose('c', 'via-c');
+    expect(c.deliver({ type: 'prop' })).toMatchObject([{ from: 'c', to: 'a' }]);
+    const [relayed] = c.messages({ type: 'prop', from: 'a' });
+    expect(relayed).toMatchObject({ from: 'a', to: 'b', origin: 'c', term: 0 });
+    settle(c);
+    for (const id of ['a', 'b', 'c']) expect(c.state(id)).toEqual(['via-c']);
+  });
+
+  it('a read is answered to the node that asked, not to the one that relayed it', () => {
+    const c = staleFollower();
+    c.readIndex('c', 'ctx-c');
+    c.stabilize();
+    expect(c.messages({ type: 'readIndex', from: 'a' })).toMatchObject([{ to: 'b', origin: 'c' }]);
+    expect(c.messages({ type: 'readIndexResp' })).toMatchObject([{ from: 'b', to: 'c', context: 'ctx-c' }]);
+    expect(c.peer('c').readStates).toEqual([{ index: c.status('b').commit, context: 'ctx-c' }]);
+    expect(c.peer('a').readStates).toEqual([]);
+  });
+
+  it('a transfer asked for by a node goes to that node, not to the one that relayed it', () => {
+    const c = staleFollower();
+    c.node('c').transferLeadership('c');
+    settle(c);
+    expect(c.messages({ type: 'transferLeader', from: 'a' })).toMatchObject([{ to: 'b', origin: 'c' }]);
+    expect(c.leaderIds()).toEqual(['c']);
+  });
+
+  it('a request relayed back to the node it came from, now the leader, is taken as its own', () => {
+    const c = staleFollower();
+    c.propose('b', 'x');
+    settle(c);
+    c.clearTrace();
+    c.inject({ type: 'prop', from: 'a', to: 'b', origin: 'b', entries: [{ kind: 'normal', index: 0, term: 0, data: new TextEncoder().encode('looped') }] });
+    settle(c);
+    for (const id of ['a', 'b', 'c']) expect(c.state(id)).toEqual(['x', 'looped']);
+  });
+});
+
 describe('§6.2 CheckQuorum', () => {
   it('an isolated leader steps down after an election timeout without a quorum', () => {
     const c = new Cluster({ voters: ['a', 'b', 'c'] });

@@ -68,7 +68,7 @@ export async function runSeed(seed: number, opts: RunOptions = {}): Promise<Seed
   } finally {
     clock.uninstall();
   }
-  failures.push(...capped(world.safety.violations), ...endState(world, clients));
+  failures.push(...capped(world.safety.violations), ...capped(world.net.refused), ...endState(world, clients));
   const lin = checkLinearizable(clients.history, { timeoutMs: 20_000 });
   if (lin.ok === false) failures.push(`linearizability: key ${lin.key}: ${lin.reason} (culprit ${JSON.stringify(lin.culprit)})`);
   if (lin.ok === 'unknown') world.log(`linearizability: unknown for ${lin.key} (${lin.reason})`);

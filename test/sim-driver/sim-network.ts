@@ -40,6 +40,12 @@ export class SimNetwork {
   speed: NetSpeed = normalNet;
   delivered = 0;
   lost = 0;
+  /**
+   * Messages a receiving transport refused on its own rules (addressing, meaning). Every node
+   * here is honest, so each one is a bug of the sender: a relayed request that kept its first
+   * sender's name was dropped this way, silently, and its client waited for a timeout.
+   */
+  readonly refused: string[] = [];
 
   constructor(private readonly prng: SeededPrng, readonly featureLevelMax: number) {}
 
@@ -201,7 +207,9 @@ export class SimTransport implements Transport {
   /** A message arrives (from the network's timer, never inside send). */
   receive(m: Message, from: NodeId): ReturnType<MessageHandler> {
     if (!this.running) return undefined;
-    const refusal = admitMessage(m, from, this.nodeId) ?? this.onMsg?.(m) ?? undefined;
+    const admitted = admitMessage(m, from, this.nodeId);
+    if (admitted !== undefined) this.net.refused.push(`${this.nodeId} refused a message from ${from}: ${admitted.reason}: ${admitted.detail}`);
+    const refusal = admitted ?? this.onMsg?.(m) ?? undefined;
     if (refusal !== undefined) this.drops.count(refusal.reason);
     return refusal;
   }

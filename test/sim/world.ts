@@ -7,6 +7,7 @@ import { RawNode } from '../../src/raft/raw-node.ts';
 import { SeededPrng } from '../../src/raft/prng.ts';
 import { bootstrapStorage } from '../../src/raft/storage.ts';
 import type { ConfState, Entry, Message, MessageType, NodeId, Ready } from '../../src/raft/types.ts';
+import { admitMessage } from '../../transport/check-message.ts';
 import { CheckerSet } from './checkers/checker-set.ts';
 import { Violation, type EntryFact, type SimEvent } from './checkers/events.ts';
 import { SimNetwork, type Envelope } from './network.ts';
@@ -301,6 +302,10 @@ export class World {
     if (localTypes.has(m.type) || m.to === node.id) {
       throw new Violation('ready-contract', `${node.id} handed out a message it must not send: ${describeMessage(m)}`);
     }
+    // What the real transport refuses on arrival: a message in another node's name (a request
+    // relayed twice used to keep its first sender's) or one a correct node never sends.
+    const refused = admitMessage(m, node.id, m.to);
+    if (refused !== undefined) throw new Violation('ready-contract', `${node.id} sent what a transport refuses (${refused.reason}: ${refused.detail}): ${describeMessage(m)}`);
     freezeMessage(m);
     if (m.type === 'heartbeat' && m.context !== undefined) this.readRounds.add(m.context);
     if (m.type === 'snap') {
