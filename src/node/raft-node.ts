@@ -90,6 +90,11 @@ interface Pending<T> {
   timer: NodeJS.Timeout;
 }
 
+/** A call waiting for a condition on this node's state (see waitFor). */
+interface Wait extends Pending<void> {
+  done: () => boolean;
+}
+
 export interface NodeEvents {
   leaderChange: [{ leader: NodeId; term: number; role: Role }];
   applied: [number];
@@ -132,6 +137,14 @@ export class RaftNode extends EventEmitter<NodeEvents> {
    */
   private unsavedHardState: HardState | undefined;
   private readonly readRequests = new Map<string, Pending<number>>();
+  /**
+   * Calls waiting for this node's state to change (transfers, membership changes, settling):
+   * checked whenever it does, failed when the node stops. Kept here rather than as listeners on
+   * the node's events, so no number of them, and no exit path, leaves one behind.
+   */
+  private readonly waits = new Set<Wait>();
+  /** How many times the connection to each peer closed (a transfer gives up on its target's). */
+  private readonly disconnects = new Map<NodeId, number>();
   /** Reads whose index is known, waiting for the applied index to reach it. */
   private waitingReads: { index: number; resolve: (i: number) => void; reject: (e: Error) => void }[] = [];
   private ticker: NodeJS.Timeout | undefined;
@@ -235,7 +248,10 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     t.onMessage((m) => this.receive(m));
     t.onUnreachable((id, why) => {
       this.withCore(() => this.raw.reportUnreachable(id, why === 'disconnected'));
-      if (why === 'disconnected') this.emit('peerDisconnected', id);
+      if (why !== 'disconnected') return;
+      this.disconnects.set(id, (this.disconnects.get(id) ?? 0) + 1);
+      this.emit('peerDisconnected', id);
+      this.checkWaits();
     });
     t.onSnapshotStatus((id, ok) => this.withCore(() => this.raw.reportSnapshot(id, ok)));
     t.onRefused?.((id, reason) => { if (reason === 'removed') this.learnRemoved(id); });
@@ -375,16 +391,10 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     }
     this.notify();
     const timeoutMs = this.opts.tickMs * this.opts.electionTimeoutTicks * 3;
-    // Registered before waitFor's own listener, so it has noted the loss when waitFor checks.
-    let lost = false;
-    const onDisconnected = (id: NodeId): void => { if (id === target && opts.giveUpIfDisconnected === true) lost = true; };
-    this.on('peerDisconnected', onDisconnected);
+    const disconnectsBefore = this.disconnects.get(target) ?? 0;
+    const lost = (): boolean => opts.giveUpIfDisconnected === true && (this.disconnects.get(target) ?? 0) !== disconnectsBefore;
     const moved = (): boolean => this.leader !== NONE && this.leader !== this.id;
-    try {
-      await this.waitFor(() => moved() || lost, timeoutMs, 'leadership transfer');
-    } finally {
-      this.off('peerDisconnected', onDisconnected);
-    }
+    await this.waitFor(() => moved() || lost(), timeoutMs, 'leadership transfer');
     if (!moved()) throw new ShoalError('stopping', `leadership transfer to ${target} abandoned: the connection to it closed`);
     return this.leader;
   }
@@ -536,6 +546,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     this.waitingReads = [];
     this.readRequests.clear();
     this.unaskedReads.clear();
+    this.endWaits(reason);
     await this.opts.transport.close();
     await this.opts.storage.close();
   }
@@ -588,7 +599,10 @@ export class RaftNode extends EventEmitter<NodeEvents> {
       }
       this.afterAdvance(rd);
       // After advance: membership changes among the entries are in effect only from here.
-      if (rd.committedEntries.length > 0 || rd.snapshot) this.emit('applied', this.applied);
+      if (rd.committedEntries.length > 0 || rd.snapshot) {
+        this.emit('applied', this.applied);
+        this.checkWaits();
+      }
       this.maybeSnapshot();
     }
   }
@@ -704,6 +718,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     this.term = term;
     if (rd.softState) this.onSoftState(rd.softState.leader, rd.softState.role);
     else if (termChanged) this.emit('leaderChange', { leader: this.leader, term: this.term, role: this.role });
+    if (rd.softState || termChanged) this.checkWaits();
   }
 
   private onSoftState(leader: NodeId, role: Role): void {
@@ -1147,28 +1162,42 @@ export class RaftNode extends EventEmitter<NodeEvents> {
     return best;
   }
 
-  private waitFor(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
-    if (cond()) return Promise.resolve();
+  /**
+   * Resolves once `done()` holds, checked on every change of the applied index, leader, term or
+   * a peer's connection; fails after `timeoutMs`, or with the stop's reason if the node stops first.
+   */
+  private waitFor(done: () => boolean, timeoutMs: number, what: string): Promise<void> {
+    if (done()) return Promise.resolve();
+    if (this.state === 'stopped') return Promise.reject(this.failed ?? new ShoalError('stopping', 'the node is stopping'));
     return new Promise<void>((resolve, reject) => {
-      const check = (): void => {
-        if (!cond()) return;
-        cleanup();
-        resolve();
+      const wait: Wait = {
+        done, resolve, reject,
+        timer: setTimeout(() => {
+          this.waits.delete(wait);
+          reject(new ShoalError('timeout', `${what} did not complete within ${timeoutMs} ms`));
+        }, timeoutMs),
       };
-      const timer = setTimeout(() => {
-        cleanup();
-        reject(new ShoalError('timeout', `${what} did not complete within ${timeoutMs} ms`));
-      }, timeoutMs);
-      const cleanup = (): void => {
-        clearTimeout(timer);
-        this.off('applied', check);
-        this.off('leaderChange', check);
-        this.off('peerDisconnected', check);
-      };
-      this.on('applied', check);
-      this.on('leaderChange', check);
-      this.on('peerDisconnected', check);
+      this.waits.add(wait);
     });
+  }
+
+  private checkWaits(): void {
+    for (const w of this.waits) {
+      if (!w.done()) continue;
+      this.waits.delete(w);
+      clearTimeout(w.timer);
+      w.resolve();
+    }
+  }
+
+  /** The node stopped: each wait ends now, done or failed with `reason`, not at its timeout. */
+  private endWaits(reason: Error): void {
+    for (const w of this.waits) {
+      clearTimeout(w.timer);
+      if (w.done()) w.resolve();
+      else w.reject(reason);
+    }
+    this.waits.clear();
   }
 
   /** The confState as of the applied index (for snapshots and status). */

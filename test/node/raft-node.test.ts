@@ -1,7 +1,7 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { KvStateMachine } from './kv-state-machine.ts';
 import { ShoalError } from '../../src/errors.ts';
-import { MemoryCluster } from './memory-cluster.ts';
+import { MemoryCluster, type TestNode } from './memory-cluster.ts';
 import { MemoryNodeStorage } from '../../src/node/node-storage.ts';
 import { confChangeContext } from '../../src/node/membership.ts';
 import { sleep, waitFor } from '../transport/helpers.ts';
@@ -178,6 +178,64 @@ describe('RaftNode', () => {
     await cluster.waitForLeader();
     await again.node.readBarrier();
     for (let i = 0; i < 50; i++) expect(again.kv.get(`k${i}`)?.value).toBe(`${i}`);
+  });
+});
+
+describe('RaftNode waits', () => {
+  // transferLeadership, changeMembership and the driver's own waits each wait for the node's
+  // state to change: none may leave anything behind on the node, on any exit path (issue 34).
+  let cluster: MemoryCluster;
+  const warnings: Error[] = [];
+  const onWarning = (w: Error): void => { warnings.push(w); };
+  const events = ['applied', 'leaderChange', 'peerDisconnected', 'featureLevel', 'failed'] as const;
+  const listeners = (n: TestNode): number[] => events.map((e) => n.node.listenerCount(e));
+  beforeEach(() => {
+    warnings.length = 0;
+    process.on('warning', onWarning);
+  });
+  afterEach(async () => {
+    process.off('warning', onWarning);
+    await cluster.stopAll();
+  });
+
+  it('many concurrent transfers, timing out or succeeding, add no listener to the node', async () => {
+    cluster = new MemoryCluster();
+    await cluster.start();
+    const leader = await cluster.waitForLeader();
+    const [cutOff, reachable] = cluster.nodes.filter((n) => n !== leader) as [TestNode, TestNode];
+    const before = listeners(leader);
+    cluster.network.partition(leader.id, cutOff.id);
+    const lost = Promise.allSettled(Array.from({ length: 12 }, () => leader.node.transferLeadership(cutOff.id)));
+    expect(listeners(leader)).toEqual(before);
+    for (const r of await lost) expect(r).toMatchObject({ status: 'rejected', reason: { code: 'timeout' } });
+    expect(listeners(leader)).toEqual(before);
+    const moved = Promise.allSettled(Array.from({ length: 12 }, () => leader.node.transferLeadership(reachable.id)));
+    expect(listeners(leader)).toEqual(before);
+    for (const r of await moved) expect(r).toEqual({ status: 'fulfilled', value: reachable.id });
+    expect(listeners(leader)).toEqual(before);
+    await sleep(0); // a warning is emitted on the next tick
+    expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
+    cluster.network.heal();
+  });
+
+  it('a wait under way when the node stops fails at once with the stop\'s reason, not at its timeout', async () => {
+    cluster = new MemoryCluster();
+    await cluster.start();
+    const leader = await cluster.waitForLeader();
+    const follower = cluster.follower(leader);
+    const before = listeners(leader);
+    cluster.network.isolate(leader.id);
+    // Never committed: the leader is cut off. The wait would last proposalTimeoutMs (3 s).
+    const change = leader.node.changeMembership({ changes: [{ type: 'removeNode', node: follower.id }] });
+    const outcome = change.then(() => 'applied', (e: unknown) => (e as ShoalError).code);
+    await waitFor('the cut-off leader to step down', () => !leader.node.isLeader);
+    const t0 = Date.now();
+    await leader.node.stop();
+    expect(await Promise.race([outcome, sleep(1000).then(() => 'still waiting')])).toBe('stopping');
+    expect(Date.now() - t0).toBeLessThan(1000);
+    expect(listeners(leader)).toEqual(before);
+    cluster.network.heal();
+    cluster.nodes = cluster.nodes.filter((n) => n !== leader);
   });
 });
 

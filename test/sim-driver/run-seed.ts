@@ -50,6 +50,9 @@ export async function runSeed(seed: number, opts: RunOptions = {}): Promise<Seed
   world.lyingDisks = opts.lyingDisks === true;
   const clients = new Clients(world, world.streams.clients);
   const failures: string[] = [];
+  // A listener added per operation and left behind shows here first (issue 34).
+  const onWarning = (w: Error): void => { if (w.name === 'MaxListenersExceededWarning') failures.push(`listeners: ${w.message}`); };
+  process.on('warning', onWarning);
   let live;
   try {
     await world.start();
@@ -67,8 +70,9 @@ export async function runSeed(seed: number, opts: RunOptions = {}): Promise<Seed
     failures.push(`the run threw: ${(err as Error).stack ?? String(err)}`);
   } finally {
     clock.uninstall();
+    process.off('warning', onWarning);
   }
-  failures.push(...capped(world.safety.violations), ...capped(world.net.refused), ...endState(world, clients));
+  failures.push(...capped(world.safety.violations), ...capped(world.net.refused), ...endState(world, clients), ...listenersLeft(world));
   const lin = checkLinearizable(clients.history, { timeoutMs: 20_000 });
   if (lin.ok === false) failures.push(`linearizability: key ${lin.key}: ${lin.reason} (culprit ${JSON.stringify(lin.culprit)})`);
   if (lin.ok === 'unknown') world.log(`linearizability: unknown for ${lin.key} (${lin.reason})`);
@@ -113,6 +117,22 @@ function endState(world: World, clients: Clients): string[] {
     }
   }
   return [...out, ...capped(lost)];
+}
+
+/**
+ * Every live node has only the world's own listeners (world.watch: one each for leaderChange,
+ * failed and error): whatever the driver waited for during the run left none behind.
+ */
+function listenersLeft(world: World): string[] {
+  const own: Record<string, number> = { leaderChange: 1, failed: 1, error: 1 };
+  const out: string[] = [];
+  for (const m of world.up()) {
+    for (const e of m.node.eventNames()) {
+      const n = m.node.listenerCount(e);
+      if (n !== (own[String(e)] ?? 0)) out.push(`listeners: ${m.id} has ${n} ${String(e)} listeners at the end (the world added ${own[String(e)] ?? 0})`);
+    }
+  }
+  return out;
 }
 
 /** The first few of a list of findings, and how many more (a broken run finds thousands). */
