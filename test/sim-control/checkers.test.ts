@@ -7,6 +7,7 @@ import { containerLabels } from '../../src/executor/labels.ts';
 import { serviceYaml, StateBuilder } from '../control/state-builder.ts';
 import type { CommittedView } from './checkers/committed-view.ts';
 import { ContainersChecker, type PlacedRecord } from './checkers/containers.ts';
+import { CasChecker, type DecisionFact, type WrittenDoc } from './checkers/cas.ts';
 import { FencingChecker } from './checkers/fencing.ts';
 import { heldOn, PlacementChecker, type PlacementFact } from './checkers/placement.ts';
 import { ReplicasChecker, type ReplicaFacts } from './checkers/replicas.ts';
@@ -42,9 +43,42 @@ describe('the fencing checker', () => {
   });
 });
 
+describe('the compare-and-set checker', () => {
+  const decision = (writes: WrittenDoc[]): DecisionFact => ({ index: 20, decider: 'loop n1/t2 nodes', readRevision: 15, writes });
+
+  it('accepts a decision that writes documents as they were at the revision it read, or absent', () => {
+    const c = new CasChecker();
+    c.observeDecision(decision([{ collection: 'shoal.nodes', id: 'n2', prevRev: 15 }, { collection: 'shoal.tasks', id: 't1', prevRev: 3 }, { collection: 'shoal.tasks', id: 't2', prevRev: null }]));
+  });
+
+  it('refuses a decision that overwrote a change made after the revision it read', () => {
+    const c = new CasChecker();
+    expect(() => c.observeDecision(decision([{ collection: 'shoal.nodes', id: 'n2', prevRev: 16 }]))).toThrow(/wrote shoal.nodes\/n2, which was changed at revision 16, after the revision 15/);
+  });
+
+  it('accepts a report of the node\'s committed epoch on a task that exists, and refuses any other', () => {
+    const c = new CasChecker();
+    const report = { index: 30, node: 'n2', what: 'report on task t1', epoch: 2, committedEpoch: 2, task: { id: 't1', exists: true } };
+    c.observeReport(report);
+    c.observeReport({ index: 31, node: 'n2', what: 'lease renewal', epoch: 2, committedEpoch: 2 });
+    expect(() => c.observeReport({ ...report, committedEpoch: 3 })).toThrow(/of epoch 2 took effect, but the node's epoch was 3/);
+    expect(() => c.observeReport({ ...report, committedEpoch: null })).toThrow(/the node's epoch was null/);
+    expect(() => c.observeReport({ ...report, task: { id: 't1', exists: false } })).toThrow(/its task t1 no longer existed/);
+  });
+
+  it('refuses a node record whose epoch goes down', () => {
+    const c = new CasChecker();
+    c.observeNode(1, 'n2', 0);
+    c.observeNode(5, 'n2', 1);
+    c.observeNode(6, 'n2', 1);
+    c.observeNode(7, 'n3', 0);
+    expect(() => c.observeNode(9, 'n2', 0)).toThrow(/entry 9 put node n2 back to epoch 0; it was raised to 1 at entry 5/);
+  });
+});
+
 describe('the placement checker', () => {
   const fact = (over: Partial<PlacementFact> = {}): PlacementFact => ({
-    index: 9, taskId: 't1', nodeId: 'n2', availability: 'active',
+    index: 9, taskId: 't1', nodeId: 'n2', availability: 'active', taskEpoch: 1, committed: { state: 'ready', availability: 'active', epoch: 1 },
     decision: { node: 'n1', term: 1, decidedAtMs: 10_000, loopsRunningMs: 10_000, silenceMs: { n1: 0, n2: 100 } },
     capacity: { cpuMillis: 1000, memoryBytes: 100 }, held: { cpuMillis: 1000, memoryBytes: 100 }, ...over,
   });
@@ -65,6 +99,14 @@ describe('the placement checker', () => {
     expect(() => c.observe(fact({ decision: { ...silent, silenceMs: {} } }))).toThrow(/for ever/);
     c.observe(fact({ decision: { ...silent, loopsRunningMs: 4_999 } }));
     c.observe(fact({ decision: { ...silent, silenceMs: { n2: 4_999 } } }));
+  });
+
+  it('refuses a placement that took effect while the node was, in the committed state, not what the decision relied on', () => {
+    const ready = { state: 'ready', availability: 'active', epoch: 1 } as const;
+    expect(() => c.observe(fact({ committed: { ...ready, state: 'suspect' } }))).toThrow(/the node is suspect, active, in epoch 1 in the committed state/);
+    expect(() => c.observe(fact({ committed: { ...ready, availability: 'pause' } }))).toThrow(/is ready, pause, in epoch 1/);
+    expect(() => c.observe(fact({ committed: { ...ready, epoch: 2 } }))).toThrow(/in epoch 1: the node is ready, active, in epoch 2/);
+    expect(() => c.observe(fact({ committed: null }))).toThrow(/the node has no record/);
   });
 
   it('refuses a placement that takes a node beyond its capacity', () => {

@@ -65,7 +65,8 @@ function parseArgs(argv: string[]): Args | 'help' {
 
 export function statsLine(s: SimStats): string {
   return `steps ${s.steps}, entries ${s.entries}, elections ${s.elections} (${s.transfers} transfers), late proposals: ${s.forwarded} forwarded `
-    + `(${s.staleTermRefused} refused stale_term), ${s.survived} survived, ${s.lost} lost; loop conflicts ${s.loopConflicts}, reports refused ${s.reportsRefused}; `
+    + `(${s.staleTermRefused} refused stale_term), ${s.survived} survived, ${s.lost} lost; operator races ${s.races}, `
+    + `loop conflicts ${s.loopConflicts} (+${s.loopWritesRefused} writes refused), reports refused ${s.reportsRefused}; `
     + `placements ${s.placements}, nodes declared down ${s.nodesDeclaredDown}; partitions ${s.partitions}, crashes ${s.crashes}, machine deaths ${s.machineDeaths}, `
     + `restarts ${s.restarts}, runtime outages ${s.runtimeOutages}, container exits ${s.containerExits}; updates ${s.updates} (${s.badUpdates} bad: `
     + `${s.updatesPaused} paused, ${s.updatesRolledBack} rolled back; ${s.updatesCompleted} completed), scales ${s.scales}, drains ${s.drains}; `

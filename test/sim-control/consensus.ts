@@ -159,6 +159,11 @@ export class Consensus {
     });
   }
 
+  /** Proposals on their way to the log (queued, forwarded or held), oldest first. */
+  get pending(): readonly Proposal[] {
+    return this.inflight;
+  }
+
   /** What of `session`'s proposals is still open: queued or held ones, and the last index it had appended. */
   pendingOf(session: Session): { queued: number; lastAppended: number } {
     let lastAppended = 0;

@@ -11,7 +11,8 @@ export type Origin =
   /** The empty entry a new leader appends in its term. */
   | { kind: 'empty' }
   | { kind: 'operator'; what: string }
-  | { kind: 'agent'; node: string }
+  /** readRevision: the revision of its node's store when it proposed (it reads, then proposes at once). */
+  | { kind: 'agent'; node: string; readRevision: number }
   | LoopOrigin;
 
 /** A leader loop's decision: which node decided it under which term, and what it knew then. */

@@ -3,16 +3,22 @@
 // committed state (a linearizable read) and writes through the leader with the real planning
 // code (planApply, toTransactions), as `shoal apply` and `shoal node drain` do. Its own record
 // of availability is the checkers' ground truth.
+//
+// In some seeds it also races the cluster (scenario.operator.race, from its own stream): when a
+// leader loop's or an agent's write is on its way to the log, it writes first what that write
+// read: it pauses a node the write relies on (for a few steps, then activates it again), or
+// updates a service the write changes. Every such write lands between a decision's read and its
+// write, where only the compare-and-set keeps the decision from taking effect (checkers/cas.ts).
 
-import { encodeCommand } from '../../fsm/index.ts';
+import { decodeCommand, encodeCommand } from '../../fsm/index.ts';
 import { planApply } from '../../src/control/apply.ts';
 import { toTransactions, type Plan } from '../../src/control/changes.ts';
-import { nodesCollection } from '../../src/control/collections.ts';
+import { nodesCollection, servicesCollection } from '../../src/control/collections.ts';
 import type { Availability, NodeRecord } from '../../src/control/resources.ts';
 import { parseSpecObjects, type ServiceSpec } from '../../src/control/spec/index.ts';
 import { ControlStateReader } from '../../src/control/state.ts';
 import type { SeededPrng } from '../../src/raft/prng.ts';
-import { tookEffect, type LogEntry } from './log-entry.ts';
+import { tookEffect, type LogEntry, type Proposal } from './log-entry.ts';
 import type { ServicePlan } from './scenario.ts';
 import type { World } from './world.ts';
 
@@ -29,8 +35,10 @@ export class Operator {
   private readonly intents = new Map<string, Intent>();
   private created = false;
   private readonly reader: ControlStateReader;
+  /** Nodes the racer paused, and the step it activates each again. */
+  private readonly unpauseAt = new Map<string, number>();
 
-  constructor(private readonly world: World, private readonly prng: SeededPrng) {
+  constructor(private readonly world: World, private readonly prng: SeededPrng, private readonly racePrng: SeededPrng) {
     for (const plan of world.scenario.services) this.intents.set(plan.name, { plan, replicas: plan.replicas, version: 1, bad: null });
     this.reader = new ControlStateReader(world.reference.store);
   }
@@ -44,6 +52,39 @@ export class Operator {
     if (this.prng.chance(r.update)) this.update();
     if (r.scale > 0 && this.prng.chance(r.scale)) this.scale();
     if (r.availability > 0 && this.prng.chance(r.availability)) this.changeAvailability();
+    this.unpause();
+    if (r.race > 0) this.race();
+  }
+
+  /** Writes first what a decision on its way to the log read (see the top of this file). */
+  private race(): void {
+    const open = this.world.consensus.pending.filter((p) => p.origin.kind === 'loop' || p.origin.kind === 'agent');
+    if (open.length === 0 || !this.racePrng.chance(this.world.scenario.operator.race)) return;
+    const read = readBy(open[this.racePrng.nextInt(open.length)] as Proposal);
+    const nodes = read.nodes.filter((id) => this.world.availability.get(id) === 'active');
+    const services = read.services.filter((name) => this.intents.has(name));
+    if (nodes.length + services.length === 0) return;
+    const k = this.racePrng.nextInt(nodes.length + services.length);
+    const node = nodes[k];
+    if (node !== undefined) {
+      if (!this.setAvailability(node, 'pause', 'race: ')) return;
+      this.unpauseAt.set(node, this.world.step + 2 + this.racePrng.nextInt(10));
+    } else {
+      const intent = this.intents.get(services[k - nodes.length] as string) as Intent;
+      intent.version++;
+      intent.bad = null;
+      this.world.stats.updates++;
+      if (!this.applySpecs(`race: update ${intent.plan.name} to ${imageOf(intent)}`, [intent])) return;
+    }
+    this.world.stats.races++;
+  }
+
+  /** Activates again the nodes the racer paused, once their time has come (unless the operator changed them since). */
+  private unpause(): void {
+    for (const [id, at] of this.unpauseAt) {
+      if (this.world.step < at) continue;
+      if (this.world.availability.get(id) !== 'pause' || this.setAvailability(id, 'active', 'race: ')) this.unpauseAt.delete(id);
+    }
   }
 
   /**
@@ -52,6 +93,7 @@ export class Operator {
    * false while it could not write (no leader).
    */
   heal(): boolean {
+    this.unpauseAt.clear();
     for (const n of this.world.nodes) {
       if (this.world.availability.get(n.id) !== 'active' && !this.setAvailability(n.id, 'active')) return false;
     }
@@ -91,7 +133,7 @@ export class Operator {
     if (n === undefined) return;
     const to: Availability = (['drain', 'pause', 'active', 'active'] as const)[this.prng.nextInt(4)] as Availability;
     if (to === this.world.availability.get(n.id)) return;
-    this.setAvailability(n.id, to);
+    if (this.setAvailability(n.id, to)) this.unpauseAt.delete(n.id);
   }
 
   private pickService(): Intent {
@@ -117,11 +159,11 @@ export class Operator {
     return true;
   }
 
-  private setAvailability(nodeId: string, to: Availability): boolean {
+  private setAvailability(nodeId: string, to: Availability, why = ''): boolean {
     const doc = this.world.reference.store.get(nodesCollection, nodeId);
     if (doc === undefined) return false;
     const rec = doc.doc as unknown as NodeRecord;
-    const e = this.appendOne(`${to} ${nodeId}`, { op: 'put', collection: nodesCollection, id: nodeId, doc: { ...rec, availability: to } as never, expect: { rev: doc.rev } });
+    const e = this.appendOne(`${why}${to} ${nodeId}`, { op: 'put', collection: nodesCollection, id: nodeId, doc: { ...rec, availability: to } as never, expect: { rev: doc.rev } });
     if (e === null || !tookEffect(e.result)) return false;
     this.world.availability.set(nodeId, to);
     if (to === 'drain') {
@@ -160,4 +202,12 @@ function specOf(i: Intent): ServiceSpec {
   const spec = parsed.services[0];
   if (spec === undefined) throw new Error(`the simulator's spec for ${i.plan.name} does not parse: ${JSON.stringify(parsed)}`);
   return spec;
+}
+
+/** The nodes and services a write on its way to the log read: what it writes, and what its compares name. */
+function readBy(p: Proposal): { nodes: string[]; services: string[] } {
+  const cmd = decodeCommand(p.data).cmd;
+  const docs = cmd.op === 'txn' ? [...cmd.success, ...cmd.compare] : cmd.op === 'retain' ? [] : [cmd];
+  const ids = (collection: string): string[] => [...new Set(docs.filter((d) => d.collection === collection).map((d) => d.id))].sort();
+  return { nodes: ids(nodesCollection), services: ids(servicesCollection) };
 }

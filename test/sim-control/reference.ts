@@ -5,12 +5,15 @@
 
 import { DocumentStore } from '../../fsm/index.ts';
 import type { WatchEvent } from '../../fsm/types.ts';
-import { controlFeatureLevel, nodesCollection, servicesCollection, tasksCollection } from '../../src/control/collections.ts';
-import type { Availability, NodeRecord, ServiceRecord, TaskRecord } from '../../src/control/resources.ts';
+import { auditCollection } from '../../fsm/audit.ts';
+import { controlFeatureLevel, leasesCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../../src/control/collections.ts';
+import type { LeaseRecord } from '../../src/control/lease.ts';
+import type { Availability, NodeRecord, ServiceRecord, TaskRecord, TaskStatus } from '../../src/control/resources.ts';
+import { CasChecker, type WrittenDoc } from './checkers/cas.ts';
 import { readCommitted, type CommittedView } from './checkers/committed-view.ts';
 import type { PlacedRecord } from './checkers/containers.ts';
 import { FencingChecker } from './checkers/fencing.ts';
-import { heldOn, PlacementChecker, type Amounts, type PlacementLimits } from './checkers/placement.ts';
+import { heldOn, PlacementChecker, type Amounts, type PlacementFact, type PlacementLimits } from './checkers/placement.ts';
 import { tookEffect, type LogEntry } from './log-entry.ts';
 import type { SimStats } from './stats.ts';
 
@@ -25,6 +28,7 @@ export class Reference {
   /** Where each task was placed, as committed: node, epoch and term. */
   readonly placed = new Map<string, PlacedRecord>();
   private readonly fencing = new FencingChecker();
+  private readonly cas = new CasChecker();
   private readonly placement: PlacementChecker;
   private readonly taskNode = new Map<string, string | null>();
   private readonly nodeEpoch = new Map<string, number>();
@@ -42,8 +46,9 @@ export class Reference {
     const o = e.origin;
     this.fencing.observe({ index: e.index, term: e.term, decider: o.kind === 'loop' ? { node: o.node, term: o.term, key: o.key } : null, tookEffect: tookEffect(e.result) });
     this.count(e);
-    const events = this.events;
+    const events = this.events.filter((ev) => ev.collection !== auditCollection);
     this.events = [];
+    if (tookEffect(e.result)) this.checkCas(e, events);
     let view: CommittedView | null = null;
     for (const ev of events) {
       if (ev.collection === tasksCollection) {
@@ -59,10 +64,36 @@ export class Reference {
         this.onPlacement(e, t, view);
       } else if (ev.collection === nodesCollection && ev.type === 'put') {
         const n = ev.doc?.doc as unknown as NodeRecord;
+        this.cas.observeNode(e.index, n.id, n.epoch);
         if (n.epoch > (this.nodeEpoch.get(n.id) ?? 0)) this.stats.nodesDeclaredDown++;
         this.nodeEpoch.set(n.id, n.epoch);
       } else if (ev.collection === servicesCollection && ev.type === 'put') {
         this.onService(ev.doc?.doc as unknown as ServiceRecord);
+      }
+    }
+  }
+
+  /** The CAS checker: what a loop or an agent decided on still held when its entry applied. */
+  private checkCas(e: LogEntry, events: readonly WatchEvent[]): void {
+    const o = e.origin;
+    const written = (ev: WatchEvent): WrittenDoc => ({ collection: ev.collection, id: ev.id, prevRev: ev.prevRev ?? null });
+    if (o.kind === 'loop') {
+      this.cas.observeDecision({ index: e.index, decider: `loop ${o.node}/t${o.term} ${o.key}`, readRevision: o.readRevision, writes: events.map(written) });
+      return;
+    }
+    if (o.kind !== 'agent') return;
+    const own = events.filter((ev) => ev.collection === nodesCollection);
+    if (own.length > 0) this.cas.observeDecision({ index: e.index, decider: `agent ${o.node}`, readRevision: o.readRevision, writes: own.map(written) });
+    const epochOf = (id: string): number | null => (this.store.get(nodesCollection, id)?.doc as unknown as NodeRecord | undefined)?.epoch ?? null;
+    for (const ev of events) {
+      if (ev.type !== 'put') continue;
+      if (ev.collection === taskStatusCollection) {
+        const s = ev.doc?.doc as unknown as TaskStatus;
+        const task = { id: s.taskId, exists: this.store.get(tasksCollection, s.taskId) !== undefined };
+        this.cas.observeReport({ index: e.index, node: s.nodeId, what: `report on task ${s.taskId}`, epoch: s.nodeEpoch, committedEpoch: epochOf(s.nodeId), task });
+      } else if (ev.collection === leasesCollection) {
+        const l = ev.doc?.doc as unknown as LeaseRecord;
+        this.cas.observeReport({ index: e.index, node: l.nodeId, what: 'lease renewal', epoch: l.epoch, committedEpoch: epochOf(l.nodeId) });
       }
     }
   }
@@ -76,6 +107,7 @@ export class Reference {
       index: e.index, taskId: t.id, nodeId,
       decision: o.kind === 'loop' ? { node: o.node, term: o.term, decidedAtMs: o.decidedAtMs, loopsRunningMs: o.loopsRunningMs, silenceMs: o.silenceMs } : null,
       availability: this.truth.availability(nodeId), capacity: this.truth.capacity(nodeId), held: heldOn(view, nodeId),
+      taskEpoch: t.nodeEpoch, committed: committedNode(view, nodeId),
     });
   }
 
@@ -95,8 +127,14 @@ export class Reference {
     if (e.origin.kind === 'loop') {
       if (!r.ok && r.error.code === 'stale_term') this.stats.staleTermRefused++;
       if (r.ok && r.kind === 'txn' && !r.succeeded) this.stats.loopConflicts++;
+      if (!r.ok && (r.error.code === 'revision_mismatch' || r.error.code === 'already_exists' || r.error.code === 'not_found')) this.stats.loopWritesRefused++;
     } else if (e.origin.kind === 'agent' && r.ok && r.kind === 'txn' && !r.succeeded) {
       this.stats.reportsRefused++;
     }
   }
+}
+
+function committedNode(view: CommittedView, id: string): PlacementFact['committed'] {
+  const n = view.nodes.get(id);
+  return n === undefined ? null : { state: n.state, availability: n.availability, epoch: n.epoch };
 }

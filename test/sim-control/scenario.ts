@@ -58,6 +58,12 @@ export interface OperatorRates {
   scale: number;
   /** Drain, pause or activate a node. */
   availability: number;
+  /**
+   * Per step, when a leader loop's or an agent's write is on its way to the log: the operator
+   * writes, first, a document that write read (pauses a node it relies on, updates or scales a
+   * service it writes), so it reaches the log between the decision's read and its write.
+   */
+  race: number;
 }
 
 export interface ServicePlan {
@@ -145,10 +151,13 @@ export function drawScenario(seed: number, prng: SeededPrng, safetySteps: number
     badImage: pick(prng, [0, 0.3, 0.5]),
     scale: pick(prng, [0, 0.005, 0.01]),
     availability: pick(prng, [0, 0.005, 0.01]),
+    race: 0,
   };
   const health: NodeHealthConfig = { suspectAfterMs: pick(prng, [1_000, 1_500]), downAfterMs: pick(prng, [3_000, 4_000]) };
   const services = drawServices(prng, nodes, tight);
   const exclusive = drawExclusive(prng.fork(), nodes, services, calm);
+  // From its own stream, after everything else, so the rest of a seed's scenario is as before.
+  operator.race = pick(prng.fork(), [0, 0.2, 0.5, 1]);
   return { seed, nodes, capacity, stepMs: 100, safetySteps, health, consensus, faults, operator, services, exclusive };
 }
 

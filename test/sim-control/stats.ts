@@ -17,6 +17,10 @@ export interface SimStats {
   staleTermRefused: number;
   /** Committed loop transactions whose compare failed (decided on state that had changed). */
   loopConflicts: number;
+  /** Committed loop writes refused because a document they wrote had changed since the loop read it. */
+  loopWritesRefused: number;
+  /** Operator writes timed to land between a decision's read and its write (scenario.operator.race). */
+  races: number;
   /** Agents' report transactions whose compare failed (the node's epoch raised, or a task gone). */
   reportsRefused: number;
   placements: number;
@@ -46,7 +50,7 @@ export interface SimStats {
 }
 
 export const emptyStats = (): SimStats => ({
-  steps: 0, entries: 0, elections: 0, transfers: 0, forwarded: 0, survived: 0, lost: 0, staleTermRefused: 0, loopConflicts: 0,
+  steps: 0, entries: 0, elections: 0, transfers: 0, forwarded: 0, survived: 0, lost: 0, staleTermRefused: 0, loopConflicts: 0, loopWritesRefused: 0, races: 0,
   reportsRefused: 0, placements: 0, nodesDeclaredDown: 0, partitions: 0, crashes: 0, machineDeaths: 0, restarts: 0,
   runtimeOutages: 0, containerExits: 0, updates: 0, badUpdates: 0, scales: 0, drains: 0,
   updatesPaused: 0, updatesRolledBack: 0, updatesCompleted: 0, freezes: 0, suspends: 0, fenceKills: 0, livenessMs: 0,

@@ -269,7 +269,7 @@ export class World implements Cluster {
     n.session = session;
     const consensus = this.consensus;
     const proposer: Pick<RaftNode, 'propose'> = {
-      propose: (data) => session.guard(consensus.propose(n, session, data, null, { kind: 'agent', node: n.id })),
+      propose: (data) => session.guard(consensus.propose(n, session, data, null, { kind: 'agent', node: n.id, readRevision: n.store.revision })),
     };
     const writer = new StoreAgentWriter(proposer as RaftNode, n.store, n.identity);
     const agent = new Agent({

@@ -1,5 +1,7 @@
 // Checker 1: no task is placed on a node that the world knows was down when the placement was
-// decided, or that the operator had drained or paused, or that lacked the capacity for it.
+// decided, or that the operator had drained or paused, or that lacked the capacity for it; and
+// a placement takes effect only while the node is, in the committed state, what the decision
+// relied on: ready, active, and in the epoch the task records.
 //
 // "Down" is the world's own knowledge: the deciding leader had not heard from the node (it was
 // crashed, off, or cut off) for downAfterMs plus a slack, from the world's contact table at the
@@ -11,7 +13,7 @@
 // the node, against the reservations of every task that holds a place on it once the
 // placement's entry is applied.
 
-import type { Availability } from '../../../src/control/resources.ts';
+import type { Availability, NodeState } from '../../../src/control/resources.ts';
 import { holdsPlace, specOfTask, type CommittedView } from './committed-view.ts';
 import { Violation } from './violation.ts';
 
@@ -28,6 +30,9 @@ export interface PlacementFact {
   decision: { node: string; term: number; decidedAtMs: number; loopsRunningMs: number; silenceMs: Record<string, number | null> } | null;
   /** The operator's last availability for the node that took effect before this entry. */
   availability: Availability;
+  /** The task's epoch, and the node's record in the committed state once the entry applied (null: none). */
+  taskEpoch: number | null;
+  committed: { state: NodeState; availability: Availability; epoch: number } | null;
   capacity: Amounts;
   /** Reservations held on the node in the committed state after the entry. */
   held: Amounts;
@@ -44,6 +49,11 @@ export class PlacementChecker {
   observe(p: PlacementFact): void {
     const what = `task ${p.taskId} placed on ${p.nodeId} (entry ${p.index}${p.decision === null ? '' : `, decided by ${p.decision.node} in term ${p.decision.term} at ${p.decision.decidedAtMs} ms`})`;
     if (p.availability !== 'active') throw new Violation('placement', `${what}: the operator had set the node to ${p.availability}`);
+    const n = p.committed;
+    if (n === null || n.state !== 'ready' || n.availability !== 'active' || n.epoch !== p.taskEpoch) {
+      const is = n === null ? 'has no record' : `is ${n.state}, ${n.availability}, in epoch ${n.epoch}`;
+      throw new Violation('placement', `${what} in epoch ${String(p.taskEpoch)}: the node ${is} in the committed state`);
+    }
     const d = p.decision;
     if (d !== null) {
       const bound = this.limits.downAfterMs + this.limits.slackMs;
