@@ -1,7 +1,10 @@
 // The checks of `shoal doctor` (docs/operations.md, "Doctor"): pure functions of what was
 // gathered (doctor.ts), each answering OK, WARN or FAIL with what to do, so each can be tested
-// on made-up facts.
+// on made-up facts. The cluster's (quorum, tolerance, clocks, disks, versions), this machine's
+// node's (API exposure, certificates), and the workloads' (container runtime, this node's
+// containers against its assignments, services, images).
 
+import { normalizeImageRef } from '../executor/image-ref.ts';
 import type { View } from './cluster-view.ts';
 import { mixedVersions } from './cluster-view.ts';
 
@@ -115,4 +118,207 @@ export function certificateCheck(certs: readonly { file: string; notAfter: Date 
   if (certs.some((c) => c.notAfter <= now)) return { name, status: 'fail', message: text, fix };
   if (certs.some((c) => days(c.notAfter) < certWarnDays)) return { name, status: 'warn', message: text, fix };
   return { name, status: 'ok', message: text };
+}
+
+// ---- workloads ----------------------------------------------------------------------------
+
+/** One node as GET /v1/nodes shows it. */
+export interface NodeFacts {
+  id: string;
+  name: string;
+  state: string;
+  epoch: number;
+  /** What its agent reports of its container runtime: up, unavailable (with why), unknown. */
+  runtime: { status: string; error: string | null };
+}
+
+/** One service and its status, as GET /v1/services shows them. */
+export interface ServiceFacts {
+  name: string;
+  image: string;
+  specVersion: number;
+  status: { desired: number; running: number; tasks: number; pending: number; pendingReasons: string[]; stopping: number; updating: boolean; converged: boolean };
+}
+
+/** One task as GET /v1/tasks shows it (its observed state merged with its agent's report). */
+export interface TaskFacts {
+  id: string;
+  service: string;
+  slot: number | string;
+  nodeId: string | null;
+  nodeName: string | null;
+  desired: string;
+  observed: string;
+  specVersion: number;
+  nodeEpoch: number | null;
+  createdAt: number;
+  /** The agent's last words on it (its report's, else the record's): `image_pull_failed: ...`, an exit. */
+  message: string | null;
+}
+
+/** What the API says of the workloads; undefined when it could not be read. */
+export interface WorkloadFacts {
+  nodes: NodeFacts[];
+  services: ServiceFacts[];
+  tasks: TaskFacts[];
+}
+
+/** One container carrying this node's cluster and node labels, on this machine's Docker. */
+export interface LocalContainer {
+  id: string;
+  name: string;
+  /** running, paused or restarting: it holds a process. */
+  running: boolean;
+  /** From its labels; null when they do not parse. */
+  taskId: string | null;
+  nodeEpoch: number | null;
+}
+
+/** This machine's node (--data) and its container runtime, seen from here. */
+export interface LocalRuntimeFacts {
+  nodeId: string;
+  nodeName: string;
+  kind: 'docker' | 'memory' | 'none';
+  /** Docker: where it was asked (the node's runtime.dockerSocket, DOCKER_HOST, or the default socket). */
+  endpoint?: string;
+  /** Docker: why it did not answer; undefined when it did. */
+  unreachable?: string;
+  /** Docker, when it answered: the containers labelled as this node's. */
+  containers?: LocalContainer[];
+  /** Docker, when it answered: every image reference it holds, normalised (image-ref.ts). */
+  imageRefs?: string[];
+}
+
+/** At most this many items are named in one message. */
+const namedMax = 5;
+
+function listed(items: readonly string[]): string {
+  return items.length <= namedMax ? items.join(', ') : `${items.slice(0, namedMax).join(', ')} and ${items.length - namedMax} more`;
+}
+
+const dockerFix = "start Docker on this machine (systemctl start docker) and check that the node may use its socket (runtime.dockerSocket or DOCKER_HOST in its config; the docker group); until then its agent starts nothing";
+
+export function runtimeCheck(local: LocalRuntimeFacts | undefined, workloads: WorkloadFacts | undefined): Check {
+  const name = 'container runtime';
+  const down = (workloads?.nodes ?? []).filter((n) => n.runtime.status === 'unavailable');
+  const downText = down.map((n) => `${n.name} (${n.runtime.error ?? 'no reason given'})`);
+  const ownRecord = workloads?.nodes.find((n) => n.id === local?.nodeId);
+  if (local?.kind === 'docker' && local.unreachable !== undefined) {
+    const text = `Docker does not answer at ${local.endpoint ?? 'the default socket'}: ${local.unreachable}`;
+    // The node may run as another user than this command (root, the docker group).
+    if (ownRecord?.runtime.status === 'up') {
+      return { name, status: 'warn', message: `${text}; ${local.nodeName}'s own agent reports it up`, fix: 'run shoal doctor as a user who may use the Docker socket (root, or one in the docker group), so it can compare the containers with the assignments' };
+    }
+    return { name, status: 'fail', message: text, fix: dockerFix };
+  }
+  if (down.length > 0) {
+    return { name, status: 'fail', message: `the agents of ${down.length} node(s) report their runtime unavailable: ${listed(downText)}`, fix: 'on each of those machines, check Docker (systemctl status docker, docker info) and the node\'s runtime settings; such a node runs no new tasks until its runtime answers' };
+  }
+  if (local === undefined && workloads === undefined) return { name, status: 'skip', message: 'no cluster view, and no --data' };
+  const here = local === undefined ? '' : local.kind === 'docker' ? `Docker answers at ${local.endpoint ?? 'the default socket'}; ` : `${local.nodeName} runs the ${local.kind} runtime (no Docker to check); `;
+  return { name, status: 'ok', message: `${here}${workloads === undefined ? 'the nodes\' reports could not be read' : 'no node reports its runtime unavailable'}` };
+}
+
+/** Why the container comparison cannot run, if it cannot. */
+function containersSkip(local: LocalRuntimeFacts | undefined, workloads: WorkloadFacts | undefined): string | undefined {
+  if (local === undefined) return 'needs --data (this machine\'s node)';
+  if (local.kind !== 'docker') return `${local.nodeName} runs the ${local.kind} runtime: its containers live inside the node process, and the task states stand for them`;
+  if (local.containers === undefined) return 'Docker does not answer (see container runtime)';
+  if (workloads === undefined) return 'the tasks could not be read from the cluster';
+  if (!workloads.nodes.some((n) => n.id === local.nodeId)) return `the cluster has no node record for ${local.nodeName} (${local.nodeId}) yet`;
+  return undefined;
+}
+
+export function containersCheck(local: LocalRuntimeFacts | undefined, workloads: WorkloadFacts | undefined): Check {
+  const name = 'containers';
+  const skip = containersSkip(local, workloads);
+  if (skip !== undefined || local === undefined || workloads === undefined) return { name, status: 'skip', message: skip ?? '' };
+  const epoch = workloads.nodes.find((n) => n.id === local.nodeId)?.epoch ?? 0;
+  const assigned = new Map(workloads.tasks.filter((t) => t.nodeId === local.nodeId && t.desired === 'running' && t.nodeEpoch === epoch).map((t) => [t.id, t]));
+  const running = (local.containers ?? []).filter((c) => c.running);
+  const owned = (c: LocalContainer): boolean => c.taskId !== null && assigned.has(c.taskId) && c.nodeEpoch === epoch;
+  const orphans = running.filter((c) => !owned(c));
+  const byTask = new Map<string, LocalContainer[]>();
+  for (const c of running) if (owned(c) && c.taskId !== null) byTask.set(c.taskId, [...(byTask.get(c.taskId) ?? []), c]);
+  const duplicates = [...byTask.entries()].filter(([, cs]) => cs.length > 1);
+  const missing = [...assigned.values()].filter((t) => t.observed === 'running' && !byTask.has(t.id));
+  const problems: string[] = [];
+  const fixes: string[] = [];
+  if (duplicates.length > 0) {
+    problems.push(`${duplicates.length} task(s) run in more than one container: ${listed(duplicates.map(([id, cs]) => `${id} (${cs.map((c) => c.name).join(', ')})`))}`);
+    fixes.push('the agent keeps one container per task and removes the others on its next pass (within 10 s); if they stay, check that the node is up (shoal status) and its log, and remove the extra ones with docker rm -f ID');
+  }
+  if (missing.length > 0) {
+    problems.push(`${missing.length} task(s) the cluster counts as running here have no running container: ${listed(missing.map((t) => `${t.service} slot ${t.slot} (task ${t.id})`))}`);
+    fixes.push('the agent notices within its 10 s resync and reports the task failed, so the leader replaces it; if it stays, the agent is stuck: check the node\'s log and restart the node');
+  }
+  if (orphans.length > 0) {
+    problems.push(`${orphans.length} running container(s) of this node have no assignment here (unknown task, shut down, moved, or of an older epoch): ${listed(orphans.map((c) => c.name))}`);
+    fixes.push('the agent stops and removes them once it has caught up with the leader (a stop waits out the service\'s stop grace period, 10 s by default); if they stay, check the node\'s log, and remove them with docker rm -f ID');
+  }
+  if (problems.length === 0) return { name, status: 'ok', message: `${running.length} running container(s) on ${local.nodeName}, one for each of its ${assigned.size} assigned task(s) that runs` };
+  return { name, status: duplicates.length + missing.length > 0 ? 'fail' : 'warn', message: problems.join('; '), fix: fixes.join('; ') };
+}
+
+export function servicesCheck(workloads: WorkloadFacts | undefined): Check {
+  const name = 'services';
+  if (workloads === undefined) return { name, status: 'skip', message: 'the services could not be read from the cluster' };
+  const off = workloads.services.filter((s) => !s.status.converged);
+  if (off.length === 0) return { name, status: 'ok', message: `${workloads.services.length} service(s), each running its count` };
+  const short = off.filter((s) => s.status.running < s.status.desired && !s.status.updating);
+  const text = off.map((s) => {
+    const why = [
+      ...(s.status.pending > 0 ? [`${s.status.pending} pending${s.status.pendingReasons.length > 0 ? `: ${s.status.pendingReasons.join('; ')}` : ''}`] : []),
+      ...(s.status.updating ? ['an update in progress'] : []),
+      ...(s.status.stopping > 0 ? [`${s.status.stopping} stopping`] : []),
+    ];
+    return `${s.name} ${s.status.running}/${s.status.desired} running${why.length > 0 ? ` (${why.join(', ')})` : ''}`;
+  });
+  return {
+    name, status: short.length > 0 ? 'fail' : 'warn', message: `${off.length} service(s) not converged: ${listed(text)}`,
+    fix: 'shoal service ps NAME shows each task and why it does not run: a pending task needs a node that fits (free capacity, or relax its constraints); a failing one says why (shoal service logs NAME); an update in progress finishes or pauses on its own (shoal service inspect NAME)',
+  };
+}
+
+/** The image a task runs, when it runs its service's current spec. */
+function imageOf(t: TaskFacts, services: ReadonlyMap<string, ServiceFacts>): string | undefined {
+  const s = services.get(t.service);
+  return s !== undefined && s.specVersion === t.specVersion ? s.image : undefined;
+}
+
+/** Slots with no running task whose latest pull failed: the image cannot be had on that node. */
+function pullFailures(tasks: readonly TaskFacts[]): TaskFacts[] {
+  const slots = new Map<string, TaskFacts[]>();
+  for (const t of tasks) slots.set(`${t.service}\u0000${String(t.slot)}`, [...(slots.get(`${t.service}\u0000${String(t.slot)}`) ?? []), t]);
+  const out: TaskFacts[] = [];
+  for (const ts of slots.values()) {
+    if (ts.some((t) => t.desired === 'running' && t.observed === 'running')) continue;
+    const failed = ts.filter((t) => t.message?.startsWith('image_pull_failed') === true).sort((a, b) => b.createdAt - a.createdAt)[0];
+    if (failed !== undefined) out.push(failed);
+  }
+  return out;
+}
+
+export function imagesCheck(local: LocalRuntimeFacts | undefined, workloads: WorkloadFacts | undefined): Check {
+  const name = 'images';
+  if (workloads === undefined) return { name, status: 'skip', message: 'the tasks could not be read from the cluster' };
+  const failed = pullFailures(workloads.tasks);
+  const services = new Map(workloads.services.map((s) => [s.name, s]));
+  const have = local?.imageRefs === undefined ? undefined : new Set(local.imageRefs.map(normalizeImageRef));
+  const absent = have === undefined ? [] : [...new Set(workloads.tasks
+    .filter((t) => t.nodeId === local?.nodeId && t.desired === 'running')
+    .map((t) => imageOf(t, services)).filter((i): i is string => i !== undefined && !have.has(normalizeImageRef(i))))];
+  const fix = 'check the image name and tag (shoal service inspect NAME), that the node reaches its registry and may pull from it (docker pull IMAGE on that machine), or load the image there (docker load)';
+  if (failed.length > 0) {
+    // One line per service and failure: every slot of a service usually fails alike.
+    const alike = new Map<string, TaskFacts[]>();
+    for (const t of failed) alike.set(`${t.service}\u0000${t.message ?? ''}`, [...(alike.get(`${t.service}\u0000${t.message ?? ''}`) ?? []), t]);
+    const text = [...alike.values()].map((ts) => `${ts[0]?.service ?? ''} slot ${ts.map((t) => `${t.slot} on ${t.nodeName ?? 'no node'}`).join(', ')}: ${ts[0]?.message ?? ''}`);
+    return { name, status: 'fail', message: `${failed.length} slot(s) run nothing because the image could not be pulled: ${listed(text)}`, fix };
+  }
+  if (absent.length > 0) {
+    return { name, status: 'warn', message: `images of tasks assigned to ${local?.nodeName ?? 'this node'} are not on its Docker: ${listed(absent)}; the agent pulls one when it starts a task, so a restart needs the registry`, fix };
+  }
+  const mine = have === undefined ? '' : `; every image of ${local?.nodeName ?? 'this node'}'s tasks is on its Docker`;
+  return { name, status: 'ok', message: `no task is stuck on an image pull${mine}` };
 }

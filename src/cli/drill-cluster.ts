@@ -7,7 +7,8 @@ import type { DrillName } from '../node/drill-report.ts';
 import { exitCodes } from './args.ts';
 import { CliFailure, request, send } from './client.ts';
 import { label, type MemberInfo, type View } from './cluster-view.ts';
-import { serviceListSchema, taskPageSchema } from './control-api.ts';
+import { nodeDetailSchema, serviceListSchema, taskPageSchema } from './control-api.ts';
+import { metricValue } from './doctor.ts';
 import { probeCollection } from './drill-probe.ts';
 import type { TaskSnapshot } from './drill-workloads.ts';
 
@@ -15,6 +16,7 @@ export function actionOf(drill: DrillName, seconds: number): DrillAction {
   switch (drill) {
     case 'leader-kill': return { action: 'kill' };
     case 'leader-isolate': return { action: 'isolate', seconds };
+    case 'leader-pause': return { action: 'pause', seconds };
     case 'follower-pause': return { action: 'pause', seconds };
     case 'node-reboot': return { action: 'reboot', seconds };
     case 'disk-stall': return { action: 'disk-stall', seconds };
@@ -22,6 +24,10 @@ export function actionOf(drill: DrillName, seconds: number): DrillAction {
 }
 
 /** leader-* and disk-stall act on the leader (a stalled leader must be replaced); the others on a follower. */
+export function actsOnLeader(drill: DrillName): boolean {
+  return drill.startsWith('leader-') || drill === 'disk-stall';
+}
+
 export function pickTarget(view: View, drill: DrillName, ref: string | undefined): MemberInfo {
   const voters = view.members.filter((m) => m.role === 'voter');
   if (ref !== undefined) {
@@ -29,7 +35,7 @@ export function pickTarget(view: View, drill: DrillName, ref: string | undefined
     if (m === undefined) throw new CliFailure(`no member '${ref}'; the members are ${view.members.map(label).join(', ')}`, exitCodes.failed, 'not_found');
     return m;
   }
-  const onLeader = drill === 'leader-kill' || drill === 'leader-isolate' || drill === 'disk-stall';
+  const onLeader = actsOnLeader(drill);
   const m = onLeader ? voters.find((x) => x.id === view.leader) : voters.find((x) => x.id !== view.leader);
   if (m === undefined) throw new CliFailure(`the cluster has no ${onLeader ? 'leader' : 'follower voter'} to run ${drill} on`, exitCodes.unavailable, 'no_target');
   return m;
@@ -95,3 +101,45 @@ export async function probeIds(m: MemberInfo, prefix: string): Promise<Set<strin
   return ids;
 }
 
+
+/** The target's node record: its state and epoch (raised when the leader declares it down); undefined while no answer. */
+export async function nodeState(addr: string, id: string): Promise<{ state: string; epoch: number } | undefined> {
+  try {
+    const res = await request(addr, 'GET', `/v1/nodes/${encodeURIComponent(id)}`, nodeDetailSchema, { query: { consistency: 'stale' }, timeoutMs: 3000 });
+    return { state: res.body.node.record.state, epoch: res.body.node.record.epoch };
+  } catch {
+    return undefined;
+  }
+}
+
+export interface PeerRefusals {
+  wrongSender: number;
+  misaddressed: number;
+}
+
+const droppedMetric = 'shoal_peer_messages_dropped_total';
+
+/** What `m` counted so far of the peer messages no correct node sends (its /metrics); undefined while it does not answer. */
+export async function peerRefusals(m: MemberInfo): Promise<PeerRefusals | undefined> {
+  try {
+    const res = await send(m.apiAddress, '/metrics', { signal: AbortSignal.timeout(3000) });
+    if (!res.ok) return undefined;
+    const text = await res.text();
+    const wrongSender = metricValue(text, droppedMetric, { reason: 'wrong_sender' });
+    const misaddressed = metricValue(text, droppedMetric, { reason: 'misaddressed' });
+    if (wrongSender === undefined || misaddressed === undefined) return undefined;
+    return { wrongSender, misaddressed };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The refusals counted between two scrapes of one member. A counter that went down belongs to
+ * a process started since (a kill, a reboot): all it counted is new, and what the one before
+ * counted after the first scrape is lost with it.
+ */
+export function refusalsBetween(before: PeerRefusals | undefined, after: PeerRefusals): PeerRefusals {
+  const delta = (a: number, b: number | undefined): number => (b === undefined || a < b ? a : a - b);
+  return { wrongSender: delta(after.wrongSender, before?.wrongSender), misaddressed: delta(after.misaddressed, before?.misaddressed) };
+}

@@ -1,8 +1,9 @@
 // One drill against a live cluster (docs/operations.md, "Failover drills"): pick the target from
 // GET /v1/cluster, start the probe (drill-probe.ts), ask the target to carry out the fault on
 // itself (POST /v1/drill/actions), watch for a new leader and for the services, wait until the
-// target has caught up, stop the probe, then check every acknowledged write on every node and
-// compare the workloads before and after. The report is kept in the store (POST /v1/drills).
+// target has caught up, stop the probe, then check every acknowledged create on every node,
+// compare the workloads before and after, and count the peer messages the members refused
+// meanwhile. The report is kept in the store (POST /v1/drills).
 
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -11,7 +12,9 @@ import { drillReportSchema, reportProblemsMax, type DrillName, type DrillReport 
 import { exitCodes } from './args.ts';
 import { CliFailure, request } from './client.ts';
 import { getView, label, type MemberInfo, type View } from './cluster-view.ts';
-import { actionOf, caughtUp, checkTolerance, listTasks, localLeader, pickTarget, probeIds, servicesBack } from './drill-cluster.ts';
+import {
+  actionOf, caughtUp, checkTolerance, listTasks, localLeader, nodeState, peerRefusals, pickTarget, probeIds, refusalsBetween, servicesBack, type PeerRefusals,
+} from './drill-cluster.ts';
 import { DrillProbe, longestGapMs } from './drill-probe.ts';
 import { compareWorkloads, type TaskSnapshot } from './drill-workloads.ts';
 
@@ -44,10 +47,13 @@ export interface DrillOptions {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** Follows leadership and the services from the fault on, until stopped. */
+/** Follows leadership, the services and the target's node record from the fault on, until stopped. */
 class Monitor {
   newLeaderMs: number | null = null;
   leaderAfter: string | null = null;
+  private leaderAfterTerm = 0;
+  /** When (ms after the fault) the target's node record was first seen down or with a raised epoch. */
+  targetDownMs: number | null = null;
   /** When the services were last seen short of their replica count (ms after the fault), and first seen back after that. */
   private servicesShortAtMs: number | null = null;
   private servicesBackAtMs: number | null = null;
@@ -55,10 +61,16 @@ class Monitor {
   private lastBack: boolean | undefined;
   private lastFlipAtMs = 0;
   private running = true;
-  private readonly loop: Promise<void>;
+  private readonly loops: Promise<void>[];
 
-  constructor(private readonly members: readonly MemberInfo[], private readonly termBefore: number, private readonly t0: number) {
-    this.loop = this.run();
+  constructor(
+    private readonly members: readonly MemberInfo[], private readonly termBefore: number, private readonly t0: number,
+    private readonly target: { id: string; epochBefore: number | undefined },
+  ) {
+    // A loop per member and one for the workloads: a member that does not answer (stopped,
+    // isolated: each look waits out its timeout) must not delay the news from the others, and
+    // a dip of a few hundred ms (a task replaced) must not fall between looks.
+    this.loops = [...members.map((m) => this.followLeader(m)), this.followWorkloads()];
   }
 
   /** ms from the fault until every service was back; null when it was short at the last look. */
@@ -74,41 +86,61 @@ class Monitor {
 
   async stop(): Promise<void> {
     this.running = false;
-    await this.loop;
+    await Promise.all(this.loops);
   }
 
-  private async run(): Promise<void> {
-    for (let round = 0; this.running; round++) {
-      const views = await Promise.all(this.members.map((m) => localLeader(m)));
-      // A leader of a later term is a new leadership, even when the same node won it back
-      // (an isolated leader that steps down may be elected again once the cut heals).
-      const led = views.filter((v): v is { leader: string; term: number } => v !== undefined && v.leader !== null);
-      const newer = led.filter((v) => v.term > this.termBefore).sort((a, b) => b.term - a.term)[0];
-      if (newer !== undefined && this.newLeaderMs === null) this.newLeaderMs = performance.now() - this.t0;
-      const latest = newer ?? led[0];
-      if (latest !== undefined) this.leaderAfter = latest.leader;
-      if (round % 3 === 0) await this.lookAtServices();
+  private async followLeader(m: MemberInfo): Promise<void> {
+    while (this.running) {
+      const v = await localLeader(m);
+      if (v !== undefined && v.leader !== null) this.sawLeader(v.leader, v.term);
       await sleep(pollMs);
     }
   }
 
-  private async lookAtServices(): Promise<void> {
-    for (const m of this.members) {
-      const back = await servicesBack(m.apiAddress).catch(() => undefined);
-      if (back === undefined) continue;
-      const at = performance.now() - this.t0;
-      if (back !== this.lastBack) {
-        this.lastBack = back;
-        this.lastFlipAtMs = at;
-      }
-      if (!back) {
-        this.servicesShortAtMs = at;
-        this.servicesBackAtMs = null;
-      } else if (this.servicesShortAtMs !== null && this.servicesBackAtMs === null) {
-        this.servicesBackAtMs = at;
-      }
-      return;
+  /** The latest term's leader any member named is the leader after. */
+  private sawLeader(leader: string, term: number): void {
+    // A leader of a later term is a new leadership, even when the same node won it back
+    // (an isolated leader that steps down may be elected again once the cut heals).
+    if (term > this.termBefore && this.newLeaderMs === null) this.newLeaderMs = performance.now() - this.t0;
+    if (term >= this.leaderAfterTerm) {
+      this.leaderAfter = leader;
+      this.leaderAfterTerm = term;
     }
+  }
+
+  private async followWorkloads(): Promise<void> {
+    while (this.running) {
+      for (const m of this.members) {
+        const back = await servicesBack(m.apiAddress).catch(() => undefined);
+        if (back === undefined) continue;
+        this.sawServices(back);
+        if (this.targetDownMs === null) await this.lookAtTarget(m);
+        break;
+      }
+      await sleep(pollMs);
+    }
+  }
+
+  private sawServices(back: boolean): void {
+    const at = performance.now() - this.t0;
+    if (back !== this.lastBack) {
+      this.lastBack = back;
+      this.lastFlipAtMs = at;
+    }
+    if (!back) {
+      this.servicesShortAtMs = at;
+      this.servicesBackAtMs = null;
+    } else if (this.servicesShortAtMs !== null && this.servicesBackAtMs === null) {
+      this.servicesBackAtMs = at;
+    }
+  }
+
+  /** A raised epoch counts too: the node may be ready again (with its new epoch) by the time we look. */
+  private async lookAtTarget(m: MemberInfo): Promise<void> {
+    const node = await nodeState(m.apiAddress, this.target.id);
+    if (node === undefined) return;
+    const raised = this.target.epochBefore !== undefined && node.epoch > this.target.epochBefore;
+    if (node.state === 'down' || raised) this.targetDownMs = performance.now() - this.t0;
   }
 }
 
@@ -159,10 +191,37 @@ async function startingView(o: DrillOptions): Promise<{ view: View; target: Memb
   return { view, target: pickTarget(view, o.drill, o.target) };
 }
 
+/** Each member's refusals so far, in the members' order (undefined: it did not answer). */
+function scrapeRefusals(members: readonly MemberInfo[]): Promise<(PeerRefusals | undefined)[]> {
+  return Promise.all(members.map((m) => peerRefusals(m)));
+}
+
+/** The refusals counted during the drill, summed over the members; each member that counted any is a problem. */
+async function refusalsDuring(members: readonly MemberInfo[], before: readonly (PeerRefusals | undefined)[], problems: string[]): Promise<PeerRefusals> {
+  const after = await scrapeRefusals(members);
+  const sum: PeerRefusals = { wrongSender: 0, misaddressed: 0 };
+  members.forEach((m, i) => {
+    const a = after[i];
+    if (a === undefined) {
+      problems.push(`could not read the metrics of ${label(m)} (GET /metrics): its refused peer messages are not counted`);
+      return;
+    }
+    const d = refusalsBetween(before[i], a);
+    sum.wrongSender += d.wrongSender;
+    sum.misaddressed += d.misaddressed;
+    if (d.wrongSender + d.misaddressed > 0) {
+      problems.push(`${label(m)} refused ${d.wrongSender} peer message(s) as wrong_sender and ${d.misaddressed} as misaddressed: no correct node sends those, and each was dropped (its log says 'dropped a ... message from'); a bug worth reporting`);
+    }
+  });
+  return sum;
+}
+
 export async function runDrill(o: DrillOptions): Promise<DrillReport> {
   const { view, target } = await startingView(o);
   const problems: string[] = [];
   const tasksBefore: TaskSnapshot[] = await listTasks(o.addr).catch(() => []);
+  const epochBefore = (await nodeState(o.addr, target.id))?.epoch;
+  const refusalsBefore = await scrapeRefusals(view.members);
   const runId = `drill-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
   const probe = new DrillProbe(view.members, runId, probeWorkers);
   const probeStart = performance.now();
@@ -178,16 +237,18 @@ export async function runDrill(o: DrillOptions): Promise<DrillReport> {
     await probe.stop();
     throw err;
   }
-  const monitor = new Monitor(view.members, view.term, t0);
+  const monitor = new Monitor(view.members, view.term, t0, { id: target.id, epochBefore });
   const recoveryMs = await waitRecovery(o, target, t0, problems);
   if (recoveryMs !== null) await waitFor(async () => monitor.servicesSteadyFor(servicesSteadyMs), performance.now() + o.recoverTimeoutMs);
   await sleep(settleMs);
   await probe.stop();
   const probeEnd = performance.now();
   await monitor.stop();
-  o.onProgress(`checking ${probe.acked.size} acknowledged writes on every node`);
+  // The creates of the ack log are what can be checked: the register is overwritten.
+  o.onProgress(`checking that the ${probe.acked.size} acknowledged creates (of ${probe.writeEnds.length} acknowledged writes) are on every node`);
   const lost = await findLost(view.members, probe, runId, problems);
   const workloads = compareWorkloads(tasksBefore, await listTasks(o.addr).catch(() => []));
+  const refused = await refusalsDuring(view.members, refusalsBefore, problems);
   problems.push(...probe.backwardsSeen, ...workloads.notes);
   if (monitor.servicesBackMs === null) problems.push('some service was still short of its replica count at the end');
   const recovered = recoveryMs !== null;
@@ -196,12 +257,14 @@ export async function runDrill(o: DrillOptions): Promise<DrillReport> {
     faultSeconds: o.drill === 'leader-kill' ? null : o.seconds,
     leaderBefore: view.leader, leaderAfter: monitor.leaderAfter, newLeaderMs: round(monitor.newLeaderMs),
     longestWriteGapMs: Math.round(longestGapMs(probe.writeEnds, probeStart, probeEnd)),
-    writes: { attempted: probe.writesAttempted, acknowledged: probe.writeEnds.length, failed: probe.writesFailed, lost },
+    writes: { attempted: probe.writesAttempted, acknowledged: probe.writeEnds.length, checked: probe.acked.size, failed: probe.writesFailed, lost },
     reads: { done: probe.reads, failed: probe.readsFailed, backwards: probe.backwards },
     workloads: { runningBefore: workloads.runningBefore, runningAfter: workloads.runningAfter, restarted: workloads.restarted, duplicated: workloads.duplicated },
-    servicesBackMs: round(monitor.servicesBackMs), recovered, recoveryMs: round(recoveryMs),
+    servicesBackMs: round(monitor.servicesBackMs), targetDownMs: round(monitor.targetDownMs), recovered, recoveryMs: round(recoveryMs),
+    peerMessagesRefused: refused,
     problems: problems.slice(0, reportProblemsMax),
-    ok: lost === 0 && probe.backwards === 0 && recovered && workloads.duplicated === 0 && monitor.servicesBackMs !== null,
+    ok: lost === 0 && probe.backwards === 0 && recovered && workloads.duplicated === 0 && monitor.servicesBackMs !== null
+      && refused.wrongSender + refused.misaddressed === 0,
   };
   return drillReportSchema.parse(report);
 }

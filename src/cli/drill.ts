@@ -1,5 +1,6 @@
 // shoal drill: failover drills against the live cluster, with a report (docs/operations.md,
-// "Failover drills"): leader-kill, leader-isolate, follower-pause, node-reboot, disk-stall, ls
+// "Failover drills"): leader-kill, leader-isolate, leader-pause, follower-pause, node-reboot,
+// disk-stall, ls
 // (the reports kept in the store), and schedule (one of them periodically: drill-schedule.ts).
 
 import { z } from 'zod';
@@ -18,12 +19,14 @@ import { countMax, everyMsMax, everyMsMin, parseAt, runSchedule, type Schedule, 
 const what: Record<DrillName, string> = {
   'leader-kill': 'the leader exits abruptly; its service manager starts it again',
   'leader-isolate': "the leader's peer links are cut for --duration seconds (nftables, on the leader)",
+  'leader-pause': 'the leader is stopped (SIGSTOP) for --duration seconds, then resumed',
   'follower-pause': 'a follower is stopped (SIGSTOP) for --duration seconds, then resumed',
-  'node-reboot': 'a follower is cut off and exits, and hears no peer for --duration seconds (an emulated reboot)',
+  'node-reboot': 'a follower exits and stays off for --duration seconds, then starts (an emulated reboot)',
   'disk-stall': "every write to the leader's disk waits --duration seconds",
 };
 
-export const drillExitCodes = `Exit codes: 0 the drill passed (nothing lost, no read went backwards, the cluster recovered);
+export const drillExitCodes = `Exit codes: 0 the drill passed (nothing lost, no read went backwards, nothing duplicated, no
+peer message refused, the cluster recovered and its services came back);
 1 it did not (the report says what), or the drill was refused (it would take the cluster below
 quorum: --allow-outage) or the target could not carry out the fault; 2 usage error; 3 no node
 answered or the cluster had no leader to start from.`;
@@ -34,7 +37,12 @@ function runHelp(name: DrillName): string {
 Runs the drill against the live cluster: ${what[name]}. Meanwhile a probe writes and reads
 through every node. Prints a report (time to a new leader, longest write gap, writes acknowledged
 and lost, reads that went backwards, workloads restarted or duplicated, time until every service
-is back at its replica count) and keeps it in the store (shoal drill ls).
+is back at its replica count, when the target was declared down, peer messages refused) and
+keeps it in the store (shoal drill ls).${name === 'node-reboot' ? `
+
+A --duration past the leader's control.downAfterMs (15 s by default) is a node lost long
+enough for the leader to declare it down and replace its tasks on the other nodes: the report
+says when, and how long until every service was back at its count.` : ''}
 
 Options:
   --duration S         how long the fault lasts, in seconds (default 5; leader-kill has none)
@@ -178,11 +186,13 @@ export function formatReport(r: DrillReport): string {
     `  leader              ${r.leaderBefore ?? '-'} -> ${r.leaderAfter ?? '-'}`,
     `  time to new leader  ${r.newLeaderMs === null ? 'no election' : ms(r.newLeaderMs)}`,
     `  longest write gap   ${ms(r.longestWriteGapMs)}`,
-    `  writes              ${r.writes.acknowledged} acknowledged, ${r.writes.failed} failed (outcome unknown or refused), ${r.writes.lost} lost`,
+    `  writes              ${r.writes.acknowledged} acknowledged${r.writes.checked !== undefined ? ` (${r.writes.checked} creates, each checked on every node)` : ''}, ${r.writes.failed} failed (outcome unknown or refused), ${r.writes.lost} lost`,
     `  reads               ${r.reads.done} done, ${r.reads.failed} failed, ${r.reads.backwards} went backwards`,
     `  workloads           ${r.workloads.runningBefore} running before, ${r.workloads.runningAfter} after, ${r.workloads.restarted} restarted, ${r.workloads.duplicated} duplicated`,
     `  services back       ${r.servicesBackMs === null ? 'not within the timeout' : ms(r.servicesBackMs)}`,
+    ...(r.targetDownMs !== undefined ? [`  target down         ${r.targetDownMs === null ? 'not declared down' : `declared down after ${ms(r.targetDownMs)} (its tasks replaced)`}`] : []),
     `  target recovered    ${r.recovered ? `after ${ms(r.recoveryMs)}` : 'no'}`,
+    ...(r.peerMessagesRefused !== undefined ? [`  peer messages       ${r.peerMessagesRefused.wrongSender} refused as wrong_sender, ${r.peerMessagesRefused.misaddressed} as misaddressed`] : []),
   ];
   for (const p of r.problems) lines.push(`  ! ${p}`);
   return lines.join('\n');

@@ -40,8 +40,8 @@ export const commands: Record<string, { load: () => Promise<Command>; summary: s
   install: { load: async () => { const m = await import('./install.ts'); return { run: m.installCommand, help: m.installHelp }; }, summary: 'run a node as a systemd service (enable and start it)' },
   uninstall: { load: async () => { const m = await import('./install.ts'); return { run: m.uninstallCommand, help: m.uninstallHelp }; }, summary: "stop and remove a node's systemd service" },
   upgrade: { load: async () => { const m = await import('./upgrade.ts'); return { run: m.upgradeCommand, help: m.upgradeHelp }; }, summary: 'rolling upgrade to an npm pack tarball, node by node, leader last (--resume, --rollback)' },
-  drill: { load: async () => { const m = await import('./drill.ts'); return { run: m.drillGroupCommand, help: m.drillGroupHelp }; }, summary: 'failover drills (leader-kill, leader-isolate, follower-pause, node-reboot, disk-stall) with a report; ls; schedule' },
-  doctor: { load: async () => { const m = await import('./doctor.ts'); return { run: m.doctorCommand, help: m.doctorHelp }; }, summary: 'check quorum, clock skew, disk free, versions, API exposure and certificates; OK/WARN/FAIL with what to do' },
+  drill: { load: async () => { const m = await import('./drill.ts'); return { run: m.drillGroupCommand, help: m.drillGroupHelp }; }, summary: 'failover drills (leader-kill, leader-isolate, leader-pause, follower-pause, node-reboot, disk-stall) with a report; ls; schedule' },
+  doctor: { load: async () => { const m = await import('./doctor.ts'); return { run: m.doctorCommand, help: m.doctorHelp }; }, summary: 'check quorum, clock skew, disk free, versions, API exposure, certificates and workloads; OK/WARN/FAIL with what to do' },
   version: { load: async () => { const m = await import('./version.ts'); return { run: m.versionCommand, help: m.versionHelp }; }, summary: 'print the version of this command (also shoal --version)' },
 };
 

@@ -3,6 +3,7 @@
 
 import { loadConfig } from '../node/config.ts';
 import { hostPortProblem } from '../node/host-port.ts';
+import { waitOutDrillHold } from '../node/drill-hold.ts';
 import { startNode, type RunningNode } from '../node/server.ts';
 import { exitCodeOfError, exitCodes, parse, UsageError } from './args.ts';
 import type { ShoalError } from '../errors.ts';
@@ -57,6 +58,7 @@ export async function serveCommand(argv: string[], onServing?: (running: Running
   const flags = { level: values['log-level'], format: values['log-format'], json: values.json };
   const config = loadConfig(values.config);
   const log = serveLogger(flags, config.logLevel, { stderrIsTty: process.stderr.isTTY, supervised: process.env[supervisedEnv] === '1' });
+  await waitOutDrillHold(config.dataDir, log);
   const running = await startNode(config, log, { drillActions: true, peers });
   log.info(`node ${running.identity.name} (${running.identity.id}) serving the API on ${running.apiScheme}://${running.apiAddress}`);
   onServing?.(running);

@@ -9,8 +9,9 @@
 //               (drill-nft.ts), so the cut heals even if the node dies meanwhile
 //   pause       a detached helper process SIGSTOPs the node, then SIGCONTs it N seconds later
 //   disk-stall  every durable write waits N seconds (drill-storage.ts), as on a stalled disk
-//   reboot      one machine cannot reboot itself and watch: emulated as isolate for N seconds,
-//               then kill (the node is restarted at once but hears no peer until the cut lifts)
+//   reboot      one machine cannot reboot itself and watch: emulated as a kill whose restart
+//               waits until N seconds after the fault (drill-hold.ts), so the node is off for
+//               that long, as a machine that reboots
 
 import { spawn } from 'node:child_process';
 import { z } from 'zod';
@@ -43,6 +44,8 @@ export interface DrillTarget {
   isolate?: (ports: readonly number[], seconds: number) => Promise<void>;
   /** Starts the detached pause helper (a fake in tests). */
   spawnPauser?: (pid: number, seconds: number) => void;
+  /** Makes this node's next start wait until `seconds` from now (drill-hold.ts); where it wrote that. */
+  holdNextStart(seconds: number): string;
 }
 
 /** The exit code of `kill` (src/cli/args.ts exitCodes.restartRequested): restarted by every service manager. */
@@ -53,7 +56,7 @@ const actDelayMs = 200;
 export interface DrillOutcome {
   action: DrillAction['action'];
   seconds: number | null;
-  /** The TCP ports an isolate or reboot cut. */
+  /** The TCP ports an isolate cut. */
   ports: number[];
   message: string;
 }
@@ -96,14 +99,22 @@ export async function runDrillAction(t: DrillTarget, a: DrillAction): Promise<Dr
     case 'kill':
       setTimeout(() => t.exit(restartExitCode), actDelayMs);
       return { action: a.action, seconds: null, ports: [], message: `exiting with code ${restartExitCode} in ${actDelayMs} ms; the service manager starts the node again` };
-    case 'isolate':
-    case 'reboot': {
+    case 'isolate': {
       const ports = portsToCut(t.peerListen, t.members());
       await (t.isolate ?? isolatePorts)(ports, a.seconds);
-      if (a.action === 'reboot') setTimeout(() => t.exit(restartExitCode), actDelayMs);
+      return { action: a.action, seconds: a.seconds, ports, message: `peer ports ${ports.join(', ')} dropped for ${a.seconds} s (nft table inet shoal_drill)` };
+    }
+    case 'reboot': {
+      let file: string;
+      try {
+        file = t.holdNextStart(a.seconds);
+      } catch (err) {
+        throw new ShoalError('drill_action_failed', `could not write the hold of the next start: ${(err as Error).message}; nothing was changed`);
+      }
+      setTimeout(() => t.exit(restartExitCode), actDelayMs);
       return {
-        action: a.action, seconds: a.seconds, ports,
-        message: `peer ports ${ports.join(', ')} dropped for ${a.seconds} s (nft table inet shoal_drill)${a.action === 'reboot' ? `; exiting with code ${restartExitCode} in ${actDelayMs} ms` : ''}`,
+        action: a.action, seconds: a.seconds, ports: [],
+        message: `exiting with code ${restartExitCode} in ${actDelayMs} ms; the next start waits until ${a.seconds} s from now (${file})`,
       };
     }
     case 'pause':

@@ -376,7 +376,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
       ...apiLimitsDefault, connectionsMax: config.limits.connectionsMax, watchStreamsMax: config.limits.watchStreamsMax,
       watchStreamsPerClientMax: config.limits.watchStreamsPerClientMax, snapshotDownloadsMax: config.limits.snapshotDownloadsMax,
     },
-    ...(opts.drillActions === true ? { drill: drillTargetOf(storage, config.peer.listen, node) } : {}),
+    ...(opts.drillActions === true ? { drill: drillTargetOf(storage, config.peer.listen, node, config.dataDir) } : {}),
     // Only a node that owns its process (`shoal serve`, as for the drills) restarts into a new build.
     upgrade: opts.drillActions === true ? processUpgradeHost(config.dataDir, () => stopRef.stop(), log) : inertUpgradeHost(config.dataDir),
   });

@@ -26,6 +26,10 @@ const target: DrillTarget = {
   pid: 4242,
   isolate: async (ports, seconds) => { calls.push(`isolate ${ports.join(',')} ${seconds}`); },
   spawnPauser: (pid, seconds) => calls.push(`pause ${pid} ${seconds}`),
+  holdNextStart: (seconds) => {
+    calls.push(`hold ${seconds}`);
+    return '/data/drill-hold.json';
+  },
 };
 
 beforeAll(async () => {
@@ -60,6 +64,16 @@ describe('POST /v1/drill/actions', () => {
     await post({ action: 'pause', seconds: 2 });
     await post({ action: 'disk-stall', seconds: 1.5 });
     expect(calls.slice(1)).toEqual(['isolate 7102,7202 4', 'pause 4242 2', 'stall 1500']);
+  });
+
+  it('reboots as a kill whose next start waits out the duration, with no cut', async () => {
+    calls.length = 0;
+    const res = await app.inject({ method: 'POST', url: '/v1/drill/actions', payload: { action: 'reboot', seconds: 6 } });
+    expect(res.json()).toMatchObject({ action: 'reboot', seconds: 6, ports: [] });
+    expect(res.json().message).toContain('/data/drill-hold.json');
+    expect(calls).toEqual(['hold 6']);
+    await sleep(300);
+    expect(calls).toEqual(['hold 6', 'exit 10']);
   });
 
   it('refuses an unknown action, a missing or too long duration, before anything happens', async () => {

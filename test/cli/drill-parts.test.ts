@@ -1,8 +1,15 @@
-// The pure parts of the drills: which ports an isolate cuts, the storage seam's stall, the
-// workload comparison, the write-gap figure, the target and the quorum guard.
+// The pure parts of the drills: which ports an isolate cuts, the storage seam's stall, the hold
+// of a rebooted node's next start, the workload comparison, the write-gap figure, the target and
+// the quorum guard, the refused peer messages counted over a drill, and the printed report.
 
 import { describe, expect, it } from 'vitest';
-import { checkTolerance, pickTarget } from '../../src/cli/drill-cluster.ts';
+import { mkdtempSync, existsSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { actionOf, checkTolerance, pickTarget, refusalsBetween } from '../../src/cli/drill-cluster.ts';
+import { formatReport } from '../../src/cli/drill.ts';
+import type { DrillReport } from '../../src/node/drill-report.ts';
+import { drillHoldFile, holdLeftMs, waitOutDrillHold, writeDrillHold } from '../../src/node/drill-hold.ts';
 import { longestGapMs } from '../../src/cli/drill-probe.ts';
 import { compareWorkloads, type TaskSnapshot } from '../../src/cli/drill-workloads.ts';
 import type { View } from '../../src/cli/cluster-view.ts';
@@ -74,6 +81,8 @@ describe('pickTarget and checkTolerance', () => {
     const v = view(['healthy', 'healthy', 'healthy']);
     expect(pickTarget(v, 'leader-kill', undefined).id).toBe('a');
     expect(pickTarget(v, 'disk-stall', undefined).id).toBe('a');
+    expect(pickTarget(v, 'leader-pause', undefined).id).toBe('a');
+    expect(actionOf('leader-pause', 4)).toEqual({ action: 'pause', seconds: 4 });
     expect(pickTarget(v, 'follower-pause', undefined).id).not.toBe('a');
     expect(pickTarget(v, 'node-reboot', 'n3').id).toBe('c');
     expect(() => pickTarget(v, 'node-reboot', 'n9')).toThrow(/no member 'n9'/);
@@ -83,5 +92,66 @@ describe('pickTarget and checkTolerance', () => {
     expect(() => checkTolerance(view(['healthy', 'healthy', 'unreachable']), false)).toThrow(/--allow-outage/);
     expect(() => checkTolerance(view(['healthy']), false)).toThrow(/quorum/);
     expect(() => checkTolerance(view(['healthy']), true)).not.toThrow();
+  });
+});
+
+describe('the hold of a rebooted node\'s next start', () => {
+  it('waits what is left of the outage, never more than a drill\'s longest fault, and nothing for a bad file', () => {
+    expect(holdLeftMs(JSON.stringify({ untilMs: 10_000, drill: 'node-reboot' }), 4_000)).toBe(6_000);
+    expect(holdLeftMs(JSON.stringify({ untilMs: 10_000, drill: 'node-reboot' }), 12_000)).toBe(0);
+    expect(holdLeftMs(JSON.stringify({ untilMs: 10_000_000, drill: 'node-reboot' }), 0)).toBe(600_000);
+    expect(holdLeftMs('{"untilMs": "soon"}', 0)).toBe(0);
+    expect(holdLeftMs('not json', 0)).toBe(0);
+  });
+  it('a start waits it out, says so, and removes the file; the next start does not wait', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'shoal-hold-'));
+    try {
+      writeDrillHold(dir, 5_000, 'node-reboot');
+      const slept: number[] = [];
+      const said: string[] = [];
+      const ports = { now: () => 2_000, sleep: async (ms: number) => { slept.push(ms); }, log: { info: (m: string) => said.push(m), warn: (m: string) => said.push(m) } };
+      await waitOutDrillHold(dir, ports.log, ports);
+      expect(slept).toEqual([3_000]);
+      expect(said.join('\n')).toContain('3.0 s more');
+      expect(existsSync(drillHoldFile(dir))).toBe(false);
+      await waitOutDrillHold(dir, ports.log, ports);
+      expect(slept).toEqual([3_000]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('refusalsBetween', () => {
+  it('counts what a member refused since the first scrape; a counter that went down is a restarted process\'s', () => {
+    expect(refusalsBetween({ wrongSender: 2, misaddressed: 0 }, { wrongSender: 5, misaddressed: 1 })).toEqual({ wrongSender: 3, misaddressed: 1 });
+    expect(refusalsBetween({ wrongSender: 4, misaddressed: 1 }, { wrongSender: 1, misaddressed: 1 })).toEqual({ wrongSender: 1, misaddressed: 0 });
+    expect(refusalsBetween(undefined, { wrongSender: 1, misaddressed: 2 })).toEqual({ wrongSender: 1, misaddressed: 2 });
+  });
+});
+
+describe('formatReport', () => {
+  const report: DrillReport = {
+    id: 'drill-x-1', drill: 'node-reboot', startedAt: '2026-12-01T00:00:00.000Z', target: { id: 'c', name: 'n3' }, faultSeconds: 20,
+    leaderBefore: 'a', leaderAfter: 'a', newLeaderMs: null, longestWriteGapMs: 300,
+    writes: { attempted: 540, acknowledged: 531, checked: 268, failed: 9, lost: 0 }, reads: { done: 260, failed: 1, backwards: 0 },
+    workloads: { runningBefore: 3, runningAfter: 3, restarted: 1, duplicated: 0 }, servicesBackMs: 16_400, targetDownMs: 15_200,
+    recovered: true, recoveryMs: 22_000, peerMessagesRefused: { wrongSender: 0, misaddressed: 0 }, problems: [], ok: true,
+  };
+  it('says how many acknowledged writes were checked, the same count the progress line names', () => {
+    expect(formatReport(report)).toContain('531 acknowledged (268 creates, each checked on every node), 9 failed');
+  });
+  it('says when the target was declared down, and the refused peer messages', () => {
+    const text = formatReport(report);
+    expect(text).toContain('declared down after 15.20 s (its tasks replaced)');
+    expect(text).toContain('services back       16.40 s');
+    expect(text).toContain('0 refused as wrong_sender, 0 as misaddressed');
+    expect(formatReport({ ...report, targetDownMs: null })).toContain('not declared down');
+  });
+  it('reads a report kept before those fields existed', () => {
+    const { targetDownMs: _d, peerMessagesRefused: _p, ...old } = report;
+    const text = formatReport({ ...old, writes: { attempted: 1, acknowledged: 1, failed: 0, lost: 0 } });
+    expect(text).not.toContain('declared down');
+    expect(text).toContain('1 acknowledged, 0 failed');
   });
 });

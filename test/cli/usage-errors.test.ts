@@ -72,6 +72,7 @@ const cases: Record<string, Case> = {
   drill: { badFlag: ['drill', '--bogus'], missing: ['drill'] },
   'drill leader-kill': { badFlag: ['drill', 'leader-kill', '--bogus', ...nowhere], missing: ['drill', 'leader-kill', '--target', ...nowhere] },
   'drill leader-isolate': { badFlag: ['drill', 'leader-isolate', '--bogus', ...nowhere], missing: ['drill', 'leader-isolate', '--duration', ...nowhere] },
+  'drill leader-pause': { badFlag: ['drill', 'leader-pause', '--bogus', ...nowhere], missing: ['drill', 'leader-pause', '--duration', ...nowhere] },
   'drill follower-pause': { badFlag: ['drill', 'follower-pause', '--bogus', ...nowhere], missing: ['drill', 'follower-pause', '--duration', ...nowhere] },
   'drill node-reboot': { badFlag: ['drill', 'node-reboot', '--bogus', ...nowhere], missing: ['drill', 'node-reboot', '--duration', ...nowhere] },
   'drill disk-stall': { badFlag: ['drill', 'disk-stall', '--bogus', ...nowhere], missing: ['drill', 'disk-stall', '--recover-timeout', ...nowhere] },
