@@ -140,7 +140,7 @@ export async function serviceUpdateCommand(argv: string[]): Promise<number> {
   const name = oneName(positionals);
   const env = envPairs(values.env ?? []);
   const envRm = values['env-rm'] ?? [];
-  const replicas = values.replicas === undefined ? undefined : replicasArg(values.replicas);
+  const replicas = values.replicas === undefined ? undefined : replicasArg(values.replicas, '--replicas');
   if (values.image === undefined && replicas === undefined && env.length === 0 && envRm.length === 0) {
     throw new UsageError('nothing to change: give at least one of --image, --replicas, --env, --env-rm');
   }
