@@ -44,8 +44,15 @@ const updateInProgress: ReadonlySet<string> = new Set(['updating', 'rolling-back
 export interface ServiceStatus {
   /** Tasks the spec asks for: replicas, or the eligible nodes of a global service. */
   desired: number;
-  /** Tasks desired running, observed running (and healthy, with a health check), of the current spec version. */
+  /**
+   * Tasks desired running, observed running (and healthy, with a health check), of the current
+   * spec version, on a ready node. A task on a suspect or down node counts in `unreachable`.
+   */
   running: number;
+  /** Tasks desired running, observed running and healthy, on a ready node, whatever their spec version (old ones serve during an update). */
+  serving: number;
+  /** Tasks desired running, last reported running, whose node is suspect or down: nobody knows whether they still serve. */
+  unreachable: number;
   /** Tasks desired running, whatever their state. */
   tasks: number;
   /** Tasks waiting for a node, and why (distinct reasons). */
@@ -102,12 +109,15 @@ export function serviceStatus(state: ControlState, svc: ServiceRecord): ServiceS
   const desired = svc.spec.mode === 'global'
     ? eligibleNodes(svc.spec, [...state.nodes.values()].map((n) => n.value)).length
     : svc.spec.replicas ?? 0;
-  const running = alive.filter((v) => v.healthy && v.record.specVersion === svc.specVersion).length;
+  const reachable = (v: TaskView): boolean => v.node?.state === 'ready';
+  const serving = alive.filter((v) => v.healthy && reachable(v));
+  const running = serving.filter((v) => v.record.specVersion === svc.specVersion).length;
+  const unreachable = alive.filter((v) => v.observed === 'running' && !reachable(v)).length;
   const pendingViews = alive.filter((v) => v.observed === 'pending');
   const stopping = views.filter((v) => v.record.desired === 'shutdown' && v.record.nodeId !== null && !isTerminal(v)).length;
   const updating = updateInProgress.has(svc.updateStatus.state);
   return {
-    desired, running, tasks: alive.length, pending: pendingViews.length,
+    desired, running, serving: serving.length, unreachable, tasks: alive.length, pending: pendingViews.length,
     pendingReasons: [...new Set(pendingViews.flatMap((v) => (v.record.pendingReason === null ? [] : [v.record.pendingReason])))],
     stopping, updating, converged: !updating && running === desired && alive.length === desired && stopping === 0,
   };

@@ -132,7 +132,7 @@ const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
 const serviceView = {
   type: 'object', properties: {
     name: { type: 'string' }, rev: { type: 'integer' }, record: ref('ServiceRecord'),
-    status: { type: 'object', properties: { desired: { type: 'integer' }, running: { type: 'integer' }, tasks: { type: 'integer' }, pending: { type: 'integer' }, pendingReasons: { type: 'array', items: { type: 'string' } }, stopping: { type: 'integer' }, updating: { type: 'boolean' }, converged: { type: 'boolean' } } },
+    status: { type: 'object', properties: { desired: { type: 'integer' }, running: { type: 'integer' }, serving: { type: 'integer' }, unreachable: { type: 'integer' }, tasks: { type: 'integer' }, pending: { type: 'integer' }, pendingReasons: { type: 'array', items: { type: 'string' } }, stopping: { type: 'integer' }, updating: { type: 'boolean' }, converged: { type: 'boolean' } } },
   },
 };
 const taskItem = {

@@ -9,6 +9,7 @@ import { request, resolveAddr, retryNotice } from './client.ts';
 import { applyAnswerSchema, type ApplyAnswer, type ApplyOutcome } from './control-api.ts';
 import { durationFlag } from './control-args.ts';
 import { waitConverged, waitTimeoutDefault } from './converge.ts';
+import { sameFailureAttempts } from './converge-verdict.ts';
 import { commonFlags, help } from './doc-common.ts';
 import { commonFlagsText } from './group.ts';
 
@@ -20,7 +21,10 @@ by a rolling update) or unchanged. The specs are strict: any problem refuses the
 every problem is listed with its path, and nothing is applied. Services the file does not name
 are left alone, unless --prune: then the services this file created before (recorded with its
 source name) and no longer names are removed, and nothing else. Then it waits until every service of the file has converged (as many tasks of
-its current spec running as it asks for, and no update in progress), showing progress.
+its current spec running as it asks for, and no update in progress), showing progress and why
+tasks do not run (a failed pull with the registry's answer, an exit, a failing health check, no
+node that fits and why). It stops early when every task of a service has failed the same way
+${sameFailureAttempts} times in a row (or once, when its restart policy tries no more): waiting longer would not help.
 The vocabulary is in docs/resources.md; an example is docs/examples/web.yaml.
 
 Options:
@@ -38,9 +42,10 @@ ${commonFlagsText(23)}
 With --json prints {dryRun, rev, services: [{name, outcome, change?, replaces?, fields?, specVersion}]}
 and, after waiting, converged: the services' views.
 Exit codes: 0 applied (and converged, unless --detach or --dry-run); 1 the specs were refused (each
-problem is printed), or a service did not converge (its update paused or rolled back, or the
-timeout passed: what was applied stays applied); 2 usage error (a file that cannot be read);
-3 no node answered, or the cluster cannot serve right now.`;
+problem is printed), or a service did not converge (not_converged: its update paused or rolled
+back, or the timeout passed; tasks_failing: every task failed the same way: what was applied
+stays applied); 2 usage error (a file that cannot be read); 3 no node answered, or the cluster
+cannot serve right now.`;
 
 function readSpecFile(file: string): string {
   try {

@@ -54,13 +54,36 @@ export type Options = NonNullable<ParseArgsConfig['options']>;
 
 type Parsed<O extends Options> = ReturnType<typeof parseArgs<{ args: string[]; options: O; strict: true; allowPositionals: true }>>;
 
-/** Parses `argv`; a bad flag is a UsageError carrying the usage line of `help`. */
+/** `-3`, `-1.5`, `-.5`, `-5s`: a minus before a digit (a negative count or duration). */
+const negativeNumber = /^-\.?\d/;
+
+/**
+ * Parses `argv`; a bad flag is a UsageError carrying the usage line of `help`. A negative number
+ * (`-3`, `-1.5`, `-5s`) is never an option (no option is a digit): it is read as an argument, or as the
+ * value of the option before it, so the command's own check says what is wrong with it
+ * ("replicas must be at least 0") instead of parseArgs' "unknown option -3".
+ */
 export function parse<O extends Options>(argv: string[], options: O, help: string): Parsed<O> {
+  const negatives = new Map<string, string>();
+  const end = argv.indexOf('--');
+  const args = argv.map((a, i) => {
+    if ((end >= 0 && i > end) || !negativeNumber.test(a)) return a;
+    const stand = `\u0000${negatives.size}`;
+    negatives.set(stand, a);
+    return stand;
+  });
+  let parsed: Parsed<O>;
   try {
-    return parseArgs({ args: argv, options, strict: true, allowPositionals: true });
+    parsed = parseArgs({ args, options, strict: true, allowPositionals: true });
   } catch (err) {
     throw new UsageError(parseArgsMessage(err as Error & { code?: string }, Object.keys(options)), usageOf(help));
   }
+  if (negatives.size === 0) return parsed;
+  const back = (v: unknown): unknown => (typeof v === 'string' ? negatives.get(v) ?? v : Array.isArray(v) ? v.map(back) : v);
+  const values = parsed.values as Record<string, unknown>;
+  for (const k of Object.keys(values)) values[k] = back(values[k]);
+  parsed.positionals.splice(0, parsed.positionals.length, ...parsed.positionals.map((p) => negatives.get(p) ?? p));
+  return parsed;
 }
 
 /** parseArgs' message, reworded: "unknown option --foo", "option --addr needs a value", ... */

@@ -18,6 +18,8 @@ const serviceRecordSchema = z.object({
 export const serviceStatusSchema = z.object({
   desired: z.number(), running: z.number(), tasks: z.number(), pending: z.number(), pendingReasons: z.array(z.string()),
   stopping: z.number(), updating: z.boolean(), converged: z.boolean(),
+  // Absent from nodes older than these counts.
+  serving: z.number().optional(), unreachable: z.number().optional(),
 }).loose();
 
 export const serviceViewSchema = z.object({ name: z.string(), rev: z.number(), record: serviceRecordSchema, status: serviceStatusSchema }).loose();
@@ -27,6 +29,8 @@ export const taskItemSchema = z.object({
   id: z.string(), rev: z.number(), service: z.string(), slot: z.union([z.number(), z.string()]), nodeId: z.string().nullable(), nodeName: z.string().nullable(),
   desired: z.string(), observed: z.string(), health: z.string().nullable(),
   record: z.object({ specVersion: z.number(), message: z.string().nullable(), pendingReason: z.string().nullable(), createdAt: z.number(), exitCode: z.number().nullable() }).loose(),
+  /** The agent's latest report (its message may be newer than the record's). */
+  report: z.object({ message: z.string().nullable() }).loose().nullable().optional(),
 }).loose();
 export type TaskItem = z.infer<typeof taskItemSchema>;
 

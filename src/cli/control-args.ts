@@ -11,9 +11,19 @@ export function oneName(positionals: string[], what = 'NAME'): string {
   return name;
 }
 
-export function replicasArg(text: string, what = 'REPLICAS'): number {
-  const n = Number(text);
-  if (!/^\d+$/.test(text) || n > specLimits.replicasMax) throw new UsageError(`${what} must be a whole number from 0 to ${specLimits.replicasMax}, got '${text}'`);
+/** A replica count (0 to the spec's limit); the usage error names `what` and the rule it breaks. */
+export function replicasArg(text: string, what = 'replicas'): number {
+  return countArg(text, what, specLimits.replicasMax);
+}
+
+/** A whole number from 0 to `max`; the usage error names `what` and the rule it breaks (`replicas must be at least 0, got '-3'`). */
+export function countArg(text: string, what: string, max: number): number {
+  const n = Number(text.trim());
+  const got = `, got '${text}'`;
+  if (text.trim() === '' || Number.isNaN(n)) throw new UsageError(`${what} must be a whole number from 0 to ${max}${got}`);
+  if (n < 0) throw new UsageError(`${what} must be at least 0${got}`);
+  if (n > max) throw new UsageError(`${what} must be at most ${max}${got}`);
+  if (!/^\d+$/.test(text.trim())) throw new UsageError(`${what} must be a whole number${got}`);
   return n;
 }
 
@@ -26,6 +36,7 @@ const dayMs = 86_400_000;
  */
 export function durationFlag(value: string | undefined, flag: string, fallback: string): number {
   const text = (value ?? fallback).trim();
+  if (text.startsWith('-')) throw new UsageError(`${flag} must be a duration of 0 or more (such as 90s or 5m), got '${text}'`);
   const days = /^(\d+)d(.*)$/.exec(text);
   const parsed = days === null ? parseDuration(text) : days[2] === '' ? { ok: true as const, value: 0 } : parseDuration(days[2] ?? '');
   if (!parsed.ok) throw new UsageError(`${flag}: ${parsed.message.replace('(units ms, s, m, h)', '(units d, h, m, s, ms)')}`);

@@ -4,7 +4,7 @@
 import { formatCpu, formatMemory } from '../control/spec/quantity.ts';
 import type { NodeView, ServiceView, TaskItem } from './control-api.ts';
 
-/** Longest message shown in a table cell; --json has the whole text. */
+/** Longest message shown in a table cell when the output is not a terminal; --no-trunc and --json show the whole text. */
 const cellCharsMax = 80;
 
 /** A table as text: columns padded to their widest cell, two spaces apart. */
@@ -19,20 +19,59 @@ export function jsonRendered(body: { rev: number }, watch: boolean, content: unk
   return { text: watch ? JSON.stringify(body) : JSON.stringify(body, null, 2), rev: body.rev, key: JSON.stringify(content) };
 }
 
-export function cell(text: string | null | undefined): string {
+/** A table cell: one line, `-` when empty, at most `max` characters (null: whole). */
+export function cell(text: string | null | undefined, max: number | null = cellCharsMax): string {
   if (text === null || text === undefined || text === '') return '-';
-  const one = text.replace(/\s+/g, ' ');
-  return one.length > cellCharsMax ? `${one.slice(0, cellCharsMax - 1)}…` : one;
+  const one = text.replace(/\s+/g, ' ').trim();
+  return max === null ? one : shorten(one, max);
+}
+
+/** `text` in at most `max` characters, ending with an ellipsis when cut, at the end of a word when one ends near the cut. */
+export function shorten(text: string, max: number): string {
+  if (text.length <= max) return text;
+  if (max <= 1) return '…'.slice(0, Math.max(0, max));
+  const cut = text.slice(0, max - 1);
+  const space = cut.lastIndexOf(' ');
+  return `${(space >= Math.floor(max * 0.6) ? cut.slice(0, space) : cut).trimEnd()}…`;
+}
+
+/** The narrowest the last column of a fitted table gets, however narrow the terminal. */
+const lastColumnCharsMin = 20;
+
+/**
+ * The table with its last column (a message) fitted to `columns` characters, each cut with an
+ * ellipsis; `columns` null: the column is capped at 80 characters (output that is not a
+ * terminal); `noTrunc`: nothing is cut (`--no-trunc`).
+ */
+export function fittedTableText(head: string[], rows: string[][], columns: number | null, noTrunc = false): string {
+  const last = head.length - 1;
+  let max: number | null = noTrunc ? null : cellCharsMax;
+  if (!noTrunc && columns !== null) {
+    const others = head.slice(0, last).map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+    max = Math.max(lastColumnCharsMin, columns - others.reduce((a, w) => a + w + 2, 0));
+  }
+  return tableText(head, rows.map((r) => r.map((c, i) => (i === last ? cell(c, max) : c))));
+}
+
+/** The terminal's width when standard output is one (else $COLUMNS, else null). */
+export function terminalColumns(): number | null {
+  if (process.stdout.isTTY && process.stdout.columns > 0) return process.stdout.columns;
+  const env = Number(process.env.COLUMNS);
+  return Number.isInteger(env) && env > 0 ? env : null;
 }
 
 export function compareSlots(a: number | string, b: number | string): number {
   return String(a).localeCompare(String(b), undefined, { numeric: true });
 }
 
-/** `3/3`, or `2/3 (1 pending)`. */
+/** `3/3`; `2/3 (1 unreachable, 1 pending)`; during an update `1/3 (3 serving)`, the old tasks counted in serving. */
 export function replicasText(v: ServiceView): string {
   const s = v.status;
-  return `${s.running}/${s.desired}${s.pending > 0 ? ` (${s.pending} pending)` : ''}`;
+  const extra: string[] = [];
+  if (s.serving !== undefined && s.serving !== s.running) extra.push(`${s.serving} serving`);
+  if ((s.unreachable ?? 0) > 0) extra.push(`${s.unreachable} unreachable`);
+  if (s.pending > 0) extra.push(`${s.pending} pending`);
+  return `${s.running}/${s.desired}${extra.length > 0 ? ` (${extra.join(', ')})` : ''}`;
 }
 
 export function updateText(v: ServiceView): string {
@@ -48,11 +87,12 @@ export function serviceRows(items: readonly ServiceView[]): string[][] {
   ]);
 }
 
-/** What to say about a task: why it is pending, else its last message. */
+/** What to say about a task: why it is pending, else its last message (the agent's, until the leader copied it). */
 export function taskNote(t: TaskItem): string {
   if (t.observed === 'pending' && t.record.pendingReason !== null) return `pending: ${t.record.pendingReason}`;
-  if (t.record.exitCode !== null && t.record.message === null) return `exit ${t.record.exitCode}`;
-  return t.record.message ?? '';
+  const message = t.record.message ?? t.report?.message ?? null;
+  if (t.record.exitCode !== null && message === null) return `exit ${t.record.exitCode}`;
+  return message ?? '';
 }
 
 export function observedText(t: TaskItem): string {
@@ -67,9 +107,10 @@ export function sortTasks(tasks: readonly TaskItem[]): TaskItem[] {
 
 export const psHead = ['SLOT', 'TASK', 'NODE', 'DESIRED', 'OBSERVED', 'VERSION', 'MESSAGE'];
 
+/** The rows of `service ps`, each message whole (on one line): fittedTableText cuts them to the terminal. */
 export function psRows(tasks: readonly TaskItem[]): string[][] {
   return sortTasks(tasks).map((t) => [
-    String(t.slot), t.id, t.nodeName ?? t.nodeId ?? '-', t.desired, observedText(t), String(t.record.specVersion), cell(taskNote(t)),
+    String(t.slot), t.id, t.nodeName ?? t.nodeId ?? '-', t.desired, observedText(t), String(t.record.specVersion), cell(taskNote(t), null),
   ]);
 }
 
@@ -95,11 +136,20 @@ export function nodeRows(items: readonly NodeView[]): string[][] {
   ]);
 }
 
-/** `web: 2/3 running, updating; 1 pending: no node has ...` */
+/**
+ * `web: 2/3 running, 1 on an unreachable node; 1 pending: no node has ...`. While old tasks still
+ * serve (an update), the tasks of the new spec and the serving ones are counted apart:
+ * `web: 2/5 new (spec version 3), 5 serving, updating`.
+ */
 export function serviceProgress(v: ServiceView): string {
   const s = v.status;
-  const parts = [`${s.running}/${s.desired} running`];
-  if (s.updating) parts.push(v.record.updateStatus.state);
+  const split = s.serving !== undefined && (s.updating || s.serving !== s.running);
+  const parts = split ? [`${s.running}/${s.desired} new (spec version ${v.record.specVersion})`, `${s.serving} serving`] : [`${s.running}/${s.desired} running`];
+  const unreachable = s.unreachable ?? 0;
+  if (unreachable > 0) parts.push(`${unreachable} on ${unreachable === 1 ? 'an unreachable node' : 'unreachable nodes'}`);
+  const u = v.record.updateStatus.state;
+  if (s.updating) parts.push(u === 'rolling-back' ? 'rolling back' : 'updating');
+  else if (u === 'paused' || u === 'rollback-paused') parts.push(u === 'paused' ? 'update paused' : 'rollback paused');
   if (s.stopping > 0) parts.push(`${s.stopping} stopping`);
   const pending = s.pending > 0 ? `; ${s.pending} pending${s.pendingReasons.length > 0 ? `: ${s.pendingReasons.join('; ')}` : ''}` : '';
   return `${v.name}: ${parts.join(', ')}${pending}`;

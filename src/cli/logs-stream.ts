@@ -6,9 +6,9 @@
 
 import { z } from 'zod';
 import { errorCatalog, type ErrorCode } from '../errors.ts';
-import { exitCodes, UsageError } from './args.ts';
+import { exitCodes } from './args.ts';
 import { apiErrorFrom, CliFailure, requestTimeoutMsDefault, send } from './client.ts';
-import { durationFlag } from './control-args.ts';
+import { countArg, durationFlag } from './control-args.ts';
 import { commonFlags } from './doc-common.ts';
 import { untilInterrupted } from './watch-stream.ts';
 
@@ -57,9 +57,7 @@ export interface LogsRequest {
 
 export function tailFlag(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || n > tailLinesMax) throw new UsageError(`--tail must be a whole number of lines from 0 to ${tailLinesMax}, got '${value}'`);
-  return n;
+  return countArg(value, '--tail', tailLinesMax);
 }
 
 /** --since as a wall-clock ms: now minus the duration. */

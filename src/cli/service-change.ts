@@ -9,6 +9,7 @@ import { ApiError, CliFailure, request, resolveAddr, retryNotice } from './clien
 import { applyAnswerSchema, paths, read, rebalanceSchema, serviceDetailSchema, writtenServiceSchema } from './control-api.ts';
 import { durationFlag, oneName, replicasArg } from './control-args.ts';
 import { waitConverged, waitTimeoutDefault } from './converge.ts';
+import { sameFailureAttempts } from './converge-verdict.ts';
 import { finish } from './apply.ts';
 import { commonFlags, help } from './doc-common.ts';
 import { commonFlagsText } from './group.ts';
@@ -17,9 +18,12 @@ const waitFlags = { ...commonFlags, detach: { type: 'boolean', default: false },
 const waitFlagsText = `  --detach               do not wait for the service to converge
   --timeout DURATION     how long to wait (default ${waitTimeoutDefault})
 ${commonFlagsText(23)}`;
-const waitExitCodes = `Exit codes: 0 done (and converged, unless --detach); 1 refused (not_found, bad_request: the message
-says why) or not converged (its update paused or rolled back, or the timeout passed: the change
-stays made); 2 usage error; 3 no node answered, or the cluster cannot serve right now.`;
+const waitExitCodes = `While it waits it shows progress and why tasks do not run, and it stops early when every task
+failed the same way ${sameFailureAttempts} times in a row (or once, when the restart policy tries no more).
+Exit codes: 0 done (and converged, unless --detach); 1 refused (not_found, bad_request: the message
+says why) or not converged (not_converged: its update paused or rolled back, or the timeout
+passed; tasks_failing: every task failed the same way: the change stays made); 2 usage error;
+3 no node answered, or the cluster cannot serve right now.`;
 
 export const serviceScaleHelp = `Usage: shoal service scale NAME REPLICAS [--detach] [--timeout DURATION] [--addr HOST:PORT] [--json]
        shoal service scale NAME=REPLICAS ...
@@ -136,7 +140,7 @@ export async function serviceUpdateCommand(argv: string[]): Promise<number> {
   const name = oneName(positionals);
   const env = envPairs(values.env ?? []);
   const envRm = values['env-rm'] ?? [];
-  const replicas = values.replicas === undefined ? undefined : replicasArg(values.replicas);
+  const replicas = values.replicas === undefined ? undefined : replicasArg(values.replicas, '--replicas');
   if (values.image === undefined && replicas === undefined && env.length === 0 && envRm.length === 0) {
     throw new UsageError('nothing to change: give at least one of --image, --replicas, --env, --env-rm');
   }

@@ -9,7 +9,7 @@ import { serviceSpecSchema } from '../control/spec/service-spec.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { request, resolveAddr, retryNotice } from './client.ts';
 import { paths, read, serviceDetailSchema, serviceListSchema } from './control-api.ts';
-import { jsonRendered, psHead, psRows, serviceHead, serviceProgress, serviceRows, tableText } from './control-format.ts';
+import { fittedTableText, jsonRendered, psHead, psRows, serviceHead, serviceProgress, serviceRows, tableText, terminalColumns } from './control-format.ts';
 import { oneName } from './control-args.ts';
 import { commonFlags, help } from './doc-common.ts';
 import { clientExitCodes, commonFlagsHelp, commonFlagsText, groupHelp, runGroup, type Group } from './group.ts';
@@ -26,8 +26,10 @@ answered for 60 s). With --json --watch each printing is one line.`;
 
 export const serviceLsHelp = `Usage: shoal service ls [--stale] [--watch] [--addr HOST:PORT] [--json]
 
-Lists the services, sorted by name: mode, tasks running of those asked for (and how many wait
-for a node), image, spec version and the state of its rolling update.
+Lists the services, sorted by name: mode, tasks running of those asked for (of the current spec,
+on reachable nodes), and beside them how many serve during an update (whatever their spec), how
+many last ran on a node that is suspect or down (unreachable), and how many wait for a node
+(pending); image, spec version and the state of its rolling update.
 
 Options:
   --stale            read the node's local copy (no leader needed; may be behind)
@@ -38,14 +40,17 @@ With --json prints {items: [{name, rev, record, status}], rev} (GET /v1/services
 ${watchNote}
 ${clientExitCodes}`;
 
-export const servicePsHelp = `Usage: shoal service ps NAME [--stale] [--watch] [--addr HOST:PORT] [--json]
+export const servicePsHelp = `Usage: shoal service ps NAME [--no-trunc] [--stale] [--watch] [--addr HOST:PORT] [--json]
 
 Lists a service's tasks by slot: the task, its node, the state the leader wants (desired), the
 state it is in (observed: the node's report merged with the leader's record), the spec version
 it runs, and why it waits when it is pending (no node fits: the scheduler's reason), else its
 last message (none once it runs as wanted: what it waited for is cleared). A slot's current task comes first, then the finished ones kept for history.
+The message is cut with an ellipsis to fit the terminal's width (80 characters when the output is
+not a terminal); --no-trunc prints it whole.
 
 Options:
+  --no-trunc         print each message whole
   --stale            read the node's local copy (no leader needed; may be behind)
   --watch            print the list again on every change, until Ctrl-C
 ${commonFlagsHelp}
@@ -140,14 +145,15 @@ async function serviceLsCommand(argv: string[]): Promise<number> {
 }
 
 async function servicePsCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, readFlags, servicePsHelp);
+  const { values, positionals } = parse(argv, { ...readFlags, 'no-trunc': { type: 'boolean', default: false } }, servicePsHelp);
   if (values.help) return help(servicePsHelp);
   const name = oneName(positionals);
   const addr = resolveAddr(values.addr);
   const render = async (): Promise<Rendered> => {
     const body = await read(addr, paths.service(name), serviceDetailSchema, 'service ps', values.stale);
     if (values.json) return jsonRendered(body, values.watch, [body.service.record, body.service.status, body.tasks]);
-    const lines = [serviceProgress(body.service), ...(body.tasks.length > 0 ? [tableText(psHead, psRows(body.tasks))] : [])];
+    const table = fittedTableText(psHead, psRows(body.tasks), terminalColumns(), values['no-trunc']);
+    const lines = [serviceProgress(body.service), ...(body.tasks.length > 0 ? [table] : [])];
     return { text: lines.join('\n'), rev: body.rev };
   };
   if (!values.watch) return printList(render);

@@ -1,6 +1,7 @@
 // Pure helpers the views share: numbers as people read them.
 
 import type { ClusterView } from '../api/cluster-routes.ts';
+import type { ServiceStatus } from '../api/control-views.ts';
 
 export function bytes(n: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
@@ -37,4 +38,16 @@ export function failureTolerance(view: ClusterView): { voters: number; healthy: 
   const healthy = voters.filter((m) => m.health === 'healthy' || m.health === 'lagging').length;
   const quorum = Math.floor(voters.length / 2) + 1;
   return { voters: voters.length, healthy, tolerance: Math.max(0, healthy - quorum) };
+}
+
+/**
+ * A service's replicas for the Services view: `2 / 3`, then what else is known of its tasks:
+ * `0 / 5 · 5 serving` during an update (the old tasks still serve), `2 / 3 · 1 on an unreachable
+ * node` (its node is suspect or down: nobody knows whether it still serves).
+ */
+export function replicasText(s: ServiceStatus): string {
+  const extra: string[] = [];
+  if (s.serving !== s.running) extra.push(`${s.serving} serving`);
+  if (s.unreachable > 0) extra.push(`${s.unreachable} on ${s.unreachable === 1 ? 'an unreachable node' : 'unreachable nodes'}`);
+  return [`${s.running} / ${s.desired}`, ...extra].join(' · ');
 }

@@ -18,7 +18,7 @@
 import { deleteChange, putChange, type Change, type Plan } from './changes.ts';
 import { servicesCollection, taskStatusCollection, tasksCollection } from './collections.ts';
 import type { ServiceRecord, TaskRecord } from './resources.ts';
-import { restartVerdict } from './restart-policy.ts';
+import { notRestartedNote, restartVerdict } from './restart-policy.ts';
 import { planUpdate, type UpdatePass } from './rolling-update.ts';
 import { eligibleNodes } from './scheduler/eligible-nodes.ts';
 import { tasksOf, type ControlState } from './state.ts';
@@ -188,7 +188,7 @@ function refill(svc: ServiceRecord, slot: number | string, ws: Work[], pass: Upd
   if (last !== undefined && last.rec.observed === 'failed') {
     const verdict = restartVerdict(last.rec, svc.spec.restart);
     if (!verdict.restart) {
-      if (last.rec.message === null || !last.rec.message.includes(verdict.why)) last.rec.message = `${last.rec.message ?? 'failed'}; not restarted: ${verdict.why}`;
+      if (last.rec.message === null || !last.rec.message.includes(verdict.why)) last.rec.message = `${last.rec.message ?? 'failed'}${notRestartedNote}${verdict.why}`;
       return undefined;
     }
     if (ctx.now < verdict.notBefore) {

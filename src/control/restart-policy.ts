@@ -14,6 +14,12 @@ export type RestartVerdict =
  */
 export const attemptResetAfterMs = 60_000;
 
+/**
+ * What the orchestrator appends to a failed task's message when its slot gets no new task (the
+ * policy gave up); `shoal apply`'s wait reads it as "this slot will not try again".
+ */
+export const notRestartedNote = '; not restarted: ';
+
 /** What the slot of `failed` (observed failed, finishedAt set) gets, under `policy`. */
 export function restartVerdict(failed: TaskRecord, policy: RestartPolicy): RestartVerdict {
   if (policy.condition === 'never') return { restart: false, why: 'restart policy never' };

@@ -90,13 +90,12 @@ describe('shoal apply', () => {
   });
 
   it('fails (exit 1) when the timeout passes, and when the service\'s update is paused', async () => {
-    // Its containers exit at once with code 1, and are not restarted: it never converges.
-    solo.runtime?.program((spec) => spec.image === 'busybox:broken', { exitAfterMs: 0, exitCode: 1 });
-    const broken = file('broken.yaml', 'apiVersion: shoal/v1\nkind: Service\nname: broken\nimage: busybox:broken\nreplicas: 1\nrestart: {condition: never}\n');
-    const timedOut = await shoal('apply', '-f', broken, '--timeout', '1s');
+    // No node has the label: its task waits for one, and says so, until the timeout.
+    const nowhere = file('nowhere.yaml', 'apiVersion: shoal/v1\nkind: Service\nname: nowhere\nimage: busybox:local\nreplicas: 1\nconstraints: ["node.labels.disk == ssd"]\n');
+    const timedOut = await shoal('apply', '-f', nowhere, '--timeout', '1s');
     expect(timedOut.code).toBe(1);
-    expect(timedOut.stderr).toMatch(/not converged within 1 s \(the change was made and stays.*\n {2}broken: 0\/1 running/);
-    expect((await shoal('service', 'rm', 'broken')).code).toBe(0);
+    expect(timedOut.stderr).toMatch(/not converged within 1 s \(the change was made and stays.*\n {2}nowhere: 0\/1 running; 1 pending: 1 node excluded by constraint node.labels.disk == ssd/);
+    expect((await shoal('service', 'rm', 'nowhere')).code).toBe(0);
     const upd = file('upd.yaml', 'apiVersion: shoal/v1\nkind: Service\nname: upd\nimage: busybox:local\nreplicas: 1\n');
     expect((await shoal('apply', '-f', upd)).code).toBe(0);
     await pauseUpdate('upd');
@@ -104,6 +103,24 @@ describe('shoal apply', () => {
     expect(paused.code).toBe(1);
     expect(paused.stderr).toContain("upd's update is paused: paused by the test; fix the spec and apply it again, or: shoal service rollback upd");
     expect((await shoal('service', 'rm', 'upd')).code).toBe(0);
+  });
+
+  it('stops waiting (exit 1, tasks_failing) once every task failed the same way, and says why while it waits', async () => {
+    // Its containers exit at once with code 1: retried after 2 s (the wait shows the first failures meanwhile), or not at all.
+    solo.runtime?.program((spec) => spec.image === 'busybox:broken', { exitAfterMs: 0, exitCode: 1 });
+    const broken = (restart: string): string => file('broken.yaml', `apiVersion: shoal/v1\nkind: Service\nname: broken\nimage: busybox:broken\nreplicas: 2\nrestart: ${restart}\n`);
+    const started = Date.now();
+    const retried = await shoal('apply', '-f', broken('{delay: 2s}'));
+    expect(retried.code, retried.stderr).toBe(1);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(retried.stderr).toMatch(/\n {2}broken: 0\/2 running\n {4}2 tasks failed: exited with code 1\n/);
+    expect(retried.stderr).toContain('broken: every task failed 2 times in a row, the same way: exited with code 1');
+    expect(retried.stderr).toContain('see: shoal service ps broken');
+    expect((await shoal('service', 'rm', 'broken')).code).toBe(0);
+    const never = await shoal('apply', '-f', broken('{condition: never}'), '--json');
+    expect(never.code).toBe(1);
+    expect(JSON.parse(never.stderr.trim().split('\n').pop() ?? '')).toMatchObject({ error: { code: 'tasks_failing', message: expect.stringContaining('its restart policy tries no more') }, exitCode: 1 });
+    expect((await shoal('service', 'rm', 'broken')).code).toBe(0);
   });
 });
 

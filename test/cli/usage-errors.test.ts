@@ -184,6 +184,19 @@ describe('usage errors under --json', () => {
     expect(parseArgsMessage(e('ERR_PARSE_ARGS_INVALID_OPTION_VALUE', "Option '--addr' argument is ambiguous.\nDid you forget"), ['addr'])).toMatch(/^option --addr needs a value; .*--addr=VALUE/);
   });
 
+  it('names the rule and the field of a bad number, a negative one included (service scale web -3)', async () => {
+    const said = async (...argv: string[]): Promise<string> => expectUsageJson(await inProcess(...argv, ...nowhere, '--json'), argv.join(' ')).message;
+    expect(await said('service', 'scale', 'web', '-3')).toBe("replicas must be at least 0, got '-3'");
+    expect(await said('service', 'scale', 'web=-3')).toBe("replicas must be at least 0, got '-3'");
+    expect(await said('service', 'scale', 'web', '1.5')).toBe("replicas must be a whole number, got '1.5'");
+    expect(await said('service', 'scale', 'web', '20000')).toBe("replicas must be at most 10000, got '20000'");
+    expect(await said('service', 'scale', 'web', 'three')).toBe("replicas must be a whole number from 0 to 10000, got 'three'");
+    expect(await said('service', 'update', 'web', '--replicas', '-3')).toBe("--replicas must be at least 0, got '-3'");
+    expect(await said('service', 'update', 'web', '--replicas=-1')).toBe("--replicas must be at least 0, got '-1'");
+    expect(await said('service', 'scale', 'web', '3', '--timeout', '-5s')).toBe("--timeout must be a duration of 0 or more (such as 90s or 5m), got '-5s'");
+    expect(await said('service', 'logs', 'web', '--tail', '-1')).toBe("--tail must be at least 0, got '-1'");
+  });
+
   it('unknown commands and a missing command are usage errors too, in JSON under --json', async () => {
     const unknown = expectUsageJson(await inProcess(...['frobnicate', '--json']), 'unknown command');
     expect(unknown.message).toBe("unknown command 'frobnicate'");

@@ -1,6 +1,7 @@
 // The console in a real browser (Debian's chromium, driven by puppeteer-core; nothing downloads
 // a browser) against a real three-process cluster whose agents run containers on Docker: it shows
-// the leader, follows a leader kill, shows a service's tasks appear, and drains a node from the
+// the leader, follows a leader kill, shows a service's tasks appear (and one on a killed node as
+// on an unreachable node until the node is back), and drains a node from the
 // Nodes view, behind the confirmation, after which the node's tasks run elsewhere. Each page is
 // saved as a screenshot in test-results/console/ (the ones in docs/console/ come from this test).
 // Run it under the machine-wide lock:
@@ -75,6 +76,16 @@ describe('the web console in chromium', () => {
       await sys.waitConverged('web');
       await page.waitForFunction(() => document.querySelectorAll('tr[data-task-state=running]').length === 3, { timeout: 30_000 });
       await shot(page, 'services');
+
+      // A node that runs one of its tasks dies: until it is back (before it is declared down), the
+      // task counts as on an unreachable node, not as running.
+      const current = await sys.leader();
+      const victim = sys.cluster.nodes.find((n) => n !== viewer && n !== current);
+      if (victim === undefined) throw new Error('no node to kill');
+      await sys.cluster.kill(victim);
+      await textWhen(page, 'tr[data-service=web] [data-replicas]', (t) => t === '2 / 3 · 1 on an unreachable node', 20_000);
+      sys.cluster.start(victim);
+      await textWhen(page, 'tr[data-service=web] [data-replicas]', (t) => t === '3 / 3', 60_000);
 
       // Drain the node that runs a task, from the Nodes view, behind the confirmation.
       const { tasks } = await sys.service('web');

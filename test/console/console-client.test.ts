@@ -1,13 +1,15 @@
 // The console's pure parts: every route its client calls is in the node's OpenAPI document with
 // that method; the event-stream parser gives the same messages however the stream is chunked;
-// failure tolerance counts healthy voters; the credential file reader takes a bearer token only.
+// failure tolerance counts healthy voters; a service's replicas say which tasks serve and which
+// are on an unreachable node; the credential file reader takes a bearer token only.
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ClusterView, MemberView } from '../../src/api/cluster-routes.ts';
 import { openApiDocument } from '../../src/api/openapi.ts';
 import { consoleApiRoutes } from '../../src/console/api.ts';
-import { failureTolerance } from '../../src/console/format.ts';
+import { failureTolerance, replicasText } from '../../src/console/format.ts';
+import type { ServiceStatus } from '../../src/api/control-views.ts';
 import { SseParser } from '../../src/api/sse-parser.ts';
 import { tokenOfCredentialFile } from '../../src/console/views/login.ts';
 
@@ -70,5 +72,17 @@ describe('tokenOfCredentialFile', () => {
     expect(tokenOfCredentialFile('{"token":"shoal_a.b","caPem":"x"}')).toBe('shoal_a.b');
     expect(tokenOfCredentialFile('{"certPem":"x","keyPem":"y"}')).toBeUndefined();
     expect(tokenOfCredentialFile('not json')).toBeUndefined();
+  });
+});
+
+describe('a service\'s replicas in the Services view', () => {
+  const status = (over: Partial<ServiceStatus>): ServiceStatus => ({
+    desired: 3, running: 3, serving: 3, unreachable: 0, tasks: 3, pending: 0, pendingReasons: [], stopping: 0, updating: false, converged: true, ...over,
+  });
+
+  it('says how many run of those asked for, and which run on an unreachable node or serve during an update', () => {
+    expect(replicasText(status({}))).toBe('3 / 3');
+    expect(replicasText(status({ running: 2, serving: 2, unreachable: 1, converged: false }))).toBe('2 / 3 · 1 on an unreachable node');
+    expect(replicasText(status({ desired: 5, running: 1, serving: 5, updating: true, converged: false }))).toBe('1 / 5 · 5 serving');
   });
 });

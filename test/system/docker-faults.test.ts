@@ -1,13 +1,19 @@
 // Issue 22's scenarios 7 and 8 on a real three-process cluster running real containers on the
 // machine's Docker daemon (docker-system.ts): an image that is absent and cannot be pulled (a
-// registry address nothing listens on), and one node's Docker going away and coming back. The
+// registry address nothing listens on; `shoal apply` of it stops waiting once every task failed
+// the same way), and one node's Docker going away and coming back. The
 // second goes through a socket proxy in front of n3's Docker socket, which the test closes and
 // reopens: stopping the shared daemon would kill every container on the machine. Run under the
 // machine-wide lock:
 //
 //   flock /tmp/shoal-heavy.lock npx vitest run test/system/docker-faults.test.ts
 
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { inProcess } from '../cli/in-process.ts';
 import { serviceDoc, withDockerSystem } from './docker-system.ts';
 
 /** Port 1 on the loopback: nothing listens there, so a pull is refused at once (no timeout). */
@@ -33,6 +39,19 @@ describe('Docker faults on a real cluster', () => {
       expect(await sys.containers('ghost')).toEqual([]);
       const nodes = await sys.nodes();
       expect(nodes.map((n) => [n.name, n.record.state, n.record.runtime.status])).toEqual([['n1', 'ready', 'up'], ['n2', 'ready', 'up'], ['n3', 'ready', 'up']]);
+
+      // shoal apply of such an image says why its tasks do not run while it waits, and stops once
+      // every task failed the same way twice (2 s apart: the restart delay), long before its timeout.
+      const spec = path.join(mkdtempSync(path.join(os.tmpdir(), 'shoal-faults-')), 'ghost2.yaml');
+      writeFileSync(spec, stringify(serviceDoc('ghost2', { image: unreachableImage, replicas: 3, restart: { delay: '2s' } })));
+      const started = Date.now();
+      const applied = await inProcess('apply', '-f', spec, '--timeout', '2m', '--addr', sys.node('n1').apiAddress);
+      expect(applied.code, applied.stderr).toBe(1);
+      expect(Date.now() - started).toBeLessThan(30_000);
+      expect(applied.stderr).toMatch(/\n {4}3 tasks failed: image_pull_failed: .*127\.0\.0\.1:1\/shoal-absent:1/);
+      expect(applied.stderr).toContain('ghost2: every task failed 2 times in a row, the same way: image_pull_failed: ');
+      rmSync(path.dirname(spec), { recursive: true, force: true });
+
       // And they still run what they can: a service of the local image converges beside it.
       await sys.apply(serviceDoc('web', { replicas: 3 }));
       await sys.waitConverged('web');

@@ -1,9 +1,11 @@
-// Services: desired and running replicas, update progress and rollbacks; a service's tasks
-// with their node and state, and the log of a task.
+// Services: desired and running replicas (and the ones serving during an update, or on an
+// unreachable node), update progress and rollbacks; a service's tasks with their node and state,
+// and the log of a task.
 
 import { useState } from 'preact/hooks';
 import type { ServiceView } from '../../api/control-views.ts';
 import { api } from '../api.ts';
+import { replicasText } from '../format.ts';
 import { Badge, ErrorLine, html, usePoll } from '../ui.ts';
 
 function updateText(s: ServiceView): string {
@@ -46,7 +48,7 @@ export function ServicesView({ tick }: { tick: number }) {
       <tbody>${data.items.map((s) => html`<tr key=${s.name} data-service=${s.name}>
         <th scope="row"><button type="button" class="link" aria-expanded=${open === s.name} onClick=${() => setOpen(open === s.name ? null : s.name)}>${s.name}</button></th>
         <td><code>${s.record.spec.image}</code></td>
-        <td data-replicas><${Badge} kind=${s.status.converged ? 'healthy' : 'lagging'} text=${`${s.status.running} / ${s.status.desired}`} /></td>
+        <td data-replicas><${Badge} kind=${s.status.converged ? 'healthy' : s.status.unreachable > 0 ? 'unreachable' : 'lagging'} text=${replicasText(s.status)} /></td>
         <td>${s.status.pending}${s.status.pendingReasons.length > 0 ? ` (${s.status.pendingReasons.join('; ')})` : ''}</td>
         <td>${updateText(s)}</td><td>${s.record.specVersion}${s.record.previousSpecVersion !== null ? ` (rollback to ${s.record.previousSpecVersion})` : ''}</td>
       </tr>`)}</tbody>
