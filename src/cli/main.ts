@@ -1,6 +1,6 @@
 // The `shoal` command: dispatches to subcommands and maps failures to exit codes.
 
-import { exitCodes, UsageError, wantsJson } from './args.ts';
+import { didYouMean, exitCodes, UsageError, wantsJson } from './args.ts';
 import { reportError } from './report.ts';
 import { takeCredentialFlag, useCredentialFlag } from './credential-flag.ts';
 
@@ -77,7 +77,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   const command = commands[name];
   if (command === undefined) {
-    return reportError('', new UsageError(`unknown command '${name}'`, topUsage), json);
+    return reportError('', new UsageError(`unknown command '${name}'${didYouMean(name, Object.keys(commands))}`, topUsage), json);
   }
   let loaded: Command | undefined;
   try {

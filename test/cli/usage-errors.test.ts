@@ -191,6 +191,17 @@ describe('usage errors under --json', () => {
     expect(expectUsageJson(await inProcess(...['doc', 'frobnicate', '--json']), 'unknown subcommand').message).toBe("unknown subcommand 'frobnicate'");
   });
 
+  it('suggests the nearest command and subcommand, as it does options, and nothing for a word far from all', async () => {
+    expect(expectUsageJson(await inProcess('stauts', '--json'), 'typo').message).toBe("unknown command 'stauts' (did you mean status?)");
+    expect(expectUsageJson(await inProcess('servise', '--json'), 'typo').message).toBe("unknown command 'servise' (did you mean service?)");
+    expect(expectUsageJson(await inProcess('doc', 'lst', '--json'), 'sub typo').message).toBe("unknown subcommand 'lst' (did you mean ls?)");
+    expect(expectUsageJson(await inProcess('cluster', 'memebrs', '--json'), 'sub typo').message).toBe("unknown subcommand 'memebrs' (did you mean members?)");
+    // Two letters two edits from 'rm' are not a typo of it.
+    expect(expectUsageJson(await inProcess('doc', 'up', '--json'), 'far').message).toBe("unknown subcommand 'up'");
+    const text = await inProcess('stauts', 'ls');
+    expect(text.stderr.split('\n')[0]).toBe("shoal: unknown command 'stauts' (did you mean status?)");
+  });
+
   it('a real process prints the JSON object alone on stderr (shoal doc get notes --json)', async () => {
     const bin = fileURLToPath(new URL('../../bin/shoal.js', import.meta.url));
     const r = await promisify(execFile)(process.execPath, [bin, 'doc', 'get', 'notes', '--json']).then(
