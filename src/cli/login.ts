@@ -1,5 +1,5 @@
 // shoal login: exchanges a client token for a client certificate, with a key made here, and
-// writes the credential file where the CLI finds it by itself (src/cli/credential-file.ts).
+// adds it as a context, where the CLI finds it by itself (src/cli/contexts.ts).
 
 import { userInfo } from 'node:os';
 import { ShoalError } from '../errors.ts';
@@ -9,20 +9,24 @@ import { exitCodes, parse, UsageError } from './args.ts';
 import { checkHostPort } from './client.ts';
 import { fetchCheckedCa, joinAnswerSchema, joinRequest } from './join-client.ts';
 import { tokenFlag } from './join.ts';
-import { userCredentialFile, writeCredential } from './credential-file.ts';
+import { saveUserContext } from './credential-file.ts';
+import { contextNameFrom } from './contexts.ts';
+import { splitHostPort } from '../node/host-port.ts';
 import { isClientRole } from '../security/roles.ts';
 
-export const loginHelp = `Usage: shoal login ADDR --token TOKEN [--name NAME] [--json]
+export const loginHelp = `Usage: shoal login ADDR --token TOKEN [--name NAME] [--context NAME] [--json]
 
 Logs this user in to the cluster that ADDR (any member's client API) belongs to, with a token
 from 'shoal token create --role client': checks the cluster CA against the token (ca_mismatch
 stops here, nothing sent), makes a key here, and has the leader sign a client certificate for it
-(CN the name, OU the token's role). Writes the credential to $SHOAL_CONFIG/credential.json,
-else ~/.config/shoal/credential.json, where every shoal command finds it (replacing one there).
+(CN the name, OU the token's role). Adds the credential as a context and makes it current,
+where every shoal command finds it: named --context NAME, else ADDR's host; a context of another
+cluster with that name is kept and this one gets a suffix (shoal context ls).
 
 Options:
   --token TOKEN      the client token (required)
   --name NAME        the principal the certificate names (default: your user name)
+  --context NAME     the name of the context to add
   --json             print what was written as JSON
   -h, --help         show this help
 
@@ -53,10 +57,9 @@ export async function loginCommand(argv: string[]): Promise<number> {
   }
   const role = answer.clientRole ?? 'reader';
   if (!isClientRole(role)) throw new ShoalError('internal', `${addr} answered with an unknown role '${role}'`);
-  // The credential file the CLI finds by itself (src/cli/credential-file.ts): the CA pinned, this address first.
-  const file = userCredentialFile();
-  writeCredential(file, { version: 1, clusterId: answer.clusterId, ca: ca.caPem, addresses: [addr], principal, role, cert: answer.certPem, key: keyPem });
-  if (values.json) console.log(JSON.stringify({ principal, role, clusterId: answer.clusterId, credential: file }));
-  else console.log(`logged in to cluster ${answer.clusterId} as ${principal} (${role}); credential: ${file}`);
+  // A context the CLI finds by itself (src/cli/contexts.ts): the CA pinned, this address first.
+  const added = saveUserContext({ version: 1, clusterId: answer.clusterId, ca: ca.caPem, addresses: [addr], principal, role, cert: answer.certPem, key: keyPem }, contextNameFrom(splitHostPort(addr).host));
+  if (values.json) console.log(JSON.stringify({ principal, role, clusterId: answer.clusterId, context: added.name, credential: added.file }));
+  else console.log(`logged in to cluster ${answer.clusterId} as ${principal} (${role}); context ${added.name} (current): ${added.file}`);
   return exitCodes.ok;
 }

@@ -2,7 +2,7 @@
 
 import { didYouMean, exitCodes, UsageError, wantsJson } from './args.ts';
 import { reportError } from './report.ts';
-import { takeCredentialFlag, useCredentialFlag } from './credential-flag.ts';
+import { takeCredentialFlags, useCredentialFlags } from './credential-flag.ts';
 
 export type Run = (argv: string[]) => Promise<number>;
 
@@ -34,6 +34,7 @@ export const commands: Record<string, { load: () => Promise<Command>; summary: s
   snapshot: { load: async () => { const m = await import('./snapshot.ts'); return { run: m.snapshotCommand, help: m.snapshotGroupHelp }; }, summary: 'save a snapshot to a file; ls, inspect; restore one into a new cluster' },
   recover: { load: async () => { const m = await import('./recover.ts'); return { run: m.recoverCommand, help: m.recoverHelp }; }, summary: 'quorum lost for good: --force-new-cluster makes a stopped survivor a one-node cluster (new cluster id)' },
   credential: { load: async () => { const m = await import('./credential.ts'); return { run: m.credentialCommand, help: m.credentialGroupHelp }; }, summary: 'create, ls and revoke bearer tokens for the client API (admin)' },
+  context: { load: async () => { const m = await import('./context.ts'); return { run: m.contextCommand, help: m.contextGroupHelp }; }, summary: "ls, use, rm, show this user's credentials, one per cluster (init, dev and login add them)" },
   cert: { load: async () => { const m = await import('./cert.ts'); return { run: m.certCommand, help: m.certGroupHelp }; }, summary: 'revoke one certificate by serial; list the revoked ones (admin)' },
   ca: { load: async () => { const m = await import('./ca.ts'); return { run: m.caCommand, help: m.caGroupHelp }; }, summary: 'replace the cluster CA with no outage (admin)' },
   audit: { load: async () => { const m = await import('./audit.ts'); return { run: m.auditCommand, help: m.auditGroupHelp }; }, summary: 'who changed what: the audit records of client mutations; --watch to follow (admin)' },
@@ -55,8 +56,10 @@ Commands:
 ${Object.entries(commands).map(([name, c]) => `  ${name.padEnd(9)} ${c.summary}`).join('\n')}
 
 Options:
-  --credential FILE  the credential file to use, after the command (else $SHOAL_CONFIG/credential.json,
-                     else ~/.config/shoal/credential.json; docs/security.md)
+  --credential FILE  the credential file to use, after the command (docs/security.md)
+  --context NAME     the context to use (shoal context ls); default $SHOAL_CONTEXT, else the current
+                     context in $SHOAL_CONFIG, else in ~/.config/shoal. init, dev and login add
+                     theirs under this name
   --version          print the version (as 'shoal version'; with --json as JSON)
   -h, --help         show this help
 
@@ -81,7 +84,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   let loaded: Command | undefined;
   try {
-    useCredentialFlag(takeCredentialFlag(rest));
+    useCredentialFlags(takeCredentialFlags(rest));
     loaded = await command.load();
     return await loaded.run(rest);
   } catch (err) {
