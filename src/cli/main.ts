@@ -19,7 +19,7 @@ export const commands: Record<string, { load: () => Promise<Command>; summary: s
   dev: { load: async () => { const m = await import('./dev.ts'); return { run: m.devCommand, help: m.devHelp }; }, summary: 'start a local cluster (separate processes); dev restart NODE, dev stop' },
   join: { load: async () => { const m = await import('./join.ts'); return { run: m.joinCommand, help: m.joinHelp }; }, summary: 'join this machine to a cluster with a token (one command), and run the node' },
   token: { load: async () => { const m = await import('./token.ts'); return { run: m.tokenCommand, help: m.tokenGroupHelp }; }, summary: 'create, ls, revoke join tokens' },
-  login: { load: async () => { const m = await import('./login.ts'); return { run: m.loginCommand, help: m.loginHelp }; }, summary: 'exchange a client token for a client credential the CLI finds by itself' },
+  login: { load: async () => { const m = await import('./login.ts'); return { run: m.loginCommand, help: m.loginHelp }; }, summary: "exchange a client token for a client credential; or, on a member, --local: an admin one from the node's CA key" },
   status: { load: async () => { const m = await import('./status.ts'); return { run: (argv) => m.statusCommand(argv), help: m.statusHelp() }; }, summary: 'show leader, term, commit index and members' },
   doc: { load: async () => { const m = await import('./doc.ts'); return { run: m.docCommand, help: m.docGroupHelp }; }, summary: 'get, put, rm, ls and watch documents' },
   cluster: { load: async () => { const m = await import('./cluster.ts'); return { run: m.clusterCommand, help: m.clusterGroupHelp }; }, summary: 'members, add, promote, remove, transfer-leader' },

@@ -1,16 +1,17 @@
 // Failures that name their cause (src/cli/no-answer.ts, failure-report.ts), against one real
 // node in this process serving HTTPS with authentication, as `shoal init` makes one: a body over
 // the node's limit, a credential of another CA, no credential and a refused one, and a port
-// where nothing listens, each with what to do. A scripted server
+// where nothing listens, each with what to do. Then `shoal login --local` against the node's
+// real data directory: a voter's signs, a learner's (no CA key) is refused. A scripted server
 // stands in for the one cause one node cannot show cheaply: a CA retired by a rotation.
 // Heavy (a node with its transport): run under `flock /tmp/shoal-heavy.lock`.
 
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
+import { parse as parseYaml, stringify } from 'yaml';
 import { freePort } from '../../bench/lib/proc.ts';
 import { CliFailure, UnreachableError } from '../../src/cli/client.ts';
 import { useCredentialFlags, writeCredential, type CredentialFile } from '../../src/cli/credential-file.ts';
@@ -142,6 +143,50 @@ describe('nothing listening', () => {
     expect(r.code).toBe(3);
     expect(jsonError(r.stderr)).toMatchObject({ code: 'unreachable', kind: 'refused', message: `cannot reach 127.0.0.1:${port}: nothing listens there (connection refused)` });
     expect(jsonError(r.stderr).hint).toMatch(/^is a node running there\?/);
+  });
+});
+
+describe('shoal login --local', () => {
+  it('on the founding voter: the node signs an admin certificate, records it, and it becomes the current context', async () => {
+    const r = await inProcess('login', '--local', '--data', dataDir, '--name', 'root-n1', '--json');
+    expect(r.code, r.stderr).toBe(0);
+    const done = JSON.parse(r.stdout) as { clusterId: string; principal: string; context: string; credential: string; serial: string; addresses: string[] };
+    expect(done).toMatchObject({ clusterId: node.identity.clusterId, principal: 'root-n1', context: 'n1', addresses: [addr] });
+    expect(done.credential).toBe(path.join(process.env.SHOAL_CONFIG ?? '', 'contexts', 'n1.json'));
+    // The CLI finds it by itself now.
+    useCredentialFlags({});
+    const status = await inProcess('status', '--json');
+    expect(status.code, status.stderr).toBe(0);
+    await waitFor('the certificate.issued event', () => node.events.clusterSince(0, ['certificate.issued']).some((e) => e.subject === 'root-n1'), 5_000);
+    expect(node.events.clusterSince(0, ['certificate.issued']).find((e) => e.subject === 'root-n1')).toMatchObject({ details: { role: 'admin', serial: done.serial, by: node.identity.id } });
+  });
+
+  it('on a node without the CA key (a learner): refused with what to do, and nothing written', async () => {
+    const learner = path.join(root, 'learner');
+    cpSync(dataDir, learner, { recursive: true, filter: (src) => !src.endsWith('ca.key') && !src.includes(`${path.sep}raft`) });
+    const r = await inProcess('login', '--local', '--data', learner);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`${learner} holds no cluster CA key (tls/ca.key): node n1 is a learner, or a voter that has not received the key yet`);
+    expect(r.stderr).toContain('shoal token create --role client --client-role admin');
+    expect(existsSync(path.join(process.env.SHOAL_CONFIG ?? '', 'contexts'))).toBe(false);
+  });
+
+  it('with the node not running: refused (exit 3), nothing written', async () => {
+    const stopped = path.join(root, 'stopped');
+    cpSync(dataDir, stopped, { recursive: true, filter: (src) => !src.includes(`${path.sep}raft`) });
+    const config = parseYaml(readFileSync(path.join(stopped, 'shoal.yaml'), 'utf8')) as { api: { listen: string } };
+    config.api.listen = `127.0.0.1:${await freePort()}`;
+    writeFileSync(path.join(stopped, 'shoal.yaml'), stringify(config));
+    const r = await inProcess('login', '--local', '--data', stopped);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain('did not answer: nothing listens there (connection refused). login --local has the node sign and record the credential, so the node must run; nothing was written');
+    expect(existsSync(path.join(process.env.SHOAL_CONFIG ?? '', 'contexts'))).toBe(false);
+  });
+
+  it('refuses a directory that is not a node\'s', async () => {
+    const r = await inProcess('login', '--local', '--data', root);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("not a node's data directory (no node.json there)");
   });
 });
 
