@@ -10,17 +10,16 @@ import { tableText } from './control-format.ts';
 import { help } from './doc-common.ts';
 import { groupHelp, runGroup, type Group } from './group.ts';
 
-const where = 'in $SHOAL_CONFIG when it is set, else in ~/.config/shoal';
-
 export const contextLsHelp = `Usage: shoal context ls [--json]
 
-Lists this user's contexts (${where}): each is a credential for one cluster,
-added by 'shoal init', 'shoal dev' and 'shoal login'. The one a command would use is marked '*':
---context NAME, else $SHOAL_CONTEXT, else the current one ('shoal context use'). A credential.json
-of before contexts is listed as 'default'.
+Lists this user's contexts ($SHOAL_CONFIG/contexts, else ~/.config/shoal/contexts): each is a
+credential for one cluster, added by 'shoal init', 'shoal dev' and 'shoal login'. The one a
+command would use is marked '*': --context NAME, else $SHOAL_CONTEXT, else the current one
+('shoal context use'). A credential.json of before contexts is listed as 'default'.
 
 Options:
-  --json       {contexts: [{name, file, current, inUse, clusterId, principal, role, auth, addresses, problem?}], current, inUse}
+  --json       {current, inUse, contexts: [{name, file, current, inUse, clusterId, principal,
+               role, auth, addresses} or {name, file, current, inUse, problem}]}
   -h, --help   show this help
 
 Exit codes: 0; 2 usage error.`;
@@ -29,6 +28,10 @@ export const contextUseHelp = `Usage: shoal context use NAME [--json]
 
 Makes NAME the current context: the credential every command uses unless --credential,
 --context or $SHOAL_CONTEXT says otherwise.
+
+Options:
+  --json       {current, file}
+  -h, --help   show this help
 
 Exit codes: 0; 1 no such context (not_found); 2 usage error.`;
 
@@ -50,14 +53,19 @@ export const contextShowHelp = `Usage: shoal context show [--json]
 Prints the context a command run like this would use, and why (--context, $SHOAL_CONTEXT, the
 current one), with its cluster, principal and first address; or that there is none.
 
-Exit codes: 0; 1 there is no context to use; 2 usage error.`;
+Options:
+  --json       {name, file, why, clusterId, principal, role, addresses}
+  -h, --help   show this help
+
+Exit codes: 0; 1 there is no context to use (not_found); 2 usage error.`;
 
 export const contextGroup: Group = {
   name: 'context',
-  about: `This user's credentials, one per cluster, kept by name ${where}: the
-current one is what every command uses unless --context NAME, $SHOAL_CONTEXT or --credential FILE
-says otherwise. 'shoal init', 'shoal dev' and 'shoal login' add one and make it current; adding
-never replaces another cluster's context.`,
+  about: `This user's credentials, one per cluster, kept by name in $SHOAL_CONFIG when it is set,
+else in ~/.config/shoal (docs/security.md, "Contexts"). The current one is what every command
+uses unless --context NAME, $SHOAL_CONTEXT or --credential FILE says otherwise. 'shoal init',
+'shoal dev' and 'shoal login' add one and make it current; adding never replaces another
+cluster's context. Nothing here talks to a node.`,
   subcommands: {
     ls: { summary: 'list contexts; the one in use is marked *', help: contextLsHelp, run: lsCommand },
     use: { summary: 'make a context the current one', help: contextUseHelp, run: useCommand },
