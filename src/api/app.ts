@@ -179,7 +179,7 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   bounds.connections.attach(app.server, ctx.auth.mode === 'tls' ? 'secureConnection' : 'connection');
   registerApiMetrics(ctx.metrics, bounds);
   app.setErrorHandler((err: FastifyError | Error, req, reply) => {
-    const e = toShoalError(err);
+    const e = toShoalError(err, ctx.bodyBytesMax);
     if (e.code === 'internal') ctx.node.log.error(`request ${req.id} ${req.method} ${req.url}: ${err.stack ?? err.message}`);
     if (e.code === 'overloaded' && e.details?.limit === 'connectionsMax') void reply.header('connection', 'close');
     return sendError(reply, req, e, limits.retryAfterSeconds);

@@ -26,12 +26,15 @@ export function errorBody(err: ShoalError, requestId: string): ErrorBody {
   };
 }
 
-/** Maps anything thrown in a handler, including fastify's own errors, to a catalog error. */
-export function toShoalError(err: FastifyError | Error): ShoalError {
+/** Maps anything thrown in a handler, including fastify's own errors, to a catalog error; `bodyBytesMax` is the limit a 413 names. */
+export function toShoalError(err: FastifyError | Error, bodyBytesMax?: number): ShoalError {
   if (isShoalError(err)) return err;
   const fe = err as FastifyError;
   switch (fe.code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE': return new ShoalError('payload_too_large', `${fe.message}; the limit is set by limits.bodyBytesMax`);
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return bodyBytesMax === undefined
+        ? new ShoalError('payload_too_large', `${fe.message}; the limit is set by limits.bodyBytesMax`)
+        : new ShoalError('payload_too_large', `the request body is larger than ${bodyBytesMax} bytes, the limit set by limits.bodyBytesMax`, { limit: 'bodyBytesMax', max: bodyBytesMax });
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE': return new ShoalError('unsupported_media_type', 'send the body as application/json');
     case 'FST_ERR_BAD_URL': return badRequest([{ path: 'path', message: 'the path is not valid percent-encoded UTF-8 (a stray %, or an encoded lone surrogate)' }]);
     case 'FST_ERR_MAX_PARAM_LENGTH':

@@ -14,8 +14,14 @@ export interface Problem {
 export function problemsOf(issues: readonly z.core.$ZodIssue[], prefix: string): Problem[] {
   return issues.map((i) => {
     const keys = 'keys' in i && Array.isArray(i.keys) ? ` (${i.keys.join(', ')})` : '';
-    return { path: [prefix, ...i.path.map(String)].filter((s) => s !== '').join('.'), message: `${i.message}${keys}` };
+    return { path: [prefix, ...i.path.map(String)].filter((s) => s !== '').join('.'), message: `${messageOf(i)}${keys}` };
   });
+}
+
+/** zod's message, except for a record's key, where zod says only "Invalid key in record": the key's own rule instead. */
+function messageOf(i: z.core.$ZodIssue): string {
+  if (i.code !== 'invalid_key' || i.issues.length === 0) return i.message;
+  return `the key ${JSON.stringify(String(i.path[i.path.length - 1] ?? ''))} is ${i.issues.map((inner) => inner.message).join('; ')}`;
 }
 
 /** Segments of a path kept in a message; a deeper path (a nested document) is shortened there. */

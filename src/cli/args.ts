@@ -101,18 +101,27 @@ export function parseArgsMessage(err: Error & { code?: string }, known: string[]
   return err.message.charAt(0).toLowerCase() + err.message.slice(1);
 }
 
-/** The known option nearest to a mistyped one (at most 2 edits away), for "did you mean". */
-function closest(typed: string, known: string[]): string | undefined {
+/**
+ * The known name nearest to a mistyped one, for "did you mean": options, commands, contexts. At
+ * most 2 edits away, and fewer than the typed name's length (`up` is not a typo of `rm`).
+ */
+export function closest(typed: string, known: readonly string[]): string | undefined {
   let best: string | undefined;
   let bestDistance = 3;
   for (const k of known) {
     const d = editDistance(typed, k);
-    if (d < bestDistance) {
+    if (d < bestDistance && d < typed.length) {
       best = k;
       bestDistance = d;
     }
   }
   return typed.length > 1 ? best : undefined;
+}
+
+/** " (did you mean X?)" for the nearest of `known`, or nothing. */
+export function didYouMean(typed: string, known: readonly string[]): string {
+  const guess = closest(typed, known);
+  return guess === undefined ? '' : ` (did you mean ${guess}?)`;
 }
 
 function editDistance(a: string, b: string): number {

@@ -14,7 +14,7 @@ import { askControl, serveControl, type ControlRequest } from './dev-control.ts'
 import { acquireDevLock, checkPorts, lockFile, runningDev, socketPath, type DevLock } from './dev-lock.ts';
 import { DevSupervisor, localView, type DevEvent, type DevNode } from './dev-supervisor.ts';
 import { credentialFileName, useCredentialFlag, userCredentialFile } from './credential-file.ts';
-import { writeAdminCredential } from './credential-issue.ts';
+import { addAdminContext } from './credential-issue.ts';
 
 const dataDefault = '.shoal-dev';
 const basePortDefault = 7101;
@@ -37,8 +37,9 @@ own data directory under DIR (default ${dataDefault}). Client APIs listen on POR
 (default 7101-7103), HTTPS with authentication as on any node; peer transports on PORT+100, ...
 (7201-7203). The data is kept: running the command again restarts the same cluster. Ctrl-C stops
 all nodes cleanly. An admin credential (a client certificate of the cluster's CA) is written to
-DIR/credential.json and to $SHOAL_CONFIG/credential.json if $SHOAL_CONFIG is set, else to
-~/.config/shoal/credential.json, where the CLI finds it by itself (docs/security.md).
+DIR/credential.json and added as the current context 'dev' (or --context's name) of
+$SHOAL_CONFIG, else ~/.config/shoal, where the CLI finds it by itself; another cluster's context
+of that name is kept (docs/security.md, "Contexts").
 
 One dev cluster runs per data directory: a second 'shoal dev' on the same DIR, or on ports in use,
 refuses and says where the running one is. A node that dies is reported ("exited with code 1",
@@ -195,7 +196,7 @@ async function prepare(dataDir: string, layout: DevLayout, runtime: RuntimeKind)
   // The nodes serve HTTPS with authentication, as any node does: the local user gets an admin
   // credential, which the CLI finds by itself, and this process talks to its nodes with it.
   const own = path.join(dataDir, credentialFileName);
-  await writeAdminCredential(path.join(dataDir, 'n1'), members.map((m) => m.apiAddress), [own, userCredentialFile()]);
+  await addAdminContext(path.join(dataDir, 'n1'), members.map((m) => m.apiAddress), 'dev', { files: [own], devDataDir: dataDir });
   useCredentialFlag(own);
   return members;
 }

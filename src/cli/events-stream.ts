@@ -4,7 +4,7 @@
 // node's own events live only on it, so those are asked of the same node again).
 
 import { z } from 'zod';
-import { ApiError, apiErrorFrom, request, send, UnreachableError } from './client.ts';
+import { ApiError, apiErrorFrom, CliFailure, request, send, UnreachableError } from './client.ts';
 import { SseParser } from '../api/sse-parser.ts';
 
 export const eventSchema = z.looseObject({
@@ -68,8 +68,8 @@ export async function readEvents(opts: EventStreamOptions): Promise<void> {
       if (synced && !opts.follow) return;
     } catch (err) {
       if (opts.signal.aborted) return;
-      // Refused (a bad filter, overloaded...), or not following: the caller reports it.
-      if (!opts.follow || (err instanceof ApiError && err.status !== 503 && err.status !== 504)) throw err;
+      // Refused (a bad filter, overloaded...), a failure no retry cures (another CA, no credential), or not following: the caller reports it.
+      if (!opts.follow || err instanceof CliFailure || (err instanceof ApiError && err.status !== 503 && err.status !== 504)) throw err;
       reason = err instanceof UnreachableError ? err.reason : (err as Error).message;
     }
     if (opts.signal.aborted) return;

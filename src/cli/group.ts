@@ -1,7 +1,7 @@
 // A command group (`shoal doc`, `shoal cluster`, `shoal snapshot`): dispatches to its
 // subcommands, prints the group's help, and turns client failures into messages and exit codes.
 
-import { exitCodes, UsageError, wantsJson } from './args.ts';
+import { didYouMean, exitCodes, UsageError, wantsJson } from './args.ts';
 import { reportError } from './report.ts';
 
 export interface Subcommand {
@@ -55,7 +55,7 @@ export async function runGroup(g: Group, argv: string[]): Promise<number> {
   const json = wantsJson(argv);
   const sub = name === undefined ? undefined : g.subcommands[name];
   if (name === undefined || sub === undefined) {
-    const what = name === undefined ? 'missing subcommand' : name.startsWith('-') ? `expected a subcommand before ${name}` : `unknown subcommand '${name}'`;
+    const what = name === undefined ? 'missing subcommand' : name.startsWith('-') ? `expected a subcommand before ${name}` : `unknown subcommand '${name}'${didYouMean(name, Object.keys(g.subcommands))}`;
     const usage = `Usage: shoal ${g.name} <subcommand> [options]\nSubcommands: ${Object.keys(g.subcommands).join(', ')}`;
     return reportError(g.name, new UsageError(what, usage), json);
   }

@@ -9,8 +9,7 @@ import { stringify } from 'yaml';
 import { configSchema, splitHostPort } from '../node/config.ts';
 import { initNode, nodeNamePattern, nodeNameRule } from '../node/identity.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
-import { userCredentialFile } from './credential-file.ts';
-import { writeAdminCredential } from './credential-issue.ts';
+import { addAdminContext } from './credential-issue.ts';
 
 /** Defaults for a real node, clear of `shoal dev`'s ports (7101-7107 API, 7201-7207 peer). */
 export const initApiDefault = '127.0.0.1:7100';
@@ -29,8 +28,9 @@ command that joins another machine:
 
 Three machines take three commands: init here, join on the two others. The flags are checked
 first; a bad one writes nothing.
-It also writes an admin credential for the local user to $SHOAL_CONFIG/credential.json (else
-~/.config/shoal/credential.json), which the CLI finds.
+It also adds an admin credential for the local user as the context NAME (or --context's name;
+another cluster's context of that name is kept and this one gets a suffix) and makes it current,
+in $SHOAL_CONFIG/contexts (else ~/.config/shoal/contexts): 'shoal context ls' lists them.
 
 Options:
   --data DIR         data directory to create (required)
@@ -108,9 +108,8 @@ export async function initCommand(argv: string[]): Promise<number> {
     const bootstrap = founds ? { bootstrap: [{ id: identity.id, name, peerAddress: values.peer, apiAddress: values.api }] } : {};
     writeFileSync(configFile, stringify({ dataDir: '.', api: { listen: values.api }, peer: { listen: values.peer }, ...bootstrap }));
   }
-  // The founder holds the CA key: it makes the local user's admin credential, which the CLI finds.
-  const credential = founds ? userCredentialFile() : null;
-  if (credential !== null) await writeAdminCredential(data, [values.api], [credential]);
+  // The founder holds the CA key: it makes the local user's admin credential, a context named after the node.
+  const credential = founds ? (await addAdminContext(data, [values.api], name)).file : null;
   const token = founds ? await foundingToken(data) : undefined;
   const joinCommand = token === undefined ? undefined : `shoal join ${values.api} --token ${token}`;
   const summary = { ...identity, dataDir: path.resolve(data), config: path.resolve(configFile), credential, ...(joinCommand !== undefined ? { joinCommand } : {}) };

@@ -1,8 +1,8 @@
 // The `shoal` command: dispatches to subcommands and maps failures to exit codes.
 
-import { exitCodes, UsageError, wantsJson } from './args.ts';
+import { didYouMean, exitCodes, UsageError, wantsJson } from './args.ts';
 import { reportError } from './report.ts';
-import { takeCredentialFlag, useCredentialFlag } from './credential-flag.ts';
+import { takeCredentialFlags, useCredentialFlags } from './credential-flag.ts';
 
 export type Run = (argv: string[]) => Promise<number>;
 
@@ -19,7 +19,7 @@ export const commands: Record<string, { load: () => Promise<Command>; summary: s
   dev: { load: async () => { const m = await import('./dev.ts'); return { run: m.devCommand, help: m.devHelp }; }, summary: 'start a local cluster (separate processes); dev restart NODE, dev stop' },
   join: { load: async () => { const m = await import('./join.ts'); return { run: m.joinCommand, help: m.joinHelp }; }, summary: 'join this machine to a cluster with a token (one command), and run the node' },
   token: { load: async () => { const m = await import('./token.ts'); return { run: m.tokenCommand, help: m.tokenGroupHelp }; }, summary: 'create, ls, revoke join tokens' },
-  login: { load: async () => { const m = await import('./login.ts'); return { run: m.loginCommand, help: m.loginHelp }; }, summary: 'exchange a client token for a client credential the CLI finds by itself' },
+  login: { load: async () => { const m = await import('./login.ts'); return { run: m.loginCommand, help: m.loginHelp }; }, summary: "exchange a client token for a client credential; or, on a member, --local: an admin one from the node's CA key" },
   status: { load: async () => { const m = await import('./status.ts'); return { run: (argv) => m.statusCommand(argv), help: m.statusHelp() }; }, summary: 'show leader, term, commit index and members' },
   doc: { load: async () => { const m = await import('./doc.ts'); return { run: m.docCommand, help: m.docGroupHelp }; }, summary: 'get, put, rm, ls and watch documents' },
   cluster: { load: async () => { const m = await import('./cluster.ts'); return { run: m.clusterCommand, help: m.clusterGroupHelp }; }, summary: 'members, add, promote, remove, transfer-leader' },
@@ -34,6 +34,7 @@ export const commands: Record<string, { load: () => Promise<Command>; summary: s
   snapshot: { load: async () => { const m = await import('./snapshot.ts'); return { run: m.snapshotCommand, help: m.snapshotGroupHelp }; }, summary: 'save a snapshot to a file; ls, inspect; restore one into a new cluster' },
   recover: { load: async () => { const m = await import('./recover.ts'); return { run: m.recoverCommand, help: m.recoverHelp }; }, summary: 'quorum lost for good: --force-new-cluster makes a stopped survivor a one-node cluster (new cluster id)' },
   credential: { load: async () => { const m = await import('./credential.ts'); return { run: m.credentialCommand, help: m.credentialGroupHelp }; }, summary: 'create, ls and revoke bearer tokens for the client API (admin)' },
+  context: { load: async () => { const m = await import('./context.ts'); return { run: m.contextCommand, help: m.contextGroupHelp }; }, summary: "ls, use, rm, show this user's credentials, one per cluster (init, dev and login add them)" },
   cert: { load: async () => { const m = await import('./cert.ts'); return { run: m.certCommand, help: m.certGroupHelp }; }, summary: 'revoke one certificate by serial; list the revoked ones (admin)' },
   ca: { load: async () => { const m = await import('./ca.ts'); return { run: m.caCommand, help: m.caGroupHelp }; }, summary: 'replace the cluster CA with no outage (admin)' },
   audit: { load: async () => { const m = await import('./audit.ts'); return { run: m.auditCommand, help: m.auditGroupHelp }; }, summary: 'who changed what: the audit records of client mutations; --watch to follow (admin)' },
@@ -55,8 +56,10 @@ Commands:
 ${Object.entries(commands).map(([name, c]) => `  ${name.padEnd(9)} ${c.summary}`).join('\n')}
 
 Options:
-  --credential FILE  the credential file to use, after the command (else $SHOAL_CONFIG/credential.json,
-                     else ~/.config/shoal/credential.json; docs/security.md)
+  --credential FILE  the credential file to use, after the command (docs/security.md)
+  --context NAME     the context to use (shoal context ls); default $SHOAL_CONTEXT, else the current
+                     context in $SHOAL_CONFIG, else in ~/.config/shoal. init, dev and login add
+                     theirs under this name
   --version          print the version (as 'shoal version'; with --json as JSON)
   -h, --help         show this help
 
@@ -77,11 +80,11 @@ export async function main(argv: string[]): Promise<number> {
   }
   const command = commands[name];
   if (command === undefined) {
-    return reportError('', new UsageError(`unknown command '${name}'`, topUsage), json);
+    return reportError('', new UsageError(`unknown command '${name}'${didYouMean(name, Object.keys(commands))}`, topUsage), json);
   }
   let loaded: Command | undefined;
   try {
-    useCredentialFlag(takeCredentialFlag(rest));
+    useCredentialFlags(takeCredentialFlags(rest));
     loaded = await command.load();
     return await loaded.run(rest);
   } catch (err) {

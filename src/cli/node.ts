@@ -3,6 +3,7 @@
 
 import { nodesCollection, taskStatusCollection, tasksCollection } from '../control/collections.ts';
 import { formatCpu, formatMemory } from '../control/spec/quantity.ts';
+import { labelKeyPattern, labelValuePattern } from '../control/spec/constraint.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { CliFailure, exitCodeOf, isClientFailure, request, resolveAddr, retryNotice } from './client.ts';
 import { durationFlag, oneName } from './control-args.ts';
@@ -77,17 +78,31 @@ ${clientExitCodes} An unknown node exits 1 (not_found).`;
 export const nodePauseHelp = availabilityHelp('pause', 'Pauses a node: it keeps the tasks it runs and takes no new ones.');
 export const nodeActivateHelp = availabilityHelp('activate', 'Makes a node active again after pause or drain: it takes new tasks. Tasks that moved away stay\nwhere they are (see \'shoal service rebalance\').');
 
+const labelKeyRule = "A label key is 1 to 253 of letters, digits, '.', '_', '-' and '/', starting and ending with a letter or digit (disk, example.com/zone)";
+const labelValueRule = "a value is up to 253 of letters, digits and . _ : / @ + - (no spaces, commas, quotes or parentheses, so constraints name it unquoted)";
+
+/** Every bad key and value of a `node label` command line at once, each with the rule it breaks. */
+export function labelProblems(set: Record<string, string>, remove: readonly string[]): string[] {
+  const problems: string[] = [];
+  for (const [k, v] of Object.entries(set)) {
+    if (!labelKeyPattern.test(k)) problems.push(`label key '${k}' (in '${k}=${v}'): ${labelKeyRule.charAt(0).toLowerCase()}${labelKeyRule.slice(1)}`);
+    if (!labelValuePattern.test(v)) problems.push(`label value '${v}' (of ${k}): ${labelValueRule}`);
+  }
+  for (const k of remove) if (!labelKeyPattern.test(k)) problems.push(`--remove '${k}': ${labelKeyRule.charAt(0).toLowerCase()}${labelKeyRule.slice(1)}`);
+  return problems;
+}
+
 export const nodeLabelHelp = `Usage: shoal node label NODE [KEY=VALUE]... [--remove KEY]... [--addr HOST:PORT] [--json]
 
 Sets and removes a node's labels (constraints such as 'node.labels.disk == ssd' and
-placement.spreadOver match them). Other labels are kept.
+placement.spreadOver match them). Other labels are kept. ${labelKeyRule}; ${labelValueRule}.
 
 Options:
   --remove KEY       remove a label (repeat for several; a label that is not there is ignored)
 ${commonFlagsHelp}
 
 With --json prints {rev, node}.
-${clientExitCodes} An unknown node exits 1 (not_found); a bad key or value exits 1 (bad_request).`;
+${clientExitCodes} An unknown node exits 1 (not_found); a bad key or value exits 2, before anything is sent.`;
 
 export const nodeGroup: Group = {
   name: 'node',
@@ -258,6 +273,8 @@ async function nodeLabelCommand(argv: string[]): Promise<number> {
   }
   const remove = values.remove ?? [];
   if (pairs.length === 0 && remove.length === 0) throw new UsageError('nothing to change: give KEY=VALUE pairs and/or --remove KEY');
+  const problems = labelProblems(set, remove);
+  if (problems.length > 0) throw new UsageError(problems.length === 1 ? problems[0] ?? '' : `${problems.length} problems:\n${problems.map((p) => `  ${p}`).join('\n')}`);
   const { body } = await request(resolveAddr(values.addr), 'POST', `${paths.node(ref)}/labels`, writtenNodeSchema, { body: { set, remove }, retry: 'safe', onRetry: retryNotice('node label') });
   if (values.json) console.log(JSON.stringify(body, null, 2));
   else console.log(`${body.node?.name ?? ref}: labels ${body.node === null ? '?' : labelsText(body.node.record.labels)}${body.rev === null ? ' (unchanged)' : ''}`);

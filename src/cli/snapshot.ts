@@ -15,8 +15,7 @@ import { emptyConfState } from '../raft/storage.ts';
 import { DiskStorage, storagePaths } from '../storage/index.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { apiErrorFrom, checkHostPort, CliFailure, resolveAddr, send } from './client.ts';
-import { userCredentialFile } from './credential-file.ts';
-import { writeAdminCredential } from './credential-issue.ts';
+import { addAdminContext } from './credential-issue.ts';
 import { commonFlags, help } from './doc-common.ts';
 import { initApiDefault, initPeerDefault } from './init.ts';
 import { inspectCommand, lsCommand, snapshotInspectHelp, snapshotLsHelp } from './snapshot-files.ts';
@@ -46,14 +45,15 @@ Starts a NEW cluster from a snapshot file: a new node identity, a new cluster CA
 cluster id in DIR, holding the snapshot's documents with their revisions (the log continues
 after the snapshot's index, so revisions keep increasing). The old cluster is not touched and
 cannot talk to the new one. Start the node with 'shoal serve --config DIR/shoal.yaml', then add
-more nodes with 'shoal cluster add'.
+more nodes with 'shoal cluster add'. An admin credential for the new cluster is added as the
+current context NAME (or --context's name; shoal context ls).
 
 Options:
   --data DIR         data directory for the new node; must not hold a node already
   --name NAME        the new node's name
   --api HOST:PORT    its client API address (default ${initApiDefault})
   --peer HOST:PORT   its peer transport address (default ${initPeerDefault})
-  --json             print {clusterId, oldClusterId, nodeId, name, index, documents, dataDir, config}
+  --json             print {clusterId, oldClusterId, nodeId, name, index, documents, dataDir, config, credential}
   -h, --help         show this help
 
 Exit codes: 0 restored; 1 the file is missing or damaged, or DIR already holds a node (nothing
@@ -234,8 +234,7 @@ async function restoreCommand(argv: string[]): Promise<number> {
   const configKept = existsSync(config);
   if (!configKept) writeFileSync(config, stringify({ dataDir: '.', api: { listen: apiAddress }, peer: { listen: peerAddress } }));
   // A new cluster has a new CA: the user gets an admin credential for it, as from shoal init.
-  const credential = userCredentialFile();
-  await writeAdminCredential(dataDir, [apiAddress], [credential]);
+  const { file: credential } = await addAdminContext(dataDir, [apiAddress], values.name);
 
   if (values.json) {
     console.log(JSON.stringify({

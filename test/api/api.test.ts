@@ -241,7 +241,8 @@ describe('bad input is a 4xx with the right code, never a 5xx', () => {
     expectError(await put('/v1/docs/c/x', [1, 2]), 'bad_request');
     expectError(await s.app.inject({ method: 'PUT', url: '/v1/docs/c/x', payload: '{"a":', headers: { 'content-type': 'application/json' } }), 'bad_request');
     expectError(await s.app.inject({ method: 'PUT', url: '/v1/docs/c/x', payload: 'a=1', headers: { 'content-type': 'text/plain' } }), 'unsupported_media_type');
-    expectError(await put('/v1/docs/c/x', { blob: 'x'.repeat(100 * 1024) }), 'payload_too_large');
+    // The answer names the limit, so a client can say how far over it the body is.
+    expect(expectError(await put('/v1/docs/c/x', { blob: 'x'.repeat(100 * 1024) }), 'payload_too_large')).toEqual({ limit: 'bodyBytesMax', max: 64 * 1024 });
     expectError(await s.app.inject({ url: '/v1/docs/c/x?consistency=maybe' }), 'bad_request');
     expectError(await s.app.inject({ url: '/v1/watch?after=-3' }), 'bad_request');
     expectError(await s.app.inject({ method: 'POST', url: '/v1/cluster/members', payload: { id: 'x' } }), 'bad_request');

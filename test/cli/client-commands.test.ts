@@ -302,7 +302,8 @@ describe('shoal snapshot', () => {
     expect(restore.stdout).toContain(`documents at index ${saved.index} into a NEW cluster`);
     expect(restore.stdout).toContain('(the old cluster was test-cluster)');
     expect(restore.stdout).toContain(`shoal serve --config ${path.join(data, 'shoal.yaml')}`);
-    expect(existsSync(path.join(process.env.SHOAL_CONFIG ?? '', 'credential.json'))).toBe(true);
+    // Added as the context named after the node, made current (src/cli/contexts.ts).
+    expect(existsSync(path.join(process.env.SHOAL_CONFIG ?? '', 'contexts', 'r1.json'))).toBe(true);
 
     const twice = await inProcess('snapshot', 'restore', file, '--data', data, '--name', 'r1');
     expect(twice.code).toBe(1);

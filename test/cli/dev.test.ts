@@ -122,8 +122,8 @@ describe('shoal dev', () => {
       const ready = await dev.event() as unknown as Ready;
       expect(ready).toMatchObject({ event: 'ready', dataDir: data });
       expect(ready.nodes.map((n) => [n.name, n.api])).toEqual([['n1', `https://127.0.0.1:${base}`], ['n2', `https://127.0.0.1:${base + 1}`]]);
-      // The admin credential is written where the CLI finds it ($SHOAL_CONFIG, set for every test file).
-      expect(ready.credential).toBe(path.join(process.env.SHOAL_CONFIG ?? '', 'credential.json'));
+      // The admin credential is the context 'dev', current, where the CLI finds it ($SHOAL_CONFIG, set for every test file).
+      expect(ready.credential).toBe(path.join(process.env.SHOAL_CONFIG ?? '', 'contexts', 'dev.json'));
       const status = await run(['status', '--addr', `127.0.0.1:${base}`, '--json']);
       expect(status.code, status.stderr).toBe(0);
       expect(ready.nodes.map((n) => n.name)).toContain(ready.leader);

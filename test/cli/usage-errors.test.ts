@@ -25,6 +25,7 @@ import { networkGroup } from '../../src/cli/network.ts';
 import { policyGroup } from '../../src/cli/policy.ts';
 import { drillGroup } from '../../src/cli/drill.ts';
 import { auditGroup } from '../../src/cli/audit.ts';
+import { contextGroup } from '../../src/cli/context.ts';
 import { inProcess } from './in-process.ts';
 
 interface Case {
@@ -133,6 +134,11 @@ const cases: Record<string, Case> = {
   'cert renew': { badFlag: ['cert', 'renew', '--bogus', ...nowhere], missing: ['cert', 'renew'] },
   ca: { badFlag: ['ca', '--bogus'], missing: ['ca'] },
   'ca rotate': { badFlag: ['ca', 'rotate', '--bogus', ...nowhere], missing: ['ca', 'rotate', 'extra', ...nowhere] },
+  context: { badFlag: ['context', '--bogus'], missing: ['context'] },
+  'context ls': { badFlag: ['context', 'ls', '--bogus'], missing: ['context', 'ls', 'extra'] },
+  'context use': { badFlag: ['context', 'use', 'x', '--bogus'], missing: ['context', 'use'] },
+  'context rm': { badFlag: ['context', 'rm', 'x', '--bogus'], missing: ['context', 'rm'] },
+  'context show': { badFlag: ['context', 'show', '--bogus'], missing: ['context', 'show', 'extra'] },
 };
 
 
@@ -151,7 +157,7 @@ describe('usage errors under --json', () => {
     const all = [
       ...Object.keys(commands),
       ...devSubcommands.map((s) => `dev ${s}`),
-      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, credentialGroup, tokenGroup, secretGroup, networkGroup, policyGroup, drillGroup, auditGroup, certGroup, caGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
+      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, credentialGroup, tokenGroup, secretGroup, networkGroup, policyGroup, drillGroup, auditGroup, certGroup, caGroup, contextGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
     ];
     expect(Object.keys(cases).sort()).toEqual(all.sort());
   });
@@ -203,6 +209,17 @@ describe('usage errors under --json', () => {
     expect(unknown.usage).toContain('Commands: init, serve, dev');
     expect(expectUsageJson(await inProcess(...['--json']), 'no command').message).toBe('missing command');
     expect(expectUsageJson(await inProcess(...['doc', 'frobnicate', '--json']), 'unknown subcommand').message).toBe("unknown subcommand 'frobnicate'");
+  });
+
+  it('suggests the nearest command and subcommand, as it does options, and nothing for a word far from all', async () => {
+    expect(expectUsageJson(await inProcess('stauts', '--json'), 'typo').message).toBe("unknown command 'stauts' (did you mean status?)");
+    expect(expectUsageJson(await inProcess('servise', '--json'), 'typo').message).toBe("unknown command 'servise' (did you mean service?)");
+    expect(expectUsageJson(await inProcess('doc', 'lst', '--json'), 'sub typo').message).toBe("unknown subcommand 'lst' (did you mean ls?)");
+    expect(expectUsageJson(await inProcess('cluster', 'memebrs', '--json'), 'sub typo').message).toBe("unknown subcommand 'memebrs' (did you mean members?)");
+    // Two letters two edits from 'rm' are not a typo of it.
+    expect(expectUsageJson(await inProcess('doc', 'up', '--json'), 'far').message).toBe("unknown subcommand 'up'");
+    const text = await inProcess('contxt', 'ls');
+    expect(text.stderr.split('\n')[0]).toBe("shoal: unknown command 'contxt' (did you mean context?)");
   });
 
   it('a real process prints the JSON object alone on stderr (shoal doc get notes --json)', async () => {

@@ -32,7 +32,8 @@ describe('credential discovery', () => {
     mkdirSync(path.join(home, 'shoal'));
     writeFileSync(path.join(home, 'shoal', 'credential.json'), '{}');
     delete process.env.SHOAL_CONFIG;
-    expect(findCredential(undefined)).toEqual({ file: path.join(home, 'shoal', 'credential.json'), source: '~/.config/shoal' });
+    // The credential.json of before contexts is the context `default`.
+    expect(findCredential(undefined)).toEqual({ file: path.join(home, 'shoal', 'credential.json'), source: '~/.config/shoal', context: 'default' });
     // $SHOAL_CONFIG set: the home file is never read, even when SHOAL_CONFIG holds none.
     process.env.SHOAL_CONFIG = cfg;
     expect(findCredential(undefined)).toBeUndefined();

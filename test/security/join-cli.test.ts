@@ -105,13 +105,13 @@ describe('shoal login', () => {
     try {
       const r = await inProcess('login', addr, '--token', t, '--name', 'alice', '--json');
       expect(r.code, r.stderr).toBe(0);
-      expect(JSON.parse(r.stdout)).toMatchObject({ principal: 'alice', role: 'operator' });
+      expect(JSON.parse(r.stdout)).toMatchObject({ principal: 'alice', role: 'operator', context: '127.0.0.1', credential: path.join(dir, 'contexts', '127.0.0.1.json') });
     } finally {
       if (before === undefined) delete process.env.SHOAL_CONFIG;
       else process.env.SHOAL_CONFIG = before;
     }
-    // The credential file the CLI finds by itself (src/cli/credential-file.ts), the CA pinned.
-    const credential = credentialFileSchema.parse(JSON.parse(readFileSync(path.join(dir, 'credential.json'), 'utf8')));
+    // A context the CLI finds by itself (src/cli/contexts.ts), named after ADDR's host, the CA pinned.
+    const credential = credentialFileSchema.parse(JSON.parse(readFileSync(path.join(dir, 'contexts', '127.0.0.1.json'), 'utf8')));
     expect(credential).toMatchObject({ version: 1, clusterId: 'test-cluster', ca: ca.certPem, addresses: [addr], principal: 'alice', role: 'operator' });
     const cert = new X509Certificate(credential.cert ?? '');
     expect(cert.subject).toContain('CN=alice');
