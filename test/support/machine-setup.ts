@@ -31,6 +31,7 @@ export const requirements: readonly Requirement[] = [
   { has: { command: 'unshare' }, pkg: 'util-linux', for: 'fault tests' },
   { has: { command: 'ping' }, pkg: 'iputils-ping', for: 'network tests' },
   { has: { command: 'dockerd' }, pkg: 'docker.io', for: 'Docker tests (test/executor, test/system)' },
+  { has: { command: 'docker' }, pkg: 'docker.io', for: 'overlay tests (docker exec, test/net)' },
   // The static build: `docker import` of it makes the tests' image with nothing pulled.
   { has: { pkg: 'busybox-static' }, pkg: 'busybox-static', for: 'the Docker tests\' image' },
   { has: { command: 'promtool' }, pkg: 'prometheus', for: 'monitoring tests (test/observability)' },
