@@ -32,7 +32,9 @@ export function consoleDirCandidates(env: NodeJS.ProcessEnv = process.env): stri
 
 /** The built console's files, read once; undefined when no candidate holds a whole build. */
 export function loadConsole(dirs: readonly string[]): Map<string, ConsoleAsset> | undefined {
-  const dir = dirs.find((d) => existsSync(`${d}/index.html`));
+  // A build has app.js beside index.html: src/console/ (the sources, one of the candidates when
+  // the node runs from them) has index.html alone.
+  const dir = dirs.find((d) => existsSync(`${d}/index.html`) && existsSync(`${d}/app.js`));
   if (dir === undefined) return undefined;
   const assets = new Map<string, ConsoleAsset>();
   for (const [name, type] of Object.entries(assetTypes)) {

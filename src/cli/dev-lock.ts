@@ -29,6 +29,9 @@ export type DevLock = z.infer<typeof lockSchema>;
 const socketPathMax = 100;
 const probeTimeoutMs = 500;
 
+/** Where `shoal dev` keeps its data without --data: relative to the directory it runs in. */
+export const devDataDefault = '.shoal-dev';
+
 export const lockFile = (dataDir: string): string => path.join(dataDir, 'dev.lock');
 const registryDir = (): string => path.join(os.tmpdir(), 'shoal-dev');
 
@@ -82,8 +85,23 @@ export function describeDev(l: DevLock): string {
   return `from ${l.dataDir} (supervisor pid ${l.pid}, since ${l.startedAt}; APIs on 127.0.0.1${apis})`;
 }
 
+/** A word as a POSIX shell reads it back: as it is when it is plain, else single-quoted. */
+function shellWord(s: string): string {
+  return /^[A-Za-z0-9._/:=@%+-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * What `shoal dev restart|stop` must be given to reach the dev cluster of `dataDir` from this
+ * directory: '' for the default (.shoal-dev here), else ` --data DIR` (absolute, shell-quoted).
+ * The ports need no flag: those commands find the supervisor by its data directory.
+ */
+export function dataFlag(dataDir: string): string {
+  const dir = path.resolve(dataDir);
+  return dir === path.resolve(devDataDefault) ? '' : ` --data ${shellWord(dir)}`;
+}
+
 export function stopAdvice(l: DevLock): string {
-  return `stop it with Ctrl-C in its terminal, or: npx shoal dev stop --data ${l.dataDir}`;
+  return `stop it with Ctrl-C in its terminal, or: npx shoal dev stop${dataFlag(l.dataDir)}`;
 }
 
 /**
@@ -107,7 +125,7 @@ export async function acquireDevLock(lock: DevLock): Promise<() => void> {
       const running = await runningDev(lock.dataDir);
       if (running !== undefined) {
         throw new CliFailure(`a dev cluster is already running ${describeDev(running)}.
-  use it (npx shoal status), restart one of its nodes (npx shoal dev restart n2), or ${stopAdvice(running)}`, exitCodes.failed, 'already_running');
+  use it (npx shoal status), restart one of its nodes (npx shoal dev restart n2${dataFlag(running.dataDir)}), or ${stopAdvice(running)}`, exitCodes.failed, 'already_running');
       }
       rmSync(file, { force: true });
     }

@@ -71,7 +71,13 @@ export class DevSupervisor {
   /** Resolves with the exit code of `shoal dev` once every node is down. */
   readonly done = new Promise<number>((resolve) => { this.resolveDone = resolve; });
 
-  constructor(nodes: DevNode[], private readonly emit: (e: DevEvent) => void, private readonly logsTo: NodeJS.WriteStream) {
+  /**
+   * `restartFlags`: what `shoal dev restart NODE` needs after it to reach this supervisor (its
+   * `--data DIR` when not the default: dev-lock.ts, dataFlag), so the hint printed when a node
+   * dies works as printed.
+   */
+  constructor(nodes: DevNode[], private readonly emit: (e: DevEvent) => void, private readonly logsTo: NodeJS.WriteStream,
+    private readonly restartFlags = '') {
     for (const node of nodes) this.slots.set(node.name, { node, child: undefined, exited: Promise.resolve(), expected: false });
   }
 
@@ -146,7 +152,7 @@ export class DevSupervisor {
     // is, as systemd's unit does: the service managers agree on that exit code.
     if (!asked && !this.stopping && code === exitCodes.restartRequested) {
       this.spawn(slot);
-      this.emit({ event: 'restarted', node: slot.node.name, id: slot.node.id, pid: slot.child?.pid ?? null, api: `http://${slot.node.apiAddress}`,
+      this.emit({ event: 'restarted', node: slot.node.name, id: slot.node.id, pid: slot.child?.pid ?? null, api: `https://${slot.node.apiAddress}`,
         message: `node ${slot.node.name} (pid ${child.pid ?? '?'}) exited asking to be restarted (code ${code}); started it again: pid ${slot.child?.pid ?? '-'}` });
       return;
     }
@@ -156,7 +162,7 @@ export class DevSupervisor {
     let message: string;
     if (asked) message = `${how} while stopping`;
     else if (allDown) message = `${how}; every node is down, so shoal dev exits`;
-    else message = `${how}; the other nodes keep running. Start it again with: npx shoal dev restart ${slot.node.name}`;
+    else message = `${how}; the other nodes keep running. Start it again with: npx shoal dev restart ${slot.node.name}${this.restartFlags}`;
     this.emit({ event: 'exited', node: slot.node.name, id: slot.node.id, pid: child.pid ?? null, code, signal, message });
     if (!this.stopping && allDown) {
       this.stopping = true;

@@ -1,9 +1,10 @@
 // shoal dev: a local cluster of separate processes for trying shoal out, one supervisor per data
 // directory. `shoal dev restart NODE` and `shoal dev stop` reach the running supervisor through
 // its control socket (src/cli/dev-control.ts); a second `shoal dev` on the same data or ports
-// refuses and says where the first one runs (src/cli/dev-lock.ts).
+// refuses and says where the first one runs (src/cli/dev-lock.ts). `shoal dev demo-image` puts a
+// small local image into Docker for a machine with no registry (src/cli/dev-image.ts).
 
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { initNode, isInitialized, loadIdentity } from '../node/identity.ts';
@@ -11,19 +12,19 @@ import type { MemberRecord } from '../node/membership.ts';
 import { exitCodes, intFlag, parse, UsageError, usageOf } from './args.ts';
 import { CliFailure } from './client.ts';
 import { askControl, serveControl, type ControlRequest } from './dev-control.ts';
-import { acquireDevLock, checkPorts, lockFile, runningDev, socketPath, type DevLock } from './dev-lock.ts';
+import { demoImage, demoImageCommand, demoImageHelp, devDemoImageUsage, localExample } from './dev-image.ts';
+import { acquireDevLock, checkPorts, dataFlag, devDataDefault as dataDefault, lockFile, runningDev, socketPath, type DevLock } from './dev-lock.ts';
 import { DevSupervisor, localView, type DevEvent, type DevNode } from './dev-supervisor.ts';
 import { credentialFileName, useCredentialFlag, userCredentialFile } from './credential-file.ts';
 import { addAdminContext } from './credential-issue.ts';
 
-const dataDefault = '.shoal-dev';
 const basePortDefault = 7101;
 const nodesMax = 7;
 const leaderWaitMs = 15_000;
 const restartTimeoutMs = 60_000;
 
-/** `shoal dev restart` and `shoal dev stop` talk to a running dev cluster. */
-export const devSubcommands = ['restart', 'stop'] as const;
+/** `shoal dev restart` and `shoal dev stop` talk to a running dev cluster; `demo-image` to Docker. */
+export const devSubcommands = ['restart', 'stop', 'demo-image'] as const;
 
 const devRestartUsage = 'Usage: shoal dev restart NODE [--data DIR] [--json]';
 const devStopUsage = 'Usage: shoal dev stop [--data DIR] [--json]';
@@ -31,6 +32,7 @@ const devStopUsage = 'Usage: shoal dev stop [--data DIR] [--json]';
 export const devHelp = `Usage: shoal dev [--base-port PORT] [--data DIR] [--nodes N] [--runtime auto|docker|memory|none] [--json]
        ${devRestartUsage.slice('Usage: '.length)}
        ${devStopUsage.slice('Usage: '.length)}
+       ${devDemoImageUsage.slice('Usage: '.length)}
 
 Starts a local cluster of N nodes (default 3) as separate processes on 127.0.0.1, each with its
 own data directory under DIR (default ${dataDefault}). Client APIs listen on PORT, PORT+1, ...
@@ -49,6 +51,7 @@ restarted (code 10: a drill's kill, shoal drill) is started again at once.
   restart NODE   restart one node (by name, e.g. n2, or id) of the dev cluster running from DIR,
                  and wait until its API answers; the others keep running
   stop           stop the dev cluster running from DIR (as Ctrl-C in its terminal)
+${demoImageHelp}
 
 Options:
   --base-port PORT  first client API port (default ${basePortDefault})
@@ -63,7 +66,9 @@ Options:
   -h, --help        show this help
 
 Exit codes: 0 stopped by Ctrl-C or 'shoal dev stop'; 1 a node failed, or a dev cluster already
-runs from DIR; 2 usage error; 3 (restart, stop) no dev cluster runs from DIR; 8 a port is in use.`;
+runs from DIR, or (demo-image) the import failed; 2 usage error; 3 (restart, stop) no dev cluster
+runs from DIR, (demo-image) Docker does not answer; 8 a port is in use. A refused start leaves
+no new data directory behind.`;
 
 interface DevLayout {
   basePort: number;
@@ -73,6 +78,7 @@ interface DevLayout {
 export async function devCommand(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
   if (sub === 'restart' || sub === 'stop') return controlCommand(sub, rest);
+  if (sub === 'demo-image') return demoImageCommand(rest, devHelp);
   const { values, positionals } = parse(argv, {
     'base-port': { type: 'string' }, data: { type: 'string', default: dataDefault }, nodes: { type: 'string' },
     runtime: { type: 'string', default: 'auto' },
@@ -83,8 +89,8 @@ export async function devCommand(argv: string[]): Promise<number> {
     return exitCodes.ok;
   }
   const [extra] = positionals;
-  if (extra === 'restart' || extra === 'stop') throw new UsageError(`put '${extra}' first: shoal dev ${extra} ... [--data DIR]`);
-  if (extra !== undefined) throw new UsageError(`unknown subcommand '${extra}' (dev takes restart NODE, or stop)`);
+  if (extra === 'restart' || extra === 'stop' || extra === 'demo-image') throw new UsageError(`put '${extra}' first: shoal dev ${extra} ...`);
+  if (extra !== undefined) throw new UsageError(`unknown subcommand '${extra}' (dev takes restart NODE, stop, or demo-image)`);
   const layout = { basePort: intFlag(values['base-port'], 'base-port', basePortDefault), nodes: intFlag(values.nodes, 'nodes', 3) };
   if (layout.nodes > nodesMax) throw new UsageError(`--nodes must be from 1 to ${nodesMax}, got ${layout.nodes}`);
   if (layout.basePort + 100 + layout.nodes - 1 > 65535) throw new UsageError(`--base-port ${layout.basePort} leaves no room for the peer ports (PORT+100, ...)`);
@@ -119,7 +125,30 @@ async function chooseRuntime(wanted: RuntimeKind | 'auto', json: boolean): Promi
 }
 
 async function runDev(dataDir: string, layout: DevLayout, runtime: RuntimeKind, json: boolean): Promise<number> {
-  mkdirSync(dataDir, { recursive: true });
+  // The first directory this makes (undefined when DIR was there): a refused start (another
+  // dev cluster runs, a port is taken) removes what it made, so it leaves no empty DIR behind.
+  const made = mkdirSync(dataDir, { recursive: true });
+  try {
+    return await runLocked(dataDir, layout, runtime, json);
+  } finally {
+    if (made !== undefined) removeEmptyDirs(dataDir, made);
+  }
+}
+
+/** Removes `dir` and its parents up to `top` (inclusive) while they are empty. */
+function removeEmptyDirs(dir: string, top: string): void {
+  for (let d = dir; ; d = path.dirname(d)) {
+    try {
+      if (readdirSync(d).length > 0) return;
+      rmdirSync(d);
+    } catch {
+      return;
+    }
+    if (d === top || path.dirname(d) === d) return;
+  }
+}
+
+async function runLocked(dataDir: string, layout: DevLayout, runtime: RuntimeKind, json: boolean): Promise<number> {
   const socket = socketPath(dataDir);
   const lock: DevLock = { pid: process.pid, dataDir, socket, ...layout, startedAt: new Date().toISOString() };
   const release = await acquireDevLock(lock);
@@ -129,7 +158,7 @@ async function runDev(dataDir: string, layout: DevLayout, runtime: RuntimeKind, 
     await checkPorts(ports(layout));
     const nodes = await prepare(dataDir, layout, runtime);
     const emit = (e: DevEvent): void => (json ? console.log(JSON.stringify(e)) : console.error(`shoal dev: ${e.message}`));
-    const supervisor = new DevSupervisor(nodes, emit, json ? process.stderr : process.stdout);
+    const supervisor = new DevSupervisor(nodes, emit, json ? process.stderr : process.stdout, dataFlag(dataDir));
     control = await serveControl(socket, (req) => handleControl(supervisor, req, emit));
     const stop = (): void => {
       if (!json) console.error('\nshoal dev: stopping all nodes...');
@@ -169,10 +198,23 @@ async function handleControl(supervisor: DevSupervisor, req: ControlRequest, emi
 
 const ports = (l: DevLayout): number[] => Array.from({ length: l.nodes }, (_, i) => [l.basePort + i, l.basePort + 100 + i]).flat();
 
-function checkLayout(dataDir: string, layout: DevLayout): void {
+/** The layout a dev cluster was made with (DIR/dev.json), if DIR holds one. */
+function readLayout(dataDir: string): DevLayout | undefined {
   const layoutFile = path.join(dataDir, 'dev.json');
-  if (!existsSync(layoutFile)) return;
-  const old = JSON.parse(readFileSync(layoutFile, 'utf8')) as DevLayout;
+  return existsSync(layoutFile) ? JSON.parse(readFileSync(layoutFile, 'utf8')) as DevLayout : undefined;
+}
+
+/** The `shoal dev` that starts the cluster kept in DIR again: its --data, and the flags its layout needs. */
+function startCommand(dataDir: string): string {
+  const l = readLayout(dataDir);
+  const port = l !== undefined && l.basePort !== basePortDefault ? ` --base-port ${l.basePort}` : '';
+  const nodes = l !== undefined && l.nodes !== 3 ? ` --nodes ${l.nodes}` : '';
+  return `npx shoal dev${dataFlag(dataDir)}${port}${nodes}`;
+}
+
+function checkLayout(dataDir: string, layout: DevLayout): void {
+  const old = readLayout(dataDir);
+  if (old === undefined) return;
   if (old.basePort !== layout.basePort || old.nodes !== layout.nodes) {
     throw new UsageError(`${dataDir} holds a cluster made with --base-port ${old.basePort} --nodes ${old.nodes} (the member addresses are in its log); ` +
       `use the same flags, or another --data, or remove ${dataDir} to start over`, usageOf(devHelp));
@@ -227,7 +269,7 @@ function printReady(dataDir: string, nodes: DevNode[], pids: Record<string, numb
     }));
     return;
   }
-  const dataFlag = path.relative(process.cwd(), dataDir) === dataDefault ? '' : ` --data ${dataDir}`;
+  const flags = dataFlag(dataDir);
   const lines = [`\nshoal dev: ${nodes.length} node${nodes.length === 1 ? '' : 's'} running; data in ${dataDir}`];
   for (const n of nodes) lines.push(`  ${n.name}  API https://${n.apiAddress}  peer ${n.peerAddress}  pid ${pids[n.name] ?? '-'}  id ${n.id}`);
   lines.push(leader !== null ? `leader: ${leader}` : 'no leader yet; check the logs above');
@@ -235,9 +277,10 @@ function printReady(dataDir: string, nodes: DevNode[], pids: Record<string, numb
   lines.push(`console: ${consoleUrl(nodes)}    (every node serves it; docs/console.md says how a browser trusts the cluster CA and signs in)`);
   lines.push(`services run on: ${runtime === 'docker' ? 'Docker (the local daemon)' : runtime === 'memory' ? 'simulated containers in memory (--runtime)' : 'nothing (--runtime none)'}`);
   lines.push(`try:   npx shoal status${nodes[0] !== undefined && nodes[0].apiAddress !== '127.0.0.1:7101' ? ` --addr ${nodes[0].apiAddress}` : ''}`);
-  lines.push('       npx shoal apply -f docs/examples/web.yaml    (a service of 3 replicas; then: npx shoal service ps web)');
-  lines.push(`       npx shoal dev restart ${nodes[nodes.length - 1]?.name ?? 'n1'}${dataFlag}    (restart one node)`);
-  lines.push(`Ctrl-C, or npx shoal dev stop${dataFlag}, stops the cluster.\n`);
+  lines.push('       npx shoal apply -f docs/examples/web.yaml    (3 replicas of nginx:alpine; then: npx shoal service ps web)');
+  if (runtime === 'docker') lines.push(`       no registry to pull from? npx shoal dev demo-image imports ${demoImage}; then: npx shoal apply -f ${localExample}`);
+  lines.push(`       npx shoal dev restart ${nodes[nodes.length - 1]?.name ?? 'n1'}${flags}    (restart one node)`);
+  lines.push(`Ctrl-C, or npx shoal dev stop${flags}, stops the cluster.\n`);
   console.log(lines.join('\n'));
 }
 
@@ -256,7 +299,7 @@ async function controlCommand(sub: 'restart' | 'stop', argv: string[]): Promise<
   const dataDir = path.resolve(values.data);
   const running = await runningDev(dataDir);
   if (running === undefined) {
-    throw new CliFailure(`no dev cluster is running from ${dataDir}${existsSync(lockFile(dataDir)) ? ' (its supervisor is gone)' : ''}; start one with: npx shoal dev${values.data === dataDefault ? '' : ` --data ${values.data}`}`, exitCodes.unavailable, 'not_running');
+    throw new CliFailure(`no dev cluster is running from ${dataDir}${existsSync(lockFile(dataDir)) ? ' (its supervisor is gone)' : ''}; start one with: ${startCommand(dataDir)}`, exitCodes.unavailable, 'not_running');
   }
   const req: ControlRequest = sub === 'restart' ? { op: 'restart', node: positionals[0] ?? '' } : { op: 'stop' };
   const answer = await askControl(running.socket, req, restartTimeoutMs);

@@ -16,7 +16,7 @@ export interface Command {
 export const commands: Record<string, { load: () => Promise<Command>; summary: string }> = {
   init: { load: async () => { const m = await import('./init.ts'); return { run: m.initCommand, help: m.initHelp }; }, summary: "found a one-node cluster (data directory, CA, config), print the join command, run it" },
   serve: { load: async () => { const m = await import('./serve.ts'); return { run: m.serveCommand, help: m.serveHelp }; }, summary: 'run a node from a config file' },
-  dev: { load: async () => { const m = await import('./dev.ts'); return { run: m.devCommand, help: m.devHelp }; }, summary: 'start a local cluster (separate processes); dev restart NODE, dev stop' },
+  dev: { load: async () => { const m = await import('./dev.ts'); return { run: m.devCommand, help: m.devHelp }; }, summary: 'start a local cluster (separate processes); dev restart NODE, dev stop, dev demo-image' },
   join: { load: async () => { const m = await import('./join.ts'); return { run: m.joinCommand, help: m.joinHelp }; }, summary: 'join this machine to a cluster with a token (one command), and run the node' },
   token: { load: async () => { const m = await import('./token.ts'); return { run: m.tokenCommand, help: m.tokenGroupHelp }; }, summary: 'create, ls, revoke join tokens' },
   login: { load: async () => { const m = await import('./login.ts'); return { run: m.loginCommand, help: m.loginHelp }; }, summary: "exchange a client token for a client credential; or, on a member, --local: an admin one from the node's CA key" },

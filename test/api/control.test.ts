@@ -6,11 +6,14 @@
 
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { servicesCollection } from '../../src/control/collections.ts';
 import { expectError, problemPaths } from './expect-error.ts';
 import { singleNode, type SingleNode } from './single-node.ts';
 
 const webYaml = readFileSync(new URL('../../docs/examples/web.yaml', import.meta.url), 'utf8');
+/** The example as a document: the tests below change one field of it at a time. */
+const webDoc = parseYaml(webYaml) as Record<string, unknown> & { image: string };
 
 interface ServiceView { name: string; rev: number; record: { specVersion: number; spec: { image: string; replicas: number | null }; previousSpec: unknown; updateStatus: { state: string } }; status: { desired: number; running: number; converged: boolean } }
 interface TaskItem { id: string; service: string; slot: number | string; nodeId: string | null; nodeName: string | null; desired: string; observed: string; record: { specVersion: number } }
@@ -61,7 +64,7 @@ describe('POST /v1/apply', () => {
 
   it('answers a dry run with what would change (the tasks a rolling update replaces) and writes nothing', async () => {
     const before = s.store.revision;
-    const doc = { apiVersion: 'shoal/v1', kind: 'Service', name: 'web', image: 'busybox:v2', command: ['sleep', '3600'], replicas: 3 };
+    const doc = { ...webDoc, image: 'busybox:v2' };
     const res = await post('/v1/apply?dryRun=true', { documents: [doc, { ...doc, name: 'api' }] });
     expect(res.statusCode, res.body).toBe(200);
     const a = res.json() as { dryRun: boolean; rev: null; services: { name: string; outcome: string; change?: string; replaces?: string[]; fields?: string[]; specVersion: number }[] };
@@ -105,7 +108,7 @@ name: x
 
   it('applies only at the revisions named in expectRevs', async () => {
     const v = await service('web');
-    const doc = { apiVersion: 'shoal/v1', kind: 'Service', name: 'web', image: 'busybox:local', command: ['sleep', '3600'], replicas: 3 };
+    const doc = webDoc;
     const d = expectError(await post('/v1/apply', { documents: [doc], expectRevs: { web: v.service.rev - 1 } }), 'revision_mismatch');
     expect(d).toMatchObject({ service: 'web', expectedRev: v.service.rev - 1, currentRev: v.service.rev });
     const ok = await post('/v1/apply', { documents: [doc], expectRevs: { web: v.service.rev } });
@@ -137,13 +140,13 @@ describe('services', () => {
   it('rolls back to the previous spec, and refuses a service that has none', async () => {
     expect(problemPaths(expectError(await post('/v1/services/web/rollback'), 'bad_request'))).toEqual(['params.name']);
     // Replace all five at once, each good as soon as it runs: the test waits for no monitor period.
-    const doc = { apiVersion: 'shoal/v1', kind: 'Service', name: 'web', image: 'busybox:local', command: ['sleep', '3600'], replicas: 5, update: { parallelism: 5, monitor: '0s' } };
+    const doc = { ...webDoc, replicas: 5, update: { parallelism: 5, monitor: '0s' } };
     expect((await post('/v1/apply', { documents: [doc] })).json()).toMatchObject({ services: [{ outcome: 'updated', change: 'scale', specVersion: 1 }] });
     expect((await post('/v1/apply', { documents: [{ ...doc, image: 'busybox:v2' }] })).json()).toMatchObject({ services: [{ outcome: 'updated', change: 'replace', specVersion: 2 }] });
     await until('web updated to v2', async () => (await service('web')).service.record.updateStatus.state === 'completed');
     const r = await post('/v1/services/web/rollback', {});
     expect(r.statusCode, r.body).toBe(200);
-    expect(r.json()).toMatchObject({ specVersion: 1, service: { record: { spec: { image: 'busybox:local' }, updateStatus: { state: 'rolling-back' } } } });
+    expect(r.json()).toMatchObject({ specVersion: 1, service: { record: { spec: { image: webDoc.image }, updateStatus: { state: 'rolling-back' } } } });
     await until('web rolled back', async () => (await service('web')).service.record.updateStatus.state === 'rolled-back');
     const v = await service('web');
     expect(v.tasks.filter((t) => t.desired === 'running').every((t) => t.record.specVersion === 1)).toBe(true);

@@ -138,8 +138,8 @@ describe('shoal service', () => {
   it('lists, shows tasks by slot and inspects', async () => {
     const ls = await shoal('service', 'ls');
     expect(ls.code, ls.stderr).toBe(0);
-    expect(ls.stdout.split('\n')[0]).toBe('NAME  MODE        REPLICAS  IMAGE          VERSION  UPDATE');
-    expect(ls.stdout).toContain('web   replicated  3/3       busybox:local  1        -');
+    expect(ls.stdout.split('\n')[0]).toBe('NAME  MODE        REPLICAS  IMAGE         VERSION  UPDATE');
+    expect(ls.stdout).toContain('web   replicated  3/3       nginx:alpine  1        -');
     const ps = await shoal('service', 'ps', 'web');
     expect(ps.stdout.split('\n').slice(0, 2)).toEqual(['web: 3/3 running', 'SLOT  TASK          NODE  DESIRED  OBSERVED  VERSION  MESSAGE']);
     expect(ps.stdout.split('\n').slice(2, 5).map((l) => l.split(/\s+/).filter((c, i) => i !== 1).join(' '))).toEqual([
@@ -147,7 +147,7 @@ describe('shoal service', () => {
     ]);
     const inspect = await shoal('service', 'inspect', 'web');
     expect(inspect.stdout).toContain('status   web: 3/3 running (converged)');
-    expect(inspect.stdout).toContain('apiVersion: shoal/v1\nkind: Service\nname: web\nimage: busybox:local\n');
+    expect(inspect.stdout).toContain('apiVersion: shoal/v1\nkind: Service\nname: web\nimage: nginx:alpine\n');
     const json = JSON.parse((await shoal('service', 'ps', 'web', '--json')).stdout) as { tasks: { slot: number }[] };
     expect(json.tasks.map((t) => t.slot).sort()).toEqual([1, 2, 3]);
     const missing = await shoal('service', 'ps', 'nope');

@@ -1,7 +1,9 @@
 // shoal dev as a user runs it, with real processes (run under flock /tmp/shoal-heavy.lock): one
 // dev cluster per data directory and set of ports, the second refused with where the first
-// runs; `dev restart NODE`; a killed node reported as killed; `dev stop`; and nodes that stop by
-// themselves when their supervisor is killed.
+// runs (and no data directory left by a refused one); `dev restart NODE`; a killed node reported
+// as killed, with the command that starts it again; `dev stop`; nodes that stop by themselves
+// when their supervisor is killed; and Debian's Prometheus scraping the nodes with the config
+// docs/monitoring.md documents.
 
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
@@ -11,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { documentedScrapeConfig, localScrapeConfig, startPrometheus } from '../observability/prometheus.ts';
 
 const bin = fileURLToPath(new URL('../../bin/shoal.js', import.meta.url));
 const deadlineMs = 30_000;
@@ -132,17 +135,38 @@ describe('shoal dev', () => {
       expect(consolePage.status).toBe(200);
       expect(consolePage.body).toContain('/ui/app.js');
 
+      // Prometheus, set up as docs/monitoring.md says: a reader token, the cluster CA, its scrape job.
+      const created = await run(['credential', 'create', '--principal', 'prometheus', '--role', 'reader', '--ttl', '366d', '--addr', `127.0.0.1:${base}`, '--json']);
+      expect(created.code, created.stderr).toBe(0);
+      const tokenFile = path.join(root, 'shoal-token');
+      const caFile = path.join(root, 'shoal-ca.crt');
+      writeFileSync(tokenFile, `${(JSON.parse(created.stdout) as { token: string }).token}\n`);
+      writeFileSync(caFile, (JSON.parse(readFileSync(ready.credential, 'utf8')) as { ca: string }).ca);
+      const targets = ready.nodes.map((n) => n.api.replace('https://', ''));
+      const prometheus = await startPrometheus(localScrapeConfig(documentedScrapeConfig(), { targets, caFile, tokenFile }));
+      try {
+        expect((await prometheus.waitAllUp(targets.length)).map((t) => t.scrapeUrl).sort()).toEqual(targets.map((t) => `https://${t}/metrics`));
+      } finally {
+        await prometheus.stop();
+      }
+
       const same = await run(['dev', '--data', data, '--base-port', String(base), '--nodes', '2', '--json']);
       expect(same.code).toBe(1);
       const refusal = JSON.parse(same.stderr) as { error: { code: string; message: string } };
       expect(refusal.error.code).toBe('already_running');
       expect(refusal.error.message).toContain(`already running from ${data} (supervisor pid ${dev.pid}`);
       expect(refusal.error.message).toContain(`npx shoal dev stop --data ${data}`);
+      expect(refusal.error.message).toContain(`npx shoal dev restart n2 --data ${data}`);
 
-      const other = await run(['dev', '--data', path.join(root, 'other'), '--base-port', String(base), '--nodes', '2']);
+      // Refused, for its ports or its flags: no data directory is left behind.
+      const other = await run(['dev', '--data', path.join(root, 'other', 'dev'), '--base-port', String(base), '--nodes', '2']);
       expect(other.code).toBe(8);
       expect(other.stderr).toContain(`127.0.0.1:${base}`);
       expect(other.stderr).toContain(`they belong to the dev cluster running from ${data}`);
+      expect(existsSync(path.join(root, 'other'))).toBe(false);
+      const bad = await run(['dev', '--data', path.join(root, 'bad'), '--nodes', '9']);
+      expect(bad.code).toBe(2);
+      expect(existsSync(path.join(root, 'bad'))).toBe(false);
 
       const n2 = ready.nodes[1];
       if (n2 === undefined) throw new Error('no n2');
@@ -159,6 +183,8 @@ describe('shoal dev', () => {
       expect(exited).toMatchObject({ event: 'exited', node: 'n2', code: null, signal: 'SIGKILL' });
       expect(exited.message).toContain('was killed by SIGKILL; the other nodes keep running');
       expect(exited.message).not.toContain('code null');
+      // The command it prints works as printed: it names the data directory.
+      expect(exited.message).toContain(`Start it again with: npx shoal dev restart n2 --data ${data}`);
       const again = await run(['dev', 'restart', 'n2', '--data', data]);
       expect(again.code, again.stderr).toBe(0);
       expect(again.stdout).toMatch(/^restarted n2 \(/);
@@ -191,6 +217,7 @@ describe('shoal dev', () => {
     const gone = await run(['dev', 'restart', 'n1', '--data', data]);
     expect(gone.code).toBe(3);
     expect(gone.stderr).toContain(`no dev cluster is running from ${data} (its supervisor is gone)`);
+    expect(gone.stderr).toContain(`start one with: npx shoal dev --data ${data} --base-port ${base} --nodes 1`);
     const next = startDev(['--data', data, '--base-port', String(base), '--nodes', '1']);
     try {
       expect(await next.event()).toMatchObject({ event: 'ready', leader: 'n1' });

@@ -44,6 +44,7 @@ const cases: Record<string, Case> = {
   dev: { badFlag: ['dev', '--bogus'], missing: ['dev', '--nodes'] },
   'dev restart': { badFlag: ['dev', 'restart', 'n1', '--bogus'], missing: ['dev', 'restart'] },
   'dev stop': { badFlag: ['dev', 'stop', '--bogus'], missing: ['dev', 'stop', 'extra'] },
+  'dev demo-image': { badFlag: ['dev', 'demo-image', '--bogus'], missing: ['dev', 'demo-image', 'extra'] },
   status: { badFlag: ['status', '--bogus', ...nowhere], missing: ['status', 'extra', ...nowhere] },
   version: { badFlag: ['version', '--bogus'], missing: ['version', 'extra'] },
   install: { badFlag: ['install', '--data', 'd', '--bogus'], missing: ['install', '--root', 'r'] },

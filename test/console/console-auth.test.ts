@@ -79,6 +79,8 @@ describe('the console with authentication', () => {
     const node = c.nodes[0] as RunningNode;
     await page.goto(`https://${node.apiAddress}/ui/#cluster`);
     await page.waitForSelector('#login-h');
+    // It says how to get a token, in the CLI's own syntax (src/cli/credential.ts).
+    expect(await textOf(page, '[data-testid=login-how]')).toContain('npx shoal credential create --principal me --role operator');
     // The folder is made here too: this file may run before console-browser.test.ts, which makes it.
     mkdirSync('test-results/console', { recursive: true });
     await page.screenshot({ path: 'test-results/console/login.png' });

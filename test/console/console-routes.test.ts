@@ -57,6 +57,16 @@ describe('GET /ui', () => {
     expect(page.body).toContain('/ui/app.js');
     await app.close();
   });
+
+  it('passes over a folder with index.html alone (src/console/, for a node run from the sources) to the build after it', async () => {
+    const sources = mkdtempSync(path.join(os.tmpdir(), 'console-sources-'));
+    writeFileSync(path.join(sources, 'index.html'), '<script src="/ui/app.js"></script>');
+    const app = Fastify();
+    await app.register(consoleRoutes, { dirs: [sources, await builtConsole()] });
+    const script = await app.inject({ method: 'GET', url: '/ui/app.js' });
+    expect(script.statusCode).toBe(200);
+    await app.close();
+  });
 });
 
 describe('the Documents view\'s routes', () => {

@@ -1,11 +1,17 @@
 // Container logs and the image cleaner against a real Docker daemon (started here when none runs:
 // test/executor/dockerd.ts), with the local busybox image (test/executor/test-image.ts) and images
 // committed from it; nothing is pulled. Every container and image this file makes carries this
-// run's label or tag and is removed afterwards, passed or failed.
+// run's label or tag and is removed afterwards, passed or failed (and so is the image of `shoal
+// dev demo-image`, made here with the command as a user runs it).
 
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { demoImage } from '../../src/cli/dev-image.ts';
+import { parseSpecs } from '../../src/control/spec/documents.ts';
 import { DockerRuntime } from '../../src/executor/docker-runtime.ts';
 import { ImageCleaner } from '../../src/executor/image-cleaner.ts';
 import { MemoryImageLedger } from '../../src/executor/image-ledger.ts';
@@ -158,5 +164,33 @@ describe('ImageCleaner on Docker', () => {
     expect(await imageThere(unused)).toBe(false);
     for (const kept of [pinned, ours, foreign, testImage]) expect(await imageThere(kept), kept).toBe(true);
     expect(cleaner.trackedRefs()).toEqual([foreign, ours, pinned].sort());
+  });
+});
+
+describe('shoal dev demo-image', () => {
+  const bin = fileURLToPath(new URL('../../bin/shoal.js', import.meta.url));
+  const demo = (): Record<string, unknown> => {
+    const r = spawnSync(process.execPath, [bin, 'dev', 'demo-image', '--json'], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, DOCKER_HOST: '' } });
+    expect(r.status, r.stderr).toBe(0);
+    return JSON.parse(r.stdout) as Record<string, unknown>;
+  };
+
+  it('imports the image docs/examples/web-local.yaml names, once, and the example\'s command runs in it', async () => {
+    await raw.getImage(demoImage).remove({ force: true }).catch(() => undefined);
+    try {
+      expect(demo()).toMatchObject({ image: demoImage, outcome: 'imported', example: 'docs/examples/web-local.yaml' });
+      expect(demo()).toMatchObject({ image: demoImage, outcome: 'present' });
+      const [web] = parseSpecs(readFileSync(new URL('../../docs/examples/web-local.yaml', import.meta.url), 'utf8')).services;
+      expect(web?.image).toBe(demoImage);
+      const rt = runtime();
+      const id = await rt.create(spec({ image: demoImage, command: web?.command ?? null, args: web?.args ?? null, stopSignal: 'SIGKILL' }));
+      await rt.start(id);
+      // Still running a moment later: `sleep` is there (a missing command exits at once).
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await rt.inspect(id)).toMatchObject({ state: 'running', image: demoImage });
+    } finally {
+      await removeRunContainers();
+      await raw.getImage(demoImage).remove({ force: true }).catch(() => undefined);
+    }
   });
 });

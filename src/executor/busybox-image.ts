@@ -1,0 +1,88 @@
+// A Docker image made on this machine, for a machine with no registry: Debian's static busybox
+// (package busybox-static, /bin/busybox) alone in a root filesystem, with a symlink per applet
+// (sh, sleep, httpd, ...), imported with `docker import` (POST /images/create?fromSrc=-).
+// `shoal dev demo-image` makes shoal-demo/busybox:local with it (docs/examples/web-local.yaml runs
+// that image), and the Docker tests make shoal-test/busybox:local (test/executor/test-image.ts).
+// An image already there is left alone; an import takes about a second.
+
+import { spawn, spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type Docker from 'dockerode';
+
+export const busyboxPath = '/bin/busybox';
+export const busyboxMissing = `${busyboxPath} is missing: install Debian's busybox-static (sudo apt-get install --no-install-recommends busybox-static)`;
+
+const importTimeoutMs = 60_000;
+const listTimeoutMs = 10_000;
+
+function applets(busybox: string): string[] {
+  const r = spawnSync(busybox, ['--list'], { encoding: 'utf8', timeout: listTimeoutMs });
+  if (r.status !== 0) throw new Error(`${busybox} --list failed (${r.error?.message ?? `exit ${r.status}`}); ${busyboxMissing}`);
+  return r.stdout.split('\n').map((s) => s.trim()).filter((s) => /^[a-z0-9_.[-]+$/.test(s) && s !== 'busybox');
+}
+
+/** A root filesystem in a fresh temporary directory: bin/busybox, its applets, /etc/passwd, /tmp. */
+function buildRootfs(busybox: string): string {
+  if (!existsSync(busybox)) throw new Error(busyboxMissing);
+  const names = applets(busybox);
+  const root = mkdtempSync(path.join(os.tmpdir(), 'shoal-busybox-'));
+  mkdirSync(path.join(root, 'bin'));
+  mkdirSync(path.join(root, 'etc'));
+  mkdirSync(path.join(root, 'tmp'), { mode: 0o1777 });
+  copyFileSync(busybox, path.join(root, 'bin', 'busybox'));
+  for (const name of names) symlinkSync('busybox', path.join(root, 'bin', name));
+  // Named users resolve only through /etc/passwd; specs and tests use `nobody`.
+  writeFileSync(path.join(root, 'etc', 'passwd'), 'root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n');
+  writeFileSync(path.join(root, 'etc', 'group'), 'root:x:0:\nnogroup:x:65534:\n');
+  return root;
+}
+
+export async function imageExists(docker: Docker, ref: string): Promise<boolean> {
+  try {
+    await docker.getImage(ref).inspect();
+    return true;
+  } catch (err) {
+    if ((err as { statusCode?: number }).statusCode === 404) return false;
+    throw err;
+  }
+}
+
+async function importRootfs(docker: Docker, root: string, ref: string): Promise<void> {
+  const at = ref.lastIndexOf(':');
+  const [repo, tag] = at > 0 ? [ref.slice(0, at), ref.slice(at + 1)] : [ref, 'latest'];
+  const tar = spawn('tar', ['-C', root, '-cf', '-', '.'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let tarErr = '';
+  tar.stderr.on('data', (b: Buffer) => { tarErr += b.toString(); });
+  const tarDone = new Promise<void>((resolve, reject) => {
+    tar.once('error', reject);
+    tar.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`tar exited with ${code}: ${tarErr.trim()}`))));
+  });
+  const stream = await docker.importImage(tar.stdout, {
+    repo, tag, changes: ['CMD ["sh"]', 'ENV PATH=/bin'], abortSignal: AbortSignal.timeout(importTimeoutMs),
+  });
+  await new Promise<void>((resolve, reject) => {
+    docker.modem.followProgress(stream, (err: Error | null, out: Array<{ error?: string }>) => {
+      const failed = out?.find((o) => o.error !== undefined);
+      if (err ?? failed) reject(err ?? new Error(failed?.error));
+      else resolve();
+    });
+  });
+  await tarDone;
+}
+
+/**
+ * Makes sure `ref` names a busybox image on this Docker daemon, importing one from `busybox`
+ * when it is absent. Says which it did; throws, saying what to install, when busybox is missing.
+ */
+export async function ensureBusyboxImage(docker: Docker, ref: string, busybox = busyboxPath): Promise<'present' | 'imported'> {
+  if (await imageExists(docker, ref)) return 'present';
+  const root = buildRootfs(busybox);
+  try {
+    await importRootfs(docker, root, ref);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+  return 'imported';
+}
