@@ -10,10 +10,10 @@
 // stopping or restarting) leaves the table in place: a restart never opens a gap.
 
 import type { DocumentStore } from '../fsm/index.ts';
-import { readNetworkState } from '../src/control/network-resources.ts';
-import { firewallPoliciesCollection, networksCollection } from '../src/control/network-resources.ts';
-import { nodesCollection, servicesCollection, tasksCollection } from '../src/control/collections.ts';
-import { ControlStateReader } from '../src/control/state.ts';
+import { readNetworkState } from '../src/resources/network-resources.ts';
+import { firewallPoliciesCollection, networksCollection } from '../src/resources/network-resources.ts';
+import { nodesCollection, servicesCollection, tasksCollection } from '../src/resources/collections.ts';
+import { ControlStateReader } from '../src/resources/state.ts';
 import type { Firewall } from './firewall.ts';
 import type { FirewallTask } from './firewall-permits.ts';
 import { renderFirewall, type FirewallRenderInput } from './firewall-render.ts';

@@ -6,7 +6,7 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest }
 import type { DocumentStore } from '../../fsm/index.ts';
 import { ShoalError } from '../errors.ts';
 import type { RaftNode } from '../node/raft-node.ts';
-import type { Registry } from '../node/metrics.ts';
+import type { Registry } from '../base/metrics.ts';
 import type { Runtime } from '../executor/runtime.ts';
 import { registerApiMetrics, type ApiBounds } from './api-metrics.ts';
 import { applyRoutes } from './apply-routes.ts';

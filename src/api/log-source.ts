@@ -13,8 +13,8 @@
 // which is when they are wanted most.
 
 import { z } from 'zod';
-import type { NodeRecord } from '../control/resources.ts';
-import type { ControlState } from '../control/state.ts';
+import type { NodeRecord } from '../resources/records.ts';
+import type { ControlState } from '../resources/state.ts';
 import { errorCatalog, ShoalError, type ErrorCode } from '../errors.ts';
 import { labelKeys, ownerLabels } from '../executor/labels.ts';
 import { RuntimeError, type ContainerInfo, type LogLine, type LogOptions, type LogReader } from '../executor/runtime.ts';

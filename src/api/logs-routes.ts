@@ -15,7 +15,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { z } from 'zod';
-import { tasksOf, type ControlState } from '../control/state.ts';
+import { tasksOf, type ControlState } from '../resources/state.ts';
 import { ShoalError } from '../errors.ts';
 import type { LogLine, LogOptions, LogReader } from '../executor/runtime.ts';
 import type { ApiContext, ApiPluginOptions } from './app.ts';

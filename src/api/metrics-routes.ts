@@ -4,7 +4,7 @@
 
 import type { FastifyPluginAsync } from 'fastify';
 import { withRequestId } from '../log.ts';
-import { latencyBuckets } from '../node/metrics.ts';
+import { latencyBuckets } from '../base/metrics.ts';
 import type { ApiContext } from './app.ts';
 
 /**

@@ -8,7 +8,7 @@ import { X509Certificate, verify as verifySignature } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
-import { splitHostPort } from '../node/host-port.ts';
+import { splitHostPort } from '../base/host-port.ts';
 import { issuerIn } from '../security/ca-bundle.ts';
 import { withChain, type Signer } from '../security/ca-rotation-authority.ts';
 import { nodeIdFromCertPem } from '../security/identity.ts';

@@ -3,7 +3,7 @@
 // name) and observed state, in pages by task id.
 
 import type { FastifyPluginAsync } from 'fastify';
-import type { ControlState } from '../control/state.ts';
+import type { ControlState } from '../resources/state.ts';
 import { ShoalError } from '../errors.ts';
 import type { ApiContext } from './app.ts';
 import { readOnlyQuery, taskParams, tasksQuery } from './control-schemas.ts';

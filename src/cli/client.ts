@@ -3,7 +3,7 @@
 // and one place that maps those to exit codes and prints what happened and what to do next.
 
 import { z } from 'zod';
-import { hostPortProblem } from '../node/host-port.ts';
+import { hostPortProblem } from '../base/host-port.ts';
 import { exitCodes, UsageError } from './args.ts';
 import { activeCredential } from './credential-file.ts';
 

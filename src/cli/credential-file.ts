@@ -11,7 +11,7 @@ import path from 'node:path';
 import { Agent, setGlobalDispatcher } from 'undici';
 import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
-import { hostPortSchema } from '../node/host-port.ts';
+import { hostPortSchema } from '../base/host-port.ts';
 import { clientRoles } from '../security/roles.ts';
 import { checkNodeServerIdentity } from '../security/tls-identity.ts';
 

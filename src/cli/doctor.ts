@@ -6,7 +6,7 @@
 import { X509Certificate } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { loadConfig } from '../node/config.ts';
+import { loadConfig } from '../server/config.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { resolveAddr, send } from './client.ts';
 import { getView, type View } from './cluster-view.ts';

@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import os from 'node:os';
 import path from 'node:path';
 import { ShoalError } from '../errors.ts';
-import { loadConfig } from '../node/config.ts';
+import { loadConfig } from '../server/config.ts';
 import { isInitialized, loadIdentity } from '../node/identity.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { renderUnit, unitName } from './systemd-unit.ts';

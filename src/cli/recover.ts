@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
-import { loadConfig, splitHostPort } from '../node/config.ts';
+import { loadConfig, splitHostPort } from '../server/config.ts';
 import { forceNewCluster, planForceNewCluster, type ForceNewClusterPlan } from '../node/force-new-cluster.ts';
 import { isInitialized, loadIdentity, type Identity } from '../node/identity.ts';
 import { markerPath, readMarker, type RecoveryMarker } from '../node/recovery-files.ts';

@@ -4,7 +4,7 @@
 
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { loadConfig } from '../node/config.ts';
+import { loadConfig } from '../server/config.ts';
 import { backupFilePattern, listBackups } from '../node/backups.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { CliFailure } from './client.ts';

@@ -1,8 +1,8 @@
 // The restart policy: whether a failed task's slot gets a new task, and when. A pure function of
 // the failed task and its service's policy; the orchestrator applies it.
 
-import type { TaskRecord } from './resources.ts';
-import type { RestartPolicy } from './spec/service-spec.ts';
+import type { TaskRecord } from '../resources/records.ts';
+import type { RestartPolicy } from '../resources/spec/service-spec.ts';
 
 export type RestartVerdict =
   | { restart: true; attempt: number; notBefore: number }

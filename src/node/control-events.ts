@@ -16,8 +16,8 @@
 import { z } from 'zod';
 import type { DocumentStore, JsonObject } from '../../fsm/index.ts';
 import type { WatchEvent } from '../../fsm/types.ts';
-import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../control/collections.ts';
-import { allDocs } from '../control/state.ts';
+import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../resources/collections.ts';
+import { allDocs } from '../resources/state.ts';
 import type { EventLog } from './event-log.ts';
 import type { RaftNode } from './raft-node.ts';
 

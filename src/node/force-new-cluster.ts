@@ -15,7 +15,7 @@
 
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { assert } from '../raft/assert.ts';
+import { assert } from '../base/assert.ts';
 import { SeededPrng } from '../raft/prng.ts';
 import { RawNode } from '../raft/raw-node.ts';
 import type { InitialState, LogStorage } from '../raft/storage.ts';
@@ -23,7 +23,7 @@ import type { ConfChange, ConfState, Entry, HardState, Snapshot } from '../raft/
 import { DiskStorage } from '../storage/index.ts';
 import { softwareVersion } from '../version.ts';
 import { newId, replaceClusterId, type Identity } from './identity.ts';
-import { confChangeContext, Membership, type MemberRecord } from './membership.ts';
+import { confChangeContext, Membership, type MemberRecord } from '../resources/membership.ts';
 import { swapStorage, writeMarker, type RecoveryMarker } from './recovery-files.ts';
 import { decodeSnapshotData } from './snapshot-data.ts';
 

@@ -6,7 +6,7 @@ import type { StatsFs } from 'node:fs';
 import { statfs } from 'node:fs/promises';
 import { Gauge } from 'prom-client';
 import type { RaftNode } from './raft-node.ts';
-import type { Registry, Sample } from './metrics.ts';
+import type { Registry, Sample } from '../base/metrics.ts';
 
 export interface NodeMetricsOptions {
   identity: { id: string; name: string; clusterId: string };

@@ -9,7 +9,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { stringify } from 'yaml';
 import { DocumentStore } from '../../fsm/index.ts';
 import { backupFileName, listBackups, ScheduledBackups } from '../../src/node/backups.ts';
-import { parseConfig } from '../../src/node/config.ts';
+import { parseConfig } from '../../src/server/config.ts';
 import { encodeSnapshotFileParts } from '../../src/node/snapshot-file.ts';
 import { inProcess } from '../cli/in-process.ts';
 

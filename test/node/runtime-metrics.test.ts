@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Registry } from '../../src/node/metrics.ts';
+import { Registry } from '../../src/base/metrics.ts';
 import { registerRuntimeMetrics } from '../../src/node/runtime-metrics.ts';
 
 function value(text: string, series: string): number {

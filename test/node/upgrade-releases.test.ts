@@ -13,7 +13,7 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildApi } from '../../src/api/app.ts';
-import { Registry } from '../../src/node/metrics.ts';
+import { Registry } from '../../src/base/metrics.ts';
 import type { UpgradeHost } from '../../src/node/upgrade-host.ts';
 import { receiveBuild } from '../../src/node/upgrade-receive.ts';
 import { Releases, releaseMarkerFile } from '../../src/node/upgrade-releases.ts';

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import type { JsonObject } from '../../fsm/index.ts';
-import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../../src/control/collections.ts';
+import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../../src/resources/collections.ts';
 import { watchControlEvents } from '../../src/node/control-events.ts';
 import { Feeder } from '../fsm/harness.ts';
 

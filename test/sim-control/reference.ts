@@ -5,8 +5,8 @@
 
 import { DocumentStore } from '../../fsm/index.ts';
 import type { WatchEvent } from '../../fsm/types.ts';
-import { controlFeatureLevel, nodesCollection, servicesCollection, tasksCollection } from '../../src/control/collections.ts';
-import type { Availability, NodeRecord, ServiceRecord, TaskRecord } from '../../src/control/resources.ts';
+import { controlFeatureLevel, nodesCollection, servicesCollection, tasksCollection } from '../../src/resources/collections.ts';
+import type { Availability, NodeRecord, ServiceRecord, TaskRecord } from '../../src/resources/records.ts';
 import { readCommitted, type CommittedView } from './checkers/committed-view.ts';
 import type { PlacedRecord } from './checkers/containers.ts';
 import { FencingChecker } from './checkers/fencing.ts';

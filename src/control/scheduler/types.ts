@@ -1,7 +1,7 @@
 // The scheduler's input and output. It reads records and returns decisions; it writes nothing.
 
-import type { NodeRecord, TaskRecord } from '../resources.ts';
-import type { ServiceSpec } from '../spec/service-spec.ts';
+import type { NodeRecord, TaskRecord } from '../../resources/records.ts';
+import type { ServiceSpec } from '../../resources/spec/service-spec.ts';
 import type { NodeUsage } from './usage.ts';
 
 /**

@@ -7,8 +7,8 @@
 // placement at once: during a stop-first update the node may briefly carry both containers, and
 // a new task's host port may be busy until the old one has stopped (its grace period at most).
 
-import { assert } from '../../raft/assert.ts';
-import type { NodeRecord } from '../resources.ts';
+import { assert } from '../../base/assert.ts';
+import type { NodeRecord } from '../../resources/records.ts';
 import { demandOf } from './demand.ts';
 import type { TaskDemand, TaskWithSpec } from './types.ts';
 

@@ -11,7 +11,7 @@
 // the node, against the reservations of every task that holds a place on it once the
 // placement's entry is applied.
 
-import type { Availability } from '../../../src/control/resources.ts';
+import type { Availability } from '../../../src/resources/records.ts';
 import { holdsPlace, specOfTask, type CommittedView } from './committed-view.ts';
 import { Violation } from './violation.ts';
 

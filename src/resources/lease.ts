@@ -20,7 +20,7 @@
 // poll when the agent is frozen); the stop-report allowance covers a stop in flight whose report
 // is not yet applied. Pure: no clock, no I/O.
 //
-// The four constants are node config keys (`exclusive.*`, src/node/config.ts), checked there by
+// The four constants are node config keys (`exclusive.*`, src/server/config.ts), checked there by
 // leaseConfigProblem and the bounds below, so a setting cannot break the argument.
 
 import { z } from 'zod';

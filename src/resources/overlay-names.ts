@@ -4,7 +4,7 @@
 // and finds what an earlier run made (docs/network.md, Overlay).
 
 import { createHash } from 'node:crypto';
-import { cidrOf } from '../src/control/address-cidr.ts';
+import { cidrOf } from './address-cidr.ts';
 
 /** VXLAN's IANA port; the encapsulated UDP only ever travels between mesh addresses, inside WireGuard. */
 export const vxlanPort = 4789;

@@ -4,9 +4,12 @@
 // address cannot both commit (each reads every address in use from the same applied state, and
 // only the leader of the term allocates).
 
-import { putChange, type Change } from '../src/control/changes.ts';
-import { nodesCollection } from '../src/control/collections.ts';
-import type { ControlState } from '../src/control/state.ts';
+import { putChange, type Change } from './changes.ts';
+import { nodesCollection } from './collections.ts';
+import type { ControlState } from './state.ts';
+
+/** The range mesh addresses come from unless the config says otherwise: 65,534 nodes. */
+export const meshCidrDefault = '10.212.0.0/16';
 
 export interface Cidr {
   /** The network address as an unsigned 32-bit number. */

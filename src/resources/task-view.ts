@@ -2,7 +2,7 @@
 // latest report, when that report is of the task's own node and epoch. Reports of another epoch
 // are ignored: the node was declared down meanwhile, and what the leader decided then stands.
 
-import type { NodeRecord, ObservedTaskState, TaskRecord, TaskStatus } from './resources.ts';
+import type { NodeRecord, ObservedTaskState, TaskRecord, TaskStatus } from './records.ts';
 import type { ControlState, Versioned } from './state.ts';
 
 export interface TaskView {

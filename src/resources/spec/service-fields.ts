@@ -270,7 +270,7 @@ export const update = struct<{ parallelism: number; delay: number; monitor: numb
   order: withDefault(oneOf(['stop-first', 'start-first'] as const), () => 'stop-first'),
 }, (s) => ({ parallelism: s.parallelism, delayMs: s.delay, monitorMs: s.monitor, failureAction: s.failureAction, order: s.order }));
 
-/** A secret's name: a DNS label, as a service's (src/control/secrets.ts). */
+/** A secret's name: a DNS label, as a service's (src/resources/secrets.ts). */
 const secretName = dnsLabel;
 
 /** A file name under /run/secrets/: no `/`, not `.` or `..`, at most 255 bytes. */

@@ -1,7 +1,7 @@
 // The control plane of one node: the leader's loops (supervisor.ts: they run only while this node
 // leads) and the node's agent (src/executor/agent.ts: it runs on every node), wired to the node's
 // store, its Raft node and its container runtime. Both wait for the cluster feature level of the
-// control plane (src/node/feature-level.ts): a cluster mid-upgrade writes none of it.
+// control plane (src/base/feature-level.ts): a cluster mid-upgrade writes none of it.
 
 import { StoreTaskNetworks, type TaskNetworks } from '../executor/task-networks.ts';
 import type { DocumentStore } from '../../fsm/index.ts';
@@ -10,17 +10,17 @@ import { Agent } from '../executor/agent.ts';
 import { procBootClock, systemClock } from '../executor/clock.ts';
 import { FileLeaseStore } from '../executor/lease-file.ts';
 import { MemoryLeaseStore } from '../executor/lease-keeper.ts';
-import { leaseDefaults, type LeaseConfig } from './lease.ts';
+import { leaseDefaults, type LeaseConfig } from '../resources/lease.ts';
 import { ImageCleaner } from '../executor/image-cleaner.ts';
 import { FileImageLedger, MemoryImageLedger } from '../executor/image-ledger.ts';
 import type { Runtime } from '../executor/runtime.ts';
 import { DiskSecretFiles, MemorySecretFiles } from '../executor/secret-files.ts';
-import { secretBytesInStore } from './secrets.ts';
-import { StoreAgentView, StoreAgentWriter, type NodeIdentity } from './agent-ports.ts';
-import { controlFeatureLevel } from './collections.ts';
-import type { NodeHealthConfig } from './node-health.ts';
-import { Supervisor } from './supervisor.ts';
-import type { PassReport } from './leader-run.ts';
+import { secretBytesInStore } from '../resources/secrets.ts';
+import { StoreAgentView, StoreAgentWriter, type NodeIdentity } from '../executor/store-ports.ts';
+import { controlFeatureLevel } from '../resources/collections.ts';
+import type { NodeHealthConfig } from '../control/node-health.ts';
+import { Supervisor } from '../control/supervisor.ts';
+import type { PassReport } from '../control/leader-run.ts';
 
 export interface ControlPlaneOptions {
   node: RaftNode;

@@ -1,6 +1,6 @@
 // Records that a member of an older release can still read, during a rolling upgrade.
 //
-// Every member reads the control plane's records with strict schemas (src/control/state.ts): a
+// Every member reads the control plane's records with strict schemas (src/resources/state.ts): a
 // field it does not know makes the whole record unreadable to it, and an unreadable node or
 // service record is as good as absent to that member's loops. A leader of the older release
 // would then see a node vanish or a service deleted, and act on it. So fields added after the
@@ -17,7 +17,7 @@
 
 import type { Command, Op } from '../../fsm/index.ts';
 import type { JsonObject, JsonValue } from '../../fsm/types.ts';
-import { featureLevelWorkloadNetwork } from '../node/feature-level.ts';
+import { featureLevelWorkloadNetwork } from '../base/feature-level.ts';
 import { controlFeatureLevel, nodesCollection, secretsCollection, servicesCollection } from './collections.ts';
 import { firewallPoliciesCollection, networksCollection } from './network-resources.ts';
 

@@ -9,7 +9,7 @@ import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollect
 import {
   nodeRecordSchema, serviceRecordSchema, taskRecordSchema, taskStatusSchema,
   type NodeRecord, type ServiceRecord, type TaskRecord, type TaskStatus,
-} from './resources.ts';
+} from './records.ts';
 import type { z } from 'zod';
 
 export interface Versioned<T> {

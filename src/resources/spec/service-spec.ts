@@ -155,7 +155,7 @@ export interface ServiceSpec {
   logs: LogSpec;
   restart: RestartPolicy;
   update: UpdatePolicy;
-  /** Must never run twice, even across a partition: runs under the node's lease (src/control/lease.ts). */
+  /** Must never run twice, even across a partition: runs under the node's lease (src/resources/lease.ts). */
   exclusive: boolean;
   /** Secrets delivered as read-only files under /run/secrets/ (targets unique). */
   secrets: SecretRefSpec[];

@@ -20,7 +20,7 @@
 //      change of leader fails no request (src/node/proposals.ts).
 //   4  apply writes an audit record (collection shoal.audit, fsm/audit.ts) for each client
 //      mutation, and trims the oldest: a state an older node would not produce.
-//   5  records carry what a release of level 4 or less cannot read (src/control/record-compat.ts):
+//   5  records carry what a release of level 4 or less cannot read (src/resources/record-compat.ts):
 //      a node's WireGuard mesh, a service's secrets and networks; networks, firewall policies
 //      and secrets are written at all. And commands may carry the role the API authenticated
 //      their sender with (`role` in the stamped command, fsm/command.ts), which the audit record
@@ -57,7 +57,7 @@ export function supportedByAll(members: readonly string[], self: string, selfMax
 /** The level from which apply writes audit records (fsm/audit.ts). */
 export const featureLevelAudit = 4;
 
-/** The level from which records may carry the mesh, secrets and networks (src/control/record-compat.ts). */
+/** The level from which records may carry the mesh, secrets and networks (src/resources/record-compat.ts). */
 export const featureLevelWorkloadNetwork = 5;
 
 /** The level from which commands may carry their sender's role, and audit records show it (fsm/audit.ts). */

@@ -14,7 +14,7 @@
 // even when an unrelated field is wrong, and because quantities need exact parsing with hints.
 // The stored (normalized) form is validated with zod (service-spec.ts).
 
-import { assert } from '../../raft/assert.ts';
+import { assert } from '../../base/assert.ts';
 import type { Parsed } from './quantity.ts';
 import { specLimits } from './limits.ts';
 

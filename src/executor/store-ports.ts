@@ -13,14 +13,14 @@ import type { DocumentStore } from '../../fsm/index.ts';
 import { encodeCommand, type Compare, type Op } from '../../fsm/index.ts';
 import type { CommandResult, JsonObject } from '../../fsm/types.ts';
 import { ShoalError } from '../errors.ts';
-import type { RaftNode } from '../node/raft-node.ts';
-import type { AgentAssignment, AgentView, AgentWriter, NodeAssignments, NodeRuntimeReport } from '../executor/agent.ts';
-import { compatCommand, forOlderReaders } from './record-compat.ts';
-import { isReservedCollection, leasesCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from './collections.ts';
-import type { LeaseWriter } from '../executor/lease-keeper.ts';
-import type { LeaseRecord } from './lease.ts';
-import type { NodeMesh, NodeRecord, TaskStatus } from './resources.ts';
-import { ControlStateReader } from './state.ts';
+import type { Proposer } from '../ports/proposer.ts';
+import type { AgentAssignment, AgentView, AgentWriter, NodeAssignments, NodeRuntimeReport } from './agent.ts';
+import { compatCommand, forOlderReaders } from '../resources/record-compat.ts';
+import { isReservedCollection, leasesCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../resources/collections.ts';
+import type { LeaseWriter } from './lease-keeper.ts';
+import type { LeaseRecord } from '../resources/lease.ts';
+import type { NodeMesh, NodeRecord, TaskStatus } from '../resources/records.ts';
+import { ControlStateReader } from '../resources/state.ts';
 
 /** Reports in one transaction at most: each has a compare that its task exists. */
 export const reportsPerTxnMax = 100;
@@ -70,7 +70,7 @@ export function machineCapacity(override: { cpuMillis?: number; memoryBytes?: nu
 }
 
 export class StoreAgentWriter implements AgentWriter, LeaseWriter {
-  constructor(private readonly node: RaftNode, private readonly store: DocumentStore, private readonly me: NodeIdentity) {}
+  constructor(private readonly node: Proposer, private readonly store: DocumentStore, private readonly me: NodeIdentity) {}
 
   async reportTaskStatus(statuses: TaskStatus[]): Promise<void> {
     for (let i = 0; i < statuses.length; i += reportsPerTxnMax) await this.reportBatch(statuses.slice(i, i + reportsPerTxnMax));

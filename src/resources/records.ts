@@ -11,7 +11,7 @@
 // compile-time check keeps each schema identical to its interface.
 
 import { z } from 'zod';
-import { hostPortSchema } from '../node/host-port.ts';
+import { hostPortSchema } from '../base/host-port.ts';
 import { labelKeyPattern, labelValuePattern } from './spec/constraint.ts';
 import { serviceSpecSchema, type Assert, type Same, type ServiceSpec } from './spec/service-spec.ts';
 

@@ -14,7 +14,7 @@ export interface AppliedEntry {
    */
   logTimeMs?: number;
   /**
-   * The committed cluster feature level when the entry is applied (src/node/feature-level.ts;
+   * The committed cluster feature level when the entry is applied (src/base/feature-level.ts;
    * default 1). At level 1 the state machine applies an entry exactly as the first release did
    * (log time from the proposer's stamp, its id rule), so old and new nodes agree during a rolling
    * upgrade; from level 2 only `logTimeMs` moves log time, and the current rules apply.

@@ -10,7 +10,7 @@ export const servicesCollection = 'shoal.services';
 export const tasksCollection = 'shoal.tasks';
 /** Agents' reports (TaskStatus), by task id. Written only by the agent of the task's node. */
 export const taskStatusCollection = 'shoal.task-status';
-/** Workload secrets (SecretRecord, src/control/secrets.ts), by name. Written by PUT and DELETE /v1/secrets/{name}; their values are never read back through the API. */
+/** Workload secrets (SecretRecord, src/resources/secrets.ts), by name. Written by PUT and DELETE /v1/secrets/{name}; their values are never read back through the API. */
 export const secretsCollection = 'shoal.secrets';
 
 /** Exclusive-task leases (LeaseRecord, lease.ts), by node id. Written only by the node's agent, compared on its epoch. */
@@ -22,5 +22,5 @@ export function isReservedCollection(collection: string): boolean {
   return collection.startsWith(reservedPrefix);
 }
 
-/** The feature level the control plane's commands need (fences, value compares): src/node/feature-level.ts. */
+/** The feature level the control plane's commands need (fences, value compares): src/base/feature-level.ts. */
 export const controlFeatureLevel = 2;

@@ -6,10 +6,10 @@ import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
-import { hostPortSchema as hostPort, splitHostPort } from './host-port.ts';
-import { memberRecordSchema } from './membership.ts';
+import { hostPortSchema as hostPort, splitHostPort } from '../base/host-port.ts';
+import { memberRecordSchema } from '../resources/membership.ts';
 import { meshConfigSchema } from '../../net/mesh-config.ts';
-import { driftRhoMax, driftRhoMin, killMsMax, killMsMin, leaseConfigProblem, leaseDefaults, leaseMsMax, leaseMsMin, stopReportMsMax } from '../control/lease.ts';
+import { driftRhoMax, driftRhoMin, killMsMax, killMsMin, leaseConfigProblem, leaseDefaults, leaseMsMax, leaseMsMin, stopReportMsMax } from '../resources/lease.ts';
 
 export { splitHostPort };
 
@@ -124,7 +124,7 @@ export const configSchema = z.object({
     downAfterMs: z.number().int().min(3_000).default(15_000),
   }).strict().prefault({}),
   /**
-   * The lease exclusive services run under (src/control/lease.ts, docs/control-plane.md
+   * The lease exclusive services run under (src/resources/lease.ts, docs/control-plane.md
    * "Exclusive services"): the agent's lease and renewal (a third of it), and the leader's margin.
    */
   exclusive: z.object({
