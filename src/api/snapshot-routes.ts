@@ -8,7 +8,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { snapshotFileParts } from '../node/backups.ts';
+import { snapshotFileParts } from '../node/recovery/backups.ts';
 import type { ApiPluginOptions } from './app.ts';
 import { validate } from './validate.ts';
 

@@ -1,11 +1,11 @@
 // shoal snapshot ls / inspect: the snapshot files on this machine, those the node writes on a
-// schedule (config `snapshot`, src/node/backups.ts) and those `shoal snapshot save` downloaded.
+// schedule (config `snapshot`, src/node/recovery/backups.ts) and those `shoal snapshot save` downloaded.
 // Local commands: they read files, never a node.
 
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../server/config.ts';
-import { backupFilePattern, listBackups } from '../node/backups.ts';
+import { backupFilePattern, listBackups } from '../node/recovery/backups.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { CliFailure } from './client.ts';
 import { table } from './cluster-view.ts';

@@ -10,7 +10,7 @@ import { DocumentStore } from '../../fsm/index.ts';
 import { isShoalError } from '../errors.ts';
 import { initNode, isInitialized, loadIdentity } from '../node/identity.ts';
 import { bootstrapSnapshotData } from '../server/server.ts';
-import { decodeSnapshotFile, type SnapshotFileBody } from '../node/snapshot-file.ts';
+import { decodeSnapshotFile, type SnapshotFileBody } from '../node/recovery/snapshot-file.ts';
 import { emptyConfState } from '../raft/storage.ts';
 import { DiskStorage, storagePaths } from '../storage/index.ts';
 import { exitCodes, parse, UsageError } from './args.ts';

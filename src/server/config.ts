@@ -110,7 +110,7 @@ export const configSchema = z.object({
     labels: z.record(z.string().regex(/^[A-Za-z0-9]([A-Za-z0-9._/-]{0,62}[A-Za-z0-9])?$/, 'a label key'), z.string().regex(/^[^\s,'"()]{0,63}$/, 'a label value (no spaces, commas, quotes or parentheses)')).default({}),
   }).strict().prefault({}),
   /**
-   * Scheduled snapshot files of this node's applied state (src/node/backups.ts): every intervalMs
+   * Scheduled snapshot files of this node's applied state (src/node/recovery/backups.ts): every intervalMs
    * (0: never), to `dir` (default DATA/backups), keeping the newest `keep`.
    */
   snapshot: z.object({

@@ -14,11 +14,11 @@ import { WsTransport } from '../../transport/ws-transport.ts';
 import { PEER_MESSAGES_DROPPED_METRIC, inboundDropSamples } from '../../transport/inbound-drops.ts';
 import { DocumentStore } from '../../fsm/index.ts';
 import { Registry, latencyBuckets } from '../base/metrics.ts';
-import { registerNodeMetrics } from '../node/node-metrics.ts';
-import { registerControlMetrics } from '../node/control-metrics.ts';
-import { EventLog } from '../node/event-log.ts';
-import { watchNodeEvents } from '../node/event-sources.ts';
-import { watchControlEvents } from '../node/control-events.ts';
+import { registerNodeMetrics } from '../node/metrics/node-metrics.ts';
+import { registerControlMetrics } from '../node/metrics/control-metrics.ts';
+import { EventLog } from '../node/events/event-log.ts';
+import { watchNodeEvents } from '../node/events/event-sources.ts';
+import { watchControlEvents } from '../node/events/control-events.ts';
 import { loadIdentity, loadTls, type Identity } from '../node/identity.ts';
 import type { MemberRecord } from '../resources/membership.ts';
 import { splitHostPort, type NodeConfig } from './config.ts';
@@ -29,8 +29,8 @@ import type { NodeStorage } from '../node/node-storage.ts';
 import { emptyConfState } from '../raft/storage.ts';
 import { encodeSnapshotData } from '../node/snapshot-data.ts';
 import { featureLevelInitial, featureLevelMax } from '../base/feature-level.ts';
-import { ScheduledBackups, snapshotFileParts } from '../node/backups.ts';
-import { registerRuntimeMetrics } from '../node/runtime-metrics.ts';
+import { ScheduledBackups, snapshotFileParts } from '../node/recovery/backups.ts';
+import { registerRuntimeMetrics } from '../node/metrics/runtime-metrics.ts';
 import { ControlPlane } from './control-plane.ts';
 import { machineCapacity } from '../executor/store-ports.ts';
 import { MemoryRuntime } from '../executor/memory-runtime.ts';
@@ -55,9 +55,9 @@ import { startFirewall } from '../../net/firewall-start.ts';
 import { startServiceDns } from '../../net/dns-start.ts';
 import { startOverlayAgent } from '../../net/overlay-node.ts';
 import { StoreTaskNetworks } from '../executor/task-networks.ts';
-import { DrillStorage } from '../node/drill-storage.ts';
-import { drillTargetOf } from '../node/drill-target.ts';
-import { inertUpgradeHost, processUpgradeHost } from '../node/upgrade-host.ts';
+import { DrillStorage } from '../node/drill/drill-storage.ts';
+import { drillTargetOf } from '../node/drill/drill-target.ts';
+import { inertUpgradeHost, processUpgradeHost } from '../node/upgrade/upgrade-host.ts';
 import { revokedSerialsOf } from '../security/revoked-index.ts';
 
 export { softwareVersion };
@@ -73,7 +73,7 @@ export interface RunningNode {
   apiAddress: string;
   /** 'https', or 'http' with api.insecureLoopback. */
   apiScheme: 'http' | 'https';
-  /** The cluster's events: `events.recordEvent(type, subject, details)` (src/node/event-log.ts). */
+  /** The cluster's events: `events.recordEvent(type, subject, details)` (src/node/events/event-log.ts). */
   events: EventLog;
   /** True once the token `shoal init` printed is in the store (at once when there is none); false if never. */
   foundingTokenWritten: Promise<boolean>;

@@ -8,7 +8,7 @@ import { buildApi, type ApiContext, type ApiLimits } from '../../src/api/app.ts'
 import { Registry } from '../../src/base/metrics.ts';
 import type { ApiAuth } from '../../src/api/auth.ts';
 import { PeerHttp } from '../../src/api/peer-http.ts';
-import { EventLog } from '../../src/node/event-log.ts';
+import { EventLog } from '../../src/node/events/event-log.ts';
 import { silentLogger } from '../../src/log.ts';
 import { MemoryNodeStorage } from '../../src/node/node-storage.ts';
 import { RaftNode } from '../../src/node/raft-node.ts';

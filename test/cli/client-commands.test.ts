@@ -19,7 +19,7 @@ import { SseParser } from '../../src/api/sse-parser.ts';
 import { followWatch, type WatchEventView } from '../../src/cli/watch-stream.ts';
 import { loadConfig } from '../../src/server/config.ts';
 import { startNode } from '../../src/server/server.ts';
-import { decodeSnapshotFile } from '../../src/node/snapshot-file.ts';
+import { decodeSnapshotFile } from '../../src/node/recovery/snapshot-file.ts';
 import { singleNode, type SingleNode } from '../api/single-node.ts';
 import { freePort } from '../../bench/lib/proc.ts';
 import { inProcess } from './in-process.ts';

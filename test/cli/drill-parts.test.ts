@@ -6,8 +6,8 @@ import { checkTolerance, pickTarget } from '../../src/cli/drill-cluster.ts';
 import { longestGapMs } from '../../src/cli/drill-probe.ts';
 import { compareWorkloads, type TaskSnapshot } from '../../src/cli/drill-workloads.ts';
 import type { View } from '../../src/cli/cluster-view.ts';
-import { portsToCut } from '../../src/node/drill-actions.ts';
-import { DrillStorage } from '../../src/node/drill-storage.ts';
+import { portsToCut } from '../../src/node/drill/drill-actions.ts';
+import { DrillStorage } from '../../src/node/drill/drill-storage.ts';
 import { MemoryNodeStorage } from '../../src/node/node-storage.ts';
 
 const members = [

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/server/config.ts';
 import { featureLevelMax } from '../../src/base/feature-level.ts';
 import { startNode, type RunningNode, type StartOptions } from '../../src/server/server.ts';
-import { decodeSnapshotFile } from '../../src/node/snapshot-file.ts';
+import { decodeSnapshotFile } from '../../src/node/recovery/snapshot-file.ts';
 import { decodeSnapshot } from '../../fsm/snapshot.ts';
 import { atFixtureTime } from '../support/fixture-time.ts';
 import { waitFor } from '../transport/helpers.ts';

@@ -9,7 +9,7 @@
 // still talk to the node it isolated.
 
 import { execFile } from 'node:child_process';
-import { ShoalError } from '../errors.ts';
+import { ShoalError } from '../../errors.ts';
 
 export const drillTable = 'shoal_drill';
 export const drillSet = 'isolated_ports';

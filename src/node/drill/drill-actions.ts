@@ -14,9 +14,9 @@
 
 import { spawn } from 'node:child_process';
 import { z } from 'zod';
-import { ShoalError } from '../errors.ts';
-import type { MemberRecord } from '../resources/membership.ts';
-import { splitHostPort } from '../base/host-port.ts';
+import { ShoalError } from '../../errors.ts';
+import type { MemberRecord } from '../../resources/membership.ts';
+import { splitHostPort } from '../../base/host-port.ts';
 import { isolatePorts } from './drill-nft.ts';
 
 /** A fault lasts at most this long: a drill that forgets to end must not leave a node cut off. */

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Transform, type Readable } from 'node:stream';
 import { z } from 'zod';
-import { ShoalError } from '../errors.ts';
+import { ShoalError } from '../../errors.ts';
 import { runCommand } from './upgrade-exec.ts';
 import { releaseMarkerFile, releaseName, type ReleaseMarker, type Releases } from './upgrade-releases.ts';
 

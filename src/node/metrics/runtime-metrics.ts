@@ -9,7 +9,7 @@
 
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { collectDefaultMetrics, Registry as PromRegistry, Summary as PromSummary } from 'prom-client';
-import { latencyBuckets, type Registry } from '../base/metrics.ts';
+import { latencyBuckets, type Registry } from '../../base/metrics.ts';
 
 const quantiles = [0.5, 0.99, 1] as const;
 const resolutionMs = 10;

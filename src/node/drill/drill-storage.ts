@@ -3,8 +3,8 @@
 // writes hang. The node's own stall detection (RaftNode diskStallMs) then sees what it would see
 // on a dying disk: it refuses requests, and a leader sends no heartbeat, so the others elect.
 
-import type { ConfState } from '../raft/types.ts';
-import type { NodeStorage, PersistBatch } from './node-storage.ts';
+import type { ConfState } from '../../raft/types.ts';
+import type { NodeStorage, PersistBatch } from '../node-storage.ts';
 
 export class DrillStorage implements NodeStorage {
   private stalledUntilMs = 0;

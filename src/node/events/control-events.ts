@@ -1,4 +1,4 @@
-// The control plane's changes as cluster events (src/node/event-log.ts), from the applied
+// The control plane's changes as cluster events (src/node/events/event-log.ts), from the applied
 // records every node holds; only the leader records them, so each is recorded once:
 //
 //   service.created / .updated / .removed   a service record appeared, its spec version rose, it went
@@ -14,12 +14,12 @@
 // records stay the truth.
 
 import { z } from 'zod';
-import type { DocumentStore, JsonObject } from '../../fsm/index.ts';
-import type { WatchEvent } from '../../fsm/types.ts';
-import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../resources/collections.ts';
-import { allDocs } from '../resources/state.ts';
+import type { DocumentStore, JsonObject } from '../../../fsm/index.ts';
+import type { WatchEvent } from '../../../fsm/types.ts';
+import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../../resources/collections.ts';
+import { allDocs } from '../../resources/state.ts';
 import type { EventLog } from './event-log.ts';
-import type { RaftNode } from './raft-node.ts';
+import type { RaftNode } from '../raft-node.ts';
 
 // Only the fields compared: a record the control plane would refuse as a whole is still followed by these.
 const serviceFields = z.looseObject({ specVersion: z.number(), updateStatus: z.looseObject({ state: z.string().max(32) }) });

@@ -6,11 +6,11 @@
 // (aggregate with sum).
 
 import { z } from 'zod';
-import type { DocumentStore } from '../../fsm/index.ts';
-import { nodesCollection, servicesCollection, tasksCollection } from '../resources/collections.ts';
-import { allDocs } from '../resources/state.ts';
-import type { PassReport } from '../control/leader-run.ts';
-import { latencyBuckets, type Registry, type Sample } from '../base/metrics.ts';
+import type { DocumentStore } from '../../../fsm/index.ts';
+import { nodesCollection, servicesCollection, tasksCollection } from '../../resources/collections.ts';
+import { allDocs } from '../../resources/state.ts';
+import type { PassReport } from '../../control/leader-run.ts';
+import { latencyBuckets, type Registry, type Sample } from '../../base/metrics.ts';
 
 // Only the fields counted: a record the control plane would refuse as a whole still counts by
 // these, and one without them is left out.

@@ -3,7 +3,7 @@
 // service manager. A node inside another process (a test) gets no restart: activation is refused
 // before any link changes.
 
-import { restartExitCode } from './drill-actions.ts';
+import { restartExitCode } from '../drill/drill-actions.ts';
 import { runningPackageRoot } from './upgrade-package-root.ts';
 import { Releases } from './upgrade-releases.ts';
 

@@ -1,4 +1,4 @@
-// What turns a node's state changes into events (src/node/event-log.ts). Every node follows the
+// What turns a node's state changes into events (src/node/events/event-log.ts). Every node follows the
 // same state; only the leader records the cluster's facts, so each is recorded once:
 //
 //   leader.elected            cluster  the new leader, once per term it leads
@@ -13,8 +13,8 @@
 // Membership, peers, snapshots and failure are polled (a few cheap getters once a second): the
 // node emits no event for them, and a poll cannot fall behind.
 
-import type { RaftNode } from './raft-node.ts';
-import type { JsonObject } from '../../fsm/index.ts';
+import type { RaftNode } from '../raft-node.ts';
+import type { JsonObject } from '../../../fsm/index.ts';
 import type { EventLog } from './event-log.ts';
 
 export interface EventSourceOptions {

@@ -3,7 +3,7 @@
 // command and carries the end of its output.
 
 import { execFile } from 'node:child_process';
-import { ShoalError } from '../errors.ts';
+import { ShoalError } from '../../errors.ts';
 
 /** Output kept from a failed command for the error message. */
 const outputTailChars = 2000;

@@ -6,9 +6,9 @@
 
 import { Packr } from 'msgpackr';
 import { z } from 'zod';
-import { ShoalError } from '../errors.ts';
-import { crc32 } from '../storage/crc32.ts';
-import { memberRecordSchema, type MemberRecord } from '../resources/membership.ts';
+import { ShoalError } from '../../errors.ts';
+import { crc32 } from '../../storage/crc32.ts';
+import { memberRecordSchema, type MemberRecord } from '../../resources/membership.ts';
 
 const magic = Buffer.from('SHOALBAK');
 const packr = new Packr({ useRecords: false });

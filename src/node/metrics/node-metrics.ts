@@ -5,8 +5,8 @@
 import type { StatsFs } from 'node:fs';
 import { statfs } from 'node:fs/promises';
 import { Gauge } from 'prom-client';
-import type { RaftNode } from './raft-node.ts';
-import type { Registry, Sample } from '../base/metrics.ts';
+import type { RaftNode } from '../raft-node.ts';
+import type { Registry, Sample } from '../../base/metrics.ts';
 
 export interface NodeMetricsOptions {
   identity: { id: string; name: string; clusterId: string };

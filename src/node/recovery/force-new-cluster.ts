@@ -15,17 +15,17 @@
 
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { assert } from '../base/assert.ts';
-import { SeededPrng } from '../raft/prng.ts';
-import { RawNode } from '../raft/raw-node.ts';
-import type { InitialState, LogStorage } from '../raft/storage.ts';
-import type { ConfChange, ConfState, Entry, HardState, Snapshot } from '../raft/types.ts';
-import { DiskStorage } from '../storage/index.ts';
-import { softwareVersion } from '../version.ts';
-import { newId, replaceClusterId, type Identity } from './identity.ts';
-import { confChangeContext, Membership, type MemberRecord } from '../resources/membership.ts';
+import { assert } from '../../base/assert.ts';
+import { SeededPrng } from '../../raft/prng.ts';
+import { RawNode } from '../../raft/raw-node.ts';
+import type { InitialState, LogStorage } from '../../raft/storage.ts';
+import type { ConfChange, ConfState, Entry, HardState, Snapshot } from '../../raft/types.ts';
+import { DiskStorage } from '../../storage/index.ts';
+import { softwareVersion } from '../../version.ts';
+import { newId, replaceClusterId, type Identity } from '../identity.ts';
+import { confChangeContext, Membership, type MemberRecord } from '../../resources/membership.ts';
 import { swapStorage, writeMarker, type RecoveryMarker } from './recovery-files.ts';
-import { decodeSnapshotData } from './snapshot-data.ts';
+import { decodeSnapshotData } from '../snapshot-data.ts';
 
 /** Entry bytes per write of the new log: well under the write-ahead log's record limit. */
 const copyBatchBytesMax = 8 * 1024 * 1024;

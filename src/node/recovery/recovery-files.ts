@@ -10,9 +10,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { copyFile, mkdir, open, rename, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { storagePaths } from '../storage/index.ts';
-import { syncDir } from '../storage/sync-dir.ts';
-import { logIdPath } from '../storage/log-incarnation.ts';
+import { storagePaths } from '../../storage/index.ts';
+import { syncDir } from '../../storage/sync-dir.ts';
+import { logIdPath } from '../../storage/log-incarnation.ts';
 
 export const recoveryMarkerName = 'recovered.json';
 

@@ -10,8 +10,8 @@
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { open, rename } from 'node:fs/promises';
 import path from 'node:path';
-import type { DocumentStore } from '../../fsm/index.ts';
-import type { Logger, RaftNode } from './raft-node.ts';
+import type { DocumentStore } from '../../../fsm/index.ts';
+import type { Logger, RaftNode } from '../raft-node.ts';
 import { encodeSnapshotFileParts } from './snapshot-file.ts';
 
 const pause = (): Promise<void> => new Promise<void>((r) => setImmediate(r));

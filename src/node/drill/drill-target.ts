@@ -4,7 +4,7 @@
 
 import type { DrillTarget } from './drill-actions.ts';
 import type { DrillStorage } from './drill-storage.ts';
-import type { RaftNode } from './raft-node.ts';
+import type { RaftNode } from '../raft-node.ts';
 
 export function drillTargetOf(storage: DrillStorage, peerListen: string, node: RaftNode): DrillTarget {
   return {

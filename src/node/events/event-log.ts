@@ -14,9 +14,9 @@
 
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { encodeCommand, type Doc, type DocumentStore, type JsonObject, type WatchEvent } from '../../fsm/index.ts';
-import type { Logger } from '../log.ts';
-import type { RaftNode } from './raft-node.ts';
+import { encodeCommand, type Doc, type DocumentStore, type JsonObject, type WatchEvent } from '../../../fsm/index.ts';
+import type { Logger } from '../../log.ts';
+import type { RaftNode } from '../raft-node.ts';
 
 export const eventsCollection = 'shoal.events';
 /** Cluster events kept in the store; the leader deletes the oldest beyond it. */

@@ -13,7 +13,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { ShoalError } from '../errors.ts';
+import { ShoalError } from '../../errors.ts';
 
 export const releasesDirName = 'releases';
 export const releaseMarkerFile = 'release.json';
