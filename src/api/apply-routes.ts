@@ -16,7 +16,7 @@ import { secretsCollection } from '../resources/collections.ts';
 import { changedFields, parseSpecObjects, parseSpecs, refusal, type ServiceSpec, type SpecSet } from '../resources/spec/index.ts';
 import type { ControlState } from '../resources/state.ts';
 import { ShoalError } from '../errors.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { applyBody, applyQuery } from './control-schemas.ts';
 import { oneTransaction, decideAndWrite } from './control-write.ts';
 import { readControl } from './control-views.ts';

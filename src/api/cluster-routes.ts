@@ -14,7 +14,7 @@ import { nodeNameSchema } from '../node/identity.ts';
 import { confChangeContext, type MemberRecord } from '../resources/membership.ts';
 import { laggingEntriesMax, promoteRefusal } from '../resources/membership-refusals.ts';
 import { NONE, type ConfChange } from '../raft/types.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { validate } from './validate.ts';
 import { forwardIfFollower } from './write-path.ts';
 

@@ -13,7 +13,7 @@ import type { TaskWithSpec } from '../control/scheduler/types.ts';
 import { ControlStateReader, tasksOf, type ControlState, type Versioned } from '../resources/state.ts';
 import { isTerminal, viewOf, type TaskView } from '../resources/task-view.ts';
 import { ShoalError } from '../errors.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { readBarrier } from './docs-routes.ts';
 
 const readers = new WeakMap<DocumentStore, ControlStateReader>();

@@ -13,7 +13,7 @@ import { toTransactions, type Plan } from '../resources/changes.ts';
 import { compatCommand } from '../resources/record-compat.ts';
 import type { ControlState } from '../resources/state.ts';
 import { ShoalError } from '../errors.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { readControl } from './control-views.ts';
 import { badRequest } from './validate.ts';
 import { callerStamp, stampLevel } from './write-path.ts';

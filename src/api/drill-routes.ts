@@ -13,7 +13,7 @@ import { z } from 'zod';
 import type { CommandResult } from '../../fsm/types.ts';
 import { runDrillAction, drillActionSchema } from '../node/drill/drill-actions.ts';
 import { drillReportSchema, drillsCollection } from '../node/drill/drill-report.ts';
-import type { ApiPluginOptions } from './app.ts';
+import type { ApiPluginOptions } from './context.ts';
 import { readBarrier } from './docs-routes.ts';
 import { noQuery, consistencySchema } from './request-schemas.ts';
 import { validate } from './validate.ts';

@@ -15,7 +15,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { matchesTypes, type ClusterEvent, type EventScope } from '../node/events/event-log.ts';
-import type { ApiPluginOptions } from './app.ts';
+import type { ApiPluginOptions } from './context.ts';
 import { openEventStream } from './sse-stream.ts';
 import { validate } from './validate.ts';
 import { refuseFutureCursor } from './watch-routes.ts';

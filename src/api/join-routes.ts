@@ -16,7 +16,7 @@ import { readRotation, withChain } from '../security/ca-rotation-authority.ts';
 import { isValidId } from '../security/identity.ts';
 import { isValidPrincipal, principalRule } from '../security/principal.ts';
 import { parseToken, redeemRefusal, redemptionTxn, refusalText, type ParsedToken, type RefusalReason, type TokenRecord } from '../security/tokens.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { proposeCommand, readToken, requireAuthority } from './token-routes.ts';
 import { validate } from './validate.ts';
 import { forwardIfFollower } from './write-path.ts';

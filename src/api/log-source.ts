@@ -18,7 +18,7 @@ import type { ControlState } from '../resources/state.ts';
 import { errorCatalog, ShoalError, type ErrorCode } from '../errors.ts';
 import { labelKeys, ownerLabels } from '../executor/labels.ts';
 import { RuntimeError, type ContainerInfo, type LogLine, type LogOptions, type LogReader } from '../executor/runtime.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import type { TaskItem } from './control-views.ts';
 import { forwardedHeader } from './write-path.ts';
 

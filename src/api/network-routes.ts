@@ -11,7 +11,7 @@ import { formatCidr } from '../resources/address-cidr.ts';
 import { sliceCidr } from '../resources/address-allocator.ts';
 import type { ControlState, Versioned } from '../resources/state.ts';
 import { ShoalError } from '../errors.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { readOnlyQuery, serviceNameSchema } from './control-schemas.ts';
 import { readControl } from './control-views.ts';
 import { decideAndWrite } from './control-write.ts';

@@ -14,7 +14,7 @@ import { withChain, type Signer } from '../security/ca-rotation-authority.ts';
 import { nodeIdFromCertPem } from '../security/identity.ts';
 import { revokedSerialsOf } from '../security/revoked-index.ts';
 import { sealForCert } from '../security/sealed-box.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { requireAuthority } from './token-routes.ts';
 import { validate } from './validate.ts';
 

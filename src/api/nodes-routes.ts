@@ -12,7 +12,7 @@ import type { NodeRecord } from '../resources/records.ts';
 import { jsonEqual } from '../resources/spec/spec-change.ts';
 import type { ControlState } from '../resources/state.ts';
 import { ShoalError } from '../errors.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { availabilityBody, labelsBody, nodeParams, readOnlyQuery } from './control-schemas.ts';
 import { findNode, nodeViews, readControl, readLocal, taskItem, type NodeView } from './control-views.ts';
 import { decideAndWrite } from './control-write.ts';

@@ -9,7 +9,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { errorCatalog } from '../errors.ts';
 import { nodeRecordSchema, serviceRecordSchema, taskRecordSchema, taskStatusSchema } from '../resources/records.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import type { RouteTable } from './route-table.ts';
 import { createCredentialBody, credentialParams } from './credentials-routes.ts';
 import { auditQuery } from './audit-routes.ts';

@@ -13,7 +13,7 @@ import {
 } from '../resources/secrets.ts';
 import { allDocs, type ControlState, type Versioned } from '../resources/state.ts';
 import { ShoalError } from '../errors.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { readOnlyQuery } from './control-schemas.ts';
 import { readControl } from './control-views.ts';
 import { decideAndWrite } from './control-write.ts';

@@ -12,7 +12,7 @@ import { servicesCollection, tasksCollection } from '../resources/collections.ts
 import { rollback } from '../control/rolling-update.ts';
 import { tasksOf, type ControlState } from '../resources/state.ts';
 import { ShoalError } from '../errors.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { noBody, readOnlyQuery, scaleBody, serviceParams } from './control-schemas.ts';
 import { findService, readControl, readLocal, serviceView, taskItem, type ServiceView } from './control-views.ts';
 import { decideAndWrite } from './control-write.ts';

@@ -14,7 +14,7 @@ import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
 import { receiveBuild } from '../node/upgrade/upgrade-receive.ts';
 import type { UpgradeHost } from '../node/upgrade/upgrade-host.ts';
-import type { ApiPluginOptions } from './app.ts';
+import type { ApiPluginOptions } from './context.ts';
 import { noQuery } from './request-schemas.ts';
 import { validate } from './validate.ts';
 

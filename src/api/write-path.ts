@@ -13,7 +13,7 @@ import { ShoalError } from '../errors.ts';
 import { NONE } from '../raft/types.ts';
 import { featureLevelAuditRole } from '../base/feature-level.ts';
 import type { ClientRole } from '../security/roles.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { badRequest, type CommandPathMap } from './validate.ts';
 import { principalHeader, roleHeader, type Caller } from './auth.ts';
 

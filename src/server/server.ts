@@ -50,7 +50,7 @@ import { Server as HttpsServer } from 'node:https';
 import { caKeyFile } from '../security/authority.ts';
 import { startMeshAgent } from '../../net/mesh-node.ts';
 import { generateKeyPair, loadOrCreateKeyPair, writeKeyPair } from '../../net/wg-keys.ts';
-import type { MeshKeys } from '../api/mesh-routes.ts';
+import type { MeshKeys } from '../api/context.ts';
 import { startFirewall } from '../../net/firewall-start.ts';
 import { startServiceDns } from '../../net/dns-start.ts';
 import { startOverlayAgent } from '../../net/overlay-node.ts';
