@@ -3,6 +3,7 @@
 // that say any of them may have changed. Listeners take no arguments: on each event the part
 // re-reads what it needs (level-triggered).
 
+import type { ShoalError } from '../errors.ts';
 import type { NodeId } from '../raft/types.ts';
 import type { TermSource } from './term-source.ts';
 
@@ -13,7 +14,7 @@ export interface Leadership extends TermSource {
   /** The committed cluster feature level (src/base/feature-level.ts). */
   readonly featureLevel: number;
   /** Set once the node stopped for good; nothing may act for it after that. */
-  readonly failure: Error | undefined;
+  readonly failure: ShoalError | undefined;
   on(event: LeadershipEvent, listener: () => void): unknown;
   off(event: LeadershipEvent, listener: () => void): unknown;
 }
