@@ -3,6 +3,7 @@
 
 import type { TaskRecord } from '../resources/records.ts';
 import type { RestartPolicy } from '../resources/spec/service-spec.ts';
+import { backoffDelayMs } from '../base/backoff.ts';
 
 export type RestartVerdict =
   | { restart: true; attempt: number; notBefore: number }
@@ -28,6 +29,5 @@ export function restartVerdict(failed: TaskRecord, policy: RestartPolicy): Resta
 
 /** The wait before attempt `attempt` (1 = the first restart): the delay doubled per attempt, capped. */
 export function backoffMs(attempt: number, policy: RestartPolicy): number {
-  if (attempt <= 0) return 0;
-  return Math.min(policy.maxDelayMs, policy.delayMs * 2 ** Math.min(attempt - 1, 30));
+  return backoffDelayMs(attempt, policy.delayMs, policy.maxDelayMs);
 }

@@ -21,7 +21,7 @@
 // code fences by epoch), `caughtUp` (the read barrier), `runtime`, `clock`, `log`, and `lease`.
 
 import type { NodeRecord, RuntimeStatus } from '../resources/records.ts';
-import { backoffDelayMs } from './backoff.ts';
+import { backoffDelayMs } from '../base/backoff.ts';
 import type { LeaseConfig } from '../resources/lease.ts';
 import type { BootClock, Clock, Timer } from './clock.ts';
 import { isExclusiveContainer, labelKeys, ownerLabels, type Owner } from './labels.ts';

@@ -4,7 +4,7 @@
 // reports the failure and the leader's orchestrator decides. Pure: time is passed in.
 
 import type { RestartPolicy } from '../resources/spec/service-spec.ts';
-import { backoffDelayMs } from './backoff.ts';
+import { backoffDelayMs } from '../base/backoff.ts';
 
 /** One task's local restarts since the quorum was last seen. */
 export interface LocalRestarts {

@@ -2,7 +2,7 @@
 // only the newest value, only when it changed or the store shows another, retried with backoff.
 
 import type { RuntimeStatus } from '../resources/records.ts';
-import { backoffDelayMs } from './backoff.ts';
+import { backoffDelayMs } from '../base/backoff.ts';
 import type { Clock, Timer } from './clock.ts';
 import { errorText } from './status-reporter.ts';
 

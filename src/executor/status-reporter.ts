@@ -6,7 +6,7 @@
 // down and replaced those tasks, and the agent will see the new epoch in its store.
 
 import type { TaskStatus } from '../resources/records.ts';
-import { backoffDelayMs } from './backoff.ts';
+import { backoffDelayMs } from '../base/backoff.ts';
 import type { Clock, Timer } from './clock.ts';
 import { sameStatus } from './task-report.ts';
 

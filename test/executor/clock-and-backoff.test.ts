@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backoffDelayMs } from '../../src/executor/backoff.ts';
+import { backoffDelayMs } from '../../src/base/backoff.ts';
 import { ManualClock } from '../../src/executor/manual-clock.ts';
 import { decideLocalRestart, restartDelayMs } from '../../src/executor/restart-backoff.ts';
 import type { RestartPolicy } from '../../src/resources/spec/service-spec.ts';
