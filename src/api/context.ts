@@ -8,7 +8,7 @@ import type { Runtime } from '../executor/runtime.ts';
 import type { DrillTarget } from '../node/drill/drill-actions.ts';
 import type { EventLog } from '../node/events/event-log.ts';
 import type { UpgradeHost } from '../node/upgrade/upgrade-host.ts';
-import type { ClusterNode } from '../ports/cluster-node.ts';
+import type { ClusterNode } from './cluster-node.ts';
 import type { CaAuthority } from '../security/authority.ts';
 import type { FoundingToken } from '../security/founding-token.ts';
 import type { ApiBounds } from './api-metrics.ts';

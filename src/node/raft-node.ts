@@ -4,7 +4,6 @@
 // order the core's safety depends on. Messages and proposals arriving while a write is in
 // flight are stepped into the core at once; they come out in the next Ready.
 
-import type { ClusterNode } from '../ports/cluster-node.ts';
 import type { Leadership, LeaderLog } from '../ports/leadership.ts';
 import type { MembershipView } from '../ports/membership-view.ts';
 import type { ProposalResult, Proposer } from '../ports/proposer.ts';
@@ -120,7 +119,7 @@ const quietLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
  * The node driver. Parts above it (loops, agents, network and certificate code) hold only the
  * narrow ports of src/ports/ it implements; the composition root (src/server/) holds the node.
  */
-export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, ReadBarrier, TermSource, MembershipView, Leadership, LeaderLog, ClusterNode {
+export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, ReadBarrier, TermSource, MembershipView, Leadership, LeaderLog {
   readonly id: NodeId;
   readonly membership = new Membership();
   private raw!: RawNode;

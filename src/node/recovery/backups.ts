@@ -12,7 +12,8 @@ import { open, rename } from 'node:fs/promises';
 import path from 'node:path';
 import type { DocumentStore } from '../../../fsm/index.ts';
 import type { Logger } from '../../log.ts';
-import type { ClusterNode } from '../../ports/cluster-node.ts';
+import type { MembershipView } from '../../ports/membership-view.ts';
+import type { TermSource } from '../../ports/term-source.ts';
 import { encodeSnapshotFileParts } from './snapshot-file.ts';
 
 const pause = (): Promise<void> => new Promise<void>((r) => setImmediate(r));
@@ -25,7 +26,7 @@ export const backupFilePattern = /^shoal-([A-Za-z0-9_-]+)-(\d{12})-(\d{8}T\d{6}Z
  * itself, in slices with the event loop free between them). Index, term, members and the store's
  * image are taken in one synchronous step.
  */
-export async function snapshotFileParts(node: Pick<ClusterNode, 'appliedIndex' | 'currentTerm' | 'membership'>, store: DocumentStore, clusterId: string): Promise<{ index: number; parts: Uint8Array[] }> {
+export async function snapshotFileParts(node: Pick<TermSource, 'currentTerm'> & Pick<MembershipView, 'membership'> & { readonly appliedIndex: number }, store: DocumentStore, clusterId: string): Promise<{ index: number; parts: Uint8Array[] }> {
   const meta = { clusterId, index: node.appliedIndex, term: node.currentTerm, members: node.membership.list() };
   const parts = await encodeSnapshotFileParts(meta, await store.snapshotInSlices(pause), pause);
   return { index: meta.index, parts };

@@ -1,4 +1,4 @@
-// The client API's port to the node: what its routes read (identity, leadership, membership,
+// The client API's port to the node (beside the API, which alone uses it): what its routes read (identity, leadership, membership,
 // progress) and ask for (proposals, reads, membership changes, leadership transfers). The node
 // driver implements it; the API holds nothing more of the node than this.
 
@@ -6,9 +6,9 @@ import type { Logger } from '../log.ts';
 import type { MemberRecord } from '../resources/membership.ts';
 import type { ConfChange, NodeId, Status } from '../raft/types.ts';
 import type { PeerStats } from '../../transport/types.ts';
-import type { Leadership, LeaderLog } from './leadership.ts';
-import type { Proposer } from './proposer.ts';
-import type { ReadBarrier } from './read-barrier.ts';
+import type { Leadership, LeaderLog } from '../ports/leadership.ts';
+import type { Proposer } from '../ports/proposer.ts';
+import type { ReadBarrier } from '../ports/read-barrier.ts';
 
 export interface ClusterNode extends Proposer, ReadBarrier, Leadership, Pick<LeaderLog, 'logTimeNow'> {
   /** The node's logger, so that a route logs under the node's name. */
