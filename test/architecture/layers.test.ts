@@ -80,6 +80,11 @@ describe('the folder graph', () => {
     expect(findCycle(imports())).toBeNull();
   });
 
+  it('hands the node driver to no module outside src/node and the composition root (the rest hold ports)', () => {
+    const holders = [...imports()].filter(([file, targets]) => !/^src\/(node|server)\//.test(file) && targets.includes(path.normalize('src/node/raft-node.ts')));
+    expect(holders.map(([f]) => f)).toEqual([]);
+  });
+
   it('is enforced by lint, import by import', async () => {
     const eslint = new ESLint({ cwd: root });
     const [result] = await eslint.lintText("import { RaftNode } from '../node/raft-node.ts';\nexport type X = RaftNode;\n", { filePath: path.join(root, 'src/control/bad.ts') });
