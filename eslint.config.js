@@ -3,6 +3,7 @@
 // state or global randomness. Time is ticks; randomness is a seeded PRNG passed in the config.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import { layersPlugin } from './scripts/eslint-layers.mjs';
 
 const impureModules = [
   'fs', 'net', 'tls', 'http', 'https', 'http2', 'dgram', 'dns', 'os', 'crypto', 'child_process',
@@ -22,6 +23,16 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/no-explicit-any': 'error',
+    },
+  },
+  {
+    // Who may import whom (scripts/layers.mjs), and short functions (style.md: about 70 lines).
+    files: ['src/**/*.ts', 'fsm/**/*.ts', 'transport/**/*.ts', 'net/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    plugins: { shoal: layersPlugin },
+    rules: {
+      'shoal/layers': 'error',
+      'max-lines-per-function': ['warn', { max: 70, skipBlankLines: true, skipComments: true }],
     },
   },
   {

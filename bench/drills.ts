@@ -18,7 +18,7 @@ import { stringify } from 'yaml';
 import { DevSupervisor, type DevNode } from '../src/cli/dev-supervisor.ts';
 import { keepReport, runDrill } from '../src/cli/drill-run.ts';
 import { main } from '../src/cli/main.ts';
-import { drillNames, type DrillName, type DrillReport } from '../src/node/drill-report.ts';
+import { drillNames, type DrillName, type DrillReport } from '../src/node/drill/drill-report.ts';
 import { initNode } from '../src/node/identity.ts';
 import { freePort, sleep } from './lib/proc.ts';
 import { machine, writeNamedSection } from './lib/report.ts';

@@ -10,7 +10,7 @@
 // --write replaces the "exclusive" section of bench/RESULTS.md.
 
 import { parseArgs } from 'node:util';
-import { leaseDefaults, leaseMarginMs, replaceAfterMs } from '../src/control/lease.ts';
+import { leaseDefaults, leaseMarginMs, replaceAfterMs } from '../src/resources/lease.ts';
 import { runsOf } from '../test/system/container-events.ts';
 import { DockerSystem, serviceDoc } from '../test/system/docker-system.ts';
 import { writeNamedSection } from './lib/report.ts';

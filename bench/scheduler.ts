@@ -12,8 +12,8 @@
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { schedule, type ScheduleInput, type TaskWithSpec } from '../src/control/scheduler/index.ts';
-import { parseSpecObjects, type ServiceSpec } from '../src/control/spec/index.ts';
-import type { NodeRecord, TaskRecord } from '../src/control/resources.ts';
+import { parseSpecObjects, type ServiceSpec } from '../src/resources/spec/index.ts';
+import type { NodeRecord, TaskRecord } from '../src/resources/records.ts';
 import { writeNamedSection } from './lib/report.ts';
 
 const GiB = 1024 ** 3;

@@ -3,7 +3,7 @@
 // A record is derived from the entry (its stamped command, the result apply computed, its index,
 // term and log time), so every node writes the same record at the same index, and a record cannot
 // disagree with what happened: it is written in the same apply as the change it describes. Only
-// from feature level 4 (src/node/feature-level.ts), so a node of an older release never meets a
+// from feature level 4 (src/base/feature-level.ts), so a node of an older release never meets a
 // state it would not have produced.
 //
 // Not recorded: the node's own writes (principal `shoal` or `shoal:...`: leader loops, agents,

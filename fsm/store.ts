@@ -12,12 +12,12 @@
 // change exactly once.
 
 import assert from 'node:assert/strict';
-import type { AppliedEntry, StateMachine } from '../src/node/state-machine.ts';
+import type { AppliedEntry, StateMachine } from '../src/base/state-machine.ts';
 import { ShoalError } from '../src/errors.ts';
 import { parseCommandBytes, collectionSchema, idPrefixProblem, idSchema, type Command, type Op, type PutOp, type DeleteOp, type Stamped, type TxnCommand } from './command.ts';
 import { compareHolds } from './compare.ts';
 import { auditCollection, auditId, auditRecord, isAudited } from './audit.ts';
-import { featureLevelAudit, featureLevelAuditRole } from '../src/node/feature-level.ts';
+import { featureLevelAudit, featureLevelAuditRole } from '../src/base/feature-level.ts';
 import { DocTable } from './doc-table.ts';
 import { EventLog, eventBytes, type SizedEvent } from './event-log.ts';
 import { requestFingerprint } from './fingerprint.ts';

@@ -6,7 +6,7 @@
 // Anything else, valid or not, returns undefined and goes to zod, which stays the reference for
 // every rejection and its messages. A change to a schema in command.ts must be made here too.
 
-import type { Command, Compare, DeleteOp, Expect, Op, PutOp, RetainCommand, Stamped, StampedRole, TxnCommand } from './command.ts';
+import type { Command, Compare, DeleteOp, Expect, Op, PutOp, RetainCommand, Stamped, StampedRole, TxnCommand } from './command-types.ts';
 import {
   collectionNamePattern, idempotencyKeyLengthMax, idLengthMax, principalLengthMax, retainIdsMax, txnComparesMax, txnOpsMax,
 } from './limits.ts';

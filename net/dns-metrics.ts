@@ -2,7 +2,7 @@
 // (docs/monitoring.md). Counted in a plain object and read at scrape time; every result is
 // exported from the start (at 0), so a rate() has a series before the first query.
 
-import type { Registry } from '../src/node/metrics.ts';
+import type { Registry } from '../src/base/metrics.ts';
 
 export const dnsResults = [
   /** A shoal name with addresses. */

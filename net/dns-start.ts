@@ -3,7 +3,7 @@
 
 import type { DocumentStore } from '../fsm/index.ts';
 import type { Logger } from '../src/log.ts';
-import type { Registry } from '../src/node/metrics.ts';
+import type { Registry } from '../src/base/metrics.ts';
 import { dnsCounts, registerDnsMetrics } from './dns-metrics.ts';
 import { ServiceDns } from './service-dns.ts';
 

@@ -8,11 +8,11 @@
 // connections go elsewhere while it drains; a task that starts is named once it runs. Every
 // task with an address also tells which networks an asker from that address sees (members).
 
-import { gatewayOf } from '../src/control/address-allocator.ts';
-import { parseAddress } from '../src/control/address-cidr.ts';
-import type { NetworkState } from '../src/control/network-resources.ts';
-import type { ControlState } from '../src/control/state.ts';
-import { viewOf } from '../src/control/task-view.ts';
+import { gatewayOf } from '../src/resources/address-allocator.ts';
+import { parseAddress } from '../src/resources/address-cidr.ts';
+import type { NetworkState } from '../src/resources/network-resources.ts';
+import type { ControlState } from '../src/resources/state.ts';
+import { viewOf } from '../src/resources/task-view.ts';
 
 export interface DnsNetwork {
   name: string;

@@ -10,11 +10,12 @@
 // stopping or restarting) leaves the table in place: a restart never opens a gap.
 
 import type { DocumentStore } from '../fsm/index.ts';
-import { readNetworkState } from '../src/control/network-resources.ts';
-import { firewallPoliciesCollection, networksCollection } from '../src/control/network-resources.ts';
-import { nodesCollection, servicesCollection, tasksCollection } from '../src/control/collections.ts';
-import { ControlStateReader } from '../src/control/state.ts';
+import { readNetworkState } from '../src/resources/network-resources.ts';
+import { firewallPoliciesCollection, networksCollection } from '../src/resources/network-resources.ts';
+import { nodesCollection, servicesCollection, tasksCollection } from '../src/resources/collections.ts';
+import { ControlStateReader } from '../src/resources/state.ts';
 import type { Firewall } from './firewall.ts';
+import { PassLoop } from './pass-loop.ts';
 import type { FirewallTask } from './firewall-permits.ts';
 import { renderFirewall, type FirewallRenderInput } from './firewall-render.ts';
 
@@ -65,29 +66,26 @@ export function renderInput(store: DocumentStore, nodeId: string, term: number, 
 
 export class FirewallLoop {
   private unsubscribe: (() => void) | null = null;
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
-  private again = false;
-  private closed = false;
-  private failures = 0;
+  private readonly loop: PassLoop;
   /** The revision of the table this loop last applied (null: none yet in this process). */
   appliedRevision: number | null = null;
 
-  constructor(private readonly ports: FirewallLoopPorts) {}
+  constructor(private readonly ports: FirewallLoopPorts) {
+    this.loop = new PassLoop({ name: 'firewall', pass: () => this.pass(), retryMs: retryMsMin, retryMsMax, coalesceMs, log: ports.log });
+  }
 
   start(): void {
     this.unsubscribe = this.ports.store.subscribe((ev) => {
-      if (watched.has(ev.collection)) this.schedule(coalesceMs);
+      if (watched.has(ev.collection)) this.loop.mark();
     });
-    this.schedule(0);
+    this.loop.mark(true);
   }
 
   /** Stops the loop and waits for an apply under way; the table stays in force. Idempotent. */
   async close(): Promise<void> {
-    this.closed = true;
     this.unsubscribe?.();
-    if (this.timer !== null) clearTimeout(this.timer);
-    await this.running;
+    this.unsubscribe = null;
+    await this.loop.close();
   }
 
   /** Renders and applies once, now. */
@@ -102,35 +100,14 @@ export class FirewallLoop {
     return 'applied';
   }
 
-  private schedule(ms: number): void {
-    if (this.closed || this.timer !== null) return;
-    if (this.running !== null) {
-      this.again = true;
-      return;
-    }
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.running = this.pass().finally(() => {
-        this.running = null;
-        if (this.again) {
-          this.again = false;
-          this.schedule(coalesceMs);
-        }
-      });
-    }, ms);
-  }
-
   private async pass(): Promise<void> {
+    let outcome: Outcome;
     try {
-      const outcome = await this.converge();
-      this.failures = 0;
-      // Behind the table in force: look again once more has applied (an event will come).
-      if (outcome === 'behind') this.ports.log.info('firewall: the table in force is newer than this node\'s store; waiting to catch up');
+      outcome = await this.converge();
     } catch (err) {
-      this.failures++;
-      const ms = Math.min(retryMsMax, retryMsMin * 2 ** (this.failures - 1));
-      this.ports.log.warn(`firewall: ${(err as Error).message}; the table in force is kept; retrying in ${ms} ms`);
-      if (!this.closed) this.timer = setTimeout(() => { this.timer = null; this.schedule(0); }, ms);
+      throw new Error(`${(err as Error).message}; the table in force is kept`);
     }
+    // Behind the table in force: look again once more has applied (an event will come).
+    if (outcome === 'behind') this.ports.log.info('firewall: the table in force is newer than this node\'s store; waiting to catch up');
   }
 }

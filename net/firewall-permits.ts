@@ -8,9 +8,9 @@
 // connections they allowed (firewall.ts). Only tuples with a task of this node at one end are
 // kept: a node filters what its own tasks send and receive.
 
-import { matchesConstraint, type ConstraintSubject } from '../src/control/spec/constraint.ts';
-import type { FirewallPolicySpec, PortRule, Selector } from '../src/control/spec/network-spec.ts';
-import type { PortSpec } from '../src/control/spec/service-spec.ts';
+import { matchesConstraint, type ConstraintSubject } from '../src/resources/spec/constraint.ts';
+import type { FirewallPolicySpec, PortRule, Selector } from '../src/resources/spec/network-spec.ts';
+import type { PortSpec } from '../src/resources/spec/service-spec.ts';
 
 export interface FirewallNetwork {
   name: string;

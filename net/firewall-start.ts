@@ -3,13 +3,13 @@
 
 import type { DocumentStore } from '../fsm/index.ts';
 import type { Logger } from '../src/log.ts';
-import type { RaftNode } from '../src/node/raft-node.ts';
-import { splitHostPort } from '../src/node/host-port.ts';
+import type { TermSource } from '../src/ports/term-source.ts';
+import { splitHostPort } from '../src/base/host-port.ts';
 import { commandRunner } from './firewall-command.ts';
 import { Firewall } from './firewall.ts';
 import { FirewallLoop } from './firewall-loop.ts';
 
-export function startFirewall(o: { node: RaftNode; store: DocumentStore; nodeId: string; apiListen: string; peerListen: string; log: Logger }): FirewallLoop {
+export function startFirewall(o: { node: TermSource; store: DocumentStore; nodeId: string; apiListen: string; peerListen: string; log: Logger }): FirewallLoop {
   const loop = new FirewallLoop({
     store: o.store, nodeId: o.nodeId, term: () => o.node.currentTerm,
     managementPorts: [splitHostPort(o.apiListen).port, splitHostPort(o.peerListen).port],

@@ -12,7 +12,7 @@
 // Stopping the agent leaves the interface as it is: a restart or an upgrade of shoal does not cut
 // the mesh (net/wg.ts says how a wireguard-go outlives shoal).
 
-import type { MeshPeerStatus, NodeMesh, NodeRecord } from '../src/control/resources.ts';
+import type { MeshPeerStatus, NodeMesh, NodeRecord } from '../src/resources/records.ts';
 import type { MeshConfig } from './mesh-config.ts';
 import { additionsOnly, diffMesh, planMesh, type MeshPlan } from './mesh-plan.ts';
 import type { WgInterface } from './wg.ts';

@@ -1,13 +1,13 @@
-// The `mesh` section of a node's config (src/node/config.ts): where this node's WireGuard
+// The `mesh` section of a node's config (src/server/config.ts): where this node's WireGuard
 // listens, what its interface is called, and the range the leader hands mesh addresses out of.
 
 import { z } from 'zod';
-import { hostPortSchema } from '../src/node/host-port.ts';
+import { hostPortSchema } from '../src/base/host-port.ts';
 import { ifnamePattern } from './wg.ts';
-import { parseCidr } from './mesh-addresses.ts';
+import { meshCidrDefault, parseCidr } from '../src/resources/mesh-addresses.ts';
 
-/** The range mesh addresses come from unless the config says otherwise: 65,534 nodes. */
-export const meshCidrDefault = '10.212.0.0/16';
+export { meshCidrDefault };
+
 /** WireGuard's own port; the one UDP port to forward on a homelab router. */
 export const meshPortDefault = 51820;
 /** 1500 (Ethernet) - 80 (WireGuard over IPv6: 40 IP + 8 UDP + 32 WireGuard; over IPv4 it is 60). */

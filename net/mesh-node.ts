@@ -1,17 +1,20 @@
-// The mesh agent of a running node (src/node/server.ts): its ports on the node's applied store,
+// The mesh agent of a running node (src/server/server.ts): its ports on the node's applied store,
 // its Raft node (membership, read barrier) and its record, wired from the node's config.
 
 import type { DocumentStore } from '../fsm/index.ts';
-import { nodesCollection } from '../src/control/collections.ts';
-import { StoreAgentWriter, type NodeIdentity } from '../src/control/agent-ports.ts';
-import { ControlStateReader } from '../src/control/state.ts';
-import type { Logger, RaftNode } from '../src/node/raft-node.ts';
+import { nodesCollection } from '../src/resources/collections.ts';
+import { StoreAgentWriter, type NodeIdentity } from '../src/executor/store-ports.ts';
+import { ControlStateReader } from '../src/resources/state.ts';
+import type { Logger } from '../src/log.ts';
+import type { MembershipView } from '../src/ports/membership-view.ts';
+import type { Proposer } from '../src/ports/proposer.ts';
+import type { ReadBarrier } from '../src/ports/read-barrier.ts';
 import { MeshAgent } from './mesh-agent.ts';
 import type { MeshConfig } from './mesh-config.ts';
 import { WgInterface } from './wg.ts';
 import type { WgKeyPair } from './wg-keys.ts';
 
-export function startMeshAgent(opts: { config: MeshConfig; keys: WgKeyPair; node: RaftNode; store: DocumentStore; identity: NodeIdentity; log: Logger }): MeshAgent {
+export function startMeshAgent(opts: { config: MeshConfig; keys: WgKeyPair; node: Proposer & ReadBarrier & Pick<MembershipView, 'confState'>; store: DocumentStore; identity: NodeIdentity; log: Logger }): MeshAgent {
   const { node, store } = opts;
   const reader = new ControlStateReader(store);
   const agent = new MeshAgent({

@@ -3,9 +3,9 @@
 // member that published a key and has a mesh address; a node removed from the cluster is no
 // peer, whatever its record still says.
 
-import type { NodeRecord } from '../src/control/resources.ts';
-import { splitHostPort } from '../src/node/host-port.ts';
-import { parseCidr } from './mesh-addresses.ts';
+import type { NodeRecord } from '../src/resources/records.ts';
+import { splitHostPort } from '../src/base/host-port.ts';
+import { parseCidr } from '../src/resources/mesh-addresses.ts';
 import type { MeshConfig } from './mesh-config.ts';
 import type { WgConfig, WgPeerConfig } from './wg.ts';
 import type { WgInterfaceDump } from './wg-dump.ts';

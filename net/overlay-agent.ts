@@ -16,12 +16,12 @@
 // The agent tells the container agent which networks are in place here (OverlayReadiness): a
 // task's container is created only on a network that is.
 
-import type { NetworkRecord } from '../src/control/network-resources.ts';
-import type { NodeRecord } from '../src/control/resources.ts';
+import type { NetworkRecord } from '../src/resources/network-resources.ts';
+import type { NodeRecord } from '../src/resources/records.ts';
 import type { OverlayReadiness } from '../src/executor/task-networks.ts';
 import type { DockerNetworkInfo, DockerNetworks } from './overlay-docker.ts';
 import type { VxlanLink, VxlanLinks } from './overlay-links.ts';
-import { vxlanName } from './overlay-names.ts';
+import { vxlanName } from '../src/resources/overlay-names.ts';
 import { PassLoop, readBarrierWithin } from './pass-loop.ts';
 import { planOverlay, type OverlayNetworkPlan, type OverlayVxlanPlan } from './overlay-plan.ts';
 

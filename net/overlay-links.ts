@@ -11,7 +11,7 @@
 
 import { z } from 'zod';
 import { ShoalError } from '../src/errors.ts';
-import { vxlanPort } from './overlay-names.ts';
+import { vxlanPort } from '../src/resources/overlay-names.ts';
 import { runTool, type ToolRunner } from './wg-command.ts';
 
 /** The all-zeros MAC: a VXLAN forwarding entry for it floods to its destination. */

@@ -1,17 +1,18 @@
-// The overlay agent of a running node (src/node/server.ts): its ports on the node's applied
+// The overlay agent of a running node (src/server/server.ts): its ports on the node's applied
 // store, its Raft node (read barrier), the node's Docker daemon and, with a mesh, `ip`/`bridge`.
 
 import type { DocumentStore } from '../fsm/index.ts';
-import { networksCollection, readNetworkState } from '../src/control/network-resources.ts';
-import { nodesCollection } from '../src/control/collections.ts';
-import { ControlStateReader } from '../src/control/state.ts';
-import type { Logger, RaftNode } from '../src/node/raft-node.ts';
+import { networksCollection, readNetworkState } from '../src/resources/network-resources.ts';
+import { nodesCollection } from '../src/resources/collections.ts';
+import { ControlStateReader } from '../src/resources/state.ts';
+import type { Logger } from '../src/log.ts';
+import type { ReadBarrier } from '../src/ports/read-barrier.ts';
 import { OverlayAgent } from './overlay-agent.ts';
 import { DockerodeNetworks } from './overlay-docker.ts';
 import { VxlanLinks } from './overlay-links.ts';
 
 export function startOverlayAgent(opts: {
-  node: RaftNode; store: DocumentStore; clusterId: string; nodeId: string;
+  node: ReadBarrier; store: DocumentStore; clusterId: string; nodeId: string;
   /** The mesh's MTU; null when the node has no mesh (no VXLAN then). */
   meshMtu: number | null;
   /** The Docker daemon's socket (config runtime.dockerSocket); undefined: DOCKER_HOST or the default. */

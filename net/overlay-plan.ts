@@ -7,10 +7,10 @@
 // node with a slice and a mesh address. Without a mesh on this node there is no VXLAN: the
 // network is this node's bridge only (a single machine, `shoal dev`).
 
-import { gatewayOf } from '../src/control/address-allocator.ts';
-import type { NetworkRecord } from '../src/control/network-resources.ts';
-import type { NodeRecord } from '../src/control/resources.ts';
-import { bridgeName, dockerNetworkName, overlayMtu, vniOf, vxlanName } from './overlay-names.ts';
+import { gatewayOf } from '../src/resources/address-allocator.ts';
+import type { NetworkRecord } from '../src/resources/network-resources.ts';
+import type { NodeRecord } from '../src/resources/records.ts';
+import { bridgeName, dockerNetworkName, overlayMtu, vniOf, vxlanName } from '../src/resources/overlay-names.ts';
 
 export interface OverlayVxlanPlan {
   name: string;

@@ -11,10 +11,10 @@
 // Closing the responder closes its sockets; containers then get no answer until it is back.
 
 import type { DocumentStore } from '../fsm/index.ts';
-import { networksCollection, readNetworkState } from '../src/control/network-resources.ts';
-import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../src/control/collections.ts';
-import { ControlStateReader } from '../src/control/state.ts';
-import { cidrContains, cidrOf, parseAddress } from '../src/control/address-cidr.ts';
+import { networksCollection, readNetworkState } from '../src/resources/network-resources.ts';
+import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../src/resources/collections.ts';
+import { ControlStateReader } from '../src/resources/state.ts';
+import { cidrContains, cidrOf, parseAddress } from '../src/resources/address-cidr.ts';
 import { decide } from './dns-answers.ts';
 import { DnsForwarder, forwardTimeoutMsDefault, forwardsInflightMaxDefault, type Transport } from './dns-forward.ts';
 import { openListener, type DnsListener } from './dns-listener.ts';

@@ -18,7 +18,7 @@ export function isNetworkMessageType(type: MessageType): boolean {
 }
 
 const idSchema = z.string().max(256);
-/** HOST:PORT as a peer announces it; the node checks the shape (src/node/host-port.ts) before using one. */
+/** HOST:PORT as a peer announces it; the node checks the shape (src/base/host-port.ts) before using one. */
 const addressSchema = z.string().min(1).max(300);
 /** The most peer hints one hello carries (more are left out by the sender). */
 export const peerHintsMax = 32;
@@ -87,7 +87,7 @@ export const helloFrameSchema = z.object({
   protocolMax: countSchema,
   softwareVersion: z.string().max(256),
   /**
-   * The highest cluster feature level this node can apply (src/node/feature-level.ts). Added
+   * The highest cluster feature level this node can apply (src/base/feature-level.ts). Added
    * after the first release, whose hellos lack it (level 1); its schema strips unknown keys.
    */
   featureLevelMax: countSchema.optional(),

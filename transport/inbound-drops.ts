@@ -57,7 +57,7 @@ export class InboundDropCounter {
 
 /**
  * The samples of PEER_MESSAGES_DROPPED_METRIC, one per reason (zeros included, so the series
- * exist from the start), in the shape of the node's metric registry (src/node/metrics.ts).
+ * exist from the start), in the shape of the node's metric registry (src/base/metrics.ts).
  */
 export function inboundDropSamples(counts: InboundDropCounts): { labels: { reason: string }; value: number }[] {
   return INBOUND_DROP_REASONS.map((reason) => ({ labels: { reason }, value: counts[reason] }));

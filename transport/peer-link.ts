@@ -12,7 +12,7 @@ import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import type { Message, NodeId } from '../src/raft/types.ts';
 import { nodeIdFromCert } from '../src/security/identity.ts';
-import { Backoff } from './backoff.ts';
+import { Backoff } from '../src/base/backoff.ts';
 import { BATCH_PROTOCOL_VERSION, decodeFrames, encodeFrame } from './codec.ts';
 import type { Frame, HelloFrame, SnapAckFrame } from './frames.ts';
 import { CLOSE_GOING_AWAY, REFUSAL_CODES, checkHello, offerOf, refusalReasonOf, type LocalIdentity, type Refusal, type RefusalReason } from './handshake.ts';

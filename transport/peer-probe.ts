@@ -9,7 +9,7 @@
 // ends, nothing it logs as a failure.
 
 import tls, { type PeerCertificate, type TLSSocket } from 'node:tls';
-import { splitHostPort } from '../src/node/host-port.ts';
+import { splitHostPort } from '../src/base/host-port.ts';
 import type { NodeId } from '../src/raft/types.ts';
 import { nodeIdFromCert } from '../src/security/identity.ts';
 import { checkNodeServerIdentity } from '../src/security/tls-identity.ts';

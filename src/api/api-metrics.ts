@@ -1,7 +1,7 @@
 // The API's gauges and counters on the node's Registry: what each bound holds now and how often
 // it refused. Kept to a few read-at-scrape functions so the registry can be replaced.
 
-import type { Registry } from '../node/metrics.ts';
+import type { Registry } from '../base/metrics.ts';
 import type { Refusals, Slots } from './bounds.ts';
 import type { ConnectionLimit } from './connection-limit.ts';
 

@@ -3,11 +3,7 @@
 // included, into {code, message, requestId, retryable, details?} with a catalogued code.
 
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
-import type { DocumentStore } from '../../fsm/index.ts';
 import { ShoalError } from '../errors.ts';
-import type { RaftNode } from '../node/raft-node.ts';
-import type { Registry } from '../node/metrics.ts';
-import type { Runtime } from '../executor/runtime.ts';
 import { registerApiMetrics, type ApiBounds } from './api-metrics.ts';
 import { applyRoutes } from './apply-routes.ts';
 import { Refusals, Slots } from './bounds.ts';
@@ -35,78 +31,24 @@ import { txnRoutes } from './txn-routes.ts';
 import { badRequest } from './validate.ts';
 import { watchRoutes } from './watch-routes.ts';
 import { eventsRoutes } from './events-routes.ts';
-import type { EventLog } from '../node/event-log.ts';
-import type { CaAuthority } from '../security/authority.ts';
 import { joinRoutes } from './join-routes.ts';
 import { tokenRoutes } from './token-routes.ts';
 import { nodeCertRoutes } from './node-cert-routes.ts';
 import { AuthFailureLimiter } from './auth-rate-limit.ts';
-import { useAuth, type ApiAuth } from './auth.ts';
+import { useAuth } from './auth.ts';
 import { credentialsRoutes } from './credentials-routes.ts';
 import { auditRoutes } from './audit-routes.ts';
-import type { PeerHttp } from './peer-http.ts';
-import type { DrillTarget } from '../node/drill-actions.ts';
-import type { FoundingToken } from '../security/founding-token.ts';
 import { drillRoutes } from './drill-routes.ts';
-import { meshRoutes, type MeshKeys } from './mesh-routes.ts';
+import { meshRoutes } from './mesh-routes.ts';
 import { certRoutes } from './cert-routes.ts';
 import { upgradeRoutes } from './upgrade-routes.ts';
-import type { UpgradeHost } from '../node/upgrade-host.ts';
-import { caRoutes, type CaRotationPort } from './ca-routes.ts';
+import { caRoutes } from './ca-routes.ts';
+import type { ApiContext } from './context.ts';
+
+export type { ApiContext, ApiPluginOptions, CaRotationPort, MeshKeys } from './context.ts';
 
 export { errorBody, toShoalError, type ErrorBody } from './error-reply.ts';
 export { apiLimitsDefault, type ApiLimits } from './limits.ts';
-
-export interface ApiContext {
-  node: RaftNode;
-  store: DocumentStore;
-  clusterId: string;
-  softwareVersion: string;
-  bodyBytesMax: number;
-  proposalTimeoutMs: number;
-  metrics: Registry;
-  /** The API's bounds; apiLimitsDefault when absent or for each field left out. */
-  limits?: Partial<ApiLimits>;
-  /** Closers for long-lived responses (watch and log streams), run when the server closes. */
-  streams: Set<() => void>;
-  /** This node's container runtime, for task logs; absent or null when it runs no workloads. */
-  runtime?: Runtime | null;
-  /** The cluster's events (GET /v1/events); absent, the route is not served. */
-  events?: EventLog;
-  /** The cluster CA as this node holds it (join tokens, joins); absent, those routes answer ca_key_unavailable. */
-  security?: CaAuthority;
-  /** The token `shoal init` printed, while this node has not yet written its record (joins with it wait). */
-  foundingToken?: FoundingToken;
-  /** How callers authenticate: HTTPS with the node certificate, or the explicit insecure loopback mode. */
-  auth: ApiAuth;
-  /** Calls to other nodes' APIs (over TLS with this node's certificate unless insecure). */
-  peer: PeerHttp;
-  /** This node's WireGuard keys (POST /v1/mesh/rotate-key); absent when it takes no part in the mesh. */
-  mesh?: MeshKeys;
-  /** Renews this node's certificate now (src/security/renewal.ts); absent, POST /v1/certificates/renew is refused. */
-  renewCertificate?: () => Promise<void>;
-  /**
-   * Tells of each change of this node's TLS material (a renewal, a CA rotation's new trust bundle);
-   * returns the unsubscribe. The API closes the connections of certificates the bundle no longer
-   * trusts (cert-routes.ts). Absent, the bundle never changes.
-   */
-  onTlsReloaded?: (listener: () => void) => () => void;
-  /** Where this node keeps the CA keys, for a CA rotation (ca-routes.ts); absent, those routes are refused. */
-  caRotation?: CaRotationPort;
-  /** What POST /v1/drill/actions acts on (this node's process); absent, the actions are refused. */
-  drill?: DrillTarget;
-  /** This node's releases folder and restart (the /v1/upgrade routes); absent, they are refused. */
-  upgrade?: UpgradeHost;
-}
-
-/** What every plugin is registered with. */
-export interface ApiPluginOptions {
-  ctx: ApiContext;
-  limits: ApiLimits;
-  bounds: ApiBounds;
-  /** Every route with its methods and declared role (the OpenAPI document names the roles). */
-  routes: RouteTable;
-}
 
 /** Routes a node that cannot serve still answers: the probes say why, and metrics keep flowing. */
 const servedWhenFailed = new Set(['/healthz', '/readyz', '/metrics']);

@@ -7,16 +7,16 @@
 
 import type { FastifyPluginAsync } from 'fastify';
 import { planApply, type ApplyOptions, type ServiceOutcome } from '../control/apply.ts';
-import { merge } from '../control/changes.ts';
+import { merge } from '../resources/changes.ts';
 import { checkNetworks, planNetworkApply, type ResourceOutcome } from '../control/network-apply.ts';
-import { readNetworkState } from '../control/network-resources.ts';
-import type { ServiceRecord } from '../control/resources.ts';
-import { missingSecretProblems, secretExistsCompares } from '../control/secrets.ts';
-import { secretsCollection } from '../control/collections.ts';
-import { changedFields, parseSpecObjects, parseSpecs, refusal, type ServiceSpec, type SpecSet } from '../control/spec/index.ts';
-import type { ControlState } from '../control/state.ts';
+import { readNetworkState } from '../resources/network-resources.ts';
+import type { ServiceRecord } from '../resources/records.ts';
+import { missingSecretProblems, secretExistsCompares } from '../resources/secrets.ts';
+import { secretsCollection } from '../resources/collections.ts';
+import { changedFields, parseSpecObjects, parseSpecs, refusal, type ServiceSpec, type SpecSet } from '../resources/spec/index.ts';
+import type { ControlState } from '../resources/state.ts';
 import { ShoalError } from '../errors.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { applyBody, applyQuery } from './control-schemas.ts';
 import { oneTransaction, decideAndWrite } from './control-write.ts';
 import { readControl } from './control-views.ts';

@@ -15,7 +15,7 @@ import { z } from 'zod';
 import { auditCollection, auditId } from '../../fsm/audit.ts';
 import { listLimitDefault, listLimitMax, principalLengthMax } from '../../fsm/limits.ts';
 import type { Doc, JsonObject } from '../../fsm/types.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { readBarrier } from './docs-routes.ts';
 import { consistencySchema } from './request-schemas.ts';
 import { validate } from './validate.ts';

@@ -17,7 +17,7 @@ import { tokensCollection } from '../security/tokens.ts';
 import type { TLSSocket } from 'node:tls';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ShoalError } from '../errors.ts';
-import type { Tls } from '../node/identity.ts';
+import type { Tls } from '../base/tls-material.ts';
 import { nodeIdFromCert } from '../security/identity.ts';
 import { isClientRole, roleAllows, type ClientRole, type RouteRole } from '../security/roles.ts';
 import { AuthFailureLimiter } from './auth-rate-limit.ts';

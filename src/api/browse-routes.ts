@@ -4,7 +4,7 @@
 // admin-only collections need admin here as everywhere (auth.ts, by the collection parameter).
 
 import type { FastifyPluginAsync } from 'fastify';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { readBarrier } from './docs-routes.ts';
 import { redactDoc } from './redact.ts';
 import { docParams, readQuery } from './request-schemas.ts';

@@ -14,7 +14,7 @@ import { bundleFingerprints, withChainOf } from '../security/ca-bundle.ts';
 import { heldKeyFor, readOwnRotation } from '../security/ca-rotation-authority.ts';
 import { rotateStep, viewOf } from '../security/ca-rotation-driver.ts';
 import { sealForCert } from '../security/sealed-box.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext, CaRotationPort } from './context.ts';
 import { memberCert, signerOf } from './node-cert-routes.ts';
 import { noQuery, readQuery } from './request-schemas.ts';
 import { requireAuthority } from './token-routes.ts';
@@ -27,10 +27,6 @@ export const nextKeyBody = z.object({ nodeId: z.string().min(1).max(64), certPem
 export const clientCertBody = z.object({ csr: z.string().min(1).max(8 * 1024) }).strict();
 
 /** Where this node keeps the CA keys (its data directory); absent, the rotation routes are refused. */
-export interface CaRotationPort {
-  dataDir: string;
-}
-
 function portOf(ctx: ApiContext): CaRotationPort {
   if (ctx.caRotation === undefined) throw new ShoalError('ca_key_unavailable', 'this node was started without a data directory for CA keys: it cannot take part in a CA rotation');
   return ctx.caRotation;

@@ -16,7 +16,7 @@ import {
   addRevocation, parseSerial, revocationReasonBytesMax, revokedCertsCollection, revokedListId, revokedListOf, type Revocation,
 } from '../security/revoked-serials.ts';
 import { issuerIn, splitPem } from '../security/ca-bundle.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { CertSockets } from './cert-sockets.ts';
 import { readBarrier } from './docs-routes.ts';
 import { noQuery, readQuery } from './request-schemas.ts';

@@ -9,11 +9,12 @@ import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
 import { caHolderWarning } from '../security/ca-holders.ts';
-import { hostPortSchema } from '../node/host-port.ts';
+import { hostPortSchema } from '../base/host-port.ts';
 import { nodeNameSchema } from '../node/identity.ts';
-import { confChangeContext, type MemberRecord } from '../node/membership.ts';
+import { confChangeContext, type MemberRecord } from '../resources/membership.ts';
+import { laggingEntriesMax, promoteRefusal } from '../resources/membership-refusals.ts';
 import { NONE, type ConfChange } from '../raft/types.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { validate } from './validate.ts';
 import { forwardIfFollower } from './write-path.ts';
 
@@ -49,7 +50,6 @@ export interface ClusterView {
 }
 
 /** Lag past which a member counts as lagging rather than healthy. */
-const laggingEntries = 1000;
 
 export function clusterView(ctx: ApiContext): ClusterView {
   const st = ctx.node.status();
@@ -63,7 +63,7 @@ export function clusterView(ctx: ApiContext): ClusterView {
     const lag = match === null ? null : Math.max(0, st.lastIndex - match);
     let health: MemberView['health'] = 'unknown';
     if (self) health = 'healthy';
-    else if (pr) health = !pr.recentActive && !(peer?.connected ?? false) ? 'unreachable' : (lag ?? 0) > laggingEntries ? 'lagging' : 'healthy';
+    else if (pr) health = !pr.recentActive && !(peer?.connected ?? false) ? 'unreachable' : (lag ?? 0) > laggingEntriesMax ? 'lagging' : 'healthy';
     else if (peer) health = peer.connected ? 'healthy' : 'unreachable';
     return {
       ...m, role: learners.has(m.id) ? 'learner' : 'voter', matchIndex: match, lag,
@@ -94,8 +94,6 @@ const probeAnswer = z.object({ clusterId: z.string(), node: z.string() }).loose(
 
 /** How long the leader waits for a new node's API to say who it is. */
 const probeTimeoutMs = 1500;
-/** A learner further behind the leader's last index than this is not promoted (without force). */
-export const promoteLagEntriesMax = laggingEntries;
 const listHint = "list the members with: shoal cluster members";
 
 /** "n3 (7cd79e0a3b1f2c4d)" */
@@ -117,24 +115,6 @@ export function resolveMember(members: readonly MemberRecord[], ref: string): Me
     });
   }
   throw new ShoalError('not_found', `no member named '${ref}' or with that id; ${listHint}`, { member: ref });
-}
-
-/**
- * Why the leader should not promote `id` yet, or undefined when it may: as etcd, only a learner
- * the leader has heard from within the last election timeout and whose log is within
- * promoteLagEntriesMax of the leader's is promoted; anything else would make a voter that counts
- * against the quorum while it cannot help form one.
- */
-export function promoteRefusal(st: ReturnType<ApiContext['node']['status']>, m: MemberRecord): { reason: 'inactive' | 'lagging'; message: string } | undefined {
-  const pr = st.progress?.[m.id];
-  if (pr === undefined || !pr.recentActive || pr.state === 'probe') {
-    return { reason: 'inactive', message: `the leader has not heard from it lately (is it running, and reachable at ${m.peerAddress}?)` };
-  }
-  const lag = Math.max(0, st.lastIndex - pr.match);
-  if (pr.state === 'snapshot' || lag > promoteLagEntriesMax) {
-    return { reason: 'lagging', message: `it is ${lag} entries behind the leader${pr.state === 'snapshot' ? ' (still receiving a snapshot)' : ''}; a learner is promoted within ${promoteLagEntriesMax}` };
-  }
-  return undefined;
 }
 
 /** Throws member_not_ready when `m` is a learner the leader should not promote yet. */

@@ -3,9 +3,9 @@
 // them, as for the document routes (request-schemas.ts).
 
 import { z } from 'zod';
-import { labelsSchema } from '../control/resources.ts';
-import { labelKeyPattern } from '../control/spec/constraint.ts';
-import { specLimits } from '../control/spec/limits.ts';
+import { labelsSchema } from '../resources/records.ts';
+import { labelKeyPattern } from '../resources/spec/constraint.ts';
+import { specLimits } from '../resources/spec/limits.ts';
 import { consistencySchema } from './request-schemas.ts';
 
 /** A service name: a DNS label, as the spec vocabulary has it (spec/service-fields.ts). */

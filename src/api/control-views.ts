@@ -5,15 +5,15 @@
 // runs on it.
 
 import type { DocumentStore } from '../../fsm/index.ts';
-import type { NodeRecord, ObservedTaskState, ServiceRecord, TaskRecord, TaskStatus } from '../control/resources.ts';
-import { specForTask } from '../control/resources.ts';
+import type { NodeRecord, ObservedTaskState, ServiceRecord, TaskRecord, TaskStatus } from '../resources/records.ts';
+import { specForTask } from '../resources/records.ts';
 import { eligibleNodes } from '../control/scheduler/eligible-nodes.ts';
 import { usageByNode } from '../control/scheduler/usage.ts';
 import type { TaskWithSpec } from '../control/scheduler/types.ts';
-import { ControlStateReader, tasksOf, type ControlState, type Versioned } from '../control/state.ts';
-import { isTerminal, viewOf, type TaskView } from '../control/task-view.ts';
+import { ControlStateReader, tasksOf, type ControlState, type Versioned } from '../resources/state.ts';
+import { isTerminal, viewOf, type TaskView } from '../resources/task-view.ts';
 import { ShoalError } from '../errors.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { readBarrier } from './docs-routes.ts';
 
 const readers = new WeakMap<DocumentStore, ControlStateReader>();

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
 import { clientRoles } from '../security/roles.ts';
 import { isValidPrincipal, principalRule } from '../security/principal.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import {
   bearerExpired, bearerRecordSchema, bearerTtlMsDefault, bearerTtlMsMax, bearerTtlMsMin, credentialsCollection, newBearer, type BearerRecord,
 } from './bearer-tokens.ts';

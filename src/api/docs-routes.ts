@@ -6,7 +6,7 @@ import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { Expect } from '../../fsm/index.ts';
 import type { CommandResult, Doc } from '../../fsm/types.ts';
 import { ShoalError } from '../errors.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { collectionParams, deleteHeaders, docBody, docParams, listQuery, noQuery, putHeaders, readQuery } from './request-schemas.ts';
 import { badRequest, stampedPath, validate, type CommandPathMap } from './validate.ts';
 import { propose, throwIfFailed } from './write-path.ts';

@@ -1,7 +1,7 @@
 // The drills' routes (docs/api.md, "Drills"; docs/operations.md, "Failover drills"):
 //
 //   POST /v1/drill/actions   this node carries out a fault on itself (kill, isolate, pause,
-//                            disk-stall, reboot: src/node/drill-actions.ts); admin only
+//                            disk-stall, reboot: src/node/drill/drill-actions.ts); admin only
 //   POST /v1/drills          keeps a drill's report in the reserved collection shoal.drills
 //   GET  /v1/drills          the kept reports, newest first
 //
@@ -11,9 +11,9 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import type { CommandResult } from '../../fsm/types.ts';
-import { runDrillAction, drillActionSchema } from '../node/drill-actions.ts';
-import { drillReportSchema, drillsCollection } from '../node/drill-report.ts';
-import type { ApiPluginOptions } from './app.ts';
+import { runDrillAction, drillActionSchema } from '../node/drill/drill-actions.ts';
+import { drillReportSchema, drillsCollection } from '../node/drill/drill-report.ts';
+import type { ApiPluginOptions } from './context.ts';
 import { readBarrier } from './docs-routes.ts';
 import { noQuery, consistencySchema } from './request-schemas.ts';
 import { validate } from './validate.ts';

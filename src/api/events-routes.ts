@@ -1,4 +1,4 @@
-// GET /v1/events: the cluster's own events (src/node/event-log.ts) as server-sent events, the
+// GET /v1/events: the cluster's own events (src/node/events/event-log.ts) as server-sent events, the
 // retained ones first, then each new one as it is recorded. As /v1/watch, the backlog and the
 // live tail are taken in one synchronous step, so no event falls between them or repeats.
 //
@@ -14,8 +14,8 @@
 
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { matchesTypes, type ClusterEvent, type EventScope } from '../node/event-log.ts';
-import type { ApiPluginOptions } from './app.ts';
+import { matchesTypes, type ClusterEvent, type EventScope } from '../node/events/event-log.ts';
+import type { ApiPluginOptions } from './context.ts';
 import { openEventStream } from './sse-stream.ts';
 import { validate } from './validate.ts';
 import { refuseFutureCursor } from './watch-routes.ts';

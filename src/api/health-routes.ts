@@ -6,7 +6,7 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { NONE } from '../raft/types.ts';
 import type { ShoalError } from '../errors.ts';
-import type { ApiPluginOptions } from './app.ts';
+import type { ApiPluginOptions } from './context.ts';
 
 function notServing(reply: FastifyReply, why: ShoalError, extra: Record<string, unknown>): FastifyReply {
   return reply.status(503).header('retry-after', '1').send({ ok: false, ...extra, code: why.code, reason: why.message });

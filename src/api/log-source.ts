@@ -13,12 +13,12 @@
 // which is when they are wanted most.
 
 import { z } from 'zod';
-import type { NodeRecord } from '../control/resources.ts';
-import type { ControlState } from '../control/state.ts';
+import type { NodeRecord } from '../resources/records.ts';
+import type { ControlState } from '../resources/state.ts';
 import { errorCatalog, ShoalError, type ErrorCode } from '../errors.ts';
 import { labelKeys, ownerLabels } from '../executor/labels.ts';
 import { RuntimeError, type ContainerInfo, type LogLine, type LogOptions, type LogReader } from '../executor/runtime.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import type { TaskItem } from './control-views.ts';
 import { forwardedHeader } from './write-path.ts';
 

@@ -15,10 +15,10 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { z } from 'zod';
-import { tasksOf, type ControlState } from '../control/state.ts';
+import { tasksOf, type ControlState } from '../resources/state.ts';
 import { ShoalError } from '../errors.ts';
 import type { LogLine, LogOptions, LogReader } from '../executor/runtime.ts';
-import type { ApiContext, ApiPluginOptions } from './app.ts';
+import type { ApiContext, ApiPluginOptions } from './context.ts';
 import { serviceParams, taskParams } from './control-schemas.ts';
 import { readLocal, taskItem, type TaskItem } from './control-views.ts';
 import { openLocalTaskLog, openTaskItemLog } from './log-source.ts';

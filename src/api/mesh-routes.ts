@@ -5,16 +5,11 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
-import type { ApiPluginOptions } from './app.ts';
+import type { ApiPluginOptions } from './context.ts';
 import { noQuery } from './request-schemas.ts';
 import { validate } from './validate.ts';
 
 /** What the route acts on: this node's mesh agent (net/mesh-agent.ts). */
-export interface MeshKeys {
-  /** Makes, commits, stores and gives the interface a new key pair; resolves with the new public key. */
-  rotateKey(): Promise<string>;
-}
-
 export const rotateKeyBody = z.strictObject({}).optional();
 
 export const rotateKeyAnswer = z.object({ node: z.string(), publicKey: z.string() });

@@ -4,8 +4,8 @@
 
 import type { FastifyPluginAsync } from 'fastify';
 import { withRequestId } from '../log.ts';
-import { latencyBuckets } from '../node/metrics.ts';
-import type { ApiContext } from './app.ts';
+import { latencyBuckets } from '../base/metrics.ts';
+import type { ApiContext } from './context.ts';
 
 /**
  * Routes that answer with a stream lasting as long as the client wants: their duration says

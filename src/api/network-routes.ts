@@ -6,12 +6,12 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { planNetworkRemove, servicesOnNetwork } from '../control/network-apply.ts';
-import { readNetworkState, type NetworkRecord, type NetworkState } from '../control/network-resources.ts';
-import { formatCidr } from '../control/address-cidr.ts';
-import { sliceCidr } from '../control/address-allocator.ts';
-import type { ControlState, Versioned } from '../control/state.ts';
+import { readNetworkState, type NetworkRecord, type NetworkState } from '../resources/network-resources.ts';
+import { formatCidr } from '../resources/address-cidr.ts';
+import { sliceCidr } from '../resources/address-allocator.ts';
+import type { ControlState, Versioned } from '../resources/state.ts';
 import { ShoalError } from '../errors.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { readOnlyQuery, serviceNameSchema } from './control-schemas.ts';
 import { readControl } from './control-views.ts';
 import { decideAndWrite } from './control-write.ts';

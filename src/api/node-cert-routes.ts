@@ -8,13 +8,13 @@ import { X509Certificate, verify as verifySignature } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
-import { splitHostPort } from '../node/host-port.ts';
+import { splitHostPort } from '../base/host-port.ts';
 import { issuerIn } from '../security/ca-bundle.ts';
 import { withChain, type Signer } from '../security/ca-rotation-authority.ts';
 import { nodeIdFromCertPem } from '../security/identity.ts';
 import { revokedSerialsOf } from '../security/revoked-index.ts';
 import { sealForCert } from '../security/sealed-box.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { requireAuthority } from './token-routes.ts';
 import { validate } from './validate.ts';
 

@@ -6,13 +6,13 @@
 // theirs reads the record again and reapplies only its own field.
 
 import type { FastifyPluginAsync } from 'fastify';
-import { deleteChange, putChange } from '../control/changes.ts';
-import { nodesCollection } from '../control/collections.ts';
-import type { NodeRecord } from '../control/resources.ts';
-import { jsonEqual } from '../control/spec/spec-change.ts';
-import type { ControlState } from '../control/state.ts';
+import { deleteChange, putChange } from '../resources/changes.ts';
+import { nodesCollection } from '../resources/collections.ts';
+import type { NodeRecord } from '../resources/records.ts';
+import { jsonEqual } from '../resources/spec/spec-change.ts';
+import type { ControlState } from '../resources/state.ts';
 import { ShoalError } from '../errors.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { availabilityBody, labelsBody, nodeParams, readOnlyQuery } from './control-schemas.ts';
 import { findNode, nodeViews, readControl, readLocal, taskItem, type NodeView } from './control-views.ts';
 import { decideAndWrite } from './control-write.ts';

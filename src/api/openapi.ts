@@ -8,8 +8,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { errorCatalog } from '../errors.ts';
-import { nodeRecordSchema, serviceRecordSchema, taskRecordSchema, taskStatusSchema } from '../control/resources.ts';
-import type { ApiContext } from './app.ts';
+import { nodeRecordSchema, serviceRecordSchema, taskRecordSchema, taskStatusSchema } from '../resources/records.ts';
+import type { ApiContext } from './context.ts';
 import type { RouteTable } from './route-table.ts';
 import { createCredentialBody, credentialParams } from './credentials-routes.ts';
 import { auditQuery } from './audit-routes.ts';
@@ -28,8 +28,8 @@ import { caPaths } from './ca-openapi.ts';
 import { secretBody, secretParams, secretViewSchema } from './secrets-routes.ts';
 import { drillsListQuery } from './drill-routes.ts';
 import { rotateKeyAnswer } from './mesh-routes.ts';
-import { drillActionSchema } from '../node/drill-actions.ts';
-import { drillReportSchema } from '../node/drill-report.ts';
+import { drillActionSchema } from '../node/drill/drill-actions.ts';
+import { drillReportSchema } from '../node/drill/drill-report.ts';
 import { activateBody, buildQuery, rollbackBody } from './upgrade-routes.ts';
 
 type Json = Record<string, unknown>;

@@ -10,7 +10,7 @@
 // carry and close: an old agent would otherwise present the old certificate until it expired.
 
 import { Agent } from 'undici';
-import type { Tls } from '../node/identity.ts';
+import type { Tls } from '../base/tls-material.ts';
 import { checkNodeServerIdentity } from '../security/tls-identity.ts';
 
 function agentFor(tls: Tls): Agent {

@@ -4,10 +4,10 @@
 
 import type { FastifyPluginAsync } from 'fastify';
 import { planPolicyRemove } from '../control/network-apply.ts';
-import { readNetworkState, type FirewallPolicyRecord, type NetworkState } from '../control/network-resources.ts';
-import type { Versioned } from '../control/state.ts';
+import { readNetworkState, type FirewallPolicyRecord, type NetworkState } from '../resources/network-resources.ts';
+import type { Versioned } from '../resources/state.ts';
 import { ShoalError } from '../errors.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { readOnlyQuery } from './control-schemas.ts';
 import { readControl } from './control-views.ts';
 import { decideAndWrite } from './control-write.ts';

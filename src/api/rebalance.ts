@@ -15,12 +15,12 @@
 //
 // A pure function of the control state.
 
-import type { NodeRecord, ServiceRecord, TaskRecord } from '../control/resources.ts';
-import { specForTask } from '../control/resources.ts';
+import type { NodeRecord, ServiceRecord, TaskRecord } from '../resources/records.ts';
+import { specForTask } from '../resources/records.ts';
 import { schedule } from '../control/scheduler/schedule.ts';
 import type { TaskWithSpec } from '../control/scheduler/types.ts';
-import { tasksOf, type ControlState, type Versioned } from '../control/state.ts';
-import { isTerminal, viewOf } from '../control/task-view.ts';
+import { tasksOf, type ControlState, type Versioned } from '../resources/state.ts';
+import { isTerminal, viewOf } from '../resources/task-view.ts';
 
 export interface NodeCount {
   nodeId: string;

@@ -1,11 +1,11 @@
-// The control plane's collections (`shoal.*`, src/control/collections.ts) are written only through
+// The control plane's collections (`shoal.*`, src/resources/collections.ts) are written only through
 // the typed routes, which validate every record as the resource it is, and by the leader's loops
 // and the agents. /v1/docs and /v1/txn refuse to write them, saying which route to use; they
 // may still read them (a record read there is the `record` of the typed answers), except a
 // secret's value, which no read path answers (redact.ts).
 
-import { firewallPoliciesCollection, networksCollection } from '../control/network-resources.ts';
-import { isReservedCollection, nodesCollection, secretsCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../control/collections.ts';
+import { firewallPoliciesCollection, networksCollection } from '../resources/network-resources.ts';
+import { isReservedCollection, nodesCollection, secretsCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../resources/collections.ts';
 import type { Problem } from './validate.ts';
 
 const typedRoutes: Readonly<Record<string, string>> = {

@@ -1,19 +1,19 @@
-// /v1/secrets: workload secrets (src/control/secrets.ts). A value goes in (PUT) and never comes
+// /v1/secrets: workload secrets (src/resources/secrets.ts). A value goes in (PUT) and never comes
 // out: the reads answer metadata (size, digest, version, times, the services that use it), and
 // the generic document routes leave the value out too (redact.ts). Writes are compare-and-set
 // transactions at the control plane's feature level (control-write.ts), as the services' are.
 
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { deleteChange, putChange } from '../control/changes.ts';
-import { secretsCollection } from '../control/collections.ts';
+import { deleteChange, putChange } from '../resources/changes.ts';
+import { secretsCollection } from '../resources/collections.ts';
 import {
   secretMeta, secretMetaSchema, secretNamePattern, secretRecordSchema, secretValueBytesMax, servicesUsingSecret, writeSecret,
   type SecretMeta, type SecretRecord,
-} from '../control/secrets.ts';
-import { allDocs, type ControlState, type Versioned } from '../control/state.ts';
+} from '../resources/secrets.ts';
+import { allDocs, type ControlState, type Versioned } from '../resources/state.ts';
 import { ShoalError } from '../errors.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { readOnlyQuery } from './control-schemas.ts';
 import { readControl } from './control-views.ts';
 import { decideAndWrite } from './control-write.ts';

@@ -7,12 +7,12 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { planApply } from '../control/apply.ts';
 import { planRemove } from '../control/apply.ts';
-import { putChange } from '../control/changes.ts';
-import { servicesCollection, tasksCollection } from '../control/collections.ts';
+import { putChange } from '../resources/changes.ts';
+import { servicesCollection, tasksCollection } from '../resources/collections.ts';
 import { rollback } from '../control/rolling-update.ts';
-import { tasksOf, type ControlState } from '../control/state.ts';
+import { tasksOf, type ControlState } from '../resources/state.ts';
 import { ShoalError } from '../errors.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { noBody, readOnlyQuery, scaleBody, serviceParams } from './control-schemas.ts';
 import { findService, readControl, readLocal, serviceView, taskItem, type ServiceView } from './control-views.ts';
 import { decideAndWrite } from './control-write.ts';

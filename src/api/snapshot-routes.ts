@@ -8,8 +8,8 @@
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { snapshotFileParts } from '../node/backups.ts';
-import type { ApiPluginOptions } from './app.ts';
+import { snapshotFileParts } from '../node/recovery/backups.ts';
+import type { ApiPluginOptions } from './context.ts';
 import { validate } from './validate.ts';
 
 const noQuery = z.object({}).strict();

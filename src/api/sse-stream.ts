@@ -3,7 +3,7 @@
 // close can call (ctx.streams), and one clean-up when the connection closes.
 
 import type { ServerResponse } from 'node:http';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 
 const keepaliveMs = 15_000;
 

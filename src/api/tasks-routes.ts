@@ -3,9 +3,9 @@
 // name) and observed state, in pages by task id.
 
 import type { FastifyPluginAsync } from 'fastify';
-import type { ControlState } from '../control/state.ts';
+import type { ControlState } from '../resources/state.ts';
 import { ShoalError } from '../errors.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { readOnlyQuery, taskParams, tasksQuery } from './control-schemas.ts';
 import { findNode, readControl, taskItem, type TaskItem } from './control-views.ts';
 import { validate } from './validate.ts';

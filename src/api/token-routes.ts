@@ -12,7 +12,7 @@ import {
   tokenTtlMsDefault, tokenTtlMsMax, tokenUsesMax, tokenView, type TokenRecord,
 } from '../security/tokens.ts';
 import type { CaAuthority } from '../security/authority.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { validate } from './validate.ts';
 import { callerStamp, principalOf, stampLevel, type CallerStamp } from './write-path.ts';
 

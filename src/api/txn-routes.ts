@@ -2,7 +2,7 @@
 
 import type { FastifyPluginAsync } from 'fastify';
 import { ShoalError } from '../errors.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { noQuery, txnBodySchema, txnHeaders } from './request-schemas.ts';
 import { redactOpResults } from './redact.ts';
 import { reservedWrite } from './reserved.ts';

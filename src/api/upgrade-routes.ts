@@ -12,9 +12,9 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { Readable } from 'node:stream';
 import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
-import { receiveBuild } from '../node/upgrade-receive.ts';
-import type { UpgradeHost } from '../node/upgrade-host.ts';
-import type { ApiPluginOptions } from './app.ts';
+import { receiveBuild } from '../node/upgrade/upgrade-receive.ts';
+import type { UpgradeHost } from '../node/upgrade/upgrade-host.ts';
+import type { ApiPluginOptions } from './context.ts';
 import { noQuery } from './request-schemas.ts';
 import { validate } from './validate.ts';
 

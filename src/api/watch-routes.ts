@@ -8,7 +8,7 @@
 
 import type { FastifyPluginAsync } from 'fastify';
 import type { WatchEvent, WatchFilter } from '../../fsm/types.ts';
-import type { ApiContext, ApiPluginOptions } from './app.ts';
+import type { ApiContext, ApiPluginOptions } from './context.ts';
 import { redactEvent } from './redact.ts';
 import { openEventStream } from './sse-stream.ts';
 import { watchHeaders, watchQuery } from './request-schemas.ts';

@@ -11,9 +11,9 @@ import { encodeCommand, InvalidCommandError, type Command } from '../../fsm/inde
 import type { CommandResult } from '../../fsm/types.ts';
 import { ShoalError } from '../errors.ts';
 import { NONE } from '../raft/types.ts';
-import { featureLevelAuditRole } from '../node/feature-level.ts';
+import { featureLevelAuditRole } from '../base/feature-level.ts';
 import type { ClientRole } from '../security/roles.ts';
-import type { ApiContext } from './app.ts';
+import type { ApiContext } from './context.ts';
 import { badRequest, type CommandPathMap } from './validate.ts';
 import { principalHeader, roleHeader, type Caller } from './auth.ts';
 

@@ -4,7 +4,7 @@
 // what happened and what to do next.
 
 import type { z } from 'zod';
-import { hostPortProblem } from '../node/host-port.ts';
+import { hostPortProblem } from '../base/host-port.ts';
 import { exitCodes, UsageError } from './args.ts';
 import { ApiError, apiErrorFrom, CliFailure } from './client-errors.ts';
 import { activeCredential } from './credential-file.ts';

@@ -1,7 +1,7 @@
 // Arguments the control plane's commands share: one NAME, a replica count, a duration flag.
 
-import { parseDuration } from '../control/spec/quantity.ts';
-import { specLimits } from '../control/spec/limits.ts';
+import { parseDuration } from '../resources/spec/quantity.ts';
+import { specLimits } from '../resources/spec/limits.ts';
 import { UsageError } from './args.ts';
 
 /** The one NAME (or NODE) a subcommand takes. */

@@ -1,7 +1,7 @@
 // How the control plane's resources are shown to people: table rows for services, tasks and
 // nodes (names first, sorted by name; tasks by slot), and one-line summaries.
 
-import { formatCpu, formatMemory } from '../control/spec/quantity.ts';
+import { formatCpu, formatMemory } from '../resources/spec/quantity.ts';
 import type { NodeView, ServiceView, TaskItem } from './control-api.ts';
 
 /** Longest message shown in a table cell when the output is not a terminal; --no-trunc and --json show the whole text. */

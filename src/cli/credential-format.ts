@@ -9,7 +9,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSy
 import path from 'node:path';
 import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
-import { hostPortSchema } from '../node/host-port.ts';
+import { hostPortSchema } from '../base/host-port.ts';
 import { clientRoles } from '../security/roles.ts';
 
 export const credentialFileName = 'credential.json';

@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { MemberRecord } from '../node/membership.ts';
+import type { MemberRecord } from '../resources/membership.ts';
 import { exitCodes } from './args.ts';
 import { CliFailure, send } from './client.ts';
 import { supervisedEnv } from './serve.ts';

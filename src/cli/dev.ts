@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileS
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { initNode, isInitialized, loadIdentity } from '../node/identity.ts';
-import type { MemberRecord } from '../node/membership.ts';
+import type { MemberRecord } from '../resources/membership.ts';
 import { exitCodes, intFlag, parse, UsageError, usageOf } from './args.ts';
 import { CliFailure } from './client.ts';
 import { askControl, serveControl, type ControlRequest } from './dev-control.ts';

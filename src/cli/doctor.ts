@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { describeEndpoint } from '../executor/docker-endpoint.ts';
 import { ownerLabels, readLabels } from '../executor/labels.ts';
 import { isRunningState } from '../executor/task-report.ts';
-import { loadConfig, type NodeConfig } from '../node/config.ts';
+import { loadConfig, type NodeConfig } from '../server/config.ts';
 import { loadIdentity, type Identity } from '../node/identity.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { request, resolveAddr, send } from './client.ts';

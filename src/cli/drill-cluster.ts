@@ -2,8 +2,8 @@
 // each member's own view of the leader, whether it has caught up, and the probe's ack log on it.
 
 import { z } from 'zod';
-import type { DrillAction } from '../node/drill-actions.ts';
-import type { DrillName } from '../node/drill-report.ts';
+import type { DrillAction } from '../node/drill/drill-actions.ts';
+import type { DrillName } from '../node/drill/drill-report.ts';
 import { exitCodes } from './args.ts';
 import { CliFailure, request, send } from './client.ts';
 import { label, type MemberInfo, type View } from './cluster-view.ts';

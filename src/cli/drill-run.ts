@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
-import { drillReportSchema, reportProblemsMax, type DrillName, type DrillReport } from '../node/drill-report.ts';
+import { drillReportSchema, reportProblemsMax, type DrillName, type DrillReport } from '../node/drill/drill-report.ts';
 import { exitCodes } from './args.ts';
 import { CliFailure, request } from './client.ts';
 import { getView, label, type MemberInfo, type View } from './cluster-view.ts';

@@ -7,7 +7,7 @@
 // The schedule's arithmetic and its loop take their clock and their cluster as ports, so the
 // tests drive them without timers.
 
-import type { DrillReport } from '../node/drill-report.ts';
+import type { DrillReport } from '../node/drill/drill-report.ts';
 import { UsageError } from './args.ts';
 import { label, type View } from './cluster-view.ts';
 import { checkTolerance } from './drill-cluster.ts';

@@ -4,8 +4,8 @@
 // (the reports kept in the store), and schedule (one of them periodically: drill-schedule.ts).
 
 import { z } from 'zod';
-import { drillNames, drillReportSchema, type DrillName, type DrillReport } from '../node/drill-report.ts';
-import { drillSecondsMax } from '../node/drill-actions.ts';
+import { drillNames, drillReportSchema, type DrillName, type DrillReport } from '../node/drill/drill-report.ts';
+import { drillSecondsMax } from '../node/drill/drill-actions.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { request, resolveAddr } from './client.ts';
 import { table } from './cluster-view.ts';

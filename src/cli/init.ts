@@ -1,12 +1,12 @@
 // shoal init: founds a one-node cluster (data directory, identity, CA, certificates, a config
 // with itself as the bootstrap list, the first voter token) and runs it. Everything the flags
-// say is checked first, with the rules `shoal serve` applies to the config (src/node/config.ts)
+// say is checked first, with the rules `shoal serve` applies to the config (src/server/config.ts)
 // and the node-name rule, so a bad flag is refused here and nothing is written.
 
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'yaml';
-import { configSchema, splitHostPort } from '../node/config.ts';
+import { configSchema, splitHostPort } from '../server/config.ts';
 import { initNode, nodeNamePattern, nodeNameRule } from '../node/identity.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { addAdminContext } from './credential-issue.ts';

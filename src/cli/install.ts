@@ -8,13 +8,13 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import os from 'node:os';
 import path from 'node:path';
 import { ShoalError } from '../errors.ts';
-import { loadConfig } from '../node/config.ts';
+import { loadConfig } from '../server/config.ts';
 import { isInitialized, loadIdentity } from '../node/identity.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { renderUnit, unitName } from './systemd-unit.ts';
-import { packageRootOf } from '../node/upgrade-package-root.ts';
-import { Releases } from '../node/upgrade-releases.ts';
-import { seedReleases, type SeedResult } from '../node/upgrade-seed.ts';
+import { packageRootOf } from '../node/upgrade/upgrade-package-root.ts';
+import { Releases } from '../node/upgrade/upgrade-releases.ts';
+import { seedReleases, type SeedResult } from '../node/upgrade/upgrade-seed.ts';
 
 // Found, not assumed: this module sits at another depth in the sources than in the bundle.
 const packageRoot = packageRootOf(import.meta.url);

@@ -8,7 +8,7 @@
 import { Agent } from 'undici';
 import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
-import { isLoopbackHost, splitHostPort } from '../node/config.ts';
+import { isLoopbackHost, splitHostPort } from '../server/config.ts';
 import { fingerprintOf } from '../security/authority.ts';
 import { checkNodeServerIdentity } from '../security/tls-identity.ts';
 import type { ParsedToken } from '../security/tokens.ts';

@@ -9,8 +9,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { loadConfig } from '../node/config.ts';
-import { splitHostPort } from '../node/host-port.ts';
+import { loadConfig } from '../server/config.ts';
+import { splitHostPort } from '../base/host-port.ts';
 import { isInitialized, loadIdentity, type Identity } from '../node/identity.ts';
 import { leafOf } from '../security/ca-bundle.ts';
 import { isValidPrincipal, principalRule } from '../security/principal.ts';

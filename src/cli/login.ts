@@ -12,7 +12,7 @@ import { fetchCheckedCa, joinAnswerSchema, joinRequest } from './join-client.ts'
 import { tokenFlag } from './join.ts';
 import { saveUserContext } from './credential-file.ts';
 import { contextNameFrom } from './contexts.ts';
-import { splitHostPort } from '../node/host-port.ts';
+import { splitHostPort } from '../base/host-port.ts';
 import { isClientRole } from '../security/roles.ts';
 import { localDataDefault, loginLocal } from './login-local.ts';
 

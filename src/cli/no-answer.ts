@@ -17,7 +17,7 @@ import http from 'node:http';
 import https from 'node:https';
 import tls from 'node:tls';
 import { isIP } from 'node:net';
-import { splitHostPort } from '../node/host-port.ts';
+import { splitHostPort } from '../base/host-port.ts';
 import { bundleFingerprints } from '../security/ca-bundle.ts';
 import { checkNodeServerIdentity } from '../security/tls-identity.ts';
 import { exitCodes } from './args.ts';

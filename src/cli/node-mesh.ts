@@ -5,7 +5,7 @@
 // every 2 minutes, so a handshake older than that means the peer cannot be reached.
 
 import { z } from 'zod';
-import { formatMemory } from '../control/spec/quantity.ts';
+import { formatMemory } from '../resources/spec/quantity.ts';
 import type { NodeView } from './control-api.ts';
 import { tableText } from './control-format.ts';
 

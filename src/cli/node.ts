@@ -1,9 +1,9 @@
 // shoal node: the nodes of the control plane, named by name or id. ls and inspect read; drain,
 // pause and activate set a node's availability; label sets and removes its labels.
 
-import { nodesCollection, taskStatusCollection, tasksCollection } from '../control/collections.ts';
-import { formatCpu, formatMemory } from '../control/spec/quantity.ts';
-import { labelKeyPattern, labelValuePattern } from '../control/spec/constraint.ts';
+import { nodesCollection, taskStatusCollection, tasksCollection } from '../resources/collections.ts';
+import { formatCpu, formatMemory } from '../resources/spec/quantity.ts';
+import { labelKeyPattern, labelValuePattern } from '../resources/spec/constraint.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { CliFailure, exitCodeOf, isClientFailure, request, resolveAddr, retryNotice } from './client.ts';
 import { durationFlag, oneName } from './control-args.ts';

@@ -1,6 +1,6 @@
 // shoal recover --force-new-cluster: quorum lost for good, rebuild a one-node cluster from the
 // data directory of the member still standing (docs/operations.md, "Recovery"). The rewrite is
-// src/node/force-new-cluster.ts; this file holds the guards around it: the node must be stopped
+// src/node/recovery/force-new-cluster.ts; this file holds the guards around it: the node must be stopped
 // (its data directory lock), not recovered before (the marker), no other member may answer, and
 // the operator confirms.
 
@@ -8,10 +8,10 @@ import { existsSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
-import { loadConfig, splitHostPort } from '../node/config.ts';
-import { forceNewCluster, planForceNewCluster, type ForceNewClusterPlan } from '../node/force-new-cluster.ts';
+import { loadConfig, splitHostPort } from '../server/config.ts';
+import { forceNewCluster, planForceNewCluster, type ForceNewClusterPlan } from '../node/recovery/force-new-cluster.ts';
 import { isInitialized, loadIdentity, type Identity } from '../node/identity.ts';
-import { markerPath, readMarker, type RecoveryMarker } from '../node/recovery-files.ts';
+import { markerPath, readMarker, type RecoveryMarker } from '../node/recovery/recovery-files.ts';
 import { caKeyFile } from '../security/authority.ts';
 import { DiskStorage } from '../storage/index.ts';
 import { exitCodes, parse, UsageError } from './args.ts';

@@ -5,7 +5,7 @@
 
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { secretValueBytesMax } from '../control/secrets.ts';
+import { secretValueBytesMax } from '../resources/secrets.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { ApiError, CliFailure, request, resolveAddr, retryNotice } from './client.ts';
 import { read } from './control-api.ts';

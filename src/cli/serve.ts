@@ -1,10 +1,10 @@
 // shoal serve: runs one node from a config file until SIGINT/SIGTERM, then stops gracefully
 // (a leader hands leadership away first).
 
-import { loadConfig } from '../node/config.ts';
-import { hostPortProblem } from '../node/host-port.ts';
-import { waitOutDrillHold } from '../node/drill-hold.ts';
-import { startNode, type RunningNode } from '../node/server.ts';
+import { loadConfig } from '../server/config.ts';
+import { hostPortProblem } from '../base/host-port.ts';
+import { waitOutDrillHold } from '../node/drill/drill-hold.ts';
+import { startNode, type RunningNode } from '../server/server.ts';
 import { exitCodeOfError, exitCodes, parse, UsageError } from './args.ts';
 import type { ShoalError } from '../errors.ts';
 import { serveLogger } from './logger.ts';

@@ -2,8 +2,8 @@
 // wait until the service has converged (--detach returns at once; converge.ts).
 
 import { z } from 'zod';
-import { renderService } from '../control/spec/render.ts';
-import { serviceSpecSchema } from '../control/spec/service-spec.ts';
+import { renderService } from '../resources/spec/render.ts';
+import { serviceSpecSchema } from '../resources/spec/service-spec.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { ApiError, CliFailure, request, resolveAddr, retryNotice } from './client.ts';
 import { applyAnswerSchema, paths, read, rebalanceSchema, serviceDetailSchema, writtenServiceSchema } from './control-api.ts';

@@ -3,9 +3,9 @@
 // (service-change.ts).
 
 import { stringify } from 'yaml';
-import { servicesCollection, taskStatusCollection, tasksCollection } from '../control/collections.ts';
-import { renderService } from '../control/spec/render.ts';
-import { serviceSpecSchema } from '../control/spec/service-spec.ts';
+import { servicesCollection, taskStatusCollection, tasksCollection } from '../resources/collections.ts';
+import { renderService } from '../resources/spec/render.ts';
+import { serviceSpecSchema } from '../resources/spec/service-spec.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { request, resolveAddr, retryNotice } from './client.ts';
 import { paths, read, serviceDetailSchema, serviceListSchema } from './control-api.ts';

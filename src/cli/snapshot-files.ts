@@ -1,15 +1,17 @@
 // shoal snapshot ls / inspect: the snapshot files on this machine, those the node writes on a
-// schedule (config `snapshot`, src/node/backups.ts) and those `shoal snapshot save` downloaded.
+// schedule (config `snapshot`, src/node/recovery/backups.ts) and those `shoal snapshot save` downloaded.
 // Local commands: they read files, never a node.
 
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { loadConfig } from '../node/config.ts';
-import { backupFilePattern, listBackups } from '../node/backups.ts';
+import { loadConfig } from '../server/config.ts';
+import { backupFilePattern, listBackups } from '../node/recovery/backups.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { CliFailure } from './client.ts';
 import { table } from './cluster-view.ts';
-import { verifySnapshot } from './snapshot.ts';
+import { DocumentStore } from '../../fsm/index.ts';
+import { isShoalError } from '../errors.ts';
+import { decodeSnapshotFile, type SnapshotFileBody } from '../node/recovery/snapshot-file.ts';
 
 export const snapshotLsHelp = `Usage: shoal snapshot ls (--data DIR | --dir DIR) [--json]
 
@@ -87,4 +89,22 @@ export async function inspectCommand(argv: string[]): Promise<number> {
     table(['MEMBER', 'ID', 'API', 'PEER'], body.members.map((m) => [m.name, m.id, m.apiAddress, m.peerAddress]));
   }
   return exitCodes.ok;
+}
+
+/** Checks a snapshot file's bytes all the way down: checksum, layout, and the store inside. */
+export function verifySnapshot(bytes: Uint8Array, source: string): { body: SnapshotFileBody; documents: number } {
+  let body: SnapshotFileBody;
+  try {
+    body = decodeSnapshotFile(bytes, source);
+  } catch (err) {
+    if (isShoalError(err)) throw new CliFailure(err.message, exitCodes.failed, 'snapshot_damaged');
+    throw err;
+  }
+  const store = new DocumentStore();
+  try {
+    store.restore(body.app);
+  } catch (err) {
+    throw new CliFailure(`${source} holds a document store this version cannot read: ${(err as Error).message}`, exitCodes.failed, 'snapshot_damaged');
+  }
+  return { body, documents: store.stats().documents };
 }

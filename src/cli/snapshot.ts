@@ -6,11 +6,8 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { open, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { stringify } from 'yaml';
-import { DocumentStore } from '../../fsm/index.ts';
-import { isShoalError } from '../errors.ts';
 import { initNode, isInitialized, loadIdentity } from '../node/identity.ts';
-import { bootstrapSnapshotData } from '../node/server.ts';
-import { decodeSnapshotFile, type SnapshotFileBody } from '../node/snapshot-file.ts';
+import { bootstrapSnapshotData } from '../server/server.ts';
 import { emptyConfState } from '../raft/storage.ts';
 import { DiskStorage, storagePaths } from '../storage/index.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
@@ -18,7 +15,7 @@ import { apiErrorFrom, checkHostPort, CliFailure, resolveAddr, send } from './cl
 import { addAdminContext } from './credential-issue.ts';
 import { commonFlags, help } from './doc-common.ts';
 import { initApiDefault, initPeerDefault } from './init.ts';
-import { inspectCommand, lsCommand, snapshotInspectHelp, snapshotLsHelp } from './snapshot-files.ts';
+import { inspectCommand, lsCommand, snapshotInspectHelp, snapshotLsHelp, verifySnapshot } from './snapshot-files.ts';
 import { syncDir } from '../storage/sync-dir.ts';
 import { clientExitCodes, commonFlagsHelp, groupHelp, runGroup, type Group } from './group.ts';
 
@@ -76,24 +73,6 @@ export const snapshotGroupHelp = groupHelp(snapshotGroup);
 
 export function snapshotCommand(argv: string[]): Promise<number> {
   return runGroup(snapshotGroup, argv);
-}
-
-/** Checks a snapshot file's bytes all the way down: checksum, layout, and the store inside. */
-export function verifySnapshot(bytes: Uint8Array, source: string): { body: SnapshotFileBody; documents: number } {
-  let body: SnapshotFileBody;
-  try {
-    body = decodeSnapshotFile(bytes, source);
-  } catch (err) {
-    if (isShoalError(err)) throw new CliFailure(err.message, exitCodes.failed, 'snapshot_damaged');
-    throw err;
-  }
-  const store = new DocumentStore();
-  try {
-    store.restore(body.app);
-  } catch (err) {
-    throw new CliFailure(`${source} holds a document store this version cannot read: ${(err as Error).message}`, exitCodes.failed, 'snapshot_damaged');
-  }
-  return { body, documents: store.stats().documents };
 }
 
 const mib = (n: number): string => `${(n / 1024 / 1024).toFixed(1)} MiB`;

@@ -2,7 +2,7 @@
 // node, desired and observed state, and why a pending task waits. shoal task logs: one task's
 // container log, from whatever node runs it.
 
-import { taskStatusCollection, tasksCollection } from '../control/collections.ts';
+import { taskStatusCollection, tasksCollection } from '../resources/collections.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { CliFailure, resolveAddr } from './client.ts';
 import { paths, read, taskPageSchema, type TaskItem } from './control-api.ts';

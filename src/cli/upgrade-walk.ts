@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { createReadStream, statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { releaseName } from '../node/upgrade-releases.ts';
+import { releaseName } from '../node/upgrade/upgrade-releases.ts';
 import { exitCodes } from './args.ts';
 import { CliFailure, exitCodeOf, isClientFailure } from './client.ts';
 import { getView, label, type View } from './cluster-view.ts';

@@ -8,7 +8,7 @@
 import type { CollectionsAnswer, HistoryAnswer } from '../api/browse-routes.ts';
 import type { ClusterView } from '../api/cluster-routes.ts';
 import type { NodeView, ServiceView, TaskItem } from '../api/control-views.ts';
-import type { DrillReport } from '../node/drill-report.ts';
+import type { DrillReport } from '../node/drill/drill-report.ts';
 import { SseParser, type SseMessage } from '../api/sse-parser.ts';
 
 /** Method and OpenAPI path of every route the console calls. */

@@ -3,13 +3,13 @@
 // on the revisions the plan read (a concurrent apply of the same service makes one of the two
 // decide again).
 
-import { putChange, deleteChange, type Plan } from './changes.ts';
-import { servicesCollection } from './collections.ts';
-import type { ServiceRecord } from './resources.ts';
+import { putChange, deleteChange, type Plan } from '../resources/changes.ts';
+import { servicesCollection } from '../resources/collections.ts';
+import type { ServiceRecord } from '../resources/records.ts';
 import { withNewSpec } from './rolling-update.ts';
-import { specChange, type SpecChange } from './spec/spec-change.ts';
-import type { ServiceSpec } from './spec/service-spec.ts';
-import { tasksOf, type ControlState } from './state.ts';
+import { specChange, type SpecChange } from '../resources/spec/spec-change.ts';
+import type { ServiceSpec } from '../resources/spec/service-spec.ts';
+import { tasksOf, type ControlState } from '../resources/state.ts';
 
 export interface ServiceOutcome {
   name: string;

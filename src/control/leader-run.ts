@@ -6,7 +6,7 @@
 // One work queue (work-queue.ts) fed by the store's events, with these keys:
 //   svc:<name>  the orchestrator for one service (orchestrator.ts)
 //   place       the placement of pending tasks (placement.ts)
-//   nodes       node health (node-health.ts), then mesh addresses (net/mesh-addresses.ts)
+//   nodes       node health (node-health.ts), then mesh addresses (src/resources/mesh-addresses.ts)
 //   net:<name>  the addresses of one overlay network (network-allocation.ts)
 // Keys are handled one at a time; each pass re-reads the state (level-triggered), decides with a
 // pure function, and proposes the plan fenced by the run's term. A plan refused because something
@@ -23,19 +23,18 @@ import type { DocumentStore } from '../../fsm/index.ts';
 import { encodeCommand } from '../../fsm/index.ts';
 import type { CommandResult, WatchEvent } from '../../fsm/types.ts';
 import { ShoalError } from '../errors.ts';
-import type { ProposalResult } from '../node/raft-node.ts';
-import { compatCommand } from './record-compat.ts';
-import { toTransactions, type Plan } from './changes.ts';
-import { leasesCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from './collections.ts';
-import { exclusiveClearInMs, leaseDefaults, leaseRecordSchema, type LeaseConfig } from './lease.ts';
+import type { ProposalResult } from '../ports/proposer.ts';
+import { compatCommand } from '../resources/record-compat.ts';
+import { toTransactions, type Plan } from '../resources/changes.ts';
+import { leasesCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../resources/collections.ts';
+import { exclusiveClearInMs, leaseDefaults, leaseRecordSchema, type LeaseConfig } from '../resources/lease.ts';
 import { decideNetworkAllocation } from './network-allocation.ts';
-import { networksCollection, readNetworkState } from './network-resources.ts';
+import { networksCollection, readNetworkState } from '../resources/network-resources.ts';
 import { assessNodes, type NodeHealthConfig } from './node-health.ts';
-import { allocateMeshAddresses } from '../../net/mesh-addresses.ts';
-import { meshCidrDefault } from '../../net/mesh-config.ts';
+import { allocateMeshAddresses, meshCidrDefault } from '../resources/mesh-addresses.ts';
 import { reconcileService, type Decision } from './orchestrator.ts';
 import { placePending } from './placement.ts';
-import { ControlStateReader, type ControlState } from './state.ts';
+import { ControlStateReader, type ControlState } from '../resources/state.ts';
 import { WorkQueue, type QueueClock } from './work-queue.ts';
 
 /** How often node health is looked at while any node is not ready (a node may come back). */
@@ -63,7 +62,7 @@ export interface LeaderRunPorts {
   /** Ms since this node last heard from `id`, or undefined if never. */
   silentForMs(id: string): number | undefined;
   /** Proposes fenced by `term`; rejects with stale_term when this node no longer leads it. */
-  /** `featureLevel`: what the command needs (src/control/record-compat.ts). */
+  /** `featureLevel`: what the command needs (src/resources/record-compat.ts). */
   propose(data: Uint8Array, term: number, meta: PassMeta, featureLevel: number): Promise<ProposalResult>;
   /** Resolves once every proposal this node made so far is applied here, or can no longer commit. */
   settleOwnProposals(): Promise<void>;

@@ -7,13 +7,13 @@
 // until it is finished (failed, shut down) or orphaned, not merely told to stop: a container
 // still stopping keeps its address, so it is never handed to a new task while in use.
 
-import { allocate, type AllocationTask } from './address-allocator.ts';
-import { putChange } from './changes.ts';
-import { networksCollection, type NetworkRecord } from './network-resources.ts';
+import { allocate, type AllocationTask } from '../resources/address-allocator.ts';
+import { putChange } from '../resources/changes.ts';
+import { networksCollection, type NetworkRecord } from '../resources/network-resources.ts';
 import type { Decision } from './orchestrator.ts';
-import { specForTask, type ObservedTaskState } from './resources.ts';
-import { jsonEqual } from './spec/index.ts';
-import type { ControlState, Versioned } from './state.ts';
+import { specForTask, type ObservedTaskState } from '../resources/records.ts';
+import { jsonEqual } from '../resources/spec/index.ts';
+import type { ControlState, Versioned } from '../resources/state.ts';
 
 const finished: ReadonlySet<ObservedTaskState> = new Set(['failed', 'shutdown', 'orphaned']);
 

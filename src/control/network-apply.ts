@@ -6,12 +6,12 @@
 
 import type { Compare } from '../../fsm/index.ts';
 import { ShoalError } from '../errors.ts';
-import { deleteChange, putChange, type Change, type Plan } from './changes.ts';
-import { cidrOf, cidrsOverlap } from './address-cidr.ts';
-import { firewallPoliciesCollection, networksCollection, type FirewallPolicyRecord, type NetworkRecord, type NetworkState } from './network-resources.ts';
-import { refusal, jsonEqual, type SpecSet } from './spec/index.ts';
-import type { Problem } from './spec/reader.ts';
-import type { ControlState } from './state.ts';
+import { deleteChange, putChange, type Change, type Plan } from '../resources/changes.ts';
+import { cidrOf, cidrsOverlap } from '../resources/address-cidr.ts';
+import { firewallPoliciesCollection, networksCollection, type FirewallPolicyRecord, type NetworkRecord, type NetworkState } from '../resources/network-resources.ts';
+import { refusal, jsonEqual, type SpecSet } from '../resources/spec/index.ts';
+import type { Problem } from '../resources/spec/reader.ts';
+import type { ControlState } from '../resources/state.ts';
 
 export interface ResourceOutcome {
   name: string;

@@ -6,10 +6,10 @@
 // from a node, so silence is counted from the start of its own loops at the earliest: nobody is
 // declared down before a whole `downAfterMs` of this leader's own observation.
 
-import { putChange, type Change } from './changes.ts';
-import { nodesCollection } from './collections.ts';
-import type { NodeRecord, NodeState } from './resources.ts';
-import type { ControlState } from './state.ts';
+import { putChange, type Change } from '../resources/changes.ts';
+import { nodesCollection } from '../resources/collections.ts';
+import type { NodeRecord, NodeState } from '../resources/records.ts';
+import type { ControlState } from '../resources/state.ts';
 
 export interface NodeHealthConfig {
   /** Silence after which a node is suspect (default 5 s). */

@@ -15,14 +15,14 @@
 // Every changed record becomes one put expecting the revision it was read at, so the plan applies
 // only to the state it was decided on.
 
-import { deleteChange, putChange, type Change, type Plan } from './changes.ts';
-import { servicesCollection, taskStatusCollection, tasksCollection } from './collections.ts';
-import type { ServiceRecord, TaskRecord } from './resources.ts';
+import { deleteChange, putChange, type Change, type Plan } from '../resources/changes.ts';
+import { servicesCollection, taskStatusCollection, tasksCollection } from '../resources/collections.ts';
+import type { ServiceRecord, TaskRecord } from '../resources/records.ts';
 import { notRestartedNote, restartVerdict } from './restart-policy.ts';
 import { planUpdate, type UpdatePass } from './rolling-update.ts';
 import { eligibleNodes } from './scheduler/eligible-nodes.ts';
-import { tasksOf, type ControlState } from './state.ts';
-import { isTerminal, viewOf, type TaskView } from './task-view.ts';
+import { tasksOf, type ControlState } from '../resources/state.ts';
+import { isTerminal, viewOf, type TaskView } from '../resources/task-view.ts';
 
 /** Finished tasks kept per slot, newest first, for `service ps` to show what happened. */
 export const taskHistoryPerSlot = 2;

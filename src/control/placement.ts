@@ -5,14 +5,14 @@
 // changes nothing and is decided again.
 
 import type { Compare } from '../../fsm/index.ts';
-import { putChange, type Change } from './changes.ts';
-import { nodesCollection, tasksCollection } from './collections.ts';
-import type { NodeRecord, TaskRecord } from './resources.ts';
-import { specForTask } from './resources.ts';
+import { putChange, type Change } from '../resources/changes.ts';
+import { nodesCollection, tasksCollection } from '../resources/collections.ts';
+import type { NodeRecord, TaskRecord } from '../resources/records.ts';
+import { specForTask } from '../resources/records.ts';
 import { schedule } from './scheduler/schedule.ts';
 import type { TaskWithSpec } from './scheduler/types.ts';
-import type { ControlState, Versioned } from './state.ts';
-import { isTerminal, viewOf } from './task-view.ts';
+import type { ControlState, Versioned } from '../resources/state.ts';
+import { isTerminal, viewOf } from '../resources/task-view.ts';
 import type { Decision } from './orchestrator.ts';
 
 /** How many pending tasks one pass places at most (one transaction's worth, a few times over). */

@@ -1,8 +1,9 @@
 // The restart policy: whether a failed task's slot gets a new task, and when. A pure function of
 // the failed task and its service's policy; the orchestrator applies it.
 
-import type { TaskRecord } from './resources.ts';
-import type { RestartPolicy } from './spec/service-spec.ts';
+import type { TaskRecord } from '../resources/records.ts';
+import type { RestartPolicy } from '../resources/spec/service-spec.ts';
+import { backoffDelayMs } from '../base/backoff.ts';
 
 export type RestartVerdict =
   | { restart: true; attempt: number; notBefore: number }
@@ -34,6 +35,5 @@ export function restartVerdict(failed: TaskRecord, policy: RestartPolicy): Resta
 
 /** The wait before attempt `attempt` (1 = the first restart): the delay doubled per attempt, capped. */
 export function backoffMs(attempt: number, policy: RestartPolicy): number {
-  if (attempt <= 0) return 0;
-  return Math.min(policy.maxDelayMs, policy.delayMs * 2 ** Math.min(attempt - 1, 30));
+  return backoffDelayMs(attempt, policy.delayMs, policy.maxDelayMs);
 }

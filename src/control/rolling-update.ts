@@ -11,8 +11,8 @@
 // back (rolling-back, the same machinery in the other direction). When every task runs the
 // current version and is good, the update is completed (or rolled-back).
 
-import type { ServiceRecord, ServiceUpdateStatus, TaskRecord } from './resources.ts';
-import { isTerminal, type TaskView } from './task-view.ts';
+import type { ServiceRecord, ServiceUpdateStatus, TaskRecord } from '../resources/records.ts';
+import { isTerminal, type TaskView } from '../resources/task-view.ts';
 
 export interface UpdatePass {
   /** The spec version new tasks get. */

@@ -8,14 +8,17 @@
 
 import { randomBytes } from 'node:crypto';
 import type { DocumentStore } from '../../fsm/index.ts';
-import type { Logger, RaftNode } from '../node/raft-node.ts';
-import { controlFeatureLevel } from './collections.ts';
+import type { Logger } from '../log.ts';
+import type { Leadership, LeaderLog } from '../ports/leadership.ts';
+import type { MembershipView } from '../ports/membership-view.ts';
+import type { Proposer } from '../ports/proposer.ts';
+import { controlFeatureLevel } from '../resources/collections.ts';
 import { LeaderRun, type PassReport } from './leader-run.ts';
-import type { LeaseConfig } from './lease.ts';
+import type { LeaseConfig } from '../resources/lease.ts';
 import type { NodeHealthConfig } from './node-health.ts';
 
 export interface SupervisorOptions {
-  node: RaftNode;
+  node: Leadership & LeaderLog & Proposer & Pick<MembershipView, 'confState'>;
   store: DocumentStore;
   log: Logger;
   health: NodeHealthConfig;

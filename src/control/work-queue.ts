@@ -3,6 +3,8 @@
 // again after a delay (a restart backoff, an update's monitor) or after a failure, with backoff;
 // one key is handed out at a time, so two passes over the same key never overlap.
 
+import { backoffDelayMs } from '../base/backoff.ts';
+
 export interface QueueClock {
   setTimeout(fn: () => void, ms: number): unknown;
   clearTimeout(handle: unknown): void;
@@ -51,7 +53,7 @@ export class WorkQueue {
   retry(key: string): number {
     const n = (this.failures.get(key) ?? 0) + 1;
     this.failures.set(key, n);
-    const ms = Math.min(retryDelayMsMax, retryDelayMsMin * 2 ** (n - 1));
+    const ms = backoffDelayMs(n, retryDelayMsMin, retryDelayMsMax);
     this.addAfter(key, ms);
     return ms;
   }

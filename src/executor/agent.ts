@@ -20,9 +20,9 @@
 // Ports: `view` (this node's applied store), `writer` (reports, as transactions the lead's store
 // code fences by epoch), `caughtUp` (the read barrier), `runtime`, `clock`, `log`, and `lease`.
 
-import type { NodeRecord, RuntimeStatus } from '../control/resources.ts';
-import { backoffDelayMs } from './backoff.ts';
-import type { LeaseConfig } from '../control/lease.ts';
+import type { NodeRecord, RuntimeStatus } from '../resources/records.ts';
+import { backoffDelayMs } from '../base/backoff.ts';
+import type { LeaseConfig } from '../resources/lease.ts';
 import type { BootClock, Clock, Timer } from './clock.ts';
 import { isExclusiveContainer, labelKeys, ownerLabels, type Owner } from './labels.ts';
 import { LeaseKeeper, type LeaseStore, type LeaseWriter } from './lease-keeper.ts';

@@ -21,7 +21,7 @@
 
 import type Docker from 'dockerode';
 import { fenceMountPath, leaseFileOf } from './lease-file.ts';
-import { dockerNetworkName } from '../../net/overlay-names.ts';
+import { dockerNetworkName } from '../resources/overlay-names.ts';
 import { labelKeys } from './labels.ts';
 import type { ContainerNetwork, ContainerSpec } from './runtime.ts';
 

@@ -26,7 +26,7 @@ import { normalizeImageRef } from './image-ref.ts';
 import { ownerLabels, type Owner } from './labels.ts';
 import { RuntimeError, type Runtime } from './runtime.ts';
 import { callWithTimeout } from './work-queue.ts';
-import { specForTask } from '../control/resources.ts';
+import { specForTask } from '../resources/records.ts';
 
 export interface ImageCleanerOptions {
   owner: Owner;

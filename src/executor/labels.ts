@@ -8,8 +8,8 @@
 // *and* this node's id (ownerLabels), because only then is it certainly this agent's.
 
 import { z } from 'zod';
-import type { TaskRecord } from '../control/resources.ts';
-import type { ServiceSpec } from '../control/spec/service-spec.ts';
+import type { TaskRecord } from '../resources/records.ts';
+import type { ServiceSpec } from '../resources/spec/service-spec.ts';
 import type { ContainerSpec, Labels } from './runtime.ts';
 
 export const labelKeys = {

@@ -1,4 +1,4 @@
-// The agent's side of the exclusive-task lease (src/control/lease.ts has the rule, and
+// The agent's side of the exclusive-task lease (src/resources/lease.ts has the rule, and
 // docs/control-plane.md the argument). While the node has exclusive work in an epoch, the keeper
 // renews the node's lease every third of it: it notes the send time s on the boot clock
 // (CLOCK_BOOTTIME, which counts time suspended), proposes the renewal, and only once the write
@@ -14,8 +14,8 @@
 // Expiry is checked on the boot clock every `checkEveryMs`, not by one timer at the due time: a
 // timer runs on the monotonic clock, which stops while the machine is suspended.
 
-import type { LeaseConfig } from '../control/lease.ts';
-import { renewIntervalMs } from '../control/lease.ts';
+import type { LeaseConfig } from '../resources/lease.ts';
+import { renewIntervalMs } from '../resources/lease.ts';
 import type { BootClock, Clock, Timer } from './clock.ts';
 import { errorText } from './status-reporter.ts';
 import { callWithTimeout } from './work-queue.ts';

@@ -20,8 +20,8 @@
 // leader after a restart, and the leader replaces a failed task at once. Killing a container the
 // lease no longer covers is the agent's, outside the plan (it must not wait for a pass).
 
-import { specForTask, type NodeRecord, type ServiceRecord, type TaskRecord, type TaskStatus } from '../control/resources.ts';
-import type { RestartPolicy, SecretRefSpec } from '../control/spec/service-spec.ts';
+import { specForTask, type NodeRecord, type ServiceRecord, type TaskRecord, type TaskStatus } from '../resources/records.ts';
+import type { RestartPolicy, SecretRefSpec } from '../resources/spec/service-spec.ts';
 import { buildContainerSpec, isExclusiveContainer, readLabels, type ContainerLabels, type Owner } from './labels.ts';
 import { decideLocalRestart, type LocalRestarts } from './restart-backoff.ts';
 import type { ContainerInfo, ContainerSpec } from './runtime.ts';

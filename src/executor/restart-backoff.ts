@@ -3,8 +3,8 @@
 // with the policy's backoff (design.md, "no leader, no problem"). With a quorum the agent only
 // reports the failure and the leader's orchestrator decides. Pure: time is passed in.
 
-import type { RestartPolicy } from '../control/spec/service-spec.ts';
-import { backoffDelayMs } from './backoff.ts';
+import type { RestartPolicy } from '../resources/spec/service-spec.ts';
+import { backoffDelayMs } from '../base/backoff.ts';
 
 /** One task's local restarts since the quorum was last seen. */
 export interface LocalRestarts {

@@ -1,8 +1,8 @@
 // Writes the node's runtime status (up, or unavailable with the error) to its node record:
 // only the newest value, only when it changed or the store shows another, retried with backoff.
 
-import type { RuntimeStatus } from '../control/resources.ts';
-import { backoffDelayMs } from './backoff.ts';
+import type { RuntimeStatus } from '../resources/records.ts';
+import { backoffDelayMs } from '../base/backoff.ts';
 import type { Clock, Timer } from './clock.ts';
 import { errorText } from './status-reporter.ts';
 

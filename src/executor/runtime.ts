@@ -7,7 +7,7 @@
 // follows events; reads a container's log; lists and removes images (the image cleaner).
 // Everything else (what should run, where) comes from the store.
 
-import type { DeviceSpec, HealthCheckSpec, LogSpec, MountSpec, PortSpec, ResourceLimits } from '../control/spec/service-spec.ts';
+import type { DeviceSpec, HealthCheckSpec, LogSpec, MountSpec, PortSpec, ResourceLimits } from '../resources/spec/service-spec.ts';
 
 /** Labels every container shoal creates carries (src/executor/labels.ts builds and reads them). */
 export type Labels = Record<string, string>;

@@ -8,7 +8,7 @@
 // leader replaces the task under its restart policy, so creating the secret lets the next one run.
 
 import type { Logger } from '../log.ts';
-import type { MountSpec, SecretRefSpec } from '../control/spec/service-spec.ts';
+import type { MountSpec, SecretRefSpec } from '../resources/spec/service-spec.ts';
 import { labelKeys } from './labels.ts';
 import type { ContainerInfo } from './runtime.ts';
 import type { SecretFile, SecretFiles } from './secret-files.ts';

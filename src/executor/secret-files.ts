@@ -8,7 +8,7 @@
 
 import { mkdir, open, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import type { MountSpec } from '../control/spec/service-spec.ts';
+import type { MountSpec } from '../resources/spec/service-spec.ts';
 
 /** Where the files appear in a container. */
 export const secretsMountDir = '/run/secrets';

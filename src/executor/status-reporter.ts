@@ -5,8 +5,8 @@
 // (`stale_epoch`) is dropped, with every report of that epoch: the leader has declared the node
 // down and replaced those tasks, and the agent will see the new epoch in its store.
 
-import type { TaskStatus } from '../control/resources.ts';
-import { backoffDelayMs } from './backoff.ts';
+import type { TaskStatus } from '../resources/records.ts';
+import { backoffDelayMs } from '../base/backoff.ts';
 import type { Clock, Timer } from './clock.ts';
 import { sameStatus } from './task-report.ts';
 

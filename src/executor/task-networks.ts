@@ -7,8 +7,8 @@
 // again when the store or the overlay changes (docs/agent.md, "Networks").
 
 import type { DocumentStore } from '../../fsm/index.ts';
-import { gatewayOf } from '../control/address-allocator.ts';
-import { networksCollection, readNetworkState } from '../control/network-resources.ts';
+import { gatewayOf } from '../resources/address-allocator.ts';
+import { networksCollection, readNetworkState } from '../resources/network-resources.ts';
 import type { ContainerNetwork } from './runtime.ts';
 
 export type TaskNetworksAnswer =

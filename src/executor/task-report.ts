@@ -5,7 +5,7 @@
 // before that, and whenever it fails, it is `starting` with the check's verdict in `health`
 // (the leader counts a task as running only then, and a rolling update's monitor waits on it).
 
-import type { ReportedTaskState, TaskStatus } from '../control/resources.ts';
+import type { ReportedTaskState, TaskStatus } from '../resources/records.ts';
 import type { ContainerInfo } from './runtime.ts';
 
 /** Which task, on which node, under which epoch: the part of a report that does not come from the container. */

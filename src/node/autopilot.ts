@@ -7,7 +7,7 @@
 // tested with tables; the class around them only gathers their input on the leader, on a timer,
 // and acts.
 
-import { promoteRefusal } from '../api/cluster-routes.ts';
+import { promoteRefusal } from '../resources/membership-refusals.ts';
 import type { DocumentStore, JsonObject } from '../../fsm/index.ts';
 import type { Logger } from '../log.ts';
 import { caHolderWarning } from '../security/ca-holders.ts';

@@ -22,7 +22,7 @@
 //      entry of that term
 
 import { Packr } from 'msgpackr';
-import { featureLevelMax } from './feature-level.ts';
+import { featureLevelMax } from '../base/feature-level.ts';
 
 const packr = new Packr({ useRecords: false });
 

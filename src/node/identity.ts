@@ -26,11 +26,9 @@ export const nodeNameSchema = z.string().regex(nodeNamePattern, `a node name is 
 const identitySchema = z.object({ id: z.string().min(1), name: z.string().min(1), clusterId: z.string().min(1) }).strict();
 export type Identity = z.infer<typeof identitySchema>;
 
-export interface Tls {
-  caPem: string;
-  certPem: string;
-  keyPem: string;
-}
+import type { Tls } from '../base/tls-material.ts';
+
+export type { Tls };
 
 export const newId = (): string => randomBytes(8).toString('hex');
 

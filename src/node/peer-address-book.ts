@@ -19,8 +19,8 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { NodeId } from '../raft/types.ts';
 import type { Logger } from '../log.ts';
-import type { MemberRecord } from './membership.ts';
-import { isHostPort } from './host-port.ts';
+import type { MemberRecord } from '../resources/membership.ts';
+import { isHostPort } from '../base/host-port.ts';
 
 export const peerAddressFile = 'peer-addresses.json';
 

@@ -5,6 +5,7 @@
 // hint is never believed by itself.
 
 import type { NodeId } from '../raft/types.ts';
+import { backoffDelayMs } from '../base/backoff.ts';
 
 /** Where a hint came from: the operator's are kept until they answer; a peer's are given up after a while. */
 export type HintSource = 'operator' | 'peer';
@@ -87,7 +88,7 @@ export class PeerHints {
       this.hints.delete(address);
       return { address, error: result.error, givenUp: true };
     }
-    const base = Math.min(hintRetryMsMax, hintRetryMsMin * 2 ** (h.failures - 1));
+    const base = backoffDelayMs(h.failures, hintRetryMsMin, hintRetryMsMax);
     h.nextAt = nowMs + base * (0.5 + this.random() / 2);
     return { address, error: result.error, firstFailure: h.failures === 1 };
   }

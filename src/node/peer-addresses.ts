@@ -19,8 +19,8 @@ import type { Announcement } from '../../transport/handshake.ts';
 import type { ConfChange, ConfState, NodeId } from '../raft/types.ts';
 import type { Logger } from '../log.ts';
 import { ShoalError } from '../errors.ts';
-import { confChangeContext, type MemberRecord } from './membership.ts';
-import { isHostPort, splitHostPort } from './host-port.ts';
+import { confChangeContext, type MemberRecord } from '../resources/membership.ts';
+import { isHostPort, splitHostPort } from '../base/host-port.ts';
 import { PeerAddressBook } from './peer-address-book.ts';
 import { PeerHints, type ProbeOutcome } from './peer-address-hints.ts';
 

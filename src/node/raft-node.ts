@@ -4,6 +4,11 @@
 // order the core's safety depends on. Messages and proposals arriving while a write is in
 // flight are stepped into the core at once; they come out in the next Ready.
 
+import type { Leadership, LeaderLog } from '../ports/leadership.ts';
+import type { MembershipView } from '../ports/membership-view.ts';
+import type { ProposalResult, Proposer } from '../ports/proposer.ts';
+import type { ReadBarrier } from '../ports/read-barrier.ts';
+import type { TermSource } from '../ports/term-source.ts';
 import { EventEmitter } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { RawNode } from '../raft/raw-node.ts';
@@ -15,12 +20,12 @@ import {
 import { ShoalError } from '../errors.ts';
 import type { MessageRefusal, PeerStats, Transport } from '../../transport/types.ts';
 import type { NodeStorage } from './node-storage.ts';
-import type { StateMachine } from './state-machine.ts';
-import { Membership, type MemberRecord } from './membership.ts';
+import type { StateMachine } from '../base/state-machine.ts';
+import { Membership, type MemberRecord } from '../resources/membership.ts';
 import { checkSnapshotData, decodeSnapshotData, encodeSnapshotDataInSlices } from './snapshot-data.ts';
-import { Counter, Histogram, latencyBuckets } from './metrics.ts';
+import { Counter, Histogram, latencyBuckets } from '../base/metrics.ts';
 import { decodeEntry, encodeCommandEnvelope, encodeFeatureLevelEnvelope, restampLogTime, type DecodedEntry } from './envelope.ts';
-import { featureLevelHandover, featureLevelInitial, featureLevelLeaderClock, featureLevelMax, supportedByAll } from './feature-level.ts';
+import { featureLevelHandover, featureLevelInitial, featureLevelLeaderClock, featureLevelMax, supportedByAll } from '../base/feature-level.ts';
 import { ProposalBook } from './proposals.ts';
 import { LogClock } from './log-clock.ts';
 import type { Logger } from '../log.ts';
@@ -79,10 +84,7 @@ export interface RaftNodeOptions {
   logger?: Logger;
 }
 
-export interface ProposalResult {
-  index: number;
-  result: unknown;
-}
+export type { ProposalResult };
 
 interface Pending<T> {
   resolve: (v: T) => void;
@@ -100,7 +102,7 @@ export interface NodeEvents {
   applied: [number];
   /** The transport's connection to this peer closed. */
   peerDisconnected: [NodeId];
-  /** The committed cluster feature level moved (src/node/feature-level.ts). */
+  /** The committed cluster feature level moved (src/base/feature-level.ts). */
   featureLevel: [number];
   /**
    * The node stopped for good: `failure` says why (node_failed, upgrade_required, removed). The
@@ -118,7 +120,11 @@ export interface OverloadCounts {
 
 const quietLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
-export class RaftNode extends EventEmitter<NodeEvents> {
+/**
+ * The node driver. Parts above it (loops, agents, network and certificate code) hold only the
+ * narrow ports of src/ports/ it implements; the composition root (src/server/) holds the node.
+ */
+export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, ReadBarrier, TermSource, MembershipView, Leadership, LeaderLog {
   readonly id: NodeId;
   readonly membership = new Membership();
   private raw!: RawNode;
@@ -166,7 +172,7 @@ export class RaftNode extends EventEmitter<NodeEvents> {
   private failed: ShoalError | undefined;
   /** Since when the durable write in progress has been running past diskStallMs, if it has. */
   private stalledSince: number | undefined;
-  /** The committed cluster feature level (src/node/feature-level.ts). */
+  /** The committed cluster feature level (src/base/feature-level.ts). */
   private level = featureLevelInitial;
   /** A feature-level raise proposed by this node and not yet applied. */
   private levelRaise: Promise<unknown> | undefined;

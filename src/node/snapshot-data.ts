@@ -8,13 +8,13 @@
 import { Packr } from 'msgpackr';
 import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
-import { memberRecordSchema, type MemberRecord } from './membership.ts';
+import { memberRecordSchema, type MemberRecord } from '../resources/membership.ts';
 
 const packr = new Packr({ useRecords: false });
 
 export interface SnapshotData {
   members: MemberRecord[];
-  /** The committed cluster feature level (src/node/feature-level.ts). */
+  /** The committed cluster feature level (src/base/feature-level.ts). */
   featureLevel: number;
   /** Ids removed from the cluster: their handshakes are refused with the reason `removed`. */
   removed: string[];

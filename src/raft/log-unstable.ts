@@ -2,7 +2,7 @@
 // accepted and handed to the driver in a Ready, but that the driver has not yet confirmed in
 // advance(). Entries here may still be truncated by a new leader.
 
-import { assert } from './assert.ts';
+import { assert } from '../base/assert.ts';
 import type { Entry, Snapshot } from './types.ts';
 
 export class Unstable {

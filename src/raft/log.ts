@@ -1,7 +1,7 @@
 // The Raft log as the core sees it: what storage holds (read-only here) followed by the unstable
 // tail, with the commit and applied indexes.
 
-import { assert } from './assert.ts';
+import { assert } from '../base/assert.ts';
 import { Unstable } from './log-unstable.ts';
 import { CompactedError, type LogStorage } from './storage.ts';
 import type { Entry, Snapshot } from './types.ts';

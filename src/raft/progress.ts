@@ -7,7 +7,7 @@
 // snapshot:  the follower needs entries the leader compacted away; a snapshot is being sent and
 //            nothing else is until it is acknowledged or reported failed.
 
-import { assert } from './assert.ts';
+import { assert } from '../base/assert.ts';
 import type { ProgressState, ProgressStatus } from './types.ts';
 
 /** A ring of the last index of each append message in flight, oldest first. */

@@ -4,7 +4,7 @@
 // Each role is a step function and a tick function swapped in by becomeFollower,
 // becomeCandidate, becomePreCandidate and becomeLeader.
 
-import { assert } from './assert.ts';
+import { assert } from '../base/assert.ts';
 import { changeConfig, ConfChangeError, isLeaveJoint } from './confchange.ts';
 import { RaftLog } from './log.ts';
 import { Progress } from './progress.ts';

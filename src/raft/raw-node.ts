@@ -1,7 +1,7 @@
 // The public face of the consensus core: methods that check their arguments and turn calls into
 // messages for the state machine, and the Ready/advance handshake with the driver.
 
-import { assert } from './assert.ts';
+import { assert } from '../base/assert.ts';
 import { isLocalMessage, message, Raft } from './raft.ts';
 import type { LogStorage } from './storage.ts';
 import {

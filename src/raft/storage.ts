@@ -3,7 +3,7 @@
 // core only reads. A durable store (src/storage/) keeps a MemoryStorage as its cache and
 // writes through to disk, so the core's reads never wait on I/O.
 
-import { assert } from './assert.ts';
+import { assert } from '../base/assert.ts';
 import type { ConfState, Entry, HardState, Snapshot } from './types.ts';
 import { entryBytes, limitBytes } from './util.ts';
 

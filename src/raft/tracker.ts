@@ -1,7 +1,7 @@
 // The leader's view of the cluster: the membership configuration, each member's progress and
 // the votes of the current election. Quorum questions are answered here, by the config.
 
-import { assert } from './assert.ts';
+import { assert } from '../base/assert.ts';
 import { Progress } from './progress.ts';
 import { jointCommitted, jointIds, jointVote, type JointVoters, type VoteResult } from './quorum.ts';
 import type { ConfState, NodeId } from './types.ts';

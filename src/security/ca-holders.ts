@@ -5,14 +5,14 @@
 
 import { encodeCommand, type DocumentStore } from '../../fsm/index.ts';
 import type { Logger } from '../log.ts';
-import type { RaftNode } from '../node/raft-node.ts';
+import type { Proposer } from '../ports/proposer.ts';
 
 export const caHoldersCollection = 'shoal.ca-holders';
 const retryMs = 1_000;
 const attemptsMax = 120;
 
 /** Records that `nodeId` holds the CA key, once a leader takes the write; retries quietly meanwhile. */
-export function announceCaHolder(node: RaftNode, store: DocumentStore, nodeId: string, log: Logger): { cancel(): void } {
+export function announceCaHolder(node: Proposer, store: DocumentStore, nodeId: string, log: Logger): { cancel(): void } {
   let timer: NodeJS.Timeout | undefined;
   let cancelled = false;
   const attempt = async (n: number): Promise<void> => {

@@ -7,7 +7,7 @@ import { createPrivateKey, createPublicKey } from 'node:crypto';
 import { existsSync, renameSync, writeFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { Logger } from '../log.ts';
-import type { Tls } from '../node/identity.ts';
+import type { Tls } from '../base/tls-material.ts';
 import { caKeyFile } from './authority.ts';
 import { addressesLeaderFirst, nodeCall } from './node-client.ts';
 import { openWithKey, sealedBoxSchema } from './sealed-box.ts';

@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { DocumentStore } from '../../fsm/index.ts';
-import type { Tls } from '../node/identity.ts';
+import type { Tls } from '../base/tls-material.ts';
 import { caKeyFile, type CaAuthority, type Signer } from './authority.ts';
 import { bundleFingerprints, certFingerprint, splitPem, withChainOf } from './ca-bundle.ts';
 import { keyMatchesCert } from './ca-key-fetcher.ts';

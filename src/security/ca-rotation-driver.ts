@@ -8,7 +8,9 @@ import { renameSync, writeFileSync } from 'node:fs';
 import { encodeCommand, type DocumentStore } from '../../fsm/index.ts';
 import type { CommandResult } from '../../fsm/index.ts';
 import { ShoalError } from '../errors.ts';
-import type { RaftNode } from '../node/raft-node.ts';
+import type { MembershipView } from '../ports/membership-view.ts';
+import type { Proposer } from '../ports/proposer.ts';
+import type { ReadBarrier } from '../ports/read-barrier.ts';
 import type { CaAuthority } from './authority.ts';
 import { certFingerprint, splitPem } from './ca-bundle.ts';
 import {
@@ -36,7 +38,7 @@ export interface RotationStep {
 }
 
 interface DriverPorts {
-  node: RaftNode;
+  node: Proposer & ReadBarrier & MembershipView;
   store: DocumentStore;
   authority: CaAuthority;
   dataDir: string;

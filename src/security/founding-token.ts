@@ -8,7 +8,8 @@ import path from 'node:path';
 import { encodeCommand } from '../../fsm/index.ts';
 import type { CommandResult, JsonObject } from '../../fsm/types.ts';
 import type { Logger } from '../log.ts';
-import type { RaftNode } from '../node/raft-node.ts';
+import type { Proposer } from '../ports/proposer.ts';
+import type { TermSource } from '../ports/term-source.ts';
 import { tokenRecordSchema, tokensCollection, type TokenRecord } from './tokens.ts';
 
 const retryMs = 250;
@@ -33,7 +34,7 @@ export interface FoundingToken {
 }
 
 /** Writes the founding token once this node leads; `cancel` stops trying (the node stops). */
-export function mintFoundingToken(node: RaftNode, dataDir: string, log: Logger): FoundingToken {
+export function mintFoundingToken(node: Proposer & TermSource, dataDir: string, log: Logger): FoundingToken {
   const file = foundingTokenFile(dataDir);
   if (!existsSync(file)) return { pendingId: () => undefined, written: Promise.resolve(true), cancel() {} };
   let pending: string | undefined;

@@ -10,7 +10,7 @@ import { renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import type { Logger } from '../log.ts';
-import type { Tls } from '../node/identity.ts';
+import type { Tls } from '../base/tls-material.ts';
 import { issuerIn } from './ca-bundle.ts';
 import { addressesLeaderFirst, nodeCall } from './node-client.ts';
 

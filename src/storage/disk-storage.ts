@@ -11,7 +11,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { assert } from '../raft/assert.ts';
+import { assert } from '../base/assert.ts';
 import { MemoryStorage, type InitialState, type LogStorage } from '../raft/storage.ts';
 import type { ConfState, Entry, HardState, Logger, Snapshot } from '../raft/types.ts';
 import { StorageCorruptionError, rebuildNodeRecovery } from './errors.ts';

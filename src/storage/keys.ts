@@ -12,7 +12,7 @@
 //   'snap'               metadata of the snapshot the node restores from
 //   'trunc'              the last compacted entry (index, term); the log starts after it
 
-import { assert } from '../raft/assert.ts';
+import { assert } from '../base/assert.ts';
 
 const entryPrefix = 0x65; // 'e'
 const entryKeyBytes = 9;

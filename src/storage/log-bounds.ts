@@ -1,7 +1,7 @@
 // The log's bounds before and after a write, checked before the write reaches the disk: the
 // rules that keep disk and cache equal, mirroring MemoryStorage.append.
 
-import { assert } from '../raft/assert.ts';
+import { assert } from '../base/assert.ts';
 import type { Entry } from '../raft/types.ts';
 
 /** The log as stored: entries (offset, last]. */

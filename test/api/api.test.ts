@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
 import { errorCatalog } from '../../src/errors.ts';
-import { decodeSnapshotFile } from '../../src/node/snapshot-file.ts';
+import { decodeSnapshotFile } from '../../src/node/recovery/snapshot-file.ts';
 import { singleNode, type SingleNode } from './single-node.ts';
 
 let s: SingleNode;

@@ -6,7 +6,7 @@
 import { request, type IncomingMessage } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { decodeSnapshotFile, encodeSnapshotFile, encodeSnapshotFileParts } from '../../src/node/snapshot-file.ts';
+import { decodeSnapshotFile, encodeSnapshotFile, encodeSnapshotFileParts } from '../../src/node/recovery/snapshot-file.ts';
 import { expectError } from './expect-error.ts';
 import { singleNode, type SingleNode } from './single-node.ts';
 

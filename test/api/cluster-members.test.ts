@@ -5,9 +5,10 @@
 import { createServer, type Server } from 'node:http';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { promoteLagEntriesMax, promoteRefusal, resolveMember } from '../../src/api/cluster-routes.ts';
+import { resolveMember } from '../../src/api/cluster-routes.ts';
+import { promoteLagEntriesMax, promoteRefusal } from '../../src/resources/membership-refusals.ts';
 import { errorCatalog } from '../../src/errors.ts';
-import { confChangeContext, type MemberRecord } from '../../src/node/membership.ts';
+import { confChangeContext, type MemberRecord } from '../../src/resources/membership.ts';
 import { freePort } from '../../bench/lib/proc.ts';
 import { singleNode, type SingleNode } from './single-node.ts';
 

@@ -4,8 +4,8 @@
 
 import type { FastifyRequest } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { putChange } from '../../src/control/changes.ts';
-import { nodesCollection } from '../../src/control/collections.ts';
+import { putChange } from '../../src/resources/changes.ts';
+import { nodesCollection } from '../../src/resources/collections.ts';
 import { casAttemptsMax, decideAndWrite, oneTransaction } from '../../src/api/control-write.ts';
 import { ShoalError } from '../../src/errors.ts';
 import { singleNode, type SingleNode } from './single-node.ts';

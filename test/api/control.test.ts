@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { servicesCollection } from '../../src/control/collections.ts';
+import { servicesCollection } from '../../src/resources/collections.ts';
 import { expectError, problemPaths } from './expect-error.ts';
 import { singleNode, type SingleNode } from './single-node.ts';
 

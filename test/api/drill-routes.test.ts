@@ -6,9 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildApi } from '../../src/api/app.ts';
-import { Registry } from '../../src/node/metrics.ts';
-import type { DrillTarget } from '../../src/node/drill-actions.ts';
-import type { DrillReport } from '../../src/node/drill-report.ts';
+import { Registry } from '../../src/base/metrics.ts';
+import type { DrillTarget } from '../../src/node/drill/drill-actions.ts';
+import type { DrillReport } from '../../src/node/drill/drill-report.ts';
 import { singleNode, type SingleNode } from './single-node.ts';
 
 let s: SingleNode;

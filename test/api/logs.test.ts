@@ -6,7 +6,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openRemoteTaskLog } from '../../src/api/log-source.ts';
-import type { NodeRecord } from '../../src/control/resources.ts';
+import type { NodeRecord } from '../../src/resources/records.ts';
 import { ShoalError } from '../../src/errors.ts';
 import { labelKeys } from '../../src/executor/labels.ts';
 import type { LogLine } from '../../src/executor/runtime.ts';

@@ -3,7 +3,7 @@
 // or one with a task still desired running on it, is refused with resource_in_use and stays.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nodesCollection, tasksCollection } from '../../src/control/collections.ts';
+import { nodesCollection, tasksCollection } from '../../src/resources/collections.ts';
 import { proposeCommand } from '../../src/api/token-routes.ts';
 import type { JsonObject } from '../../fsm/types.ts';
 import { node, task } from '../control/fixtures.ts';

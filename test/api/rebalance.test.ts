@@ -4,8 +4,8 @@
 
 import { describe, expect, it } from 'vitest';
 import { newService } from '../../src/control/apply.ts';
-import type { NodeRecord, ServiceRecord, TaskRecord } from '../../src/control/resources.ts';
-import type { ControlState, Versioned } from '../../src/control/state.ts';
+import type { NodeRecord, ServiceRecord, TaskRecord } from '../../src/resources/records.ts';
+import type { ControlState, Versioned } from '../../src/resources/state.ts';
 import { planRebalance } from '../../src/api/rebalance.ts';
 import { node, spec, task } from '../control/fixtures.ts';
 

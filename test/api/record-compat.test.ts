@@ -1,4 +1,4 @@
-// Records a member of an older release can read (src/control/record-compat.ts). On a node whose
+// Records a member of an older release can read (src/resources/record-compat.ts). On a node whose
 // cluster runs at feature level 4 (a member of the release before the mesh, secrets and networks
 // still in it), every node and service record the agent, the leader's loops and the API write
 // parses with that release's strict schemas (today's, without the fields added since), and what
@@ -6,13 +6,13 @@
 // the same writes carry the new fields.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nodesCollection, secretsCollection, servicesCollection } from '../../src/control/collections.ts';
-import { nodeRecordSchema } from '../../src/control/resources.ts';
-import { serviceSpecSchema } from '../../src/control/spec/service-spec.ts';
-import { compatCommand } from '../../src/control/record-compat.ts';
-import { featureLevelWorkloadNetwork } from '../../src/node/feature-level.ts';
-import { controlFeatureLevel } from '../../src/control/collections.ts';
-import { allDocs } from '../../src/control/state.ts';
+import { nodesCollection, secretsCollection, servicesCollection } from '../../src/resources/collections.ts';
+import { nodeRecordSchema } from '../../src/resources/records.ts';
+import { serviceSpecSchema } from '../../src/resources/spec/service-spec.ts';
+import { compatCommand } from '../../src/resources/record-compat.ts';
+import { featureLevelWorkloadNetwork } from '../../src/base/feature-level.ts';
+import { controlFeatureLevel } from '../../src/resources/collections.ts';
+import { allDocs } from '../../src/resources/state.ts';
 import { expectError } from './expect-error.ts';
 import { singleNode, type SingleNode } from './single-node.ts';
 

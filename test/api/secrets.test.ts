@@ -5,8 +5,8 @@
 // missing and at removal while a service names it.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { secretsCollection } from '../../src/control/collections.ts';
-import { secretValueBytesMax } from '../../src/control/secrets.ts';
+import { secretsCollection } from '../../src/resources/collections.ts';
+import { secretValueBytesMax } from '../../src/resources/secrets.ts';
 import { expectError, problemPaths } from './expect-error.ts';
 import { singleNode, type SingleNode } from './single-node.ts';
 

@@ -5,21 +5,21 @@
 import type { FastifyInstance } from 'fastify';
 import { DocumentStore } from '../../fsm/index.ts';
 import { buildApi, type ApiContext, type ApiLimits } from '../../src/api/app.ts';
-import { Registry } from '../../src/node/metrics.ts';
+import { Registry } from '../../src/base/metrics.ts';
 import type { ApiAuth } from '../../src/api/auth.ts';
 import { PeerHttp } from '../../src/api/peer-http.ts';
-import { EventLog } from '../../src/node/event-log.ts';
+import { EventLog } from '../../src/node/events/event-log.ts';
 import { silentLogger } from '../../src/log.ts';
 import { MemoryNodeStorage } from '../../src/node/node-storage.ts';
 import { RaftNode } from '../../src/node/raft-node.ts';
-import { bootstrapSnapshotData } from '../../src/node/server.ts';
-import { featureLevelMax } from '../../src/node/feature-level.ts';
+import { bootstrapSnapshotData } from '../../src/server/server.ts';
+import { featureLevelMax } from '../../src/base/feature-level.ts';
 import { bootstrapStorage, MemoryStorage } from '../../src/raft/storage.ts';
 import { MemoryNetwork } from '../../transport/memory-transport.ts';
-import { ControlPlane } from '../../src/control/control-plane.ts';
+import { ControlPlane } from '../../src/server/control-plane.ts';
 import { systemClock } from '../../src/executor/clock.ts';
 import { MemoryRuntime } from '../../src/executor/memory-runtime.ts';
-import type { LeaseConfig } from '../../src/control/lease.ts';
+import type { LeaseConfig } from '../../src/resources/lease.ts';
 
 export interface SingleNode {
   app: FastifyInstance;

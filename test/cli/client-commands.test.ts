@@ -3,7 +3,7 @@
 // mapping run in-process through main() (a spawn costs 1-2 s); so do the SSE parser and the
 // watch follower's resume logic, against a scripted server.
 
-import { featureLevelMax } from '../../src/node/feature-level.ts';
+import { featureLevelMax } from '../../src/base/feature-level.ts';
 import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -17,9 +17,9 @@ import { docHelps } from '../../src/cli/doc.ts';
 import { snapshotHelps } from '../../src/cli/snapshot.ts';
 import { SseParser } from '../../src/api/sse-parser.ts';
 import { followWatch, type WatchEventView } from '../../src/cli/watch-stream.ts';
-import { loadConfig } from '../../src/node/config.ts';
-import { startNode } from '../../src/node/server.ts';
-import { decodeSnapshotFile } from '../../src/node/snapshot-file.ts';
+import { loadConfig } from '../../src/server/config.ts';
+import { startNode } from '../../src/server/server.ts';
+import { decodeSnapshotFile } from '../../src/node/recovery/snapshot-file.ts';
 import { singleNode, type SingleNode } from '../api/single-node.ts';
 import { freePort } from '../../bench/lib/proc.ts';
 import { inProcess } from './in-process.ts';

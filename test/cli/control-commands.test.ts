@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { encodeCommand } from '../../fsm/index.ts';
 import { main } from '../../src/cli/main.ts';
-import { controlFeatureLevel, servicesCollection } from '../../src/control/collections.ts';
+import { controlFeatureLevel, servicesCollection } from '../../src/resources/collections.ts';
 import { singleNode, type SingleNode } from '../api/single-node.ts';
 
 interface Result { code: number; stdout: string; stderr: string }

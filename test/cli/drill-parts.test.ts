@@ -8,13 +8,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { actionOf, checkTolerance, pickTarget, refusalsBetween } from '../../src/cli/drill-cluster.ts';
 import { formatReport } from '../../src/cli/drill.ts';
-import type { DrillReport } from '../../src/node/drill-report.ts';
-import { drillHoldFile, holdLeftMs, waitOutDrillHold, writeDrillHold } from '../../src/node/drill-hold.ts';
+import type { DrillReport } from '../../src/node/drill/drill-report.ts';
+import { drillHoldFile, holdLeftMs, waitOutDrillHold, writeDrillHold } from '../../src/node/drill/drill-hold.ts';
 import { longestGapMs } from '../../src/cli/drill-probe.ts';
 import { compareWorkloads, type TaskSnapshot } from '../../src/cli/drill-workloads.ts';
 import type { View } from '../../src/cli/cluster-view.ts';
-import { portsToCut } from '../../src/node/drill-actions.ts';
-import { DrillStorage } from '../../src/node/drill-storage.ts';
+import { portsToCut } from '../../src/node/drill/drill-actions.ts';
+import { DrillStorage } from '../../src/node/drill/drill-storage.ts';
 import { MemoryNodeStorage } from '../../src/node/node-storage.ts';
 
 const members = [

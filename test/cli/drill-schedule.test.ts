@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { View } from '../../src/cli/cluster-view.ts';
 import { UsageError } from '../../src/cli/args.ts';
 import { nextTick, parseAt, runSchedule, skipReason, type ScheduleEvent, type SchedulePorts } from '../../src/cli/drill-schedule.ts';
-import type { DrillReport } from '../../src/node/drill-report.ts';
+import type { DrillReport } from '../../src/node/drill/drill-report.ts';
 
 const minute = 60_000;
 const hour = 60 * minute;

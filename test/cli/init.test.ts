@@ -9,10 +9,10 @@ import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import pkg from '../../package.json' with { type: 'json' };
 import { initApiDefault, initPeerDefault } from '../../src/cli/init.ts';
-import { parseConfig } from '../../src/node/config.ts';
-import { isHostPort } from '../../src/node/host-port.ts';
+import { parseConfig } from '../../src/server/config.ts';
+import { isHostPort } from '../../src/base/host-port.ts';
 import { loadIdentity, nodeNamePattern } from '../../src/node/identity.ts';
-import { softwareVersion } from '../../src/node/server.ts';
+import { softwareVersion } from '../../src/server/server.ts';
 import { inProcess } from './in-process.ts';
 
 

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DevSupervisor, type DevEvent } from '../../src/cli/dev-supervisor.ts';
-import type { DrillReport } from '../../src/node/drill-report.ts';
+import type { DrillReport } from '../../src/node/drill/drill-report.ts';
 import { inProcess } from '../cli/in-process.ts';
 import { ProcessCluster, getJson, sleep, type ClusterNode } from './process-cluster.ts';
 

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll } from 'vitest';
 import { parse as parseYaml, stringify } from 'yaml';
 import { initNode } from '../../src/node/identity.ts';
-import type { MemberRecord } from '../../src/node/membership.ts';
+import type { MemberRecord } from '../../src/resources/membership.ts';
 import { freePort } from '../../bench/lib/proc.ts';
 
 const binPath = fileURLToPath(new URL('../../bin/shoal.js', import.meta.url));

@@ -7,8 +7,8 @@ import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { restartExitCode } from '../../src/node/drill-actions.ts';
-import { releaseMarkerFile, releaseName, type ReleaseMarker } from '../../src/node/upgrade-releases.ts';
+import { restartExitCode } from '../../src/node/drill/drill-actions.ts';
+import { releaseMarkerFile, releaseName, type ReleaseMarker } from '../../src/node/upgrade/upgrade-releases.ts';
 import type { ClusterNode } from './process-cluster.ts';
 import { repoRoot } from './upgrade-builds.ts';
 

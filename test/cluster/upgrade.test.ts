@@ -19,7 +19,7 @@ import Docker from 'dockerode';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { labelKeys } from '../../src/executor/labels.ts';
-import { featureLevelMax } from '../../src/node/feature-level.ts';
+import { featureLevelMax } from '../../src/base/feature-level.ts';
 import { printer, type UpgradeEvent } from '../../src/cli/upgrade-output.ts';
 import { inProcess } from '../cli/in-process.ts';
 import { defaultSocketPath, ensureDockerd } from '../executor/dockerd.ts';

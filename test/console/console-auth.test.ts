@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import tls from 'node:tls';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningNode } from '../../src/node/server.ts';
+import type { RunningNode } from '../../src/server/server.ts';
 import { call, tlsCluster, type ClientCredential, type TlsCluster } from '../security/tls-node.ts';
 import { issueClientCert } from '../../src/security/client-certs.ts';
 import { builtConsole } from './console-build.ts';

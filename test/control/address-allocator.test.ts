@@ -1,11 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { cidrContains, cidrOf, cidrsOverlap, parseAddress } from '../../src/control/address-cidr.ts';
+import { cidrContains, cidrOf, cidrsOverlap, parseAddress } from '../../src/resources/address-cidr.ts';
 import {
   allocate, gatewayOf, sliceCidr, sliceCount, type AllocationTask, type NetworkAllocation,
-} from '../../src/control/address-allocator.ts';
-import { slicePrefixFor } from '../../src/control/spec/network-reader.ts';
-import type { NetworkSpec } from '../../src/control/spec/network-spec.ts';
+} from '../../src/resources/address-allocator.ts';
+import { slicePrefixFor } from '../../src/resources/spec/network-reader.ts';
+import type { NetworkSpec } from '../../src/resources/spec/network-spec.ts';
 
 const network = (subnet: string): NetworkSpec => ({ name: 'n', subnet, internal: false, slicePrefix: slicePrefixFor(Number(subnet.split('/')[1])) });
 const empty: NetworkAllocation = { slices: {}, addresses: {} };

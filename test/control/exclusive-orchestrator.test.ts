@@ -1,10 +1,10 @@
-// The leader's rule for exclusive services (src/control/lease.ts): a task whose node was lost is
+// The leader's rule for exclusive services (src/resources/lease.ts): a task whose node was lost is
 // replaced only once the lease rule says it is surely dead; until then the slot stays empty.
 
 import { describe, expect, it } from 'vitest';
-import { leaseDefaults, leaseMarginMs, replaceAfterMs } from '../../src/control/lease.ts';
+import { leaseDefaults, leaseMarginMs, replaceAfterMs } from '../../src/resources/lease.ts';
 import { reconcileService } from '../../src/control/orchestrator.ts';
-import type { TaskRecord } from '../../src/control/resources.ts';
+import type { TaskRecord } from '../../src/resources/records.ts';
 import { ids, serviceYaml, StateBuilder } from './state-builder.ts';
 
 const put = (d: ReturnType<typeof reconcileService>) => d.plan.changes.filter((c) => c.kind === 'put').map((c) => c.doc as unknown as TaskRecord);

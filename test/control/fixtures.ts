@@ -1,9 +1,9 @@
 // Records for control-plane tests: a ready, active node with an up runtime; a pending task;
 // a service spec read through the real parser (so every default is the documented one).
 
-import { parseSpecObjects } from '../../src/control/spec/index.ts';
-import type { NodeRecord, TaskRecord } from '../../src/control/resources.ts';
-import type { ServiceSpec } from '../../src/control/spec/index.ts';
+import { parseSpecObjects } from '../../src/resources/spec/index.ts';
+import type { NodeRecord, TaskRecord } from '../../src/resources/records.ts';
+import type { ServiceSpec } from '../../src/resources/spec/index.ts';
 import type { TaskWithSpec } from '../../src/control/scheduler/index.ts';
 
 export const GiB = 1024 ** 3;

@@ -1,10 +1,10 @@
-// The exclusive lease's settings (src/control/lease.ts, config `exclusive.*`): which ones keep the
+// The exclusive lease's settings (src/resources/lease.ts, config `exclusive.*`): which ones keep the
 // safety argument, the leader's wait with an agent that claims a longer lease, the renewal derived
 // from the lease, and a node's agent renewing with the lease its config gives.
 
 import { afterAll, describe, expect, it } from 'vitest';
-import { leasesCollection } from '../../src/control/collections.ts';
-import { exclusiveClearInMs, leaseConfigProblem, leaseDefaults, renewIntervalMs, replaceAfterMs, type LeaseConfig } from '../../src/control/lease.ts';
+import { leasesCollection } from '../../src/resources/collections.ts';
+import { exclusiveClearInMs, leaseConfigProblem, leaseDefaults, renewIntervalMs, replaceAfterMs, type LeaseConfig } from '../../src/resources/lease.ts';
 import { singleNode, type SingleNode } from '../api/single-node.ts';
 
 describe('leaseConfigProblem', () => {

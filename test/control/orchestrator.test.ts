@@ -6,7 +6,7 @@ import { reconcileService, taskHistoryPerSlot } from '../../src/control/orchestr
 import { placePending } from '../../src/control/placement.ts';
 import { backoffMs, restartVerdict } from '../../src/control/restart-policy.ts';
 import { rollback, withNewSpec } from '../../src/control/rolling-update.ts';
-import type { TaskRecord } from '../../src/control/resources.ts';
+import type { TaskRecord } from '../../src/resources/records.ts';
 import { ids, serviceYaml, specOf, StateBuilder } from './state-builder.ts';
 
 const three = (extra = ''): StateBuilder => new StateBuilder().node('node1').node('node2').node('node3').service(serviceYaml('web', extra));

@@ -6,8 +6,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
-const root = path.resolve(import.meta.dirname, '../../src/control');
-const pureDirs = ['scheduler', 'spec'];
+const root = path.resolve(import.meta.dirname, '../../src');
+const pureDirs = ['control/scheduler', 'resources/spec'];
 const forbidden: [RegExp, string][] = [
   [/from '(node:|fs|os|net|http|https|child_process|worker_threads|timers|perf_hooks|process|crypto)['/]/, 'a Node.js module'],
   [/\bDate\b/, 'the clock (Date)'],

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   nodeRecordSchema, serviceRecordSchema, specForTask, taskRecordSchema, type ServiceRecord,
-} from '../../src/control/resources.ts';
+} from '../../src/resources/records.ts';
 import { node, spec, task } from './fixtures.ts';
 
 function service(overrides: Partial<ServiceRecord> = {}): ServiceRecord {

@@ -1,13 +1,13 @@
 // Builds control states by hand for the tests of the leader's pure loops, and applies a plan to
 // one as the store would (checking every expected revision), so a test can run several passes.
 
-import type { Change, Plan } from '../../src/control/changes.ts';
-import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../../src/control/collections.ts';
-import type { NodeRecord, ServiceRecord, TaskRecord, TaskStatus } from '../../src/control/resources.ts';
+import type { Change, Plan } from '../../src/resources/changes.ts';
+import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../../src/resources/collections.ts';
+import type { NodeRecord, ServiceRecord, TaskRecord, TaskStatus } from '../../src/resources/records.ts';
 import { newService } from '../../src/control/apply.ts';
-import { parseSpecs } from '../../src/control/spec/index.ts';
-import type { ServiceSpec } from '../../src/control/spec/service-spec.ts';
-import type { ControlState, Versioned } from '../../src/control/state.ts';
+import { parseSpecs } from '../../src/resources/spec/index.ts';
+import type { ServiceSpec } from '../../src/resources/spec/service-spec.ts';
+import type { ControlState, Versioned } from '../../src/resources/state.ts';
 
 export class StateBuilder {
   rev = 1;

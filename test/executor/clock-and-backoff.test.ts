@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { backoffDelayMs } from '../../src/executor/backoff.ts';
+import { backoffDelayMs } from '../../src/base/backoff.ts';
 import { ManualClock } from '../../src/executor/manual-clock.ts';
 import { decideLocalRestart, restartDelayMs } from '../../src/executor/restart-backoff.ts';
-import type { RestartPolicy } from '../../src/control/spec/service-spec.ts';
+import type { RestartPolicy } from '../../src/resources/spec/service-spec.ts';
 
 describe('ManualClock', () => {
   it('fires timers in due order, ties in the order set, at their due time, including ones set while firing', () => {

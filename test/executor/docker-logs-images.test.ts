@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { demoImage } from '../../src/cli/dev-image.ts';
-import { parseSpecs } from '../../src/control/spec/documents.ts';
+import { parseSpecs } from '../../src/resources/spec/documents.ts';
 import { DockerRuntime } from '../../src/executor/docker-runtime.ts';
 import { ImageCleaner } from '../../src/executor/image-cleaner.ts';
 import { MemoryImageLedger } from '../../src/executor/image-ledger.ts';

@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DockerRuntime } from '../../src/executor/docker-runtime.ts';
 import { RuntimeError, type ContainerInfo, type ContainerSpec, type Labels, type RuntimeEvent } from '../../src/executor/runtime.ts';
 import { DockerodeNetworks } from '../../net/overlay-docker.ts';
-import { bridgeName, dockerNetworkName } from '../../net/overlay-names.ts';
+import { bridgeName, dockerNetworkName } from '../../src/resources/overlay-names.ts';
 import { defaultSocketPath, ensureDockerd } from './dockerd.ts';
 import { SocketProxy } from './socket-proxy.ts';
 import { ensureTestImage, removeTestTag, testImage } from './test-image.ts';

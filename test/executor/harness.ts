@@ -2,8 +2,8 @@
 // with switches for the failures the agent must survive (no quorum, a barrier held open, a
 // view that lags the leader, writes refused). Time is a ManualClock moved by the tests.
 
-import type { NodeRecord, ServiceRecord, TaskRecord, TaskStatus } from '../../src/control/resources.ts';
-import type { ServiceSpec } from '../../src/control/spec/index.ts';
+import type { NodeRecord, ServiceRecord, TaskRecord, TaskStatus } from '../../src/resources/records.ts';
+import type { ServiceSpec } from '../../src/resources/spec/index.ts';
 import { Agent, type AgentLimits, type AgentLog, type AgentView, type AgentWriter, type NodeAssignments, type NodeRuntimeReport } from '../../src/executor/agent.ts';
 import type { Runtime } from '../../src/executor/runtime.ts';
 import { ManualClock } from '../../src/executor/manual-clock.ts';

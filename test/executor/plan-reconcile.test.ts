@@ -1,7 +1,7 @@
 // The agent's planning, table-driven: assignments × containers × quorum → actions and reports.
 
 import { describe, expect, it } from 'vitest';
-import type { ServiceRecord, TaskRecord, TaskStatus } from '../../src/control/resources.ts';
+import type { ServiceRecord, TaskRecord, TaskStatus } from '../../src/resources/records.ts';
 import { containerLabels } from '../../src/executor/labels.ts';
 import { containerKey, planReconcile, type AgentAssignment, type Plan, type PlanInput, type Quorum } from '../../src/executor/plan-reconcile.ts';
 import type { LocalRestarts } from '../../src/executor/restart-backoff.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { TaskStatus } from '../../src/control/resources.ts';
+import type { TaskStatus } from '../../src/resources/records.ts';
 import { ManualClock } from '../../src/executor/manual-clock.ts';
 import { StatusReporter, isStaleEpoch } from '../../src/executor/status-reporter.ts';
 import { MemoryLog, RefusedWrite, flush } from './harness.ts';

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { DocumentStore, encodeCommand } from '../../fsm/index.ts';
 import type { JsonObject } from '../../fsm/types.ts';
-import { networksCollection, type NetworkRecord } from '../../src/control/network-resources.ts';
+import { networksCollection, type NetworkRecord } from '../../src/resources/network-resources.ts';
 import { StoreTaskNetworks, type OverlayReadiness } from '../../src/executor/task-networks.ts';
 
 let index = 0;

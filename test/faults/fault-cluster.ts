@@ -14,7 +14,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { initNode } from '../../src/node/identity.ts';
-import type { MemberRecord } from '../../src/node/membership.ts';
+import type { MemberRecord } from '../../src/resources/membership.ts';
 import { call, sleep, useClientCertificate, type HttpResult } from './http.ts';
 import { issueClientCert } from '../../src/security/client-certs.ts';
 import { NetLab } from './netns.ts';

@@ -7,7 +7,7 @@ import { auditCollection } from '../../fsm/audit.ts';
 import { DocumentStore, encodeCommand } from '../../fsm/index.ts';
 import { MemoryCluster, type TestNode } from '../node/memory-cluster.ts';
 import { waitFor } from '../transport/helpers.ts';
-import { featureLevelMax } from '../../src/node/feature-level.ts';
+import { featureLevelMax } from '../../src/base/feature-level.ts';
 
 let cluster: MemoryCluster | undefined;
 afterEach(async () => {

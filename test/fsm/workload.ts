@@ -5,7 +5,7 @@
 
 import { SeededPrng } from '../../src/raft/prng.ts';
 import { encodeCommand, type Command, type Compare, type Op, type Stamped } from '../../fsm/index.ts';
-import type { AppliedEntry } from '../../src/node/state-machine.ts';
+import type { AppliedEntry } from '../../src/base/state-machine.ts';
 import { rawPackr } from './harness.ts';
 
 const collections = ['apps', 'nodes', 'svc.v1'];

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { DocumentStore, encodeCommand } from '../../fsm/index.ts';
 import type { JsonObject } from '../../fsm/types.ts';
-import { firewallPoliciesCollection, networksCollection } from '../../src/control/network-resources.ts';
+import { firewallPoliciesCollection, networksCollection } from '../../src/resources/network-resources.ts';
 import type { ApplyReport, InForce } from '../../net/firewall.ts';
 import { FirewallLoop } from '../../net/firewall-loop.ts';
 import type { RenderedFirewall } from '../../net/firewall-render.ts';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parseConstraint, type Constraint } from '../../src/control/spec/constraint.ts';
-import type { FirewallPolicySpec } from '../../src/control/spec/network-spec.ts';
+import { parseConstraint, type Constraint } from '../../src/resources/spec/constraint.ts';
+import type { FirewallPolicySpec } from '../../src/resources/spec/network-spec.ts';
 import { FirewallTooLargeError, firewallPermits, removedPermits, type FirewallTask } from '../../net/firewall-permits.ts';
 import { parseAppliedComment, renderFirewall, sshPort, type FirewallRenderInput } from '../../net/firewall-render.ts';
 import { parseListing } from '../../net/firewall.ts';

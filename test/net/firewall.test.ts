@@ -4,9 +4,9 @@
 // them); without them the test fails and says what is missing. Run under the machine-wide lock.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { allocate, gatewayOf, type NetworkAllocation } from '../../src/control/address-allocator.ts';
-import { slicePrefixFor } from '../../src/control/spec/network-reader.ts';
-import type { FirewallPolicySpec, NetworkSpec } from '../../src/control/spec/network-spec.ts';
+import { allocate, gatewayOf, type NetworkAllocation } from '../../src/resources/address-allocator.ts';
+import { slicePrefixFor } from '../../src/resources/spec/network-reader.ts';
+import type { FirewallPolicySpec, NetworkSpec } from '../../src/resources/spec/network-spec.ts';
 import { commandRunner } from '../../net/firewall-command.ts';
 import { Firewall, dockerRuleComment } from '../../net/firewall.ts';
 import { acceptMark, renderFirewall } from '../../net/firewall-render.ts';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { NodeMesh } from '../../src/control/resources.ts';
-import { allocateMeshAddresses, cidrContains, formatIpv4, parseCidr, parseIpv4 } from '../../net/mesh-addresses.ts';
+import type { NodeMesh } from '../../src/resources/records.ts';
+import { allocateMeshAddresses, cidrContains, formatIpv4, parseCidr, parseIpv4 } from '../../src/resources/mesh-addresses.ts';
 import { StateBuilder } from '../control/state-builder.ts';
 
 const key = (i: number): string => `${String.fromCharCode(65 + (i % 26)).repeat(42)}A=`;

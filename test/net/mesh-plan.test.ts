@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { NodeRecord } from '../../src/control/resources.ts';
+import type { NodeRecord } from '../../src/resources/records.ts';
 import { meshConfigSchema } from '../../net/mesh-config.ts';
 import { MeshAgent } from '../../net/mesh-agent.ts';
 import { additionsOnly, diffMesh, planMesh } from '../../net/mesh-plan.ts';

@@ -3,12 +3,12 @@
 // stale view. The real packets are in overlay.test.ts.
 
 import { describe, expect, it } from 'vitest';
-import type { NetworkRecord } from '../../src/control/network-resources.ts';
-import type { NodeRecord } from '../../src/control/resources.ts';
+import type { NetworkRecord } from '../../src/resources/network-resources.ts';
+import type { NodeRecord } from '../../src/resources/records.ts';
 import { OverlayAgent } from '../../net/overlay-agent.ts';
 import { networkCreateOptions, toDockerNetworkInfo, type DockerNetworkInfo, type DockerNetworks, type DockerNetworkSpec } from '../../net/overlay-docker.ts';
 import { parseFloodDestinations, parseVxlanLinks, VxlanLinks, type VxlanLink } from '../../net/overlay-links.ts';
-import { bridgeName, dockerNetworkName, overlayMtu, vniOf, vxlanName } from '../../net/overlay-names.ts';
+import { bridgeName, dockerNetworkName, overlayMtu, vniOf, vxlanName } from '../../src/resources/overlay-names.ts';
 import { planOverlay } from '../../net/overlay-plan.ts';
 import { node } from '../control/fixtures.ts';
 

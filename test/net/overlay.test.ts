@@ -13,7 +13,7 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bridgeName, vniOf, vxlanName } from '../../net/overlay-names.ts';
+import { bridgeName, vniOf, vxlanName } from '../../src/resources/overlay-names.ts';
 import { call, sleep } from '../faults/http.ts';
 import { prerequisiteProblems } from '../faults/netns.ts';
 import type { LabNode } from './mesh-lab.ts';

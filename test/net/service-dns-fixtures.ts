@@ -4,9 +4,9 @@
 
 import { DocumentStore, encodeCommand } from '../../fsm/index.ts';
 import type { JsonObject } from '../../fsm/types.ts';
-import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../../src/control/collections.ts';
-import { networksCollection, type NetworkRecord, type NetworkState } from '../../src/control/network-resources.ts';
-import type { Versioned } from '../../src/control/state.ts';
+import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../../src/resources/collections.ts';
+import { networksCollection, type NetworkRecord, type NetworkState } from '../../src/resources/network-resources.ts';
+import type { Versioned } from '../../src/resources/state.ts';
 import { StateBuilder, serviceYaml } from '../control/state-builder.ts';
 
 export function networkRecord(name: string, subnet: string, internal: boolean, slices: Record<string, number>, addresses: Record<string, string>): NetworkRecord {

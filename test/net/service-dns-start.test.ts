@@ -4,8 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { DocumentStore } from '../../fsm/index.ts';
 import { silentLogger } from '../../src/log.ts';
-import { configSchema } from '../../src/node/config.ts';
-import { Registry } from '../../src/node/metrics.ts';
+import { configSchema } from '../../src/server/config.ts';
+import { Registry } from '../../src/base/metrics.ts';
 import { startServiceDns } from '../../net/dns-start.ts';
 
 const base = { dataDir: '/tmp/x', api: { listen: '127.0.0.1:7101' }, peer: { listen: '127.0.0.1:7001' } };

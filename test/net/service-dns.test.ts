@@ -9,8 +9,8 @@ import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { connect, createServer } from 'node:net';
 import * as dnsPacket from 'dns-packet';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { servicesCollection, taskStatusCollection, tasksCollection } from '../../src/control/collections.ts';
-import { networksCollection } from '../../src/control/network-resources.ts';
+import { servicesCollection, taskStatusCollection, tasksCollection } from '../../src/resources/collections.ts';
+import { networksCollection } from '../../src/resources/network-resources.ts';
 import { ServiceDns, type ServiceDnsOptions } from '../../net/service-dns.ts';
 import { cluster, networkRecord, RecordStore } from './service-dns-fixtures.ts';
 

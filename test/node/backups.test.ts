@@ -8,9 +8,9 @@ import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { stringify } from 'yaml';
 import { DocumentStore } from '../../fsm/index.ts';
-import { backupFileName, listBackups, ScheduledBackups } from '../../src/node/backups.ts';
-import { parseConfig } from '../../src/node/config.ts';
-import { encodeSnapshotFileParts } from '../../src/node/snapshot-file.ts';
+import { backupFileName, listBackups, ScheduledBackups } from '../../src/node/recovery/backups.ts';
+import { parseConfig } from '../../src/server/config.ts';
+import { encodeSnapshotFileParts } from '../../src/node/recovery/snapshot-file.ts';
 import { inProcess } from '../cli/in-process.ts';
 
 const pause = (): Promise<void> => Promise.resolve();

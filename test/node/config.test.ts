@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, parseConfig } from '../../src/node/config.ts';
+import { loadConfig, parseConfig } from '../../src/server/config.ts';
 import { ShoalError } from '../../src/errors.ts';
 
 const minimal = { dataDir: '.', api: { listen: '127.0.0.1:7101' }, peer: { listen: '127.0.0.1:7201' } };

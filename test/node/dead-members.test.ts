@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { DocumentStore, encodeCommand, type JsonObject } from '../../fsm/index.ts';
 import { Autopilot, type AutopilotNode } from '../../src/node/autopilot.ts';
 import { deadMemberDecision, type DeadMemberInput } from '../../src/node/dead-members.ts';
-import { Membership } from '../../src/node/membership.ts';
+import { Membership } from '../../src/resources/membership.ts';
 import type { ConfChange, ConfState, ProgressStatus } from '../../src/raft/types.ts';
 import { caHoldersCollection } from '../../src/security/ca-holders.ts';
 import type { Logger } from '../../src/log.ts';

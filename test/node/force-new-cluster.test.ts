@@ -1,4 +1,4 @@
-// The storage rewrite of `shoal recover --force-new-cluster` (src/node/force-new-cluster.ts), on
+// The storage rewrite of `shoal recover --force-new-cluster` (src/node/recovery/force-new-cluster.ts), on
 // a survivor's log written by hand: a three-voter cluster with a learner, documents, and two
 // entries past the commit index. The plan, the files it leaves, a real node started on the
 // result (it leads alone, with every document), and the guards of the command.
@@ -12,13 +12,13 @@ import { stringify } from 'yaml';
 import { freePort } from '../../bench/lib/proc.ts';
 import { DocumentStore, encodeCommand } from '../../fsm/index.ts';
 import { silentLogger } from '../../src/log.ts';
-import { loadConfig } from '../../src/node/config.ts';
+import { loadConfig } from '../../src/server/config.ts';
 import { encodeCommandEnvelope } from '../../src/node/envelope.ts';
-import { forceNewCluster, planForceNewCluster, writeForcedLog } from '../../src/node/force-new-cluster.ts';
+import { forceNewCluster, planForceNewCluster, writeForcedLog } from '../../src/node/recovery/force-new-cluster.ts';
 import { initNode, loadIdentity, newId, type Identity } from '../../src/node/identity.ts';
-import { confChangeContext, type MemberRecord } from '../../src/node/membership.ts';
-import { readMarker } from '../../src/node/recovery-files.ts';
-import { bootstrapSnapshotData, startNode, type RunningNode } from '../../src/node/server.ts';
+import { confChangeContext, type MemberRecord } from '../../src/resources/membership.ts';
+import { readMarker } from '../../src/node/recovery/recovery-files.ts';
+import { bootstrapSnapshotData, startNode, type RunningNode } from '../../src/server/server.ts';
 import { emptyConfState } from '../../src/raft/storage.ts';
 import type { Entry } from '../../src/raft/types.ts';
 import { DiskStorage } from '../../src/storage/index.ts';

@@ -3,7 +3,7 @@
 
 import { Packr } from 'msgpackr';
 import { z } from 'zod';
-import type { AppliedEntry, StateMachine } from '../../src/node/state-machine.ts';
+import type { AppliedEntry, StateMachine } from '../../src/base/state-machine.ts';
 
 const packr = new Packr({ useRecords: false });
 

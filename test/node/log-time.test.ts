@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { DocumentStore, encodeCommand, type Stamped } from '../../fsm/index.ts';
 import type { CommandResult } from '../../fsm/types.ts';
-import { featureLevelMax } from '../../src/node/feature-level.ts';
+import { featureLevelMax } from '../../src/base/feature-level.ts';
 import { LogClock } from '../../src/node/log-clock.ts';
 import { MemoryCluster, type TestNode } from './memory-cluster.ts';
 import { waitFor } from '../transport/helpers.ts';

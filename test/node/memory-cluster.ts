@@ -4,11 +4,11 @@ import { MemoryNetwork, type MemoryTransport } from '../../transport/memory-tran
 import { KvStateMachine } from './kv-state-machine.ts';
 import { MemoryNodeStorage } from '../../src/node/node-storage.ts';
 import { RaftNode, type RaftNodeOptions } from '../../src/node/raft-node.ts';
-import { featureLevelMax } from '../../src/node/feature-level.ts';
-import type { StateMachine } from '../../src/node/state-machine.ts';
-import { bootstrapSnapshotData } from '../../src/node/server.ts';
+import { featureLevelMax } from '../../src/base/feature-level.ts';
+import type { StateMachine } from '../../src/base/state-machine.ts';
+import { bootstrapSnapshotData } from '../../src/server/server.ts';
 import { bootstrapStorage, MemoryStorage } from '../../src/raft/storage.ts';
-import type { MemberRecord } from '../../src/node/membership.ts';
+import type { MemberRecord } from '../../src/resources/membership.ts';
 
 export interface TestNode {
   id: string;

@@ -9,8 +9,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { PeerAddressBook, peerAddressFile } from '../../src/node/peer-address-book.ts';
 import { PeerHints, peerHintFailuresMax } from '../../src/node/peer-address-hints.ts';
 import { PeerAddresses, addressChange, announcedSelf, type AddressNode } from '../../src/node/peer-addresses.ts';
-import type { MemberRecord } from '../../src/node/membership.ts';
-import { Membership } from '../../src/node/membership.ts';
+import type { MemberRecord } from '../../src/resources/membership.ts';
+import { Membership } from '../../src/resources/membership.ts';
 import type { ConfChange, ConfState } from '../../src/raft/types.ts';
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };

@@ -3,7 +3,7 @@ import { KvStateMachine } from './kv-state-machine.ts';
 import { ShoalError } from '../../src/errors.ts';
 import { MemoryCluster, type TestNode } from './memory-cluster.ts';
 import { MemoryNodeStorage } from '../../src/node/node-storage.ts';
-import { confChangeContext } from '../../src/node/membership.ts';
+import { confChangeContext } from '../../src/resources/membership.ts';
 import { sleep, waitFor } from '../transport/helpers.ts';
 
 const put = (key: string, value: string): Uint8Array => KvStateMachine.encode({ op: 'put', key, value });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Registry } from '../../src/node/metrics.ts';
-import { registerRuntimeMetrics } from '../../src/node/runtime-metrics.ts';
+import { Registry } from '../../src/base/metrics.ts';
+import { registerRuntimeMetrics } from '../../src/node/metrics/runtime-metrics.ts';
 
 function value(text: string, series: string): number {
   const line = text.split('\n').find((l) => l.startsWith(`${series} `));

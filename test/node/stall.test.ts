@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { MemoryNodeStorage, PersistBatch } from '../../src/node/node-storage.ts';
 import { KvStateMachine } from './kv-state-machine.ts';
-import { featureLevelMax } from '../../src/node/feature-level.ts';
+import { featureLevelMax } from '../../src/base/feature-level.ts';
 import { MemoryCluster } from './memory-cluster.ts';
 import { waitFor } from '../transport/helpers.ts';
 

@@ -13,12 +13,12 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildApi } from '../../src/api/app.ts';
-import { Registry } from '../../src/node/metrics.ts';
-import type { UpgradeHost } from '../../src/node/upgrade-host.ts';
-import { receiveBuild } from '../../src/node/upgrade-receive.ts';
-import { Releases, releaseMarkerFile } from '../../src/node/upgrade-releases.ts';
+import { Registry } from '../../src/base/metrics.ts';
+import type { UpgradeHost } from '../../src/node/upgrade/upgrade-host.ts';
+import { receiveBuild } from '../../src/node/upgrade/upgrade-receive.ts';
+import { Releases, releaseMarkerFile } from '../../src/node/upgrade/upgrade-releases.ts';
 import { ShoalError } from '../../src/errors.ts';
-import { seedReleases } from '../../src/node/upgrade-seed.ts';
+import { seedReleases } from '../../src/node/upgrade/upgrade-seed.ts';
 import { singleNode, type SingleNode } from '../api/single-node.ts';
 
 const repo = path.resolve(import.meta.dirname, '../..');

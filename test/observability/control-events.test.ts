@@ -1,10 +1,10 @@
-// The control plane's changes as cluster events (src/node/control-events.ts), on a document store
+// The control plane's changes as cluster events (src/node/events/control-events.ts), on a document store
 // fed log entries: what each change records, and that only the leader records.
 
 import { describe, expect, it } from 'vitest';
 import type { JsonObject } from '../../fsm/index.ts';
-import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../../src/control/collections.ts';
-import { watchControlEvents } from '../../src/node/control-events.ts';
+import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../../src/resources/collections.ts';
+import { watchControlEvents } from '../../src/node/events/control-events.ts';
 import { Feeder } from '../fsm/harness.ts';
 
 function setup(): { f: Feeder; leader: { isLeader: boolean }; recorded: () => Promise<string[]>; stop: () => void } {

@@ -4,8 +4,8 @@
 
 import { afterEach, describe, expect, it } from 'vitest';
 import { DocumentStore } from '../../fsm/index.ts';
-import { EventLog, eventsCollection, matchesTypes, type ClusterEvent } from '../../src/node/event-log.ts';
-import { watchNodeEvents } from '../../src/node/event-sources.ts';
+import { EventLog, eventsCollection, matchesTypes, type ClusterEvent } from '../../src/node/events/event-log.ts';
+import { watchNodeEvents } from '../../src/node/events/event-sources.ts';
 import { silentLogger } from '../../src/log.ts';
 import { MemoryCluster, type TestNode } from '../node/memory-cluster.ts';
 import { waitFor } from '../transport/helpers.ts';

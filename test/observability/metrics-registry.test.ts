@@ -2,7 +2,7 @@
 // what comes out of it, parsed by promtool.
 
 import { describe, expect, it } from 'vitest';
-import { Counter, Histogram, Registry } from '../../src/node/metrics.ts';
+import { Counter, Histogram, Registry } from '../../src/base/metrics.ts';
 import { families, promtool } from './promtool.ts';
 
 describe('the metrics registry', () => {

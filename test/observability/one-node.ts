@@ -4,9 +4,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseConfig } from '../../src/node/config.ts';
+import { parseConfig } from '../../src/server/config.ts';
 import { initNode } from '../../src/node/identity.ts';
-import { startNode, type RunningNode } from '../../src/node/server.ts';
+import { startNode, type RunningNode } from '../../src/server/server.ts';
 import { silentLogger, type Logger } from '../../src/log.ts';
 import { freePort } from '../../bench/lib/proc.ts';
 import { waitFor } from '../transport/helpers.ts';

@@ -4,9 +4,9 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseConfig } from '../../src/node/config.ts';
+import { parseConfig } from '../../src/server/config.ts';
 import { initNode, type Identity } from '../../src/node/identity.ts';
-import { startNode, type RunningNode } from '../../src/node/server.ts';
+import { startNode, type RunningNode } from '../../src/server/server.ts';
 import { silentLogger } from '../../src/log.ts';
 import type { PemPair } from '../../src/security/certificates.ts';
 import { freePort } from '../../bench/lib/proc.ts';

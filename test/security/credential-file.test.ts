@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { findCredential, readCredential, writeCredential, type CredentialFile } from '../../src/cli/credential-file.ts';
 import { takeCredentialFlag } from '../../src/cli/credential-flag.ts';
-import { isLoopbackHost, parseConfig } from '../../src/node/config.ts';
+import { isLoopbackHost, parseConfig } from '../../src/server/config.ts';
 import { ShoalError } from '../../src/errors.ts';
 
 const saved = { SHOAL_CONFIG: process.env.SHOAL_CONFIG, XDG_CONFIG_HOME: process.env.XDG_CONFIG_HOME };

@@ -15,7 +15,7 @@ import { createCsr } from '../../src/security/csr.ts';
 import { CertRenewer, renewAtMs, renewFractionMax, renewFractionMin } from '../../src/security/renewal.ts';
 import { CaKeyFetcher } from '../../src/security/ca-key-fetcher.ts';
 import { openWithKey, type SealedBox } from '../../src/security/sealed-box.ts';
-import { confChangeContext } from '../../src/node/membership.ts';
+import { confChangeContext } from '../../src/resources/membership.ts';
 import type { Tls } from '../../src/node/identity.ts';
 import { silentLogger } from '../../src/log.ts';
 import { proposeCommand } from '../../src/api/token-routes.ts';

@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PeerHttp } from '../../src/api/peer-http.ts';
-import { confChangeContext } from '../../src/node/membership.ts';
+import { confChangeContext } from '../../src/resources/membership.ts';
 import type { Tls } from '../../src/node/identity.ts';
 import { silentLogger } from '../../src/log.ts';
 import { issueNodeCert, type PemPair } from '../../src/security/certificates.ts';

@@ -1,5 +1,5 @@
 // Revoking the certificate a member uses, on a real three-node cluster (issue 23): the revocation
-// reaches the peer transports (src/node/server.ts wires the deny-list in), which cut the node off
+// reaches the peer transports (src/server/server.ts wires the deny-list in), which cut the node off
 // in both directions at once. Unlike a removed node it does not halt; the other two keep quorum.
 
 import { once } from 'node:events';
@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueNodeCert, type PemPair } from '../../src/security/certificates.ts';
 import { issueClientCert } from '../../src/security/client-certs.ts';
 import { checkNodeServerIdentity } from '../../src/security/tls-identity.ts';
-import type { RunningNode } from '../../src/node/server.ts';
+import type { RunningNode } from '../../src/server/server.ts';
 import { waitFor } from '../transport/helpers.ts';
 import { call, tlsCluster, type ClientCredential, type TlsCluster } from './tls-node.ts';
 

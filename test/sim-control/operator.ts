@@ -12,11 +12,11 @@
 
 import { decodeCommand, encodeCommand } from '../../fsm/index.ts';
 import { planApply } from '../../src/control/apply.ts';
-import { toTransactions, type Plan } from '../../src/control/changes.ts';
-import { nodesCollection, servicesCollection } from '../../src/control/collections.ts';
-import type { Availability, NodeRecord } from '../../src/control/resources.ts';
-import { parseSpecObjects, type ServiceSpec } from '../../src/control/spec/index.ts';
-import { ControlStateReader } from '../../src/control/state.ts';
+import { toTransactions, type Plan } from '../../src/resources/changes.ts';
+import { nodesCollection, servicesCollection } from '../../src/resources/collections.ts';
+import type { Availability, NodeRecord } from '../../src/resources/records.ts';
+import { parseSpecObjects, type ServiceSpec } from '../../src/resources/spec/index.ts';
+import { ControlStateReader } from '../../src/resources/state.ts';
 import type { SeededPrng } from '../../src/raft/prng.ts';
 import { tookEffect, type LogEntry, type Proposal } from './log-entry.ts';
 import type { ServicePlan } from './scenario.ts';

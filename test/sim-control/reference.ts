@@ -6,9 +6,9 @@
 import { DocumentStore } from '../../fsm/index.ts';
 import type { WatchEvent } from '../../fsm/types.ts';
 import { auditCollection } from '../../fsm/audit.ts';
-import { controlFeatureLevel, leasesCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../../src/control/collections.ts';
-import type { LeaseRecord } from '../../src/control/lease.ts';
-import type { Availability, NodeRecord, ServiceRecord, TaskRecord, TaskStatus } from '../../src/control/resources.ts';
+import { controlFeatureLevel, leasesCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../../src/resources/collections.ts';
+import type { LeaseRecord } from '../../src/resources/lease.ts';
+import type { Availability, NodeRecord, ServiceRecord, TaskRecord, TaskStatus } from '../../src/resources/records.ts';
 import { CasChecker, type WrittenDoc } from './checkers/cas.ts';
 import { readCommitted, type CommittedView } from './checkers/committed-view.ts';
 import type { PlacedRecord } from './checkers/containers.ts';

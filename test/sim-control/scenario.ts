@@ -5,7 +5,7 @@
 
 import type { SeededPrng } from '../../src/raft/prng.ts';
 import type { NodeHealthConfig } from '../../src/control/node-health.ts';
-import type { LeaseConfig } from '../../src/control/lease.ts';
+import type { LeaseConfig } from '../../src/resources/lease.ts';
 
 export interface ConsensusKnobs {
   /** Entries a node applies per step at most (it lags the log by what it has not applied). */

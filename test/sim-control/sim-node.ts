@@ -4,10 +4,10 @@
 
 import { DocumentStore } from '../../fsm/index.ts';
 import type { CommandResult } from '../../fsm/types.ts';
-import type { NodeIdentity } from '../../src/control/agent-ports.ts';
+import type { NodeIdentity } from '../../src/executor/store-ports.ts';
 import type { Agent } from '../../src/executor/agent.ts';
 import type { MemoryRuntime } from '../../src/executor/memory-runtime.ts';
-import { controlFeatureLevel } from '../../src/control/collections.ts';
+import { controlFeatureLevel } from '../../src/resources/collections.ts';
 import type { LeaderRun } from '../../src/control/leader-run.ts';
 import { MemoryLeaseStore } from '../../src/executor/lease-keeper.ts';
 import type { LogEntry } from './log-entry.ts';

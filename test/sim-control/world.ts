@@ -11,8 +11,8 @@
 // the runtimes.
 
 import type { SeededPrng } from '../../src/raft/prng.ts';
-import { StoreAgentView, StoreAgentWriter, type NodeIdentity } from '../../src/control/agent-ports.ts';
-import type { Availability } from '../../src/control/resources.ts';
+import { StoreAgentView, StoreAgentWriter, type NodeIdentity } from '../../src/executor/store-ports.ts';
+import type { Availability } from '../../src/resources/records.ts';
 import { ShoalError } from '../../src/errors.ts';
 import { Agent, type AgentLimits } from '../../src/executor/agent.ts';
 import { ManualClock } from '../../src/executor/manual-clock.ts';

@@ -2,7 +2,7 @@
 // restores to the world's checkers (what the state machine sees, not the driver's internals).
 
 import { KvStateMachine } from '../node/kv-state-machine.ts';
-import type { AppliedEntry } from '../../src/node/state-machine.ts';
+import type { AppliedEntry } from '../../src/base/state-machine.ts';
 
 export interface ApplyObserver {
   applied(node: string, entry: AppliedEntry): void;

@@ -4,7 +4,7 @@
 // order, from what the state machine is handed).
 
 import { createHash } from 'node:crypto';
-import type { AppliedEntry } from '../../src/node/state-machine.ts';
+import type { AppliedEntry } from '../../src/base/state-machine.ts';
 import type { ApplyObserver } from './recording-kv.ts';
 
 export class SafetyCheckers implements ApplyObserver {

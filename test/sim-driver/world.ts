@@ -3,9 +3,9 @@
 // nodes, and writes everything observable to the trace.
 
 import { RaftNode } from '../../src/node/raft-node.ts';
-import { featureLevelMax } from '../../src/node/feature-level.ts';
-import type { MemberRecord } from '../../src/node/membership.ts';
-import { bootstrapSnapshotData } from '../../src/node/server.ts';
+import { featureLevelMax } from '../../src/base/feature-level.ts';
+import type { MemberRecord } from '../../src/resources/membership.ts';
+import { bootstrapSnapshotData } from '../../src/server/server.ts';
 import { SeededPrng } from '../../src/raft/prng.ts';
 import { bootstrapStorage, MemoryStorage } from '../../src/raft/storage.ts';
 import { KvStateMachine } from '../node/kv-state-machine.ts';

@@ -3,7 +3,7 @@
 // trace on to show how it got there; the replay must fail the same way, or the run was not
 // deterministic.
 
-import { AssertionError } from '../../src/raft/assert.ts';
+import { AssertionError } from '../../src/base/assert.ts';
 import { SeededPrng } from '../../src/raft/prng.ts';
 import { Violation } from './checkers/events.ts';
 import { Clients } from './clients.ts';

@@ -11,7 +11,7 @@
 
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { leaseDefaults, replaceAfterMs } from '../../src/control/lease.ts';
+import { leaseDefaults, replaceAfterMs } from '../../src/resources/lease.ts';
 import type { ClusterNode } from '../cluster/process-cluster.ts';
 import { runsOf, slotOverlaps, type Run } from './container-events.ts';
 import { serviceDoc, withDockerSystem, type DockerSystem } from './docker-system.ts';

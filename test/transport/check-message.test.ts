@@ -4,7 +4,7 @@
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { AssertionError } from '../../src/raft/assert.ts';
+import { AssertionError } from '../../src/base/assert.ts';
 import type { Message } from '../../src/raft/types.ts';
 import { admitMessage, checkMessage, confStateProblem } from '../../transport/check-message.ts';
 import { decodeFrames } from '../../transport/codec.ts';

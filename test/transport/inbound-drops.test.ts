@@ -5,7 +5,7 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Message } from '../../src/raft/types.ts';
 import { encodeFrame } from '../../transport/codec.ts';
-import { Registry } from '../../src/node/metrics.ts';
+import { Registry } from '../../src/base/metrics.ts';
 import { INBOUND_DROP_REASONS, PEER_MESSAGES_DROPPED_METRIC, inboundDropSamples } from '../../transport/inbound-drops.ts';
 import { MemoryNetwork, type MemoryTransport } from '../../transport/memory-transport.ts';
 import { makePki, message, startNode, waitFor, type Node, type Pki } from './helpers.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Backoff } from '../../transport/backoff.ts';
+import { Backoff } from '../../src/base/backoff.ts';
 import { encodeFrame } from '../../transport/codec.ts';
 import { agreedVersion, answerOf, checkHello, offerOf, type LocalIdentity } from '../../transport/handshake.ts';
 import { resolveLimits } from '../../transport/limits.ts';

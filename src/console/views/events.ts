@@ -2,7 +2,7 @@
 // the credential goes along), filtered by type, service and node as they arrive.
 
 import { useEffect, useState } from 'preact/hooks';
-import type { ClusterEvent } from '../../node/event-log.ts';
+import type { ClusterEvent } from '../../node/events/event-log.ts';
 import { ApiError, api, stream } from '../api.ts';
 import { Badge, ErrorLine, html, usePoll } from '../ui.ts';
 

@@ -2,8 +2,8 @@
 // (cached by the spec object, which the store hands out frozen), so 10,000 tasks of a service
 // cost one read of its spec.
 
-import { formatCpu, formatMemory } from '../spec/quantity.ts';
-import type { ServiceSpec } from '../spec/service-spec.ts';
+import { formatCpu, formatMemory } from '../../resources/spec/quantity.ts';
+import type { ServiceSpec } from '../../resources/spec/service-spec.ts';
 import type { TaskDemand } from './types.ts';
 
 const cache = new WeakMap<ServiceSpec, TaskDemand>();

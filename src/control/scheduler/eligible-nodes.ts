@@ -7,9 +7,9 @@
 // as does a suspect node (it may come back) and one whose runtime is down or that lacks the
 // capacity. A node that was down and returns is eligible again.
 
-import { matchesConstraint } from '../spec/constraint.ts';
-import type { NodeRecord } from '../resources.ts';
-import type { ServiceSpec } from '../spec/service-spec.ts';
+import { matchesConstraint } from '../../resources/spec/constraint.ts';
+import type { NodeRecord } from '../../resources/records.ts';
+import type { ServiceSpec } from '../../resources/spec/service-spec.ts';
 import { compareIds } from './schedule.ts';
 
 /** The nodes a global service should have a task on, sorted by id. */

@@ -4,8 +4,8 @@
 // reason a node is counted under (the first stage that rejects it) and for speed (cheap checks
 // first).
 
-import { matchesConstraint, type Constraint } from '../spec/constraint.ts';
-import type { NodeRecord } from '../resources.ts';
+import { matchesConstraint, type Constraint } from '../../resources/spec/constraint.ts';
+import type { NodeRecord } from '../../resources/records.ts';
 import type { NodeUsage } from './usage.ts';
 import type { Rejection, TaskDemand } from './types.ts';
 

@@ -15,7 +15,7 @@
 // Cost: O(pending × nodes) filter checks and ranks, plus sorting the pending tasks; a task
 // whose demand already failed since the last placement costs O(1).
 
-import { assert } from '../../raft/assert.ts';
+import { assert } from '../../base/assert.ts';
 import { demandOf } from './demand.ts';
 import { feasible, firstRejection } from './filters.ts';
 import { explain, type NodeRejection } from './reasons.ts';

@@ -11,7 +11,7 @@
 // The load and task-count terms under spread keep one-replica services from all landing on
 // the node with the smallest id; under binpack they fill a node before starting the next.
 
-import type { NodeRecord } from '../resources.ts';
+import type { NodeRecord } from '../../resources/records.ts';
 import type { NodeUsage } from './usage.ts';
 import type { NodeSlot, TaskDemand } from './types.ts';
 

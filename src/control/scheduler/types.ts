@@ -1,8 +1,7 @@
 // The scheduler's input and output. It reads records and returns decisions; it writes nothing.
 
-import type { NodeRecord, TaskRecord } from '../resources.ts';
-import type { ServiceSpec } from '../spec/service-spec.ts';
-import type { NodeUsage } from './usage.ts';
+import type { NodeRecord, TaskRecord } from '../../resources/records.ts';
+import type { ServiceSpec } from '../../resources/spec/service-spec.ts';
 
 /**
  * A task with the spec it runs (or would run): the spec of the task's specVersion, which during
@@ -81,4 +80,16 @@ export interface Rejection {
 export interface NodeSlot {
   node: NodeRecord;
   usage: NodeUsage;
+}
+
+/** What a node already carries: resources, tasks, host ports (usage.ts keeps it up to date). */
+export interface NodeUsage {
+  cpuMillis: number;
+  memoryBytes: number;
+  /** Tasks of every service. */
+  tasks: number;
+  /** Host ports bound, as `80/tcp`. */
+  ports: Set<string>;
+  /** Tasks per service name. */
+  perService: Map<string, number>;
 }

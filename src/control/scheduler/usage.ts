@@ -7,21 +7,12 @@
 // placement at once: during a stop-first update the node may briefly carry both containers, and
 // a new task's host port may be busy until the old one has stopped (its grace period at most).
 
-import { assert } from '../../raft/assert.ts';
-import type { NodeRecord } from '../resources.ts';
+import { assert } from '../../base/assert.ts';
+import type { NodeRecord } from '../../resources/records.ts';
 import { demandOf } from './demand.ts';
-import type { TaskDemand, TaskWithSpec } from './types.ts';
+import type { NodeUsage, TaskDemand, TaskWithSpec } from './types.ts';
 
-export interface NodeUsage {
-  cpuMillis: number;
-  memoryBytes: number;
-  /** Tasks of every service. */
-  tasks: number;
-  /** Host ports bound, as `80/tcp`. */
-  ports: Set<string>;
-  /** Tasks per service name. */
-  perService: Map<string, number>;
-}
+export type { NodeUsage };
 
 export function emptyUsage(): NodeUsage {
   return { cpuMillis: 0, memoryBytes: 0, tasks: 0, ports: new Set(), perService: new Map() };

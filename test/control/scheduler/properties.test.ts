@@ -6,8 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { schedule, type ScheduleInput, type TaskWithSpec } from '../../../src/control/scheduler/index.ts';
-import type { NodeRecord } from '../../../src/control/resources.ts';
-import type { ServiceSpec } from '../../../src/control/spec/index.ts';
+import type { NodeRecord } from '../../../src/resources/records.ts';
+import type { ServiceSpec } from '../../../src/resources/spec/index.ts';
 import { GiB, node, spec, task } from '../fixtures.ts';
 
 const base = spec();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { eligibleNodes, schedule, type ScheduleResult, type TaskWithSpec } from '../../../src/control/scheduler/index.ts';
-import type { NodeRecord } from '../../../src/control/resources.ts';
+import type { NodeRecord } from '../../../src/resources/records.ts';
 import { GiB, node, pendingOf, placed, spec, task } from '../fixtures.ts';
 
 /** Node id per task id, and reasons, for compact expectations. */

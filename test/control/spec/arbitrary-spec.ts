@@ -4,9 +4,9 @@
 // distinct secret targets).
 
 import fc from 'fast-check';
-import { parseConstraint } from '../../../src/control/spec/constraint.ts';
-import type { Constraint } from '../../../src/control/spec/constraint.ts';
-import type { ServiceSpec } from '../../../src/control/spec/service-spec.ts';
+import { parseConstraint } from '../../../src/resources/spec/constraint.ts';
+import type { Constraint } from '../../../src/resources/spec/constraint.ts';
+import type { ServiceSpec } from '../../../src/resources/spec/service-spec.ts';
 
 const day = 86_400_000;
 const constraintPool = ['node.labels.role == db', 'node.labels.zone in (a, b)', 'node.name != n3', 'node.id in (x1, x2, x3)', 'node.labels.disk != hdd', 'node.labels.example.com/gpu == yes'];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { contradiction, matchesConstraint, parseConstraint, type Constraint } from '../../../src/control/spec/constraint.ts';
+import { contradiction, matchesConstraint, parseConstraint, type Constraint } from '../../../src/resources/spec/constraint.ts';
 
 function parsed(text: string): Constraint {
   const r = parseConstraint(text);

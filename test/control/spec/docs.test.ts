@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { serviceFieldNames } from '../../../src/control/spec/index.ts';
+import { serviceFieldNames } from '../../../src/resources/spec/index.ts';
 
 const doc = readFileSync(path.resolve(import.meta.dirname, '../../../docs/resources.md'), 'utf8');
 const serviceTable = doc.slice(doc.indexOf('### Service fields'), doc.indexOf('### Constraints'));

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ShoalError } from '../../../src/errors.ts';
-import { parseSpecObjects, parseSpecs, type Problem } from '../../../src/control/spec/index.ts';
-import { firewallPolicySpecSchema, networkSpecSchema } from '../../../src/control/spec/network-spec.ts';
+import { parseSpecObjects, parseSpecs, type Problem } from '../../../src/resources/spec/index.ts';
+import { firewallPolicySpecSchema, networkSpecSchema } from '../../../src/resources/spec/network-spec.ts';
 
 function refused(run: () => unknown): string[] {
   try {

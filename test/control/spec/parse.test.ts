@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { ShoalError } from '../../../src/errors.ts';
-import { parseSpecObjects, parseSpecs, renderService, serviceSpecSchema, specLimits, type Problem, type ServiceSpec } from '../../../src/control/spec/index.ts';
+import { parseSpecObjects, parseSpecs, renderService, serviceSpecSchema, specLimits, type Problem, type ServiceSpec } from '../../../src/resources/spec/index.ts';
 
 /** The problems of a refused input, as `path: message` lines. */
 function refused(run: () => unknown): string[] {

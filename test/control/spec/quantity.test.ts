@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import {
   formatCpu, formatMemory, parseCpu, parseDuration, parseMemory, renderCpu, renderDuration, renderMemory,
-} from '../../../src/control/spec/quantity.ts';
+} from '../../../src/resources/spec/quantity.ts';
 
 const value = <T>(r: { ok: true; value: T } | { ok: false; message: string }): T | string => (r.ok ? r.value : `error: ${r.message}`);
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { stringify } from 'yaml';
-import { parseSpecObjects, parseSpecs, renderService, serviceSpecSchema } from '../../../src/control/spec/index.ts';
+import { parseSpecObjects, parseSpecs, renderService, serviceSpecSchema } from '../../../src/resources/spec/index.ts';
 import { serviceSpecArb } from './arbitrary-spec.ts';
 
 describe('renderService', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { changedFields, jsonEqual, specChange } from '../../../src/control/spec/index.ts';
+import { changedFields, jsonEqual, specChange } from '../../../src/resources/spec/index.ts';
 import { spec } from '../fixtures.ts';
 import { serviceSpecArb } from './arbitrary-spec.ts';
 

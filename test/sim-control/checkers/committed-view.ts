@@ -4,9 +4,9 @@
 
 import type { DocumentStore } from '../../../fsm/index.ts';
 import type { Doc } from '../../../fsm/types.ts';
-import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../../../src/control/collections.ts';
-import type { NodeRecord, ServiceRecord, TaskRecord, TaskStatus } from '../../../src/control/resources.ts';
-import type { ServiceSpec } from '../../../src/control/spec/service-spec.ts';
+import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../../../src/resources/collections.ts';
+import type { NodeRecord, ServiceRecord, TaskRecord, TaskStatus } from '../../../src/resources/records.ts';
+import type { ServiceSpec } from '../../../src/resources/spec/service-spec.ts';
 
 export interface CommittedView {
   nodes: ReadonlyMap<string, NodeRecord>;

@@ -13,7 +13,7 @@
 // the node, against the reservations of every task that holds a place on it once the
 // placement's entry is applied.
 
-import type { Availability, NodeState } from '../../../src/control/resources.ts';
+import type { Availability, NodeState } from '../../../src/resources/records.ts';
 import { holdsPlace, specOfTask, type CommittedView } from './committed-view.ts';
 import { Violation } from './violation.ts';
 

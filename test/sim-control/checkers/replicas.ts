@@ -9,7 +9,7 @@
 // both specs' replicas count, and after the operator lowers replicas the old number counts until
 // an orchestrator decision made on a state that includes the change takes effect.
 
-import type { ServiceRecord, TaskRecord } from '../../../src/control/resources.ts';
+import type { ServiceRecord, TaskRecord } from '../../../src/resources/records.ts';
 import type { CommittedView } from './committed-view.ts';
 import { Violation } from './violation.ts';
 

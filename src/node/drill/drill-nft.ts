@@ -1,0 +1,66 @@
+// The one wrapper around `nft` for the drills' isolate action (docs/operations.md, "Failover
+// drills"): arguments as arrays (a ruleset on standard input, never a shell string), JSON output
+// where it is read, a timeout and a typed error on every call.
+//
+// The cut lives in its own table, `inet shoal_drill`: a set of TCP ports whose elements carry a
+// timeout, and an input and an output chain that drop packets to those ports. The kernel removes
+// an element when its timeout passes, so the cut heals even if the node that asked for it dies
+// meanwhile. The set holds peer ports only: the client API port is never in it, so the drill can
+// still talk to the node it isolated.
+
+import { execFile } from 'node:child_process';
+import { ShoalError } from '../../errors.ts';
+
+export const drillTable = 'shoal_drill';
+export const drillSet = 'isolated_ports';
+/** An nft call that has not returned in this long is abandoned. */
+const nftTimeoutMs = 5000;
+
+const ruleset = `table inet ${drillTable} {
+  set ${drillSet} { type inet_service; flags timeout; }
+  chain input { type filter hook input priority -10; policy accept; tcp dport @${drillSet} drop; }
+  chain output { type filter hook output priority -10; policy accept; tcp dport @${drillSet} drop; }
+}
+`;
+
+/** Runs `nft ARGS` (with `stdin`, if given); resolves with its standard output. */
+export function nft(args: readonly string[], stdin?: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile('nft', [...args], { timeout: nftTimeoutMs, encoding: 'utf8' }, (err, stdout, stderr) => {
+      if (err === null) {
+        resolve(stdout);
+        return;
+      }
+      const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
+      reject(new ShoalError('drill_action_failed', missing
+        ? 'isolate needs nftables: the nft command is not installed on this node (apt-get install nftables); nothing was changed'
+        : `nft ${args.join(' ')} failed: ${(stderr || err.message).trim()} (isolate needs root, or CAP_NET_ADMIN); nothing was changed`, { command: 'nft', args: [...args] }));
+    });
+    if (stdin !== undefined) child.stdin?.end(stdin);
+  });
+}
+
+/** Creates the table, set and chains unless they exist (another node on this machine may have made them). */
+async function ensureTable(): Promise<void> {
+  try {
+    await nft(['-j', 'list', 'table', 'inet', drillTable]);
+    return;
+  } catch {
+    // Absent: create it below.
+  }
+  await nft(['-f', '-'], ruleset);
+}
+
+/** Drops TCP packets to `ports` for `seconds`; the kernel lifts it by itself. */
+export async function isolatePorts(ports: readonly number[], seconds: number): Promise<void> {
+  await ensureTable();
+  const elements = ports.map((p) => `${p} timeout ${seconds}s`).join(', ');
+  // `add` on an element already present keeps the old timeout; delete it first so the new one holds.
+  await nft(['-f', '-'], `${ports.map((p) => `delete element inet ${drillTable} ${drillSet} { ${p} }`).join('\n')}\n`).catch(() => undefined);
+  await nft(['add', 'element', 'inet', drillTable, drillSet, `{ ${elements} }`]);
+}
+
+/** Lifts the cut of `ports` now (a drill that ends early). */
+export async function healPorts(ports: readonly number[]): Promise<void> {
+  for (const p of ports) await nft(['delete', 'element', 'inet', drillTable, drillSet, `{ ${p} }`]).catch(() => undefined);
+}

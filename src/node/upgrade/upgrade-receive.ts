@@ -1,0 +1,148 @@
+// Receives a build for an upgrade (PUT /v1/upgrade/build): the bytes of an `npm pack` tarball
+// stream to disk while their sha256 is computed; only a tarball whose sum matches the one the
+// sender named is unpacked. Then it is made runnable and started once (`shoal version`) before it
+// is kept as a release (upgrade-releases.ts). Any failure removes what was received.
+//
+// node_modules: the package holds no dependencies (native ones, LevelDB's binding among them,
+// stay out of the bundle). When the new package.json asks for exactly the dependencies the running
+// release has, the new release links to the running release's node_modules (the usual case, and
+// it needs no registry); otherwise `npm install --omit=dev` runs in the new release (it needs the
+// npm registry, or npm's cache, from this node).
+
+import { createHash } from 'node:crypto';
+import { createWriteStream, existsSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { Transform, type Readable } from 'node:stream';
+import { z } from 'zod';
+import { ShoalError } from '../../errors.ts';
+import { runCommand } from './upgrade-exec.ts';
+import { releaseMarkerFile, releaseName, type ReleaseMarker, type Releases } from './upgrade-releases.ts';
+
+/** The largest tarball taken (a shoal package is a few MiB; this leaves room without filling a disk). */
+export const upgradeTarballBytesMax = 200 * 1024 * 1024;
+const tarTimeoutMs = 60_000;
+const npmInstallTimeoutMs = 10 * 60_000;
+const versionCheckTimeoutMs = 30_000;
+
+const packageJsonSchema = z.object({
+  name: z.literal('shoal'),
+  version: z.string().min(1).max(64),
+  dependencies: z.record(z.string(), z.string()).default({}),
+}).loose();
+
+export interface ReceiveOptions {
+  /** The node binary the new release is checked with (this process's). */
+  nodeBinary: string;
+  bytesMax?: number;
+}
+
+export interface Received extends ReleaseMarker {
+  /** True when this exact build was already here (nothing was written). */
+  existed: boolean;
+}
+
+/** Writes `body` to `file`, hashing as it goes; refuses past `bytesMax`. Answers the hex sha256. */
+async function streamToFile(body: Readable, file: string, bytesMax: number): Promise<{ sha256: string; bytes: number }> {
+  const hash = createHash('sha256');
+  let bytes = 0;
+  const count = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      bytes += chunk.length;
+      if (bytes > bytesMax) {
+        done(new ShoalError('payload_too_large', `the build is larger than ${bytesMax} bytes (upgradeTarballBytesMax); nothing was kept`, { limit: 'upgradeTarballBytesMax', max: bytesMax }));
+        return;
+      }
+      hash.update(chunk);
+      done(null, chunk);
+    },
+  });
+  await pipeline(body, count, createWriteStream(file, { mode: 0o600 }));
+  return { sha256: hash.digest('hex'), bytes };
+}
+
+/** Every entry of an npm package lies under package/, with no `..` and no absolute path. */
+async function checkEntries(tarball: string): Promise<void> {
+  const listing = await runCommand('tar', ['-tzf', tarball], { timeoutMs: tarTimeoutMs, reason: 'not_package' });
+  const bad = listing.split('\n').filter((e) => e !== '').find((e) => !e.startsWith('package/') || e.split('/').includes('..'));
+  if (bad !== undefined) throw new ShoalError('release_refused', `the tarball holds '${bad}', outside package/: it is not an npm package; nothing was activated`, { reason: 'not_package' });
+  // npm packs files and directories only. A symbolic or hard link could point a later entry (or
+  // the running node, through the release) outside the release folder: refused. The long listing's
+  // first character is the entry's type.
+  const types = await runCommand('tar', ['-tvzf', tarball], { timeoutMs: tarTimeoutMs, reason: 'not_package' });
+  const link = types.split('\n').find((line) => line !== '' && line[0] !== '-' && line[0] !== 'd');
+  if (link !== undefined) throw new ShoalError('release_refused', `the tarball holds an entry that is not a file or a folder (${link.trim().split(/\s+/).slice(-3).join(' ')}): npm packs none; nothing was activated`, { reason: 'not_package' });
+}
+
+function readPackageJson(dir: string): z.infer<typeof packageJsonSchema> {
+  const file = path.join(dir, 'package.json');
+  const parsed = existsSync(file) ? packageJsonSchema.safeParse(JSON.parse(readFileSync(file, 'utf8'))) : undefined;
+  if (parsed?.success !== true) throw new ShoalError('release_refused', 'the tarball is not a shoal package (no package.json named shoal); nothing was activated', { reason: 'not_package' });
+  return parsed.data;
+}
+
+const sameDeps = (a: Record<string, string>, b: Record<string, string>): boolean =>
+  JSON.stringify(Object.entries(a).sort()) === JSON.stringify(Object.entries(b).sort());
+
+/** Links the running release's node_modules when the dependencies are the same, else installs them. */
+async function provideNodeModules(pkgDir: string, deps: Record<string, string>, runningRoot: string): Promise<ReleaseMarker['nodeModules']> {
+  const running = path.join(runningRoot, 'node_modules');
+  let runningDeps: Record<string, string> | undefined;
+  try {
+    runningDeps = readPackageJson(runningRoot).dependencies;
+  } catch {
+    runningDeps = undefined;
+  }
+  if (runningDeps !== undefined && sameDeps(deps, runningDeps) && existsSync(running)) {
+    symlinkSync(realpathSync(running), path.join(pkgDir, 'node_modules'));
+    return 'shared';
+  }
+  // --ignore-scripts: the package's own `prepare` would try to build from sources it does not
+  // ship; the native dependencies load prebuilt binaries their packages carry.
+  await runCommand('npm', ['install', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: pkgDir, timeoutMs: npmInstallTimeoutMs, reason: 'npm_install' });
+  return 'installed';
+}
+
+/** The new build must start and say it is the version its package.json names. */
+async function checkStarts(pkgDir: string, version: string, nodeBinary: string): Promise<void> {
+  const env = { ...process.env };
+  delete env.SHOAL_FROM_SOURCE;
+  const out = await runCommand(nodeBinary, [path.join(pkgDir, 'bin', 'shoal.js'), 'version', '--json'], { timeoutMs: versionCheckTimeoutMs, env, reason: 'does_not_start' });
+  const said = z.object({ version: z.string() }).loose().safeParse(JSON.parse(out.trim().split('\n').pop() ?? '{}'));
+  if (!said.success || said.data.version !== version) {
+    throw new ShoalError('release_refused', `the new build started but says it is ${said.success ? said.data.version : 'nothing readable'}, not ${version}; nothing was activated`, { reason: 'does_not_start' });
+  }
+}
+
+/**
+ * Receives `body`, a tarball whose sha256 the sender says is `sha256`, into a new release.
+ * Answers its marker; the same build sent again is answered from what is there.
+ */
+export async function receiveBuild(releases: Releases, runningRoot: string, body: Readable, sha256: string, opts: ReceiveOptions): Promise<Received> {
+  releases.ensureDir();
+  const incoming = mkdtempSync(path.join(releases.dir, '.incoming-'));
+  try {
+    const tarball = path.join(incoming, 'package.tgz');
+    const got = await streamToFile(body, tarball, opts.bytesMax ?? upgradeTarballBytesMax);
+    if (got.sha256 !== sha256) {
+      throw new ShoalError('release_refused', `the build's sha256 is ${got.sha256}, not ${sha256} as sent: it was damaged on the way or is another file; nothing was unpacked`, { reason: 'checksum', sha256: got.sha256, bytes: got.bytes });
+    }
+    await checkEntries(tarball);
+    await runCommand('tar', ['-xzf', tarball, '-C', incoming, '--no-same-owner'], { timeoutMs: tarTimeoutMs, reason: 'not_package' });
+    const pkgDir = path.join(incoming, 'package');
+    const pkg = readPackageJson(pkgDir);
+    const name = releaseName(pkg.version, sha256);
+    const existing = releases.marker(name);
+    if (existing !== undefined) return { ...existing, existed: true };
+    const nodeModules = await provideNodeModules(pkgDir, pkg.dependencies, runningRoot);
+    await checkStarts(pkgDir, pkg.version, opts.nodeBinary);
+    const marker: ReleaseMarker = { name, version: pkg.version, sha256, receivedAt: new Date().toISOString(), nodeModules };
+    // The marker goes in last: a release without one was never finished and is not offered.
+    writeFileSync(path.join(pkgDir, releaseMarkerFile), `${JSON.stringify(marker, null, 2)}\n`);
+    rmSync(path.join(releases.dir, name), { recursive: true, force: true });
+    renameSync(pkgDir, path.join(releases.dir, name));
+    return { ...marker, existed: false };
+  } finally {
+    rmSync(incoming, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,309 @@
+// Readers for the parts of a Service spec, each a closed vocabulary (see reader.ts). The
+// defaults written here are the documented ones (docs/resources.md lists them; a test reads the
+// smallest spec back and checks every default).
+
+import { parseConstraint, labelKeyPattern, type Constraint } from './constraint.ts';
+import { specLimits } from './limits.ts';
+import { formatCpu, formatMemory, parseCpu, parseDuration, parseMemory, renderDuration } from './quantity.ts';
+import {
+  INVALID, boolean, defaultStruct, describe, integer, isPlainObject, keyPath, list, nullable, oneOf, quantity, string, struct, withDefault,
+  type Reader, required,
+} from './reader.ts';
+import type {
+  DeviceSpec, HealthCheckSpec, LogSpec, MountSpec, PlacementSpec, PortSpec, ResourceAmounts, ResourceLimits, RestartPolicy, SecretRefSpec,
+  UpdatePolicy,
+} from './service-spec.ts';
+
+const cpuMillisMax = 1024 * 1000;
+const memoryBytesMax = 1024 ** 5;
+
+export const cpu = (min: number): Reader<number> => quantity(parseCpu, min, cpuMillisMax, formatCpu);
+export const memory = (min: number): Reader<number> => quantity(parseMemory, min, memoryBytesMax, formatMemory);
+export const duration = (min = 0, max: number = specLimits.durationMsMax): Reader<number> => quantity(parseDuration, min, max, renderDuration);
+
+export const dnsLabel = string({
+  pattern: /^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/,
+  what: 'a DNS label (lower-case letters, digits and -, starting with a letter, ending with a letter or digit, at most 63 characters)',
+});
+
+const component = '[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*';
+const hostPart = '[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?';
+const registry = `${hostPart}(?:\\.${hostPart})*(?::\\d{1,5})?`;
+const imagePattern = new RegExp(`^(?:${registry}/)?${component}(?:/${component})*(?::[\\w][\\w.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$`);
+
+export const image = string({
+  pattern: imagePattern,
+  what: 'an image reference ([registry/]name[:tag][@sha256:digest], the name in lower case)',
+  maxChars: specLimits.imageCharsMax,
+});
+
+export const argv = (what: string): Reader<string[]> => (value, at, problems) => {
+  const r = list(string(), specLimits.argsItemsMax)(value, at, problems);
+  if (r !== INVALID && r.length === 0) {
+    problems.add(at, `must not be empty; omit it to keep the image's ${what}`);
+    return INVALID;
+  }
+  return r;
+};
+
+/** Environment variables: a mapping of names to strings. Numbers and booleans are refused (YAML reads 1.10 as 1.1). */
+export const env: Reader<Record<string, string>> = (value, at, problems) => {
+  if (!isPlainObject(value)) {
+    problems.add(at, `must be a mapping of names to strings, not ${describe(value)}`);
+    return INVALID;
+  }
+  const keys = Object.keys(value).sort();
+  if (keys.length > specLimits.envEntriesMax) {
+    problems.add(at, `has ${keys.length} entries; at most ${specLimits.envEntriesMax}`);
+    return INVALID;
+  }
+  const out: Record<string, string> = {};
+  let ok = true;
+  const readValue = string();
+  for (const key of keys) {
+    const where = keyPath(at, key);
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) {
+      problems.add(where, 'is not a variable name (letters, digits and _, not starting with a digit)');
+      ok = false;
+      continue;
+    }
+    if (key === '__proto__') {
+      // An object cannot hold it as a plain key, and the store refuses it (fsm/README.md).
+      problems.add(where, 'cannot be stored; choose another name');
+      ok = false;
+      continue;
+    }
+    const v = readValue(value[key], where, problems);
+    if (v === INVALID) ok = false;
+    else out[key] = v;
+  }
+  return ok ? out : INVALID;
+};
+
+export const user = string({ pattern: /^[A-Za-z0-9_][A-Za-z0-9_.-]*(?::[A-Za-z0-9_][A-Za-z0-9_.-]*)?$/, what: 'a user (name, uid, or uid:gid)', maxChars: 64 });
+
+export const constraint: Reader<Constraint> = (value, at, problems) => {
+  const text = string({ nonEmpty: true, maxChars: 1024 })(value, at, problems);
+  if (text === INVALID) return INVALID;
+  const parsed = parseConstraint(text);
+  if (!parsed.ok) {
+    problems.add(at, parsed.message);
+    return INVALID;
+  }
+  return parsed.constraint;
+};
+
+const amounts = struct<{ cpu: number; memory: number }, ResourceAmounts>({
+  cpu: withDefault(cpu(0), () => 0),
+  memory: withDefault(memory(0), () => 0),
+}, (s) => ({ cpuMillis: s.cpu, memoryBytes: s.memory }));
+
+const limits = struct<{ cpu: number | null; memory: number | null }, ResourceLimits>({
+  cpu: withDefault(nullable(cpu(1)), () => null),
+  memory: withDefault(nullable(memory(specLimits.memoryLimitBytesMin)), () => null),
+}, (s) => ({ cpuMillis: s.cpu, memoryBytes: s.memory }));
+
+export const resources = struct<{ reservations: ResourceAmounts; limits: ResourceLimits }, { reservations: ResourceAmounts; limits: ResourceLimits }>({
+  reservations: defaultStruct(amounts),
+  limits: defaultStruct(limits),
+}, (s, at, problems) => {
+  let ok = true;
+  if (s.limits.cpuMillis !== null && s.limits.cpuMillis < s.reservations.cpuMillis) {
+    problems.add(`${at}.limits.cpu`, `must be at least the reservation (${formatCpu(s.reservations.cpuMillis)})`);
+    ok = false;
+  }
+  if (s.limits.memoryBytes !== null && s.limits.memoryBytes < s.reservations.memoryBytes) {
+    problems.add(`${at}.limits.memory`, `must be at least the reservation (${formatMemory(s.reservations.memoryBytes)})`);
+    ok = false;
+  }
+  return ok ? s : INVALID;
+});
+
+const labelKey = string({ pattern: labelKeyPattern, what: 'a label key' });
+
+export const placement = struct<{ strategy: PlacementSpec['strategy']; spreadOver: string | null }, PlacementSpec>({
+  strategy: withDefault(oneOf(['spread', 'binpack'] as const), () => 'spread'),
+  spreadOver: withDefault(nullable((v, at, p) => labelKey(typeof v === 'string' ? v.replace(/^node\.labels\./, '') : v, at, p)), () => null),
+}, (s, at, problems) => {
+  if (s.strategy === 'binpack' && s.spreadOver !== null) {
+    problems.add(`${at}.spreadOver`, 'spreads tasks, and binpack packs them; use one');
+    return INVALID;
+  }
+  return s;
+});
+
+const portNumber = integer(1, 65535);
+export const port = struct<PortSpec, PortSpec>({
+  published: required(portNumber),
+  target: required(portNumber),
+  protocol: withDefault(oneOf(['tcp', 'udp'] as const), () => 'tcp'),
+}, (s) => s);
+
+/** An absolute path with no empty, `.` or `..` segments and no trailing slash. */
+export function isCleanAbsolutePath(path: string): boolean {
+  if (!path.startsWith('/') || path === '/') return path === '/';
+  return path.slice(1).split('/').every((seg) => seg !== '' && seg !== '.' && seg !== '..');
+}
+
+export const absolutePath = (what: string, allowRoot = false): Reader<string> => (value, at, problems) => {
+  const s = string({ nonEmpty: true, maxChars: 4096 })(value, at, problems);
+  if (s === INVALID) return INVALID;
+  if (!isCleanAbsolutePath(s) || (!allowRoot && s === '/')) {
+    problems.add(at, `${JSON.stringify(s)} is not ${what} (an absolute path${allowRoot ? '' : ' other than /'}, without //, . or .. segments or a trailing /)`);
+    return INVALID;
+  }
+  return s;
+};
+
+const volumeName = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+
+export const mount = struct<{ type: MountSpec['type']; source: string; target: string; readOnly: boolean }, MountSpec>({
+  type: required(oneOf(['bind', 'volume'] as const)),
+  source: required(string({ nonEmpty: true, maxChars: 4096 })),
+  target: required(absolutePath('a container path')),
+  readOnly: withDefault(boolean, () => false),
+}, (s, at, problems) => {
+  if (s.type === 'bind' && !isCleanAbsolutePath(s.source)) {
+    problems.add(`${at}.source`, `${JSON.stringify(s.source)} is not an absolute host path (without //, . or .. segments or a trailing /)`);
+    return INVALID;
+  }
+  if (s.type === 'volume' && !volumeName.test(s.source)) {
+    problems.add(`${at}.source`, `${JSON.stringify(s.source)} is not a volume name (letters, digits, _ . -, starting with a letter or digit)`);
+    return INVALID;
+  }
+  return s;
+});
+
+const permissions: Reader<string> = (value, at, problems) => {
+  const s = string()(value, at, problems);
+  if (s === INVALID) return INVALID;
+  const letters = [...s];
+  if (letters.length === 0 || letters.some((c) => !'rwm'.includes(c)) || new Set(letters).size !== letters.length) {
+    problems.add(at, `${JSON.stringify(s)} is not device permissions (some of r, w, m, each once)`);
+    return INVALID;
+  }
+  return ['r', 'w', 'm'].filter((c) => letters.includes(c)).join('');
+};
+
+export const device = struct<{ hostPath: string; containerPath: string | null; permissions: string }, DeviceSpec>({
+  hostPath: required((v, at, p) => {
+    const s = absolutePath('a device path')(v, at, p);
+    if (s !== INVALID && !s.startsWith('/dev/')) {
+      p.add(at, `${JSON.stringify(s)} is not under /dev/`);
+      return INVALID;
+    }
+    return s;
+  }),
+  containerPath: withDefault(nullable(absolutePath('a container path')), () => null),
+  permissions: withDefault(permissions, () => 'rwm'),
+}, (s) => ({ hostPath: s.hostPath, containerPath: s.containerPath ?? s.hostPath, permissions: s.permissions }));
+
+/** Linux capabilities (capabilities(7)), without the CAP_ prefix. */
+export const capabilityNames: ReadonlySet<string> = new Set([
+  'ALL', 'AUDIT_CONTROL', 'AUDIT_READ', 'AUDIT_WRITE', 'BLOCK_SUSPEND', 'BPF', 'CHECKPOINT_RESTORE', 'CHOWN', 'DAC_OVERRIDE',
+  'DAC_READ_SEARCH', 'FOWNER', 'FSETID', 'IPC_LOCK', 'IPC_OWNER', 'KILL', 'LEASE', 'LINUX_IMMUTABLE', 'MAC_ADMIN', 'MAC_OVERRIDE',
+  'MKNOD', 'NET_ADMIN', 'NET_BIND_SERVICE', 'NET_BROADCAST', 'NET_RAW', 'PERFMON', 'SETFCAP', 'SETGID', 'SETPCAP', 'SETUID',
+  'SYS_ADMIN', 'SYS_BOOT', 'SYS_CHROOT', 'SYS_MODULE', 'SYS_NICE', 'SYS_PACCT', 'SYS_PTRACE', 'SYS_RAWIO', 'SYS_RESOURCE',
+  'SYS_TIME', 'SYS_TTY_CONFIG', 'SYSLOG', 'WAKE_ALARM',
+]);
+
+export const capability: Reader<string> = (value, at, problems) => {
+  const s = string()(value, at, problems);
+  if (s === INVALID) return INVALID;
+  const name = s.toUpperCase().replace(/^CAP_/, '');
+  if (!capabilityNames.has(name)) {
+    problems.add(at, `${JSON.stringify(s)} is not a Linux capability (NET_ADMIN, SYS_TIME, ... or ALL; see capabilities(7))`);
+    return INVALID;
+  }
+  return name;
+};
+
+const signals = ['SIGHUP', 'SIGINT', 'SIGQUIT', 'SIGABRT', 'SIGKILL', 'SIGUSR1', 'SIGUSR2', 'SIGTERM', 'SIGWINCH', 'SIGPWR'];
+
+export const signal: Reader<string> = (value, at, problems) => {
+  const s = string()(value, at, problems);
+  if (s === INVALID) return INVALID;
+  const name = s.toUpperCase().startsWith('SIG') ? s.toUpperCase() : `SIG${s.toUpperCase()}`;
+  if (!signals.includes(name)) {
+    problems.add(at, `${JSON.stringify(s)} is not a stop signal shoal sends (${signals.join(', ')})`);
+    return INVALID;
+  }
+  return name;
+};
+
+export const healthCheck = struct<{ command: string[]; interval: number; timeout: number; retries: number; startPeriod: number }, HealthCheckSpec>({
+  command: required(argv('health check')),
+  interval: withDefault(duration(specLimits.healthCheckIntervalMsMin), () => 30_000),
+  timeout: withDefault(duration(specLimits.healthCheckIntervalMsMin), () => 30_000),
+  retries: withDefault(integer(1, specLimits.retriesMax), () => 3),
+  startPeriod: withDefault(duration(), () => 0),
+}, (s) => ({ command: s.command, intervalMs: s.interval, timeoutMs: s.timeout, retries: s.retries, startPeriodMs: s.startPeriod }));
+
+export const logs = struct<{ maxSize: number; maxFiles: number }, LogSpec>({
+  maxSize: withDefault(memory(specLimits.logFileBytesMin), () => 10 * 1024 * 1024),
+  maxFiles: withDefault(integer(1, specLimits.logFilesMax), () => 3),
+}, (s) => ({ maxSizeBytes: s.maxSize, maxFiles: s.maxFiles }));
+
+const restartDelayMsDefault = 5_000;
+const restartMaxDelayMsDefault = 300_000;
+
+export const restart = struct<{ condition: RestartPolicy['condition']; delay: number; maxDelay: number | null; maxAttempts: number | null }, RestartPolicy>({
+  condition: withDefault(oneOf(['always', 'on-failure', 'never'] as const), () => 'always'),
+  delay: withDefault(duration(), () => restartDelayMsDefault),
+  maxDelay: withDefault(nullable(duration()), () => null),
+  maxAttempts: withDefault(nullable(integer(1, specLimits.retriesMax)), () => null),
+}, (s, at, problems) => {
+  if (s.maxDelay !== null && s.maxDelay < s.delay) {
+    problems.add(`${at}.maxDelay`, `must be at least delay (${renderDuration(s.delay)})`);
+    return INVALID;
+  }
+  // Unwritten, the cap is 5m, or the delay itself when that is longer (never below what was asked).
+  const maxDelayMs = s.maxDelay ?? Math.max(restartMaxDelayMsDefault, s.delay);
+  return { condition: s.condition, delayMs: s.delay, maxDelayMs, maxAttempts: s.maxAttempts };
+});
+
+export const update = struct<{ parallelism: number; delay: number; monitor: number; failureAction: UpdatePolicy['failureAction']; order: UpdatePolicy['order'] }, UpdatePolicy>({
+  parallelism: withDefault(integer(1, specLimits.replicasMax), () => 1),
+  delay: withDefault(duration(), () => 0),
+  monitor: withDefault(duration(), () => 5_000),
+  failureAction: withDefault(oneOf(['pause', 'rollback'] as const), () => 'pause'),
+  order: withDefault(oneOf(['stop-first', 'start-first'] as const), () => 'stop-first'),
+}, (s) => ({ parallelism: s.parallelism, delayMs: s.delay, monitorMs: s.monitor, failureAction: s.failureAction, order: s.order }));
+
+/** A secret's name: a DNS label, as a service's (src/resources/secrets.ts). */
+const secretName = dnsLabel;
+
+/** A file name under /run/secrets/: no `/`, not `.` or `..`, at most 255 bytes. */
+const secretTarget = string({
+  pattern: /^(?!\.\.?$)[A-Za-z0-9._-]{1,255}$/,
+  what: 'a file name under /run/secrets/ (letters, digits, . _ -; no /; not . or ..)',
+});
+
+/**
+ * Permission bits as a quoted octal string ('0400', '0440'): YAML 1.2 reads an unquoted 0440 as
+ * the decimal number 440, which as a mode means something else entirely, so numbers are refused.
+ */
+const fileMode: Reader<number> = (value, at, problems) => {
+  if (typeof value === 'number') {
+    problems.add(at, `write the mode as a quoted octal string ('0${value.toString(8).slice(-3)}' or '0440'): YAML 1.2 reads an unquoted 0440 as the decimal 440`);
+    return INVALID;
+  }
+  const s = string({ pattern: /^0?[0-7]{3}$/, what: "an octal file mode such as '0400' or '0440'" })(value, at, problems);
+  return s === INVALID ? INVALID : Number.parseInt(s, 8);
+};
+
+const secretRefLong = struct<{ name: string; target: string | null; mode: number }, SecretRefSpec>({
+  name: required(secretName),
+  target: withDefault(nullable(secretTarget), () => null),
+  mode: withDefault(fileMode, () => secretFileModeDefault),
+}, (s) => ({ name: s.name, target: s.target ?? s.name, mode: s.mode }));
+
+/** The file mode of a secret whose reference gives none: read by the file's owner only. */
+export const secretFileModeDefault = 0o400;
+
+/** A secret reference: `{name, target?, mode?}`, or only the name (as Compose's short form). */
+export const secretRef: Reader<SecretRefSpec> = (value, at, problems) => {
+  if (typeof value !== 'string') return secretRefLong(value, at, problems);
+  const name = secretName(value, at, problems);
+  return name === INVALID ? INVALID : { name, target: name, mode: secretFileModeDefault };
+};

@@ -1,0 +1,229 @@
+// The normalized Service spec: what `parseSpecs` returns and what a ServiceRecord stores.
+//
+// Every field is present, with its default filled in, and "none" is `null` (the store holds
+// JSON, where `undefined` does not exist), so later code never asks whether a field was
+// written. Quantities are in base units with the unit in the name (`cpuMillis`, `memoryBytes`,
+// `intervalMs`). The authoring form (what people write) is in service-reader.ts and
+// docs/resources.md; the defaults are listed there.
+//
+// The zod schema below validates the stored form (the API and the store read it back with it);
+// a compile-time check keeps it and the interfaces identical.
+
+import { z } from 'zod';
+import type { Constraint } from './constraint.ts';
+
+export interface ResourceAmounts {
+  /** CPU in millicores (1000 = one core). */
+  cpuMillis: number;
+  /** Memory in bytes. */
+  memoryBytes: number;
+}
+
+export interface ResourceLimits {
+  /** CPU the container may use, in millicores; null = no limit. */
+  cpuMillis: number | null;
+  /** Memory the container may use, in bytes; null = no limit. */
+  memoryBytes: number | null;
+}
+
+export interface PortSpec {
+  /** The port on the node (a host port: there is no routing mesh). */
+  published: number;
+  /** The port inside the container. */
+  target: number;
+  protocol: 'tcp' | 'udp';
+}
+
+export interface MountSpec {
+  /** `bind`: a path of the node; `volume`: a named volume of the node's runtime. */
+  type: 'bind' | 'volume';
+  /** An absolute host path (bind) or a volume name (volume). */
+  source: string;
+  /** An absolute path in the container. */
+  target: string;
+  readOnly: boolean;
+}
+
+export interface DeviceSpec {
+  /** A device of the node, under /dev (a USB radio: /dev/ttyUSB0, /dev/serial/by-id/...). */
+  hostPath: string;
+  /** Where it appears in the container (default: the same path). */
+  containerPath: string;
+  /** cgroup permissions, some of r (read), w (write), m (mknod), in that order. */
+  permissions: string;
+}
+
+export interface SecretRefSpec {
+  /** The secret's name (`shoal secret create NAME`). */
+  name: string;
+  /** The file's name under /run/secrets/ in the container (default: the secret's name). */
+  target: string;
+  /** The file's permission bits (default 0o400), as a number. */
+  mode: number;
+}
+
+export interface HealthCheckSpec {
+  /** Run in the container, exec form; exit 0 is healthy. */
+  command: string[];
+  intervalMs: number;
+  timeoutMs: number;
+  /** Consecutive failures before the task is unhealthy. */
+  retries: number;
+  /** Failures in this time after start do not count. */
+  startPeriodMs: number;
+}
+
+export interface PlacementSpec {
+  /** spread: fewest tasks of the service first; binpack: fullest node first. */
+  strategy: 'spread' | 'binpack';
+  /** A node label key to spread over first (a rack, a room); null = spread over nodes. */
+  spreadOver: string | null;
+}
+
+export interface LogSpec {
+  /** Size of one log file before it is rotated. */
+  maxSizeBytes: number;
+  /** Rotated files kept. */
+  maxFiles: number;
+}
+
+export interface RestartPolicy {
+  /** always: restart on any exit; on-failure: on a non-zero exit; never. */
+  condition: 'always' | 'on-failure' | 'never';
+  /** Wait before the first restart; doubled after each consecutive failure. */
+  delayMs: number;
+  /** The doubling stops here. */
+  maxDelayMs: number;
+  /** Consecutive failed attempts before the slot is left failed; null = no limit. */
+  maxAttempts: number | null;
+}
+
+export interface UpdatePolicy {
+  /** Tasks replaced at once. */
+  parallelism: number;
+  /** Wait between batches. */
+  delayMs: number;
+  /** How long a new task must stay running before its batch counts as good. */
+  monitorMs: number;
+  /** What a failed batch does: pause the update, or roll back to the previous spec. */
+  failureAction: 'pause' | 'rollback';
+  /** stop-first: stop the old task, then start the new; start-first: the reverse (a brief surge). */
+  order: 'stop-first' | 'start-first';
+}
+
+export interface ServiceSpec {
+  /** A DNS label (lower-case letters, digits, `-`; starts with a letter; at most 63). */
+  name: string;
+  /** The image reference (`busybox:1.36`, `ghcr.io/o/app@sha256:...`). */
+  image: string;
+  /** Replaces the image's entrypoint; null = the image's. */
+  command: string[] | null;
+  /** Replaces the image's command (its CMD); null = the image's. */
+  args: string[] | null;
+  /** Environment variables (keys sorted). */
+  env: Record<string, string>;
+  /** `user`, `uid` or `uid:gid`; null = the image's. */
+  user: string | null;
+  /** replicated: `replicas` tasks; global: one task on each eligible node. */
+  mode: 'replicated' | 'global';
+  /** The number of tasks of a replicated service; null for a global one. */
+  replicas: number | null;
+  resources: {
+    /** What the scheduler sets aside on the node for each task. */
+    reservations: ResourceAmounts;
+    /** What the container may use at most. */
+    limits: ResourceLimits;
+  };
+  /** All must hold for a node to take a task. */
+  constraints: Constraint[];
+  placement: PlacementSpec;
+  /** At most this many tasks of the service on one node; null = no limit. */
+  maxPerNode: number | null;
+  ports: PortSpec[];
+  mounts: MountSpec[];
+  devices: DeviceSpec[];
+  /** Linux capabilities added and dropped, upper case without CAP_, sorted. */
+  capAdd: string[];
+  capDrop: string[];
+  privileged: boolean;
+  /** The container shares the node's network stack; `ports` then names the ports it binds. */
+  hostNetwork: boolean;
+  healthCheck: HealthCheckSpec | null;
+  /** Sent to stop the container (SIGTERM, ...); SIGKILL follows after the grace period. */
+  stopSignal: string;
+  stopGracePeriodMs: number;
+  logs: LogSpec;
+  restart: RestartPolicy;
+  update: UpdatePolicy;
+  /** Must never run twice, even across a partition: runs under the node's lease (src/resources/lease.ts). */
+  exclusive: boolean;
+  /** Secrets delivered as read-only files under /run/secrets/ (targets unique). */
+  secrets: SecretRefSpec[];
+  /**
+   * The overlay networks (Network resources, by name) its tasks attach to, sorted; each task
+   * gets an address on each from its node's slice. Empty: none (the runtime's default network).
+   */
+  networks: string[];
+}
+
+const nat = z.number().int().min(0);
+const nonEmpty = z.string().min(1);
+
+export const constraintSchema = z.object({
+  text: nonEmpty,
+  attribute: z.enum(['label', 'name', 'id']),
+  label: nonEmpty.nullable(),
+  operator: z.enum(['==', '!=', 'in']),
+  values: z.array(z.string()).min(1),
+}).strict();
+
+export const serviceSpecSchema = z.object({
+  name: z.string().regex(/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/),
+  image: nonEmpty,
+  command: z.array(z.string()).min(1).nullable(),
+  args: z.array(z.string()).nullable(),
+  env: z.record(z.string(), z.string()),
+  user: nonEmpty.nullable(),
+  mode: z.enum(['replicated', 'global']),
+  replicas: nat.nullable(),
+  resources: z.object({
+    reservations: z.object({ cpuMillis: nat, memoryBytes: nat }).strict(),
+    limits: z.object({ cpuMillis: nat.nullable(), memoryBytes: nat.nullable() }).strict(),
+  }).strict(),
+  constraints: z.array(constraintSchema),
+  placement: z.object({ strategy: z.enum(['spread', 'binpack']), spreadOver: nonEmpty.nullable() }).strict(),
+  maxPerNode: z.number().int().min(1).nullable(),
+  ports: z.array(z.object({ published: z.number().int().min(1).max(65535), target: z.number().int().min(1).max(65535), protocol: z.enum(['tcp', 'udp']) }).strict()),
+  mounts: z.array(z.object({ type: z.enum(['bind', 'volume']), source: nonEmpty, target: nonEmpty, readOnly: z.boolean() }).strict()),
+  devices: z.array(z.object({ hostPath: nonEmpty, containerPath: nonEmpty, permissions: z.string().regex(/^r?w?m?$/).min(1) }).strict()),
+  capAdd: z.array(nonEmpty),
+  capDrop: z.array(nonEmpty),
+  privileged: z.boolean(),
+  hostNetwork: z.boolean(),
+  healthCheck: z.object({
+    command: z.array(z.string()).min(1), intervalMs: nat, timeoutMs: nat, retries: z.number().int().min(1), startPeriodMs: nat,
+  }).strict().nullable(),
+  stopSignal: nonEmpty,
+  stopGracePeriodMs: nat,
+  logs: z.object({ maxSizeBytes: nat, maxFiles: z.number().int().min(1) }).strict(),
+  restart: z.object({
+    condition: z.enum(['always', 'on-failure', 'never']), delayMs: nat, maxDelayMs: nat, maxAttempts: z.number().int().min(1).nullable(),
+  }).strict(),
+  update: z.object({
+    parallelism: z.number().int().min(1), delayMs: nat, monitorMs: nat,
+    failureAction: z.enum(['pause', 'rollback']), order: z.enum(['stop-first', 'start-first']),
+  }).strict(),
+  exclusive: z.boolean(),
+  // Records written before secrets existed have no such field: they read as none.
+  secrets: z.array(z.object({ name: nonEmpty, target: nonEmpty, mode: z.number().int().min(0).max(0o777) }).strict()).default([]),
+  // Records written before networks existed read as attached to none.
+  networks: z.array(z.string().regex(/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/)).default([]),
+}).strict();
+
+/** True when A and B are the same type (each assignable to the other). */
+export type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+/** A compile-time assertion: `const _: Assert<Same<X, Y>> = true`. */
+export type Assert<T extends true> = T;
+
+export type _ServiceSpecMatchesSchema = Assert<Same<z.infer<typeof serviceSpecSchema>, ServiceSpec>>;
+export type _ConstraintMatchesSchema = Assert<Same<z.infer<typeof constraintSchema>, Constraint>>;

@@ -1,0 +1,137 @@
+// The control plane of one node: the leader's loops (supervisor.ts: they run only while this node
+// leads) and the node's agent (src/executor/agent.ts: it runs on every node), wired to the node's
+// store, its Raft node and its container runtime. Both wait for the cluster feature level of the
+// control plane (src/base/feature-level.ts): a cluster mid-upgrade writes none of it.
+
+import { StoreTaskNetworks, type TaskNetworks } from '../executor/task-networks.ts';
+import type { DocumentStore } from '../../fsm/index.ts';
+import type { Logger, RaftNode } from '../node/raft-node.ts';
+import { Agent } from '../executor/agent.ts';
+import { procBootClock, systemClock } from '../executor/clock.ts';
+import { FileLeaseStore } from '../executor/lease-file.ts';
+import { MemoryLeaseStore } from '../executor/lease-keeper.ts';
+import { leaseDefaults, type LeaseConfig } from '../resources/lease.ts';
+import { ImageCleaner } from '../executor/image-cleaner.ts';
+import { FileImageLedger, MemoryImageLedger } from '../executor/image-ledger.ts';
+import type { Runtime } from '../executor/runtime.ts';
+import { DiskSecretFiles, MemorySecretFiles } from '../executor/secret-files.ts';
+import { secretBytesInStore } from '../resources/secrets.ts';
+import { StoreAgentView, StoreAgentWriter, type NodeIdentity } from '../executor/store-ports.ts';
+import { controlFeatureLevel } from '../resources/collections.ts';
+import type { NodeHealthConfig } from '../control/node-health.ts';
+import { Supervisor } from '../control/supervisor.ts';
+import type { PassReport } from '../control/leader-run.ts';
+
+export interface ControlPlaneOptions {
+  node: RaftNode;
+  store: DocumentStore;
+  clusterId: string;
+  identity: NodeIdentity;
+  /** null: this node runs no workloads (no agent), but its leader loops still run when it leads. */
+  runtime: Runtime | null;
+  health: NodeHealthConfig;
+  log: Logger;
+  /**
+   * Removing the images shoal pulled once unused (image-cleaner.ts); absent or graceMs 0: never.
+   * `ledgerFile`: where the pulled images are remembered across restarts (memory when absent).
+   */
+  imageGc?: { graceMs: number; pinned: readonly string[]; ledgerFile?: string };
+  /** Told of each pass of the leader's loops (the node's metrics). */
+  observeLoops?: (pass: PassReport) => void;
+  /**
+   * The node's lease directory for exclusive tasks (lease-file.ts; the Docker runtime mounts the
+   * same one into their containers). Absent: the lease is kept in memory (the memory runtime).
+   */
+  leaseDir?: string;
+  /** The range the leader allocates mesh addresses from (config `mesh.cidr`). */
+  meshCidr?: string;
+  /** The exclusive-task lease, for the agent and the leader's loops alike (config `exclusive`; default leaseDefaults). */
+  lease?: LeaseConfig;
+  /** Where the agent writes tasks' secret files (`<data dir>/secrets`); absent, they are kept in memory (the memory runtime's tests). */
+  secretsDir?: string;
+  /** The agent's view of overlay addresses and readiness (src/executor/task-networks.ts); absent: the store's addresses alone. */
+  networks?: TaskNetworks;
+}
+
+/** Registration is retried this often while it fails (no leader yet, a conflict). */
+const registerRetryMs = 1_000;
+
+export class ControlPlane {
+  readonly supervisor: Supervisor;
+  readonly agent: Agent | null;
+  readonly imageCleaner: ImageCleaner | null;
+  private readonly writer: StoreAgentWriter;
+  private registered = false;
+  private retry: NodeJS.Timeout | undefined;
+  private closed = false;
+  private readonly onLevel = (): void => this.maybeStartAgent();
+
+  constructor(private readonly opts: ControlPlaneOptions) {
+    this.supervisor = new Supervisor({
+      node: opts.node, store: opts.store, log: opts.log, health: opts.health, lease: opts.lease ?? leaseDefaults,
+      ...(opts.meshCidr !== undefined ? { meshCidr: opts.meshCidr } : {}), ...(opts.observeLoops !== undefined ? { observeLoops: opts.observeLoops } : {}),
+    });
+    this.writer = new StoreAgentWriter(opts.node, opts.store, opts.identity);
+    const owner = { clusterId: opts.clusterId, nodeId: opts.identity.id };
+    const view = new StoreAgentView(opts.store);
+    const gc = opts.imageGc;
+    this.imageCleaner = opts.runtime === null || gc === undefined || gc.graceMs === 0 ? null : new ImageCleaner({
+      owner, view, runtime: opts.runtime, clock: systemClock, log: opts.log, graceMs: gc.graceMs, pinned: gc.pinned,
+      caughtUp: async () => { await opts.node.readBarrier(); },
+      ledger: gc.ledgerFile === undefined ? new MemoryImageLedger() : new FileImageLedger(gc.ledgerFile, (m) => opts.log.warn(m)),
+    });
+    const cleaner = this.imageCleaner;
+    this.agent = opts.runtime === null ? null : new Agent({
+      owner, view, writer: this.writer,
+      caughtUp: async () => { await opts.node.readBarrier(); }, runtime: opts.runtime, clock: systemClock, log: opts.log,
+      lease: {
+        writer: this.writer, config: opts.lease ?? leaseDefaults, boot: procBootClock,
+        store: opts.leaseDir === undefined ? new MemoryLeaseStore() : new FileLeaseStore(opts.leaseDir),
+      },
+      ...(cleaner !== null ? { onImagePulled: (image: string) => cleaner.notePulled(image) } : {}),
+      secrets: {
+        read: (name) => secretBytesInStore(opts.store, name),
+        files: opts.secretsDir !== undefined ? new DiskSecretFiles(opts.secretsDir) : new MemorySecretFiles(),
+      },
+      networks: opts.networks ?? new StoreTaskNetworks(opts.store, opts.identity.id, null),
+    });
+  }
+
+  /** The node's container runtime (null: it runs no workloads); the API reads task logs through it. */
+  get runtime(): Runtime | null {
+    return this.opts.runtime;
+  }
+
+  start(): void {
+    this.supervisor.start();
+    this.opts.node.on('featureLevel', this.onLevel);
+    this.maybeStartAgent();
+  }
+
+  /** Registers this node's record, then starts the agent; both once the cluster runs the control plane's level. */
+  private maybeStartAgent(): void {
+    if (this.closed || this.registered || this.retry !== undefined || this.opts.node.featureLevel < controlFeatureLevel) return;
+    this.writer.register().then(() => {
+      this.registered = true;
+      this.opts.log.info(`node ${this.opts.identity.name} registered with the control plane${this.agent === null ? ' (no runtime: it runs no workloads)' : ''}`);
+      if (this.closed) return;
+      this.agent?.start();
+      this.imageCleaner?.start();
+    }, (err: unknown) => {
+      this.opts.log.debug(`registering this node failed (${(err as Error).message}); retrying`);
+      this.retry = setTimeout(() => {
+        this.retry = undefined;
+        this.maybeStartAgent();
+      }, registerRetryMs);
+    });
+  }
+
+  /** Stops the agent (containers keep running) and the leader's loops; idempotent. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.retry);
+    this.opts.node.off('featureLevel', this.onLevel);
+    await Promise.all([this.agent?.close(), this.imageCleaner?.close(), this.supervisor.close()]);
+    await this.opts.runtime?.close();
+  }
+}
