@@ -24,8 +24,8 @@ export class Backoff {
 
   constructor(
     private readonly options: BackoffOptions,
-    /** Returns a number in [0, 1); injected so tests and simulations are deterministic. */
-    private readonly random: () => number = Math.random,
+    /** Returns a number in [0, 1) (the transport passes the global source); injected, so this file stays pure. */
+    private readonly random: () => number,
   ) {}
 
   /** The delay before the next attempt; each call counts one failed attempt. */

@@ -6,8 +6,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
-const root = path.resolve(import.meta.dirname, '../../src/executor');
-const pure = ['labels.ts', 'plan-reconcile.ts', 'task-report.ts', 'restart-backoff.ts', 'backoff.ts'];
+const root = path.resolve(import.meta.dirname, '../../src');
+const pure = ['executor/labels.ts', 'executor/plan-reconcile.ts', 'executor/task-report.ts', 'executor/restart-backoff.ts', 'base/backoff.ts'];
 const forbidden: [RegExp, string][] = [
   [/from '(node:|fs|os|net|http|https|child_process|worker_threads|timers|perf_hooks|process|crypto)['/]/, 'a Node.js module'],
   [/\bDate\b/, 'the clock (Date)'],
