@@ -29,6 +29,8 @@ import { decodeEntry, encodeCommandEnvelope, encodeFeatureLevelEnvelope, restamp
 import { featureLevelHandover, featureLevelInitial, featureLevelLeaderClock, featureLevelMax, supportedByAll } from '../base/feature-level.ts';
 import { ProposalBook } from './proposals.ts';
 import { LogClock } from './log-clock.ts';
+import { translateDrop } from './drop-error.ts';
+import { ReadWaiters } from './read-waiters.ts';
 import type { Logger } from '../log.ts';
 
 /** The process's one logger interface (src/log.ts); exported here under its old name too. */
@@ -87,12 +89,6 @@ export interface RaftNodeOptions {
 
 export type { ProposalResult };
 
-interface Pending<T> {
-  resolve: (v: T) => void;
-  reject: (e: Error) => void;
-  timer: NodeJS.Timeout;
-}
-
 export interface NodeEvents {
   leaderChange: [{ leader: NodeId; term: number; role: Role }];
   applied: [number];
@@ -131,16 +127,13 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
   private readonly book = new ProposalBook();
   /** Entries refused because their proposer term was not their own (a proposal that outlived its term). */
   staleProposals = 0;
-  /** Reads the core refused for want of a leader (level 3): asked again once one is known. */
-  private readonly unaskedReads = new Set<string>();
   /**
    * A hard state whose only change was the commit index, not yet written: the commit index
    * need not be durable (a restart learns it again), so it rides along with the next write.
    */
   private unsavedHardState: HardState | undefined;
-  private readonly readRequests = new Map<string, Pending<number>>();
-  /** Reads whose index is known, waiting for the applied index to reach it. */
-  private waitingReads: { index: number; resolve: (i: number) => void; reject: (e: Error) => void }[] = [];
+  /** Linearizable reads waiting for a read index or for the applied index (src/node/read-waiters.ts). */
+  private readonly reads: ReadWaiters;
   private ticker: NodeJS.Timeout | undefined;
   private wakeUp: (() => void) | undefined;
   private loopDone: Promise<void> | undefined;
@@ -201,6 +194,10 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
     };
     this.incarnation = `${this.id}/${randomBytes(6).toString('hex')}`;
     this.debugWrites = this.opts.logger.isLevelEnabled?.('debug') === true;
+    this.reads = new ReadWaiters({
+      ask: (ctx) => { this.raw.readIndex(ctx); this.notify(); },
+      holdsWithoutLeader: () => this.level >= featureLevelHandover,
+    });
   }
 
   get log(): Logger {
@@ -339,16 +336,9 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
   /** Resolves once this node has applied everything committed before the call (linearizable read barrier). */
   readBarrier(timeoutMs = this.opts.proposalTimeoutMs): Promise<number> {
     this.checkServing();
-    this.checkBound(this.readRequests.size + this.waitingReads.length, this.opts.readsPendingMax, 'reads', 'readsPendingMax');
+    this.checkBound(this.reads.size, this.opts.readsPendingMax, 'reads', 'readsPendingMax');
     const ctx = `${++this.seq}`;
-    return new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.readRequests.delete(ctx);
-        reject(new ShoalError('timeout', `leadership could not be confirmed within ${timeoutMs} ms`));
-      }, timeoutMs);
-      this.readRequests.set(ctx, { resolve, reject, timer });
-      this.askReadIndex(ctx);
-    });
+    return this.reads.wait(ctx, timeoutMs);
   }
 
   /** Proposes a membership change; resolves when it is applied here. */
@@ -466,7 +456,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
 
   /** How many proposals and reads wait here (for the metrics of the bounds). */
   pendingCounts(): { proposals: number; reads: number } {
-    return { proposals: this.book.size, reads: this.readRequests.size + this.waitingReads.length };
+    return { proposals: this.book.size, reads: this.reads.size };
   }
 
   get isLeader(): boolean {
@@ -538,11 +528,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
     await this.snapshotTask;
     this.state = 'stopped';
     for (const p of this.book.drain()) p.reject(reason);
-    for (const p of this.readRequests.values()) { clearTimeout(p.timer); p.reject(reason); }
-    for (const r of this.waitingReads) r.reject(reason);
-    this.waitingReads = [];
-    this.readRequests.clear();
-    this.unaskedReads.clear();
+    this.reads.close(reason);
     await this.opts.transport.close();
     await this.opts.storage.close();
   }
@@ -634,13 +620,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
 
   private failAllPending(err: ShoalError): void {
     for (const p of this.book.drain()) p.reject(err);
-    for (const [ctx, p] of this.readRequests) {
-      clearTimeout(p.timer);
-      p.reject(err);
-      this.readRequests.delete(ctx);
-    }
-    for (const r of this.waitingReads) r.reject(err);
-    this.waitingReads = [];
+    this.reads.failAll(err);
   }
 
   /** Writes what `rd` must make durable; undefined when there is nothing to write now. */
@@ -697,14 +677,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
   }
 
   private afterAdvance(rd: Ready): void {
-    for (const rs of rd.readStates) {
-      const p = this.readRequests.get(rs.context);
-      if (!p) continue;
-      this.readRequests.delete(rs.context);
-      clearTimeout(p.timer);
-      this.waitingReads.push({ index: rs.index, resolve: p.resolve, reject: p.reject });
-    }
-    this.releaseReads();
+    this.reads.onReadStates(rd.readStates, this.applied);
     // The term is in the hard state, which a Ready carries whenever it changed.
     const term = rd.hardState?.term ?? this.term;
     const termChanged = term !== this.term;
@@ -739,62 +712,20 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
   private carryOverLeaderChange(): void {
     if (this.level >= featureLevelHandover) {
       if (this.leader !== NONE) {
-        this.unaskedReads.clear();
-        for (const ctx of this.readRequests.keys()) this.askReadIndex(ctx);
+        this.reads.askAllAgain();
         if (this.book.releaseHeld()) this.notify();
       }
     } else {
-      for (const [ctx, p] of this.readRequests) {
-        clearTimeout(p.timer);
-        p.reject(new ShoalError('leader_changed', 'leadership changed before the read was confirmed; retry'));
-        this.readRequests.delete(ctx);
-      }
+      this.reads.failUnansweredOnLeaderChange();
     }
     for (const p of this.book.drainNotReproposable()) {
       p.reject(new ShoalError('leader_changed', 'leadership changed before the write was applied; its outcome is unknown, retry (with the same Idempotency-Key to be safe)'));
     }
   }
 
-  /** Asks the core again for the reads it refused for want of a leader. */
-  private askUnaskedReads(): void {
-    if (this.unaskedReads.size === 0) return;
-    const ctxs = [...this.unaskedReads];
-    this.unaskedReads.clear();
-    for (const ctx of ctxs) if (this.readRequests.has(ctx)) this.askReadIndex(ctx);
-  }
-
-  /** Asks the core for a read index under `ctx`; without a leader the read waits for one (level 3). */
-  private askReadIndex(ctx: string): void {
-    try {
-      this.raw.readIndex(ctx);
-      this.notify();
-    } catch (err) {
-      const p = this.readRequests.get(ctx);
-      if (p === undefined) return;
-      if (this.level >= featureLevelHandover && err instanceof ProposalDroppedError && (err.reason === 'noLeader' || err.reason === 'transferInProgress')) {
-        // Asked again once a leader is known (onTick, or the change of leader).
-        this.unaskedReads.add(ctx);
-        return;
-      }
-      this.readRequests.delete(ctx);
-      clearTimeout(p.timer);
-      p.reject(translateDrop(err));
-    }
-  }
-
   /** Starts stamping log time from what this node has applied (feature level 2). */
   private startLogClock(): void {
     this.logClock.start(this.opts.stateMachine.logTimeMs ?? 0, performance.now(), Date.now());
-  }
-
-  private releaseReads(): void {
-    if (this.waitingReads.length === 0) return;
-    const still: typeof this.waitingReads = [];
-    for (const r of this.waitingReads) {
-      if (r.index <= this.applied) r.resolve(r.index);
-      else still.push(r);
-    }
-    this.waitingReads = still;
   }
 
   /**
@@ -817,7 +748,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
     }
     if (entries.length > 0) {
       this.syncPeers();
-      this.releaseReads();
+      this.reads.release(this.applied);
       if (this.book.reproposeOlderThan(this.lastAppliedTerm)) this.notify();
     }
     return complete;
@@ -1075,7 +1006,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
     // A leader is known (a transfer ended, or was aborted and the leader stayed): try the held ones again.
     if (this.leader !== NONE) {
       if (this.book.releaseHeld()) this.notify();
-      this.askUnaskedReads();
+      this.reads.askUnasked();
     }
     if (this.state === 'running' && this.isLeader) this.maybeRaiseFeatureLevel();
   }
@@ -1214,15 +1145,6 @@ export function mayApplyBeforeWrite(rd: Ready): boolean {
   const firstNew = rd.entries[0];
   if (firstNew !== undefined && last.index >= firstNew.index) return false;
   return !rd.committedEntries.some((e) => e.kind === 'conf');
-}
-
-function translateDrop(err: unknown): Error {
-  if (err instanceof ProposalDroppedError) {
-    if (err.reason === 'noLeader') return new ShoalError('no_leader', 'the cluster has no leader right now; retry shortly');
-    if (err.reason === 'invalidConfChange') return new ShoalError('bad_request', 'the membership change is not valid for the current configuration (e.g. it removes the last voter)', { reason: err.reason });
-    return new ShoalError('proposal_dropped', `the leader refused the request: ${err.reason}`, { reason: err.reason });
-  }
-  return err instanceof Error ? err : new Error(String(err));
 }
 
 /** A proposal's id in the logs: the proposer's incarnation and sequence number, as the envelope carries them. */
