@@ -23,7 +23,7 @@ import type { MessageRefusal, PeerStats, Transport } from '../../transport/types
 import type { NodeStorage } from './node-storage.ts';
 import type { StateMachine } from '../base/state-machine.ts';
 import { Membership, type MemberRecord } from '../resources/membership.ts';
-import { checkSnapshotData, decodeSnapshotData, encodeSnapshotDataInSlices } from './snapshot-data.ts';
+import { checkSnapshotData, decodeSnapshotData, type NodeState } from './snapshot-data.ts';
 import { Counter, Histogram, latencyBuckets } from '../base/metrics.ts';
 import { decodeEntry, encodeCommandEnvelope, encodeFeatureLevelEnvelope, restampLogTime, type DecodedEntry } from './envelope.ts';
 import { featureLevelHandover, featureLevelInitial, featureLevelLeaderClock, featureLevelMax, supportedByAll } from '../base/feature-level.ts';
@@ -31,6 +31,7 @@ import { ProposalBook } from './proposals.ts';
 import { LogClock } from './log-clock.ts';
 import { translateDrop } from './drop-error.ts';
 import { ReadWaiters } from './read-waiters.ts';
+import { SnapshotPolicy } from './snapshot-policy.ts';
 import type { Logger } from '../log.ts';
 
 /** The process's one logger interface (src/log.ts); exported here under its old name too. */
@@ -137,14 +138,10 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
   private ticker: NodeJS.Timeout | undefined;
   private wakeUp: (() => void) | undefined;
   private loopDone: Promise<void> | undefined;
-  /** The snapshot being serialized and written in the background, if any. */
-  private snapshotTask: Promise<void> | undefined;
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   private applied = 0;
-  private snapshotIndex = 0;
-  /** When this node took or received its last snapshot (or started), and its draw for the next. */
-  private snapshotAt = 0;
-  private snapshotDraw = 0;
+  /** When to snapshot and compact, and the snapshot in progress (src/node/snapshot-policy.ts). */
+  private readonly snapshots: SnapshotPolicy;
   private term = 0;
   private leader: NodeId = NONE;
   private role: Role = 'follower';
@@ -198,6 +195,12 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
       ask: (ctx) => { this.raw.readIndex(ctx); this.notify(); },
       holdsWithoutLeader: () => this.level >= featureLevelHandover,
     });
+    this.snapshots = new SnapshotPolicy(this.opts, this.opts.storage, this.opts.stateMachine, this.snapshotDuration, {
+      capture: () => this.captureForSnapshot(),
+      flushHardState: () => this.flushHardState(),
+      failed: (err) => { if (this.state === 'running') this.die(err); },
+      ended: () => this.notify(),
+    });
   }
 
   get log(): Logger {
@@ -212,8 +215,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
     this.restoreState(snap.data);
     this.applied = snap.meta.index;
     this.lastAppliedTerm = snap.meta.term;
-    this.snapshotIndex = snap.meta.index;
-    this.restartSnapshotClock();
+    this.snapshots.restart(snap.meta.index);
     this.raw = new RawNode({
       id: this.id,
       prng: new SeededPrng(randomBytes(4).readUInt32LE(0)),
@@ -477,7 +479,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
 
   /** The index of the newest snapshot this node holds (taken or received). */
   get latestSnapshotIndex(): number {
-    return this.snapshotIndex;
+    return this.snapshots.index;
   }
 
   /**
@@ -525,7 +527,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
     clearInterval(this.ticker);
     this.notify();
     await this.loopDone;
-    await this.snapshotTask;
+    await this.snapshots.inProgress;
     this.state = 'stopped';
     for (const p of this.book.drain()) p.reject(reason);
     this.reads.close(reason);
@@ -582,7 +584,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
       this.afterAdvance(rd);
       // After advance: membership changes among the entries are in effect only from here.
       if (rd.committedEntries.length > 0 || rd.snapshot) this.emit('applied', this.applied);
-      this.maybeSnapshot();
+      this.snapshots.maybeStart(this.applied);
     }
   }
 
@@ -817,72 +819,28 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
     this.book.snapshotInstalled();
     this.applied = index;
     this.lastAppliedTerm = term;
-    this.snapshotIndex = index;
-    this.restartSnapshotClock();
+    this.snapshots.restart(index);
     this.syncPeers();
     this.log.info(`applied snapshot at index ${index}`);
   }
 
-  /**
-   * Whether a snapshot is due. A snapshot serializes and writes the whole state, so its cost
-   * follows the state's size, not the write rate: taken every snapshotEntries entries it would
-   * come every few seconds under load, each one a stall of tens of milliseconds, and on every
-   * node at the same index, so that a quorum stalls together. So it also waits for
-   * snapshotIntervalMs, unless snapshotEntriesMax entries pile up first (bounding the log kept in
-   * memory and replayed on restart), and both are scaled by a random draw per node and snapshot,
-   * so that the nodes of a cluster snapshot at different moments. docs/architecture.md.
-   */
-  private snapshotDue(): boolean {
-    const since = this.applied - this.snapshotIndex;
-    if (since < this.opts.snapshotEntries) return false;
-    const { snapshotIntervalMs, snapshotEntriesMax } = this.opts;
-    // With snapshotIntervalMs 0 the time condition always holds.
-    return performance.now() - this.snapshotAt >= snapshotIntervalMs * (1 + this.snapshotDraw)
-      || since >= snapshotEntriesMax * (1 + this.snapshotDraw) / 2;
-  }
-
-  /** Restarts the snapshot clock (a snapshot begun or received, or a start) and draws the next factor. */
-  private restartSnapshotClock(): void {
-    this.snapshotAt = performance.now();
-    this.snapshotDraw = this.opts.random();
-  }
-
-  /**
-   * Starts a snapshot of the applied state when one is due (snapshotDue). It is taken here,
-   * between two Readys, and serialized and written in the background while the loop goes on;
-   * one at a time.
-   */
-  private maybeSnapshot(): void {
-    if (this.snapshotTask !== undefined || !this.snapshotDue()) return;
-    this.restartSnapshotClock();
-    const index = this.applied;
+  /** What a snapshot taken now records besides the state machine (src/node/snapshot-policy.ts). */
+  private captureForSnapshot(): { confState: ConfState; nodeState: NodeState } {
     const confState = this.raw.confState();
     const nodeState = { members: this.membership.list(), featureLevel: this.level, removed: [...this.removedIds].sort() };
-    // A snapshot past the durable commit index would not survive a restart's checks. Queued
-    // now, before any later save, so an older hard state never lands after a newer one.
-    let flushed: Promise<void> = Promise.resolve();
-    if (this.unsavedHardState !== undefined) {
-      flushed = this.opts.storage.save({ entries: [], hardState: this.unsavedHardState }, { sync: false });
-      this.unsavedHardState = undefined;
-    }
-    const sm = this.opts.stateMachine;
-    const pause = (): Promise<void> => new Promise<void>((r) => setImmediate(r));
-    const app = sm.snapshotInSlices ? sm.snapshotInSlices(pause) : Promise.resolve([sm.snapshot()]);
-    this.snapshotTask = (async () => {
-      const started = performance.now();
-      await flushed;
-      const data = await encodeSnapshotDataInSlices(nodeState, await app, pause);
-      await this.opts.storage.createSnapshot(index, confState, data);
-      this.snapshotIndex = Math.max(this.snapshotIndex, index);
-      const compactTo = index - this.opts.logKeepEntries;
-      if (compactTo > this.opts.storage.log.firstIndex()) await this.opts.storage.compact(compactTo);
-      this.snapshotDuration.observe((performance.now() - started) / 1000);
-    })().catch((err: unknown) => {
-      if (this.state === 'running') this.die(err);
-    }).finally(() => {
-      this.snapshotTask = undefined;
-      this.notify();
-    });
+    return { confState, nodeState };
+  }
+
+  /**
+   * Writes the hard state whose only change was the commit index, if one waits: a snapshot past
+   * the durable commit index would not survive a restart's checks. Queued now, before any later
+   * save, so an older hard state never lands after a newer one.
+   */
+  private flushHardState(): Promise<void> {
+    if (this.unsavedHardState === undefined) return Promise.resolve();
+    const flushed = this.opts.storage.save({ entries: [], hardState: this.unsavedHardState }, { sync: false });
+    this.unsavedHardState = undefined;
+    return flushed;
   }
 
   /** Snapshot data is {members, app}; an empty snapshot (a joining node) restores nothing. */
