@@ -32,6 +32,7 @@ import { LogClock } from './log-clock.ts';
 import { translateDrop } from './drop-error.ts';
 import { ReadWaiters } from './read-waiters.ts';
 import { SnapshotPolicy } from './snapshot-policy.ts';
+import { DiskStallWatch } from './disk-stall.ts';
 import type { Logger } from '../log.ts';
 
 /** The process's one logger interface (src/log.ts); exported here under its old name too. */
@@ -148,8 +149,8 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
   private fatal: Error | undefined;
   /** Why this node cannot serve (see `failure`); set once, never cleared. */
   private failed: ShoalError | undefined;
-  /** Since when the durable write in progress has been running past diskStallMs, if it has. */
-  private stalledSince: number | undefined;
+  /** Whether the durable write in progress has run past diskStallMs (src/node/disk-stall.ts). */
+  private readonly diskStall: DiskStallWatch;
   /** The committed cluster feature level (src/base/feature-level.ts). */
   private level = featureLevelInitial;
   /** A feature-level raise proposed by this node and not yet applied. */
@@ -201,6 +202,11 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
       failed: (err) => { if (this.state === 'running') this.die(err); },
       ended: () => this.notify(),
     });
+    this.diskStall = new DiskStallWatch(this.opts.diskStallMs, {
+      running: () => this.state === 'running',
+      isLeader: () => this.isLeader,
+      stalled: (err) => this.failAllPending(err),
+    }, this.opts.logger);
   }
 
   get log(): Logger {
@@ -403,9 +409,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
    */
   get failure(): ShoalError | undefined {
     if (this.failed !== undefined) return this.failed;
-    if (this.stalledSince === undefined) return undefined;
-    const s = ((performance.now() - this.stalledSince) / 1000 + this.opts.diskStallMs / 1000).toFixed(1);
-    return new ShoalError('disk_stalled', `this node's disk has not completed a write for ${s} s; it takes no requests until the disk recovers (check the disk, dmesg, and free space)`, { stalledForSeconds: Number(s) });
+    return this.diskStall.error();
   }
 
   /** The committed cluster feature level. */
@@ -570,7 +574,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
       if (applyFirst && !this.applyEntries(rd.committedEntries)) return;
       if (commitOnly) await new Promise<void>((resolve) => setImmediate(resolve));
       if (sendFirst && commitOnly) for (const m of rd.messages) if (isReplication(m)) this.opts.transport.send(m);
-      if (writing !== undefined) await this.watchWrite(writing);
+      if (writing !== undefined) await this.diskStall.watch(writing);
       if (this.state !== 'running') return;
       for (const m of rd.messages) if (!sendFirst || !isReplication(m)) this.opts.transport.send(m);
       if (rd.snapshot) this.applySnapshot(rd.snapshot.meta.index, rd.snapshot.meta.term, rd.snapshot.data);
@@ -588,38 +592,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
     }
   }
 
-  /**
-   * Awaits a durable write, marking the disk stalled when it takes longer than diskStallMs. A
-   * stalled node refuses requests (disk_stalled), and its pending proposals and reads fail at
-   * once rather than at their timeout: their outcome is unknown (an append may have reached a
-   * follower). The write is still awaited: nothing after it may run before it is durable. A
-   * leader sends no heartbeat meanwhile (they leave from this loop), so the followers elect
-   * another leader after an election timeout, which hashicorp/raft's separate heartbeat
-   * goroutine did not (its issue 503).
-   */
-  private async watchWrite(writing: Promise<void>): Promise<void> {
-    const stallMs = this.opts.diskStallMs;
-    if (stallMs <= 0) return writing;
-    const timer = setTimeout(() => this.onDiskStall(), stallMs);
-    try {
-      await writing;
-    } finally {
-      clearTimeout(timer);
-      if (this.stalledSince !== undefined) {
-        this.log.warn(`the disk completed the stalled write after ${((performance.now() - this.stalledSince) / 1000 + stallMs / 1000).toFixed(1)} s; serving again`);
-        this.stalledSince = undefined;
-      }
-    }
-  }
-
-  private onDiskStall(): void {
-    if (this.state !== 'running') return;
-    this.stalledSince = performance.now();
-    const err = this.failure ?? new ShoalError('disk_stalled', 'the disk stalled');
-    this.log.error(`the disk has not completed a write for ${this.opts.diskStallMs} ms: refusing requests until it does${this.isLeader ? '; as leader, no heartbeat leaves until then, so the followers will elect another leader' : ''}`);
-    this.failAllPending(new ShoalError('disk_stalled', `${err.message}; the outcome of this request is unknown: retry on another node (with the same Idempotency-Key for a write)`));
-  }
-
+  /** The disk stalled (src/node/disk-stall.ts): every pending request fails with `err`. */
   private failAllPending(err: ShoalError): void {
     for (const p of this.book.drain()) p.reject(err);
     this.reads.failAll(err);
@@ -974,7 +947,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
    * too) supports, as their handshakes report it, one entry at a time.
    */
   private maybeRaiseFeatureLevel(): void {
-    if (this.level >= this.opts.featureLevelMax || this.levelRaise !== undefined || this.stalledSince !== undefined) return;
+    if (this.level >= this.opts.featureLevelMax || this.levelRaise !== undefined || this.diskStall.stalled) return;
     const cs = this.raw.confState();
     const members = [...cs.voters, ...cs.votersOutgoing, ...cs.learners, ...cs.learnersNext];
     const peers = new Map(this.opts.transport.stats().map((p) => [p.id, p]));
