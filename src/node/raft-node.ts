@@ -26,13 +26,14 @@ import { Membership, type MemberRecord } from '../resources/membership.ts';
 import { checkSnapshotData, decodeSnapshotData, type NodeState } from './snapshot-data.ts';
 import { Counter, Histogram, latencyBuckets } from '../base/metrics.ts';
 import { decodeEntry, encodeCommandEnvelope, encodeFeatureLevelEnvelope, restampLogTime, type DecodedEntry } from './envelope.ts';
-import { featureLevelHandover, featureLevelInitial, featureLevelLeaderClock, featureLevelMax, supportedByAll } from '../base/feature-level.ts';
+import { featureLevelHandover, featureLevelInitial, featureLevelLeaderClock, featureLevelMax } from '../base/feature-level.ts';
 import { ProposalBook } from './proposals.ts';
 import { LogClock } from './log-clock.ts';
 import { translateDrop } from './drop-error.ts';
 import { ReadWaiters } from './read-waiters.ts';
 import { SnapshotPolicy } from './snapshot-policy.ts';
 import { DiskStallWatch } from './disk-stall.ts';
+import { FeatureLevelRaiser } from './feature-level-raiser.ts';
 import type { Logger } from '../log.ts';
 
 /** The process's one logger interface (src/log.ts); exported here under its old name too. */
@@ -153,8 +154,8 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
   private readonly diskStall: DiskStallWatch;
   /** The committed cluster feature level (src/base/feature-level.ts). */
   private level = featureLevelInitial;
-  /** A feature-level raise proposed by this node and not yet applied. */
-  private levelRaise: Promise<unknown> | undefined;
+  /** The leader's raising of the committed level (src/node/feature-level-raiser.ts). */
+  private readonly levelRaiser: FeatureLevelRaiser;
   /** The leader's log clock: started when this node becomes leader (src/node/log-clock.ts). */
   private readonly logClock = new LogClock();
   /** The term of the last applied entry (see appliedTerm). */
@@ -206,6 +207,11 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
       running: () => this.state === 'running',
       isLeader: () => this.isLeader,
       stalled: (err) => this.failAllPending(err),
+    }, this.opts.logger);
+    this.levelRaiser = new FeatureLevelRaiser(this.id, this.opts.featureLevelMax, {
+      members: () => this.memberIds(),
+      peers: () => this.opts.transport.stats(),
+      propose: (level) => this.proposeFeatureLevel(level),
     }, this.opts.logger);
   }
 
@@ -939,29 +945,13 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
       if (this.book.releaseHeld()) this.notify();
       this.reads.askUnasked();
     }
-    if (this.state === 'running' && this.isLeader) this.maybeRaiseFeatureLevel();
+    if (this.state === 'running' && this.isLeader && !this.diskStall.stalled) this.levelRaiser.maybeRaise(this.level);
   }
 
-  /**
-   * The leader raises the committed feature level to the highest one every member (learners
-   * too) supports, as their handshakes report it, one entry at a time.
-   */
-  private maybeRaiseFeatureLevel(): void {
-    if (this.level >= this.opts.featureLevelMax || this.levelRaise !== undefined || this.diskStall.stalled) return;
-    const cs = this.raw.confState();
-    const members = [...cs.voters, ...cs.votersOutgoing, ...cs.learners, ...cs.learnersNext];
-    const peers = new Map(this.opts.transport.stats().map((p) => [p.id, p]));
-    const target = supportedByAll(members, this.id, this.opts.featureLevelMax, (id) => {
-      const p = peers.get(id);
-      if (p?.softwareVersion === undefined) return undefined;
-      return p.featureLevelMax ?? featureLevelInitial;
-    });
-    if (target === undefined || target <= this.level) return;
+  /** Proposes the feature-level entry raising the committed level to `level` (src/node/feature-level-raiser.ts). */
+  private proposeFeatureLevel(level: number): Promise<ProposalResult> {
     const seq = ++this.seq;
-    this.log.info(`every member supports feature level ${target}: proposing it (committed: ${this.level})`);
-    this.levelRaise = this.submit(seq, () => encodeFeatureLevelEnvelope(this.incarnation, seq, target), false)
-      .catch((err: unknown) => this.log.warn(`raising the feature level to ${target} failed: ${(err as Error).message}; will retry`))
-      .finally(() => { this.levelRaise = undefined; });
+    return this.submit(seq, () => encodeFeatureLevelEnvelope(this.incarnation, seq, level), false);
   }
 
   /**
@@ -970,8 +960,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
    */
   private maybeLeaveRemoved(): void {
     if (!this.removedIds.has(this.id)) return;
-    const cs = this.raw.confState();
-    if ([...cs.voters, ...cs.votersOutgoing, ...cs.learners, ...cs.learnersNext].includes(this.id)) return;
+    if (this.memberIds().includes(this.id)) return;
     const leave = (): void => this.halt(removedError(this.id));
     if (!this.isLeader) return leave();
     const timeoutMs = this.opts.tickMs * this.opts.electionTimeoutTicks * 3;
@@ -1038,6 +1027,12 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
       this.on('leaderChange', check);
       this.on('peerDisconnected', check);
     });
+  }
+
+  /** Every member of the configuration: voters and learners, incoming and outgoing. */
+  private memberIds(): NodeId[] {
+    const cs = this.raw.confState();
+    return [...cs.voters, ...cs.votersOutgoing, ...cs.learners, ...cs.learnersNext];
   }
 
   /** The confState as of the applied index (for snapshots and status). */
