@@ -34,6 +34,7 @@ import { ReadWaiters } from './read-waiters.ts';
 import { SnapshotPolicy } from './snapshot-policy.ts';
 import { DiskStallWatch } from './disk-stall.ts';
 import { FeatureLevelRaiser } from './feature-level-raiser.ts';
+import { PeerSilence } from './peer-silence.ts';
 import type { Logger } from '../log.ts';
 
 /** The process's one logger interface (src/log.ts); exported here under its old name too. */
@@ -160,8 +161,8 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
   private readonly logClock = new LogClock();
   /** The term of the last applied entry (see appliedTerm). */
   private lastAppliedTerm = 0;
-  /** When a message from each peer last arrived (performance.now()). */
-  private readonly lastHeard = new Map<NodeId, number>();
+  /** When a message from each peer last arrived (src/node/peer-silence.ts). */
+  private readonly peerSilence = new PeerSilence();
   /** Ids removed from the cluster (replicated: from applied conf changes and snapshots). */
   private readonly removedIds = new Set<NodeId>();
   /** Log indexes of invalid entries already logged by this process (each is logged once). */
@@ -440,8 +441,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
 
   /** Ms since a Raft message from `id` last arrived here, or undefined if none did since this node started. */
   silentForMs(id: NodeId): number | undefined {
-    const at = this.lastHeard.get(id);
-    return at === undefined ? undefined : performance.now() - at;
+    return this.peerSilence.silentForMs(id);
   }
 
   /**
@@ -841,7 +841,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
    * would stop this node, and every start after it wrote the snapshot.
    */
   private receive(m: Message): MessageRefusal | undefined {
-    this.lastHeard.set(m.from, performance.now());
+    this.peerSilence.heard(m.from);
     // One not past the applied index the core ignores anyway: no need to decode it.
     if (m.type === 'snap' && m.snapshot !== undefined && m.snapshot.meta.index > this.applied) {
       const sm = this.opts.stateMachine;
