@@ -49,9 +49,9 @@ export interface RaftNodeOptions {
   electionTimeoutTicks?: number;
   heartbeatIntervalTicks?: number;
   /**
-   * When to snapshot (see snapshotDue): at least snapshotEntries applied entries since the last
-   * snapshot, and either snapshotIntervalMs (times a random factor in [1, 2)) since it or
-   * snapshotEntriesMax (times a factor in [1/2, 1)) entries since it. snapshotIntervalMs 0
+   * When to snapshot (see snapshot-policy.ts): at least snapshotEntries applied entries since
+   * the last snapshot, and either snapshotIntervalMs (times a random factor in [1, 2)) since it
+   * or snapshotEntriesMax (times a factor in [1/2, 1)) entries since it. snapshotIntervalMs 0
    * takes one as soon as snapshotEntries have been applied.
    */
   snapshotEntries?: number;
