@@ -22,12 +22,18 @@ import type { MessageRefusal, PeerStats, Transport } from '../../transport/types
 import type { NodeStorage } from './node-storage.ts';
 import type { StateMachine } from '../base/state-machine.ts';
 import { Membership, type MemberRecord } from '../resources/membership.ts';
-import { checkSnapshotData, decodeSnapshotData, encodeSnapshotDataInSlices } from './snapshot-data.ts';
+import { checkSnapshotData, decodeSnapshotData, type NodeState } from './snapshot-data.ts';
 import { Counter, Histogram, latencyBuckets } from '../base/metrics.ts';
 import { decodeEntry, encodeCommandEnvelope, encodeFeatureLevelEnvelope, restampLogTime, type DecodedEntry } from './envelope.ts';
-import { featureLevelHandover, featureLevelInitial, featureLevelLeaderClock, featureLevelMax, supportedByAll } from '../base/feature-level.ts';
+import { featureLevelHandover, featureLevelInitial, featureLevelLeaderClock, featureLevelMax } from '../base/feature-level.ts';
 import { ProposalBook } from './proposals.ts';
 import { LogClock } from './log-clock.ts';
+import { translateDrop } from './drop-error.ts';
+import { ReadWaiters } from './read-waiters.ts';
+import { SnapshotPolicy } from './snapshot-policy.ts';
+import { DiskStallWatch } from './disk-stall.ts';
+import { FeatureLevelRaiser } from './feature-level-raiser.ts';
+import { PeerSilence } from './peer-silence.ts';
 import type { Logger } from '../log.ts';
 
 /** The process's one logger interface (src/log.ts); exported here under its old name too. */
@@ -42,9 +48,9 @@ export interface RaftNodeOptions {
   electionTimeoutTicks?: number;
   heartbeatIntervalTicks?: number;
   /**
-   * When to snapshot (see snapshotDue): at least snapshotEntries applied entries since the last
-   * snapshot, and either snapshotIntervalMs (times a random factor in [1, 2)) since it or
-   * snapshotEntriesMax (times a factor in [1/2, 1)) entries since it. snapshotIntervalMs 0
+   * When to snapshot (see snapshot-policy.ts): at least snapshotEntries applied entries since
+   * the last snapshot, and either snapshotIntervalMs (times a random factor in [1, 2)) since it
+   * or snapshotEntriesMax (times a factor in [1/2, 1)) entries since it. snapshotIntervalMs 0
    * takes one as soon as snapshotEntries have been applied.
    */
   snapshotEntries?: number;
@@ -135,14 +141,13 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
   private readonly book = new ProposalBook();
   /** Entries refused because their proposer term was not their own (a proposal that outlived its term). */
   staleProposals = 0;
-  /** Reads the core refused for want of a leader (level 3): asked again once one is known. */
-  private readonly unaskedReads = new Set<string>();
   /**
    * A hard state whose only change was the commit index, not yet written: the commit index
    * need not be durable (a restart learns it again), so it rides along with the next write.
    */
   private unsavedHardState: HardState | undefined;
-  private readonly readRequests = new Map<string, Pending<number>>();
+  /** Linearizable reads waiting for a read index or for the applied index (src/node/read-waiters.ts). */
+  private readonly reads: ReadWaiters;
   /**
    * Calls waiting for this node's state to change (transfers, membership changes, settling):
    * checked whenever it does, failed when the node stops. Kept here rather than as listeners on
@@ -151,37 +156,31 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
   private readonly waits = new Set<Wait>();
   /** How many times the connection to each peer closed (a transfer gives up on its target's). */
   private readonly disconnects = new Map<NodeId, number>();
-  /** Reads whose index is known, waiting for the applied index to reach it. */
-  private waitingReads: { index: number; resolve: (i: number) => void; reject: (e: Error) => void }[] = [];
   private ticker: NodeJS.Timeout | undefined;
   private wakeUp: (() => void) | undefined;
   private loopDone: Promise<void> | undefined;
-  /** The snapshot being serialized and written in the background, if any. */
-  private snapshotTask: Promise<void> | undefined;
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   private applied = 0;
-  private snapshotIndex = 0;
-  /** When this node took or received its last snapshot (or started), and its draw for the next. */
-  private snapshotAt = 0;
-  private snapshotDraw = 0;
+  /** When to snapshot and compact, and the snapshot in progress (src/node/snapshot-policy.ts). */
+  private readonly snapshots: SnapshotPolicy;
   private term = 0;
   private leader: NodeId = NONE;
   private role: Role = 'follower';
   private fatal: Error | undefined;
   /** Why this node cannot serve (see `failure`); set once, never cleared. */
   private failed: ShoalError | undefined;
-  /** Since when the durable write in progress has been running past diskStallMs, if it has. */
-  private stalledSince: number | undefined;
+  /** Whether the durable write in progress has run past diskStallMs (src/node/disk-stall.ts). */
+  private readonly diskStall: DiskStallWatch;
   /** The committed cluster feature level (src/base/feature-level.ts). */
   private level = featureLevelInitial;
-  /** A feature-level raise proposed by this node and not yet applied. */
-  private levelRaise: Promise<unknown> | undefined;
+  /** The leader's raising of the committed level (src/node/feature-level-raiser.ts). */
+  private readonly levelRaiser: FeatureLevelRaiser;
   /** The leader's log clock: started when this node becomes leader (src/node/log-clock.ts). */
   private readonly logClock = new LogClock();
   /** The term of the last applied entry (see appliedTerm). */
   private lastAppliedTerm = 0;
-  /** When a message from each peer last arrived (performance.now()). */
-  private readonly lastHeard = new Map<NodeId, number>();
+  /** When a message from each peer last arrived (src/node/peer-silence.ts). */
+  private readonly peerSilence = new PeerSilence();
   /** Ids removed from the cluster (replicated: from applied conf changes and snapshots). */
   private readonly removedIds = new Set<NodeId>();
   /** Log indexes of invalid entries already logged by this process (each is logged once). */
@@ -213,6 +212,26 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
     };
     this.incarnation = `${this.id}/${randomBytes(6).toString('hex')}`;
     this.debugWrites = this.opts.logger.isLevelEnabled?.('debug') === true;
+    this.reads = new ReadWaiters({
+      ask: (ctx) => { this.raw.readIndex(ctx); this.notify(); },
+      holdsWithoutLeader: () => this.level >= featureLevelHandover,
+    });
+    this.snapshots = new SnapshotPolicy(this.opts, this.opts.storage, this.opts.stateMachine, this.snapshotDuration, {
+      capture: () => this.captureForSnapshot(),
+      flushHardState: () => this.flushHardState(),
+      failed: (err) => { if (this.state === 'running') this.die(err); },
+      ended: () => this.notify(),
+    });
+    this.diskStall = new DiskStallWatch(this.opts.diskStallMs, {
+      running: () => this.state === 'running',
+      isLeader: () => this.isLeader,
+      stalled: (err) => this.failAllPending(err),
+    }, this.opts.logger);
+    this.levelRaiser = new FeatureLevelRaiser(this.id, this.opts.featureLevelMax, {
+      members: () => this.memberIds(),
+      peers: () => this.opts.transport.stats(),
+      propose: (level) => this.proposeFeatureLevel(level),
+    }, this.opts.logger);
   }
 
   get log(): Logger {
@@ -227,8 +246,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
     this.restoreState(snap.data);
     this.applied = snap.meta.index;
     this.lastAppliedTerm = snap.meta.term;
-    this.snapshotIndex = snap.meta.index;
-    this.restartSnapshotClock();
+    this.snapshots.restart(snap.meta.index);
     this.raw = new RawNode({
       id: this.id,
       prng: new SeededPrng(randomBytes(4).readUInt32LE(0)),
@@ -354,16 +372,9 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
   /** Resolves once this node has applied everything committed before the call (linearizable read barrier). */
   readBarrier(timeoutMs = this.opts.proposalTimeoutMs): Promise<number> {
     this.checkServing();
-    this.checkBound(this.readRequests.size + this.waitingReads.length, this.opts.readsPendingMax, 'reads', 'readsPendingMax');
+    this.checkBound(this.reads.size, this.opts.readsPendingMax, 'reads', 'readsPendingMax');
     const ctx = `${++this.seq}`;
-    return new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.readRequests.delete(ctx);
-        reject(new ShoalError('timeout', `leadership could not be confirmed within ${timeoutMs} ms`));
-      }, timeoutMs);
-      this.readRequests.set(ctx, { resolve, reject, timer });
-      this.askReadIndex(ctx);
-    });
+    return this.reads.wait(ctx, timeoutMs);
   }
 
   /** Proposes a membership change; resolves when it is applied here. */
@@ -420,9 +431,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
    */
   get failure(): ShoalError | undefined {
     if (this.failed !== undefined) return this.failed;
-    if (this.stalledSince === undefined) return undefined;
-    const s = ((performance.now() - this.stalledSince) / 1000 + this.opts.diskStallMs / 1000).toFixed(1);
-    return new ShoalError('disk_stalled', `this node's disk has not completed a write for ${s} s; it takes no requests until the disk recovers (check the disk, dmesg, and free space)`, { stalledForSeconds: Number(s) });
+    return this.diskStall.error();
   }
 
   /** The committed cluster feature level. */
@@ -447,8 +456,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
 
   /** Ms since a Raft message from `id` last arrived here, or undefined if none did since this node started. */
   silentForMs(id: NodeId): number | undefined {
-    const at = this.lastHeard.get(id);
-    return at === undefined ? undefined : performance.now() - at;
+    return this.peerSilence.silentForMs(id);
   }
 
   /**
@@ -475,7 +483,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
 
   /** How many proposals and reads wait here (for the metrics of the bounds). */
   pendingCounts(): { proposals: number; reads: number } {
-    return { proposals: this.book.size, reads: this.readRequests.size + this.waitingReads.length };
+    return { proposals: this.book.size, reads: this.reads.size };
   }
 
   get isLeader(): boolean {
@@ -496,7 +504,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
 
   /** The index of the newest snapshot this node holds (taken or received). */
   get latestSnapshotIndex(): number {
-    return this.snapshotIndex;
+    return this.snapshots.index;
   }
 
   /**
@@ -544,14 +552,10 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
     clearInterval(this.ticker);
     this.notify();
     await this.loopDone;
-    await this.snapshotTask;
+    await this.snapshots.inProgress;
     this.state = 'stopped';
     for (const p of this.book.drain()) p.reject(reason);
-    for (const p of this.readRequests.values()) { clearTimeout(p.timer); p.reject(reason); }
-    for (const r of this.waitingReads) r.reject(reason);
-    this.waitingReads = [];
-    this.readRequests.clear();
-    this.unaskedReads.clear();
+    this.reads.close(reason);
     this.endWaits(reason);
     await this.opts.transport.close();
     await this.opts.storage.close();
@@ -592,7 +596,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
       if (applyFirst && !this.applyEntries(rd.committedEntries)) return;
       if (commitOnly) await new Promise<void>((resolve) => setImmediate(resolve));
       if (sendFirst && commitOnly) for (const m of rd.messages) if (isReplication(m)) this.opts.transport.send(m);
-      if (writing !== undefined) await this.watchWrite(writing);
+      if (writing !== undefined) await this.diskStall.watch(writing);
       if (this.state !== 'running') return;
       for (const m of rd.messages) if (!sendFirst || !isReplication(m)) this.opts.transport.send(m);
       if (rd.snapshot) this.applySnapshot(rd.snapshot.meta.index, rd.snapshot.meta.term, rd.snapshot.data);
@@ -609,51 +613,14 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
         this.emit('applied', this.applied);
         this.checkWaits();
       }
-      this.maybeSnapshot();
+      this.snapshots.maybeStart(this.applied);
     }
   }
 
-  /**
-   * Awaits a durable write, marking the disk stalled when it takes longer than diskStallMs. A
-   * stalled node refuses requests (disk_stalled), and its pending proposals and reads fail at
-   * once rather than at their timeout: their outcome is unknown (an append may have reached a
-   * follower). The write is still awaited: nothing after it may run before it is durable. A
-   * leader sends no heartbeat meanwhile (they leave from this loop), so the followers elect
-   * another leader after an election timeout, which hashicorp/raft's separate heartbeat
-   * goroutine did not (its issue 503).
-   */
-  private async watchWrite(writing: Promise<void>): Promise<void> {
-    const stallMs = this.opts.diskStallMs;
-    if (stallMs <= 0) return writing;
-    const timer = setTimeout(() => this.onDiskStall(), stallMs);
-    try {
-      await writing;
-    } finally {
-      clearTimeout(timer);
-      if (this.stalledSince !== undefined) {
-        this.log.warn(`the disk completed the stalled write after ${((performance.now() - this.stalledSince) / 1000 + stallMs / 1000).toFixed(1)} s; serving again`);
-        this.stalledSince = undefined;
-      }
-    }
-  }
-
-  private onDiskStall(): void {
-    if (this.state !== 'running') return;
-    this.stalledSince = performance.now();
-    const err = this.failure ?? new ShoalError('disk_stalled', 'the disk stalled');
-    this.log.error(`the disk has not completed a write for ${this.opts.diskStallMs} ms: refusing requests until it does${this.isLeader ? '; as leader, no heartbeat leaves until then, so the followers will elect another leader' : ''}`);
-    this.failAllPending(new ShoalError('disk_stalled', `${err.message}; the outcome of this request is unknown: retry on another node (with the same Idempotency-Key for a write)`));
-  }
-
+  /** The disk stalled (src/node/disk-stall.ts): every pending request fails with `err`. */
   private failAllPending(err: ShoalError): void {
     for (const p of this.book.drain()) p.reject(err);
-    for (const [ctx, p] of this.readRequests) {
-      clearTimeout(p.timer);
-      p.reject(err);
-      this.readRequests.delete(ctx);
-    }
-    for (const r of this.waitingReads) r.reject(err);
-    this.waitingReads = [];
+    this.reads.failAll(err);
   }
 
   /** Writes what `rd` must make durable; undefined when there is nothing to write now. */
@@ -710,14 +677,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
   }
 
   private afterAdvance(rd: Ready): void {
-    for (const rs of rd.readStates) {
-      const p = this.readRequests.get(rs.context);
-      if (!p) continue;
-      this.readRequests.delete(rs.context);
-      clearTimeout(p.timer);
-      this.waitingReads.push({ index: rs.index, resolve: p.resolve, reject: p.reject });
-    }
-    this.releaseReads();
+    this.reads.onReadStates(rd.readStates, this.applied);
     // The term is in the hard state, which a Ready carries whenever it changed.
     const term = rd.hardState?.term ?? this.term;
     const termChanged = term !== this.term;
@@ -753,62 +713,20 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
   private carryOverLeaderChange(): void {
     if (this.level >= featureLevelHandover) {
       if (this.leader !== NONE) {
-        this.unaskedReads.clear();
-        for (const ctx of this.readRequests.keys()) this.askReadIndex(ctx);
+        this.reads.askAllAgain();
         if (this.book.releaseHeld()) this.notify();
       }
     } else {
-      for (const [ctx, p] of this.readRequests) {
-        clearTimeout(p.timer);
-        p.reject(new ShoalError('leader_changed', 'leadership changed before the read was confirmed; retry'));
-        this.readRequests.delete(ctx);
-      }
+      this.reads.failUnansweredOnLeaderChange();
     }
     for (const p of this.book.drainNotReproposable()) {
       p.reject(new ShoalError('leader_changed', 'leadership changed before the write was applied; its outcome is unknown, retry (with the same Idempotency-Key to be safe)'));
     }
   }
 
-  /** Asks the core again for the reads it refused for want of a leader. */
-  private askUnaskedReads(): void {
-    if (this.unaskedReads.size === 0) return;
-    const ctxs = [...this.unaskedReads];
-    this.unaskedReads.clear();
-    for (const ctx of ctxs) if (this.readRequests.has(ctx)) this.askReadIndex(ctx);
-  }
-
-  /** Asks the core for a read index under `ctx`; without a leader the read waits for one (level 3). */
-  private askReadIndex(ctx: string): void {
-    try {
-      this.raw.readIndex(ctx);
-      this.notify();
-    } catch (err) {
-      const p = this.readRequests.get(ctx);
-      if (p === undefined) return;
-      if (this.level >= featureLevelHandover && err instanceof ProposalDroppedError && (err.reason === 'noLeader' || err.reason === 'transferInProgress')) {
-        // Asked again once a leader is known (onTick, or the change of leader).
-        this.unaskedReads.add(ctx);
-        return;
-      }
-      this.readRequests.delete(ctx);
-      clearTimeout(p.timer);
-      p.reject(translateDrop(err));
-    }
-  }
-
   /** Starts stamping log time from what this node has applied (feature level 2). */
   private startLogClock(): void {
     this.logClock.start(this.opts.stateMachine.logTimeMs ?? 0, performance.now(), Date.now());
-  }
-
-  private releaseReads(): void {
-    if (this.waitingReads.length === 0) return;
-    const still: typeof this.waitingReads = [];
-    for (const r of this.waitingReads) {
-      if (r.index <= this.applied) r.resolve(r.index);
-      else still.push(r);
-    }
-    this.waitingReads = still;
   }
 
   /**
@@ -831,7 +749,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
     }
     if (entries.length > 0) {
       this.syncPeers();
-      this.releaseReads();
+      this.reads.release(this.applied);
       if (this.book.reproposeOlderThan(this.lastAppliedTerm)) this.notify();
     }
     return complete;
@@ -900,72 +818,28 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
     this.book.snapshotInstalled();
     this.applied = index;
     this.lastAppliedTerm = term;
-    this.snapshotIndex = index;
-    this.restartSnapshotClock();
+    this.snapshots.restart(index);
     this.syncPeers();
     this.log.info(`applied snapshot at index ${index}`);
   }
 
-  /**
-   * Whether a snapshot is due. A snapshot serializes and writes the whole state, so its cost
-   * follows the state's size, not the write rate: taken every snapshotEntries entries it would
-   * come every few seconds under load, each one a stall of tens of milliseconds, and on every
-   * node at the same index, so that a quorum stalls together. So it also waits for
-   * snapshotIntervalMs, unless snapshotEntriesMax entries pile up first (bounding the log kept in
-   * memory and replayed on restart), and both are scaled by a random draw per node and snapshot,
-   * so that the nodes of a cluster snapshot at different moments. docs/architecture.md.
-   */
-  private snapshotDue(): boolean {
-    const since = this.applied - this.snapshotIndex;
-    if (since < this.opts.snapshotEntries) return false;
-    const { snapshotIntervalMs, snapshotEntriesMax } = this.opts;
-    // With snapshotIntervalMs 0 the time condition always holds.
-    return performance.now() - this.snapshotAt >= snapshotIntervalMs * (1 + this.snapshotDraw)
-      || since >= snapshotEntriesMax * (1 + this.snapshotDraw) / 2;
-  }
-
-  /** Restarts the snapshot clock (a snapshot begun or received, or a start) and draws the next factor. */
-  private restartSnapshotClock(): void {
-    this.snapshotAt = performance.now();
-    this.snapshotDraw = this.opts.random();
-  }
-
-  /**
-   * Starts a snapshot of the applied state when one is due (snapshotDue). It is taken here,
-   * between two Readys, and serialized and written in the background while the loop goes on;
-   * one at a time.
-   */
-  private maybeSnapshot(): void {
-    if (this.snapshotTask !== undefined || !this.snapshotDue()) return;
-    this.restartSnapshotClock();
-    const index = this.applied;
+  /** What a snapshot taken now records besides the state machine (src/node/snapshot-policy.ts). */
+  private captureForSnapshot(): { confState: ConfState; nodeState: NodeState } {
     const confState = this.raw.confState();
     const nodeState = { members: this.membership.list(), featureLevel: this.level, removed: [...this.removedIds].sort() };
-    // A snapshot past the durable commit index would not survive a restart's checks. Queued
-    // now, before any later save, so an older hard state never lands after a newer one.
-    let flushed: Promise<void> = Promise.resolve();
-    if (this.unsavedHardState !== undefined) {
-      flushed = this.opts.storage.save({ entries: [], hardState: this.unsavedHardState }, { sync: false });
-      this.unsavedHardState = undefined;
-    }
-    const sm = this.opts.stateMachine;
-    const pause = (): Promise<void> => new Promise<void>((r) => setImmediate(r));
-    const app = sm.snapshotInSlices ? sm.snapshotInSlices(pause) : Promise.resolve([sm.snapshot()]);
-    this.snapshotTask = (async () => {
-      const started = performance.now();
-      await flushed;
-      const data = await encodeSnapshotDataInSlices(nodeState, await app, pause);
-      await this.opts.storage.createSnapshot(index, confState, data);
-      this.snapshotIndex = Math.max(this.snapshotIndex, index);
-      const compactTo = index - this.opts.logKeepEntries;
-      if (compactTo > this.opts.storage.log.firstIndex()) await this.opts.storage.compact(compactTo);
-      this.snapshotDuration.observe((performance.now() - started) / 1000);
-    })().catch((err: unknown) => {
-      if (this.state === 'running') this.die(err);
-    }).finally(() => {
-      this.snapshotTask = undefined;
-      this.notify();
-    });
+    return { confState, nodeState };
+  }
+
+  /**
+   * Writes the hard state whose only change was the commit index, if one waits: a snapshot past
+   * the durable commit index would not survive a restart's checks. Queued now, before any later
+   * save, so an older hard state never lands after a newer one.
+   */
+  private flushHardState(): Promise<void> {
+    if (this.unsavedHardState === undefined) return Promise.resolve();
+    const flushed = this.opts.storage.save({ entries: [], hardState: this.unsavedHardState }, { sync: false });
+    this.unsavedHardState = undefined;
+    return flushed;
   }
 
   /** Snapshot data is {members, app}; an empty snapshot (a joining node) restores nothing. */
@@ -987,7 +861,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
    * would stop this node, and every start after it wrote the snapshot.
    */
   private receive(m: Message): MessageRefusal | undefined {
-    this.lastHeard.set(m.from, performance.now());
+    this.peerSilence.heard(m.from);
     // One not past the applied index the core ignores anyway: no need to decode it.
     if (m.type === 'snap' && m.snapshot !== undefined && m.snapshot.meta.index > this.applied) {
       const sm = this.opts.stateMachine;
@@ -1089,31 +963,15 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
     // A leader is known (a transfer ended, or was aborted and the leader stayed): try the held ones again.
     if (this.leader !== NONE) {
       if (this.book.releaseHeld()) this.notify();
-      this.askUnaskedReads();
+      this.reads.askUnasked();
     }
-    if (this.state === 'running' && this.isLeader) this.maybeRaiseFeatureLevel();
+    if (this.state === 'running' && this.isLeader && !this.diskStall.stalled) this.levelRaiser.maybeRaise(this.level);
   }
 
-  /**
-   * The leader raises the committed feature level to the highest one every member (learners
-   * too) supports, as their handshakes report it, one entry at a time.
-   */
-  private maybeRaiseFeatureLevel(): void {
-    if (this.level >= this.opts.featureLevelMax || this.levelRaise !== undefined || this.stalledSince !== undefined) return;
-    const cs = this.raw.confState();
-    const members = [...cs.voters, ...cs.votersOutgoing, ...cs.learners, ...cs.learnersNext];
-    const peers = new Map(this.opts.transport.stats().map((p) => [p.id, p]));
-    const target = supportedByAll(members, this.id, this.opts.featureLevelMax, (id) => {
-      const p = peers.get(id);
-      if (p?.softwareVersion === undefined) return undefined;
-      return p.featureLevelMax ?? featureLevelInitial;
-    });
-    if (target === undefined || target <= this.level) return;
+  /** Proposes the feature-level entry raising the committed level to `level` (src/node/feature-level-raiser.ts). */
+  private proposeFeatureLevel(level: number): Promise<ProposalResult> {
     const seq = ++this.seq;
-    this.log.info(`every member supports feature level ${target}: proposing it (committed: ${this.level})`);
-    this.levelRaise = this.submit(seq, () => encodeFeatureLevelEnvelope(this.incarnation, seq, target), false)
-      .catch((err: unknown) => this.log.warn(`raising the feature level to ${target} failed: ${(err as Error).message}; will retry`))
-      .finally(() => { this.levelRaise = undefined; });
+    return this.submit(seq, () => encodeFeatureLevelEnvelope(this.incarnation, seq, level), false);
   }
 
   /**
@@ -1122,8 +980,7 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
    */
   private maybeLeaveRemoved(): void {
     if (!this.removedIds.has(this.id)) return;
-    const cs = this.raw.confState();
-    if ([...cs.voters, ...cs.votersOutgoing, ...cs.learners, ...cs.learnersNext].includes(this.id)) return;
+    if (this.memberIds().includes(this.id)) return;
     const leave = (): void => this.halt(removedError(this.id));
     if (!this.isLeader) return leave();
     const timeoutMs = this.opts.tickMs * this.opts.electionTimeoutTicks * 3;
@@ -1206,6 +1063,12 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
     this.waits.clear();
   }
 
+  /** Every member of the configuration: voters and learners, incoming and outgoing. */
+  private memberIds(): NodeId[] {
+    const cs = this.raw.confState();
+    return [...cs.voters, ...cs.votersOutgoing, ...cs.learners, ...cs.learnersNext];
+  }
+
   /** The confState as of the applied index (for snapshots and status). */
   confState(): ConfState {
     return this.raw.confState();
@@ -1242,15 +1105,6 @@ export function mayApplyBeforeWrite(rd: Ready): boolean {
   const firstNew = rd.entries[0];
   if (firstNew !== undefined && last.index >= firstNew.index) return false;
   return !rd.committedEntries.some((e) => e.kind === 'conf');
-}
-
-function translateDrop(err: unknown): Error {
-  if (err instanceof ProposalDroppedError) {
-    if (err.reason === 'noLeader') return new ShoalError('no_leader', 'the cluster has no leader right now; retry shortly');
-    if (err.reason === 'invalidConfChange') return new ShoalError('bad_request', 'the membership change is not valid for the current configuration (e.g. it removes the last voter)', { reason: err.reason });
-    return new ShoalError('proposal_dropped', `the leader refused the request: ${err.reason}`, { reason: err.reason });
-  }
-  return err instanceof Error ? err : new Error(String(err));
 }
 
 /** A proposal's id in the logs: the proposer's incarnation and sequence number, as the envelope carries them. */
