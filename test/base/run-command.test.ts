@@ -2,7 +2,7 @@
 // environment, the timeout (which kills what the program started too), the output limits, and
 // the typed error of each way a command fails.
 
-import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -88,7 +88,7 @@ describe('runCommand', () => {
     expect(r.stderrBytesDropped).toBe(5004 - 100);
   });
 
-  it('names a program that is not installed, and a working directory that does not exist', async () => {
+  it('names a program that is not installed, and one that cannot start', async () => {
     const f = await failureOf(runCommand('no-such-program-shoal', ['x'], { timeoutMs: 5000 }));
     expect(f).toMatchObject({ command: 'no-such-program-shoal', args: ['x'], reason: 'not_found', exitCode: null });
     expect(f.message).toBe('no-such-program-shoal is not installed (not found on PATH)');
@@ -96,6 +96,9 @@ describe('runCommand', () => {
     expect(g.reason).toBe('spawn_failed');
     expect(g.message).toContain(`the working directory ${path.join(dir, 'absent')} does not exist`);
     expect((await failureOf(runCommand('echo', ['a\0b'], { timeoutMs: 5000 }))).reason).toBe('spawn_failed');
+    writeFileSync(path.join(dir, 'plain'), 'echo\n', { mode: 0o644 });
+    const notExecutable = await failureOf(runCommand(path.join(dir, 'plain'), [], { timeoutMs: 5000, input: 'x' }));
+    expect(notExecutable).toMatchObject({ reason: 'spawn_failed', detail: expect.stringContaining('EACCES') });
   });
 
   it('reports a program killed by a signal it was not sent by the runner', async () => {
