@@ -63,6 +63,17 @@ describe('checkPackageTarball and extractPackageTarball', () => {
     expect(statSync(path.join(into, 'package', 'package.json')).uid).toBe(process.getuid?.());
   });
 
+  it('take a tarball as npm pack makes it', async () => {
+    const src = mkdtempSync(path.join(work, 'npm-'));
+    mkdirSync(path.join(src, 'bin'));
+    writeFileSync(path.join(src, 'package.json'), JSON.stringify({ name: 'shoal', version: '0.3.0', files: ['bin/'] }));
+    writeFileSync(path.join(src, 'bin', 'shoal.js'), 'console.log(1);\n');
+    const packed = JSON.parse(execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', src], { cwd: src, encoding: 'utf8' })) as { filename: string }[];
+    const into = mkdtempSync(path.join(work, 'into-'));
+    await extractPackageTarball(path.join(src, packed[0]?.filename ?? ''), into);
+    expect(readdirSync(path.join(into, 'package')).sort()).toEqual(['bin', 'package.json']);
+  });
+
   it.each([
     ['a symbolic link', (pkg: string) => { symlinkSync('/etc', path.join(pkg, 'linked')); return []; }, [], 'package/linked -> /etc'],
     ['a hard link', (pkg: string) => { linkSync(path.join(pkg, 'package.json'), path.join(pkg, 'again')); return []; }, [], 'not a file or a folder'],
