@@ -36,6 +36,18 @@ export default tseslint.config(
     },
   },
   {
+    // One command runner (src/base/run-command.ts; docs/architecture.md, "Running other
+    // programs"): only it, and the launchers of the three long-lived processes, start a process.
+    // Before the src/raft/ block, whose stricter no-restricted-imports replaces this one there.
+    files: ['src/**/*.ts', 'net/**/*.ts', 'transport/**/*.ts', 'fsm/**/*.ts'],
+    ignores: ['src/base/run-command.ts', 'src/cli/dev-supervisor.ts', 'src/node/drill/drill-actions.ts', 'net/wg.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        paths: ['node:child_process', 'child_process'].map((name) => ({ name, message: 'Run programs through src/base/run-command.ts (runCommand): a timeout, bounded output and a typed error on every call.' })),
+      }],
+    },
+  },
+  {
     files: ['src/raft/**/*.ts'],
     ignores: ['src/raft/**/*.test.ts'],
     rules: {

@@ -1,9 +1,10 @@
-// The one way shoal runs a network tool (`wg`, `ip`, `wireguard-go`): arguments as an array (never
-// a shell string), an optional stdin, a timeout, and a typed error that names the command and
-// carries its stderr. Output is returned as bytes-turned-text for a strict parser (`ip -j`,
-// `wg show dump`); nothing here interprets it.
+// How shoal's network agents run a network tool (`wg`, `ip`, `bridge`, `systemd-run`): through the
+// one command runner (src/base/run-command.ts: argv arrays, a timeout, bounded output), with its
+// failure turned into `net_tool_failed` naming the command and carrying its stderr. The answer is
+// the tool's stdout, for a strict parser (`ip -j`, `wg show dump`); nothing here interprets it.
+// A ToolRunner is a port, so tests can record or answer the calls.
 
-import { spawn } from 'node:child_process';
+import { CommandError, runCommand } from '../src/base/run-command.ts';
 import { ShoalError } from '../src/errors.ts';
 
 /** A tool call that takes longer is killed and fails with net_tool_failed. */
@@ -21,44 +22,15 @@ export interface ToolOptions {
 /** Runs a tool by name; resolves its stdout; rejects with ShoalError('net_tool_failed'). */
 export type ToolRunner = (cmd: string, args: readonly string[], opts?: ToolOptions) => Promise<string>;
 
-export const runTool: ToolRunner = (cmd, args, opts = {}) => new Promise((resolve, reject) => {
-  const timeoutMs = opts.timeoutMs ?? toolTimeoutMsDefault;
-  const shown = [cmd, ...args].join(' ');
-  const child = spawn(cmd, [...args], { stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
-  const out: Buffer[] = [];
-  let outBytes = 0;
-  let err = '';
-  let failure: string | null = null;
-  const timer = setTimeout(() => {
-    failure = `did not finish within ${timeoutMs} ms`;
-    child.kill('SIGKILL');
-  }, timeoutMs);
-  child.stdout?.on('data', (b: Buffer) => {
-    outBytes += b.length;
-    if (outBytes > toolOutputBytesMax && failure === null) {
-      failure = `printed more than ${toolOutputBytesMax} bytes`;
-      child.kill('SIGKILL');
-    }
-    out.push(b);
-  });
-  child.stderr?.on('data', (b: Buffer) => { if (err.length < 4096) err += b.toString(); });
-  child.once('error', (e) => {
-    clearTimeout(timer);
-    const missing = (e as NodeJS.ErrnoException).code === 'ENOENT';
-    reject(new ShoalError('net_tool_failed', missing ? `${cmd} is not installed (or not on PATH)` : `${shown}: ${e.message}`, { cmd, missing }));
-  });
-  child.once('close', (code, signal) => {
-    clearTimeout(timer);
-    if (failure === null && code === 0) {
-      resolve(Buffer.concat(out).toString('utf8'));
-      return;
-    }
-    const why = failure ?? `exited with ${code ?? signal}`;
-    reject(new ShoalError('net_tool_failed', `${shown} ${why}${err.trim() !== '' ? `: ${err.trim()}` : ''}`, { cmd, code, stderr: err.trim() }));
-  });
-  if (child.stdin) {
-    // A tool that fails early closes its stdin: its exit status says why, not the EPIPE.
-    child.stdin.on('error', () => undefined);
-    child.stdin.end(opts.input);
+export const runTool: ToolRunner = async (cmd, args, opts = {}) => {
+  try {
+    const r = await runCommand(cmd, args, { timeoutMs: opts.timeoutMs ?? toolTimeoutMsDefault, input: opts.input, stdoutBytesMax: toolOutputBytesMax });
+    return r.stdout;
+  } catch (err) {
+    if (!(err instanceof CommandError)) throw err;
+    const missing = err.reason === 'not_found';
+    throw new ShoalError('net_tool_failed', missing ? `${cmd} is not installed (or not on PATH)` : err.message, {
+      cmd, missing, reason: err.reason, code: err.exitCode, stderr: err.stderrTail.trim(),
+    });
   }
-});
+};

@@ -174,7 +174,10 @@ export function renderWgConfig(config: WgConfig): string {
 /**
  * Starts `wireguard-go <ifname>` so that it outlives shoal: a transient systemd unit where
  * systemd runs the machine, else a process in a session of its own (setsid) whose daemonized
- * child is reparented to init once its parent exits.
+ * child is reparented to init once its parent exits. That second way does not go through the
+ * command runner: the daemon inherits whatever stdio it is given and keeps it for as long as it
+ * runs, so its output is not captured (stdio ignored) and the call ends at the first process's
+ * exit, or fails after wireguardGoStartMs.
  */
 export async function spawnWireguardGo(ifname: string): Promise<void> {
   if (existsSync('/run/systemd/system') && process.env.SHOAL_WIREGUARD_GO_NO_SYSTEMD !== '1') {
@@ -184,8 +187,16 @@ export async function spawnWireguardGo(ifname: string): Promise<void> {
   await new Promise<void>((resolve, reject) => {
     // Without -f, wireguard-go forks the daemon and the first process exits 0 once it is up.
     const child = spawn('wireguard-go', [ifname], { detached: true, stdio: 'ignore', env: { ...process.env, LOG_LEVEL: 'error' } });
-    child.once('error', (e) => reject(new ShoalError('net_tool_failed', `wireguard-go ${ifname}: ${e.message}`, { cmd: 'wireguard-go' })));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new ShoalError('net_tool_failed', `wireguard-go ${ifname} did not start within ${wireguardGoStartMs} ms and was killed`, { cmd: 'wireguard-go', reason: 'timeout' }));
+    }, wireguardGoStartMs);
+    child.once('error', (e) => {
+      clearTimeout(timer);
+      reject(new ShoalError('net_tool_failed', `wireguard-go ${ifname}: ${e.message}`, { cmd: 'wireguard-go' }));
+    });
     child.once('exit', (code) => {
+      clearTimeout(timer);
       if (code === 0) resolve();
       else reject(new ShoalError('net_tool_failed', `wireguard-go ${ifname} exited with ${code}`, { cmd: 'wireguard-go', code }));
     });

@@ -3,10 +3,10 @@
 // removes the unit under a root (/ by default, a temporary one in tests), and asks systemctl to
 // enable and start it when systemd runs this machine.
 
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { CommandError, runCommand } from '../base/run-command.ts';
 import { ShoalError } from '../errors.ts';
 import { loadConfig } from '../server/config.ts';
 import { isInitialized, loadIdentity } from '../node/identity.ts';
@@ -22,6 +22,11 @@ const packageRoot = packageRootOf(import.meta.url);
 const smallMachineNodeOptions = '--v8-pool-size=1';
 /** A transfer (3 election timeouts at most), the API drain, and the rest of the stop. */
 const stopMarginSeconds = 15;
+/**
+ * How long one systemctl call may take: it waits for the unit's start or stop job, and a stop
+ * waits up to the unit's stop timeout (the API drain plus stopMarginSeconds).
+ */
+const systemctlTimeoutMs = 5 * 60_000;
 
 export const installHelp = `Usage: shoal install --data DIR [--root DIR] [--node-options OPTS] [--no-start] [--force] [--json]
 
@@ -87,13 +92,13 @@ function target(dataDir: string, rootFlag: string | undefined): { t: Target; nam
   return { t: { unit, file: path.join(root, 'etc/systemd/system', unit), root, live }, name, id, dir };
 }
 
-function systemctl(t: Target, args: string[]): void {
+async function systemctl(t: Target, args: string[]): Promise<void> {
   const rootArgs = t.live ? [] : [`--root=${t.root}`];
   try {
-    execFileSync('systemctl', [...rootArgs, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    await runCommand('systemctl', [...rootArgs, ...args], { timeoutMs: systemctlTimeoutMs });
   } catch (err) {
-    const e = err as Error & { stderr?: Buffer };
-    throw new ShoalError('service_manager_failed', `systemctl ${args.join(' ')} failed: ${e.stderr?.toString().trim() || e.message}`);
+    if (!(err instanceof CommandError)) throw err;
+    throw new ShoalError('service_manager_failed', err.message, { command: 'systemctl', args: [...rootArgs, ...args], reason: err.reason });
   }
 }
 
@@ -127,10 +132,10 @@ export async function installCommand(argv: string[]): Promise<number> {
   const seed: SeedResult = packaged ? seedReleases(releases, packageRoot) : { seeded: false, why: `${packageRoot} has no built dist/shoal.mjs (a source checkout): the unit runs it in place, and 'shoal upgrade' cannot swap it` };
   mkdirSync(path.dirname(t.file), { recursive: true });
   writeFileSync(t.file, unit, { mode: 0o644 });
-  if (t.live) systemctl(t, ['daemon-reload']);
-  systemctl(t, ['enable', t.unit]);
+  if (t.live) await systemctl(t, ['daemon-reload']);
+  await systemctl(t, ['enable', t.unit]);
   const started = t.live && !values['no-start'];
-  if (started) systemctl(t, ['restart', t.unit]);
+  if (started) await systemctl(t, ['restart', t.unit]);
   const release = seed.seeded ? seed.release : null;
   if (values.json) console.log(JSON.stringify({ unit: t.unit, file: t.file, enabled: true, started, release }));
   else {
@@ -154,9 +159,9 @@ export async function uninstallCommand(argv: string[]): Promise<number> {
   const removed = existsSync(t.file);
   if (removed) {
     // Stops gracefully (SIGTERM) before the file goes, so systemd still knows how to stop it.
-    systemctl(t, t.live ? ['disable', '--now', t.unit] : ['disable', t.unit]);
+    await systemctl(t, t.live ? ['disable', '--now', t.unit] : ['disable', t.unit]);
     rmSync(t.file);
-    if (t.live) systemctl(t, ['daemon-reload']);
+    if (t.live) await systemctl(t, ['daemon-reload']);
   }
   if (values.json) console.log(JSON.stringify({ unit: t.unit, file: t.file, removed }));
   else console.log(removed ? `stopped, disabled and removed ${t.unit}` : `${t.unit} is not installed (no ${t.file}): nothing to do`);

@@ -5,11 +5,11 @@
 // leadership over as it stops), and the walk waits until it is back, caught up and healthy.
 // The first problem stops the walk, saying what was done and what to run next.
 
-import { execFileSync } from 'node:child_process';
 import { createReadStream, statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { releaseName } from '../node/upgrade/upgrade-releases.ts';
+import { readTarballPackageJson } from '../node/upgrade/upgrade-tarball.ts';
 import { exitCodes } from './args.ts';
 import { CliFailure, exitCodeOf, isClientFailure } from './client.ts';
 import { getView, label, type View } from './cluster-view.ts';
@@ -43,9 +43,9 @@ export interface Tarball {
 export async function readTarball(file: string): Promise<Tarball> {
   let pkgText: string;
   try {
-    pkgText = execFileSync('tar', ['-xzOf', file, 'package/package.json'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
+    pkgText = await readTarballPackageJson(file);
   } catch (err) {
-    throw new CliFailure(`${file} is not an npm package tarball (tar could not read package/package.json: ${(err as Error).message.split('\n')[0] ?? ''}); make one with 'npm pack' in a checkout`, exitCodes.failed, 'not_package');
+    throw new CliFailure(`${file} is not an npm package tarball (${(err as Error).message}); make one with 'npm pack' in a checkout`, exitCodes.failed, 'not_package');
   }
   const pkg = z.object({ name: z.literal('shoal'), version: z.string() }).loose().safeParse(JSON.parse(pkgText));
   if (!pkg.success) throw new CliFailure(`${file} is not a shoal package (its package.json is not named shoal)`, exitCodes.failed, 'not_package');

@@ -1,6 +1,7 @@
-// The one wrapper around `nft` for the drills' isolate action (docs/operations.md, "Failover
-// drills"): arguments as arrays (a ruleset on standard input, never a shell string), JSON output
-// where it is read, a timeout and a typed error on every call.
+// `nft` for the drills' isolate action (docs/operations.md, "Failover drills"), through the one
+// command runner (src/base/run-command.ts): arguments as arrays (a ruleset on standard input,
+// never a shell string), JSON output where it is read, a timeout on every call, and its failure
+// turned into `drill_action_failed` with what to do about it.
 //
 // The cut lives in its own table, `inet shoal_drill`: a set of TCP ports whose elements carry a
 // timeout, and an input and an output chain that drop packets to those ports. The kernel removes
@@ -8,7 +9,7 @@
 // meanwhile. The set holds peer ports only: the client API port is never in it, so the drill can
 // still talk to the node it isolated.
 
-import { execFile } from 'node:child_process';
+import { CommandError, runCommand } from '../../base/run-command.ts';
 import { ShoalError } from '../../errors.ts';
 
 export const drillTable = 'shoal_drill';
@@ -24,20 +25,15 @@ const ruleset = `table inet ${drillTable} {
 `;
 
 /** Runs `nft ARGS` (with `stdin`, if given); resolves with its standard output. */
-export function nft(args: readonly string[], stdin?: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = execFile('nft', [...args], { timeout: nftTimeoutMs, encoding: 'utf8' }, (err, stdout, stderr) => {
-      if (err === null) {
-        resolve(stdout);
-        return;
-      }
-      const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
-      reject(new ShoalError('drill_action_failed', missing
-        ? 'isolate needs nftables: the nft command is not installed on this node (apt-get install nftables); nothing was changed'
-        : `nft ${args.join(' ')} failed: ${(stderr || err.message).trim()} (isolate needs root, or CAP_NET_ADMIN); nothing was changed`, { command: 'nft', args: [...args] }));
-    });
-    if (stdin !== undefined) child.stdin?.end(stdin);
-  });
+export async function nft(args: readonly string[], stdin?: string): Promise<string> {
+  try {
+    return (await runCommand('nft', args, { timeoutMs: nftTimeoutMs, input: stdin })).stdout;
+  } catch (err) {
+    if (!(err instanceof CommandError)) throw err;
+    throw new ShoalError('drill_action_failed', err.reason === 'not_found'
+      ? 'isolate needs nftables: the nft command is not installed on this node (apt-get install nftables); nothing was changed'
+      : `${err.message} (isolate needs root, or CAP_NET_ADMIN); nothing was changed`, { command: 'nft', args: [...args], reason: err.reason });
+  }
 }
 
 /** Creates the table, set and chains unless they exist (another node on this machine may have made them). */

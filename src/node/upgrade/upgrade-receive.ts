@@ -1,6 +1,7 @@
 // Receives a build for an upgrade (PUT /v1/upgrade/build): the bytes of an `npm pack` tarball
 // stream to disk while their sha256 is computed; only a tarball whose sum matches the one the
-// sender named is unpacked. Then it is made runnable and started once (`shoal version`) before it
+// sender named is checked and unpacked (upgrade-tarball.ts: files and folders under package/
+// only). Then it is made runnable and started once (`shoal version`) before it
 // is kept as a release (upgrade-releases.ts). Any failure removes what was received.
 //
 // node_modules: the package holds no dependencies (native ones, LevelDB's binding among them,
@@ -16,12 +17,12 @@ import { pipeline } from 'node:stream/promises';
 import { Transform, type Readable } from 'node:stream';
 import { z } from 'zod';
 import { ShoalError } from '../../errors.ts';
-import { runCommand } from './upgrade-exec.ts';
+import { runReleaseCommand } from './upgrade-exec.ts';
+import { extractPackageTarball } from './upgrade-tarball.ts';
 import { releaseMarkerFile, releaseName, type ReleaseMarker, type Releases } from './upgrade-releases.ts';
 
 /** The largest tarball taken (a shoal package is a few MiB; this leaves room without filling a disk). */
 export const upgradeTarballBytesMax = 200 * 1024 * 1024;
-const tarTimeoutMs = 60_000;
 const npmInstallTimeoutMs = 10 * 60_000;
 const versionCheckTimeoutMs = 30_000;
 
@@ -61,19 +62,6 @@ async function streamToFile(body: Readable, file: string, bytesMax: number): Pro
   return { sha256: hash.digest('hex'), bytes };
 }
 
-/** Every entry of an npm package lies under package/, with no `..` and no absolute path. */
-async function checkEntries(tarball: string): Promise<void> {
-  const listing = await runCommand('tar', ['-tzf', tarball], { timeoutMs: tarTimeoutMs, reason: 'not_package' });
-  const bad = listing.split('\n').filter((e) => e !== '').find((e) => !e.startsWith('package/') || e.split('/').includes('..'));
-  if (bad !== undefined) throw new ShoalError('release_refused', `the tarball holds '${bad}', outside package/: it is not an npm package; nothing was activated`, { reason: 'not_package' });
-  // npm packs files and directories only. A symbolic or hard link could point a later entry (or
-  // the running node, through the release) outside the release folder: refused. The long listing's
-  // first character is the entry's type.
-  const types = await runCommand('tar', ['-tvzf', tarball], { timeoutMs: tarTimeoutMs, reason: 'not_package' });
-  const link = types.split('\n').find((line) => line !== '' && line[0] !== '-' && line[0] !== 'd');
-  if (link !== undefined) throw new ShoalError('release_refused', `the tarball holds an entry that is not a file or a folder (${link.trim().split(/\s+/).slice(-3).join(' ')}): npm packs none; nothing was activated`, { reason: 'not_package' });
-}
-
 function readPackageJson(dir: string): z.infer<typeof packageJsonSchema> {
   const file = path.join(dir, 'package.json');
   const parsed = existsSync(file) ? packageJsonSchema.safeParse(JSON.parse(readFileSync(file, 'utf8'))) : undefined;
@@ -99,7 +87,7 @@ async function provideNodeModules(pkgDir: string, deps: Record<string, string>, 
   }
   // --ignore-scripts: the package's own `prepare` would try to build from sources it does not
   // ship; the native dependencies load prebuilt binaries their packages carry.
-  await runCommand('npm', ['install', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: pkgDir, timeoutMs: npmInstallTimeoutMs, reason: 'npm_install' });
+  await runReleaseCommand('npm', ['install', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: pkgDir, timeoutMs: npmInstallTimeoutMs, reason: 'npm_install' });
   return 'installed';
 }
 
@@ -107,7 +95,7 @@ async function provideNodeModules(pkgDir: string, deps: Record<string, string>, 
 async function checkStarts(pkgDir: string, version: string, nodeBinary: string): Promise<void> {
   const env = { ...process.env };
   delete env.SHOAL_FROM_SOURCE;
-  const out = await runCommand(nodeBinary, [path.join(pkgDir, 'bin', 'shoal.js'), 'version', '--json'], { timeoutMs: versionCheckTimeoutMs, env, reason: 'does_not_start' });
+  const out = await runReleaseCommand(nodeBinary, [path.join(pkgDir, 'bin', 'shoal.js'), 'version', '--json'], { timeoutMs: versionCheckTimeoutMs, env, reason: 'does_not_start' });
   const said = z.object({ version: z.string() }).loose().safeParse(JSON.parse(out.trim().split('\n').pop() ?? '{}'));
   if (!said.success || said.data.version !== version) {
     throw new ShoalError('release_refused', `the new build started but says it is ${said.success ? said.data.version : 'nothing readable'}, not ${version}; nothing was activated`, { reason: 'does_not_start' });
@@ -127,8 +115,7 @@ export async function receiveBuild(releases: Releases, runningRoot: string, body
     if (got.sha256 !== sha256) {
       throw new ShoalError('release_refused', `the build's sha256 is ${got.sha256}, not ${sha256} as sent: it was damaged on the way or is another file; nothing was unpacked`, { reason: 'checksum', sha256: got.sha256, bytes: got.bytes });
     }
-    await checkEntries(tarball);
-    await runCommand('tar', ['-xzf', tarball, '-C', incoming, '--no-same-owner'], { timeoutMs: tarTimeoutMs, reason: 'not_package' });
+    await extractPackageTarball(tarball, incoming);
     const pkgDir = path.join(incoming, 'package');
     const pkg = readPackageJson(pkgDir);
     const name = releaseName(pkg.version, sha256);
