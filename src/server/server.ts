@@ -59,6 +59,16 @@ import { DrillStorage } from '../node/drill/drill-storage.ts';
 import { drillTargetOf } from '../node/drill/drill-target.ts';
 import { inertUpgradeHost, processUpgradeHost } from '../node/upgrade/upgrade-host.ts';
 import { revokedSerialsOf } from '../security/revoked-index.ts';
+import { assert } from '../base/assert.ts';
+import type { Tls } from '../base/tls-material.ts';
+import type { WgKeyPair } from '../../net/wg-keys.ts';
+import type { OverlayAgent } from '../../net/overlay-agent.ts';
+import type { MeshAgent } from '../../net/mesh-agent.ts';
+import type { FoundingToken } from '../security/founding-token.ts';
+import type { CaAuthority } from '../security/authority.ts';
+import type { NodeIdentity } from '../executor/store-ports.ts';
+import type { PassReport } from '../control/leader-run.ts';
+import { Lifecycle, type Component, type LifecycleHooks, type Stop } from './lifecycle.ts';
 
 export { softwareVersion };
 
@@ -77,7 +87,11 @@ export interface RunningNode {
   events: EventLog;
   /** True once the token `shoal init` printed is in the store (at once when there is none); false if never. */
   foundingTokenWritten: Promise<boolean>;
-  /** Graceful: hands leadership away when leading, then closes API, transport and storage. */
+  /**
+   * Graceful: stops the components in the reverse order of their starts (nodeComponents): the
+   * loops and agents, then hands leadership away when leading, drains the API, and stops the node.
+   * Idempotent; rejects, once every stop has run, if one threw (each is logged).
+   */
   stop(): Promise<void>;
 }
 
@@ -149,47 +163,175 @@ export interface StartOptions {
   drillActions?: boolean;
   /** Peer hints from `shoal serve --peers`, added to the config's `peer.peers`. */
   peers?: string[];
+  /**
+   * For tests: told before each of the node's components starts (a throw fails that start: what
+   * had started stops, in reverse) and after each stops (nodeComponents below).
+   */
+  lifecycle?: LifecycleHooks;
 }
 
+/**
+ * What the node's components share. The fields set in the constructor need no stopping and are
+ * ready before any component starts; each field below them is set by the component named beside
+ * it, for the components after it in the list.
+ */
+class NodeParts {
+  readonly identity: Identity;
+  readonly tls: Tls;
+  readonly levelMax: number;
+  /** Every log line names the node, with its term and role (the role as its leaderChange events say). */
+  readonly ref: { node?: RaftNode; role: string } = { role: 'starting' };
+  readonly apiAuth: ApiAuth;
+  /** The WireGuard key: made at the first start with `mesh`; a damaged file stops the start here. */
+  readonly meshKeys: WgKeyPair | null;
+  readonly metrics = new Registry();
+  readonly store: DocumentStore;
+  /** The trust bundle is tls.caPem (two CAs during a CA rotation), kept by the rotation agent. */
+  readonly security: CaAuthority;
+  /** Told of new certificates or a new trust bundle (the API's routes subscribe). */
+  readonly tlsListeners = new Set<() => void>();
+  readonly lifecycle: Lifecycle;
+
+  peerHttp!: PeerHttp; // peer-http
+  storage!: DrillStorage; // storage
+  seedPeers: MemberRecord[] = []; // bootstrap
+  addresses!: PeerAddresses; // node-parts
+  transport!: WsTransport; // node-parts
+  node!: RaftNode; // node-parts
+  observeLoops!: (pass: PassReport) => void; // metrics
+  events!: EventLog; // event-log
+  runtime!: Runtime | null; // runtime
+  api!: FastifyInstance; // api
+  /** Settles once the API's listen has: with its error, or undefined when bound. Never rejects. */
+  apiBound!: Promise<unknown>; // api
+  overlay!: OverlayAgent | null; // overlay
+  control!: ControlPlane; // control
+  mesh!: MeshAgent | null; // mesh
+  founding!: FoundingToken; // founding-token
+  firstRunAfterInit = false; // founding-token
+  renewer!: CertRenewer; // cert-renewal
+  caKeys!: CaKeyFetcher; // ca-keys
+  holder: { cancel(): void } = { cancel() {} }; // ca-holder (replaced when the CA key arrives)
+  apiAddress!: string; // api-bound
+
+  constructor(readonly config: NodeConfig, readonly log: Logger | ProcessLogger, readonly opts: StartOptions) {
+    this.levelMax = opts.featureLevelMax ?? featureLevelMax;
+    this.identity = loadIdentity(config.dataDir);
+    const ref = this.ref;
+    if ('bindNode' in log) log.bindNode({ name: this.identity.name, id: this.identity.id, state: () => ({ term: ref.node?.currentTerm ?? 0, role: ref.role }) });
+    this.tls = loadTls(config.dataDir);
+    this.apiAuth = config.api.insecureLoopback ? { mode: 'insecure' } : { mode: 'tls', tls: this.tls };
+    if (config.api.insecureLoopback) {
+      log.warn(`api.insecureLoopback is on: the API on ${config.api.listen} is plain HTTP with no authentication, and every local process is admin; remove it outside tests (docs/security.md)`);
+    }
+    this.meshKeys = config.mesh === undefined ? null : loadOrCreateKeyPair(config.dataDir);
+    // Store options must be the same on every node (they shape snapshots and replays): defaults.
+    this.store = new DocumentStore({ onListenerError: (err) => log.error(`a store listener failed: ${(err as Error).stack ?? String(err)}`) });
+    this.security = rotatingCaAuthority(config.dataDir, this.tls, this.store);
+    this.lifecycle = new Lifecycle({
+      ...opts.lifecycle,
+      onStopError: (name, err) => log.error(`stopping ${name} failed: ${(err as Error).stack ?? String(err)}`),
+    });
+  }
+
+  /** Events are cluster events unless the node was told to write none (tests comparing stores). */
+  get clusterEvents(): boolean {
+    return this.opts.clusterEvents ?? true;
+  }
+}
+
+/**
+ * The node's components, in start order; a stop (RunningNode.stop, or a start that fails) stops
+ * them in the reverse order (lifecycle.ts), so read this list bottom-up for the stop:
+ *
+ * - the security agents and the peer address book stop first, then the mesh, the control plane
+ *   (the leader's loops and the agent: they propose through the node; containers and the mesh
+ *   keep running), the overlay it reads, the firewall, DNS and backups;
+ * - then `hand-over`: a leader hands leadership to another voter while it still serves as a
+ *   follower; then the API stops taking connections and answers what it holds (forwarded to the
+ *   new leader), before the node itself stops;
+ * - then the event sources, the Raft node (its transport and storage with it), the event log,
+ *   the runtime metrics and the client for other nodes' APIs.
+ *
+ * The API begins listening in `api` and the last component waits for the bind: the components
+ * between start without waiting on I/O, so no request is served before all have started, as when
+ * the API was started last (it reaches the founding token, the renewer and the mesh agent, made
+ * after it, through NodeParts; keep any component that waits on I/O out of that stretch).
+ * docs/architecture.md, "Start and stop order".
+ */
+export const nodeComponents: readonly Component<NodeParts>[] = [
+  { name: 'peer-http', start: startPeerHttp },
+  { name: 'storage', start: openStorage },
+  { name: 'bootstrap', start: bootstrap },
+  { name: 'node-parts', start: buildNode },
+  { name: 'metrics', start: registerMetrics },
+  { name: 'event-log', start: startEventLog },
+  { name: 'transport', start: listenForPeers },
+  { name: 'raft-node', start: startRaftNode },
+  { name: 'event-sources', start: startEventSources },
+  { name: 'runtime', start: makeRuntimeOf },
+  { name: 'api', start: startApi },
+  { name: 'hand-over', start: (c) => () => c.node.handOff() },
+  { name: 'backups', start: startBackups },
+  { name: 'dns', start: startDns },
+  { name: 'firewall', start: startFirewallOf },
+  { name: 'overlay', start: startOverlay },
+  { name: 'control', start: startControl },
+  { name: 'mesh', start: startMesh },
+  { name: 'peer-addresses', start: (c) => { c.addresses.start(c.node); return () => c.addresses.close(); } },
+  { name: 'autopilot', start: startAutopilot },
+  { name: 'founding-token', start: startFoundingToken },
+  { name: 'cert-renewal', start: startCertRenewal },
+  { name: 'ca-keys', start: startCaKeys },
+  { name: 'ca-rotation', start: startCaRotation },
+  { name: 'ca-holder', start: startCaHolder },
+  { name: 'api-bound', start: awaitApiBound },
+];
+
 export async function startNode(config: NodeConfig, log: Logger | ProcessLogger, opts: StartOptions = {}): Promise<RunningNode> {
-  const levelMax = opts.featureLevelMax ?? featureLevelMax;
-  const identity = loadIdentity(config.dataDir);
-  // Every later line names the node, with its term and role (the role as its leaderChange events say).
-  const ref: { node?: RaftNode; role: string } = { role: 'starting' };
-  if ('bindNode' in log) log.bindNode({ name: identity.name, id: identity.id, state: () => ({ term: ref.node?.currentTerm ?? 0, role: ref.role }) });
-  const tls = loadTls(config.dataDir);
-  const apiAuth: ApiAuth = config.api.insecureLoopback ? { mode: 'insecure' } : { mode: 'tls', tls };
-  if (config.api.insecureLoopback) {
-    log.warn(`api.insecureLoopback is on: the API on ${config.api.listen} is plain HTTP with no authentication, and every local process is admin; remove it outside tests (docs/security.md)`);
-  }
+  const c = new NodeParts(config, log, opts);
+  await c.lifecycle.startAll(nodeComponents, c);
+  return {
+    identity: c.identity, node: c.node, store: c.store, api: c.api, apiAddress: c.apiAddress, apiScheme: c.peerHttp.scheme,
+    control: c.control, events: c.events, foundingTokenWritten: c.founding.written,
+    stop: () => c.lifecycle.close(),
+  };
+}
+
+function startPeerHttp(c: NodeParts): Stop {
   // Calls to other nodes' APIs: the cluster's APIs all run the same way (TLS unless every node opted out).
-  const peerHttp = new PeerHttp(config.api.insecureLoopback ? null : tls);
-  // The WireGuard key: made at the first start with `mesh`; a damaged file stops the start here.
-  const meshKeys = config.mesh === undefined ? null : loadOrCreateKeyPair(config.dataDir);
-  const metrics = new Registry();
-  const fsync = metrics.histogram('shoal_storage_sync_duration_seconds', 'Duration of synced storage writes (one per Ready batch).', latencyBuckets);
+  c.peerHttp = new PeerHttp(c.config.api.insecureLoopback ? null : c.tls);
+  return () => c.peerHttp.close();
+}
+
+async function openStorage(c: NodeParts): Promise<Stop> {
+  const fsync = c.metrics.histogram('shoal_storage_sync_duration_seconds', 'Duration of synced storage writes (one per Ready batch).', latencyBuckets);
+  const disk = await DiskStorage.open(c.config.dataDir, { logger: c.log, onSync: (ms, sample) => { if (sample.sync) fsync.observe(ms / 1000); } });
   // Wrapped for the drills' disk stall (drill-storage.ts): a pass-through until a drill asks.
-  const storage = new DrillStorage(await DiskStorage.open(config.dataDir, { logger: log, onSync: (ms, sample) => { if (sample.sync) fsync.observe(ms / 1000); } }));
-  // Store options must be the same on every node (they shape snapshots and replays): defaults.
-  const store = new DocumentStore({ onListenerError: (err) => log.error(`a store listener failed: ${(err as Error).stack ?? String(err)}`) });
-  let seedPeers: MemberRecord[] = [];
-  try {
-    await bootstrapIfNew(storage, config, identity, store, log);
-    if (storage.log.lastIndex() === 0 && config.join !== undefined) seedPeers = await learnMembers(peerHttp, config.join.api, config.join.timeoutMs, log);
-  } catch (err) {
-    await storage.close();
-    throw err;
-  }
+  c.storage = new DrillStorage(disk);
+  // The Raft node closes it when it stops; closing again does nothing.
+  return () => c.storage.close();
+}
+
+async function bootstrap(c: NodeParts): Promise<void> {
+  const { config, storage } = c;
+  await bootstrapIfNew(storage, config, c.identity, c.store, c.log);
+  if (storage.log.lastIndex() === 0 && config.join !== undefined) c.seedPeers = await learnMembers(c.peerHttp, config.join.api, config.join.timeoutMs, c.log);
+}
+
+/** The peer address book, the transport and the Raft node, built (nothing runs yet). */
+function buildNode(c: NodeParts): void {
+  const { config, identity, store, tls, ref, log } = c;
   // Where members are when their records are out of date, and what this node announces (peer-addresses.ts).
-  const addresses: PeerAddresses = new PeerAddresses({
-    dataDir: config.dataDir, log, hints: [...new Set([...config.peer.peers, ...(opts.peers ?? [])])],
-    self: (): SelfAddresses => announcedSelf(config, transport.address), identify: (address: string): Promise<string> => transport.identify(address),
+  c.addresses = new PeerAddresses({
+    dataDir: config.dataDir, log, hints: [...new Set([...config.peer.peers, ...(c.opts.peers ?? [])])],
+    self: (): SelfAddresses => announcedSelf(config, c.transport.address), identify: (address: string): Promise<string> => c.transport.identify(address),
   });
   // The transport asks the node's membership; the node needs the transport: tie the knot by reference.
-  const transport: WsTransport = new WsTransport({
-    announce: () => addresses.announcement(),
+  c.transport = new WsTransport({
+    announce: () => c.addresses.announcement(),
     nodeId: identity.id, clusterId: identity.clusterId, listen: splitHostPort(config.peer.listen), tls,
-    protocolVersion, protocolVersionsSupported: { min: 1, max: protocolVersion }, softwareVersion, featureLevelMax: levelMax, logger: log,
+    protocolVersion, protocolVersionsSupported: { min: 1, max: protocolVersion }, softwareVersion, featureLevelMax: c.levelMax, logger: log,
     // A node that knows its members accepts only them: a removed node's certificate is refused,
     // with the reason `removed`, so it learns it and stops.
     authorizePeer: (id) => {
@@ -203,102 +345,252 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
     isRevoked: (serial) => revokedSerialsOf(store).has(serial),
   });
   revokedSerialsOf(store).onRevoked(() => {
-    transport.closeRevoked();
+    c.transport.closeRevoked();
     if (revokedSerialsOf(store).hasCertificate(tls.certPem)) log.error('the certificate this node uses was revoked: its peers refuse it and it cannot be renewed; remove the node (shoal cluster remove) and join the machine again (docs/security.md, "Revoking a certificate")');
   });
-  const node = new RaftNode({
-    id: identity.id, storage, transport, stateMachine: store, logger: log,
+  c.node = new RaftNode({
+    id: identity.id, storage: c.storage, transport: c.transport, stateMachine: store, logger: log,
     tickMs: config.raft.tickMs,
     electionTimeoutTicks: config.raft.electionTimeoutMs / config.raft.tickMs,
     heartbeatIntervalTicks: config.raft.heartbeatIntervalMs / config.raft.tickMs,
     snapshotEntries: config.raft.snapshotEntries, snapshotIntervalMs: config.raft.snapshotIntervalMs,
     snapshotEntriesMax: config.raft.snapshotEntriesMax, logKeepEntries: config.raft.logKeepEntries,
     appendBytesMax: config.raft.appendBytesMax, appendsInflightMax: config.raft.appendsInflightMax,
-    uncommittedBytesMax: config.raft.uncommittedBytesMax, proposalTimeoutMs: config.limits.proposalTimeoutMs, seedPeers,
-    featureLevelMax: levelMax, peerAddressOf: (m) => addresses.peerAddressOf(m),
+    uncommittedBytesMax: config.raft.uncommittedBytesMax, proposalTimeoutMs: config.limits.proposalTimeoutMs, seedPeers: c.seedPeers,
+    featureLevelMax: c.levelMax, peerAddressOf: (m) => c.addresses.peerAddressOf(m),
     proposalsPendingMax: config.limits.proposalsPendingMax, readsPendingMax: config.limits.readsPendingMax, diskStallMs: config.limits.diskStallMs,
   });
-  ref.node = node;
-  node.on('leaderChange', ({ role }) => { ref.role = role; });
-  registerNodeMetrics(metrics, node, { identity, softwareVersion, electionTimeoutMs: config.raft.electionTimeoutMs, dataDir: config.dataDir });
-  const observeLoops = registerControlMetrics(metrics, store);
-  metrics.gauge({ ...PEER_MESSAGES_DROPPED_METRIC, type: 'counter', read: () => inboundDropSamples(transport.inboundDrops()) });
-  const stopRuntimeMetrics = registerRuntimeMetrics(metrics);
+  ref.node = c.node;
+  c.node.on('leaderChange', ({ role }) => { ref.role = role; });
+}
+
+function registerMetrics(c: NodeParts): Stop {
+  registerNodeMetrics(c.metrics, c.node, { identity: c.identity, softwareVersion, electionTimeoutMs: c.config.raft.electionTimeoutMs, dataDir: c.config.dataDir });
+  c.observeLoops = registerControlMetrics(c.metrics, c.store);
+  c.metrics.gauge({ ...PEER_MESSAGES_DROPPED_METRIC, type: 'counter', read: () => inboundDropSamples(c.transport.inboundDrops()) });
+  return registerRuntimeMetrics(c.metrics);
+}
+
+function startEventLog(c: NodeParts): Stop {
   // Before the node starts: it counts the stored events, then follows every change from the first.
-  const events = new EventLog({ node, store, identity, log });
+  c.events = new EventLog({ node: c.node, store: c.store, identity: c.identity, log: c.log });
+  return () => c.events.close();
+}
+
+async function listenForPeers(c: NodeParts): Promise<Stop> {
   try {
-    await transport.start();
+    await c.transport.start();
   } catch (err) {
-    await storage.close();
-    throw listenError('peer.listen', config.peer.listen, err);
+    await c.transport.close();
+    throw listenError('peer.listen', c.config.peer.listen, err);
   }
-  ref.role = 'follower';
-  transport.onAnnounced((id, announced) => addresses.heard(id, announced));
-  await node.start();
-  addresses.start(node);
-  const nodeIdentity = {
+  // The Raft node closes it when it stops; closing again does nothing.
+  return () => c.transport.close();
+}
+
+async function startRaftNode(c: NodeParts): Promise<Stop> {
+  c.ref.role = 'follower';
+  c.transport.onAnnounced((id, announced) => c.addresses.heard(id, announced));
+  await c.node.start();
+  // A leader hands leadership away first (already done by hand-over on a normal stop); then the
+  // node stops, and closes its transport and storage.
+  return () => c.node.stop();
+}
+
+function startEventSources(c: NodeParts): Stop {
+  const stopNodeEvents = watchNodeEvents(c.node, c.events, { clusterEvents: c.clusterEvents });
+  // The control plane's changes are only cluster events: a node told to write none records none.
+  const stopControlEvents = c.clusterEvents ? watchControlEvents(c.node, c.store, c.events) : () => {};
+  return () => {
+    stopNodeEvents();
+    stopControlEvents();
+  };
+}
+
+function makeRuntimeOf(c: NodeParts): Stop {
+  c.runtime = makeRuntime(c.config);
+  // The control plane closes it when it stops; this closes it when the control plane never started.
+  return () => c.runtime?.close();
+}
+
+/** Builds the API and begins listening; `api-bound`, the last component, waits for the bind. */
+function startApi(c: NodeParts): Stop {
+  const { config, node, storage, log } = c;
+  c.api = buildApi({
+    node, store: c.store, clusterId: c.identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax,
+    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics: c.metrics, streams: new Set(), runtime: c.runtime, events: c.events,
+    auth: c.apiAuth, peer: c.peerHttp, security: c.security, foundingToken: foundingTokenOf(c),
+    ...(config.mesh !== undefined ? { mesh: meshKeysOf(c) } : {}),
+    renewCertificate: () => c.renewer.renewNow(),
+    onTlsReloaded: (listener) => {
+      c.tlsListeners.add(listener);
+      return () => c.tlsListeners.delete(listener);
+    },
+    caRotation: { dataDir: config.dataDir },
+    limits: {
+      ...apiLimitsDefault, connectionsMax: config.limits.connectionsMax, watchStreamsMax: config.limits.watchStreamsMax,
+      watchStreamsPerClientMax: config.limits.watchStreamsPerClientMax, snapshotDownloadsMax: config.limits.snapshotDownloadsMax,
+    },
+    ...(c.opts.drillActions === true ? { drill: drillTargetOf(storage, config.peer.listen, node, config.dataDir) } : {}),
+    // Only a node that owns its process (`shoal serve`, as for the drills) restarts into a new build.
+    upgrade: c.opts.drillActions === true ? processUpgradeHost(config.dataDir, () => c.lifecycle.close(), log) : inertUpgradeHost(config.dataDir),
+  });
+  const where = splitHostPort(config.api.listen);
+  c.apiBound = c.api.listen({ host: where.host, port: where.port }).then(() => undefined, (err: unknown) => err ?? new Error('listen failed'));
+  return async () => {
+    // Closed only once its listen has settled: a close racing the bind could leave it listening.
+    await c.apiBound;
+    await closeApiGracefully(c.api, config.limits.apiDrainMs);
+  };
+}
+
+/** The founding token as the API sees it: minted by `founding-token`, after the API is built. */
+function foundingTokenOf(c: NodeParts): FoundingToken {
+  return {
+    pendingId: () => c.founding.pendingId(),
+    get written() { return c.founding.written; },
+    cancel: () => c.founding.cancel(),
+  };
+}
+
+/** `shoal node rotate-key`: a new key pair, committed, stored, then taken (net/mesh-agent.ts). */
+function meshKeysOf(c: NodeParts): MeshKeys {
+  return {
+    rotateKey: async () => {
+      const mesh = c.mesh;
+      assert(mesh !== null, 'a node with a mesh config runs the mesh agent');
+      const pair = generateKeyPair();
+      await mesh.rotateKey(pair, (p) => { writeKeyPair(c.config.dataDir, p); });
+      return pair.publicKey;
+    },
+  };
+}
+
+async function awaitApiBound(c: NodeParts): Promise<void> {
+  const err = await c.apiBound;
+  if (err !== undefined) throw listenError('api.listen', c.config.api.listen, err);
+  const where = splitHostPort(c.config.api.listen);
+  const addr = c.api.server.address();
+  c.apiAddress = typeof addr === 'object' && addr !== null ? `${where.host}:${addr.port}` : c.config.api.listen;
+}
+
+function startBackups(c: NodeParts): Stop {
+  const { config, identity, node, store } = c;
+  const backups = new ScheduledBackups({
+    dir: config.snapshot.dir !== undefined ? path.resolve(config.dataDir, config.snapshot.dir) : path.join(config.dataDir, 'backups'),
+    intervalMs: config.snapshot.intervalMs, keep: config.snapshot.keep, clusterId: identity.clusterId, log: c.log,
+    take: () => snapshotFileParts(node, store, identity.clusterId),
+  });
+  backups.start();
+  return () => backups.close();
+}
+
+/** The service DNS responder on this node's gateways (config dns.enabled, docker runtime only); its metrics in any case. */
+function startDns(c: NodeParts): Stop | undefined {
+  const { config } = c;
+  const dns = startServiceDns({ enabled: config.dns.enabled && config.runtime.kind === 'docker', store: c.store, nodeId: c.identity.id, metrics: c.metrics, log: c.log });
+  return dns === null ? undefined : () => dns.close();
+}
+
+/**
+ * Every node's firewall (config firewall.enabled, off by default): renders its nftables table
+ * from the committed store and applies it; stopping leaves the table in force.
+ */
+function startFirewallOf(c: NodeParts): Stop | undefined {
+  const { config } = c;
+  if (!config.firewall.enabled) return undefined;
+  const firewall = startFirewall({ node: c.node, store: c.store, nodeId: c.identity.id, apiListen: config.api.listen, peerListen: config.peer.listen, log: c.log });
+  return () => firewall.close();
+}
+
+/**
+ * The overlay (net/overlay-agent.ts): Docker networks, and VXLAN over the mesh, for the networks
+ * this node hosts; only where containers run on Docker. Stopping shoal leaves them in place.
+ */
+function startOverlay(c: NodeParts): Stop | undefined {
+  const { config, identity } = c;
+  c.overlay = config.runtime.kind !== 'docker' ? null : startOverlayAgent({
+    node: c.node, store: c.store, clusterId: identity.clusterId, nodeId: identity.id, meshMtu: config.mesh?.mtu ?? null, dockerSocket: config.runtime.dockerSocket, log: c.log,
+  });
+  const overlay = c.overlay;
+  return overlay === null ? undefined : () => overlay.close();
+}
+
+/** The leader's loops and this node's agent (control-plane.ts); stopping leaves containers running. */
+function startControl(c: NodeParts): Stop {
+  const { config, identity, store } = c;
+  c.control = new ControlPlane({
+    networks: new StoreTaskNetworks(store, identity.id, c.overlay),
+    node: c.node, store, clusterId: identity.clusterId, log: c.log, health: config.control, runtime: c.runtime, observeLoops: c.observeLoops, leaseDir: leaseDirOf(config), lease: config.exclusive,
+    imageGc: { graceMs: config.runtime.imageGcGraceMs, pinned: config.runtime.imagesPinned, ledgerFile: path.join(config.dataDir, 'images-pulled.json') },
+    identity: nodeIdentityOf(c), secretsDir: path.resolve(config.dataDir, 'secrets'),
+    ...(config.mesh !== undefined ? { meshCidr: config.mesh.cidr } : {}),
+  });
+  c.control.start();
+  return () => c.control.close();
+}
+
+/** The WireGuard mesh (net/): its interface outlives this process; stopping shoal leaves it up. */
+function startMesh(c: NodeParts): Stop | undefined {
+  const { config, meshKeys } = c;
+  c.mesh = config.mesh === undefined || meshKeys === null ? null : startMeshAgent({ config: config.mesh, keys: meshKeys, node: c.node, store: c.store, identity: nodeIdentityOf(c), log: c.log });
+  const mesh = c.mesh;
+  return mesh === null ? undefined : () => mesh.close();
+}
+
+function nodeIdentityOf(c: NodeParts): NodeIdentity {
+  const { config, identity } = c;
+  return {
     id: identity.id, name: identity.name, apiAddress: config.api.listen, peerAddress: config.peer.listen, softwareVersion,
     capacity: machineCapacity({ ...(config.node.cpuMillis !== undefined ? { cpuMillis: config.node.cpuMillis } : {}), ...(config.node.memoryBytes !== undefined ? { memoryBytes: config.node.memoryBytes } : {}) }),
     labels: config.node.labels,
   };
-  // The overlay (net/overlay-agent.ts): Docker networks, and VXLAN over the mesh, for the networks
-  // this node hosts; only where containers run on Docker. Stopping shoal leaves them in place.
-  const overlay = config.runtime.kind !== 'docker' ? null : startOverlayAgent({
-    node, store, clusterId: identity.clusterId, nodeId: identity.id, meshMtu: config.mesh?.mtu ?? null, dockerSocket: config.runtime.dockerSocket, log,
-  });
-  const control = new ControlPlane({
-    networks: new StoreTaskNetworks(store, identity.id, overlay),
-    node, store, clusterId: identity.clusterId, log, health: config.control, runtime: makeRuntime(config), observeLoops, leaseDir: leaseDirOf(config), lease: config.exclusive,
-    imageGc: { graceMs: config.runtime.imageGcGraceMs, pinned: config.runtime.imagesPinned, ledgerFile: path.join(config.dataDir, 'images-pulled.json') },
-    identity: nodeIdentity, secretsDir: path.resolve(config.dataDir, 'secrets'),
-    ...(config.mesh !== undefined ? { meshCidr: config.mesh.cidr } : {}),
-  });
-  control.start();
-  // The WireGuard mesh (net/): its interface outlives this process; stopping shoal leaves it up.
-  const mesh = config.mesh === undefined || meshKeys === null ? null : startMeshAgent({ config: config.mesh, keys: meshKeys, node, store, identity: nodeIdentity, log });
-  // Every node's firewall (config firewall.enabled, off by default): renders its nftables table
-  // from the committed store and applies it; stopping leaves the table in force.
-  const firewall = config.firewall.enabled ? startFirewall({ node, store, nodeId: identity.id, apiListen: config.api.listen, peerListen: config.peer.listen, log }) : null;
-  // The service DNS responder on this node's gateways (config dns.enabled, docker runtime only).
-  const dns = startServiceDns({ enabled: config.dns.enabled && config.runtime.kind === 'docker', store, nodeId: identity.id, metrics, log });
-  const backups = new ScheduledBackups({
-    dir: config.snapshot.dir !== undefined ? path.resolve(config.dataDir, config.snapshot.dir) : path.join(config.dataDir, 'backups'),
-    intervalMs: config.snapshot.intervalMs, keep: config.snapshot.keep, clusterId: identity.clusterId, log,
-    take: () => snapshotFileParts(node, store, identity.clusterId),
-  });
-  backups.start();
+}
+
+function startAutopilot(c: NodeParts): Stop {
+  const { config, events } = c;
   const autopilot = new Autopilot({
-    node, store, log, stabilizationMs: config.autopilot.stabilizationMs, deadMemberRemoveAfterMs: config.autopilot.deadMemberRemoveAfterMs, minQuorum: config.autopilot.minQuorum,
-    record: (type, subject, details) => { if (opts.clusterEvents === false) events.recordLocal(type, subject, details); else events.recordEvent(type, subject, details); },
+    node: c.node, store: c.store, log: c.log, stabilizationMs: config.autopilot.stabilizationMs, deadMemberRemoveAfterMs: config.autopilot.deadMemberRemoveAfterMs, minQuorum: config.autopilot.minQuorum,
+    record: (type, subject, details) => { if (c.opts.clusterEvents === false) events.recordLocal(type, subject, details); else events.recordEvent(type, subject, details); },
   });
   autopilot.start();
-  // The trust bundle is tls.caPem (two CAs during a CA rotation), kept by the rotation agent below.
-  const security = rotatingCaAuthority(config.dataDir, tls, store);
-  // `shoal init` left the first voter token to write once this founding node leads.
-  const firstRunAfterInit = existsSync(foundingTokenFile(config.dataDir));
-  const founding = mintFoundingToken(node, config.dataDir, log);
-  // The API is built below; the renewer reaches its server through this once it exists.
-  const apiRef: { server?: unknown } = {};
-  const peersToAsk = (): { list: MemberRecord[]; leader: string } => ({ list: node.membership.list(), leader: node.leaderId });
-  // New certificates or a new trust bundle: new connections use them at once; open ones keep theirs
-  // unless the new bundle no longer trusts their certificate (the transport and the API close those).
-  const tlsListeners = new Set<() => void>();
-  const reloadTls = (): void => {
-    transport.reloadTls();
-    peerHttp.reloadTls();
-    // The API's HTTPS server takes them for new connections too.
-    // New ticket keys as the peer listener's: a resumed session would skip the new bundle's check.
-    if (apiRef.server instanceof HttpsServer) apiRef.server.setSecureContext({ ca: tls.caPem, cert: tls.certPem, key: tls.keyPem, minVersion: 'TLSv1.3', ticketKeys: randomBytes(sessionTicketKeysBytes) });
-    for (const l of tlsListeners) l();
-  };
-  // Renewal replaces tls's fields in place; the transport reloads its server context, and
-  // node-to-node HTTP its client agent.
-  const renewer = new CertRenewer({
-    dataDir: config.dataDir, nodeId: identity.id, tls, members: peersToAsk, log, scheme: peerHttp.scheme,
-    onRenewed: () => reloadTls(),
+  return () => autopilot.close();
+}
+
+/** `shoal init` left the first voter token to write once this founding node leads. */
+function startFoundingToken(c: NodeParts): Stop {
+  c.firstRunAfterInit = existsSync(foundingTokenFile(c.config.dataDir));
+  c.founding = mintFoundingToken(c.node, c.config.dataDir, c.log);
+  return () => c.founding.cancel();
+}
+
+/**
+ * New certificates or a new trust bundle: new connections use them at once; open ones keep theirs
+ * unless the new bundle no longer trusts their certificate (the transport and the API close those).
+ */
+function reloadTls(c: NodeParts): void {
+  const { tls } = c;
+  c.transport.reloadTls();
+  c.peerHttp.reloadTls();
+  // The API's HTTPS server takes them for new connections too.
+  // New ticket keys as the peer listener's: a resumed session would skip the new bundle's check.
+  if (c.api.server instanceof HttpsServer) c.api.server.setSecureContext({ ca: tls.caPem, cert: tls.certPem, key: tls.keyPem, minVersion: 'TLSv1.3', ticketKeys: randomBytes(sessionTicketKeysBytes) });
+  for (const l of c.tlsListeners) l();
+}
+
+function peersToAsk(node: RaftNode): () => { list: MemberRecord[]; leader: string } {
+  return () => ({ list: node.membership.list(), leader: node.leaderId });
+}
+
+/** Renewal replaces tls's fields in place; the transport reloads its server context, and node-to-node HTTP its client agent. */
+function startCertRenewal(c: NodeParts): Stop {
+  const { config, identity } = c;
+  c.renewer = new CertRenewer({
+    dataDir: config.dataDir, nodeId: identity.id, tls: c.tls, members: peersToAsk(c.node), log: c.log, scheme: c.peerHttp.scheme,
+    onRenewed: () => reloadTls(c),
     // A one-node cluster has no one else to ask: it signs its own renewal with the CA it holds.
     signLocally: async (csrPem) => {
-      const signer = security.signer();
+      const signer = c.security.signer();
       if (signer === undefined) return undefined;
       const { verifyCsr, signNodeCsr } = await import('../security/csr.ts');
       const hosts = ['127.0.0.1', 'localhost', '::1', splitHostPort(config.peer.listen).host, splitHostPort(config.api.listen).host];
@@ -306,130 +598,52 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
       return withChain(signed.certPem, signer);
     },
   });
-  renewer.start();
-  const caKeys = new CaKeyFetcher({
-    dataDir: config.dataDir, nodeId: identity.id, tls, members: peersToAsk, log, scheme: peerHttp.scheme,
+  c.renewer.start();
+  return () => c.renewer.close();
+}
+
+function startCaKeys(c: NodeParts): Stop {
+  const { config, identity, node } = c;
+  c.caKeys = new CaKeyFetcher({
+    dataDir: config.dataDir, nodeId: identity.id, tls: c.tls, members: peersToAsk(node), log: c.log, scheme: c.peerHttp.scheme,
     isVoter: () => node.confState().voters.includes(identity.id),
     onReceived: (from) => {
       // A node told to write no cluster events (tests comparing stores) writes no record either.
-      if (opts.clusterEvents === false) return;
-      events.recordEvent('ca.key.received', identity.id, { from });
-      holder = announceCaHolder(node, store, identity.id, log);
+      if (c.opts.clusterEvents === false) return;
+      c.events.recordEvent('ca.key.received', identity.id, { from });
+      c.holder = announceCaHolder(node, c.store, identity.id, c.log);
     },
   });
-  caKeys.start();
-  // `shoal ca rotate`: this node follows the rotation record in the store (ca-rotation-agent.ts).
+  c.caKeys.start();
+  return () => c.caKeys.close();
+}
+
+/** `shoal ca rotate`: this node follows the rotation record in the store (ca-rotation-agent.ts). */
+function startCaRotation(c: NodeParts): Stop {
+  const { config, identity, node } = c;
   const caRotation = new CaRotationAgent({
-    dataDir: config.dataDir, nodeId: identity.id, tls, store, node, log, scheme: peerHttp.scheme, members: peersToAsk,
+    dataDir: config.dataDir, nodeId: identity.id, tls: c.tls, store: c.store, node, log: c.log, scheme: c.peerHttp.scheme, members: peersToAsk(node),
     isVoter: () => node.confState().voters.includes(identity.id),
-    renew: () => renewer.renewNow(), reloadTls,
-    onCaKeyChanged: () => { caKeys.close(); caKeys.start(); },
+    renew: () => c.renewer.renewNow(), reloadTls: () => reloadTls(c),
+    onCaKeyChanged: () => { c.caKeys.close(); c.caKeys.start(); },
     // A voter holding only the new key (promoted mid-rotation) is a holder too: removing it warns.
     onNextKeyReceived: () => {
-      if (opts.clusterEvents === false) return;
-      holder.cancel();
-      holder = announceCaHolder(node, store, identity.id, log);
+      if (c.opts.clusterEvents === false) return;
+      c.holder.cancel();
+      c.holder = announceCaHolder(node, c.store, identity.id, c.log);
     },
   });
   caRotation.start();
-  // A node founded by `shoal init` records itself as a holder when it first runs (with the
-  // founding token); one that receives the key later, on receipt (above).
-  let holder = firstRunAfterInit && existsSync(caKeyFile(config.dataDir)) ? announceCaHolder(node, store, identity.id, log) : { cancel() {} };
-  const stopSecurity = (): void => {
-    addresses.close();
-    autopilot.close();
-    founding.cancel();
-    renewer.close();
-    caKeys.close();
-    caRotation.close();
-    holder.cancel();
-  };
-  const clusterEvents = opts.clusterEvents ?? true;
-  const stopNodeEvents = watchNodeEvents(node, events, { clusterEvents });
-  // The control plane's changes are only cluster events: a node told to write none records none.
-  const stopControlEvents = clusterEvents ? watchControlEvents(node, store, events) : () => {};
-  const stopEventSources = (): void => {
-    stopNodeEvents();
-    stopControlEvents();
-  };
-  // `shoal node rotate-key`: a new key pair, committed, stored, then taken (net/mesh-agent.ts).
-  const meshKeysPort: MeshKeys | undefined = mesh === null ? undefined : {
-    rotateKey: async () => {
-      const pair = generateKeyPair();
-      await mesh.rotateKey(pair, (p) => { writeKeyPair(config.dataDir, p); });
-      return pair.publicKey;
-    },
-  };
-  // The upgrade's restart stops the node the graceful way; that stop exists once the node is built below.
-  const stopRef = { stop: async (): Promise<void> => {} };
-  const api = buildApi({
-    node: node, store, clusterId: identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax,
-    proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics, streams: new Set(), runtime: control.runtime, events, auth: apiAuth, peer: peerHttp, security, foundingToken: founding,
-    ...(meshKeysPort !== undefined ? { mesh: meshKeysPort } : {}),
-    renewCertificate: () => renewer.renewNow(),
-    onTlsReloaded: (listener) => {
-      tlsListeners.add(listener);
-      return () => tlsListeners.delete(listener);
-    },
-    caRotation: { dataDir: config.dataDir },
-    limits: {
-      ...apiLimitsDefault, connectionsMax: config.limits.connectionsMax, watchStreamsMax: config.limits.watchStreamsMax,
-      watchStreamsPerClientMax: config.limits.watchStreamsPerClientMax, snapshotDownloadsMax: config.limits.snapshotDownloadsMax,
-    },
-    ...(opts.drillActions === true ? { drill: drillTargetOf(storage, config.peer.listen, node, config.dataDir) } : {}),
-    // Only a node that owns its process (`shoal serve`, as for the drills) restarts into a new build.
-    upgrade: opts.drillActions === true ? processUpgradeHost(config.dataDir, () => stopRef.stop(), log) : inertUpgradeHost(config.dataDir),
-  });
-  apiRef.server = api.server;
-  const apiListen = splitHostPort(config.api.listen);
-  try {
-    await api.listen({ host: apiListen.host, port: apiListen.port });
-  } catch (err) {
-    stopSecurity();
-    await mesh?.close();
-    await overlay?.close();
-    await firewall?.close();
-    await dns?.close();
-    await backups.close();
-    await control.close();
-    stopEventSources();
-    events.close();
-    await node.stop();
-    stopRuntimeMetrics();
-    await peerHttp.close();
-    throw listenError('api.listen', config.api.listen, err);
-  }
-  const addr = api.server.address();
-  const apiAddress = typeof addr === 'object' && addr !== null ? `${apiListen.host}:${addr.port}` : config.api.listen;
-  let stopping: Promise<void> | undefined;
-  const running: RunningNode = {
-    identity, node, store, api, apiAddress, apiScheme: peerHttp.scheme, control, events, foundingTokenWritten: founding.written,
-    stop: () => {
-      stopping ??= (async () => {
-        // The loops and the agents first: they propose through the node. Containers and the mesh keep running.
-        stopSecurity();
-        await mesh?.close();
-        await overlay?.close();
-        await control.close();
-        await firewall?.close();
-        await dns?.close();
-        await backups.close();
-        // Then leadership goes to another voter while this node still serves as a follower: the
-        // API stops taking connections and answers what it holds (forwarded to the new leader)
-        // before the node itself stops (docs/operations.md, "Graceful stop").
-        await node.handOff();
-        await closeApiGracefully(api, config.limits.apiDrainMs);
-        stopEventSources();
-        events.close();
-        await node.stop();
-        stopRuntimeMetrics();
-        await peerHttp.close();
-      })();
-      return stopping;
-    },
-  };
-  stopRef.stop = running.stop;
-  return running;
+  return () => caRotation.close();
+}
+
+/**
+ * A node founded by `shoal init` records itself as a holder of the CA key when it first runs (with
+ * the founding token); one that receives the key later, on receipt (ca-keys).
+ */
+function startCaHolder(c: NodeParts): Stop {
+  if (c.firstRunAfterInit && existsSync(caKeyFile(c.config.dataDir))) c.holder = announceCaHolder(c.node, c.store, c.identity.id, c.log);
+  return () => c.holder.cancel();
 }
 
 /** The container runtime the config names (docs/operations.md, `runtime`). */

@@ -1,0 +1,109 @@
+// Components that start in a declared order and stop in the reverse order, on a normal stop and
+// when a later start fails alike: a failed start stops, in reverse, exactly what had started, then
+// rethrows its own error. The node's composition root (server.ts) declares its parts with it;
+// nothing here knows what a node is.
+
+/** Stops what a start started. */
+export type Stop = () => void | Promise<void>;
+
+/** One part: `start` does what the part needs and returns how to stop it (nothing: nothing to stop). */
+export interface Component<C> {
+  /** Names it in errors, logs and tests. */
+  readonly name: string;
+  start(ctx: C): void | Stop | Promise<void | Stop>;
+}
+
+/** Watchers of a lifecycle; tests use them to fail a given start and to see the stop order. */
+export interface LifecycleHooks {
+  /** Called before each component starts; a throw (or rejection) fails that component's start. */
+  beforeStart?(name: string): void | Promise<void>;
+  /** Called after each component's stop has run, whether or not it threw. */
+  afterStop?(name: string): void;
+}
+
+export interface LifecycleOptions extends LifecycleHooks {
+  /** Told of each stop that threw; the stops after it still run. */
+  onStopError(name: string, err: unknown): void;
+}
+
+/** Thrown by a start after close() began: the component is stopped again at once. */
+export class LifecycleClosedError extends Error {
+  constructor(name: string) {
+    super(`cannot start ${name}: the lifecycle is closed`);
+    this.name = 'LifecycleClosedError';
+  }
+}
+
+export class Lifecycle {
+  /** Stops of the components started and not yet stopped, in start order. */
+  private readonly stops: { name: string; stop: Stop }[] = [];
+  private closing: Promise<void> | undefined;
+
+  constructor(private readonly opts: LifecycleOptions) {}
+
+  /** The components started and not yet stopped, in start order. */
+  get started(): string[] {
+    return this.stops.map((s) => s.name);
+  }
+
+  /** Starts each component in order; on a failure, see start(). */
+  async startAll<C>(components: readonly Component<C>[], ctx: C): Promise<void> {
+    for (const c of components) await this.start(c.name, () => c.start(ctx));
+  }
+
+  /**
+   * Starts one component and records its stop. When the start throws, every component started
+   * before it is stopped, in reverse, and the start's own error is rethrown (a stop that fails
+   * meanwhile is reported through onStopError). The lifecycle is closed from then on.
+   */
+  async start(name: string, start: () => void | Stop | Promise<void | Stop>): Promise<void> {
+    if (this.closing !== undefined) throw new LifecycleClosedError(name);
+    let stop: void | Stop;
+    try {
+      await this.opts.beforeStart?.(name);
+      stop = await start();
+    } catch (err) {
+      await this.close().catch(() => undefined);
+      throw err;
+    }
+    if (this.closing !== undefined) {
+      // close() ran while this start was in flight: it did not see this component.
+      if (typeof stop === 'function') await this.runStop({ name, stop });
+      throw new LifecycleClosedError(name);
+    }
+    if (typeof stop === 'function') this.stops.push({ name, stop });
+  }
+
+  /**
+   * Stops every started component in the reverse order of their starts, each awaited before the
+   * next. A stop that throws is reported and the rest still run; the returned promise then
+   * rejects, once all have run, with that error (or an AggregateError of several). Idempotent:
+   * every call returns the same promise.
+   */
+  close(): Promise<void> {
+    this.closing ??= this.stopAll();
+    return this.closing;
+  }
+
+  private async stopAll(): Promise<void> {
+    const failed: { name: string; err: unknown }[] = [];
+    for (let s = this.stops.pop(); s !== undefined; s = this.stops.pop()) {
+      const outcome = await this.runStop(s);
+      if (outcome !== undefined) failed.push(outcome);
+    }
+    if (failed.length === 1) throw failed[0]?.err;
+    if (failed.length > 1) throw new AggregateError(failed.map((f) => f.err), `stopping failed for ${failed.map((f) => f.name).join(', ')}`);
+  }
+
+  private async runStop(s: { name: string; stop: Stop }): Promise<{ name: string; err: unknown } | undefined> {
+    try {
+      await s.stop();
+      return undefined;
+    } catch (err) {
+      this.opts.onStopError(s.name, err);
+      return { name: s.name, err };
+    } finally {
+      this.opts.afterStop?.(s.name);
+    }
+  }
+}
