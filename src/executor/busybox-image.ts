@@ -5,11 +5,12 @@
 // that image), and the Docker tests make shoal-test/busybox:local (test/executor/test-image.ts).
 // An image already there is left alone; an import takes about a second.
 
-import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type Docker from 'dockerode';
+import { create as createTar } from 'tar';
+import { runCommand } from '../base/run-command.ts';
 
 export const busyboxPath = '/bin/busybox';
 export const busyboxMissing = `${busyboxPath} is missing: install Debian's busybox-static (sudo apt-get install --no-install-recommends busybox-static)`;
@@ -17,20 +18,25 @@ export const busyboxMissing = `${busyboxPath} is missing: install Debian's busyb
 const importTimeoutMs = 60_000;
 const listTimeoutMs = 10_000;
 
-function applets(busybox: string): string[] {
-  const r = spawnSync(busybox, ['--list'], { encoding: 'utf8', timeout: listTimeoutMs });
-  if (r.status !== 0) throw new Error(`${busybox} --list failed (${r.error?.message ?? `exit ${r.status}`}); ${busyboxMissing}`);
-  return r.stdout.split('\n').map((s) => s.trim()).filter((s) => /^[a-z0-9_.[-]+$/.test(s) && s !== 'busybox');
+async function applets(busybox: string): Promise<string[]> {
+  let stdout: string;
+  try {
+    ({ stdout } = await runCommand(busybox, ['--list'], { timeoutMs: listTimeoutMs }));
+  } catch (err) {
+    throw new Error(`${busybox} --list failed (${(err as Error).message}); ${busyboxMissing}`);
+  }
+  return stdout.split('\n').map((s) => s.trim()).filter((s) => /^[a-z0-9_.[-]+$/.test(s) && s !== 'busybox');
 }
 
 /** A root filesystem in a fresh temporary directory: bin/busybox, its applets, /etc/passwd, /tmp. */
-function buildRootfs(busybox: string): string {
+async function buildRootfs(busybox: string): Promise<string> {
   if (!existsSync(busybox)) throw new Error(busyboxMissing);
-  const names = applets(busybox);
+  const names = await applets(busybox);
   const root = mkdtempSync(path.join(os.tmpdir(), 'shoal-busybox-'));
   mkdirSync(path.join(root, 'bin'));
   mkdirSync(path.join(root, 'etc'));
-  mkdirSync(path.join(root, 'tmp'), { mode: 0o1777 });
+  mkdirSync(path.join(root, 'tmp'));
+  chmodSync(path.join(root, 'tmp'), 0o1777); // not through mkdir's mode, which the umask narrows
   copyFileSync(busybox, path.join(root, 'bin', 'busybox'));
   for (const name of names) symlinkSync('busybox', path.join(root, 'bin', name));
   // Named users resolve only through /etc/passwd; specs and tests use `nobody`.
@@ -52,14 +58,9 @@ export async function imageExists(docker: Docker, ref: string): Promise<boolean>
 async function importRootfs(docker: Docker, root: string, ref: string): Promise<void> {
   const at = ref.lastIndexOf(':');
   const [repo, tag] = at > 0 ? [ref.slice(0, at), ref.slice(at + 1)] : [ref, 'latest'];
-  const tar = spawn('tar', ['-C', root, '-cf', '-', '.'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let tarErr = '';
-  tar.stderr.on('data', (b: Buffer) => { tarErr += b.toString(); });
-  const tarDone = new Promise<void>((resolve, reject) => {
-    tar.once('error', reject);
-    tar.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`tar exited with ${code}: ${tarErr.trim()}`))));
-  });
-  const stream = await docker.importImage(tar.stdout, {
+  // node-tar packs the tree in process (its symlinks kept as links), streamed into the import.
+  const tar = createTar({ cwd: root, portable: true }, ['.']);
+  const stream = await docker.importImage(tar as unknown as NodeJS.ReadableStream, {
     repo, tag, changes: ['CMD ["sh"]', 'ENV PATH=/bin'], abortSignal: AbortSignal.timeout(importTimeoutMs),
   });
   await new Promise<void>((resolve, reject) => {
@@ -69,7 +70,6 @@ async function importRootfs(docker: Docker, root: string, ref: string): Promise<
       else resolve();
     });
   });
-  await tarDone;
 }
 
 /**
@@ -78,7 +78,7 @@ async function importRootfs(docker: Docker, root: string, ref: string): Promise<
  */
 export async function ensureBusyboxImage(docker: Docker, ref: string, busybox = busyboxPath): Promise<'present' | 'imported'> {
   if (await imageExists(docker, ref)) return 'present';
-  const root = buildRootfs(busybox);
+  const root = await buildRootfs(busybox);
   try {
     await importRootfs(docker, root, ref);
   } finally {
