@@ -10,6 +10,7 @@ import { ApiError, apiErrorFrom, CliFailure } from './client-errors.ts';
 import { activeCredential } from './credential-file.ts';
 import { defaultAddr } from './failure-report.ts';
 import { explainNoAnswer } from './no-answer.ts';
+import { backoffDelayMs } from '../base/backoff.ts';
 
 export { ApiError, apiErrorFrom, CliFailure, isClientFailure, UnreachableError, type ApiErrorBody, type ClientFailure } from './client-errors.ts';
 export { defaultAddr, exitCodeOf, reportFailure, type FailureContext } from './failure-report.ts';
@@ -114,7 +115,7 @@ export async function request<T>(addr: string, method: string, path: string, sch
       return await requestOnce(addr, method, path, schema, opts);
     } catch (err) {
       if (!(err instanceof ApiError) || attempt >= attemptsMax || !retryable(err, opts.retry ?? 'none')) throw err;
-      const delayMs = Math.min(retryDelayMsMax, err.retryAfterMs ?? 250 * 2 ** attempt);
+      const delayMs = Math.min(retryDelayMsMax, err.retryAfterMs ?? backoffDelayMs(attempt + 1, 250, retryDelayMsMax));
       opts.onRetry?.(err, delayMs, attempt + 1);
       await sleep(delayMs);
     }

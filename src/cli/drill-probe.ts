@@ -15,6 +15,7 @@
 
 import { performance } from 'node:perf_hooks';
 import { send as sendToNode } from './client.ts';
+import { backoffDelayMs } from '../base/backoff.ts';
 
 export const probeCollection = 'drill-probe';
 /** A probe request that has not answered in this long counts as failed. */
@@ -90,7 +91,7 @@ export class DrillProbe {
       }
       node++;
       failedInARow++;
-      await new Promise((r) => setTimeout(r, Math.min(backoffMsMax, 20 * 2 ** failedInARow)));
+      await new Promise((r) => setTimeout(r, backoffDelayMs(failedInARow + 1, 20, backoffMsMax)));
     }
   }
 

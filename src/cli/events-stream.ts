@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { ApiError, apiErrorFrom, CliFailure, request, send, UnreachableError } from './client.ts';
 import { SseParser } from '../api/sse-parser.ts';
+import { Backoff } from '../base/backoff.ts';
 
 export const eventSchema = z.looseObject({
   cursor: z.number().int().min(0),
@@ -55,14 +56,14 @@ export async function readEvents(opts: EventStreamOptions): Promise<void> {
   let current = 0;
   let cursor = opts.after;
   let downSince: number | undefined;
-  let backoffMs = backoffMsMin;
+  const backoff = new Backoff({ minMs: backoffMsMin, maxMs: backoffMsMax }, Math.random);
   while (!opts.signal.aborted) {
     const addr = addrs[current] ?? opts.addr;
     let connected = false;
     let reason = 'the node closed the stream';
     try {
       const synced = await streamOnce(opts, addr, cursor, {
-        connected: () => { connected = true; downSince = undefined; backoffMs = backoffMsMin; if (!opts.local) void learnMembers(addr, addrs); },
+        connected: () => { connected = true; downSince = undefined; backoff.reset(); if (!opts.local) void learnMembers(addr, addrs); },
         delivered: (c) => { cursor = c; },
       });
       if (synced && !opts.follow) return;
@@ -77,9 +78,9 @@ export async function readEvents(opts: EventStreamOptions): Promise<void> {
     downSince ??= now;
     if (!connected && !opts.local) current = (current + 1) % addrs.length;
     if (now - downSince > (opts.downMsMax ?? 60_000)) throw new EventsLostError(cursor, addrs, now - downSince);
+    const backoffMs = backoff.next();
     opts.onNotice(`${addr}: ${reason}; reconnecting to ${addrs[current] ?? opts.addr}${cursor !== undefined ? ` after cursor ${cursor}` : ''} in ${(backoffMs / 1000).toFixed(1)} s`);
     await sleep(backoffMs * (0.5 + Math.random() / 2), opts.signal);
-    backoffMs = Math.min(backoffMsMax, backoffMs * 2);
   }
 }
 

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { SseParser, type SseMessage } from '../api/sse-parser.ts';
 import { ApiError, apiErrorFrom, request, send, UnreachableError } from './client.ts';
+import { Backoff } from '../base/backoff.ts';
 
 const docSchema = z.object({
   collection: z.string(), id: z.string(), rev: z.number().int(), createRev: z.number().int(), doc: z.record(z.string(), z.unknown()),
@@ -72,7 +73,7 @@ class Follower {
   }
 
   async run(): Promise<void> {
-    let backoffMs = backoffMsMin;
+    const backoff = new Backoff({ minMs: backoffMsMin, maxMs: backoffMsMax }, Math.random);
     const downMsMax = this.opts.downMsMax ?? 60_000;
     while (!this.opts.signal.aborted) {
       const addr = this.addrs[this.current] ?? this.opts.addr;
@@ -82,7 +83,7 @@ class Follower {
         await this.streamOnce(addr, () => {
           connected = true;
           this.downSince = undefined;
-          backoffMs = backoffMsMin;
+          backoff.reset();
         });
         reason = 'the node closed the stream';
       } catch (err) {
@@ -99,9 +100,9 @@ class Follower {
       if (!connected) this.current = (this.current + 1) % this.addrs.length;
       if (now - this.downSince > downMsMax) throw new WatchLostError(this.cursor, this.addrs, now - this.downSince);
       const next = this.addrs[this.current] ?? this.opts.addr;
+      const backoffMs = backoff.next();
       this.opts.onNotice(`${addr}: ${reason}; reconnecting to ${next}${this.cursor !== undefined ? ` after rev ${this.cursor}` : ''} in ${(backoffMs / 1000).toFixed(1)} s`);
       await abortableSleep(backoffMs * (0.5 + Math.random() / 2), this.opts.signal);
-      backoffMs = Math.min(backoffMsMax, backoffMs * 2);
       this.seen = undefined;
     }
   }
