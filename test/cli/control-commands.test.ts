@@ -201,7 +201,10 @@ describe('shoal node and shoal task', () => {
     const labelled = await shoal('node', 'label', 'solo', 'disk=ssd', 'room=attic');
     expect(labelled.stdout).toBe('solo: labels disk=ssd,room=attic\n');
     expect((await shoal('node', 'label', 'solo', '--remove', 'room')).stdout).toBe('solo: labels disk=ssd\n');
-    expect((await shoal('node', 'label', 'solo', 'bad key=x')).code).toBe(1);
+    // Checked before anything is sent: a usage error naming the rule the key breaks.
+    const bad = await shoal('node', 'label', 'solo', 'bad key=x');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("label key 'bad key' (in 'bad key=x'): a label key is 1 to 253 of letters, digits");
     const inspect = await shoal('node', 'inspect', 'solo');
     expect(inspect.stdout).toContain('labels        disk=ssd');
     expect((await shoal('node', 'inspect', 'nowhere')).code).toBe(1);
