@@ -15,6 +15,7 @@ import { confChangeContext, type MemberRecord } from '../resources/membership.ts
 import { laggingEntriesMax, promoteRefusal } from '../resources/membership-refusals.ts';
 import { NONE, type ConfChange } from '../raft/types.ts';
 import type { ApiContext } from './context.ts';
+import { nodeRefSchema } from './control-schemas.ts';
 import { validate } from './validate.ts';
 import { forwardIfFollower } from './write-path.ts';
 
@@ -78,14 +79,14 @@ export function clusterView(ctx: ApiContext): ClusterView {
   };
 }
 
-const memberBody = z.object({
-  id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'a node id as printed by shoal init'),
+export const memberBody = z.object({
+  id: nodeRefSchema,
   name: nodeNameSchema,
   peerAddress: hostPortSchema,
   apiAddress: hostPortSchema,
 }).strict();
-const refParams = z.object({ id: z.string().min(1).max(64) }).strict();
-const transferBody = z.object({ to: z.string().min(1).max(64).optional() }).strict();
+export const refParams = z.object({ id: nodeRefSchema }).strict();
+export const transferBody = z.object({ to: nodeRefSchema.optional() }).strict();
 const noQuery = z.object({}).strict();
 const forceQuery = z.object({ force: z.enum(['true', 'false']).optional() }).strict();
 const viewQuery = z.object({ local: z.string().optional() }).strict();

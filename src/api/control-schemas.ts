@@ -6,14 +6,21 @@ import { z } from 'zod';
 import { labelsSchema } from '../resources/records.ts';
 import { labelKeyPattern } from '../resources/spec/constraint.ts';
 import { specLimits } from '../resources/spec/limits.ts';
-import { consistencySchema } from './request-schemas.ts';
+import { consistencySchema, notDotSegment, notDotSegmentRule } from './request-schemas.ts';
 
 /** A service name: a DNS label, as the spec vocabulary has it (spec/service-fields.ts). */
 export const serviceNameSchema = z.string().regex(/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/, 'must be a service name (a DNS label: lower-case letters, digits and -, starting with a letter)');
-/** A node: its id or its name. */
-export const nodeRefSchema = z.string().min(1).max(64);
-/** A task id (the orchestrator's are 12 hex digits; any id of the store is accepted). */
-export const taskIdSchema = z.string().min(1).max(256);
+/**
+ * A node: its id (as `shoal init` prints it) or its name (src/node/identity.ts), both of which
+ * start with a letter or digit. So it is never `.` or `..`, which a URL drops as a dot segment
+ * (`/v1/nodes/./drain` is `/v1/nodes/drain`): a ref the schema takes is a ref the route sees.
+ */
+export const nodeRefSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'a node is named by its id or its name: 1 to 64 of A-Z, a-z, 0-9, ., _ and -, starting with a letter or digit');
+/**
+ * A task id (the orchestrator's are 12 hex digits; any id of the store is accepted) but `.` and
+ * `..`, which a URL drops as a dot segment.
+ */
+export const taskIdSchema = z.string().min(1).max(256).regex(notDotSegment, `a task id ${notDotSegmentRule}`);
 
 export const serviceParams = z.object({ name: serviceNameSchema }).strict();
 export const nodeParams = z.object({ ref: nodeRefSchema }).strict();

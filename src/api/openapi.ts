@@ -23,6 +23,7 @@ import {
 } from './request-schemas.ts';
 import { eventsHeaders, eventsQuery } from './events-routes.ts';
 import { joinPaths } from './join-openapi.ts';
+import { memberBody, refParams, transferBody } from './cluster-routes.ts';
 import { certPaths } from './cert-openapi.ts';
 import { caPaths } from './ca-openapi.ts';
 import { secretBody, secretParams, secretViewSchema } from './secrets-routes.ts';
@@ -70,15 +71,8 @@ const json = (schema: object, description = 'OK') => ({ description, content: { 
 const jsonBody = (schema: object, required = true) => ({ required, content: { 'application/json': { schema } } });
 const strict = { 'x-additional-query': false };
 
-// The cluster routes' schemas (cluster-routes.ts), written out.
-const nodeId = { type: 'string', minLength: 1, maxLength: 64 };
-const hostPort = { type: 'string', pattern: '^[^\\s:]+:\\d{1,5}$' };
-const memberBody = {
-  type: 'object', additionalProperties: false, required: ['id', 'name', 'peerAddress', 'apiAddress'],
-  properties: { id: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' }, name: { type: 'string', minLength: 1, maxLength: 64 }, peerAddress: hostPort, apiAddress: hostPort },
-};
-const memberPath = [{ name: 'id', in: 'path', required: true, schema: nodeId }];
-const transferBody = { type: 'object', additionalProperties: false, properties: { to: nodeId } };
+// The cluster routes' schemas (cluster-routes.ts), generated from the zod schemas they validate with.
+const memberPath = parametersOf(refParams, 'path');
 
 function docPaths(): Json {
   return {
@@ -120,10 +114,10 @@ function docPaths(): Json {
 function clusterPaths(): Json {
   return {
     '/v1/cluster': { get: { summary: 'Cluster status with per-member lag and health', ...strict, parameters: [{ name: 'local', in: 'query', required: false, schema: { type: 'string' } }], responses: { 200: json({ type: 'object' }), ...errors } } },
-    '/v1/cluster/members': { post: { summary: 'Add a learner', ...strict, requestBody: jsonBody(memberBody), responses: { 201: json({ type: 'object' }), ...errors } } },
+    '/v1/cluster/members': { post: { summary: 'Add a learner', ...strict, requestBody: jsonBody(schemaOf(memberBody)), responses: { 201: json({ type: 'object' }), ...errors } } },
     '/v1/cluster/members/{id}/promote': { post: { summary: 'Promote a learner to voter', ...strict, parameters: memberPath, responses: { 200: json({ type: 'object' }), ...errors } } },
     '/v1/cluster/members/{id}': { delete: { summary: 'Remove a member', ...strict, parameters: memberPath, responses: { 200: json({ type: 'object' }), ...errors } } },
-    '/v1/cluster/leader': { post: { summary: 'Transfer leadership', ...strict, requestBody: jsonBody(transferBody, false), responses: { 200: json({ type: 'object' }), ...errors } } },
+    '/v1/cluster/leader': { post: { summary: 'Transfer leadership', ...strict, requestBody: jsonBody(schemaOf(transferBody), false), responses: { 200: json({ type: 'object' }), ...errors } } },
     '/v1/cluster/snapshot': { get: { summary: 'Download a consistent snapshot (streamed)', ...strict, parameters: parametersOf(noQuery, 'query'), responses: { 200: { description: 'application/octet-stream' }, ...errors } } },
   };
 }

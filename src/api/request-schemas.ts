@@ -9,7 +9,18 @@ import { idempotencyKeyLengthMax, listLimitDefault, listLimitMax, principalLengt
 export const noQuery = z.object({}).strict();
 export const consistencySchema = z.enum(['linearizable', 'stale']).default('linearizable');
 
-export const docParams = z.object({ collection: collectionSchema, id: idSchema }).strict();
+/**
+ * Not `.` or `..`: a URL drops such a path segment (`/v1/docs/c/.` is `/v1/docs/c/`), so a name
+ * that may be one could be written but never read, and a route would see another path. Every
+ * name a URL carries takes it (the empty name is left to each schema's length rule); the store's own id rule (fsm/command.ts) is left as it is, so that
+ * entries an earlier release wrote still apply.
+ */
+export const notDotSegment = /^(?:(?:[^.]|\.[^.]|\.\.[\s\S])[\s\S]*)?$/;
+export const notDotSegmentRule = "may not be '.' or '..' (a URL drops such a segment)";
+/** A document id as the API takes it: the store's rule and not a dot segment. */
+export const docIdSchema = idSchema.regex(notDotSegment, `ids ${notDotSegmentRule}`);
+
+export const docParams = z.object({ collection: collectionSchema, id: docIdSchema }).strict();
 export const collectionParams = z.object({ collection: collectionSchema }).strict();
 export const readQuery = z.object({ consistency: consistencySchema }).strict();
 export const listQuery = z.object({
@@ -46,8 +57,8 @@ export const txnHeaders = z.object(writeHeaders).passthrough();
 const revSchema = z.number().int().min(1);
 const expectSchema = z.union([z.object({ rev: revSchema }).strict(), z.object({ absent: z.literal(true) }).strict()]);
 const opSchema = z.discriminatedUnion('op', [
-  z.object({ op: z.literal('put'), collection: collectionSchema, id: idSchema, doc: z.record(z.string(), z.unknown()), expect: expectSchema.optional() }).strict(),
-  z.object({ op: z.literal('delete'), collection: collectionSchema, id: idSchema, expect: expectSchema.optional() }).strict(),
+  z.object({ op: z.literal('put'), collection: collectionSchema, id: docIdSchema, doc: z.record(z.string(), z.unknown()), expect: expectSchema.optional() }).strict(),
+  z.object({ op: z.literal('delete'), collection: collectionSchema, id: docIdSchema, expect: expectSchema.optional() }).strict(),
 ]);
 const compareSchema = z.object({
   collection: collectionSchema, id: idSchema, target: z.enum(['rev', 'createRev', 'exists']),

@@ -154,6 +154,19 @@ describe('every operation of the OpenAPI document, walked with wrong requests', 
     }
   });
 
+  it('takes no dot segment as a path parameter, which a URL would drop (/v1/nodes/./drain is /v1/nodes/drain)', async () => {
+    const taking: string[] = [];
+    for (const op of operations) {
+      for (const p of (op.parameters ?? []).filter((x) => x.in === 'path')) {
+        for (const dots of ['.', '..']) if (isValid(p.schema, dots, resolve)) taking.push(`${op.method} ${op.path} {${p.name}} = '${dots}'`);
+      }
+    }
+    expect(taking).toEqual([]);
+    // And the route refuses it as the schema says, rather than seeing another path.
+    const res = await s.app.inject({ method: 'GET', url: '/v1/tasks/%2E%2E' });
+    expect(catalogued(res).code).not.toBe('method_not_allowed');
+  });
+
   it('refuses one violation of any part of any operation with the right catalogued error and changes nothing', async () => {
     const walked: string[] = [];
     for (const op of operations) {
