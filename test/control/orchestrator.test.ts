@@ -94,7 +94,9 @@ describe('the orchestrator', () => {
   });
 
   it('stop-first (the default): the old task stops first, and the new one waits until it has', () => {
-    const b = three().placed('a', 'web', 1, 'node1', 'running', { observed: 'running', startedAt: 0, containerId: 'c-a' });
+    const b = three().placed('a', 'web', 1, 'node1', 'running', { observed: 'running', startedAt: 0, containerId: 'c-a' })
+      .placed('b', 'web', 2, 'node2', 'running', { observed: 'running', startedAt: 0, containerId: 'c-b' })
+      .placed('c', 'web', 3, 'node3', 'running', { observed: 'running', startedAt: 0, containerId: 'c-c' });
     const n1 = b.nodes.get('node1');
     if (n1) n1.value = { ...n1.value, availability: 'drain' };
     let d = reconcileService(b.build(), 'web', { now: 50, newTaskId: ids('n') });
