@@ -148,5 +148,5 @@ export function rebalancePlan(state: ControlState, s: Versioned<ServiceRecord>, 
     changes.push(putChange(servicesCollection, s.value.name, { ...forced, updatedAt: now }, s.rev));
   }
   // The service's revision too (budgetCompares has it): a spec changed meanwhile makes the step decide again.
-  return { changes, compares: budgetCompares(state, s.value, step.budget, new Set([task.value.id])) };
+  return { changes, compares: budgetCompares(state, s.value, step.budget, new Set([task.value.id]), [viewOf(state, task)]) };
 }

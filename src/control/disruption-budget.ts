@@ -170,10 +170,14 @@ export class DisruptionLedger {
   private readonly down = new Set<string>();
   /** Slots taken down in this pass that the budget paid for (not forced, not free). */
   readonly paid: string[] = [];
+  /** Wanted slots acted on in this pass for free, because they were unavailable when read. */
+  readonly free: string[] = [];
   /** Slots taken down past the budget because it was forced. */
   readonly forced: { slot: string; by: ForcedDisruption }[] = [];
   /** Actions held, with what they would have taken. */
   readonly held: { slot: string; cause: DisruptionCause }[] = [];
+  /** Tasks whose serving lets an action keep its slot available (a start-first replacement's new task, before the old one stops). */
+  readonly relied: TaskView[] = [];
 
   constructor(readonly assessment: BudgetAssessment, private readonly forcedList: readonly ForcedDisruption[]) {
     this.left = assessment.allowed;
@@ -183,7 +187,11 @@ export class DisruptionLedger {
   /** Whether `slot` may be made unavailable now for `cause`; records the answer. */
   take(slot: number | string, cause: DisruptionCause): boolean {
     const k = String(slot);
-    if (this.down.has(k) || !this.assessment.serving.has(k)) return true;
+    if (this.down.has(k)) {
+      if (this.assessment.unavailable.some((u) => u.slot === k)) this.free.push(k);
+      return true;
+    }
+    if (!this.assessment.serving.has(k)) return true;
     const f = forcedFor(this.forcedList, cause);
     if (this.left <= 0 && f === undefined) {
       this.held.push({ slot: k, cause });
@@ -194,6 +202,16 @@ export class DisruptionLedger {
     if (f !== undefined) this.forced.push({ slot: k, by: f });
     else this.paid.push(k);
     return true;
+  }
+
+  /** An action that stops a serving task for free because `v` serves the same slot: the plan relies on it. */
+  rely(v: TaskView): void {
+    this.relied.push(v);
+  }
+
+  /** Whether the pass acted on a wanted slot through the budget (paid, forced, free, or relying on another task): its plan must compare what the budget was counted on. */
+  get spent(): boolean {
+    return this.paid.length + this.free.length + this.forced.length + this.relied.length > 0;
   }
 
   /** Why work waits, naming the budget and the service's unavailable slots; null when nothing waits. */
@@ -217,20 +235,24 @@ export const budgetComparesMax = 96;
 /**
  * What a decision that spends the budget relied on, as compares of the same transaction: that
  * every slot it counted available still is (its serving task's record and report unchanged, its
- * node still ready in the same epoch) and the spec is the one it read (the number of slots). For
- * a global service, every node's availability, state and epoch (which nodes have a slot). Tasks
- * the plan itself writes are compared by their own put. Past budgetComparesMax compares (a
- * service of some fifty tasks) the tasks are left out and only the nodes and the service are
- * compared.
+ * node still ready in the same epoch), that every task it stops is still as it was read (a slot
+ * read as unavailable, and stopped for free, may have come to serve meanwhile: its report), and
+ * that the spec is the one it read (the number of slots). For a global service, every node's
+ * availability, state and epoch (which nodes have a slot). Task records the plan itself writes
+ * are compared by their own put. Past budgetComparesMax compares (a service of some fifty tasks)
+ * the tasks are left out and only the nodes and the service are compared.
  */
-export function budgetCompares(state: ControlState, svc: ServiceRecord, a: BudgetAssessment, written: ReadonlySet<string>): Compare[] {
+export function budgetCompares(state: ControlState, svc: ServiceRecord, a: BudgetAssessment, written: ReadonlySet<string>, stopped: readonly TaskView[] = []): Compare[] {
   const out: Compare[] = [];
   const serviceRev = state.services.get(svc.name)?.rev;
   if (serviceRev !== undefined) out.push({ collection: servicesCollection, id: svc.name, target: 'rev', cmp: '=', value: serviceRev });
   const nodes = new Set<string>();
   const tasks: Compare[] = [];
-  for (const v of a.serving.values()) {
+  const seen = new Set<string>();
+  for (const v of [...a.serving.values(), ...stopped]) {
     const id = v.record.id;
+    if (seen.has(id)) continue;
+    seen.add(id);
     if (v.record.nodeId !== null) nodes.add(v.record.nodeId);
     if (!written.has(id)) tasks.push({ collection: tasksCollection, id, target: 'rev', cmp: '=', value: v.rev });
     const report = state.statuses.get(id);

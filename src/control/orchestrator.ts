@@ -19,10 +19,11 @@
 // was counted on (every serving task, its report and its node), so it never spends a budget that
 // a node's loss or a task's exit used up meanwhile.
 
+import type { Compare } from '../../fsm/index.ts';
 import { deleteChange, putChange, type Change, type Plan } from '../resources/changes.ts';
 import { servicesCollection, taskStatusCollection, tasksCollection } from '../resources/collections.ts';
 import type { ForcedDisruption, ServiceRecord, TaskRecord } from '../resources/records.ts';
-import { assessBudget, budgetCompares, DisruptionLedger, wantedSlots } from './disruption-budget.ts';
+import { assessBudget, budgetCompares, DisruptionLedger, serves, wantedSlots } from './disruption-budget.ts';
 import { notRestartedNote, restartVerdict } from './restart-policy.ts';
 import { planUpdate, type UpdatePass } from './rolling-update.ts';
 import { tasksOf, type ControlState } from '../resources/state.ts';
@@ -89,10 +90,20 @@ export function reconcileService(state: ControlState, name: string, ctx: LoopCon
   }
   const changes = [...reap(state, works, svc === undefined), ...taskChanges(works, ctx.now)];
   if (serviceChange !== undefined) changes.push(serviceChange);
-  const compares = svc !== undefined && ledger !== undefined && ledger.paid.length > 0
-    ? budgetCompares(state, svc.value, ledger.assessment, new Set(changes.filter((c) => c.collection === tasksCollection).map((c) => c.id)))
-    : [];
+  const stopped = stoppedNow(works);
+  let compares: Compare[] = [];
+  if (svc !== undefined && ledger?.spent === true) {
+    compares = budgetCompares(state, svc.value, ledger.assessment, new Set(changes.filter((c) => c.collection === tasksCollection).map((c) => c.id)), [...stopped, ...ledger.relied]);
+  } else if (svc !== undefined && stopped.length > 0) {
+    // Stopping a task of a slot the spec no longer has (scaled down): only while the spec is the one read.
+    compares = [{ collection: servicesCollection, id: name, target: 'rev', cmp: '=', value: svc.rev }];
+  }
   return { plan: { changes, compares }, wakeInMs: wake.inMs(), budgetWait: ledger?.waitReason() ?? null };
+}
+
+/** The tasks this pass asks to stop that were wanted running when read. */
+function stoppedNow(works: readonly Work[]): TaskView[] {
+  return works.filter((w) => w.rev !== null && w.view.record.desired === 'running' && w.rec.desired === 'shutdown').map((w) => w.view);
 }
 
 /**
@@ -180,8 +191,12 @@ function reconcileSlot(svc: ServiceRecord, slot: number | string, ws: Work[], pa
   if (current === undefined) return refill(svc, slot, ws, pass, ctx, wake);
   const older = running.slice(0, -1);
   if (older.length > 0) {
-    // A start-first replacement: the old tasks stop once the new one runs (and is healthy).
-    if (current.view.healthy) for (const o of older) shutdown(o, ctx.now, `replaced by ${current.rec.id}`);
+    // A start-first replacement: the old tasks stop once the new one serves (runs, healthy, on a
+    // ready node), which keeps the slot available: the plan relies on it (compared).
+    if (serves(current.view)) {
+      for (const o of older) shutdown(o, ctx.now, `replaced by ${current.rec.id}`);
+      ledger.rely(current.view);
+    }
     return undefined;
   }
   const startFirst = svc.spec.update.order === 'start-first' && !svc.spec.exclusive;
