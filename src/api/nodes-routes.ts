@@ -98,7 +98,8 @@ async function drillCheck(ctx: ApiContext, req: Parameters<typeof decideAndWrite
     return { plan: changes.length === 0 ? null : { changes, compares: [] }, answer: { id: n.value.id, name: n.value.name, verdicts } };
   });
   const budgets = w.answer.verdicts.map((x) => budgetAnswer(x, force));
-  return { node: w.answer.id, name: w.answer.name, allowed: budgets.every((b) => b.waiting === null), forced: budgets.some((b) => b.forced), budgets, rev: w.rev };
+  // allowed: every budget allows it without force.
+  return { node: w.answer.id, name: w.answer.name, allowed: w.answer.verdicts.every((x) => x.fits), forced: budgets.some((b) => b.forced), budgets, rev: w.rev };
 }
 
 export const nodesRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {

@@ -3,7 +3,8 @@
 // user runs it, against different nodes. Apply the example (three tasks, one per node), scale to
 // five, drain a node and see its tasks move, update and roll back, then bring the node back and
 // rebalance; read a task's and the service's logs through another node than the one running them.
-// Runs under the machine-wide lock (flock /tmp/shoal-heavy.lock).
+// Then a rolling update and a drain at once, watched from outside: never more slots down than the
+// service's disruption budget (issue 36). Runs under the machine-wide lock (flock /tmp/shoal-heavy.lock).
 
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -112,4 +113,45 @@ describe('the control plane commands on three processes', () => {
     const spread = perNode(await running());
     expect(Object.values(spread).sort()).toEqual([1, 2, 2]);
   }, 300_000);
+
+  it('runs a rolling update and a drain together without ever taking more slots down than the disruption budget', async () => {
+    // Parallelism 2 alone would replace two at once, and the drain would move n3's tasks beside them.
+    const budgeted = path.join(dir, 'web-budget.yaml');
+    writeFileSync(budgeted, `${readFileSync(example, 'utf8').replace('replicas: 3', 'replicas: 5')}update: {parallelism: 2, monitor: 1s}\ndisruption: {maxUnavailable: 1}\n`);
+    expectOk(await shoal(node(0), 'apply', '-f', budgeted, '--timeout', '60s'), 'apply the budget');
+    const before = await running();
+    expect(before).toHaveLength(5);
+    expect(perNode(before).n3).toBeGreaterThan(0);
+
+    // Watch the service from outside, every 50 ms, while both run.
+    let watching = true;
+    let worst = 0;
+    let held = '';
+    const watcher = (async () => {
+      while (watching) {
+        const { body } = await getJson<{ service: { status: { disruption: { unavailable: unknown[]; waiting: string | null } } } }>(node(1), '/v1/services/web', 5_000)
+          .catch(() => ({ body: undefined }));
+        const d = body?.service.status.disruption;
+        if (d !== undefined) {
+          worst = Math.max(worst, d.unavailable.length);
+          if (d.waiting !== null && held === '') held = d.waiting;
+        }
+        await sleep(50);
+      }
+    })();
+    const [updated, drained] = await Promise.all([
+      shoal(node(0), 'service', 'update', 'web', '--image', 'busybox:v3', '--timeout', '90s'),
+      sleep(300).then(() => shoal(node(2), 'node', 'drain', 'n3', '--deadline', '90s')),
+    ]);
+    watching = false;
+    await watcher;
+    expectOk(updated, 'update');
+    expectOk(drained, 'drain');
+    expect(worst, `the most slots seen unavailable at once (held back: ${held})`).toBe(1);
+    // Both had to wait for the budget at some point: the update's batch and the drain's moves share it.
+    expect(held).toMatch(/^waiting for the disruption budget of web \(maxUnavailable 1\): 1 slot unavailable \(slot \d+: .+\); waiting: /);
+    const after = await running();
+    expect(after.map((t) => t.record.specVersion)).toEqual([3, 3, 3, 3, 3]);
+    expect(perNode(after).n3).toBeUndefined();
+  }, 180_000);
 });
