@@ -83,7 +83,7 @@ ${commonFlagsText()}
 With --json prints {rev, node} (rev is null when it already was).
 ${clientExitCodes} An unknown node exits 1 (not_found).`;
 
-export const nodePauseHelp = availabilityHelp('pause', 'Pauses a node: it keeps the tasks it runs and takes no new ones.');
+export const nodePauseHelp = availabilityHelp('pause', 'Pauses a node: it keeps the tasks it runs and takes no new ones. It stops no task, so it never\nasks the services\' disruption budgets and needs no --force (a drain does).');
 export const nodeActivateHelp = availabilityHelp('activate', 'Makes a node active again after pause or drain: it takes new tasks. Tasks that moved away stay\nwhere they are (see \'shoal service rebalance\').');
 
 const labelKeyRule = "A label key is 1 to 253 of letters, digits, '.', '_', '-' and '/', starting and ending with a letter or digit (disk, example.com/zone)";
