@@ -141,7 +141,7 @@ export function unavailableText(a: BudgetAssessment): string {
 
 /** What a voluntary action asks of the budget. */
 export type DisruptionCause =
-  | { cause: 'update'; specVersion: number }
+  | { cause: 'update'; specVersion: number; rollback?: boolean }
   | { cause: 'drain'; nodeId: string; nodeName: string }
   | { cause: 'rebalance'; nodeId: string; nodeName: string }
   | { cause: 'drill'; nodeId: string; nodeName: string };
@@ -153,7 +153,7 @@ export function forcedFor(forced: readonly ForcedDisruption[], c: DisruptionCaus
 
 function causeText(c: DisruptionCause): string {
   switch (c.cause) {
-    case 'update': return 'the rolling update';
+    case 'update': return c.rollback === true ? 'the rollback' : 'the rolling update';
     case 'drain': return `the drain of ${c.nodeName}`;
     case 'rebalance': return `a rebalance off ${c.nodeName}`;
     case 'drill': return `a drill on ${c.nodeName}`;

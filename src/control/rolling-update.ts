@@ -84,11 +84,12 @@ export function planUpdate(svc: ServiceRecord, tasks: readonly TaskLike[], now: 
     .sort((a, b) => String(a.rec.slot).localeCompare(String(b.rec.slot), undefined, { numeric: true }));
   // Start-first keeps the slot serving until the new task runs; stop-first takes it down first.
   const free = svc.spec.update.order === 'start-first' && !svc.spec.exclusive;
+  const cause = { cause: 'update', specVersion: target, rollback: st.state === 'rolling-back' } as const;
   const next: TaskLike[] = [];
   for (const t of candidates) {
     if (next.length >= room) break;
     // Held: a later slot may still go (one already unavailable costs nothing).
-    if (!free && ledger !== undefined && !ledger.take(t.rec.slot, { cause: 'update', specVersion: target })) continue;
+    if (!free && ledger !== undefined && !ledger.take(t.rec.slot, cause)) continue;
     next.push(t);
   }
   return { target, replaceNow: new Set(next.map((t) => t.rec.id)), statusChange: null, wakeAt };

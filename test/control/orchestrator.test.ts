@@ -254,6 +254,19 @@ describe('the disruption budget in the orchestrator', () => {
     expect(again.budgetWait).toBeNull();
   });
 
+  it('a rollback asks the budget as an update does: the slot already lost goes, the others wait, named', () => {
+    const extra = 'update: {parallelism: 3, monitor: 10s}\ndisruption: {maxUnavailable: 1}';
+    const b = three(extra);
+    for (const s of [1, 2, 3]) b.placed(`t${s}`, 'web', s, `node${s}`, 'running', { observed: 'running', startedAt: 0, containerId: `c-t${s}`, specVersion: 2 });
+    const svc = b.services.get('web');
+    if (!svc) throw new Error('no web');
+    svc.value = rollback(withNewSpec(svc.value, specOf(serviceYaml('web', extra).replace('busybox:local', 'busybox:new')), true, 100), 150, 'by hand');
+    setNode(b, 'node3', { state: 'suspect' });
+    const d = reconcileService(b.build(), 'web', { now: 200, newTaskId: ids('n') });
+    expect(stopped(d)).toEqual(['t3']);
+    expect(d.budgetWait).toBe('waiting for the disruption budget of web (maxUnavailable 1): 1 slot unavailable (slot 3: node n3 suspect); waiting: the rollback (2 tasks)');
+  });
+
   it('an update and a drain together take no more than the budget: the update first, the drain waits', () => {
     const extra = 'update: {parallelism: 2, monitor: 10s}\ndisruption: {maxUnavailable: 1}';
     const b = running(extra);
