@@ -147,6 +147,15 @@ export function refusalsBetween(before: PeerRefusals | undefined, after: PeerRef
 const budgetAnswerSchema = z.object({ allowed: z.boolean(), forced: z.boolean(), budgets: z.array(z.object({ service: z.string(), waiting: z.string().nullable(), forced: z.boolean() }).loose()) }).loose();
 const budgetPollMs = 1000;
 
+const refusedServicesSchema = z.object({ services: z.array(z.object({ service: z.string(), maxUnavailable: z.number(), moves: z.number() }).loose()) }).loose();
+
+/** The services the target serves more slots of than their whole budget: no wait lets the drill through. */
+function neverFits(details: unknown): string[] {
+  const d = refusedServicesSchema.safeParse(details);
+  if (!d.success) return [];
+  return d.data.services.filter((x) => x.moves > x.maxUnavailable).map((x) => `the node serves ${x.moves} slots of ${x.service}, more than its whole budget (${x.maxUnavailable})`);
+}
+
 /**
  * Asks the services' disruption budgets whether the target may be taken away now (POST
  * /v1/nodes/ID/disruption): a drill takes every task on it away for a while. Waits while a budget
@@ -164,6 +173,10 @@ export async function checkDrillBudget(addr: string, target: { id: string; name:
     } catch (err) {
       if (err instanceof ApiError && err.code === 'not_found') return [];
       if (!(err instanceof ApiError && err.code === 'disruption_budget_exceeded')) throw err;
+      const never = neverFits(err.body.details);
+      if (never.length > 0) {
+        throw new CliFailure(`${err.message}\n  nothing was done: the drill did not start. Waiting will not help: ${never.join('; ')}. Drill another node, move tasks off it (shoal node drain), raise disruption.maxUnavailable, or pass --force`, exitCodes.failed, 'disruption_budget_exceeded');
+      }
       if (Date.now() >= deadline) {
         throw new CliFailure(`${err.message}\n  nothing was done: the drill did not start${o.waitMs > 0 ? ` (waited ${Math.round(o.waitMs / 1000)} s)` : ''}. Wait until those slots serve again (shoal service ps), or pass --force`, exitCodes.failed, 'disruption_budget_exceeded');
       }

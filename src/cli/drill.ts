@@ -48,7 +48,8 @@ says when, and how long until every service was back at its count.` : ''}
 A drill takes the target away for a while, and every task on it with it: before the fault it asks
 each service's disruption budget (disruption.maxUnavailable) whether that many of its slots may
 go down on top of those already unavailable, and waits (--budget-wait) while one says no; then it
-fails with disruption_budget_exceeded, having done nothing. --force goes ahead anyway, and each
+fails with disruption_budget_exceeded, having done nothing (at once when the target serves more
+slots of a service than its whole budget: no wait would help). --force goes ahead anyway, and each
 service it exceeds records it.
 
 Options:

@@ -7,7 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { servicesCollection } from '../../src/resources/collections.ts';
 import { catalogued, expectError, problemPaths } from './expect-error.ts';
-import { singleNode, type SingleNode } from './single-node.ts';
+import { checkDrillBudget } from '../../src/cli/drill-cluster.ts';
+import { listeningSingleNode, type SingleNode } from './single-node.ts';
 
 const webYaml = 'apiVersion: shoal/v1\nkind: Service\nname: web\nimage: busybox:local\ncommand: ["sleep", "3600"]\nreplicas: 3\nupdate: {monitor: 0s}\n';
 
@@ -16,7 +17,8 @@ interface ServiceView { record: { specVersion: number; forcedDisruptions?: unkno
 interface TaskItem { desired: string; observed: string }
 
 let s: SingleNode;
-beforeAll(async () => { s = await singleNode({ control: true }); });
+let addr: string;
+beforeAll(async () => { ({ n: s, addr } = await listeningSingleNode({ control: true })); });
 afterAll(async () => { await s.close(); });
 
 const post = (url: string, payload?: unknown) => s.app.inject({ method: 'POST', url, ...(payload !== undefined ? { payload: payload as object } : {}) });
@@ -48,10 +50,27 @@ describe('the disruption budget', () => {
     expect(problemPaths(expectError(await post('/v1/nodes/solo/disruption', { cause: 'reboot' }), 'bad_request'))).toEqual(['body.cause']);
   });
 
+  it('shoal drill asks first, and fails at once, having done nothing, when the node serves more slots than the whole budget', async () => {
+    const before = s.store.revision;
+    const said: string[] = [];
+    const started = Date.now();
+    const failure = await checkDrillBudget(addr, { id: 'solo', name: 'solo' }, { force: false, waitMs: 60_000, onProgress: (l) => said.push(l) }).catch((e: unknown) => e);
+    // No wait would help: the node's three slots are more than the budget of one.
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(failure).toMatchObject({
+      code: 'disruption_budget_exceeded', exitCode: 1,
+      message: expect.stringMatching(/^a drill on solo would take a service past the disruption budget: waiting for the disruption budget of web \(maxUnavailable 1\).*\n {2}nothing was done: the drill did not start\. Waiting will not help: the node serves 3 slots of web, more than its whole budget \(1\)\. .*or pass --force$/s),
+    });
+    expect(said).toEqual([]);
+    expect(s.store.revision).toBe(before);
+  });
+
   it('lets a forced drill through, recording it on the service', async () => {
     const r = await post('/v1/nodes/solo/disruption', { cause: 'drill', force: true });
     expect(r.statusCode, r.body).toBe(200);
     expect(r.json()).toMatchObject({ node: 'solo', allowed: false, forced: true, budgets: [{ service: 'web', forced: true, waiting: null }] });
+    // As shoal drill --force asks: it goes ahead and says which budgets it went past.
+    expect(await checkDrillBudget(addr, { id: 'solo', name: 'solo' }, { force: true, waitMs: 0, onProgress: () => undefined })).toEqual(['web: past its disruption budget (--force)']);
     expect((await service()).service.status.disruption.forced).toEqual([expect.objectContaining({ cause: 'drill', nodeId: 'solo', specVersion: null, message: expect.stringMatching(/^forced past the disruption budget \(maxUnavailable 1\) by .+: 0 slots unavailable$/) })]);
   });
 

@@ -294,6 +294,15 @@ describe('the disruption budget in the orchestrator', () => {
     ]);
   });
 
+  it('a global service\'s task on a drained node stops without asking the budget (the node leaves its slots), even at maxUnavailable 0', () => {
+    const b = new StateBuilder().node('node1').node('node2').service(serviceYaml('agent', 'disruption: {maxUnavailable: 0}').replace('replicas: 3\n', 'mode: global\n'));
+    for (const n of ['node1', 'node2']) b.placed(`a-${n}`, 'agent', n, n, 'running', { observed: 'running', startedAt: 0, containerId: `c-${n}` });
+    setNode(b, 'node2', { availability: 'drain' });
+    const d = reconcileService(b.build(), 'agent', { now: 200, newTaskId: ids('n') });
+    expect(stopped(d)).toEqual(['a-node2']);
+    expect(d.budgetWait).toBeNull();
+  });
+
   it('a start-first update or drain keeps its slots serving, so the budget does not hold it', () => {
     const extra = 'update: {order: start-first, monitor: 10s}\ndisruption: {maxUnavailable: 0}';
     const b = running(extra);
