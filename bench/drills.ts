@@ -121,7 +121,7 @@ async function main2(): Promise<void> {
     await applyExample(addr);
     for (const name of drills) {
       for (let round = 1; round <= rounds; round++) {
-        const report = await runDrill({ addr, drill: name, seconds, recoverTimeoutMs: 60_000, allowOutage: false, onProgress: (l) => console.error(`  ${l}`) });
+        const report = await runDrill({ addr, drill: name, seconds, recoverTimeoutMs: 60_000, allowOutage: false, budgetWaitMs: 60_000, onProgress: (l) => console.error(`  ${l}`) });
         await keepReport(nodes, report);
         console.log(`${name} round ${round}: ${report.ok ? 'passed' : 'FAILED'}, new leader ${report.newLeaderMs ?? '-'} ms, gap ${report.longestWriteGapMs} ms, lost ${report.writes.lost}, backwards ${report.reads.backwards}${report.problems.length > 0 ? `; ${report.problems.join('; ')}` : ''}`);
         rows.set(name, [...(rows.get(name) ?? []), report]);

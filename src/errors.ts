@@ -51,6 +51,7 @@ export const errorCatalog = {
   resource_in_use: { status: 409, retryable: false, summary: 'The resource cannot be removed while others use it (a secret that services name); details lists them.' },
   drill_action_failed: { status: 500, retryable: false, summary: 'A drill action could not be carried out on this node (nft missing or not root for isolate, a helper process that did not start); the message says why. Nothing was changed.' },
   limit_reached: { status: 409, retryable: false, summary: 'A bound of the replicated state is reached (details.limit, details.max): the revoked-certificate list (revokedSerialsMax). Nothing was changed.' },
+  disruption_budget_exceeded: { status: 409, retryable: false, summary: 'A voluntary disruption (a drill) would take a service past its disruption budget; details.services names each with its budget and what is unavailable. Nothing was changed: wait, or force it.' },
   release_refused: { status: 409, retryable: false, summary: 'An upgrade step was refused on this node (details.reason: checksum, not_package, npm_install, does_not_start, not_installed, not_process, no_previous, busy); nothing was activated.' },
   internal: { status: 500, retryable: false, summary: 'An unexpected error; it is a bug. The log has details.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;

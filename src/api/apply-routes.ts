@@ -7,6 +7,7 @@
 
 import type { FastifyPluginAsync } from 'fastify';
 import { planApply, type ApplyOptions, type ServiceOutcome } from '../control/apply.ts';
+import { principalOf } from './write-path.ts';
 import { merge } from '../resources/changes.ts';
 import { checkNetworks, planNetworkApply, type ResourceOutcome } from '../control/network-apply.ts';
 import { readNetworkState } from '../resources/network-resources.ts';
@@ -81,7 +82,10 @@ export const applyRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, 
   app.post('/v1/apply', { config: { role: 'operator' } }, async (req): Promise<ApplyAnswer> => {
     const v = validate({ query: [applyQuery, req.query], body: [applyBody, req.body] });
     const specs = readSpecs(v.body);
-    const opts: ApplyOptions = { ...(v.body.source !== undefined ? { source: v.body.source } : {}), ...(v.body.prune === true ? { prune: true } : {}) };
+    const opts: ApplyOptions = {
+      ...(v.body.source !== undefined ? { source: v.body.source } : {}), ...(v.body.prune === true ? { prune: true } : {}),
+      ...(v.body.force === true ? { force: { by: principalOf(req) } } : {}),
+    };
     if (v.query.dryRun === 'true') {
       const state = await readControl(ctx, 'linearizable');
       checkExpected(state, v.body.expectRevs);

@@ -52,6 +52,8 @@ export const applyBody = z.object({
   source: z.string().min(1).max(128).regex(/^[^\p{Cc}]*$/u, 'no control characters').optional(),
   /** Remove the services created by `source` that the specs no longer name. Needs `source`. */
   prune: z.boolean().optional(),
+  /** The rolling updates this apply starts may go past the services' disruption budgets (recorded on each). */
+  force: z.boolean().optional(),
 }).strict().superRefine((b, ctx) => {
   if (b.prune === true && b.source === undefined) {
     ctx.addIssue({ code: 'custom', path: ['prune'], message: 'needs source: only the services an apply of that source created are pruned' });
@@ -70,8 +72,23 @@ export const scaleBody = z.object({
 
 export const noBody = z.union([z.undefined(), z.object({}).strict()]);
 
+/** A voluntary disruption's body: `force` lets it go past the service's disruption budget (recorded on the service). */
+export const forceObject = z.object({ force: z.boolean().optional() }).strict();
+export const forceBody = z.union([z.undefined(), forceObject]);
+
 export const availabilityBody = z.object({
   availability: z.enum(['active', 'pause', 'drain']),
+  /** With drain: its moves may go past the disruption budgets of the services they touch (recorded on each). */
+  force: z.boolean().optional(),
+}).strict().superRefine((b, ctx) => {
+  if (b.force === true && b.availability !== 'drain') ctx.addIssue({ code: 'custom', path: ['force'], message: 'only a drain takes tasks down; pause and active never need force' });
+});
+
+/** POST /v1/nodes/{ref}/disruption: may this node be taken away (a drill) now? */
+export const disruptionBody = z.object({
+  cause: z.literal('drill'),
+  /** Go past the budgets (recorded on each service it exceeds). */
+  force: z.boolean().optional(),
 }).strict();
 
 export const labelsBody = z.object({

@@ -5,7 +5,9 @@
 // runs on it.
 
 import type { DocumentStore } from '../../fsm/index.ts';
-import type { NodeRecord, ObservedTaskState, ServiceRecord, TaskRecord, TaskStatus } from '../resources/records.ts';
+import type { ForcedDisruption, NodeRecord, ObservedTaskState, ServiceRecord, TaskRecord, TaskStatus } from '../resources/records.ts';
+import { assessBudget, type UnavailableSlot } from '../control/disruption-budget.ts';
+import { reconcileService } from '../control/orchestrator.ts';
 import { specForTask } from '../resources/records.ts';
 import { eligibleNodes } from '../control/scheduler/eligible-nodes.ts';
 import { usageByNode } from '../control/scheduler/usage.ts';
@@ -64,6 +66,23 @@ export interface ServiceStatus {
   updating: boolean;
   /** running = tasks = desired, none stopping, and no update in progress. */
   converged: boolean;
+  /** The disruption budget now (docs/control-plane.md, "The disruption budget"). */
+  disruption: DisruptionStatus;
+}
+
+export interface DisruptionStatus {
+  /** The budget as people read it: `maxUnavailable 1`, `maxUnavailable 25% (1 of 4 slots)`. */
+  limit: string;
+  /** The budget in slots. */
+  maxUnavailable: number;
+  /** The wanted slots that serve nothing now, and why. */
+  unavailable: UnavailableSlot[];
+  /** How many more slots a voluntary action may take down now. */
+  allowed: number;
+  /** What the budget holds back and why (the leader's own decision, computed the same way); null when nothing waits. */
+  waiting: string | null;
+  /** Voluntary disruptions forced past the budget that are not over yet. */
+  forced: ForcedDisruption[];
 }
 
 export interface ServiceView {
@@ -103,7 +122,18 @@ export interface NodeView {
   reserved: { cpuMillis: number; memoryBytes: number };
 }
 
-export function serviceStatus(state: ControlState, svc: ServiceRecord): ServiceStatus {
+/**
+ * The service's budget now. What waits is what the orchestrator, deciding now on this state, would
+ * hold back (a pure pass of it, nothing written); `now` is the leader's log time, which the
+ * update's pacing reads. Without it, nothing is said to wait.
+ */
+export function disruptionStatus(state: ControlState, svc: ServiceRecord, now?: number): DisruptionStatus {
+  const a = assessBudget(state, svc);
+  const waiting = now === undefined ? null : reconcileService(state, svc.name, { now, newTaskId: () => 'preview' }).budgetWait ?? null;
+  return { limit: a.limit, maxUnavailable: a.maxUnavailable, unavailable: a.unavailable, allowed: a.allowed, waiting, forced: svc.forcedDisruptions };
+}
+
+export function serviceStatus(state: ControlState, svc: ServiceRecord, now?: number): ServiceStatus {
   const views = tasksOf(state, svc.name).map((t) => viewOf(state, t));
   const alive = views.filter((v) => v.record.desired === 'running');
   const desired = svc.spec.mode === 'global'
@@ -120,11 +150,12 @@ export function serviceStatus(state: ControlState, svc: ServiceRecord): ServiceS
     desired, running, serving: serving.length, unreachable, tasks: alive.length, pending: pendingViews.length,
     pendingReasons: [...new Set(pendingViews.flatMap((v) => (v.record.pendingReason === null ? [] : [v.record.pendingReason])))],
     stopping, updating, converged: !updating && running === desired && alive.length === desired && stopping === 0,
+    disruption: disruptionStatus(state, svc, now),
   };
 }
 
-export function serviceView(state: ControlState, s: Versioned<ServiceRecord>): ServiceView {
-  return { name: s.value.name, rev: s.rev, record: s.value, status: serviceStatus(state, s.value) };
+export function serviceView(state: ControlState, s: Versioned<ServiceRecord>, now?: number): ServiceView {
+  return { name: s.value.name, rev: s.rev, record: s.value, status: serviceStatus(state, s.value, now) };
 }
 
 export function taskItem(state: ControlState, t: Versioned<TaskRecord>): TaskItem {

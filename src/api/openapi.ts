@@ -14,7 +14,7 @@ import type { RouteTable } from './route-table.ts';
 import { createCredentialBody, credentialParams } from './credentials-routes.ts';
 import { auditQuery } from './audit-routes.ts';
 import {
-  applyBody, applyQuery, availabilityBody, labelsBody, nodeParams, readOnlyQuery, scaleBody, serviceParams, taskParams, tasksQuery,
+  applyBody, applyQuery, availabilityBody, disruptionBody, forceObject, labelsBody, nodeParams, readOnlyQuery, scaleBody, serviceParams, taskParams, tasksQuery,
 } from './control-schemas.ts';
 import { logsQuery } from './logs-routes.ts';
 import { networkParams } from './network-routes.ts';
@@ -143,8 +143,6 @@ const nodeView = {
 };
 const listOf = (item: Json): Json => ({ type: 'object', properties: { items: { type: 'array', items: item }, rev: { type: 'integer' } } });
 const written = (extra: Json): Json => ({ type: 'object', properties: { rev: { type: ['integer', 'null'] }, ...extra } });
-/** A POST that takes no body (or an empty object). */
-const emptyBody = jsonBody(schemaOf(z.object({}).strict()), false);
 
 /** The control plane's routes (services, nodes, tasks, apply); parameters and bodies from control-schemas.ts. */
 function controlPaths(): Json {
@@ -169,10 +167,10 @@ function controlPaths(): Json {
       post: { summary: 'Set the replica count', ...strict, parameters: [...svc, ...noQ], requestBody: jsonBody(schemaOf(scaleBody)), responses: { 200: json(written({ outcome: { type: 'string' }, service: serviceView })), ...errors } },
     },
     '/v1/services/{name}/rollback': {
-      post: { summary: 'Roll back to the previous spec (a rolling update)', ...strict, parameters: [...svc, ...noQ], requestBody: emptyBody, responses: { 200: json(written({ specVersion: { type: 'integer' }, service: serviceView })), ...errors } },
+      post: { summary: 'Roll back to the previous spec (a rolling update); force: it may go past the disruption budget', ...strict, parameters: [...svc, ...noQ], requestBody: jsonBody(schemaOf(forceObject), false), responses: { 200: json(written({ specVersion: { type: 'integer' }, service: serviceView })), ...errors } },
     },
     '/v1/services/{name}/rebalance': {
-      post: { summary: 'One rebalance step: move at most one task off the fullest node (docs/control-plane.md)', ...strict, parameters: [...svc, ...noQ], requestBody: emptyBody, responses: { 200: json(written({ state: { type: 'string', enum: ['moved', 'balanced', 'settling'] }, reason: { type: 'string' }, moved: { type: ['object', 'null'] }, counts: { type: 'array', items: { type: 'object' } } })), ...errors } },
+      post: { summary: 'One rebalance step: move at most one task off the fullest node (docs/control-plane.md); waits for the disruption budget unless force', ...strict, parameters: [...svc, ...noQ], requestBody: jsonBody(schemaOf(forceObject), false), responses: { 200: json(written({ state: { type: 'string', enum: ['moved', 'balanced', 'settling', 'waiting'] }, reason: { type: 'string' }, moved: { type: ['object', 'null'] }, counts: { type: 'array', items: { type: 'object' } }, forced: { type: 'boolean' } })), ...errors } },
     },
     '/v1/nodes': { get: { summary: 'List nodes with what runs on them', ...strict, parameters: read, responses: { 200: json(listOf(nodeView)), ...errors } } },
     '/v1/nodes/{ref}': {
@@ -180,7 +178,10 @@ function controlPaths(): Json {
       delete: { summary: 'Remove the record of a node removed from the cluster (none of its tasks desired running); admin', ...strict, parameters: node, responses: { 200: json({ type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' }, removed: { type: 'boolean' }, rev: { type: 'integer' } } }), ...errors } },
     },
     '/v1/nodes/{ref}/availability': {
-      post: { summary: 'Set availability: active, pause (no new tasks) or drain (move its tasks off)', ...strict, parameters: [...node, ...noQ], requestBody: jsonBody(schemaOf(availabilityBody)), responses: { 200: json(written({ node: nodeView })), ...errors } },
+      post: { summary: 'Set availability: active, pause (no new tasks) or drain (move its tasks off as the disruption budgets allow; force: past them)', ...strict, parameters: [...node, ...noQ], requestBody: jsonBody(schemaOf(availabilityBody)), responses: { 200: json(written({ node: nodeView, budgets: { type: 'array', items: { type: 'object' } } })), ...errors } },
+    },
+    '/v1/nodes/{ref}/disruption': {
+      post: { summary: 'May the node be taken away for a drill now? Refused (disruption_budget_exceeded) when a service\'s disruption budget does not allow it, unless force', ...strict, parameters: [...node, ...noQ], requestBody: jsonBody(schemaOf(disruptionBody)), responses: { 200: json(written({ node: { type: 'string' }, name: { type: 'string' }, allowed: { type: 'boolean' }, forced: { type: 'boolean' }, budgets: { type: 'array', items: { type: 'object' } } })), ...errors } },
     },
     '/v1/nodes/{ref}/labels': {
       post: { summary: 'Set and remove node labels', ...strict, parameters: [...node, ...noQ], requestBody: jsonBody(schemaOf(labelsBody)), responses: { 200: json(written({ node: nodeView })), ...errors } },

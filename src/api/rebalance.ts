@@ -10,13 +10,20 @@
 // the per-node counts strictly more even, so repeating steps ends.
 //
 // A step does nothing while the service is settling (an update in progress, a task being placed,
-// started or stopped): the previous move must land first. The caller repeats steps until the
-// answer is `balanced` (the CLI does, waiting between them).
+// started or stopped): the previous move must land first. A move takes its slot down (the
+// replacement starts once the task stopped), so it asks the service's disruption budget first
+// (src/control/disruption-budget.ts): when the budget allows no more, the step waits (`waiting`,
+// naming the budget), unless it is forced. The caller repeats steps until the answer is
+// `balanced` (the CLI does, waiting between them).
 //
-// A pure function of the control state.
+// Pure functions of the control state: the step, and the plan that writes it.
 
+import type { Plan } from '../resources/changes.ts';
+import { putChange } from '../resources/changes.ts';
+import { servicesCollection, tasksCollection } from '../resources/collections.ts';
 import type { NodeRecord, ServiceRecord, TaskRecord } from '../resources/records.ts';
 import { specForTask } from '../resources/records.ts';
+import { assessBudget, budgetCompares, budgetWaitText, forcedText, withForced, type BudgetAssessment } from '../control/disruption-budget.ts';
 import { schedule } from '../control/scheduler/schedule.ts';
 import type { TaskWithSpec } from '../control/scheduler/types.ts';
 import { tasksOf, type ControlState, type Versioned } from '../resources/state.ts';
@@ -30,13 +37,18 @@ export interface NodeCount {
 }
 
 export interface RebalanceStep {
-  state: 'moved' | 'balanced' | 'settling';
+  /** waiting: a task could move, but the disruption budget allows no slot down now. */
+  state: 'moved' | 'balanced' | 'settling' | 'waiting';
   /** Why, for people. */
   reason: string;
   /** The task to shut down, and where the scheduler would place its replacement. */
   move: { task: Versioned<TaskRecord>; from: NodeRecord; to: NodeRecord } | null;
   /** Per node that can run the service (or runs it), before the step; sorted by name. */
   counts: NodeCount[];
+  /** The budget as the step found it. */
+  budget: BudgetAssessment;
+  /** The move goes past the budget because it was forced. */
+  forced: boolean;
 }
 
 const updateInProgress = new Set(['updating', 'rolling-back']);
@@ -73,12 +85,13 @@ function countsOf(state: ControlState, placed: readonly TaskWithSpec[], service:
   return counts;
 }
 
-export function planRebalance(state: ControlState, svc: ServiceRecord): RebalanceStep {
+export function planRebalance(state: ControlState, svc: ServiceRecord, opts: { force?: boolean } = {}): RebalanceStep {
   const placed = placedTasks(state);
   const counts = countsOf(state, placed, svc.name);
   const nodes = [...state.nodes.values()].map((n) => n.value);
   const shown = nodes.map((n) => ({ nodeId: n.id, nodeName: n.name, tasks: counts.get(n.id) ?? 0 })).sort((a, b) => a.nodeName.localeCompare(b.nodeName) || a.nodeId.localeCompare(b.nodeId));
-  const still = (stateName: 'balanced' | 'settling', reason: string): RebalanceStep => ({ state: stateName, reason, move: null, counts: shown });
+  const budget = assessBudget(state, svc);
+  const still = (stateName: 'balanced' | 'settling' | 'waiting', reason: string): RebalanceStep => ({ state: stateName, reason, move: null, counts: shown, budget, forced: false });
   if (svc.spec.mode === 'global') return still('balanced', 'a global service runs one task on each eligible node');
   const settling = settlingReason(state, svc);
   if (settling !== null) return still('settling', settling);
@@ -96,7 +109,11 @@ export function planRebalance(state: ControlState, svc: ServiceRecord): Rebalanc
     if (to === undefined || to.id === from.id) continue;
     const fromAfter = (counts.get(from.id) ?? 0) - 1;
     if ((counts.get(to.id) ?? 0) < fromAfter) {
-      return { state: 'moved', reason: `moving task ${c.value.id} (slot ${String(c.value.slot)}) off ${from.name} (${fromAfter + 1} tasks of ${svc.name}) toward ${to.name} (${counts.get(to.id) ?? 0})`, move: { task: c, from, to }, counts: shown };
+      const reason = `moving task ${c.value.id} (slot ${String(c.value.slot)}) off ${from.name} (${fromAfter + 1} tasks of ${svc.name}) toward ${to.name} (${counts.get(to.id) ?? 0})`;
+      // The task serves its slot (it runs): the move takes one slot down.
+      const over = budget.serving.get(String(c.value.slot))?.record.id === c.value.id && budget.allowed <= 0;
+      if (over && opts.force !== true) return still('waiting', budgetWaitText(budget, [{ cause: 'rebalance', nodeId: from.id, nodeName: from.name }]));
+      return { state: 'moved', reason, move: { task: c, from, to }, counts: shown, budget, forced: over };
     }
   }
   return still('balanced', candidates.length === 0 ? 'no task of the current spec is running' : `no task of ${svc.name} can move to a node that carries fewer of them (the scheduler decides where a task may go)`);
@@ -114,4 +131,22 @@ function whereInstead(nodes: readonly NodeRecord[], placed: readonly TaskWithSpe
   const pending: TaskWithSpec = { task: { ...task, nodeId: null, observed: 'pending' }, spec: specForTask(svc, task) ?? svc.spec };
   const [placement] = schedule({ nodes, tasks: others, pending: [pending] }).placements;
   return placement === undefined ? undefined : nodes.find((n) => n.id === placement.nodeId);
+}
+
+/**
+ * The write of a step that moves: the task shut down, compared on what the budget was counted on
+ * (its serving tasks, their reports and nodes, the service), and when it was forced past the
+ * budget, the forced disruption on the service record. Null when the step moves nothing.
+ */
+export function rebalancePlan(state: ControlState, s: Versioned<ServiceRecord>, step: RebalanceStep, now: number, by: string | null): Plan | null {
+  if (step.move === null) return null;
+  const { task, from } = step.move;
+  const stopped = { ...task.value, desired: 'shutdown' as const, message: `rebalance: moved off ${from.name}`, updatedAt: now };
+  const changes = [putChange(tasksCollection, task.value.id, stopped, task.rev)];
+  if (step.forced) {
+    const forced = withForced(s.value, { cause: 'rebalance', nodeId: from.id, specVersion: null, at: now, by, message: forcedText(step.budget, by) });
+    changes.push(putChange(servicesCollection, s.value.name, { ...forced, updatedAt: now }, s.rev));
+  }
+  // The service's revision too (budgetCompares has it): a spec changed meanwhile makes the step decide again.
+  return { changes, compares: budgetCompares(state, s.value, step.budget, new Set([task.value.id]), [viewOf(state, task)]) };
 }

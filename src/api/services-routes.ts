@@ -8,15 +8,17 @@ import type { FastifyPluginAsync } from 'fastify';
 import { planApply } from '../control/apply.ts';
 import { planRemove } from '../control/apply.ts';
 import { putChange } from '../resources/changes.ts';
-import { servicesCollection, tasksCollection } from '../resources/collections.ts';
+import { servicesCollection } from '../resources/collections.ts';
 import { rollback } from '../control/rolling-update.ts';
+import { forceUpdate } from '../control/apply.ts';
+import { principalOf } from './write-path.ts';
 import { tasksOf, type ControlState } from '../resources/state.ts';
 import { ShoalError } from '../errors.ts';
 import type { ApiContext } from './context.ts';
-import { noBody, readOnlyQuery, scaleBody, serviceParams } from './control-schemas.ts';
+import { forceBody, readOnlyQuery, scaleBody, serviceParams } from './control-schemas.ts';
 import { findService, readControl, readLocal, serviceView, taskItem, type ServiceView } from './control-views.ts';
 import { decideAndWrite } from './control-write.ts';
-import { planRebalance, type NodeCount } from './rebalance.ts';
+import { planRebalance, rebalancePlan, type NodeCount } from './rebalance.ts';
 import { badRequest, validate } from './validate.ts';
 import { noQuery } from './request-schemas.ts';
 
@@ -24,33 +26,35 @@ import { noQuery } from './request-schemas.ts';
 function after(ctx: ApiContext, name: string): ServiceView | null {
   const state = readLocal(ctx);
   const s = state.services.get(name);
-  return s === undefined ? null : serviceView(state, s);
+  return s === undefined ? null : serviceView(state, s, ctx.node.logTimeNow());
 }
 
-function serviceList(state: ControlState): ServiceView[] {
-  return [...state.services.values()].map((s) => serviceView(state, s)).sort((a, b) => a.name.localeCompare(b.name));
+function serviceList(state: ControlState, now: number): ServiceView[] {
+  return [...state.services.values()].map((s) => serviceView(state, s, now)).sort((a, b) => a.name.localeCompare(b.name));
 }
 
 export interface RebalanceAnswer {
-  state: 'moved' | 'balanced' | 'settling';
+  state: 'moved' | 'balanced' | 'settling' | 'waiting';
   reason: string;
   moved: { task: string; slot: number | string; from: { id: string; name: string }; to: { id: string; name: string } } | null;
   counts: NodeCount[];
   rev: number | null;
+  /** The move went past the service's disruption budget (force: true). */
+  forced: boolean;
 }
 
 export const servicesRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
   app.get('/v1/services', { config: { role: 'reader' } }, async (req) => {
     const v = validate({ query: [readOnlyQuery, req.query] });
     const state = await readControl(ctx, v.query.consistency);
-    return { items: serviceList(state), rev: state.revision };
+    return { items: serviceList(state, ctx.node.logTimeNow()), rev: state.revision };
   });
 
   app.get('/v1/services/:name', { config: { role: 'reader' } }, async (req) => {
     const v = validate({ params: [serviceParams, req.params], query: [readOnlyQuery, req.query] });
     const state = await readControl(ctx, v.query.consistency);
     const s = findService(state, v.params.name);
-    return { service: serviceView(state, s), tasks: tasksOf(state, s.value.name).map((t) => taskItem(state, t)), rev: state.revision };
+    return { service: serviceView(state, s, ctx.node.logTimeNow()), tasks: tasksOf(state, s.value.name).map((t) => taskItem(state, t)), rev: state.revision };
   });
 
   app.delete('/v1/services/:name', { config: { role: 'operator' } }, async (req) => {
@@ -76,35 +80,31 @@ export const servicesRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (ap
   });
 
   app.post('/v1/services/:name/rollback', { config: { role: 'operator' } }, async (req) => {
-    const v = validate({ params: [serviceParams, req.params], query: [noQuery, req.query], body: [noBody, req.body] });
+    const v = validate({ params: [serviceParams, req.params], query: [noQuery, req.query], body: [forceBody, req.body] });
     const w = await decideAndWrite(ctx, req, `rolling back service ${v.params.name}`, (state) => {
       const s = findService(state, v.params.name);
       if (s.value.previousSpec === null) {
         throw badRequest([{ path: 'params.name', message: `${s.value.name} has no previous spec to roll back to (its spec never changed in a way that replaced tasks)` }]);
       }
       const now = ctx.node.logTimeNow();
-      const record = { ...rollback(s.value, now, `rolled back by hand from spec version ${s.value.specVersion}`), updatedAt: now };
+      const back = rollback(s.value, now, `rolled back by hand from spec version ${s.value.specVersion}`);
+      const record = { ...(v.body?.force === true ? forceUpdate(state, back, now, principalOf(req)) : back), updatedAt: now };
       return { plan: { changes: [putChange(servicesCollection, s.value.name, record, s.rev)], compares: [] }, answer: record.specVersion };
     });
     return { specVersion: w.answer, rev: w.rev, service: after(ctx, v.params.name) };
   });
 
   app.post('/v1/services/:name/rebalance', { config: { role: 'operator' } }, async (req): Promise<RebalanceAnswer> => {
-    const v = validate({ params: [serviceParams, req.params], query: [noQuery, req.query], body: [noBody, req.body] });
+    const v = validate({ params: [serviceParams, req.params], query: [noQuery, req.query], body: [forceBody, req.body] });
     const w = await decideAndWrite(ctx, req, `rebalancing service ${v.params.name}`, (state) => {
       const s = findService(state, v.params.name);
-      const step = planRebalance(state, s.value);
-      if (step.move === null) return { plan: null, answer: step };
-      const { task, from } = step.move;
-      const now = ctx.node.logTimeNow();
-      const stopped = { ...task.value, desired: 'shutdown' as const, message: `rebalance: moved off ${from.name}`, updatedAt: now };
-      // The service's revision too: a spec changed meanwhile makes the step decide again.
-      return { plan: { changes: [putChange(tasksCollection, task.value.id, stopped, task.rev)], compares: [{ collection: servicesCollection, id: s.value.name, target: 'rev', cmp: '=', value: s.rev }] }, answer: step };
+      const step = planRebalance(state, s.value, { force: v.body?.force === true });
+      return { plan: rebalancePlan(state, s, step, ctx.node.logTimeNow(), principalOf(req)), answer: step };
     });
     const step = w.answer;
     if (step.state === 'moved' && step.move === null) throw new ShoalError('internal', 'a move without a task');
     return {
-      state: step.state, reason: step.reason, counts: step.counts, rev: w.rev,
+      state: step.state, reason: step.reason, counts: step.counts, rev: w.rev, forced: step.forced,
       moved: step.move === null ? null : {
         task: step.move.task.value.id, slot: step.move.task.value.slot, from: { id: step.move.from.id, name: step.move.from.name }, to: { id: step.move.to.id, name: step.move.to.name },
       },

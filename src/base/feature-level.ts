@@ -26,9 +26,12 @@
 //      their sender with (`role` in the stamped command, fsm/command.ts), which the audit record
 //      says: a release before this refuses the key (its command schema is strict). Both came
 //      in the same release, so they share the level.
+//   6  service records carry a disruption budget (spec.disruption) and the disruptions forced past
+//      it (forcedDisruptions), which a release of level 5 or less cannot read
+//      (src/resources/record-compat.ts).
 
 /** The highest level this build can apply. */
-export const featureLevelMax = 5;
+export const featureLevelMax = 6;
 
 /** The level a cluster starts at before any feature-level entry: the first release's. */
 export const featureLevelInitial = 1;
@@ -62,3 +65,6 @@ export const featureLevelWorkloadNetwork = 5;
 
 /** The level from which commands may carry their sender's role, and audit records show it (fsm/audit.ts). */
 export const featureLevelAuditRole = 5;
+
+/** The level from which service records may carry a disruption budget and forced disruptions (src/resources/record-compat.ts). */
+export const featureLevelDisruptionBudget = 6;

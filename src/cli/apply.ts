@@ -13,7 +13,7 @@ import { sameFailureAttempts } from './converge-verdict.ts';
 import { commonFlags, help } from './doc-common.ts';
 import { commonFlagsText } from './group.ts';
 
-export const applyHelp = `Usage: shoal apply -f FILE [--dry-run] [--prune] [--source NAME] [--detach] [--timeout DURATION] [--addr HOST:PORT] [--json]
+export const applyHelp = `Usage: shoal apply -f FILE [--dry-run] [--prune] [--source NAME] [--force] [--detach] [--timeout DURATION] [--addr HOST:PORT] [--json]
 
 Applies the Service specs in FILE (YAML, several documents separated by ---, or JSON; '-f -' reads
 standard input) and shows what each service does: created, updated (scaled, or its tasks replaced
@@ -25,6 +25,11 @@ its current spec running as it asks for, and no update in progress), showing pro
 tasks do not run (a failed pull with the registry's answer, an exit, a failing health check, no
 node that fits and why). It stops early when every task of a service has failed the same way
 ${sameFailureAttempts} times in a row (or once, when its restart policy tries no more): waiting longer would not help.
+A rolling update takes down at most as many slots as the service's disruption budget allows
+(disruption.maxUnavailable, by default its update's parallelism), counting the slots already
+unavailable for any reason (a node down, a drain, a task starting); while the budget holds it
+back, the progress says so, naming the budget and the slots unavailable. --force lets the
+updates this apply starts (or the ones under way) go past the budget; the service records it.
 The vocabulary is in docs/resources.md; an example is docs/examples/web.yaml.
 
 Options:
@@ -35,6 +40,8 @@ Options:
                          longer names (never one made by hand or by another file)
   --source NAME          the source name new services record (default: the file's name without
                          its extension; required with -f -)
+  --force                the rolling updates may go past the services' disruption budgets
+                         (recorded on each service, and as an event)
   --detach               do not wait for the services to converge
   --timeout DURATION     how long to wait for convergence (default ${waitTimeoutDefault})
 ${commonFlagsText(23)}
@@ -43,8 +50,9 @@ With --json prints {dryRun, rev, services: [{name, outcome, change?, replaces?, 
 and, after waiting, converged: the services' views.
 Exit codes: 0 applied (and converged, unless --detach or --dry-run); 1 the specs were refused (each
 problem is printed), or a service did not converge (not_converged: its update paused or rolled
-back, or the timeout passed; tasks_failing: every task failed the same way: what was applied
-stays applied); 2 usage error (a file that cannot be read); 3 no node answered, or the cluster
+back, or the timeout passed; disruption_budget: the timeout passed while its update waited for
+its disruption budget; tasks_failing: every task failed the same way: what was applied stays
+applied); 2 usage error (a file that cannot be read); 3 no node answered, or the cluster
 cannot serve right now.`;
 
 function readSpecFile(file: string): string {
@@ -58,20 +66,22 @@ function readSpecFile(file: string): string {
 /** `web: updated (replaces 3 tasks: image, env)` */
 export function outcomeLine(o: ApplyOutcome, dryRun: boolean): string {
   const verb = dryRun ? { created: 'would be created', updated: 'would be updated', unchanged: 'unchanged', removed: 'would be removed (--prune)' }[o.outcome] : o.outcome;
-  if (o.outcome !== 'updated') return `${o.name}: ${verb}`;
+  const forced = o.forced === true ? `; its rolling update ${dryRun ? 'would' : 'may'} go past the disruption budget (--force)` : '';
+  if (o.outcome !== 'updated') return `${o.name}: ${verb}${forced}`;
   const fields = o.fields !== undefined && o.fields.length > 0 ? o.fields.join(', ') : 'spec';
   if (o.change === 'replace') {
     const n = o.replaces?.length ?? 0;
     const ids = dryRun && n > 0 ? ` (${o.replaces?.join(', ')})` : '';
-    return `${o.name}: ${verb}: ${fields} changed; a rolling update ${dryRun ? 'would replace' : 'replaces'} ${n} task${n === 1 ? '' : 's'}${ids} (spec version ${o.specVersion})`;
+    return `${o.name}: ${verb}: ${fields} changed; a rolling update ${dryRun ? 'would replace' : 'replaces'} ${n} task${n === 1 ? '' : 's'}${ids} (spec version ${o.specVersion})${forced}`;
   }
-  return `${o.name}: ${verb}: ${fields} changed; running tasks are kept`;
+  return `${o.name}: ${verb}: ${fields} changed; running tasks are kept${forced}`;
 }
 
 export async function applyCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, {
     ...commonFlags, file: { type: 'string', short: 'f' }, 'dry-run': { type: 'boolean', default: false },
     detach: { type: 'boolean', default: false }, timeout: { type: 'string' }, prune: { type: 'boolean', default: false }, source: { type: 'string' },
+    force: { type: 'boolean', default: false },
   }, applyHelp);
   if (values.help) return help(applyHelp);
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals.join(' ')}'; name the file with -f FILE`);
@@ -84,7 +94,7 @@ export async function applyCommand(argv: string[]): Promise<number> {
   const format = values.file.endsWith('.json') ? 'json' : 'yaml';
   const { body } = await request(addr, 'POST', '/v1/apply', applyAnswerSchema, {
     query: { dryRun: values['dry-run'] ? 'true' : undefined },
-    body: { text, format, ...(source !== undefined ? { source } : {}), ...(values.prune ? { prune: true } : {}) },
+    body: { text, format, ...(source !== undefined ? { source } : {}), ...(values.prune ? { prune: true } : {}), ...(values.force ? { force: true } : {}) },
     retry: 'safe', onRetry: retryNotice('apply'),
   });
   return finish(body, { addr, json: values.json, wait: !values.detach && !values['dry-run'], timeoutMs, command: 'apply' });

@@ -20,6 +20,12 @@ export const serviceStatusSchema = z.object({
   stopping: z.number(), updating: z.boolean(), converged: z.boolean(),
   // Absent from nodes older than these counts.
   serving: z.number().optional(), unreachable: z.number().optional(),
+  // Absent from nodes older than disruption budgets.
+  disruption: z.object({
+    limit: z.string(), maxUnavailable: z.number(), allowed: z.number(), waiting: z.string().nullable(),
+    unavailable: z.array(z.object({ slot: z.string(), why: z.string() }).loose()),
+    forced: z.array(z.object({ cause: z.string(), nodeId: z.string().nullable(), specVersion: z.number().nullable(), at: z.number(), by: z.string().nullable(), message: z.string() }).loose()),
+  }).loose().optional(),
 }).loose();
 
 export const serviceViewSchema = z.object({ name: z.string(), rev: z.number(), record: serviceRecordSchema, status: serviceStatusSchema }).loose();
@@ -55,7 +61,7 @@ export const taskDetailSchema = z.object({ task: taskItemSchema, rev: z.number()
 
 export const applyOutcomeSchema = z.object({
   name: z.string(), outcome: z.enum(['created', 'updated', 'unchanged', 'removed']), change: z.enum(['scale', 'replace']).optional(),
-  replaces: z.array(z.string()).optional(), fields: z.array(z.string()).optional(), specVersion: z.number(),
+  replaces: z.array(z.string()).optional(), fields: z.array(z.string()).optional(), specVersion: z.number(), forced: z.boolean().optional(),
 }).loose();
 export type ApplyOutcome = z.infer<typeof applyOutcomeSchema>;
 const resourceOutcomeSchema = z.object({ name: z.string(), outcome: z.string() }).loose();
@@ -66,9 +72,15 @@ export const applyAnswerSchema = z.object({
 export type ApplyAnswer = z.infer<typeof applyAnswerSchema>;
 
 export const writtenServiceSchema = z.object({ rev: z.number().nullable(), service: serviceViewSchema.nullable() }).loose();
-export const writtenNodeSchema = z.object({ rev: z.number().nullable(), node: nodeViewSchema.nullable() }).loose();
+/** Per service a drain touches (POST /v1/nodes/NODE/availability, POST /v1/nodes/NODE/disruption). */
+export const drainBudgetSchema = z.object({
+  service: z.string(), limit: z.string(), maxUnavailable: z.number(), unavailable: z.number(), allowed: z.number(), moves: z.number(),
+  forced: z.boolean(), waiting: z.string().nullable(),
+}).loose();
+export type DrainBudget = z.infer<typeof drainBudgetSchema>;
+export const writtenNodeSchema = z.object({ rev: z.number().nullable(), node: nodeViewSchema.nullable(), budgets: z.array(drainBudgetSchema).optional() }).loose();
 export const rebalanceSchema = z.object({
-  state: z.enum(['moved', 'balanced', 'settling']), reason: z.string(), rev: z.number().nullable(),
+  state: z.enum(['moved', 'balanced', 'settling', 'waiting']), reason: z.string(), rev: z.number().nullable(), forced: z.boolean().optional(),
   moved: z.object({ task: z.string(), slot: z.union([z.number(), z.string()]), from: z.object({ name: z.string() }).loose(), to: z.object({ name: z.string() }).loose() }).loose().nullable(),
   counts: z.array(z.object({ nodeName: z.string(), tasks: z.number() }).loose()),
 }).loose();

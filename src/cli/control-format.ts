@@ -152,5 +152,18 @@ export function serviceProgress(v: ServiceView): string {
   else if (u === 'paused' || u === 'rollback-paused') parts.push(u === 'paused' ? 'update paused' : 'rollback paused');
   if (s.stopping > 0) parts.push(`${s.stopping} stopping`);
   const pending = s.pending > 0 ? `; ${s.pending} pending${s.pendingReasons.length > 0 ? `: ${s.pendingReasons.join('; ')}` : ''}` : '';
-  return `${v.name}: ${parts.join(', ')}${pending}`;
+  const waiting = s.disruption?.waiting ?? null;
+  return `${v.name}: ${parts.join(', ')}${pending}${waiting === null ? '' : `; ${waiting}`}`;
+}
+
+/** `budget   maxUnavailable 1: 1 slot unavailable (slot 3: node n2 down); 0 more may go down now`, then each forced disruption. */
+export function budgetLines(v: ServiceView): string[] {
+  const d = v.status.disruption;
+  if (d === undefined) return [];
+  const n = d.unavailable.length;
+  const named = d.unavailable.slice(0, 3).map((u) => `slot ${u.slot}: ${u.why}`).join('; ');
+  const lines = [`budget   ${d.limit}: ${n} slot${n === 1 ? '' : 's'} unavailable${n === 0 ? '' : ` (${named}${n > 3 ? '; ...' : ''})`}; ${d.allowed} more may go down now`];
+  if (d.waiting !== null) lines.push(`         ${d.waiting}`);
+  for (const f of d.forced) lines.push(`forced   ${f.cause}${f.nodeId !== null ? ` of ${f.nodeId}` : ''}${f.specVersion !== null ? ` to spec version ${f.specVersion}` : ''}: ${f.message}`);
+  return lines;
 }

@@ -29,6 +29,8 @@ export interface Verdict {
   /** Why the wait ends now, with the code --json prints; null while it goes on. */
   stop: { message: string; code: 'not_converged' | 'tasks_failing' } | null;
   converged: boolean;
+  /** What the service's disruption budget holds back, and why; null when nothing (or an older node). */
+  budgetWait: string | null;
 }
 
 /** A failed task's message: the leader's record, else the agent's report, else its exit. */
@@ -131,7 +133,7 @@ export function verdictOf(t: WaitTarget, state: { service: ServiceView; tasks: r
   const v = state?.service;
   const specWhy = specFailure(v, t);
   if (specWhy !== null || state === undefined || v === undefined) {
-    return { lines: v === undefined ? [] : [serviceProgress(v)], stop: { message: specWhy ?? `${t.name} was removed`, code: 'not_converged' }, converged: false };
+    return { lines: v === undefined ? [] : [serviceProgress(v)], stop: { message: specWhy ?? `${t.name} was removed`, code: 'not_converged' }, converged: false, budgetWait: null };
   }
   const slots = wantedSlots(v, state.tasks).map((ts) => ts.filter((x) => x.record.specVersion === t.specVersion));
   const failures = slots.map(slotFailure);
@@ -142,7 +144,7 @@ export function verdictOf(t: WaitTarget, state: { service: ServiceView; tasks: r
     message: `${t.name}: ${stuck.final ? 'every task failed, and its restart policy tries no more' : `every task failed ${sameFailureAttempts} times in a row`}, the same way: ${stuck.text}\n`
       + `  the change stays applied${stuck.final ? '' : ' and the cluster keeps retrying by the restart policy'}; fix the cause (the image, the registry, the command) and apply again, or remove it: shoal service rm ${t.name}`,
   };
-  return { lines, stop, converged: v.status.converged };
+  return { lines, stop, converged: v.status.converged, budgetWait: v.status.disruption?.waiting ?? null };
 }
 
 /** The failure every wanted slot shares, when each has failed it often enough to stop; null otherwise. */

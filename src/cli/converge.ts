@@ -5,7 +5,10 @@
 // service is removed, its spec changes under it (a rollback after a failed update, or another
 // apply), its update pauses (`not_converged`), when every task of a service has failed the same
 // way a few times (`tasks_failing`, converge-verdict.ts), or when the timeout passes; it keeps
-// polling through a cluster that cannot serve for a moment (no leader, a node restarting).
+// polling through a cluster that cannot serve for a moment (no leader, a node restarting). A
+// service whose update waits for its disruption budget shows why while it waits, and a timeout
+// that ends such a wait says so (`disruption_budget`): the change stays, and the leader goes on as
+// the budget allows.
 
 import { exitCodes } from './args.ts';
 import { ApiError, CliFailure, exitCodeOf, isClientFailure, request } from './client.ts';
@@ -42,6 +45,7 @@ export async function waitConverged(targets: readonly WaitTarget[], o: WaitOptio
   const deadline = Date.now() + o.timeoutMs;
   const shown = new Map<string, string>();
   const last = new Map<string, string[]>();
+  const budgetWaits = new Map<string, string | null>();
   let unreachable = false;
   for (;;) {
     try {
@@ -54,6 +58,7 @@ export async function waitConverged(targets: readonly WaitTarget[], o: WaitOptio
         if (!o.json && shown.get(t.name) !== text) console.error(`  ${text}`);
         shown.set(t.name, text);
         last.set(t.name, verdict.lines);
+        budgetWaits.set(t.name, verdict.budgetWait);
         if (state !== undefined && verdict.converged) views.push(state.service);
       }
       unreachable = false;
@@ -65,6 +70,10 @@ export async function waitConverged(targets: readonly WaitTarget[], o: WaitOptio
     }
     if (Date.now() > deadline) {
       const where = [...last.values()].map((l) => l.join('\n    ')).join('\n  ');
+      const held = [...budgetWaits.values()].filter((w): w is string => w !== null);
+      if (held.length > 0) {
+        throw new CliFailure(`not converged within ${Math.round(o.timeoutMs / 1000)} s, ${held.join('; ')}\n  the change was made and stays; the leader goes on as the budget allows (when the unavailable slots serve again). To go past the budget: apply again with --force\n  see: shoal service inspect ${targets[0]?.name ?? 'NAME'}`, exitCodes.failed, 'disruption_budget');
+      }
       throw new CliFailure(`not converged within ${Math.round(o.timeoutMs / 1000)} s (the change was made and stays; the cluster keeps working on it):\n  ${where}\n  see: shoal service ps ${targets[0]?.name ?? 'NAME'}`, exitCodes.failed, 'not_converged');
     }
     await sleep(pollMs);

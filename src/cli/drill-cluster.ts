@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { DrillAction } from '../node/drill/drill-actions.ts';
 import type { DrillName } from '../node/drill/drill-report.ts';
 import { exitCodes } from './args.ts';
-import { CliFailure, request, send } from './client.ts';
+import { ApiError, CliFailure, request, send } from './client.ts';
 import { label, type MemberInfo, type View } from './cluster-view.ts';
 import { nodeDetailSchema, serviceListSchema, taskPageSchema } from './control-api.ts';
 import { metricValue } from './doctor.ts';
@@ -142,4 +142,47 @@ export async function peerRefusals(m: MemberInfo): Promise<PeerRefusals | undefi
 export function refusalsBetween(before: PeerRefusals | undefined, after: PeerRefusals): PeerRefusals {
   const delta = (a: number, b: number | undefined): number => (b === undefined || a < b ? a : a - b);
   return { wrongSender: delta(after.wrongSender, before?.wrongSender), misaddressed: delta(after.misaddressed, before?.misaddressed) };
+}
+
+const budgetAnswerSchema = z.object({ allowed: z.boolean(), forced: z.boolean(), budgets: z.array(z.object({ service: z.string(), waiting: z.string().nullable(), forced: z.boolean() }).loose()) }).loose();
+const budgetPollMs = 1000;
+
+const refusedServicesSchema = z.object({ services: z.array(z.object({ service: z.string(), maxUnavailable: z.number(), moves: z.number() }).loose()) }).loose();
+
+/** The services the target serves more slots of than their whole budget: no wait lets the drill through. */
+function neverFits(details: unknown): string[] {
+  const d = refusedServicesSchema.safeParse(details);
+  if (!d.success) return [];
+  return d.data.services.filter((x) => x.moves > x.maxUnavailable).map((x) => `the node serves ${x.moves} slots of ${x.service}, more than its whole budget (${x.maxUnavailable})`);
+}
+
+/**
+ * Asks the services' disruption budgets whether the target may be taken away now (POST
+ * /v1/nodes/ID/disruption): a drill takes every task on it away for a while. Waits while a budget
+ * says no, up to `waitMs`, then fails with disruption_budget_exceeded (nothing was done). With
+ * `force` it goes ahead, and each service it exceeds records it. A node without a node record (no
+ * control plane) has nothing to check. Returns what was forced, in words.
+ */
+export async function checkDrillBudget(addr: string, target: { id: string; name: string }, o: { force: boolean; waitMs: number; onProgress: (line: string) => void }): Promise<string[]> {
+  const deadline = Date.now() + o.waitMs;
+  let said = '';
+  for (;;) {
+    try {
+      const { body } = await request(addr, 'POST', `/v1/nodes/${encodeURIComponent(target.id)}/disruption`, budgetAnswerSchema, { body: { cause: 'drill', ...(o.force ? { force: true } : {}) }, retry: 'safe', timeoutMs: 10_000 });
+      return body.budgets.filter((b) => b.forced).map((b) => `${b.service}: past its disruption budget (--force)`);
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 'not_found') return [];
+      if (!(err instanceof ApiError && err.code === 'disruption_budget_exceeded')) throw err;
+      const never = neverFits(err.body.details);
+      if (never.length > 0) {
+        throw new CliFailure(`${err.message}\n  nothing was done: the drill did not start. Waiting will not help: ${never.join('; ')}. Drill another node, move tasks off it (shoal node drain), raise disruption.maxUnavailable, or pass --force`, exitCodes.failed, 'disruption_budget_exceeded');
+      }
+      if (Date.now() >= deadline) {
+        throw new CliFailure(`${err.message}\n  nothing was done: the drill did not start${o.waitMs > 0 ? ` (waited ${Math.round(o.waitMs / 1000)} s)` : ''}. Wait until those slots serve again (shoal service ps), or pass --force`, exitCodes.failed, 'disruption_budget_exceeded');
+      }
+      if (err.message !== said) o.onProgress(`waiting for the disruption budget before the fault on ${target.name}: ${err.message}`);
+      said = err.message;
+    }
+    await new Promise((r) => setTimeout(r, budgetPollMs));
+  }
 }

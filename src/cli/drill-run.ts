@@ -13,7 +13,7 @@ import { exitCodes } from './args.ts';
 import { CliFailure, request } from './client.ts';
 import { getView, label, type MemberInfo, type View } from './cluster-view.ts';
 import {
-  actionOf, caughtUp, checkTolerance, listTasks, localLeader, nodeState, peerRefusals, pickTarget, probeIds, refusalsBetween, servicesBack, type PeerRefusals,
+  actionOf, caughtUp, checkDrillBudget, checkTolerance, listTasks, localLeader, nodeState, peerRefusals, pickTarget, probeIds, refusalsBetween, servicesBack, type PeerRefusals,
 } from './drill-cluster.ts';
 import { DrillProbe, longestGapMs } from './drill-probe.ts';
 import { compareWorkloads, type TaskSnapshot } from './drill-workloads.ts';
@@ -42,6 +42,9 @@ export interface DrillOptions {
   /** A node name or id to use instead of the one the drill picks. */
   target?: string;
   allowOutage: boolean;
+  /** Go past the services' disruption budgets (recorded on each); else wait up to budgetWaitMs for them. */
+  force?: boolean;
+  budgetWaitMs?: number;
   onProgress: (line: string) => void;
 }
 
@@ -218,6 +221,8 @@ async function refusalsDuring(members: readonly MemberInfo[], before: readonly (
 
 export async function runDrill(o: DrillOptions): Promise<DrillReport> {
   const { view, target } = await startingView(o);
+  const forced = await checkDrillBudget(o.addr, target, { force: o.force === true, waitMs: o.budgetWaitMs ?? 0, onProgress: o.onProgress });
+  for (const f of forced) o.onProgress(f);
   const problems: string[] = [];
   const tasksBefore: TaskSnapshot[] = await listTasks(o.addr).catch(() => []);
   const epochBefore = (await nodeState(o.addr, target.id))?.epoch;

@@ -123,6 +123,14 @@ async function runTick(at: string, allowOutage: boolean, ports: SchedulePorts, r
   try {
     report = await ports.run();
   } catch (err) {
+    // A service's disruption budget said no (a node down, an update under way): the drill did
+    // nothing, and the tick is skipped as one the cluster was not fit for.
+    if ((err as { code?: unknown }).code === 'disruption_budget_exceeded') {
+      result.ran--;
+      result.skipped++;
+      ports.emit({ event: 'skipped', at, reason: (err as Error).message });
+      return;
+    }
     result.failed++;
     ports.emit({ event: 'failed', at, error: (err as Error).message });
     return;

@@ -28,11 +28,12 @@ const what: Record<DrillName, string> = {
 export const drillExitCodes = `Exit codes: 0 the drill passed (nothing lost, no read went backwards, nothing duplicated, no
 peer message refused, the cluster recovered and its services came back);
 1 it did not (the report says what), or the drill was refused (it would take the cluster below
-quorum: --allow-outage) or the target could not carry out the fault; 2 usage error; 3 no node
+quorum: --allow-outage; or a service past its disruption budget: disruption_budget_exceeded,
+--force) or the target could not carry out the fault; 2 usage error; 3 no node
 answered or the cluster had no leader to start from.`;
 
 function runHelp(name: DrillName): string {
-  return `Usage: shoal drill ${name} [--duration S] [--target NODE] [--recover-timeout S] [--allow-outage] [--addr HOST:PORT] [--json]
+  return `Usage: shoal drill ${name} [--duration S] [--target NODE] [--recover-timeout S] [--allow-outage] [--force] [--budget-wait S] [--addr HOST:PORT] [--json]
 
 Runs the drill against the live cluster: ${what[name]}. Meanwhile a probe writes and reads
 through every node. Prints a report (time to a new leader, longest write gap, writes acknowledged
@@ -44,11 +45,20 @@ A --duration past the leader's control.downAfterMs (15 s by default) is a node l
 enough for the leader to declare it down and replace its tasks on the other nodes: the report
 says when, and how long until every service was back at its count.` : ''}
 
+A drill takes the target away for a while, and every task on it with it: before the fault it asks
+each service's disruption budget (disruption.maxUnavailable) whether that many of its slots may
+go down on top of those already unavailable, and waits (--budget-wait) while one says no; then it
+fails with disruption_budget_exceeded, having done nothing (at once when the target serves more
+slots of a service than its whole budget: no wait would help). --force goes ahead anyway, and each
+service it exceeds records it.
+
 Options:
   --duration S         how long the fault lasts, in seconds (default 5; leader-kill has none)
   --target NODE        the member (name or id) to act on instead of the one the drill picks
   --recover-timeout S  how long to wait for recovery after the fault ends (default 60)
   --allow-outage       run even if taking the target away leaves less than a quorum
+  --force              run even past the services' disruption budgets (recorded on each)
+  --budget-wait S      how long to wait for the disruption budgets before the fault (default 60)
 ${commonFlagsHelp}
 
 ${drillExitCodes}`;
@@ -69,10 +79,10 @@ const scheduleHelp = `Usage: shoal drill schedule KIND --every DURATION [--at HH
 Runs the drill KIND (${drillNames.join(', ')}) periodically, for game days,
 until stopped (Ctrl-C, SIGTERM) or --count drills have run. At each tick it looks at the cluster
 first and skips the tick, saying why, when the cluster has no leader, a member is not healthy, or
-the drill would cost the quorum; otherwise it runs the drill as 'shoal drill KIND' does, prints
-the report and keeps it in the store (shoal drill ls). Ticks never overlap and missed ones are
-not caught up. Keep it running under a service manager (docs/operations.md, "Drills on a
-schedule"). A stop signal during a drill lets the drill finish and keep its report; a second one
+the drill would cost the quorum or a service's disruption budget (no --force here); otherwise it
+runs the drill as 'shoal drill KIND' does, prints the report and keeps it in the store (shoal
+drill ls). Ticks never overlap and missed ones are not caught up. Keep it running under a
+service manager (docs/operations.md, "Drills on a schedule"). A stop signal during a drill lets the drill finish and keep its report; a second one
 exits at once.
 
 Options:
@@ -202,7 +212,7 @@ async function drillCommand(name: DrillName, argv: string[]): Promise<number> {
   const text = runHelp(name);
   const { values, positionals } = parse(argv, {
     ...commonFlags, duration: { type: 'string' }, target: { type: 'string' }, 'recover-timeout': { type: 'string' },
-    'allow-outage': { type: 'boolean', default: false },
+    'allow-outage': { type: 'boolean', default: false }, force: { type: 'boolean', default: false }, 'budget-wait': { type: 'string' },
   }, text);
   if (values.help) return help(text);
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals.join(' ')}'`);
@@ -211,6 +221,7 @@ async function drillCommand(name: DrillName, argv: string[]): Promise<number> {
     addr, drill: name, seconds: secondsFlag(values.duration, '--duration', 5),
     recoverTimeoutMs: secondsFlag(values['recover-timeout'], '--recover-timeout', 60) * 1000,
     allowOutage: values['allow-outage'], ...(values.target !== undefined ? { target: values.target } : {}),
+    force: values.force, budgetWaitMs: values['budget-wait'] === undefined ? 60_000 : secondsFlag(values['budget-wait'], '--budget-wait', 60) * 1000,
     onProgress: (line) => { if (!values.json) console.error(`shoal drill: ${line}`); },
   });
   const notKept = await keepReport([{ apiAddress: addr }, ...(await getView(addr).catch(() => undefined))?.members ?? []], report);

@@ -7,7 +7,7 @@ import { labelKeyPattern, labelValuePattern } from '../resources/spec/constraint
 import { exitCodes, parse, UsageError } from './args.ts';
 import { CliFailure, exitCodeOf, isClientFailure, request, resolveAddr, retryNotice } from './client.ts';
 import { durationFlag, oneName } from './control-args.ts';
-import { nodeDetailSchema, nodeListSchema, paths, read, serviceListSchema, writtenNodeSchema, type ServiceView, type TaskItem } from './control-api.ts';
+import { nodeDetailSchema, nodeListSchema, paths, read, serviceListSchema, writtenNodeSchema, type DrainBudget, type ServiceView, type TaskItem } from './control-api.ts';
 import { jsonRendered, labelsText, nodeHead, nodeRows, serviceProgress, tableText, taskHead, taskRows } from './control-format.ts';
 import { commonFlags, help } from './doc-common.ts';
 import { clientExitCodes, commonFlagsHelp, commonFlagsText, groupHelp, runGroup, type Group } from './group.ts';
@@ -48,22 +48,30 @@ ${commonFlagsHelp}
 With --json prints {node, tasks, rev} (GET /v1/nodes/NODE).
 ${clientExitCodes} An unknown node exits 1 (not_found).`;
 
-export const nodeDrainHelp = `Usage: shoal node drain NODE [--deadline DURATION] [--detach] [--addr HOST:PORT] [--json]
+export const nodeDrainHelp = `Usage: shoal node drain NODE [--force] [--deadline DURATION] [--detach] [--addr HOST:PORT] [--json]
 
 Drains a node: it takes no new tasks, and the leader moves its tasks to other nodes (a service
-whose update order is start-first starts the new task before the old one stops). Waits until no
-task runs on it any more, showing progress, or until the deadline; the node stays draining
-either way. 'shoal node activate NODE' undoes it (tasks are not moved back: see
-'shoal service rebalance').
+whose update order is start-first starts the new task before the old one stops). A stop-first
+move takes a slot of its service down, so the leader makes it only as the service's disruption
+budget allows (disruption.maxUnavailable, by default its update's parallelism), counting the
+slots already unavailable for any reason: a node down, an update under way, a task starting.
+It says, per service, what the budget allows now and what waits. A global service's task on the
+node just stops (the node leaves its slots) and never waits. Waits until no task runs on it any
+more, showing progress (and what waits for which budget), or until the deadline; the node stays
+draining either way, and the leader goes on moving as the budgets allow. 'shoal node activate
+NODE' undoes it (tasks are not moved back: see 'shoal service rebalance').
 
 Options:
+  --force                move every task at once, past the disruption budgets (recorded on each
+                         service whose budget it exceeds, and as an event)
   --deadline DURATION    how long to wait for its tasks to move (default 5m)
   --detach               set it draining and return
 ${commonFlagsText(23)}
 
-With --json prints {rev, node} and, after waiting, the services the moved tasks belong to.
+With --json prints {rev, node, budgets} and, after waiting, the services the moved tasks belong to.
 Exit codes: 0 drained (or set draining, with --detach); 1 refused (not_found), or tasks still run
-on it at the deadline; 2 usage error; 3 no node answered, or the cluster cannot serve right now.`;
+on it at the deadline (not_drained; disruption_budget when they wait for a disruption budget);
+2 usage error; 3 no node answered, or the cluster cannot serve right now.`;
 
 const availabilityHelp = (verb: string, what: string): string => `Usage: shoal node ${verb} NODE [--addr HOST:PORT] [--json]
 
@@ -75,7 +83,7 @@ ${commonFlagsText()}
 With --json prints {rev, node} (rev is null when it already was).
 ${clientExitCodes} An unknown node exits 1 (not_found).`;
 
-export const nodePauseHelp = availabilityHelp('pause', 'Pauses a node: it keeps the tasks it runs and takes no new ones.');
+export const nodePauseHelp = availabilityHelp('pause', 'Pauses a node: it keeps the tasks it runs and takes no new ones. It stops no task, so it never\nasks the services\' disruption budgets and needs no --force (a drain does).');
 export const nodeActivateHelp = availabilityHelp('activate', 'Makes a node active again after pause or drain: it takes new tasks. Tasks that moved away stay\nwhere they are (see \'shoal service rebalance\').');
 
 const labelKeyRule = "A label key is 1 to 253 of letters, digits, '.', '_', '-' and '/', starting and ending with a letter or digit (disk, example.com/zone)";
@@ -167,9 +175,17 @@ async function nodeInspectCommand(argv: string[]): Promise<number> {
   return exitCodes.ok;
 }
 
-async function setAvailability(addr: string, ref: string, availability: 'active' | 'pause' | 'drain', command: string): Promise<{ rev: number | null; node: { name: string } | null }> {
-  const { body } = await request(addr, 'POST', `${paths.node(ref)}/availability`, writtenNodeSchema, { body: { availability }, retry: 'safe', onRetry: retryNotice(command) });
+async function setAvailability(addr: string, ref: string, availability: 'active' | 'pause' | 'drain', command: string, force = false): Promise<{ rev: number | null; node: { name: string } | null; budgets?: DrainBudget[] | undefined }> {
+  const { body } = await request(addr, 'POST', `${paths.node(ref)}/availability`, writtenNodeSchema, { body: { availability, ...(force ? { force } : {}) }, retry: 'safe', onRetry: retryNotice(command) });
   return body;
+}
+
+/** `web: 2 tasks to move, 1 may go now (maxUnavailable 1, 0 unavailable)`, or why they wait, or that they were forced. */
+export function drainBudgetLine(b: DrainBudget): string {
+  const head = `${b.service}: ${b.moves} task${b.moves === 1 ? '' : 's'} to move`;
+  if (b.forced) return `${head}, past the disruption budget (${b.limit}): forced`;
+  if (b.waiting !== null) return `${head}; ${b.waiting}`;
+  return `${head} within its disruption budget (${b.limit})`;
 }
 
 async function availabilityCommand(argv: string[], verb: 'pause' | 'activate'): Promise<number> {
@@ -194,14 +210,19 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 const drainPollMs = 500;
 
 async function nodeDrainCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, { ...commonFlags, deadline: { type: 'string' }, detach: { type: 'boolean', default: false } }, nodeDrainHelp);
+  const { values, positionals } = parse(argv, {
+    ...commonFlags, deadline: { type: 'string' }, detach: { type: 'boolean', default: false }, force: { type: 'boolean', default: false },
+  }, nodeDrainHelp);
   if (values.help) return help(nodeDrainHelp);
   const ref = oneName(positionals, 'NODE');
   const deadlineMs = durationFlag(values.deadline, '--deadline', '5m');
   const addr = resolveAddr(values.addr);
-  const set = await setAvailability(addr, ref, 'drain', 'node drain');
+  const set = await setAvailability(addr, ref, 'drain', 'node drain', values.force);
   const name = set.node?.name ?? ref;
-  if (!values.json) console.log(`${name}: draining (takes no new tasks; its tasks move to other nodes)`);
+  if (!values.json) {
+    console.log(`${name}: draining (takes no new tasks; its tasks move to other nodes)`);
+    for (const b of set.budgets ?? []) console.log(`  ${drainBudgetLine(b)}`);
+  }
   if (values.detach) {
     if (values.json) console.log(JSON.stringify(set, null, 2));
     return exitCodes.ok;
@@ -237,6 +258,13 @@ async function waitPlaced(addr: string, names: ReadonlySet<string>, deadline: nu
   }
 }
 
+/** What the disruption budgets of these services hold back now (the services' status). */
+async function budgetWaits(addr: string, names: ReadonlySet<string>): Promise<string[]> {
+  if (names.size === 0) return [];
+  const list = await read(addr, paths.services, serviceListSchema, 'node drain');
+  return list.items.filter((s) => names.has(s.name)).flatMap((s) => (s.status.disruption?.waiting ? [s.status.disruption.waiting] : []));
+}
+
 /** Polls until no task is left on the node; returns the services its tasks belonged to. */
 async function waitDrained(addr: string, ref: string, name: string, deadline: number, json: boolean): Promise<Set<string>> {
   const services = new Set<string>();
@@ -247,10 +275,14 @@ async function waitDrained(addr: string, ref: string, name: string, deadline: nu
       for (const t of body.tasks) services.add(t.service);
       const rest = left(body.tasks);
       if (rest.length === 0) return services;
-      const line = `${name}: ${rest.length} task${rest.length === 1 ? '' : 's'} left: ${rest.slice(0, 5).map((t) => `${t.service}.${String(t.slot)} ${t.observed}`).join(', ')}${rest.length > 5 ? ', ...' : ''}`;
+      const waits = await budgetWaits(addr, new Set(rest.map((t) => t.service)));
+      const line = `${name}: ${rest.length} task${rest.length === 1 ? '' : 's'} left: ${rest.slice(0, 5).map((t) => `${t.service}.${String(t.slot)} ${t.observed}`).join(', ')}${rest.length > 5 ? ', ...' : ''}${waits.map((w) => `\n    ${w}`).join('')}`;
       if (!json && line !== said) console.error(`  ${line}`);
       said = line;
       if (Date.now() > deadline) {
+        if (waits.length > 0) {
+          throw new CliFailure(`${line}\nat the deadline; it stays draining, and the leader moves them as the budgets allow (see: shoal service inspect ${[...new Set(rest.map((t) => t.service))][0] ?? 'NAME'}). To go past the budgets: shoal node drain ${name} --force`, exitCodes.failed, 'disruption_budget');
+        }
         throw new CliFailure(`${line} at the deadline; it stays draining, and the leader keeps moving them (see: shoal node inspect ${name})`, exitCodes.failed, 'not_drained');
       }
     } catch (err) {

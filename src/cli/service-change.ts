@@ -15,15 +15,20 @@ import { commonFlags, help } from './doc-common.ts';
 import { commonFlagsText } from './group.ts';
 
 const waitFlags = { ...commonFlags, detach: { type: 'boolean', default: false }, timeout: { type: 'string' } } as const;
+const forceFlags = { ...waitFlags, force: { type: 'boolean', default: false } } as const;
 const waitFlagsText = `  --detach               do not wait for the service to converge
   --timeout DURATION     how long to wait (default ${waitTimeoutDefault})
 ${commonFlagsText(23)}`;
-const waitExitCodes = `While it waits it shows progress and why tasks do not run, and it stops early when every task
-failed the same way ${sameFailureAttempts} times in a row (or once, when the restart policy tries no more).
+const waitExitCodes = `While it waits it shows progress and why tasks do not run (and what the service's disruption
+budget holds back), and it stops early when every task failed the same way ${sameFailureAttempts} times in a row
+(or once, when the restart policy tries no more).
 Exit codes: 0 done (and converged, unless --detach); 1 refused (not_found, bad_request: the message
 says why) or not converged (not_converged: its update paused or rolled back, or the timeout
-passed; tasks_failing: every task failed the same way: the change stays made); 2 usage error;
+passed; disruption_budget: the timeout passed while its update waited for the disruption budget;
+tasks_failing: every task failed the same way: the change stays made); 2 usage error;
 3 no node answered, or the cluster cannot serve right now.`;
+const forceFlagText = `  --force                the rolling update may go past the service's disruption budget
+                         (recorded on the service, and as an event)`;
 
 export const serviceScaleHelp = `Usage: shoal service scale NAME REPLICAS [--detach] [--timeout DURATION] [--addr HOST:PORT] [--json]
        shoal service scale NAME=REPLICAS ...
@@ -38,7 +43,7 @@ With --json prints {outcome, rev, service} and, after waiting, converged.
 ${waitExitCodes}`;
 
 export const serviceUpdateHelp = `Usage: shoal service update NAME [--image IMAGE] [--replicas N] [--env K=V]... [--env-rm K]...
-                           [--detach] [--timeout DURATION] [--addr HOST:PORT] [--json]
+                           [--force] [--detach] [--timeout DURATION] [--addr HOST:PORT] [--json]
 
 Changes a service from flags: reads its spec, changes the fields given, and applies the result as
 'shoal apply' does (strict: a bad value is refused with its path). A change of image or env
@@ -51,41 +56,47 @@ Options:
   --replicas N           the number of tasks
   --env K=V              set an environment variable (repeat for several)
   --env-rm K             remove an environment variable (repeat for several)
+${forceFlagText}
 ${waitFlagsText}
 
 With --json prints the apply's answer ({dryRun, rev, services}) and, after waiting, converged.
 ${waitExitCodes}`;
 
-export const serviceRollbackHelp = `Usage: shoal service rollback NAME [--detach] [--timeout DURATION] [--addr HOST:PORT] [--json]
+export const serviceRollbackHelp = `Usage: shoal service rollback NAME [--force] [--detach] [--timeout DURATION] [--addr HOST:PORT] [--json]
 
 Goes back to the service's previous spec: the current and previous specs swap, and a rolling
-update replaces the tasks (a rollback of a rollback goes forward again). Refused when the
-service has no previous spec (its spec never changed in a way that replaced tasks). Then waits
-until the service has converged.
+update replaces the tasks (a rollback of a rollback goes forward again), as the service's
+disruption budget allows. Refused when the service has no previous spec (its spec never changed
+in a way that replaced tasks). Then waits until the service has converged.
 
 Options:
+${forceFlagText}
 ${waitFlagsText}
 
 With --json prints {specVersion, rev, service} and, after waiting, converged.
 ${waitExitCodes}`;
 
-export const serviceRebalanceHelp = `Usage: shoal service rebalance NAME [--detach] [--timeout DURATION] [--addr HOST:PORT] [--json]
+export const serviceRebalanceHelp = `Usage: shoal service rebalance NAME [--force] [--detach] [--timeout DURATION] [--addr HOST:PORT] [--json]
 
 Spreads a service's tasks again, for instance after a node came back or was added (the leader
 never moves running tasks by itself). One step at a time: it shuts down one task on the node
 carrying the most tasks of the service, only if the scheduler would place the replacement on a
 node carrying fewer, waits until the replacement runs, and takes the next step, until no step
 helps. A binpack service and a global service are left as they are. Each task moved is stopped
-before its replacement starts (stop-first), whatever the update order.
+before its replacement starts (stop-first), whatever the update order, so a step takes a slot
+down: it waits while the service's disruption budget allows no more (a node down, a task
+starting, an update or a drain under way), saying why.
 
 Options:
+  --force                move even past the disruption budget (recorded on the service)
   --detach               take one step and return
   --timeout DURATION     how long to keep going (default ${waitTimeoutDefault})
 ${commonFlagsText(23)}
 
 With --json prints {moves: [...], state, reason, counts} (each step is POST /v1/services/NAME/rebalance).
 Exit codes: 0 balanced (or one step taken, with --detach); 1 refused (not_found), or not balanced
-within the timeout; 2 usage error; 3 no node answered, or the cluster cannot serve right now.`;
+within the timeout (not_converged; disruption_budget when the last step waited for the budget);
+2 usage error; 3 no node answered, or the cluster cannot serve right now.`;
 
 function waitOptions(values: { addr?: string | undefined; json: boolean; timeout?: string | undefined }, command: string): { addr: string; json: boolean; timeoutMs: number; command: string } {
   return { addr: resolveAddr(values.addr), json: values.json, timeoutMs: durationFlag(values.timeout, '--timeout', waitTimeoutDefault), command };
@@ -134,7 +145,7 @@ const updateAttemptsMax = 5;
 
 export async function serviceUpdateCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, {
-    ...waitFlags, image: { type: 'string' }, replicas: { type: 'string' }, env: { type: 'string', multiple: true }, 'env-rm': { type: 'string', multiple: true },
+    ...forceFlags, image: { type: 'string' }, replicas: { type: 'string' }, env: { type: 'string', multiple: true }, 'env-rm': { type: 'string', multiple: true },
   }, serviceUpdateHelp);
   if (values.help) return help(serviceUpdateHelp);
   const name = oneName(positionals);
@@ -157,7 +168,7 @@ export async function serviceUpdateCommand(argv: string[]): Promise<number> {
     doc.env = docEnv;
     try {
       const { body } = await request(o.addr, 'POST', '/v1/apply', applyAnswerSchema, {
-        body: { documents: [doc], expectRevs: { [name]: detail.service.rev } }, retry: 'not-applied', onRetry: retryNotice('service update'),
+        body: { documents: [doc], expectRevs: { [name]: detail.service.rev }, ...(values.force ? { force: true } : {}) }, retry: 'not-applied', onRetry: retryNotice('service update'),
       });
       return await finish(body, { ...o, wait: !values.detach });
     } catch (err) {
@@ -168,13 +179,13 @@ export async function serviceUpdateCommand(argv: string[]): Promise<number> {
 }
 
 export async function serviceRollbackCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, waitFlags, serviceRollbackHelp);
+  const { values, positionals } = parse(argv, forceFlags, serviceRollbackHelp);
   if (values.help) return help(serviceRollbackHelp);
   const name = oneName(positionals);
   const o = waitOptions(values, 'service rollback');
   // Not retried once it may have been applied: a second rollback would go forward again.
   const { body } = await request(o.addr, 'POST', `${paths.service(name)}/rollback`, writtenServiceSchema.extend({ specVersion: z.number() }), {
-    retry: 'not-applied', onRetry: retryNotice('service rollback'),
+    ...(values.force ? { body: { force: true } } : {}), retry: 'not-applied', onRetry: retryNotice('service rollback'),
   });
   if (!o.json) console.log(`${name}: rolling back to spec version ${body.specVersion}`);
   return waitAndPrint(body, name, values.detach, o);
@@ -184,7 +195,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 const stepPauseMs = 500;
 
 export async function serviceRebalanceCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, waitFlags, serviceRebalanceHelp);
+  const { values, positionals } = parse(argv, forceFlags, serviceRebalanceHelp);
   if (values.help) return help(serviceRebalanceHelp);
   const name = oneName(positionals);
   const o = waitOptions(values, 'service rebalance');
@@ -192,17 +203,23 @@ export async function serviceRebalanceCommand(argv: string[]): Promise<number> {
   const moves: unknown[] = [];
   let said = '';
   for (;;) {
-    const { body } = await request(o.addr, 'POST', `${paths.service(name)}/rebalance`, rebalanceSchema, { retry: 'not-applied', onRetry: retryNotice('service rebalance') });
+    const { body } = await request(o.addr, 'POST', `${paths.service(name)}/rebalance`, rebalanceSchema, {
+      ...(values.force ? { body: { force: true } } : {}), retry: 'not-applied', onRetry: retryNotice('service rebalance'),
+    });
     if (body.moved !== null) moves.push(body.moved);
-    const line = body.state === 'moved' ? `${body.reason}` : body.state === 'settling' ? `waiting: ${body.reason}` : `balanced: ${body.reason}`;
-    if (!o.json && line !== said) (body.state === 'settling' ? console.error : console.log)(line);
+    const waits = body.state === 'settling' || body.state === 'waiting';
+    const line = body.state === 'moved' ? `${body.reason}${body.forced === true ? ' (past the disruption budget: --force)' : ''}` : body.state === 'settling' ? `waiting: ${body.reason}` : body.state === 'waiting' ? body.reason : `balanced: ${body.reason}`;
+    if (!o.json && line !== said) (waits ? console.error : console.log)(line);
     said = line;
     if (body.state === 'balanced' || values.detach) {
       if (o.json) console.log(JSON.stringify({ moves, ...body }, null, 2));
       else console.log(body.counts.filter((c) => c.tasks > 0 || body.counts.length <= 7).map((c) => `${c.nodeName}: ${c.tasks}`).join('  '));
       return exitCodes.ok;
     }
-    if (Date.now() > deadline) throw new CliFailure(`not balanced within ${Math.round(o.timeoutMs / 1000)} s (${moves.length} task${moves.length === 1 ? '' : 's'} moved; ${body.reason}); run it again to go on`, exitCodes.failed, 'not_converged');
+    if (Date.now() > deadline) {
+      const budget = body.state === 'waiting';
+      throw new CliFailure(`not balanced within ${Math.round(o.timeoutMs / 1000)} s (${moves.length} task${moves.length === 1 ? '' : 's'} moved; ${body.reason}); run it again to go on${budget ? ', or with --force to go past the budget' : ''}`, exitCodes.failed, budget ? 'disruption_budget' : 'not_converged');
+    }
     await sleep(stepPauseMs);
   }
 }

@@ -9,7 +9,7 @@ import { serviceSpecSchema } from '../resources/spec/service-spec.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { request, resolveAddr, retryNotice } from './client.ts';
 import { paths, read, serviceDetailSchema, serviceListSchema } from './control-api.ts';
-import { fittedTableText, jsonRendered, psHead, psRows, serviceHead, serviceProgress, serviceRows, tableText, terminalColumns } from './control-format.ts';
+import { budgetLines, fittedTableText, jsonRendered, psHead, psRows, serviceHead, serviceProgress, serviceRows, tableText, terminalColumns } from './control-format.ts';
 import { oneName } from './control-args.ts';
 import { commonFlags, help } from './doc-common.ts';
 import { clientExitCodes, commonFlagsHelp, commonFlagsText, groupHelp, runGroup, type Group } from './group.ts';
@@ -61,8 +61,9 @@ ${clientExitCodes} An unknown service exits 1 (not_found).`;
 
 export const serviceInspectHelp = `Usage: shoal service inspect NAME [--stale] [--addr HOST:PORT] [--json]
 
-Shows a service: its status, spec version, rolling update, and its spec with every default
-filled in (YAML, in the form 'shoal apply' reads back).
+Shows a service: its status, spec version, rolling update, its disruption budget (the slots
+unavailable now and why, how many more may go down, what waits for it, and what was forced past
+it), and its spec with every default filled in (YAML, in the form 'shoal apply' reads back).
 
 Options:
   --stale            read the node's local copy (no leader needed; may be behind)
@@ -175,6 +176,7 @@ async function serviceInspectCommand(argv: string[]): Promise<number> {
   console.log(`status   ${serviceProgress(body.service)}${body.service.status.converged ? ' (converged)' : ''}`);
   console.log(`spec     version ${r.specVersion}${r.previousSpecVersion !== null ? ` (previous: ${r.previousSpecVersion}, 'shoal service rollback ${r.name}' goes back to it)` : ''}`);
   console.log(`update   ${u.state}${u.message !== null ? `: ${u.message}` : ''}`);
+  for (const line of budgetLines(body.service)) console.log(line);
   const spec = serviceSpecSchema.safeParse(r.spec);
   console.log('---');
   process.stdout.write(stringify(spec.success ? renderService(spec.data) : r.spec));

@@ -9,23 +9,31 @@
 //      log time a task was first seen running or finished), and mark tasks of lost nodes orphaned;
 //   2. per slot: retire a failed or orphaned task, create the slot's task when it has none (after
 //      the restart policy's delay), and replace a task that must move (its node drains) or
-//      whose spec is old (a rolling update, paced by the update policy; rolling-update.ts);
+//      whose spec is old (a rolling update, paced by the update policy; rolling-update.ts). The
+//      update's batch and then the drain's moves ask the service's disruption budget before they
+//      take a slot down (disruption-budget.ts); what it holds back waits for a later pass;
 //   3. shut down the tasks of slots the spec no longer has (scale down, a node no longer eligible);
 //   4. delete finished tasks beyond a short history per slot, with their reports.
 // Every changed record becomes one put expecting the revision it was read at, so the plan applies
-// only to the state it was decided on.
+// only to the state it was decided on; a plan that spends the budget also compares what the budget
+// was counted on (every serving task, its report and its node), so it never spends a budget that
+// a node's loss or a task's exit used up meanwhile.
 
+import type { Compare } from '../../fsm/index.ts';
 import { deleteChange, putChange, type Change, type Plan } from '../resources/changes.ts';
 import { servicesCollection, taskStatusCollection, tasksCollection } from '../resources/collections.ts';
-import type { ServiceRecord, TaskRecord } from '../resources/records.ts';
+import type { ForcedDisruption, ServiceRecord, TaskRecord } from '../resources/records.ts';
+import { assessBudget, budgetCompares, DisruptionLedger, serves, wantedSlots } from './disruption-budget.ts';
 import { notRestartedNote, restartVerdict } from './restart-policy.ts';
 import { planUpdate, type UpdatePass } from './rolling-update.ts';
-import { eligibleNodes } from './scheduler/eligible-nodes.ts';
 import { tasksOf, type ControlState } from '../resources/state.ts';
 import { isTerminal, viewOf, type TaskView } from '../resources/task-view.ts';
 
 /** Finished tasks kept per slot, newest first, for `service ps` to show what happened. */
 export const taskHistoryPerSlot = 2;
+
+/** How long a forced rebalance or drill stays on the service record (log time): one action, shown for a while. */
+export const forcedOneOffKeepMs = 10 * 60_000;
 
 export interface LoopContext {
   /** The leader's log time (ms): every time written is in it. */
@@ -46,6 +54,8 @@ export interface Decision {
   wakeInMs: number | null;
   /** Tasks the plan assigns to a node (the placement pass), for the metrics. */
   placements?: number;
+  /** What the service's disruption budget holds back, and why (disruption-budget.ts); null when nothing. */
+  budgetWait?: string | null;
 }
 
 /** A mutable copy of one task record and what it was read as. */
@@ -63,20 +73,56 @@ export function reconcileService(state: ControlState, name: string, ctx: LoopCon
   for (const w of works) mirror(w, ctx.now);
   const wake = new Wake(ctx.now);
   let serviceChange: Change | undefined;
+  let ledger: DisruptionLedger | undefined;
   if (svc === undefined) {
     for (const w of works) if (w.rec.desired === 'running') shutdown(w, ctx.now, 'the service was removed');
   } else {
-    const wanted = desiredSlots(state, svc.value);
-    const pass = planUpdate(svc.value, works, ctx.now, wanted.length);
-    reconcileSlots(svc.value, wanted, works, pass, ctx, wake);
-    const updated = pass.statusChange;
+    const wanted = wantedSlots(state, svc.value);
+    ledger = new DisruptionLedger(assessBudget(state, svc.value, wanted), svc.value.forcedDisruptions);
+    // The update's batch asks the budget first, then the drain's moves (reconcileSlot).
+    const pass = planUpdate(svc.value, works, ctx.now, wanted.length, ledger);
+    reconcileSlots(svc.value, wanted, works, pass, ledger, ctx, wake);
+    const base = pass.statusChange ?? svc.value;
+    const forced = forcedStill(base, state, works, ctx.now, wake);
+    const updated = forced.length === base.forcedDisruptions.length ? pass.statusChange : { ...base, forcedDisruptions: forced };
     if (updated !== null) serviceChange = putChange(servicesCollection, name, { ...updated, updatedAt: ctx.now }, svc.rev);
     if (pass.wakeAt !== null) wake.at(pass.wakeAt);
   }
   const changes = [...reap(state, works, svc === undefined), ...taskChanges(works, ctx.now)];
   if (serviceChange !== undefined) changes.push(serviceChange);
-  return { plan: { changes, compares: [] }, wakeInMs: wake.inMs() };
+  const stopped = stoppedNow(works);
+  let compares: Compare[] = [];
+  if (svc !== undefined && ledger?.spent === true) {
+    compares = budgetCompares(state, svc.value, ledger.assessment, new Set(changes.filter((c) => c.collection === tasksCollection).map((c) => c.id)), [...stopped, ...ledger.relied]);
+  } else if (svc !== undefined && stopped.length > 0) {
+    // Stopping a task of a slot the spec no longer has (scaled down): only while the spec is the one read.
+    compares = [{ collection: servicesCollection, id: name, target: 'rev', cmp: '=', value: svc.rev }];
+  }
+  return { plan: { changes, compares }, wakeInMs: wake.inMs(), budgetWait: ledger?.waitReason() ?? null };
 }
+
+/** The tasks this pass asks to stop that were wanted running when read. */
+function stoppedNow(works: readonly Work[]): TaskView[] {
+  return works.filter((w) => w.rev !== null && w.view.record.desired === 'running' && w.rec.desired === 'shutdown').map((w) => w.view);
+}
+
+/**
+ * The forced disruptions whose work goes on: an update or rollback to the version forced while it
+ * runs, a drain while the node drains and still carries a task of the service; a rebalance or a
+ * drill for forcedOneOffKeepMs. The others leave the record.
+ */
+function forcedStill(svc: ServiceRecord, state: ControlState, works: readonly Work[], now: number, wake: Wake): ForcedDisruption[] {
+  return svc.forcedDisruptions.filter((f) => {
+    if (f.cause === 'update') return updating.has(svc.updateStatus.state) && f.specVersion === svc.specVersion;
+    if (f.cause === 'drain') {
+      return state.nodes.get(f.nodeId ?? '')?.value.availability === 'drain' && works.some((w) => w.rec.desired === 'running' && w.rec.nodeId === f.nodeId);
+    }
+    wake.at(f.at + forcedOneOffKeepMs);
+    return now < f.at + forcedOneOffKeepMs;
+  });
+}
+
+const updating: ReadonlySet<string> = new Set(['updating', 'rolling-back']);
 
 /** The earliest moment the service needs another look. */
 class Wake {
@@ -119,18 +165,12 @@ function shutdown(w: Work, now: number, why: string | null): void {
   }
 }
 
-/** The slots the spec asks for: 1..replicas, or the id of every eligible node (global). */
-function desiredSlots(state: ControlState, svc: ServiceRecord): (number | string)[] {
-  if (svc.spec.mode === 'global') return eligibleNodes(svc.spec, [...state.nodes.values()].map((n) => n.value)).map((n) => n.id);
-  return Array.from({ length: svc.spec.replicas ?? 0 }, (_, i) => i + 1);
-}
-
-function reconcileSlots(svc: ServiceRecord, wanted: (number | string)[], works: Work[], pass: UpdatePass, ctx: LoopContext, wake: Wake): void {
+function reconcileSlots(svc: ServiceRecord, wanted: (number | string)[], works: Work[], pass: UpdatePass, ledger: DisruptionLedger, ctx: LoopContext, wake: Wake): void {
   const wantedKeys = new Set(wanted.map(String));
   const bySlot = new Map<string, Work[]>();
   for (const w of works) bySlot.set(String(w.rec.slot), [...(bySlot.get(String(w.rec.slot)) ?? []), w]);
   for (const slot of wanted) {
-    const created = reconcileSlot(svc, slot, bySlot.get(String(slot)) ?? [], pass, ctx, wake);
+    const created = reconcileSlot(svc, slot, bySlot.get(String(slot)) ?? [], pass, ledger, ctx, wake);
     if (created !== undefined) works.push(created);
   }
   for (const [slot, ws] of bySlot) {
@@ -140,7 +180,7 @@ function reconcileSlots(svc: ServiceRecord, wanted: (number | string)[], works: 
 }
 
 /** Converges one wanted slot; returns a task it creates. */
-function reconcileSlot(svc: ServiceRecord, slot: number | string, ws: Work[], pass: UpdatePass, ctx: LoopContext, wake: Wake): Work | undefined {
+function reconcileSlot(svc: ServiceRecord, slot: number | string, ws: Work[], pass: UpdatePass, ledger: DisruptionLedger, ctx: LoopContext, wake: Wake): Work | undefined {
   const alive = ws.filter((w) => w.rec.desired === 'running').sort((a, b) => a.rec.createdAt - b.rec.createdAt || a.rec.id.localeCompare(b.rec.id));
   for (const w of alive) {
     if (w.view.observed === 'failed') shutdown(w, ctx.now, null);
@@ -151,24 +191,34 @@ function reconcileSlot(svc: ServiceRecord, slot: number | string, ws: Work[], pa
   if (current === undefined) return refill(svc, slot, ws, pass, ctx, wake);
   const older = running.slice(0, -1);
   if (older.length > 0) {
-    // A start-first replacement: the old tasks stop once the new one runs (and is healthy).
-    if (current.view.healthy) for (const o of older) shutdown(o, ctx.now, `replaced by ${current.rec.id}`);
+    // A start-first replacement: the old tasks stop once the new one serves (runs, healthy, on a
+    // ready node), which keeps the slot available: the plan relies on it (compared).
+    if (serves(current.view)) {
+      for (const o of older) shutdown(o, ctx.now, `replaced by ${current.rec.id}`);
+      ledger.rely(current.view);
+    }
     return undefined;
   }
-  const why = mustMove(current, pass);
+  const startFirst = svc.spec.update.order === 'start-first' && !svc.spec.exclusive;
+  const why = mustMove(current, pass, startFirst, ledger);
   if (why === null) return undefined;
-  if (svc.spec.update.order === 'start-first' && !svc.spec.exclusive) {
-    return newTask(svc, slot, pass.target, 0, ctx);
-  }
+  if (startFirst) return newTask(svc, slot, pass.target, 0, ctx);
   shutdown(current, ctx.now, why);
   return undefined;
 }
 
-/** Why the slot's current task must be replaced by a new one now; null if it stays. */
-function mustMove(w: Work, pass: UpdatePass): string | null {
-  if (w.view.node?.availability === 'drain') return `its node ${w.view.node.name} is draining`;
-  if (pass.replaceNow.has(w.rec.id)) return `updating to spec version ${pass.target}`;
-  return null;
+/**
+ * Why the slot's current task must be replaced by a new one now; null if it stays. An update's
+ * replacement has asked the budget already (planUpdate); a drain's stop-first move asks it here,
+ * and waits when it says no (a start-first one keeps the slot serving).
+ */
+function mustMove(w: Work, pass: UpdatePass, startFirst: boolean, ledger: DisruptionLedger): string | null {
+  const node = w.view.node;
+  const draining = node?.availability === 'drain';
+  if (pass.replaceNow.has(w.rec.id)) return draining ? `its node ${node.name} is draining` : `updating to spec version ${pass.target}`;
+  if (!draining) return null;
+  if (!startFirst && !ledger.take(w.rec.slot, { cause: 'drain', nodeId: node.id, nodeName: node.name })) return null;
+  return `its node ${node.name} is draining`;
 }
 
 /** A slot with no task desired running: a new one, once the policy allows. */

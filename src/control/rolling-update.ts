@@ -10,9 +10,14 @@
 // unhealthy) fails the update: `pause` stops it there (paused), `rollback` swaps the spec
 // back (rolling-back, the same machinery in the other direction). When every task runs the
 // current version and is good, the update is completed (or rolled-back).
+//
+// A stop-first replacement also takes its slot down, so it asks the service's disruption budget
+// (disruption-budget.ts) first: a batch is cut short where the budget says no, and the rest waits
+// (a start-first one keeps its slot serving, and costs nothing).
 
 import type { ServiceRecord, ServiceUpdateStatus, TaskRecord } from '../resources/records.ts';
 import { isTerminal, type TaskView } from '../resources/task-view.ts';
+import type { DisruptionLedger } from './disruption-budget.ts';
 
 export interface UpdatePass {
   /** The spec version new tasks get. */
@@ -37,7 +42,7 @@ const active = new Set(['updating', 'rolling-back']);
  * only once that many tasks of the new version run and are good: with stop-first, a slot's new
  * task is created after its old one stopped, so "no old task left" alone comes too early.
  */
-export function planUpdate(svc: ServiceRecord, tasks: readonly TaskLike[], now: number, wantedSlots: number): UpdatePass {
+export function planUpdate(svc: ServiceRecord, tasks: readonly TaskLike[], now: number, wantedSlots: number, ledger?: DisruptionLedger): UpdatePass {
   const target = svc.specVersion;
   const st = svc.updateStatus;
   const alive = tasks.filter((t) => t.rec.desired === 'running');
@@ -74,9 +79,19 @@ export function planUpdate(svc: ServiceRecord, tasks: readonly TaskLike[], now: 
   const lastGood = Math.max(since, ...fresh.filter((t) => isGood(t, now, monitorMs)).map((t) => (t.rec.startedAt ?? 0) + monitorMs));
   const readyAt = inProgress === 0 && lastGood > since ? lastGood + svc.spec.update.delayMs : now;
   if (now < readyAt) return { target, replaceNow: new Set(), statusChange: null, wakeAt: earliest([readyAt, ...(wakeAt === null ? [] : [wakeAt])]) };
-  const budget = Math.max(0, svc.spec.update.parallelism - inProgress);
-  const next = old.filter((t) => !busy.has(String(t.rec.slot)))
-    .sort((a, b) => String(a.rec.slot).localeCompare(String(b.rec.slot), undefined, { numeric: true })).slice(0, budget);
+  const room = Math.max(0, svc.spec.update.parallelism - inProgress);
+  const candidates = old.filter((t) => !busy.has(String(t.rec.slot)))
+    .sort((a, b) => String(a.rec.slot).localeCompare(String(b.rec.slot), undefined, { numeric: true }));
+  // Start-first keeps the slot serving until the new task runs; stop-first takes it down first.
+  const free = svc.spec.update.order === 'start-first' && !svc.spec.exclusive;
+  const cause = { cause: 'update', specVersion: target, rollback: st.state === 'rolling-back' } as const;
+  const next: TaskLike[] = [];
+  for (const t of candidates) {
+    if (next.length >= room) break;
+    // Held: a later slot may still go (one already unavailable costs nothing).
+    if (!free && ledger !== undefined && !ledger.take(t.rec.slot, cause)) continue;
+    next.push(t);
+  }
   return { target, replaceNow: new Set(next.map((t) => t.rec.id)), statusChange: null, wakeAt };
 }
 

@@ -8,33 +8,56 @@
 //
 //   - at their default they are left out (an absent field reads as the default: the schemas
 //     give `mesh` null, and a spec's `secrets` and `networks` none), and
-//   - with any other value, the command needs feature level 5 (featureLevelWorkloadNetwork), which
-//     the cluster reaches only once every member runs a release that reads them; before, it is
-//     refused with feature_not_enabled and nothing is written.
+//   - with any other value, the command needs the level of the release that added them (5,
+//     featureLevelWorkloadNetwork: a node's mesh, a spec's secrets and networks; 6,
+//     featureLevelDisruptionBudget: a spec's disruption budget, a service's forced disruptions),
+//     which the cluster reaches only once every member runs a release that reads them; before,
+//     it is refused with feature_not_enabled and nothing is written.
 //
 // The resources that exist only from that release (networks, firewall policies, secrets) need
 // the level too: a member of an older release would neither enforce nor deliver them.
 
 import type { Command, Op } from '../../fsm/index.ts';
 import type { JsonObject, JsonValue } from '../../fsm/types.ts';
-import { featureLevelWorkloadNetwork } from '../base/feature-level.ts';
+import { featureLevelDisruptionBudget, featureLevelWorkloadNetwork } from '../base/feature-level.ts';
 import { controlFeatureLevel, nodesCollection, secretsCollection, servicesCollection } from './collections.ts';
 import { firewallPoliciesCollection, networksCollection } from './network-resources.ts';
 
 /** Collections whose every write needs featureLevelWorkloadNetwork. */
 const newerCollections = new Set([networksCollection, firewallPoliciesCollection, secretsCollection]);
 
-/** A spec's fields added after the first release, each with its default (left out when equal). */
-const newerSpecFields = ['secrets', 'networks'] as const;
-
 const isObject = (v: JsonValue | undefined): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isEmptyList = (v: JsonValue | undefined): boolean => Array.isArray(v) && v.length === 0;
 
-function withoutDefaultSpecFields(spec: JsonValue | undefined): JsonValue | undefined {
-  if (!isObject(spec)) return spec;
-  const out: JsonObject = { ...spec };
-  for (const f of newerSpecFields) if (isEmptyList(out[f])) delete out[f];
+/** A field added after the first release: the level that reads it, and whether a value is its default (left out). */
+interface NewerField {
+  name: string;
+  level: number;
+  isDefault: (v: JsonValue | undefined) => boolean;
+}
+
+/** A spec's fields added after the first release. */
+const newerSpecFields: readonly NewerField[] = [
+  { name: 'secrets', level: featureLevelWorkloadNetwork, isDefault: isEmptyList },
+  { name: 'networks', level: featureLevelWorkloadNetwork, isDefault: isEmptyList },
+  { name: 'disruption', level: featureLevelDisruptionBudget, isDefault: (v) => v === null },
+];
+
+/** A service record's own fields added after the first release. */
+const newerServiceFields: readonly NewerField[] = [
+  { name: 'forcedDisruptions', level: featureLevelDisruptionBudget, isDefault: isEmptyList },
+];
+
+function withoutDefaults(record: JsonObject, fields: readonly NewerField[]): JsonObject {
+  const out: JsonObject = { ...record };
+  for (const f of fields) if (f.isDefault(out[f.name])) delete out[f.name];
   return out;
+}
+
+/** The highest level the fields written in `record` need (0: none). */
+function levelOfFields(record: JsonValue | undefined, fields: readonly NewerField[]): number {
+  if (!isObject(record)) return 0;
+  return Math.max(0, ...fields.filter((f) => record[f.name] !== undefined).map((f) => f.level));
 }
 
 /** The record as written: newer fields at their default left out. Other collections unchanged. */
@@ -46,22 +69,23 @@ export function forOlderReaders<D extends JsonValue>(collection: string, doc: D)
     return rest as D;
   }
   if (collection === servicesCollection) {
-    const out: JsonObject = { ...record };
+    const out = withoutDefaults(record, newerServiceFields);
     for (const k of ['spec', 'previousSpec'] as const) {
-      const v = withoutDefaultSpecFields(out[k]);
-      if (v !== undefined) out[k] = v;
+      const v = out[k];
+      if (isObject(v)) out[k] = withoutDefaults(v, newerSpecFields);
     }
     return out as D;
   }
   return doc;
 }
 
-function putNeedsNewerLevel(collection: string, doc: JsonValue): boolean {
-  if (newerCollections.has(collection)) return true;
-  if (!isObject(doc)) return false;
-  if (collection === nodesCollection) return doc.mesh !== undefined;
-  if (collection !== servicesCollection) return false;
-  return [doc.spec, doc.previousSpec].some((s) => isObject(s) && newerSpecFields.some((f) => s[f] !== undefined));
+/** The level a put needs beyond the control plane's (0: none). */
+function putLevel(collection: string, doc: JsonValue): number {
+  if (newerCollections.has(collection)) return featureLevelWorkloadNetwork;
+  if (!isObject(doc)) return 0;
+  if (collection === nodesCollection) return doc.mesh !== undefined ? featureLevelWorkloadNetwork : 0;
+  if (collection !== servicesCollection) return 0;
+  return Math.max(levelOfFields(doc, newerServiceFields), levelOfFields(doc.spec, newerSpecFields), levelOfFields(doc.previousSpec, newerSpecFields));
 }
 
 function opsOf(cmd: Command): Op[] {
@@ -75,13 +99,13 @@ function compatOp<T extends Op>(op: T): T {
 
 /**
  * The command with its records as older members read them, and the feature level it needs:
- * the control plane's, or featureLevelWorkloadNetwork when it writes something only a newer
- * member reads.
+ * the control plane's, or the level of the release that reads what it writes when only a newer
+ * member reads it.
  */
 export function compatCommand<C extends Command>(cmd: C): { cmd: C; featureLevel: number } {
   const out: C = cmd.op === 'txn' ? { ...cmd, success: cmd.success.map(compatOp), failure: cmd.failure.map(compatOp) }
     : cmd.op === 'put' ? compatOp(cmd) as C : cmd;
   // A delete needs no level: it writes nothing an older member could fail to read.
-  const newer = opsOf(out).some((op) => op.op === 'put' && putNeedsNewerLevel(op.collection, op.doc));
-  return { cmd: out, featureLevel: newer ? featureLevelWorkloadNetwork : controlFeatureLevel };
+  const level = Math.max(0, ...opsOf(out).map((op) => (op.op === 'put' ? putLevel(op.collection, op.doc) : 0)));
+  return { cmd: out, featureLevel: Math.max(level, controlFeatureLevel) };
 }

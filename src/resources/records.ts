@@ -109,6 +109,26 @@ export interface ServiceUpdateStatus {
   message: string | null;
 }
 
+/**
+ * A voluntary disruption someone let go past the service's disruption budget (`--force`,
+ * `force: true`): kept on the record while the forced work goes on, so the leader lets it through
+ * and `service inspect` shows it (src/control/disruption-budget.ts).
+ */
+export interface ForcedDisruption {
+  /** update: a rolling update or rollback to `specVersion`; drain: the moves off `nodeId`; rebalance, drill: one action on `nodeId`. */
+  cause: 'update' | 'drain' | 'rebalance' | 'drill';
+  /** The node drained, moved off or drilled; null for an update. */
+  nodeId: string | null;
+  /** The spec version the forced update goes to; null for the other causes. */
+  specVersion: number | null;
+  /** Log time it was forced. */
+  at: number;
+  /** Who forced it (the principal), or null when unknown. */
+  by: string | null;
+  /** What went past the budget, for people: the budget and what was unavailable then. */
+  message: string;
+}
+
 export interface ServiceRecord {
   /** The service's name (spec.name), also its document id. */
   name: string;
@@ -128,6 +148,8 @@ export interface ServiceRecord {
    * names, and only those.
    */
   source: string | null;
+  /** Voluntary disruptions forced past the budget and not over yet (oldest first; at most forcedDisruptionsMax). */
+  forcedDisruptions: ForcedDisruption[];
   /** Log time of creation, and of the last change to this record. */
   createdAt: number;
   updatedAt: number;
@@ -257,6 +279,18 @@ export const serviceUpdateStatusSchema = z.object({
   message: z.string().nullable(),
 }).strict();
 
+/** Forced disruptions a service record keeps at most (the oldest go first). */
+export const forcedDisruptionsMax = 16;
+
+export const forcedDisruptionSchema = z.object({
+  cause: z.enum(['update', 'drain', 'rebalance', 'drill']),
+  nodeId: nonEmpty.nullable(),
+  specVersion: z.number().int().min(1).nullable(),
+  at: logTime,
+  by: z.string().max(256).nullable(),
+  message: z.string().max(1024),
+}).strict();
+
 export const serviceRecordSchema = z.object({
   name: nonEmpty,
   spec: serviceSpecSchema,
@@ -265,6 +299,8 @@ export const serviceRecordSchema = z.object({
   previousSpecVersion: z.number().int().min(1).nullable(),
   updateStatus: serviceUpdateStatusSchema,
   source: z.string().min(1).max(128).nullable(),
+  // Records written before disruption budgets existed have none.
+  forcedDisruptions: z.array(forcedDisruptionSchema).max(forcedDisruptionsMax).default([]),
   createdAt: logTime,
   updatedAt: logTime,
 }).strict().refine((r) => r.name === r.spec.name, { path: ['name'], message: 'must equal spec.name' })
@@ -293,6 +329,7 @@ export const taskRecordSchema = z.object({
 }).strict();
 
 export type _NodeRecordMatchesSchema = Assert<Same<z.infer<typeof nodeRecordSchema>, NodeRecord>>;
+export type _ForcedDisruptionMatchesSchema = Assert<Same<z.infer<typeof forcedDisruptionSchema>, ForcedDisruption>>;
 export type _ServiceRecordMatchesSchema = Assert<Same<z.infer<typeof serviceRecordSchema>, ServiceRecord>>;
 export type _TaskRecordMatchesSchema = Assert<Same<z.infer<typeof taskRecordSchema>, TaskRecord>>;
 

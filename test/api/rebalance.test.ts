@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { newService } from '../../src/control/apply.ts';
 import type { NodeRecord, ServiceRecord, TaskRecord } from '../../src/resources/records.ts';
 import type { ControlState, Versioned } from '../../src/resources/state.ts';
-import { planRebalance } from '../../src/api/rebalance.ts';
+import { planRebalance, rebalancePlan } from '../../src/api/rebalance.ts';
 import { node, spec, task } from '../control/fixtures.ts';
 
 const v = <T>(value: T, rev = 1): Versioned<T> => ({ value, rev });
@@ -75,8 +75,32 @@ describe('a rebalance step', () => {
     expect(planRebalance(stateOf(three, web(), stopping), web()).state).toBe('settling');
     const placing = [...running([2, 0, 0]), task('t9', { slot: 3 })];
     expect(planRebalance(stateOf(three, web(), placing), web()).state).toBe('settling');
-    // A task that waits for a node with the scheduler's reason does not hold the others back.
+    // A task that waits for a node with the scheduler's reason does not hold the others back (a
+    // budget of 2 leaves room for a move beside the slot it leaves unavailable).
     const waiting = [...running([3, 0, 0]), task('t9', { slot: 4, pendingReason: '3 nodes without 2 GiB memory free' })];
-    expect(planRebalance(stateOf(three, web({ replicas: 4 }), waiting), web({ replicas: 4 })).state).toBe('moved');
+    const roomy = web({ replicas: 4, disruption: { maxUnavailable: 2 } });
+    expect(planRebalance(stateOf(three, roomy, waiting), roomy).state).toBe('moved');
+  });
+
+  it('waits while the disruption budget allows no slot down, naming it; moves past it when forced, recording it', () => {
+    const waiting = [...running([3, 0, 0]), task('t9', { slot: 4, pendingReason: '3 nodes without 2 GiB memory free' })];
+    const four = web({ replicas: 4 });
+    const state = stateOf(three, four, waiting);
+    expect(planRebalance(state, four)).toMatchObject({
+      state: 'waiting', move: null,
+      reason: 'waiting for the disruption budget of web (maxUnavailable 1): 1 slot unavailable (slot 4: pending: no node fits); waiting: a rebalance off n1 (1 task)',
+    });
+    const forced = planRebalance(state, four, { force: true });
+    expect(forced).toMatchObject({ state: 'moved', forced: true });
+    const plan = rebalancePlan(state, v(four), forced, 2000, 'alice');
+    const svc = plan?.changes.find((c) => c.collection === 'shoal.services');
+    expect(svc?.kind === 'put' && svc.doc).toMatchObject({
+      forcedDisruptions: [{ cause: 'rebalance', nodeId: 'n1', specVersion: null, at: 2000, by: 'alice', message: 'forced past the disruption budget (maxUnavailable 1) by alice: 1 slot unavailable (slot 4: pending: no node fits)' }],
+    });
+    // Within the budget a move records nothing, and compares what the budget was counted on.
+    const step = planRebalance(stateOf(three, web(), running([3, 0, 0])), web());
+    const within = rebalancePlan(stateOf(three, web(), running([3, 0, 0])), v(web()), step, 2000, 'alice');
+    expect(within?.changes.map((c) => c.collection)).toEqual(['shoal.tasks']);
+    expect(within?.compares.some((c) => c.collection === 'shoal.services' && c.target === 'rev')).toBe(true);
   });
 });

@@ -3,14 +3,17 @@
 // still in it), every node and service record the agent, the leader's loops and the API write
 // parses with that release's strict schemas (today's, without the fields added since), and what
 // only a newer release reads is refused with feature_not_enabled, writing nothing. At level 5
-// the same writes carry the new fields.
+// the same writes carry the new fields. The same at level 5 for what level 6 added (a spec's
+// disruption budget, a service's forced disruptions).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { nodesCollection, secretsCollection, servicesCollection } from '../../src/resources/collections.ts';
 import { nodeRecordSchema } from '../../src/resources/records.ts';
 import { serviceSpecSchema } from '../../src/resources/spec/service-spec.ts';
 import { compatCommand } from '../../src/resources/record-compat.ts';
-import { featureLevelWorkloadNetwork } from '../../src/base/feature-level.ts';
+import { featureLevelDisruptionBudget, featureLevelWorkloadNetwork } from '../../src/base/feature-level.ts';
+import { serviceRecordSchema } from '../../src/resources/records.ts';
 import { controlFeatureLevel } from '../../src/resources/collections.ts';
 import { allDocs } from '../../src/resources/state.ts';
 import { expectError } from './expect-error.ts';
@@ -79,6 +82,45 @@ describe('a cluster at feature level 5', () => {
   });
 });
 
+/** The level-5 release's readers: strict, without the disruption budget and the forced disruptions. */
+const level5Spec = serviceSpecSchema.omit({ disruption: true }).strict();
+const level5Service = z.object(serviceRecordSchema.shape).omit({ spec: true, previousSpec: true, forcedDisruptions: true }).strict();
+const budgeted = `${webYaml.replace('name: web', 'name: budgeted')}disruption: {maxUnavailable: 2}\n`;
+
+describe('a cluster at feature level 5 (a member of the release before disruption budgets)', () => {
+  let s: SingleNode;
+  beforeAll(async () => { s = await singleNode({ control: true, featureLevelMax: 5 }); });
+  afterAll(async () => { await s.close(); });
+
+  it('writes service records that release parses, and refuses a budget or a forced disruption with feature_not_enabled', async () => {
+    const applied = await s.app.inject({ method: 'POST', url: '/v1/apply', payload: { text: webYaml } });
+    expect(applied.statusCode, applied.body).toBe(200);
+    await until('the loops placed 2 tasks', () => [...allDocs(s.store, 'shoal.tasks')].length === 2);
+    for (const d of allDocs(s.store, servicesCollection)) {
+      const { spec, previousSpec: _p, ...rest } = d.doc as { spec: unknown; previousSpec: unknown };
+      expect(level5Spec.safeParse(spec).error).toBeUndefined();
+      expect(level5Service.safeParse(rest).error).toBeUndefined();
+    }
+    expectError(await s.app.inject({ method: 'POST', url: '/v1/apply', payload: { text: budgeted } }), 'feature_not_enabled');
+    expect(s.store.get(servicesCollection, 'budgeted')).toBeUndefined();
+    // A forced update writes a forced disruption on the record: refused alike, nothing written.
+    expectError(await s.app.inject({ method: 'POST', url: '/v1/apply', payload: { text: webYaml.replace('busybox:local', 'busybox:v2'), force: true } }), 'feature_not_enabled');
+    expect((s.store.get(servicesCollection, 'web')?.doc as { spec: { image: string } }).spec.image).toBe('busybox:local');
+  });
+});
+
+describe('a cluster at feature level 6', () => {
+  let s: SingleNode;
+  beforeAll(async () => { s = await singleNode({ control: true }); });
+  afterAll(async () => { await s.close(); });
+
+  it('stores a spec with a disruption budget', async () => {
+    const applied = await s.app.inject({ method: 'POST', url: '/v1/apply', payload: { text: budgeted } });
+    expect(applied.statusCode, applied.body).toBe(200);
+    expect((s.store.get(servicesCollection, 'budgeted')?.doc as { spec: Record<string, unknown> }).spec.disruption).toEqual({ maxUnavailable: 2, unit: 'slots' });
+  });
+});
+
 describe('compatCommand', () => {
   it('leaves defaults out and asks level 5 only for what an older member cannot read', () => {
     const node = { id: 'n', mesh: null, state: 'ready' };
@@ -93,5 +135,16 @@ describe('compatCommand', () => {
     expect(svc.featureLevel).toBe(featureLevelWorkloadNetwork);
     expect(compatCommand({ op: 'put', collection: 'shoal.networks', id: 'x', doc: {} }).featureLevel).toBe(featureLevelWorkloadNetwork);
     expect(compatCommand({ op: 'put', collection: 'app', id: 'x', doc: { mesh: null } }).cmd).toMatchObject({ doc: { mesh: null } });
+  });
+
+  it('leaves an unwritten budget and no forced disruption out, and asks level 6 for either', () => {
+    const record = { name: 'a', spec: { name: 'a', disruption: null, secrets: [] }, previousSpec: { name: 'a', disruption: null }, forcedDisruptions: [] };
+    const plain = compatCommand({ op: 'put', collection: servicesCollection, id: 'a', doc: record });
+    expect(plain).toEqual({ cmd: { op: 'put', collection: servicesCollection, id: 'a', doc: { name: 'a', spec: { name: 'a' }, previousSpec: { name: 'a' } } }, featureLevel: controlFeatureLevel });
+    const withBudget = compatCommand({ op: 'put', collection: servicesCollection, id: 'a', doc: { ...record, spec: { name: 'a', disruption: { maxUnavailable: 1, unit: 'slots' }, networks: ['x'] } } });
+    expect(withBudget.featureLevel).toBe(featureLevelDisruptionBudget);
+    const forced = compatCommand({ op: 'put', collection: servicesCollection, id: 'a', doc: { ...record, forcedDisruptions: [{ cause: 'drain' }] } });
+    expect(forced.featureLevel).toBe(featureLevelDisruptionBudget);
+    expect(forced.cmd).toMatchObject({ doc: { forcedDisruptions: [{ cause: 'drain' }] } });
   });
 });

@@ -3,7 +3,8 @@
 // user runs it, against different nodes. Apply the example (three tasks, one per node), scale to
 // five, drain a node and see its tasks move, update and roll back, then bring the node back and
 // rebalance; read a task's and the service's logs through another node than the one running them.
-// Runs under the machine-wide lock (flock /tmp/shoal-heavy.lock).
+// Then a rebalance, a rolling update and a drain at once, watched from outside: never more slots down than the
+// service's disruption budget (issue 36). Runs under the machine-wide lock (flock /tmp/shoal-heavy.lock).
 
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -84,7 +85,8 @@ describe('the control plane commands on three processes', () => {
 
     const drained = await shoal(node(2), 'node', 'drain', 'n2', '--deadline', '60s');
     expectOk(drained, 'drain');
-    expect(drained.stdout).toMatch(/^n2: draining .*\nn2: drained, no task runs there any more\n {2}web: 5\/5 running\n$/);
+    // Its moves go one at a time (the budget: the update's parallelism, 1).
+    expect(drained.stdout).toMatch(/^n2: draining .*\n {2}web: (?:1 task to move within its disruption budget \(maxUnavailable 1\)|2 tasks to move; waiting for the disruption budget of web \(maxUnavailable 1\): .*)\nn2: drained, no task runs there any more\n {2}web: 5\/5 running\n$/);
     const moved = await running();
     expect(moved).toHaveLength(5);
     expect(perNode(moved).n2).toBeUndefined();
@@ -112,4 +114,59 @@ describe('the control plane commands on three processes', () => {
     const spread = perNode(await running());
     expect(Object.values(spread).sort()).toEqual([1, 2, 2]);
   }, 300_000);
+
+  it('runs a rebalance, a rolling update and a drain together without ever taking more slots down than the disruption budget', async () => {
+    // n1 emptied and back: a rebalance has work. Parallelism 2 alone would replace two at once,
+    // and the drain and the rebalance would move tasks beside them.
+    expectOk(await shoal(node(0), 'node', 'drain', 'n1', '--deadline', '60s'), 'drain n1');
+    expectOk(await shoal(node(0), 'node', 'activate', 'n1'), 'activate n1');
+    const budgeted = path.join(dir, 'web-budget.yaml');
+    writeFileSync(budgeted, `${readFileSync(example, 'utf8').replace('replicas: 3', 'replicas: 5')}update: {parallelism: 2, monitor: 1s}\ndisruption: {maxUnavailable: 1}\n`);
+    expectOk(await shoal(node(0), 'apply', '-f', budgeted, '--timeout', '60s'), 'apply the budget');
+    const before = await running();
+    expect(before).toHaveLength(5);
+    expect(perNode(before).n1).toBeUndefined();
+    expect(perNode(before).n3).toBeGreaterThan(0);
+
+    // Watch the service from outside, every 50 ms, while all three run.
+    let watching = true;
+    let worst = 0;
+    let held = '';
+    const watcher = (async () => {
+      while (watching) {
+        const { body } = await getJson<{ service: { status: { disruption: { unavailable: unknown[]; waiting: string | null } } } }>(node(1), '/v1/services/web', 5_000)
+          .catch(() => ({ body: undefined }));
+        const d = body?.service.status.disruption;
+        if (d !== undefined) {
+          worst = Math.max(worst, d.unavailable.length);
+          if (d.waiting !== null && held === '') held = d.waiting;
+        }
+        await sleep(50);
+      }
+    })();
+    // The rebalance's first move takes the budget; then the update and the drain join it.
+    const rebalancing = shoal(node(2), 'service', 'rebalance', 'web', '--timeout', '90s');
+    for (let i = 0; worst === 0; i++) {
+      if (i > 400) throw new Error(`the rebalance moved nothing\n${cluster.tailLogs(15)}`);
+      await sleep(25);
+    }
+    const [rebalanced, updated, drained] = await Promise.all([
+      rebalancing,
+      shoal(node(0), 'service', 'update', 'web', '--image', 'busybox:v3', '--timeout', '90s'),
+      shoal(node(1), 'node', 'drain', 'n3', '--deadline', '90s'),
+    ]);
+    watching = false;
+    await watcher;
+    expectOk(rebalanced, 'rebalance');
+    expectOk(updated, 'update');
+    expectOk(drained, 'drain');
+    expect(rebalanced.stdout).toMatch(/off n[23] .* toward n1/);
+    expect(worst, `the most slots seen unavailable at once (held back: ${held})`).toBe(1);
+    // The others had to wait for the budget at some point: the rebalance's, the update's and the drain's moves share it.
+    expect(held).toMatch(/^waiting for the disruption budget of web \(maxUnavailable 1\): \d slots? unavailable.*; waiting: (the rolling update|the drain of n3|a rebalance off n[23]) \(\d tasks?\)/);
+    const after = await running();
+    const version = Number(/a rolling update replaces 5 tasks \(spec version (\d+)\)/.exec(updated.stdout)?.[1]);
+    expect(after.map((t) => t.record.specVersion), updated.stdout).toEqual([version, version, version, version, version]);
+    expect(perNode(after).n3).toBeUndefined();
+  }, 180_000);
 });

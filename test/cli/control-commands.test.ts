@@ -210,10 +210,23 @@ describe('shoal node and shoal task', () => {
     expect((await shoal('node', 'inspect', 'nowhere')).code).toBe(1);
   });
 
-  it('drains a node (its tasks stop and wait for another node), then activates it again', async () => {
-    const drained = await shoal('node', 'drain', 'solo', '--deadline', '30s');
+  it('drains a node as the disruption budget allows, says what waits, and fails at the deadline with the budget named', async () => {
+    const budgeted = file('web-budget.yaml', `${readFileSync(example, 'utf8').replace('replicas: 3', 'replicas: 4')}update: {parallelism: 4, monitor: 0s}\ndisruption: {maxUnavailable: 1}\n`);
+    expect((await shoal('apply', '-f', budgeted)).code).toBe(0);
+    // A lone node: the first task moved has nowhere to go, and holds the budget; the others wait.
+    const waiting = await shoal('node', 'drain', 'solo', '--deadline', '2s', '--json');
+    expect(waiting.code).toBe(1);
+    expect(JSON.parse(waiting.stderr.trim().split('\n').pop() ?? '')).toMatchObject({
+      error: { code: 'disruption_budget', message: expect.stringContaining('waiting for the disruption budget of web (maxUnavailable 1): 1 slot unavailable') }, exitCode: 1,
+    });
+    const inspect = await shoal('service', 'inspect', 'web');
+    expect(inspect.stdout).toMatch(/\nbudget {3}maxUnavailable 1: 1 slot unavailable \(slot \d: (pending: no node fits|being placed)\); 0 more may go down now\n {9}waiting for the disruption budget of web/);
+  }, 30_000);
+
+  it('drains a node past the budget with --force (its tasks stop and wait for another node), then activates it again', async () => {
+    const drained = await shoal('node', 'drain', 'solo', '--force', '--deadline', '30s');
     expect(drained.code, drained.stderr).toBe(0);
-    expect(drained.stdout).toMatch(/^solo: draining .*\nsolo: drained, no task runs there any more\n {2}web: 0\/4 running; 4 pending: .*draining/);
+    expect(drained.stdout).toMatch(/^solo: draining .*\n {2}web: 3 tasks to move, past the disruption budget \(maxUnavailable 1\): forced\nsolo: drained, no task runs there any more\n {2}web: 0\/4 running; 4 pending: .*draining/);
     expect((await shoal('node', 'pause', 'solo')).stdout).toBe('solo: paused (keeps its tasks, takes no new ones)\n');
     expect((await shoal('node', 'activate', 'solo')).stdout).toBe('solo: active (takes new tasks)\n');
     expect((await shoal('node', 'activate', 'solo')).stdout).toBe('solo: active (takes new tasks) (it already was)\n');

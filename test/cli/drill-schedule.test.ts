@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import type { View } from '../../src/cli/cluster-view.ts';
 import { UsageError } from '../../src/cli/args.ts';
+import { CliFailure } from '../../src/cli/client-errors.ts';
 import { nextTick, parseAt, runSchedule, skipReason, type ScheduleEvent, type SchedulePorts } from '../../src/cli/drill-schedule.ts';
 import type { DrillReport } from '../../src/node/drill/drill-report.ts';
 
@@ -74,7 +75,7 @@ const report = (ok: boolean): DrillReport => ({
 });
 
 /** A cluster whose health per tick the test lists; each drill takes two minutes of the fake clock. */
-function fakePorts(healthy: boolean[], outcomes: Array<boolean | 'throws'>): { ports: SchedulePorts; events: ScheduleEvent[]; kept: DrillReport[] } {
+function fakePorts(healthy: boolean[], outcomes: Array<boolean | 'throws' | 'budget'>): { ports: SchedulePorts; events: ScheduleEvent[]; kept: DrillReport[] } {
   let now = 0;
   let tick = 0;
   let drill = 0;
@@ -87,6 +88,7 @@ function fakePorts(healthy: boolean[], outcomes: Array<boolean | 'throws'>): { p
     run: () => {
       now += 2 * minute;
       const o = outcomes[drill++] ?? true;
+      if (o === 'budget') return Promise.reject(new CliFailure('waiting for the disruption budget of web (maxUnavailable 1): 1 slot unavailable (slot 2: node n2 down)', 1, 'disruption_budget_exceeded'));
       return o === 'throws' ? Promise.reject(new Error('the target could not isolate itself')) : Promise.resolve(report(o));
     },
     keep: (r) => { kept.push(r); return Promise.resolve(undefined); },
@@ -113,6 +115,13 @@ describe('runSchedule', () => {
     expect(r).toEqual({ ran: 3, failed: 2, skipped: 0 });
     expect(f.kept.map((k) => k.ok)).toEqual([false, true]);
     expect(f.events.find((e) => e.event === 'failed')).toMatchObject({ error: 'the target could not isolate itself' });
+  });
+
+  it('skips a tick whose drill a disruption budget refused (nothing was done), not counting it', async () => {
+    const f = fakePorts([], ['budget', true]);
+    const r = await runSchedule({ everyMs: hour }, { count: 1, allowOutage: false }, f.ports, new AbortController().signal);
+    expect(r).toEqual({ ran: 1, failed: 0, skipped: 1 });
+    expect(f.events.find((e) => e.event === 'skipped')).toMatchObject({ reason: expect.stringMatching(/^waiting for the disruption budget of web/) });
   });
 
   it('stops when told to, running nothing more', async () => {

@@ -77,7 +77,8 @@ describe('tokenOfCredentialFile', () => {
 
 describe('a service\'s replicas in the Services view', () => {
   const status = (over: Partial<ServiceStatus>): ServiceStatus => ({
-    desired: 3, running: 3, serving: 3, unreachable: 0, tasks: 3, pending: 0, pendingReasons: [], stopping: 0, updating: false, converged: true, ...over,
+    desired: 3, running: 3, serving: 3, unreachable: 0, tasks: 3, pending: 0, pendingReasons: [], stopping: 0, updating: false, converged: true,
+    disruption: { limit: 'maxUnavailable 1', maxUnavailable: 1, unavailable: [], allowed: 1, waiting: null, forced: [] }, ...over,
   });
 
   it('says how many run of those asked for, and which run on an unreachable node or serve during an update', () => {

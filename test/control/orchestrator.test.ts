@@ -6,7 +6,7 @@ import { reconcileService, taskHistoryPerSlot } from '../../src/control/orchestr
 import { placePending } from '../../src/control/placement.ts';
 import { backoffMs, restartVerdict } from '../../src/control/restart-policy.ts';
 import { rollback, withNewSpec } from '../../src/control/rolling-update.ts';
-import type { TaskRecord } from '../../src/resources/records.ts';
+import type { NodeRecord, TaskRecord } from '../../src/resources/records.ts';
 import { ids, serviceYaml, specOf, StateBuilder } from './state-builder.ts';
 
 const three = (extra = ''): StateBuilder => new StateBuilder().node('node1').node('node2').node('node3').service(serviceYaml('web', extra));
@@ -94,7 +94,9 @@ describe('the orchestrator', () => {
   });
 
   it('stop-first (the default): the old task stops first, and the new one waits until it has', () => {
-    const b = three().placed('a', 'web', 1, 'node1', 'running', { observed: 'running', startedAt: 0, containerId: 'c-a' });
+    const b = three().placed('a', 'web', 1, 'node1', 'running', { observed: 'running', startedAt: 0, containerId: 'c-a' })
+      .placed('b', 'web', 2, 'node2', 'running', { observed: 'running', startedAt: 0, containerId: 'c-b' })
+      .placed('c', 'web', 3, 'node3', 'running', { observed: 'running', startedAt: 0, containerId: 'c-c' });
     const n1 = b.nodes.get('node1');
     if (n1) n1.value = { ...n1.value, availability: 'drain' };
     let d = reconcileService(b.build(), 'web', { now: 50, newTaskId: ids('n') });
@@ -217,6 +219,132 @@ describe('the rolling update', () => {
     const back = rollback(v2, 9, 'by hand');
     expect([back.specVersion, back.previousSpecVersion, back.spec.image]).toEqual([1, 2, 'busybox:local']);
     expect(withNewSpec(back, specOf(serviceYaml('web').replace('busybox:local', 'busybox:third')), true, 20).specVersion).toBe(3);
+  });
+});
+
+describe('the disruption budget in the orchestrator', () => {
+  const stopped = (d: ReturnType<typeof reconcileService>): string[] => put(d).filter((t) => t.desired === 'shutdown').map((t) => t.id).sort();
+  /** Three running tasks t1..t3, one per node, of `web` with `extra`. */
+  const running = (extra: string): StateBuilder => {
+    const b = three(extra);
+    for (const s of [1, 2, 3]) b.placed(`t${s}`, 'web', s, `node${s}`, 'running', { observed: 'running', startedAt: 0, containerId: `c-t${s}` });
+    return b;
+  };
+  const update = (b: StateBuilder, extra: string): void => {
+    const svc = b.services.get('web');
+    if (!svc) throw new Error('no web');
+    svc.value = withNewSpec(svc.value, specOf(serviceYaml('web', extra).replace('busybox:local', 'busybox:new')), true, 100);
+  };
+  const setNode = (b: StateBuilder, id: string, over: Partial<NodeRecord>): void => {
+    const n = b.nodes.get(id);
+    if (n) n.value = { ...n.value, ...over };
+  };
+
+  it('a rolling update waits while a node is down, saying why (replacing only the slot already lost), and goes on once it serves again', () => {
+    const b = running('update: {monitor: 10s}');
+    update(b, 'update: {monitor: 10s}');
+    setNode(b, 'node3', { state: 'suspect' });
+    const d = reconcileService(b.build(), 'web', { now: 200, newTaskId: ids('n') });
+    // Slot 3 serves nothing already: replacing its task costs nothing; slots 1 and 2 wait.
+    expect(stopped(d)).toEqual(['t3']);
+    expect(d.budgetWait).toBe('waiting for the disruption budget of web (maxUnavailable 1): 1 slot unavailable (slot 3: node n3 suspect); waiting: the rolling update (2 tasks)');
+    setNode(b, 'node3', { state: 'ready' });
+    const again = reconcileService(b.build(), 'web', { now: 300, newTaskId: ids('n') });
+    expect(stopped(again)).toEqual(['t1']);
+    expect(again.budgetWait).toBeNull();
+  });
+
+  it('a rollback asks the budget as an update does: the slot already lost goes, the others wait, named', () => {
+    const extra = 'update: {parallelism: 3, monitor: 10s}\ndisruption: {maxUnavailable: 1}';
+    const b = three(extra);
+    for (const s of [1, 2, 3]) b.placed(`t${s}`, 'web', s, `node${s}`, 'running', { observed: 'running', startedAt: 0, containerId: `c-t${s}`, specVersion: 2 });
+    const svc = b.services.get('web');
+    if (!svc) throw new Error('no web');
+    svc.value = rollback(withNewSpec(svc.value, specOf(serviceYaml('web', extra).replace('busybox:local', 'busybox:new')), true, 100), 150, 'by hand');
+    setNode(b, 'node3', { state: 'suspect' });
+    const d = reconcileService(b.build(), 'web', { now: 200, newTaskId: ids('n') });
+    expect(stopped(d)).toEqual(['t3']);
+    expect(d.budgetWait).toBe('waiting for the disruption budget of web (maxUnavailable 1): 1 slot unavailable (slot 3: node n3 suspect); waiting: the rollback (2 tasks)');
+  });
+
+  it('an update and a drain together take no more than the budget: the update first, the drain waits', () => {
+    const extra = 'update: {parallelism: 2, monitor: 10s}\ndisruption: {maxUnavailable: 1}';
+    const b = running(extra);
+    update(b, extra);
+    setNode(b, 'node2', { availability: 'drain' });
+    let d = reconcileService(b.build(), 'web', { now: 200, newTaskId: ids('n') });
+    expect(stopped(d)).toEqual(['t1']);
+    expect(d.budgetWait).toBe('waiting for the disruption budget of web (maxUnavailable 1): 0 slots unavailable; waiting: the rolling update (2 tasks), the drain of n2 (1 task)');
+    b.apply(d.plan);
+    // The slot in progress holds the budget until its new task serves.
+    d = reconcileService(b.build(), 'web', { now: 300, newTaskId: ids('m') });
+    expect(stopped(d)).toEqual([]);
+    expect(d.budgetWait).toMatch(/^waiting for the disruption budget of web \(maxUnavailable 1\): 1 slot unavailable \(slot 1: stopping on n1\)/);
+  });
+
+  it('a plan that spends the budget compares what it was counted on: the serving tasks, their reports, their nodes, the service', () => {
+    const b = running('');
+    setNode(b, 'node1', { availability: 'drain' });
+    const d = reconcileService(b.build(), 'web', { now: 200, newTaskId: ids('n') });
+    expect(stopped(d)).toEqual(['t1']);
+    const compared = d.plan.compares.map((c) => `${c.collection}/${c.id}${c.path === undefined ? '' : `.${c.path}`}`).sort();
+    expect(compared).toEqual([
+      'shoal.nodes/node1.epoch', 'shoal.nodes/node1.state', 'shoal.nodes/node2.epoch', 'shoal.nodes/node2.state', 'shoal.nodes/node3.epoch', 'shoal.nodes/node3.state',
+      'shoal.services/web', 'shoal.task-status/t1', 'shoal.task-status/t2', 'shoal.task-status/t3', 'shoal.tasks/t2', 'shoal.tasks/t3',
+    ]);
+  });
+
+  it('a global service\'s task on a drained node stops without asking the budget (the node leaves its slots), even at maxUnavailable 0', () => {
+    const b = new StateBuilder().node('node1').node('node2').service(serviceYaml('agent', 'disruption: {maxUnavailable: 0}').replace('replicas: 3\n', 'mode: global\n'));
+    for (const n of ['node1', 'node2']) b.placed(`a-${n}`, 'agent', n, n, 'running', { observed: 'running', startedAt: 0, containerId: `c-${n}` });
+    setNode(b, 'node2', { availability: 'drain' });
+    const d = reconcileService(b.build(), 'agent', { now: 200, newTaskId: ids('n') });
+    expect(stopped(d)).toEqual(['a-node2']);
+    expect(d.budgetWait).toBeNull();
+  });
+
+  it('a start-first update or drain keeps its slots serving, so the budget does not hold it', () => {
+    const extra = 'update: {order: start-first, monitor: 10s}\ndisruption: {maxUnavailable: 0}';
+    const b = running(extra);
+    setNode(b, 'node1', { availability: 'drain' });
+    const d = reconcileService(b.build(), 'web', { now: 200, newTaskId: ids('n') });
+    expect(put(d).filter((t) => t.observed === 'pending').map((t) => t.slot)).toEqual([1]);
+    expect(d.budgetWait).toBeNull();
+  });
+
+  it('a forced drain moves every task at once, and its record goes once the node carries no task of the service', () => {
+    const b = new StateBuilder().node('node1').node('node2').node('node3', { availability: 'drain' }).service(serviceYaml('web'), {
+      forcedDisruptions: [{ cause: 'drain', nodeId: 'node3', specVersion: null, at: 50, by: 'alice', message: 'forced' }],
+    });
+    for (const s of [1, 2, 3]) b.placed(`t${s}`, 'web', s, 'node3', 'running', { observed: 'running', startedAt: 0, containerId: `c-t${s}` });
+    const d = reconcileService(b.build(), 'web', { now: 200, newTaskId: ids('n') });
+    expect(stopped(d)).toEqual(['t1', 't2', 't3']);
+    expect(d.budgetWait).toBeNull();
+    const svc = d.plan.changes.find((c) => c.collection === 'shoal.services');
+    expect(svc?.kind === 'put' && svc.doc).toMatchObject({ forcedDisruptions: [] });
+  });
+
+  it('a forced update replaces parallelism tasks past the budget; the record goes when the update is over', () => {
+    const b = running('update: {parallelism: 3, monitor: 10s}\ndisruption: {maxUnavailable: 1}');
+    update(b, 'update: {parallelism: 3, monitor: 10s}\ndisruption: {maxUnavailable: 1}');
+    const svc = b.services.get('web');
+    if (svc) svc.value = { ...svc.value, forcedDisruptions: [{ cause: 'update', nodeId: null, specVersion: 2, at: 100, by: 'alice', message: 'forced' }] };
+    const d = reconcileService(b.build(), 'web', { now: 200, newTaskId: ids('n') });
+    expect(stopped(d)).toEqual(['t1', 't2', 't3']);
+    if (svc) svc.value = { ...svc.value, updateStatus: { ...svc.value.updateStatus, state: 'completed' } };
+    const over = reconcileService(b.build(), 'web', { now: 300, newTaskId: ids('n') }).plan.changes.find((c) => c.collection === 'shoal.services');
+    expect(over?.kind === 'put' && over.doc).toMatchObject({ forcedDisruptions: [] });
+  });
+
+  it('a start-first replacement stops the old task only once the new one serves on a ready node', () => {
+    const b = running('update: {order: start-first}');
+    b.placed('new1', 'web', 1, 'node2', 'running', { observed: 'running', startedAt: 5, createdAt: 5 });
+    setNode(b, 'node2', { state: 'suspect' });
+    expect(stopped(reconcileService(b.build(), 'web', { now: 200, newTaskId: ids('n') }))).toEqual([]);
+    setNode(b, 'node2', { state: 'ready' });
+    const d = reconcileService(b.build(), 'web', { now: 300, newTaskId: ids('n') });
+    expect(stopped(d)).toEqual(['t1']);
+    expect(d.plan.compares.some((c) => c.collection === 'shoal.task-status' && c.id === 'new1')).toBe(true);
   });
 });
 

@@ -7,7 +7,7 @@ import { node, spec, task } from './fixtures.ts';
 function service(overrides: Partial<ServiceRecord> = {}): ServiceRecord {
   return {
     name: 'web', spec: spec(), specVersion: 1, previousSpec: null, previousSpecVersion: null,
-    updateStatus: { state: 'none', startedAt: null, completedAt: null, message: null }, source: null, createdAt: 5, updatedAt: 5, ...overrides,
+    updateStatus: { state: 'none', startedAt: null, completedAt: null, message: null }, source: null, forcedDisruptions: [], createdAt: 5, updatedAt: 5, ...overrides,
   };
 }
 

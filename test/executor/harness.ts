@@ -62,7 +62,7 @@ export class FakeStore implements AgentView {
   addService(s: ServiceSpec, overrides: Partial<ServiceRecord> = {}): ServiceRecord {
     const r: ServiceRecord = {
       name: s.name, spec: s, specVersion: 1, previousSpec: null, previousSpecVersion: null,
-      updateStatus: { state: 'none', startedAt: null, completedAt: null, message: null }, source: null, createdAt: 1, updatedAt: 1, ...overrides,
+      updateStatus: { state: 'none', startedAt: null, completedAt: null, message: null }, source: null, forcedDisruptions: [], createdAt: 1, updatedAt: 1, ...overrides,
     };
     this.services.set(r.name, r);
     this.changed();

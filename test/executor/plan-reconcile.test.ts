@@ -14,7 +14,7 @@ const epoch = 1;
 function service(fields: Record<string, unknown> = {}): ServiceRecord {
   return {
     name: 'web', spec: spec({ command: ['sleep', '1'], restart: { condition: 'always', delay: '1s' }, ...fields }), specVersion: 1,
-    previousSpec: null, previousSpecVersion: null, updateStatus: { state: 'none', startedAt: null, completedAt: null, message: null }, source: null, createdAt: 1, updatedAt: 1,
+    previousSpec: null, previousSpecVersion: null, updateStatus: { state: 'none', startedAt: null, completedAt: null, message: null }, source: null, forcedDisruptions: [], createdAt: 1, updatedAt: 1,
   };
 }
 

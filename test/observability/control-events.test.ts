@@ -60,6 +60,19 @@ describe('the control plane\'s events', () => {
     ]);
   });
 
+  it('records each disruption forced past a service\'s budget once', async () => {
+    const { f, recorded } = setup();
+    const forced = { cause: 'drain', nodeId: 'n2', specVersion: null, at: 5, by: 'alice', message: 'forced past the disruption budget (maxUnavailable 1) by alice: 1 slot unavailable (slot 3: node n3 down)' };
+    f.put(servicesCollection, 'web', service(1, 'none'));
+    f.put(servicesCollection, 'web', { ...service(1, 'none'), forcedDisruptions: [forced] });
+    f.put(servicesCollection, 'web', { ...service(1, 'none'), forcedDisruptions: [forced] });
+    f.put(servicesCollection, 'web', service(1, 'none'));
+    expect(await recorded()).toEqual([
+      'service.created web {"specVersion":1}',
+      `service.disruption-forced web {"cause":"drain","node":"n2","specVersion":null,"by":"alice","message":"${forced.message}"}`,
+    ]);
+  });
+
   it('records a task reported failed once, with its service, node, exit code and message cut short', async () => {
     const { f, recorded } = setup();
     f.put(tasksCollection, 't1', { service: 'web', slot: 1 });

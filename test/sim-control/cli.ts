@@ -69,7 +69,8 @@ export function statsLine(s: SimStats): string {
     + `loop conflicts ${s.loopConflicts} (+${s.loopWritesRefused} writes refused), reports refused ${s.reportsRefused}; `
     + `placements ${s.placements}, nodes declared down ${s.nodesDeclaredDown}; partitions ${s.partitions}, crashes ${s.crashes}, machine deaths ${s.machineDeaths}, `
     + `restarts ${s.restarts}, runtime outages ${s.runtimeOutages}, container exits ${s.containerExits}; updates ${s.updates} (${s.badUpdates} bad: `
-    + `${s.updatesPaused} paused, ${s.updatesRolledBack} rolled back; ${s.updatesCompleted} completed), scales ${s.scales}, drains ${s.drains}; `
+    + `${s.updatesPaused} paused, ${s.updatesRolledBack} rolled back; ${s.updatesCompleted} completed), scales ${s.scales}, drains ${s.drains}, rebalances ${s.rebalances}; `
+    + `budget: ${s.budgetedStops} slots taken down voluntarily (${s.budgetAtLimit} at the limit); `
     + `shoal frozen ${s.freezes}, machines suspended ${s.suspends}, fence kills ${s.fenceKills}; liveness ${s.livenessMs} ms`;
 }
 

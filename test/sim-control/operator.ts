@@ -4,6 +4,10 @@
 // code (planApply, toTransactions), as `shoal apply` and `shoal node drain` do. Its own record
 // of availability is the checkers' ground truth.
 //
+// From its own stream it also takes rebalance steps (the API's planning code: one task moved off
+// the fullest node, as the service's disruption budget allows) and drains nodes for a while,
+// beside its updates, so drains, updates and rebalances run together (checkers/budget.ts).
+//
 // In some seeds it also races the cluster (scenario.operator.race, from its own stream): when a
 // leader loop's or an agent's write is on its way to the log, it writes first what that write
 // read: it pauses a node the write relies on (for a few steps, then activates it again), or
@@ -12,6 +16,7 @@
 
 import { decodeCommand, encodeCommand } from '../../fsm/index.ts';
 import { planApply } from '../../src/control/apply.ts';
+import { planRebalance, rebalancePlan } from '../../src/api/rebalance.ts';
 import { toTransactions, type Plan } from '../../src/resources/changes.ts';
 import { nodesCollection, servicesCollection } from '../../src/resources/collections.ts';
 import type { Availability, NodeRecord } from '../../src/resources/records.ts';
@@ -37,8 +42,10 @@ export class Operator {
   private readonly reader: ControlStateReader;
   /** Nodes the racer paused, and the step it activates each again. */
   private readonly unpauseAt = new Map<string, number>();
+  /** Nodes drained for a while (scenario.operator.drain), and the step each is activated again. */
+  private readonly undrainAt = new Map<string, number>();
 
-  constructor(private readonly world: World, private readonly prng: SeededPrng, private readonly racePrng: SeededPrng) {
+  constructor(private readonly world: World, private readonly prng: SeededPrng, private readonly racePrng: SeededPrng, private readonly movePrng: SeededPrng) {
     for (const plan of world.scenario.services) this.intents.set(plan.name, { plan, replicas: plan.replicas, version: 1, bad: null });
     this.reader = new ControlStateReader(world.reference.store);
   }
@@ -54,6 +61,39 @@ export class Operator {
     if (r.availability > 0 && this.prng.chance(r.availability)) this.changeAvailability();
     this.unpause();
     if (r.race > 0) this.race();
+    if (r.rebalance > 0 && this.movePrng.chance(r.rebalance)) this.rebalance();
+    if (r.drain > 0 && this.movePrng.chance(r.drain)) this.drainForAWhile();
+    this.undrain();
+  }
+
+  /** One rebalance step of a service, as `shoal service rebalance` takes it (no --force). */
+  private rebalance(): void {
+    const all = [...this.intents.values()];
+    const name = (all[this.movePrng.nextInt(all.length)] as Intent).plan.name;
+    const state = this.reader.read();
+    const s = state.services.get(name);
+    if (s === undefined) return;
+    const plan = rebalancePlan(state, s, planRebalance(state, s.value), this.world.now(), 'operator');
+    if (plan === null) return;
+    const written = this.write(`rebalance ${name}`, plan);
+    if (written?.some((e) => tookEffect(e.result)) === true) this.world.stats.rebalances++;
+  }
+
+  /** Drains an active node for some steps (as `shoal node drain --detach`), then activates it. */
+  private drainForAWhile(): void {
+    const active = this.world.nodes.filter((n) => this.world.availability.get(n.id) === 'active');
+    if (active.length === 0) return;
+    const n = active[this.movePrng.nextInt(active.length)];
+    if (n === undefined || !this.setAvailability(n.id, 'drain')) return;
+    this.unpauseAt.delete(n.id);
+    this.undrainAt.set(n.id, this.world.step + 10 + this.movePrng.nextInt(60));
+  }
+
+  private undrain(): void {
+    for (const [id, at] of this.undrainAt) {
+      if (this.world.step < at) continue;
+      if (this.world.availability.get(id) !== 'drain' || this.setAvailability(id, 'active')) this.undrainAt.delete(id);
+    }
   }
 
   /** Writes first what a decision on its way to the log read (see the top of this file). */
@@ -94,6 +134,7 @@ export class Operator {
    */
   heal(): boolean {
     this.unpauseAt.clear();
+    this.undrainAt.clear();
     for (const n of this.world.nodes) {
       if (this.world.availability.get(n.id) !== 'active' && !this.setAvailability(n.id, 'active')) return false;
     }

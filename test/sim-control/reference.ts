@@ -9,11 +9,13 @@ import { auditCollection } from '../../fsm/audit.ts';
 import { controlFeatureLevel, leasesCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../../src/resources/collections.ts';
 import type { LeaseRecord } from '../../src/resources/lease.ts';
 import type { Availability, NodeRecord, ServiceRecord, TaskRecord, TaskStatus } from '../../src/resources/records.ts';
+import { BudgetChecker } from './checkers/budget.ts';
 import { CasChecker, type WrittenDoc } from './checkers/cas.ts';
 import { readCommitted, type CommittedView } from './checkers/committed-view.ts';
 import type { PlacedRecord } from './checkers/containers.ts';
 import { FencingChecker } from './checkers/fencing.ts';
 import { heldOn, PlacementChecker, type Amounts, type PlacementFact, type PlacementLimits } from './checkers/placement.ts';
+import { describeOrigin } from './consensus.ts';
 import { tookEffect, type LogEntry } from './log-entry.ts';
 import type { SimStats } from './stats.ts';
 
@@ -29,6 +31,7 @@ export class Reference {
   readonly placed = new Map<string, PlacedRecord>();
   private readonly fencing = new FencingChecker();
   private readonly cas = new CasChecker();
+  readonly budget = new BudgetChecker();
   private readonly placement: PlacementChecker;
   private readonly taskNode = new Map<string, string | null>();
   private readonly nodeEpoch = new Map<string, number>();
@@ -42,8 +45,14 @@ export class Reference {
 
   apply(e: LogEntry): void {
     this.stats.entries++;
+    const beforeStop = this.budget.before(this.store, e.data);
     if (e.data !== null) e.result = this.store.apply({ index: e.index, term: e.term, data: e.data, logTimeMs: e.logTimeMs, featureLevel: controlFeatureLevel });
     const o = e.origin;
+    if (beforeStop !== null && tookEffect(e.result)) {
+      this.budget.after(beforeStop, this.store, `entry ${e.index} (${describeOrigin(o)})`);
+      this.stats.budgetedStops = this.budget.counts.voluntary;
+      this.stats.budgetAtLimit = this.budget.counts.atLimit;
+    }
     this.fencing.observe({ index: e.index, term: e.term, decider: o.kind === 'loop' ? { node: o.node, term: o.term, key: o.key } : null, tookEffect: tookEffect(e.result) });
     this.count(e);
     const events = this.events.filter((ev) => ev.collection !== auditCollection);

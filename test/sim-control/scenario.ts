@@ -58,6 +58,10 @@ export interface OperatorRates {
   scale: number;
   /** Drain, pause or activate a node. */
   availability: number;
+  /** Per step: a rebalance step of a service (a task moved off the fullest node, as the budget allows). */
+  rebalance: number;
+  /** Per step: drain an active node, and activate it again some steps later (drains beside updates and rebalances). */
+  drain: number;
   /**
    * Per step, when a leader loop's or an agent's write is on its way to the log: the operator
    * writes, first, a document that write read (pauses a node it relies on, updates or scales a
@@ -152,13 +156,30 @@ export function drawScenario(seed: number, prng: SeededPrng, safetySteps: number
     scale: pick(prng, [0, 0.005, 0.01]),
     availability: pick(prng, [0, 0.005, 0.01]),
     race: 0,
+    rebalance: 0,
+    drain: 0,
   };
   const health: NodeHealthConfig = { suspectAfterMs: pick(prng, [1_000, 1_500]), downAfterMs: pick(prng, [3_000, 4_000]) };
   const services = drawServices(prng, nodes, tight);
   const exclusive = drawExclusive(prng.fork(), nodes, services, calm);
   // From its own stream, after everything else, so the rest of a seed's scenario is as before.
   operator.race = pick(prng.fork(), [0, 0.2, 0.5, 1]);
+  drawBudgets(prng.fork(), operator, services);
   return { seed, nodes, capacity, stepMs: 100, safetySteps, health, consensus, faults, operator, services, exclusive };
+}
+
+/**
+ * Disruption budgets (docs/control-plane.md): each service's (unwritten: its parallelism; a number;
+ * a percentage), and how often the operator rebalances and drains beside its updates. From their
+ * own stream, after everything else.
+ */
+function drawBudgets(prng: SeededPrng, operator: OperatorRates, services: ServicePlan[]): void {
+  for (const s of services) {
+    const d = pick(prng, [null, null, 1, 2, '50%', '34%', '100%']);
+    if (d !== null) s.fields.disruption = { maxUnavailable: d };
+  }
+  operator.rebalance = pick(prng, [0, 0.005, 0.01, 0.03]);
+  operator.drain = pick(prng, [0, 0.003, 0.01]);
 }
 
 function drawExclusive(prng: SeededPrng, nodes: number, services: ServicePlan[], calm: boolean): ExclusiveKnobs {

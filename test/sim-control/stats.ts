@@ -36,6 +36,11 @@ export interface SimStats {
   badUpdates: number;
   scales: number;
   drains: number;
+  /** Rebalance steps the operator wrote (a task moved). */
+  rebalances: number;
+  /** Slots voluntary actions took down (the budget checker judged each), and the entries that used the budget to its last slot. */
+  budgetedStops: number;
+  budgetAtLimit: number;
   /** Updates that ended paused, rolled back, or completed, as the committed store saw them. */
   updatesPaused: number;
   updatesRolledBack: number;
@@ -52,7 +57,7 @@ export interface SimStats {
 export const emptyStats = (): SimStats => ({
   steps: 0, entries: 0, elections: 0, transfers: 0, forwarded: 0, survived: 0, lost: 0, staleTermRefused: 0, loopConflicts: 0, loopWritesRefused: 0, races: 0,
   reportsRefused: 0, placements: 0, nodesDeclaredDown: 0, partitions: 0, crashes: 0, machineDeaths: 0, restarts: 0,
-  runtimeOutages: 0, containerExits: 0, updates: 0, badUpdates: 0, scales: 0, drains: 0,
+  runtimeOutages: 0, containerExits: 0, updates: 0, badUpdates: 0, scales: 0, drains: 0, rebalances: 0, budgetedStops: 0, budgetAtLimit: 0,
   updatesPaused: 0, updatesRolledBack: 0, updatesCompleted: 0, freezes: 0, suspends: 0, fenceKills: 0, livenessMs: 0,
 });
 

@@ -12,6 +12,12 @@
 //   reboot      one machine cannot reboot itself and watch: emulated as a kill whose restart
 //               waits until N seconds after the fault (drill-hold.ts), so the node is off for
 //               that long, as a machine that reboots
+//
+// An action does not ask the services' disruption budgets itself (docs/control-plane.md, "The
+// disruption budget"): `shoal drill` asks before it sends one (POST /v1/nodes/{ref}/disruption,
+// decided on the leader's state, waiting or --force recorded on each service), and the node that
+// carries the action out may be the one cut off from the leader, which must still obey. So this
+// route is admin only, and the budget is the drill's to ask, as the quorum check is.
 
 import { spawn } from 'node:child_process';
 import { z } from 'zod';

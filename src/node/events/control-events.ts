@@ -3,6 +3,7 @@
 //
 //   service.created / .updated / .removed   a service record appeared, its spec version rose, it went
 //   service.rollout                         its rolling update changed state (updating, completed, paused, rolling-back, ...)
+//   service.disruption-forced               a voluntary disruption was forced past its disruption budget (--force)
 //   node.registered                         a node record appeared (a node joined the control plane)
 //   node.suspect / .down / .ready           the leader's node health changed a node's state
 //   node.drained / .paused / .activated     an operator changed a node's availability
@@ -22,7 +23,10 @@ import type { EventLog } from './event-log.ts';
 import type { RaftNode } from '../raft-node.ts';
 
 // Only the fields compared: a record the control plane would refuse as a whole is still followed by these.
-const serviceFields = z.looseObject({ specVersion: z.number(), updateStatus: z.looseObject({ state: z.string().max(32) }) });
+const forcedFields = z.looseObject({
+  cause: z.string().max(32), nodeId: z.string().max(256).nullable(), specVersion: z.number().nullable(), at: z.number(), by: z.string().max(256).nullable(), message: z.string().max(1024),
+});
+const serviceFields = z.looseObject({ specVersion: z.number(), updateStatus: z.looseObject({ state: z.string().max(32) }), forcedDisruptions: z.array(forcedFields).max(64).optional() });
 const nodeFields = z.looseObject({ name: z.string().max(256), state: z.string().max(32), availability: z.string().max(32) });
 const statusFields = z.looseObject({ state: z.string().max(32), nodeId: z.string().max(256), exitCode: z.number().nullable(), message: z.string().nullable() });
 /** A task's message in an event is cut to this many characters (the task record keeps it whole). */
@@ -83,6 +87,11 @@ function onService(ev: WatchEvent, seen: Map<string, ServiceSeen>, record: Recor
   if (now.specVersion !== before.specVersion) record('service.updated', ev.id, { specVersion: now.specVersion, from: before.specVersion });
   const state = now.updateStatus.state;
   if (state !== before.updateStatus.state && state !== 'none') record('service.rollout', ev.id, { state, from: before.updateStatus.state, specVersion: now.specVersion });
+  const key = (f: z.infer<typeof forcedFields>): string => `${f.cause}/${f.nodeId ?? ''}/${f.specVersion ?? ''}/${f.at}`;
+  const known = new Set((before.forcedDisruptions ?? []).map(key));
+  for (const f of now.forcedDisruptions ?? []) {
+    if (!known.has(key(f))) record('service.disruption-forced', ev.id, { cause: f.cause, node: f.nodeId, specVersion: f.specVersion, by: f.by, message: f.message });
+  }
 }
 
 function onNode(ev: WatchEvent, seen: Map<string, NodeSeen>, record: RecordFn): void {

@@ -57,6 +57,7 @@ export function renderService(s: ServiceSpec): Record<string, unknown> {
       failureAction: s.update.failureAction,
       order: s.update.order,
     },
+    disruption: s.disruption === null ? null : { maxUnavailable: s.disruption.unit === 'percent' ? `${s.disruption.maxUnavailable}%` : s.disruption.maxUnavailable },
     exclusive: s.exclusive,
     secrets: s.secrets.map((r) => ({ name: r.name, target: r.target, mode: `0${r.mode.toString(8).padStart(3, '0')}` })),
     networks: s.networks,

@@ -10,7 +10,7 @@ import {
   type Reader, required,
 } from './reader.ts';
 import type {
-  DeviceSpec, HealthCheckSpec, LogSpec, MountSpec, PlacementSpec, PortSpec, ResourceAmounts, ResourceLimits, RestartPolicy, SecretRefSpec,
+  DeviceSpec, DisruptionSpec, HealthCheckSpec, LogSpec, MountSpec, PlacementSpec, PortSpec, ResourceAmounts, ResourceLimits, RestartPolicy, SecretRefSpec,
   UpdatePolicy,
 } from './service-spec.ts';
 
@@ -269,6 +269,32 @@ export const update = struct<{ parallelism: number; delay: number; monitor: numb
   failureAction: withDefault(oneOf(['pause', 'rollback'] as const), () => 'pause'),
   order: withDefault(oneOf(['stop-first', 'start-first'] as const), () => 'stop-first'),
 }, (s) => ({ parallelism: s.parallelism, delayMs: s.delay, monitorMs: s.monitor, failureAction: s.failureAction, order: s.order }));
+
+/**
+ * `maxUnavailable`: a whole number of slots (`2`), or a percentage of the service's slots as a
+ * string (`'25%'`, YAML reads `25%` unquoted as that string too).
+ */
+const maxUnavailable: Reader<Pick<DisruptionSpec, 'maxUnavailable' | 'unit'>> = (value, at, problems) => {
+  if (typeof value === 'number') {
+    const n = integer(0, specLimits.replicasMax)(value, at, problems);
+    return n === INVALID ? INVALID : { maxUnavailable: n, unit: 'slots' };
+  }
+  const m = typeof value === 'string' ? /^(\d{1,3})%$/.exec(value.trim()) : null;
+  if (m === null) {
+    problems.add(at, `must be a whole number of slots (2) or a percentage of the service's slots ('25%'), not ${typeof value === 'string' ? JSON.stringify(value) : describe(value)}`);
+    return INVALID;
+  }
+  const percent = Number(m[1]);
+  if (percent > 100) {
+    problems.add(at, `${percent}% is more than all of the service's slots; at most 100%`);
+    return INVALID;
+  }
+  return { maxUnavailable: percent, unit: 'percent' };
+};
+
+export const disruption = struct<{ maxUnavailable: Pick<DisruptionSpec, 'maxUnavailable' | 'unit'> }, DisruptionSpec>({
+  maxUnavailable: required(maxUnavailable),
+}, (s) => ({ maxUnavailable: s.maxUnavailable.maxUnavailable, unit: s.maxUnavailable.unit }));
 
 /** A secret's name: a DNS label, as a service's (src/resources/secrets.ts). */
 const secretName = dnsLabel;

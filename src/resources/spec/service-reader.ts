@@ -8,7 +8,7 @@ import {
   INVALID, Problems, boolean, defaultStruct, integer, list, nullable, oneOf, readFields, required, string, withDefault, type Fields, type Read,
 } from './reader.ts';
 import {
-  argv, capability, constraint, device, dnsLabel, duration, env, healthCheck, image, logs, mount, placement, port, resources, restart,
+  argv, capability, constraint, device, disruption, dnsLabel, duration, env, healthCheck, image, logs, mount, placement, port, resources, restart,
   secretRef, signal, update, user,
 } from './service-fields.ts';
 import type { DeviceSpec, MountSpec, PortSpec, SecretRefSpec, ServiceSpec } from './service-spec.ts';
@@ -40,6 +40,7 @@ interface ServiceInput {
   logs: ServiceSpec['logs'];
   restart: ServiceSpec['restart'];
   update: ServiceSpec['update'];
+  disruption: ServiceSpec['disruption'];
   exclusive: boolean;
   secrets: SecretRefSpec[];
   networks: string[];
@@ -71,6 +72,7 @@ const serviceFields: Fields<ServiceInput> = {
   logs: defaultStruct(logs),
   restart: defaultStruct(restart),
   update: defaultStruct(update),
+  disruption: withDefault(nullable(disruption), () => null),
   exclusive: withDefault(boolean, () => false),
   secrets: withDefault(list(secretRef), () => []),
   networks: withDefault(list(dnsLabel), () => []),
@@ -180,6 +182,7 @@ function build(s: ServiceInput): ServiceSpec {
     logs: s.logs,
     restart: s.restart,
     update: s.update,
+    disruption: s.disruption,
     exclusive: s.exclusive,
     secrets: s.secrets,
     networks: [...s.networks].sort(),

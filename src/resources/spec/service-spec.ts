@@ -111,6 +111,18 @@ export interface UpdatePolicy {
   order: 'stop-first' | 'start-first';
 }
 
+/**
+ * The service's disruption budget: how many of its slots may be unavailable at once before a
+ * voluntary action (a rolling update or rollback, a drain's moves, a rebalance, a drill) waits
+ * (src/control/disruption-budget.ts). Slots lost involuntarily (a node down) count against it.
+ */
+export interface DisruptionSpec {
+  /** A number of slots, or a percentage of the service's slots (`unit`). 0: none. */
+  maxUnavailable: number;
+  /** slots: maxUnavailable slots; percent: maxUnavailable % of the slots, rounded down, at least 1 when above 0%. */
+  unit: 'slots' | 'percent';
+}
+
 export interface ServiceSpec {
   /** A DNS label (lower-case letters, digits, `-`; starts with a letter; at most 63). */
   name: string;
@@ -155,6 +167,8 @@ export interface ServiceSpec {
   logs: LogSpec;
   restart: RestartPolicy;
   update: UpdatePolicy;
+  /** The disruption budget; null: unwritten, the update's parallelism (slots). */
+  disruption: DisruptionSpec | null;
   /** Must never run twice, even across a partition: runs under the node's lease (src/resources/lease.ts). */
   exclusive: boolean;
   /** Secrets delivered as read-only files under /run/secrets/ (targets unique). */
@@ -213,6 +227,9 @@ export const serviceSpecSchema = z.object({
     parallelism: z.number().int().min(1), delayMs: nat, monitorMs: nat,
     failureAction: z.enum(['pause', 'rollback']), order: z.enum(['stop-first', 'start-first']),
   }).strict(),
+  // Records written before disruption budgets existed have none: the update's parallelism.
+  disruption: z.object({ maxUnavailable: nat, unit: z.enum(['slots', 'percent']) }).strict()
+    .refine((d) => d.unit === 'slots' || d.maxUnavailable <= 100, { message: 'a percentage is at most 100' }).nullable().default(null),
   exclusive: z.boolean(),
   // Records written before secrets existed have no such field: they read as none.
   secrets: z.array(z.object({ name: nonEmpty, target: nonEmpty, mode: z.number().int().min(0).max(0o777) }).strict()).default([]),

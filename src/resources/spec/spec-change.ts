@@ -44,6 +44,8 @@ const effect: { readonly [K in keyof ServiceSpec]-?: Exclude<SpecChange, 'none'>
   logs: 'replace',
   restart: 'scale',
   update: 'scale',
+  // The budget steers the voluntary disruptions to come (src/control/disruption-budget.ts).
+  disruption: 'scale',
   exclusive: 'replace',
   // The files are written when a task's container is created. A secret's value changed later
   // reaches new tasks only (as Swarm's secrets, which cannot change at all): to roll it out to

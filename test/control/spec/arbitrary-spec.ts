@@ -70,6 +70,10 @@ export const serviceSpecArb: fc.Arbitrary<ServiceSpec> = fc.record({
     parallelism: fc.integer({ min: 1, max: 100 }), delayMs: fc.nat({ max: day }), monitorMs: fc.nat({ max: day }),
     failureAction: fc.constantFrom('pause', 'rollback'), order: fc.constantFrom('stop-first', 'start-first'),
   }),
+  disruption: fc.option(fc.oneof(
+    fc.record({ maxUnavailable: fc.nat({ max: 100 }), unit: fc.constant('slots' as const) }),
+    fc.record({ maxUnavailable: fc.nat({ max: 100 }), unit: fc.constant('percent' as const) }),
+  )),
   exclusive: fc.boolean(),
   secrets: fc.uniqueArray(fc.record({
     name: fc.stringMatching(/^[a-z][a-z0-9-]{0,6}[a-z0-9]$/),
@@ -103,6 +107,7 @@ export const serviceSpecArb: fc.Arbitrary<ServiceSpec> = fc.record({
   logs: r.logs,
   restart: { condition: r.condition, delayMs: r.restartDelay, maxDelayMs: Math.min(day, r.restartDelay + r.restartExtra), maxAttempts: r.maxAttempts },
   update: { ...r.update, order: r.exclusive ? 'stop-first' : r.update.order },
+  disruption: r.disruption,
   exclusive: r.exclusive,
   secrets: r.secrets,
   networks: r.hostNetwork ? [] : [...r.networks].sort(),

@@ -38,7 +38,7 @@ describe('the smallest spec of the issue', () => {
       logs: { maxSizeBytes: 10 * 1024 ** 2, maxFiles: 3 },
       restart: { condition: 'always', delayMs: 5000, maxDelayMs: 300_000, maxAttempts: null },
       update: { parallelism: 1, delayMs: 0, monitorMs: 5000, failureAction: 'pause', order: 'stop-first' },
-      exclusive: false, secrets: [],
+      disruption: null, exclusive: false, secrets: [],
       networks: [],
     };
     expect(services).toEqual([expected]);
@@ -79,6 +79,7 @@ stopGracePeriod: 30s
 logs: {maxSize: 50M, maxFiles: 5}
 restart: {condition: on-failure, delay: 10s, maxDelay: 2m, maxAttempts: 10}
 update: {parallelism: 2, delay: 5s, monitor: 30s, failureAction: rollback, order: stop-first}
+disruption: {maxUnavailable: 50%}
 exclusive: true
 secrets: [db-password, {name: tls-key, target: server.key, mode: '0440'}]
 `;
@@ -101,6 +102,7 @@ secrets: [db-password, {name: tls-key, target: server.key, mode: '0440'}]
       stopSignal: 'SIGINT', stopGracePeriodMs: 30_000, logs: { maxSizeBytes: 50_000_000, maxFiles: 5 },
       restart: { condition: 'on-failure', delayMs: 10_000, maxDelayMs: 120_000, maxAttempts: 10 },
       update: { parallelism: 2, delayMs: 5000, monitorMs: 30_000, failureAction: 'rollback', order: 'stop-first' },
+      disruption: { maxUnavailable: 50, unit: 'percent' },
       exclusive: true,
       secrets: [{ name: 'db-password', target: 'db-password', mode: 0o400 }, { name: 'tls-key', target: 'server.key', mode: 0o440 }],
       networks: [],
@@ -270,6 +272,13 @@ describe('values and the checks across fields', () => {
     [{ update: { failureAction: 'continue' } }, 'services[0].update.failureAction: "continue" is not one of pause, rollback'],
     [{ update: { order: 'start-first' }, exclusive: true }, 'services[0].update.order: an exclusive service is always updated stop-first'],
     [{ exclusive: 'true' }, 'services[0].exclusive: must be true or false'],
+    [{ disruption: {} }, 'services[0].disruption.maxUnavailable: is required'],
+    [{ disruption: { maxUnavailable: -1 } }, 'services[0].disruption.maxUnavailable: must be at least 0'],
+    [{ disruption: { maxUnavailable: 1.5 } }, 'services[0].disruption.maxUnavailable: must be a whole number'],
+    [{ disruption: { maxUnavailable: '150%' } }, 'services[0].disruption.maxUnavailable: 150% is more than all of the service\'s slots; at most 100%'],
+    [{ disruption: { maxUnavailable: 'half' } }, 'services[0].disruption.maxUnavailable: must be a whole number of slots (2) or a percentage of the service\'s slots (\'25%\'), not "half"'],
+    [{ disruption: { maxUnavailable: '2.5%' } }, 'services[0].disruption.maxUnavailable: must be a whole number of slots'],
+    [{ disruption: { maxUnavailable: 1, minAvailable: 2 } }, 'services[0].disruption.minAvailable: unknown field'],
     [{ secrets: 'db' }, 'services[0].secrets: must be a list, not a string'],
     [{ secrets: ['Db_Password'] }, 'services[0].secrets[0]: "Db_Password" is not a DNS label'],
     [{ secrets: [{ target: 'x' }] }, 'services[0].secrets[0].name: is required'],
@@ -287,6 +296,14 @@ describe('values and the checks across fields', () => {
   ])('%j', (fields, expected) => {
     const problems = refused(() => parseSpecObjects([svc(fields)]));
     expect(problems.some((p) => p.includes(expected)), `${expected}\nin:\n${problems.join('\n')}`).toBe(true);
+  });
+
+  it('reads a disruption budget as slots or as a percentage', () => {
+    expect(one({ disruption: { maxUnavailable: 2 } }).disruption).toEqual({ maxUnavailable: 2, unit: 'slots' });
+    expect(one({ disruption: { maxUnavailable: 0 } }).disruption).toEqual({ maxUnavailable: 0, unit: 'slots' });
+    expect(one({ disruption: { maxUnavailable: '25%' } }).disruption).toEqual({ maxUnavailable: 25, unit: 'percent' });
+    expect(parseSpecs(`${head}name: web\nimage: x\ndisruption: {maxUnavailable: 34%}\n`).services[0]?.disruption).toEqual({ maxUnavailable: 34, unit: 'percent' });
+    expect(one({ disruption: null }).disruption).toBeNull();
   });
 
   it('checks across fields even when another field is wrong', () => {
