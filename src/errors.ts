@@ -52,6 +52,10 @@ export const errorCatalog = {
   drill_action_failed: { status: 500, retryable: false, summary: 'A drill action could not be carried out on this node (nft missing or not root for isolate, a helper process that did not start); the message says why. Nothing was changed.' },
   limit_reached: { status: 409, retryable: false, summary: 'A bound of the replicated state is reached (details.limit, details.max): the revoked-certificate list (revokedSerialsMax). Nothing was changed.' },
   release_refused: { status: 409, retryable: false, summary: 'An upgrade step was refused on this node (details.reason: checksum, not_package, npm_install, does_not_start, not_installed, not_process, no_previous, busy); nothing was activated.' },
+  cluster_key_unavailable: { status: 503, retryable: true, summary: 'Secrets cannot be encrypted or decrypted here right now (details.reason: no_keyring, not_held, locked, no_holder, rotating); retry, or as the message says.' },
+  node_locked: { status: 503, retryable: true, summary: 'This node is autolocked: it serves the store but cannot decrypt secrets or sign certificates until it is unlocked (shoal unlock).' },
+  unlock_key_invalid: { status: 400, retryable: false, summary: 'The unlock key or recovery key given does not open what it should (mistyped, of another cluster, or an older one); nothing was changed.' },
+  recovery_key_required: { status: 400, retryable: false, summary: 'The snapshot holds encrypted secrets, and without the recovery key they cannot be read on new machines; give --recovery-key, or --discard-secrets to restore without them.' },
   internal: { status: 500, retryable: false, summary: 'An unexpected error; it is a bug. The log has details.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;
 

@@ -22,6 +22,7 @@ import { nodesRoutes } from './nodes-routes.ts';
 import { openApiRoutes } from './openapi.ts';
 import { RouteTable } from './route-table.ts';
 import { secretsRoutes } from './secrets-routes.ts';
+import { secretKeyRoutes } from './secret-key-routes.ts';
 import { servicesRoutes } from './services-routes.ts';
 import { networkRoutes } from './network-routes.ts';
 import { policyRoutes } from './policy-routes.ts';
@@ -152,7 +153,7 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   for (const plugin of [
     healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, snapshotRoutes, metricsRoutes, openApiRoutes,
     applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes, credentialsRoutes, auditRoutes, browseRoutes, tokenRoutes, joinRoutes, nodeCertRoutes,
-    secretsRoutes, networkRoutes, policyRoutes, drillRoutes, meshRoutes, certRoutes, upgradeRoutes, caRoutes,
+    secretsRoutes, secretKeyRoutes, networkRoutes, policyRoutes, drillRoutes, meshRoutes, certRoutes, upgradeRoutes, caRoutes,
   ]) {
     void app.register(plugin, { ctx, limits, bounds, routes });
   }

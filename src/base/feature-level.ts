@@ -26,9 +26,16 @@
 //      their sender with (`role` in the stamped command, fsm/command.ts), which the audit record
 //      says: a release before this refuses the key (its command schema is strict). Both came
 //      in the same release, so they share the level.
+//   6  secrets at rest: a secret's value is written encrypted (`sealed`, wrapped by the cluster
+//      key) rather than in the clear, and the cluster keyring and key holders exist (collections
+//      shoal.cluster-keys, shoal.cluster-key-holders); the store takes the `compact` command,
+//      which drops its retained watch events (fsm/store.ts). A release of level 5 can neither
+//      read a sealed record nor apply a compaction. Reaching the level, the leader re-encrypts
+//      the plain values and each node rewrites its log and snapshot files without them
+//      (docs/security.md, "Secrets at rest").
 
 /** The highest level this build can apply. */
-export const featureLevelMax = 5;
+export const featureLevelMax = 6;
 
 /** The level a cluster starts at before any feature-level entry: the first release's. */
 export const featureLevelInitial = 1;
@@ -62,3 +69,6 @@ export const featureLevelWorkloadNetwork = 5;
 
 /** The level from which commands may carry their sender's role, and audit records show it (fsm/audit.ts). */
 export const featureLevelAuditRole = 5;
+
+/** The level from which secrets are written encrypted and the store takes `compact` (docs/security.md, "Secrets at rest"). */
+export const featureLevelSecretsAtRest = 6;

@@ -14,12 +14,16 @@
 //
 // The resources that exist only from that release (networks, firewall policies, secrets) need
 // the level too: a member of an older release would neither enforce nor deliver them.
+//
+// A secret whose value is sealed (level 6, featureLevelSecretsAtRest), and the cluster keyring
+// and key holders, need level 6: a member of level 5 reads a secret record with `value` only.
 
 import type { Command, Op } from '../../fsm/index.ts';
 import type { JsonObject, JsonValue } from '../../fsm/types.ts';
-import { featureLevelWorkloadNetwork } from '../base/feature-level.ts';
+import { featureLevelSecretsAtRest, featureLevelWorkloadNetwork } from '../base/feature-level.ts';
 import { controlFeatureLevel, nodesCollection, secretsCollection, servicesCollection } from './collections.ts';
 import { firewallPoliciesCollection, networksCollection } from './network-resources.ts';
+import { clusterKeyHoldersCollection, clusterKeysCollection } from './cluster-keyring.ts';
 
 /** Collections whose every write needs featureLevelWorkloadNetwork. */
 const newerCollections = new Set([networksCollection, firewallPoliciesCollection, secretsCollection]);
@@ -64,6 +68,12 @@ function putNeedsNewerLevel(collection: string, doc: JsonValue): boolean {
   return [doc.spec, doc.previousSpec].some((s) => isObject(s) && newerSpecFields.some((f) => s[f] !== undefined));
 }
 
+/** Writes that only a release of level 6 reads: a sealed secret, the keyring, the key holders. */
+function putNeedsSecretsLevel(collection: string, doc: JsonValue): boolean {
+  if (collection === clusterKeysCollection || collection === clusterKeyHoldersCollection) return true;
+  return collection === secretsCollection && isObject(doc) && doc.sealed !== undefined;
+}
+
 function opsOf(cmd: Command): Op[] {
   if (cmd.op === 'txn') return [...cmd.success, ...cmd.failure];
   return cmd.op === 'put' || cmd.op === 'delete' ? [cmd] : [];
@@ -75,13 +85,15 @@ function compatOp<T extends Op>(op: T): T {
 
 /**
  * The command with its records as older members read them, and the feature level it needs:
- * the control plane's, or featureLevelWorkloadNetwork when it writes something only a newer
- * member reads.
+ * the control plane's, featureLevelWorkloadNetwork when it writes something only a newer member
+ * reads, or featureLevelSecretsAtRest for a sealed secret or the keyring.
  */
 export function compatCommand<C extends Command>(cmd: C): { cmd: C; featureLevel: number } {
   const out: C = cmd.op === 'txn' ? { ...cmd, success: cmd.success.map(compatOp), failure: cmd.failure.map(compatOp) }
     : cmd.op === 'put' ? compatOp(cmd) as C : cmd;
   // A delete needs no level: it writes nothing an older member could fail to read.
-  const newer = opsOf(out).some((op) => op.op === 'put' && putNeedsNewerLevel(op.collection, op.doc));
+  const puts = opsOf(out).filter((op) => op.op === 'put');
+  if (puts.some((op) => putNeedsSecretsLevel(op.collection, op.doc))) return { cmd: out, featureLevel: featureLevelSecretsAtRest };
+  const newer = puts.some((op) => putNeedsNewerLevel(op.collection, op.doc));
   return { cmd: out, featureLevel: newer ? featureLevelWorkloadNetwork : controlFeatureLevel };
 }

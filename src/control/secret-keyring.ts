@@ -1,0 +1,283 @@
+// The leader's keyring loop (docs/security.md, "Secrets at rest"). On the leader, once the
+// cluster runs at feature level 6 and the leader has applied an entry of its own term, each pass
+// re-reads the keyring and the secrets and does the next thing left to do, one step at a time:
+//
+//   create    no keyring yet: make a cluster key here (its private half written to this voter's
+//             disk before the keyring names it; the other voters fetch it, sealed to their
+//             certificates), or take the one `shoal init` prepared, and write the keyring
+//   seal      a secret still in the clear (written before level 6): encrypt it under the active
+//             key (the public half is enough), same version, digest and times
+//   scrub     once none is left in the clear: compact the store's watch events (they still hold
+//             the plain records) and set `scrubbedAt`, after which every node rewrites its log and
+//             snapshot files without them (src/node/secret-purge.ts)
+//   rotate    `shoal secret rotate-key`: wait until every voter holds the new key, make it the
+//             active one, re-wrap each data key under it (the values' ciphertexts do not change),
+//             then retire the old key
+//
+// Every write is a compare-and-set on what the pass read, fenced by the leader's term, so a
+// deposed leader's late write changes nothing, and a step cut short by a crash or a change of
+// leader is done by the next pass, wherever it runs.
+
+import type { KeyObject } from 'node:crypto';
+import { encodeCommand, type DocumentStore } from '../../fsm/index.ts';
+import type { CommandResult, JsonObject } from '../../fsm/types.ts';
+import type { Command, Op } from '../../fsm/command-types.ts';
+import { featureLevelSecretsAtRest } from '../base/feature-level.ts';
+import type { Logger } from '../log.ts';
+import type { ClusterKeyHolder } from '../ports/cluster-keys.ts';
+import type { Leadership, LeaderLog } from '../ports/leadership.ts';
+import type { MembershipView } from '../ports/membership-view.ts';
+import type { Proposer } from '../ports/proposer.ts';
+import { activeKey, clusterKeysCollection, keyringId, readHoldings, readKeyring, retiredKeysMax, type Keyring, type KeyringKey } from '../resources/cluster-keyring.ts';
+import { secretsCollection } from '../resources/collections.ts';
+import { newClusterKey, rawPrivateKey, rewrapSecretValue, sealSecretValue, wrapDataKey, type PublicClusterKey } from '../resources/secret-crypto.ts';
+import { isSealed, plainSecretBytes, secretRecordSchema, type SecretRecord } from '../resources/secrets.ts';
+
+export const keyringCheckMs = 500;
+/** Records re-encrypted or re-wrapped in one transaction. */
+export const keyringBatchMax = 16;
+
+export interface SecretKeyringOptions {
+  node: Leadership & LeaderLog & Proposer & Pick<MembershipView, 'confState'>;
+  store: DocumentStore;
+  keys: ClusterKeyHolder;
+  log: Logger;
+  /** A keyring prepared by `shoal init` (its key already held here), written instead of a new one. */
+  founding?: () => Keyring | undefined;
+  /** Told once the founding keyring is in the store (shoal init's file can go). */
+  onFoundingWritten?: () => void;
+}
+
+type Step = 'nothing' | 'done' | 'waiting';
+
+/** Whether the store still shows signs of secrets written before the keyring: plain records, their events, their audit records. */
+export function heldPlainSecrets(store: DocumentStore): boolean {
+  for (const d of store.list(secretsCollection, { limit: 1000 }).items) if (Object.hasOwn(d.doc, 'value')) return true;
+  if (plainEvents(store)) return true;
+  return store.list('shoal.audit', { limit: 1000 }).items.some((d) => JSON.stringify(d.doc.resources ?? []).includes(`"${secretsCollection}/`));
+}
+
+/** Whether the store's retained watch events still hold a secret record in the clear. */
+export function plainEvents(store: DocumentStore): boolean {
+  return store.eventsSince(store.oldestRev - 1, { collection: secretsCollection }).some((e) => e.doc !== undefined && Object.hasOwn(e.doc.doc, 'value'));
+}
+
+function secretsOf(store: DocumentStore): { record: SecretRecord; rev: number }[] {
+  const out: { record: SecretRecord; rev: number }[] = [];
+  let after: string | undefined;
+  for (;;) {
+    const page = store.list(secretsCollection, { limit: 1000, ...(after !== undefined ? { after } : {}) });
+    for (const d of page.items) {
+      const r = secretRecordSchema.safeParse(d.doc);
+      if (r.success) out.push({ record: r.data, rev: d.rev });
+    }
+    if (page.next === null) return out;
+    after = page.next;
+  }
+}
+
+export class SecretKeyring {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private closed = false;
+  private readonly logged = new Set<string>();
+  private readonly kick = (): void => this.schedule();
+
+  constructor(private readonly o: SecretKeyringOptions) {}
+
+  start(): void {
+    this.o.node.on('leaderChange', this.kick);
+    this.o.node.on('featureLevel', this.kick);
+    this.timer = setInterval(this.kick, keyringCheckMs);
+    this.timer.unref();
+    this.schedule();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.timer);
+    this.o.node.off('leaderChange', this.kick);
+    this.o.node.off('featureLevel', this.kick);
+    await this.running;
+  }
+
+  /** Runs passes until one finds nothing to do (tests await it). */
+  settle(): Promise<void> {
+    this.schedule();
+    return this.running ?? Promise.resolve();
+  }
+
+  private schedule(): void {
+    if (this.closed) return;
+    if (this.running !== undefined) {
+      this.again = true;
+      return;
+    }
+    this.running = this.loop().finally(() => { this.running = undefined; });
+  }
+
+  private async loop(): Promise<void> {
+    do {
+      this.again = false;
+      let step: Step = 'nothing';
+      try {
+        step = await this.pass();
+      } catch (err) {
+        this.warnOnce('failed', `keyring: ${(err as Error).message}; trying again`);
+        // An outcome not known (timeout, leader change): decide again only from a store that has it.
+        await this.o.node.settleOwnProposals();
+      }
+      if (step === 'done') this.again = true;
+    } while (this.again && !this.closed);
+  }
+
+  private mayAct(): boolean {
+    const n = this.o.node;
+    return n.isLeader && n.failure === undefined && n.featureLevel >= featureLevelSecretsAtRest && n.appliedTerm === n.currentTerm;
+  }
+
+  /** One step; 'done' when it wrote something (the next pass looks again). */
+  async pass(): Promise<Step> {
+    if (!this.mayAct()) return 'nothing';
+    const term = this.o.node.currentTerm;
+    const found = readKeyring(this.o.store);
+    if (found === undefined) return this.create(term);
+    const { keyring, rev } = found;
+    if (await this.sealPlain(keyring, term)) return 'done';
+    if (keyring.scrubbedAt === null) return this.scrub(keyring, rev, term);
+    if (keyring.rotation !== null) return this.rotate(keyring, rev, term);
+    return 'nothing';
+  }
+
+  private async propose(cmd: Command, term: number): Promise<CommandResult> {
+    const data = encodeCommand({ cmd, ts: this.o.node.logTimeNow(), fence: { term }, principal: 'shoal:keyring' });
+    const { result } = await this.o.node.propose(data, { featureLevel: featureLevelSecretsAtRest, term });
+    return result as CommandResult;
+  }
+
+  private async put(doc: Keyring, expect: { rev: number } | { absent: true }, term: number): Promise<boolean> {
+    const r = await this.propose({ op: 'put', collection: clusterKeysCollection, id: keyringId, doc: doc as unknown as JsonObject, expect }, term);
+    return r.ok;
+  }
+
+  private async create(term: number): Promise<Step> {
+    const founding = this.o.founding?.();
+    let made: string | undefined;
+    let keyring: Keyring;
+    if (founding !== undefined) {
+      keyring = founding;
+    } else {
+      const key = newClusterKey();
+      // On this voter's disk before the keyring names it: the others fetch it from here.
+      this.o.keys.add(key.id, key.privateKey);
+      made = key.id;
+      keyring = {
+        active: key.id, keys: [keyringKeyOf(key, null, Date.now())], recovery: null, retired: [],
+        scrubbedAt: heldPlainSecrets(this.o.store) ? null : 0, rotation: null, autolock: false,
+      };
+    }
+    if (founding !== undefined && heldPlainSecrets(this.o.store)) keyring = { ...keyring, scrubbedAt: null };
+    const ok = await this.put(keyring, { absent: true }, term);
+    if (!ok) {
+      if (made !== undefined) this.o.keys.remove(made);
+      return 'done';
+    }
+    if (founding !== undefined) this.o.onFoundingWritten?.();
+    this.o.log.info(`keyring: created cluster key ${keyring.active}; secrets are encrypted under it from now on`);
+    return 'done';
+  }
+
+  /** Encrypts up to a batch of plain records; true if there were any. */
+  private async sealPlain(keyring: Keyring, term: number): Promise<boolean> {
+    const plain = secretsOf(this.o.store).filter((s) => !isSealed(s.record));
+    if (plain.length === 0) return false;
+    const key = activeKey(keyring);
+    const ops: Op[] = plain.slice(0, keyringBatchMax).map(({ record, rev }) => {
+      if (isSealed(record)) throw new Error('assertion: filtered');
+      const { value: _plain, ...fields } = record;
+      const sealed = { ...fields, sealed: sealSecretValue(record.name, plainSecretBytes(record), key) };
+      return { op: 'put', collection: secretsCollection, id: record.name, doc: sealed as unknown as JsonObject, expect: { rev } };
+    });
+    const r = await this.propose({ op: 'txn', compare: [], success: ops, failure: [] }, term);
+    if (r.ok) this.o.log.info(`keyring: encrypted ${ops.length} secret(s) written in the clear before feature level ${featureLevelSecretsAtRest}`);
+    return true;
+  }
+
+  /** Compacts the watch events that hold plain records, then records from where the store is clean. */
+  private async scrub(keyring: Keyring, rev: number, term: number): Promise<Step> {
+    let at = this.o.store.revision;
+    if (plainEvents(this.o.store)) {
+      const r = await this.propose({ op: 'compact' }, term);
+      if (!r.ok || r.kind !== 'compact') return 'done';
+      at = r.rev;
+    }
+    if (await this.put({ ...keyring, scrubbedAt: at }, { rev }, term)) {
+      this.o.log.info(`keyring: no secret is left in the clear in the store from revision ${at}; every node now rewrites its log and snapshot files without the older entries`);
+    }
+    return 'done';
+  }
+
+  private async rotate(keyring: Keyring, rev: number, term: number): Promise<Step> {
+    const r = keyring.rotation;
+    if (r === null) return 'nothing';
+    if (r.phase === 'adding') {
+      const waiting = votersWithout(this.o.store, this.o.node.confState().voters, r.to);
+      if (waiting.length > 0) {
+        this.infoOnce(`rotation ${r.id}: waiting for ${waiting.join(', ')} to hold key ${r.to}`);
+        return 'waiting';
+      }
+      const ok = await this.put({ ...keyring, active: r.to, rotation: { ...r, phase: 'rewrapping' } }, { rev }, term);
+      if (ok) this.o.log.info(`keyring: rotation ${r.id}: every voter holds key ${r.to}; it wraps new values, and the data keys are re-wrapped under it`);
+      return 'done';
+    }
+    const from = this.o.keys.privateKey(r.from);
+    const to = keyring.keys.find((k) => k.id === r.to);
+    const stale = secretsOf(this.o.store).filter((s) => isSealed(s.record) && s.record.sealed.key.keyId !== r.to);
+    if (stale.length > 0) {
+      if (from === undefined || to === undefined) {
+        this.warnOnce(`rewrap-${r.id}`, `keyring: rotation ${r.id}: this leader cannot open key ${r.from} (${this.o.keys.locked ? 'it is locked: run shoal unlock on it' : 'it does not hold it'}); the rotation waits`);
+        return 'waiting';
+      }
+      const ops: Op[] = stale.slice(0, keyringBatchMax).map(({ record, rev: at }) => {
+        if (!isSealed(record)) throw new Error('assertion: filtered');
+        const doc = { ...record, sealed: rewrapSecretValue(record.name, record.sealed, from, { id: to.id, publicKey: to.publicKey }) };
+        return { op: 'put', collection: secretsCollection, id: record.name, doc: doc as unknown as JsonObject, expect: { rev: at } };
+      });
+      await this.propose({ op: 'txn', compare: [], success: ops, failure: [] }, term);
+      return 'done';
+    }
+    const keys = keyring.keys.filter((k) => k.id !== r.from);
+    const retired = [...keyring.retired, r.from].slice(-retiredKeysMax);
+    const ok = await this.put({ ...keyring, keys, retired, rotation: null }, { rev }, term);
+    if (ok) this.o.log.info(`keyring: rotation ${r.id} done: every data key is wrapped by ${r.to}; key ${r.from} is retired and deleted from every voter`);
+    return 'done';
+  }
+
+  private warnOnce(key: string, message: string): void {
+    if (this.logged.has(key)) return;
+    this.logged.add(key);
+    this.o.log.warn(message);
+  }
+
+  private infoOnce(message: string): void {
+    if (this.logged.has(message)) return;
+    this.logged.add(message);
+    this.o.log.info(message);
+  }
+}
+
+/** The voters whose holding report does not show `keyId` usable (not held, or locked). */
+export function votersWithout(store: DocumentStore, voters: readonly string[], keyId: string): string[] {
+  const holdings = readHoldings(store);
+  return voters.filter((v) => {
+    const h = holdings.get(v);
+    return h === undefined || h.locked || !h.keys.includes(keyId);
+  });
+}
+
+/** A keyring key for `key`, its private half sealed to the recovery key when there is one. */
+export function keyringKeyOf(key: { id: string; publicKey: string; privateKey: KeyObject }, recovery: Keyring['recovery'], now: number): KeyringKey {
+  const sealed = recovery === null ? null : wrapDataKey(rawPrivateKey(key.privateKey), `cluster key ${key.id}`, { id: recovery.id, publicKey: recovery.publicKey } satisfies PublicClusterKey);
+  return { id: key.id, publicKey: key.publicKey, createdAt: now, recovery: sealed };
+}
