@@ -67,6 +67,9 @@ export class DiskSecretFiles implements SecretFiles {
     await checkTmpfs(path.dirname(this.dir));
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
     const taskDir = path.join(this.dir, taskId);
+    // A new container of the task reads these: the files an older release left on the disk for
+    // the task's earlier container go now.
+    if (this.legacyDir !== undefined) await rm(path.join(this.legacyDir, taskId), { recursive: true, force: true });
     // A create that failed after writing leaves files behind; start from nothing.
     await rm(taskDir, { recursive: true, force: true });
     await mkdir(taskDir, { mode: 0o700 });
