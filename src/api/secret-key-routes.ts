@@ -5,21 +5,22 @@
 //   POST /v1/keyring/cluster-key   a voter fetches a cluster key it lacks (voters only)
 //   POST /v1/keyring/data-key      a node fetches the data key of one secret, for one task that
 //                                  this node is to run and whose spec names the secret
-//   GET  /v1/keyring       the keyring: keys, who holds them, rotation, autolock (admin)
+//   POST /v1/keyring/unlock-key    an unlocked voter hands the unlock key to a voter (autolock)
+//
+// The keyring's admin routes are in keyring-routes.ts.
 
 import { X509Certificate } from 'node:crypto';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
-import { readHoldings, readKeyring, type Keyring } from '../resources/cluster-keyring.ts';
-import { tasksCollection, servicesCollection } from '../resources/collections.ts';
+import { readKeyring, unlockKeyIdOf } from '../resources/cluster-keyring.ts';
+import { servicesCollection, tasksCollection } from '../resources/collections.ts';
 import { serviceRecordSchema, specForTask, taskRecordSchema } from '../resources/records.ts';
 import { rawPrivateKey, unwrapDataKey } from '../resources/secret-crypto.ts';
 import { isSealed, secretInStore } from '../resources/secrets.ts';
 import { sealForCert } from '../security/sealed-box.ts';
 import type { ApiContext } from './context.ts';
 import { memberCert } from './node-cert-routes.ts';
-import { readOnlyQuery } from './control-schemas.ts';
 import { noQuery } from './request-schemas.ts';
 import { validate } from './validate.ts';
 
@@ -27,6 +28,7 @@ const pem = z.string().min(1).max(16 * 1024);
 const keyId = z.string().regex(/^[0-9a-f]{16}$/, 'a cluster key id is 16 hex digits');
 const nodeIdField = z.string().min(1).max(64);
 export const clusterKeyBody = z.object({ nodeId: nodeIdField, certPem: pem, keyId }).strict();
+export const unlockKeyBody = z.object({ nodeId: nodeIdField, certPem: pem }).strict();
 export const dataKeyBody = z.object({
   nodeId: nodeIdField, certPem: pem, taskId: z.string().min(1).max(64), secret: z.string().min(1).max(63),
 }).strict();
@@ -48,39 +50,23 @@ export function callingNode(ctx: ApiContext, req: FastifyRequest, nodeId: string
   return memberCert(ctx, nodeId, certPem);
 }
 
+/** This node's autolock, unlocked; refused when it keeps its keys in memory only or is locked. */
+export function unlockedLock(ctx: ApiContext): NonNullable<ApiContext['nodeLock']> {
+  const lock = ctx.nodeLock;
+  if (lock === undefined) throw new ShoalError('cluster_key_unavailable', `node ${ctx.node.id} keeps no keys on disk (it runs without a data directory)`, { reason: 'not_held' });
+  if (lock.locked) throw new ShoalError('node_locked', `node ${ctx.node.id} is autolocked: unlock it first (shoal unlock --addr ${ctx.node.membership.get(ctx.node.id)?.apiAddress ?? 'NODE'})`);
+  return lock;
+}
+
 /** Refuses unless this node may use its cluster keys now. */
-function usableKeys(ctx: ApiContext): NonNullable<ApiContext['clusterKeys']> {
+export function usableKeys(ctx: ApiContext): NonNullable<ApiContext['clusterKeys']> {
   const keys = ctx.clusterKeys;
   if (keys === undefined) throw new ShoalError('cluster_key_unavailable', `node ${ctx.node.id} keeps no cluster keys`, { reason: 'not_held' });
   if (keys.locked) throw new ShoalError('node_locked', `node ${ctx.node.id} is autolocked: it cannot open its keys until it is unlocked (shoal unlock --addr ${ctx.node.membership.get(ctx.node.id)?.apiAddress ?? 'NODE'})`);
   return keys;
 }
 
-export interface KeyringView {
-  active: string;
-  keys: { id: string; createdAt: number; recoverable: boolean }[];
-  recovery: { id: string; createdAt: number } | null;
-  rotation: Keyring['rotation'];
-  autolock: boolean;
-  scrubbedAt: number | null;
-  holders: { id: string; name: string; voter: boolean; keys: string[]; locked: boolean }[];
-}
-
-export function keyringView(ctx: ApiContext, keyring: Keyring): KeyringView {
-  const holdings = readHoldings(ctx.store);
-  const voters = new Set(ctx.node.confState().voters);
-  return {
-    active: keyring.active,
-    keys: keyring.keys.map((k) => ({ id: k.id, createdAt: k.createdAt, recoverable: k.recovery !== null })),
-    recovery: keyring.recovery === null ? null : { id: keyring.recovery.id, createdAt: keyring.recovery.createdAt },
-    rotation: keyring.rotation, autolock: keyring.autolock, scrubbedAt: keyring.scrubbedAt,
-    holders: ctx.node.membership.list().map((m) => {
-      const h = holdings.get(m.id);
-      return { id: m.id, name: m.name, voter: voters.has(m.id), keys: h?.keys ?? [], locked: h?.locked ?? false };
-    }),
-  };
-}
-
+/** How many secrets each cluster key wraps (`plain` for those not encrypted yet). */
 export const secretKeyRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
   app.post('/v1/keyring/cluster-key', { config: { role: 'admin' } }, async (req) => {
     const v = validate({ query: [noQuery, req.query], body: [clusterKeyBody, req.body] });
@@ -125,15 +111,17 @@ export const secretKeyRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (a
     }
   });
 
-  app.get('/v1/keyring', { config: { role: 'admin' } }, async (req) => {
-    const v = validate({ query: [readOnlyQuery, req.query] });
-    if (v.query.consistency !== 'stale') await ctx.node.readBarrier();
-    const found = readKeyring(ctx.store);
-    const keys = ctx.clusterKeys;
-    return {
-      keyring: found === undefined ? null : keyringView(ctx, found.keyring),
-      node: { id: ctx.node.id, holds: keys?.heldIds() ?? [], locked: keys?.locked ?? false },
-      rev: ctx.store.revision,
-    };
+  app.post('/v1/keyring/unlock-key', { config: { role: 'admin' } }, async (req) => {
+    const v = validate({ query: [noQuery, req.query], body: [unlockKeyBody, req.body] });
+    await ctx.node.readBarrier();
+    callingNode(ctx, req, v.body.nodeId, v.body.certPem);
+    if (!ctx.node.confState().voters.includes(v.body.nodeId)) refuse('not_voter', `node ${v.body.nodeId} is not a voter; the unlock key goes to voters only`);
+    const want = readKeyring(ctx.store)?.keyring.autolock?.unlockKeyId;
+    const held = unlockedLock(ctx).heldUnlockKey();
+    if (want === undefined || held === undefined || unlockKeyIdOf(held) !== want) {
+      throw new ShoalError('cluster_key_unavailable', `node ${ctx.node.id} does not hold the cluster's unlock key${want === undefined ? ' (autolock is off)' : ''}`, { reason: 'not_held' });
+    }
+    ctx.node.log.info(`handed the unlock key to voter ${v.body.nodeId}, sealed to its certificate`);
+    return { sealed: sealForCert(v.body.certPem, held.toString('base64')) };
   });
 };

@@ -42,10 +42,13 @@ export interface SecretKeyringOptions {
   store: DocumentStore;
   keys: ClusterKeyHolder;
   log: Logger;
-  /** A keyring prepared by `shoal init` (its key already held here), written instead of a new one. */
-  founding?: () => Keyring | undefined;
-  /** Told once the founding keyring is in the store (shoal init's file can go). */
-  onFoundingWritten?: () => void;
+  /**
+   * A keyring prepared before this node first led (its keys already held here): by `shoal init`,
+   * written instead of a new one; by `shoal snapshot restore`, replacing the restored store's.
+   */
+  pending?: () => { keyring: Keyring; replace: boolean } | undefined;
+  /** Told once the pending keyring is in the store (its file can go). */
+  onPendingWritten?: () => void;
 }
 
 type Step = 'nothing' | 'done' | 'waiting';
@@ -142,6 +145,8 @@ export class SecretKeyring {
     if (!this.mayAct()) return 'nothing';
     const term = this.o.node.currentTerm;
     const found = readKeyring(this.o.store);
+    const pending = this.o.pending?.();
+    if (pending !== undefined && (found === undefined || pending.replace)) return this.writePending(pending.keyring, found?.rev, term);
     if (found === undefined) return this.create(term);
     const { keyring, rev } = found;
     if (await this.sealPlain(keyring, term)) return 'done';
@@ -162,29 +167,33 @@ export class SecretKeyring {
   }
 
   private async create(term: number): Promise<Step> {
-    const founding = this.o.founding?.();
-    let made: string | undefined;
-    let keyring: Keyring;
-    if (founding !== undefined) {
-      keyring = founding;
-    } else {
-      const key = newClusterKey();
-      // On this voter's disk before the keyring names it: the others fetch it from here.
-      this.o.keys.add(key.id, key.privateKey);
-      made = key.id;
-      keyring = {
-        active: key.id, keys: [keyringKeyOf(key, null, Date.now())], recovery: null, retired: [],
-        scrubbedAt: heldPlainSecrets(this.o.store) ? null : 0, rotation: null, autolock: false,
-      };
-    }
-    if (founding !== undefined && heldPlainSecrets(this.o.store)) keyring = { ...keyring, scrubbedAt: null };
-    const ok = await this.put(keyring, { absent: true }, term);
-    if (!ok) {
-      if (made !== undefined) this.o.keys.remove(made);
+    const key = newClusterKey();
+    // On this voter's disk before the keyring names it: the others fetch it from here.
+    this.o.keys.add(key.id, key.privateKey);
+    const keyring: Keyring = {
+      active: key.id, keys: [keyringKeyOf(key, null, Date.now())], recovery: null, retired: [],
+      scrubbedAt: heldPlainSecrets(this.o.store) ? null : 0, rotation: null, autolock: null,
+    };
+    if (!await this.put(keyring, { absent: true }, term)) {
+      this.o.keys.remove(key.id);
       return 'done';
     }
-    if (founding !== undefined) this.o.onFoundingWritten?.();
-    this.o.log.info(`keyring: created cluster key ${keyring.active}; secrets are encrypted under it from now on`);
+    this.o.log.info(`keyring: created cluster key ${key.id}; secrets are encrypted under it from now on (no recovery key yet: make one with shoal secret recovery-key)`);
+    return 'done';
+  }
+
+  /** The keyring `shoal init` or `shoal snapshot restore` prepared, its keys already on this node. */
+  private async writePending(keyring: Keyring, rev: number | undefined, term: number): Promise<Step> {
+    const missing = keyring.keys.filter((k) => this.o.keys.privateKey(k.id) === undefined).map((k) => k.id);
+    if (missing.length > 0) {
+      this.warnOnce('pending', `keyring: the prepared keyring names cluster keys this node does not hold (${missing.join(', ')}); it is not written`);
+      return 'nothing';
+    }
+    const scrub = keyring.scrubbedAt === 0 && heldPlainSecrets(this.o.store) ? { scrubbedAt: null } : {};
+    if (await this.put({ ...keyring, ...scrub }, rev === undefined ? { absent: true } : { rev }, term)) {
+      this.o.onPendingWritten?.();
+      this.o.log.info(`keyring: wrote the prepared keyring (active key ${keyring.active}${keyring.recovery !== null ? `, recovery key ${keyring.recovery.id}` : ''})`);
+    }
     return 'done';
   }
 

@@ -16,3 +16,18 @@ export interface ClusterKeyHolder {
   /** Forgets a key (a retired one), on disk too. */
   remove(id: string): void;
 }
+
+/**
+ * Autolock on one node (src/security/node-lock.ts): every key it keeps on disk (cluster keys, CA
+ * keys) sealed with the unlock key, which the node holds in memory only, once unlocked.
+ */
+export interface NodeKeyLock {
+  /** Keys are sealed on disk and this process has not been given the unlock key. */
+  readonly locked: boolean;
+  /** The unlock key this process holds (it was unlocked, or turned autolock on), if any. */
+  heldUnlockKey(): Buffer | undefined;
+  /** Opens the sealed keys with `unlockKey`; throws, and stays locked, if it does not open them. */
+  unlock(unlockKey: Buffer): void;
+  /** Seals every key on disk with `unlockKey` (autolock on, or a new unlock key), or writes them in the clear (null: off). */
+  autolock(unlockKey: Buffer | null): void;
+}

@@ -5,6 +5,7 @@
 // leader's keyring loop (src/control/secret-keyring.ts), each write a compare-and-set on its
 // revision. docs/security.md, "Secrets at rest".
 
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { DocumentStore } from '../../fsm/index.ts';
 import { wrappedKeySchema, type PublicClusterKey } from './secret-crypto.ts';
@@ -52,8 +53,11 @@ export const keyringSchema = z.object({
   rotation: z.object({
     id: keyId, from: keyId, to: keyId, phase: z.enum(rotationPhases), startedAt: nat, startedBy: z.string().max(256),
   }).strict().nullable(),
-  /** Autolock (`shoal cluster autolock on`): the voters keep their keys sealed with the unlock key. */
-  autolock: z.boolean(),
+  /**
+   * Autolock (`shoal cluster autolock on`): the voters keep their keys sealed with the unlock key,
+   * named here by the first 16 hex digits of its SHA-256 (a check, never the key); null: off.
+   */
+  autolock: z.object({ unlockKeyId: keyId, since: nat }).strict().nullable(),
 }).strict();
 export type Keyring = z.infer<typeof keyringSchema>;
 
@@ -70,6 +74,11 @@ export function readKeyring(store: Pick<DocumentStore, 'get'>): { keyring: Keyri
   if (d === undefined) return undefined;
   const r = keyringSchema.safeParse(d.doc);
   return r.success ? { keyring: r.data, rev: d.rev } : undefined;
+}
+
+/** The id of an unlock key: the first 16 hex digits of its SHA-256. */
+export function unlockKeyIdOf(unlockKey: Uint8Array): string {
+  return createHash('sha256').update(unlockKey).digest('hex').slice(0, 16);
 }
 
 /** The active key's public half. */

@@ -11,7 +11,7 @@ import { z } from 'zod';
 export const unlockKeyPrefix = 'SHOAL-UNLOCK-1-';
 export const recoveryKeyPrefix = 'SHOAL-RECOVERY-1-';
 
-const b64 = z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/).max(256);
+const b64 = z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/).max(16 * 1024);
 export const unlockSealSchema = z.object({ alg: z.literal('hkdf-sha256-aes-256-gcm'), salt: b64, iv: b64, ciphertext: b64, tag: b64 }).strict();
 export type UnlockSeal = z.infer<typeof unlockSealSchema>;
 

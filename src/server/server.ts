@@ -48,6 +48,7 @@ import { announceCaHolder } from '../security/ca-holders.ts';
 import { existsSync } from 'node:fs';
 import { Server as HttpsServer } from 'node:https';
 import { caKeyFile } from '../security/authority.ts';
+import { holdsKeyFile } from '../security/key-vault.ts';
 import { startMeshAgent } from '../../net/mesh-node.ts';
 import { generateKeyPair, loadOrCreateKeyPair, writeKeyPair } from '../../net/wg-keys.ts';
 import type { MeshKeys } from '../api/context.ts';
@@ -70,9 +71,11 @@ import type { NodeIdentity } from '../executor/store-ports.ts';
 import type { PassReport } from '../control/leader-run.ts';
 import { Lifecycle, type Component, type LifecycleHooks, type Stop } from './lifecycle.ts';
 import { ClusterKeyFiles } from '../security/cluster-key-files.ts';
+import { NodeLock } from '../security/node-lock.ts';
 import { SecretKeyring } from '../control/secret-keyring.ts';
 import { ClusterKeyAgent } from '../node/secrets/cluster-key-agent.ts';
 import { SecretPurge } from '../node/secrets/secret-purge.ts';
+import { readPendingKeyring, removePendingKeyring } from '../node/secrets/pending-keyring.ts';
 import { SecretSource } from './secret-source.ts';
 
 export { softwareVersion };
@@ -197,6 +200,8 @@ class NodeParts {
   readonly tlsListeners = new Set<() => void>();
   /** The cluster keys this node holds on disk (voters; docs/security.md, "Secrets at rest"). */
   readonly clusterKeys: ClusterKeyFiles;
+  /** Autolock: the keys on disk sealed with the unlock key (docs/security.md, "Autolock"). */
+  readonly nodeLock: NodeLock;
   readonly lifecycle: Lifecycle;
 
   peerHttp!: PeerHttp; // peer-http
@@ -236,6 +241,8 @@ class NodeParts {
     this.store = new DocumentStore({ onListenerError: (err) => log.error(`a store listener failed: ${(err as Error).stack ?? String(err)}`) });
     this.security = rotatingCaAuthority(config.dataDir, this.tls, this.store);
     this.clusterKeys = new ClusterKeyFiles(config.dataDir);
+    this.nodeLock = new NodeLock(config.dataDir, this.clusterKeys);
+    if (this.nodeLock.locked) log.warn('this node is autolocked: it serves the store, but decrypts no secret and signs no certificate until it is unlocked (shoal unlock --addr THIS_NODE; docs/security.md, "Autolock")');
     this.lifecycle = new Lifecycle({
       ...opts.lifecycle,
       onStopError: (name, err) => log.error(`stopping ${name} failed: ${(err as Error).stack ?? String(err)}`),
@@ -435,7 +442,7 @@ function startApi(c: NodeParts): Stop {
       c.tlsListeners.add(listener);
       return () => c.tlsListeners.delete(listener);
     },
-    caRotation: { dataDir: config.dataDir }, clusterKeys: c.clusterKeys,
+    caRotation: { dataDir: config.dataDir }, clusterKeys: c.clusterKeys, nodeLock: c.nodeLock,
     limits: {
       ...apiLimitsDefault, connectionsMax: config.limits.connectionsMax, watchStreamsMax: config.limits.watchStreamsMax,
       watchStreamsPerClientMax: config.limits.watchStreamsPerClientMax, snapshotDownloadsMax: config.limits.snapshotDownloadsMax,
@@ -655,7 +662,7 @@ function startCaRotation(c: NodeParts): Stop {
  * the founding token); one that receives the key later, on receipt (ca-keys).
  */
 function startCaHolder(c: NodeParts): Stop {
-  if (c.firstRunAfterInit && existsSync(caKeyFile(c.config.dataDir))) c.holder = announceCaHolder(c.node, c.store, c.identity.id, c.log);
+  if (c.firstRunAfterInit && holdsKeyFile(caKeyFile(c.config.dataDir))) c.holder = announceCaHolder(c.node, c.store, c.identity.id, c.log);
   return () => c.holder.cancel();
 }
 
@@ -682,9 +689,12 @@ async function callMember(c: NodeParts, addr: string, route: string, body: unkno
  */
 function startSecretKeys(c: NodeParts): Stop {
   const { config, identity, node, store, log } = c;
-  const keyring = new SecretKeyring({ node, store, keys: c.clusterKeys, log });
+  const keyring = new SecretKeyring({
+    node, store, keys: c.clusterKeys, log,
+    pending: () => readPendingKeyring(config.dataDir, (m) => log.warn(m)), onPendingWritten: () => removePendingKeyring(config.dataDir),
+  });
   const agent = new ClusterKeyAgent({
-    nodeId: identity.id, store, node, keys: c.clusterKeys, tls: c.tls, log, members: peersToAsk(node), peerUnlock: config.secrets.peerUnlock,
+    nodeId: identity.id, store, node, keys: c.clusterKeys, lock: c.nodeLock, tls: c.tls, log, members: peersToAsk(node), peerUnlock: config.secrets.peerUnlock,
     call: (addr, route, body) => callMember(c, addr, route, body),
   });
   const purge = new SecretPurge({

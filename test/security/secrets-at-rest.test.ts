@@ -30,6 +30,9 @@ import { featureLevelMax } from '../../src/base/feature-level.ts';
 import { readKeyring, readHoldings } from '../../src/resources/cluster-keyring.ts';
 import { freePort } from '../../bench/lib/proc.ts';
 import { call as callAs, type Answer, type ClientCredential } from './tls-node.ts';
+import { inProcess } from '../cli/in-process.ts';
+import { loadIdentity } from '../../src/node/identity.ts';
+import { existsSync, writeFileSync } from 'node:fs';
 
 interface Member {
   name: string;
@@ -47,6 +50,8 @@ const root = mkdtempSync(path.join(os.tmpdir(), 'shoal-at-rest-'));
 const shm = mkdtempSync(path.join('/dev/shm', 'shoal-at-rest-'));
 const members: Member[] = [];
 let admin: ClientCredential;
+/** An admin credential file for the CLI (it pins the CA and holds the client certificate). */
+let credentialFile = '';
 const values = {
   db: `db-pw-${randomBytes(12).toString('hex')}-end`,
   api: `api-token-${randomBytes(12).toString('hex')}-end`,
@@ -167,12 +172,17 @@ beforeAll(async () => {
   const ca: PemPair = { certPem: readFileSync(path.join(tlsDir, 'ca.crt'), 'utf8'), keyPem: readFileSync(path.join(tlsDir, 'ca.key'), 'utf8') };
   const cert = await issueClientCert(ca, { principal: 'alice', role: 'admin' });
   admin = { caPem: ca.certPem, cert: { certPem: cert.certPem, keyPem: cert.keyPem } };
+  credentialFile = path.join(root, 'admin.json');
   const founders = members.slice(0, 3);
   await Promise.all(founders.map((m) => start(m, founders)));
   await until('a leader at the current feature level', () => members.slice(0, 3).every((m) => m.node?.node.featureLevel === featureLevelMax) && leader());
   // The learner starts with an empty log, learns the members from n1, and waits to be added.
   const n4 = byName('n4');
   await start(n4, undefined, byName('n1').apiAddress);
+  writeFileSync(credentialFile, JSON.stringify({
+    version: 1, clusterId: loadIdentity(byName('n1').dir).clusterId, ca: ca.certPem, addresses: members.slice(0, 3).map((m) => m.apiAddress),
+    principal: 'alice', role: 'admin', cert: cert.certPem, key: cert.keyPem,
+  }), { mode: 0o600 });
   await ok(leader(), 'POST', '/v1/cluster/members', { id: n4.id, name: n4.name, apiAddress: n4.apiAddress, peerAddress: n4.peerAddress });
   await until('every voter holds the cluster key', () => {
     const store = running('n1').store;
@@ -235,5 +245,134 @@ describe('secrets at rest', () => {
     const right = await callAs(leader(), learnerCred, 'POST', '/v1/keyring/data-key', { nodeId: n4.id, certPem: n4Cert, taskId: onLearner?.id, secret: 'db' });
     expect(right.status).toBe(200);
     expect(JSON.stringify(right.body)).not.toContain(values.db);
+  });
+
+  it('rotates the key under a running service: no task restarts, every data key is re-wrapped, new tasks read the secret, the old key is gone', async () => {
+    const before = await runningTasks('api-user');
+    expect(before).toHaveLength(2);
+    const old = readKeyring(leader().store)?.keyring.active as string;
+    const r = await inProcess('secret', 'rotate-key', '--json', '--timeout', '60s', '--addr', leader().apiAddress, '--credential', credentialFile);
+    expect(r.code, r.stderr).toBe(0);
+    const k = (JSON.parse(r.stdout) as { keyring: { active: string; rotation: unknown; secrets: Record<string, number> } }).keyring;
+    expect(k.active).not.toBe(old);
+    expect(k.rotation).toBeNull();
+    expect(k.secrets).toEqual({ [k.active]: 2 });
+    expect(r.stderr).toMatch(/^rotation [0-9a-f]{16} started: key [0-9a-f]{16} -> [0-9a-f]{16}$/m);
+    expect(r.stderr).toMatch(/^done: every data key is wrapped by /m);
+    // The same tasks, still running; and a new one reads the value through the new key.
+    expect((await runningTasks('api-user')).map((t) => t.id).sort()).toEqual(before.map((t) => t.id).sort());
+    await ok(leader(), 'POST', '/v1/services/api-user/scale', { replicas: 3 });
+    const added = await until('a third task runs', async () => (await runningTasks('api-user')).find((t) => !before.some((b) => b.id === t.id)));
+    await until('its file is written', () => existsSync(path.join(added.file, 'api')) && readFileSync(path.join(added.file, 'api'), 'utf8') !== '');
+    expect(readFileSync(path.join(added.file, 'api'), 'utf8')).toBe(values.api);
+    // The learner's next task too (a data key from a voter, wrapped by the new key).
+    await until('the old key is deleted from every voter', () => members.slice(0, 3).every((m) => !existsSync(path.join(m.dir, 'tls', 'cluster-keys', `${old}.key`))));
+    expect(leaks()).toEqual([]);
+  });
+
+  it('autolock: a restarted voter serves reads and writes, holds back a task needing a secret with the reason, and runs it once unlocked', async () => {
+    const on = await inProcess('cluster', 'autolock', 'on', '--yes', '--json', '--addr', leader().apiAddress, '--credential', credentialFile);
+    expect(on.code, on.stderr).toBe(0);
+    const unlockKey = (JSON.parse(on.stdout) as { unlockKey: string }).unlockKey;
+    expect(unlockKey).toMatch(/^SHOAL-UNLOCK-1-/);
+    const voters = members.slice(0, 3);
+    await until('every voter sealed its keys and its CA key', () => voters.every((m) => {
+      const tls = path.join(m.dir, 'tls');
+      const keys = readdirSync(path.join(tls, 'cluster-keys')).map((f) => readFileSync(path.join(tls, 'cluster-keys', f), 'utf8'));
+      return keys.length > 0 && keys.every((t) => t.includes('"sealed"')) && !existsSync(path.join(tls, 'ca.key')) && existsSync(path.join(tls, 'ca.key.sealed'));
+    }));
+    // A follower voter restarts: locked.
+    const victim = voters.find((m) => m.node?.node.isLeader !== true && m.name !== 'n2') ?? (voters.find((m) => m.node?.node.isLeader !== true) as Member);
+    await victim.node?.stop();
+    const restarted = await start(victim, voters);
+    await until('the restarted voter reports itself locked', () => readHoldings(leader().store).get(victim.id)?.locked === true);
+    expect(victim.lines.some((l) => l.includes('this node is autolocked'))).toBe(true);
+    // It serves reads and writes.
+    expect((await api(restarted, 'PUT', '/v1/docs/locked/w', { ok: true })).status).toBe(200);
+    expect((await api(restarted, 'GET', '/v1/docs/locked/w')).status).toBe(200);
+    // A task that needs a secret waits there, saying why; one it cannot sign a certificate for either.
+    await ok(leader(), 'POST', '/v1/apply', { text: serviceYaml('on-locked', 'db', `node.name == ${victim.name}`) });
+    const waiting = await until('the task waits, starting, with the reason', async () => {
+      const items = (await ok(leader(), 'GET', '/v1/tasks?service=on-locked')).items as { id: string; observed: string; record: { message: string | null } }[];
+      return items.find((t) => t.observed === 'starting' && (t.record.message ?? '').includes('autolocked'));
+    });
+    expect(waiting.record.message).toContain('shoal unlock');
+    // Nothing of the unlock key, nor a key in the clear, on its disk.
+    for (const f of filesUnder(victim.dir)) {
+      expect(f.bytes.includes(Buffer.from(unlockKey)), f.file).toBe(false);
+      expect(f.bytes.includes(Buffer.from('BEGIN PRIVATE KEY')) && !f.file.endsWith('node.key'), f.file).toBe(false);
+    }
+    const wrongFile = path.join(root, 'wrong-unlock.key');
+    writeFileSync(wrongFile, `SHOAL-UNLOCK-1-${randomBytes(32).toString('base64url')}\n`);
+    const wrong = await inProcess('unlock', '--key-file', wrongFile, '--json', '--addr', victim.apiAddress, '--credential', credentialFile);
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toContain('unlock_key_invalid');
+    const keyFile = path.join(root, 'unlock.key');
+    writeFileSync(keyFile, `${unlockKey}\n`, { mode: 0o600 });
+    const unlocked = await inProcess('unlock', '--key-file', keyFile, '--json', '--addr', victim.apiAddress, '--credential', credentialFile);
+    expect(unlocked.code, unlocked.stderr).toBe(0);
+    expect(JSON.parse(unlocked.stdout)).toMatchObject({ unlocked: true, already: false });
+    const task = await until('the task runs once unlocked', async () => (await runningTasks('on-locked'))[0], 20_000);
+    await until('its file is written', () => existsSync(path.join(task.file, 'db')) && readFileSync(path.join(task.file, 'db'), 'utf8') !== '');
+    expect(readFileSync(path.join(task.file, 'db'), 'utf8')).toBe(values.db);
+    expect(leaks()).toEqual([]);
+  });
+
+  it('a snapshot restored on new machines reads its secrets with the recovery key, and is refused without it', async () => {
+    const made = await inProcess('secret', 'recovery-key', '--yes', '--json', '--addr', leader().apiAddress, '--credential', credentialFile);
+    expect(made.code, made.stderr).toBe(0);
+    const recoveryKey = (JSON.parse(made.stdout) as { recoveryKey: string }).recoveryKey;
+    await until('the keyring names the recovery key', () => readKeyring(leader().store)?.keyring.keys.every((k) => k.recovery !== null));
+    const file = path.join(root, 'backup.snap');
+    await saveSnapshotFile(file);
+    expect(filesUnder(root).filter((f) => f.file === file).every((f) => !formsOf(values.db).some((x) => f.bytes.includes(x)))).toBe(true);
+    const restoreDir = (name: string) => path.join(root, name);
+    const restore = async (name: string, ...extra: string[]) => inProcess('snapshot', 'restore', file, '--data', restoreDir(name), '--name', name,
+      '--api', `127.0.0.1:${await freePort()}`, '--peer', `127.0.0.1:${await freePort()}`, '--json', ...extra);
+    const refused = await restore('r0');
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('recovery_key_required');
+    expect(existsSync(restoreDir('r0'))).toBe(false);
+    const wrongFile = path.join(root, 'wrong.key');
+    writeFileSync(wrongFile, `SHOAL-RECOVERY-1-${randomBytes(32).toString('base64url')}\n`);
+    const wrong = await restore('r0', '--recovery-key-file', wrongFile);
+    expect(wrong.stderr).toContain('unlock_key_invalid');
+    expect(existsSync(restoreDir('r0'))).toBe(false);
+    const keyFile = path.join(root, 'recovery.key');
+    writeFileSync(keyFile, `${recoveryKey}\n`, { mode: 0o600 });
+    const restored = await restore('r1', '--recovery-key-file', keyFile);
+    expect(restored.code, restored.stderr).toBe(0);
+    expect(JSON.parse(restored.stdout)).toMatchObject({ secrets: { readable: 2, unreadable: [] } });
+    const discarded = await restore('r2', '--discard-secrets');
+    expect(discarded.code, discarded.stderr).toBe(0);
+    expect(JSON.parse(discarded.stdout)).toMatchObject({ secrets: { readable: 0, unreadable: ['api', 'db'] }, recoveryKey: expect.stringMatching(/^SHOAL-RECOVERY-1-/) });
+
+    // The restored cluster (one node) reads the secret: a task of a new service gets it.
+    const yaml = (await import('yaml')).parse(readFileSync(path.join(restoreDir('r1'), 'shoal.yaml'), 'utf8')) as { api: { listen: string }; peer: { listen: string } };
+    const r1: Member = { name: 'r1', dir: restoreDir('r1'), id: loadIdentity(restoreDir('r1')).id, apiAddress: yaml.api.listen, peerAddress: yaml.peer.listen, lines: [] };
+    const node = await startNode(configOf(r1, undefined, undefined), loggerFor(r1), { clusterEvents: false });
+    try {
+      const r1Ca = readFileSync(path.join(r1.dir, 'tls', 'ca.crt'), 'utf8');
+      const r1Key = readFileSync(path.join(r1.dir, 'tls', 'ca.key'), 'utf8');
+      const c = await issueClientCert({ certPem: r1Ca, keyPem: r1Key }, { principal: 'alice', role: 'admin' });
+      const cred: ClientCredential = { caPem: r1Ca, cert: { certPem: c.certPem, keyPem: c.keyPem } };
+      await until('the restored node leads', () => node.node.isLeader);
+      const applied = await callAs(node, cred, 'POST', '/v1/apply', { text: serviceYaml('restored', 'db', 'node.name == r1') });
+      expect(applied.status, JSON.stringify(applied.body)).toBe(200);
+      const file = await until('the restored cluster runs the task with its secret', () => {
+        const dir = path.join(shm, `shoal-${r1.id}`);
+        if (!existsSync(dir)) return undefined;
+        for (const t of readdirSync(dir)) {
+          const f = path.join(dir, t, 'db');
+          if (existsSync(f) && readFileSync(f, 'utf8') !== '') return f;
+        }
+        return undefined;
+      });
+      expect(readFileSync(file, 'utf8')).toBe(values.db);
+      // Autolock was on in the old cluster: the restored one starts without it (its unlock key was the old cluster's).
+      await until('the restored keyring has autolock off', () => readKeyring(node.store)?.keyring.autolock === null);
+    } finally {
+      await node.stop();
+    }
   });
 });

@@ -20,9 +20,9 @@ import type { Tls } from '../../base/tls-material.ts';
 import type { Logger } from '../../log.ts';
 import type { MembershipView } from '../../ports/membership-view.ts';
 import type { Proposer } from '../../ports/proposer.ts';
-import { clusterKeyHoldersCollection, keyHoldingSchema, readKeyring, type KeyHolding, type Keyring } from '../../resources/cluster-keyring.ts';
+import { clusterKeyHoldersCollection, keyHoldingSchema, readKeyring, unlockKeyIdOf, type KeyHolding, type Keyring } from '../../resources/cluster-keyring.ts';
 import { privateKeyOf, rawPublicKey } from '../../resources/secret-crypto.ts';
-import type { ClusterKeyFiles, MemoryClusterKeys } from '../../security/cluster-key-files.ts';
+import type { ClusterKeyHolder, NodeKeyLock } from '../../ports/cluster-keys.ts';
 import { addressesLeaderFirst } from '../../security/node-client.ts';
 import { openWithKey, sealedBoxSchema } from '../../security/sealed-box.ts';
 
@@ -32,14 +32,13 @@ export const clusterKeyRetryMs = 3_000;
 
 const sealedAnswer = z.object({ sealed: sealedBoxSchema }).loose();
 
-/** The keys a node keeps: on disk, or in memory for tests (which know no autolock). */
-export type HeldKeys = ClusterKeyFiles | MemoryClusterKeys;
-
 export interface ClusterKeyAgentOptions {
   nodeId: string;
   store: DocumentStore;
   node: Proposer & Pick<MembershipView, 'confState'> & { readonly featureLevel: number };
-  keys: HeldKeys;
+  keys: ClusterKeyHolder;
+  /** Autolock on this node (absent: keys in memory, for tests; no autolock). */
+  lock?: NodeKeyLock;
   tls: Tls;
   log: Logger;
   members: () => { list: ReadonlyArray<{ id: string; apiAddress: string }>; leader: string };
@@ -47,8 +46,6 @@ export interface ClusterKeyAgentOptions {
   call: (addr: string, path: string, body: unknown) => Promise<unknown>;
   /** secrets.peerUnlock: a locked node asks its unlocked peers for the unlock key. */
   peerUnlock: boolean;
-  /** Told when this node got the unlock key from a peer (its CA key is sealed or opened with it too). */
-  onUnlockKey?: (unlockKey: Buffer) => void;
 }
 
 export class ClusterKeyAgent {
@@ -106,7 +103,9 @@ export class ClusterKeyAgent {
   }
 
   private async fetchMissing(keyring: Keyring): Promise<void> {
-    if (!this.isVoter() || this.o.keys.locked) return;
+    if (!this.isVoter() || this.locked()) return;
+    // Under autolock a key is kept only sealed: not before this node has the unlock key.
+    if (keyring.autolock !== null && this.o.lock?.heldUnlockKey() === undefined) return;
     const held = new Set(this.o.keys.heldIds());
     for (const k of keyring.keys) {
       if (held.has(k.id)) continue;
@@ -138,38 +137,64 @@ export class ClusterKeyAgent {
     });
   }
 
-  /** Seals the keys on disk with the unlock key while autolock is on; writes them back in the clear when it is off. */
+  private locked(): boolean {
+    return this.o.lock?.locked ?? this.o.keys.locked;
+  }
+
+  /**
+   * Under autolock, every key on this voter's disk is sealed with the cluster's unlock key (asked
+   * of an unlocked peer the first time, and after `shoal cluster autolock on` made a new one); with
+   * autolock off, they are written back in the clear. A locked node waits to be unlocked, or asks
+   * its peers for the unlock key when secrets.peerUnlock says so.
+   */
   private async autolock(keyring: Keyring): Promise<void> {
-    const keys = this.o.keys;
-    if (!('reseal' in keys)) return;
-    if (!keyring.autolock) {
-      if (keys.sealedOnDisk && !keys.locked) {
-        keys.reseal(null);
+    const lock = this.o.lock;
+    if (lock === undefined || !this.isVoter()) return;
+    const want = keyring.autolock?.unlockKeyId ?? null;
+    const held = lock.heldUnlockKey();
+    if (want === null) {
+      if (held !== undefined || lock.locked) {
+        if (lock.locked) return; // Written back in the clear once someone unlocks it.
+        lock.autolock(null);
         this.o.log.info('autolock is off: this node\'s keys are on its disk in the clear again (mode 0600)');
       }
       return;
     }
-    const wantsUnlockKey = keys.locked ? this.o.peerUnlock : keys.heldUnlockKey() === undefined && keys.heldIds().length > 0;
-    if (!wantsUnlockKey) return;
+    if (held !== undefined && unlockKeyIdOf(held) === want) return;
+    if (lock.locked && !this.o.peerUnlock) {
+      this.infoOnce(`this node is autolocked: it serves the store, but decrypts no secret and signs no certificate until it is unlocked: shoal unlock --addr ${this.selfAddress()} (or set secrets.peerUnlock to let an unlocked voter unlock it)`);
+      return;
+    }
     const unlockKey = await this.askMembers('the unlock key', async (addr) => {
       const answer = sealedAnswer.parse(await this.o.call(addr, '/v1/keyring/unlock-key', { nodeId: this.o.nodeId, certPem: this.o.tls.certPem }));
-      return Buffer.from(openWithKey(this.o.tls.keyPem, answer.sealed), 'base64');
+      const key = Buffer.from(openWithKey(this.o.tls.keyPem, answer.sealed), 'base64');
+      if (unlockKeyIdOf(key) !== want) throw new Error('it holds another unlock key than the keyring names (not caught up yet)');
+      return key;
     });
-    if (keys.locked) {
-      keys.unlock(unlockKey);
+    if (lock.locked) {
+      lock.unlock(unlockKey);
       this.o.log.info('unlocked by a peer (secrets.peerUnlock): this node decrypts secrets and signs certificates again');
     } else {
-      keys.reseal(unlockKey);
-      this.o.log.info('autolock is on: this node\'s keys are sealed on its disk with the unlock key; after a restart it needs shoal unlock');
+      lock.autolock(unlockKey);
+      this.o.log.info(`autolock: this node's keys are sealed on its disk with unlock key ${want}; after a restart it needs shoal unlock`);
     }
-    this.o.onUnlockKey?.(unlockKey);
+  }
+
+  private selfAddress(): string {
+    return this.o.members().list.find((m) => m.id === this.o.nodeId)?.apiAddress ?? 'THIS_NODE';
+  }
+
+  private infoOnce(message: string): void {
+    if (this.logged.has(message)) return;
+    this.logged.add(message);
+    this.o.log.warn(message);
   }
 
   private async report(keyring: Keyring): Promise<void> {
     const inKeyring = new Set(keyring.keys.map((k) => k.id));
     const held = this.o.keys.heldIds().filter((id) => inKeyring.has(id));
     if (!this.isVoter() && held.length === 0) return;
-    const want: KeyHolding = { keys: held, locked: this.o.keys.locked };
+    const want: KeyHolding = { keys: held, locked: this.locked() };
     const d = this.o.store.get(clusterKeyHoldersCollection, this.o.nodeId);
     const have = d === undefined ? undefined : keyHoldingSchema.safeParse(d.doc).data;
     if (have !== undefined && JSON.stringify(have) === JSON.stringify(want)) return;
