@@ -31,7 +31,7 @@ import { validate } from './validate.ts';
 import { callerStamp, forwardIfFollower } from './write-path.ts';
 
 export const emptyBody = z.object({}).strict();
-export const autolockBody = z.object({ on: z.boolean() }).strict();
+export const autolockBody = z.object({ on: z.boolean(), newKey: z.boolean().optional() }).strict();
 export const unlockBody = z.object({ unlockKey: z.string().min(1).max(256) }).strict();
 
 function secretsByKey(ctx: ApiContext): Record<string, number> {
@@ -99,12 +99,22 @@ async function makeRecoveryKey(ctx: ApiContext, req: FastifyRequest): Promise<{ 
   return { recoveryKey: text, id: recovery.id };
 }
 
-async function setAutolock(ctx: ApiContext, req: FastifyRequest, on: boolean): Promise<{ autolock: boolean; unlockKey?: string; unlockKeyId?: string }> {
+/** Refuses a request that would change nothing, rather than answer as if it had (and, for on, replace the unlock key unasked). */
+function refuseUnchanged(keyring: Keyring, on: boolean, newKey: boolean): void {
+  const a = keyring.autolock;
+  if (on && a !== null && !newKey) {
+    throw new ShoalError('autolock_unchanged', `autolock is already on (unlock key ${a.unlockKeyId}, since ${new Date(a.since).toISOString()}); nothing was changed. To replace the unlock key: shoal cluster autolock on --new-key`, { autolock: true, unlockKeyId: a.unlockKeyId });
+  }
+  if (!on && a === null) throw new ShoalError('autolock_unchanged', 'autolock is already off; nothing was changed', { autolock: false });
+}
+
+async function setAutolock(ctx: ApiContext, req: FastifyRequest, on: boolean, newKey: boolean): Promise<{ autolock: boolean; unlockKey?: string; unlockKeyId?: string }> {
   const { keyring, rev } = await currentKeyring(ctx);
+  refuseUnchanged(keyring, on, newKey);
   const lock = unlockedLock(ctx);
   if (!on) {
     lock.autolock(null);
-    if (keyring.autolock !== null) await writeKeyring(ctx, req, { ...keyring, autolock: null }, rev);
+    await writeKeyring(ctx, req, { ...keyring, autolock: null }, rev);
     ctx.node.log.info(`autolock turned off by ${req.caller.principal}: the voters keep their keys on disk in the clear again`);
     return { autolock: false };
   }
@@ -175,7 +185,7 @@ export const keyringRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app
   app.post('/v1/cluster/autolock', { config: { role: 'admin' } }, async (req, reply) => {
     const v = validate({ query: [noQuery, req.query], body: [autolockBody, req.body] });
     if (await leaderOnly(ctx, req, reply)) return reply;
-    return setAutolock(ctx, req, v.body.on);
+    return setAutolock(ctx, req, v.body.on, v.body.newKey === true);
   });
 
   app.post('/v1/unlock', { config: { role: 'admin' } }, async (req) => {
@@ -209,4 +219,5 @@ export const keyringRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app
       node: { id: ctx.node.id, holds: keys?.heldIds() ?? [], locked: ctx.nodeLock?.locked ?? keys?.locked ?? false },
       rev: ctx.store.revision,
     };
-  });};
+  });
+};

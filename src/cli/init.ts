@@ -8,8 +8,7 @@ import path from 'node:path';
 import { stringify } from 'yaml';
 import { configSchema, splitHostPort } from '../server/config.ts';
 import { initNode, nodeNamePattern, nodeNameRule } from '../node/identity.ts';
-import { foundingKeyring, writePendingKeyring } from '../node/secrets/pending-keyring.ts';
-import { ClusterKeyFiles } from '../security/cluster-key-files.ts';
+import { foundKeyring } from '../node/secrets/pending-keyring.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { addAdminContext } from './credential-issue.ts';
 
@@ -55,13 +54,6 @@ The default ports (7100, 7200) stay clear of 'shoal dev' (7101-7107, 7201-7207),
 dev cluster can run on one machine. Ports are 1 to 65535.
 Exit codes: 0 created (with --no-start or --ca-from) or the node stopped cleanly; 2 usage error or
 already initialized (nothing written); 1 failed; otherwise those of 'shoal serve'.`;
-
-/** The cluster key and recovery key of a new cluster: the keyring its first leader writes; the recovery key's text. */
-function foundingRecoveryKey(data: string): string {
-  const { keyring, recoveryKey } = foundingKeyring(new ClusterKeyFiles(data));
-  writePendingKeyring(data, { keyring, replace: false });
-  return recoveryKey;
-}
 
 /** How the recovery key is shown, the one time it is. */
 export function recoveryKeyNotice(recoveryKey: string): string {
@@ -132,7 +124,7 @@ export async function initCommand(argv: string[]): Promise<number> {
   // The founder holds the CA key: it makes the local user's admin credential, a context named after the node.
   const credential = founds ? (await addAdminContext(data, [values.api], name)).file : null;
   const token = founds ? await foundingToken(data) : undefined;
-  const recoveryKey = founds ? foundingRecoveryKey(data) : undefined;
+  const recoveryKey = founds ? foundKeyring([data]) : undefined;
   const joinCommand = token === undefined ? undefined : `shoal join ${values.api} --token ${token}`;
   const summary = {
     ...identity, dataDir: path.resolve(data), config: path.resolve(configFile), credential, ...(joinCommand !== undefined ? { joinCommand } : {}),

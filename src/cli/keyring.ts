@@ -83,24 +83,26 @@ ${commonFlagsHelp}
 With --json prints {recoveryKey, id}.
 ${clientExitCodes}`;
 
-export const clusterAutolockHelp = `Usage: shoal cluster autolock (on | off | status) [--yes] [--addr HOST:PORT] [--json]
+export const clusterAutolockHelp = `Usage: shoal cluster autolock (on [--new-key] | off | status) [--yes] [--addr HOST:PORT] [--json]
 
 Autolock (admin; off by default). On: every voter seals the keys on its disk (the cluster keys and
 the CA key) with an unlock key, printed once; a node that restarts then serves reads and writes
 of the store but decrypts no secret and signs no certificate until 'shoal unlock' gives it the
 key (or, with secrets.peerUnlock in its config, until an unlocked voter does). So a stolen disk
 of a voter gives away no secret; the price is that a node that reboots unattended (a power cut)
-runs the tasks that need a secret only once someone unlocks it. 'on' while it is on makes a new
-unlock key (the old one stops working once every voter has sealed its keys again). Off: every
-voter writes its keys back in the clear (mode 0600).
+runs the tasks that need a secret only once someone unlocks it. Off: every voter writes its keys
+back in the clear (mode 0600). 'on' while it is on, or 'off' while it is off, is refused
+(autolock_unchanged): nothing changes. The leader must be unlocked.
 
 Options:
+  --new-key          with on while it is on: replace the unlock key (printed once); each voter
+                     seals its keys with the new one, after which the old one opens nothing
   --yes              do not ask for confirmation (needed for on and off when not on a terminal)
 ${commonFlagsHelp}
 
 With --json prints {autolock, unlockKey?, unlockKeyId?} (POST /v1/cluster/autolock), or for
-status the keyring's autolock and each voter's lock.
-${clientExitCodes}`;
+status {autolock, voters: [{name, id, locked}]}.
+${clientExitCodes} Already on (without --new-key) or already off exits 1 (autolock_unchanged).`;
 
 export const unlockHelp = `Usage: shoal unlock [--key-file FILE] [--addr HOST:PORT] [--json]
 
@@ -211,7 +213,7 @@ export async function recoveryKeyCommand(argv: string[]): Promise<number> {
 }
 
 export async function autolockCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, { ...commonFlags, yes: { type: 'boolean', default: false } }, clusterAutolockHelp);
+  const { values, positionals } = parse(argv, { ...commonFlags, yes: { type: 'boolean', default: false }, 'new-key': { type: 'boolean', default: false } }, clusterAutolockHelp);
   if (values.help) return help(clusterAutolockHelp);
   const [what, ...extra] = positionals;
   if (what === undefined || extra.length > 0 || !['on', 'off', 'status'].includes(what)) throw new UsageError('expected one of on, off, status');
@@ -224,8 +226,10 @@ export async function autolockCommand(argv: string[]): Promise<number> {
     return exitCodes.ok;
   }
   const on = what === 'on';
-  await confirm(on ? 'turn autolock on (a restarted voter then waits for shoal unlock before it decrypts secrets or signs certificates)?' : 'turn autolock off (voters keep their keys on disk in the clear, mode 0600)?', values.yes);
-  const { body } = await request(addr, 'POST', '/v1/cluster/autolock', autolockAnswer, { body: { on }, retry: 'not-applied' });
+  const newKey = values['new-key'];
+  if (newKey && !on) throw new UsageError('--new-key goes with on');
+  await confirm(newKey ? 'replace the unlock key (the old one stops opening the voters\' keys)?' : on ? 'turn autolock on (a restarted voter then waits for shoal unlock before it decrypts secrets or signs certificates)?' : 'turn autolock off (voters keep their keys on disk in the clear, mode 0600)?', values.yes);
+  const { body } = await request(addr, 'POST', '/v1/cluster/autolock', autolockAnswer, { body: { on, ...(newKey ? { newKey } : {}) }, retry: 'not-applied' });
   if (values.json) console.log(JSON.stringify(body, null, 2));
   else if (body.unlockKey !== undefined) {
     console.log(`autolock is on (unlock key ${body.unlockKeyId}). The unlock key, shown this once (nothing keeps it); a restarted voter needs it (shoal unlock --addr NODE):\n\n  ${body.unlockKey}\n`);

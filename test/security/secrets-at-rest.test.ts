@@ -275,6 +275,12 @@ describe('secrets at rest', () => {
     expect(on.code, on.stderr).toBe(0);
     const unlockKey = (JSON.parse(on.stdout) as { unlockKey: string }).unlockKey;
     expect(unlockKey).toMatch(/^SHOAL-UNLOCK-1-/);
+    const unlockKeyId = readKeyring(leader().store)?.keyring.autolock?.unlockKeyId;
+    // On again is refused, and keeps the unlock key just shown.
+    const again = await inProcess('cluster', 'autolock', 'on', '--yes', '--json', '--addr', leader().apiAddress, '--credential', credentialFile);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('autolock_unchanged');
+    expect(readKeyring(leader().store)?.keyring.autolock?.unlockKeyId).toBe(unlockKeyId);
     const voters = members.slice(0, 3);
     await until('every voter sealed its keys and its CA key', () => voters.every((m) => {
       const tls = path.join(m.dir, 'tls');

@@ -13,7 +13,7 @@ import { keyringKeyOf } from '../../control/secret-keyring.ts';
 import { keyringSchema, type Keyring } from '../../resources/cluster-keyring.ts';
 import { newClusterKey, rawPrivateKey, rawPublicKey } from '../../resources/secret-crypto.ts';
 import type { ClusterKeyHolder } from '../../ports/cluster-keys.ts';
-import { writePrivateFile } from '../../security/cluster-key-files.ts';
+import { ClusterKeyFiles, writePrivateFile } from '../../security/cluster-key-files.ts';
 import { keyText, recoveryKeyPrefix } from '../../security/unlock-key.ts';
 
 export const pendingKeyringFile = (dataDir: string): string => path.join(dataDir, 'keyring.pending.json');
@@ -64,4 +64,20 @@ export function foundingKeyring(keys: ClusterKeyHolder, retired: readonly string
     active: key.id, keys: [keyringKeyOf(key, recovery, Date.now())], recovery, retired: retired.slice(-16), scrubbedAt: 0, rotation: null, autolock: null,
   };
   return { keyring, recoveryKey: text };
+}
+
+/**
+ * The founding keyring of new voters that start together (`shoal init` has one, `shoal dev`
+ * several): the same cluster key put in each data directory, and the keyring left pending in each,
+ * so whichever leads first writes it. Answers the recovery key's text, to show once.
+ */
+export function foundKeyring(dataDirs: readonly string[]): string {
+  const [first, ...others] = dataDirs.map((d) => ({ dir: d, keys: new ClusterKeyFiles(d) }));
+  if (first === undefined) throw new Error('assertion: a founding keyring needs a data directory');
+  const { keyring, recoveryKey } = foundingKeyring(first.keys);
+  const privateKey = first.keys.privateKey(keyring.active);
+  if (privateKey === undefined) throw new Error('assertion: the founding key was just written');
+  for (const o of others) o.keys.add(keyring.active, privateKey);
+  for (const d of dataDirs) writePendingKeyring(d, { keyring, replace: false });
+  return recoveryKey;
 }
