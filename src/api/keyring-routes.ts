@@ -10,7 +10,7 @@
 //   POST /v1/unlock                unlock this node with the unlock key
 
 import { randomBytes, type KeyObject } from 'node:crypto';
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { encodeCommand, type CommandResult, type JsonObject } from '../../fsm/index.ts';
 import { featureLevelSecretsAtRest } from '../base/feature-level.ts';
@@ -133,10 +133,6 @@ async function setAutolock(ctx: ApiContext, req: FastifyRequest, on: boolean, ne
   return { autolock: true, unlockKey: keyText(unlockKeyPrefix, unlockKey), unlockKeyId };
 }
 
-async function leaderOnly(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply): Promise<boolean> {
-  return forwardIfFollower(ctx, req, reply);
-}
-
 export interface KeyringView {
   active: string;
   keys: { id: string; createdAt: number; recoverable: boolean }[];
@@ -167,7 +163,7 @@ export function keyringView(ctx: ApiContext, keyring: Keyring): KeyringView {
 export const keyringRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
   app.post('/v1/keyring/rotate', { config: { role: 'admin' } }, async (req, reply) => {
     validate({ query: [noQuery, req.query], body: [emptyBody, req.body ?? {}] });
-    if (await leaderOnly(ctx, req, reply)) return reply;
+    if (await forwardIfFollower(ctx, req, reply)) return reply;
     const { keyring, rev } = await currentKeyring(ctx);
     if (keyring.rotation !== null) return { did: 'nothing', keyring: keyringView(ctx, keyring) };
     if (keyring.scrubbedAt === null || Object.keys(secretsByKey(ctx)).includes('plain')) {
@@ -178,13 +174,13 @@ export const keyringRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app
 
   app.post('/v1/keyring/recovery-key', { config: { role: 'admin' } }, async (req, reply) => {
     validate({ query: [noQuery, req.query], body: [emptyBody, req.body ?? {}] });
-    if (await leaderOnly(ctx, req, reply)) return reply;
+    if (await forwardIfFollower(ctx, req, reply)) return reply;
     return makeRecoveryKey(ctx, req);
   });
 
   app.post('/v1/cluster/autolock', { config: { role: 'admin' } }, async (req, reply) => {
     const v = validate({ query: [noQuery, req.query], body: [autolockBody, req.body] });
-    if (await leaderOnly(ctx, req, reply)) return reply;
+    if (await forwardIfFollower(ctx, req, reply)) return reply;
     return setAutolock(ctx, req, v.body.on, v.body.newKey === true);
   });
 

@@ -66,7 +66,6 @@ export function usableKeys(ctx: ApiContext): NonNullable<ApiContext['clusterKeys
   return keys;
 }
 
-/** How many secrets each cluster key wraps (`plain` for those not encrypted yet). */
 export const secretKeyRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
   app.post('/v1/keyring/cluster-key', { config: { role: 'admin' } }, async (req) => {
     const v = validate({ query: [noQuery, req.query], body: [clusterKeyBody, req.body] });

@@ -62,19 +62,19 @@ function loggerFor(m: Member): Logger {
   return { debug: push('debug'), info: push('info'), warn: push('warn'), error: push('error') };
 }
 
-function configOf(m: Member, bootstrap: Member[] | undefined, join: string | undefined) {
+function configOf(m: Member, bootstrap: Member[] | undefined, join: string | undefined, peerUnlock = false) {
   return parseConfig({
     dataDir: m.dir, api: { listen: m.apiAddress }, peer: { listen: m.peerAddress },
     ...(bootstrap !== undefined ? { bootstrap: bootstrap.map((b) => ({ id: b.id, name: b.name, apiAddress: b.apiAddress, peerAddress: b.peerAddress })) } : {}),
     ...(join !== undefined ? { join: { api: join } } : {}),
     raft: { tickMs: 20, heartbeatIntervalMs: 20, electionTimeoutMs: 200, snapshotEntries: 100, snapshotIntervalMs: 0, logKeepEntries: 20 },
-    runtime: { kind: 'memory' }, secrets: { tmpfsDir: shm },
+    runtime: { kind: 'memory' }, secrets: { tmpfsDir: shm, peerUnlock },
     control: { suspectAfterMs: 2_000, downAfterMs: 6_000 },
   }, 'test');
 }
 
-async function start(m: Member, bootstrap?: Member[], join?: string): Promise<RunningNode> {
-  m.node = await startNode(configOf(m, bootstrap, join), loggerFor(m), { clusterEvents: true });
+async function start(m: Member, bootstrap?: Member[], join?: string, peerUnlock = false): Promise<RunningNode> {
+  m.node = await startNode(configOf(m, bootstrap, join, peerUnlock), loggerFor(m), { clusterEvents: true });
   return m.node;
 }
 
@@ -321,6 +321,13 @@ describe('secrets at rest', () => {
     const task = await until('the task runs once unlocked', async () => (await runningTasks('on-locked'))[0], 20_000);
     await until('its file is written', () => existsSync(path.join(task.file, 'db')) && readFileSync(path.join(task.file, 'db'), 'utf8') !== '');
     expect(readFileSync(path.join(task.file, 'db'), 'utf8')).toBe(values.db);
+    // With secrets.peerUnlock, an unlocked voter unlocks it after a restart, over mTLS, with nobody at the keyboard.
+    await victim.node?.stop();
+    const seen = victim.lines.length;
+    await start(victim, voters, undefined, true);
+    await until('an unlocked peer unlocks the restarted voter', () => victim.lines.slice(seen).some((l) => l.includes('unlocked by a peer')));
+    expect(victim.lines.slice(seen).some((l) => l.includes('this node is autolocked'))).toBe(true);
+    await until('it reports itself unlocked', () => readHoldings(leader().store).get(victim.id)?.locked === false);
     expect(leaks()).toEqual([]);
   });
 
