@@ -12,7 +12,10 @@ import { isLocked, readKeyFile, resealKeyFiles, sealedFileOf, setUnlockKey } fro
 import { existsSync } from 'node:fs';
 
 export class NodeLock implements NodeKeyLock {
-  constructor(private readonly dataDir: string, private readonly clusterKeys: ClusterKeyFiles) {}
+  constructor(private readonly dataDir: string, private readonly clusterKeys: ClusterKeyFiles) {
+    // A node starting on this directory starts locked, even in a process that ran it before (tests).
+    setUnlockKey(dataDir, undefined);
+  }
 
   get locked(): boolean {
     return this.clusterKeys.locked || isLocked(this.dataDir);

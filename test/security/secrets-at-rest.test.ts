@@ -374,7 +374,7 @@ describe('secrets at rest', () => {
       const r1Key = readFileSync(path.join(r1.dir, 'tls', 'ca.key'), 'utf8');
       const c = await issueClientCert({ certPem: r1Ca, keyPem: r1Key }, { principal: 'alice', role: 'admin' });
       const cred: ClientCredential = { caPem: r1Ca, cert: { certPem: c.certPem, keyPem: c.keyPem } };
-      await until('the restored node leads', () => node.node.isLeader);
+      await until('the restored node leads at the current feature level', () => node.node.isLeader && node.node.featureLevel === featureLevelMax);
       const applied = await callAs(node, cred, 'POST', '/v1/apply', { text: serviceYaml('restored', 'db', 'node.name == r1') });
       expect(applied.status, JSON.stringify(applied.body)).toBe(200);
       const file = await until('the restored cluster runs the task with its secret', () => {
