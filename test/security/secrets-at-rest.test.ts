@@ -268,7 +268,12 @@ describe('secrets at rest', () => {
     const added = await until('a third task runs', async () => (await runningTasks('api-user')).find((t) => !before.some((b) => b.id === t.id)));
     await until('its file is written', () => existsSync(path.join(added.file, 'api')) && readFileSync(path.join(added.file, 'api'), 'utf8') !== '');
     expect(readFileSync(path.join(added.file, 'api'), 'utf8')).toBe(values.api);
-    // The learner's next task too (a data key from a voter, wrapped by the new key).
+    // The learner's next task too: a data key from a voter, which unwraps it with the new key.
+    const onLearner = await runningTasks('on-learner');
+    await ok(leader(), 'POST', '/v1/services/on-learner/scale', { replicas: 2 });
+    const next = await until('a second task runs on the learner', async () => (await runningTasks('on-learner')).find((t) => !onLearner.some((b) => b.id === t.id)));
+    await until('its file is written', () => existsSync(path.join(next.file, 'db')) && readFileSync(path.join(next.file, 'db'), 'utf8') !== '');
+    expect(readFileSync(path.join(next.file, 'db'), 'utf8')).toBe(values.db);
     await until('the old key is deleted from every voter', () => members.slice(0, 3).every((m) => !existsSync(path.join(m.dir, 'tls', 'cluster-keys', `${old}.key`))));
     expect(leaks()).toEqual([]);
   });
