@@ -75,7 +75,7 @@ import { NodeLock } from '../security/node-lock.ts';
 import { SecretKeyring } from '../control/secret-keyring.ts';
 import { ClusterKeyAgent } from '../node/secrets/cluster-key-agent.ts';
 import { SecretPurge } from '../node/secrets/secret-purge.ts';
-import { readPendingKeyring, removePendingKeyring } from '../node/secrets/pending-keyring.ts';
+import { dropSupersededPending, readPendingKeyring, removePendingKeyring } from '../node/secrets/pending-keyring.ts';
 import { SecretSource } from './secret-source.ts';
 
 export { softwareVersion };
@@ -695,7 +695,7 @@ function startSecretKeys(c: NodeParts): Stop {
   });
   const agent = new ClusterKeyAgent({
     nodeId: identity.id, store, node, keys: c.clusterKeys, lock: c.nodeLock, tls: c.tls, log, members: peersToAsk(node), peerUnlock: config.secrets.peerUnlock,
-    call: (addr, route, body) => callMember(c, addr, route, body),
+    call: (addr, route, body) => callMember(c, addr, route, body), onKeyring: () => dropSupersededPending(config.dataDir),
   });
   const purge = new SecretPurge({
     dataDir: config.dataDir, store, node, log,

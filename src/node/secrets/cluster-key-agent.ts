@@ -46,6 +46,8 @@ export interface ClusterKeyAgentOptions {
   call: (addr: string, path: string, body: unknown) => Promise<unknown>;
   /** secrets.peerUnlock: a locked node asks its unlocked peers for the unlock key. */
   peerUnlock: boolean;
+  /** Told on each pass that finds a keyring in the store (a founding keyring prepared here is then superseded). */
+  onKeyring?: () => void;
 }
 
 export class ClusterKeyAgent {
@@ -71,6 +73,7 @@ export class ClusterKeyAgent {
     if (this.busy || this.o.node.featureLevel < featureLevelSecretsAtRest) return;
     const keyring = readKeyring(this.o.store)?.keyring;
     if (keyring === undefined) return;
+    this.o.onKeyring?.();
     this.busy = true;
     try {
       this.retire(keyring);

@@ -45,6 +45,15 @@ export function removePendingKeyring(dataDir: string): void {
   rmSync(pendingKeyringFile(dataDir), { force: true });
 }
 
+/**
+ * Deletes a founding keyring once the store holds one, whoever wrote it: the voters of `shoal dev`
+ * that did not lead first keep theirs otherwise. A restored store's (replace) is the leader's to write.
+ */
+export function dropSupersededPending(dataDir: string): void {
+  if (!existsSync(pendingKeyringFile(dataDir))) return;
+  if (readPendingKeyring(dataDir, () => undefined)?.replace !== true) removePendingKeyring(dataDir);
+}
+
 /** A new recovery key pair: the public half for the keyring, the private half as text, to show once. */
 export function newRecoveryKey(): { recovery: NonNullable<Keyring['recovery']>; text: string } {
   const pair = generateKeyPairSync('x25519');
