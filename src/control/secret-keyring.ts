@@ -231,7 +231,9 @@ export class SecretKeyring {
     const r = keyring.rotation;
     if (r === null) return 'nothing';
     if (r.phase === 'adding') {
-      const waiting = votersWithout(this.o.store, this.o.node.confState().voters, r.to);
+      const voters = this.o.node.confState().voters;
+      const waiting = votersWithout(this.o.store, voters, r.to);
+      if (waiting.length === voters.length && this.o.keys.privateKey(r.to) === undefined && !this.o.keys.locked) return this.replaceLostKey(keyring, rev, term);
       if (waiting.length > 0) {
         this.infoOnce(`rotation ${r.id}: waiting for ${waiting.join(', ')} to hold key ${r.to}`);
         return 'waiting';
@@ -260,6 +262,25 @@ export class SecretKeyring {
     const retired = [...keyring.retired, r.from].slice(-retiredKeysMax);
     const ok = await this.put({ ...keyring, keys, retired, rotation: null }, { rev }, term);
     if (ok) this.o.log.info(`keyring: rotation ${r.id} done: every data key is wrapped by ${r.to}; key ${r.from} is retired and deleted from every voter`);
+    return 'done';
+  }
+
+  /**
+   * No voter holds the rotation's new key: the leader that made it left the cluster before any
+   * other voter fetched it. A new key, made here, takes its place; the lost one is retired.
+   */
+  private async replaceLostKey(keyring: Keyring, rev: number, term: number): Promise<Step> {
+    const r = keyring.rotation;
+    if (r === null) return 'nothing';
+    const key = newClusterKey();
+    this.o.keys.add(key.id, key.privateKey);
+    const keys = [...keyring.keys.filter((k) => k.id !== r.to), keyringKeyOf(key, keyring.recovery, Date.now())];
+    const retired = [...keyring.retired, r.to].slice(-retiredKeysMax);
+    if (!await this.put({ ...keyring, keys, retired, rotation: { ...r, to: key.id } }, { rev }, term)) {
+      this.o.keys.remove(key.id);
+      return 'done';
+    }
+    this.o.log.warn(`keyring: rotation ${r.id}: no voter holds its new key ${r.to} (the leader that made it is gone); key ${key.id}, made here, replaces it`);
     return 'done';
   }
 

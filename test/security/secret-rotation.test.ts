@@ -30,6 +30,12 @@ function secrets(): { name: string; keyId: string; value: string }[] {
 
 const rotate = async () => n.app.inject({ method: 'POST', url: '/v1/keyring/rotate', payload: {} });
 
+/** The sole voter's holding report, as its cluster key agent writes it. */
+async function report(keys: string[]): Promise<void> {
+  const doc = { keys: [...keys].sort(), locked: false } as unknown as JsonObject;
+  await n.node.propose(encodeCommand({ cmd: { op: 'put', collection: clusterKeyHoldersCollection, id: 'solo', doc }, ts: Date.now(), principal: 'shoal' }), { featureLevel: featureLevelSecretsAtRest });
+}
+
 beforeAll(async () => {
   n = await singleNode();
   for (let i = 0; i < count; i++) {
@@ -56,8 +62,7 @@ describe('secret rotate-key', () => {
     expect(n.keys.heldIds()).toContain(to);
 
     // The voters' holding reports (the cluster key agent's): the sole voter holds the new key.
-    const holding = { keys: [old, to].sort(), locked: false };
-    await n.node.propose(encodeCommand({ cmd: { op: 'put', collection: clusterKeyHoldersCollection, id: 'solo', doc: holding as unknown as JsonObject }, ts: Date.now(), principal: 'shoal' }), { featureLevel: featureLevelSecretsAtRest });
+    await report([old, to]);
 
     // A first leader: makes the new key active, re-wraps one batch, and is gone.
     const first = new SecretKeyring({ node: n.node, store: n.store, keys: n.keys, log: quiet });
@@ -86,6 +91,29 @@ describe('secret rotate-key', () => {
     expect(after.every((s) => s.keyId === to)).toBe(true);
     expect(after.find((s) => s.name === 'late')?.value).toBe('late-value');
     for (let i = 0; i < count; i++) expect(after.find((s) => s.name === `s${i}`)?.value).toBe(`value-${i}`);
+    await next.close();
+  });
+
+  it('a rotation whose new key no voter holds (the leader that made it left) gets a new key from the next leader, and finishes', async () => {
+    const old = readKeyring(n.store)?.keyring.active as string;
+    const started = (await rotate()).json() as { keyring: { rotation: { id: string; to: string } } };
+    const lost = started.keyring.rotation.to;
+    // Its maker is gone with its disk; no voter reported holding it.
+    n.keys.remove(lost);
+    await report([old]);
+    const next = new SecretKeyring({ node: n.node, store: n.store, keys: n.keys, log: quiet });
+    expect(await next.pass()).toBe('done');
+    const k = readKeyring(n.store)?.keyring;
+    const to = k?.rotation?.to as string;
+    expect(k?.rotation).toMatchObject({ id: started.keyring.rotation.id, phase: 'adding' });
+    expect(to).not.toBe(lost);
+    expect(k?.keys.map((x) => x.id).sort()).toEqual([old, to].sort());
+    expect(k?.retired).toContain(lost);
+    expect(n.keys.heldIds()).toContain(to);
+    await report([old, to]);
+    await next.settle();
+    expect(readKeyring(n.store)?.keyring).toMatchObject({ active: to, rotation: null });
+    expect(secrets().every((x) => x.keyId === to)).toBe(true);
     await next.close();
   });
 
