@@ -42,6 +42,7 @@ function resourcesOf(cmd: Command, result: CommandResult): string[] {
     case 'put':
     case 'delete': return [`${cmd.collection}/${cmd.id}`];
     case 'retain': return [cmd.collection];
+    case 'compact': return [];
     case 'txn': {
       const branch = result.ok ? (result.kind === 'txn' && !result.succeeded ? 'failure' : 'success') : result.error.details?.branch;
       const ops = branch === 'failure' ? cmd.failure : branch === 'success' ? cmd.success : [...cmd.success, ...cmd.failure];

@@ -19,7 +19,13 @@ export type CompareOperator = '=' | '!=' | '<' | '>' | '<=' | '>=';
 export interface Compare { collection: string; id: string; target: CompareTarget; cmp: CompareOperator; value: number | boolean | string; path?: string }
 export interface TxnCommand { op: 'txn'; compare: Compare[]; success: Op[]; failure: Op[] }
 export interface RetainCommand { op: 'retain'; collection: string; ids: string[] }
-export type Command = PutOp | DeleteOp | TxnCommand | RetainCommand;
+/**
+ * Drops every retained watch event before this entry (etcd's compaction): a cursor older than
+ * the entry before it is expired from then on. Documents do not change. Feature level 6 (the
+ * leader uses it to drop the history of values it re-encrypted: docs/security.md).
+ */
+export interface CompactCommand { op: 'compact' }
+export type Command = PutOp | DeleteOp | TxnCommand | RetainCommand | CompactCommand;
 
 /**
  * A command as proposed: `ts` is the proposer's wall clock (ms) when it proposed (log time until

@@ -18,7 +18,7 @@ import {
 } from './limits.ts';
 
 export type {
-  Command, Compare, CompareOperator, CompareTarget, DeleteOp, Expect, Op, PutOp, RetainCommand, Stamped, StampedRole, TxnCommand,
+  Command, CompactCommand, Compare, CompareOperator, CompareTarget, DeleteOp, Expect, Op, PutOp, RetainCommand, Stamped, StampedRole, TxnCommand,
 } from './command-types.ts';
 export { stampedRoles } from './command-types.ts';
 import { stampedRoles, type Command, type Op, type PutOp, type Stamped } from './command-types.ts';
@@ -118,7 +118,8 @@ function buildStampedSchema(idSchema: z.ZodType<string>, legacy: boolean) {
     failure: z.array(opSchema).max(txnOpsMax),
   });
   const retainSchema = z.strictObject({ op: z.literal('retain'), collection: collectionSchema, ids: z.array(idSchema).max(retainIdsMax) });
-  const commandSchema = z.discriminatedUnion('op', [putSchema, deleteSchema, txnSchema, retainSchema]);
+  const compactSchema = z.strictObject({ op: z.literal('compact') });
+  const commandSchema = z.discriminatedUnion('op', [putSchema, deleteSchema, txnSchema, retainSchema, compactSchema]);
   const shape = {
     cmd: commandSchema,
     ts: z.number().int().min(0),

@@ -82,6 +82,23 @@ export class EventLog {
     }
   }
 
+  /**
+   * Drops every event older than `rev` (a compaction command at `rev`): a cursor older than
+   * rev - 1 is expired from then on. Returns the compaction point.
+   */
+  compactBefore(rev: number): number {
+    assert.ok(rev > this.compacted, 'a compaction moves forward');
+    while (this.head < this.events.length && (this.events[this.head] as WatchEvent).rev < rev) {
+      this.bytes -= this.sizes[this.head] as number;
+      this.head++;
+    }
+    this.compacted = Math.max(this.compacted, rev - 1);
+    this.events = this.events.slice(this.head);
+    this.sizes = this.sizes.slice(this.head);
+    this.head = 0;
+    return this.compacted;
+  }
+
   /** Events with rev > afterRev that match the filter, in order. Throws CursorExpiredError. */
   since(afterRev: number, filter: WatchFilter): WatchEvent[] {
     if (afterRev < this.compacted) throw new CursorExpiredError(afterRev, this.oldestRev);

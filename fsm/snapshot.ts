@@ -116,6 +116,7 @@ const resultSchema = z.union([
   z.strictObject({ ok: z.literal(true), kind: z.literal('delete'), collection: collectionSchema, id: idSchema, rev: count }),
   z.strictObject({ ok: z.literal(true), kind: z.literal('txn'), succeeded: z.boolean(), results: z.array(opResultSchema), rev: count }),
   z.strictObject({ ok: z.literal(true), kind: z.literal('retain'), deleted: z.array(idSchema), rev: count }),
+  z.strictObject({ ok: z.literal(true), kind: z.literal('compact'), compactedRev: count, rev: count }),
   z.strictObject({
     ok: z.literal(false),
     error: z.strictObject({ code: z.enum(['revision_mismatch', 'already_exists', 'not_found']), message: z.string(), details: z.record(z.string(), z.unknown()).optional() }),

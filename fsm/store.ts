@@ -17,7 +17,7 @@ import { ShoalError } from '../src/errors.ts';
 import { parseCommandBytes, collectionSchema, idPrefixProblem, idSchema, type Command, type Op, type PutOp, type DeleteOp, type Stamped, type TxnCommand } from './command.ts';
 import { compareHolds } from './compare.ts';
 import { auditCollection, auditId, auditRecord, isAudited } from './audit.ts';
-import { featureLevelAudit, featureLevelAuditRole } from '../src/base/feature-level.ts';
+import { featureLevelAudit, featureLevelAuditRole, featureLevelSecretsAtRest } from '../src/base/feature-level.ts';
 import { DocTable } from './doc-table.ts';
 import { EventLog, eventBytes, type SizedEvent } from './event-log.ts';
 import { requestFingerprint } from './fingerprint.ts';
@@ -75,6 +75,11 @@ function roleTooEarly(index: number, level: number): CommandError {
   return { code: 'invalid_command', message: `invalid command: ${message}`, details: { index, issues: [{ path: 'role', message }] } };
 }
 
+function compactTooEarly(index: number, level: number): CommandError {
+  const message = `compact needs cluster feature level ${featureLevelSecretsAtRest}; this entry applies at level ${level}`;
+  return { code: 'invalid_command', message: `invalid command: ${message}`, details: { index, issues: [{ path: 'cmd.op', message }] } };
+}
+
 function badArgument(message: string, issues: Issue[]): ShoalError {
   return new ShoalError('bad_request', message, { issues });
 }
@@ -106,6 +111,7 @@ function resultBytes(r: CommandResult, docBytes: (d: Doc) => number): number {
     case 'delete': return base;
     case 'txn': return r.results.reduce((n, o) => n + base + (o.kind === 'put' ? docBytes(o.doc) : 0), base);
     case 'retain': return r.deleted.reduce((n, id) => n + 16 + id.length, base);
+    case 'compact': return base;
   }
 }
 
@@ -152,6 +158,8 @@ export class DocumentStore implements StateMachine {
     if (!v.ok) return deepFreeze(fail({ code: 'invalid_command', message: v.message, details: { index: entry.index, issues: v.issues } }));
     // A release before level 5 refuses a stamped role as an unknown key: so must this one, below it.
     if (v.stamped.role !== undefined && level < featureLevelAuditRole) return deepFreeze(fail(roleTooEarly(entry.index, level)));
+    // A release before level 6 does not know the command (its schema refuses it): nor may this one, below it.
+    if (v.stamped.cmd.op === 'compact' && level < featureLevelSecretsAtRest) return deepFreeze(fail(compactTooEarly(entry.index, level)));
     const stamp = entry.logTimeMs ?? (legacy ? v.stamped.ts : undefined);
     if (stamp !== undefined) this.logTime = Math.max(this.logTime, stamp);
     this.idempotency.expire(this.logTime);
@@ -219,6 +227,7 @@ export class DocumentStore implements StateMachine {
       }
       case 'txn': return this.executeTxn(cmd, at);
       case 'retain': return this.executeRetain(cmd.collection, new Set(cmd.ids), at.index);
+      case 'compact': return { ok: true, kind: 'compact', compactedRev: this.events.compactBefore(at.index), rev: at.index };
     }
   }
 

@@ -71,6 +71,8 @@ export type CommandResult = (
   | { ok: true; kind: 'delete'; collection: string; id: string; rev: number }
   | { ok: true; kind: 'txn'; succeeded: boolean; results: OpResult[]; rev: number }
   | { ok: true; kind: 'retain'; deleted: string[]; rev: number }
+  /** A compaction: `compactedRev`, the newest revision whose events are gone from now on. */
+  | { ok: true; kind: 'compact'; compactedRev: number; rev: number }
   | { ok: false; error: CommandError }
 ) & { replayed?: true };
 

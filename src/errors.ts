@@ -53,6 +53,11 @@ export const errorCatalog = {
   limit_reached: { status: 409, retryable: false, summary: 'A bound of the replicated state is reached (details.limit, details.max): the revoked-certificate list (revokedSerialsMax). Nothing was changed.' },
   disruption_budget_exceeded: { status: 409, retryable: false, summary: 'A voluntary disruption (a drill) would take a service past its disruption budget; details.services names each with its budget and what is unavailable. Nothing was changed: wait, or force it.' },
   release_refused: { status: 409, retryable: false, summary: 'An upgrade step was refused on this node (details.reason: checksum, not_package, npm_install, does_not_start, not_installed, not_process, no_previous, busy); nothing was activated.' },
+  cluster_key_unavailable: { status: 503, retryable: true, summary: 'Secrets cannot be encrypted or decrypted here right now (details.reason: no_keyring, not_held, locked, no_holder, rotating); retry, or as the message says.' },
+  node_locked: { status: 503, retryable: true, summary: 'This node is autolocked: it serves the store but cannot decrypt secrets or sign certificates until it is unlocked (shoal unlock).' },
+  unlock_key_invalid: { status: 400, retryable: false, summary: 'The unlock key or recovery key given does not open what it should (mistyped, of another cluster, or an older one); nothing was changed.' },
+  recovery_key_required: { status: 400, retryable: false, summary: 'The snapshot holds encrypted secrets, and without the recovery key they cannot be read on new machines; give --recovery-key, or --discard-secrets to restore without them.' },
+  autolock_unchanged: { status: 409, retryable: false, summary: 'Autolock is already as asked (on, or off); nothing was changed. A new unlock key while it is on: shoal cluster autolock on --new-key.' },
   internal: { status: 500, retryable: false, summary: 'An unexpected error; it is a bug. The log has details.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;
 

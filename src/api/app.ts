@@ -22,6 +22,8 @@ import { nodesRoutes } from './nodes-routes.ts';
 import { openApiRoutes } from './openapi.ts';
 import { RouteTable } from './route-table.ts';
 import { secretsRoutes } from './secrets-routes.ts';
+import { secretKeyRoutes } from './secret-key-routes.ts';
+import { keyringRoutes } from './keyring-routes.ts';
 import { servicesRoutes } from './services-routes.ts';
 import { networkRoutes } from './network-routes.ts';
 import { policyRoutes } from './policy-routes.ts';
@@ -152,7 +154,7 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   for (const plugin of [
     healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, snapshotRoutes, metricsRoutes, openApiRoutes,
     applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes, credentialsRoutes, auditRoutes, browseRoutes, tokenRoutes, joinRoutes, nodeCertRoutes,
-    secretsRoutes, networkRoutes, policyRoutes, drillRoutes, meshRoutes, certRoutes, upgradeRoutes, caRoutes,
+    secretsRoutes, secretKeyRoutes, keyringRoutes, networkRoutes, policyRoutes, drillRoutes, meshRoutes, certRoutes, upgradeRoutes, caRoutes,
   ]) {
     void app.register(plugin, { ctx, limits, bounds, routes });
   }

@@ -10,6 +10,7 @@ import type { EventLog } from '../node/events/event-log.ts';
 import type { UpgradeHost } from '../node/upgrade/upgrade-host.ts';
 import type { ClusterNode } from './cluster-node.ts';
 import type { CaAuthority } from '../security/authority.ts';
+import type { ClusterKeyHolder, NodeKeyLock } from '../ports/cluster-keys.ts';
 import type { FoundingToken } from '../security/founding-token.ts';
 import type { ApiBounds } from './api-metrics.ts';
 import type { ApiAuth } from './auth.ts';
@@ -68,6 +69,10 @@ export interface ApiContext {
   drill?: DrillTarget;
   /** This node's releases folder and restart (the /v1/upgrade routes); absent, they are refused. */
   upgrade?: UpgradeHost;
+  /** The cluster keys this node holds (voters; src/security/cluster-key-files.ts); absent, it hands out no key. */
+  clusterKeys?: ClusterKeyHolder;
+  /** Autolock on this node (src/security/node-lock.ts); absent, its keys are in memory only (tests). */
+  nodeLock?: NodeKeyLock;
 }
 
 /** What every plugin is registered with. */

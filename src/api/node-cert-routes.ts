@@ -47,6 +47,7 @@ export function memberCert(ctx: ApiContext, nodeId: string, certPem: string): X5
 }
 
 export function signerOf(ctx: ApiContext): Signer {
+  if (ctx.nodeLock?.locked === true) throw new ShoalError('node_locked', `node ${ctx.node.id} is autolocked: it signs no certificate until it is unlocked (shoal unlock); ask another voter`);
   const signer: Signer | undefined = requireAuthority(ctx).signer();
   if (signer === undefined) throw new ShoalError('ca_key_unavailable', `node ${ctx.node.id} does not hold the cluster CA key; ask a voter that does`);
   return signer;

@@ -2,10 +2,15 @@
 // out: the reads answer metadata (size, digest, version, times, the services that use it), and
 // the generic document routes leave the value out too (redact.ts). Writes are compare-and-set
 // transactions at the control plane's feature level (control-write.ts), as the services' are.
+// From feature level 6 the value is encrypted here, before it is proposed, under the cluster
+// keyring's active key (its public half: any node can), so it is never in the log in the clear.
 
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { deleteChange, putChange } from '../resources/changes.ts';
+import { deleteChange, putChange, type Plan } from '../resources/changes.ts';
+import { activeKey, clusterKeysCollection, keyringId, readKeyring } from '../resources/cluster-keyring.ts';
+import { sealSecretValue, type SealedValue } from '../resources/secret-crypto.ts';
+import { featureLevelSecretsAtRest } from '../base/feature-level.ts';
 import { secretsCollection } from '../resources/collections.ts';
 import {
   secretMeta, secretMetaSchema, secretNamePattern, secretRecordSchema, secretValueBytesMax, servicesUsingSecret, writeSecret,
@@ -75,6 +80,27 @@ function findSecret(ctx: ApiContext, name: string): Versioned<SecretRecord> {
   return s;
 }
 
+/**
+ * How a write stores the value: sealed under the keyring's active key from level 6 (refused with
+ * cluster_key_unavailable until the leader has made the keyring, a moment after the level rises),
+ * in the clear below it, as the older members read it.
+ */
+function sealerFor(ctx: ApiContext, name: string): ((value: Uint8Array) => SealedValue) | null {
+  if (ctx.node.featureLevel < featureLevelSecretsAtRest) return null;
+  const found = readKeyring(ctx.store);
+  if (found === undefined) {
+    throw new ShoalError('cluster_key_unavailable', 'the cluster has no cluster key yet to encrypt secrets with (the leader makes one when the cluster reaches feature level 6); retry in a moment', { reason: 'no_keyring' });
+  }
+  const key = activeKey(found.keyring);
+  return (value) => sealSecretValue(name, value, key);
+}
+
+/** A plain write must not land once the keyring exists: the value would stay in the clear in the log. */
+function noKeyringYet(plan: Plan, sealed: boolean): Plan {
+  if (sealed) return plan;
+  return { ...plan, compares: [...plan.compares, { collection: clusterKeysCollection, id: keyringId, target: 'exists', cmp: '=', value: false }] };
+}
+
 function viewOf(state: ControlState, s: Versioned<SecretRecord>): SecretView {
   return { ...secretMeta(s.value), rev: s.rev, usedBy: servicesUsingSecret(state, s.value.name) };
 }
@@ -85,11 +111,12 @@ export const secretsRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app
     const bytes = valueBytes(v.body);
     const w = await decideAndWrite(ctx, req, `writing secret ${v.params.name}`, () => {
       const cur = readSecret(ctx, v.params.name);
-      const next = writeSecret(v.params.name, bytes, ctx.node.logTimeNow(), cur?.value);
+      const seal = sealerFor(ctx, v.params.name);
+      const next = writeSecret(v.params.name, bytes, ctx.node.logTimeNow(), cur?.value, seal);
       const outcome = cur === undefined ? 'created' as const : next === null ? 'unchanged' as const : 'updated' as const;
       const meta = secretMeta(next ?? cur?.value ?? assertNever());
       if (next === null) return { plan: null, answer: { outcome, meta } };
-      return { plan: { changes: [putChange(secretsCollection, v.params.name, next, cur?.rev ?? null)], compares: [] }, answer: { outcome, meta } };
+      return { plan: noKeyringYet({ changes: [putChange(secretsCollection, v.params.name, next, cur?.rev ?? null)], compares: [] }, seal !== null), answer: { outcome, meta } };
     });
     return { outcome: w.answer.outcome, secret: w.answer.meta, rev: w.rev };
   });

@@ -28,7 +28,14 @@
 //      in the same release, so they share the level.
 //   6  service records carry a disruption budget (spec.disruption) and the disruptions forced past
 //      it (forcedDisruptions), which a release of level 5 or less cannot read
-//      (src/resources/record-compat.ts).
+//      (src/resources/record-compat.ts). And secrets at rest: a secret's value is written
+//      encrypted (`sealed`, wrapped by the cluster key) rather than in the clear, and the cluster keyring and key holders exist (collections
+//      shoal.cluster-keys, shoal.cluster-key-holders); the store takes the `compact` command,
+//      which drops its retained watch events (fsm/store.ts). A release of level 5 can neither
+//      read a sealed record nor apply a compaction. Reaching the level, the leader re-encrypts
+//      the plain values and each node rewrites its log and snapshot files without them
+//      (docs/security.md, "Secrets at rest"). Both came in the same release, so they share the
+//      level.
 
 /** The highest level this build can apply. */
 export const featureLevelMax = 6;
@@ -68,3 +75,6 @@ export const featureLevelAuditRole = 5;
 
 /** The level from which service records may carry a disruption budget and forced disruptions (src/resources/record-compat.ts). */
 export const featureLevelDisruptionBudget = 6;
+
+/** The level from which secrets are written encrypted and the store takes `compact` (docs/security.md, "Secrets at rest"). */
+export const featureLevelSecretsAtRest = 6;

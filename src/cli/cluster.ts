@@ -10,6 +10,7 @@ import { commonFlags, help } from './doc-common.ts';
 import { clientExitCodes, commonFlagsHelp, groupHelp, runGroup, type Group } from './group.ts';
 import { statusCommand, statusHelp } from './status.ts';
 import { untilInterrupted } from './watch-stream.ts';
+import { autolockCommand, clusterAutolockHelp } from './keyring.ts';
 
 const memberRecordSchema = z.object({ id: z.string(), name: z.string() }).loose();
 /** A membership change answers with the view after it and the member it concerned. */
@@ -104,11 +105,13 @@ export const clusterGroup: Group = {
     promote: { summary: 'make a learner a voter (refused until it has caught up, unless --force)', help: clusterPromoteHelp, run: promoteCommand },
     remove: { summary: 'remove a member', help: clusterRemoveHelp, run: removeCommand },
     'transfer-leader': { summary: 'move leadership to another voter', help: clusterTransferHelp, run: transferCommand },
+    autolock: { summary: 'seal the voters\' keys on disk with an unlock key (on, off, status; admin)', help: clusterAutolockHelp, run: autolockCommand },
   },
 };
 
 export const clusterHelps: Record<string, string> = {
   members: clusterMembersHelp, add: clusterAddHelp, promote: clusterPromoteHelp, remove: clusterRemoveHelp, 'transfer-leader': clusterTransferHelp,
+  autolock: clusterAutolockHelp,
 };
 
 export const clusterGroupHelp = groupHelp(clusterGroup);

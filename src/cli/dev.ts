@@ -17,6 +17,8 @@ import { acquireDevLock, checkPorts, dataFlag, devDataDefault as dataDefault, lo
 import { DevSupervisor, localView, type DevEvent, type DevNode } from './dev-supervisor.ts';
 import { credentialFileName, useCredentialFlag, userCredentialFile } from './credential-file.ts';
 import { addAdminContext } from './credential-issue.ts';
+import { foundKeyring } from '../node/secrets/pending-keyring.ts';
+import { recoveryKeyNotice } from './init.ts';
 
 const basePortDefault = 7101;
 const nodesMax = 7;
@@ -156,7 +158,7 @@ async function runLocked(dataDir: string, layout: DevLayout, runtime: RuntimeKin
   try {
     checkLayout(dataDir, layout);
     await checkPorts(ports(layout));
-    const nodes = await prepare(dataDir, layout, runtime);
+    const { nodes, recoveryKey } = await prepare(dataDir, layout, runtime);
     const emit = (e: DevEvent): void => (json ? console.log(JSON.stringify(e)) : console.error(`shoal dev: ${e.message}`));
     const supervisor = new DevSupervisor(nodes, emit, json ? process.stderr : process.stdout, dataFlag(dataDir));
     control = await serveControl(socket, (req) => handleControl(supervisor, req, emit));
@@ -169,7 +171,8 @@ async function runLocked(dataDir: string, layout: DevLayout, runtime: RuntimeKin
     supervisor.startAll();
     // Every node may die while starting (it says why): then there is nothing to wait for.
     const leader = await Promise.race([waitForLeader(nodes, leaderWaitMs), supervisor.done.then(() => undefined)]);
-    if (leader !== undefined) printReady(dataDir, nodes, supervisor.pids(), leader, socket, runtime, json);
+    if (leader !== undefined) printReady(dataDir, nodes, supervisor.pids(), leader, socket, runtime, json, recoveryKey);
+    else if (recoveryKey !== undefined && !json) console.log(recoveryKeyNotice(recoveryKey)); // Shown once, even by a founding that failed.
     const code = await supervisor.done;
     if (json) console.log(JSON.stringify({ event: 'stopped', exitCode: code }));
     process.off('SIGINT', stop);
@@ -221,8 +224,10 @@ function checkLayout(dataDir: string, layout: DevLayout): void {
   }
 }
 
-async function prepare(dataDir: string, layout: DevLayout, runtime: RuntimeKind): Promise<DevNode[]> {
+/** The members, and the recovery key when this run founded the cluster (shown once, by printReady). */
+async function prepare(dataDir: string, layout: DevLayout, runtime: RuntimeKind): Promise<{ nodes: DevNode[]; recoveryKey: string | undefined }> {
   const members: DevNode[] = [];
+  const founds = !isInitialized(path.join(dataDir, 'n1'));
   for (let i = 0; i < layout.nodes; i++) {
     const name = `n${i + 1}`;
     const dir = path.join(dataDir, name);
@@ -235,12 +240,14 @@ async function prepare(dataDir: string, layout: DevLayout, runtime: RuntimeKind)
     writeFileSync(path.join(m.dir, 'shoal.yaml'), stringify({ dataDir: '.', api: { listen: m.apiAddress }, peer: { listen: m.peerAddress }, bootstrap, runtime: { kind: runtime } }));
   }
   writeFileSync(path.join(dataDir, 'dev.json'), JSON.stringify(layout));
+  // Every founding voter holds the cluster key from the start, and whichever leads writes the keyring.
+  const recoveryKey = founds ? foundKeyring(members.map((m) => m.dir)) : undefined;
   // The nodes serve HTTPS with authentication, as any node does: the local user gets an admin
   // credential, which the CLI finds by itself, and this process talks to its nodes with it.
   const own = path.join(dataDir, credentialFileName);
   await addAdminContext(path.join(dataDir, 'n1'), members.map((m) => m.apiAddress), 'dev', { files: [own], devDataDir: dataDir });
   useCredentialFlag(own);
-  return members;
+  return { nodes: members, recoveryKey };
 }
 
 /** The leader's name, as told by one of this cluster's own nodes (checked by id), or null. */
@@ -261,11 +268,12 @@ function consoleUrl(nodes: DevNode[]): string {
   return `https://${nodes[0]?.apiAddress ?? '127.0.0.1:7101'}/ui/`;
 }
 
-function printReady(dataDir: string, nodes: DevNode[], pids: Record<string, number | null>, leader: string | null, socket: string, runtime: RuntimeKind, json: boolean): void {
+function printReady(dataDir: string, nodes: DevNode[], pids: Record<string, number | null>, leader: string | null, socket: string, runtime: RuntimeKind, json: boolean, recoveryKey: string | undefined): void {
   if (json) {
     console.log(JSON.stringify({
       event: 'ready', dataDir, control: socket, leader, runtime, console: consoleUrl(nodes),
       credential: userCredentialFile(), nodes: nodes.map((n) => ({ name: n.name, id: n.id, api: `https://${n.apiAddress}`, peer: n.peerAddress, pid: pids[n.name] ?? null, dir: n.dir })),
+      ...(recoveryKey !== undefined ? { recoveryKey } : {}),
     }));
     return;
   }
@@ -282,6 +290,7 @@ function printReady(dataDir: string, nodes: DevNode[], pids: Record<string, numb
   lines.push(`       npx shoal dev restart ${nodes[nodes.length - 1]?.name ?? 'n1'}${flags}    (restart one node)`);
   lines.push(`Ctrl-C, or npx shoal dev stop${flags}, stops the cluster.\n`);
   console.log(lines.join('\n'));
+  if (recoveryKey !== undefined) console.log(recoveryKeyNotice(recoveryKey));
 }
 
 /** `shoal dev restart NODE` / `shoal dev stop`: a request to the supervisor running from --data. */

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { stringify } from 'yaml';
 import { configSchema, splitHostPort } from '../server/config.ts';
 import { initNode, nodeNamePattern, nodeNameRule } from '../node/identity.ts';
+import { foundKeyring } from '../node/secrets/pending-keyring.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { addAdminContext } from './credential-issue.ts';
 
@@ -28,6 +29,8 @@ command that joins another machine:
 
 Three machines take three commands: init here, join on the two others. The flags are checked
 first; a bad one writes nothing.
+It prints the cluster's recovery key, once: keep it offline. A snapshot restored on new machines
+reads its secrets only with it (shoal snapshot restore --recovery-key-file; docs/security.md).
 It also adds an admin credential for the local user as the context NAME (or --context's name;
 another cluster's context of that name is kept and this one gets a suffix) and makes it current,
 in $SHOAL_CONFIG/contexts (else ~/.config/shoal/contexts): 'shoal context ls' lists them.
@@ -43,14 +46,24 @@ Options:
   --ca-from DIR      instead of founding a cluster: sign this node's certificate with the CA key
                      in DIR (a member's data directory) and write a config without a bootstrap
                      list, for 'shoal cluster add' by hand (docs/operations.md); never starts
-  --json             print the new identity and the join command as one JSON object (when
-                     the command works, as above)
+  --json             print the new identity, the join command and the recovery key as one
+                     JSON object (when the command works, as above)
   -h, --help         show this help
 
 The default ports (7100, 7200) stay clear of 'shoal dev' (7101-7107, 7201-7207), so a node and a
 dev cluster can run on one machine. Ports are 1 to 65535.
 Exit codes: 0 created (with --no-start or --ca-from) or the node stopped cleanly; 2 usage error or
 already initialized (nothing written); 1 failed; otherwise those of 'shoal serve'.`;
+
+/** How the recovery key is shown, the one time it is. */
+export function recoveryKeyNotice(recoveryKey: string): string {
+  return `
+Recovery key (shown this once; nothing keeps it). Store it offline, apart from your backups:
+with it, a snapshot restored on new machines can read its secrets; without it, it cannot.
+
+  ${recoveryKey}
+`;
+}
 
 /** Every problem with the flags at once, in the flags' own names. */
 function checkFlags(name: string, api: string, peer: string): void {
@@ -111,9 +124,14 @@ export async function initCommand(argv: string[]): Promise<number> {
   // The founder holds the CA key: it makes the local user's admin credential, a context named after the node.
   const credential = founds ? (await addAdminContext(data, [values.api], name)).file : null;
   const token = founds ? await foundingToken(data) : undefined;
+  const recoveryKey = founds ? foundKeyring([data]) : undefined;
   const joinCommand = token === undefined ? undefined : `shoal join ${values.api} --token ${token}`;
-  const summary = { ...identity, dataDir: path.resolve(data), config: path.resolve(configFile), credential, ...(joinCommand !== undefined ? { joinCommand } : {}) };
+  const summary = {
+    ...identity, dataDir: path.resolve(data), config: path.resolve(configFile), credential, ...(joinCommand !== undefined ? { joinCommand } : {}),
+    ...(recoveryKey !== undefined ? { recoveryKey } : {}),
+  };
   if (!values.json) console.log(`initialized node ${identity.name} (${identity.id}) of cluster ${identity.clusterId} in ${data}\nconfig: ${configFile}\napi ${values.api}, peer ${values.peer}${credential !== null ? `\nadmin credential: ${credential}` : ''}`);
+  if (!values.json && recoveryKey !== undefined) console.log(recoveryKeyNotice(recoveryKey));
   const printJoin = (): void => {
     if (values.json) console.log(JSON.stringify(summary));
     else if (joinCommand !== undefined) console.log(`\nTo add a machine, run on it (the token is for 2 voters and valid for 1 h; more with 'shoal token create --role voter'):\n\n  ${joinCommand} --api <its address>:7100 --peer <its address>:7200\n`);

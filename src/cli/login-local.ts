@@ -6,7 +6,7 @@
 // which node). Then it adds the credential as a context. A node without the CA key (a learner)
 // is refused, with what to do instead.
 
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { loadConfig } from '../server/config.ts';
@@ -62,6 +62,12 @@ function readCaKey(dir: string, identity: Identity): string {
     return readFileSync(file, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' && existsSync(`${file}.sealed`)) {
+      throw new CliFailure(`${file} is sealed with the cluster's unlock key (autolock): it cannot be read from the disk; nothing was written`, exitCodes.failed, 'ca_key_unavailable', {
+        hint: "where an admin credential works: shoal token create --role client --client-role admin, then here: shoal login <a member's API> --token <that token>",
+        details: { dataDir: dir, node: identity.id },
+      });
+    }
     if (code === 'ENOENT') throw noKeyFailure(dir, identity);
     throw new CliFailure(
       `cannot read ${file}: ${code === 'EACCES' ? 'permission denied' : (err as Error).message}; nothing was written`, exitCodes.failed, 'failed',

@@ -4,7 +4,6 @@
 // (its data directory lock), not recovered before (the marker), no other member may answer, and
 // the operator confirms.
 
-import { existsSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
@@ -13,6 +12,7 @@ import { forceNewCluster, planForceNewCluster, type ForceNewClusterPlan } from '
 import { isInitialized, loadIdentity, type Identity } from '../node/identity.ts';
 import { markerPath, readMarker, type RecoveryMarker } from '../node/recovery/recovery-files.ts';
 import { caKeyFile } from '../security/authority.ts';
+import { holdsKeyFile } from '../security/key-vault.ts';
 import { DiskStorage } from '../storage/index.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { CliFailure } from './client.ts';
@@ -210,7 +210,7 @@ function printDone(dataDir: string, m: RecoveryMarker, names: ReadonlyMap<string
 /** What the operator must know before the node starts. */
 function warnings(dataDir: string, m: RecoveryMarker): string[] {
   const out: string[] = [];
-  if (!existsSync(caKeyFile(dataDir))) {
+  if (!holdsKeyFile(caKeyFile(dataDir))) {
     out.push(`warning: this node holds no CA key (${caKeyFile(dataDir)}): it cannot sign the certificates of joining nodes; copy tls/ca.key from a backup of a former member`);
   }
   let docker = false;

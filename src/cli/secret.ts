@@ -13,6 +13,9 @@ import { tableText } from './control-format.ts';
 import { oneName } from './control-args.ts';
 import { commonFlags, help } from './doc-common.ts';
 import { clientExitCodes, commonFlagsHelp, commonFlagsText, groupHelp, runGroup, type Group } from './group.ts';
+import {
+  keyringCommand, recoveryKeyCommand, rotateKeyCommand, secretKeyringHelp, secretRecoveryKeyHelp, secretRotateKeyHelp,
+} from './keyring.ts';
 
 const secretViewSchema = z.object({
   name: z.string(), digest: z.string(), size: z.number(), version: z.number(), createdAt: z.number(), updatedAt: z.number(),
@@ -105,13 +108,17 @@ naming the services); the ones before it are removed.`;
 export const secretGroup: Group = {
   name: 'secret',
   about: `Workload secrets: values written here and read by services' containers as files under
-/run/secrets/, never shown by the API. docs/resources.md ("Secrets") describes them.`,
+/run/secrets/, never shown by the API, kept encrypted in the cluster's log and snapshots.
+docs/resources.md ("Secrets") and docs/security.md ("Secrets at rest") describe them.`,
   subcommands: {
     create: { summary: 'create a secret from a file or stdin', help: secretCreateHelp, run: (argv) => secretWriteCommand(argv, 'create') },
     set: { summary: "create a secret or replace its value (new tasks get it)", help: secretSetHelp, run: (argv) => secretWriteCommand(argv, 'set') },
     ls: { summary: 'list secrets: size, version, digest, the services using each (never values)', help: secretLsHelp, run: secretLsCommand },
     inspect: { summary: "show a secret's metadata (never its value)", help: secretInspectHelp, run: secretInspectCommand },
     rm: { summary: 'remove secrets no service uses', help: secretRmHelp, run: secretRmCommand },
+    keyring: { summary: 'the cluster keys that encrypt them, who holds them, rotation, autolock (admin)', help: secretKeyringHelp, run: keyringCommand },
+    'rotate-key': { summary: 're-wrap every data key under a new cluster key, no outage (admin; resumable)', help: secretRotateKeyHelp, run: rotateKeyCommand },
+    'recovery-key': { summary: 'make a new recovery key, shown once: restores the secrets of a snapshot (admin)', help: secretRecoveryKeyHelp, run: recoveryKeyCommand },
   },
 };
 

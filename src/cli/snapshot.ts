@@ -17,6 +17,7 @@ import { commonFlags, help } from './doc-common.ts';
 import { initApiDefault, initPeerDefault } from './init.ts';
 import { inspectCommand, lsCommand, snapshotInspectHelp, snapshotLsHelp, verifySnapshot } from './snapshot-files.ts';
 import { syncDir } from '../storage/sync-dir.ts';
+import { planSecretsRestore, restoredSecretsText, writeRestoredKeys } from './snapshot-secrets.ts';
 import { clientExitCodes, commonFlagsHelp, groupHelp, runGroup, type Group } from './group.ts';
 
 /** A snapshot larger than this is refused rather than filling the disk or memory. */
@@ -36,7 +37,8 @@ ${commonFlagsHelp}
 With --json prints {file, bytes, index, term, clusterId, members, documents}.
 ${clientExitCodes} A damaged download exits 1 and leaves FILE as it was.`;
 
-export const snapshotRestoreHelp = `Usage: shoal snapshot restore FILE --data DIR --name NAME [--api HOST:PORT] [--peer HOST:PORT] [--json]
+export const snapshotRestoreHelp = `Usage: shoal snapshot restore FILE --data DIR --name NAME [--api HOST:PORT] [--peer HOST:PORT]
+                              [--recovery-key-file FILE | --recovery-key-stdin | --discard-secrets] [--json]
 
 Starts a NEW cluster from a snapshot file: a new node identity, a new cluster CA and a new
 cluster id in DIR, holding the snapshot's documents with their revisions (the log continues
@@ -45,16 +47,29 @@ cannot talk to the new one. Start the node with 'shoal serve --config DIR/shoal.
 more nodes with 'shoal cluster add'. An admin credential for the new cluster is added as the
 current context NAME (or --context's name; shoal context ls).
 
+Secrets: a snapshot holds them encrypted under the old cluster's keys, which are not in it. With
+the recovery key (printed by 'shoal init', or made by 'shoal secret recovery-key') the restore
+opens those keys and the new cluster reads its secrets. Without it the restore is refused
+(recovery_key_required), unless --discard-secrets: the new cluster gets new keys (and a new
+recovery key, printed once), and the old secrets stay unreadable until each is set again
+('shoal secret set NAME ...'). The key is read from a file or stdin, never from the command line.
+
 Options:
   --data DIR         data directory for the new node; must not hold a node already
   --name NAME        the new node's name
   --api HOST:PORT    its client API address (default ${initApiDefault})
   --peer HOST:PORT   its peer transport address (default ${initPeerDefault})
-  --json             print {clusterId, oldClusterId, nodeId, name, index, documents, dataDir, config, credential}
+  --recovery-key-file FILE  the old cluster's recovery key, in FILE
+  --recovery-key-stdin      the old cluster's recovery key, on standard input
+  --discard-secrets  restore without the recovery key: the secrets it holds stay unreadable
+  --json             print {clusterId, oldClusterId, nodeId, name, index, documents, dataDir, config,
+                     credential, secrets: {readable, unreadable}, recoveryKey?}
   -h, --help         show this help
 
-Exit codes: 0 restored; 1 the file is missing or damaged, or DIR already holds a node (nothing
-was written), or writing DIR failed (the message says what to remove); 2 usage error.`;
+Exit codes: 0 restored; 1 the file is missing or damaged, DIR already holds a node, the snapshot
+holds encrypted secrets and no recovery key was given (recovery_key_required), or the key is not
+the snapshot's (unlock_key_invalid) (nothing was written in these cases), or writing DIR failed
+(the message says what to remove); 2 usage error.`;
 
 export const snapshotGroup: Group = {
   name: 'snapshot',
@@ -171,6 +186,7 @@ async function restoreCommand(argv: string[]): Promise<number> {
     json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
     data: { type: 'string' }, name: { type: 'string' },
     api: { type: 'string', default: initApiDefault }, peer: { type: 'string', default: initPeerDefault },
+    'recovery-key-file': { type: 'string' }, 'recovery-key-stdin': { type: 'boolean', default: false }, 'discard-secrets': { type: 'boolean', default: false },
   }, snapshotRestoreHelp);
   if (values.help) return help(snapshotRestoreHelp);
   const [file, ...extra] = positionals;
@@ -189,8 +205,14 @@ async function restoreCommand(argv: string[]): Promise<number> {
   const { body, documents } = verifySnapshot(bytes, file);
   if (body.index < 1) throw new CliFailure(`${file} is at index 0: there is nothing to restore`, exitCodes.failed);
   refuseInitialized(dataDir);
+  const given = [values['recovery-key-file'] !== undefined, values['recovery-key-stdin'], values['discard-secrets']].filter(Boolean).length;
+  if (given > 1) throw new UsageError('give at most one of --recovery-key-file, --recovery-key-stdin and --discard-secrets');
+  const recoveryText = values['recovery-key-file'] !== undefined ? await readKeyText(values['recovery-key-file']) : values['recovery-key-stdin'] ? await readStdinText() : undefined;
+  // Checked before anything is written: the keys the snapshot's secrets need, opened, or a refusal.
+  const secrets = planSecretsRestore(body.app, file, recoveryText, values['discard-secrets']);
 
   const identity = await initNode({ dataDir, name: values.name, hosts: [hostOf(apiAddress), hostOf(peerAddress)] });
+  const newRecoveryKey = writeRestoredKeys(dataDir, secrets);
   const member = { id: identity.id, name: values.name, peerAddress, apiAddress };
   try {
     const storage = await DiskStorage.open(dataDir);
@@ -215,13 +237,15 @@ async function restoreCommand(argv: string[]): Promise<number> {
   // A new cluster has a new CA: the user gets an admin credential for it, as from shoal init.
   const { file: credential } = await addAdminContext(dataDir, [apiAddress], values.name);
 
+  const secretsOut = { readable: secrets.readable, unreadable: secrets.unreadable };
   if (values.json) {
     console.log(JSON.stringify({
       clusterId: identity.clusterId, oldClusterId: body.clusterId, nodeId: identity.id, name: values.name, index: body.index, documents,
-      dataDir: path.resolve(dataDir), config: path.resolve(config), credential,
+      dataDir: path.resolve(dataDir), config: path.resolve(config), credential, secrets: secretsOut, ...(newRecoveryKey !== undefined ? { recoveryKey: newRecoveryKey } : {}),
     }, null, 2));
     return exitCodes.ok;
   }
+  console.log(restoredSecretsText(secrets, newRecoveryKey));
   console.log(`restored ${documents} documents at index ${body.index} into a NEW cluster ${identity.clusterId} (the old cluster was ${body.clusterId})
 node ${values.name} (${identity.id}), the only voter, api ${apiAddress}, peer ${peerAddress}${configKept ? `\nkept the existing ${config}: check that its api.listen and peer.listen are ${apiAddress} and ${peerAddress}` : ''}
 admin credential: ${credential}
@@ -247,4 +271,18 @@ function refuseInitialized(dataDir: string): void {
   }
   const p = storagePaths(dataDir);
   if (existsSync(p.log) || existsSync(p.wal) || existsSync(p.snapshots)) throw new CliFailure(`${dataDir} already holds a log (${p.log}); ${nothingWritten}`, exitCodes.failed, 'already_initialized');
+}
+
+async function readKeyText(file: string): Promise<string> {
+  try {
+    return (await readFile(file, 'utf8')).trim();
+  } catch (err) {
+    throw new CliFailure(`cannot read ${file}: ${(err as Error).message}; nothing was written`, exitCodes.failed);
+  }
+}
+
+async function readStdinText(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
+  return Buffer.concat(chunks).toString('utf8').trim();
 }

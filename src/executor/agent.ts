@@ -155,12 +155,17 @@ export interface AgentState {
   lastQuorum: Quorum;
 }
 
+/** How often a task waiting for a secret it cannot decrypt yet is tried again. */
+export const secretRetryMs = 2_000;
+
 export class Agent {
   private readonly limits: AgentLimits;
   private readonly queue: TaskWorkQueue;
   private readonly reporter: StatusReporter;
   private readonly runtimeReporter: RuntimeReporter;
   private readonly failedStarts = new Set<string>();
+  /** Tasks waiting for a secret this node cannot decrypt now (autolocked, no voter answers): when to try again. */
+  private readonly secretWaits = new Map<string, number>();
   /** Exits already reported as failures: container id → the exit's finish time (a restarted container exits again later). */
   private readonly failureReported = new Map<string, number | null>();
   private readonly restarts = new Map<string, LocalRestarts>();
@@ -321,6 +326,7 @@ export class Agent {
     const containerIds = new Set(containers.map((c) => c.id));
     this.reporter.retain(taskIds);
     for (const id of this.failedStarts) if (!taskIds.has(id)) this.failedStarts.delete(id);
+    for (const id of this.secretWaits.keys()) if (!taskIds.has(id)) this.secretWaits.delete(id);
     for (const id of this.restarts.keys()) if (!taskIds.has(id)) this.restarts.delete(id);
     for (const id of this.failureReported.keys()) if (!containerIds.has(id)) this.failureReported.delete(id);
     return {
@@ -393,6 +399,8 @@ export class Agent {
       // Beyond the bound, the rest waits for the next pass (kicked when an operation ends).
       if (!this.queue.hasRoom()) break;
       if (this.queue.isBusy(a.key)) continue;
+      // Waiting for a secret: not before its retry (a timer kicks a pass then).
+      if (a.type === 'create' && (this.secretWaits.get(a.base.taskId) ?? 0) > this.opts.clock.now()) continue;
       const action = a.type === 'create' ? this.withNetworks(a) : a;
       // Waiting for its networks: nothing is queued, so nothing kicks a pass until they change.
       if (action === null) continue;
@@ -438,6 +446,8 @@ export class Agent {
     const { base, spec: { image } } = a;
     this.reporter.submit(startingStatus(base));
     const secrets = await deliverSecrets(this.opts.secrets, base.taskId, a.secrets, (what, fn) => call(what, this.limits.callTimeoutMs, fn));
+    if (!secrets.ok && secrets.wait) return this.waitForSecrets(base, secrets.message);
+    this.secretWaits.delete(base.taskId);
     if (!secrets.ok) return this.failStart(base, null, secrets.message);
     const spec = secrets.mounts.length === 0 ? a.spec : { ...a.spec, mounts: [...a.spec.mounts, ...secrets.mounts] };
     const create = (): Promise<string> => runtime.create(spec);
@@ -510,6 +520,16 @@ export class Agent {
       if (this.isRuntimeTrouble(err)) return this.onRuntimeTrouble(err);
       this.opts.log.warn(`agent: removing container ${a.name} (${a.containerId}) failed: ${errorText(err)}; trying again later`);
     }
+  }
+
+  /** The task stays `starting` with why it waits, and is tried again after secretRetryMs. */
+  private waitForSecrets(base: ReportBase, message: string): void {
+    const first = !this.secretWaits.has(base.taskId);
+    const at = this.opts.clock.now() + secretRetryMs;
+    this.secretWaits.set(base.taskId, at);
+    if (first) this.opts.log.warn(`agent: task ${base.taskId} waits: ${message}`);
+    this.reporter.submit({ ...startingStatus(base), message });
+    this.wakeAt(at);
   }
 
   private failStart(base: ReportBase, containerId: string | null, message: string): void {

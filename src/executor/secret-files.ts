@@ -1,12 +1,15 @@
 // Where a node's agent puts the secrets a task's container reads (docs/resources.md, "Secrets").
 // Before creating the container, the agent writes each secret the task's spec names to
-// `<data dir>/secrets/<task id>/<target>` (directories 0700, each file the mode its reference
-// asks, 0400 by default) and bind-mounts the file read-only at /run/secrets/<target>. The files
-// of a task go once no container of the task is left on the node (retain, every pass), so a
-// value lives on disk only while something may read it, and a restarted container (the same
-// one) finds its files where they were.
+// `<tmpfs>/shoal-<node id>/<task id>/<target>` (directories 0700, each file the mode its
+// reference asks, 0400 by default) and bind-mounts the file read-only at /run/secrets/<target>.
+// The directory must be on a tmpfs (config `secrets.tmpfsDir`, default /dev/shm): a decrypted
+// value never reaches a disk, and a reboot leaves none behind. The files of a task go once no
+// container of the task is left on the node (retain, every pass), so a value is there only while
+// something may read it, and a restarted container (the same one) finds its files where they were.
+// Releases before secrets at rest wrote them under `<data dir>/secrets`: those of containers
+// still running there are kept the same way, and go with their containers.
 
-import { mkdir, open, readdir, rm } from 'node:fs/promises';
+import { mkdir, open, readdir, rm, statfs } from 'node:fs/promises';
 import path from 'node:path';
 import type { MountSpec } from '../resources/spec/service-spec.ts';
 
@@ -40,15 +43,33 @@ function mountOf(source: string, target: string): MountSpec {
   return { type: 'bind', source, target: `${secretsMountDir}/${target}`, readOnly: true };
 }
 
-/** The files on the node's disk, under `dir` (`<data dir>/secrets`). */
+// statfs(2) f_type of the memory file systems (linux/magic.h).
+const memoryFileSystems = new Map([[0x01021994, 'tmpfs'], [0x858458f6, 'ramfs']]);
+
+/** Throws unless `dir` is on a tmpfs or ramfs (so what is written there never reaches a disk). */
+export async function checkTmpfs(dir: string): Promise<void> {
+  const { type } = await statfs(dir);
+  if (!memoryFileSystems.has(type)) {
+    throw new Error(`${dir} is not on a tmpfs (file system type 0x${type.toString(16)}); a decrypted secret must not be written to a disk: set secrets.tmpfsDir in the node's config to a tmpfs (/dev/shm, /run)`);
+  }
+}
+
+/**
+ * The files in `dir`, which must be on a tmpfs (`<secrets.tmpfsDir>/shoal-<node id>`); `legacyDir`
+ * (`<data dir>/secrets`, where releases before secrets at rest wrote them) is only cleaned up.
+ */
 export class DiskSecretFiles implements SecretFiles {
-  constructor(private readonly dir: string) {}
+  constructor(private readonly dir: string, private readonly legacyDir?: string) {}
 
   async write(taskId: string, files: readonly SecretFile[]): Promise<MountSpec[]> {
     checkName('task id', taskId);
     for (const f of files) checkName('secret target', f.target);
+    await checkTmpfs(path.dirname(this.dir));
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
     const taskDir = path.join(this.dir, taskId);
+    // A new container of the task reads these: the files an older release left on the disk for
+    // the task's earlier container go now.
+    if (this.legacyDir !== undefined) await rm(path.join(this.legacyDir, taskId), { recursive: true, force: true });
     // A create that failed after writing leaves files behind; start from nothing.
     await rm(taskDir, { recursive: true, force: true });
     await mkdir(taskDir, { mode: 0o700 });
@@ -69,17 +90,23 @@ export class DiskSecretFiles implements SecretFiles {
   }
 
   async retain(taskIds: ReadonlySet<string>): Promise<string[]> {
-    let entries: string[];
-    try {
-      entries = await readdir(this.dir);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-      throw err;
-    }
-    const removed = entries.filter((e) => !taskIds.has(e));
-    for (const e of removed) await rm(path.join(this.dir, e), { recursive: true, force: true });
+    const removed = await retainIn(this.dir, taskIds);
+    if (this.legacyDir !== undefined) removed.push(...await retainIn(this.legacyDir, taskIds));
     return removed;
   }
+}
+
+async function retainIn(dir: string, taskIds: ReadonlySet<string>): Promise<string[]> {
+  let entries: string[];
+  try {
+    entries = await readdir(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+  const removed = entries.filter((e) => !taskIds.has(e));
+  for (const e of removed) await rm(path.join(dir, e), { recursive: true, force: true });
+  return removed;
 }
 
 /** Files kept in memory, for the memory runtime (tests, the simulator, `--runtime memory`). */

@@ -19,6 +19,11 @@ export interface NodeStorage {
   createSnapshot(index: number, confState: ConfState, data: Uint8Array): Promise<void>;
   /** Drops log entries up to and including `index` (at most the snapshot's index). */
   compact(index: number): Promise<void>;
+  /**
+   * Optional (durable storage): rewrites the log and the snapshot files without anything the
+   * snapshot covers (src/storage/disk-storage.ts). The snapshot must be at `through` or later.
+   */
+  purge?(through: number): Promise<{ snapshot: number; segments: string[]; snapshots: string[] }>;
   close(): Promise<void>;
 }
 

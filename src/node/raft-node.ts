@@ -508,6 +508,21 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
   }
 
   /**
+   * Takes a snapshot at the applied index (once it reaches `through`), compacts the whole log
+   * behind it, and has the storage rewrite its log and snapshot files without what the snapshot
+   * covers (docs/security.md, "Secrets at rest": the entries that held secrets in the clear).
+   * Resolves with what was deleted; the storage of a node built without one deletes nothing.
+   */
+  async purgeLog(through: number): Promise<{ snapshot: number; segments: string[]; snapshots: string[] }> {
+    this.checkRunning();
+    const forced = this.snapshots.forceAt(through);
+    this.notify();
+    const index = await forced;
+    const storage = this.opts.storage;
+    return storage.purge === undefined ? { snapshot: index, segments: [], snapshots: [] } : storage.purge(index);
+  }
+
+  /**
    * The first step of a graceful stop: a leader hands leadership away and keeps running as a
    * follower, so the requests still in flight on this node are forwarded rather than refused.
    */
@@ -575,6 +590,8 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
     while (this.state === 'running') {
       this.stepQueuedProposals();
       if (!this.raw.hasReady()) {
+        // Between two Readys: a snapshot forced while the loop idles (purgeLog) starts here.
+        this.snapshots.maybeStart(this.applied);
         await new Promise<void>((resolve) => { this.wakeUp = resolve; });
         this.wakeUp = undefined;
         continue;

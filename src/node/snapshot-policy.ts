@@ -41,6 +41,8 @@ export class SnapshotPolicy {
   private snapshotDraw = 0;
   /** The snapshot being serialized and written in the background, if any. */
   private snapshotTask: Promise<void> | undefined;
+  /** Asked for by forceAt: the next snapshot starts at once, compacts its whole log, and tells these. */
+  private forced: { through: number; done: (index: number) => void; failed: (err: unknown) => void }[] = [];
 
   constructor(
     private readonly opts: SnapshotPolicyOptions,
@@ -71,7 +73,10 @@ export class SnapshotPolicy {
    * on; one at a time.
    */
   maybeStart(applied: number): void {
-    if (this.snapshotTask !== undefined || !this.due(applied)) return;
+    if (this.snapshotTask !== undefined) return;
+    const forced = this.forced.filter((f) => f.through <= applied);
+    if (forced.length === 0 && !this.due(applied)) return;
+    this.forced = this.forced.filter((f) => f.through > applied);
     this.restartClock();
     const index = applied;
     const { confState, nodeState } = this.host.capture();
@@ -79,12 +84,25 @@ export class SnapshotPolicy {
     const sm = this.stateMachine;
     const pause = (): Promise<void> => new Promise<void>((r) => setImmediate(r));
     const app = sm.snapshotInSlices ? sm.snapshotInSlices(pause) : Promise.resolve([sm.snapshot()]);
-    this.snapshotTask = this.produce(index, confState, nodeState, flushed, app, pause)
+    this.snapshotTask = this.produce(index, confState, nodeState, flushed, app, pause, forced.length > 0)
+      .then(() => { for (const f of forced) f.done(index); }, (err: unknown) => {
+        for (const f of forced) f.failed(err);
+        throw err;
+      })
       .catch((err: unknown) => this.host.failed(err))
       .finally(() => {
         this.snapshotTask = undefined;
         this.host.ended();
       });
+  }
+
+  /**
+   * Asks for a snapshot at an applied index of `through` or later, taken at the next turn of the
+   * loop that reaches it (after the one in progress, if any), with the whole log behind it
+   * compacted; resolves with its index once it is written.
+   */
+  forceAt(through: number): Promise<number> {
+    return new Promise((done, failed) => { this.forced.push({ through, done, failed }); });
   }
 
   /**
@@ -114,14 +132,14 @@ export class SnapshotPolicy {
   /** Serializes and writes the snapshot at `index`, then compacts the log behind it. */
   private async produce(
     index: number, confState: ConfState, nodeState: NodeState,
-    flushed: Promise<void>, app: Promise<Uint8Array[]>, pause: () => Promise<void>,
+    flushed: Promise<void>, app: Promise<Uint8Array[]>, pause: () => Promise<void>, compactAll = false,
   ): Promise<void> {
     const started = performance.now();
     await flushed;
     const data = await encodeSnapshotDataInSlices(nodeState, await app, pause);
     await this.storage.createSnapshot(index, confState, data);
     this.snapshotIndex = Math.max(this.snapshotIndex, index);
-    const compactTo = index - this.opts.logKeepEntries;
+    const compactTo = compactAll ? index : index - this.opts.logKeepEntries;
     if (compactTo > this.storage.log.firstIndex()) await this.storage.compact(compactTo);
     this.duration.observe((performance.now() - started) / 1000);
   }

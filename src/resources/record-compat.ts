@@ -16,12 +16,16 @@
 //
 // The resources that exist only from that release (networks, firewall policies, secrets) need
 // the level too: a member of an older release would neither enforce nor deliver them.
+//
+// A secret whose value is sealed (level 6, featureLevelSecretsAtRest), and the cluster keyring
+// and key holders, need level 6: a member of level 5 reads a secret record with `value` only.
 
 import type { Command, Op } from '../../fsm/index.ts';
 import type { JsonObject, JsonValue } from '../../fsm/types.ts';
-import { featureLevelDisruptionBudget, featureLevelWorkloadNetwork } from '../base/feature-level.ts';
+import { featureLevelDisruptionBudget, featureLevelSecretsAtRest, featureLevelWorkloadNetwork } from '../base/feature-level.ts';
 import { controlFeatureLevel, nodesCollection, secretsCollection, servicesCollection } from './collections.ts';
 import { firewallPoliciesCollection, networksCollection } from './network-resources.ts';
+import { clusterKeyHoldersCollection, clusterKeysCollection } from './cluster-keyring.ts';
 
 /** Collections whose every write needs featureLevelWorkloadNetwork. */
 const newerCollections = new Set([networksCollection, firewallPoliciesCollection, secretsCollection]);
@@ -81,11 +85,18 @@ export function forOlderReaders<D extends JsonValue>(collection: string, doc: D)
 
 /** The level a put needs beyond the control plane's (0: none). */
 function putLevel(collection: string, doc: JsonValue): number {
+  if (putNeedsSecretsLevel(collection, doc)) return featureLevelSecretsAtRest;
   if (newerCollections.has(collection)) return featureLevelWorkloadNetwork;
   if (!isObject(doc)) return 0;
   if (collection === nodesCollection) return doc.mesh !== undefined ? featureLevelWorkloadNetwork : 0;
   if (collection !== servicesCollection) return 0;
   return Math.max(levelOfFields(doc, newerServiceFields), levelOfFields(doc.spec, newerSpecFields), levelOfFields(doc.previousSpec, newerSpecFields));
+}
+
+/** Writes that only a release of level 6 reads: a sealed secret, the keyring, the key holders. */
+function putNeedsSecretsLevel(collection: string, doc: JsonValue): boolean {
+  if (collection === clusterKeysCollection || collection === clusterKeyHoldersCollection) return true;
+  return collection === secretsCollection && isObject(doc) && doc.sealed !== undefined;
 }
 
 function opsOf(cmd: Command): Op[] {
@@ -100,7 +111,7 @@ function compatOp<T extends Op>(op: T): T {
 /**
  * The command with its records as older members read them, and the feature level it needs:
  * the control plane's, or the level of the release that reads what it writes when only a newer
- * member reads it.
+ * member reads it (featureLevelSecretsAtRest for a sealed secret or the keyring).
  */
 export function compatCommand<C extends Command>(cmd: C): { cmd: C; featureLevel: number } {
   const out: C = cmd.op === 'txn' ? { ...cmd, success: cmd.success.map(compatOp), failure: cmd.failure.map(compatOp) }

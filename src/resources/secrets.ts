@@ -3,6 +3,10 @@
 // that name it, as a file under /run/secrets/. The value goes one way: nothing the API reads back
 // carries it (redactSecretValue is applied at every exit that can hand out a document of the
 // collection), only its metadata (size, digest, version, times). docs/resources.md, "Secrets".
+//
+// From feature level 6 a record holds its value encrypted (`sealed`: secret-crypto.ts), never in
+// the clear; a record written before (`value`, base64) is re-encrypted by the leader once the
+// level is reached (src/control/secret-keyring.ts). docs/security.md, "Secrets at rest".
 
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
@@ -12,6 +16,7 @@ import { secretsCollection } from './collections.ts';
 import type { Problem } from './spec/reader.ts';
 import type { Assert, Same, ServiceSpec } from './spec/service-spec.ts';
 import type { ControlState } from './state.ts';
+import { sealedValueSchema, type SealedValue } from './secret-crypto.ts';
 
 /** The largest secret value, in bytes (as Nomad's variables; a key, a certificate, a password file fit). */
 export const secretValueBytesMax = 64 * 1024;
@@ -19,11 +24,9 @@ export const secretValueBytesMax = 64 * 1024;
 /** A secret's name: a DNS label, the rule service names follow. */
 export const secretNamePattern = /^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
-export interface SecretRecord {
+interface SecretFields {
   /** The document id. */
   name: string;
-  /** The value's bytes, base64 (standard alphabet, padded). Never answered through the API. */
-  value: string;
   /** `sha256:<hex>` of the value's bytes. */
   digest: string;
   /** The value's length in bytes. */
@@ -35,31 +38,55 @@ export interface SecretRecord {
   updatedAt: number;
 }
 
+/** A record written below feature level 6: the value's bytes in the clear, base64. Never answered through the API. */
+export interface PlainSecretRecord extends SecretFields {
+  value: string;
+}
+
+/** A record of feature level 6: the value encrypted with a data key of its own, wrapped by the cluster key. */
+export interface SealedSecretRecord extends SecretFields {
+  sealed: SealedValue;
+}
+
+export type SecretRecord = PlainSecretRecord | SealedSecretRecord;
+
 /** What the API answers about a secret: everything but the value. */
-export type SecretMeta = Omit<SecretRecord, 'value'>;
+export type SecretMeta = SecretFields;
 
 const nat = z.number().int().min(0);
 
-export const secretRecordSchema = z.object({
+const secretFields = {
   name: z.string().regex(secretNamePattern),
-  value: z.string().max(Math.ceil(secretValueBytesMax / 3) * 4).regex(/^[A-Za-z0-9+/]*={0,2}$/),
   digest: z.string().regex(/^sha256:[0-9a-f]{64}$/),
   size: nat.max(secretValueBytesMax),
   version: z.number().int().min(1),
   createdAt: nat,
   updatedAt: nat,
+};
+
+export const plainSecretRecordSchema = z.object({
+  ...secretFields,
+  value: z.string().max(Math.ceil(secretValueBytesMax / 3) * 4).regex(/^[A-Za-z0-9+/]*={0,2}$/),
 }).strict();
 
-export const secretMetaSchema = secretRecordSchema.omit({ value: true });
+export const sealedSecretRecordSchema = z.object({ ...secretFields, sealed: sealedValueSchema }).strict();
+
+export const secretRecordSchema = z.union([plainSecretRecordSchema, sealedSecretRecordSchema]);
+
+export const secretMetaSchema = z.object(secretFields).strict();
 
 export type _SecretRecordMatchesSchema = Assert<Same<z.infer<typeof secretRecordSchema>, SecretRecord>>;
+
+export function isSealed(r: SecretRecord): r is SealedSecretRecord {
+  return 'sealed' in r;
+}
 
 export function secretDigest(bytes: Uint8Array): string {
   return `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
 }
 
-/** The bytes of a record's value. */
-export function secretBytes(r: SecretRecord): Buffer {
+/** The bytes of a plain record's value. */
+export function plainSecretBytes(r: PlainSecretRecord): Buffer {
   return Buffer.from(r.value, 'base64');
 }
 
@@ -70,15 +97,15 @@ export function secretMeta(r: SecretRecord): SecretMeta {
 /**
  * The record after writing `bytes` to the secret `name` (`cur` is the record there now, if any),
  * or null when the value is the one it already holds: a write of the same value is no change.
+ * With `seal` (feature level 6) the value is encrypted; without, it is written as an older
+ * release reads it, in the clear.
  */
-export function writeSecret(name: string, bytes: Uint8Array, now: number, cur: SecretRecord | undefined): SecretRecord | null {
+export function writeSecret(name: string, bytes: Uint8Array, now: number, cur: SecretRecord | undefined, seal: ((value: Uint8Array) => SealedValue) | null): SecretRecord | null {
   if (bytes.length > secretValueBytesMax) throw new Error(`assertion: a secret of ${bytes.length} bytes passed the size check`);
   const digest = secretDigest(bytes);
   if (cur !== undefined && cur.digest === digest && cur.size === bytes.length) return null;
-  return {
-    name, value: Buffer.from(bytes).toString('base64'), digest, size: bytes.length,
-    version: cur === undefined ? 1 : cur.version + 1, createdAt: cur?.createdAt ?? now, updatedAt: now,
-  };
+  const fields: SecretFields = { name, digest, size: bytes.length, version: cur === undefined ? 1 : cur.version + 1, createdAt: cur?.createdAt ?? now, updatedAt: now };
+  return seal === null ? { ...fields, value: Buffer.from(bytes).toString('base64') } : { ...fields, sealed: seal(bytes) };
 }
 
 /** The services whose spec (current, or previous: a rollback returns to it) names the secret, sorted. */
@@ -92,13 +119,14 @@ export function servicesUsingSecret(state: ControlState, name: string): string[]
 }
 
 /**
- * A document of `collection` as the API may hand it out: a secret's without its value, any
- * other as it is. Every read path that can answer a document of the store goes through this
- * (src/api/redact.ts): the value leaves a node only in snapshots and to its own agent.
+ * A document of `collection` as the API may hand it out: a secret's without its value (plain or
+ * sealed), any other as it is. Every read path that can answer a document of the store goes
+ * through this (src/api/redact.ts): the value leaves a node only to an agent that runs a task
+ * naming it (and, sealed, in snapshots).
  */
 export function redactSecretValue(collection: string, doc: JsonObject): JsonObject {
-  if (collection !== secretsCollection || !Object.hasOwn(doc, 'value')) return doc;
-  const { value: _withheld, ...rest } = doc;
+  if (collection !== secretsCollection || (!Object.hasOwn(doc, 'value') && !Object.hasOwn(doc, 'sealed'))) return doc;
+  const { value: _withheld, sealed: _sealed, ...rest } = doc;
   return rest;
 }
 
@@ -118,9 +146,9 @@ export function secretExistsCompares(specs: readonly ServiceSpec[]): Compare[] {
   return names.map((id) => ({ collection: secretsCollection, id, target: 'exists', cmp: '=', value: true }));
 }
 
-/** The bytes of the secret `name` in `store` (a node's applied store); undefined when there is none or its record does not parse. */
-export function secretBytesInStore(store: Pick<DocumentStore, 'get'>, name: string): Buffer | undefined {
+/** The record of the secret `name` in `store` (a node's applied store); undefined when there is none or it does not parse. */
+export function secretInStore(store: Pick<DocumentStore, 'get'>, name: string): SecretRecord | undefined {
   const d = store.get(secretsCollection, name);
   const r = d === undefined ? undefined : secretRecordSchema.safeParse(d.doc);
-  return r?.success === true ? secretBytes(r.data) : undefined;
+  return r?.success === true ? r.data : undefined;
 }

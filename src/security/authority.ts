@@ -3,9 +3,10 @@
 // because a voter may receive it after it started (docs/security.md, "Where the CA key lives").
 
 import { createHash, X509Certificate } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { PemPair } from './certificates.ts';
+import { readKeyFile } from './key-vault.ts';
 
 export interface CaAuthority {
   readonly caPem: string;
@@ -33,8 +34,9 @@ export function fileCaAuthority(dataDir: string): CaAuthority {
     caPem,
     fingerprint: fingerprintOf(caPem),
     signer: () => {
-      const keyFile = caKeyFile(dataDir);
-      return existsSync(keyFile) ? { certPem: caPem, keyPem: readFileSync(keyFile, 'utf8') } : undefined;
+      // Sealed under autolock: none until the node is unlocked (key-vault.ts).
+      const keyPem = readKeyFile(caKeyFile(dataDir));
+      return keyPem !== undefined ? { certPem: caPem, keyPem } : undefined;
     },
   };
 }

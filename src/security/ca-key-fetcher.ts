@@ -4,12 +4,12 @@
 // them), so a promoted voter-role joiner gets it within a few seconds of its promotion.
 
 import { createPrivateKey, createPublicKey } from 'node:crypto';
-import { existsSync, renameSync, writeFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { Logger } from '../log.ts';
 import type { Tls } from '../base/tls-material.ts';
 import { caKeyFile } from './authority.ts';
 import { addressesLeaderFirst, nodeCall } from './node-client.ts';
+import { holdsKeyFile, writeKeyFile } from './key-vault.ts';
 import { openWithKey, sealedBoxSchema } from './sealed-box.ts';
 
 export const caKeyFetchIntervalMs = 5_000;
@@ -43,7 +43,8 @@ export class CaKeyFetcher {
   constructor(private readonly o: CaKeyFetcherOptions) {}
 
   start(): void {
-    if (existsSync(caKeyFile(this.o.dataDir))) return;
+    // Sealed under autolock counts: a locked voter does not fetch a copy to keep in the clear.
+    if (holdsKeyFile(caKeyFile(this.o.dataDir))) return;
     this.timer = setInterval(() => { void this.maybeFetch(); }, caKeyFetchIntervalMs);
     this.timer.unref();
   }
@@ -55,7 +56,7 @@ export class CaKeyFetcher {
   /** One attempt; resolves true once the key is here (tests call it directly). */
   async maybeFetch(): Promise<boolean> {
     const file = caKeyFile(this.o.dataDir);
-    if (existsSync(file)) {
+    if (holdsKeyFile(file)) {
       this.close();
       return true;
     }
@@ -68,9 +69,7 @@ export class CaKeyFetcher {
           const answer = await nodeCall(addr, '/v1/join/ca-key', { nodeId: this.o.nodeId, certPem: this.o.tls.certPem }, answerSchema, { scheme: this.o.scheme, caPem: this.o.tls.caPem });
           const keyPem = openWithKey(this.o.tls.keyPem, answer.sealed);
           if (!keyMatchesCert(keyPem, this.o.tls.caPem)) throw new Error('the key it sent is not the CA certificate\'s');
-          const tmp = `${file}.tmp`;
-          writeFileSync(tmp, keyPem, { mode: 0o600 });
-          renameSync(tmp, file);
+          writeKeyFile(file, keyPem);
           this.o.log.info(`received the cluster CA key from ${addr}: this voter can now sign joins and renewals`);
           this.o.onReceived?.(addr);
           this.close();

@@ -7,7 +7,7 @@
 //   cert     from reissue on, the node renews its certificate under the new CA (renewal.ts)
 //   report   it writes what it has to shoal.ca-rotation-nodes/<id>, which the leader waits on
 
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { encodeCommand, type DocumentStore } from '../../fsm/index.ts';
@@ -21,6 +21,7 @@ import { bundleFor, caNodeReportSchema, caRotationNodesCollection, type CaNodeRe
 import { caNextKeyFile, heldKeyFor, readOwnRotation } from './ca-rotation-authority.ts';
 import { addressesLeaderFirst, nodeCall } from './node-client.ts';
 import { openWithKey, sealedBoxSchema } from './sealed-box.ts';
+import { readKeyFile, removeKeyFile, writeKeyFile } from './key-vault.ts';
 
 export const caRotationCheckMs = 1_000;
 /** A failed renewal or key fetch is tried again after this long. */
@@ -122,15 +123,15 @@ export class CaRotationAgent {
       const held = heldKeyFor(dir, r.newCaPem);
       const current = heldKeyFor(dir, r.oldCaPem);
       if (held !== undefined && !keyMatchesCertSafe(caKeyFile(dir), r.newCaPem)) {
-        writeAtomic(caKeyFile(dir), held, 0o600);
+        writeKeyFile(caKeyFile(dir), held);
         this.o.log.info(`CA rotation ${r.id}: the old CA key is deleted; this voter signs with the new CA`);
         this.o.onCaKeyChanged();
       } else if (held === undefined && current !== undefined) {
-        rmSync(caKeyFile(dir), { force: true });
+        removeKeyFile(caKeyFile(dir));
         this.o.log.info(`CA rotation ${r.id}: the old CA key is deleted`);
         this.o.onCaKeyChanged();
       }
-      rmSync(caNextKeyFile(dir), { force: true });
+      removeKeyFile(caNextKeyFile(dir));
       return;
     }
     if (!this.o.isVoter() || heldKeyFor(dir, r.newCaPem) !== undefined) return;
@@ -145,7 +146,7 @@ export class CaRotationAgent {
         const answer = await nodeCall(addr, '/v1/ca/next-key', { nodeId: this.o.nodeId, certPem: this.o.tls.certPem, rotation: r.id }, nextKeyAnswer, { scheme: this.o.scheme, caPem: this.o.tls.caPem });
         const keyPem = openWithKey(this.o.tls.keyPem, answer.sealed);
         if (!keyMatchesCert(keyPem, r.newCaPem)) throw new Error('the key it sent is not the new CA\'s');
-        writeAtomic(caNextKeyFile(this.o.dataDir), keyPem, 0o600);
+        writeKeyFile(caNextKeyFile(this.o.dataDir), keyPem);
         this.o.log.info(`CA rotation ${r.id}: received the new CA key from ${addr}`);
         this.o.onNextKeyReceived?.(addr);
         return;
@@ -184,7 +185,8 @@ export class CaRotationAgent {
 
 function keyMatchesCertSafe(file: string, certPem: string): boolean {
   try {
-    return keyMatchesCert(readFileSync(file, 'utf8'), certPem);
+    const keyPem = readKeyFile(file);
+    return keyPem !== undefined && keyMatchesCert(keyPem, certPem);
   } catch {
     return false;
   }

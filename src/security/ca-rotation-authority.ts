@@ -3,13 +3,13 @@
 // new CA from the reissue phase on (with the rollover certificate in every chain it signs during
 // reissue, so a peer that trusts only the old CA accepts it), the bundle's first CA otherwise.
 
-import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { DocumentStore } from '../../fsm/index.ts';
 import type { Tls } from '../base/tls-material.ts';
 import { caKeyFile, type CaAuthority, type Signer } from './authority.ts';
 import { bundleFingerprints, certFingerprint, splitPem, withChainOf } from './ca-bundle.ts';
 import { keyMatchesCert } from './ca-key-fetcher.ts';
+import { readKeyFile } from './key-vault.ts';
 import { caRotationCollection, caRotationDocId, caRotationSchema, type CaRotation } from './ca-rotation.ts';
 
 /** Where a voter keeps the new CA's key between the add and retire phases. */
@@ -39,10 +39,10 @@ export function readOwnRotation(store: DocumentStore, bundlePem: string): { rota
 }
 
 function readKey(file: string, certPem: string): string | undefined {
-  if (!existsSync(file)) return undefined;
-  const keyPem = readFileSync(file, 'utf8');
   try {
-    return keyMatchesCert(keyPem, certPem) ? keyPem : undefined;
+    // In the clear, or sealed under autolock and the node unlocked (key-vault.ts).
+    const keyPem = readKeyFile(file);
+    return keyPem !== undefined && keyMatchesCert(keyPem, certPem) ? keyPem : undefined;
   } catch {
     return undefined;
   }

@@ -4,7 +4,6 @@
 // revision, so two admins at once, or a call repeated after a crash, cannot skip a phase.
 
 import { randomBytes } from 'node:crypto';
-import { renameSync, writeFileSync } from 'node:fs';
 import { encodeCommand, type DocumentStore } from '../../fsm/index.ts';
 import type { CommandResult } from '../../fsm/index.ts';
 import { ShoalError } from '../errors.ts';
@@ -18,6 +17,7 @@ import {
   type CaNodeReport, type CaPhase, type CaRotation, type Waiting,
 } from './ca-rotation.ts';
 import { caNextKeyFile, readOwnRotation, readRotation } from './ca-rotation-authority.ts';
+import { writeKeyFile } from './key-vault.ts';
 
 export interface RotationView {
   id: string;
@@ -80,9 +80,7 @@ async function start(p: DriverPorts, previous: { rev: number } | undefined, reti
   const { createRolloverCa } = await import('./ca-rollover.ts');
   const next = await createRolloverCa(signer);
   // The key is on this voter before the record names the new CA: the others fetch it from here.
-  const tmp = `${caNextKeyFile(p.dataDir)}.tmp`;
-  writeFileSync(tmp, next.ca.keyPem, { mode: 0o600 });
-  renameSync(tmp, caNextKeyFile(p.dataDir));
+  writeKeyFile(caNextKeyFile(p.dataDir), next.ca.keyPem);
   const now = Date.now();
   const r: CaRotation = {
     id: randomBytes(8).toString('hex'), phase: 'add', oldCaPem: signer.certPem, newCaPem: next.ca.certPem, crossPem: next.crossPem,

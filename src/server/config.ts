@@ -118,6 +118,13 @@ export const configSchema = z.object({
     keep: z.number().int().min(1).max(10_000).default(7),
     dir: z.string().min(1).optional(),
   }).strict().prefault({}),
+  /** Secrets on this node (docs/security.md, "Secrets at rest"). */
+  secrets: z.object({
+    /** A tmpfs under which the agent writes tasks' secret files (in shoal-<node id>/): a decrypted value never reaches a disk. */
+    tmpfsDir: z.string().min(1).default('/dev/shm'),
+    /** Autolock: once restarted, ask the unlocked voters for the unlock key over mTLS rather than wait for `shoal unlock`. */
+    peerUnlock: z.boolean().default(false),
+  }).strict().prefault({}),
   /** Node health (the leader's loops): silence before a node is suspect, and down (then its tasks move). */
   control: z.object({
     suspectAfterMs: z.number().int().min(500).default(5_000),

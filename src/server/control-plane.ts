@@ -15,7 +15,9 @@ import { ImageCleaner } from '../executor/image-cleaner.ts';
 import { FileImageLedger, MemoryImageLedger } from '../executor/image-ledger.ts';
 import type { Runtime } from '../executor/runtime.ts';
 import { DiskSecretFiles, MemorySecretFiles } from '../executor/secret-files.ts';
-import { secretBytesInStore } from '../resources/secrets.ts';
+import type { SecretDelivery } from '../executor/secret-delivery.ts';
+import { MemoryClusterKeys } from '../security/cluster-key-files.ts';
+import { SecretSource } from './secret-source.ts';
 import { StoreAgentView, StoreAgentWriter, type NodeIdentity } from '../executor/store-ports.ts';
 import { controlFeatureLevel } from '../resources/collections.ts';
 import type { NodeHealthConfig } from '../control/node-health.ts';
@@ -47,8 +49,13 @@ export interface ControlPlaneOptions {
   meshCidr?: string;
   /** The exclusive-task lease, for the agent and the leader's loops alike (config `exclusive`; default leaseDefaults). */
   lease?: LeaseConfig;
-  /** Where the agent writes tasks' secret files (`<data dir>/secrets`); absent, they are kept in memory (the memory runtime's tests). */
-  secretsDir?: string;
+  /**
+   * How the agent gets a secret's value for a task (secret-source.ts), and where it writes the
+   * files: `dir` on a tmpfs (`<secrets.tmpfsDir>/shoal-<node id>`), `legacyDir` where an older
+   * release wrote them (cleaned up only); without `dir` the files are kept in memory (the memory
+   * runtime's tests).
+   */
+  secrets?: { read: SecretDelivery['read']; dir?: string; legacyDir?: string };
   /** The agent's view of overlay addresses and readiness (src/executor/task-networks.ts); absent: the store's addresses alone. */
   networks?: TaskNetworks;
 }
@@ -90,8 +97,9 @@ export class ControlPlane {
       },
       ...(cleaner !== null ? { onImagePulled: (image: string) => cleaner.notePulled(image) } : {}),
       secrets: {
-        read: (name) => secretBytesInStore(opts.store, name),
-        files: opts.secretsDir !== undefined ? new DiskSecretFiles(opts.secretsDir) : new MemorySecretFiles(),
+        // Without a source: plain records only (a node that holds no keys and asks no voter).
+        read: opts.secrets?.read ?? ((name, taskId) => new SecretSource({ store: opts.store, keys: new MemoryClusterKeys(), nodeId: opts.identity.id, members: () => ({ list: [], leader: '' }), voters: () => [], log: opts.log }).read(name, taskId)),
+        files: opts.secrets?.dir !== undefined ? new DiskSecretFiles(opts.secrets.dir, opts.secrets.legacyDir) : new MemorySecretFiles(),
       },
       networks: opts.networks ?? new StoreTaskNetworks(opts.store, opts.identity.id, null),
     });

@@ -48,6 +48,7 @@ import { announceCaHolder } from '../security/ca-holders.ts';
 import { existsSync } from 'node:fs';
 import { Server as HttpsServer } from 'node:https';
 import { caKeyFile } from '../security/authority.ts';
+import { holdsKeyFile } from '../security/key-vault.ts';
 import { startMeshAgent } from '../../net/mesh-node.ts';
 import { generateKeyPair, loadOrCreateKeyPair, writeKeyPair } from '../../net/wg-keys.ts';
 import type { MeshKeys } from '../api/context.ts';
@@ -69,6 +70,13 @@ import type { CaAuthority } from '../security/authority.ts';
 import type { NodeIdentity } from '../executor/store-ports.ts';
 import type { PassReport } from '../control/leader-run.ts';
 import { Lifecycle, type Component, type LifecycleHooks, type Stop } from './lifecycle.ts';
+import { ClusterKeyFiles } from '../security/cluster-key-files.ts';
+import { NodeLock } from '../security/node-lock.ts';
+import { SecretKeyring } from '../control/secret-keyring.ts';
+import { ClusterKeyAgent } from '../node/secrets/cluster-key-agent.ts';
+import { SecretPurge } from '../node/secrets/secret-purge.ts';
+import { dropSupersededPending, readPendingKeyring, removePendingKeyring } from '../node/secrets/pending-keyring.ts';
+import { SecretSource } from './secret-source.ts';
 
 export { softwareVersion };
 
@@ -190,6 +198,10 @@ class NodeParts {
   readonly security: CaAuthority;
   /** Told of new certificates or a new trust bundle (the API's routes subscribe). */
   readonly tlsListeners = new Set<() => void>();
+  /** The cluster keys this node holds on disk (voters; docs/security.md, "Secrets at rest"). */
+  readonly clusterKeys: ClusterKeyFiles;
+  /** Autolock: the keys on disk sealed with the unlock key (docs/security.md, "Autolock"). */
+  readonly nodeLock: NodeLock;
   readonly lifecycle: Lifecycle;
 
   peerHttp!: PeerHttp; // peer-http
@@ -228,6 +240,9 @@ class NodeParts {
     // Store options must be the same on every node (they shape snapshots and replays): defaults.
     this.store = new DocumentStore({ onListenerError: (err) => log.error(`a store listener failed: ${(err as Error).stack ?? String(err)}`) });
     this.security = rotatingCaAuthority(config.dataDir, this.tls, this.store);
+    this.clusterKeys = new ClusterKeyFiles(config.dataDir);
+    this.nodeLock = new NodeLock(config.dataDir, this.clusterKeys);
+    if (this.nodeLock.locked) log.warn('this node is autolocked: it serves the store, but decrypts no secret and signs no certificate until it is unlocked (shoal unlock --addr THIS_NODE; docs/security.md, "Autolock")');
     this.lifecycle = new Lifecycle({
       ...opts.lifecycle,
       onStopError: (name, err) => log.error(`stopping ${name} failed: ${(err as Error).stack ?? String(err)}`),
@@ -285,6 +300,7 @@ export const nodeComponents: readonly Component<NodeParts>[] = [
   { name: 'ca-keys', start: startCaKeys },
   { name: 'ca-rotation', start: startCaRotation },
   { name: 'ca-holder', start: startCaHolder },
+  { name: 'secret-keys', start: startSecretKeys },
   { name: 'api-bound', start: awaitApiBound },
 ];
 
@@ -426,7 +442,7 @@ function startApi(c: NodeParts): Stop {
       c.tlsListeners.add(listener);
       return () => c.tlsListeners.delete(listener);
     },
-    caRotation: { dataDir: config.dataDir },
+    caRotation: { dataDir: config.dataDir }, clusterKeys: c.clusterKeys, nodeLock: c.nodeLock,
     limits: {
       ...apiLimitsDefault, connectionsMax: config.limits.connectionsMax, watchStreamsMax: config.limits.watchStreamsMax,
       watchStreamsPerClientMax: config.limits.watchStreamsPerClientMax, snapshotDownloadsMax: config.limits.snapshotDownloadsMax,
@@ -523,7 +539,11 @@ function startControl(c: NodeParts): Stop {
     networks: new StoreTaskNetworks(store, identity.id, c.overlay),
     node: c.node, store, clusterId: identity.clusterId, log: c.log, health: config.control, runtime: c.runtime, observeLoops: c.observeLoops, leaseDir: leaseDirOf(config), lease: config.exclusive,
     imageGc: { graceMs: config.runtime.imageGcGraceMs, pinned: config.runtime.imagesPinned, ledgerFile: path.join(config.dataDir, 'images-pulled.json') },
-    identity: nodeIdentityOf(c), secretsDir: path.resolve(config.dataDir, 'secrets'),
+    identity: nodeIdentityOf(c),
+    secrets: {
+      read: (name, taskId) => secretSourceOf(c).read(name, taskId),
+      dir: path.join(config.secrets.tmpfsDir, `shoal-${identity.id}`), legacyDir: path.resolve(config.dataDir, 'secrets'),
+    },
     ...(config.mesh !== undefined ? { meshCidr: config.mesh.cidr } : {}),
   });
   c.control.start();
@@ -642,8 +662,53 @@ function startCaRotation(c: NodeParts): Stop {
  * the founding token); one that receives the key later, on receipt (ca-keys).
  */
 function startCaHolder(c: NodeParts): Stop {
-  if (c.firstRunAfterInit && existsSync(caKeyFile(c.config.dataDir))) c.holder = announceCaHolder(c.node, c.store, c.identity.id, c.log);
+  if (c.firstRunAfterInit && holdsKeyFile(caKeyFile(c.config.dataDir))) c.holder = announceCaHolder(c.node, c.store, c.identity.id, c.log);
   return () => c.holder.cancel();
+}
+
+function secretSourceOf(c: NodeParts): SecretSource {
+  const { node } = c;
+  return new SecretSource({
+    store: c.store, keys: c.clusterKeys, nodeId: c.identity.id, remote: { tls: c.tls, peer: c.peerHttp }, log: c.log,
+    members: peersToAsk(node), voters: () => node.confState().voters,
+  });
+}
+
+/** POSTs JSON to another member's API over node-to-node HTTP; the answer's body, or a throw naming its error. */
+async function callMember(c: NodeParts, addr: string, route: string, body: unknown): Promise<unknown> {
+  const res = await c.peerHttp.fetch(addr, route, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(10_000) });
+  const raw = (await res.json().catch(() => undefined)) as { code?: string; message?: string } | undefined;
+  if (!res.ok) throw new Error(`answered ${res.status}${raw?.code !== undefined ? ` ${raw.code}: ${raw.message ?? ''}` : ''}`);
+  return raw;
+}
+
+/**
+ * Secrets at rest: the leader's keyring loop (keys made, plain secrets encrypted, rotations), this
+ * node's cluster keys (fetched, retired, sealed under autolock, reported), and the rewrite of its
+ * log and snapshot files once no plain secret is left (docs/security.md, "Secrets at rest").
+ */
+function startSecretKeys(c: NodeParts): Stop {
+  const { config, identity, node, store, log } = c;
+  const keyring = new SecretKeyring({
+    node, store, keys: c.clusterKeys, log,
+    pending: () => readPendingKeyring(config.dataDir, (m) => log.warn(m)), onPendingWritten: () => removePendingKeyring(config.dataDir),
+  });
+  const agent = new ClusterKeyAgent({
+    nodeId: identity.id, store, node, keys: c.clusterKeys, lock: c.nodeLock, tls: c.tls, log, members: peersToAsk(node), peerUnlock: config.secrets.peerUnlock,
+    call: (addr, route, body) => callMember(c, addr, route, body), onKeyring: () => dropSupersededPending(config.dataDir),
+  });
+  const purge = new SecretPurge({
+    dataDir: config.dataDir, store, node, log,
+    backupsDir: config.snapshot.dir !== undefined ? path.resolve(config.dataDir, config.snapshot.dir) : path.join(config.dataDir, 'backups'),
+  });
+  keyring.start();
+  agent.start();
+  purge.start();
+  return async () => {
+    purge.close();
+    agent.close();
+    await keyring.close();
+  };
 }
 
 /** The container runtime the config names (docs/operations.md, `runtime`). */

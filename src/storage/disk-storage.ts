@@ -249,6 +249,27 @@ export class DiskStorage implements LogStorage {
     return this.enqueue('compact', () => this.compactNow(index));
   }
 
+  /**
+   * Rewrites the storage without what the snapshot covers (docs/security.md, "Secrets at rest"):
+   * compacts the log up to the snapshot, rewrites the write-ahead log into one new segment of the
+   * entries after it and deletes every older segment, and deletes every snapshot file but the
+   * snapshot's. Refused unless the snapshot is at `through` or later. Returns what was deleted.
+   */
+  async purge(through: number): Promise<{ snapshot: number; segments: string[]; snapshots: string[] }> {
+    if (this.snapshotsCreating.size > 0) await Promise.all([...this.snapshotsCreating]);
+    return this.enqueue('purge', async () => {
+      const snap = this.cache.snapshot().meta.index;
+      assert(snap >= through, `purge through ${through}: the snapshot is at ${snap}`);
+      if (snap > this.bounds().offset) {
+        await this.write({ type: 'compact', truncated: { index: snap, term: this.cache.term(snap) } }, false, 'compact');
+        this.cache.compact(snap);
+      }
+      const segments = await this.wal.rewrite(this.cache.entries(this.cache.firstIndex(), this.cache.lastIndex() + 1, Number.MAX_SAFE_INTEGER));
+      const snapshots = await this.snapshots.removeAllBut(snap);
+      return { snapshot: snap, segments, snapshots };
+    });
+  }
+
   /** Reads node-layer metadata; `schema` (zod or alike) checks what comes back from disk. */
   async getMeta<T>(key: string, schema?: SafeParser<T>): Promise<T | undefined> {
     const k = metaKey(key);

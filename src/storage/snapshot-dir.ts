@@ -99,6 +99,15 @@ export class SnapshotDir {
     return removed;
   }
 
+  /** Deletes every snapshot file but `keep`'s, damaged ones set aside included. Returns the names removed. */
+  async removeAllBut(keep: number): Promise<string[]> {
+    const keepName = this.fileName(keep);
+    const names = (await readdir(this.dir)).filter((n) => n !== keepName && (namePattern.test(n) || n.endsWith(damagedSuffix)));
+    for (const n of names) await rm(join(this.dir, n), { force: true });
+    if (names.length > 0) await this.syncDir();
+    return names;
+  }
+
   private async syncDir(): Promise<void> {
     const fh = await open(this.dir, 'r');
     try {

@@ -34,6 +34,7 @@ import {
 } from './wal-record.ts';
 import { syncDirSync } from './sync-dir.ts';
 import { LogReplay, ReplayError, type LogState } from './wal-replay.ts';
+import type { Entry } from '../raft/types.ts';
 
 const fdatasync = promisify(fs.fdatasync);
 
@@ -261,6 +262,56 @@ export class WalWriter {
     const gone = this.segments.splice(0, n);
     for (const s of gone) await rm(s.path, { force: true });
     return gone.map((s) => segmentName(s.seq));
+  }
+
+  /**
+   * Rewrites the log into one new segment: its state record, then `entries` (the log after the
+   * compaction point, as the cache holds it), written under a temporary name, synced and renamed
+   * into place; then every older segment is deleted. So nothing the older segments held beyond
+   * what is still in the log stays on disk (the entries a compaction dropped, in full), and a
+   * crash at any point leaves either the old segments whole or the new one whole. Returns the
+   * names removed.
+   */
+  async rewrite(entries: readonly Entry[]): Promise<string[]> {
+    if (this.closed) throw new Error(`the write-ahead log in ${this.dir} is closed`);
+    fs.fdatasyncSync(this.fd);
+    const current = this.segments[this.segments.length - 1] as SegmentInfo;
+    const seq = current.seq + 1;
+    const frames = [segmentHeader(), encodeRecord({ type: 'state', ...this.head })];
+    let from = 0;
+    let bytes = 0;
+    for (const [i, e] of entries.entries()) {
+      bytes += 64 + (e.kind === 'normal' ? e.data.length : 256);
+      if (bytes >= 1024 * 1024 || i === entries.length - 1) {
+        frames.push(encodeRecord({ type: 'save', entries: entries.slice(from, i + 1) }));
+        from = i + 1;
+        bytes = 0;
+      }
+    }
+    const body = Buffer.concat(frames);
+    const final = join(this.dir, segmentName(seq));
+    const temporary = final + temporarySuffix;
+    const tfd = fs.openSync(temporary, 'w');
+    try {
+      writeAll(tfd, body, 0);
+      fs.ftruncateSync(tfd, body.length + this.preallocateBytes);
+      fs.fdatasyncSync(tfd);
+    } finally {
+      fs.closeSync(tfd);
+    }
+    fs.renameSync(temporary, final);
+    syncDirSync(this.dir);
+    fs.closeSync(this.fd);
+    this.fd = fs.openSync(final, 'r+');
+    this.size = body.length;
+    this.allocated = body.length + this.preallocateBytes;
+    this.written = body.length;
+    const gone = this.segments.splice(0, this.segments.length);
+    const last = entries[entries.length - 1];
+    this.segments.push({ seq, path: final, maxIndex: last?.index ?? 0, version: 2 });
+    for (const g of gone) await rm(g.path, { force: true });
+    syncDirSync(this.dir);
+    return gone.map((g) => segmentName(g.seq));
   }
 
   /** The segments on disk, oldest first (for tests and metrics). */

@@ -93,11 +93,20 @@ describe('the value never comes out', () => {
     expectError(await s.app.inject({ url: '/v1/secrets/nope' }), 'not_found');
   });
 
-  it('not from /v1/docs, read or listed, though the store holds it', async () => {
-    expect(JSON.stringify(s.store.get(secretsCollection, 'db-password')?.doc)).toContain(bytes.toString('base64'));
+  it('not in the store in any form: it holds the value encrypted (feature level 6)', async () => {
+    const doc = s.store.get(secretsCollection, 'db-password')?.doc ?? {};
+    expectNoValue(JSON.stringify(doc));
+    expect(Object.keys(doc)).not.toContain('value');
+    expect(doc.sealed).toMatchObject({ alg: 'aes-256-gcm', key: { alg: 'x25519-hkdf-sha256-aes-256-gcm' } });
+    expectNoValue(JSON.stringify(s.store.eventsSince(0)));
+  });
+
+  it('not from /v1/docs, read or listed, not even sealed', async () => {
     const one = await getText(`/v1/docs/${secretsCollection}/db-password`);
     expectNoValue(one);
-    expect((JSON.parse(one) as { doc: Record<string, unknown> }).doc).toMatchObject({ name: 'db-password', size: bytes.length });
+    const doc = (JSON.parse(one) as { doc: Record<string, unknown> }).doc;
+    expect(doc).toMatchObject({ name: 'db-password', size: bytes.length });
+    expect(Object.keys(doc)).not.toContain('sealed');
     expectNoValue(await getText(`/v1/docs/${secretsCollection}`));
     expectNoValue(await getText(`/v1/docs/${secretsCollection}?consistency=stale&prefix=db`));
   });

@@ -20,6 +20,9 @@ import { ControlPlane } from '../../src/server/control-plane.ts';
 import { systemClock } from '../../src/executor/clock.ts';
 import { MemoryRuntime } from '../../src/executor/memory-runtime.ts';
 import type { LeaseConfig } from '../../src/resources/lease.ts';
+import { MemoryClusterKeys } from '../../src/security/cluster-key-files.ts';
+import { SecretKeyring } from '../../src/control/secret-keyring.ts';
+import { SecretSource } from '../../src/server/secret-source.ts';
 
 export interface SingleNode {
   app: FastifyInstance;
@@ -28,6 +31,9 @@ export interface SingleNode {
   store: DocumentStore;
   /** With `control`: the control plane and its in-memory runtime. */
   control?: ControlPlane;
+  /** The cluster keys this sole voter holds, and its keyring loop (it leads: it makes the keyring at level 6). */
+  keys: MemoryClusterKeys;
+  keyring: SecretKeyring;
   runtime?: MemoryRuntime;
   close(): Promise<void>;
 }
@@ -48,9 +54,11 @@ export interface SingleNodeOptions {
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
-function controlPlane(node: RaftNode, store: DocumentStore, lease: LeaseConfig | undefined): { control: ControlPlane; runtime: MemoryRuntime } {
+function controlPlane(node: RaftNode, store: DocumentStore, lease: LeaseConfig | undefined, keys: MemoryClusterKeys): { control: ControlPlane; runtime: MemoryRuntime } {
   const runtime = new MemoryRuntime({ clock: systemClock, pullAny: true });
+  const source = new SecretSource({ store, keys, nodeId: 'solo', members: () => ({ list: [], leader: 'solo' }), voters: () => ['solo'], log: quiet });
   const control = new ControlPlane({
+    secrets: { read: (name, taskId) => source.read(name, taskId) },
     node, store, clusterId: 'test-cluster', runtime, health: { suspectAfterMs: 5_000, downAfterMs: 15_000 }, log: quiet,
     identity: { id: 'solo', name: 'solo', apiAddress: '127.0.0.1:1', peerAddress: 'memory:solo', softwareVersion: '0.0.0-test', capacity: { cpuMillis: 4000, memoryBytes: 8 * 1024 ** 3 }, labels: {} },
     ...(lease !== undefined ? { lease } : {}),
@@ -75,6 +83,12 @@ export async function singleNode(opts: SingleNodeOptions = {}): Promise<SingleNo
   // A sole voter leads, then raises the cluster feature level (an entry of its own): wait for both.
   const level = opts.featureLevelMax ?? featureLevelMax;
   while (opts.voters === undefined && (!node.isLeader || node.featureLevel < level) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  const keys = new MemoryClusterKeys();
+  const keyring = new SecretKeyring({ node, store, keys, log: quiet });
+  keyring.start();
+  if (level >= 6 && opts.voters === undefined) {
+    while (store.get('shoal.cluster-keys', 'keyring') === undefined && Date.now() < deadline + 5000) await new Promise((r) => setTimeout(r, 5));
+  }
   const metrics = new Registry();
   metrics.add(node.proposalLatency);
   const ctx: ApiContext = {
@@ -82,16 +96,16 @@ export async function singleNode(opts: SingleNodeOptions = {}): Promise<SingleNo
     proposalTimeoutMs: 2000, metrics, streams: new Set(), ...(opts.limits !== undefined ? { limits: opts.limits } : {}),
     events: new EventLog({ node, store, identity: { id: 'solo', name: 'solo' }, log: silentLogger }),
     // inject() has no TLS socket: callers are admin unless they present a bearer token (src/api/auth.ts).
-    auth: opts.auth ?? { mode: 'insecure' }, peer: new PeerHttp(null),
+    auth: opts.auth ?? { mode: 'insecure' }, peer: new PeerHttp(null), clusterKeys: keys,
   };
   const app = buildApi(ctx);
   await app.ready();
-  const cp = opts.control === true ? controlPlane(node, store, opts.lease) : undefined;
+  const cp = opts.control === true ? controlPlane(node, store, opts.lease, keys) : undefined;
   // As server.ts wires it: task logs are read through this node's runtime.
   if (cp !== undefined) ctx.runtime = cp.runtime;
   return {
-    app, ctx, node, store, ...(cp !== undefined ? { control: cp.control, runtime: cp.runtime } : {}),
-    close: async () => { await cp?.control.close(); await app.close(); await node.stop(); },
+    app, ctx, node, store, keys, keyring, ...(cp !== undefined ? { control: cp.control, runtime: cp.runtime } : {}),
+    close: async () => { await cp?.control.close(); await keyring.close(); await app.close(); await node.stop(); },
   };
 }
 

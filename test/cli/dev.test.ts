@@ -110,7 +110,7 @@ function httpsGet(url: string, ca: string): Promise<{ status: number; body: stri
   });
 }
 
-interface Ready { event: 'ready'; dataDir: string; leader: string | null; console: string; credential: string; nodes: { name: string; id: string; api: string; pid: number; dir: string }[] }
+interface Ready { event: 'ready'; dataDir: string; leader: string | null; console: string; credential: string; recoveryKey?: string; nodes: { name: string; id: string; api: string; pid: number; dir: string }[] }
 
 describe('shoal dev', () => {
   it('refuses a second cluster on its data or ports, restarts a node, reports a killed one, stops on request', async () => {
@@ -134,6 +134,20 @@ describe('shoal dev', () => {
       const consolePage = await httpsGet(ready.console, JSON.parse(readFileSync(ready.credential, 'utf8')).ca);
       expect(consolePage.status).toBe(200);
       expect(consolePage.body).toContain('/ui/app.js');
+      // Founded here: the recovery key is shown, and whichever node leads wrote the keyring sealed to it.
+      expect(ready.recoveryKey).toMatch(/^SHOAL-RECOVERY-1-/);
+      let recovery: unknown = null;
+      for (let i = 0; i < 50 && recovery === null; i++) {
+        const k = await run(['secret', 'keyring', '--addr', `127.0.0.1:${base}`, '--json']);
+        expect(k.code, k.stderr).toBe(0);
+        recovery = (JSON.parse(k.stdout) as { keyring: { recovery: unknown } | null }).keyring?.recovery ?? null;
+        if (recovery === null) await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(recovery).not.toBeNull();
+      // Written by the one that led; every node then deletes the founding keyring it was given.
+      const pendingLeft = (): string[] => ready.nodes.filter((n) => existsSync(path.join(n.dir, 'keyring.pending.json'))).map((n) => n.name);
+      for (let i = 0; i < 50 && pendingLeft().length > 0; i++) await new Promise((r) => setTimeout(r, 100));
+      expect(pendingLeft()).toEqual([]);
 
       // Prometheus, set up as docs/monitoring.md says: a reader token, the cluster CA, its scrape job.
       const created = await run(['credential', 'create', '--principal', 'prometheus', '--role', 'reader', '--ttl', '366d', '--addr', `127.0.0.1:${base}`, '--json']);

@@ -14,6 +14,10 @@ import { isHostPort } from '../../src/base/host-port.ts';
 import { loadIdentity, nodeNamePattern } from '../../src/node/identity.ts';
 import { softwareVersion } from '../../src/server/server.ts';
 import { inProcess } from './in-process.ts';
+import { readPendingKeyring } from '../../src/node/secrets/pending-keyring.ts';
+import { privateKeyOf, unwrapDataKey, type WrappedKey } from '../../src/resources/secret-crypto.ts';
+import { ClusterKeyFiles } from '../../src/security/cluster-key-files.ts';
+import { parseKeyText, recoveryKeyPrefix } from '../../src/security/unlock-key.ts';
 
 
 const tmp = (): string => mkdtempSync(path.join(os.tmpdir(), 'shoal-init-'));
@@ -44,6 +48,16 @@ describe('shoal init', () => {
       expect(p >= 7201 && p <= 7207, `${p}`).toBe(false);
     }
     expect(() => parseConfig(config, 'shoal.yaml')).not.toThrow();
+    // The recovery key is printed once, and opens the cluster key the founding keyring names.
+    const shown = r.stdout.match(/SHOAL-RECOVERY-1-[A-Za-z0-9_-]+/g) ?? [];
+    expect(shown).toHaveLength(1);
+    const pending = readPendingKeyring(dir, () => undefined);
+    const key = pending?.keyring.keys[0];
+    expect(pending?.replace).toBe(false);
+    expect(key?.recovery).not.toBeNull();
+    const raw = parseKeyText(recoveryKeyPrefix, shown[0] ?? '') as Buffer;
+    const opened = privateKeyOf(unwrapDataKey(key?.recovery as WrappedKey, `cluster key ${key?.id}`, privateKeyOf(raw)));
+    expect(new ClusterKeyFiles(dir).privateKey(key?.id ?? '')?.export({ format: 'der', type: 'pkcs8' })).toEqual(opened.export({ format: 'der', type: 'pkcs8' }));
   });
 
   it('refuses the same address for the API and the peer transport', async () => {

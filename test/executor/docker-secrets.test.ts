@@ -6,7 +6,6 @@
 // lock (it starts containers).
 
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
@@ -24,7 +23,8 @@ import { ensureTestImage, testImage } from './test-image.ts';
 const run = randomBytes(4).toString('hex');
 const runLabel = 'shoal.test.run';
 const raw = new Docker({ socketPath: defaultSocketPath });
-const tmp = mkdtempSync(path.join(os.tmpdir(), 'shoal-docker-secrets-'));
+// Secret files go on a tmpfs (the agent refuses a disk): /dev/shm, which the daemon sees too.
+const tmp = mkdtempSync(path.join('/dev/shm', 'shoal-docker-secrets-'));
 const rt = new DockerRuntime({ env: {} });
 
 function spec(command: string[], mounts: ContainerSpec['mounts']): ContainerSpec {
@@ -100,7 +100,10 @@ describe('an agent on Docker', () => {
     const agent = new Agent({
       owner: { clusterId: agentCluster, nodeId: 'n1' }, view: store, writer: store.writerFor('n1'), caughtUp: () => store.caughtUp(),
       runtime: rt, clock: systemClock, log: new MemoryLog(),
-      secrets: { read: (name) => (name === 'db-password' ? Buffer.from(value) : undefined), files: new DiskSecretFiles(dir) },
+      secrets: {
+        read: async (name) => (name === 'db-password' ? { ok: true, bytes: Buffer.from(value) } : { ok: false, wait: false, message: `no secret named ${name}` }),
+        files: new DiskSecretFiles(dir),
+      },
     });
     agent.start();
     try {

@@ -1,8 +1,10 @@
 // Delivering secrets to a task's container: the agent (memory runtime, fake store, manual clock)
 // writes each secret the spec names before creating the container and mounts it read-only at
 // /run/secrets/<target>; a missing secret fails the start with secret_unavailable; the files go
-// once no container of the task is left. The files on disk (DiskSecretFiles): modes, directory,
-// replacing, retaining.
+// once no container of the task is left; one that cannot be decrypted yet (an autolocked node)
+// keeps the task waiting, `starting` with the reason, until it can. The files (DiskSecretFiles):
+// on a tmpfs only, modes, directory, replacing, retaining, and the directory of an older release
+// cleaned up.
 
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
@@ -11,15 +13,21 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Agent } from '../../src/executor/agent.ts';
 import { ManualClock } from '../../src/executor/manual-clock.ts';
 import { MemoryRuntime } from '../../src/executor/memory-runtime.ts';
-import { DiskSecretFiles, MemorySecretFiles } from '../../src/executor/secret-files.ts';
-import type { SecretDelivery } from '../../src/executor/secret-delivery.ts';
+import { checkTmpfs, DiskSecretFiles, MemorySecretFiles } from '../../src/executor/secret-files.ts';
+import type { SecretDelivery, SecretRead } from '../../src/executor/secret-delivery.ts';
+import { secretRetryMs } from '../../src/executor/agent.ts';
 import type { ContainerSpec } from '../../src/executor/runtime.ts';
 import { clusterId, FakeStore, MemoryLog, run, spec } from './harness.ts';
 
-const tmp = mkdtempSync(path.join(os.tmpdir(), 'shoal-secret-files-'));
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+// The files must be on a tmpfs: /dev/shm is one on Linux.
+const tmp = mkdtempSync(path.join('/dev/shm', 'shoal-secret-files-'));
+const onDisk = mkdtempSync(path.join(os.tmpdir(), 'shoal-secret-legacy-'));
+afterAll(() => {
+  rmSync(tmp, { recursive: true, force: true });
+  rmSync(onDisk, { recursive: true, force: true });
+});
 
-function setup(secrets: Record<string, Buffer>, delivery: 'memory' | 'none' = 'memory') {
+function setup(secrets: Record<string, Buffer>, delivery: 'memory' | 'none' = 'memory', waitFor?: { until: () => boolean }) {
   const clock = new ManualClock();
   const store = new FakeStore(clock);
   const runtime = new MemoryRuntime({ clock, images: ['busybox:local'] });
@@ -33,7 +41,16 @@ function setup(secrets: Record<string, Buffer>, delivery: 'memory' | 'none' = 'm
     return create(s);
   };
   store.addNode('n1');
-  const d: SecretDelivery = { read: (name) => secrets[name], files };
+  const d: SecretDelivery = {
+    read: async (name): Promise<SecretRead> => {
+      const v = secrets[name];
+      if (v === undefined) return { ok: false, wait: false, message: `no secret named ${name} in the store` };
+      if (waitFor !== undefined && !waitFor.until()) return { ok: false, wait: true, message: `this node is autolocked and cannot decrypt secret ${name}` };
+      // A copy, as the node's source decrypts a new one each time (the agent wipes it after writing the file).
+      return { ok: true, bytes: Buffer.from(v) };
+    },
+    files,
+  };
   const agent = new Agent({
     owner: { clusterId, nodeId: 'n1' }, view: store, writer: store.writerFor('n1'), caughtUp: () => store.caughtUp(),
     runtime, clock, log, ...(delivery === 'memory' ? { secrets: d } : {}),
@@ -76,6 +93,25 @@ describe('agent: secrets', () => {
     await agent.close();
   });
 
+  it('keeps a task waiting, starting with the reason, while its secret cannot be decrypted, and starts it once it can', async () => {
+    let unlocked = false;
+    const { clock, store, runtime, files, agent, log } = setup({ db: Buffer.from('pw') }, 'memory', { until: () => unlocked });
+    store.addService(spec({ command: ['sleep', '3600'], secrets: ['db'] }));
+    store.assign('t1', 'web', 'n1');
+    await run(clock, 3 * secretRetryMs);
+    expect(runtime.all()).toEqual([]);
+    expect(store.statuses.get('t1')).toMatchObject({ state: 'starting' });
+    expect(store.statuses.get('t1')?.message).toMatch(/^waiting for secrets: this node is autolocked and cannot decrypt secret db/);
+    // Logged once, not at every try.
+    expect(log.lines.filter((l) => l.includes('waits: waiting for secrets')).length).toBe(1);
+    unlocked = true;
+    await run(clock, secretRetryMs + 1000);
+    expect(runtime.all().map((c) => c.state)).toEqual(['running']);
+    expect(store.statuses.get('t1')).toMatchObject({ state: 'running' });
+    expect(files.read('t1', 'db')?.bytes).toEqual(Uint8Array.from(Buffer.from('pw')));
+    await agent.close();
+  });
+
   it('fails the start when the agent delivers no secrets, and runs a task without secrets as before', async () => {
     const { clock, store, runtime, agent, mounts } = setup({}, 'none');
     store.addService(spec({ name: 'web', command: ['sleep', '3600'], secrets: ['db'] }));
@@ -112,6 +148,26 @@ describe('DiskSecretFiles', () => {
     expect(await files.retain(new Set(['t2']))).toEqual(['t1']);
     expect(readdirSync(dir)).toEqual(['t2']);
     expect(await new DiskSecretFiles(path.join(tmp, 'never-made')).retain(new Set())).toEqual([]);
+  });
+
+  it('writes only to a tmpfs: a directory on a disk is refused, naming the setting', async () => {
+    await expect(checkTmpfs(tmp)).resolves.toBeUndefined();
+    const disk = new DiskSecretFiles(path.join(onDisk, 'shoal-n1'));
+    if ((await import('node:fs')).statfsSync(onDisk).type !== 0x01021994) {
+      await expect(disk.write('t1', [{ target: 'db', mode: 0o400, bytes: Buffer.from('pw') }])).rejects.toThrow(/is not on a tmpfs.*secrets.tmpfsDir/);
+      expect(readdirSync(onDisk)).toEqual([]);
+    }
+  });
+
+  it('cleans up the files an older release wrote in the data directory, with their containers', async () => {
+    const legacy = path.join(onDisk, 'secrets');
+    const { mkdirSync, writeFileSync } = await import('node:fs');
+    mkdirSync(path.join(legacy, 'old-task'), { recursive: true });
+    mkdirSync(path.join(legacy, 'still-running'), { recursive: true });
+    writeFileSync(path.join(legacy, 'old-task', 'db'), 'plain');
+    const both = new DiskSecretFiles(path.join(tmp, 'with-legacy'), legacy);
+    expect(await both.retain(new Set(['still-running']))).toEqual(['old-task']);
+    expect(readdirSync(legacy)).toEqual(['still-running']);
   });
 
   it('never builds a path out of the directory from a task id or a target', async () => {

@@ -40,7 +40,7 @@ describe('audit records across nodes', () => {
     for (const v of views.slice(1)) expect(v).toEqual(views[0]);
   });
 
-  it('carry the role on every node alike at level 5', async () => {
+  it('carry the role on every node alike from level 5', async () => {
     cluster = new MemoryCluster({ stateMachine: () => new DocumentStore() });
     await cluster.start();
     const leader = await cluster.waitForLeader();

@@ -13,6 +13,7 @@ import { checkNodeServerIdentity } from '../../src/security/tls-identity.ts';
 import type { PemPair } from '../../src/security/certificates.ts';
 import { freePort } from '../../bench/lib/proc.ts';
 import { waitFor } from '../transport/helpers.ts';
+import { readHoldings, readKeyring } from '../../src/resources/cluster-keyring.ts';
 
 export interface TlsCluster {
   nodes: RunningNode[];
@@ -34,6 +35,15 @@ export async function tlsCluster(count = 1): Promise<TlsCluster> {
     raft: { tickMs: 20, heartbeatIntervalMs: 20, electionTimeoutMs: 200 }, runtime: { kind: 'none' },
   }, 'test'), silentLogger, { clusterEvents: false })));
   await waitFor('a leader', () => nodes.some((n) => n.node.isLeader) && nodes.every((n) => n.node.leaderId !== ''), 20_000);
+  // Just after the cluster reaches feature level 6 the leader writes the keyring and each voter
+  // reports holding its key: writes in the background that a test counting revisions must not see.
+  await waitFor('the keyring, its key held by every voter', () => {
+    const leader = nodes.find((n) => n.node.isLeader);
+    const keyring = leader === undefined ? undefined : readKeyring(leader.store)?.keyring;
+    if (leader === undefined || keyring === undefined) return false;
+    const holdings = readHoldings(leader.store);
+    return leader.node.confState().voters.every((v) => holdings.get(v)?.keys.includes(keyring.active) === true);
+  }, 20_000);
   const n1 = dirs[0] as string;
   const ca = { certPem: readFileSync(path.join(n1, 'tls', 'ca.crt'), 'utf8'), keyPem: readFileSync(path.join(n1, 'tls', 'ca.key'), 'utf8') };
   return {

@@ -248,7 +248,7 @@ function specOf(i: Intent): ServiceSpec {
 /** The nodes and services a write on its way to the log read: what it writes, and what its compares name. */
 function readBy(p: Proposal): { nodes: string[]; services: string[] } {
   const cmd = decodeCommand(p.data).cmd;
-  const docs = cmd.op === 'txn' ? [...cmd.success, ...cmd.compare] : cmd.op === 'retain' ? [] : [cmd];
+  const docs = cmd.op === 'txn' ? [...cmd.success, ...cmd.compare] : cmd.op === 'retain' || cmd.op === 'compact' ? [] : [cmd];
   const ids = (collection: string): string[] => [...new Set(docs.filter((d) => d.collection === collection).map((d) => d.id))].sort();
   return { nodes: ids(nodesCollection), services: ids(servicesCollection) };
 }

@@ -35,6 +35,12 @@ export class DrillStorage implements NodeStorage {
     return this.inner.compact(index);
   }
 
+  async purge(through: number): Promise<{ snapshot: number; segments: string[]; snapshots: string[] }> {
+    await this.waitStall();
+    if (this.inner.purge === undefined) return { snapshot: through, segments: [], snapshots: [] };
+    return this.inner.purge(through);
+  }
+
   close(): Promise<void> {
     return this.inner.close();
   }
