@@ -30,6 +30,8 @@ export interface SupervisorOptions {
   meshCidr?: string;
   /** The exclusive-task lease (config `exclusive`; default leaseDefaults). */
   lease?: LeaseConfig;
+  /** Hands leadership to `to` (RaftNode.transferLeadership); absent: node health never hands over. */
+  transferLeadership?: (to: string) => Promise<unknown>;
 }
 
 const clock = {
@@ -46,6 +48,10 @@ export class Supervisor {
   private readonly onNodeEvent = (): void => this.check();
   /** Runs started since start (for metrics and tests). */
   runs = 0;
+  /** When node health last handed leadership over (monotonic ms), across runs: the hand-over's rate limit. */
+  private lastTransferAt: number | undefined;
+  /** Hand-overs node health asked for (tests and metrics). */
+  transfers = 0;
 
   constructor(private readonly opts: SupervisorOptions) {
     this.newTaskId = opts.newTaskId ?? (() => randomBytes(6).toString('hex'));
@@ -96,6 +102,13 @@ export class Supervisor {
         return new Set([...cs.voters, ...cs.votersOutgoing, ...cs.learners, ...cs.learnersNext]);
       },
       silentForMs: (id) => n.silentForMs(id),
+      peerContact: (id) => n.peerContact(id),
+      voters: () => {
+        const cs = n.confState();
+        return new Set([...cs.voters, ...cs.votersOutgoing]);
+      },
+      lastTransferAgoMs: () => (this.lastTransferAt === undefined ? undefined : clock.now() - this.lastTransferAt),
+      ...(this.opts.transferLeadership !== undefined ? { transferLeadership: (to: string) => this.handOver(to) } : {}),
       propose: (data, t, _meta, featureLevel) => n.propose(data, { featureLevel, term: t }),
       settleOwnProposals: () => n.settleOwnProposals(),
       newTaskId: this.newTaskId,
@@ -109,6 +122,18 @@ export class Supervisor {
     log.info(`leader loops started for term ${term}`);
     run.start();
     run.done.catch((err: unknown) => log.error(`leader loops of term ${term} failed: ${(err as Error).stack ?? String(err)}`));
+  }
+
+  /** Node health found a node only this leader cannot hear: leadership goes to `to`, rate-limited across runs. */
+  private handOver(to: string): void {
+    const transfer = this.opts.transferLeadership;
+    if (transfer === undefined || this.closed) return;
+    this.lastTransferAt = clock.now();
+    this.transfers++;
+    transfer(to).then(
+      (leader) => this.opts.log.info(`node health: leadership handed to ${String(leader)}`),
+      (err: unknown) => this.opts.log.warn(`node health: handing leadership to ${to} failed: ${(err as Error).message}`),
+    );
   }
 
   private async stopRun(): Promise<void> {

@@ -51,7 +51,7 @@ const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 function controlPlane(node: RaftNode, store: DocumentStore, lease: LeaseConfig | undefined): { control: ControlPlane; runtime: MemoryRuntime } {
   const runtime = new MemoryRuntime({ clock: systemClock, pullAny: true });
   const control = new ControlPlane({
-    node, store, clusterId: 'test-cluster', runtime, health: { suspectAfterMs: 5_000, downAfterMs: 15_000 }, log: quiet,
+    node, store, clusterId: 'test-cluster', runtime, health: { suspectAfterMs: 5_000, downAfterMs: 15_000, restartGraceMs: 30_000 }, log: quiet,
     identity: { id: 'solo', name: 'solo', apiAddress: '127.0.0.1:1', peerAddress: 'memory:solo', softwareVersion: '0.0.0-test', capacity: { cpuMillis: 4000, memoryBytes: 8 * 1024 ** 3 }, labels: {} },
     ...(lease !== undefined ? { lease } : {}),
   });

@@ -66,7 +66,7 @@ export class MeshLab {
     for (const n of this.nodes) {
       writeFileSync(path.join(n.dir, 'shoal.yaml'), stringify({
         dataDir: '.', api: { listen: n.api }, peer: { listen: `${n.ip}:7200` }, bootstrap, runtime: { kind: 'none' }, logLevel: 'info',
-        control: { suspectAfterMs: 1_000, downAfterMs: 3_000 },
+        control: { suspectAfterMs: 1_000, downAfterMs: 3_000, restartGraceMs: 3_000 },
         mesh: { listen: `${n.ip}:${meshPort}`, interface: n.ifname, reportIntervalMs: 1_000, resyncIntervalMs: 1_000 },
       }));
     }

@@ -70,7 +70,8 @@ export function statsLine(s: SimStats): string {
     + `placements ${s.placements}, nodes declared down ${s.nodesDeclaredDown}; partitions ${s.partitions}, crashes ${s.crashes}, machine deaths ${s.machineDeaths}, `
     + `restarts ${s.restarts}, runtime outages ${s.runtimeOutages}, container exits ${s.containerExits}; updates ${s.updates} (${s.badUpdates} bad: `
     + `${s.updatesPaused} paused, ${s.updatesRolledBack} rolled back; ${s.updatesCompleted} completed), scales ${s.scales}, drains ${s.drains}; `
-    + `shoal frozen ${s.freezes}, machines suspended ${s.suspends}, fence kills ${s.fenceKills}; liveness ${s.livenessMs} ms`;
+    + `shoal frozen ${s.freezes}, machines suspended ${s.suspends}, fence kills ${s.fenceKills}; `
+    + `links cut ${s.linkCuts}, graceful stops ${s.gracefulStops}, node-health hand-overs ${s.healthTransfers}; liveness ${s.livenessMs} ms`;
 }
 
 function printFailure(f: Failure): void {

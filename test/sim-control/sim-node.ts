@@ -9,6 +9,7 @@ import type { Agent } from '../../src/executor/agent.ts';
 import type { MemoryRuntime } from '../../src/executor/memory-runtime.ts';
 import { controlFeatureLevel } from '../../src/resources/collections.ts';
 import type { LeaderRun } from '../../src/control/leader-run.ts';
+import type { PeerViewReporter } from '../../src/node/peer-view-reporter.ts';
 import { MemoryLeaseStore } from '../../src/executor/lease-keeper.ts';
 import type { LogEntry } from './log-entry.ts';
 import type { NodeClock } from './node-clock.ts';
@@ -37,7 +38,15 @@ export class SimNode {
   session: Session | null = null;
   agent: Agent | null = null;
   loops: LeaderRun | null = null;
+  /** This incarnation's peer view (what it hears of the others), as every real node writes it. */
+  views: PeerViewReporter | null = null;
   incarnation = 0;
+  /** When this incarnation started (world ms): it listens for its peers from then. */
+  sessionStartedAt = 0;
+  /** When shoal on this machine last stopped gracefully (a goodbye to its peers); null: its last stop was not graceful. */
+  goodbyeAt: number | null = null;
+  /** When this incarnation's node health last handed leadership over (world ms). */
+  lastTransferAt: number | undefined;
   /** When this incarnation last heard from each node (what the real node's silentForMs is built from). */
   readonly lastHeard = new Map<string, number>();
   private barriers: { target: number; resolve: () => void }[] = [];
@@ -81,6 +90,9 @@ export class SimNode {
     this.session?.kill();
     this.session = null;
     this.agent = null;
+    this.views?.close();
+    this.views = null;
+    this.lastTransferAt = undefined;
     this.loops?.stop();
     this.loops = null;
     this.barriers = [];
