@@ -20,9 +20,10 @@
 // the node is there, beside what the node's driver hears (ports.peerContact). A node silent to
 // this leader alone makes the run hand leadership over (ports.transferLeadership).
 //
-// Exclusive services (lease.ts): the run notes, on its own monotonic clock, when its store applies
-// each node's lease renewal, and the orchestrator replaces an exclusive task of a lost node only
-// once lease + margin has passed since the later of that and the run's own start.
+// Exclusive services (lease.ts): the orchestrator replaces an exclusive task of a lost node only
+// once lease + margin has passed since the later of the last renewal of that node this node's
+// store applied (renewal-log.ts: noted on this node's monotonic clock since its control plane
+// started, leader or not) and the moment that log began watching.
 
 import type { DocumentStore } from '../../fsm/index.ts';
 import { encodeCommand } from '../../fsm/index.ts';
@@ -33,6 +34,7 @@ import { compatCommand } from '../resources/record-compat.ts';
 import { toTransactions, type Plan } from '../resources/changes.ts';
 import { leasesCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../resources/collections.ts';
 import { exclusiveClearInMs, leaseDefaults, leaseRecordSchema, type LeaseConfig } from '../resources/lease.ts';
+import { RenewalLog } from './renewal-log.ts';
 import { decideNetworkAllocation } from './network-allocation.ts';
 import { networksCollection, readNetworkState } from '../resources/network-resources.ts';
 import { assessNodes, type HealthDecision, type NodeContact, type NodeHealthConfig } from './node-health.ts';
@@ -91,6 +93,11 @@ export interface LeaderRunPorts {
   observe?: (pass: PassReport) => void;
   /** The exclusive-task lease (default leaseDefaults). */
   lease?: LeaseConfig;
+  /**
+   * When this node's store applied each lease renewal, watched since before this run (the
+   * supervisor's, for the life of the control plane). Absent: the run watches from its own start.
+   */
+  renewals?: RenewalLog;
   /** The range mesh addresses are allocated from (this leader's `mesh.cidr`; default net/mesh-config.ts). */
   meshCidr?: string;
 }
@@ -126,8 +133,9 @@ export class LeaderRun {
   private readonly startedAt: number;
   private closed = false;
   private unsubscribe: (() => void) | null = null;
-  /** Per `node:epoch`: when this run's store applied its last lease renewal (monotonic ms), and the longest lease it claimed. */
-  private readonly renewals = new Map<string, { atMs: number; leaseMs: number }>();
+  /** When this node's store applied each node's lease renewals (monotonic ms), and the longest lease each claimed. */
+  private readonly renewals: RenewalLog;
+  private readonly ownsRenewals: boolean;
   /** Per node: when this run's store applied a write of the node's own (monotonic ms). */
   private readonly ownWrites = new Map<string, number>();
   /** The loop's promise; resolves once the run has stopped. */
@@ -138,6 +146,8 @@ export class LeaderRun {
     this.queue = new WorkQueue(ports.clock, () => ports.clock.now());
     this.reader = new ControlStateReader(ports.store, (m) => ports.log.warn(`${m.collection}/${m.id} (rev ${m.rev}) is not a valid record and is ignored: ${m.problem}`));
     this.startedAt = ports.clock.now();
+    this.ownsRenewals = ports.renewals === undefined;
+    this.renewals = ports.renewals ?? new RenewalLog(ports.store, () => ports.clock.now());
   }
 
   start(): void {
@@ -154,6 +164,7 @@ export class LeaderRun {
     this.closed = true;
     this.queue.close();
     this.unsubscribe?.();
+    if (this.ownsRenewals) this.renewals.close();
   }
 
   private async loop(): Promise<void> {
@@ -174,9 +185,6 @@ export class LeaderRun {
     if (ev.collection === tasksCollection || ev.collection === nodesCollection) this.addNetworks();
     this.noteOwnWrite(ev);
     switch (ev.collection) {
-      case leasesCollection:
-        this.noteRenewal(ev);
-        return;
       case peerViewsCollection:
         this.queue.add('nodes');
         return;
@@ -212,27 +220,19 @@ export class LeaderRun {
     if (typeof nodeId === 'string') this.ownWrites.set(nodeId, this.ports.clock.now());
   }
 
-  private noteRenewal(ev: WatchEvent): void {
-    const r = leaseRecordSchema.safeParse(ev.doc?.doc);
-    if (!r.success) return;
-    const key = `${r.data.nodeId}:${r.data.epoch}`;
-    const prev = this.renewals.get(key);
-    this.renewals.set(key, { atMs: this.ports.clock.now(), leaseMs: Math.max(r.data.leaseMs, prev?.leaseMs ?? 0) });
-  }
-
   /**
    * Ms until an exclusive task of `nodeId` placed in `epoch` is surely dead: lease + margin after
-   * the later of the last renewal this run applied and the run's start (0 when passed).
+   * the later of the last renewal this node's store applied and when it began watching (0 when passed).
    */
   private exclusiveClearInMs(nodeId: string, epoch: number): number {
     const cfg = this.ports.lease ?? leaseDefaults;
-    const heard = this.renewals.get(`${nodeId}:${epoch}`);
+    const heard = this.renewals.last(nodeId, epoch);
     // The node's last renewal in the store says how long its agent holds the lease, even when it
     // was applied before this run began (an agent configured with a longer lease than this leader).
     const stored = leaseRecordSchema.safeParse(this.ports.store.get(leasesCollection, nodeId)?.doc);
     const storedLeaseMs = stored.success && stored.data.epoch === epoch ? stored.data.leaseMs : 0;
     return exclusiveClearInMs(cfg, {
-      nowMs: this.ports.clock.now(), loopsStartMs: this.startedAt, agentLeaseMs: Math.max(heard?.leaseMs ?? 0, storedLeaseMs),
+      nowMs: this.ports.clock.now(), watchingSinceMs: this.renewals.sinceMs, agentLeaseMs: Math.max(heard?.leaseMs ?? 0, storedLeaseMs),
       ...(heard !== undefined ? { renewedAtMs: heard.atMs } : {}),
     });
   }

@@ -14,6 +14,7 @@ import type { MembershipView } from '../ports/membership-view.ts';
 import type { Proposer } from '../ports/proposer.ts';
 import { controlFeatureLevel } from '../resources/collections.ts';
 import { LeaderRun, type PassReport } from './leader-run.ts';
+import { RenewalLog } from './renewal-log.ts';
 import type { LeaseConfig } from '../resources/lease.ts';
 import type { NodeHealthConfig } from './node-health.ts';
 
@@ -52,6 +53,8 @@ export class Supervisor {
   private lastTransferAt: number | undefined;
   /** Hand-overs node health asked for (tests and metrics). */
   transfers = 0;
+  /** When this node's store applied each lease renewal, since start(): every run's exclusive wait counts from it. */
+  private renewals: RenewalLog | undefined;
 
   constructor(private readonly opts: SupervisorOptions) {
     this.newTaskId = opts.newTaskId ?? (() => randomBytes(6).toString('hex'));
@@ -59,6 +62,7 @@ export class Supervisor {
 
   start(): void {
     const n = this.opts.node;
+    this.renewals ??= new RenewalLog(this.opts.store, () => clock.now());
     n.on('leaderChange', this.onNodeEvent);
     n.on('applied', this.onNodeEvent);
     n.on('featureLevel', this.onNodeEvent);
@@ -83,6 +87,7 @@ export class Supervisor {
     n.off('applied', this.onNodeEvent);
     n.off('featureLevel', this.onNodeEvent);
     await this.stopRun();
+    this.renewals?.close();
   }
 
   private check(): void {
@@ -115,6 +120,7 @@ export class Supervisor {
       log,
       ...(this.opts.meshCidr !== undefined ? { meshCidr: this.opts.meshCidr } : {}),
       ...(this.opts.lease !== undefined ? { lease: this.opts.lease } : {}),
+      ...(this.renewals !== undefined ? { renewals: this.renewals } : {}),
       ...(this.opts.observeLoops !== undefined ? { observe: this.opts.observeLoops } : {}),
     }, term);
     this.run = run;

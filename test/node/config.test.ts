@@ -75,7 +75,7 @@ describe('node config', () => {
   });
 
   it('takes the exclusive lease settings, with the release\'s defaults', () => {
-    expect(parseConfig(minimal, 't').exclusive).toEqual({ leaseMs: 10_000, driftRho: 0.01, killMs: 2_000, stopReportMs: 1_000 });
+    expect(parseConfig(minimal, 't').exclusive).toEqual({ leaseMs: 8_000, driftRho: 0.01, killMs: 2_000, stopReportMs: 1_000 });
     expect(parseConfig({ ...minimal, exclusive: { leaseMs: 30_000, killMs: 3_000 } }, 't').exclusive).toEqual({ leaseMs: 30_000, driftRho: 0.01, killMs: 3_000, stopReportMs: 1_000 });
   });
 

@@ -10,6 +10,7 @@ import type { MemoryRuntime } from '../../src/executor/memory-runtime.ts';
 import { controlFeatureLevel } from '../../src/resources/collections.ts';
 import type { LeaderRun } from '../../src/control/leader-run.ts';
 import type { PeerViewReporter } from '../../src/node/peer-view-reporter.ts';
+import type { RenewalLog } from '../../src/control/renewal-log.ts';
 import { MemoryLeaseStore } from '../../src/executor/lease-keeper.ts';
 import type { LogEntry } from './log-entry.ts';
 import type { NodeClock } from './node-clock.ts';
@@ -40,6 +41,8 @@ export class SimNode {
   loops: LeaderRun | null = null;
   /** This incarnation's peer view (what it hears of the others), as every real node writes it. */
   views: PeerViewReporter | null = null;
+  /** This incarnation's record of when its store applied each lease renewal (the supervisor's, in a real node). */
+  renewals: RenewalLog | null = null;
   incarnation = 0;
   /** When this incarnation started (world ms): it listens for its peers from then. */
   sessionStartedAt = 0;
@@ -92,6 +95,8 @@ export class SimNode {
     this.agent = null;
     this.views?.close();
     this.views = null;
+    this.renewals?.close();
+    this.renewals = null;
     this.lastTransferAt = undefined;
     this.loops?.stop();
     this.loops = null;

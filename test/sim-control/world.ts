@@ -29,6 +29,7 @@ import { ReplicasChecker } from './checkers/replicas.ts';
 import { Consensus, describeOrigin, type Cluster } from './consensus.ts';
 import { flush } from './flush.ts';
 import { LeaderRun } from '../../src/control/leader-run.ts';
+import { RenewalLog } from '../../src/control/renewal-log.ts';
 import type { NodeContact } from '../../src/control/node-health.ts';
 import { PeerViewReporter, peerViewUnheardAfterMs } from '../../src/node/peer-view-reporter.ts';
 import { controlFeatureLevel } from '../../src/resources/collections.ts';
@@ -301,6 +302,7 @@ export class World implements Cluster {
         this.log(`${n.id} hands leadership to ${to} (node health: a node only it cannot hear)${moved ? '' : ': not possible now'}`);
       },
       lastTransferAgoMs: () => (n.lastTransferAt === undefined ? undefined : this.clock.now() - n.lastTransferAt),
+      ...(n.renewals !== null ? { renewals: n.renewals } : {}),
       propose: (data, term, meta) => {
         const origin: LoopOrigin = {
           kind: 'loop', node: n.id, term, key: meta.key, decidedAtMs: clock.now(), readRevision: meta.readRevision,
@@ -361,6 +363,7 @@ export class World implements Cluster {
     const session = new Session(n.clock, n.runtime, n.incarnation, (m) => this.log(`${n.id} ${m}`));
     n.session = session;
     n.sessionStartedAt = this.clock.now();
+    n.renewals = new RenewalLog(n.store, () => session.clock.now());
     const consensus = this.consensus;
     const proposer: Pick<RaftNode, 'propose'> = {
       propose: (data) => session.guard(consensus.propose(n, session, data, null, { kind: 'agent', node: n.id, readRevision: n.store.revision })),
