@@ -13,8 +13,9 @@
 //             Measured: from the stop to the first lease renewal of the new process, against the
 //             last renewal before it (what the lease must outlast).
 //
-// Times are from the fault to the first poll (every 50 ms, a stale read from a surviving node)
-// that sees the state.
+// Times are from the fault to the first poll (every 50 ms, a linearizable read on a surviving
+// node) that sees the state. Before each death `web` is rebalanced to one task per machine, so the
+// victim always runs one.
 //
 //   flock /tmp/shoal-heavy.lock npm run bench:nodeloss -- [--rounds 5] [--restarts 3] [--write]
 //
@@ -60,14 +61,14 @@ interface RestartRound {
   leaseLapsed: boolean;
 }
 
-/** A stale read on `via` (a survivor, up to date within a heartbeat), or a linearizable one on any live node. */
-export async function tasksOf(lab: MachineLab, service: string, via?: Machine): Promise<TaskItem[] | undefined> {
-  const r = await lab.api('GET', `/v1/services/${service}${via !== undefined ? '?consistency=stale' : ''}`, undefined, via);
+/** A read on `via` (stale unless `linearizable`), or a linearizable one on any live node. */
+export async function tasksOf(lab: MachineLab, service: string, via?: Machine, linearizable = false): Promise<TaskItem[] | undefined> {
+  const r = await lab.api('GET', `/v1/services/${service}${via !== undefined && !linearizable ? '?consistency=stale' : ''}`, undefined, via);
   return r.kind === 'answer' && r.status === 200 ? (r.body as { tasks: TaskItem[] }).tasks : undefined;
 }
 
-export async function nodeRecord(lab: MachineLab, id: string, via?: Machine): Promise<{ state: string; epoch: number } | undefined> {
-  const r = await lab.api('GET', `/v1/nodes/${id}${via !== undefined ? '?consistency=stale' : ''}`, undefined, via);
+export async function nodeRecord(lab: MachineLab, id: string, via?: Machine, linearizable = false): Promise<{ state: string; epoch: number } | undefined> {
+  const r = await lab.api('GET', `/v1/nodes/${id}${via !== undefined && !linearizable ? '?consistency=stale' : ''}`, undefined, via);
   return r.kind === 'answer' && r.status === 200 ? (r.body as { node: { record: { state: string; epoch: number } } }).node.record : undefined;
 }
 
@@ -91,23 +92,42 @@ export async function converged(lab: MachineLab): Promise<{ db: TaskItem } | und
   return { db: dbTask };
 }
 
+/** Rebalance steps until web runs one task on every machine (tasks do not move back to a machine that returned). */
+async function spread(lab: MachineLab): Promise<void> {
+  await lab.waitFor('web spread over every machine', async () => {
+    const r = await lab.api('POST', '/v1/services/web/rebalance');
+    const state = r.kind === 'answer' && r.status === 200 ? (r.body as { state: string }).state : 'settling';
+    if (state !== 'balanced') return undefined;
+    const c = await converged(lab);
+    const web = (await tasksOf(lab, 'web')) ?? [];
+    return c !== undefined && new Set(web.filter((t) => t.desired === 'running').map((t) => t.nodeId)).size === lab.machines.length ? true : undefined;
+  }, 120_000, 500);
+}
+
 async function deathRound(lab: MachineLab): Promise<DeathRound> {
+  await spread(lab);
   const { db } = await lab.waitFor('the services converged', () => converged(lab));
   const victim = lab.byId(db.nodeId ?? '');
   if (victim === undefined) throw new Error('db runs nowhere');
   const wasLeader = (await leaderId(lab)) === victim.id;
+  const lost = ((await tasksOf(lab, 'web')) ?? []).filter((t) => t.desired === 'running' && t.nodeId === victim.id).map((t) => String(t.slot));
+  if (lost.length === 0) throw new Error(`${victim.name} runs no web task`);
   const at = lab.death(victim);
   const survivors = lab.machines.filter((m) => m !== victim);
   const since = (): number => Math.round(performance.now() - at);
   let downMs = Number.NaN;
   let webMs = Number.NaN;
   let dbMs = Number.NaN;
-  const elsewhere = (ts: TaskItem[] | undefined): TaskItem[] => (ts ?? []).filter((t) => t.desired === 'running' && t.observed === 'running' && t.nodeId !== victim.id);
+  // Running elsewhere: each slot the victim ran has a task running on another machine.
+  const elsewhere = (ts: TaskItem[] | undefined, slots: string[]): boolean => slots.every((slot) => (ts ?? []).some((t) => String(t.slot) === slot
+    && t.desired === 'running' && t.observed === 'running' && t.nodeId !== null && t.nodeId !== victim.id));
+  let turn = 0;
   await lab.waitFor('the victim\'s work running elsewhere', async () => {
-    const via = survivors[Math.floor(performance.now() / pollMs) % survivors.length];
-    if (Number.isNaN(downMs) && (await nodeRecord(lab, victim.id, via))?.state === 'down') downMs = since();
-    if (Number.isNaN(webMs) && elsewhere(await tasksOf(lab, 'web', via)).length === 3) webMs = since();
-    if (Number.isNaN(dbMs) && elsewhere(await tasksOf(lab, 'db', via)).length === 1) dbMs = since();
+    // Linearizable reads on the survivors in turn (during an election they fail, and are asked again).
+    const via = survivors[turn++ % survivors.length];
+    if (Number.isNaN(downMs) && (await nodeRecord(lab, victim.id, via, true))?.state === 'down') downMs = since();
+    if (Number.isNaN(webMs) && elsewhere(await tasksOf(lab, 'web', via, true), lost)) webMs = since();
+    if (Number.isNaN(dbMs) && elsewhere(await tasksOf(lab, 'db', via, true), [String(db.slot)])) dbMs = since();
     return Number.isNaN(downMs) || Number.isNaN(webMs) || Number.isNaN(dbMs) ? undefined : true;
   }, 90_000, pollMs);
   await lab.revive(victim);
@@ -187,7 +207,7 @@ function report(deaths: DeathRound[], restarts: RestartRound[], runtime: string,
     `Defaults: suspect after ${h.suspectAfterMs} ms, down after ${h.downAfterMs} ms of silence that no member contradicts, restart grace ${h.restartGraceMs} ms; `
       + `lease ${leaseDefaults.leaseMs} ms (the leader replaces an exclusive task ${replaceAfterMs(leaseDefaults)} ms after the last renewal it applied). `
       + `Three \`shoal serve\` processes, one per network namespace on a bridge; deaths with the ${runtime} runtime, restarts with Docker (containers outlive shoal). A death: the link goes down at both ends of the `
-      + 'machine\'s veth and every process in its namespace is SIGKILLed (no FIN, no RST), and with Docker its containers are killed too. Times from the fault to the first poll (every 50 ms, a stale read on a survivor) that sees it.',
+      + 'machine\'s veth and every process in its namespace is SIGKILLed (no FIN, no RST), and with Docker its containers are killed too. Times from the fault to the first poll (every 50 ms, a linearizable read on a survivor) that sees it; before each death `web` is rebalanced to one task per machine.',
     '',
     '| round | victim | its role | declared down ms | web tasks running elsewhere ms | exclusive db running elsewhere ms |',
     '|---|---|---|---:|---:|---:|',
