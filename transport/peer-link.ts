@@ -115,6 +115,8 @@ export class PeerLink {
   private outcome: DialOutcome | null = null;
   /** When the peer last closed a connection saying it is going away (1001: a graceful stop); 0: never. */
   private goodbyeAt = 0;
+  /** When a dial to the peer was last refused (its machine up, nothing on the peer port); 0: never. */
+  private refusedAt = 0;
   private rttMs: number | null = null;
   /** The listener's answer on the current connection; its protocolVersion is the connection's. */
   private remote: HelloFrame | null = null;
@@ -228,6 +230,14 @@ export class PeerLink {
   }
 
   /**
+   * When a dial to the peer was last refused; 0: never. Unlike condition(), a later dial that
+   * hangs does not hide it: a restarted shoal listens a while before it answers the handshake.
+   */
+  get refusedAtMs(): number {
+    return this.refusedAt;
+  }
+
+  /**
    * How the connection to the peer stands now: open, or what the last attempt came to. A dial
    * under way for longer than a refusal takes to come back is 'silent', whatever came before.
    */
@@ -282,6 +292,7 @@ export class PeerLink {
     ws.on('pong', (payload) => this.handlePong(ws, payload));
     ws.on('error', (err: NodeJS.ErrnoException) => {
       if (ws === this.ws) this.outcome = dialOutcomeOf(err.code ?? 'error');
+      if (ws === this.ws && this.outcome === 'refused') this.refusedAt = performance.now();
       this.noteFailure(err.code ?? 'error', err.message);
     });
     ws.on('close', (code) => this.handleClose(ws, code));

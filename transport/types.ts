@@ -62,6 +62,13 @@ export interface PeerContact {
    * nothing arrived from it since.
    */
   goodbye: boolean;
+  /**
+   * A dial to the peer was refused (its machine is up, shoal is not running there) and nothing
+   * arrived from it since. Only hearing from it clears this: the dials after a refusal may hang
+   * while a restarted shoal starts (it listens a while before it answers the handshake), and
+   * `link` then reads 'silent'.
+   */
+  refused: boolean;
 }
 
 /**

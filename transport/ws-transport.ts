@@ -274,8 +274,9 @@ export class WsTransport implements Transport {
 
   /**
    * What this transport knows of `id` being there: when anything last arrived from it on either
-   * connection, how the outbound link stands, and whether it said goodbye (closed a connection
-   * with 1001 as it stopped) with nothing heard since (docs/control-plane.md, "Node health").
+   * connection, how the outbound link stands, and whether, with nothing heard since, it said
+   * goodbye (closed a connection with 1001 as it stopped) or refused a dial (docs/control-plane.md,
+   * "Node health").
    */
   contact(id: NodeId): PeerContact {
     const now = performance.now();
@@ -288,6 +289,7 @@ export class WsTransport implements Transport {
       watchingForMs: this.startedAt > 0 ? now - this.startedAt : 0,
       link: link?.condition(now) ?? 'unknown',
       goodbye: goodbyeAt > 0 && goodbyeAt >= heardAt,
+      refused: link !== undefined && link.refusedAtMs > 0 && link.refusedAtMs >= heardAt,
     };
   }
 

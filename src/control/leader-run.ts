@@ -325,6 +325,7 @@ export class LeaderRun {
     const heardAgoMs = heard === undefined ? fromWrite : Math.min(heard, fromWrite ?? heard);
     return {
       heardAgoMs, watchingForMs: c?.watchingForMs ?? now - this.startedAt, link: c?.link ?? 'unknown', goodbye: c?.goodbye ?? false,
+      refused: c?.refused ?? false,
     };
   }
 

@@ -36,6 +36,8 @@ export interface NodeContact {
   watchingForMs: number;
   link: PeerLink;
   goodbye: boolean;
+  /** Its machine refused the leader's dial since it was last heard, whatever the link says now. */
+  refused: boolean;
 }
 
 export interface HealthInput {
@@ -71,9 +73,9 @@ export function assessNodes(state: ControlState, input: HealthInput, config: Nod
   for (const { value: node, rev } of state.nodes.values()) {
     const c = input.contact(node.id);
     const judgement = node.id === input.self
-      ? judgeNode(node.state, { member: input.members.has(node.id), silentMs: 0, link: 'connected', goodbye: false, heardBy: [] }, config)
+      ? judgeNode(node.state, { member: input.members.has(node.id), silentMs: 0, link: 'connected', goodbye: false, refused: false, heardBy: [] }, config)
       : judgeNode(node.state, {
-        member: input.members.has(node.id), silentMs: silent(node.id), link: c.link, goodbye: c.goodbye, heardBy: hearers(node.id, input, silent, config),
+        member: input.members.has(node.id), silentMs: silent(node.id), link: c.link, goodbye: c.goodbye, refused: c.refused, heardBy: hearers(node.id, input, silent, config),
       }, config);
     if (judgement.state !== node.state) {
       changes.push(putChange(nodesCollection, node.id, transition(node, judgement.state), rev));

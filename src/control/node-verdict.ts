@@ -17,7 +17,8 @@
 //   committed peer views name it unheard). Its epoch is raised and its tasks replaced. Excused
 //   silences wait restartGraceMs instead: a refused connection (the machine answers, shoal is not
 //   running there: its containers run on and its agent adopts them when it is back) and a goodbye
-//   (a graceful stop or an upgrade's restart said so).
+//   (a graceful stop or an upgrade's restart said so). Both hold until the node is heard again,
+//   whatever the link says meanwhile.
 // - back: a down node heard again is ready again in its raised epoch; its agent removes the old
 //   epoch's containers before anything else. A down node not heard stays down, whatever a new
 //   leader's shorter watch says.
@@ -45,6 +46,12 @@ export interface NodeEvidence {
   link: PeerLink;
   /** It said it is stopping (a graceful stop, an upgrade's restart) and has not been heard since. */
   goodbye: boolean;
+  /**
+   * Its machine refused the leader's dial to the peer port (shoal not running there) and it has
+   * not been heard since. Held until it is heard: the link reads 'silent' while a dial hangs on a
+   * restarted shoal that listens but does not answer yet, which is no sign the machine died.
+   */
+  refused: boolean;
   /** Members the leader hears whose committed peer view does not name this node unheard: they hear it. */
   heardBy: readonly string[];
 }
@@ -79,7 +86,7 @@ export function judgeNode(recorded: NodeState, e: NodeEvidence, c: NodeHealthCon
     const problem = e.silentMs >= c.downAfterMs;
     return j('suspect', `silent to the leader ${secs(e.silentMs)}, heard by ${e.heardBy.join(', ')}`, problem ? null : c.downAfterMs - e.silentMs, problem);
   }
-  const excuse = e.goodbye ? 'it said it was stopping' : e.link === 'refused' ? 'its machine answers but shoal does not (peer port refused)' : null;
+  const excuse = e.goodbye ? 'it said it was stopping' : e.refused || e.link === 'refused' ? 'its machine answers but shoal does not (peer port refused)' : null;
   if (excuse !== null) {
     if (e.silentMs >= c.restartGraceMs) return j('down', `silent ${secs(e.silentMs)}: ${excuse}, and it did not come back within ${secs(c.restartGraceMs)}`, null);
     return j('suspect', `silent ${secs(e.silentMs)}: ${excuse}; waiting up to ${secs(c.restartGraceMs)} for it to restart`, c.restartGraceMs - e.silentMs);

@@ -462,14 +462,15 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
   /**
    * What this node knows first-hand of `id` being there (node health's evidence): the later of
    * its last Raft message and anything its transport heard (pings and pongs come every second
-   * on each connection, also between followers), the outbound link's state, and a goodbye.
+   * on each connection, also between followers), the outbound link's state, a goodbye, and a
+   * refused dial since it was last heard.
    */
   peerContact(id: NodeId): PeerContact {
     const raft = this.peerSilence.silentForMs(id);
     const t = this.opts.transport.contact?.(id);
-    if (t === undefined) return { heardAgoMs: raft, watchingForMs: undefined, link: 'unknown', goodbye: false };
+    if (t === undefined) return { heardAgoMs: raft, watchingForMs: undefined, link: 'unknown', goodbye: false, refused: false };
     const heardAgoMs = raft === undefined ? t.heardAgoMs : Math.min(raft, t.heardAgoMs ?? raft);
-    return { heardAgoMs, watchingForMs: t.watchingForMs, link: t.link, goodbye: t.goodbye };
+    return { heardAgoMs, watchingForMs: t.watchingForMs, link: t.link, goodbye: t.goodbye, refused: t.refused };
   }
 
   /**

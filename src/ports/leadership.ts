@@ -40,6 +40,8 @@ export interface PeerContact {
   link: PeerLink;
   /** The peer said it is stopping (closed its connections with "going away") and nothing arrived since. */
   goodbye: boolean;
+  /** Its machine refused a dial to the peer port (shoal not running there) and nothing arrived since, whatever `link` says now. */
+  refused: boolean;
 }
 
 /** What a leader's loops need of the log besides proposing: its clock, its peers' silence, its own proposals. */

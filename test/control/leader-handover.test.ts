@@ -34,7 +34,7 @@ function setup(contacts: Record<string, NodeContact>, views: Record<string, stri
     store, clock: { now: () => clock.now(), setTimeout: (fn, ms) => clock.setTimer(ms, fn), clearTimeout: (h) => (h as Timer).cancel() },
     logTimeNow: () => clock.now(), self: 'n1', members: () => new Set(['n1', 'n2', 'n3']), health: nodeHealthDefaults,
     silentForMs: () => undefined,
-    peerContact: (id) => ({ ...(contacts[id] ?? { heardAgoMs: 0, watchingForMs: 600_000, link: 'connected', goodbye: false }) }),
+    peerContact: (id) => ({ ...(contacts[id] ?? { heardAgoMs: 0, watchingForMs: 600_000, link: 'connected', goodbye: false, refused: false }) }),
     transferLeadership: (to) => { transfers.push({ to, atMs: clock.now() }); },
     lastTransferAgoMs: () => { const last = transfers.at(-1); return last === undefined ? undefined : clock.now() - last.atMs; },
     propose: async (data, term) => {
@@ -55,7 +55,7 @@ function setup(contacts: Record<string, NodeContact>, views: Record<string, stri
   return { run, transfers, state, advance };
 }
 
-const silent: NodeContact = { heardAgoMs: 60_000, watchingForMs: 600_000, link: 'silent', goodbye: false };
+const silent: NodeContact = { heardAgoMs: 60_000, watchingForMs: 600_000, link: 'silent', goodbye: false, refused: false };
 
 describe('the leader\'s loops on node health', () => {
   it('a node only the leader cannot hear stays suspect; leadership goes to a voter that hears everyone, once per cooldown', async () => {

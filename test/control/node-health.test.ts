@@ -11,7 +11,7 @@ import type { NodeState } from '../../src/resources/records.ts';
 import { StateBuilder } from './state-builder.ts';
 
 const cfg: NodeHealthConfig = { suspectAfterMs: 1_500, downAfterMs: 4_000, restartGraceMs: 30_000 };
-const ev = (over: Partial<NodeEvidence> = {}): NodeEvidence => ({ member: true, silentMs: 0, link: 'connected', goodbye: false, heardBy: [], ...over });
+const ev = (over: Partial<NodeEvidence> = {}): NodeEvidence => ({ member: true, silentMs: 0, link: 'connected', goodbye: false, refused: false, heardBy: [], ...over });
 
 describe('the node-health rule (judgeNode)', () => {
   // recorded state, evidence → state, transition, wake (ms), leader problem
@@ -25,6 +25,8 @@ describe('the node-health rule (judgeNode)', () => {
     ['silent, a member hears it, not yet the down timeout', 'suspect', { silentMs: 2_000, heardBy: ['n3'] }, 'suspect', 'suspect', 2_000, false],
     ['refused: shoal down, machine up, within the grace', 'suspect', { silentMs: 20_000, link: 'refused' }, 'suspect', 'suspect', 10_000, false],
     ['refused past the grace', 'suspect', { silentMs: 30_000, link: 'refused' }, 'down', 'down', null, false],
+    ['refused earlier, now a dial hangs (a restarted shoal listens, not answering yet): within the grace', 'suspect', { silentMs: 6_000, link: 'silent', refused: true }, 'suspect', 'suspect', 24_000, false],
+    ['refused earlier, silent past the grace', 'suspect', { silentMs: 30_000, link: 'silent', refused: true }, 'down', 'down', null, false],
     ['goodbye (graceful stop) within the grace, link silent', 'suspect', { silentMs: 10_000, link: 'silent', goodbye: true }, 'suspect', 'suspect', 20_000, false],
     ['goodbye past the grace', 'suspect', { silentMs: 31_000, link: 'refused', goodbye: true }, 'down', 'down', null, false],
     ['closed without goodbye, then silent: a death', 'suspect', { silentMs: 4_500, link: 'closed' }, 'down', 'down', null, false],
@@ -44,7 +46,7 @@ describe('the node-health rule (judgeNode)', () => {
   const links: PeerLink[] = ['connected', 'refused', 'closed', 'silent', 'unknown'];
   const arbEvidence = fc.record({
     member: fc.boolean(), silentMs: fc.integer({ min: 0, max: 120_000 }), link: fc.constantFrom(...links), goodbye: fc.boolean(),
-    heardBy: fc.array(fc.constantFrom('n2', 'n3', 'n4'), { maxLength: 3 }),
+    refused: fc.boolean(), heardBy: fc.array(fc.constantFrom('n2', 'n3', 'n4'), { maxLength: 3 }),
   });
   const arbState = fc.constantFrom<NodeState>('ready', 'suspect', 'down');
   const arbConfig = fc.record({ suspectAfterMs: fc.integer({ min: 500, max: 5_000 }), extra: fc.integer({ min: 500, max: 20_000 }), grace: fc.integer({ min: 0, max: 60_000 }) })
@@ -56,7 +58,7 @@ describe('the node-health rule (judgeNode)', () => {
       if (j.state !== 'down' || !e.member || recorded === 'down') return;
       expect(e.heardBy).toEqual([]);
       expect(e.silentMs).toBeGreaterThanOrEqual(c.downAfterMs);
-      if (e.goodbye || e.link === 'refused') expect(e.silentMs).toBeGreaterThanOrEqual(c.restartGraceMs);
+      if (e.goodbye || e.refused || e.link === 'refused') expect(e.silentMs).toBeGreaterThanOrEqual(c.restartGraceMs);
     }));
   });
 
@@ -87,7 +89,7 @@ describe('the node-health rule (judgeNode)', () => {
 
 describe('the leader\'s pass over every node (assessNodes)', () => {
   const members = new Set(['n1', 'n2', 'n3']);
-  const heard = (ms: number | undefined, over: Partial<NodeContact> = {}): NodeContact => ({ heardAgoMs: ms, watchingForMs: 600_000, link: 'connected', goodbye: false, ...over });
+  const heard = (ms: number | undefined, over: Partial<NodeContact> = {}): NodeContact => ({ heardAgoMs: ms, watchingForMs: 600_000, link: 'connected', goodbye: false, refused: false, ...over });
   const input = (contacts: Record<string, NodeContact>, over: Partial<HealthInput> = {}): HealthInput => ({
     self: 'n1', members, voters: members, contact: (id) => contacts[id] ?? heard(0), views: new Map(), lastTransferAgoMs: undefined, ...over,
   });
@@ -143,6 +145,12 @@ describe('the leader\'s pass over every node (assessNodes)', () => {
     expect(states(assessNodes(three().build(), input({ n2: heard(10_000, { link: 'refused' }) }, { views }), cfg))).toEqual([['n2', 'suspect', 0]]);
     expect(states(assessNodes(three().build(), input({ n2: heard(10_000, { link: 'silent', goodbye: true }) }, { views }), cfg))).toEqual([['n2', 'suspect', 0]]);
     expect(states(assessNodes(three().build(), input({ n2: heard(30_000, { link: 'refused' }) }, { views }), cfg))).toEqual([['n2', 'down', 1]]);
+  });
+
+  it('a refusal holds until the node is heard: a dial that then hangs on the restarted shoal is no death', () => {
+    const views = new Map([['n3', new Set(['n2'])]]);
+    expect(states(assessNodes(three().build(), input({ n2: heard(6_000, { link: 'silent', refused: true }) }, { views }), cfg))).toEqual([['n2', 'suspect', 0]]);
+    expect(states(assessNodes(three().build(), input({ n2: heard(6_000, { link: 'silent' }) }, { views }), cfg))).toEqual([['n2', 'down', 1]]);
   });
 
   it('counts silence from when this node began listening at the most: a new node declares nobody down at once', () => {

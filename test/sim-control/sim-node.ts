@@ -52,6 +52,8 @@ export class SimNode {
   lastTransferAt: number | undefined;
   /** When this incarnation last heard from each node (what the real node's silentForMs is built from). */
   readonly lastHeard = new Map<string, number>();
+  /** When this incarnation's dials to each node were last refused (its machine up, shoal not running there). */
+  readonly refusedAt = new Map<string, number>();
   private barriers: { target: number; resolve: () => void }[] = [];
   /** The lease directory on the machine's disk: it outlives shoal, not the machine (a new boot). */
   readonly leases = new MemoryLeaseStore();
@@ -116,6 +118,7 @@ export class SimNode {
     this.applied = 0;
     this.appliedTerm = 0;
     this.lastHeard.clear();
+    this.refusedAt.clear();
     this.applyUpTo(entries, upTo);
     this.state = 'up';
     this.incarnation++;

@@ -31,6 +31,7 @@ import { flush } from './flush.ts';
 import { LeaderRun } from '../../src/control/leader-run.ts';
 import { RenewalLog } from '../../src/control/renewal-log.ts';
 import type { NodeContact } from '../../src/control/node-health.ts';
+import type { PeerLink } from '../../src/ports/leadership.ts';
 import { PeerViewReporter, peerViewUnheardAfterMs } from '../../src/node/peer-view-reporter.ts';
 import { controlFeatureLevel } from '../../src/resources/collections.ts';
 import type { HealthFact } from './checkers/health.ts';
@@ -60,6 +61,12 @@ export const placementSlackMs = 2_000;
  * 30 steps).
  */
 export const healthSlackMs = 5_000;
+/**
+ * The last steps of a stop of shoal in which the new process listens but answers no handshake
+ * yet (starting up): dials to it hang. 1.5-2.1 s from listening to the first handshake in
+ * `npm run bench:nodeloss`.
+ */
+export const startupSteps = 20;
 
 /** What a machine is named and what it offers. */
 function identityOf(id: string, i: number, capacity: Amounts): NodeIdentity {
@@ -203,6 +210,7 @@ export class World implements Cluster {
         const key = `${a.id}>${b.id}`;
         if (a === b || !this.connected(a, b)) {
           this.connectedSince.delete(key);
+          if (a !== b && a.isUp && !a.clock.frozen && this.linkOf(a, b) === 'refused') a.refusedAt.set(b.id, now);
           continue;
         }
         if (!this.connectedSince.has(key)) this.connectedSince.set(key, now);
@@ -213,19 +221,31 @@ export class World implements Cluster {
   }
 
   /**
+   * How `from`'s dials to `to` fare now: a machine that is up with shoal stopped refuses the
+   * peer port, except in the last `startupSteps` of the stop, when the new shoal listens but
+   * answers no handshake yet (the dial hangs, as a dead machine's would); a frozen shoal's
+   * connection stays open; a dead machine, a partition or a cut link answer nothing.
+   */
+  private linkOf(from: SimNode, to: SimNode): PeerLink {
+    const reachable = to.state !== 'dead' && this.network.sameSide(from.id, to.id);
+    if (this.connected(from, to) || (reachable && to.isUp)) return 'connected';
+    if (!reachable || to.state !== 'crashed') return 'silent';
+    return to.returnAt - this.step <= startupSteps ? 'silent' : 'refused';
+  }
+
+  /**
    * What `from`'s transport and driver would tell its node health of `to`: when it last heard
-   * it, how long this incarnation has listened, the link (a machine that is up with shoal stopped
-   * refuses the peer port; a frozen shoal's connection stays open; a dead machine, a partition or
-   * a cut link answer nothing), and whether `to` said goodbye since `from` last heard it.
+   * it, how long this incarnation has listened, the link, and whether `to` said goodbye or
+   * refused a dial since `from` last heard it.
    */
   contactOf(from: SimNode, to: SimNode): NodeContact {
     const now = this.clock.now();
     const at = from.lastHeard.get(to.id);
-    const reachable = to.state !== 'dead' && this.network.sameSide(from.id, to.id);
-    const link = this.connected(from, to) || (reachable && to.isUp) ? 'connected' : reachable && to.state === 'crashed' ? 'refused' : 'silent';
+    const refusedAt = from.refusedAt.get(to.id);
     return {
-      heardAgoMs: at === undefined ? undefined : now - at, watchingForMs: now - from.sessionStartedAt, link,
+      heardAgoMs: at === undefined ? undefined : now - at, watchingForMs: now - from.sessionStartedAt, link: this.linkOf(from, to),
       goodbye: to.goodbyeAt !== null && (at === undefined || at <= to.goodbyeAt),
+      refused: refusedAt !== undefined && (at === undefined || at <= refusedAt),
     };
   }
 
@@ -254,7 +274,7 @@ export class World implements Cluster {
       out[x.id] = {
         aliveForMs: alive === undefined ? null : now - alive, relayedForMs,
         silenceMs: Math.min(c.heardAgoMs ?? Number.POSITIVE_INFINITY, c.watchingForMs),
-        restarting: c.goodbye ? 'goodbye' : c.link === 'refused' ? 'refused' : null,
+        restarting: c.goodbye ? 'goodbye' : c.refused && x.state === 'crashed' ? 'refused' : null,
       };
     }
     return out;

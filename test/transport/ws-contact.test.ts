@@ -1,6 +1,7 @@
 // What the transport tells node health of a peer (WsTransport.contact): when it last heard it,
-// how the outbound link stands (connected, refused, closed, silent), and a goodbye: a graceful
-// close says so with 1001, a connection cut without one does not.
+// how the outbound link stands (connected, refused, closed, silent), a goodbye (a graceful close
+// says so with 1001, a connection cut without one does not), and a refusal held until the peer
+// is heard again.
 
 import net from 'node:net';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -92,6 +93,33 @@ describe('WsTransport.contact', { timeout: 20_000 }, () => {
     await new Promise((r) => p.server.close(r));
     await waitFor('the closed proxy port reads refused', () => a.t.contact('b').link === 'refused', 8_000);
     expect(a.t.contact('b').goodbye).toBe(false);
+  });
+
+  it('a refusal holds until the peer is heard: a dial then hanging on a restarted shoal (listening, not answering yet) reads silent, still refused', async () => {
+    const a = await node(pki, 'a');
+    const b = await node(pki, 'b');
+    const p = await proxy(b.t.address);
+    const port = Number(p.address.split(':')[1]);
+    a.t.setPeers([{ id: 'b', address: p.address }]);
+    await waitFor('connected through the proxy', () => a.t.contact('b').link === 'connected');
+    expect(a.t.contact('b').refused).toBe(false);
+
+    p.cut();
+    await new Promise((r) => p.server.close(r));
+    await waitFor('a refused redial', () => a.t.contact('b').link === 'refused' && a.t.contact('b').refused, 8_000);
+
+    p.mode = 'blackhole';
+    await new Promise<void>((r) => p.server.listen(port, '127.0.0.1', r));
+    await waitFor('a dial unanswered past a round trip reads silent', () => a.t.contact('b').link === 'silent', 8_000);
+    expect(a.t.contact('b').refused).toBe(true);
+
+    p.mode = 'forward';
+    p.cut();
+    await waitFor('heard again', () => a.t.contact('b').link === 'connected', 10_000);
+    expect(a.t.contact('b')).toMatchObject({ refused: false, goodbye: false });
+    // The proxy's close (afterEach) waits for the connections it relays.
+    await a.t.close();
+    p.cut();
   });
 
   it('reads a dial failure as refused (the kernel answered), silent (nothing did) or closed', () => {
