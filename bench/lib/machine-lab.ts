@@ -16,18 +16,15 @@
 //               added latency. (tc netem is not built into this kernel: CONFIG_NET_SCH_NETEM.)
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { initNode } from '../../src/node/identity.ts';
 import { issueClientCert } from '../../src/security/client-certs.ts';
 import { call, sleep, useClientCertificate, type HttpResult } from '../../test/faults/http.ts';
 import { NetLab } from '../../test/faults/netns.ts';
-
-const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
-const binPath = path.join(repoRoot, 'bin', 'shoal.js');
+import { startShoalIn } from '../../test/faults/shoal-in-ns.ts';
 
 export interface Machine {
   slot: number;
@@ -112,24 +109,8 @@ export class MachineLab {
   }
 
   async start(m: Machine): Promise<void> {
-    const fd = openSync(m.log, 'a');
     writeFileSync(m.log, `\n===== lab: start ${m.name} at ${new Date().toISOString()}\n`, { flag: 'a' });
-    try {
-      m.proc = spawn('ip', ['netns', 'exec', this.lab.ns(m.slot), process.execPath, binPath, 'serve', '--config', path.join(m.dir, 'shoal.yaml')], {
-        cwd: repoRoot, stdio: ['ignore', fd, fd],
-      });
-    } finally {
-      closeSync(fd);
-    }
-    const proc = m.proc;
-    proc.once('exit', () => { if (m.proc === proc) m.proc = undefined; });
-    for (let i = 0; i < 600; i++) {
-      const r = await call(m.api, '/healthz', { timeoutMs: 1000 });
-      if (r.kind === 'answer') return;
-      if (m.proc === undefined) throw new Error(`${m.name} exited while starting; see ${m.log}`);
-      await sleep(100);
-    }
-    throw new Error(`${m.name} did not serve within 60 s; see ${m.log}`);
+    await startShoalIn(this.lab, m, { config: path.join(m.dir, 'shoal.yaml'), log: m.log, serveWithinMs: 60_000 });
   }
 
   /** The machine dies: its link goes down at both ends, then every process in its namespace is killed. Returns when (performance.now()). */
