@@ -164,8 +164,10 @@ async function restartRound(lab: MachineLab, how: RestartRound['how']): Promise<
   await new Promise((r) => setTimeout(r, renewIntervalMs(leaseDefaults) + 500 + Math.random() * 3_000));
   const stopAt = performance.now();
   await lab.stop(victim, how === 'graceful' ? 'SIGTERM' : 'SIGKILL');
-  // A graceful stop's last renewal commits before the process exits: it counts as before.
-  const exitedAt = performance.now() + pollMs;
+  // A graceful stop's last renewal commits before the process exits: it counts as before, even
+  // when the poll (a stale read on another node) sees it a few hundred ms late; a new process
+  // takes longer than that to start and renew.
+  const exitedAt = performance.now() + 500;
   // systemd's unit restarts a crashed shoal after RestartSec=2s (src/cli/systemd-unit.ts).
   if (how === 'crash') await new Promise((r) => setTimeout(r, 2_000));
   await lab.start(victim);
