@@ -109,6 +109,7 @@ async function main(): Promise<void> {
   let nextStall = 15_000;
   let pauseTurn = 0;
   let stallTurn = 1;
+  let minutesReported = 0;
   try {
     while (performance.now() - t0 < minutes * 60_000) {
       const t = performance.now() - t0;
@@ -147,8 +148,10 @@ async function main(): Promise<void> {
       const leader = h.kind === 'answer' ? ((h.body as { leader?: string | null }).leader ?? null) : null;
       if (leader !== null && lastLeader !== null && leader !== lastLeader) counts.leaderChanges++;
       if (leader !== null) lastLeader = leader;
-      if (minute !== Math.floor((performance.now() - t0) / 60_000)) console.log(`minute ${minute + 1} done: ${counts.writesOk} writes, ${counts.leaderChanges} leader changes`);
       await sleep(500);
+      const done = Math.floor((performance.now() - t0) / 60_000);
+      if (done > minutesReported) console.log(`minute ${done} done: ${counts.writesOk} writes, ${counts.suspects} suspect verdicts seen, ${counts.leaderChanges} leader changes`);
+      minutesReported = done;
     }
   } finally {
     running = false;
