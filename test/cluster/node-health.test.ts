@@ -39,7 +39,9 @@ describe('node health on real processes', { timeout: 90_000 }, () => {
     cluster.start(victim);
     await waitFor('the node ready again', async () => ((await record(leader, victim.id)).state === 'ready' ? true : undefined));
     expect((await record(leader, victim.id)).epoch).toBe(epoch);
-    expect(leader.logs.join('')).toMatch(/suspect: silent [\d.]+ s: (it said it was stopping|its machine answers but shoal does not)/);
+    // The suspect verdict's reason depends on the race with the third member's peer view (it may
+    // still say it hears the node); past the down timeout only the goodbye or the refusal keeps it suspect.
+    expect(leader.logs.join('')).toMatch(/suspect: silent (to the leader )?[\d.]+ s(: it said it was stopping|: its machine answers but shoal does not|, heard by)/);
   });
 
   it('a crashed shoal restarted 2 s later (systemd) is never down; one that stays away waits the restart grace, then is down; back, in the raised epoch', async () => {
