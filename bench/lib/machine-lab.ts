@@ -24,17 +24,13 @@ import { initNode } from '../../src/node/identity.ts';
 import { issueClientCert } from '../../src/security/client-certs.ts';
 import { call, sleep, useClientCertificate, type HttpResult } from '../../test/faults/http.ts';
 import { NetLab } from '../../test/faults/netns.ts';
-import { startShoalIn } from '../../test/faults/shoal-in-ns.ts';
+import { startShoalIn, type ShoalHost } from '../../test/faults/shoal-in-ns.ts';
 
-export interface Machine {
-  slot: number;
-  name: string;
+export interface Machine extends ShoalHost {
   id: string;
   ip: string;
-  api: string;
   dir: string;
   log: string;
-  proc: ChildProcess | undefined;
   /** Link down and processes killed (until revive). */
   dead: boolean;
 }

@@ -5,7 +5,7 @@
 // shoal the way a crash or systemd's stop would (the whole group) and check that the
 // wireguard-go it started survives.
 
-import { spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'yaml';
@@ -14,19 +14,15 @@ import { parseWgDump, type WgInterfaceDump } from '../../net/wg-dump.ts';
 import { issueClientCert } from '../../src/security/client-certs.ts';
 import { call, sleep, useClientCertificate } from '../faults/http.ts';
 import { NetLab } from '../faults/netns.ts';
-import { startShoalIn } from '../faults/shoal-in-ns.ts';
+import { startShoalIn, type ShoalHost } from '../faults/shoal-in-ns.ts';
 
 export const meshPort = 51820;
 
-export interface LabNode {
-  slot: number;
-  name: string;
+export interface LabNode extends ShoalHost {
   id: string;
   ip: string;
-  api: string;
   dir: string;
   ifname: string;
-  proc: ChildProcess | undefined;
 }
 
 export class MeshLab {
