@@ -80,7 +80,7 @@ const wanted = (tasks: TaskItem[], live: (id: string) => boolean): number =>
 
 async function round(tasks: number, downMs: number): Promise<Round> {
   const sys = new ShoalCluster(timeouts, false, undefined, [], {
-    runtime: { kind: 'memory' }, control: { suspectAfterMs: Math.min(1000, downMs - 500), downAfterMs: downMs },
+    runtime: { kind: 'memory' }, control: { suspectAfterMs: Math.min(1000, downMs - 500), downAfterMs: downMs, restartGraceMs: downMs },
     node: { cpuMillis: 64_000, memoryBytes: 128 * 2 ** 30 },
   });
   await sys.start();

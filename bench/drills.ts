@@ -54,7 +54,7 @@ async function startCluster(root: string): Promise<{ supervisor: DevSupervisor; 
   for (const n of nodes) {
     writeFileSync(path.join(n.dir, 'shoal.yaml'), stringify({
       dataDir: '.', api: { listen: n.apiAddress }, peer: { listen: n.peerAddress }, bootstrap, logLevel: 'warn',
-      runtime: { kind: 'memory' }, control: { suspectAfterMs: 2000, downAfterMs: 4000 },
+      runtime: { kind: 'memory' }, control: { suspectAfterMs: 2000, downAfterMs: 4000, restartGraceMs: 4000 },
     }));
   }
   const logs = createWriteStream(path.join(root, 'nodes.log'));

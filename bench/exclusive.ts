@@ -26,7 +26,7 @@ interface Round {
 }
 
 async function round(): Promise<Round> {
-  const sys = new DockerSystem({ control: { suspectAfterMs: 1_000, downAfterMs: 3_000 } });
+  const sys = new DockerSystem({ control: { suspectAfterMs: 1_000, downAfterMs: 3_000, restartGraceMs: 3_000 } });
   try {
     await sys.start();
     await sys.apply(serviceDoc('db', { exclusive: true }));

@@ -29,7 +29,8 @@ export interface InboundContext {
   isRevoked(serial: string): boolean;
   /** The handshake succeeded: the owner supersedes an older connection from the same node. */
   accepted(conn: InboundConnection): void;
-  closed(conn: InboundConnection): void;
+  /** The connection closed, with the close code it got (1001 from the peer: it is stopping). */
+  closed(conn: InboundConnection, code: number): void;
   /** Hands an admitted message on; returns the handler's refusal, if it refused it (counted there). */
   deliver(from: NodeId, m: Message): MessageRefusal | undefined;
   /** A WebSocket message arrived from the authenticated peer after its hello. */
@@ -67,7 +68,7 @@ export class InboundConnection {
     ws.on('message', (data, isBinary) => this.handleData(rawDataToBytes(data), isBinary));
     ws.on('ping', () => (this.lastHeardAt = performance.now()));
     ws.on('error', (err) => ctx.log.debug(`connection from ${this.describePeer()}: ${err.message}`));
-    ws.on('close', () => this.handleClose());
+    ws.on('close', (code: number) => this.handleClose(code));
   }
 
   /** The authenticated peer, once the handshake succeeded (and still after the close). */
@@ -234,13 +235,13 @@ export class InboundConnection {
     void this.close(refusal.reason);
   }
 
-  private handleClose(): void {
+  private handleClose(code: number): void {
     const wasOpen = this.state === 'open';
     this.state = 'closed';
     clearTimeout(this.handshakeTimer);
     // A stream cut mid-way is simply dropped: the sender sees the same close and reports it.
     this.assembler?.abort('connection closed');
-    if (wasOpen) this.ctx.closed(this);
+    if (wasOpen) this.ctx.closed(this, code);
   }
 
   private logOnce(key: string, msg: string, keyIsGlobal = false): void {

@@ -22,7 +22,7 @@ import type { RepeatLimiter } from './log-limiter.ts';
 import { SendQueue } from './send-queue.ts';
 import { OutgoingSnapshot } from './snapshot-stream.ts';
 import { PEER_PATH, closeSocket, pingPayload, rawDataToBytes, rttFromPong } from './socket-util.ts';
-import type { PeerInfo, PeerStats, TransportLogger } from './types.ts';
+import type { PeerInfo, PeerLinkCondition, PeerStats, TransportLogger } from './types.ts';
 import { issuedByBundle } from '../src/security/ca-bundle.ts';
 
 export interface TlsMaterial {
@@ -70,6 +70,26 @@ type SnapMessage = Message & { snapshot: NonNullable<Message['snapshot']> };
 /** idle: not started; dialling: connecting or handshaking; open: ready; waiting: backing off. */
 type LinkState = 'idle' | 'dialling' | 'open' | 'waiting' | 'closed';
 
+/**
+ * A refused connection is answered within a round trip; a dial still unanswered after this long
+ * goes nowhere (a dead machine, a cut link), whatever the attempt before it met.
+ */
+export const dialAnsweredWithinMs = 1_000;
+
+/** What the last dial, or the last open connection, came to (node health's evidence). */
+type DialOutcome = Exclude<PeerLinkCondition, 'connected' | 'unknown'>;
+
+/**
+ * How a dial failure reads: the peer's kernel answered with a reset (ECONNREFUSED: the machine
+ * is up, nothing listens on the port: shoal is not running), nothing answered at all (a timeout,
+ * no route: the machine or the link is gone), or anything else (a reset mid-handshake, TLS).
+ */
+export function dialOutcomeOf(code: string): DialOutcome {
+  if (code === 'ECONNREFUSED') return 'refused';
+  if (code === 'ETIMEDOUT' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === 'EHOSTDOWN' || code === 'handshake_timeout') return 'silent';
+  return 'closed';
+}
+
 export class PeerLink {
   private state: LinkState = 'idle';
   private ws: WebSocket | null = null;
@@ -89,6 +109,14 @@ export class PeerLink {
   /** This side refused the current connection (the close code echoed back is then ours). */
   private refusedByUs = false;
   private lastHeardAt = 0;
+  /** When the current dial began (performance.now()). */
+  private dialStartedAt = 0;
+  /** What the last dial or connection came to; null while a connection is open. */
+  private outcome: DialOutcome | null = null;
+  /** When the peer last closed a connection saying it is going away (1001: a graceful stop); 0: never. */
+  private goodbyeAt = 0;
+  /** When a dial to the peer was last refused (its machine up, nothing on the peer port); 0: never. */
+  private refusedAt = 0;
   private rttMs: number | null = null;
   /** The listener's answer on the current connection; its protocolVersion is the connection's. */
   private remote: HelloFrame | null = null;
@@ -168,6 +196,7 @@ export class PeerLink {
     if (ws === null || this.state !== 'open') return;
     if (nowMs - this.lastHeardAt > this.ctx.limits.silenceTimeoutMs) {
       this.ctx.log.warn(`peer ${this.peer.id} at ${this.peer.address} silent for ${Math.round(nowMs - this.lastHeardAt)} ms; reconnecting`);
+      this.outcome = 'silent';
       ws.terminate();
       return;
     }
@@ -190,6 +219,34 @@ export class PeerLink {
     return stats;
   }
 
+  /** When anything last arrived on this link (a hello, a pong, an acknowledgement); 0: never. */
+  get heardAtMs(): number {
+    return this.lastHeardAt;
+  }
+
+  /** When the peer last said goodbye on this link (closed it with 1001); 0: never. */
+  get goodbyeAtMs(): number {
+    return this.goodbyeAt;
+  }
+
+  /**
+   * When a dial to the peer was last refused; 0: never. Unlike condition(), a later dial that
+   * hangs does not hide it: a restarted shoal listens a while before it answers the handshake.
+   */
+  get refusedAtMs(): number {
+    return this.refusedAt;
+  }
+
+  /**
+   * How the connection to the peer stands now: open, or what the last attempt came to. A dial
+   * under way for longer than a refusal takes to come back is 'silent', whatever came before.
+   */
+  condition(nowMs: number): PeerLinkCondition {
+    if (this.state === 'open') return 'connected';
+    if (this.state === 'dialling' && nowMs - this.dialStartedAt > dialAnsweredWithinMs) return 'silent';
+    return this.outcome ?? 'unknown';
+  }
+
   /** Permanently: the peer was removed or the transport is closing. Queued frames are dropped. */
   async close(): Promise<void> {
     if (this.state === 'closed') return;
@@ -206,6 +263,7 @@ export class PeerLink {
 
   private dial(): void {
     this.state = 'dialling';
+    this.dialStartedAt = performance.now();
     this.certNodeId = null;
     this.certSerial = null;
     this.certDer = null;
@@ -232,7 +290,11 @@ export class PeerLink {
     ws.on('open', () => ws.send(encodeFrame(offerOf(this.ctx.local))));
     ws.on('message', (data, isBinary) => this.handleData(ws, rawDataToBytes(data), isBinary));
     ws.on('pong', (payload) => this.handlePong(ws, payload));
-    ws.on('error', (err: NodeJS.ErrnoException) => this.noteFailure(err.code ?? 'error', err.message));
+    ws.on('error', (err: NodeJS.ErrnoException) => {
+      if (ws === this.ws) this.outcome = dialOutcomeOf(err.code ?? 'error');
+      if (ws === this.ws && this.outcome === 'refused') this.refusedAt = performance.now();
+      this.noteFailure(err.code ?? 'error', err.message);
+    });
     ws.on('close', (code) => this.handleClose(ws, code));
   }
 
@@ -306,6 +368,7 @@ export class PeerLink {
     }
     this.clearHandshakeTimer();
     this.state = 'open';
+    this.outcome = null;
     this.remote = hello;
     this.batching = Math.min(hello.protocolVersion, this.ctx.local.protocolVersion) >= BATCH_PROTOCOL_VERSION;
     this.backoff.reset();
@@ -353,6 +416,7 @@ export class PeerLink {
 
   private handleHandshakeTimeout(ws: WebSocket): void {
     if (ws !== this.ws || this.state !== 'dialling') return;
+    this.outcome = 'silent';
     this.noteFailure('handshake_timeout', `no hello within ${this.ctx.limits.handshakeTimeoutMs} ms`);
     ws.terminate();
   }
@@ -360,6 +424,8 @@ export class PeerLink {
   private handleClose(ws: WebSocket, code: number): void {
     if (ws !== this.ws) return;
     const wasOpen = this.detach();
+    if (code === CLOSE_GOING_AWAY && this.state !== 'closed') this.goodbyeAt = performance.now();
+    if (wasOpen && this.outcome === null) this.outcome = 'closed';
     const refusal = refusalReasonOf(code);
     if (refusal !== undefined && !this.refusedByUs) {
       this.noteFailure(refusal, `the peer refused the connection: ${refusal} (close code ${code})`);

@@ -40,6 +40,38 @@ export interface PeerStats {
 }
 
 /**
+ * How this node's outbound connection to a peer stands: open ('connected'), or what the last
+ * attempt came to. 'refused': the peer's kernel answered the dial with a reset, so the machine
+ * is up and nothing listens on the peer port (shoal is not running there). 'silent': nothing
+ * answered (a dial that timed out or found no route, a dial unanswered past a round trip, an
+ * open connection torn down for silence): the machine or the path to it is gone. 'closed': an
+ * open connection closed, or a dial failed otherwise. 'unknown': never dialled.
+ */
+export type PeerLinkCondition = 'connected' | 'refused' | 'closed' | 'silent' | 'unknown';
+
+/** What this node's transport knows of a peer being there (node health's evidence, docs/control-plane.md). */
+export interface PeerContact {
+  /** Ms since anything arrived from the peer on either connection (a frame, a ping, a pong); undefined: nothing since the transport started. */
+  heardAgoMs: number | undefined;
+  /** Ms since the transport started: how long it has been listening for the peer. */
+  watchingForMs: number;
+  link: PeerLinkCondition;
+  /**
+   * The peer closed a connection saying it is going away (WebSocket close code 1001, which a
+   * transport sends on every connection as it stops: a graceful stop, an upgrade's restart), and
+   * nothing arrived from it since.
+   */
+  goodbye: boolean;
+  /**
+   * A dial to the peer was refused (its machine is up, shoal is not running there) and nothing
+   * arrived from it since. Only hearing from it clears this: the dials after a refusal may hang
+   * while a restarted shoal starts (it listens a while before it answers the handshake), and
+   * `link` then reads 'silent'.
+   */
+  refused: boolean;
+}
+
+/**
  * How a peer turned out unreachable. 'disconnected': the connection to it closed (a killed
  * process closes its connections at once), so it is probably gone. 'dropped': a message to it
  * was dropped (a full queue, a frame over the limit, a peer not known) while nothing says it is
@@ -93,6 +125,8 @@ export interface Transport {
    */
   onRefused?(h: (id: NodeId, reason: string) => void): void;
   stats(): PeerStats[];
+  /** Optional: what the transport knows of the peer being there (the in-memory transport has no sockets to tell). */
+  contact?(id: NodeId): PeerContact;
   /**
    * Messages from peers dropped before the handler took them, by reason, since start (every
    * reason present). The node publishes them as shoal_peer_messages_dropped_total{reason}

@@ -28,7 +28,8 @@ import { PeerLink, type LinkContext, type PeerCounters, type TlsMaterial } from 
 import { identifyPeer } from './peer-probe.ts';
 import { PeerServer } from './peer-server.ts';
 import { formatAddress } from './socket-util.ts';
-import type { MessageHandler, PeerInfo, PeerStats, Transport, TransportLogger, UnreachableReason } from './types.ts';
+import { CLOSE_GOING_AWAY } from './handshake.ts';
+import type { MessageHandler, PeerContact, PeerInfo, PeerStats, Transport, TransportLogger, UnreachableReason } from './types.ts';
 
 export interface WsTransportOptions {
   nodeId: NodeId;
@@ -88,6 +89,9 @@ export class WsTransport implements Transport {
   private refusedHandler: ((id: NodeId, reason: RefusalReason) => void) | null = null;
   private announcedHandler: ((id: NodeId, announced: Announcement) => void) | null = null;
   private readonly pendingUnreachable = new Map<NodeId, UnreachableReason>();
+  /** Per peer, what its closed inbound connections last heard, and when one closed saying goodbye. */
+  private readonly inboundPast = new Map<NodeId, { heardAt: number; goodbyeAt: number }>();
+  private startedAt = 0;
 
   constructor(private readonly opts: WsTransportOptions) {
     checkOptions(opts);
@@ -133,6 +137,7 @@ export class WsTransport implements Transport {
       if (wanted.has(id)) continue;
       this.links.delete(id);
       this.counters.delete(id);
+      this.inboundPast.delete(id);
       this.log.info(`peer ${id} removed; closing its connection`);
       void link.close();
     }
@@ -267,6 +272,27 @@ export class WsTransport implements Transport {
     return [...this.links.values()].map((l) => l.stats());
   }
 
+  /**
+   * What this transport knows of `id` being there: when anything last arrived from it on either
+   * connection, how the outbound link stands, and whether, with nothing heard since, it said
+   * goodbye (closed a connection with 1001 as it stopped) or refused a dial (docs/control-plane.md,
+   * "Node health").
+   */
+  contact(id: NodeId): PeerContact {
+    const now = performance.now();
+    const link = this.links.get(id);
+    const past = this.inboundPast.get(id);
+    const heardAt = Math.max(link?.heardAtMs ?? 0, this.inbound.get(id)?.lastHeardAt ?? 0, past?.heardAt ?? 0);
+    const goodbyeAt = Math.max(link?.goodbyeAtMs ?? 0, past?.goodbyeAt ?? 0);
+    return {
+      heardAgoMs: heardAt > 0 ? now - heardAt : undefined,
+      watchingForMs: this.startedAt > 0 ? now - this.startedAt : 0,
+      link: link?.condition(now) ?? 'unknown',
+      goodbye: goodbyeAt > 0 && goodbyeAt >= heardAt,
+      refused: link !== undefined && link.refusedAtMs > 0 && link.refusedAtMs >= heardAt,
+    };
+  }
+
   inboundDrops(): InboundDropCounts {
     return this.drops.snapshot();
   }
@@ -284,6 +310,7 @@ export class WsTransport implements Transport {
     if (this.state !== 'starting') return; // closed while listening
     this.boundAddress = formatAddress(host, port);
     this.state = 'running';
+    this.startedAt = performance.now();
     this.ticker = setInterval(() => this.tick(), this.limits.pingIntervalMs);
     this.ticker.unref();
     for (const link of this.links.values()) link.start();
@@ -388,8 +415,15 @@ export class WsTransport implements Transport {
       authorizePeer: this.opts.authorizePeer ?? (() => 'member'),
       isRevoked: this.opts.isRevoked ?? (() => false),
       accepted: (conn) => this.acceptInbound(conn),
-      closed: (conn) => {
-        if (conn.peerId !== null && this.inbound.get(conn.peerId) === conn) this.inbound.delete(conn.peerId);
+      closed: (conn, code) => {
+        const id = conn.peerId;
+        if (id === null) return;
+        if (this.inbound.get(id) === conn) this.inbound.delete(id);
+        if (this.state !== 'running') return;
+        const past = this.inboundPast.get(id) ?? { heardAt: 0, goodbyeAt: 0 };
+        past.heardAt = Math.max(past.heardAt, conn.lastHeardAt);
+        if (code === CLOSE_GOING_AWAY) past.goodbyeAt = performance.now();
+        this.inboundPast.set(id, past);
       },
       deliver: (from, m) => this.deliver(from, m),
       countWsMessage: (from) => {

@@ -41,9 +41,10 @@ and lost, reads that went backwards, workloads restarted or duplicated, time unt
 is back at its replica count, when the target was declared down, peer messages refused) and
 keeps it in the store (shoal drill ls).${name === 'node-reboot' ? `
 
-A --duration past the leader's control.downAfterMs (15 s by default) is a node lost long
-enough for the leader to declare it down and replace its tasks on the other nodes: the report
-says when, and how long until every service was back at its count.` : ''}
+The emulated reboot is shoal exiting on a machine that stays up, so its peer port refuses and
+the leader reads it as a restart: a --duration past control.restartGraceMs (30 s by default) is
+a node lost long enough for the leader to declare it down and replace its tasks on the other
+nodes: the report says when, and how long until every service was back at its count.` : ''}
 
 A drill takes the target away for a while, and every task on it with it: before the fault it asks
 each service's disruption budget (disruption.maxUnavailable) whether that many of its slots may

@@ -15,9 +15,15 @@
 // deciding again from applied state that lacks a write still on its way would decide it twice
 // (found by the control-plane simulator, seed 945: a slot given two tasks).
 //
-// Exclusive services (lease.ts): the run notes, on its own monotonic clock, when its store applies
-// each node's lease renewal, and the orchestrator replaces an exclusive task of a lost node only
-// once lease + margin has passed since the later of that and the run's own start.
+// Node health (node-health.ts): the run notes, on its own monotonic clock, when its store applies
+// a write of each node's own (an agent report, a lease renewal, its peer view): one more sign that
+// the node is there, beside what the node's driver hears (ports.peerContact). A node silent to
+// this leader alone makes the run hand leadership over (ports.transferLeadership).
+//
+// Exclusive services (lease.ts): the orchestrator replaces an exclusive task of a lost node only
+// once lease + margin has passed since the later of the last renewal of that node this node's
+// store applied (renewal-log.ts: noted on this node's monotonic clock since its control plane
+// started, leader or not) and the moment that log began watching.
 
 import type { DocumentStore } from '../../fsm/index.ts';
 import { encodeCommand } from '../../fsm/index.ts';
@@ -28,9 +34,13 @@ import { compatCommand } from '../resources/record-compat.ts';
 import { toTransactions, type Plan } from '../resources/changes.ts';
 import { leasesCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../resources/collections.ts';
 import { exclusiveClearInMs, leaseDefaults, leaseRecordSchema, type LeaseConfig } from '../resources/lease.ts';
+import { RenewalLog } from './renewal-log.ts';
 import { decideNetworkAllocation } from './network-allocation.ts';
 import { networksCollection, readNetworkState } from '../resources/network-resources.ts';
-import { assessNodes, type NodeHealthConfig } from './node-health.ts';
+import { assessNodes, type HealthDecision, type NodeContact, type NodeHealthConfig } from './node-health.ts';
+import type { PeerContact } from '../ports/leadership.ts';
+import { allDocs } from '../resources/state.ts';
+import { peerViewRecordSchema, peerViewsCollection, readPeerViews } from '../resources/peer-views.ts';
 import { allocateMeshAddresses, meshCidrDefault } from '../resources/mesh-addresses.ts';
 import { reconcileService, type Decision } from './orchestrator.ts';
 import { placePending } from './placement.ts';
@@ -59,19 +69,35 @@ export interface LeaderRunPorts {
   /** The cluster's members (voters and learners). */
   members(): ReadonlySet<string>;
   health: NodeHealthConfig;
-  /** Ms since this node last heard from `id`, or undefined if never. */
+  /** Ms since this node last heard from `id`, or undefined if never (used when peerContact is absent). */
   silentForMs(id: string): number | undefined;
+  /** What this node knows first-hand of `id` being there (RaftNode.peerContact); absent: silentForMs alone. */
+  peerContact?(id: string): PeerContact;
+  /** The voters (whom leadership may go to); absent: every member. */
+  voters?(): ReadonlySet<string>;
+  /**
+   * Hands leadership to `to`: node health found a node that only this leader cannot hear. Absent:
+   * never. The supervisor rate-limits across runs (lastTransferAgoMs).
+   */
+  transferLeadership?(to: string): void;
+  /** Ms since this node last handed leadership over for node health; undefined: never. */
+  lastTransferAgoMs?(): number | undefined;
   /** Proposes fenced by `term`; rejects with stale_term when this node no longer leads it. */
   /** `featureLevel`: what the command needs (src/resources/record-compat.ts). */
   propose(data: Uint8Array, term: number, meta: PassMeta, featureLevel: number): Promise<ProposalResult>;
   /** Resolves once every proposal this node made so far is applied here, or can no longer commit. */
   settleOwnProposals(): Promise<void>;
   newTaskId(): string;
-  log: { debug(msg: string): void; warn(msg: string): void };
+  log: { debug(msg: string): void; info?(msg: string): void; warn(msg: string): void };
   /** Told of each pass when it ends (the node's metrics); absent in the simulator. */
   observe?: (pass: PassReport) => void;
   /** The exclusive-task lease (default leaseDefaults). */
   lease?: LeaseConfig;
+  /**
+   * When this node's store applied each lease renewal, watched since before this run (the
+   * supervisor's, for the life of the control plane). Absent: the run watches from its own start.
+   */
+  renewals?: RenewalLog;
   /** The range mesh addresses are allocated from (this leader's `mesh.cidr`; default net/mesh-config.ts). */
   meshCidr?: string;
 }
@@ -107,8 +133,11 @@ export class LeaderRun {
   private readonly startedAt: number;
   private closed = false;
   private unsubscribe: (() => void) | null = null;
-  /** Per `node:epoch`: when this run's store applied its last lease renewal (monotonic ms), and the longest lease it claimed. */
-  private readonly renewals = new Map<string, { atMs: number; leaseMs: number }>();
+  /** When this node's store applied each node's lease renewals (monotonic ms), and the longest lease each claimed. */
+  private readonly renewals: RenewalLog;
+  private readonly ownsRenewals: boolean;
+  /** Per node: when this run's store applied a write of the node's own (monotonic ms). */
+  private readonly ownWrites = new Map<string, number>();
   /** The loop's promise; resolves once the run has stopped. */
   done: Promise<void> = Promise.resolve();
   readonly counts = { passes: 0, proposed: 0, conflicts: 0, unknownOutcomes: 0 };
@@ -117,6 +146,8 @@ export class LeaderRun {
     this.queue = new WorkQueue(ports.clock, () => ports.clock.now());
     this.reader = new ControlStateReader(ports.store, (m) => ports.log.warn(`${m.collection}/${m.id} (rev ${m.rev}) is not a valid record and is ignored: ${m.problem}`));
     this.startedAt = ports.clock.now();
+    this.ownsRenewals = ports.renewals === undefined;
+    this.renewals = ports.renewals ?? new RenewalLog(ports.store, () => ports.clock.now());
   }
 
   start(): void {
@@ -133,6 +164,7 @@ export class LeaderRun {
     this.closed = true;
     this.queue.close();
     this.unsubscribe?.();
+    if (this.ownsRenewals) this.renewals.close();
   }
 
   private async loop(): Promise<void> {
@@ -151,9 +183,10 @@ export class LeaderRun {
   /** Which keys a change of the store concerns. */
   private enqueueFor(ev: WatchEvent): void {
     if (ev.collection === tasksCollection || ev.collection === nodesCollection) this.addNetworks();
+    this.noteOwnWrite(ev);
     switch (ev.collection) {
-      case leasesCollection:
-        this.noteRenewal(ev);
+      case peerViewsCollection:
+        this.queue.add('nodes');
         return;
       case networksCollection:
         this.queue.add(`net:${ev.id}`);
@@ -178,27 +211,28 @@ export class LeaderRun {
     }
   }
 
-  private noteRenewal(ev: WatchEvent): void {
-    const r = leaseRecordSchema.safeParse(ev.doc?.doc);
-    if (!r.success) return;
-    const key = `${r.data.nodeId}:${r.data.epoch}`;
-    const prev = this.renewals.get(key);
-    this.renewals.set(key, { atMs: this.ports.clock.now(), leaseMs: Math.max(r.data.leaseMs, prev?.leaseMs ?? 0) });
+  /** A node's own write applied: its agent's report or lease renewal, or its peer view. */
+  private noteOwnWrite(ev: WatchEvent): void {
+    if (ev.type !== 'put') return;
+    let nodeId: unknown;
+    if (ev.collection === taskStatusCollection || ev.collection === leasesCollection) nodeId = (ev.doc?.doc as { nodeId?: unknown } | undefined)?.nodeId;
+    else if (ev.collection === peerViewsCollection) nodeId = peerViewRecordSchema.safeParse(ev.doc?.doc).data?.nodeId;
+    if (typeof nodeId === 'string') this.ownWrites.set(nodeId, this.ports.clock.now());
   }
 
   /**
    * Ms until an exclusive task of `nodeId` placed in `epoch` is surely dead: lease + margin after
-   * the later of the last renewal this run applied and the run's start (0 when passed).
+   * the later of the last renewal this node's store applied and when it began watching (0 when passed).
    */
   private exclusiveClearInMs(nodeId: string, epoch: number): number {
     const cfg = this.ports.lease ?? leaseDefaults;
-    const heard = this.renewals.get(`${nodeId}:${epoch}`);
+    const heard = this.renewals.last(nodeId, epoch);
     // The node's last renewal in the store says how long its agent holds the lease, even when it
     // was applied before this run began (an agent configured with a longer lease than this leader).
     const stored = leaseRecordSchema.safeParse(this.ports.store.get(leasesCollection, nodeId)?.doc);
     const storedLeaseMs = stored.success && stored.data.epoch === epoch ? stored.data.leaseMs : 0;
     return exclusiveClearInMs(cfg, {
-      nowMs: this.ports.clock.now(), loopsStartMs: this.startedAt, agentLeaseMs: Math.max(heard?.leaseMs ?? 0, storedLeaseMs),
+      nowMs: this.ports.clock.now(), watchingSinceMs: this.renewals.sinceMs, agentLeaseMs: Math.max(heard?.leaseMs ?? 0, storedLeaseMs),
       ...(heard !== undefined ? { renewedAtMs: heard.atMs } : {}),
     });
   }
@@ -261,8 +295,10 @@ export class LeaderRun {
   private decideNodes(state: ControlState): Decision {
     const members = this.ports.members();
     const d = assessNodes(state, {
-      self: this.ports.self, members, silentForMs: (id) => this.ports.silentForMs(id), loopsRunningForMs: this.ports.clock.now() - this.startedAt,
+      self: this.ports.self, members, voters: this.ports.voters?.() ?? members, contact: (id) => this.contactOf(id),
+      views: readPeerViews(allDocs(this.ports.store, peerViewsCollection)), lastTransferAgoMs: this.ports.lastTransferAgoMs?.(),
     }, this.ports.health);
+    this.report(d);
     // Addresses only once health has nothing to write: both are compare-and-sets on node records,
     // and the health write's event brings this pass back.
     if (d.changes.length === 0) {
@@ -273,6 +309,36 @@ export class LeaderRun {
     const anyUnready = [...state.nodes.values()].some((x) => members.has(x.value.id) && x.value.state !== 'ready');
     const wake = anyUnready ? Math.min(recheckNodesMs, d.wakeInMs ?? recheckNodesMs) : d.wakeInMs;
     return { plan: { changes: d.changes, compares: [] }, wakeInMs: wake };
+  }
+
+  /**
+   * What this leader knows of `id`: what its node hears (or, without a transport that tells,
+   * its Raft silence counted from the start of these loops at the earliest: a follower hears no
+   * Raft message from the other followers), and the node's own writes this run applied.
+   */
+  private contactOf(id: string): NodeContact {
+    const now = this.ports.clock.now();
+    const c = this.ports.peerContact?.(id);
+    const wrote = this.ownWrites.get(id);
+    const fromWrite = wrote === undefined ? undefined : now - wrote;
+    const heard = c !== undefined ? c.heardAgoMs : this.ports.silentForMs(id);
+    const heardAgoMs = heard === undefined ? fromWrite : Math.min(heard, fromWrite ?? heard);
+    return {
+      heardAgoMs, watchingForMs: c?.watchingForMs ?? now - this.startedAt, link: c?.link ?? 'unknown', goodbye: c?.goodbye ?? false,
+      refused: c?.refused ?? false,
+    };
+  }
+
+  /** Logs each change of a node's state and acts on a hand-over. */
+  private report(d: HealthDecision): void {
+    for (const v of d.verdicts) {
+      const line = `node health: ${v.nodeId} ${v.from} -> ${v.judgement.transition}: ${v.judgement.reason}`;
+      if (v.judgement.state === 'down') this.ports.log.warn(line);
+      else (this.ports.log.info ?? this.ports.log.debug)(line);
+    }
+    if (d.transferTo === null || this.ports.transferLeadership === undefined || this.closed) return;
+    this.ports.log.warn(`node health: a node is silent to this leader alone while ${d.transferTo} hears every member; handing leadership to ${d.transferTo}`);
+    this.ports.transferLeadership(d.transferTo);
   }
 
   /** Proposes the plan, fenced by the run's term; 'conflict' when what it read has changed. */

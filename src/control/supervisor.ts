@@ -14,6 +14,7 @@ import type { MembershipView } from '../ports/membership-view.ts';
 import type { Proposer } from '../ports/proposer.ts';
 import { controlFeatureLevel } from '../resources/collections.ts';
 import { LeaderRun, type PassReport } from './leader-run.ts';
+import { RenewalLog } from './renewal-log.ts';
 import type { LeaseConfig } from '../resources/lease.ts';
 import type { NodeHealthConfig } from './node-health.ts';
 
@@ -30,6 +31,8 @@ export interface SupervisorOptions {
   meshCidr?: string;
   /** The exclusive-task lease (config `exclusive`; default leaseDefaults). */
   lease?: LeaseConfig;
+  /** Hands leadership to `to` (RaftNode.transferLeadership); absent: node health never hands over. */
+  transferLeadership?: (to: string) => Promise<unknown>;
 }
 
 const clock = {
@@ -46,6 +49,12 @@ export class Supervisor {
   private readonly onNodeEvent = (): void => this.check();
   /** Runs started since start (for metrics and tests). */
   runs = 0;
+  /** When node health last handed leadership over (monotonic ms), across runs: the hand-over's rate limit. */
+  private lastTransferAt: number | undefined;
+  /** Hand-overs node health asked for (tests and metrics). */
+  transfers = 0;
+  /** When this node's store applied each lease renewal, since start(): every run's exclusive wait counts from it. */
+  private renewals: RenewalLog | undefined;
 
   constructor(private readonly opts: SupervisorOptions) {
     this.newTaskId = opts.newTaskId ?? (() => randomBytes(6).toString('hex'));
@@ -53,6 +62,7 @@ export class Supervisor {
 
   start(): void {
     const n = this.opts.node;
+    this.renewals ??= new RenewalLog(this.opts.store, () => clock.now());
     n.on('leaderChange', this.onNodeEvent);
     n.on('applied', this.onNodeEvent);
     n.on('featureLevel', this.onNodeEvent);
@@ -77,6 +87,7 @@ export class Supervisor {
     n.off('applied', this.onNodeEvent);
     n.off('featureLevel', this.onNodeEvent);
     await this.stopRun();
+    this.renewals?.close();
   }
 
   private check(): void {
@@ -96,12 +107,20 @@ export class Supervisor {
         return new Set([...cs.voters, ...cs.votersOutgoing, ...cs.learners, ...cs.learnersNext]);
       },
       silentForMs: (id) => n.silentForMs(id),
+      peerContact: (id) => n.peerContact(id),
+      voters: () => {
+        const cs = n.confState();
+        return new Set([...cs.voters, ...cs.votersOutgoing]);
+      },
+      lastTransferAgoMs: () => (this.lastTransferAt === undefined ? undefined : clock.now() - this.lastTransferAt),
+      ...(this.opts.transferLeadership !== undefined ? { transferLeadership: (to: string) => this.handOver(to) } : {}),
       propose: (data, t, _meta, featureLevel) => n.propose(data, { featureLevel, term: t }),
       settleOwnProposals: () => n.settleOwnProposals(),
       newTaskId: this.newTaskId,
       log,
       ...(this.opts.meshCidr !== undefined ? { meshCidr: this.opts.meshCidr } : {}),
       ...(this.opts.lease !== undefined ? { lease: this.opts.lease } : {}),
+      ...(this.renewals !== undefined ? { renewals: this.renewals } : {}),
       ...(this.opts.observeLoops !== undefined ? { observe: this.opts.observeLoops } : {}),
     }, term);
     this.run = run;
@@ -109,6 +128,18 @@ export class Supervisor {
     log.info(`leader loops started for term ${term}`);
     run.start();
     run.done.catch((err: unknown) => log.error(`leader loops of term ${term} failed: ${(err as Error).stack ?? String(err)}`));
+  }
+
+  /** Node health found a node only this leader cannot hear: leadership goes to `to`, rate-limited across runs. */
+  private handOver(to: string): void {
+    const transfer = this.opts.transferLeadership;
+    if (transfer === undefined || this.closed) return;
+    this.lastTransferAt = clock.now();
+    this.transfers++;
+    transfer(to).then(
+      (leader) => this.opts.log.info(`node health: leadership handed to ${String(leader)}`),
+      (err: unknown) => this.opts.log.warn(`node health: handing leadership to ${to} failed: ${(err as Error).message}`),
+    );
   }
 
   private async stopRun(): Promise<void> {

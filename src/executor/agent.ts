@@ -243,8 +243,9 @@ export class Agent {
 
   private async shutdown(): Promise<void> {
     this.closed = true;
-    // Renewals stop; what the lease holds runs out on its own, and the fence kills at expiry.
-    this.lease?.close();
+    // One last renewal, then renewals stop: what the lease holds runs out on its own (the fence
+    // kills at expiry) unless the next agent renews first, as after a restart shorter than the lease.
+    const leaseClosed = this.lease?.closeAfterRenewing();
     for (const t of [this.pingTimer, this.resyncTimer, this.wake?.timer]) t?.cancel();
     this.unsubView?.();
     this.unsubNetworks?.();
@@ -258,6 +259,7 @@ export class Agent {
         resolve();
       });
     });
+    await leaseClosed;
     await this.reporter.close();
     await this.runtimeReporter.close();
   }

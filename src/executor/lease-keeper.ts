@@ -63,6 +63,9 @@ export interface LeaseKeeperOptions {
 /** Renewals awaiting their commit at once; beyond, a tick sends none. */
 export const renewalsInFlightMax = 3;
 
+/** How long a graceful stop waits for its last renewal to commit. */
+export const finalRenewalWaitMs = 1_000;
+
 export class LeaseKeeper {
   /** Boot-clock ms until which each epoch's lease holds (only ones not yet expired). */
   private readonly held = new Map<number, number>();
@@ -92,6 +95,33 @@ export class LeaseKeeper {
     if (epoch !== null) {
       this.load(epoch);
       this.renew();
+    }
+  }
+
+  /**
+   * A graceful stop (shoal stop, an upgrade's restart): one last renewal while the node has
+   * exclusive work, awaited at most `waitMs`, then close(). The lease then holds a whole lease
+   * from the stop, so a restart shorter than the lease keeps the exclusive tasks running (the
+   * agent that comes back renews as soon as it sees them), where without it the lease left could
+   * be as little as two thirds of one. A stop that outlasts the lease ends them at expiry, as any.
+   */
+  async closeAfterRenewing(waitMs = finalRenewalWaitMs): Promise<void> {
+    const epoch = this.wanted;
+    if (this.closed || epoch === null) {
+      this.close();
+      return;
+    }
+    const { config, boot, clock } = this.opts;
+    this.renewTimer?.cancel();
+    this.renewTimer = null;
+    const sentAt = boot.bootNow();
+    try {
+      await callWithTimeout(clock, 'the last renewal of the exclusive-task lease', waitMs, () => this.opts.writer.renewLease({ epoch, leaseMs: config.leaseMs })).result;
+      this.extend(epoch, sentAt + config.leaseMs);
+    } catch (err) {
+      this.opts.log.warn(`agent: the last renewal of the exclusive-task lease of epoch ${epoch} before stopping failed (${errorText(err)}); what it holds runs out on its own`);
+    } finally {
+      this.close();
     }
   }
 

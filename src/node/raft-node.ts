@@ -4,7 +4,7 @@
 // order the core's safety depends on. Messages and proposals arriving while a write is in
 // flight are stepped into the core at once; they come out in the next Ready.
 
-import type { Leadership, LeaderLog } from '../ports/leadership.ts';
+import type { Leadership, LeaderLog, PeerContact } from '../ports/leadership.ts';
 import type { MembershipView } from '../ports/membership-view.ts';
 import type { ProposalResult, Proposer } from '../ports/proposer.ts';
 import type { ReadBarrier } from '../ports/read-barrier.ts';
@@ -457,6 +457,20 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
   /** Ms since a Raft message from `id` last arrived here, or undefined if none did since this node started. */
   silentForMs(id: NodeId): number | undefined {
     return this.peerSilence.silentForMs(id);
+  }
+
+  /**
+   * What this node knows first-hand of `id` being there (node health's evidence): the later of
+   * its last Raft message and anything its transport heard (pings and pongs come every second
+   * on each connection, also between followers), the outbound link's state, a goodbye, and a
+   * refused dial since it was last heard.
+   */
+  peerContact(id: NodeId): PeerContact {
+    const raft = this.peerSilence.silentForMs(id);
+    const t = this.opts.transport.contact?.(id);
+    if (t === undefined) return { heardAgoMs: raft, watchingForMs: undefined, link: 'unknown', goodbye: false, refused: false };
+    const heardAgoMs = raft === undefined ? t.heardAgoMs : Math.min(raft, t.heardAgoMs ?? raft);
+    return { heardAgoMs, watchingForMs: t.watchingForMs, link: t.link, goodbye: t.goodbye, refused: t.refused };
   }
 
   /**

@@ -9,9 +9,11 @@
 //
 // The leader replaces an exclusive task whose fate it does not know (its node was declared
 // down or left) only once leaseMs + margin has passed, on its own monotonic clock, since the
-// later of (a) its store applying the last renewal of that node and epoch and (b) the start of
-// its own loops: every renewal was sent before any leader applied it, so the agent's expiry comes
-// first in real time whatever the two clocks' rates, within the margin:
+// later of (a) its store applying the last renewal of that node and epoch (as leader or before,
+// as a follower: src/control/renewal-log.ts) and (b) the moment it began watching renewals (its
+// control plane's start, or the last snapshot it restored): every renewal was sent before any
+// node applied it, so the agent's expiry comes first in real time whatever the two clocks'
+// rates, within the margin:
 //
 //   margin = 2ρ·lease + kill time + stop-report allowance
 //
@@ -26,7 +28,7 @@
 import { z } from 'zod';
 
 export interface LeaseConfig {
-  /** How long one renewal holds, from the agent's send time (default 10 s). */
+  /** How long one renewal holds, from the agent's send time (default 8 s). */
   leaseMs: number;
   /** Bound on any clock's rate error, as a fraction (default 0.01: 1 %). */
   driftRho: number;
@@ -36,7 +38,14 @@ export interface LeaseConfig {
   stopReportMs: number;
 }
 
-export const leaseDefaults: LeaseConfig = { leaseMs: 10_000, driftRho: 0.01, killMs: 2_000, stopReportMs: 1_000 };
+/**
+ * The defaults (docs/control-plane.md, "Node health" and "Exclusive services", has the
+ * measurements): a lease of 8 s outlasts a graceful restart of shoal (4-5 s from its last renewal,
+ * which a graceful stop sends as it stops, to the new process's first; an upgrade's step takes
+ * 6-7 s) and keeps a lost node's exclusive task away at most lease + margin = 11.2 s after its
+ * last renewal, within issue 36's 12 s.
+ */
+export const leaseDefaults: LeaseConfig = { leaseMs: 8_000, driftRho: 0.01, killMs: 2_000, stopReportMs: 1_000 };
 
 /**
  * Bounds of the settings. A lease under 3 s renews more than once a second through the log; over
@@ -86,13 +95,13 @@ export function replaceAfterMs(c: LeaseConfig): number {
 
 /**
  * Ms until an exclusive task of a lost node is surely dead (0 once passed): lease + margin after
- * the later of the last renewal this leader applied and the start of its loops. The lease is the
+ * the later of the last renewal this node's store applied and when it began watching. The lease is the
  * longest of this leader's setting and what the node's agent claimed (`agentLeaseMs`, from its
  * renewals and its record in the store: an agent may be configured with a longer lease).
  */
-export function exclusiveClearInMs(c: LeaseConfig, o: { nowMs: number; loopsStartMs: number; renewedAtMs?: number; agentLeaseMs: number }): number {
+export function exclusiveClearInMs(c: LeaseConfig, o: { nowMs: number; watchingSinceMs: number; renewedAtMs?: number; agentLeaseMs: number }): number {
   const leaseMs = Math.max(c.leaseMs, o.agentLeaseMs);
-  const from = Math.max(o.loopsStartMs, o.renewedAtMs ?? o.loopsStartMs);
+  const from = Math.max(o.watchingSinceMs, o.renewedAtMs ?? o.watchingSinceMs);
   return Math.max(0, from + replaceAfterMs({ ...c, leaseMs }) - o.nowMs);
 }
 

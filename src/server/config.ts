@@ -9,6 +9,7 @@ import { ShoalError } from '../errors.ts';
 import { hostPortSchema as hostPort, splitHostPort } from '../base/host-port.ts';
 import { memberRecordSchema } from '../resources/membership.ts';
 import { meshConfigSchema } from '../../net/mesh-config.ts';
+import { downAfterMsMin, nodeHealthDefaults } from '../control/node-health.ts';
 import { driftRhoMax, driftRhoMin, killMsMax, killMsMin, leaseConfigProblem, leaseDefaults, leaseMsMax, leaseMsMin, stopReportMsMax } from '../resources/lease.ts';
 
 export { splitHostPort };
@@ -125,10 +126,16 @@ export const configSchema = z.object({
     /** Autolock: once restarted, ask the unlocked voters for the unlock key over mTLS rather than wait for `shoal unlock`. */
     peerUnlock: z.boolean().default(false),
   }).strict().prefault({}),
-  /** Node health (the leader's loops): silence before a node is suspect, and down (then its tasks move). */
+  /**
+   * Node health (the leader's loops; docs/control-plane.md "Node health"): silence before a node
+   * is suspect, and down when no member hears it either (then its tasks move); and how long a
+   * node whose shoal is known to be restarting (its machine refuses the peer port, or it said
+   * goodbye as it stopped) may stay silent before it is down.
+   */
   control: z.object({
-    suspectAfterMs: z.number().int().min(500).default(5_000),
-    downAfterMs: z.number().int().min(3_000).default(15_000),
+    suspectAfterMs: z.number().int().min(500).default(nodeHealthDefaults.suspectAfterMs),
+    downAfterMs: z.number().int().min(downAfterMsMin).default(nodeHealthDefaults.downAfterMs),
+    restartGraceMs: z.number().int().min(downAfterMsMin).max(3_600_000).default(nodeHealthDefaults.restartGraceMs),
   }).strict().prefault({}),
   /**
    * The lease exclusive services run under (src/resources/lease.ts, docs/control-plane.md
@@ -162,6 +169,9 @@ export const configSchema = z.object({
   if (c.control.suspectAfterMs >= c.control.downAfterMs) {
     ctx.addIssue({ code: 'custom', path: ['control', 'suspectAfterMs'], message: `must be below control.downAfterMs (${c.control.downAfterMs})` });
   }
+  if (c.control.restartGraceMs < c.control.downAfterMs) {
+    ctx.addIssue({ code: 'custom', path: ['control', 'restartGraceMs'], message: `must be at least control.downAfterMs (${c.control.downAfterMs}): a node known to be restarting never waits less than one that is silent` });
+  }
   if (c.api.insecureLoopback && !isLoopbackHost(splitHostPort(c.api.listen).host)) {
     ctx.addIssue({ code: 'custom', path: ['api', 'insecureLoopback'], message: `is allowed only when api.listen is a loopback address (127.0.0.0/8, ::1, localhost); ${c.api.listen} is not: remove it and use TLS with a credential (docs/security.md)` });
   }
@@ -186,8 +196,8 @@ export const configSchema = z.object({
     ctx.addIssue({ code: 'custom', path: ['exclusive', 'leaseMs'], message: `must be at least three election timeouts (${3 * c.raft.electionTimeoutMs}): renewals go through the log, and one election must not cost the lease` });
   }
   const deadAfter = c.autopilot.deadMemberRemoveAfterMs;
-  if (deadAfter > 0 && (deadAfter < deadMemberRemoveAfterMsMin || deadAfter <= c.control.downAfterMs)) {
-    ctx.addIssue({ code: 'custom', path: ['autopilot', 'deadMemberRemoveAfterMs'], message: `must be 0 (off) or at least ${deadMemberRemoveAfterMsMin} (a minute) and above control.downAfterMs (${c.control.downAfterMs}): a removed machine comes back only with a new data directory and a token` });
+  if (deadAfter > 0 && (deadAfter < deadMemberRemoveAfterMsMin || deadAfter <= c.control.restartGraceMs)) {
+    ctx.addIssue({ code: 'custom', path: ['autopilot', 'deadMemberRemoveAfterMs'], message: `must be 0 (off) or at least ${deadMemberRemoveAfterMsMin} (a minute) and above control.restartGraceMs (${c.control.restartGraceMs}): a removed machine comes back only with a new data directory and a token` });
   }
   if (c.raft.snapshotEntriesMax < c.raft.snapshotEntries) {
     ctx.addIssue({ code: 'custom', path: ['raft', 'snapshotEntriesMax'], message: `must be at least snapshotEntries (${c.raft.snapshotEntries})` });

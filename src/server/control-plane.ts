@@ -22,6 +22,7 @@ import { StoreAgentView, StoreAgentWriter, type NodeIdentity } from '../executor
 import { controlFeatureLevel } from '../resources/collections.ts';
 import type { NodeHealthConfig } from '../control/node-health.ts';
 import { Supervisor } from '../control/supervisor.ts';
+import { PeerViewReporter, peerViewUnheardAfterMs } from '../node/peer-view-reporter.ts';
 import type { PassReport } from '../control/leader-run.ts';
 
 export interface ControlPlaneOptions {
@@ -67,6 +68,8 @@ export class ControlPlane {
   readonly supervisor: Supervisor;
   readonly agent: Agent | null;
   readonly imageCleaner: ImageCleaner | null;
+  /** This node's view of the others (src/node/peer-view-reporter.ts), node health's second opinion. */
+  readonly peerViews: PeerViewReporter;
   private readonly writer: StoreAgentWriter;
   private registered = false;
   private retry: NodeJS.Timeout | undefined;
@@ -76,9 +79,22 @@ export class ControlPlane {
   constructor(private readonly opts: ControlPlaneOptions) {
     this.supervisor = new Supervisor({
       node: opts.node, store: opts.store, log: opts.log, health: opts.health, lease: opts.lease ?? leaseDefaults,
+      transferLeadership: (to) => opts.node.transferLeadership(to),
       ...(opts.meshCidr !== undefined ? { meshCidr: opts.meshCidr } : {}), ...(opts.observeLoops !== undefined ? { observeLoops: opts.observeLoops } : {}),
     });
     this.writer = new StoreAgentWriter(opts.node, opts.store, opts.identity);
+    this.peerViews = new PeerViewReporter({
+      self: opts.identity.id, store: opts.store,
+      members: () => {
+        const cs = opts.node.confState();
+        return [...cs.voters, ...cs.votersOutgoing, ...cs.learners, ...cs.learnersNext];
+      },
+      heardAgoMs: (id) => opts.node.peerContact(id).heardAgoMs,
+      featureLevel: () => opts.node.featureLevel,
+      propose: (data, o) => opts.node.propose(data, o),
+      clock: systemClock, log: opts.log,
+      unheardAfterMs: peerViewUnheardAfterMs(opts.health),
+    });
     const owner = { clusterId: opts.clusterId, nodeId: opts.identity.id };
     const view = new StoreAgentView(opts.store);
     const gc = opts.imageGc;
@@ -112,6 +128,7 @@ export class ControlPlane {
 
   start(): void {
     this.supervisor.start();
+    this.peerViews.start();
     this.opts.node.on('featureLevel', this.onLevel);
     this.maybeStartAgent();
   }
@@ -138,6 +155,7 @@ export class ControlPlane {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.retry);
+    this.peerViews.close();
     this.opts.node.off('featureLevel', this.onLevel);
     await Promise.all([this.agent?.close(), this.imageCleaner?.close(), this.supervisor.close()]);
     await this.opts.runtime?.close();

@@ -59,7 +59,7 @@ function controlPlane(node: RaftNode, store: DocumentStore, lease: LeaseConfig |
   const source = new SecretSource({ store, keys, nodeId: 'solo', members: () => ({ list: [], leader: 'solo' }), voters: () => ['solo'], log: quiet });
   const control = new ControlPlane({
     secrets: { read: (name, taskId) => source.read(name, taskId) },
-    node, store, clusterId: 'test-cluster', runtime, health: { suspectAfterMs: 5_000, downAfterMs: 15_000 }, log: quiet,
+    node, store, clusterId: 'test-cluster', runtime, health: { suspectAfterMs: 5_000, downAfterMs: 15_000, restartGraceMs: 30_000 }, log: quiet,
     identity: { id: 'solo', name: 'solo', apiAddress: '127.0.0.1:1', peerAddress: 'memory:solo', softwareVersion: '0.0.0-test', capacity: { cpuMillis: 4000, memoryBytes: 8 * 1024 ** 3 }, labels: {} },
     ...(lease !== undefined ? { lease } : {}),
   });

@@ -15,7 +15,7 @@ import type { DrillReport } from '../../src/node/drill/drill-report.ts';
 import { inProcess } from '../cli/in-process.ts';
 import { ProcessCluster, getJson, sleep, type ClusterNode } from './process-cluster.ts';
 
-const cluster = new ProcessCluster({ runtime: 'memory', control: { suspectAfterMs: 2000, downAfterMs: 4000 } });
+const cluster = new ProcessCluster({ runtime: 'memory', control: { suspectAfterMs: 2000, downAfterMs: 4000, restartGraceMs: 4000 } });
 let supervisor: DevSupervisor;
 const events: DevEvent[] = [];
 const example = fileURLToPath(new URL('../../docs/examples/web.yaml', import.meta.url));

@@ -32,8 +32,8 @@ export interface ClusterOptions {
   runtime?: 'docker' | 'memory' | 'none';
   /** What every node offers the scheduler (config `node`), instead of the machine's cores and memory. */
   capacity?: { cpuMillis: number; memoryBytes: number };
-  /** Node health (config `control`): silence before a node is suspect, and down. */
-  control?: { suspectAfterMs?: number; downAfterMs?: number };
+  /** Node health (config `control`): silence before a node is suspect, and down; the grace of a node known to be restarting. */
+  control?: { suspectAfterMs?: number; downAfterMs?: number; restartGraceMs?: number };
   /** Config keys for one node, over the rest (e.g. `runtime: {kind: docker, dockerSocket}` for n3 alone). */
   configFor?: (name: string) => Record<string, unknown>;
   /**

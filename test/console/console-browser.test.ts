@@ -47,7 +47,7 @@ describe('the web console in chromium', () => {
   });
 
   it('shows the leader and follows a kill, a service\'s tasks, and drains a node from the UI', async () => {
-    await withDockerSystem({ control: { suspectAfterMs: 3000, downAfterMs: 6000 } }, async (sys: DockerSystem) => {
+    await withDockerSystem({ control: { suspectAfterMs: 3000, downAfterMs: 6000, restartGraceMs: 6000 } }, async (sys: DockerSystem) => {
       const leader = await sys.leader();
       const viewer = sys.cluster.nodes.find((n) => n !== leader);
       if (viewer === undefined) throw new Error('no follower');

@@ -38,16 +38,16 @@ describe('leaseConfigProblem', () => {
 describe('the leader\'s wait and the agent\'s renewal', () => {
   it('renews every third of the configured lease', () => {
     expect(renewIntervalMs({ ...leaseDefaults, leaseMs: 30_000 })).toBe(10_000);
-    expect(renewIntervalMs(leaseDefaults)).toBe(3_333);
+    expect(renewIntervalMs(leaseDefaults)).toBe(2_666);
   });
 
-  it('waits lease + margin from the later of the renewal and its loops\' start, with the longest lease claimed', () => {
+  it('waits lease + margin from the later of the renewal and when it began watching, with the longest lease claimed', () => {
     const c = leaseDefaults;
-    expect(exclusiveClearInMs(c, { nowMs: 1_000, loopsStartMs: 1_000, agentLeaseMs: 0 })).toBe(13_200);
-    expect(exclusiveClearInMs(c, { nowMs: 5_000, loopsStartMs: 1_000, renewedAtMs: 4_000, agentLeaseMs: 10_000 })).toBe(12_200);
+    expect(exclusiveClearInMs(c, { nowMs: 1_000, watchingSinceMs: 1_000, agentLeaseMs: 0 })).toBe(11_160);
+    expect(exclusiveClearInMs(c, { nowMs: 5_000, watchingSinceMs: 1_000, renewedAtMs: 4_000, agentLeaseMs: 10_000 })).toBe(4_000 + 10_000 + 3_200 - 5_000);
     // An agent configured with a 30 s lease: the leader waits 30 s + its margin for it (2ρ of 30 s).
-    expect(exclusiveClearInMs(c, { nowMs: 1_000, loopsStartMs: 1_000, agentLeaseMs: 30_000 })).toBe(30_000 + 600 + 3_000);
-    expect(exclusiveClearInMs(c, { nowMs: 100_000, loopsStartMs: 1_000, agentLeaseMs: 0 })).toBe(0);
+    expect(exclusiveClearInMs(c, { nowMs: 1_000, watchingSinceMs: 1_000, agentLeaseMs: 30_000 })).toBe(30_000 + 600 + 3_000);
+    expect(exclusiveClearInMs(c, { nowMs: 100_000, watchingSinceMs: 1_000, agentLeaseMs: 0 })).toBe(0);
   });
 });
 

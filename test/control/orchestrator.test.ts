@@ -1,7 +1,7 @@
-// The orchestrator, the rolling update and node health as pure functions over hand-built states.
+// The orchestrator, the rolling update and placement as pure functions over hand-built states
+// (node health: node-health.test.ts).
 
 import { describe, expect, it } from 'vitest';
-import { assessNodes } from '../../src/control/node-health.ts';
 import { reconcileService, taskHistoryPerSlot } from '../../src/control/orchestrator.ts';
 import { placePending } from '../../src/control/placement.ts';
 import { backoffMs, restartVerdict } from '../../src/control/restart-policy.ts';
@@ -359,33 +359,6 @@ describe('restart policy', () => {
     expect(restartVerdict(base, policy)).toEqual({ restart: true, attempt: 4, notBefore: 500 + 5000 });
     expect(restartVerdict({ ...base, finishedAt: 120_000 }, policy)).toEqual({ restart: true, attempt: 0, notBefore: 120_000 });
     expect(restartVerdict({ ...base, exitCode: 0 }, { ...policy, condition: 'on-failure' })).toMatchObject({ restart: false });
-  });
-});
-
-describe('node health', () => {
-  const config = { suspectAfterMs: 1_000, downAfterMs: 3_000 };
-  it('ready, suspect, down (raising the epoch), and ready again when heard from', () => {
-    const b = new StateBuilder().node('node1').node('node2');
-    const members = new Set(['node1', 'node2']);
-    const at = (silent: number | undefined, running = 60_000) => assessNodes(b.build(), { self: 'node1', members, silentForMs: () => silent, loopsRunningForMs: running }, config);
-    expect(at(500).changes).toEqual([]);
-    expect(at(1_500).changes.map((c) => c.kind === 'put' && c.doc)).toEqual([expect.objectContaining({ id: 'node2', state: 'suspect', epoch: 0 })]);
-    const down = at(3_500).changes;
-    expect(down.map((c) => c.kind === 'put' && c.doc)).toEqual([expect.objectContaining({ id: 'node2', state: 'down', epoch: 1 })]);
-    b.apply({ changes: down, compares: [] });
-    expect(at(100).changes.map((c) => c.kind === 'put' && c.doc)).toEqual([expect.objectContaining({ id: 'node2', state: 'ready', epoch: 1 })]);
-  });
-
-  it('a new leader declares nobody down before it has watched for the whole down timeout', () => {
-    const b = new StateBuilder().node('node1').node('node2');
-    const d = assessNodes(b.build(), { self: 'node1', members: new Set(['node1', 'node2']), silentForMs: () => undefined, loopsRunningForMs: 2_000 }, config);
-    expect(d.changes.map((c) => c.kind === 'put' && (c.doc as { state: string }).state)).toEqual(['suspect']);
-  });
-
-  it('a node that left the cluster is down', () => {
-    const b = new StateBuilder().node('node1').node('gone');
-    const d = assessNodes(b.build(), { self: 'node1', members: new Set(['node1']), silentForMs: () => 0, loopsRunningForMs: 10 }, config);
-    expect(d.changes.map((c) => c.kind === 'put' && c.doc)).toEqual([expect.objectContaining({ id: 'gone', state: 'down', epoch: 1 })]);
   });
 });
 

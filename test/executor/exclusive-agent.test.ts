@@ -122,6 +122,26 @@ describe('agent: exclusive tasks under the node\'s lease', () => {
     await second.close();
   });
 
+  it('a graceful stop renews once more, so a restart shorter than a whole lease keeps the task', async () => {
+    const s = setup();
+    s.store.assign('t1', 'web', 'n1');
+    const first = agentOf(s);
+    // Renewals at 0 and 1000 ms (every third of the 3 s lease): without another, the lease ends at 4000.
+    await run(s.clock, 1_900);
+    const stopAt = s.clock.now();
+    await first.close();
+    expect(s.writer.renewals.at(-1)?.atMs).toBe(stopAt);
+    expect(s.leases.read(0)).toBe(stopAt + lease.leaseMs);
+    // Down for 2.5 s: past where the lease would have ended, within a lease of the stop.
+    await run(s.clock, 2_500);
+    expect(running(s.runtime)).toHaveLength(1);
+    const second = agentOf(s);
+    await run(s.clock, 500);
+    expect(running(s.runtime)).toHaveLength(1);
+    expect(s.log.matching(/killing exclusive|ran out/)).toEqual([]);
+    await second.close();
+  });
+
   it('a restarted agent with no lease on record kills the exclusive task it finds', async () => {
     const s = setup();
     s.store.assign('t1', 'web', 'n1');

@@ -259,6 +259,12 @@ export class NetLab {
     return `${subnetPrefix}.${this.index}.${i}`;
   }
 
+  /** The root namespace's end of node i's veth pair (its port on the bridge). */
+  hostVeth(i: number): string {
+    this.checkNode(i);
+    return vethName(this.index, i);
+  }
+
   /** Replaces the set of cut links; namespaces whose rules change are rewritten atomically. */
   async setCuts(cuts: readonly Cut[]): Promise<void> {
     for (const c of cuts) {

@@ -5,30 +5,24 @@
 // shoal the way a crash or systemd's stop would (the whole group) and check that the
 // wireguard-go it started survives.
 
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { initNode } from '../../src/node/identity.ts';
 import { parseWgDump, type WgInterfaceDump } from '../../net/wg-dump.ts';
 import { issueClientCert } from '../../src/security/client-certs.ts';
 import { call, sleep, useClientCertificate } from '../faults/http.ts';
 import { NetLab } from '../faults/netns.ts';
+import { startShoalIn, type ShoalHost } from '../faults/shoal-in-ns.ts';
 
-const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
-const binPath = path.join(repoRoot, 'bin', 'shoal.js');
 export const meshPort = 51820;
 
-export interface LabNode {
-  slot: number;
-  name: string;
+export interface LabNode extends ShoalHost {
   id: string;
   ip: string;
-  api: string;
   dir: string;
   ifname: string;
-  proc: ChildProcess | undefined;
 }
 
 export class MeshLab {
@@ -66,7 +60,7 @@ export class MeshLab {
     for (const n of this.nodes) {
       writeFileSync(path.join(n.dir, 'shoal.yaml'), stringify({
         dataDir: '.', api: { listen: n.api }, peer: { listen: `${n.ip}:7200` }, bootstrap, runtime: { kind: 'none' }, logLevel: 'info',
-        control: { suspectAfterMs: 1_000, downAfterMs: 3_000 },
+        control: { suspectAfterMs: 1_000, downAfterMs: 3_000, restartGraceMs: 3_000 },
         mesh: { listen: `${n.ip}:${meshPort}`, interface: n.ifname, reportIntervalMs: 1_000, resyncIntervalMs: 1_000 },
       }));
     }
@@ -74,23 +68,7 @@ export class MeshLab {
 
   /** Starts shoal in the node's namespace, in a process group of its own. */
   async start(n: LabNode): Promise<void> {
-    const fd = openSync(path.join(this.runDir, `${n.name}.log`), 'a');
-    try {
-      n.proc = spawn('ip', ['netns', 'exec', this.lab.ns(n.slot), process.execPath, binPath, 'serve', '--config', path.join(n.dir, 'shoal.yaml')], {
-        cwd: repoRoot, stdio: ['ignore', fd, fd], detached: true,
-      });
-    } finally {
-      closeSync(fd);
-    }
-    const proc = n.proc;
-    proc.once('exit', () => { if (n.proc === proc) n.proc = undefined; });
-    for (let i = 0; i < 300; i++) {
-      const r = await call(n.api, '/healthz', { timeoutMs: 1000 });
-      if (r.kind === 'answer') return;
-      if (n.proc === undefined) throw new Error(`${n.name} exited while starting; see ${this.runDir}/${n.name}.log`);
-      await sleep(100);
-    }
-    throw new Error(`${n.name} did not serve within 30 s`);
+    await startShoalIn(this.lab, n, { config: path.join(n.dir, 'shoal.yaml'), log: path.join(this.runDir, `${n.name}.log`), detached: true, serveWithinMs: 30_000 });
   }
 
   /** SIGKILL to shoal's whole process group: what a crash, or systemd stopping the unit, does. */

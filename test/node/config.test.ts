@@ -30,7 +30,7 @@ describe('node config', () => {
       connectionsMax: 512, watchStreamsMax: 256, watchStreamsPerClientMax: 32, snapshotDownloadsMax: 2, apiDrainMs: 10_000,
     });
     expect(c.runtime.kind).toBe('docker');
-    expect(c.control).toEqual({ suspectAfterMs: 5_000, downAfterMs: 15_000 });
+    expect(c.control).toEqual({ suspectAfterMs: 1_500, downAfterMs: 4_000, restartGraceMs: 30_000 });
     expect(c.logLevel).toBe('info');
   });
 
@@ -59,16 +59,23 @@ describe('node config', () => {
     expect(parseConfig({ ...minimal, raft: { snapshotEntries: 5000, snapshotEntriesMax: 5000, snapshotIntervalMs: 0 } }, 't').raft.snapshotIntervalMs).toBe(0);
   });
 
-  it('leaves dead member cleanup off by default, and refuses a removal time under a minute or within control.downAfterMs', () => {
+  it('leaves dead member cleanup off by default, and refuses a removal time under a minute or within control.restartGraceMs', () => {
     expect(parseConfig(minimal, 't').autopilot).toEqual({ stabilizationMs: 10_000, deadMemberRemoveAfterMs: 0, minQuorum: 3 });
     expect(problems({ ...minimal, autopilot: { deadMemberRemoveAfterMs: 30_000 } })).toContain('autopilot.deadMemberRemoveAfterMs: must be 0 (off) or at least 60000');
-    expect(problems({ ...minimal, autopilot: { deadMemberRemoveAfterMs: 90_000 }, control: { downAfterMs: 120_000 } })).toContain('above control.downAfterMs (120000)');
+    expect(problems({ ...minimal, autopilot: { deadMemberRemoveAfterMs: 90_000 }, control: { downAfterMs: 100_000, restartGraceMs: 120_000 } })).toContain('above control.restartGraceMs (120000)');
     expect(problems({ ...minimal, autopilot: { minQuorum: 0 } })).toContain('autopilot.minQuorum');
     expect(parseConfig({ ...minimal, autopilot: { deadMemberRemoveAfterMs: 3_600_000, minQuorum: 2 } }, 't').autopilot.minQuorum).toBe(2);
   });
 
+  it('refuses node-health timeouts out of order: suspect below down, the restart grace not below down', () => {
+    expect(problems({ ...minimal, control: { suspectAfterMs: 4_000, downAfterMs: 4_000 } })).toContain('control.suspectAfterMs: must be below control.downAfterMs (4000)');
+    expect(problems({ ...minimal, control: { downAfterMs: 10_000, restartGraceMs: 5_000 } })).toContain('control.restartGraceMs: must be at least control.downAfterMs (10000)');
+    expect(problems({ ...minimal, control: { downAfterMs: 2_000 } })).toContain('control.downAfterMs');
+    expect(parseConfig({ ...minimal, control: { suspectAfterMs: 1_000, downAfterMs: 3_000, restartGraceMs: 3_000 } }, 't').control.restartGraceMs).toBe(3_000);
+  });
+
   it('takes the exclusive lease settings, with the release\'s defaults', () => {
-    expect(parseConfig(minimal, 't').exclusive).toEqual({ leaseMs: 10_000, driftRho: 0.01, killMs: 2_000, stopReportMs: 1_000 });
+    expect(parseConfig(minimal, 't').exclusive).toEqual({ leaseMs: 8_000, driftRho: 0.01, killMs: 2_000, stopReportMs: 1_000 });
     expect(parseConfig({ ...minimal, exclusive: { leaseMs: 30_000, killMs: 3_000 } }, 't').exclusive).toEqual({ leaseMs: 30_000, driftRho: 0.01, killMs: 3_000, stopReportMs: 1_000 });
   });
 

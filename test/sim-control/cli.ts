@@ -71,7 +71,8 @@ export function statsLine(s: SimStats): string {
     + `restarts ${s.restarts}, runtime outages ${s.runtimeOutages}, container exits ${s.containerExits}; updates ${s.updates} (${s.badUpdates} bad: `
     + `${s.updatesPaused} paused, ${s.updatesRolledBack} rolled back; ${s.updatesCompleted} completed), scales ${s.scales}, drains ${s.drains}, rebalances ${s.rebalances}; `
     + `budget: ${s.budgetedStops} slots taken down voluntarily (${s.budgetAtLimit} at the limit); `
-    + `shoal frozen ${s.freezes}, machines suspended ${s.suspends}, fence kills ${s.fenceKills}; liveness ${s.livenessMs} ms`;
+    + `shoal frozen ${s.freezes}, machines suspended ${s.suspends}, fence kills ${s.fenceKills}; `
+    + `links cut ${s.linkCuts}, graceful stops ${s.gracefulStops}, node-health hand-overs ${s.healthTransfers}; liveness ${s.livenessMs} ms`;
 }
 
 function printFailure(f: Failure): void {

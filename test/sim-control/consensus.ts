@@ -104,6 +104,18 @@ export class Consensus {
     this.elect(candidates[this.prng.nextInt(candidates.length)] as SimNode);
   }
 
+  /**
+   * The leader hands leadership to `to` (node health: a node that only the leader cannot hear), as
+   * a transfer does: only if `to` is up, reached by the leader and part of a majority; false if not.
+   */
+  transferTo(from: SimNode, to: SimNode): boolean {
+    const l = this.leader;
+    if (l !== from || !this.leaderValid() || to === l || !to.isUp || !this.c.connected(l, to) || !this.hasMajority(to)) return false;
+    this.c.log(`leadership transfer from ${l.id} to ${to.id} (term ${this.term})`);
+    this.elect(to);
+    return true;
+  }
+
   /** Proposals whose time has come: appended, forwarded, held or lost. */
   stepDeliveries(): void {
     const keep: Proposal[] = [];

@@ -5,6 +5,7 @@
 import type { CommandResult } from '../../fsm/types.ts';
 import type { ProposalResult } from '../../src/node/raft-node.ts';
 import type { Session } from './session.ts';
+import type { HealthFact } from './checkers/health.ts';
 
 /** Who decided an entry: the world's own record of it. */
 export type Origin =
@@ -28,6 +29,8 @@ export interface LoopOrigin {
   loopsRunningMs: number;
   /** Per node: ms since the deciding node last heard from it, from the world's contact table (null: never). */
   silenceMs: Record<string, number | null>;
+  /** Node health's decisions: what the world knew of every other node (checkers/health.ts). */
+  health?: Record<string, HealthFact>;
 }
 
 export interface Proposal {

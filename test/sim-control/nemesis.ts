@@ -13,7 +13,9 @@ export class Nemesis {
   private readonly outages = new Map<SimNode, number>();
   private readonly frozen = new Map<SimNode, number>();
 
-  constructor(private readonly world: World, private readonly prng: SeededPrng, private readonly freezePrng: SeededPrng) {}
+  private linkHealAt = -1;
+
+  constructor(private readonly world: World, private readonly prng: SeededPrng, private readonly freezePrng: SeededPrng, private readonly healthPrng: SeededPrng) {}
 
   onStep(): void {
     this.returns(this.world.step);
@@ -23,6 +25,8 @@ export class Nemesis {
     this.runtimes();
     this.containers();
     this.freezes();
+    this.linkCuts();
+    this.gracefulStops();
   }
 
   /** Ends every fault for the liveness phase: the network whole, every machine and runtime back. */
@@ -47,7 +51,7 @@ export class Nemesis {
     const w = this.world;
     const f = w.scenario.faults;
     if (this.healAt >= 0 && w.step >= this.healAt) {
-      w.network.heal();
+      w.network.healSides();
       this.healAt = -1;
       w.log('network healed');
     }
@@ -152,6 +156,40 @@ export class Nemesis {
       this.frozen.set(victim, until);
       w.log(`${kind === 'freeze' ? 'SIGSTOP of shoal' : 'SUSPEND of the machine'} ${victim.id} until step ${until}`);
     }
+  }
+
+  /** One link cut, from the leader most of the time: the node at its other end is heard by the rest. */
+  private linkCuts(): void {
+    const w = this.world;
+    const f = w.scenario.faults;
+    if (this.linkHealAt >= 0 && w.step >= this.linkHealAt) {
+      w.network.healLinks();
+      this.linkHealAt = -1;
+      w.log('cut link healed');
+    }
+    if (this.linkHealAt >= 0 || f.linkCut === 0 || !this.healthPrng.chance(f.linkCut)) return;
+    const leader = w.consensus.leader;
+    const a = leader !== null && this.healthPrng.chance(0.7) ? leader : w.nodes[this.healthPrng.nextInt(w.nodes.length)];
+    const others = w.nodes.filter((n) => n !== a);
+    const b = others[this.healthPrng.nextInt(others.length)];
+    if (a === undefined || b === undefined) return;
+    w.network.cutLink(a.id, b.id);
+    this.linkHealAt = w.step + 1 + this.healthPrng.nextInt(Math.max(1, f.linkCutStepsMax));
+    w.stats.linkCuts++;
+    w.log(`LINK CUT ${a.id}-${b.id} until step ${this.linkHealAt}`);
+  }
+
+  /** shoal stops gracefully (a goodbye to its peers; its containers run on) and starts again later. */
+  private gracefulStops(): void {
+    const w = this.world;
+    const f = w.scenario.faults;
+    if (f.gracefulStop === 0 || !this.healthPrng.chance(f.gracefulStop)) return;
+    if (w.nodes.filter((n) => !n.isUp).length + this.frozen.size >= f.downMax) return;
+    const up = w.nodes.filter((n) => n.isUp && !this.frozen.has(n));
+    const victim = up[this.healthPrng.nextInt(Math.max(1, up.length))];
+    if (victim === undefined) return;
+    w.stats.gracefulStops++;
+    w.stopNode(victim, 'crashed', 1 + this.healthPrng.nextInt(Math.max(1, f.downStepsMax)), true);
   }
 
   private pick<T>(items: readonly T[]): T | undefined {

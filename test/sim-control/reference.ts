@@ -14,6 +14,7 @@ import { CasChecker, type WrittenDoc } from './checkers/cas.ts';
 import { readCommitted, type CommittedView } from './checkers/committed-view.ts';
 import type { PlacedRecord } from './checkers/containers.ts';
 import { FencingChecker } from './checkers/fencing.ts';
+import { HealthChecker, type HealthLimits } from './checkers/health.ts';
 import { heldOn, PlacementChecker, type Amounts, type PlacementFact, type PlacementLimits } from './checkers/placement.ts';
 import { describeOrigin } from './consensus.ts';
 import { tookEffect, type LogEntry } from './log-entry.ts';
@@ -33,13 +34,15 @@ export class Reference {
   private readonly cas = new CasChecker();
   readonly budget = new BudgetChecker();
   private readonly placement: PlacementChecker;
+  private readonly health: HealthChecker;
   private readonly taskNode = new Map<string, string | null>();
   private readonly nodeEpoch = new Map<string, number>();
   private readonly updateState = new Map<string, string>();
   private events: WatchEvent[] = [];
 
-  constructor(limits: PlacementLimits, private readonly truth: GroundTruth, private readonly stats: SimStats) {
+  constructor(limits: PlacementLimits & { health: HealthLimits }, private readonly truth: GroundTruth, private readonly stats: SimStats) {
     this.placement = new PlacementChecker(limits);
+    this.health = new HealthChecker(limits.health);
     this.store.subscribe((ev) => this.events.push(ev));
   }
 
@@ -74,7 +77,10 @@ export class Reference {
       } else if (ev.collection === nodesCollection && ev.type === 'put') {
         const n = ev.doc?.doc as unknown as NodeRecord;
         this.cas.observeNode(e.index, n.id, n.epoch);
-        if (n.epoch > (this.nodeEpoch.get(n.id) ?? 0)) this.stats.nodesDeclaredDown++;
+        if (n.epoch > (this.nodeEpoch.get(n.id) ?? 0)) {
+          this.stats.nodesDeclaredDown++;
+          if (o.kind === 'loop' && o.key === 'nodes') this.health.observe(e.index, n.id, `${o.node} in term ${o.term}`, o.health?.[n.id]);
+        }
         this.nodeEpoch.set(n.id, n.epoch);
       } else if (ev.collection === servicesCollection && ev.type === 'put') {
         this.onService(ev.doc?.doc as unknown as ServiceRecord);

@@ -61,7 +61,7 @@ async function runOnce(seed: number, opts: RunOptions): Promise<SeedResult> {
   const scenario = drawScenario(seed, prng.fork(), opts.safetySteps ?? defaultSafetySteps);
   const trace = new Trace(opts.trace === true || opts.echo !== undefined, opts.traceTailLines ?? 80, opts.echo);
   const world = new World(scenario, prng.fork(), trace);
-  const nemesis = new Nemesis(world, prng.fork(), new SeededPrng(seed ^ 0x5eed_1ea5));
+  const nemesis = new Nemesis(world, prng.fork(), new SeededPrng(seed ^ 0x5eed_1ea5), new SeededPrng(seed ^ 0x4ea1_7400));
   const operator = new Operator(world, prng.fork(), new SeededPrng(seed ^ 0x0ace_5e75), new SeededPrng(seed ^ 0x0b0d_9e75));
   let phase: Failure['phase'] = 'safety';
   try {

@@ -48,6 +48,11 @@ export interface FaultRates {
   runtimeOutage: number;
   /** Per step: a running container exits by itself. */
   containerExit: number;
+  /** Per step: one link is cut (from the leader, mostly), for up to linkCutStepsMax steps; from the nemesis's node-health stream. */
+  linkCut: number;
+  linkCutStepsMax: number;
+  /** Per step: shoal on a node stops gracefully (a goodbye) and starts again later; from the same stream. */
+  gracefulStop: number;
 }
 
 export interface OperatorRates {
@@ -149,6 +154,7 @@ export function drawScenario(seed: number, prng: SeededPrng, safetySteps: number
     transfer: calm ? 0 : pick(prng, [0, 0.005, 0.02]),
     runtimeOutage: calm ? 0 : pick(prng, [0, 0.001, 0.004]),
     containerExit: calm ? 0 : pick(prng, [0, 0.01, 0.03]),
+    linkCut: 0, linkCutStepsMax: 0, gracefulStop: 0,
   };
   const operator: OperatorRates = {
     update: pick(prng, [0.005, 0.01, 0.02]),
@@ -159,11 +165,17 @@ export function drawScenario(seed: number, prng: SeededPrng, safetySteps: number
     rebalance: 0,
     drain: 0,
   };
-  const health: NodeHealthConfig = { suspectAfterMs: pick(prng, [1_000, 1_500]), downAfterMs: pick(prng, [3_000, 4_000]) };
+  const health: NodeHealthConfig = { suspectAfterMs: pick(prng, [1_000, 1_500]), downAfterMs: pick(prng, [3_000, 4_000]), restartGraceMs: 0 };
   const services = drawServices(prng, nodes, tight);
   const exclusive = drawExclusive(prng.fork(), nodes, services, calm);
   // From its own stream, after everything else, so the rest of a seed's scenario is as before.
   operator.race = pick(prng.fork(), [0, 0.2, 0.5, 1]);
+  // Node health's evidence (issue 36), from a stream of its own for the same reason.
+  const h = prng.fork();
+  health.restartGraceMs = pick(h, [6_000, 10_000]);
+  faults.linkCut = calm ? 0 : pick(h, [0, 0.005, 0.02]);
+  faults.linkCutStepsMax = pick(h, [20, 60, 120]);
+  faults.gracefulStop = calm ? 0 : pick(h, [0, 0.002, 0.005]);
   drawBudgets(prng.fork(), operator, services);
   return { seed, nodes, capacity, stepMs: 100, safetySteps, health, consensus, faults, operator, services, exclusive };
 }

@@ -9,6 +9,8 @@ import type { Agent } from '../../src/executor/agent.ts';
 import type { MemoryRuntime } from '../../src/executor/memory-runtime.ts';
 import { controlFeatureLevel } from '../../src/resources/collections.ts';
 import type { LeaderRun } from '../../src/control/leader-run.ts';
+import type { PeerViewReporter } from '../../src/node/peer-view-reporter.ts';
+import type { RenewalLog } from '../../src/control/renewal-log.ts';
 import { MemoryLeaseStore } from '../../src/executor/lease-keeper.ts';
 import type { LogEntry } from './log-entry.ts';
 import type { NodeClock } from './node-clock.ts';
@@ -37,9 +39,21 @@ export class SimNode {
   session: Session | null = null;
   agent: Agent | null = null;
   loops: LeaderRun | null = null;
+  /** This incarnation's peer view (what it hears of the others), as every real node writes it. */
+  views: PeerViewReporter | null = null;
+  /** This incarnation's record of when its store applied each lease renewal (the supervisor's, in a real node). */
+  renewals: RenewalLog | null = null;
   incarnation = 0;
+  /** When this incarnation started (world ms): it listens for its peers from then. */
+  sessionStartedAt = 0;
+  /** When shoal on this machine last stopped gracefully (a goodbye to its peers); null: its last stop was not graceful. */
+  goodbyeAt: number | null = null;
+  /** When this incarnation's node health last handed leadership over (world ms). */
+  lastTransferAt: number | undefined;
   /** When this incarnation last heard from each node (what the real node's silentForMs is built from). */
   readonly lastHeard = new Map<string, number>();
+  /** When this incarnation's dials to each node were last refused (its machine up, shoal not running there). */
+  readonly refusedAt = new Map<string, number>();
   private barriers: { target: number; resolve: () => void }[] = [];
   /** The lease directory on the machine's disk: it outlives shoal, not the machine (a new boot). */
   readonly leases = new MemoryLeaseStore();
@@ -81,6 +95,11 @@ export class SimNode {
     this.session?.kill();
     this.session = null;
     this.agent = null;
+    this.views?.close();
+    this.views = null;
+    this.renewals?.close();
+    this.renewals = null;
+    this.lastTransferAt = undefined;
     this.loops?.stop();
     this.loops = null;
     this.barriers = [];
@@ -99,6 +118,7 @@ export class SimNode {
     this.applied = 0;
     this.appliedTerm = 0;
     this.lastHeard.clear();
+    this.refusedAt.clear();
     this.applyUpTo(entries, upTo);
     this.state = 'up';
     this.incarnation++;

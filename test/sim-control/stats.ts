@@ -50,6 +50,12 @@ export interface SimStats {
   suspends: number;
   /** Exclusive containers killed by their fence (the agent could not, or was too late). */
   fenceKills: number;
+  /** One link cut (two nodes cannot hear each other, both hear the rest). */
+  linkCuts: number;
+  /** Graceful stops of shoal (a goodbye to its peers; containers run on). */
+  gracefulStops: number;
+  /** Hand-overs asked for by node health (a node only the leader could not hear). */
+  healthTransfers: number;
   /** Simulated ms the liveness phase took to converge. */
   livenessMs: number;
 }
@@ -58,7 +64,8 @@ export const emptyStats = (): SimStats => ({
   steps: 0, entries: 0, elections: 0, transfers: 0, forwarded: 0, survived: 0, lost: 0, staleTermRefused: 0, loopConflicts: 0, loopWritesRefused: 0, races: 0,
   reportsRefused: 0, placements: 0, nodesDeclaredDown: 0, partitions: 0, crashes: 0, machineDeaths: 0, restarts: 0,
   runtimeOutages: 0, containerExits: 0, updates: 0, badUpdates: 0, scales: 0, drains: 0, rebalances: 0, budgetedStops: 0, budgetAtLimit: 0,
-  updatesPaused: 0, updatesRolledBack: 0, updatesCompleted: 0, freezes: 0, suspends: 0, fenceKills: 0, livenessMs: 0,
+  updatesPaused: 0, updatesRolledBack: 0, updatesCompleted: 0, freezes: 0, suspends: 0, fenceKills: 0,
+  linkCuts: 0, gracefulStops: 0, healthTransfers: 0, livenessMs: 0,
 });
 
 export function addStats(into: SimStats, s: SimStats): void {

@@ -29,6 +29,12 @@ import { ReplicasChecker } from './checkers/replicas.ts';
 import { Consensus, describeOrigin, type Cluster } from './consensus.ts';
 import { flush } from './flush.ts';
 import { LeaderRun } from '../../src/control/leader-run.ts';
+import { RenewalLog } from '../../src/control/renewal-log.ts';
+import type { NodeContact } from '../../src/control/node-health.ts';
+import type { PeerLink } from '../../src/ports/leadership.ts';
+import { PeerViewReporter, peerViewUnheardAfterMs } from '../../src/node/peer-view-reporter.ts';
+import { controlFeatureLevel } from '../../src/resources/collections.ts';
+import type { HealthFact } from './checkers/health.ts';
 import { tookEffect, type LogEntry, type LoopOrigin } from './log-entry.ts';
 import { Network } from './network.ts';
 import { Reference } from './reference.ts';
@@ -48,6 +54,19 @@ export const simAgentLimits: Partial<Omit<AgentLimits, 'reports'>> & { reports: 
 
 /** Placement checker slack over downAfterMs (the health write's way to the log and the leader's store). */
 export const placementSlackMs = 2_000;
+
+/**
+ * The health checker's slack: a member's view write reaching the log (proposals wait up to a few
+ * steps) and the leader's applied store (nodes apply a few entries per step, and stall for up to
+ * 30 steps).
+ */
+export const healthSlackMs = 5_000;
+/**
+ * The last steps of a stop of shoal in which the new process listens but answers no handshake
+ * yet (starting up): dials to it hang. 1.5-2.1 s from listening to the first handshake in
+ * `npm run bench:nodeloss`.
+ */
+export const startupSteps = 20;
 
 /** What a machine is named and what it offers. */
 function identityOf(id: string, i: number, capacity: Amounts): NodeIdentity {
@@ -69,6 +88,10 @@ export class World implements Cluster {
   /** Per service: replicas it had before an operator change the orchestrator has not acted on. */
   readonly pendingReplicas = new Map<string, { index: number; replicas: number }[]>();
   private readonly lastContact = new Map<string, number>();
+  /** Per `a>b`: since when a and b have been connected without a break (absent: not connected now). */
+  private readonly connectedSince = new Map<string, number>();
+  /** Per node: since when its shoal has run unfrozen without a break (absent: not now). */
+  private readonly aliveSince = new Map<string, number>();
   private readonly replicas = new ReplicasChecker();
   private readonly containers = new ContainersChecker();
   private readonly exclusive = new ExclusiveChecker();
@@ -81,7 +104,11 @@ export class World implements Cluster {
     this.network = new Network(this.nodes.map((n) => n.id));
     for (const n of this.nodes) this.availability.set(n.id, 'active');
     this.consensus = new Consensus(this, prng.fork(), scenario.consensus, this.stats);
-    this.reference = new Reference({ downAfterMs: scenario.health.downAfterMs, slackMs: placementSlackMs }, {
+    const h = scenario.health;
+    this.reference = new Reference({
+      downAfterMs: h.downAfterMs, slackMs: placementSlackMs,
+      health: { downAfterMs: h.downAfterMs, restartGraceMs: h.restartGraceMs, viewDelayMs: peerViewUnheardAfterMs(h) + 1_000, slackMs: healthSlackMs },
+    }, {
       availability: (id) => this.availability.get(id) ?? 'active',
       capacity: () => scenario.capacity,
     }, this.stats);
@@ -174,12 +201,83 @@ export class World implements Cluster {
   private noteContacts(): void {
     const now = this.clock.now();
     for (const a of this.nodes) {
+      if (a.isUp && !a.clock.frozen) {
+        if (!this.aliveSince.has(a.id)) this.aliveSince.set(a.id, now);
+      } else {
+        this.aliveSince.delete(a.id);
+      }
       for (const b of this.nodes) {
-        if (a === b || !this.connected(a, b)) continue;
+        const key = `${a.id}>${b.id}`;
+        if (a === b || !this.connected(a, b)) {
+          this.connectedSince.delete(key);
+          if (a !== b && a.isUp && !a.clock.frozen && this.linkOf(a, b) === 'refused') a.refusedAt.set(b.id, now);
+          continue;
+        }
+        if (!this.connectedSince.has(key)) this.connectedSince.set(key, now);
         a.lastHeard.set(b.id, now);
-        this.lastContact.set(`${a.id}>${b.id}`, now);
+        this.lastContact.set(key, now);
       }
     }
+  }
+
+  /**
+   * How `from`'s dials to `to` fare now: a machine that is up with shoal stopped refuses the
+   * peer port, except in the last `startupSteps` of the stop, when the new shoal listens but
+   * answers no handshake yet (the dial hangs, as a dead machine's would); a frozen shoal's
+   * connection stays open; a dead machine, a partition or a cut link answer nothing.
+   */
+  private linkOf(from: SimNode, to: SimNode): PeerLink {
+    const reachable = to.state !== 'dead' && this.network.sameSide(from.id, to.id);
+    if (this.connected(from, to) || (reachable && to.isUp)) return 'connected';
+    if (!reachable || to.state !== 'crashed') return 'silent';
+    return to.returnAt - this.step <= startupSteps ? 'silent' : 'refused';
+  }
+
+  /**
+   * What `from`'s transport and driver would tell its node health of `to`: when it last heard
+   * it, how long this incarnation has listened, the link, and whether `to` said goodbye or
+   * refused a dial since `from` last heard it.
+   */
+  contactOf(from: SimNode, to: SimNode): NodeContact {
+    const now = this.clock.now();
+    const at = from.lastHeard.get(to.id);
+    const refusedAt = from.refusedAt.get(to.id);
+    return {
+      heardAgoMs: at === undefined ? undefined : now - at, watchingForMs: now - from.sessionStartedAt, link: this.linkOf(from, to),
+      goodbye: to.goodbyeAt !== null && (at === undefined || at <= to.goodbyeAt),
+      refused: refusedAt !== undefined && (at === undefined || at <= refusedAt),
+    };
+  }
+
+  /** What the health checker needs of every node when `decider`'s node health decides (checkers/health.ts). */
+  healthFacts(decider: SimNode): Record<string, HealthFact> {
+    const now = this.clock.now();
+    const since = (key: string): number | null => {
+      const t = this.connectedSince.get(key);
+      return t === undefined ? null : now - t;
+    };
+    const out: Record<string, HealthFact> = {};
+    for (const x of this.nodes) {
+      if (x === decider) continue;
+      const alive = this.aliveSince.get(x.id);
+      let relayedForMs: number | null = null;
+      for (const y of this.nodes) {
+        if (y === x || y === decider) continue;
+        const a = this.aliveSince.get(y.id);
+        const xy = since(`${y.id}>${x.id}`);
+        const yd = since(`${decider.id}>${y.id}`);
+        if (a === undefined || xy === null || yd === null) continue;
+        const m = Math.min(now - a, xy, yd);
+        if (relayedForMs === null || m > relayedForMs) relayedForMs = m;
+      }
+      const c = this.contactOf(decider, x);
+      out[x.id] = {
+        aliveForMs: alive === undefined ? null : now - alive, relayedForMs,
+        silenceMs: Math.min(c.heardAgoMs ?? Number.POSITIVE_INFINITY, c.watchingForMs),
+        restarting: c.goodbye ? 'goodbye' : c.refused && x.state === 'crashed' ? 'refused' : null,
+      };
+    }
+    return out;
   }
 
   /** Per node: ms since `from` last heard from it, from the world's contact table (null: never). */
@@ -215,10 +313,21 @@ export class World implements Cluster {
         const at = n.lastHeard.get(id);
         return at === undefined ? undefined : this.clock.now() - at;
       },
+      peerContact: (id) => this.contactOf(n, this.nodeById(id)),
+      voters: () => this.memberIds,
+      transferLeadership: (to) => {
+        n.lastTransferAt = this.clock.now();
+        this.stats.healthTransfers++;
+        const moved = this.consensus.transferTo(n, this.nodeById(to));
+        this.log(`${n.id} hands leadership to ${to} (node health: a node only it cannot hear)${moved ? '' : ': not possible now'}`);
+      },
+      lastTransferAgoMs: () => (n.lastTransferAt === undefined ? undefined : this.clock.now() - n.lastTransferAt),
+      ...(n.renewals !== null ? { renewals: n.renewals } : {}),
       propose: (data, term, meta) => {
         const origin: LoopOrigin = {
           kind: 'loop', node: n.id, term, key: meta.key, decidedAtMs: clock.now(), readRevision: meta.readRevision,
           loopsRunningMs: meta.runningForMs, silenceMs: meta.key === 'place' ? this.silenceFrom(n) : {},
+          ...(meta.key === 'nodes' ? { health: this.healthFacts(n) } : {}),
         };
         return session.guard(this.consensus.propose(n, session, data, term, origin));
       },
@@ -230,7 +339,7 @@ export class World implements Cluster {
         }
       },
       newTaskId: () => `t${(++this.taskSeq).toString(36).padStart(5, '0')}`,
-      log: { debug: () => {}, warn: (line) => this.log(`${n.id} ${line}`) },
+      log: { debug: () => {}, info: (line) => this.log(`${n.id} ${line}`), warn: (line) => this.log(`${n.id} ${line}`) },
     }, n.knownTerm);
     this.log(`${n.id} starts its loops of term ${n.knownTerm}`);
     n.loops.start();
@@ -263,10 +372,18 @@ export class World implements Cluster {
 
   // ---- shoal on a node ----
 
-  /** Starts an incarnation of shoal: a session, the agent on the node's runtime, and its registration. */
+  nodeById(id: string): SimNode {
+    const n = this.nodes.find((x) => x.id === id);
+    if (n === undefined) throw new Error(`no node ${id}`);
+    return n;
+  }
+
+  /** Starts an incarnation of shoal: a session, the agent on the node's runtime, its peer view, and its registration. */
   startShoal(n: SimNode): void {
     const session = new Session(n.clock, n.runtime, n.incarnation, (m) => this.log(`${n.id} ${m}`));
     n.session = session;
+    n.sessionStartedAt = this.clock.now();
+    n.renewals = new RenewalLog(n.store, () => session.clock.now());
     const consensus = this.consensus;
     const proposer: Pick<RaftNode, 'propose'> = {
       propose: (data) => session.guard(consensus.propose(n, session, data, null, { kind: 'agent', node: n.id, readRevision: n.store.revision })),
@@ -278,6 +395,12 @@ export class World implements Cluster {
       lease: { writer, config: this.scenario.exclusive.lease, boot: n.clock, store: n.leases, checkEveryMs: 100, killTimeoutMs: 500 },
     });
     n.agent = agent;
+    n.views = new PeerViewReporter({
+      self: n.id, store: n.store, members: () => this.memberIds, heardAgoMs: (id) => this.contactOf(n, this.nodeById(id)).heardAgoMs,
+      featureLevel: () => controlFeatureLevel, propose: (data) => proposer.propose(data), clock: session.clock, log: session.log,
+      unheardAfterMs: peerViewUnheardAfterMs(this.scenario.health), checkEveryMs: 500,
+    });
+    n.views.start();
     const register = (): void => {
       writer.register().then(() => {
         if (session.alive) agent.start();
@@ -292,17 +415,21 @@ export class World implements Cluster {
     return n.barrier(this.consensus.lastIndex);
   }
 
-  /** kill -9 of shoal (containers keep running), or the whole machine off (they die too). */
-  stopNode(n: SimNode, how: 'crashed' | 'dead', downSteps: number): void {
+  /**
+   * kill -9 of shoal (containers keep running), a graceful stop of shoal (the same, after a
+   * goodbye to its peers), or the whole machine off (they die too).
+   */
+  stopNode(n: SimNode, how: 'crashed' | 'dead', downSteps: number, graceful = false): void {
     // kill -9 of a stopped process works; a machine that dies wakes up no more (its next boot is a new one).
     n.clock.thaw();
+    n.goodbyeAt = graceful && how === 'crashed' ? this.clock.now() : null;
     if (how === 'dead') n.leases.held.clear();
     n.stop(how);
     n.returnAt = this.step + downSteps;
     if (how === 'dead') {
       for (const c of n.runtime.all()) if (c.state === 'running') n.runtime.exit(c.id, 137);
     }
-    this.log(`${how === 'dead' ? 'MACHINE DEATH' : 'CRASH'} ${n.id} (back at step ${n.returnAt})`);
+    this.log(`${how === 'dead' ? 'MACHINE DEATH' : graceful ? 'GRACEFUL STOP' : 'CRASH'} ${n.id} (back at step ${n.returnAt})`);
   }
 
   /** Shoal starts again on a node, its store rebuilt from disk (up to a few entries short of what it had applied). */

@@ -25,8 +25,11 @@ import { ContainerEventLog } from './container-events.ts';
 export interface SystemOptions {
   /** The agents' runtime: Docker (the default), or the in-memory one (bench/control.ts; no daemon needed). */
   runtime?: 'docker' | 'memory';
-  /** Node health (config `control`); the tests that lose a node use the fastest allowed, 3 s. */
-  control?: { suspectAfterMs: number; downAfterMs: number };
+  /**
+   * Node health (config `control`); the tests that lose a node use the fastest allowed, 3 s, and
+   * a restart grace as short (they stop a node's shoal, whose machine then refuses the peer port).
+   */
+  control?: { suspectAfterMs: number; downAfterMs: number; restartGraceMs?: number };
   /** A node (by name) whose agent reaches Docker through a socket proxy the test closes and reopens. */
   proxied?: string;
   /** Each node on its own loopback address (ProcessCluster's `ownHosts`). */

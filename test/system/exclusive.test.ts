@@ -16,7 +16,7 @@ import type { ClusterNode } from '../cluster/process-cluster.ts';
 import { runsOf, slotOverlaps, type Run } from './container-events.ts';
 import { serviceDoc, withDockerSystem, type DockerSystem } from './docker-system.ts';
 
-const fastHealth = { suspectAfterMs: 1_000, downAfterMs: 3_000 };
+const fastHealth = { suspectAfterMs: 1_000, downAfterMs: 3_000, restartGraceMs: 3_000 };
 /** The target with the defaults (lease 10 s + margin 3.2 s, a start, the down timeout). */
 const recoveryTargetMs = 30_000;
 const nsPerMs = 1_000_000n;

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { fewestRunning, runsOf } from './container-events.ts';
 import { perNode, serviceDoc, withDockerSystem } from './docker-system.ts';
 
-const fastHealth = { suspectAfterMs: 1_000, downAfterMs: 3_000 };
+const fastHealth = { suspectAfterMs: 1_000, downAfterMs: 3_000, restartGraceMs: 3_000 };
 
 describe('tasks of a lost or drained node on real Docker', () => {
   it('replaces the tasks of a node stopped past the down timeout; back, it removes its stale-epoch containers', async () => {

@@ -2,7 +2,8 @@
 // DATA/drill-hold.json with the time its outage ends, then exits asking to be restarted; its
 // next `shoal serve` waits until that time before it opens anything, then removes the file. So
 // the node is absent for the whole --duration, as a machine that is off: it sends nothing, and
-// past the leader's control.downAfterMs it is declared down and its tasks are replaced. (An
+// past the leader's control.restartGraceMs (its machine still refuses the peer port, which node
+// health reads as a restart) it is declared down and its tasks are replaced. (An
 // isolated process that its service manager restarts at once still talks: on loopback its
 // outbound links, which the cut does not cover, carry its vote requests, and a leader that hears
 // them never finds it silent.) The hold is never longer than a drill's longest fault, whatever
