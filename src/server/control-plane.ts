@@ -72,6 +72,8 @@ export class ControlPlane {
   readonly peerViews: PeerViewReporter;
   private readonly writer: StoreAgentWriter;
   private registered = false;
+  /** A registration in flight: a feature-level change meanwhile must not start a second one (and the agent twice). */
+  private registering = false;
   private retry: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly onLevel = (): void => this.maybeStartAgent();
@@ -135,14 +137,17 @@ export class ControlPlane {
 
   /** Registers this node's record, then starts the agent; both once the cluster runs the control plane's level. */
   private maybeStartAgent(): void {
-    if (this.closed || this.registered || this.retry !== undefined || this.opts.node.featureLevel < controlFeatureLevel) return;
+    if (this.closed || this.registered || this.registering || this.retry !== undefined || this.opts.node.featureLevel < controlFeatureLevel) return;
+    this.registering = true;
     this.writer.register().then(() => {
+      this.registering = false;
       this.registered = true;
       this.opts.log.info(`node ${this.opts.identity.name} registered with the control plane${this.agent === null ? ' (no runtime: it runs no workloads)' : ''}`);
       if (this.closed) return;
       this.agent?.start();
       this.imageCleaner?.start();
     }, (err: unknown) => {
+      this.registering = false;
       this.opts.log.debug(`registering this node failed (${(err as Error).message}); retrying`);
       this.retry = setTimeout(() => {
         this.retry = undefined;

@@ -165,7 +165,8 @@ describe('the control plane commands on three processes', () => {
     // The others had to wait for the budget at some point: the rebalance's, the update's and the drain's moves share it.
     expect(held).toMatch(/^waiting for the disruption budget of web \(maxUnavailable 1\): \d slots? unavailable.*; waiting: (the rolling update|the drain of n3|a rebalance off n[23]) \(\d tasks?\)/);
     const after = await running();
-    const version = Number(/a rolling update replaces 5 tasks \(spec version (\d+)\)/.exec(updated.stdout)?.[1]);
+    // 5 tasks, or fewer when a drain's or rebalance's replacement started on the new spec first.
+    const version = Number(/a rolling update replaces [1-5] tasks? \(spec version (\d+)\)/.exec(updated.stdout)?.[1]);
     expect(after.map((t) => t.record.specVersion), updated.stdout).toEqual([version, version, version, version, version]);
     expect(perNode(after).n3).toBeUndefined();
   }, 180_000);

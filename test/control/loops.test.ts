@@ -101,6 +101,21 @@ describe('the control plane, in process', () => {
     expect(passes.every((p) => p.seconds >= 0 && (p.outcome === 'error') === (p.code !== undefined))).toBe(true);
   });
 
+  it('registers once and starts the agent once when the feature level rises while it registers (an upgrade to a release that raises it)', async () => {
+    cluster = new MemoryCluster({ stateMachine: () => new DocumentStore() });
+    await cluster.start();
+    const t = await cluster.waitForLeader();
+    const runtime = new MemoryRuntime({ clock: systemClock, pullAny: true });
+    const m = attach(t, runtime);
+    members = [m];
+    // The level changing while the registration is in flight: it used to register again and start the agent twice (a crash).
+    t.node.emit('featureLevel', t.node.featureLevel);
+    t.node.emit('featureLevel', t.node.featureLevel);
+    await waitFor('the node registered', () => stateOf(m).nodes.size === 1, 10_000);
+    await apply(web.replace('replicas: 3', 'replicas: 1'));
+    await waitFor('its task running', () => running(stateOf(m), 'web').length === 1, 10_000);
+  });
+
   it('replaces the tasks of a node that goes silent past the down timeout, raising its epoch', async () => {
     await start();
     await apply(web);

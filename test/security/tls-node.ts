@@ -14,6 +14,7 @@ import type { PemPair } from '../../src/security/certificates.ts';
 import { freePort } from '../../bench/lib/proc.ts';
 import { waitFor } from '../transport/helpers.ts';
 import { readHoldings, readKeyring } from '../../src/resources/cluster-keyring.ts';
+import { peerViewsCollection } from '../../src/resources/peer-views.ts';
 
 export interface TlsCluster {
   nodes: RunningNode[];
@@ -36,13 +37,15 @@ export async function tlsCluster(count = 1): Promise<TlsCluster> {
   }, 'test'), silentLogger, { clusterEvents: false })));
   await waitFor('a leader', () => nodes.some((n) => n.node.isLeader) && nodes.every((n) => n.node.leaderId !== ''), 20_000);
   // Just after the cluster reaches feature level 6 the leader writes the keyring and each voter
-  // reports holding its key: writes in the background that a test counting revisions must not see.
-  await waitFor('the keyring, its key held by every voter', () => {
+  // reports holding its key, and each node writes its first peer view (docs/control-plane.md,
+  // "Node health"): writes in the background that a test counting revisions must not see.
+  await waitFor('the keyring, its key held by every voter, and every peer view', () => {
     const leader = nodes.find((n) => n.node.isLeader);
     const keyring = leader === undefined ? undefined : readKeyring(leader.store)?.keyring;
     if (leader === undefined || keyring === undefined) return false;
     const holdings = readHoldings(leader.store);
-    return leader.node.confState().voters.every((v) => holdings.get(v)?.keys.includes(keyring.active) === true);
+    const viewsWritten = nodes.every((n) => leader.store.get(peerViewsCollection, n.identity.id) !== undefined);
+    return viewsWritten && leader.node.confState().voters.every((v) => holdings.get(v)?.keys.includes(keyring.active) === true);
   }, 20_000);
   const n1 = dirs[0] as string;
   const ca = { certPem: readFileSync(path.join(n1, 'tls', 'ca.crt'), 'utf8'), keyPem: readFileSync(path.join(n1, 'tls', 'ca.key'), 'utf8') };
