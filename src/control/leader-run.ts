@@ -323,9 +323,14 @@ export class LeaderRun {
     const fromWrite = wrote === undefined ? undefined : now - wrote;
     const heard = c !== undefined ? c.heardAgoMs : this.ports.silentForMs(id);
     const heardAgoMs = heard === undefined ? fromWrite : Math.min(heard, fromWrite ?? heard);
+    // Mute: what the node itself sent that reached this leader, a Raft message or a write of its
+    // own, counted from these loops' start at the most (as a follower this node got no Raft
+    // messages from the other followers). Only with a transport that tells the rest apart.
+    const raft = this.ports.silentForMs(id);
+    const spoke = Math.min(raft ?? Number.POSITIVE_INFINITY, fromWrite ?? Number.POSITIVE_INFINITY);
     return {
       heardAgoMs, watchingForMs: c?.watchingForMs ?? now - this.startedAt, link: c?.link ?? 'unknown', goodbye: c?.goodbye ?? false,
-      refused: c?.refused ?? false,
+      refused: c?.refused ?? false, ...(c !== undefined ? { muteMs: Math.min(spoke, now - this.startedAt) } : {}),
     };
   }
 

@@ -38,6 +38,11 @@ export interface NodeContact {
   goodbye: boolean;
   /** Its machine refused the leader's dial since it was last heard, whatever the link says now. */
   refused: boolean;
+  /**
+   * Ms since something of its own reached this leader (a Raft message, a write of its own
+   * applied), at most how long the leader's loops have run; absent: not known (node-verdict.ts, `muteMs`).
+   */
+  muteMs?: number;
 }
 
 export interface HealthInput {
@@ -76,6 +81,7 @@ export function assessNodes(state: ControlState, input: HealthInput, config: Nod
       ? judgeNode(node.state, { member: input.members.has(node.id), silentMs: 0, link: 'connected', goodbye: false, refused: false, heardBy: [] }, config)
       : judgeNode(node.state, {
         member: input.members.has(node.id), silentMs: silent(node.id), link: c.link, goodbye: c.goodbye, refused: c.refused, heardBy: hearers(node.id, input, silent, config),
+        ...(c.muteMs !== undefined ? { muteMs: c.muteMs } : {}),
       }, config);
     if (judgement.state !== node.state) {
       changes.push(putChange(nodesCollection, node.id, transition(node, judgement.state), rev));

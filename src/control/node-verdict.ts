@@ -24,6 +24,9 @@
 //   leader's shorter watch says.
 // - leaderProblem: silent to the leader past downAfterMs while a member hears it: the leader is
 //   the one cut off, not the node (node-health.ts hands leadership to a member that hears everyone).
+// - mute: heard (it answers on the leader's connection) but nothing of its own reaches the
+//   leader (no Raft message, no write) past downAfterMs: suspect; past twice that, down. It cannot
+//   reach the log: its lease runs out and its reports never arrive.
 
 import type { PeerLink } from '../ports/leadership.ts';
 import type { NodeState } from '../resources/records.ts';
@@ -54,7 +57,23 @@ export interface NodeEvidence {
   refused: boolean;
   /** Members the leader hears whose committed peer view does not name this node unheard: they hear it. */
   heardBy: readonly string[];
+  /**
+   * Ms since something of the node's own last reached the leader: a Raft message (sent on the
+   * node's own connection) or a write of its own applied; at most how long the leader's loops
+   * have run. Pings and pongs answered on the leader's connection do not count: a node that
+   * answers them but cannot send (its own connections cut, its writes failing) is heard, yet
+   * mute. Absent: no such evidence (0).
+   */
+  muteMs?: number;
 }
+
+/**
+ * How long a node heard but mute may stay so before it is down: twice the down timeout (8 s by
+ * default), beyond a stalled disk's few seconds (a follower answers Raft only once its write is
+ * durable). Such a node cannot renew its lease or report, so its exclusive tasks die by their
+ * fence and nothing it runs is seen; down, they are replaced.
+ */
+export const muteDownAfterMs = (c: NodeHealthConfig): number => 2 * c.downAfterMs;
 
 export type Transition = 'healthy' | 'suspect' | 'down' | 'back';
 
@@ -79,7 +98,13 @@ export function judgeNode(recorded: NodeState, e: NodeEvidence, c: NodeHealthCon
     transition: state === 'ready' ? (recorded === 'down' ? 'back' : 'healthy') : state,
   });
   if (!e.member) return j('down', 'not a member of the cluster', null);
-  if (e.silentMs < c.suspectAfterMs) return j('ready', recorded === 'down' ? 'heard again' : 'heard', c.suspectAfterMs - e.silentMs);
+  if (e.silentMs < c.suspectAfterMs) {
+    const mute = e.muteMs ?? 0;
+    const muteText = `heard, but nothing of its own (a Raft message, a write) reached the leader for ${secs(mute)}`;
+    if (mute >= muteDownAfterMs(c)) return j('down', `${muteText}: it cannot reach the leader, so its writes and lease renewals fail`, null);
+    if (mute >= c.downAfterMs) return j(recorded === 'down' ? 'down' : 'suspect', muteText, recorded === 'down' ? null : muteDownAfterMs(c) - mute);
+    return j('ready', recorded === 'down' ? 'heard again' : 'heard', c.suspectAfterMs - e.silentMs);
+  }
   // Only being heard brings a down node back: a new leader's shorter watch does not.
   if (recorded === 'down') return j('down', `silent ${secs(e.silentMs)}`, null);
   if (e.heardBy.length > 0) {

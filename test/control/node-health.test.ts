@@ -34,6 +34,10 @@ describe('the node-health rule (judgeNode)', () => {
     ['down, refused and within the grace: stays down', 'down', { silentMs: 2_000, link: 'refused' }, 'down', 'down', null, false],
     ['down heard again: back', 'down', { silentMs: 50 }, 'ready', 'back', 1_450, false],
     ['not a member', 'ready', { member: false }, 'down', 'down', null, false],
+    ['heard, nothing of its own for 3 s (a follower\'s stalled disk): healthy', 'ready', { silentMs: 200, muteMs: 3_000 }, 'ready', 'healthy', 1_300, false],
+    ['heard but mute past the down timeout (it answers, cannot send)', 'ready', { silentMs: 300, muteMs: 4_000 }, 'suspect', 'suspect', 4_000, false],
+    ['heard but mute past twice the down timeout: down, whoever hears it', 'suspect', { silentMs: 300, muteMs: 8_000, heardBy: ['n3'] }, 'down', 'down', null, false],
+    ['down, heard but still mute: stays down', 'down', { silentMs: 100, muteMs: 5_000 }, 'down', 'down', null, false],
   ];
   for (const [name, recorded, over, state, transition, wake, problem] of table) {
     it(name, () => {
@@ -76,6 +80,15 @@ describe('the node-health rule (judgeNode)', () => {
       const a = judgeNode(recorded, e, c);
       const b = judgeNode(recorded, { ...e, silentMs: e.silentMs + more }, c);
       expect(rank[b.state]).toBeGreaterThanOrEqual(rank[a.state]);
+    }));
+  });
+
+  it('a heard node is down only when nothing of its own reached the leader for twice the down timeout (properties)', () => {
+    fc.assert(fc.property(arbState, arbEvidence, arbConfig, fc.integer({ min: 0, max: 60_000 }), (recorded, e, c, muteMs) => {
+      const heard = { ...e, member: true, silentMs: Math.min(e.silentMs, c.suspectAfterMs - 1), muteMs };
+      const j = judgeNode(recorded, heard, c);
+      if (j.state === 'down' && recorded !== 'down') expect(muteMs).toBeGreaterThanOrEqual(2 * c.downAfterMs);
+      if (muteMs < c.downAfterMs) expect(j.state).toBe('ready');
     }));
   });
 
