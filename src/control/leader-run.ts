@@ -138,6 +138,8 @@ export class LeaderRun {
   private readonly ownsRenewals: boolean;
   /** Per node: when this run's store applied a write of the node's own (monotonic ms). */
   private readonly ownWrites = new Map<string, number>();
+  /** Since when each node has been heard without a gap past the suspect timeout (mute counts from then at most). */
+  private readonly heardSince = new Map<string, number>();
   /** The loop's promise; resolves once the run has stopped. */
   done: Promise<void> = Promise.resolve();
   readonly counts = { passes: 0, proposed: 0, conflicts: 0, unknownOutcomes: 0 };
@@ -326,11 +328,17 @@ export class LeaderRun {
     // Mute: what the node itself sent that reached this leader, a Raft message or a write of its
     // own, counted from these loops' start at the most (as a follower this node got no Raft
     // messages from the other followers). Only with a transport that tells the rest apart.
+    // And from when it was last heard again after a silence, at the most: a restarted shoal is heard
+    // (its hello, its pings) a moment before its first Raft message, which is no sign of muteness.
     const raft = this.ports.silentForMs(id);
     const spoke = Math.min(raft ?? Number.POSITIVE_INFINITY, fromWrite ?? Number.POSITIVE_INFINITY);
+    if (heardAgoMs === undefined || heardAgoMs >= this.ports.health.suspectAfterMs) this.heardSince.delete(id);
+    else if (!this.heardSince.has(id)) this.heardSince.set(id, now - heardAgoMs);
+    const since = this.heardSince.get(id);
+    const heardForMs = since === undefined ? 0 : now - since;
     return {
       heardAgoMs, watchingForMs: c?.watchingForMs ?? now - this.startedAt, link: c?.link ?? 'unknown', goodbye: c?.goodbye ?? false,
-      refused: c?.refused ?? false, ...(c !== undefined ? { muteMs: Math.min(spoke, now - this.startedAt) } : {}),
+      refused: c?.refused ?? false, ...(c !== undefined ? { muteMs: Math.min(spoke, now - this.startedAt, heardForMs) } : {}),
     };
   }
 

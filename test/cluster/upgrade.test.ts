@@ -136,9 +136,67 @@ afterAll(async () => {
 });
 
 describe('shoal upgrade from the pinned earlier release to this build', { timeout: 600_000 }, () => {
+  it('refuses to start while a member does not answer, and changes nothing', async () => {
+    const n3 = cluster.nodes[2] as ClusterNode;
+    const restartsBefore = Object.fromEntries(supervisor.restarts);
+    await supervisor.stop(n3);
+    try {
+      const r = await upgrade('--to', current);
+      expect(r.code).toBe(3);
+      expect(r.stderr).toContain('n3');
+      expect(r.stderr).toContain('nothing was changed');
+      console.log(`$ shoal upgrade --to ${path.basename(current)}   # n3 stopped\n${r.stderr}`);
+      expect(r.events).toEqual([]);
+      const up = cluster.nodes.slice(0, 2);
+      for (const n of up) expect((await getJson<{ softwareVersion: string }>(n, '/v1/cluster?local')).body.softwareVersion).toBe('0.1.0');
+      expect(Object.fromEntries(supervisor.restarts)).toEqual(restartsBefore);
+    } finally {
+      supervisor.start(n3);
+      await until('n3 back', async () => ((await getJson(n3, '/readyz?sync')).status === 200 ? true : undefined));
+    }
+  });
+
+  it('stops at the first node that is not back in time, says what to run next, and --rollback takes it back within the feature level', async () => {
+    const before = await containers();
+    // 200 ms is shorter than any restart: the walk gives up on the first node it restarts.
+    const cut = await upgrade('--to', current, '--timeout', '200ms');
+    expect(cut.code).toBe(1);
+    const first = cut.events.find((e) => e.event === 'step' && e.step === 'activating');
+    expect(first?.event).toBe('step');
+    const name = first?.event === 'step' ? first.node : '';
+    expect(cut.stderr).toContain(`stopped at ${name}`);
+    expect(cut.stderr).toContain('did not come back');
+    expect(cut.stderr).toContain('--resume');
+    expect(cut.stderr).toContain(`${name} was activated`);
+    console.log(`$ shoal upgrade --to ${path.basename(current)} --timeout 200ms --json\n${cut.stderr}`);
+    // The node comes back on the build by itself (its service manager started it); the others were not touched.
+    const node = cluster.nodes.find((n) => n.name === name) as ClusterNode;
+    await until(`${name} back on the build`, async () => ((await getJson<{ softwareVersion: string }>(node, '/v1/cluster?local')).body.softwareVersion === currentVersion ? true : undefined));
+    const partly = await upgrade('--to', current);
+    expect(partly.code).toBe(1);
+    expect(partly.stderr).toContain('stopped part-way');
+    // Within a feature level (the cluster raises it only once every node runs the build) the walk
+    // can go back: the one node upgraded returns to the earlier release, the others have no
+    // previous release and are skipped.
+    for (const n of cluster.nodes) await until(`${n.name} caught up`, async () => ((await getJson(n, '/readyz?sync')).status === 200 ? true : undefined));
+    const back = await upgrade('--rollback');
+    expect(back.code, `${back.stderr}\n${cluster.tailLogs(40)}`).toBe(0);
+    console.log(`$ shoal upgrade --rollback\n${back.human}`);
+    const plan = back.events.find((e) => e.event === 'plan');
+    expect(plan?.event === 'plan' ? plan.nodes.map((n) => n.action).sort() : []).toEqual(['rollback', 'skip', 'skip']);
+    expect(Object.values(await versions())).toEqual(['0.1.0', '0.1.0', '0.1.0']);
+    // Run again, it finds nothing to roll back.
+    const twice = await upgrade('--rollback');
+    expect(twice.code, twice.stderr).toBe(0);
+    expect(twice.events.filter((e) => e.event === 'step' && e.step === 'skipped')).toHaveLength(3);
+    expect(supervisor.unexpected).toEqual([]);
+    expect(await containers()).toEqual(before);
+  });
+
   it('under load: no failed request, no acknowledged write lost, no container restarted, one leadership change per node at most', async () => {
     expect(Object.values(await versions())).toEqual(['0.1.0', '0.1.0', '0.1.0']);
     const before = await containers();
+    const restartsBefore = Object.fromEntries(supervisor.restarts);
     expect(before.filter((c) => c.running)).toHaveLength(3);
     const clients = new HandOverClients({
       workers: 6, keys: ['a', 'b', 'c'], collection: 'reg', runId: `up${Date.now()}`,
@@ -160,7 +218,7 @@ describe('shoal upgrade from the pinned earlier release to this build', { timeou
     const done = r.events.find((e) => e.event === 'done');
     expect(done).toMatchObject({ featureLevel: featureLevelMax, versions: { n1: currentVersion, n2: currentVersion, n3: currentVersion } });
     expect(Object.values(await versions())).toEqual([currentVersion, currentVersion, currentVersion]);
-    expect(Object.fromEntries(supervisor.restarts)).toEqual({ n1: 1, n2: 1, n3: 1 });
+    expect(Object.fromEntries(supervisor.restarts)).toEqual(Object.fromEntries(cluster.nodes.map((n) => [n.name, (restartsBefore[n.name] ?? 0) + 1])));
     expect(supervisor.unexpected).toEqual([]);
 
     console.log(`$ shoal upgrade --to ${path.basename(current)}\n${r.human}`);
@@ -177,7 +235,7 @@ describe('shoal upgrade from the pinned earlier release to this build', { timeou
     expect(await containers(), cluster.nodes.map((n) => `--- ${n.name}\n${n.logs.join('').split('\n').filter((l) => !l.includes('"level":20')).slice(-150).join('\n')}`).join('\n')).toEqual(before);
   });
 
-  it('--resume skips every node already on the build; --rollback walks them back to the earlier release', async () => {
+  it('--resume skips every node already on the build', async () => {
     const resumed = await upgrade('--to', current, '--resume');
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(resumed.events.filter((e) => e.event === 'step' && e.step === 'skipped')).toHaveLength(3);
@@ -185,63 +243,9 @@ describe('shoal upgrade from the pinned earlier release to this build', { timeou
     expect(again.code).toBe(1);
     expect(again.stderr).toContain('--resume');
 
-    const before = await containers();
-    const back = await upgrade('--rollback');
-    expect(back.code, `${back.stderr}\n${cluster.tailLogs(40)}`).toBe(0);
-    console.log(`$ shoal upgrade --rollback\n${back.human}`);
-    expect(Object.values(await versions())).toEqual(['0.1.0', '0.1.0', '0.1.0']);
-    expect(Object.fromEntries(supervisor.restarts)).toEqual({ n1: 2, n2: 2, n3: 2 });
-    // Run again, it finds nothing to roll back.
-    const twice = await upgrade('--rollback');
-    expect(twice.code, twice.stderr).toBe(0);
-    expect(twice.events.filter((e) => e.event === 'step' && e.step === 'skipped')).toHaveLength(3);
-    expect(await containers()).toEqual(before);
-  });
-
-  it('refuses to start while a member does not answer, and changes nothing', async () => {
-    const n3 = cluster.nodes[2] as ClusterNode;
-    await supervisor.stop(n3);
-    try {
-      const r = await upgrade('--to', current);
-      expect(r.code).toBe(3);
-      expect(r.stderr).toContain('n3');
-      expect(r.stderr).toContain('nothing was changed');
-      console.log(`$ shoal upgrade --to ${path.basename(current)}   # n3 stopped\n${r.stderr}`);
-      expect(r.events).toEqual([]);
-      const up = cluster.nodes.slice(0, 2);
-      for (const n of up) expect((await getJson<{ softwareVersion: string }>(n, '/v1/cluster?local')).body.softwareVersion).toBe('0.1.0');
-      expect(Object.fromEntries(supervisor.restarts)).toEqual({ n1: 2, n2: 2, n3: 2 });
-    } finally {
-      supervisor.start(n3);
-      await until('n3 back', async () => ((await getJson(n3, '/readyz?sync')).status === 200 ? true : undefined));
-    }
-  });
-
-  it('stops at the first node that is not back in time, says what to run next, and --resume goes on from there', async () => {
-    const before = await containers();
-    // 200 ms is shorter than any restart: the walk gives up on the first node it restarts.
-    const cut = await upgrade('--to', current, '--timeout', '200ms');
-    expect(cut.code).toBe(1);
-    const first = cut.events.find((e) => e.event === 'step' && e.step === 'activating');
-    expect(first?.event).toBe('step');
-    const name = first?.event === 'step' ? first.node : '';
-    expect(cut.stderr).toContain(`stopped at ${name}`);
-    expect(cut.stderr).toContain('did not come back');
-    expect(cut.stderr).toContain('--resume');
-    expect(cut.stderr).toContain(`${name} was activated`);
-    console.log(`$ shoal upgrade --to ${path.basename(current)} --timeout 200ms --json\n${cut.stderr}`);
-    // The node comes back on the build by itself (its service manager started it); the others were not touched.
-    const node = cluster.nodes.find((n) => n.name === name) as ClusterNode;
-    await until(`${name} back on the build`, async () => ((await getJson<{ softwareVersion: string }>(node, '/v1/cluster?local')).body.softwareVersion === currentVersion ? true : undefined));
-    const partly = await upgrade('--to', current);
-    expect(partly.code).toBe(1);
-    expect(partly.stderr).toContain('stopped part-way');
-    const resumed = await upgrade('--to', current, '--resume');
-    expect(resumed.code, resumed.stderr).toBe(0);
-    const plan = resumed.events.find((e) => e.event === 'plan');
-    expect(plan?.event === 'plan' ? plan.nodes.map((n) => n.action).sort() : []).toEqual(['skip', 'upgrade', 'upgrade']);
-    expect(Object.values(await versions())).toEqual([currentVersion, currentVersion, currentVersion]);
-    expect(supervisor.unexpected).toEqual([]);
-    expect(await containers()).toEqual(before);
+    // No --rollback here: the leader raised the feature level once every node ran the build (6:
+    // the disruption budget and secrets at rest), which the earlier release cannot apply, so a
+    // rollback across it is not possible (docs/operations.md, "Rolling upgrade"). The rollback
+    // within a level is tested on the walk stopped part-way, above.
   });
 });
