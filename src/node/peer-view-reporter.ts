@@ -93,7 +93,13 @@ export class PeerViewReporter {
     if (this.closed) return;
     this.timer = this.o.clock.setTimer(this.o.checkEveryMs ?? 250, () => {
       this.timer = null;
-      this.check();
+      // A node that halted (removed, a fatal disk error) throws from its synchronous calls until
+      // the server closes this reporter: a timer must not turn that into an uncaught exception.
+      try {
+        this.check();
+      } catch (err) {
+        this.o.log.debug(`peer view: not checked (${(err as Error).message})`);
+      }
       this.schedule();
     });
   }
@@ -117,7 +123,7 @@ export class PeerViewReporter {
       ts: Date.now(), principal: `shoal:node:${this.o.self}`,
     });
     const what = record.unheard.length === 0 ? 'every member' : `all but ${record.unheard.join(', ')}`;
-    this.o.propose(data, { featureLevel: controlFeatureLevel }).then(({ result }) => {
+    Promise.resolve().then(() => this.o.propose(data, { featureLevel: controlFeatureLevel })).then(({ result }) => {
       if (!(result as CommandResult).ok) throw new Error(`refused: ${JSON.stringify(result)}`);
       this.writes++;
       if (this.lastLogged !== what) this.o.log.info(`peer view: this node hears ${what}`);

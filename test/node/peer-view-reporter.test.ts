@@ -16,20 +16,21 @@ function setup() {
   const store = new DocumentStore();
   const heardAt = new Map<string, number>([['n2', 0], ['n3', 0]]);
   let index = 0;
-  const o = { fail: false, level: controlFeatureLevel, proposals: 0 };
+  const o = { fail: false, halted: false, level: controlFeatureLevel, proposals: 0 };
   const reporter = new PeerViewReporter({
     self: 'n1', store, members: () => ['n1', 'n2', 'n3'],
     heardAgoMs: (id) => { const at = heardAt.get(id); return at === undefined ? undefined : clock.now() - at; },
-    featureLevel: () => o.level,
-    propose: async (data): Promise<ProposalResult> => {
-      o.proposals++;
-      await Promise.resolve();
-      if (o.fail) throw new Error('no leader');
-      const result = store.apply({ index: ++index, term: 1, data, logTimeMs: clock.now(), featureLevel: controlFeatureLevel });
-      return { index, result };
-    },
+    featureLevel: () => { if (o.halted) throw new Error('the node was removed'); return o.level; },
+    propose: (data) => (o.halted ? (() => { throw new Error('the node was removed'); })() : proposeNow(data)),
     clock, log: { debug: () => {}, info: () => {} }, unheardAfterMs: 1_500,
   });
+  async function proposeNow(data: Uint8Array): Promise<ProposalResult> {
+    o.proposals++;
+    await Promise.resolve();
+    if (o.fail) throw new Error('no leader');
+    const result = store.apply({ index: ++index, term: 1, data, logTimeMs: clock.now(), featureLevel: controlFeatureLevel });
+    return { index, result };
+  }
   const view = (): string[] | undefined => {
     const v = readPeerViews(allDocs(store, peerViewsCollection)).get('n1');
     return v === undefined ? undefined : [...v].sort();
@@ -46,6 +47,15 @@ function setup() {
 }
 
 describe('the peer view reporter', () => {
+  it('keeps quiet when its node halted and throws from its calls (no uncaught exception from its timer)', async () => {
+    const s = setup();
+    s.reporter.start();
+    s.o.halted = true;
+    for (let i = 0; i < 20; i++) { s.hearAll(); await s.run(100); }
+    expect(s.view()).toBeUndefined();
+    s.reporter.close();
+  });
+
   it('writes nothing before it has listened for unheardAfterMs, then its view once, and again only when it changes', async () => {
     const s = setup();
     s.reporter.start();
