@@ -380,11 +380,25 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
   /** Proposes a membership change; resolves when it is applied here. */
   async changeMembership(cc: ConfChange): Promise<void> {
     this.checkRunning();
-    const target = this.confChangeCount + 1;
-    try {
-      this.raw.proposeConfChange(cc);
-    } catch (err) {
-      throw translateDrop(err);
+    // One change may be in flight at a time. One already in the log (a new leader's whole log
+    // counts until applied, and the leader leaves a joint configuration by itself) is applied
+    // within a commit's time: wait for it rather than refuse the caller; refuse only if it has
+    // not been applied within the proposal timeout.
+    // Callers waiting together each try in turn.
+    const settled = (): boolean => !this.isLeader || !this.raw.confChangeInFlight() || this.state !== 'running';
+    const deadline = Date.now() + this.opts.proposalTimeoutMs;
+    let target: number;
+    for (;;) {
+      await this.waitFor(settled, Math.max(0, deadline - Date.now()), 'the membership change in flight').catch(() => undefined);
+      this.checkRunning();
+      target = this.confChangeCount + 1;
+      try {
+        this.raw.proposeConfChange(cc);
+        break;
+      } catch (err) {
+        const pending = err instanceof ProposalDroppedError && err.reason === 'confChangePending';
+        if (!pending || Date.now() >= deadline) throw translateDrop(err);
+      }
     }
     this.notify();
     // A change of voters goes through a joint configuration that the leader leaves by itself;

@@ -812,6 +812,11 @@ export class Raft {
     return null;
   }
 
+  /** A membership change is in flight (proposed, not yet applied) or the configuration is joint. */
+  confChangeInFlight(): boolean {
+    return isJoint(this.tracker.config) || this.pendingConfIndex > this.log.applied;
+  }
+
   private checkConfChange(cc: ConfChange): DropReason | null {
     if (this.pendingConfIndex > this.log.applied) return 'confChangePending';
     try {

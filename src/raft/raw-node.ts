@@ -185,6 +185,15 @@ export class RawNode {
     }
   }
 
+  /**
+   * Whether a membership change is in flight: one proposed and not yet applied (a new leader
+   * counts its whole log as such until it applied it), or a joint configuration not yet left.
+   * A change proposed meanwhile is refused with `confChangePending`.
+   */
+  confChangeInFlight(): boolean {
+    return this.raft.confChangeInFlight();
+  }
+
   /** The membership as of the applied index. */
   confState(): ConfState {
     return this.raft.tracker.confState();

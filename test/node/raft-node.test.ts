@@ -275,4 +275,21 @@ describe('RaftNode membership', () => {
     expect(cluster.errors).toEqual([expect.stringMatching(new RegExp(`^${oldLeader.id}: this node \\(${oldLeader.id}\\) was removed from the cluster`))]);
     expect(() => oldLeader.node.propose(put('x', 'y'))).toThrow(expect.objectContaining({ code: 'removed' }));
   });
+
+  it('waits for a membership change in flight instead of refusing the next one, also on a leader just elected', async () => {
+    // A new leader counts its whole log as a change in flight until it has applied it, and the
+    // leader's own components change membership too (member addresses): a caller's change made
+    // then was refused with confChangePending, a 503 that CI met (issue 36's landing).
+    cluster = new MemoryCluster();
+    await cluster.start();
+    const first = await cluster.waitForLeader();
+    const to = cluster.follower(first);
+    await first.node.transferLeadership(to.id);
+    const leader = await cluster.waitForLeader(5000, [to]);
+    const records = ['node4', 'node5'].map((id, i) => ({ id, name: `n${i + 4}`, peerAddress: `memory:${id}`, apiAddress: `memory:${i + 4}` }));
+    for (const r of records) await cluster.startNode(r.id, new MemoryNodeStorage(), undefined, cluster.members);
+    // At once after the election, and two at once: the second waits for the first.
+    await Promise.all(records.map((r) => leader.node.changeMembership({ changes: [{ type: 'addLearner', node: r.id }], context: confChangeContext([r]) })));
+    expect(leader.node.confState().learners).toEqual(['node4', 'node5']);
+  });
 });
