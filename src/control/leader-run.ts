@@ -8,6 +8,7 @@
 //   place       the placement of pending tasks (placement.ts)
 //   nodes       node health (node-health.ts), then mesh addresses (src/resources/mesh-addresses.ts)
 //   net:<name>  the addresses of one overlay network (network-allocation.ts)
+//   job:<name>  one job's schedule, runs and attempts (job-loop.ts)
 // Keys are handled one at a time; each pass re-reads the state (level-triggered), decides with a
 // pure function, and proposes the plan fenced by the run's term. A plan refused because something
 // it read changed is decided again at once. A proposal whose outcome is unknown (it timed out, the
@@ -43,6 +44,8 @@ import { allDocs } from '../resources/state.ts';
 import { peerViewRecordSchema, peerViewsCollection, readPeerViews } from '../resources/peer-views.ts';
 import { allocateMeshAddresses, meshCidrDefault } from '../resources/mesh-addresses.ts';
 import { reconcileService, type Decision } from './orchestrator.ts';
+import { reconcileJob } from './job-loop.ts';
+import { jobRunsCollection, jobsCollection } from '../resources/jobs.ts';
 import { placePending } from './placement.ts';
 import { ControlStateReader, type ControlState } from '../resources/state.ts';
 import { WorkQueue, type QueueClock } from './work-queue.ts';
@@ -100,10 +103,15 @@ export interface LeaderRunPorts {
   renewals?: RenewalLog;
   /** The range mesh addresses are allocated from (this leader's `mesh.cidr`; default net/mesh-config.ts). */
   meshCidr?: string;
+  /**
+   * Why this leader must not fire scheduled job runs now (its clock is not synchronized, or far
+   * from the members'), or null when it may. Absent: it may. Asked at each job pass.
+   */
+  jobClockHold?(): string | null;
 }
 
 /** Which loop a work-queue key belongs to (a metric label: never the service's name). */
-export type LoopName = 'service' | 'placement' | 'nodes' | 'network';
+export type LoopName = 'service' | 'placement' | 'nodes' | 'network' | 'job';
 
 /** One pass, as the metrics see it. */
 export interface PassReport {
@@ -122,6 +130,7 @@ export function loopOf(key: string): LoopName {
   if (key === 'place') return 'placement';
   if (key === 'nodes') return 'nodes';
   if (key.startsWith('net:')) return 'network';
+  if (key.startsWith('job:')) return 'job';
   return 'service';
 }
 
@@ -157,6 +166,7 @@ export class LeaderRun {
     this.queue.add('nodes');
     this.queue.add('place');
     for (const id of this.reader.read().services.keys()) this.queue.add(`svc:${id}`);
+    this.addJobs();
     this.addNetworks();
     this.done = this.loop();
   }
@@ -177,6 +187,11 @@ export class LeaderRun {
     }
   }
 
+  /** Every job's loop (a node's state or epoch changed: an attempt may be lost). */
+  private addJobs(): void {
+    for (const id of this.reader.read().jobs?.keys() ?? []) this.queue.add(`job:${id}`);
+  }
+
   /** Every network's allocator: tasks and nodes come and go. */
   private addNetworks(): void {
     for (const name of readNetworkState(this.ports.store).networks.keys()) this.queue.add(`net:${name}`);
@@ -193,6 +208,15 @@ export class LeaderRun {
       case networksCollection:
         this.queue.add(`net:${ev.id}`);
         return;
+      case jobsCollection:
+        this.queue.add(`job:${ev.id}`);
+        return;
+      case jobRunsCollection: {
+        const job = (ev.doc?.doc as { job?: unknown } | undefined)?.job;
+        if (typeof job === 'string') this.queue.add(`job:${job}`);
+        else for (const id of this.reader.read().jobs?.keys() ?? []) if (ev.id.startsWith(`${id}-`)) this.queue.add(`job:${id}`);
+        return;
+      }
       case servicesCollection:
         this.queue.add(`svc:${ev.id}`);
         this.queue.add('place');
@@ -200,7 +224,7 @@ export class LeaderRun {
       case tasksCollection:
       case taskStatusCollection: {
         const service = this.serviceOfTask(ev);
-        if (service !== undefined) this.queue.add(`svc:${service}`);
+        if (service !== undefined) this.queue.add(this.isJob(service) ? `job:${service}` : `svc:${service}`);
         this.queue.add('place');
         return;
       }
@@ -208,6 +232,7 @@ export class LeaderRun {
         this.queue.add('nodes');
         this.queue.add('place');
         for (const id of this.reader.read().services.keys()) this.queue.add(`svc:${id}`);
+        this.addJobs();
         return;
       default:
     }
@@ -237,6 +262,11 @@ export class LeaderRun {
       nowMs: this.ports.clock.now(), watchingSinceMs: this.renewals.sinceMs, agentLeaseMs: Math.max(heard?.leaseMs ?? 0, storedLeaseMs),
       ...(heard !== undefined ? { renewedAtMs: heard.atMs } : {}),
     });
+  }
+
+  /** Whether tasks named `name` are a job's (a job and a service never share a name). */
+  private isJob(name: string): boolean {
+    return this.ports.store.get(jobsCollection, name) !== undefined && this.ports.store.get(servicesCollection, name) === undefined;
   }
 
   private serviceOfTask(ev: WatchEvent): string | undefined {
@@ -285,6 +315,11 @@ export class LeaderRun {
     if (key === 'nodes') return this.decideNodes(state);
     if (key.startsWith('svc:')) {
       return reconcileService(state, key.slice(4), { now, newTaskId: () => this.ports.newTaskId(), exclusiveClearInMs: (n, e) => this.exclusiveClearInMs(n, e) });
+    }
+    if (key.startsWith('job:')) {
+      return reconcileJob(state, key.slice(4), {
+        now, newTaskId: () => this.ports.newTaskId(), exclusiveClearInMs: (n, e) => this.exclusiveClearInMs(n, e), clockHold: this.ports.jobClockHold?.() ?? null,
+      });
     }
     if (key.startsWith('net:')) {
       const d = decideNetworkAllocation(state, readNetworkState(this.ports.store).networks.get(key.slice(4)), now);

@@ -12,6 +12,7 @@ import { putChange } from '../resources/changes.ts';
 import { networksCollection, type NetworkRecord } from '../resources/network-resources.ts';
 import type { Decision } from './orchestrator.ts';
 import { specForTask, type ObservedTaskState } from '../resources/records.ts';
+import { ownerOf } from '../resources/jobs.ts';
 import { jsonEqual } from '../resources/spec/index.ts';
 import type { ControlState, Versioned } from '../resources/state.ts';
 
@@ -21,7 +22,7 @@ const finished: ReadonlySet<ObservedTaskState> = new Set(['failed', 'shutdown', 
 export function attachedTasks(state: ControlState, network: string): AllocationTask[] {
   const out: AllocationTask[] = [];
   for (const t of state.tasks.values()) {
-    const service = state.services.get(t.value.service)?.value;
+    const service = ownerOf(state, t.value);
     const spec = service === undefined ? null : specForTask(service, t.value);
     if (spec === null || !spec.networks.includes(network)) continue;
     out.push({ id: t.value.id, nodeId: t.value.nodeId, live: !finished.has(t.value.observed) });

@@ -137,7 +137,7 @@ class Wake {
 }
 
 /** Copies what the agent reported, and what the leader concludes from the node, into the record. */
-function mirror(w: Work, now: number): void {
+export function mirror(w: Work, now: number): void {
   const { rec, view } = w;
   const s = view.status;
   if (s !== undefined && !isTerminalRecord(rec)) {
@@ -154,7 +154,7 @@ function mirror(w: Work, now: number): void {
   if (isTerminal(view) && rec.finishedAt === null) rec.finishedAt = now;
 }
 
-function shutdown(w: Work, now: number, why: string | null): void {
+export function shutdown(w: Work, now: number, why: string | null): void {
   if (w.rec.desired === 'shutdown') return;
   w.rec.desired = 'shutdown';
   if (why !== null) w.rec.message = why;

@@ -9,6 +9,7 @@ import { putChange, type Change } from '../resources/changes.ts';
 import { nodesCollection, tasksCollection } from '../resources/collections.ts';
 import type { NodeRecord, TaskRecord } from '../resources/records.ts';
 import { specForTask } from '../resources/records.ts';
+import { ownerOf } from '../resources/jobs.ts';
 import { schedule } from './scheduler/schedule.ts';
 import type { TaskWithSpec } from './scheduler/types.ts';
 import type { ControlState, Versioned } from '../resources/state.ts';
@@ -20,7 +21,7 @@ export const placementsPerPassMax = 512;
 
 export function placePending(state: ControlState, term: number, now: number): Decision {
   const withSpec = (t: Versioned<TaskRecord>): TaskWithSpec | undefined => {
-    const svc = state.services.get(t.value.service)?.value;
+    const svc = ownerOf(state, t.value);
     const spec = svc === undefined ? null : specForTask(svc, t.value) ?? svc.spec;
     return spec === null ? undefined : { task: t.value, spec };
   };

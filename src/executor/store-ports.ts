@@ -21,6 +21,7 @@ import type { LeaseWriter } from './lease-keeper.ts';
 import type { LeaseRecord } from '../resources/lease.ts';
 import type { NodeMesh, NodeRecord, TaskStatus } from '../resources/records.ts';
 import { ControlStateReader } from '../resources/state.ts';
+import { jobsCollection, ownerOf } from '../resources/jobs.ts';
 
 /** Reports in one transaction at most: each has a compare that its task exists. */
 export const reportsPerTxnMax = 100;
@@ -37,14 +38,14 @@ export class StoreAgentView implements AgentView {
     const tasks: AgentAssignment[] = [];
     for (const t of state.tasks.values()) {
       if (t.value.nodeId !== nodeId) continue;
-      tasks.push({ task: t.value, service: state.services.get(t.value.service)?.value ?? null, status: state.statuses.get(t.value.id)?.value ?? null });
+      tasks.push({ task: t.value, service: ownerOf(state, t.value) ?? null, status: state.statuses.get(t.value.id)?.value ?? null });
     }
     return { node: state.nodes.get(nodeId)?.value ?? null, tasks };
   }
 
   subscribe(onChange: () => void): () => void {
     const offEvents = this.store.subscribe((ev) => {
-      if (ev.collection === tasksCollection || ev.collection === nodesCollection || ev.collection === servicesCollection) onChange();
+      if (ev.collection === tasksCollection || ev.collection === nodesCollection || ev.collection === servicesCollection || ev.collection === jobsCollection) onChange();
     });
     const offRestore = this.store.subscribeRestore(() => onChange());
     return () => {

@@ -11,6 +11,7 @@ import {
   type NodeRecord, type ServiceRecord, type TaskRecord, type TaskStatus,
 } from './records.ts';
 import type { z } from 'zod';
+import { jobRecordSchema, jobRunRecordSchema, jobRunsCollection, jobsCollection, type JobRecord, type JobRunRecord } from './jobs.ts';
 
 export interface Versioned<T> {
   value: T;
@@ -25,6 +26,9 @@ export interface ControlState {
   services: ReadonlyMap<string, Versioned<ServiceRecord>>;
   tasks: ReadonlyMap<string, Versioned<TaskRecord>>;
   statuses: ReadonlyMap<string, Versioned<TaskStatus>>;
+  /** Jobs and their runs (jobs.ts); absent in states built by hand for tests of other loops (read as none). */
+  jobs?: ReadonlyMap<string, Versioned<JobRecord>>;
+  runs?: ReadonlyMap<string, Versioned<JobRunRecord>>;
 }
 
 /** A document of a reserved collection that does not parse as its record: skipped, and reported once. */
@@ -38,8 +42,9 @@ export interface Malformed {
 type Cache<T> = Map<string, Versioned<T> | { rev: number; bad: string }>;
 
 export class ControlStateReader {
-  private readonly caches = { nodes: new Map(), services: new Map(), tasks: new Map(), statuses: new Map() } as {
+  private readonly caches = { nodes: new Map(), services: new Map(), tasks: new Map(), statuses: new Map(), jobs: new Map(), runs: new Map() } as {
     nodes: Cache<NodeRecord>; services: Cache<ServiceRecord>; tasks: Cache<TaskRecord>; statuses: Cache<TaskStatus>;
+    jobs: Cache<JobRecord>; runs: Cache<JobRunRecord>;
   };
 
   constructor(private readonly store: DocumentStore, private readonly onMalformed: (m: Malformed) => void = () => {}) {}
@@ -51,6 +56,8 @@ export class ControlStateReader {
       services: this.readCollection(servicesCollection, serviceRecordSchema, this.caches.services),
       tasks: this.readCollection(tasksCollection, taskRecordSchema, this.caches.tasks),
       statuses: this.readCollection(taskStatusCollection, taskStatusSchema, this.caches.statuses),
+      jobs: this.readCollection(jobsCollection, jobRecordSchema as z.ZodType<JobRecord>, this.caches.jobs),
+      runs: this.readCollection(jobRunsCollection, jobRunRecordSchema, this.caches.runs),
     };
   }
 

@@ -17,6 +17,8 @@ import { INVALID, Problems, describe, isPlainObject, suggest, type Problem, type
 import { readFirewallPolicy, readNetwork } from './network-reader.ts';
 import type { FirewallPolicySpec, NetworkSpec } from './network-spec.ts';
 import { readService } from './service-reader.ts';
+import { readJob } from './job-reader.ts';
+import type { JobSpec } from './job-spec.ts';
 import type { ServiceSpec } from './service-spec.ts';
 import { cidrOf, cidrsOverlap } from '../address-cidr.ts';
 
@@ -27,6 +29,7 @@ export interface SpecSet {
   services: ServiceSpec[];
   networks: NetworkSpec[];
   firewallPolicies: FirewallPolicySpec[];
+  jobs: JobSpec[];
 }
 
 interface KindReader<T> {
@@ -44,6 +47,7 @@ const kinds: { [P in keyof SpecSet]: KindReader<SpecSet[P][number]> } = {
   services: { kind: 'Service', read: readService, identity: nameOf },
   networks: { kind: 'Network', read: readNetwork, identity: nameOf },
   firewallPolicies: { kind: 'FirewallPolicy', read: readFirewallPolicy, identity: nameOf },
+  jobs: { kind: 'Job', read: readJob, identity: nameOf },
 };
 
 function nameOf(v: Record<string, unknown>): string | null {
@@ -68,7 +72,7 @@ export function parseSpecs(text: string, format: 'yaml' | 'json' = 'yaml'): Spec
 /** Reads specs from decoded documents (a request body's list). Throws as `parseSpecs` does. */
 export function parseSpecObjects(values: readonly unknown[]): SpecSet {
   const problems = new Problems();
-  const out: SpecSet = { services: [], networks: [], firewallPolicies: [] };
+  const out: SpecSet = { services: [], networks: [], firewallPolicies: [], jobs: [] };
   if (values.length === 0) problems.add('documents', 'there are none; an apply names at least one resource');
   if (values.length > specLimits.documentsMax) {
     problems.add('documents', `there are ${values.length}; at most ${specLimits.documentsMax} in one apply`);
@@ -77,6 +81,7 @@ export function parseSpecObjects(values: readonly unknown[]): SpecSet {
   const seen: Seen = { counts: new Map(), identities: new Map(), indexes: new Map() };
   values.forEach((value, position) => readDocument(value, position, seen, out, problems));
   checkSubnetsApart(out.networks, seen.indexes, problems);
+  checkJobNamesApart(out, seen.indexes, problems);
   if (problems.count > 0) throw refusal(problems.list);
   return out;
 }
@@ -88,6 +93,15 @@ function checkSubnetsApart(networks: readonly NetworkSpec[], indexes: ReadonlyMa
     if (other === undefined) return;
     const j = indexes.get(other) ?? 0;
     problems.add(`networks[${indexes.get(n) ?? i}].subnet`, `${n.subnet} overlaps ${other.subnet} of networks[${j}] (${other.name}); subnets of networks never overlap`);
+  });
+}
+
+/** A job's runs are tasks named by the job, as a service's are: the two never share a name. */
+function checkJobNamesApart(out: SpecSet, indexes: ReadonlyMap<object, number>, problems: Problems): void {
+  const services = new Map(out.services.map((s) => [s.name, indexes.get(s) ?? 0]));
+  out.jobs.forEach((j, i) => {
+    const k = services.get(j.name);
+    if (k !== undefined) problems.add(`jobs[${indexes.get(j) ?? i}].name`, `${j.name} is already the name of services[${k}]; a job and a service never share a name`);
   });
 }
 

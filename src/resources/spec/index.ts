@@ -17,3 +17,8 @@ export {
   type ServiceSpec, type ResourceAmounts, type ResourceLimits, type PortSpec, type MountSpec, type DeviceSpec, type HealthCheckSpec,
   type PlacementSpec, type LogSpec, type RestartPolicy, type UpdatePolicy, type SecretRefSpec,
 } from './service-spec.ts';
+export { jobSpecSchema, type JobSpec, type JobConcurrency } from './job-spec.ts';
+export { jobFieldNames, jobHistoryMax } from './job-reader.ts';
+export {
+  parseSchedule, nextAfter, latestAtOrBefore, countBetween, describeSchedule, isTimeZone, type Schedule,
+} from './schedule.ts';

@@ -1,0 +1,147 @@
+// The Job kind: its field table (the whole authoring vocabulary of a job) and the checks that
+// span fields. The task fields are read by the same readers as a Service's (service-fields.ts),
+// so a mount or an env is written, defaulted and refused the same way in both.
+
+import { contradiction, type Constraint } from './constraint.ts';
+import { specLimits } from './limits.ts';
+import {
+  INVALID, Problems, boolean, defaultStruct, integer, list, nullable, oneOf, readFields, required, string, struct, withDefault, type Fields, type Read,
+} from './reader.ts';
+import { parseSchedule } from './schedule.ts';
+import {
+  argv, capability, constraint, device, dnsLabel, duration, env, image, logs, mount, resources, secretRef, signal, user,
+} from './service-fields.ts';
+import type { JobConcurrency, JobSpec } from './job-spec.ts';
+import type { DeviceSpec, MountSpec, SecretRefSpec } from './service-spec.ts';
+
+/** Finished runs kept at most per outcome (each is a record, and its task for `job logs`). */
+export const jobHistoryMax = 100;
+/** Retries of one run at most. */
+export const jobBackoffLimitMax = 100;
+
+interface JobInput {
+  name: string;
+  image: string;
+  command: string[] | null;
+  args: string[] | null;
+  env: Record<string, string>;
+  user: string | null;
+  resources: JobSpec['resources'];
+  constraints: Constraint[];
+  mounts: MountSpec[];
+  devices: DeviceSpec[];
+  capAdd: string[];
+  capDrop: string[];
+  privileged: boolean;
+  hostNetwork: boolean;
+  stopSignal: string;
+  stopGracePeriod: number;
+  logs: JobSpec['logs'];
+  secrets: SecretRefSpec[];
+  networks: string[];
+  schedule: string | null;
+  timezone: string;
+  concurrency: JobConcurrency;
+  startingDeadline: number | null;
+  backoffLimit: number;
+  activeDeadline: number | null;
+  ttlAfterFinished: number | null;
+  history: JobSpec['history'];
+}
+
+const history = struct<{ succeeded: number; failed: number }, JobSpec['history']>({
+  succeeded: withDefault(integer(0, jobHistoryMax), () => 3),
+  failed: withDefault(integer(0, jobHistoryMax), () => 1),
+}, (s) => s);
+
+const scheduleText = string({ nonEmpty: true, maxChars: 256 });
+const timezone = string({ nonEmpty: true, maxChars: 64 });
+
+const jobFields: Fields<JobInput> = {
+  name: required(dnsLabel),
+  image: required(image),
+  command: withDefault(nullable(argv('entrypoint')), () => null),
+  args: withDefault(nullable(list(string(), specLimits.argsItemsMax)), () => null),
+  env: withDefault(env, () => ({})),
+  user: withDefault(nullable(user), () => null),
+  resources: defaultStruct(resources),
+  constraints: withDefault(list(constraint), () => []),
+  mounts: withDefault(list(mount), () => []),
+  devices: withDefault(list(device), () => []),
+  capAdd: withDefault(list(capability), () => []),
+  capDrop: withDefault(list(capability), () => []),
+  privileged: withDefault(boolean, () => false),
+  hostNetwork: withDefault(boolean, () => false),
+  stopSignal: withDefault(signal, () => 'SIGTERM'),
+  stopGracePeriod: withDefault(duration(), () => 10_000),
+  logs: defaultStruct(logs),
+  secrets: withDefault(list(secretRef), () => []),
+  networks: withDefault(list(dnsLabel), () => []),
+  schedule: withDefault(nullable(scheduleText), () => null),
+  timezone: withDefault(timezone, () => 'UTC'),
+  concurrency: withDefault(oneOf(['forbid', 'replace', 'allow'] as const), () => 'forbid'),
+  startingDeadline: withDefault(nullable(duration(1_000)), () => null),
+  backoffLimit: withDefault(integer(0, jobBackoffLimitMax), () => 3),
+  activeDeadline: withDefault(nullable(duration(1_000)), () => null),
+  ttlAfterFinished: withDefault(nullable(duration()), () => null),
+  history: defaultStruct(history),
+};
+
+/** The names of the authoring fields of a Job (for docs and tests). */
+export const jobFieldNames: readonly string[] = Object.keys(jobFields);
+
+/** Reads one Job document (without apiVersion and kind) found at `at` (`jobs[0]`). */
+export function readJob(value: unknown, at: string, problems: Problems): Read<JobSpec> {
+  const r = readFields(value, at, problems, jobFields);
+  if (r === INVALID) return INVALID;
+  const s = r.values;
+  const before = problems.count;
+  if (s.schedule !== undefined && s.schedule !== null && s.timezone !== undefined) {
+    const parsed = parseSchedule(s.schedule, s.timezone);
+    if (!parsed.ok) problems.add(/time zone/.test(parsed.message) ? `${at}.timezone` : `${at}.schedule`, parsed.message);
+    else if (parsed.value.kind === 'every' && r.written.has('timezone')) {
+      problems.add(`${at}.timezone`, '@every counts from 1970-01-01T00:00Z whatever the zone; remove timezone, or write a cron schedule');
+    }
+  } else if (s.schedule === null) {
+    for (const f of ['timezone', 'startingDeadline'] as const) {
+      if (r.written.has(f)) problems.add(`${at}.${f}`, 'applies to a scheduled job; write a schedule, or remove it');
+    }
+  }
+  distinct(s.mounts?.map((m) => m.target), `${at}.mounts`, 'target', problems);
+  distinct(s.secrets?.map((x) => x.target), `${at}.secrets`, 'target', problems);
+  distinct(s.networks, `${at}.networks`, '', problems);
+  if (s.hostNetwork === true && (s.networks?.length ?? 0) > 0) {
+    problems.add(`${at}.networks`, 'a job with hostNetwork uses the node\'s own network and cannot join overlay networks; drop hostNetwork or networks');
+  }
+  const added = new Set(s.capAdd ?? []);
+  (s.capDrop ?? []).forEach((c, i) => {
+    if (added.has(c)) problems.add(`${at}.capDrop[${i}]`, `${c} is also in capAdd; a capability is added or dropped, not both`);
+  });
+  if (s.constraints !== undefined) {
+    const clash = contradiction(s.constraints);
+    if (clash !== null) problems.add(`${at}.constraints`, `${clash}, so no node could ever take a run`);
+  }
+  if (!r.ok || problems.count > before) return INVALID;
+  return build(s as JobInput);
+}
+
+function distinct(items: readonly string[] | undefined, at: string, field: string, problems: Problems): void {
+  const seen = new Map<string, number>();
+  (items ?? []).forEach((k, i) => {
+    const first = seen.get(k);
+    const where = field === '' ? `${at}[${i}]` : `${at}[${i}].${field}`;
+    if (first !== undefined) problems.add(where, `${k} is already given by ${at.split('.').pop() ?? ''}[${first}]`);
+    else seen.set(k, i);
+  });
+}
+
+function build(s: JobInput): JobSpec {
+  return {
+    name: s.name, image: s.image, command: s.command, args: s.args, env: s.env, user: s.user, resources: s.resources, constraints: s.constraints,
+    mounts: s.mounts, devices: s.devices, capAdd: [...s.capAdd].sort(), capDrop: [...s.capDrop].sort(), privileged: s.privileged,
+    hostNetwork: s.hostNetwork, stopSignal: s.stopSignal, stopGracePeriodMs: s.stopGracePeriod, logs: s.logs, secrets: s.secrets,
+    networks: [...s.networks].sort(), schedule: s.schedule === null ? null : s.schedule.trim(), timezone: s.timezone, concurrency: s.concurrency,
+    startingDeadlineMs: s.startingDeadline, backoffLimit: s.backoffLimit, activeDeadlineMs: s.activeDeadline, ttlAfterFinishedMs: s.ttlAfterFinished,
+    history: s.history,
+  };
+}
