@@ -58,6 +58,8 @@ export const errorCatalog = {
   unlock_key_invalid: { status: 400, retryable: false, summary: 'The unlock key or recovery key given does not open what it should (mistyped, of another cluster, or an older one); nothing was changed.' },
   recovery_key_required: { status: 400, retryable: false, summary: 'The snapshot holds encrypted secrets, and without the recovery key they cannot be read on new machines; give --recovery-key, or --discard-secrets to restore without them.' },
   autolock_unchanged: { status: 409, retryable: false, summary: 'Autolock is already as asked (on, or off); nothing was changed. A new unlock key while it is on: shoal cluster autolock on --new-key.' },
+  // Jobs (issue 42).
+  job_run_active: { status: 409, retryable: false, summary: 'shoal job run on a job with concurrency forbid while one of its runs is pending or running (details.run); wait for it, or change the job\'s concurrency.' },
   internal: { status: 500, retryable: false, summary: 'An unexpected error; it is a bug. The log has details.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;
 

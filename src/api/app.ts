@@ -45,6 +45,7 @@ import { meshRoutes } from './mesh-routes.ts';
 import { certRoutes } from './cert-routes.ts';
 import { upgradeRoutes } from './upgrade-routes.ts';
 import { caRoutes } from './ca-routes.ts';
+import { jobsRoutes } from './jobs-routes.ts';
 import type { ApiContext } from './context.ts';
 
 export type { ApiContext, ApiPluginOptions, CaRotationPort, MeshKeys } from './context.ts';
@@ -155,6 +156,7 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
     healthRoutes, clusterRoutes, docsRoutes, txnRoutes, watchRoutes, eventsRoutes, snapshotRoutes, metricsRoutes, openApiRoutes,
     applyRoutes, servicesRoutes, nodesRoutes, tasksRoutes, logsRoutes, credentialsRoutes, auditRoutes, browseRoutes, tokenRoutes, joinRoutes, nodeCertRoutes,
     secretsRoutes, secretKeyRoutes, keyringRoutes, networkRoutes, policyRoutes, drillRoutes, meshRoutes, certRoutes, upgradeRoutes, caRoutes,
+    jobsRoutes,
   ]) {
     void app.register(plugin, { ctx, limits, bounds, routes });
   }

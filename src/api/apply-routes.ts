@@ -1,4 +1,4 @@
-// POST /v1/apply: Service, Network and FirewallPolicy specs (decoded documents, or the text of a YAML or JSON file) through the
+// POST /v1/apply: Service, Network, FirewallPolicy and Job specs (decoded documents, or the text of a YAML or JSON file) through the
 // strict parser, then planApply (src/control/apply.ts): per service created, updated (scale or a
 // rolling replace, with the tasks it replaces) or unchanged. All or nothing: a spec with any
 // problem refuses the whole apply with every problem at once, and the write is one transaction,
@@ -22,6 +22,8 @@ import { applyBody, applyQuery } from './control-schemas.ts';
 import { oneTransaction, decideAndWrite } from './control-write.ts';
 import { readControl } from './control-views.ts';
 import { validate } from './validate.ts';
+import { nameClashes, planJobApply, type JobOutcome } from '../control/job-apply.ts';
+import { jobTaskSpec, jobsCollection } from '../resources/jobs.ts';
 
 export interface ApplyOutcome extends ServiceOutcome {
   /** The spec fields that differ, for an update. */
@@ -38,6 +40,8 @@ export interface ApplyAnswer {
   /** Network and FirewallPolicy documents: created, updated or unchanged (network-apply.ts). */
   networks: ResourceOutcome[];
   firewallPolicies: ResourceOutcome[];
+  /** Job documents: created, updated (its fields) or unchanged (control/job-apply.ts). */
+  jobs: JobOutcome[];
 }
 
 function readSpecs(body: { documents?: unknown[] | undefined; text?: string | undefined; format?: 'yaml' | 'json' | undefined }): SpecSet {
@@ -56,9 +60,14 @@ function checkExpected(state: ControlState, expectRevs: Record<string, number> |
 }
 
 /** planApply with what each outcome means for people: the fields changed and the version it ends at. */
-function plan(ctx: ApiContext, state: ControlState, set: SpecSet, opts: ApplyOptions): { written: ReturnType<typeof planApply>; services: ApplyOutcome[]; networks: ResourceOutcome[]; firewallPolicies: ResourceOutcome[] } {
+function plan(ctx: ApiContext, state: ControlState, set: SpecSet, opts: ApplyOptions): { written: ReturnType<typeof planApply>; services: ApplyOutcome[]; networks: ResourceOutcome[]; firewallPolicies: ResourceOutcome[]; jobs: JobOutcome[] } {
   const specs: readonly ServiceSpec[] = set.services;
-  const missing = missingSecretProblems(specs, (name) => ctx.store.get(secretsCollection, name) !== undefined);
+  const jobTasks = set.jobs.map(jobTaskSpec);
+  const missing = [
+    ...missingSecretProblems(specs, (name) => ctx.store.get(secretsCollection, name) !== undefined),
+    ...missingSecretProblems(jobTasks, (name) => ctx.store.get(secretsCollection, name) !== undefined).map((p) => ({ ...p, path: p.path.replace(/^services/, 'jobs') })),
+    ...nameClashes(state, set.jobs, specs.map((s) => s.name)),
+  ];
   if (missing.length > 0) throw refusal(missing);
   // Networks first: a service may name a network only once it exists, or in the same apply.
   const nets = readNetworkState(ctx.store);
@@ -67,7 +76,11 @@ function plan(ctx: ApiContext, state: ControlState, set: SpecSet, opts: ApplyOpt
   const serviceWrite = planApply(state, specs, ctx.node.logTimeNow(), opts);
   // The secrets the specs name must still exist when the write applies (a removal may race it).
   if (serviceWrite.plan.changes.length > 0) serviceWrite.plan.compares.push(...secretExistsCompares(specs));
-  const written = { ...serviceWrite, plan: merge({ changes: netPlan.changes, compares: netPlan.compares }, serviceWrite.plan) };
+  // A job of a new service's name created meanwhile refuses the write.
+  for (const o of serviceWrite.services) if (o.outcome === 'created') serviceWrite.plan.compares.push({ collection: jobsCollection, id: o.name, target: 'exists', cmp: '=', value: false });
+  const jobWrite = planJobApply(state, set.jobs, ctx.node.logTimeNow(), opts);
+  if (jobWrite.plan.changes.length > 0) jobWrite.plan.compares.push(...secretExistsCompares(jobTasks));
+  const written = { ...serviceWrite, plan: merge({ changes: netPlan.changes, compares: netPlan.compares }, serviceWrite.plan, jobWrite.plan) };
   const records = new Map(written.plan.changes.flatMap((c) => (c.kind === 'put' ? [[c.id, c.doc as unknown as ServiceRecord] as const] : [])));
   const services = written.services.map((o, i): ApplyOutcome => {
     const cur = state.services.get(o.name)?.value;
@@ -75,7 +88,7 @@ function plan(ctx: ApiContext, state: ControlState, set: SpecSet, opts: ApplyOpt
     const specVersion = records.get(o.name)?.specVersion ?? cur?.specVersion ?? 1;
     return { ...o, ...(o.outcome === 'updated' && cur !== undefined && spec !== undefined ? { fields: changedFields(cur.spec, spec) } : {}), specVersion };
   });
-  return { written, services, networks: netPlan.networks, firewallPolicies: netPlan.firewallPolicies };
+  return { written, services, networks: netPlan.networks, firewallPolicies: netPlan.firewallPolicies, jobs: jobWrite.jobs };
 }
 
 export const applyRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
@@ -89,15 +102,15 @@ export const applyRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, 
     if (v.query.dryRun === 'true') {
       const state = await readControl(ctx, 'linearizable');
       checkExpected(state, v.body.expectRevs);
-      const { written, services, networks, firewallPolicies } = plan(ctx, state, specs, opts);
+      const { written, services, networks, firewallPolicies, jobs } = plan(ctx, state, specs, opts);
       // Refuses what the write would refuse (too many records for one transaction).
       if (written.plan.changes.length > 0) oneTransaction(written.plan);
-      return { dryRun: true, rev: null, services, networks, firewallPolicies };
+      return { dryRun: true, rev: null, services, networks, firewallPolicies, jobs };
     }
     const w = await decideAndWrite(ctx, req, 'apply', (state) => {
       checkExpected(state, v.body.expectRevs);
-      const { written, services, networks, firewallPolicies } = plan(ctx, state, specs, opts);
-      return { plan: written.plan, answer: { services, networks, firewallPolicies } };
+      const { written, services, networks, firewallPolicies, jobs } = plan(ctx, state, specs, opts);
+      return { plan: written.plan, answer: { services, networks, firewallPolicies, jobs } };
     });
     return { dryRun: false, rev: w.rev, ...w.answer };
   });

@@ -7,6 +7,7 @@
 import { firewallPoliciesCollection, networksCollection } from '../resources/network-resources.ts';
 import { isReservedCollection, nodesCollection, secretsCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../resources/collections.ts';
 import type { Problem } from './validate.ts';
+import { jobRunsCollection, jobsCollection } from '../resources/jobs.ts';
 
 const typedRoutes: Readonly<Record<string, string>> = {
   [servicesCollection]: 'create and change services with POST /v1/apply (shoal apply -f), and use DELETE /v1/services/{name}, POST /v1/services/{name}/scale, /rollback or /rebalance',
@@ -16,6 +17,8 @@ const typedRoutes: Readonly<Record<string, string>> = {
   [firewallPoliciesCollection]: 'create and change firewall policies with POST /v1/apply (shoal apply -f), and use DELETE /v1/firewall-policies/{name} (shoal policy rm)',
   [taskStatusCollection]: 'task reports are written by the nodes\' agents only; read them with GET /v1/tasks (shoal task ls)',
   [secretsCollection]: 'use PUT /v1/secrets/{name} (shoal secret create|set) and DELETE /v1/secrets/{name} (shoal secret rm)',
+  [jobsCollection]: 'create and change jobs with POST /v1/apply (shoal apply -f), and use DELETE /v1/jobs/{name}, POST /v1/jobs/{name}/suspend or /resume (shoal job ...)',
+  [jobRunsCollection]: 'runs are written by the leader\'s job loop, and by POST /v1/jobs/{name}/run (shoal job run)',
 };
 
 /** The refusal of a write to `collection` at `path`, or undefined when it is not reserved. */

@@ -7,7 +7,7 @@ import { specLimits } from './limits.ts';
 import {
   INVALID, Problems, boolean, defaultStruct, integer, list, nullable, oneOf, readFields, required, string, struct, withDefault, type Fields, type Read,
 } from './reader.ts';
-import { parseSchedule } from './schedule.ts';
+import { isTimeZone, parseSchedule } from './schedule.ts';
 import {
   argv, capability, constraint, device, dnsLabel, duration, env, image, logs, mount, resources, secretRef, signal, user,
 } from './service-fields.ts';
@@ -96,9 +96,12 @@ export function readJob(value: unknown, at: string, problems: Problems): Read<Jo
   if (r === INVALID) return INVALID;
   const s = r.values;
   const before = problems.count;
-  if (s.schedule !== undefined && s.schedule !== null && s.timezone !== undefined) {
-    const parsed = parseSchedule(s.schedule, s.timezone);
-    if (!parsed.ok) problems.add(/time zone/.test(parsed.message) ? `${at}.timezone` : `${at}.schedule`, parsed.message);
+  if (s.timezone !== undefined && !isTimeZone(s.timezone)) {
+    problems.add(`${at}.timezone`, `${JSON.stringify(s.timezone)} is not a time zone this runtime knows (an IANA name such as Europe/Paris or UTC)`);
+  }
+  if (s.schedule !== undefined && s.schedule !== null) {
+    const parsed = parseSchedule(s.schedule, s.timezone !== undefined && isTimeZone(s.timezone) ? s.timezone : 'UTC');
+    if (!parsed.ok) problems.add(`${at}.schedule`, parsed.message);
     else if (parsed.value.kind === 'every' && r.written.has('timezone')) {
       problems.add(`${at}.timezone`, '@every counts from 1970-01-01T00:00Z whatever the zone; remove timezone, or write a cron schedule');
     }
