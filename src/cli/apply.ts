@@ -104,8 +104,8 @@ export async function applyCommand(argv: string[]): Promise<number> {
 export async function finish(answer: ApplyAnswer, o: { addr: string; json: boolean; wait: boolean; timeoutMs: number; command: string }): Promise<number> {
   if (!o.json) {
     for (const s of answer.services) console.log(outcomeLine(s, answer.dryRun));
-    // Networks and firewall policies (kind Network, FirewallPolicy): one line each, nothing to wait for.
-    for (const [kind, list] of [['network', answer.networks], ['firewall policy', answer.firewallPolicies]] as const) {
+    // Networks, firewall policies and jobs (kind Network, FirewallPolicy, Job): one line each, nothing to wait for.
+    for (const [kind, list] of [['network', answer.networks], ['firewall policy', answer.firewallPolicies], ['job', answer.jobs]] as const) {
       for (const r of list ?? []) console.log(`${kind} ${r.name}: ${answer.dryRun && r.outcome !== 'unchanged' ? `would be ${r.outcome}` : r.outcome}`);
     }
     if (answer.dryRun) console.log('dry run: nothing was changed');

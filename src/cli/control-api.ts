@@ -68,6 +68,7 @@ const resourceOutcomeSchema = z.object({ name: z.string(), outcome: z.string() }
 export const applyAnswerSchema = z.object({
   dryRun: z.boolean(), rev: z.number().nullable(), services: z.array(applyOutcomeSchema),
   networks: z.array(resourceOutcomeSchema).optional(), firewallPolicies: z.array(resourceOutcomeSchema).optional(),
+  jobs: z.array(resourceOutcomeSchema).optional(),
 }).loose();
 export type ApplyAnswer = z.infer<typeof applyAnswerSchema>;
 

@@ -29,6 +29,7 @@ export const commands: Record<string, { load: () => Promise<Command>; summary: s
   network: { load: async () => { const m = await import('./network.ts'); return { run: m.networkCommand, help: m.networkGroupHelp }; }, summary: 'ls, inspect, rm overlay networks' },
   policy: { load: async () => { const m = await import('./policy.ts'); return { run: m.policyCommand, help: m.policyGroupHelp }; }, summary: 'ls, inspect, rm firewall policies' },
   task: { load: async () => { const m = await import('./task.ts'); return { run: m.taskCommand, help: m.taskGroupHelp }; }, summary: 'ls tasks; logs of a task' },
+  job: { load: async () => { const m = await import('./job.ts'); return { run: m.jobCommand, help: m.jobGroupHelp }; }, summary: 'ls, ps, logs, run, suspend, resume, rm jobs (chores on a schedule)' },
   secret: { load: async () => { const m = await import('./secret.ts'); return { run: m.secretCommand, help: m.secretGroupHelp }; }, summary: 'create, set, ls, inspect, rm workload secrets (values never shown); keyring, rotate-key, recovery-key' },
   events: { load: async () => { const m = await import('./events.ts'); return { run: m.eventsCommand, help: m.eventsHelp }; }, summary: "the cluster's events (leader elected, member added, unreachable, ...); --watch to follow" },
   snapshot: { load: async () => { const m = await import('./snapshot.ts'); return { run: m.snapshotCommand, help: m.snapshotGroupHelp }; }, summary: 'save a snapshot to a file; ls, inspect; restore one into a new cluster' },

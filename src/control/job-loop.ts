@@ -106,20 +106,22 @@ function progress(p: Pass, r: RunWork, job: JobRecord): void {
     finish(p, r, 'missed', `not started within startingDeadline ${renderDuration(job.spec.startingDeadlineMs ?? 0)}: ${t === undefined ? 'an earlier run was still running' : (t.rec.pendingReason ?? 'no node took it')}`);
     return;
   }
-  if (t === undefined || t.rec.desired === 'shutdown') return;
+  // A pending run's task is its last failed attempt, waiting for the retry's backoff.
+  if (t === undefined || t.rec.desired === 'shutdown' || r.rec.state === 'pending') return;
   const observed = t.view.observed;
   if (observed === 'running') {
     r.rec.state = 'running';
     if (r.rec.startedAt === null) r.rec.startedAt = now;
   }
+  // An attempt that exited is left desired running: its node keeps the container (and its log)
+  // until the task is deleted with the run (prune); the agent never restarts an exclusive task.
   if (observed === 'failed' && t.rec.exitCode === 0) {
-    shutdown(t, now, null);
     r.rec.exitCode = 0;
     finish(p, r, 'succeeded', null);
     return;
   }
   if (observed === 'failed' || observed === 'orphaned') {
-    shutdown(t, now, null);
+    if (observed === 'orphaned') shutdown(t, now, null);
     r.rec.exitCode = t.rec.exitCode;
     const why = observed === 'orphaned' ? `attempt ${r.rec.attempts} was lost with its node ${t.rec.nodeId ?? '?'}` : `attempt ${r.rec.attempts} failed: ${t.rec.message ?? `exit ${t.rec.exitCode ?? '?'}`}`;
     if (r.rec.attempts > job.spec.backoffLimit) {
@@ -161,7 +163,7 @@ function finish(p: Pass, r: RunWork, state: JobRunRecord['state'], message: stri
   r.rec.notBefore = null;
   if (message !== null || state === 'succeeded') r.rec.message = message;
   const t = taskOf(p, r.rec.taskId);
-  if (t !== undefined) shutdown(t, p.ctx.now, state === 'cancelled' ? message : null);
+  if (t !== undefined && !isTerminal(t.view)) shutdown(t, p.ctx.now, state === 'cancelled' ? message : null);
 }
 
 // ---- starting attempts ----------------------------------------------------------------------
@@ -296,7 +298,7 @@ function prune(p: Pass): Change[] {
       if (t.rev === null || (!drop && t.rec.id === r.rec.taskId)) continue;
       // An attempt lost with its node is kept until its lease has surely run out: the record is
       // what later attempts wait for (found by the job model, a replaced run's task reaped early).
-      if (t.rec.desired !== 'shutdown' || !isTerminal(t.view) || clearInMs(p, t) > 0) continue;
+      if (!isTerminal(t.view) || clearInMs(p, t) > 0) continue;
       out.push(...deleteTask(p, t));
     }
     const live = tasks.some((t) => !t.deleted);
@@ -309,8 +311,8 @@ function prune(p: Pass): Change[] {
   const runIds = new Set(p.runs.filter((r) => !r.deleted || p.tasks.some((t) => t.rec.slot === r.rec.id && !t.deleted)).map((r) => r.rec.id));
   for (const t of p.tasks) {
     if (t.deleted || t.rev === null || runIds.has(String(t.rec.slot))) continue;
-    if (t.rec.desired === 'running') shutdown(t, p.ctx.now, 'its run is gone');
-    else if (isTerminal(t.view) && clearInMs(p, t) === 0) out.push(...deleteTask(p, t));
+    if (!isTerminal(t.view)) shutdown(t, p.ctx.now, 'its run is gone');
+    else if (clearInMs(p, t) === 0) out.push(...deleteTask(p, t));
   }
   return out;
 }
