@@ -7,7 +7,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { deleteChange, putChange } from '../resources/changes.ts';
-import { isFinishedRun, jobRunsCollection, jobsCollection, newRun, runId, runsOf, type JobRecord, type JobRunRecord } from '../resources/jobs.ts';
+import { isFinishedRun, jobRunsCollection, jobsCollection, newRun, runId, type JobRecord, type JobRunRecord } from '../resources/jobs.ts';
+import { runsOf } from '../resources/task-owner.ts';
 import { describeSchedule, nextAfter, parseSchedule } from '../resources/spec/schedule.ts';
 import type { JobSpec } from '../resources/spec/job-spec.ts';
 import type { ControlState, Versioned } from '../resources/state.ts';

@@ -19,7 +19,8 @@
 import type { Compare } from '../../fsm/index.ts';
 import { deleteChange, putChange, type Change } from '../resources/changes.ts';
 import { taskStatusCollection, tasksCollection } from '../resources/collections.ts';
-import { isFinishedRun, jobRunsCollection, jobsCollection, newRun, runId, runsOf, type JobRecord, type JobRunRecord } from '../resources/jobs.ts';
+import { isFinishedRun, jobRunsCollection, jobsCollection, newRun, runId, type JobRecord, type JobRunRecord } from '../resources/jobs.ts';
+import { runsOf } from '../resources/task-owner.ts';
 import type { TaskRecord } from '../resources/records.ts';
 import { countBetween, latestAtOrBefore, nextAfter, parseSchedule, type Schedule } from '../resources/spec/schedule.ts';
 import { renderDuration } from '../resources/spec/quantity.ts';

@@ -12,7 +12,7 @@ import { putChange } from '../resources/changes.ts';
 import { networksCollection, type NetworkRecord } from '../resources/network-resources.ts';
 import type { Decision } from './orchestrator.ts';
 import { specForTask, type ObservedTaskState } from '../resources/records.ts';
-import { ownerOf } from '../resources/jobs.ts';
+import { ownerOf } from '../resources/task-owner.ts';
 import { jsonEqual } from '../resources/spec/index.ts';
 import type { ControlState, Versioned } from '../resources/state.ts';
 

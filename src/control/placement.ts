@@ -9,7 +9,7 @@ import { putChange, type Change } from '../resources/changes.ts';
 import { nodesCollection, tasksCollection } from '../resources/collections.ts';
 import type { NodeRecord, TaskRecord } from '../resources/records.ts';
 import { specForTask } from '../resources/records.ts';
-import { ownerOf } from '../resources/jobs.ts';
+import { ownerOf } from '../resources/task-owner.ts';
 import { schedule } from './scheduler/schedule.ts';
 import type { TaskWithSpec } from './scheduler/types.ts';
 import type { ControlState, Versioned } from '../resources/state.ts';

@@ -21,7 +21,8 @@ import type { LeaseWriter } from './lease-keeper.ts';
 import type { LeaseRecord } from '../resources/lease.ts';
 import type { NodeMesh, NodeRecord, TaskStatus } from '../resources/records.ts';
 import { ControlStateReader } from '../resources/state.ts';
-import { jobsCollection, ownerOf } from '../resources/jobs.ts';
+import { jobsCollection } from '../resources/jobs.ts';
+import { ownerOf } from '../resources/task-owner.ts';
 
 /** Reports in one transaction at most: each has a compare that its task exists. */
 export const reportsPerTxnMax = 100;

@@ -13,8 +13,7 @@
 import { z } from 'zod';
 import { jobSpecSchema, type JobSpec } from './spec/job-spec.ts';
 import type { Assert, Same, ServiceSpec } from './spec/service-spec.ts';
-import type { ServiceRecord, TaskRecord } from './records.ts';
-import type { ControlState, Versioned } from './state.ts';
+import type { ServiceRecord } from './records.ts';
 
 /** Job records (JobRecord), by job name. Written by `apply`, suspend/resume, and the leader's job loop. */
 export const jobsCollection = 'shoal.jobs';
@@ -171,18 +170,3 @@ export function jobAsService(job: JobRecord, specVersion: number = job.specVersi
     createdAt: job.createdAt, updatedAt: job.updatedAt,
   };
 }
-
-/** The record a task is read against: its service's, or its job's. */
-export function ownerOf(state: ControlState, task: TaskRecord): ServiceRecord | undefined {
-  const svc = state.services.get(task.service)?.value;
-  if (svc !== undefined) return svc;
-  const job = state.jobs?.get(task.service)?.value;
-  return job === undefined ? undefined : jobAsService(job, task.specVersion);
-}
-
-/** Every job run of `job`, oldest scheduled first. */
-export function runsOf(runs: ReadonlyMap<string, Versioned<JobRunRecord>>, job: string): Versioned<JobRunRecord>[] {
-  return [...runs.values()].filter((r) => r.value.job === job)
-    .sort((a, b) => a.value.scheduledAt - b.value.scheduledAt || a.value.id.localeCompare(b.value.id));
-}
-

@@ -19,6 +19,8 @@ import { registerControlMetrics } from '../node/metrics/control-metrics.ts';
 import { EventLog } from '../node/events/event-log.ts';
 import { watchNodeEvents } from '../node/events/event-sources.ts';
 import { watchControlEvents } from '../node/events/control-events.ts';
+import { watchJobEvents } from '../node/events/job-events.ts';
+import { registerJobMetrics } from '../node/metrics/job-metrics.ts';
 import { loadIdentity, loadTls, type Identity } from '../node/identity.ts';
 import type { MemberRecord } from '../resources/membership.ts';
 import { splitHostPort, type NodeConfig } from './config.ts';
@@ -383,6 +385,7 @@ function buildNode(c: NodeParts): void {
 function registerMetrics(c: NodeParts): Stop {
   registerNodeMetrics(c.metrics, c.node, { identity: c.identity, softwareVersion, electionTimeoutMs: c.config.raft.electionTimeoutMs, dataDir: c.config.dataDir });
   c.observeLoops = registerControlMetrics(c.metrics, c.store);
+  registerJobMetrics(c.metrics, c.store);
   c.metrics.gauge({ ...PEER_MESSAGES_DROPPED_METRIC, type: 'counter', read: () => inboundDropSamples(c.transport.inboundDrops()) });
   return registerRuntimeMetrics(c.metrics);
 }
@@ -417,9 +420,11 @@ function startEventSources(c: NodeParts): Stop {
   const stopNodeEvents = watchNodeEvents(c.node, c.events, { clusterEvents: c.clusterEvents });
   // The control plane's changes are only cluster events: a node told to write none records none.
   const stopControlEvents = c.clusterEvents ? watchControlEvents(c.node, c.store, c.events) : () => {};
+  const stopJobEvents = c.clusterEvents ? watchJobEvents(c.node, c.store, c.events) : () => {};
   return () => {
     stopNodeEvents();
     stopControlEvents();
+    stopJobEvents();
   };
 }
 

@@ -7,7 +7,7 @@
 //   node.registered                         a node record appeared (a node joined the control plane)
 //   node.suspect / .down / .ready           the leader's node health changed a node's state
 //   node.drained / .paused / .activated     an operator changed a node's availability
-//   task.failed                             a node's agent reported a task failed (exited, could not start, unhealthy)
+//   task.failed                             a node's agent reported a task failed (exited, could not start, unhealthy); not a job's attempt (job-events.ts)
 //
 // Each node keeps the few fields compared, read from the store at start and after a snapshot is
 // installed (which changes the state without events, and records none). A change applied while
@@ -19,6 +19,7 @@ import type { DocumentStore, JsonObject } from '../../../fsm/index.ts';
 import type { WatchEvent } from '../../../fsm/types.ts';
 import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../../resources/collections.ts';
 import { allDocs } from '../../resources/state.ts';
+import { jobsCollection } from '../../resources/jobs.ts';
 import type { EventLog } from './event-log.ts';
 import type { RaftNode } from '../raft-node.ts';
 
@@ -121,6 +122,8 @@ function onTaskStatus(ev: WatchEvent, seen: Map<string, string>, store: Document
   seen.set(ev.id, r.data.state);
   if (r.data.state !== 'failed' || before === 'failed') return;
   const service = (store.get(tasksCollection, ev.id)?.doc as { service?: unknown } | undefined)?.service;
+  // A job's attempt ends by exiting, 0 or not: job.succeeded or job.failed say it (job-events.ts).
+  if (typeof service === 'string' && store.get(jobsCollection, service) !== undefined && store.get(servicesCollection, service) === undefined) return;
   record('task.failed', ev.id, {
     service: typeof service === 'string' ? service : null, node: r.data.nodeId, exitCode: r.data.exitCode,
     message: r.data.message === null ? null : r.data.message.slice(0, messageCharsMax),

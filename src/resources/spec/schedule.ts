@@ -101,7 +101,7 @@ export function parseSchedule(text: string, timezone = 'UTC'): Parsed<Schedule> 
   };
   const schedule: Schedule = { kind: 'cron', text: trimmed, timezone, fields };
   // A schedule that cannot fire in 28 years (every weekday/date combination recurs) never will.
-  if (nextAfter(schedule, Date.UTC(2000, 0, 1)) === null) {
+  if (nextAfter(schedule, daysFromCivil(2000, 1, 1) * dayMs) === null) {
     return { ok: false, message: `${JSON.stringify(trimmed)} never fires (no month has that day); check the day of month and month fields` };
   }
   return { ok: true, value: schedule };
@@ -163,6 +163,7 @@ function bad(item: string, def: FieldDef): Parsed<number[]> {
 
 // ---- time zones ----------------------------------------------------------------------------
 
+const dayMs = 86_400_000;
 const formatters = new Map<string, Intl.DateTimeFormat>();
 
 function formatter(tz: string): Intl.DateTimeFormat {
@@ -176,11 +177,38 @@ function formatter(tz: string): Intl.DateTimeFormat {
   return f;
 }
 
+// Calendar arithmetic without the Date object (the spec vocabulary touches no clock): days since
+// 1970-01-01 from a proleptic Gregorian date and back (Howard Hinnant's civil algorithms).
+
+/** Days since 1970-01-01 of year `y`, month `m` (1-12), day `d`. */
+export function daysFromCivil(y: number, m: number, d: number): number {
+  const yy = m <= 2 ? y - 1 : y;
+  const era = Math.floor(yy / 400);
+  const yoe = yy - era * 400;
+  const doy = Math.floor((153 * (m + (m > 2 ? -3 : 9)) + 2) / 5) + d - 1;
+  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy;
+  return era * 146_097 + doe - 719_468;
+}
+
+/** The date of a day since 1970-01-01: year, month (1-12), day (1-31), weekday (0 = Sunday). */
+export function civilFromDays(days: number): { y: number; m: number; d: number; weekday: number } {
+  const z = days + 719_468;
+  const era = Math.floor(z / 146_097);
+  const doe = z - era * 146_097;
+  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365);
+  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
+  const mp = Math.floor((5 * doy + 2) / 153);
+  const d = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  const m = mp < 10 ? mp + 3 : mp - 9;
+  return { y: era * 400 + yoe + (m <= 2 ? 1 : 0), m, d, weekday: (((days + 4) % 7) + 7) % 7 };
+}
+
 /** The wall time at instant `t` in `tz`, as if it were UTC (ms, to the second). */
 function wallOf(tz: string, t: number): number {
   const parts: Record<string, number> = {};
-  for (const p of formatter(tz).formatToParts(new Date(t))) if (p.type !== 'literal') parts[p.type] = Number(p.value);
-  return Date.UTC(parts.year ?? 1970, (parts.month ?? 1) - 1, parts.day ?? 1, parts.hour ?? 0, parts.minute ?? 0, parts.second ?? 0);
+  for (const p of formatter(tz).formatToParts(t)) if (p.type !== 'literal') parts[p.type] = Number(p.value);
+  const days = daysFromCivil(parts.year ?? 1970, parts.month ?? 1, parts.day ?? 1);
+  return days * dayMs + (parts.hour ?? 0) * 3_600_000 + (parts.minute ?? 0) * 60_000 + (parts.second ?? 0) * 1000;
 }
 
 /** Offset of `tz` from UTC at instant `t`, in ms (wall - instant), to the second. */
@@ -206,7 +234,6 @@ export function instantOfWall(tz: string, wall: number): number {
 
 // ---- occurrences ---------------------------------------------------------------------------
 
-const dayMs = 86_400_000;
 /** How far next and previous occurrences are searched: 28 years, the calendar's cycle plus leap days. */
 const searchDays = 28 * 366;
 
@@ -250,11 +277,11 @@ export function countBetween(s: Schedule, from: number, to: number, cap: number)
 
 /** The scheduled instants whose wall date is `day` (UTC ms of its midnight, as a wall time), sorted. */
 function instantsOfDay(s: Schedule & { kind: 'cron' }, day: number): number[] {
-  const d = new Date(day);
+  const d = civilFromDays(Math.floor(day / dayMs));
   const f = s.fields;
-  if (!f.months.includes(d.getUTCMonth() + 1)) return [];
-  const domOk = f.daysOfMonth.includes(d.getUTCDate());
-  const dowOk = f.daysOfWeek.includes(d.getUTCDay());
+  if (!f.months.includes(d.m)) return [];
+  const domOk = f.daysOfMonth.includes(d.d);
+  const dowOk = f.daysOfWeek.includes(d.weekday);
   const dayOk = f.domRestricted && f.dowRestricted ? domOk || dowOk : domOk && dowOk;
   if (!dayOk) return [];
   const out = new Set<number>();

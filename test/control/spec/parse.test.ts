@@ -149,9 +149,9 @@ describe('documents', () => {
       { apiVersion: 'shoal/v2', kind: 'Service', name: 'd', image: 'x' },
     ]));
     expect(problems).toEqual([
-      'documents[1].kind: unknown kind "Servce"; did you mean Service? shoal/v1 knows Service, Network, FirewallPolicy',
+      'documents[1].kind: unknown kind "Servce"; did you mean Service? shoal/v1 knows Service, Network, FirewallPolicy, Job',
       'services[1].update.parallelism: must be at least 1',
-      'documents[3].kind: is required; shoal/v1 knows Service, Network, FirewallPolicy',
+      'documents[3].kind: is required; shoal/v1 knows Service, Network, FirewallPolicy, Job',
       'documents[4]: must be a mapping with apiVersion and kind, not a string',
       'services[2].apiVersion: "shoal/v2" is not a version this release speaks; write apiVersion: shoal/v1',
     ]);

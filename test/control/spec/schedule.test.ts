@@ -136,3 +136,14 @@ describe('@every and the @ names', () => {
     expect(nexts(sched('@yearly'), '2026-12-15T00:00:00Z', 1)).toEqual(['2027-01-01T00:00:00.000Z']);
   });
 });
+
+describe('calendar arithmetic', () => {
+  it('agrees with the runtime calendar from 1900 to 2200', async () => {
+    const { civilFromDays, daysFromCivil } = await import('../../../src/resources/spec/schedule.ts');
+    for (let days = -25_567; days < 84_000; days += 13) {
+      const d = new Date(days * 86_400_000);
+      expect(civilFromDays(days)).toEqual({ y: d.getUTCFullYear(), m: d.getUTCMonth() + 1, d: d.getUTCDate(), weekday: d.getUTCDay() });
+      expect(daysFromCivil(d.getUTCFullYear(), d.getUTCMonth() + 1, d.getUTCDate())).toBe(days);
+    }
+  });
+});
