@@ -16,6 +16,7 @@ import { snapshotGroup } from '../../src/cli/snapshot.ts';
 import { nodeGroup } from '../../src/cli/node.ts';
 import { serviceGroup } from '../../src/cli/service.ts';
 import { taskGroup } from '../../src/cli/task.ts';
+import { jobGroup } from '../../src/cli/job.ts';
 import { tokenGroup } from '../../src/cli/token.ts';
 import { credentialGroup } from '../../src/cli/credential.ts';
 import { certGroup } from '../../src/cli/cert.ts';
@@ -171,7 +172,7 @@ describe('usage errors under --json', () => {
     const all = [
       ...Object.keys(commands),
       ...devSubcommands.map((s) => `dev ${s}`),
-      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, credentialGroup, tokenGroup, secretGroup, networkGroup, policyGroup, drillGroup, auditGroup, certGroup, caGroup, contextGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
+      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, credentialGroup, tokenGroup, secretGroup, networkGroup, policyGroup, drillGroup, auditGroup, certGroup, caGroup, contextGroup, jobGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
     ];
     expect(Object.keys(cases).sort()).toEqual(all.sort());
   });
