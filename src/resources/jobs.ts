@@ -163,9 +163,12 @@ export function jobTaskSpec(spec: JobSpec): ServiceSpec {
  * spec (a container already created keeps what it was created with; one not yet started starts
  * with the job's spec as it is now).
  */
-export function jobAsService(job: JobRecord, specVersion: number = job.specVersion): ServiceRecord {
+export function jobAsService(job: JobRecord, specVersion: number = job.specVersion, runId: string | null = null): ServiceRecord {
+  const spec = jobTaskSpec(job.spec);
+  // The attempt knows its run: SHOAL_JOB and SHOAL_JOB_RUN (a chore can make itself idempotent by it).
+  if (runId !== null) spec.env = Object.fromEntries(Object.entries({ ...spec.env, SHOAL_JOB: job.name, SHOAL_JOB_RUN: runId }).sort(([a], [b]) => a.localeCompare(b)));
   return {
-    name: job.name, spec: jobTaskSpec(job.spec), specVersion, previousSpec: null, previousSpecVersion: null,
+    name: job.name, spec, specVersion, previousSpec: null, previousSpecVersion: null,
     updateStatus: { state: 'none', startedAt: null, completedAt: null, message: null }, source: job.source, forcedDisruptions: [],
     createdAt: job.createdAt, updatedAt: job.updatedAt,
   };

@@ -10,7 +10,7 @@ export function ownerOf(state: ControlState, task: TaskRecord): ServiceRecord | 
   const svc = state.services.get(task.service)?.value;
   if (svc !== undefined) return svc;
   const job = state.jobs?.get(task.service)?.value;
-  return job === undefined ? undefined : jobAsService(job, task.specVersion);
+  return job === undefined ? undefined : jobAsService(job, task.specVersion, String(task.slot));
 }
 
 /** Every job run of `job`, oldest scheduled first. */

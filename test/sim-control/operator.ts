@@ -16,6 +16,8 @@
 
 import { decodeCommand, encodeCommand } from '../../fsm/index.ts';
 import { planApply } from '../../src/control/apply.ts';
+import { planJobApply } from '../../src/control/job-apply.ts';
+import { jobsCollection } from '../../src/resources/jobs.ts';
 import { planRebalance, rebalancePlan } from '../../src/api/rebalance.ts';
 import { toTransactions, type Plan } from '../../src/resources/changes.ts';
 import { nodesCollection, servicesCollection } from '../../src/resources/collections.ts';
@@ -39,6 +41,7 @@ interface Intent {
 export class Operator {
   private readonly intents = new Map<string, Intent>();
   private created = false;
+  private jobTries = 0;
   private readonly reader: ControlStateReader;
   /** Nodes the racer paused, and the step it activates each again. */
   private readonly unpauseAt = new Map<string, number>();
@@ -55,6 +58,7 @@ export class Operator {
       this.created = this.applySpecs('create', [...this.intents.values()]);
       return;
     }
+    this.maybeCreateJob();
     const r = this.world.scenario.operator;
     if (this.prng.chance(r.update)) this.update();
     if (r.scale > 0 && this.prng.chance(r.scale)) this.scale();
@@ -180,6 +184,18 @@ export class Operator {
   private pickService(): Intent {
     const all = [...this.intents.values()];
     return all[this.prng.nextInt(all.length)] as Intent;
+  }
+
+  /** `shoal apply` of the scenario's job, until the committed store has it (every 30 steps). */
+  private maybeCreateJob(): void {
+    const plan = this.world.scenario.job;
+    if (plan === null || this.world.reference.store.get(jobsCollection, plan.name) !== undefined) return;
+    if (this.jobTries++ % 30 !== 0) return;
+    const spec = parseSpecObjects([{
+      apiVersion: 'shoal/v1', kind: 'Job', name: plan.name, image: 'chore/x:1', schedule: `@every ${plan.everyMs}ms`, concurrency: plan.concurrency,
+      backoffLimit: 2, history: { succeeded: 2, failed: 2 },
+    }]).jobs;
+    this.write(`create job ${plan.name}`, planJobApply(this.reader.read(), spec, this.world.now()).plan);
   }
 
   /** `shoal apply` of the intents' specs; false when nothing could be written (no leader). */

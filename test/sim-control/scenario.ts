@@ -115,6 +115,15 @@ export interface ControlScenario {
   operator: OperatorRates;
   services: ServicePlan[];
   exclusive: ExclusiveKnobs;
+  /** A scheduled job (issue 42), or none: its runs' containers exit 0 after runMs, some longer than the interval. */
+  job: JobPlan | null;
+}
+
+export interface JobPlan {
+  name: string;
+  everyMs: number;
+  runMs: number;
+  concurrency: 'forbid' | 'replace';
 }
 
 const GiB = 1024 ** 3;
@@ -177,7 +186,12 @@ export function drawScenario(seed: number, prng: SeededPrng, safetySteps: number
   faults.linkCutStepsMax = pick(h, [20, 60, 120]);
   faults.gracefulStop = calm ? 0 : pick(h, [0, 0.002, 0.005]);
   drawBudgets(prng.fork(), operator, services);
-  return { seed, nodes, capacity, stepMs: 100, safetySteps, health, consensus, faults, operator, services, exclusive };
+  // Jobs (issue 42), from a stream of their own: two seeds in three have one.
+  const j = prng.fork();
+  const job: JobPlan | null = j.nextInt(3) === 0 ? null : {
+    name: 'chore', everyMs: pick(j, [2_000, 3_000]), runMs: pick(j, [300, 1_500, 4_000]), concurrency: pick(j, ['forbid', 'forbid', 'replace'] as const),
+  };
+  return { seed, nodes, capacity, stepMs: 100, safetySteps, health, consensus, faults, operator, services, exclusive, job };
 }
 
 /**

@@ -23,6 +23,7 @@ import type { Trace } from '../sim/trace.ts';
 import { readCommitted } from './checkers/committed-view.ts';
 import { ContainersChecker } from './checkers/containers.ts';
 import { ExclusiveChecker, SimFence } from './checkers/exclusive.ts';
+import { JobChecker } from './checkers/jobs.ts';
 import { NodeClock } from './node-clock.ts';
 import type { Amounts } from './checkers/placement.ts';
 import { ReplicasChecker } from './checkers/replicas.ts';
@@ -95,6 +96,7 @@ export class World implements Cluster {
   private readonly replicas = new ReplicasChecker();
   private readonly containers = new ContainersChecker();
   private readonly exclusive = new ExclusiveChecker();
+  private readonly jobs = new JobChecker();
   private readonly fence = new SimFence();
   private taskSeq = 0;
 
@@ -121,6 +123,8 @@ export class World implements Cluster {
     // Images that fail at once: one that exits a moment after it starts, one that cannot start.
     runtime.program((s) => s.image.startsWith('crash/'), { exitAfterMs: 150, exitCode: 1 });
     runtime.program((s) => s.image.startsWith('nostart/'), { startError: 'exec /serve: exec format error' });
+    // A job's runs: the chore exits 0 after its run time.
+    if (this.scenario.job !== null) runtime.program((s) => s.image.startsWith('chore/'), { exitAfterMs: this.scenario.job.runMs, exitCode: 0 });
     return new SimNode(id, identityOf(id, i, this.scenario.capacity), runtime, new NodeClock(this.clock, this.scenario.exclusive.rates[i] ?? 1));
   }
 
@@ -181,6 +185,9 @@ export class World implements Cluster {
       this.log(`FENCE in ${kill.name} on ${kill.node.id}: the lease ran out; killed`);
     }
     this.exclusive.check(facts.map((f) => ({ nodeId: f.node.id, suspended: f.node.clock.suspended, containers: f.node.runtime.all() })), this.clock.now());
+    if (this.scenario.job !== null) {
+      this.jobs.check(facts.map((f) => ({ nodeId: f.node.id, suspended: f.node.clock.suspended, containers: f.node.runtime.all() })), this.reference.store, this.scenario.job.name, this.clock.now());
+    }
   }
 
   /** Nodes connected to a majority apply some of what they lag; a few stall for a while. */
