@@ -9,6 +9,7 @@ import type { CollectionsAnswer, HistoryAnswer } from '../api/browse-routes.ts';
 import type { ClusterView } from '../api/cluster-routes.ts';
 import type { NodeView, ServiceView, TaskItem } from '../api/control-views.ts';
 import type { DrillReport } from '../node/drill/drill-report.ts';
+import type { JobRunView, JobView } from '../api/jobs-routes.ts';
 import { SseParser, type SseMessage } from '../api/sse-parser.ts';
 
 /** Method and OpenAPI path of every route the console calls. */
@@ -26,6 +27,8 @@ export const consoleApiRoutes = {
   doc: ['GET', '/v1/docs/{collection}/{id}'],
   history: ['GET', '/v1/docs/{collection}/{id}/history'],
   drills: ['GET', '/v1/drills'],
+  jobs: ['GET', '/v1/jobs'],
+  job: ['GET', '/v1/jobs/{name}'],
 } as const satisfies Record<string, readonly ['GET' | 'POST', string]>;
 
 export type RouteName = keyof typeof consoleApiRoutes;
@@ -119,4 +122,6 @@ export const api = {
   doc: (collection: string, id: string) => call<{ id: string; rev: number; createRev: number; doc: unknown }>('doc', { params: { collection, id } }),
   history: (collection: string, id: string) => call<HistoryAnswer>('history', { params: { collection, id } }),
   drills: () => call<{ items: DrillReport[]; rev: number }>('drills', { query: { limit: '20' } }),
+  jobs: () => call<{ items: JobView[]; rev: number }>('jobs', { query: { consistency: 'stale' } }),
+  job: (name: string) => call<{ job: JobView; runs: JobRunView[]; rev: number }>('job', { params: { name }, query: { consistency: 'stale' } }),
 };

@@ -1,5 +1,5 @@
-// The console's entry point: a header naming the cluster and its leader, five views chosen by
-// the URL's hash (#cluster, #nodes, #services, #events, #documents), the sign-in when the API
+// The console's entry point: a header naming the cluster and its leader, six views chosen by
+// the URL's hash (#cluster, #nodes, #services, #jobs, #events, #documents), the sign-in when the API
 // asks for a credential, and the one confirmation dialog.
 
 import { render } from 'preact';
@@ -13,8 +13,9 @@ import { EventsView } from './views/events.ts';
 import { LoginView } from './views/login.ts';
 import { NodesView } from './views/nodes.ts';
 import { ServicesView } from './views/services.ts';
+import { JobsView } from './views/jobs.ts';
 
-const views = ['cluster', 'nodes', 'services', 'events', 'documents'] as const;
+const views = ['cluster', 'nodes', 'services', 'jobs', 'events', 'documents'] as const;
 type ViewName = (typeof views)[number];
 
 function viewOf(hash: string): ViewName {
@@ -62,6 +63,7 @@ function App() {
       ${view === 'cluster' ? html`<${ClusterView} confirm=${setAsk} cluster=${cluster} />` : null}
       ${view === 'nodes' ? html`<${NodesView} confirm=${setAsk} tick=${tick} />` : null}
       ${view === 'services' ? html`<${ServicesView} tick=${tick} />` : null}
+      ${view === 'jobs' ? html`<${JobsView} tick=${tick} />` : null}
       <div hidden=${view !== 'events'}><${EventsView} onChange=${changed} /></div>
       ${view === 'documents' ? html`<${DocumentsView} />` : null}
     </main>

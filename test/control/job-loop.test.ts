@@ -165,6 +165,14 @@ describe('the job loop', () => {
     expect(runs(w).map((r) => [r.cause, r.state])).toEqual([['schedule', 'succeeded'], ['manual', 'succeeded']]);
   });
 
+  it('a leader whose clock is held fires no scheduled run, and says nothing is due until it may', () => {
+    const w = world();
+    w.now = t0 + 5_000;
+    const held = reconcileJob(w.state(), 'backup', { ...ctx(w), clockHold: 'the clock is not synchronized' });
+    expect(held.plan.changes).toEqual([]);
+    expect(reconcileJob(w.state(), 'backup', { ...ctx(w), clockHold: null }).plan.changes.some((c) => c.collection === jobRunsCollection)).toBe(true);
+  });
+
   it('a removed job: its runs are cancelled, its tasks stopped, then everything is deleted', () => {
     const w = world();
     step(w, 7, 60_000);
