@@ -32,6 +32,12 @@ import { mirror, shutdown, type Decision, type LoopContext, type Work } from './
 /** The first retry of a failed run waits this long, doubled per retry up to retryDelayMsMax (as Kubernetes Jobs). */
 export const retryDelayMs = 10_000;
 export const retryDelayMsMax = 6 * 60_000;
+/**
+ * A job is looked at again at least this often: the work queue's timers run on the monotonic
+ * clock while times are log time (a wall clock stepped by its time daemon is seen within this),
+ * and a timer of months would overflow (setTimeout's limit is 24.8 days).
+ */
+export const jobWakeMsMax = 60_000;
 /** Scheduled times counted at most when a leader-less stretch is recorded missed. */
 export const missedCountMax = 10_000;
 
@@ -88,7 +94,8 @@ export function reconcileJob(state: ControlState, name: string, ctx: JobLoopCont
     if (p.jobChange !== null) changes.unshift(putChange(jobsCollection, name, { ...p.jobChange, updatedAt: ctx.now }, job.rev));
     else if (changes.length > 0) compares.push({ collection: jobsCollection, id: name, target: 'rev', cmp: '=', value: job.rev });
   }
-  return { plan: { changes, compares }, wakeInMs: p.wake.inMs() };
+  const wake = p.wake.inMs();
+  return { plan: { changes, compares }, wakeInMs: job === undefined ? wake : Math.min(wake ?? jobWakeMsMax, jobWakeMsMax) };
 }
 
 // ---- one run's progress ---------------------------------------------------------------------

@@ -247,3 +247,13 @@ function runSeed(seed: number): string | null {
 function runsOf(w: JobWorld): JobRunRecord[] {
   return [...w.coll(jobRunsCollection).values()].map((v) => v.value as JobRunRecord);
 }
+
+describe('the job loop\'s wake-ups', () => {
+  it('a yearly job is looked at again within a minute (a timer of months would overflow)', () => {
+    const w = world('', '@yearly');
+    const d = reconcileJob(w.state(), 'backup', ctx(w));
+    expect(d.wakeInMs).toBe(60_000);
+    const soon = world('', '@every 5s');
+    expect(reconcileJob(soon.state(), 'backup', ctx(soon)).wakeInMs).toBe(4_000);
+  });
+});
