@@ -4,9 +4,9 @@
 // Served by series-routes.ts; drawn by the console (src/console/charts.ts).
 //
 // Memory is bounded and allocated up front: a node ring of `nodeSeriesNames` Float32 columns plus
-// a Float64 time column, and one service ring (running tasks, update and failure flags) per
-// service for at most `servicesTrackedMax` services. With the defaults (2,160 rows: 6 h at 10 s)
-// that is 155,520 bytes for the node and 25,920 bytes per service, 2.75 MB with 100 services;
+// a Float64 time column, and one service ring (running, desired, updating, failures) per service
+// for at most `servicesTrackedMax` services. With the defaults (2,160 rows: 6 h at 10 s) that is
+// 138,240 bytes for the node and 51,840 bytes per service, 2.73 MB with 50 services;
 // `bench/series-footprint.ts` measures the heap it takes.
 
 import { cpus, freemem, totalmem } from 'node:os';
@@ -61,8 +61,8 @@ export interface SeriesConfig {
   servicesTrackedMax: number;
 }
 
-/** One sample per 10 s for the last 6 hours; 100 services. */
-export const seriesConfigDefault: SeriesConfig = { intervalMs: 10_000, rows: 2160, servicesTrackedMax: 100 };
+/** One sample per 10 s for the last 6 hours; 50 services. */
+export const seriesConfigDefault: SeriesConfig = { intervalMs: 10_000, rows: 2160, servicesTrackedMax: 50 };
 
 /** $SHOAL_SERIES_INTERVAL_MS (tests sample faster; the ring still holds `rows` samples). */
 export function seriesConfigOf(env: NodeJS.ProcessEnv = process.env): SeriesConfig {
