@@ -38,16 +38,22 @@ const height = 80;
 /** The path of a series: segments broken where a value is missing. */
 export function pathOf(times: readonly number[], values: ReadonlyArray<number | null>, x: (t: number) => number, y: (v: number) => number): string {
   let d = '';
-  let pen = false;
+  let run = 0;
+  // A lone point (its neighbours missing) is drawn as a dot: a zero-length line with round caps.
+  const endRun = (): void => {
+    if (run === 1) d += 'h0';
+    run = 0;
+  };
   for (let i = 0; i < times.length; i++) {
     const v = values[i];
     if (v === null || v === undefined) {
-      pen = false;
+      endRun();
       continue;
     }
-    d += `${pen ? 'L' : 'M'}${x(times[i] as number).toFixed(1)},${y(v).toFixed(1)}`;
-    pen = true;
+    d += `${run > 0 ? 'L' : 'M'}${x(times[i] as number).toFixed(1)},${y(v).toFixed(1)}`;
+    run++;
   }
+  endRun();
   return d;
 }
 
@@ -104,7 +110,7 @@ export function Chart(p: ChartProps) {
 }
 
 /** The windows an operator picks from, in seconds (the ring keeps 6 h). */
-export const chartWindows = [[900, '15 min'], [3600, '1 h'], [21_600, '6 h']] as const;
+export const chartWindows = [[300, '5 min'], [900, '15 min'], [3600, '1 h'], [21_600, '6 h']] as const;
 
 /** A small picker of the charts' window; a <select>, so a keyboard and a phone use it as any other. */
 export function WindowPicker({ value, set, id }: { value: number; set: (s: number) => void; id: string }) {

@@ -94,7 +94,7 @@ describe('the web console in chromium', () => {
       await textWhen(page, '[data-testid=summary]', (t) => t.includes(`Leader ${leader.name} · quorum, tolerates 1 failure`) && t.includes('Nodes ready'));
 
       // A write burst shows in the throughput chart: the writes line rises, then falls back.
-      await page.select('#cluster-window', '900');
+      await page.select('#cluster-window', '300');
       await page.waitForSelector('[data-chart=throughput] path[data-line=writes]');
       await writeBurst(leader.apiAddress, 600, 8);
       let peak = 0;
@@ -166,6 +166,8 @@ describe('the web console in chromium', () => {
       expect(after.tasks.filter((t) => t.observed === 'running')).toHaveLength(3);
       // Each node's charts, from its own ring (the others' proxied by the viewer).
       await page.waitForFunction(() => document.querySelectorAll('[data-node-charts] [data-chart^=cpu-] path[data-values]').length === 3, { timeout: 30_000 });
+      await page.select('#nodes-window', '300');
+      await textWhen(page, '[data-node-charts] .chart-axis', (t) => t.startsWith('5 min ago'));
       await shot(page, 'nodes');
 
       // Current first: one row per slot, the drained node's old task folded under its slot.
@@ -190,6 +192,8 @@ describe('the web console in chromium', () => {
       await page.waitForFunction((n: number) => document.querySelectorAll('tr.earlier').length === n, { timeout: 10_000 }, earlier);
       expect(await page.$$eval('tr.earlier', (rows) => rows.map((r) => r.getAttribute('data-task-node')))).toContain(target);
       await page.waitForSelector('[data-chart=running-web] path[data-line=running]');
+      await page.select('#service-window', '300');
+      await textWhen(page, '[data-chart=running-web] .chart-axis', (t) => t.startsWith('5 min ago'));
       await shot(page, 'services');
 
       await page.goto(`http://${viewer.apiAddress}/ui/#events`);

@@ -102,6 +102,9 @@ describe('chart helpers', () => {
   it('breaks a line where a value is missing', () => {
     expect(pathOf([0, 1, 2, 3, 4], [1, 2, null, 4, 5], x, y)).toBe('M0.0,99.0L1.0,98.0M3.0,96.0L4.0,95.0');
     expect(pathOf([0], [null], x, y)).toBe('');
+    // A lone point is a dot.
+    expect(pathOf([0, 1, 2], [null, 3, null], x, y)).toBe('M1.0,97.0h0');
+    expect(pathOf([0, 1], [1, null], x, y)).toBe('M0.0,99.0h0');
   });
 
   it('turns flags into spans and counts into marks', () => {
