@@ -31,13 +31,19 @@ export interface HealthSummary {
   nodesNotReady: Array<{ id: string; name: string; state: string; availability: string }>;
   membersUnreachable: Array<{ id: string; name: string }>;
   servicesNotConverged: Array<{ name: string; running: number; desired: number; pending: number; updating: boolean }>;
-  /** Tasks desired running whose state is failed or orphaned (their node is down), at most `failingTasksMax`. */
+  /**
+   * Tasks desired running whose state is failed or orphaned (their node is down), and tasks that
+   * failed within the last `recentFailureMs` (a crash loop: each failed task is replaced at once,
+   * so none is desired running for long); at most `failingTasksMax`.
+   */
   failingTasks: Array<{ id: string; service: string; slot: number | string; node: string | null; observed: string; message: string | null }>;
   failingTasksTotal: number;
   alerts: SummaryAlert[];
 }
 
 export const failingTasksMax = 20;
+/** How long a failed task counts as failing after it finished, in log time. */
+export const recentFailureMs = 5 * 60_000;
 /** docs/monitoring/shoal-rules.yml's thresholds. */
 const followerBehindEntries = 10_000;
 const applyLagEntries = 100;
@@ -51,6 +57,8 @@ export interface SummaryInputs {
   statuses: ReadonlyMap<string, ServiceStatus>;
   /** This node's samples of the last hour. */
   series: SeriesWindow<NodeSeriesName>;
+  /** The leader's log time now (tasks' finishedAt is in it); without it, only tasks desired running count. */
+  now?: number;
 }
 
 function quorumOf(cluster: ClusterView): HealthSummary['quorum'] {
@@ -60,13 +68,14 @@ function quorumOf(cluster: ClusterView): HealthSummary['quorum'] {
   return { voters: voters.length, reachable, needed, tolerance: Math.max(0, reachable - needed), hasQuorum: reachable >= needed };
 }
 
-function failingTasks(state: ControlState): HealthSummary['failingTasks'] {
+function failingTasks(state: ControlState, now: number | undefined): HealthSummary['failingTasks'] {
   const out: HealthSummary['failingTasks'] = [];
   for (const s of state.services.values()) {
     for (const t of tasksOf(state, s.value.name)) {
-      if (t.value.desired !== 'running') continue;
       const v = viewOf(state, t);
-      if (v.observed !== 'failed' && v.observed !== 'orphaned') continue;
+      const stuck = t.value.desired === 'running' && (v.observed === 'failed' || v.observed === 'orphaned');
+      const recent = now !== undefined && v.observed === 'failed' && t.value.finishedAt !== null && t.value.finishedAt >= now - recentFailureMs;
+      if (!stuck && !recent) continue;
       const node = t.value.nodeId === null ? null : state.nodes.get(t.value.nodeId)?.value.name ?? t.value.nodeId;
       out.push({ id: t.value.id, service: t.value.service, slot: t.value.slot, node, observed: v.observed, message: t.value.message ?? v.status?.message ?? null });
     }
@@ -108,9 +117,9 @@ function alertsOf(s: Omit<HealthSummary, 'alerts'>, cluster: ClusterView, series
   return alerts;
 }
 
-export function healthSummary({ cluster, state, statuses, series }: SummaryInputs): HealthSummary {
+export function healthSummary({ cluster, state, statuses, series, now }: SummaryInputs): HealthSummary {
   const name = (id: string): string => cluster.members.find((m) => m.id === id)?.name ?? state.nodes.get(id)?.value.name ?? id;
-  const failing = failingTasks(state);
+  const failing = failingTasks(state, now);
   const base: Omit<HealthSummary, 'alerts'> = {
     node: name(cluster.node), view: cluster.view,
     leader: cluster.leader === null ? null : { id: cluster.leader, name: name(cluster.leader) },

@@ -113,6 +113,6 @@ export const seriesRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app,
     validate({ query: [noQuery, req.query] });
     const state = readLocal(ctx);
     const statuses = new Map<string, ServiceStatus>([...state.services.values()].map((s) => [s.value.name, serviceStatus(state, s.value)]));
-    return { ...healthSummary({ cluster: clusterView(ctx), state, statuses, series: sampler.node.window(Date.now() - 3600_000) }), rev: state.revision };
+    return { ...healthSummary({ cluster: clusterView(ctx), state, statuses, series: sampler.node.window(Date.now() - 3600_000), now: ctx.node.logTimeNow() }), rev: state.revision };
   });
 };

@@ -57,6 +57,16 @@ describe('healthSummary', () => {
     expect(s.alerts.map((a) => a.alert)).toEqual(['ShoalMemberUnreachable', 'ShoalNodeDown', 'ShoalTasksPending']);
   });
 
+  it('counts a task that failed in the last 5 minutes as failing (a crash loop replaces each at once), and not one older', () => {
+    const st = state();
+    const failed = (id: string, finishedAt: number) => versioned(task(id, { slot: 1, nodeId: 'n1', desired: 'shutdown', observed: 'failed', assignedTerm: 1, nodeEpoch: 0, finishedAt, message: 'exit 1' }));
+    (st.tasks as Map<string, unknown>).set('f1', failed('f1', 1_000_000 - 60_000));
+    (st.tasks as Map<string, unknown>).set('f0', failed('f0', 1_000_000 - 600_000));
+    const s = healthSummary({ cluster: cluster([member('n1', 'healthy')]), state: st, statuses: new Map(), series: series(), now: 1_000_000 });
+    expect(s.failingTasks.map((t) => t.id).sort()).toEqual(['f1', 't2']);
+    expect(s.failingTasks.find((t) => t.id === 'f1')).toMatchObject({ observed: 'failed', message: 'exit 1' });
+  });
+
   it('fires the rules read from the series: frequent leader changes, a full disk, a growing apply lag; and no leader', () => {
     const s = healthSummary({
       cluster: cluster([member('n1', 'healthy'), member('n2', 'healthy', 20_000)], null), state: state(), statuses: new Map(),
