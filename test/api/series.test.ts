@@ -101,7 +101,7 @@ describe('the series and summary routes', () => {
   });
   afterAll(async () => { await s.close(); });
 
-  it("answers a node's series by id or name, with its writes as they happen", async () => {
+  it("answers a node's series, with its writes as they happen", async () => {
     const doc = { apiVersion: 'shoal/v1', kind: 'Service', name: 'web', image: 'busybox:local', replicas: 2 };
     expect((await s.app.inject({ method: 'POST', url: '/v1/apply', payload: { documents: [doc] } })).statusCode).toBe(200);
     type Answer = { node: { id: string; name: string }; intervalMs: number; keptMs: number; times: number[]; series: Record<string, Array<number | null>> };
