@@ -46,6 +46,7 @@ import { certRoutes } from './cert-routes.ts';
 import { upgradeRoutes } from './upgrade-routes.ts';
 import { caRoutes } from './ca-routes.ts';
 import type { ApiContext } from './context.ts';
+import { seriesRoutes } from './series-routes.ts';
 
 export type { ApiContext, ApiPluginOptions, CaRotationPort, MeshKeys } from './context.ts';
 
@@ -158,6 +159,7 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   ]) {
     void app.register(plugin, { ctx, limits, bounds, routes });
   }
+  void app.register(seriesRoutes, { ctx });
   void app.register(consoleRoutes, {});
   return app;
 }

@@ -10,6 +10,8 @@ import type { ClusterView } from '../api/cluster-routes.ts';
 import type { NodeView, ServiceView, TaskItem } from '../api/control-views.ts';
 import type { DrillReport } from '../node/drill/drill-report.ts';
 import { SseParser, type SseMessage } from '../api/sse-parser.ts';
+import type { HealthSummary } from '../api/health-summary.ts';
+import type { NodeSeriesAnswer, ServiceSeriesAnswer } from '../api/series-routes.ts';
 
 /** Method and OpenAPI path of every route the console calls. */
 export const consoleApiRoutes = {
@@ -26,6 +28,9 @@ export const consoleApiRoutes = {
   doc: ['GET', '/v1/docs/{collection}/{id}'],
   history: ['GET', '/v1/docs/{collection}/{id}/history'],
   drills: ['GET', '/v1/drills'],
+  summary: ['GET', '/v1/summary'],
+  nodeSeries: ['GET', '/v1/nodes/{ref}/series'],
+  serviceSeries: ['GET', '/v1/services/{name}/series'],
 } as const satisfies Record<string, readonly ['GET' | 'POST', string]>;
 
 export type RouteName = keyof typeof consoleApiRoutes;
@@ -119,4 +124,7 @@ export const api = {
   doc: (collection: string, id: string) => call<{ id: string; rev: number; createRev: number; doc: unknown }>('doc', { params: { collection, id } }),
   history: (collection: string, id: string) => call<HistoryAnswer>('history', { params: { collection, id } }),
   drills: () => call<{ items: DrillReport[]; rev: number }>('drills', { query: { limit: '20' } }),
+  summary: () => call<HealthSummary & { rev: number }>('summary'),
+  nodeSeries: (ref: string, windowS: number) => call<NodeSeriesAnswer>('nodeSeries', { params: { ref }, query: { window: String(windowS) } }),
+  serviceSeries: (name: string, windowS: number) => call<ServiceSeriesAnswer>('serviceSeries', { params: { name }, query: { window: String(windowS) } }),
 };
