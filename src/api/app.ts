@@ -47,6 +47,7 @@ import { upgradeRoutes } from './upgrade-routes.ts';
 import { caRoutes } from './ca-routes.ts';
 import { jobsRoutes } from './jobs-routes.ts';
 import type { ApiContext } from './context.ts';
+import { seriesRoutes } from './series-routes.ts';
 
 export type { ApiContext, ApiPluginOptions, CaRotationPort, MeshKeys } from './context.ts';
 
@@ -160,6 +161,7 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   ]) {
     void app.register(plugin, { ctx, limits, bounds, routes });
   }
+  void app.register(seriesRoutes, { ctx });
   void app.register(consoleRoutes, {});
   return app;
 }

@@ -26,6 +26,7 @@ import { joinPaths } from './join-openapi.ts';
 import { memberBody, refParams, transferBody } from './cluster-routes.ts';
 import { certPaths } from './cert-openapi.ts';
 import { caPaths } from './ca-openapi.ts';
+import { seriesPaths } from './series-openapi.ts';
 import { jobPaths } from './job-openapi.ts';
 import { secretBody, secretParams, secretViewSchema } from './secrets-routes.ts';
 import { drillsListQuery } from './drill-routes.ts';
@@ -330,7 +331,7 @@ export function openApiDocument(version: string): Json {
         SecretView: schemaOf(secretViewSchema),
       },
     },
-    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...secretPaths(), ...networkPaths(), ...logPaths(), ...browsePaths(), ...nodePaths(), ...securityPaths(), ...joinPaths(errors), ...drillPaths(), ...upgradePaths(), ...certPaths(errors), ...caPaths(errors), ...jobPaths(errors) },
+    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...secretPaths(), ...networkPaths(), ...logPaths(), ...browsePaths(), ...nodePaths(), ...securityPaths(), ...joinPaths(errors), ...drillPaths(), ...upgradePaths(), ...certPaths(errors), ...caPaths(errors), ...seriesPaths(errors), ...jobPaths(errors) },
   };
 }
 

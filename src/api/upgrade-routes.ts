@@ -12,7 +12,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { Readable } from 'node:stream';
 import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
-import { receiveBuild } from '../node/upgrade/upgrade-receive.ts';
+import { receiveBuild, refuseBelowLevel, releaseLevel } from '../node/upgrade/upgrade-receive.ts';
 import type { UpgradeHost } from '../node/upgrade/upgrade-host.ts';
 import type { ApiPluginOptions } from './context.ts';
 import { noQuery } from './request-schemas.ts';
@@ -52,7 +52,13 @@ export const upgradeRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, {
   app.get('/v1/upgrade', { config: { role: 'reader' } }, async (req) => {
     validate({ query: [noQuery, req.query] });
     if (host === undefined) throw unavailable();
-    return { node: ctx.node.id, softwareVersion: ctx.softwareVersion, ...host.releases.view() };
+    // The levels of current and previous, asked of each release once when not yet recorded: a
+    // rollback planned from this answer is checked before any node is touched.
+    for (const name of [host.releases.link('current'), host.releases.link('previous')]) {
+      if (name === null || host.releases.marker(name) === undefined || host.releases.levelOf(name) !== undefined) continue;
+      await releaseLevel(host.releases, name, host.nodeBinary).catch((err: unknown) => ctx.node.log.warn(`upgrade: could not learn the feature level of release ${name}: ${(err as Error).message}`));
+    }
+    return { node: ctx.node.id, softwareVersion: ctx.softwareVersion, featureLevel: ctx.node.featureLevel, ...host.releases.view() };
   });
 
   app.put('/v1/upgrade/build', { config: { role: 'admin' } }, async (req) => {
@@ -71,6 +77,7 @@ export const upgradeRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, {
     if (host === undefined) throw unavailable();
     requireRestart(host);
     return exclusive('an activation', async () => {
+      if (host.releases.marker(v.body.release) !== undefined) await refuseBelowLevel(host.releases, v.body.release, ctx.node.featureLevel, host.nodeBinary);
       const previous = host.releases.activate(v.body.release);
       ctx.node.log.warn(`upgrade: release ${v.body.release} is current (previous: ${previous ?? 'none'}); stopping gracefully to restart into it`);
       const pruned = host.releases.prune();
@@ -86,6 +93,8 @@ export const upgradeRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, {
     if (host === undefined) throw unavailable();
     requireRestart(host);
     return exclusive('a rollback', async () => {
+      const previous = host.releases.link('previous');
+      if (previous !== null && host.releases.marker(previous) !== undefined) await refuseBelowLevel(host.releases, previous, ctx.node.featureLevel, host.nodeBinary);
       const current = host.releases.rollback();
       ctx.node.log.warn(`upgrade: rolled back to release ${current}; stopping gracefully to restart into it`);
       restartSoon(host);

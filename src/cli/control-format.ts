@@ -3,6 +3,7 @@
 
 import { formatCpu, formatMemory } from '../resources/spec/quantity.ts';
 import type { NodeView, ServiceView, TaskItem } from './control-api.ts';
+import { currentFirst } from '../api/task-order.ts';
 
 /** Longest message shown in a table cell when the output is not a terminal; --no-trunc and --json show the whole text. */
 const cellCharsMax = 80;
@@ -107,9 +108,13 @@ export function sortTasks(tasks: readonly TaskItem[]): TaskItem[] {
 
 export const psHead = ['SLOT', 'TASK', 'NODE', 'DESIRED', 'OBSERVED', 'VERSION', 'MESSAGE'];
 
-/** The rows of `service ps`, each message whole (on one line): fittedTableText cuts them to the terminal. */
-export function psRows(tasks: readonly TaskItem[]): string[][] {
-  return sortTasks(tasks).map((t) => [
+/**
+ * The rows of `service ps`, each message whole (on one line): fittedTableText cuts them to the
+ * terminal. Current first (src/api/task-order.ts): each slot's task desired running, slots in
+ * order; with `all`, each slot's earlier tasks right under it.
+ */
+export function psRows(tasks: readonly TaskItem[], all = true): string[][] {
+  return currentFirst(tasks, all).map((t) => [
     String(t.slot), t.id, t.nodeName ?? t.nodeId ?? '-', t.desired, observedText(t), String(t.record.specVersion), cell(taskNote(t), null),
   ]);
 }

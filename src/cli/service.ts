@@ -40,22 +40,27 @@ With --json prints {items: [{name, rev, record, status}], rev} (GET /v1/services
 ${watchNote}
 ${clientExitCodes}`;
 
-export const servicePsHelp = `Usage: shoal service ps NAME [--no-trunc] [--stale] [--watch] [--addr HOST:PORT] [--json]
+export const servicePsHelp = `Usage: shoal service ps NAME [--all] [--no-trunc] [--stale] [--watch] [--addr HOST:PORT] [--json]
 
-Lists a service's tasks by slot: the task, its node, the state the leader wants (desired), the
-state it is in (observed: the node's report merged with the leader's record), the spec version
-it runs, and why it waits when it is pending (no node fits: the scheduler's reason), else its
-last message (none once it runs as wanted: what it waited for is cleared). A slot's current task comes first, then the finished ones kept for history.
+Lists a service's tasks, current first: one row per slot, its task desired running (running,
+pending or failing), slots in order; slots that only hold history (scaled down) come after. Each
+row: the task, its node, the state the leader wants (desired), the state it is in (observed: the
+node's report merged with the leader's record), the spec version it runs, and why it waits when
+it is pending (no node fits: the scheduler's reason), else its last message (none once it runs
+as wanted: what it waited for is cleared). The tasks kept for history are counted on the last
+line; --all lists them, each slot's under its current task, newest first. The console's
+Services view shows the same order.
 The message is cut with an ellipsis to fit the terminal's width (80 characters when the output is
 not a terminal); --no-trunc prints it whole.
 
 Options:
+  --all              list every slot's earlier tasks too (history), under its current task
   --no-trunc         print each message whole
   --stale            read the node's local copy (no leader needed; may be behind)
   --watch            print the list again on every change, until Ctrl-C
 ${commonFlagsHelp}
 
-With --json prints {service, tasks, rev} (GET /v1/services/NAME).
+With --json prints {service, tasks, rev} (GET /v1/services/NAME), every task, whatever --all.
 ${watchNote}
 ${clientExitCodes} An unknown service exits 1 (not_found).`;
 
@@ -146,15 +151,18 @@ async function serviceLsCommand(argv: string[]): Promise<number> {
 }
 
 async function servicePsCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, { ...readFlags, 'no-trunc': { type: 'boolean', default: false } }, servicePsHelp);
+  const { values, positionals } = parse(argv, { ...readFlags, 'no-trunc': { type: 'boolean', default: false }, all: { type: 'boolean', default: false } }, servicePsHelp);
   if (values.help) return help(servicePsHelp);
   const name = oneName(positionals);
   const addr = resolveAddr(values.addr);
   const render = async (): Promise<Rendered> => {
     const body = await read(addr, paths.service(name), serviceDetailSchema, 'service ps', values.stale);
     if (values.json) return jsonRendered(body, values.watch, [body.service.record, body.service.status, body.tasks]);
-    const table = fittedTableText(psHead, psRows(body.tasks), terminalColumns(), values['no-trunc']);
-    const lines = [serviceProgress(body.service), ...(body.tasks.length > 0 ? [table] : [])];
+    const rows = psRows(body.tasks, values.all);
+    const table = fittedTableText(psHead, rows, terminalColumns(), values['no-trunc']);
+    const hidden = body.tasks.length - rows.length;
+    const lines = [serviceProgress(body.service), ...(body.tasks.length > 0 ? [table] : []),
+      ...(hidden > 0 ? [`${hidden} earlier ${hidden === 1 ? 'task' : 'tasks'} (history): --all lists them`] : [])];
     return { text: lines.join('\n'), rev: body.rev };
   };
   if (!values.watch) return printList(render);

@@ -21,7 +21,7 @@ export interface Member {
   apiAddress: string;
 }
 
-const releaseSchema = z.object({ name: z.string(), version: z.string(), sha256: z.string(), nodeModules: z.string() }).loose();
+const releaseSchema = z.object({ name: z.string(), version: z.string(), sha256: z.string(), nodeModules: z.string(), featureLevelMax: z.number().nullable().optional() }).loose();
 const releasesSchema = z.object({
   node: z.string(), softwareVersion: z.string(), dir: z.string(),
   running: z.string().nullable(), current: z.string().nullable(), previous: z.string().nullable(), releases: z.array(releaseSchema),
@@ -33,7 +33,11 @@ export async function releasesOf(m: Member, timeoutMs = 5000): Promise<ReleasesA
 }
 
 export function nodeReleases(m: Member, r: ReleasesAnswer): NodeReleases {
-  return { id: m.id, name: m.name, apiAddress: m.apiAddress, running: r.running, previous: r.previous, versions: Object.fromEntries(r.releases.map((x) => [x.name, x.version])) };
+  return {
+    id: m.id, name: m.name, apiAddress: m.apiAddress, running: r.running, previous: r.previous,
+    versions: Object.fromEntries(r.releases.map((x) => [x.name, x.version])),
+    levels: Object.fromEntries(r.releases.flatMap((x) => (typeof x.featureLevelMax === 'number' ? [[x.name, x.featureLevelMax]] : []))),
+  };
 }
 
 /** Streams the tarball from disk to the node (PUT /v1/upgrade/build); answers the release it kept. */

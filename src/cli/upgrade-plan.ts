@@ -12,6 +12,21 @@ export interface NodeReleases {
   previous: string | null;
   /** Version of each release the node holds, by name. */
   versions: Record<string, string>;
+  /** The feature level each release can apply, by name, where the node knows it (optional: older nodes do not say). */
+  levels?: Record<string, number>;
+}
+
+/**
+ * The rollback steps whose release cannot apply the cluster's feature level (it never goes
+ * down): each would stop at the first entry it cannot apply. A release whose level the node
+ * does not say is not judged here; the node itself refuses it (release_refused, feature_level).
+ */
+export function rollbacksBelowLevel(steps: readonly Step[], clusterLevel: number): { node: NodeReleases; to: string; level: number }[] {
+  return steps.flatMap((s) => {
+    if (s.action !== 'rollback') return [];
+    const level = s.node.levels?.[s.to];
+    return level !== undefined && level < clusterLevel ? [{ node: s.node, to: s.to, level }] : [];
+  });
 }
 
 export type Step =

@@ -13,7 +13,7 @@ import { readTarballPackageJson } from '../node/upgrade/upgrade-tarball.ts';
 import { exitCodes } from './args.ts';
 import { CliFailure, exitCodeOf, isClientFailure } from './client.ts';
 import { getView, label, type View } from './cluster-view.ts';
-import { planRollback, planUpgrade, type Step } from './upgrade-plan.ts';
+import { planRollback, planUpgrade, rollbacksBelowLevel, type Step } from './upgrade-plan.ts';
 import { activate, nodeReleases, releasesOf, rollback, sendBuild, toleranceProblem, viewFromAny, waitBack, type Member } from './upgrade-node.ts';
 import type { UpgradeEvent } from './upgrade-output.ts';
 
@@ -138,6 +138,11 @@ export async function walkUpgrade(opts: WalkOptions): Promise<View> {
   const nodes = await askEveryNode(view);
   const steps = t === undefined ? planRollback(nodes, view.leader) : planUpgrade(nodes, view.leader, t.release);
   const again = t === undefined ? 'shoal upgrade --rollback' : `shoal upgrade --to ${t.file} --resume`;
+  const below = rollbacksBelowLevel(steps, view.featureLevel ?? 1);
+  if (below.length > 0) {
+    const which = below.map((b) => `${b.node.name}'s ${b.to} (up to ${b.level})`).join(', ');
+    throw new CliFailure(`the cluster runs at feature level ${view.featureLevel ?? 1}, raised once every member ran the newer release, and it never goes down; the previous releases apply lower levels only: ${which}. Rolled back, a node would stop at the first entry it cannot apply. Nothing was changed; to run the older release, restore a snapshot taken before the upgrade onto it (docs/operations.md, "Rolling upgrade")`, exitCodes.failed, 'feature_level');
+  }
   const skipped = steps.filter((s) => s.action === 'skip');
   if (t !== undefined && !opts.resume && skipped.length > 0) {
     throw new CliFailure(`${skipped.map((s) => s.node.name).join(', ')} already run${skipped.length === 1 ? 's' : ''} ${t.release}: an earlier upgrade stopped part-way. Run '${again}' to go on with the others (nothing was changed)`, exitCodes.failed, 'partly_upgraded');

@@ -35,7 +35,9 @@ Options:
                  (without it, a cluster where some do is refused)
   --rollback     back to each node's previous release (releases/previous), followers first;
                  nodes already back (their previous is newer than what they run) are skipped,
-                 so it can be run again after it stopped
+                 so it can be run again after it stopped; refused before any node is touched
+                 when a previous release cannot apply the cluster's feature level (raised once
+                 every node ran the newer build; it never goes down)
   --timeout D    how long one node may take to come back (default 2m; units ms, s, m, h)
 ${commonFlagsHelp}
 

@@ -1,5 +1,6 @@
 // shoal version (and shoal --version): which release this command is, without asking any node.
 
+import { featureLevelMax } from '../base/feature-level.ts';
 import { softwareVersion } from '../version.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 
@@ -9,7 +10,8 @@ Prints the version of this shoal command (the same as 'shoal --version'), and of
 version each node runs is in 'shoal cluster status' (VERSION column) and GET /v1/cluster.
 
 Options:
-  --json             print {version, node, platform}
+  --json             print {version, node, platform, featureLevelMax} (the highest cluster
+                     feature level this build can apply)
   -h, --help         show this help
 
 Exit codes: 0 ok, 2 usage error.`;
@@ -21,7 +23,7 @@ export async function versionCommand(argv: string[]): Promise<number> {
     return exitCodes.ok;
   }
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals.join(' ')}'`);
-  if (values.json) console.log(JSON.stringify({ version: softwareVersion, node: process.version, platform: `${process.platform}-${process.arch}` }));
+  if (values.json) console.log(JSON.stringify({ version: softwareVersion, node: process.version, platform: `${process.platform}-${process.arch}`, featureLevelMax }));
   else console.log(`shoal ${softwareVersion} (Node.js ${process.version}, ${process.platform}-${process.arch})`);
   return exitCodes.ok;
 }

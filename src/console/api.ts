@@ -11,6 +11,8 @@ import type { NodeView, ServiceView, TaskItem } from '../api/control-views.ts';
 import type { DrillReport } from '../node/drill/drill-report.ts';
 import type { JobRunView, JobView } from '../api/jobs-routes.ts';
 import { SseParser, type SseMessage } from '../api/sse-parser.ts';
+import type { HealthSummary } from '../api/health-summary.ts';
+import type { NodeSeriesAnswer, ServiceSeriesAnswer } from '../api/series-routes.ts';
 
 /** Method and OpenAPI path of every route the console calls. */
 export const consoleApiRoutes = {
@@ -27,6 +29,9 @@ export const consoleApiRoutes = {
   doc: ['GET', '/v1/docs/{collection}/{id}'],
   history: ['GET', '/v1/docs/{collection}/{id}/history'],
   drills: ['GET', '/v1/drills'],
+  summary: ['GET', '/v1/summary'],
+  nodeSeries: ['GET', '/v1/nodes/{ref}/series'],
+  serviceSeries: ['GET', '/v1/services/{name}/series'],
   jobs: ['GET', '/v1/jobs'],
   job: ['GET', '/v1/jobs/{name}'],
 } as const satisfies Record<string, readonly ['GET' | 'POST', string]>;
@@ -122,6 +127,9 @@ export const api = {
   doc: (collection: string, id: string) => call<{ id: string; rev: number; createRev: number; doc: unknown }>('doc', { params: { collection, id } }),
   history: (collection: string, id: string) => call<HistoryAnswer>('history', { params: { collection, id } }),
   drills: () => call<{ items: DrillReport[]; rev: number }>('drills', { query: { limit: '20' } }),
+  summary: () => call<HealthSummary & { rev: number }>('summary'),
+  nodeSeries: (ref: string, windowS: number) => call<NodeSeriesAnswer>('nodeSeries', { params: { ref }, query: { window: String(windowS) } }),
+  serviceSeries: (name: string, windowS: number) => call<ServiceSeriesAnswer>('serviceSeries', { params: { name }, query: { window: String(windowS) } }),
   jobs: () => call<{ items: JobView[]; rev: number }>('jobs', { query: { consistency: 'stale' } }),
   job: (name: string) => call<{ job: JobView; runs: JobRunView[]; rev: number }>('job', { params: { name }, query: { consistency: 'stale' } }),
 };

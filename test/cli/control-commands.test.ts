@@ -186,6 +186,20 @@ describe('shoal service', () => {
     expect((await shoal('service', 'rm', 'other')).code).toBe(0);
   }, 60_000);
 
+  it('lists current tasks first, one per slot, and the history with --all', async () => {
+    const json = JSON.parse((await shoal('service', 'ps', 'web', '--json')).stdout) as { tasks: { desired: string }[] };
+    const current = json.tasks.filter((t) => t.desired === 'running').length;
+    const earlier = json.tasks.length - current;
+    expect(earlier).toBeGreaterThan(0);
+    const ps = (await shoal('service', 'ps', 'web')).stdout.trimEnd().split('\n');
+    // The status line, the header, one row per slot, then the count of what is folded.
+    expect(ps).toHaveLength(2 + current + 1);
+    expect(ps.slice(2, 2 + current).every((l) => / running +running /.test(l))).toBe(true);
+    expect(ps.at(-1)).toBe(`${earlier} earlier ${earlier === 1 ? 'task' : 'tasks'} (history): --all lists them`);
+    const all = (await shoal('service', 'ps', 'web', '--all')).stdout.trimEnd().split('\n');
+    expect(all).toHaveLength(2 + json.tasks.length);
+  });
+
   it('rebalances step by step until balanced', async () => {
     const r = await shoal('service', 'rebalance', 'web');
     expect(r.code, r.stderr).toBe(0);

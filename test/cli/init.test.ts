@@ -18,6 +18,7 @@ import { readPendingKeyring } from '../../src/node/secrets/pending-keyring.ts';
 import { privateKeyOf, unwrapDataKey, type WrappedKey } from '../../src/resources/secret-crypto.ts';
 import { ClusterKeyFiles } from '../../src/security/cluster-key-files.ts';
 import { parseKeyText, recoveryKeyPrefix } from '../../src/security/unlock-key.ts';
+import { featureLevelMax } from '../../src/base/feature-level.ts';
 
 
 const tmp = (): string => mkdtempSync(path.join(os.tmpdir(), 'shoal-init-'));
@@ -96,6 +97,6 @@ describe('versions', () => {
     expect(flag.code).toBe(0);
     expect(flag.stdout).toMatch(new RegExp(`^shoal ${pkg.version.replaceAll('.', '\\.')} \\(Node\\.js v`));
     const json = await inProcess('version', '--json');
-    expect(JSON.parse(json.stdout)).toEqual({ version: pkg.version, node: process.version, platform: `${process.platform}-${process.arch}` });
+    expect(JSON.parse(json.stdout)).toEqual({ version: pkg.version, node: process.version, platform: `${process.platform}-${process.arch}`, featureLevelMax });
   });
 });

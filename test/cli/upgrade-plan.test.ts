@@ -4,7 +4,7 @@
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compareVersions, planRollback, planUpgrade, walkOrder, type NodeReleases } from '../../src/cli/upgrade-plan.ts';
+import { compareVersions, planRollback, planUpgrade, rollbacksBelowLevel, walkOrder, type NodeReleases } from '../../src/cli/upgrade-plan.ts';
 import { printer, terminalPrinter, type UpgradeEvent } from '../../src/cli/upgrade-output.ts';
 import { toleranceProblem } from '../../src/cli/upgrade-node.ts';
 import type { View } from '../../src/cli/cluster-view.ts';
@@ -36,6 +36,17 @@ describe('planRollback', () => {
     ], 'a');
     expect(steps.map((s) => [s.node.name, s.action])).toEqual([['n2', 'skip'], ['n3', 'skip'], ['n1', 'rollback']]);
     expect(steps[2]).toMatchObject({ to: '0.1.0-aaaaaaaa' });
+  });
+
+  it('names the rollbacks whose release cannot apply the cluster feature level, and judges none whose level is not said', () => {
+    const levels = { '0.1.0-aaaaaaaa': 5, '0.1.1-bbbbbbbb': 6 };
+    const steps = planRollback([
+      { ...node('a', 'n1', '0.1.1-bbbbbbbb', '0.1.0-aaaaaaaa'), levels },
+      { ...node('b', 'n2', '0.1.1-bbbbbbbb', '0.1.0-aaaaaaaa'), levels: {} },
+      { ...node('c', 'n3', '0.1.0-aaaaaaaa', '0.1.1-bbbbbbbb'), levels },
+    ], 'a');
+    expect(rollbacksBelowLevel(steps, 6).map((b) => [b.node.name, b.to, b.level])).toEqual([['n1', '0.1.0-aaaaaaaa', 5]]);
+    expect(rollbacksBelowLevel(steps, 5)).toEqual([]);
   });
 });
 

@@ -243,9 +243,15 @@ describe('shoal upgrade from the pinned earlier release to this build', { timeou
     expect(again.code).toBe(1);
     expect(again.stderr).toContain('--resume');
 
-    // No --rollback here: the leader raised the feature level once every node ran the build (6:
-    // the disruption budget and secrets at rest), which the earlier release cannot apply, so a
-    // rollback across it is not possible (docs/operations.md, "Rolling upgrade"). The rollback
+    // The leader raised the feature level once every node ran the build (6: the disruption budget
+    // and secrets at rest), which the earlier release cannot apply: a rollback across it is
+    // refused before any node is touched (docs/operations.md, "Rolling upgrade"). The rollback
     // within a level is tested on the walk stopped part-way, above.
+    const back = await upgrade('--rollback');
+    expect(back.code, back.stderr).toBe(1);
+    expect(back.stderr).toContain(`feature level ${featureLevelMax}`);
+    expect(back.stderr).toContain('Nothing was changed');
+    expect(back.events.filter((e) => e.event === 'step')).toEqual([]);
+    expect(Object.values(await versions())).toEqual([currentVersion, currentVersion, currentVersion]);
   });
 });

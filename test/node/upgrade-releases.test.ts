@@ -6,7 +6,7 @@
 
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -18,6 +18,7 @@ import type { UpgradeHost } from '../../src/node/upgrade/upgrade-host.ts';
 import { receiveBuild } from '../../src/node/upgrade/upgrade-receive.ts';
 import { Releases, releaseMarkerFile } from '../../src/node/upgrade/upgrade-releases.ts';
 import { ShoalError } from '../../src/errors.ts';
+import { featureLevelMax } from '../../src/base/feature-level.ts';
 import { seedReleases } from '../../src/node/upgrade/upgrade-seed.ts';
 import { singleNode, type SingleNode } from '../api/single-node.ts';
 
@@ -29,12 +30,15 @@ let app: FastifyInstance;
 let work: string;
 let host: UpgradeHost & { restarts: number };
 
-/** A tarball as `npm pack` makes it: package/ with package.json and a bin/shoal.js that prints `says`. */
-function makeTarball(version: string, opts: { says?: string; deps?: Record<string, string>; extra?: string; link?: string } = {}): { file: string; sha256: string } {
+/**
+ * A tarball as `npm pack` makes it: package/ with package.json and a bin/shoal.js that prints
+ * `says` and the feature level it applies (`level`; null: says none, as releases before level 6).
+ */
+function makeTarball(version: string, opts: { says?: string; deps?: Record<string, string>; extra?: string; link?: string; level?: number | null } = {}): { file: string; sha256: string } {
   const dir = mkdtempSync(path.join(work, 'pkg-'));
   mkdirSync(path.join(dir, 'package', 'bin'), { recursive: true });
   writeFileSync(path.join(dir, 'package', 'package.json'), JSON.stringify({ name: 'shoal', version, dependencies: opts.deps ?? repoDeps }));
-  writeFileSync(path.join(dir, 'package', 'bin', 'shoal.js'), `console.log(JSON.stringify({ version: ${JSON.stringify(opts.says ?? version)} }));\n`);
+  writeFileSync(path.join(dir, 'package', 'bin', 'shoal.js'), `console.log(JSON.stringify({ version: ${JSON.stringify(opts.says ?? version)}${opts.level === null ? '' : `, featureLevelMax: ${opts.level ?? featureLevelMax}`} }));\n`);
   if (opts.link !== undefined) symlinkSync(opts.link, path.join(dir, 'package', 'linked'));
   const entries = ['package'];
   if (opts.extra !== undefined) {
@@ -58,6 +62,8 @@ function seedFolder(dataDir: string): string {
   symlinkSync(path.join(repo, 'node_modules'), path.join(seed, 'node_modules'));
   writeFileSync(path.join(seed, releaseMarkerFile), JSON.stringify({ name: '0.0.1-seed', version: '0.0.1', sha256: '0'.repeat(64), receivedAt: new Date(0).toISOString(), nodeModules: 'installed' }));
   symlinkSync('0.0.1-seed', path.join(dataDir, 'releases', 'current'));
+  // As the running process records at start (processUpgradeHost).
+  Releases.ofDataDir(dataDir, seed).recordLevel('0.0.1-seed', featureLevelMax);
   return path.join(dataDir, 'releases', 'current');
 }
 
@@ -155,6 +161,31 @@ describe('POST /v1/upgrade/activate and /rollback', () => {
     await inert.close();
     expect(readlinkSync(path.join(work, 'releases', 'current'))).toBe('0.0.1-seed');
     expect(existsSync(path.join(work, 'releases', 'previous'))).toBe(false);
+    expect(host.restarts).toBe(0);
+  });
+
+  it('refuses to activate, or roll back to, a release that cannot apply the cluster feature level, changing nothing', async () => {
+    // The cluster level never goes down: an older release would stop at its first newer entry.
+    const level = s.ctx.node.featureLevel;
+    expect(level).toBe(featureLevelMax);
+    const older = (await put(makeTarball('0.0.9', { level: level - 1 }))).json<{ release: { name: string } }>().release.name;
+    const unstated = (await put(makeTarball('0.0.8', { level: null }))).json<{ release: { name: string } }>().release.name;
+    const view = (await app.inject({ method: 'GET', url: '/v1/upgrade' })).json<{ featureLevel: number; releases: { name: string; featureLevelMax: number | null }[] }>();
+    expect(view.featureLevel).toBe(level);
+    expect(Object.fromEntries(view.releases.map((r) => [r.name, r.featureLevelMax]))).toEqual({ '0.0.1-seed': level, [older]: level - 1, [unstated]: 5 });
+    for (const release of [older, unstated]) {
+      const res = await app.inject({ method: 'POST', url: '/v1/upgrade/activate', payload: { release } });
+      expect(res.statusCode).toBe(409);
+      expect(res.json()).toMatchObject({ code: 'release_refused', details: { reason: 'feature_level', release, clusterFeatureLevel: level } });
+    }
+    expect(readlinkSync(path.join(work, 'releases', 'current'))).toBe('0.0.1-seed');
+    // A previous release received by an older node has no record: it is asked, then refused.
+    symlinkSync(older, path.join(work, 'releases', 'previous'));
+    rmSync(path.join(work, 'releases', older, 'feature-level.json'));
+    const back = await app.inject({ method: 'POST', url: '/v1/upgrade/rollback' });
+    expect(back.json()).toMatchObject({ code: 'release_refused', details: { reason: 'feature_level', release: older, featureLevelMax: level - 1 } });
+    expect(readlinkSync(path.join(work, 'releases', 'current'))).toBe('0.0.1-seed');
+    expect(readlinkSync(path.join(work, 'releases', 'previous'))).toBe(older);
     expect(host.restarts).toBe(0);
   });
 });

@@ -1,10 +1,39 @@
 // Cluster: members with role, leader, term, indexes, lag, round-trip time, health, version and
 // the failure tolerance; polled every second (a leader change shows within about a second).
+// Below, throughput, latency and commit lag over time with the leader changes marked.
 
+import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
+import { Chart, chartPollMs, formats, marksOf, WindowPicker } from '../charts.ts';
 import { failureTolerance } from '../format.ts';
 import type { ClusterView as ClusterAnswer } from '../../api/cluster-routes.ts';
-import { Badge, ErrorLine, html, type Confirmation, type Polled } from '../ui.ts';
+import { Badge, ErrorLine, html, usePoll, type Confirmation, type Polled } from '../ui.ts';
+
+/**
+ * Throughput and latency over time, from the leader's ring (it makes every write, forwarded ones
+ * included; with no leader, the serving node's), with each leader change it saw as a mark.
+ */
+function ClusterCharts({ source }: { source: string }) {
+  const [windowS, setWindowS] = useState(3600);
+  const { data, error } = usePoll(() => api.nodeSeries(source, windowS), chartPollMs, [source, windowS]);
+  const now = Date.now();
+  return html`<section aria-labelledby="cluster-charts-h">
+    <h2 id="cluster-charts-h">Over time</h2>
+    <${WindowPicker} id="cluster-window" value=${windowS} set=${setWindowS} />
+    <${ErrorLine} error=${error} />
+    ${data === undefined ? html`<p>Loading…</p>` : html`<p class="muted">Samples of ${data.node.name}, one per ${data.intervalMs / 1000} s; dashed marks: leader changes it saw.</p>
+    <div class="charts">
+      <${Chart} id="throughput" title="Throughput" times=${data.times} windowMs=${windowS * 1000} nowMs=${now} format=${formats.rate}
+        lines=${[{ label: 'writes', values: data.series.writes, cls: 'line-a' }, { label: 'reads', values: data.series.reads, cls: 'line-b' }]}
+        marks=${marksOf(data.times, data.series.leaderChanges, (n) => (n === 1 ? 'leader change' : `${n} leader changes`))} />
+      <${Chart} id="latency" title="Latency" times=${data.times} windowMs=${windowS * 1000} nowMs=${now} format=${formats.ms}
+        lines=${[{ label: 'write', values: data.series.writeLatencyMs, cls: 'line-a' }, { label: 'read', values: data.series.readLatencyMs, cls: 'line-b' }]}
+        marks=${marksOf(data.times, data.series.leaderChanges, (n) => (n === 1 ? 'leader change' : `${n} leader changes`))} />
+      <${Chart} id="commit-lag" title="Commit lag" times=${data.times} windowMs=${windowS * 1000} nowMs=${now} format=${formats.count} yMin=${10}
+        lines=${[{ label: 'entries', values: data.series.commitLag, cls: 'line-c' }]} />
+    </div>`}
+  </section>`;
+}
 
 /** `cluster` is the page's one poll of /v1/cluster (main.ts), every second while this view shows. */
 export function ClusterView({ confirm, cluster }: { confirm: (c: Confirmation) => void; cluster: Polled<ClusterAnswer> }) {
@@ -38,5 +67,6 @@ export function ClusterView({ confirm, cluster }: { confirm: (c: Confirmation) =
         })}>Make leader</button>` : null}</td>
       </tr>`)}</tbody>
     </table></div>
+    <${ClusterCharts} source=${view.leader ?? view.node} />
   </section>`;
 }

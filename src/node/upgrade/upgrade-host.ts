@@ -3,6 +3,7 @@
 // service manager. A node inside another process (a test) gets no restart: activation is refused
 // before any link changes.
 
+import { featureLevelMax } from '../../base/feature-level.ts';
 import { restartExitCode } from '../drill/drill-actions.ts';
 import { runningPackageRoot } from './upgrade-package-root.ts';
 import { Releases } from './upgrade-releases.ts';
@@ -24,8 +25,18 @@ export interface UpgradeHost {
 export function processUpgradeHost(dataDir: string, stop: () => Promise<void>, log: { error(msg: string): void }): UpgradeHost {
   const runningRoot = runningPackageRoot();
   let restarting = false;
+  const releases = Releases.ofDataDir(dataDir, runningRoot);
+  // This build says which feature level it applies, for a later rollback or activation to check.
+  const running = releases.running();
+  if (running !== null) {
+    try {
+      releases.recordLevel(running, featureLevelMax);
+    } catch (err) {
+      log.error(`upgrade: could not record the feature level of release ${running}: ${(err as Error).message}`);
+    }
+  }
   return {
-    releases: Releases.ofDataDir(dataDir, runningRoot),
+    releases,
     runningRoot,
     nodeBinary: process.execPath,
     restart: () => {

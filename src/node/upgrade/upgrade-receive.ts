@@ -19,7 +19,7 @@ import { z } from 'zod';
 import { ShoalError } from '../../errors.ts';
 import { runReleaseCommand } from './upgrade-exec.ts';
 import { extractPackageTarball } from './upgrade-tarball.ts';
-import { releaseMarkerFile, releaseName, type ReleaseMarker, type Releases } from './upgrade-releases.ts';
+import { releaseMarkerFile, releaseName, unstatedFeatureLevelMax, type ReleaseMarker, type Releases } from './upgrade-releases.ts';
 
 /** The largest tarball taken (a shoal package is a few MiB; this leaves room without filling a disk). */
 export const upgradeTarballBytesMax = 200 * 1024 * 1024;
@@ -91,15 +91,58 @@ async function provideNodeModules(pkgDir: string, deps: Record<string, string>, 
   return 'installed';
 }
 
-/** The new build must start and say it is the version its package.json names. */
-async function checkStarts(pkgDir: string, version: string, nodeBinary: string): Promise<void> {
+const versionAnswer = z.object({ version: z.string(), featureLevelMax: z.number().int().positive().optional() }).loose();
+
+/** What the build in `pkgDir` says of itself (`shoal version --json`). */
+async function askVersion(pkgDir: string, nodeBinary: string): Promise<z.infer<typeof versionAnswer> | undefined> {
   const env = { ...process.env };
   delete env.SHOAL_FROM_SOURCE;
   const out = await runReleaseCommand(nodeBinary, [path.join(pkgDir, 'bin', 'shoal.js'), 'version', '--json'], { timeoutMs: versionCheckTimeoutMs, env, reason: 'does_not_start' });
-  const said = z.object({ version: z.string() }).loose().safeParse(JSON.parse(out.trim().split('\n').pop() ?? '{}'));
-  if (!said.success || said.data.version !== version) {
-    throw new ShoalError('release_refused', `the new build started but says it is ${said.success ? said.data.version : 'nothing readable'}, not ${version}; nothing was activated`, { reason: 'does_not_start' });
+  let raw: unknown;
+  try {
+    raw = JSON.parse(out.trim().split('\n').pop() ?? '{}');
+  } catch {
+    return undefined;
   }
+  const said = versionAnswer.safeParse(raw);
+  return said.success ? said.data : undefined;
+}
+
+/**
+ * The new build must start and say it is the version its package.json names. Answers the
+ * feature level it can apply (unstatedFeatureLevelMax when it does not say).
+ */
+async function checkStarts(pkgDir: string, version: string, nodeBinary: string): Promise<number> {
+  const said = await askVersion(pkgDir, nodeBinary);
+  if (said?.version !== version) {
+    throw new ShoalError('release_refused', `the new build started but says it is ${said?.version ?? 'nothing readable'}, not ${version}; nothing was activated`, { reason: 'does_not_start' });
+  }
+  return said.featureLevelMax ?? unstatedFeatureLevelMax;
+}
+
+/**
+ * The feature level release `name` can apply: as recorded beside it, or else asked of the
+ * release itself and recorded (a release received by an older node has no record).
+ */
+export async function releaseLevel(releases: Releases, name: string, nodeBinary: string): Promise<number> {
+  const known = releases.levelOf(name);
+  if (known !== undefined) return known;
+  const said = await askVersion(path.join(releases.dir, name), nodeBinary);
+  if (said === undefined) throw new ShoalError('release_refused', `release ${name} does not start or says nothing readable; nothing was changed`, { reason: 'does_not_start', release: name });
+  const level = said.featureLevelMax ?? unstatedFeatureLevelMax;
+  releases.recordLevel(name, level);
+  return level;
+}
+
+/**
+ * Refuses to make release `name` current when the cluster runs at a feature level it cannot
+ * apply: it would stop (upgrade_required) at the first entry of that level, which the cluster
+ * writes from then on. The level never goes down (src/base/feature-level.ts).
+ */
+export async function refuseBelowLevel(releases: Releases, name: string, clusterLevel: number, nodeBinary: string): Promise<void> {
+  const level = await releaseLevel(releases, name, nodeBinary);
+  if (level >= clusterLevel) return;
+  throw new ShoalError('release_refused', `release ${name} applies feature levels up to ${level}, but the cluster runs at level ${clusterLevel} (raised once every member ran a newer release; it never goes down): it would stop at the first entry it cannot apply. Nothing was changed; to run an older release, restore a snapshot taken before the upgrade onto it (docs/operations.md, "Rolling upgrade")`, { reason: 'feature_level', release: name, featureLevelMax: level, clusterFeatureLevel: clusterLevel });
 }
 
 /**
@@ -122,12 +165,13 @@ export async function receiveBuild(releases: Releases, runningRoot: string, body
     const existing = releases.marker(name);
     if (existing !== undefined) return { ...existing, existed: true };
     const nodeModules = await provideNodeModules(pkgDir, pkg.dependencies, runningRoot);
-    await checkStarts(pkgDir, pkg.version, opts.nodeBinary);
+    const level = await checkStarts(pkgDir, pkg.version, opts.nodeBinary);
     const marker: ReleaseMarker = { name, version: pkg.version, sha256, receivedAt: new Date().toISOString(), nodeModules };
     // The marker goes in last: a release without one was never finished and is not offered.
     writeFileSync(path.join(pkgDir, releaseMarkerFile), `${JSON.stringify(marker, null, 2)}\n`);
     rmSync(path.join(releases.dir, name), { recursive: true, force: true });
     renameSync(pkgDir, path.join(releases.dir, name));
+    releases.recordLevel(name, level);
     return { ...marker, existed: false };
   } finally {
     rmSync(incoming, { recursive: true, force: true });

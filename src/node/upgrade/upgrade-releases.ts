@@ -10,13 +10,26 @@
 // The links are relative, so the folder can move. Each is replaced atomically: a new link under a
 // temporary name, then rename(2) over the old one; a crash in between leaves the old link.
 
-import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { ShoalError } from '../../errors.ts';
 
 export const releasesDirName = 'releases';
 export const releaseMarkerFile = 'release.json';
+/**
+ * The highest cluster feature level a release can apply, beside its marker: a file of its own,
+ * since the marker's schema is strict in every release (an older one would refuse a new key and
+ * no longer offer the release). Written when the release is received (its `version --json`
+ * says the level) and by the release itself when it runs.
+ */
+export const releaseLevelFile = 'feature-level.json';
+/**
+ * The level taken for a release whose `version --json` does not say one: releases said it from
+ * level 6 on, so one that does not is of level 5 at most.
+ */
+export const unstatedFeatureLevelMax = 5;
+const levelSchema = z.strictObject({ featureLevelMax: z.number().int().positive() });
 
 export const releaseMarkerSchema = z.strictObject({
   name: z.string(),
@@ -34,7 +47,8 @@ export interface ReleasesView {
   running: string | null;
   current: string | null;
   previous: string | null;
-  releases: ReleaseMarker[];
+  /** Each release's marker, and the feature level it can apply where recorded (null: not yet). */
+  releases: (ReleaseMarker & { featureLevelMax: number | null })[];
 }
 
 /** A release's name: its version and the start of its tarball's sha256, e.g. 0.1.1-3fa2b9c0. */
@@ -65,6 +79,25 @@ export class Releases {
     return parsed.success ? parsed.data : undefined;
   }
 
+  /** The feature level release `name` can apply, as recorded beside it; undefined when not recorded. */
+  levelOf(name: string): number | undefined {
+    if (!nameOk(name)) return undefined;
+    try {
+      const parsed = levelSchema.safeParse(JSON.parse(readFileSync(path.join(this.dir, name, releaseLevelFile), 'utf8')));
+      return parsed.success ? parsed.data.featureLevelMax : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  recordLevel(name: string, featureLevelMax: number): void {
+    if (!nameOk(name) || !existsSync(path.join(this.dir, name))) return;
+    if (this.levelOf(name) === featureLevelMax) return;
+    const file = path.join(this.dir, name, releaseLevelFile);
+    writeFileSync(`${file}.tmp`, `${JSON.stringify({ featureLevelMax })}\n`);
+    renameSync(`${file}.tmp`, file);
+  }
+
   link(which: 'current' | 'previous'): string | null {
     try {
       return path.basename(readlinkSync(path.join(this.dir, which)));
@@ -87,7 +120,8 @@ export class Releases {
 
   view(): ReleasesView {
     const names = existsSync(this.dir) ? readdirSync(this.dir).filter((n) => nameOk(n)).sort() : [];
-    const releases = names.map((n) => this.marker(n)).filter((m): m is ReleaseMarker => m !== undefined);
+    const releases = names.map((n) => this.marker(n)).filter((m): m is ReleaseMarker => m !== undefined)
+      .map((m) => ({ ...m, featureLevelMax: this.levelOf(m.name) ?? null }));
     return { dir: this.dir, running: this.running(), current: this.link('current'), previous: this.link('previous'), releases };
   }
 

@@ -8,6 +8,7 @@
 import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
+import { featureLevelMax } from '../../base/feature-level.ts';
 import { releaseMarkerFile, Releases, type ReleaseMarker } from './upgrade-releases.ts';
 
 /** What `npm pack` puts in the package (package.json "files", and package.json itself). */
@@ -40,5 +41,6 @@ export function seedReleases(releases: Releases, packageRoot: string, now = new 
   rmSync(dir, { recursive: true, force: true });
   renameSync(tmp, dir);
   releases.setLink('current', name);
+  releases.recordLevel(name, featureLevelMax);
   return { seeded: true, release: name, existed: false };
 }
