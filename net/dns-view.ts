@@ -53,9 +53,28 @@ export function dnsView(control: ControlState, nets: NetworkState, nodeId: strin
       services.set(t.value.service, list);
     }
     for (const list of services.values()) list.sort((a, b) => (parseAddress(a) ?? 0) - (parseAddress(b) ?? 0));
+    addStackNames(control, services);
     const members = new Map(Object.entries(n.addresses).map(([taskId, address]) => [address, networksOfTask.get(taskId) ?? [n.name]]));
     const slice = n.slices[nodeId];
     networks.set(n.name, { name: n.name, internal: n.spec.internal, subnet: n.spec.subnet, gateway: slice === undefined ? null : gatewayOf(n.spec, slice), services, members });
   }
   return { revision: control.revision, networks, services: new Set([...control.services.values()].map((s) => s.value.name)) };
+}
+
+/**
+ * A compose stack's service STACK-db (its apply source `stack:STACK`) also answers as `db` on the
+ * networks it is on, as in Compose (docs/compose.md). A short name that is a service's own
+ * name, or that two stacks on one network share, is not added: the answer is never a guess.
+ */
+function addStackNames(control: ControlState, services: Map<string, string[]>): void {
+  const short = new Map<string, string[] | null>();
+  for (const name of services.keys()) {
+    const source = control.services.get(name)?.value.source ?? null;
+    if (source === null || !source.startsWith('stack:')) continue;
+    const prefix = `${source.slice('stack:'.length)}-`;
+    if (!name.startsWith(prefix) || name.length === prefix.length) continue;
+    const alias = name.slice(prefix.length);
+    short.set(alias, short.has(alias) ? null : services.get(name) ?? []);
+  }
+  for (const [alias, addresses] of short) if (addresses !== null && !services.has(alias)) services.set(alias, addresses);
 }
