@@ -83,7 +83,7 @@ describe('compose stacks through the API', () => {
       'network app-default': 'created', 'secret app-db-password': 'created',
       'service app-web': 'created', 'service app-api': 'created', 'service app-db': 'created', 'service app-cache': 'created',
     });
-    expect(d.warnings.map((w) => w.path)).toEqual(expect.arrayContaining(['services.web.expose', 'services.web.depends_on']));
+    expect(d.warnings.map((w) => w.path)).toEqual(['services.web.expose']);
     const web = await get<{ service: { record: { source: string; spec: { env: Record<string, string>; networks: string[]; ports: unknown[] } } } }>('/v1/services/app-web');
     expect(web.service.record.source).toBe('stack:app');
     expect(web.service.record.spec.env).toEqual({ API_URL: 'http://api:3000', TZ: 'Europe/Paris' });

@@ -133,7 +133,6 @@ export function compileStack(input: CompileInput): Compiled {
     const doc = compileService(ctx, name, shoalName, raw, at, { networks, volumes, secrets, configs, services });
     if (doc !== null) serviceDocs.push(doc);
     const deps = readDependsOn(ctx, raw.depends_on, `${at}.depends_on`, services);
-    if (Object.keys(deps).length > 0) ctx.warn(`${at}.depends_on`, 'the dependencies are checked, but this release starts the services together: a service must retry until what it needs answers (the start order is not enforced yet)');
     if (Object.keys(deps).length > 0) dependsOn[shoalName] = Object.fromEntries(Object.entries(deps).map(([d, c]) => [`${stack}-${labelOf(d) ?? d}`, c]));
   }
   const networkDocs = [...networks.values()].filter((n) => n.doc !== null && n.used).map((n) => n.doc as Record<string, unknown>);
