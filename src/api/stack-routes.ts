@@ -114,6 +114,7 @@ export function compileBody(stack: string, body: StackDeployBody, nets: NetworkS
     lookup: (n) => (Object.hasOwn(env, n) ? env[n] : undefined),
     readFile: (p) => (Object.hasOwn(files, p) ? Buffer.from(files[p] ?? '', 'base64') : undefined),
     networks: new Map([...nets.networks.values()].map((n) => [n.value.name, n.value.spec.subnet])),
+    unset: loaded.unset,
   });
   return { ...compiled, skipped: loaded.skipped };
 }

@@ -259,12 +259,13 @@ async function configCommand(argv: string[]): Promise<number> {
   const g = gather(values['compose-file'] ?? [], values.profile ?? []);
   if (g.problems.count > 0) throw stackRefusal(g.problems.list);
   let out: unknown = g.loaded.model;
+  if (!values.shoal) for (const l of warningLines(g.loaded.unset.map((n) => ({ path: 'variables', message: `${n} is not set: read as an empty string` })), g.loaded.skipped)) console.error(l);
   if (values.shoal) {
     const name = positionals[0];
     if (name === undefined) throw new UsageError('--shoal needs the stack NAME (the resources carry it)');
     const dir = path.dirname(g.files[0]?.path ?? '.');
     const c = compileStack({
-      stack: name, model: g.loaded.model, lookup: (n) => process.env[n], networks: new Map(),
+      stack: name, model: g.loaded.model, lookup: (n) => process.env[n], networks: new Map(), unset: g.loaded.unset,
       readFile: (p) => readOptional(path.resolve(dir, p)),
     });
     for (const l of warningLines(c.warnings, g.loaded.skipped)) console.error(l);

@@ -28,6 +28,8 @@ export interface CompileInput {
   readFile: (path: string) => Uint8Array | undefined;
   /** The cluster's networks (name to subnet): a stack network that exists keeps its subnet; new ones avoid all. */
   networks: ReadonlyMap<string, string>;
+  /** Variables the files use without a default that are not set (load.ts): each a warning. */
+  unset?: readonly string[];
 }
 
 export interface StackSecret {
@@ -100,6 +102,7 @@ export function compileStack(input: CompileInput): Compiled {
   const { model, stack } = input;
   if (!stackNamePattern.test(stack)) ctx.refuse('stack', `${JSON.stringify(stack)} is not a stack name (lower-case letters, digits and -, starting with a letter, at most 32 characters)`);
   ctx.vet(model, '', topFields);
+  for (const name of input.unset ?? []) ctx.warn('variables', `${name} is not set: read as an empty string (set it in the environment or in the .env beside the compose file)`);
   if (typeof model.name === 'string' && model.name !== stack) ctx.warn('name', `the stack is named ${stack} (from the command line), not ${model.name}`);
   const services = mapping(ctx, model.services, 'services') ?? {};
   if (Object.keys(services).length === 0 && ctx.problems.count === 0) ctx.refuse('services', 'there are none; a stack runs at least one service');
@@ -139,13 +142,17 @@ export function compileStack(input: CompileInput): Compiled {
   const origins = [...networkDocs, ...serviceDocs];
   const documents = origins.map(({ 'x-compose': _origin, ...d }) => d);
   let set: SpecSet = { services: [], networks: [], firewallPolicies: [] };
-  if (ctx.problems.count === 0) {
-    try {
-      set = parseSpecObjects(documents);
-    } catch (err) {
-      if (!(err instanceof ShoalError)) throw err;
-      const list = (err.details?.problems ?? []) as Problem[];
-      for (const p of list) ctx.refuse(composePath(p.path, origins), p.message);
+  // Shoal's own reader checks the values (types, ranges, names); a resource whose compose fields
+  // were already refused is not reported twice.
+  const refusedAlready = (path: string): boolean => ctx.problems.list.some((p) => p.path === path || p.path.startsWith(`${path}.`) || p.path.startsWith(`${path}[`));
+  try {
+    if (documents.length > 0) set = parseSpecObjects(documents);
+  } catch (err) {
+    if (!(err instanceof ShoalError)) throw err;
+    const list = (err.details?.problems ?? []) as Problem[];
+    for (const p of list) {
+      const at = composePath(p.path, origins);
+      if (!refusedAlready(at.split(' ')[0] ?? at)) ctx.refuse(at, p.message);
     }
   }
   if (ctx.problems.count > 0) throw stackRefusal(ctx.problems.list, ctx.warnings.list);
@@ -782,7 +789,7 @@ function compileVolumes(ctx: Ctx, value: unknown, at: string, volumes: Map<strin
         if (opt === 'ro') readOnly = true;
         else if (opt === 'rw') readOnly = false;
         else if (['z', 'Z', 'cached', 'delegated', 'consistent', 'nocopy'].includes(opt)) ctx.warn(where, `accepted with no effect: the option ${opt} is not passed to the runtime`);
-        else ctx.refuse(where, `${JSON.stringify(opt)} is not a volume option (ro, rw)`);
+        else ctx.refuse(where, `${JSON.stringify(opt)} is not supported: a mount takes ro or rw (bind propagation, such as rslave, is not passed to the runtime)`);
       }
       type = source.startsWith('/') || source.startsWith('.') || source.startsWith('~') ? 'bind' : 'volume';
     } else if (isPlainObject(v)) {
@@ -810,6 +817,10 @@ function compileVolumes(ctx: Ctx, value: unknown, at: string, volumes: Map<strin
       }
     } else {
       ctx.refuse(where, `must be a string or a mapping, not ${describe(v)}`);
+      return;
+    }
+    if (source === '') {
+      ctx.refuse(where, `${JSON.stringify(v)} has no source (is a variable it names not set?)`);
       return;
     }
     if (type === 'bind') {

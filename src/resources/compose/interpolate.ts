@@ -16,8 +16,12 @@ const nameStart = /[A-Za-z_]/;
 const nameChar = /[A-Za-z0-9_]/;
 
 /** The text with its variables replaced, or null (with a problem added at `at`). */
-export function interpolate(text: string, lookup: Lookup, at: string, problems: Problems): string | null {
-  const r = expand(text, 0, lookup, false);
+export function interpolate(text: string, lookup: Lookup, at: string, problems: Problems, onUnset: (name: string) => void = () => {}): string | null {
+  const r = expand(text, 0, (name, plain) => {
+    const v = lookup(name);
+    if (v === undefined && plain) onUnset(name);
+    return v;
+  }, false);
   if (!r.ok) {
     problems.add(at, r.message);
     return null;
@@ -28,7 +32,10 @@ export function interpolate(text: string, lookup: Lookup, at: string, problems: 
 type Expanded = { ok: true; value: string; end: number } | { ok: false; message: string };
 
 /** Expands from `i` to the end (or, `inBraces`, to the `}` closing the enclosing expression). */
-function expand(text: string, start: number, lookup: Lookup, inBraces: boolean): Expanded {
+/** A lookup told whether the variable is used without a default (`$VAR`, `${VAR}`). */
+type Lookup2 = (name: string, plain: boolean) => string | undefined;
+
+function expand(text: string, start: number, lookup: Lookup2, inBraces: boolean): Expanded {
   let out = '';
   let i = start;
   while (i < text.length) {
@@ -55,7 +62,7 @@ function expand(text: string, start: number, lookup: Lookup, inBraces: boolean):
     if (nameStart.test(next)) {
       let j = i + 1;
       while (j < text.length && nameChar.test(text[j] ?? '')) j++;
-      out += lookup(text.slice(i + 1, j)) ?? '';
+      out += lookup(text.slice(i + 1, j), true) ?? '';
       i = j;
       continue;
     }
@@ -68,13 +75,14 @@ function expand(text: string, start: number, lookup: Lookup, inBraces: boolean):
 }
 
 /** `${...}` from just after the brace: NAME, then an optional operator and its word. */
-function braced(text: string, start: number, lookup: Lookup): Expanded {
+function braced(text: string, start: number, lookup: Lookup2): Expanded {
   let j = start;
   if (!nameStart.test(text[j] ?? '')) return { ok: false, message: `${JSON.stringify(text)}: \${ must be followed by a variable name (letters, digits and _)` };
   while (j < text.length && nameChar.test(text[j] ?? '')) j++;
   const name = text.slice(start, j);
-  const value = lookup(name);
-  if (text[j] === '}') return { ok: true, value: value ?? '', end: j };
+  if (text[j] === '}') return { ok: true, value: lookup(name, true) ?? '', end: j };
+  const value = lookup(name, false);
+  if (j >= text.length) return { ok: false, message: `${JSON.stringify(text)}: a \${ is not closed by }` };
   const colon = text[j] === ':';
   const op = text[colon ? j + 1 : j] ?? '';
   if (!['-', '?', '+'].includes(op)) {

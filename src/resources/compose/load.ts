@@ -37,6 +37,8 @@ export interface Loaded {
   /** Profiles active, and services left out for their profiles. */
   profiles: string[];
   skipped: string[];
+  /** Variables used without a default that are not set (read as empty strings, as Compose does). */
+  unset: string[];
 }
 
 /** Aliases a file may use at most: enough for shared blocks, too few for a "billion laughs". */
@@ -45,6 +47,7 @@ export const aliasCountMax = 200;
 export function loadCompose(input: LoadInput, problems: Problems): Loaded {
   const dot = input.dotEnv === undefined ? new Map<string, string>() : parseEnvFile(input.dotEnv, '.env', problems);
   const used = new Set<string>();
+  const unset = new Set<string>();
   const lookup: Lookup = (name) => {
     used.add(name);
     return Object.hasOwn(input.env, name) ? input.env[name] : dot.get(name);
@@ -54,13 +57,13 @@ export function loadCompose(input: LoadInput, problems: Problems): Loaded {
   for (const file of input.files) {
     const value = readYaml(file, problems);
     if (value === null) continue;
-    const interpolated = interpolateAll(value, lookup, file.path, '', problems) as Model;
+    const interpolated = interpolateAll(value, lookup, file.path, '', problems, (n) => unset.add(n)) as Model;
     model = mergeTop(model, interpolated);
   }
   const profileVar = lookup('COMPOSE_PROFILES');
   const active = [...new Set([...(input.profiles ?? []), ...(profileVar === undefined || profileVar === '' ? [] : profileVar.split(',').map((p) => p.trim()).filter((p) => p !== ''))])].sort();
   const skipped = applyProfiles(model, active, problems);
-  return { model, used, profiles: active, skipped };
+  return { model, used, profiles: active, skipped, unset: [...unset].sort() };
 }
 
 function readYaml(file: ComposeFile, problems: Problems): Record<string, unknown> | null {
@@ -94,12 +97,12 @@ function readYaml(file: ComposeFile, problems: Problems): Record<string, unknown
 }
 
 /** Interpolates every string value (not keys); `x-` extension fields are left as written. */
-function interpolateAll(value: unknown, lookup: Lookup, file: string, at: string, problems: Problems): unknown {
-  if (typeof value === 'string') return interpolate(value, lookup, `${file}: ${at}`, problems) ?? value;
-  if (Array.isArray(value)) return value.map((v, i) => interpolateAll(v, lookup, file, `${at}[${i}]`, problems));
+function interpolateAll(value: unknown, lookup: Lookup, file: string, at: string, problems: Problems, onUnset: (name: string) => void): unknown {
+  if (typeof value === 'string') return interpolate(value, lookup, `${file}: ${at}`, problems, onUnset) ?? value;
+  if (Array.isArray(value)) return value.map((v, i) => interpolateAll(v, lookup, file, `${at}[${i}]`, problems, onUnset));
   if (isPlainObject(value)) {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = k.startsWith('x-') ? v : interpolateAll(v, lookup, file, keyPath(at, k), problems);
+    for (const [k, v] of Object.entries(value)) out[k] = k.startsWith('x-') ? v : interpolateAll(v, lookup, file, keyPath(at, k), problems, onUnset);
     return out;
   }
   return value;
