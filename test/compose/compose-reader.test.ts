@@ -239,3 +239,16 @@ include: [other.yaml]
     expect(spec.filter((f) => serviceFields[f] === undefined)).toEqual([]);
   });
 });
+
+describe('docs/compose.md', () => {
+  it('has a row for every field with the verdict the reader gives it', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { deployFields, topFields } = await import('../../src/resources/compose/index.ts');
+    const doc = readFileSync(new URL('../../docs/compose.md', import.meta.url), 'utf8');
+    const missing: string[] = [];
+    for (const table of [serviceFields, deployFields, topFields]) {
+      for (const [field, v] of Object.entries(table)) if (!doc.includes(`| \`${field}\` | ${v.kind} |`)) missing.push(field);
+    }
+    expect(missing).toEqual([]);
+  });
+});
