@@ -354,7 +354,7 @@ function oneStack(positionals: string[]): string {
   return positionals[0] ?? '';
 }
 
-const group: Group = {
+export const stackGroup: Group = {
   name: 'stack',
   about: 'Compose stacks: the compose files homelabs already have, deployed as shoal services, networks and secrets (docs/compose.md).',
   subcommands: {
@@ -367,9 +367,9 @@ const group: Group = {
   },
 };
 
-export const stackGroupHelp = groupHelp(group);
+export const stackGroupHelp = groupHelp(stackGroup);
 
 export function stackCommand(argv: string[]): Promise<number> {
-  return runGroup(group, argv);
+  return runGroup(stackGroup, argv);
 }
 
