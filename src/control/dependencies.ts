@@ -37,11 +37,14 @@ const what: Record<DependsCondition, string> = {
 
 /** Whether a dependency's condition holds now. */
 export function conditionHolds(state: ControlState, service: string, condition: DependsCondition): boolean {
-  if (!state.services.has(service)) return true;
+  const svc = state.services.get(service)?.value;
+  if (svc === undefined) return true;
   return tasksOf(state, service).some((t) => {
     const v = viewOf(state, t);
     if (condition === 'service_completed_successfully') return v.record.exitCode === 0 || v.status?.exitCode === 0;
-    if (t.value.desired !== 'running' || v.observed !== 'running') return false;
+    // A task of the dependency's current spec: during its rolling update, what depends on it
+    // waits for the new version to run (the order holds for updates too).
+    if (t.value.desired !== 'running' || v.observed !== 'running' || t.value.specVersion !== svc.specVersion) return false;
     return condition === 'service_started' || v.status?.health === 'healthy';
   });
 }

@@ -49,3 +49,15 @@ describe('depends_on', () => {
     expect(outcome(placePending(world().build(), 1, 5))[0]?.[1]).toBe('assigned');
   });
 });
+
+describe('depends_on during a rolling update', () => {
+  it('a task waits for a task of its dependency\'s current spec version, not one of the previous', () => {
+    const deps: Dependencies = new Map([['app-api', { 'app-db': 'service_started' }]]);
+    const b = world().placed('db1', 'app-db', 1, 'node1', 'running', { specVersion: 1 });
+    const db = b.services.get('app-db');
+    if (db !== undefined) db.value = { ...db.value, specVersion: 2 };
+    expect(outcome(placePending(b.build(), 1, 5, deps))[0]?.[2]).toBe('waiting for app-db to be running (depends_on)');
+    b.placed('db2', 'app-db', 1, 'node1', 'running', { specVersion: 2 });
+    expect(outcome(placePending(b.build(), 1, 5, deps))[0]?.[1]).toBe('assigned');
+  });
+});
