@@ -15,7 +15,7 @@ import { deleteChange, merge, putChange, type Change, type Plan } from '../resou
 import { secretsCollection } from '../resources/collections.ts';
 import { compileStack, loadCompose, stackNamePattern, stackRefusal, type Compiled } from '../resources/compose/index.ts';
 import { networksCollection, readNetworkState, type NetworkState } from '../resources/network-resources.ts';
-import { secretRecordSchema, writeSecret, type SecretRecord } from '../resources/secrets.ts';
+import { secretRecordSchema, secretValueBytesMax, writeSecret, type SecretRecord } from '../resources/secrets.ts';
 import { changedFields, jsonEqual, refusal, type ServiceSpec } from '../resources/spec/index.ts';
 import { Problems, type Problem } from '../resources/spec/reader.ts';
 import { stackRecordSchema, stacksCollection, stackSource, type StackRecord } from '../resources/stacks.ts';
@@ -119,17 +119,13 @@ export function compileBody(stack: string, body: StackDeployBody, nets: NetworkS
   return { ...compiled, skipped: loaded.skipped };
 }
 
-interface StackPlan { plan: Plan; answer: Omit<StackDeployAnswer, 'dryRun' | 'rev'> }
-
-function planDeploy(ctx: ApiContext, state: ControlState, stack: string, body: StackDeployBody): StackPlan {
-  const nets = readNetworkState(ctx.store);
-  const c = compileBody(stack, body, nets);
-  const cur = readStack(ctx.store, stack);
-  const owned = {
-    services: new Set(cur?.value.services ?? []), networks: new Set(cur?.value.networks ?? []), secrets: new Set(cur?.value.secrets ?? []),
-  };
-  const source = stackSource(stack);
+/** A resource of the stack's name that the stack did not make, and external secrets that are missing. */
+function ownershipProblems(
+  ctx: ApiContext, state: ControlState, nets: NetworkState, stack: string, c: Compiled, owned: { networks: Set<string>; secrets: Set<string> },
+  secretRecords: ReadonlyMap<string, Versioned<SecretRecord> | undefined>,
+): Problem[] {
   const problems: Problem[] = [];
+  const source = stackSource(stack);
   for (const spec of c.set.services) {
     const svc = state.services.get(spec.name)?.value;
     if (svc !== undefined && svc.source !== source) {
@@ -139,32 +135,65 @@ function planDeploy(ctx: ApiContext, state: ControlState, stack: string, body: S
   for (const n of c.set.networks) {
     if (nets.networks.has(n.name) && !owned.networks.has(n.name)) problems.push({ path: `networks (${n.name})`, message: `the network ${n.name} exists and is not part of stack ${stack}; remove it (shoal network rm ${n.name}) or deploy the stack under another name` });
   }
-  const secretRecords = new Map(c.secrets.map((s) => [s.name, readSecretRecord(ctx.store, s.name)]));
   for (const s of c.secrets) {
     if (secretRecords.get(s.name) !== undefined && !owned.secrets.has(s.name)) problems.push({ path: `secrets (${s.name})`, message: `the secret ${s.name} exists and is not part of stack ${stack}; remove it (shoal secret rm ${s.name}) or deploy the stack under another name` });
   }
   for (const name of c.externalSecrets) {
     if (ctx.store.get(secretsCollection, name) === undefined) problems.push({ path: `secrets (${name})`, message: `no secret named "${name}" (external: true); create it first: shoal secret create ${name} --from-file FILE` });
   }
-  if (problems.length > 0) throw stackRefusal(problems, c.warnings);
-  checkNetworks(nets, c.set);
-  const now = ctx.node.logTimeNow();
-  // Secrets: created or updated with the stack (sealed under the cluster key from level 6).
-  const secretChanges: Change[] = [];
-  const secrets: StackResourceOutcome[] = [];
+  return problems;
+}
+
+/** Secrets created or updated with the stack (sealed under the cluster key from level 6). */
+function planSecrets(ctx: ApiContext, c: Compiled, secretRecords: ReadonlyMap<string, Versioned<SecretRecord> | undefined>, now: number): { changes: Change[]; outcomes: StackResourceOutcome[]; sealedAll: boolean } {
+  const changes: Change[] = [];
+  const outcomes: StackResourceOutcome[] = [];
   let sealedAll = true;
   for (const s of c.secrets) {
     const prev = secretRecords.get(s.name);
     const seal = sealerFor(ctx, s.name);
     if (seal === null) sealedAll = false;
-    if (s.bytes.length > 64 * 1024) throw refusal([{ path: `secrets (${s.name})`, message: `is ${s.bytes.length} bytes; a secret holds at most 65536` }]);
+    if (s.bytes.length > secretValueBytesMax) throw refusal([{ path: `secrets (${s.name})`, message: `is ${s.bytes.length} bytes; a secret holds at most ${secretValueBytesMax}` }]);
     const next = writeSecret(s.name, s.bytes, now, prev?.value, seal);
-    if (next === null) secrets.push({ name: s.name, outcome: 'unchanged' });
+    if (next === null) outcomes.push({ name: s.name, outcome: 'unchanged' });
     else {
-      secretChanges.push(putChange(secretsCollection, s.name, next, prev?.rev ?? null));
-      secrets.push({ name: s.name, outcome: prev === undefined ? 'created' : 'updated' });
+      changes.push(putChange(secretsCollection, s.name, next, prev?.rev ?? null));
+      outcomes.push({ name: s.name, outcome: prev === undefined ? 'created' : 'updated' });
     }
   }
+  return { changes, outcomes, sealedAll };
+}
+
+interface StackPlan { plan: Plan; answer: Omit<StackDeployAnswer, 'dryRun' | 'rev'> }
+
+/** Each service's outcome, with the fields an update changes (before and after) and its spec version. */
+function serviceOutcomes(state: ControlState, c: Compiled, serviceWrite: ReturnType<typeof planApply>): StackServiceOutcome[] {
+  const records = new Map(serviceWrite.plan.changes.flatMap((ch) => (ch.kind === 'put' ? [[ch.id, ch.doc as { specVersion?: number }] as const] : [])));
+  return serviceWrite.services.map((o, i): StackServiceOutcome => {
+    const prev = state.services.get(o.name)?.value;
+    const spec = c.set.services[i];
+    const specVersion = records.get(o.name)?.specVersion ?? prev?.specVersion ?? 1;
+    const fields = o.outcome === 'updated' && prev !== undefined && spec !== undefined ? changedFields(prev.spec, spec) : undefined;
+    const changes = fields === undefined || prev === undefined || spec === undefined ? undefined
+      : Object.fromEntries(fields.map((f) => [f, { before: prev.spec[f], after: spec[f] }]));
+    return { ...o, ...(fields !== undefined ? { fields, changes } : {}), specVersion, ...(c.services.has(o.name) ? { compose: c.services.get(o.name) } : {}) };
+  });
+}
+
+function planDeploy(ctx: ApiContext, state: ControlState, stack: string, body: StackDeployBody): StackPlan {
+  const nets = readNetworkState(ctx.store);
+  const c = compileBody(stack, body, nets);
+  const cur = readStack(ctx.store, stack);
+  const owned = {
+    services: new Set(cur?.value.services ?? []), networks: new Set(cur?.value.networks ?? []), secrets: new Set(cur?.value.secrets ?? []),
+  };
+  const source = stackSource(stack);
+  const secretRecords = new Map(c.secrets.map((x) => [x.name, readSecretRecord(ctx.store, x.name)]));
+  const problems = ownershipProblems(ctx, state, nets, stack, c, owned, secretRecords);
+  if (problems.length > 0) throw stackRefusal(problems, c.warnings);
+  checkNetworks(nets, c.set);
+  const now = ctx.node.logTimeNow();
+  const { changes: secretChanges, outcomes: secrets, sealedAll } = planSecrets(ctx, c, secretRecords, now);
   const netPlan = planNetworkApply(nets, c.set, now);
   const serviceWrite = planApply(state, c.set.services, now, { source, ...(body.prune === true ? { prune: true } : {}) });
   const compares: Compare[] = [];
@@ -217,16 +246,7 @@ function planDeploy(ctx: ApiContext, state: ControlState, stack: string, body: S
     plan.changes.push(putChange(stacksCollection, stack, record, cur?.rev ?? null));
   }
   if (secretChanges.length > 0) plan = noKeyringYet(plan, sealedAll);
-  const records = new Map(serviceWrite.plan.changes.flatMap((ch) => (ch.kind === 'put' ? [[ch.id, ch.doc as { specVersion?: number }] as const] : [])));
-  const services = serviceWrite.services.map((o, i): StackServiceOutcome => {
-    const prev = state.services.get(o.name)?.value;
-    const spec = c.set.services[i];
-    const specVersion = records.get(o.name)?.specVersion ?? prev?.specVersion ?? 1;
-    const fields = o.outcome === 'updated' && prev !== undefined && spec !== undefined ? changedFields(prev.spec, spec) : undefined;
-    const changes = fields === undefined || prev === undefined || spec === undefined ? undefined
-      : Object.fromEntries(fields.map((f) => [f, { before: prev.spec[f], after: spec[f] }]));
-    return { ...o, ...(fields !== undefined ? { fields, changes } : {}), specVersion, ...(c.services.has(o.name) ? { compose: c.services.get(o.name) } : {}) };
-  });
+  const services = serviceOutcomes(state, c, serviceWrite);
   return { plan, answer: { stack, services, networks: networkOutcomes, secrets, warnings: c.warnings, skipped: c.skipped } };
 }
 

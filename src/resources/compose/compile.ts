@@ -259,27 +259,7 @@ function compileNetworks(ctx: Ctx, model: Model, services: Record<string, unknow
     if (typeof n.name === 'string') ctx.warn(`${at}.name`, `the network is ${ctx.input.stack}-${label}: a stack's resources carry its name`);
     const name = `${ctx.input.stack}-${label}`;
     const internal = n.internal === true;
-    let subnet: string | null = null;
-    if (n.ipam !== undefined) {
-      const ipam = mapping(ctx, n.ipam, `${at}.ipam`);
-      if (ipam !== null) {
-        ctx.only(ipam, `${at}.ipam`, ['driver', 'config'], { options: { kind: 'refused', reason: 'shoal networks take no IPAM options' } });
-        if (ipam.driver !== undefined && ipam.driver !== 'default') ctx.refuse(`${at}.ipam.driver`, 'shoal allocates the addresses itself: remove driver (or write default)');
-        const cfg = Array.isArray(ipam.config) ? ipam.config : [];
-        if (cfg.length > 1) ctx.refuse(`${at}.ipam.config`, 'a shoal network has one subnet; give one entry');
-        const first: unknown = cfg[0];
-        if (isPlainObject(first)) {
-          ctx.only(first, `${at}.ipam.config[0]`, ['subnet'], {
-            ip_range: { kind: 'refused', reason: 'each node takes a slice of the subnet; shoal hands out the addresses' },
-            gateway: { kind: 'refused', reason: 'each node is the gateway of its slice' },
-            aux_addresses: { kind: 'refused', reason: 'shoal hands out every address of the subnet' },
-          });
-          const s = typeof first.subnet === 'string' ? parseCidr(first.subnet) : null;
-          if (s === null || !s.ok) ctx.refuse(`${at}.ipam.config[0].subnet`, s === null ? 'is required (an IPv4 block, 10.20.0.0/16)' : s.message);
-          else subnet = formatCidr(s.cidr);
-        }
-      }
-    }
+    let subnet = n.ipam === undefined ? null : ipamSubnet(ctx, n.ipam, `${at}.ipam`);
     const existing = ctx.input.networks.get(name);
     if (subnet === null && existing !== undefined) subnet = existing;
     if (subnet !== null) {
@@ -299,6 +279,27 @@ function compileNetworks(ctx: Ctx, model: Model, services: Record<string, unknow
     out.set(p.key, { name: p.name, external: false, doc: { apiVersion, kind: 'Network', name: p.name, subnet, internal: p.internal, 'x-compose': p.at }, used: false });
   }
   return out;
+}
+
+/** The one subnet an `ipam` block gives, or null (with problems added for what shoal does not take). */
+function ipamSubnet(ctx: Ctx, value: unknown, at: string): string | null {
+  const ipam = mapping(ctx, value, at);
+  if (ipam === null) return null;
+  ctx.only(ipam, at, ['driver', 'config'], { options: { kind: 'refused', reason: 'shoal networks take no IPAM options' } });
+  if (ipam.driver !== undefined && ipam.driver !== 'default') ctx.refuse(`${at}.driver`, 'shoal allocates the addresses itself: remove driver (or write default)');
+  const cfg = Array.isArray(ipam.config) ? ipam.config : [];
+  if (cfg.length > 1) ctx.refuse(`${at}.config`, 'a shoal network has one subnet; give one entry');
+  const first: unknown = cfg[0];
+  if (!isPlainObject(first)) return null;
+  ctx.only(first, `${at}.config[0]`, ['subnet'], {
+    ip_range: { kind: 'refused', reason: 'each node takes a slice of the subnet; shoal hands out the addresses' },
+    gateway: { kind: 'refused', reason: 'each node is the gateway of its slice' },
+    aux_addresses: { kind: 'refused', reason: 'shoal hands out every address of the subnet' },
+  });
+  const s = typeof first.subnet === 'string' ? parseCidr(first.subnet) : null;
+  if (s !== null && s.ok) return formatCidr(s.cidr);
+  ctx.refuse(`${at}.config[0].subnet`, s === null ? 'is required (an IPv4 block, 10.20.0.0/16)' : s.message);
+  return null;
 }
 
 function freeSubnet(taken: readonly Cidr[]): string | null {
@@ -690,6 +691,28 @@ function range(text: string): [number, number] | null {
 
 const allAddresses = new Set(['', '0.0.0.0', '::', '[::]']);
 
+/** `[HOST_IP:][NODE_PORT:]CONTAINER_PORT[/PROTOCOL]` in its parts; null when it has too many. */
+function shortPort(p: string): { hostIp: string; published: string | null; target: string; protocol: string } | null {
+  let rest = p;
+  let protocol = 'tcp';
+  let hostIp = '';
+  const slash = rest.lastIndexOf('/');
+  if (slash >= 0) {
+    protocol = rest.slice(slash + 1);
+    rest = rest.slice(0, slash);
+  }
+  const v6 = /^\[([^\]]*)\]:(.*)$/.exec(rest);
+  if (v6 !== null) {
+    hostIp = v6[1] ?? '';
+    rest = v6[2] ?? '';
+  }
+  const parts = rest.split(':');
+  if (parts.length > 3) return null;
+  if (parts.length === 3) hostIp = parts[0] ?? '';
+  const published = parts.length >= 2 ? parts[parts.length - 2] ?? '' : '';
+  return { hostIp, published: published === '' ? null : published, target: parts[parts.length - 1] ?? '', protocol };
+}
+
 function port(ctx: Ctx, p: unknown, at: string): PortOut[] {
   let hostIp = '';
   let published: string | null;
@@ -699,26 +722,12 @@ function port(ctx: Ctx, p: unknown, at: string): PortOut[] {
     published = null;
     target = String(p);
   } else if (typeof p === 'string') {
-    let rest = p;
-    const slash = rest.lastIndexOf('/');
-    if (slash >= 0) {
-      protocol = rest.slice(slash + 1);
-      rest = rest.slice(0, slash);
-    }
-    const v6 = /^\[([^\]]*)\]:(.*)$/.exec(rest);
-    if (v6 !== null) {
-      hostIp = v6[1] ?? '';
-      rest = v6[2] ?? '';
-    }
-    const parts = rest.split(':');
-    if (parts.length === 3) [hostIp, published, target] = [parts[0] ?? '', parts[1] ?? '', parts[2] ?? ''];
-    else if (parts.length === 2) [published, target] = [parts[0] ?? '', parts[1] ?? ''];
-    else if (parts.length === 1) [published, target] = [null, parts[0] ?? ''];
-    else {
+    const short = shortPort(p);
+    if (short === null) {
       ctx.refuse(at, `${JSON.stringify(p)} is not a port ([HOST_IP:]NODE_PORT:CONTAINER_PORT[/PROTOCOL])`);
       return [];
     }
-    if (published === '') published = null;
+    ({ hostIp, published, target, protocol } = short);
   } else if (isPlainObject(p)) {
     ctx.only(p, at, ['target', 'published', 'protocol', 'host_ip', 'mode', 'name'], {
       app_protocol: { kind: 'warned', reason: 'informational' },
@@ -764,6 +773,51 @@ function port(ctx: Ctx, p: unknown, at: string): PortOut[] {
   return out;
 }
 
+interface MountIn { type: string; source: string; target: string; readOnly: boolean }
+
+/** A `volumes` entry in the short syntax (`source:target[:ro]`); null when refused. */
+function shortMount(ctx: Ctx, v: string, where: string): MountIn | null {
+  const parts = v.split(':');
+  if (parts.length === 1) {
+    ctx.refuse(where, `${JSON.stringify(v)} is an anonymous volume: name it (data:${v}) and declare it under volumes:, so each task finds it again`);
+    return null;
+  }
+  const source = parts[0] ?? '';
+  let readOnly = false;
+  for (const opt of (parts[2] ?? '').split(',').filter((o) => o !== '')) {
+    if (opt === 'ro') readOnly = true;
+    else if (opt === 'rw') readOnly = false;
+    else if (['z', 'Z', 'cached', 'delegated', 'consistent', 'nocopy'].includes(opt)) ctx.warn(where, `accepted with no effect: the option ${opt} is not passed to the runtime`);
+    else ctx.refuse(where, `${JSON.stringify(opt)} is not supported: a mount takes ro or rw (bind propagation, such as rslave, is not passed to the runtime)`);
+  }
+  const type = source.startsWith('/') || source.startsWith('.') || source.startsWith('~') ? 'bind' : 'volume';
+  return { type, source, target: parts[1] ?? '', readOnly };
+}
+
+/** A `volumes` entry in the long syntax; null when refused. */
+function longMount(ctx: Ctx, v: Record<string, unknown>, where: string): MountIn | null {
+  ctx.only(v, where, ['type', 'source', 'target', 'read_only'], {
+    bind: { kind: 'warned', reason: 'bind options (propagation, create_host_path, selinux) are not passed to the runtime' },
+    volume: { kind: 'warned', reason: 'volume options (nocopy, subpath) are not passed to the runtime' },
+    consistency: { kind: 'warned', reason: 'a macOS setting; no effect on Linux' },
+    tmpfs: { kind: 'refused', reason: 'shoal\'s Service has no tmpfs mounts yet' },
+  });
+  const type = String(v.type ?? 'volume');
+  if (type === 'tmpfs' || type === 'npipe' || type === 'cluster' || type === 'image') {
+    ctx.refuse(`${where}.type`, `${type} is not supported: shoal mounts bind paths and named volumes (shoal's Service has no ${type} mounts yet)`);
+    return null;
+  }
+  if (type !== 'bind' && type !== 'volume') {
+    ctx.refuse(`${where}.type`, `${JSON.stringify(type)} is not one of volume, bind`);
+    return null;
+  }
+  if (v.source === undefined || v.source === '') {
+    ctx.refuse(`${where}.source`, 'is required: name the volume (declared under volumes:) or the absolute host path');
+    return null;
+  }
+  return { type, source: String(v.source), target: String(v.target ?? ''), readOnly: v.read_only === true };
+}
+
 function compileVolumes(ctx: Ctx, value: unknown, at: string, volumes: Map<string, StackVolume>): Record<string, unknown>[] {
   if (value === undefined) return [];
   if (!Array.isArray(value)) {
@@ -773,70 +827,30 @@ function compileVolumes(ctx: Ctx, value: unknown, at: string, volumes: Map<strin
   const out: Record<string, unknown>[] = [];
   value.forEach((v, i) => {
     const where = `${at}[${i}]`;
-    let type: string;
-    let source: string;
-    let target: string;
-    let readOnly = false;
-    if (typeof v === 'string') {
-      const parts = v.split(':');
-      if (parts.length === 1) {
-        ctx.refuse(where, `${JSON.stringify(v)} is an anonymous volume: name it (data:${v}) and declare it under volumes:, so each task finds it again`);
-        return;
-      }
-      source = parts[0] ?? '';
-      target = parts[1] ?? '';
-      for (const opt of (parts[2] ?? '').split(',').filter((o) => o !== '')) {
-        if (opt === 'ro') readOnly = true;
-        else if (opt === 'rw') readOnly = false;
-        else if (['z', 'Z', 'cached', 'delegated', 'consistent', 'nocopy'].includes(opt)) ctx.warn(where, `accepted with no effect: the option ${opt} is not passed to the runtime`);
-        else ctx.refuse(where, `${JSON.stringify(opt)} is not supported: a mount takes ro or rw (bind propagation, such as rslave, is not passed to the runtime)`);
-      }
-      type = source.startsWith('/') || source.startsWith('.') || source.startsWith('~') ? 'bind' : 'volume';
-    } else if (isPlainObject(v)) {
-      ctx.only(v, where, ['type', 'source', 'target', 'read_only'], {
-        bind: { kind: 'warned', reason: 'bind options (propagation, create_host_path, selinux) are not passed to the runtime' },
-        volume: { kind: 'warned', reason: 'volume options (nocopy, subpath) are not passed to the runtime' },
-        consistency: { kind: 'warned', reason: 'a macOS setting; no effect on Linux' },
-        tmpfs: { kind: 'refused', reason: 'shoal\'s Service has no tmpfs mounts yet' },
-      });
-      type = String(v.type ?? 'volume');
-      source = String(v.source ?? '');
-      target = String(v.target ?? '');
-      readOnly = v.read_only === true;
-      if (type === 'tmpfs' || type === 'npipe' || type === 'cluster' || type === 'image') {
-        ctx.refuse(`${where}.type`, `${type} is not supported: shoal mounts bind paths and named volumes (shoal's Service has no ${type} mounts yet)`);
-        return;
-      }
-      if (type !== 'bind' && type !== 'volume') {
-        ctx.refuse(`${where}.type`, `${JSON.stringify(type)} is not one of volume, bind`);
-        return;
-      }
-      if (source === '') {
-        ctx.refuse(`${where}.source`, 'is required: name the volume (declared under volumes:) or the absolute host path');
-        return;
-      }
-    } else {
+    if (typeof v !== 'string' && !isPlainObject(v)) {
       ctx.refuse(where, `must be a string or a mapping, not ${describe(v)}`);
       return;
     }
-    if (source === '') {
+    const m = typeof v === 'string' ? shortMount(ctx, v, where) : longMount(ctx, v, where);
+    if (m === null) return;
+    if (m.source === '') {
       ctx.refuse(where, `${JSON.stringify(v)} has no source (is a variable it names not set?)`);
       return;
     }
-    if (type === 'bind') {
-      if (!source.startsWith('/')) {
-        ctx.refuse(where, `the relative bind mount ${source} names a path on the machine that runs the CLI, which the nodes do not have: for files, use a configs: or secrets: entry; for data, a named volume; or an absolute path on the nodes with a placement constraint`);
+    if (m.type === 'bind') {
+      if (!m.source.startsWith('/')) {
+        ctx.refuse(where, `the relative bind mount ${m.source} names a path on the machine that runs the CLI, which the nodes do not have: for files, use a configs: or secrets: entry; for data, a named volume; or an absolute path on the nodes with a placement constraint`);
         return;
       }
-      out.push({ type: 'bind', source: source.replace(/\/+$/, '') || '/', target, readOnly });
+      out.push({ type: 'bind', source: m.source.replace(/\/+$/, '') || '/', target: m.target, readOnly: m.readOnly });
       return;
     }
-    const vol = volumes.get(source);
+    const vol = volumes.get(m.source);
     if (vol === undefined) {
-      ctx.refuse(where, `names the volume ${source}, which is not declared under volumes: (add volumes: {${source}: {}})`);
+      ctx.refuse(where, `names the volume ${m.source}, which is not declared under volumes: (add volumes: {${m.source}: {}})`);
       return;
     }
-    out.push({ type: 'volume', source: vol.source, target, readOnly });
+    out.push({ type: 'volume', source: vol.source, target: m.target, readOnly: m.readOnly });
   });
   return out;
 }
