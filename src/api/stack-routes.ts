@@ -14,7 +14,7 @@ import { checkNetworks, planNetworkApply } from '../control/network-apply.ts';
 import { deleteChange, merge, putChange, type Change, type Plan } from '../resources/changes.ts';
 import { secretsCollection } from '../resources/collections.ts';
 import { compileStack, loadCompose, stackNamePattern, stackRefusal, type Compiled } from '../resources/compose/index.ts';
-import { networksCollection, readNetworkState, type NetworkState } from '../resources/network-resources.ts';
+import { firewallPoliciesCollection, networksCollection, readNetworkState, type NetworkState } from '../resources/network-resources.ts';
 import { secretRecordSchema, secretValueBytesMax, writeSecret, type SecretRecord } from '../resources/secrets.ts';
 import { changedFields, jsonEqual, refusal, type ServiceSpec } from '../resources/spec/index.ts';
 import { Problems, type Problem } from '../resources/spec/reader.ts';
@@ -75,6 +75,8 @@ export interface StackDeployAnswer {
   services: StackServiceOutcome[];
   networks: StackResourceOutcome[];
   secrets: StackResourceOutcome[];
+  /** The firewall policy that publishes the stack's ports (STACK-published). */
+  policies: StackResourceOutcome[];
   /** Fields accepted with no effect, with their compose paths. */
   warnings: Problem[];
   /** Services left out for their profiles. */
@@ -121,7 +123,7 @@ export function compileBody(stack: string, body: StackDeployBody, nets: NetworkS
 
 /** A resource of the stack's name that the stack did not make, and external secrets that are missing. */
 function ownershipProblems(
-  ctx: ApiContext, state: ControlState, nets: NetworkState, stack: string, c: Compiled, owned: { networks: Set<string>; secrets: Set<string> },
+  ctx: ApiContext, state: ControlState, nets: NetworkState, stack: string, c: Compiled, owned: { networks: Set<string>; secrets: Set<string>; policies: Set<string> },
   secretRecords: ReadonlyMap<string, Versioned<SecretRecord> | undefined>,
 ): Problem[] {
   const problems: Problem[] = [];
@@ -131,6 +133,9 @@ function ownershipProblems(
     if (svc !== undefined && svc.source !== source) {
       problems.push({ path: `services.${c.services.get(spec.name) ?? spec.name}`, message: `the service ${spec.name} exists and is not part of stack ${stack}${svc.source === null ? '' : ` (its source is ${svc.source})`}; remove it (shoal service rm ${spec.name}) or deploy the stack under another name` });
     }
+  }
+  for (const p of c.set.firewallPolicies) {
+    if (nets.policies.has(p.name) && !owned.policies.has(p.name)) problems.push({ path: `services (ports: ${p.name})`, message: `the firewall policy ${p.name} exists and is not part of stack ${stack}; remove it (shoal policy rm ${p.name}) or deploy the stack under another name` });
   }
   for (const n of c.set.networks) {
     if (nets.networks.has(n.name) && !owned.networks.has(n.name)) problems.push({ path: `networks (${n.name})`, message: `the network ${n.name} exists and is not part of stack ${stack}; remove it (shoal network rm ${n.name}) or deploy the stack under another name` });
@@ -186,6 +191,7 @@ function planDeploy(ctx: ApiContext, state: ControlState, stack: string, body: S
   const cur = readStack(ctx.store, stack);
   const owned = {
     services: new Set(cur?.value.services ?? []), networks: new Set(cur?.value.networks ?? []), secrets: new Set(cur?.value.secrets ?? []),
+    policies: new Set(cur?.value.policies ?? []),
   };
   const source = stackSource(stack);
   const secretRecords = new Map(c.secrets.map((x) => [x.name, readSecretRecord(ctx.store, x.name)]));
@@ -229,12 +235,22 @@ function planDeploy(ctx: ApiContext, state: ControlState, stack: string, body: S
     pruneChanges.push(deleteChange(secretsCollection, name, s.rev));
     secrets.push({ name, outcome: 'removed' });
   }
+  const policies: StackResourceOutcome[] = netPlan.firewallPolicies.map((p) => ({ name: p.name, outcome: p.outcome }));
+  const keptPolicies: string[] = c.set.firewallPolicies.map((p) => p.name);
+  for (const name of owned.policies) {
+    const p = nets.policies.get(name);
+    if (keptPolicies.includes(name) || p === undefined) continue;
+    // A stack whose services no longer publish ports has no policy; it goes (it opens nothing more).
+    pruneChanges.push(deleteChange(firewallPoliciesCollection, name, p.rev));
+    policies.push({ name, outcome: 'removed' });
+  }
   const keptServices = [...owned.services].filter((n) => !named.services.has(n) && !removedServices.has(n) && state.services.has(n));
   const record: StackRecord = {
     name: stack,
     services: [...new Set([...named.services, ...keptServices])].sort(),
     networks: [...new Set(keep.networks)].sort(),
     secrets: [...new Set(keep.secrets)].sort(),
+    policies: keptPolicies.sort(),
     dependsOn: c.dependsOn,
     files: body.files.map((f) => f.path),
     createdAt: cur?.value.createdAt ?? now,
@@ -247,10 +263,10 @@ function planDeploy(ctx: ApiContext, state: ControlState, stack: string, body: S
   }
   if (secretChanges.length > 0) plan = noKeyringYet(plan, sealedAll);
   const services = serviceOutcomes(state, c, serviceWrite);
-  return { plan, answer: { stack, services, networks: networkOutcomes, secrets, warnings: c.warnings, skipped: c.skipped } };
+  return { plan, answer: { stack, services, networks: networkOutcomes, secrets, policies, warnings: c.warnings, skipped: c.skipped } };
 }
 
-function planStackRemove(ctx: ApiContext, state: ControlState, stack: string): { plan: Plan; removed: { services: string[]; networks: string[]; secrets: string[] }; kept: Problem[] } {
+function planStackRemove(ctx: ApiContext, state: ControlState, stack: string): { plan: Plan; removed: { services: string[]; networks: string[]; secrets: string[]; policies: string[] }; kept: Problem[] } {
   const cur = readStack(ctx.store, stack);
   const source = stackSource(stack);
   const services = [...state.services.values()].filter((s) => s.value.source === source || (cur?.value.services.includes(s.value.name) ?? false));
@@ -260,7 +276,13 @@ function planStackRemove(ctx: ApiContext, state: ControlState, stack: string): {
   const others = [...state.services.values()].filter((s) => !gone.has(s.value.name));
   const kept: Problem[] = [];
   const nets = readNetworkState(ctx.store);
-  const removed = { services: [...gone].sort(), networks: [] as string[], secrets: [] as string[] };
+  const removed = { services: [...gone].sort(), networks: [] as string[], secrets: [] as string[], policies: [] as string[] };
+  for (const name of cur?.value.policies ?? []) {
+    const p = nets.policies.get(name);
+    if (p === undefined) continue;
+    changes.push(deleteChange(firewallPoliciesCollection, name, p.rev));
+    removed.policies.push(name);
+  }
   for (const name of cur?.value.networks ?? []) {
     const n = nets.networks.get(name);
     if (n === undefined) continue;

@@ -103,8 +103,8 @@ ${clientExitCodes}`;
 
 const rmHelp = `Usage: shoal stack rm NAME [--addr HOST:PORT] [--json]
 
-Removes everything stack NAME made: its services (their tasks are shut down), its networks and its
-secrets, and nothing else (a network or secret another service uses is kept, and said). Named
+Removes everything stack NAME made: its services (their tasks are shut down), its networks, its
+secrets and the firewall policy of its published ports, and nothing else (a network or secret another service uses is kept, and said). Named
 volumes stay on the nodes, as docker compose down leaves them.
 
 Options:
@@ -181,6 +181,7 @@ const outcomeSchema = z.object({
 const problemSchema = z.object({ path: z.string(), message: z.string() });
 const deployAnswerSchema = z.object({
   stack: z.string(), dryRun: z.boolean(), rev: z.number().nullable(), services: z.array(outcomeSchema), networks: z.array(outcomeSchema), secrets: z.array(outcomeSchema),
+  policies: z.array(outcomeSchema).default([]),
   warnings: z.array(problemSchema), skipped: z.array(z.string()),
 }).loose();
 type DeployAnswer = z.infer<typeof deployAnswerSchema>;
@@ -195,6 +196,7 @@ export function deployLines(a: DeployAnswer): string[] {
   const lines: string[] = [];
   for (const n of a.networks) lines.push(`network ${n.name}: ${verb(n.outcome)}`);
   for (const s of a.secrets) lines.push(`secret ${s.name}: ${verb(s.outcome)}`);
+  for (const p of a.policies) lines.push(`firewall policy ${p.name}: ${verb(p.outcome)}`);
   for (const s of a.services) {
     if (s.outcome !== 'updated') {
       lines.push(`service ${s.name}: ${verb(s.outcome)}`);
@@ -204,7 +206,7 @@ export function deployLines(a: DeployAnswer): string[] {
     lines.push(`service ${s.name}: ${verb('updated')}; ${how}`);
     for (const [field, c] of Object.entries(s.changes ?? {})) lines.push(`  ${field}: ${shown(c.before)} -> ${shown(c.after)}`);
   }
-  const changed = [...a.networks, ...a.secrets, ...a.services].some((r) => r.outcome !== 'unchanged');
+  const changed = [...a.networks, ...a.secrets, ...a.policies, ...a.services].some((r) => r.outcome !== 'unchanged');
   if (a.dryRun) lines.push(changed ? 'dry run: nothing was changed' : 'dry run: no change');
   return lines;
 }
@@ -329,7 +331,7 @@ async function psCommand(argv: string[]): Promise<number> {
 }
 
 const removedSchema = z.object({
-  name: z.string(), removed: z.object({ services: z.array(z.string()), networks: z.array(z.string()), secrets: z.array(z.string()) }),
+  name: z.string(), removed: z.object({ services: z.array(z.string()), networks: z.array(z.string()), secrets: z.array(z.string()), policies: z.array(z.string()).default([]) }),
   kept: z.array(problemSchema), rev: z.number().nullable(),
 }).loose();
 
@@ -345,6 +347,7 @@ async function rmCommand(argv: string[]): Promise<number> {
   for (const s of body.removed.services) console.log(`service ${s}: removed`);
   for (const n of body.removed.networks) console.log(`network ${n}: removed`);
   for (const s of body.removed.secrets) console.log(`secret ${s}: removed`);
+  for (const p of body.removed.policies) console.log(`firewall policy ${p}: removed`);
   for (const k of body.kept) console.log(`${k.path}: ${k.message}`);
   return exitCodes.ok;
 }

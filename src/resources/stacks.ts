@@ -16,6 +16,8 @@ export interface StackRecord {
   services: string[];
   networks: string[];
   secrets: string[];
+  /** The firewall policy that publishes its ports (STACK-published), when it has one. */
+  policies: string[];
   /** Per service, the services it depends on and the condition (compose depends_on). */
   dependsOn: Record<string, Record<string, 'service_started' | 'service_healthy' | 'service_completed_successfully'>>;
   /** The compose files of the last deploy (their names, as given). */
@@ -29,6 +31,7 @@ export const stackRecordSchema = z.object({
   services: z.array(z.string()),
   networks: z.array(z.string()),
   secrets: z.array(z.string()),
+  policies: z.array(z.string()),
   dependsOn: z.record(z.string(), z.record(z.string(), z.enum(['service_started', 'service_healthy', 'service_completed_successfully']))),
   files: z.array(z.string()),
   createdAt: z.number(),

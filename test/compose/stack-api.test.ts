@@ -64,7 +64,7 @@ secrets:
 `;
 
 interface Outcome { name: string; outcome: string; fields?: string[]; changes?: Record<string, { before: unknown; after: unknown }> }
-interface Deploy { dryRun: boolean; rev: number | null; services: Outcome[]; networks: Outcome[]; secrets: Outcome[]; warnings: { path: string; message: string }[] }
+interface Deploy { dryRun: boolean; rev: number | null; services: Outcome[]; networks: Outcome[]; secrets: Outcome[]; policies: Outcome[]; warnings: { path: string; message: string }[] }
 
 const readFiles = { './db_password.txt': Buffer.from('s3cret\n').toString('base64') };
 const deploy = (name: string, text: string, opts: { dryRun?: boolean; prune?: boolean } = {}) => s.app.inject({
@@ -84,6 +84,10 @@ describe('compose stacks through the API', () => {
       'service app-web': 'created', 'service app-api': 'created', 'service app-db': 'created', 'service app-cache': 'created',
     });
     expect(d.warnings.map((w) => w.path)).toEqual(['services.web.expose']);
+    // The published port is opened as Compose opens it, where the firewall is on.
+    expect(d.policies).toEqual([{ name: 'app-published', outcome: 'created' }]);
+    const policy = await get<{ policy: { record: { spec: { publish: unknown[] } } } }>('/v1/firewall-policies/app-published');
+    expect(policy.policy.record.spec.publish).toEqual([{ service: 'app-web', ports: [{ port: 8080, protocol: 'tcp' }], nodes: [] }]);
     const web = await get<{ service: { record: { source: string; spec: { env: Record<string, string>; networks: string[]; ports: unknown[] } } } }>('/v1/services/app-web');
     expect(web.service.record.source).toBe('stack:app');
     expect(web.service.record.spec.env).toEqual({ API_URL: 'http://api:3000', TZ: 'Europe/Paris' });
@@ -152,7 +156,8 @@ services:
   it('rm removes everything the stack made (services, network, secret, record) and nothing else', async () => {
     const res = await s.app.inject({ method: 'DELETE', url: '/v1/stacks/app' });
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json()).toMatchObject({ removed: { services: ['app-api', 'app-db', 'app-web'], networks: ['app-default'], secrets: ['app-db-password'] }, kept: [] });
+    expect(res.json()).toMatchObject({ removed: { services: ['app-api', 'app-db', 'app-web'], networks: ['app-default'], secrets: ['app-db-password'], policies: ['app-published'] }, kept: [] });
+    expect((await s.app.inject({ url: '/v1/firewall-policies/app-published' })).statusCode).toBe(404);
     expect((await get<{ items: unknown[] }>('/v1/stacks')).items).toEqual([]);
     expect((await s.app.inject({ url: '/v1/networks/app-default' })).statusCode).toBe(404);
     expect((await s.app.inject({ url: '/v1/secrets/app-db-password' })).statusCode).toBe(404);

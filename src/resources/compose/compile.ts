@@ -139,7 +139,8 @@ export function compileStack(input: CompileInput): Compiled {
     if (Object.keys(deps).length > 0) dependsOn[shoalName] = Object.fromEntries(Object.entries(deps).map(([d, c]) => [`${stack}-${labelOf(d) ?? d}`, c]));
   }
   const networkDocs = [...networks.values()].filter((n) => n.doc !== null && n.used).map((n) => n.doc as Record<string, unknown>);
-  const origins = [...networkDocs, ...serviceDocs];
+  const policyDocs = publishPolicy(stack, serviceDocs);
+  const origins = [...networkDocs, ...serviceDocs, ...policyDocs];
   const documents = origins.map(({ 'x-compose': _origin, ...d }) => d);
   let set: SpecSet = { services: [], networks: [], firewallPolicies: [] };
   // Shoal's own reader checks the values (types, ranges, names); a resource whose compose fields
@@ -165,6 +166,20 @@ export function compileStack(input: CompileInput): Compiled {
   };
 }
 
+/**
+ * The published ports, opened to the outside as Compose publishes them: one FirewallPolicy
+ * (STACK-published) with a publish rule per service that publishes ports. It matters only where
+ * the firewall is on (docs/network.md); a service on the node's network needs none.
+ */
+function publishPolicy(stack: string, serviceDocs: readonly Record<string, unknown>[]): Record<string, unknown>[] {
+  const publish = serviceDocs.flatMap((d) => {
+    const ports = Array.isArray(d.ports) ? (d.ports as { published: number; protocol: string }[]) : [];
+    if (ports.length === 0 || d.hostNetwork === true) return [];
+    return [{ service: d.name, ports: [...new Set(ports.map((p) => `${p.published}/${p.protocol}`))] }];
+  });
+  return publish.length === 0 ? [] : [{ apiVersion, kind: 'FirewallPolicy', name: `${stack}-published`, publish, 'x-compose': 'services (ports)' }];
+}
+
 /** The refusal: the catalogue's bad_request with every problem (and the warnings, for context). */
 export function stackRefusal(problems: readonly Problem[], warnings: readonly Problem[] = []): ShoalError {
   const lines = problems.map((p) => `  ${p.path}: ${p.message}`);
@@ -175,9 +190,9 @@ export function stackRefusal(problems: readonly Problem[], warnings: readonly Pr
 
 /** `services[2].env.X` of the documents as the compose path `services.web (env.X)`. */
 function composePath(path: string, documents: readonly Record<string, unknown>[]): string {
-  const m = /^(services|networks)\[(\d+)\](.*)$/.exec(path);
+  const m = /^(services|networks|firewallPolicies)\[(\d+)\](.*)$/.exec(path);
   if (m === null) return path;
-  const docs = documents.filter((d) => d.kind === (m[1] === 'services' ? 'Service' : 'Network'));
+  const docs = documents.filter((d) => d.kind === ({ services: 'Service', networks: 'Network', firewallPolicies: 'FirewallPolicy' } as Record<string, string>)[m[1] ?? '']);
   const doc = docs[Number(m[2])];
   const from = typeof doc?.['x-compose'] === 'string' ? doc['x-compose'] : String(doc?.name ?? path);
   return m[3] === '' ? from : `${from} (as shoal's ${m[3]?.replace(/^\./, '')})`;
