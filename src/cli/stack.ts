@@ -104,8 +104,9 @@ ${clientExitCodes}`;
 const rmHelp = `Usage: shoal stack rm NAME [--addr HOST:PORT] [--json]
 
 Removes everything stack NAME made: its services (their tasks are shut down), its networks, its
-secrets and the firewall policy of its published ports, and nothing else (a network or secret another service uses is kept, and said). Named
-volumes stay on the nodes, as docker compose down leaves them.
+secrets and the firewall policy of its published ports, and nothing else (a network or secret
+another service uses is kept, and said). Named volumes stay on the nodes, as docker compose down
+leaves them.
 
 Options:
 ${commonFlagsHelp}

@@ -12,6 +12,7 @@
 
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
+import { connect } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -40,7 +41,9 @@ x-sleep: &sleep
   stop_grace_period: 1s
 services:
   front:
-    <<: *sleep
+    image: ${image}
+    command: ["sh", "-c", "while true; do echo front | nc -l -p 80; done"]
+    stop_grace_period: 1s
     ports: ["8080:80"]
     environment:
       DB_HOST: db:5432
@@ -74,7 +77,7 @@ secrets:
 }
 
 interface Outcome { name: string; outcome: string; changes?: Record<string, { before: unknown; after: unknown }> }
-interface DeployAnswer { services: Outcome[]; networks: Outcome[]; secrets: Outcome[] }
+interface DeployAnswer { services: Outcome[]; networks: Outcome[]; secrets: Outcome[]; policies: Outcome[] }
 
 describe('a compose stack on three processes with the Docker runtime', () => {
   let lab: OverlayLab;
@@ -120,6 +123,7 @@ describe('a compose stack on three processes with the Docker runtime', () => {
     });
     const a = await deploy(composeFile({ apiVersion: '1', withApi: true }));
     expect(outcomes(a)).toEqual({ 'app-default': 'created', 'app-db-password': 'created', 'app-front': 'created', 'app-api': 'created', 'app-db': 'created' });
+    expect(a.policies).toEqual([{ name: 'app-published', outcome: 'created' }]);
     const [db, apiC] = await Promise.all([running(n3, 'app-db'), running(n2, 'app-api'), running(n1, 'app-front')]);
     const startedAt = (n: LabNode, c: string): number => Date.parse(lab.docker(n, ['inspect', '-f', '{{.State.StartedAt}}', c]).stdout.trim());
     // depends_on: the api's container was created only after the db's ran (and reported healthy).
@@ -142,6 +146,23 @@ describe('a compose stack on three processes with the Docker runtime', () => {
     }, 60_000);
     expect(answer.trim()).toBe('pong');
   }, 150_000);
+
+  it('the published port answers from outside the node (the stack\'s publish policy opens it)', async () => {
+    const read = (): Promise<string> => new Promise((resolve) => {
+      const socket = connect({ host: n1.ip, port: 8080 });
+      let text = '';
+      socket.setTimeout(3_000, () => socket.destroy());
+      socket.on('data', (b: Buffer) => { text += b.toString(); });
+      socket.on('close', () => resolve(text));
+      socket.on('error', () => resolve(''));
+      socket.on('connect', () => socket.end('hello\n'));
+    });
+    const got = await lab.mesh.waitFor('an answer on n1:8080', async () => {
+      const t = await read();
+      return t.includes('front') ? t : undefined;
+    }, 60_000);
+    expect(got.trim()).toBe('front');
+  }, 90_000);
 
   it('a dry run of the same files changes nothing; an update of one service changes exactly it', async () => {
     const same = await deploy(composeFile({ apiVersion: '1', withApi: true }), { dryRun: true });
@@ -169,7 +190,7 @@ describe('a compose stack on three processes with the Docker runtime', () => {
     const r = await api('/v1/stacks/app', 'DELETE');
     expect(r.kind === 'answer' && r.status).toBe(200);
     for (const n of [n1, n3]) await lab.mesh.waitFor(`the stack's containers gone on ${n.name}`, () => (lab.containers(n, 'app-front').length + lab.containers(n, 'app-db').length === 0 ? true : undefined), 60_000);
-    for (const [p, want] of [['/v1/networks/app-default', 404], ['/v1/secrets/app-db-password', 404], ['/v1/stacks/app', 404], ['/v1/services/keep', 200]] as const) {
+    for (const [p, want] of [['/v1/networks/app-default', 404], ['/v1/secrets/app-db-password', 404], ['/v1/firewall-policies/app-published', 404], ['/v1/stacks/app', 404], ['/v1/services/keep', 200]] as const) {
       const got = await api(p);
       expect(got.kind === 'answer' ? got.status : got.kind, p).toBe(want);
     }
