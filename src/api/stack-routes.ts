@@ -185,6 +185,51 @@ function serviceOutcomes(state: ControlState, c: Compiled, serviceWrite: ReturnT
   });
 }
 
+interface PruneInput {
+  ctx: ApiContext;
+  state: ControlState;
+  nets: NetworkState;
+  c: Compiled;
+  owned: { networks: Set<string>; secrets: Set<string> };
+  named: { services: Set<string>; networks: Set<string>; secrets: Set<string> };
+  removedServices: Set<string>;
+  prune: boolean;
+}
+
+/**
+ * The networks and secrets the stack made that the files no longer name: removed with --prune
+ * (unless a service outside the stack uses one), kept and still the stack's without. Adds the
+ * removals to `changes` and the outcomes; answers what the stack keeps.
+ */
+function pruneOwned(p: PruneInput, changes: Change[], networkOutcomes: StackResourceOutcome[], secrets: StackResourceOutcome[]): { networks: string[]; secrets: string[] } {
+  const { ctx, state, nets, c, owned, named, removedServices } = p;
+  const keep = { networks: [...named.networks], secrets: [...named.secrets] };
+  const stillUsed = (uses: (spec: ServiceSpec) => boolean): boolean =>
+    [...state.services.values()].some((s) => !removedServices.has(s.value.name) && !named.services.has(s.value.name) && uses(s.value.spec))
+    || c.set.services.some(uses);
+  for (const name of owned.networks) {
+    if (named.networks.has(name)) continue;
+    const n = nets.networks.get(name);
+    if (!p.prune || n === undefined || stillUsed((s) => s.networks.includes(name))) {
+      if (n !== undefined) keep.networks.push(name);
+      continue;
+    }
+    changes.push(deleteChange(networksCollection, name, n.rev));
+    networkOutcomes.push({ name, outcome: 'removed' });
+  }
+  for (const name of owned.secrets) {
+    if (named.secrets.has(name)) continue;
+    const s = readSecretRecord(ctx.store, name);
+    if (!p.prune || s === undefined || stillUsed((sp) => sp.secrets.some((r) => r.name === name))) {
+      if (s !== undefined) keep.secrets.push(name);
+      continue;
+    }
+    changes.push(deleteChange(secretsCollection, name, s.rev));
+    secrets.push({ name, outcome: 'removed' });
+  }
+  return keep;
+}
+
 function planDeploy(ctx: ApiContext, state: ControlState, stack: string, body: StackDeployBody): StackPlan {
   const nets = readNetworkState(ctx.store);
   const c = compileBody(stack, body, nets);
@@ -211,30 +256,7 @@ function planDeploy(ctx: ApiContext, state: ControlState, stack: string, body: S
   const removedServices = new Set(serviceWrite.services.filter((s) => s.outcome === 'removed').map((s) => s.name));
   const pruneChanges: Change[] = [];
   const networkOutcomes: StackResourceOutcome[] = netPlan.networks.map((n) => ({ name: n.name, outcome: n.outcome }));
-  const keep = { networks: [...named.networks], secrets: [...named.secrets] };
-  const stillUsed = (uses: (spec: ServiceSpec) => boolean): boolean =>
-    [...state.services.values()].some((s) => !removedServices.has(s.value.name) && !named.services.has(s.value.name) && uses(s.value.spec))
-    || c.set.services.some(uses);
-  for (const name of owned.networks) {
-    if (named.networks.has(name)) continue;
-    const n = nets.networks.get(name);
-    if (body.prune !== true || n === undefined || stillUsed((s) => s.networks.includes(name))) {
-      if (n !== undefined) keep.networks.push(name);
-      continue;
-    }
-    pruneChanges.push(deleteChange(networksCollection, name, n.rev));
-    networkOutcomes.push({ name, outcome: 'removed' });
-  }
-  for (const name of owned.secrets) {
-    if (named.secrets.has(name)) continue;
-    const s = readSecretRecord(ctx.store, name);
-    if (body.prune !== true || s === undefined || stillUsed((sp) => sp.secrets.some((r) => r.name === name))) {
-      if (s !== undefined) keep.secrets.push(name);
-      continue;
-    }
-    pruneChanges.push(deleteChange(secretsCollection, name, s.rev));
-    secrets.push({ name, outcome: 'removed' });
-  }
+  const keep = pruneOwned({ ctx, state, nets, c, owned, named, removedServices, prune: body.prune === true }, pruneChanges, networkOutcomes, secrets);
   const policies: StackResourceOutcome[] = netPlan.firewallPolicies.map((p) => ({ name: p.name, outcome: p.outcome }));
   const keptPolicies: string[] = c.set.firewallPolicies.map((p) => p.name);
   for (const name of owned.policies) {

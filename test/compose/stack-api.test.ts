@@ -123,6 +123,19 @@ describe('compose stacks through the API', () => {
     expect((await s.app.inject({ url: '/v1/services/app-cache' })).statusCode).toBe(404);
   });
 
+  it('--prune removes the networks and secrets the files no longer name; without it they stay the stack\'s', async () => {
+    const full = 'services:\n  w:\n    image: busybox:1.36\n    networks: [extra]\n    secrets: [token]\nnetworks:\n  extra: {}\nsecrets:\n  token: {content: abc}\n';
+    const bare = 'services:\n  w:\n    image: busybox:1.36\n';
+    expect(outcomes((await deploy('p', full)).json() as Deploy)).toEqual({ 'network p-extra': 'created', 'secret p-token': 'created', 'service p-w': 'created' });
+    const kept = (await deploy('p', bare)).json() as Deploy;
+    expect(outcomes(kept)).toEqual({ 'network p-default': 'created', 'service p-w': 'updated' });
+    expect((await get<{ stack: { record: { networks: string[]; secrets: string[] } } }>('/v1/stacks/p')).stack.record).toMatchObject({ networks: ['p-default', 'p-extra'], secrets: ['p-token'] });
+    const pruned = (await deploy('p', bare, { prune: true })).json() as Deploy;
+    expect(outcomes(pruned)).toEqual({ 'network p-default': 'unchanged', 'network p-extra': 'removed', 'secret p-token': 'removed', 'service p-w': 'unchanged' });
+    expect((await s.app.inject({ url: '/v1/networks/p-extra' })).statusCode).toBe(404);
+    expect((await s.app.inject({ method: 'DELETE', url: '/v1/stacks/p' })).statusCode).toBe(200);
+  });
+
   it('refuses a service of the same name made by hand, and nothing is applied', async () => {
     const byHand = await s.app.inject({ method: 'POST', url: '/v1/apply', payload: { documents: [{ apiVersion: 'shoal/v1', kind: 'Service', name: 'other-web', image: 'busybox:1.36', command: ['sleep', '3600'] }] } });
     expect(byHand.statusCode, byHand.body).toBe(200);
