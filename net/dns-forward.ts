@@ -76,7 +76,11 @@ function askUdp(upstream: Upstream, query: Buffer, timeoutMs: number): Promise<B
       if (from.port === upstream.port && msg.length >= 2 && msg.readUInt16BE(0) === query.readUInt16BE(0)) done(msg);
     });
     // Connected: the kernel drops datagrams from any other address.
-    socket.connect(upstream.port, upstream.host, () => socket.send(query));
+    // The exchange may have ended (an error, the timeout) before the connect completes: a send on
+    // the closed socket would throw out of this callback and end the process.
+    socket.connect(upstream.port, upstream.host, () => {
+      if (!finished) socket.send(query);
+    });
   });
 }
 

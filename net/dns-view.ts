@@ -41,6 +41,7 @@ export function dnsView(control: ControlState, nets: NetworkState, nodeId: strin
     for (const taskId of Object.keys(n.addresses)) networksOfTask.set(taskId, [...(networksOfTask.get(taskId) ?? []), n.name].sort());
   }
   const networks = new Map<string, DnsNetwork>();
+  const aliases = new Set<string>();
   for (const { value: n } of nets.networks.values()) {
     const services = new Map<string, string[]>();
     for (const s of control.services.values()) if (s.value.spec.networks.includes(n.name)) services.set(s.value.name, []);
@@ -53,9 +54,34 @@ export function dnsView(control: ControlState, nets: NetworkState, nodeId: strin
       services.set(t.value.service, list);
     }
     for (const list of services.values()) list.sort((a, b) => (parseAddress(a) ?? 0) - (parseAddress(b) ?? 0));
+    for (const alias of addStackNames(control, services)) aliases.add(alias);
     const members = new Map(Object.entries(n.addresses).map(([taskId, address]) => [address, networksOfTask.get(taskId) ?? [n.name]]));
     const slice = n.slices[nodeId];
     networks.set(n.name, { name: n.name, internal: n.spec.internal, subnet: n.spec.subnet, gateway: slice === undefined ? null : gatewayOf(n.spec, slice), services, members });
   }
-  return { revision: control.revision, networks, services: new Set([...control.services.values()].map((s) => s.value.name)) };
+  return { revision: control.revision, networks, services: new Set([...control.services.values()].map((s) => s.value.name).concat([...aliases])) };
+}
+
+/**
+ * A compose stack's service STACK-db (its apply source `stack:STACK`) also answers as `db` on the
+ * networks it is on, as in Compose (docs/compose.md). A short name that is a service's own
+ * name, or that two stacks on one network share, is not added: the answer is never a guess.
+ */
+function addStackNames(control: ControlState, services: Map<string, string[]>): string[] {
+  const short = new Map<string, string[] | null>();
+  for (const name of services.keys()) {
+    const source = control.services.get(name)?.value.source ?? null;
+    if (source === null || !source.startsWith('stack:')) continue;
+    const prefix = `${source.slice('stack:'.length)}-`;
+    if (!name.startsWith(prefix) || name.length === prefix.length) continue;
+    const alias = name.slice(prefix.length);
+    short.set(alias, short.has(alias) ? null : services.get(name) ?? []);
+  }
+  const added: string[] = [];
+  for (const [alias, addresses] of short) {
+    if (addresses === null || services.has(alias)) continue;
+    services.set(alias, addresses);
+    added.push(alias);
+  }
+  return added;
 }

@@ -6,6 +6,7 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest }
 import { ShoalError } from '../errors.ts';
 import { registerApiMetrics, type ApiBounds } from './api-metrics.ts';
 import { applyRoutes } from './apply-routes.ts';
+import { stackRoutes } from './stack-routes.ts';
 import { Refusals, Slots } from './bounds.ts';
 import { browseRoutes } from './browse-routes.ts';
 import { clusterRoutes } from './cluster-routes.ts';
@@ -162,6 +163,7 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
     void app.register(plugin, { ctx, limits, bounds, routes });
   }
   void app.register(seriesRoutes, { ctx });
+  void app.register(stackRoutes, { ctx });
   void app.register(consoleRoutes, {});
   return app;
 }

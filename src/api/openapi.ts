@@ -34,6 +34,7 @@ import { rotateKeyAnswer } from './mesh-routes.ts';
 import { drillActionSchema } from '../node/drill/drill-actions.ts';
 import { drillReportSchema } from '../node/drill/drill-report.ts';
 import { activateBody, buildQuery, rollbackBody } from './upgrade-routes.ts';
+import { stackPaths } from './stack-openapi.ts';
 
 type Json = Record<string, unknown>;
 type Where = 'path' | 'query' | 'header';
@@ -331,7 +332,12 @@ export function openApiDocument(version: string): Json {
         SecretView: schemaOf(secretViewSchema),
       },
     },
-    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...secretPaths(), ...networkPaths(), ...logPaths(), ...browsePaths(), ...nodePaths(), ...securityPaths(), ...joinPaths(errors), ...drillPaths(), ...upgradePaths(), ...certPaths(errors), ...caPaths(errors), ...seriesPaths(errors), ...jobPaths(errors) },
+    paths: {
+      ...docPaths(), ...clusterPaths(), ...controlPaths(), ...secretPaths(), ...networkPaths(), ...logPaths(), ...browsePaths(), ...nodePaths(), ...securityPaths(), ...joinPaths(errors), ...drillPaths(), ...upgradePaths(), ...certPaths(errors), ...caPaths(errors),
+      ...seriesPaths(errors),
+      ...stackPaths(errors),
+      ...jobPaths(errors),
+    },
   };
 }
 

@@ -85,7 +85,7 @@ function findSecret(ctx: ApiContext, name: string): Versioned<SecretRecord> {
  * cluster_key_unavailable until the leader has made the keyring, a moment after the level rises),
  * in the clear below it, as the older members read it.
  */
-function sealerFor(ctx: ApiContext, name: string): ((value: Uint8Array) => SealedValue) | null {
+export function sealerFor(ctx: ApiContext, name: string): ((value: Uint8Array) => SealedValue) | null {
   if (ctx.node.featureLevel < featureLevelSecretsAtRest) return null;
   const found = readKeyring(ctx.store);
   if (found === undefined) {
@@ -96,7 +96,7 @@ function sealerFor(ctx: ApiContext, name: string): ((value: Uint8Array) => Seale
 }
 
 /** A plain write must not land once the keyring exists: the value would stay in the clear in the log. */
-function noKeyringYet(plan: Plan, sealed: boolean): Plan {
+export function noKeyringYet(plan: Plan, sealed: boolean): Plan {
   if (sealed) return plan;
   return { ...plan, compares: [...plan.compares, { collection: clusterKeysCollection, id: keyringId, target: 'exists', cmp: '=', value: false }] };
 }

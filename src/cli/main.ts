@@ -27,6 +27,7 @@ export const commands: Record<string, { load: () => Promise<Command>; summary: s
   service: { load: async () => { const m = await import('./service.ts'); return { run: m.serviceCommand, help: m.serviceGroupHelp }; }, summary: 'ls, ps, inspect, logs, rm, scale, update, rollback, rebalance services' },
   node: { load: async () => { const m = await import('./node.ts'); return { run: m.nodeCommand, help: m.nodeGroupHelp }; }, summary: 'ls, inspect, drain, pause, activate, label nodes' },
   network: { load: async () => { const m = await import('./network.ts'); return { run: m.networkCommand, help: m.networkGroupHelp }; }, summary: 'ls, inspect, rm overlay networks' },
+  stack: { load: async () => { const m = await import('./stack.ts'); return { run: m.stackCommand, help: m.stackGroupHelp }; }, summary: 'deploy compose files as a stack (all or nothing); config, ls, ps, services, rm' },
   policy: { load: async () => { const m = await import('./policy.ts'); return { run: m.policyCommand, help: m.policyGroupHelp }; }, summary: 'ls, inspect, rm firewall policies' },
   task: { load: async () => { const m = await import('./task.ts'); return { run: m.taskCommand, help: m.taskGroupHelp }; }, summary: 'ls tasks; logs of a task' },
   job: { load: async () => { const m = await import('./job.ts'); return { run: m.jobCommand, help: m.jobGroupHelp }; }, summary: 'ls, ps, logs, run, suspend, resume, rm jobs (chores on a schedule)' },

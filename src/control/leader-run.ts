@@ -47,6 +47,7 @@ import { reconcileService, type Decision } from './orchestrator.ts';
 import { reconcileJob } from './job-loop.ts';
 import { jobRunsCollection, jobsCollection } from '../resources/jobs.ts';
 import { placePending } from './placement.ts';
+import { readDependencies } from './dependencies.ts';
 import { ControlStateReader, type ControlState } from '../resources/state.ts';
 import { WorkQueue, type QueueClock } from './work-queue.ts';
 
@@ -311,7 +312,7 @@ export class LeaderRun {
 
   private decide(key: string, state: ControlState): Decision {
     const now = this.ports.logTimeNow();
-    if (key === 'place') return placePending(state, this.term, now);
+    if (key === 'place') return placePending(state, this.term, now, readDependencies(this.ports.store));
     if (key === 'nodes') return this.decideNodes(state);
     if (key.startsWith('svc:')) {
       return reconcileService(state, key.slice(4), { now, newTaskId: () => this.ports.newTaskId(), exclusiveClearInMs: (n, e) => this.exclusiveClearInMs(n, e) });

@@ -15,11 +15,12 @@ import type { TaskWithSpec } from './scheduler/types.ts';
 import type { ControlState, Versioned } from '../resources/state.ts';
 import { isTerminal, viewOf } from '../resources/task-view.ts';
 import type { Decision } from './orchestrator.ts';
+import { waitingFor, type Dependencies } from './dependencies.ts';
 
 /** How many pending tasks one pass places at most (one transaction's worth, a few times over). */
 export const placementsPerPassMax = 512;
 
-export function placePending(state: ControlState, term: number, now: number): Decision {
+export function placePending(state: ControlState, term: number, now: number, deps: Dependencies = new Map()): Decision {
   const withSpec = (t: Versioned<TaskRecord>): TaskWithSpec | undefined => {
     const svc = ownerOf(state, t.value);
     const spec = svc === undefined ? null : specForTask(svc, t.value) ?? svc.spec;
@@ -27,17 +28,29 @@ export function placePending(state: ControlState, term: number, now: number): De
   };
   const pending: TaskWithSpec[] = [];
   const placed: TaskWithSpec[] = [];
+  // Tasks held back by their stack's depends_on (dependencies.ts): the reason, per task.
+  const held: { id: string; reason: string }[] = [];
+  const waits = new Map<string, string | null>();
   for (const t of state.tasks.values()) {
     if (t.value.desired !== 'running') continue;
     const ts = withSpec(t);
     if (ts === undefined) continue;
+    if (t.value.nodeId === null && t.value.observed === 'pending' && deps.size > 0) {
+      if (!waits.has(t.value.service)) waits.set(t.value.service, waitingFor(state, deps, t.value.service));
+      const reason = waits.get(t.value.service) ?? null;
+      if (reason !== null) {
+        held.push({ id: t.value.id, reason });
+        continue;
+      }
+    }
     if (t.value.nodeId === null && t.value.observed === 'pending') pending.push(ts);
     else if (t.value.nodeId !== null && !isTerminal(viewOf(state, t))) placed.push(ts);
   }
-  if (pending.length === 0) return { plan: { changes: [], compares: [] }, wakeInMs: null };
   const batch = pending.slice(0, placementsPerPassMax);
   const nodes = [...state.nodes.values()].map((n) => n.value);
-  const result = schedule({ nodes, tasks: placed, pending: batch });
+  const result = batch.length === 0 ? { placements: [], unplaced: [] } : schedule({ nodes, tasks: placed, pending: batch });
+  result.unplaced.push(...held.map((h) => ({ taskId: h.id, reason: h.reason })));
+  if (result.placements.length === 0 && result.unplaced.length === 0) return { plan: { changes: [], compares: [] }, wakeInMs: null };
   const changes: Change[] = [];
   const usedNodes = new Map<string, NodeRecord>();
   for (const p of result.placements) {

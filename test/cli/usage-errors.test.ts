@@ -24,6 +24,7 @@ import { caGroup } from '../../src/cli/ca.ts';
 import { secretGroup } from '../../src/cli/secret.ts';
 import { networkGroup } from '../../src/cli/network.ts';
 import { policyGroup } from '../../src/cli/policy.ts';
+import { stackGroup } from '../../src/cli/stack.ts';
 import { drillGroup } from '../../src/cli/drill.ts';
 import { auditGroup } from '../../src/cli/audit.ts';
 import { contextGroup } from '../../src/cli/context.ts';
@@ -141,6 +142,13 @@ const cases: Record<string, Case> = {
   'policy ls': { badFlag: ['policy', 'ls', '--bogus', ...nowhere], missing: ['policy', 'ls', 'extra', ...nowhere] },
   'policy inspect': { badFlag: ['policy', 'inspect', 'web-db', '--bogus', ...nowhere], missing: ['policy', 'inspect', ...nowhere] },
   'policy rm': { badFlag: ['policy', 'rm', 'web-db', '--bogus', ...nowhere], missing: ['policy', 'rm', ...nowhere] },
+  stack: { badFlag: ['stack', '--bogus'], missing: ['stack'] },
+  'stack deploy': { badFlag: ['stack', 'deploy', '-c', 'compose.yaml', 'app', '--bogus', ...nowhere], missing: ['stack', 'deploy', ...nowhere] },
+  'stack config': { badFlag: ['stack', 'config', '--bogus'], missing: ['stack', 'config'] },
+  'stack ls': { badFlag: ['stack', 'ls', '--bogus', ...nowhere], missing: ['stack', 'ls', 'extra', ...nowhere] },
+  'stack ps': { badFlag: ['stack', 'ps', 'app', '--bogus', ...nowhere], missing: ['stack', 'ps', ...nowhere] },
+  'stack services': { badFlag: ['stack', 'services', 'app', '--bogus', ...nowhere], missing: ['stack', 'services', ...nowhere] },
+  'stack rm': { badFlag: ['stack', 'rm', 'app', '--bogus', ...nowhere], missing: ['stack', 'rm', ...nowhere] },
   audit: { badFlag: ['audit', '--bogus'], missing: ['audit'] },
   'audit ls': { badFlag: ['audit', 'ls', '--bogus', ...nowhere], missing: ['audit', 'ls', 'extra', ...nowhere] },
   cert: { badFlag: ['cert', '--bogus'], missing: ['cert'] },
@@ -172,7 +180,7 @@ describe('usage errors under --json', () => {
     const all = [
       ...Object.keys(commands),
       ...devSubcommands.map((s) => `dev ${s}`),
-      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, credentialGroup, tokenGroup, secretGroup, networkGroup, policyGroup, drillGroup, auditGroup, certGroup, caGroup, contextGroup, jobGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
+      ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, credentialGroup, tokenGroup, secretGroup, networkGroup, policyGroup, drillGroup, auditGroup, certGroup, caGroup, contextGroup, stackGroup, jobGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
     ];
     expect(Object.keys(cases).sort()).toEqual(all.sort());
   });

@@ -1,0 +1,254 @@
+// The compose reader: interpolation, .env, several files merged by the specification's rules,
+// profiles, x- fields, anchors and merge keys; and the mapping of each field to shoal's
+// vocabulary, with every refusal named by its path.
+
+import { describe, expect, it } from 'vitest';
+import { compileStack, loadCompose, parseEnvFile, splitCommand, interpolate, serviceFields, type Compiled } from '../../src/resources/compose/index.ts';
+import { Problems, type Problem } from '../../src/resources/spec/reader.ts';
+import { isShoalError } from '../../src/errors.ts';
+
+function load(texts: string[], env: Record<string, string> = {}, opts: { dotEnv?: string; profiles?: string[] } = {}) {
+  const problems = new Problems();
+  const loaded = loadCompose({ files: texts.map((text, i) => ({ path: `f${i}.yaml`, text })), env, dotEnv: opts.dotEnv, profiles: opts.profiles ?? [] }, problems);
+  return { ...loaded, problems: problems.list };
+}
+
+function compile(text: string, opts: { env?: Record<string, string>; files?: Record<string, string>; networks?: Map<string, string> } = {}): Compiled {
+  const l = load([text], opts.env ?? {});
+  expect(l.problems).toEqual([]);
+  return compileStack({
+    stack: 'st', model: l.model, unset: l.unset, lookup: (n) => opts.env?.[n], networks: opts.networks ?? new Map(),
+    readFile: (p) => (opts.files?.[p] === undefined ? undefined : Buffer.from(opts.files[p] ?? '')),
+  });
+}
+
+function refused(text: string, opts: Parameters<typeof compile>[1] = {}): Problem[] {
+  try {
+    compile(text, opts);
+  } catch (err) {
+    if (isShoalError(err) && err.code === 'bad_request') return err.details?.problems as Problem[];
+    throw err;
+  }
+  throw new Error('not refused');
+}
+
+const svc = (c: Compiled, name = 'st-web') => {
+  const s = c.set.services.find((x) => x.name === name);
+  if (s === undefined) throw new Error(`no ${name}`);
+  return s;
+};
+
+describe('interpolation', () => {
+  const run = (text: string, vars: Record<string, string>) => {
+    const p = new Problems();
+    return { out: interpolate(text, (n) => vars[n], 'x', p), problems: p.list };
+  };
+  it('reads every form of the specification', () => {
+    const vars = { A: 'a', E: '' };
+    expect(run('$A ${A} ${B:-dflt} ${E:-empty} ${E-set} ${A:+alt} ${B+alt} $$A ${B:-${A}x} end$', vars).out).toBe('a a dflt empty  alt  $A ax end$');
+  });
+  it('refuses a missing required variable with its message, and a malformed expression', () => {
+    expect(run('${DB_PASSWORD:?set the password}', {}).problems[0]?.message).toContain('set the password');
+    expect(run('${E:?}', { E: '' }).problems[0]?.message).toContain('empty');
+    expect(run('${A', {}).problems[0]?.message).toContain('not closed');
+    expect(run('${A!x}', {}).problems[0]?.message).toContain('not an expression');
+  });
+  it('interpolates values, never keys or x- fields; and says which variables are not set', () => {
+    const l = load(['services:\n  web:\n    image: "nginx:${TAG}"\n    environment:\n      ${KEY}: v\nx-notes: ${NOT_READ}\n'], { TAG: '1.27' });
+    expect(l.model).toEqual({ services: { web: { image: 'nginx:1.27', environment: { '${KEY}': 'v' } } }, 'x-notes': '${NOT_READ}' });
+    const u = load(['services:\n  web:\n    image: "nginx:${TAG}"\n    user: ${U:-1000}\n']);
+    expect(u.unset).toEqual(['TAG']);
+  });
+  it('takes the environment over the .env file', () => {
+    const l = load(['services:\n  web:\n    image: "x:${A}-${B}"\n'], { A: 'env' }, { dotEnv: 'A=dot\n# c\nexport B="quoted # not a comment"\n' });
+    expect((l.model.services as Record<string, { image: string }>).web?.image).toBe('x:env-quoted # not a comment');
+  });
+  it('reads .env files and splits commands as Compose does', () => {
+    const p = new Problems();
+    expect([...parseEnvFile("A=1\nB = two words # c\nC='lit $x'\nD=\"a\\nb\"\nNOVALUE\n\n", 'e', p)]).toEqual([['A', '1'], ['B', 'two words'], ['C', 'lit $x'], ['D', 'a\nb']]);
+    expect(splitCommand(`sh -c 'echo "$HOME" && ls' --x="a b"`)).toEqual(['sh', '-c', 'echo "$HOME" && ls', '--x=a b']);
+    expect(splitCommand('a "b')).toBeNull();
+  });
+});
+
+describe('files, merge, profiles, anchors', () => {
+  it('merges several files: scalars replaced, command replaced, environment and ports merged', () => {
+    const base = 'services:\n  web:\n    image: nginx:1\n    command: [a, b]\n    environment: [A=1, B=2]\n    ports: ["80:80"]\n    volumes: ["data:/data"]\n';
+    const over = 'services:\n  web:\n    image: nginx:2\n    command: [c]\n    environment: {B: "3", C: "4"}\n    ports: ["443:443"]\n    volumes: ["/srv:/data:ro"]\n  db:\n    image: postgres:16\n';
+    const l = load([base, over]);
+    expect(l.model.services).toEqual({
+      web: { image: 'nginx:2', command: ['c'], environment: { A: '1', B: '3', C: '4' }, ports: ['80:80', '443:443'], volumes: ['/srv:/data:ro'] },
+      db: { image: 'postgres:16' },
+    });
+  });
+  it('reads anchors, aliases and merge keys, and refuses an alias bomb and custom tags', () => {
+    const l = load(['x-base: &base\n  image: nginx:1\n  restart: always\nservices:\n  a:\n    <<: *base\n  b:\n    <<: *base\n    image: nginx:2\n']);
+    expect(l.model.services).toEqual({ a: { image: 'nginx:1', restart: 'always' }, b: { image: 'nginx:2', restart: 'always' } });
+    const bomb = ['a: &a [x, x, x, x, x, x, x, x, x, x]', ...Array.from({ length: 8 }, (_, i) => `${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [${Array(10).fill(`*${String.fromCharCode(97 + i)}`).join(', ')}]`)].join('\n');
+    expect(load([bomb]).problems[0]?.message).toMatch(/not read|alias/i);
+    expect(load(['services:\n  web: !reset {}\n']).problems[0]?.message).toContain('!reset');
+  });
+  it('leaves out services of profiles not asked for, and refuses a dependency on one', () => {
+    const text = 'services:\n  web:\n    image: nginx:1\n  debug:\n    image: busybox:1\n    profiles: [debug]\n';
+    expect(Object.keys(load([text]).model.services as object)).toEqual(['web']);
+    expect(load([text]).skipped).toEqual(['debug']);
+    expect(Object.keys(load([text], {}, { profiles: ['debug'] }).model.services as object)).toEqual(['web', 'debug']);
+    expect(Object.keys(load([text], { COMPOSE_PROFILES: 'debug' }).model.services as object)).toEqual(['web', 'debug']);
+    const dep = load([`${text}    \n  app:\n    image: a:1\n    depends_on: [debug]\n`]);
+    expect(dep.problems.map((p) => p.path)).toEqual(['services.app.depends_on.debug']);
+  });
+  it('reports YAML errors of every file with the file name', () => {
+    const l = load(['services: [', 'services:\n  a: 1\n  a: 2\n']);
+    expect(l.problems.map((p) => p.path)).toEqual(['f0.yaml', 'f1.yaml']);
+  });
+});
+
+describe('mapping to shoal resources', () => {
+  it('names resources after the stack, gives a default network, maps entrypoint, command and environment', () => {
+    const c = compile('version: "3.8"\nx-any: 1\nservices:\n  web:\n    image: nginx:1.27\n    entrypoint: /docker-entrypoint.sh\n    command: nginx -g "daemon off;"\n    environment: [A=1, B, C=]\n    user: 101\n', { env: { B: 'from-env' } });
+    const s = svc(c);
+    expect([s.command, s.args, s.env, s.user, s.networks]).toEqual([['/docker-entrypoint.sh'], ['nginx', '-g', 'daemon off;'], { A: '1', B: 'from-env', C: '' }, '101', ['st-default']]);
+    expect(c.set.networks).toEqual([{ name: 'st-default', subnet: '10.208.0.0/20', internal: false, slicePrefix: 24 }]);
+  });
+  it('keeps an existing stack network\'s subnet and avoids every other network\'s', () => {
+    const c = compile('services:\n  web:\n    image: nginx:1\n    networks: [front, back]\nnetworks:\n  front: {}\n  back: {internal: true}\n', { networks: new Map([['st-back', '10.208.16.0/20'], ['other', '10.208.0.0/20']]) });
+    expect(c.set.networks.map((n) => [n.name, n.subnet, n.internal])).toEqual([['st-back', '10.208.16.0/20', true], ['st-front', '10.208.32.0/20', false]]);
+  });
+  it('reads ports in every syntax: ranges, udp, long form; refuses host_ip and unpublished ports', () => {
+    const c = compile('services:\n  web:\n    image: nginx:1\n    ports: ["8000-8001:80-81", "53:53/udp", 9000, "0.0.0.0:443:443", {target: 22, published: "2222", protocol: tcp, mode: host}]\n'.replace('9000, ', ''));
+    expect(svc(c).ports.map((p) => `${p.published}:${p.target}/${p.protocol}`)).toEqual(['8000:80/tcp', '8001:81/tcp', '53:53/udp', '443:443/tcp', '2222:22/tcp']);
+    expect(refused('services:\n  web:\n    image: nginx:1\n    ports: ["127.0.0.1:80:80", "3000", "80-81:80"]\n').map((p) => p.path)).toEqual(['services.web.ports[0]', 'services.web.ports[1]', 'services.web.ports[2]']);
+  });
+  it('maps volumes (named, bind, long form, read_only) and refuses anonymous and undeclared ones', () => {
+    const c = compile('services:\n  web:\n    image: nginx:1\n    volumes: ["data:/data", "/srv/x:/x:ro", {type: bind, source: /etc/localtime, target: /etc/localtime, read_only: true}, "ext:/ext"]\nvolumes:\n  data: {}\n  ext: {external: true, name: shared}\n');
+    expect(svc(c).mounts).toEqual([
+      { type: 'volume', source: 'st_data', target: '/data', readOnly: false }, { type: 'bind', source: '/srv/x', target: '/x', readOnly: true },
+      { type: 'bind', source: '/etc/localtime', target: '/etc/localtime', readOnly: true }, { type: 'volume', source: 'shared', target: '/ext', readOnly: false },
+    ]);
+    expect(refused('services:\n  web:\n    image: nginx:1\n    volumes: ["/data", "nope:/x", "~/x:/y", {type: tmpfs, target: /t}]\nvolumes:\n  nfs: {driver_opts: {type: nfs}}\n').map((p) => p.path))
+      .toEqual(['volumes.nfs.driver_opts', 'services.web.volumes[0]', 'services.web.volumes[1]', 'services.web.volumes[2]', 'services.web.volumes[3].type']);
+  });
+  it('maps healthcheck, restart, logging, stop fields, devices and capabilities', () => {
+    const c = compile(`services:
+  web:
+    image: nginx:1
+    healthcheck: {test: "curl -f localhost", interval: 1m30s, timeout: 5s, retries: 2, start_period: 10s}
+    restart: on-failure:5
+    logging: {driver: json-file, options: {max-size: 20m, max-file: "5"}}
+    stop_signal: SIGQUIT
+    stop_grace_period: 1m
+    devices: ["/dev/ttyUSB0:/dev/zigbee:rw"]
+    cap_add: [NET_ADMIN]
+    cap_drop: [ALL]
+    privileged: false
+  off:
+    image: nginx:1
+    healthcheck: {disable: true}
+    restart: "no"
+`);
+    const s = svc(c);
+    expect(s.healthCheck).toEqual({ command: ['/bin/sh', '-c', 'curl -f localhost'], intervalMs: 90_000, timeoutMs: 5_000, retries: 2, startPeriodMs: 10_000 });
+    expect([s.restart.condition, s.restart.maxAttempts, s.logs, s.stopSignal, s.stopGracePeriodMs]).toEqual(['on-failure', 5, { maxSizeBytes: 20 * 1024 ** 2, maxFiles: 5 }, 'SIGQUIT', 60_000]);
+    expect([s.devices, s.capAdd, s.capDrop]).toEqual([[{ hostPath: '/dev/ttyUSB0', containerPath: '/dev/zigbee', permissions: 'rw' }], ['NET_ADMIN'], ['ALL']]);
+    expect([svc(c, 'st-off').healthCheck, svc(c, 'st-off').restart.condition]).toEqual([null, 'never']);
+  });
+  it('maps deploy: mode, replicas, placement, resources, update_config, restart_policy', () => {
+    const c = compile(`services:
+  web:
+    image: nginx:1
+    deploy:
+      replicas: 3
+      endpoint_mode: dnsrr
+      placement:
+        constraints: ["node.labels.zone==a", "node.hostname != pi1"]
+        preferences: [{spread: node.labels.rack}]
+        max_replicas_per_node: 2
+      resources: {limits: {cpus: "0.5", memory: 256M}, reservations: {memory: 128m}}
+      update_config: {parallelism: 2, delay: 10s, failure_action: rollback, monitor: 30s, order: start-first}
+      restart_policy: {condition: any, delay: 5s, max_attempts: 3}
+`);
+    const s = svc(c);
+    expect([s.replicas, s.constraints.map((x) => x.text), s.placement, s.maxPerNode]).toEqual([3, ['node.labels.zone == a', 'node.name != pi1'], { strategy: 'spread', spreadOver: 'rack' }, 2]);
+    expect(s.resources).toEqual({ limits: { cpuMillis: 500, memoryBytes: 256 * 1024 ** 2 }, reservations: { cpuMillis: 0, memoryBytes: 128 * 1024 ** 2 } });
+    expect(s.update).toEqual({ parallelism: 2, delayMs: 10_000, failureAction: 'rollback', monitorMs: 30_000, order: 'start-first' });
+    expect(s.restart).toMatchObject({ condition: 'always', delayMs: 5_000, maxAttempts: 3 });
+    expect(refused('services:\n  web:\n    image: nginx:1\n    deploy:\n      mode: replicated-job\n      placement: {constraints: ["node.role == manager"]}\n      update_config: {failure_action: continue}\n').map((p) => p.path))
+      .toEqual(['services.web.deploy.mode', 'services.web.deploy.placement.constraints[0]', 'services.web.deploy.update_config.failure_action']);
+  });
+  it('reads secrets and configs from files, environment and content, delivered under /run/secrets/', () => {
+    const c = compile(`services:
+  web:
+    image: nginx:1
+    secrets: [db_password, {source: api_key, target: key, mode: 0440}]
+    configs: [{source: conf, target: /run/secrets/app.conf}]
+secrets:
+  db_password: {file: ./pw.txt}
+  api_key: {environment: API_KEY}
+  unused: {file: ./missing-but-unused.txt}
+configs:
+  conf: {content: "a = 1"}
+`.replace('  unused: {file: ./missing-but-unused.txt}\n', ''), { env: { API_KEY: 'k' }, files: { './pw.txt': 'pw' } });
+    expect(svc(c).secrets).toEqual([
+      { name: 'st-db-password', target: 'db_password', mode: 0o400 }, { name: 'st-api-key', target: 'key', mode: 0o440 }, { name: 'st-conf', target: 'app.conf', mode: 0o400 },
+    ]);
+    expect(c.secrets.map((s) => [s.name, Buffer.from(s.bytes).toString()])).toEqual([['st-db-password', 'pw'], ['st-api-key', 'k'], ['st-conf', 'a = 1']]);
+    expect(refused('services:\n  web:\n    image: nginx:1\n    secrets: [nope, {source: pw, uid: "1000"}]\n    configs: [conf]\nsecrets:\n  pw: {file: ./absent}\nconfigs:\n  conf: {content: x}\n').map((p) => p.path))
+      .toEqual(['secrets.pw.file', 'services.web.secrets[0]', 'services.web.secrets[1]', 'services.web.configs[0]']);
+  });
+  it('reads env_file, with environment over it', () => {
+    const c = compile('services:\n  web:\n    image: nginx:1\n    env_file: [app.env, {path: opt.env, required: false}]\n    environment: {B: env}\n', { files: { 'app.env': 'A=file\nB=file\n' } });
+    expect(svc(c).env).toEqual({ A: 'file', B: 'env' });
+    expect(refused('services:\n  web:\n    image: nginx:1\n    env_file: absent.env\n').map((p) => p.path)).toEqual(['services.web.env_file']);
+  });
+  it('honours depends_on in both forms and refuses service_healthy on a service without a healthcheck', () => {
+    const c = compile('services:\n  web:\n    image: nginx:1\n    depends_on: [db]\n  api:\n    image: a:1\n    depends_on: {db: {condition: service_healthy}, init: {condition: service_completed_successfully}}\n  db:\n    image: postgres:16\n    healthcheck: {test: [CMD, pg_isready]}\n  init:\n    image: a:1\n    restart: "no"\n');
+    expect(c.dependsOn).toEqual({ 'st-web': { 'st-db': 'service_started' }, 'st-api': { 'st-db': 'service_healthy', 'st-init': 'service_completed_successfully' } });
+    expect(refused('services:\n  web:\n    image: nginx:1\n    depends_on: {db: {condition: service_healthy}, dbb: {}}\n  db:\n    image: postgres:16\n').map((p) => [p.path, p.message.includes('did you mean db?') || p.message.includes('healthcheck')]))
+      .toEqual([['services.web.depends_on.db.condition', true], ['services.web.depends_on.dbb', true]]);
+  });
+  it('refuses by name what a cluster cannot do, every problem at once, with a hint; warns of the harmless', () => {
+    const problems = refused(`services:
+  web:
+    build: .
+    image: nginx:1
+    links: [db]
+    volumes_from: [db]
+    ipc: host
+    pid: host
+    cgroup_parent: x
+    network_mode: "container:db"
+    container_name: web
+    imagee: typo
+    deploy: {replicas: 2}
+  db:
+    image: postgres:16
+    privileged: "yes"
+include: [other.yaml]
+`);
+    expect(problems.map((p) => p.path)).toEqual([
+      'include', 'services.web.build', 'services.web.links', 'services.web.volumes_from', 'services.web.ipc', 'services.web.pid', 'services.web.cgroup_parent',
+      'services.web.imagee', 'services.web.container_name', 'services.web.network_mode', 'services.db (as shoal\'s privileged)',
+    ]);
+    expect(problems.find((p) => p.path === 'services.web.imagee')?.message).toContain('did you mean image?');
+    expect(problems.find((p) => p.path === 'services.web.links')?.message).toContain('already resolve');
+    const ok = compile('services:\n  web:\n    image: nginx:1\n    expose: [80]\n    tty: true\n    stdin_open: true\n    deploy: {endpoint_mode: vip}\n');
+    expect(ok.warnings.map((w) => w.path)).toEqual(['services.web.expose', 'services.web.tty', 'services.web.stdin_open', 'services.web.deploy.endpoint_mode']);
+  });
+  it('has a verdict for every field of the specification\'s service', () => {
+    const spec = ['annotations', 'attach', 'blkio_config', 'build', 'cap_add', 'cap_drop', 'cgroup', 'cgroup_parent', 'command', 'configs', 'container_name', 'cpu_count', 'cpu_percent', 'cpu_period', 'cpu_quota', 'cpu_rt_period', 'cpu_rt_runtime', 'cpu_shares', 'cpus', 'cpuset', 'credential_spec', 'depends_on', 'deploy', 'develop', 'device_cgroup_rules', 'devices', 'dns', 'dns_opt', 'dns_search', 'domainname', 'entrypoint', 'env_file', 'environment', 'expose', 'extends', 'external_links', 'extra_hosts', 'gpus', 'group_add', 'healthcheck', 'hostname', 'image', 'init', 'ipc', 'isolation', 'label_file', 'labels', 'links', 'logging', 'mac_address', 'mem_limit', 'mem_reservation', 'mem_swappiness', 'memswap_limit', 'network_mode', 'networks', 'oom_kill_disable', 'oom_score_adj', 'pid', 'pids_limit', 'platform', 'ports', 'post_start', 'pre_stop', 'privileged', 'profiles', 'pull_policy', 'read_only', 'restart', 'runtime', 'scale', 'secrets', 'security_opt', 'shm_size', 'stdin_open', 'stop_grace_period', 'stop_signal', 'storage_opt', 'sysctls', 'tmpfs', 'tty', 'ulimits', 'use_api_socket', 'user', 'userns_mode', 'uts', 'volumes', 'volumes_from', 'working_dir'];
+    expect(spec.filter((f) => serviceFields[f] === undefined)).toEqual([]);
+  });
+});
+
+describe('docs/compose.md', () => {
+  it('has a row for every field with the verdict the reader gives it', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { deployFields, topFields } = await import('../../src/resources/compose/index.ts');
+    const doc = readFileSync(new URL('../../docs/compose.md', import.meta.url), 'utf8');
+    const missing: string[] = [];
+    for (const table of [serviceFields, deployFields, topFields]) {
+      for (const [field, v] of Object.entries(table)) if (!doc.includes(`| \`${field}\` | ${v.kind} |`)) missing.push(field);
+    }
+    expect(missing).toEqual([]);
+  });
+});
