@@ -38,6 +38,8 @@ import { tokenRoutes } from './token-routes.ts';
 import { nodeCertRoutes } from './node-cert-routes.ts';
 import { AuthFailureLimiter } from './auth-rate-limit.ts';
 import { useAuth } from './auth.ts';
+// Registry logins (issue 40).
+import { registriesRoutes } from './registries-routes.ts';
 import { credentialsRoutes } from './credentials-routes.ts';
 import { auditRoutes } from './audit-routes.ts';
 import { drillRoutes } from './drill-routes.ts';
@@ -158,6 +160,8 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   ]) {
     void app.register(plugin, { ctx, limits, bounds, routes });
   }
+  // Registry logins (issue 40).
+  void app.register(registriesRoutes, { ctx });
   void app.register(consoleRoutes, {});
   return app;
 }

@@ -34,6 +34,7 @@ import { RuntimeError, type ContainerInfo, type Runtime } from './runtime.ts';
 import { errorText, StatusReporter, statusReporterDefaults, type StatusReporterLimits, type StatusWriter } from './status-reporter.ts';
 import { exitedStatus, failedStartStatus, goneStatus, startingStatus, type ReportBase } from './task-report.ts';
 import { callWithTimeout, TaskWorkQueue, type Call } from './work-queue.ts';
+import { pullAuthFor, type RegistryLogins } from './registry-auth.ts';
 import { deliverSecrets, retainSecretFiles, type SecretDelivery } from './secret-delivery.ts';
 import type { TaskNetworks } from './task-networks.ts';
 import type { Logger } from '../log.ts';
@@ -133,6 +134,8 @@ export interface AgentOptions {
   lease?: AgentLeaseOptions;
   /** Reads secrets from the store and writes their files (secret-delivery.ts); absent, a task that names a secret fails to start. */
   secrets?: SecretDelivery;
+  /** The registry logins in the node's store (registry-auth.ts); absent, every pull goes without credentials. */
+  registryLogins?: RegistryLogins;
   /**
    * Addresses and overlay readiness of tasks on networks (task-networks.ts): the container of such
    * a task is created only once every address is allocated and the node's overlay is in place.
@@ -453,9 +456,12 @@ export class Agent {
     if (!secrets.ok) return this.failStart(base, null, secrets.message);
     const spec = secrets.mounts.length === 0 ? a.spec : { ...a.spec, mounts: [...a.spec.mounts, ...secrets.mounts] };
     const create = (): Promise<string> => runtime.create(spec);
+    const pull = await pullAuthFor(this.opts.registryLogins, this.opts.secrets, image, base.taskId);
+    if (!pull.ok && pull.wait) return this.waitForSecrets(base, pull.message);
+    if (!pull.ok) return this.failStart(base, null, pull.message);
     try {
       const pullMs = this.limits.pullTimeoutMs;
-      const ensured = await call(`pulling ${image}`, pullMs + this.limits.callTimeoutMs, () => runtime.ensureImage(image, pullMs));
+      const ensured = await call(`pulling ${image}`, pullMs + this.limits.callTimeoutMs, () => runtime.ensureImage(image, pullMs, pull.auth));
       if (ensured === 'pulled') this.opts.onImagePulled?.(image);
     } catch (err) {
       if (err instanceof RuntimeError && err.kind === 'unavailable') return this.onRuntimeTrouble(err);

@@ -20,8 +20,10 @@ import { describeEndpoint, resolveDockerEndpoint, type DockerEndpoint } from './
 import { DockerLogDecoder } from './docker-log-frames.ts';
 import {
   RuntimeError, type ContainerInfo, type ContainerSpec, type ImageEnsured, type ImageInfo, type Labels, type LogLine, type LogOptions, type LogReader,
-  type Runtime, type RuntimeEvent,
+  type RegistryAuth, type Runtime, type RuntimeEvent,
 } from './runtime.ts';
+import { imageRegistryHost } from '../resources/registry-logins.ts';
+import { describePullFailure } from './pull-errors.ts';
 
 export interface DockerRuntimeOptions {
   /** The daemon's unix socket; undefined = DOCKER_HOST, else /var/run/docker.sock. */
@@ -121,16 +123,17 @@ export class DockerRuntime implements Runtime {
     return found;
   }
 
-  async ensureImage(image: string, timeoutMs: number): Promise<ImageEnsured> {
+  async ensureImage(image: string, timeoutMs: number, auth?: RegistryAuth): Promise<ImageEnsured> {
     if (image === '' || !(timeoutMs > 0)) throw new RangeError('ensureImage needs an image and a positive timeout');
     if (await this.imagePresent(image)) return 'present';
+    const host = auth?.serveraddress ?? imageRegistryHost(image);
     try {
-      await this.call(`pull ${image}`, timeoutMs, (signal) => this.pull(image, signal));
+      await this.call(`pull ${image}`, timeoutMs, (signal) => this.pull(image, signal, auth));
     } catch (err) {
       const e = err as RuntimeError;
-      if (e.kind === 'unavailable' || e.kind === 'image_pull_failed') throw e;
-      const why = e.kind === 'timeout' ? `not pulled within ${timeoutMs} ms` : e.message;
-      throw new RuntimeError('image_pull_failed', `image ${image} is not on this node and could not be pulled: ${why}`);
+      if (e.kind === 'unavailable') throw e;
+      if (e.kind === 'timeout') throw new RuntimeError('image_pull_failed', `timeout: image ${image} is not on this node and was not pulled within ${timeoutMs} ms (a slow or silent registry at ${host})`);
+      throw new RuntimeError('image_pull_failed', `image ${image} could not be pulled: ${describePullFailure(host, e.message).text}`);
     }
     if (!(await this.imagePresent(image))) {
       throw new RuntimeError('image_pull_failed', `image ${image}: the pull finished but the image is still absent`);
@@ -422,16 +425,17 @@ export class DockerRuntime implements Runtime {
     });
   }
 
-  /** Pulls, reading the progress stream to its end; an error line in it fails the pull. */
-  private async pull(image: string, signal: AbortSignal): Promise<void> {
-    const stream = (await this.docker.pull(image, { abortSignal: signal })) as Readable;
+  /** Pulls, reading the progress stream to its end; an error line in it fails the pull (with the registry's answer as its message). */
+  private async pull(image: string, signal: AbortSignal, auth: RegistryAuth | undefined): Promise<void> {
+    const opts = { abortSignal: signal, ...(auth !== undefined ? { authconfig: { ...auth } } : {}) };
+    const stream = (await this.docker.pull(image, opts)) as Readable;
     signal.addEventListener('abort', () => stream.destroy(), { once: true });
     let failure: string | undefined;
     await consumeJsonLines(stream, (line) => {
       const error = (line as { error?: unknown } | null)?.error;
       if (typeof error === 'string') failure ??= error;
     });
-    if (failure !== undefined) throw new RuntimeError('image_pull_failed', `image ${image} could not be pulled: ${failure}`);
+    if (failure !== undefined) throw new RuntimeError('failed', failure);
   }
 
   private async sendSignal(id: string, signal: string): Promise<SignalOutcome> {

@@ -22,8 +22,10 @@ import type { Clock, Timer } from './clock.ts';
 import { LogQueue } from './log-queue.ts';
 import {
   RuntimeError, type ContainerInfo, type ContainerSpec, type HealthState, type ImageEnsured, type ImageInfo, type Labels, type LogLine,
-  type LogOptions, type LogReader, type LogStream, type Runtime, type RuntimeEvent, type RuntimeEventType,
+  type LogOptions, type LogReader, type LogStream, type RegistryAuth, type Runtime, type RuntimeEvent, type RuntimeEventType,
 } from './runtime.ts';
+import { imageRegistryHost } from '../resources/registry-logins.ts';
+import { describePullFailure } from './pull-errors.ts';
 
 export interface ContainerBehaviour {
   /** Exits by itself this long after each start; null = runs until stopped. */
@@ -120,6 +122,9 @@ export class MemoryRuntime implements Runtime {
   /** Image references and the image id each names (several references may name one image). */
   private readonly images = new Map<string, string>();
   private readonly pullable = new Set<string>();
+  private readonly logins = new Map<string, { username: string; password: string }>();
+  /** Every pull asked for, with the credentials it was given (null: none); for tests of registry logins. */
+  readonly pullAuths: Array<{ image: string; auth: RegistryAuth | null }> = [];
   private readonly pullDelayMs: number;
   private readonly pullAny: boolean;
   private readonly idPrefix: string;
@@ -163,6 +168,11 @@ export class MemoryRuntime implements Runtime {
     const id = existing ?? `sha256:${(++this.imageSeq).toString(16).padStart(64, '0')}`;
     this.images.set(image, id);
     return id;
+  }
+
+  /** Pulls from `host` need this user name and password from now on, as a private registry's do (the image must still be pullable). */
+  requireLogin(host: string, username: string, password: string): void {
+    this.logins.set(host, { username, password });
   }
 
   allowPull(image: string): void {
@@ -254,9 +264,15 @@ export class MemoryRuntime implements Runtime {
       [...this.containersById.values()].filter((c) => matchesLabels(c.info.labels, labels)).map((c) => copyInfo(c.info)));
   }
 
-  ensureImage(image: string, timeoutMs: number): Promise<ImageEnsured> {
+  ensureImage(image: string, timeoutMs: number, auth?: RegistryAuth): Promise<ImageEnsured> {
     return this.call({ op: 'ensureImage', containerId: null, image, name: null }, async (): Promise<ImageEnsured> => {
       if (this.images.has(image)) return 'present';
+      this.pullAuths.push({ image, auth: auth === undefined ? null : { ...auth } });
+      const host = imageRegistryHost(image);
+      const login = this.logins.get(host);
+      if (login !== undefined && (auth?.username !== login.username || auth.password !== login.password)) {
+        throw new RuntimeError('image_pull_failed', `image ${image} could not be pulled: ${describePullFailure(host, `unauthorized: authentication required (registry ${host})`).text}`);
+      }
       if ((this.pullable.has(image) || (this.pullAny && !image.startsWith('absent/'))) && this.pullDelayMs <= timeoutMs) {
         await this.sleep(this.pullDelayMs);
         // Two pulls of one image at once: the second finds it there, as Docker's would.

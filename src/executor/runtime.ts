@@ -120,6 +120,14 @@ export interface LogReader extends AsyncIterable<LogLine> {
   close(): void;
 }
 
+/** The credentials a pull sends to a private registry (a registry login, src/resources/registry-logins.ts). Never logged. */
+export interface RegistryAuth {
+  /** The registry's host, as the login names it. */
+  serveraddress: string;
+  username: string;
+  password: string;
+}
+
 /** What ensureImage did: the image was there, or it had to be pulled (the image cleaner tracks those). */
 export type ImageEnsured = 'present' | 'pulled';
 
@@ -158,8 +166,12 @@ export interface Runtime {
   ping(): Promise<void>;
   /** Containers carrying every label of `labels` (running or not). */
   list(labels: Labels): Promise<ContainerInfo[]>;
-  /** Makes sure the image is present, pulling it when absent, within `timeoutMs`; says which. */
-  ensureImage(image: string, timeoutMs: number): Promise<ImageEnsured>;
+  /**
+   * Makes sure the image is present, pulling it when absent, within `timeoutMs` (with `auth`, the
+   * registry login's credentials); says which. A failed pull rejects with
+   * RuntimeError('image_pull_failed') whose message starts with its kind (pull-errors.ts).
+   */
+  ensureImage(image: string, timeoutMs: number, auth?: RegistryAuth): Promise<ImageEnsured>;
   /** Every image on the runtime (shoal's and anyone else's). */
   listImages(): Promise<ImageInfo[]>;
   /**
