@@ -17,13 +17,13 @@
 // The resources that exist only from that release (networks, firewall policies, secrets) need
 // the level too: a member of an older release would neither enforce nor deliver them.
 //
-// A secret whose value is sealed (level 6, featureLevelSecretsAtRest), and the cluster keyring
-// and key holders, need level 6: a member of level 5 reads a secret record with `value` only.
+// A secret whose value is sealed (level 6, featureLevelSecretsAtRest), the cluster keyring
+// and key holders, and registry logins (an older agent would not send them), need level 6: a member of level 5 reads a secret record with `value` only.
 
 import type { Command, Op } from '../../fsm/index.ts';
 import type { JsonObject, JsonValue } from '../../fsm/types.ts';
 import { featureLevelDisruptionBudget, featureLevelSecretsAtRest, featureLevelWorkloadNetwork } from '../base/feature-level.ts';
-import { controlFeatureLevel, nodesCollection, secretsCollection, servicesCollection } from './collections.ts';
+import { controlFeatureLevel, nodesCollection, registriesCollection, secretsCollection, servicesCollection } from './collections.ts';
 import { firewallPoliciesCollection, networksCollection } from './network-resources.ts';
 import { clusterKeyHoldersCollection, clusterKeysCollection } from './cluster-keyring.ts';
 
@@ -93,9 +93,9 @@ function putLevel(collection: string, doc: JsonValue): number {
   return Math.max(levelOfFields(doc, newerServiceFields), levelOfFields(doc.spec, newerSpecFields), levelOfFields(doc.previousSpec, newerSpecFields));
 }
 
-/** Writes that only a release of level 6 reads: a sealed secret, the keyring, the key holders. */
+/** Writes that only a release of level 6 reads: a sealed secret, the keyring, the key holders, a registry login. */
 function putNeedsSecretsLevel(collection: string, doc: JsonValue): boolean {
-  if (collection === clusterKeysCollection || collection === clusterKeyHoldersCollection) return true;
+  if (collection === clusterKeysCollection || collection === clusterKeyHoldersCollection || collection === registriesCollection) return true;
   return collection === secretsCollection && isObject(doc) && doc.sealed !== undefined;
 }
 
