@@ -22,6 +22,7 @@ import { applyBody, applyQuery } from './control-schemas.ts';
 import { oneTransaction, decideAndWrite } from './control-write.ts';
 import { readControl } from './control-views.ts';
 import { validate } from './validate.ts';
+import { resolveImages, resolveModeDefault, type ImageResolution } from './image-resolution.ts';
 
 export interface ApplyOutcome extends ServiceOutcome {
   /** The spec fields that differ, for an update. */
@@ -38,6 +39,10 @@ export interface ApplyAnswer {
   /** Network and FirewallPolicy documents: created, updated or unchanged (network-apply.ts). */
   networks: ResourceOutcome[];
   firewallPolicies: ResourceOutcome[];
+  /** What was done with each service's image (digest pinning); absent when every tag was left as written. */
+  images?: ImageResolution[];
+  /** What the apply did not do but did not fail for (a tag that could not be pinned). */
+  warnings?: string[];
 }
 
 function readSpecs(body: { documents?: unknown[] | undefined; text?: string | undefined; format?: 'yaml' | 'json' | undefined }): SpecSet {
@@ -81,24 +86,32 @@ function plan(ctx: ApiContext, state: ControlState, set: SpecSet, opts: ApplyOpt
 export const applyRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
   app.post('/v1/apply', { config: { role: 'operator' } }, async (req): Promise<ApplyAnswer> => {
     const v = validate({ query: [applyQuery, req.query], body: [applyBody, req.body] });
-    const specs = readSpecs(v.body);
+    let specs = readSpecs(v.body);
     const opts: ApplyOptions = {
       ...(v.body.source !== undefined ? { source: v.body.source } : {}), ...(v.body.prune === true ? { prune: true } : {}),
       ...(v.body.force === true ? { force: { by: principalOf(req) } } : {}),
     };
+    // Registries are asked before the write's decision, which must not wait on the network.
+    const pinned = await resolveImages(ctx, specs.services, await readControl(ctx, 'linearizable'), v.query.resolveImage ?? resolveModeDefault);
+    const extra = {
+      ...(pinned.images.some((i) => i.outcome !== 'unpinned') ? { images: pinned.images } : {}),
+      ...(pinned.warnings.length > 0 ? { warnings: pinned.warnings } : {}),
+    };
+    for (const w of pinned.warnings) ctx.node.log.warn(`apply: ${w}`);
+    specs = { ...specs, services: pinned.specs };
     if (v.query.dryRun === 'true') {
       const state = await readControl(ctx, 'linearizable');
       checkExpected(state, v.body.expectRevs);
       const { written, services, networks, firewallPolicies } = plan(ctx, state, specs, opts);
       // Refuses what the write would refuse (too many records for one transaction).
       if (written.plan.changes.length > 0) oneTransaction(written.plan);
-      return { dryRun: true, rev: null, services, networks, firewallPolicies };
+      return { dryRun: true, rev: null, services, networks, firewallPolicies, ...extra };
     }
     const w = await decideAndWrite(ctx, req, 'apply', (state) => {
       checkExpected(state, v.body.expectRevs);
       const { written, services, networks, firewallPolicies } = plan(ctx, state, specs, opts);
       return { plan: written.plan, answer: { services, networks, firewallPolicies } };
     });
-    return { dryRun: false, rev: w.rev, ...w.answer };
+    return { dryRun: false, rev: w.rev, ...w.answer, ...extra };
   });
 };

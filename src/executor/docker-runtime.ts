@@ -9,7 +9,6 @@
 import http from 'node:http';
 import type { Readable } from 'node:stream';
 import Docker from 'dockerode';
-import type { z } from 'zod';
 import { ShoalError } from '../errors.ts';
 import {
   containerInspectSchema, containerSummarySchema, dockerEventSchema, imageSummarySchema, subscribedActions, toContainerInfo, toImageInfo, toRuntimeEvent,
@@ -20,10 +19,17 @@ import { describeEndpoint, resolveDockerEndpoint, type DockerEndpoint } from './
 import { DockerLogDecoder } from './docker-log-frames.ts';
 import {
   RuntimeError, type ContainerInfo, type ContainerSpec, type ImageEnsured, type ImageInfo, type Labels, type LogLine, type LogOptions, type LogReader,
-  type RegistryAuth, type Runtime, type RuntimeEvent,
+  type RegistryAuth, type ResolvedImage, type Runtime, type RuntimeEvent,
 } from './runtime.ts';
+import { z } from 'zod';
 import { imageRegistryHost } from '../resources/registry-logins.ts';
 import { describePullFailure } from './pull-errors.ts';
+
+/** Docker's answer to GET /distribution/{name}/json. */
+const distributionSchema = z.object({
+  Descriptor: z.object({ digest: z.string().regex(/^sha256:[0-9a-f]{64}$/) }).loose(),
+  Platforms: z.array(z.object({ os: z.string(), architecture: z.string(), variant: z.string().optional() }).loose()).nullish(),
+}).loose();
 
 export interface DockerRuntimeOptions {
   /** The daemon's unix socket; undefined = DOCKER_HOST, else /var/run/docker.sock. */
@@ -139,6 +145,37 @@ export class DockerRuntime implements Runtime {
       throw new RuntimeError('image_pull_failed', `image ${image}: the pull finished but the image is still absent`);
     }
     return 'pulled';
+  }
+
+  async resolveImage(image: string, timeoutMs: number, auth?: RegistryAuth): Promise<ResolvedImage | 'local'> {
+    if (image === '' || !(timeoutMs > 0)) throw new RangeError('resolveImage needs an image and a positive timeout');
+    const local = await this.call(`inspect image ${image}`, this.callTimeoutMs, async () => {
+      try {
+        return (await this.docker.getImage(image).inspect()) as { RepoDigests?: string[] | null };
+      } catch (err) {
+        if (statusOf(err) === 404) return undefined;
+        throw err;
+      }
+    });
+    if (local !== undefined && (local.RepoDigests ?? []).length === 0) return 'local';
+    const host = auth?.serveraddress ?? imageRegistryHost(image);
+    const modem = this.docker.modem as { dial(opts: object, cb: (err: unknown, data: unknown) => void): void };
+    try {
+      const raw = await this.call(`resolve ${image}`, timeoutMs, (signal) => new Promise<unknown>((resolve, reject) => {
+        modem.dial({
+          path: `/distribution/${image}/json`, method: 'GET', abortSignal: signal, options: {},
+          ...(auth !== undefined ? { authconfig: { ...auth } } : {}),
+          statusCodes: { 200: true, 401: 'unauthorized', 403: 'forbidden', 404: 'not found', 500: 'server error' },
+        }, (err, data) => (err !== null && err !== undefined ? reject(err) : resolve(data)));
+      }));
+      const d = this.parse(distributionSchema, raw, `resolve ${image}`);
+      return { digest: d.Descriptor.digest, platforms: (d.Platforms ?? []).map((p) => ({ os: p.os, architecture: p.architecture, ...(p.variant !== undefined && p.variant !== '' ? { variant: p.variant } : {}) })) };
+    } catch (err) {
+      const e = err as RuntimeError;
+      if (e.kind === 'unavailable') throw e;
+      if (e.kind === 'timeout') throw new RuntimeError('image_pull_failed', `timeout: the registry at ${host} did not tell what ${image} is within ${timeoutMs} ms`);
+      throw new RuntimeError('image_pull_failed', describePullFailure(host, e.message).text);
+    }
   }
 
   async listImages(): Promise<ImageInfo[]> {

@@ -22,7 +22,7 @@ import type { Clock, Timer } from './clock.ts';
 import { LogQueue } from './log-queue.ts';
 import {
   RuntimeError, type ContainerInfo, type ContainerSpec, type HealthState, type ImageEnsured, type ImageInfo, type Labels, type LogLine,
-  type LogOptions, type LogReader, type LogStream, type RegistryAuth, type Runtime, type RuntimeEvent, type RuntimeEventType,
+  type LogOptions, type LogReader, type LogStream, type ImagePlatform, type RegistryAuth, type ResolvedImage, type Runtime, type RuntimeEvent, type RuntimeEventType,
 } from './runtime.ts';
 import { imageRegistryHost } from '../resources/registry-logins.ts';
 import { describePullFailure } from './pull-errors.ts';
@@ -122,6 +122,7 @@ export class MemoryRuntime implements Runtime {
   /** Image references and the image id each names (several references may name one image). */
   private readonly images = new Map<string, string>();
   private readonly pullable = new Set<string>();
+  private readonly published = new Map<string, ResolvedImage>();
   private readonly logins = new Map<string, { username: string; password: string }>();
   /** Every pull asked for, with the credentials it was given (null: none); for tests of registry logins. */
   readonly pullAuths: Array<{ image: string; auth: RegistryAuth | null }> = [];
@@ -283,6 +284,27 @@ export class MemoryRuntime implements Runtime {
       await this.sleep(timeoutMs);
       throw new RuntimeError('image_pull_failed', `pulling ${image}: no registry answered within ${timeoutMs} ms`);
     });
+  }
+
+  resolveImage(image: string, _timeoutMs: number, auth?: RegistryAuth): Promise<ResolvedImage | 'local'> {
+    return this.call({ op: 'ensureImage', containerId: null, image, name: null }, (): ResolvedImage | 'local' => {
+      const host = imageRegistryHost(image);
+      const login = this.logins.get(host);
+      if (login !== undefined && (auth?.username !== login.username || auth.password !== login.password)) {
+        throw new RuntimeError('image_pull_failed', describePullFailure(host, `unauthorized: authentication required (registry ${host})`).text);
+      }
+      const name = image.includes('@') ? image.slice(0, image.indexOf('@')) : image;
+      const published = this.published.get(name);
+      if (published !== undefined) return { digest: published.digest, platforms: published.platforms.map((p) => ({ ...p })) };
+      if (this.images.has(image) || this.pullable.has(image) || (this.pullAny && !image.startsWith('absent/'))) return 'local';
+      throw new RuntimeError('image_pull_failed', describePullFailure(host, `Get "https://${host}/v2/": dial tcp: lookup ${host}: no such host`).text);
+    });
+  }
+
+  /** What the registry says `ref` (a tag) names from now on: resolveImage answers it, and a pull of `ref@digest` finds it. */
+  publish(ref: string, digest: string, platforms: ImagePlatform[] = [{ os: 'linux', architecture: 'amd64' }]): void {
+    this.published.set(ref, { digest, platforms });
+    this.pullable.add(`${ref}@${digest}`);
   }
 
   listImages(): Promise<ImageInfo[]> {

@@ -128,6 +128,20 @@ export interface RegistryAuth {
   password: string;
 }
 
+/** A platform an image offers, as a registry's image index names it. */
+export interface ImagePlatform {
+  os: string;
+  architecture: string;
+  /** `v7`, `v8`; absent when the index names none. */
+  variant?: string;
+}
+
+/** What a tag names in its registry now: the manifest (or image index) digest and the platforms it offers. */
+export interface ResolvedImage {
+  digest: string;
+  platforms: ImagePlatform[];
+}
+
 /** What ensureImage did: the image was there, or it had to be pulled (the image cleaner tracks those). */
 export type ImageEnsured = 'present' | 'pulled';
 
@@ -174,6 +188,13 @@ export interface Runtime {
   ensureImage(image: string, timeoutMs: number, auth?: RegistryAuth): Promise<ImageEnsured>;
   /** Every image on the runtime (shoal's and anyone else's). */
   listImages(): Promise<ImageInfo[]>;
+  /**
+   * Asks the image's registry what the reference names now (Docker's GET /distribution/{name}/json),
+   * within `timeoutMs`, with `auth` when given. 'local' for an image that is on this runtime
+   * without having come from a registry (imported or built: no registry knows it). Rejects with
+   * RuntimeError('image_pull_failed') whose message starts with the failure's kind (pull-errors.ts).
+   */
+  resolveImage?(image: string, timeoutMs: number, auth?: RegistryAuth): Promise<ResolvedImage | 'local'>;
   /**
    * Removes one image reference (a tag or a digest reference); the image goes with its last one.
    * Never forced: an image a container uses (any container, running or not) is refused with

@@ -99,6 +99,34 @@ describe('registry logins', () => {
     expect(pulls.find((p) => p.image === 'docker.io/library/busybox:1.36')?.auth).toBeNull();
   });
 
+  it('pins each tag to its digest at apply, keeps the pin while the tag is unchanged, moves it with resolveImage=always', async () => {
+    const rt = s.runtime!;
+    const ref = `${host}/team/app:2.0`;
+    const a = `sha256:${'a'.repeat(64)}`;
+    const b = `sha256:${'b'.repeat(64)}`;
+    rt.publish(ref, a, [{ os: 'linux', architecture: 'amd64' }, { os: 'linux', architecture: 'arm64', variant: 'v8' }]);
+    const first = (await apply('pinned', ref)).json() as { services: Array<{ outcome: string }>; images: unknown[] };
+    expect(first.images).toEqual([{
+      service: 'pinned', requested: ref, image: `${ref}@${a}`, outcome: 'resolved', digest: a,
+      platforms: [{ os: 'linux', architecture: 'amd64' }, { os: 'linux', architecture: 'arm64', variant: 'v8' }],
+    }]);
+    const spec = async () => ((await s.app.inject({ url: '/v1/services/pinned' })).json() as { service: { record: { spec: { image: string }; specVersion: number } } }).service.record;
+    expect((await spec()).spec.image).toBe(`${ref}@${a}`);
+    await taskMessage('pinned', /"observed":"running"/);
+    // The tag moves: an apply of the same document keeps the pin (changed, the default)...
+    rt.publish(ref, b);
+    const same = (await apply('pinned', ref)).json() as { services: Array<{ outcome: string }>; images: Array<{ outcome: string }> };
+    expect(same.services[0]?.outcome).toBe('unchanged');
+    expect(same.images[0]?.outcome).toBe('kept');
+    // ...and resolveImage=always follows the tag: a new spec version, on the new digest.
+    const moved = await s.app.inject({ method: 'POST', url: '/v1/apply?resolveImage=always', payload: { text: `apiVersion: shoal/v1\nkind: Service\nname: pinned\nimage: ${ref}\nreplicas: 1\ncommand: ["sleep", "3600"]\n` } });
+    expect((moved.json() as { services: Array<{ outcome: string; fields: string[] }> }).services[0]).toMatchObject({ outcome: 'updated', fields: ['image'] });
+    expect(await spec()).toMatchObject({ spec: { image: `${ref}@${b}` }, specVersion: 2 });
+    // never: the tag as written.
+    const never = await s.app.inject({ method: 'POST', url: '/v1/apply?resolveImage=never&dryRun=true', payload: { text: `apiVersion: shoal/v1\nkind: Service\nname: pinned\nimage: ${ref}\nreplicas: 1\ncommand: ["sleep", "3600"]\n` } });
+    expect((never.json() as { images?: unknown }).images).toBeUndefined();
+  });
+
   it('refuses a host that is not one, and says an unknown login is not found; logout removes the password too', async () => {
     const bad = await withStdin(password, () => shoal('login', 'https://x/y', '--username', 'ci', '--password-stdin'));
     expect(bad.code).toBe(2);
@@ -112,5 +140,14 @@ describe('registry logins', () => {
     expect(out.code, out.stderr).toBe(0);
     expect(s.store.get(secretsCollection, registrySecretName(host))).toBeUndefined();
     expect((await shoal('ls')).stdout).toContain('no registry logins');
+    // A registry that refuses (no login now) or does not answer: the tag is kept, the apply says so and is not failed.
+    for (const image of [`${host}/team/app:3.0`, 'absent/app:1']) {
+      const r = await s.app.inject({ method: 'POST', url: '/v1/apply?resolveImage=always', payload: { text: `apiVersion: shoal/v1\nkind: Service\nname: offline\nimage: ${image}\nreplicas: 0\n` } });
+      expect(r.statusCode, r.body).toBe(200);
+      const body = r.json() as { warnings: string[] };
+      expect(body.warnings).toHaveLength(1);
+      expect(body.warnings[0]).toMatch(new RegExp(`^service offline: image ${image.replace(/[.]/g, '\\.')} kept as a tag, not pinned to a digest \\((unauthorized|unreachable): `));
+      expect(((await s.app.inject({ url: '/v1/services/offline' })).json() as { service: { record: { spec: { image: string } } } }).service.record.spec.image).toBe(image);
+    }
   });
 });

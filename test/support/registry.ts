@@ -126,6 +126,16 @@ export class TestRegistry {
     return ref;
   }
 
+  /** Takes the CA out of dockerd's certs.d: pulls fail on the certificate until trust(). */
+  async untrust(): Promise<void> {
+    rmSync(path.join(this.certsDir, 'ca.crt'), { force: true });
+  }
+
+  async trust(): Promise<void> {
+    mkdirSync(this.certsDir, { recursive: true });
+    writeFileSync(path.join(this.certsDir, 'ca.crt'), this.ca);
+  }
+
   /** Stops the registry and removes its files and the CA from dockerd's certs.d. Idempotent. */
   async close(): Promise<void> {
     const p = this.proc;

@@ -1,0 +1,125 @@
+// Issue 40 against a real private registry (test/support/registry.ts: Debian's docker-registry
+// with TLS from a CA the test makes, trusted by the machine's dockerd, and an htpasswd login) and
+// a real three-process cluster on the machine's Docker (docker-system.ts). One registry and one
+// cluster serve every case, in order. Run under the machine-wide lock:
+//
+//   flock /tmp/shoal-heavy.lock npx vitest run test/system/registries.test.ts
+
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TaskItem } from '../../src/api/control-views.ts';
+import { ensureTestImage, testImage } from '../executor/test-image.ts';
+import { TestRegistry } from '../support/registry.ts';
+import { DockerSystem, serviceDoc } from './docker-system.ts';
+
+const registry = new TestRegistry();
+let sys: DockerSystem;
+let image = '';
+const pulled: string[] = [];
+
+beforeAll(async () => {
+  sys = new DockerSystem({});
+  await ensureTestImage();
+  await registry.start(sys.docker);
+  image = await registry.push(sys.docker, testImage, 'team/app', 'v1');
+  await sys.start();
+}, 120_000);
+
+afterAll(async () => {
+  const problems: string[] = [];
+  await sys.close().catch((err: unknown) => problems.push(String(err)));
+  // The images the nodes pulled from the registry go with it.
+  for (const ref of pulled) await sys.docker.getImage(ref).remove({ noprune: true }).catch(() => undefined);
+  await registry.close();
+  if (problems.length > 0) throw new Error(problems.join('\n'));
+}, 60_000);
+
+async function call(method: 'PUT' | 'DELETE' | 'GET', urlPath: string, body?: unknown): Promise<{ status: number; text: string }> {
+  const n = await sys.leader();
+  const res = await fetch(`http://${n.apiAddress}${urlPath}`, {
+    method, signal: AbortSignal.timeout(10_000),
+    ...(body !== undefined ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {}),
+  });
+  return { status: res.status, text: await res.text() };
+}
+
+/** The failure messages of the service's tasks, once at least `count` of them failed. */
+async function failures(service: string, count: number): Promise<string[]> {
+  return sys.waitFor(`${count} failed task(s) of ${service}`, async () => {
+    const s = await sys.service(service);
+    const failed = s.tasks.filter((t: TaskItem) => t.observed === 'failed').map((t) => t.record.message ?? t.report?.message ?? '');
+    return failed.length >= count ? failed : undefined;
+  }, 60_000);
+}
+
+/** Every file under the nodes' data directories, as text: where a password must never be written in the clear. */
+function nodeFilesText(): string {
+  const out: string[] = [];
+  const walk = (dir: string): void => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile()) out.push(readFileSync(p).toString('latin1'));
+    }
+  };
+  for (const n of sys.cluster.nodes) walk(n.dir);
+  return out.join('\n');
+}
+
+describe('a private registry with TLS and a login', () => {
+  it('without a login, every replica fails to pull as unauthorized, with the registry\'s answer', async () => {
+    await sys.apply(serviceDoc('priv', { image, replicas: 3 }));
+    const msgs = await failures('priv', 3);
+    for (const m of msgs) {
+      expect(m).toMatch(/^image_pull_failed: image \S+ could not be pulled: unauthorized: .*no basic auth credentials/);
+      expect(m).toContain(`shoal registry login ${registry.host}`);
+    }
+  }, 90_000);
+
+  it('with a login, the three replicas pull and run; the password is never answered or stored in the clear', async () => {
+    const r = await call('PUT', `/v1/registries/${registry.host}`, { username: registry.username, password: registry.password });
+    expect(r.status, r.text).toBe(200);
+    pulled.push(image);
+    const s = await sys.waitConverged('priv', 90_000);
+    const running = s.tasks.filter((t) => t.desired === 'running' && t.observed === 'running');
+    expect(running).toHaveLength(3);
+    expect((await sys.containers('priv')).filter((c) => c.running)).toHaveLength(3);
+    for (const url of ['/v1/registries', '/v1/secrets', '/v1/docs/shoal.secrets', '/v1/docs/shoal.registries', '/v1/audit', '/v1/services/priv']) {
+      const a = await call('GET', url);
+      expect(a.status, url).toBe(200);
+      expect(a.text.includes(registry.password), url).toBe(false);
+    }
+    expect((await call('GET', '/v1/registries')).text).toContain(`"username":"${registry.username}"`);
+    // Not in the log, the snapshots, the nodes' own logs or any other file of theirs.
+    expect(nodeFilesText().includes(registry.password)).toBe(false);
+    expect(sys.cluster.tailLogs(100_000).includes(registry.password)).toBe(false);
+  }, 120_000);
+
+  it('a tag the registry does not have fails as not_found with its answer', async () => {
+    await sys.apply(serviceDoc('missing', { image: `${registry.host}/team/app:nope`, replicas: 1 }));
+    const [m] = await failures('missing', 1);
+    expect(m).toMatch(/^image_pull_failed: image \S+ could not be pulled: not_found: .*manifest unknown/);
+    await call('DELETE', '/v1/services/missing');
+  }, 90_000);
+
+  it('a registry whose certificate the nodes do not trust fails as tls', async () => {
+    const other = await registry.push(sys.docker, testImage, 'team/app', 'v2');
+    await registry.untrust();
+    try {
+      await sys.apply(serviceDoc('untrusted', { image: other, replicas: 1 }));
+      const [m] = await failures('untrusted', 1);
+      expect(m).toMatch(/^image_pull_failed: image \S+ could not be pulled: tls: .*x509/);
+    } finally {
+      await registry.trust();
+      await call('DELETE', '/v1/services/untrusted');
+    }
+  }, 90_000);
+
+  it('logout removes the login and its password', async () => {
+    const r = await call('DELETE', `/v1/registries/${registry.host}`);
+    expect(r.status, r.text).toBe(200);
+    expect(JSON.parse((await call('GET', '/v1/registries')).text)).toMatchObject({ items: [] });
+    expect((await call('GET', '/v1/docs/shoal.secrets')).text).not.toContain('registry-');
+  }, 30_000);
+});
