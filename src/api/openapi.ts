@@ -26,6 +26,8 @@ import { joinPaths } from './join-openapi.ts';
 import { memberBody, refParams, transferBody } from './cluster-routes.ts';
 import { certPaths } from './cert-openapi.ts';
 import { caPaths } from './ca-openapi.ts';
+// Registry logins (issue 40).
+import { registryPaths } from './registry-openapi.ts';
 import { secretBody, secretParams, secretViewSchema } from './secrets-routes.ts';
 import { drillsListQuery } from './drill-routes.ts';
 import { rotateKeyAnswer } from './mesh-routes.ts';
@@ -329,7 +331,7 @@ export function openApiDocument(version: string): Json {
         SecretView: schemaOf(secretViewSchema),
       },
     },
-    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...secretPaths(), ...networkPaths(), ...logPaths(), ...browsePaths(), ...nodePaths(), ...securityPaths(), ...joinPaths(errors), ...drillPaths(), ...upgradePaths(), ...certPaths(errors), ...caPaths(errors) },
+    paths: { ...docPaths(), ...clusterPaths(), ...controlPaths(), ...secretPaths(), ...networkPaths(), ...logPaths(), ...browsePaths(), ...nodePaths(), ...securityPaths(), ...joinPaths(errors), ...drillPaths(), ...upgradePaths(), ...certPaths(errors), ...caPaths(errors), ...registryPaths(errors) },
   };
 }
 
