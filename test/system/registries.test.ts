@@ -9,6 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TaskItem } from '../../src/api/control-views.ts';
+import { ensureBusyboxImage } from '../../src/executor/busybox-image.ts';
 import { ensureTestImage, testImage } from '../executor/test-image.ts';
 import { TestRegistry } from '../support/registry.ts';
 import { DockerSystem, serviceDoc } from './docker-system.ts';
@@ -69,7 +70,10 @@ function nodeFilesText(): string {
 
 describe('a private registry with TLS and a login', () => {
   it('without a login, every replica fails to pull as unauthorized, with the registry\'s answer', async () => {
-    await sys.apply(serviceDoc('priv', { image, replicas: 3 }));
+    // The apply is not failed for a registry that refuses: it keeps the tag and says so.
+    const a = await sys.api<{ warnings?: string[] }>('POST', '/v1/apply', { documents: [serviceDoc('priv', { image, replicas: 3 })] });
+    expect(a.status).toBe(200);
+    expect(a.body.warnings).toEqual([expect.stringMatching(new RegExp(`^service priv: image ${image.replace(/[.]/g, '\\.')} kept as a tag, not pinned to a digest \\(unauthorized: `))]);
     const msgs = await failures('priv', 3);
     for (const m of msgs) {
       expect(m).toMatch(/^image_pull_failed: image \S+ could not be pulled: unauthorized: .*no basic auth credentials/);
@@ -95,6 +99,42 @@ describe('a private registry with TLS and a login', () => {
     expect(nodeFilesText().includes(registry.password)).toBe(false);
     expect(sys.cluster.tailLogs(100_000).includes(registry.password)).toBe(false);
   }, 120_000);
+
+  it('pins the tag to its digest at apply: when the tag moves, every replica of the spec version stays on one build', async () => {
+    const a = await sys.api<{ images: Array<{ image: string; digest: string; outcome: string }> }>('POST', '/v1/apply', { documents: [serviceDoc('pinned', { image, replicas: 2 })] });
+    expect(a.status).toBe(200);
+    const [first] = a.body.images;
+    expect(first).toMatchObject({ outcome: 'resolved', image: expect.stringMatching(new RegExp(`^${image.replace(/[.]/g, '\\.')}@sha256:[0-9a-f]{64}$`)) });
+    pulled.push(first!.image);
+    expect((await sys.service('pinned')).service.record.spec.image).toBe(first!.image);
+    await sys.waitConverged('pinned', 90_000);
+    // The tag moves to another build.
+    const other = 'shoal-test/registry-moved:local';
+    await ensureBusyboxImage(sys.docker, other);
+    await registry.push(sys.docker, other, 'team/app', 'v1');
+    await sys.docker.getImage(other).remove({ noprune: true });
+    // The same document again (resolveImage changed, the default): the pin is kept. One more
+    // replica of the same spec version starts on the pinned build, not the tag's new one.
+    const b = await sys.api<{ services: Array<{ outcome: string }>; images: Array<{ outcome: string }> }>('POST', '/v1/apply', { documents: [serviceDoc('pinned', { image, replicas: 3 })] });
+    expect(b.body.images[0]?.outcome).toBe('kept');
+    await sys.waitConverged('pinned', 90_000);
+    const builds = async (): Promise<Set<string>> => {
+      const cs = (await sys.containers('pinned')).filter((c) => c.running);
+      return new Set(await Promise.all(cs.map(async (c) => ((await sys.docker.getContainer(c.id).inspect()) as { Image: string }).Image)));
+    };
+    const before = await builds();
+    expect(before.size).toBe(1);
+    // resolveImage=always follows the tag: a new spec version, every replica on the new build.
+    const c = await sys.api<{ services: Array<{ outcome: string; fields?: string[] }>; images: Array<{ image: string; digest: string }> }>('POST', '/v1/apply?resolveImage=always', { documents: [serviceDoc('pinned', { image, replicas: 3 })] });
+    expect(c.body.services[0]).toMatchObject({ outcome: 'updated', fields: ['image'] });
+    expect(c.body.images[0]?.digest).not.toBe(first!.digest);
+    pulled.push(c.body.images[0]!.image);
+    const end = await sys.waitConverged('pinned', 120_000);
+    expect(end.service.record.specVersion).toBe(2);
+    const after = await builds();
+    expect(after.size).toBe(1);
+    expect([...after][0]).not.toBe([...before][0]);
+  }, 300_000);
 
   it('a tag the registry does not have fails as not_found with its answer', async () => {
     await sys.apply(serviceDoc('missing', { image: `${registry.host}/team/app:nope`, replicas: 1 }));
