@@ -35,6 +35,7 @@ import { errorText, StatusReporter, statusReporterDefaults, type StatusReporterL
 import { exitedStatus, failedStartStatus, goneStatus, startingStatus, type ReportBase } from './task-report.ts';
 import { callWithTimeout, TaskWorkQueue, type Call } from './work-queue.ts';
 import { pullAuthFor, type RegistryLogins } from './registry-auth.ts';
+import { pullProgressText, type PullProgress } from './pull-progress.ts';
 import { deliverSecrets, retainSecretFiles, type SecretDelivery } from './secret-delivery.ts';
 import type { TaskNetworks } from './task-networks.ts';
 import type { Logger } from '../log.ts';
@@ -160,6 +161,8 @@ export interface AgentState {
 
 /** How often a task waiting for a secret it cannot decrypt yet is tried again. */
 export const secretRetryMs = 2_000;
+/** How often a pull's progress is reported as the starting task's message, at most. */
+export const pullProgressIntervalMs = 1_000;
 
 export class Agent {
   private readonly limits: AgentLimits;
@@ -461,7 +464,7 @@ export class Agent {
     if (!pull.ok) return this.failStart(base, null, pull.message);
     try {
       const pullMs = this.limits.pullTimeoutMs;
-      const ensured = await call(`pulling ${image}`, pullMs + this.limits.callTimeoutMs, () => runtime.ensureImage(image, pullMs, pull.auth));
+      const ensured = await call(`pulling ${image}`, pullMs + this.limits.callTimeoutMs, () => runtime.ensureImage(image, pullMs, pull.auth, this.pullProgressReporter(base, image)));
       if (ensured === 'pulled') this.opts.onImagePulled?.(image);
     } catch (err) {
       if (err instanceof RuntimeError && err.kind === 'unavailable') return this.onRuntimeTrouble(err);
@@ -531,6 +534,18 @@ export class Agent {
   }
 
   /** The task stays `starting` with why it waits, and is tried again after secretRetryMs. */
+  /** Reports a pull's progress as the starting task's message, at most once every pullProgressIntervalMs (and its end). */
+  private pullProgressReporter(base: ReportBase, image: string): (p: PullProgress) => void {
+    let last = -Infinity;
+    return (p) => {
+      const now = this.opts.clock.now();
+      const done = p.layers > 0 && p.layersDone === p.layers;
+      if (!done && now - last < pullProgressIntervalMs) return;
+      last = now;
+      this.reporter.submit({ ...startingStatus(base), message: pullProgressText(image, p) });
+    };
+  }
+
   private waitForSecrets(base: ReportBase, message: string): void {
     const first = !this.secretWaits.has(base.taskId);
     const at = this.opts.clock.now() + secretRetryMs;

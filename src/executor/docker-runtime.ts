@@ -24,6 +24,7 @@ import {
 import { z } from 'zod';
 import { imageRegistryHost } from '../resources/registry-logins.ts';
 import { describePullFailure } from './pull-errors.ts';
+import { PullProgressTracker, type PullProgress } from './pull-progress.ts';
 
 /** Docker's answer to GET /distribution/{name}/json. */
 const distributionSchema = z.object({
@@ -129,12 +130,12 @@ export class DockerRuntime implements Runtime {
     return found;
   }
 
-  async ensureImage(image: string, timeoutMs: number, auth?: RegistryAuth): Promise<ImageEnsured> {
+  async ensureImage(image: string, timeoutMs: number, auth?: RegistryAuth, onProgress?: (p: PullProgress) => void): Promise<ImageEnsured> {
     if (image === '' || !(timeoutMs > 0)) throw new RangeError('ensureImage needs an image and a positive timeout');
     if (await this.imagePresent(image)) return 'present';
     const host = auth?.serveraddress ?? imageRegistryHost(image);
     try {
-      await this.call(`pull ${image}`, timeoutMs, (signal) => this.pull(image, signal, auth));
+      await this.call(`pull ${image}`, timeoutMs, (signal) => this.pull(image, signal, auth, onProgress));
     } catch (err) {
       const e = err as RuntimeError;
       if (e.kind === 'unavailable') throw e;
@@ -463,14 +464,16 @@ export class DockerRuntime implements Runtime {
   }
 
   /** Pulls, reading the progress stream to its end; an error line in it fails the pull (with the registry's answer as its message). */
-  private async pull(image: string, signal: AbortSignal, auth: RegistryAuth | undefined): Promise<void> {
+  private async pull(image: string, signal: AbortSignal, auth: RegistryAuth | undefined, onProgress: ((p: PullProgress) => void) | undefined): Promise<void> {
     const opts = { abortSignal: signal, ...(auth !== undefined ? { authconfig: { ...auth } } : {}) };
     const stream = (await this.docker.pull(image, opts)) as Readable;
     signal.addEventListener('abort', () => stream.destroy(), { once: true });
     let failure: string | undefined;
+    const progress = new PullProgressTracker();
     await consumeJsonLines(stream, (line) => {
       const error = (line as { error?: unknown } | null)?.error;
       if (typeof error === 'string') failure ??= error;
+      if (onProgress !== undefined && progress.add(line)) onProgress(progress.progress);
     });
     if (failure !== undefined) throw new RuntimeError('failed', failure);
   }

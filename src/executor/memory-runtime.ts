@@ -26,6 +26,7 @@ import {
 } from './runtime.ts';
 import { imageRegistryHost } from '../resources/registry-logins.ts';
 import { describePullFailure } from './pull-errors.ts';
+import type { PullProgress } from './pull-progress.ts';
 
 export interface ContainerBehaviour {
   /** Exits by itself this long after each start; null = runs until stopped. */
@@ -265,7 +266,7 @@ export class MemoryRuntime implements Runtime {
       [...this.containersById.values()].filter((c) => matchesLabels(c.info.labels, labels)).map((c) => copyInfo(c.info)));
   }
 
-  ensureImage(image: string, timeoutMs: number, auth?: RegistryAuth): Promise<ImageEnsured> {
+  ensureImage(image: string, timeoutMs: number, auth?: RegistryAuth, onProgress?: (p: PullProgress) => void): Promise<ImageEnsured> {
     return this.call({ op: 'ensureImage', containerId: null, image, name: null }, async (): Promise<ImageEnsured> => {
       if (this.images.has(image)) return 'present';
       this.pullAuths.push({ image, auth: auth === undefined ? null : { ...auth } });
@@ -275,7 +276,10 @@ export class MemoryRuntime implements Runtime {
         throw new RuntimeError('image_pull_failed', `image ${image} could not be pulled: ${describePullFailure(host, `unauthorized: authentication required (registry ${host})`).text}`);
       }
       if ((this.pullable.has(image) || (this.pullAny && !image.startsWith('absent/'))) && this.pullDelayMs <= timeoutMs) {
+        // One layer of 10 MB, half of it at once, the rest when the delay has passed.
+        if (this.pullDelayMs > 0) onProgress?.({ layers: 1, layersDone: 0, bytes: 5_000_000, bytesTotal: 10_000_000 });
         await this.sleep(this.pullDelayMs);
+        if (this.pullDelayMs > 0) onProgress?.({ layers: 1, layersDone: 1, bytes: 10_000_000, bytesTotal: 10_000_000 });
         // Two pulls of one image at once: the second finds it there, as Docker's would.
         if (this.images.has(image)) return 'present';
         this.addImage(image);

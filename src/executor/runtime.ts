@@ -120,6 +120,8 @@ export interface LogReader extends AsyncIterable<LogLine> {
   close(): void;
 }
 
+import type { PullProgress } from './pull-progress.ts';
+
 /** The credentials a pull sends to a private registry (a registry login, src/resources/registry-logins.ts). Never logged. */
 export interface RegistryAuth {
   /** The registry's host, as the login names it. */
@@ -184,8 +186,9 @@ export interface Runtime {
    * Makes sure the image is present, pulling it when absent, within `timeoutMs` (with `auth`, the
    * registry login's credentials); says which. A failed pull rejects with
    * RuntimeError('image_pull_failed') whose message starts with its kind (pull-errors.ts).
+   * `onProgress` hears of the pull's progress as it goes (pull-progress.ts).
    */
-  ensureImage(image: string, timeoutMs: number, auth?: RegistryAuth): Promise<ImageEnsured>;
+  ensureImage(image: string, timeoutMs: number, auth?: RegistryAuth, onProgress?: (p: PullProgress) => void): Promise<ImageEnsured>;
   /** Every image on the runtime (shoal's and anyone else's). */
   listImages(): Promise<ImageInfo[]>;
   /**
