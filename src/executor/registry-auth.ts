@@ -30,7 +30,9 @@ export async function pullAuthFor(logins: RegistryLogins | undefined, d: SecretD
   if (d === undefined) return { ok: false, wait: false, message: `image_pull_failed: unauthorized: this node's agent reads no secrets (it runs without a data directory), so it cannot use the login for ${host}` };
   const r = await d.read(login.secret, taskId);
   if (!r.ok) {
-    const message = `the password of the login for ${host} cannot be read: ${r.message}`;
+    // A password that is not in the store (a snapshot restored with --discard-secrets) needs a new login, not a secret.
+    const why = r.wait ? r.message : `it is not in the store; log in again: shoal registry login ${host} --username ${login.username} --password-stdin`;
+    const message = `the password of the login for ${host} cannot be read: ${why}`;
     return r.wait ? { ok: false, wait: true, message: `waiting for registry credentials: ${message}` } : { ok: false, wait: false, message: `image_pull_failed: unauthorized: ${message}` };
   }
   const password = Buffer.from(r.bytes).toString('utf8');
