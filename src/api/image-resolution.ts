@@ -26,7 +26,7 @@ export type ResolveMode = 'always' | 'changed' | 'never';
 export const resolveModeDefault: ResolveMode = 'changed';
 
 /** How long one registry lookup may take before the tag is kept. */
-export const resolveTimeoutMs = 15_000;
+export const resolveTimeoutMs = 8_000;
 
 /** What apply did with one service's image. */
 export interface ImageResolution {
