@@ -161,6 +161,8 @@ export interface AgentState {
 
 /** How often a task waiting for a secret it cannot decrypt yet is tried again. */
 export const secretRetryMs = 2_000;
+/** The longest a stop waits for the pull of its replacement's image (agent.ts, prePull). */
+export const prePullTimeoutMs = 60_000;
 /** How often a pull's progress is reported as the starting task's message, at most. */
 export const pullProgressIntervalMs = 1_000;
 
@@ -519,6 +521,7 @@ export class Agent {
 
   private async removeOp(a: Extract<PlanAction, { type: 'remove' }>, call: Call): Promise<void> {
     const { runtime } = this.opts;
+    if (a.prePull !== undefined && a.shutdownOf !== null) await this.prePull(a.prePull, a.shutdownOf.taskId, call);
     try {
       await call('stopping the container', a.stop.graceMs + this.limits.stopMarginMs, () => runtime.stop(a.containerId, a.stop));
       const info = a.shutdownOf === null ? undefined : await call('inspecting the container', this.limits.callTimeoutMs, () => runtime.inspect(a.containerId));
@@ -533,7 +536,26 @@ export class Agent {
     }
   }
 
-  /** The task stays `starting` with why it waits, and is tried again after secretRetryMs. */
+  /**
+   * Pulls the image of the spec that replaces a task before the task is stopped (a rolling
+   * update, stop-first or not): its replacement, placed here as a rule (the slot's resources are
+   * freed here), then starts without a download. Best effort, bounded by prePullTimeoutMs: a pull
+   * that fails is logged and the stop goes on (the replacement's own pull reports the failure).
+   */
+  private async prePull(image: string, taskId: string, call: Call): Promise<void> {
+    const pull = await pullAuthFor(this.opts.registryLogins, this.opts.secrets, image, taskId);
+    const pullMs = Math.min(this.limits.pullTimeoutMs, prePullTimeoutMs);
+    try {
+      const ensured = await call(`pulling ${image} before the stop`, pullMs + this.limits.callTimeoutMs, () => this.opts.runtime.ensureImage(image, pullMs, pull.ok ? pull.auth : undefined));
+      if (ensured === 'pulled') {
+        this.opts.onImagePulled?.(image);
+        this.opts.log.info(`agent: pulled ${image} before stopping task ${taskId}, which a task of it replaces`);
+      }
+    } catch (err) {
+      this.opts.log.warn(`agent: pulling ${image} before stopping task ${taskId} failed: ${errorText(err)}; stopping it anyway`);
+    }
+  }
+
   /** Reports a pull's progress as the starting task's message, at most once every pullProgressIntervalMs (and its end). */
   private pullProgressReporter(base: ReportBase, image: string): (p: PullProgress) => void {
     let last = -Infinity;
@@ -546,6 +568,7 @@ export class Agent {
     };
   }
 
+  /** The task stays `starting` with why it waits, and is tried again after secretRetryMs. */
   private waitForSecrets(base: ReportBase, message: string): void {
     const first = !this.secretWaits.has(base.taskId);
     const at = this.opts.clock.now() + secretRetryMs;
