@@ -136,6 +136,43 @@ describe('a private registry with TLS and a login', () => {
     expect([...after][0]).not.toBe([...before][0]);
   }, 300_000);
 
+  it('a stop-first update pulls the new image on the node before it stops the old task', async () => {
+    await sys.apply(serviceDoc('rolling', { image, replicas: 1, update: { order: 'stop-first', parallelism: 1 } }));
+    const before = await sys.waitConverged('rolling', 90_000);
+    expect(before.tasks.filter((t) => t.desired === 'running')).toHaveLength(1);
+    // A new build under a new tag, not on the machine yet.
+    const v3 = 'shoal-test/registry-v3:local';
+    await ensureBusyboxImage(sys.docker, v3);
+    const next = await registry.push(sys.docker, v3, 'team/app', 'v3');
+    await sys.docker.getImage(v3).remove({ noprune: true });
+    const sinceS = Math.floor(Date.now() / 1000) - 1;
+    const a = await sys.api<{ images: Array<{ image: string }> }>('POST', '/v1/apply', { documents: [serviceDoc('rolling', { image: next, replicas: 1, update: { order: 'stop-first', parallelism: 1 } })] });
+    const pinnedNext = a.body.images[0]!.image;
+    pulled.push(pinnedNext);
+    const end = await sys.waitFor('the update done', async () => {
+      const s = await sys.service('rolling');
+      return s.service.record.specVersion === 2 && s.service.status.converged ? s : undefined;
+    }, 120_000);
+    expect(end.service.record.spec.image).toBe(pinnedNext);
+    const log = sys.events;
+    if (log === undefined) throw new Error('no event log');
+    await log.catchUp(sys.cluster.clusterId);
+    const oldDie = log.events.find((e) => e.action === 'die' && e.service === 'rolling' && e.specVersion === 1);
+    expect(oldDie, 'the old task\'s container died').toBeDefined();
+    // Docker's own record of the pull, in its event log: before the old container stopped.
+    const stream = await sys.docker.getEvents({ since: sinceS, until: Math.ceil(Date.now() / 1000) + 1, filters: { type: ['image'], event: ['pull'] } }) as unknown as NodeJS.ReadableStream;
+    const text = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      stream.on('data', (c: Buffer) => { out += c.toString(); });
+      stream.on('end', () => resolve(out));
+      stream.on('error', reject);
+    });
+    const pulls = text.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as { id: string; timeNano: number })
+      .filter((e) => e.id.startsWith(`${registry.host}/team/app`));
+    expect(pulls.length, text).toBeGreaterThanOrEqual(1);
+    expect(BigInt(pulls[0]!.timeNano) < oldDie!.timeNs, 'the new image was pulled before the old container stopped').toBe(true);
+  }, 240_000);
+
   it('a tag the registry does not have fails as not_found with its answer', async () => {
     await sys.apply(serviceDoc('missing', { image: `${registry.host}/team/app:nope`, replicas: 1 }));
     const [m] = await failures('missing', 1);
