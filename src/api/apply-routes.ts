@@ -11,9 +11,11 @@ import { principalOf } from './write-path.ts';
 import { merge } from '../resources/changes.ts';
 import { checkNetworks, planNetworkApply, type ResourceOutcome } from '../control/network-apply.ts';
 import { readNetworkState } from '../resources/network-resources.ts';
-import type { ServiceRecord } from '../resources/records.ts';
+import type { ImagePlatforms, ServiceRecord } from '../resources/records.ts';
+import type { Change } from '../resources/changes.ts';
+import type { JsonObject } from '../../fsm/types.ts';
 import { missingSecretProblems, secretExistsCompares } from '../resources/secrets.ts';
-import { secretsCollection } from '../resources/collections.ts';
+import { secretsCollection, servicesCollection } from '../resources/collections.ts';
 import { changedFields, parseSpecObjects, parseSpecs, refusal, type ServiceSpec, type SpecSet } from '../resources/spec/index.ts';
 import type { ControlState } from '../resources/state.ts';
 import { ShoalError } from '../errors.ts';
@@ -83,6 +85,26 @@ function plan(ctx: ApiContext, state: ControlState, set: SpecSet, opts: ApplyOpt
   return { written, services, networks: netPlan.networks, firewallPolicies: netPlan.firewallPolicies };
 }
 
+/**
+ * A service record written by apply, with what its images offer (issue 40: placement checks a
+ * node's platform against them): the platforms of the image pinned now, and those kept from the
+ * current record for an image it still names (spec or previousSpec).
+ */
+function withImagePlatforms(c: Change, state: ControlState, images: readonly ImageResolution[]): Change {
+  if (c.kind !== 'put' || c.collection !== servicesCollection) return c;
+  const doc = c.doc as unknown as ServiceRecord;
+  const kept = state.services.get(doc.name)?.value.imagePlatforms ?? [];
+  const list: ImagePlatforms[] = [];
+  for (const image of new Set([doc.spec.image, ...(doc.previousSpec !== null ? [doc.previousSpec.image] : [])])) {
+    const now = images.find((i) => i.service === doc.name && i.image === image && i.outcome === 'resolved' && i.platforms.length > 0);
+    const entry = now !== undefined ? { image, platforms: now.platforms } : kept.find((k) => k.image === image);
+    if (entry !== undefined) list.push(entry);
+  }
+  const { imagePlatforms: _old, ...rest } = doc;
+  const next: ServiceRecord = list.length > 0 ? { ...rest, imagePlatforms: list } : rest;
+  return { ...c, doc: next as unknown as JsonObject };
+}
+
 export const applyRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
   app.post('/v1/apply', { config: { role: 'operator' } }, async (req): Promise<ApplyAnswer> => {
     const v = validate({ query: [applyQuery, req.query], body: [applyBody, req.body] });
@@ -110,7 +132,8 @@ export const applyRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, 
     const w = await decideAndWrite(ctx, req, 'apply', (state) => {
       checkExpected(state, v.body.expectRevs);
       const { written, services, networks, firewallPolicies } = plan(ctx, state, specs, opts);
-      return { plan: written.plan, answer: { services, networks, firewallPolicies } };
+      const changes = written.plan.changes.map((c) => withImagePlatforms(c, state, pinned.images));
+      return { plan: { ...written.plan, changes }, answer: { services, networks, firewallPolicies } };
     });
     return { dryRun: false, rev: w.rev, ...w.answer, ...extra };
   });

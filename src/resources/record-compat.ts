@@ -50,6 +50,8 @@ const newerSpecFields: readonly NewerField[] = [
 /** A service record's own fields added after the first release. */
 const newerServiceFields: readonly NewerField[] = [
   { name: 'forcedDisruptions', level: featureLevelDisruptionBudget, isDefault: isEmptyList },
+  // Issue 40: what the pinned images offer.
+  { name: 'imagePlatforms', level: featureLevelSecretsAtRest, isDefault: (v) => v === undefined || isEmptyList(v) },
 ];
 
 function withoutDefaults(record: JsonObject, fields: readonly NewerField[]): JsonObject {
@@ -88,7 +90,7 @@ function putLevel(collection: string, doc: JsonValue): number {
   if (putNeedsSecretsLevel(collection, doc)) return featureLevelSecretsAtRest;
   if (newerCollections.has(collection)) return featureLevelWorkloadNetwork;
   if (!isObject(doc)) return 0;
-  if (collection === nodesCollection) return doc.mesh !== undefined ? featureLevelWorkloadNetwork : 0;
+  if (collection === nodesCollection) return doc.platform !== undefined ? featureLevelSecretsAtRest : doc.mesh !== undefined ? featureLevelWorkloadNetwork : 0;
   if (collection !== servicesCollection) return 0;
   return Math.max(levelOfFields(doc, newerServiceFields), levelOfFields(doc.spec, newerSpecFields), levelOfFields(doc.previousSpec, newerSpecFields));
 }

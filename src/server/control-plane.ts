@@ -85,7 +85,7 @@ export class ControlPlane {
       transferLeadership: (to) => opts.node.transferLeadership(to),
       ...(opts.meshCidr !== undefined ? { meshCidr: opts.meshCidr } : {}), ...(opts.observeLoops !== undefined ? { observeLoops: opts.observeLoops } : {}),
     });
-    this.writer = new StoreAgentWriter(opts.node, opts.store, opts.identity);
+    this.writer = new StoreAgentWriter(opts.node, opts.store, opts.identity, () => opts.node.featureLevel);
     this.peerViews = new PeerViewReporter({
       self: opts.identity.id, store: opts.store,
       members: () => {

@@ -112,6 +112,10 @@ describe('registry logins', () => {
     }]);
     const spec = async () => ((await s.app.inject({ url: '/v1/services/pinned' })).json() as { service: { record: { spec: { image: string }; specVersion: number } } }).service.record;
     expect((await spec()).spec.image).toBe(`${ref}@${a}`);
+    // What the index offers goes into the record, for placement.
+    expect(((await s.app.inject({ url: '/v1/services/pinned' })).json() as { service: { record: { imagePlatforms: unknown } } }).service.record.imagePlatforms).toEqual([
+      { image: `${ref}@${a}`, platforms: [{ os: 'linux', architecture: 'amd64' }, { os: 'linux', architecture: 'arm64', variant: 'v8' }] },
+    ]);
     await taskMessage('pinned', /"observed":"running"/);
     // The tag moves: an apply of the same document keeps the pin (changed, the default)...
     rt.publish(ref, b);

@@ -173,6 +173,39 @@ describe('a private registry with TLS and a login', () => {
     expect(BigInt(pulls[0]!.timeNano) < oldDie!.timeNs, 'the new image was pulled before the old container stopped').toBe(true);
   }, 240_000);
 
+  it('an image index for two platforms runs on the nodes of the one they have; one of a platform no node has is refused with the reason', async () => {
+    // An index (manifest list) pushed through the registry's API, naming the test image's manifest.
+    const m = await registry.api('GET', '/v2/team/app/manifests/v3', { headers: { accept: 'application/vnd.docker.distribution.manifest.v2+json' } });
+    expect(m.status).toBe(200);
+    const entry = (platform: Record<string, string>) => ({ mediaType: 'application/vnd.docker.distribution.manifest.v2+json', size: m.body.length, digest: String(m.headers['docker-content-digest']), platform });
+    const putIndex = async (tag: string, platforms: Array<Record<string, string>>) => {
+      const body = JSON.stringify({ schemaVersion: 2, mediaType: 'application/vnd.docker.distribution.manifest.list.v2+json', manifests: platforms.map(entry) });
+      const r = await registry.api('PUT', `/v2/team/app/manifests/${tag}`, { body, headers: { 'content-type': 'application/vnd.docker.distribution.manifest.list.v2+json' } });
+      expect(r.status, r.body.toString()).toBe(201);
+      return `${registry.host}/team/app:${tag}`;
+    };
+    const nodes = await sys.nodes();
+    const mine = nodes[0]!.record.platform;
+    expect(mine, 'the nodes record their platform').toBeDefined();
+    expect(nodes.every((n) => JSON.stringify(n.record.platform) === JSON.stringify(mine))).toBe(true);
+    const both = await putIndex('multi', [{ os: mine!.os, architecture: mine!.architecture }, { os: 'linux', architecture: 's390x' }]);
+    const a = await sys.api<{ images: Array<{ image: string; platforms: unknown[] }> }>('POST', '/v1/apply', { documents: [serviceDoc('multi', { image: both, replicas: 2 })] });
+    expect(a.body.images[0]?.platforms).toEqual([{ os: mine!.os, architecture: mine!.architecture }, { os: 'linux', architecture: 's390x' }]);
+    pulled.push(a.body.images[0]!.image);
+    await sys.waitConverged('multi', 90_000);
+    const only = await putIndex('s390x-only', [{ os: 'linux', architecture: 's390x' }]);
+    await sys.apply(serviceDoc('elsewhere', { image: only, replicas: 1 }));
+    const reason = await sys.waitFor('the task pending with its reason', async () => {
+      const t = (await sys.service('elsewhere')).tasks.find((x) => x.record.pendingReason !== null && x.record.pendingReason !== undefined);
+      return t?.record.pendingReason ?? undefined;
+    }, 30_000);
+    const p = `${mine!.os}/${mine!.architecture}${mine!.variant !== undefined ? `/${mine!.variant}` : ''}`;
+    expect(reason).toBe(`3 nodes ${p} (the image offers linux/s390x only) (n1, n2, n3)`);
+    expect(await sys.containers('elsewhere')).toEqual([]);
+    await call('DELETE', '/v1/services/elsewhere');
+    await call('DELETE', '/v1/services/multi');
+  }, 180_000);
+
   it('a tag the registry does not have fails as not_found with its answer', async () => {
     await sys.apply(serviceDoc('missing', { image: `${registry.host}/team/app:nope`, replicas: 1 }));
     const [m] = await failures('missing', 1);
