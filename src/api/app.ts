@@ -39,6 +39,8 @@ import { tokenRoutes } from './token-routes.ts';
 import { nodeCertRoutes } from './node-cert-routes.ts';
 import { AuthFailureLimiter } from './auth-rate-limit.ts';
 import { useAuth } from './auth.ts';
+// Registry logins (issue 40).
+import { registriesRoutes } from './registries-routes.ts';
 import { credentialsRoutes } from './credentials-routes.ts';
 import { auditRoutes } from './audit-routes.ts';
 import { drillRoutes } from './drill-routes.ts';
@@ -164,6 +166,8 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   }
   void app.register(seriesRoutes, { ctx });
   void app.register(stackRoutes, { ctx });
+  // Registry logins (issue 40).
+  void app.register(registriesRoutes, { ctx });
   void app.register(consoleRoutes, {});
   return app;
 }

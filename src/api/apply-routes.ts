@@ -11,9 +11,11 @@ import { principalOf } from './write-path.ts';
 import { merge } from '../resources/changes.ts';
 import { checkNetworks, planNetworkApply, type ResourceOutcome } from '../control/network-apply.ts';
 import { readNetworkState } from '../resources/network-resources.ts';
-import type { ServiceRecord } from '../resources/records.ts';
+import type { ImagePlatforms, ServiceRecord } from '../resources/records.ts';
+import type { Change } from '../resources/changes.ts';
+import type { JsonObject } from '../../fsm/types.ts';
 import { missingSecretProblems, secretExistsCompares } from '../resources/secrets.ts';
-import { secretsCollection } from '../resources/collections.ts';
+import { secretsCollection, servicesCollection } from '../resources/collections.ts';
 import { changedFields, parseSpecObjects, parseSpecs, refusal, type ServiceSpec, type SpecSet } from '../resources/spec/index.ts';
 import type { ControlState } from '../resources/state.ts';
 import { ShoalError } from '../errors.ts';
@@ -24,6 +26,7 @@ import { readControl } from './control-views.ts';
 import { validate } from './validate.ts';
 import { nameClashes, planJobApply, type JobOutcome } from '../control/job-apply.ts';
 import { jobTaskSpec, jobsCollection } from '../resources/jobs.ts';
+import { resolveImages, resolveModeDefault, type ImageResolution } from './image-resolution.ts';
 
 export interface ApplyOutcome extends ServiceOutcome {
   /** The spec fields that differ, for an update. */
@@ -42,6 +45,10 @@ export interface ApplyAnswer {
   firewallPolicies: ResourceOutcome[];
   /** Job documents: created, updated (its fields) or unchanged (control/job-apply.ts). */
   jobs: JobOutcome[];
+  /** What was done with each service's image (digest pinning); absent when every tag was left as written. */
+  images?: ImageResolution[];
+  /** What the apply did not do but did not fail for (a tag that could not be pinned). */
+  warnings?: string[];
 }
 
 function readSpecs(body: { documents?: unknown[] | undefined; text?: string | undefined; format?: 'yaml' | 'json' | undefined }): SpecSet {
@@ -91,27 +98,56 @@ function plan(ctx: ApiContext, state: ControlState, set: SpecSet, opts: ApplyOpt
   return { written, services, networks: netPlan.networks, firewallPolicies: netPlan.firewallPolicies, jobs: jobWrite.jobs };
 }
 
+/**
+ * A service record written by apply, with what its images offer (issue 40: placement checks a
+ * node's platform against them): the platforms of the image pinned now, and those kept from the
+ * current record for an image it still names (spec or previousSpec).
+ */
+function withImagePlatforms(c: Change, state: ControlState, images: readonly ImageResolution[]): Change {
+  if (c.kind !== 'put' || c.collection !== servicesCollection) return c;
+  const doc = c.doc as unknown as ServiceRecord;
+  const kept = state.services.get(doc.name)?.value.imagePlatforms ?? [];
+  const list: ImagePlatforms[] = [];
+  for (const image of new Set([doc.spec.image, ...(doc.previousSpec !== null ? [doc.previousSpec.image] : [])])) {
+    const now = images.find((i) => i.service === doc.name && i.image === image && i.outcome === 'resolved' && i.platforms.length > 0);
+    const entry = now !== undefined ? { image, platforms: now.platforms } : kept.find((k) => k.image === image);
+    if (entry !== undefined) list.push(entry);
+  }
+  const { imagePlatforms: _old, ...rest } = doc;
+  const next: ServiceRecord = list.length > 0 ? { ...rest, imagePlatforms: list } : rest;
+  return { ...c, doc: next as unknown as JsonObject };
+}
+
 export const applyRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
   app.post('/v1/apply', { config: { role: 'operator' } }, async (req): Promise<ApplyAnswer> => {
     const v = validate({ query: [applyQuery, req.query], body: [applyBody, req.body] });
-    const specs = readSpecs(v.body);
+    let specs = readSpecs(v.body);
     const opts: ApplyOptions = {
       ...(v.body.source !== undefined ? { source: v.body.source } : {}), ...(v.body.prune === true ? { prune: true } : {}),
       ...(v.body.force === true ? { force: { by: principalOf(req) } } : {}),
     };
+    // Registries are asked before the write's decision, which must not wait on the network.
+    const pinned = await resolveImages(ctx, specs.services, await readControl(ctx, 'linearizable'), v.query.resolveImage ?? resolveModeDefault);
+    const extra = {
+      ...(pinned.images.some((i) => i.outcome !== 'unpinned') ? { images: pinned.images } : {}),
+      ...(pinned.warnings.length > 0 ? { warnings: pinned.warnings } : {}),
+    };
+    for (const w of pinned.warnings) ctx.node.log.warn(`apply: ${w}`);
+    specs = { ...specs, services: pinned.specs };
     if (v.query.dryRun === 'true') {
       const state = await readControl(ctx, 'linearizable');
       checkExpected(state, v.body.expectRevs);
       const { written, services, networks, firewallPolicies, jobs } = plan(ctx, state, specs, opts);
       // Refuses what the write would refuse (too many records for one transaction).
       if (written.plan.changes.length > 0) oneTransaction(written.plan);
-      return { dryRun: true, rev: null, services, networks, firewallPolicies, jobs };
+      return { dryRun: true, rev: null, services, networks, firewallPolicies, jobs, ...extra };
     }
     const w = await decideAndWrite(ctx, req, 'apply', (state) => {
       checkExpected(state, v.body.expectRevs);
       const { written, services, networks, firewallPolicies, jobs } = plan(ctx, state, specs, opts);
-      return { plan: written.plan, answer: { services, networks, firewallPolicies, jobs } };
+      const changes = written.plan.changes.map((c) => withImagePlatforms(c, state, pinned.images));
+      return { plan: { ...written.plan, changes }, answer: { services, networks, firewallPolicies, jobs } };
     });
-    return { dryRun: false, rev: w.rev, ...w.answer };
+    return { dryRun: false, rev: w.rev, ...w.answer, ...extra };
   });
 };

@@ -30,6 +30,8 @@ export const readOnlyQuery = z.object({ consistency: consistencySchema }).strict
 
 export const applyQuery = z.object({
   dryRun: z.enum(['true', 'false']).optional(),
+  /** Digest pinning (image-resolution.ts): always, changed (the default) or never. */
+  resolveImage: z.enum(['always', 'changed', 'never']).optional(),
 }).strict();
 
 export const applyBody = z.object({

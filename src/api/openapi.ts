@@ -28,6 +28,8 @@ import { certPaths } from './cert-openapi.ts';
 import { caPaths } from './ca-openapi.ts';
 import { seriesPaths } from './series-openapi.ts';
 import { jobPaths } from './job-openapi.ts';
+// Registry logins (issue 40).
+import { registryPaths } from './registry-openapi.ts';
 import { secretBody, secretParams, secretViewSchema } from './secrets-routes.ts';
 import { drillsListQuery } from './drill-routes.ts';
 import { rotateKeyAnswer } from './mesh-routes.ts';
@@ -337,6 +339,7 @@ export function openApiDocument(version: string): Json {
       ...seriesPaths(errors),
       ...stackPaths(errors),
       ...jobPaths(errors),
+      ...registryPaths(errors),
     },
   };
 }

@@ -4,7 +4,8 @@
 //
 //   POST /v1/keyring/cluster-key   a voter fetches a cluster key it lacks (voters only)
 //   POST /v1/keyring/data-key      a node fetches the data key of one secret, for one task that
-//                                  this node is to run and whose spec names the secret
+//                                  this node is to run and whose spec names the secret (or, for a
+//                                  registry login's password, whose image is on that registry)
 //   POST /v1/keyring/unlock-key    an unlocked voter hands the unlock key to a voter (autolock)
 //
 // The keyring's admin routes are in keyring-routes.ts.
@@ -18,6 +19,7 @@ import { servicesCollection, tasksCollection } from '../resources/collections.ts
 import { serviceRecordSchema, specForTask, taskRecordSchema } from '../resources/records.ts';
 import { rawPrivateKey, unwrapDataKey } from '../resources/secret-crypto.ts';
 import { isSealed, secretInStore } from '../resources/secrets.ts';
+import { isRegistrySecretName, registryHostFor, registrySecretName } from '../resources/registry-logins.ts';
 import { sealForCert } from '../security/sealed-box.ts';
 import type { ApiContext } from './context.ts';
 import { memberCert } from './node-cert-routes.ts';
@@ -92,8 +94,10 @@ export const secretKeyRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (a
     const serviceDoc = ctx.store.get(servicesCollection, task.service);
     const service = serviceDoc === undefined ? undefined : serviceRecordSchema.safeParse(serviceDoc.doc).data;
     const spec = service === undefined ? null : specForTask(service, task);
-    if (spec === null || !spec.secrets.some((r) => r.name === v.body.secret)) {
-      refuse('not_named', `the spec of task ${v.body.taskId} does not name secret ${v.body.secret}`);
+    // A registry login's password goes to the node that pulls the image of a task on that registry.
+    const pullsWith = spec === null ? undefined : registrySecretName(registryHostFor(spec));
+    if (spec === null || (!spec.secrets.some((r) => r.name === v.body.secret) && pullsWith !== v.body.secret)) {
+      refuse('not_named', `the spec of task ${v.body.taskId} does not name secret ${v.body.secret}${isRegistrySecretName(v.body.secret) ? ' (its image is not on that login\'s registry)' : ''}`);
     }
     const record = secretInStore(ctx.store, v.body.secret);
     if (record === undefined) throw new ShoalError('not_found', `no secret named '${v.body.secret}'`, { secret: v.body.secret });

@@ -16,6 +16,7 @@ import {
   secretMeta, secretMetaSchema, secretNamePattern, secretRecordSchema, secretValueBytesMax, servicesUsingSecret, writeSecret,
   type SecretMeta, type SecretRecord,
 } from '../resources/secrets.ts';
+import { isRegistrySecretName } from '../resources/registry-logins.ts';
 import { allDocs, type ControlState, type Versioned } from '../resources/state.ts';
 import { ShoalError } from '../errors.ts';
 import type { ApiContext } from './context.ts';
@@ -26,7 +27,8 @@ import { noQuery } from './request-schemas.ts';
 import { validate } from './validate.ts';
 
 export const secretParams = z.object({
-  name: z.string().regex(secretNamePattern, 'must be a secret name (a DNS label: lower-case letters, digits and -, starting with a letter)'),
+  name: z.string().regex(secretNamePattern, 'must be a secret name (a DNS label: lower-case letters, digits and -, starting with a letter)')
+    .refine((n) => !isRegistrySecretName(n), 'names of the form registry-<16 hex digits> hold registry passwords: use shoal registry login|logout|ls'),
 }).strict();
 
 const base64Text = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
@@ -61,6 +63,8 @@ function valueBytes(b: z.infer<typeof secretBody>): Buffer {
 function readSecrets(ctx: ApiContext): Versioned<SecretRecord>[] {
   const out: Versioned<SecretRecord>[] = [];
   for (const d of allDocs(ctx.store, secretsCollection)) {
+    // A registry login's password is not a workload secret: registry ls shows the login.
+    if (isRegistrySecretName(d.id)) continue;
     const r = secretRecordSchema.safeParse(d.doc);
     if (r.success) out.push({ value: r.data, rev: d.rev });
     else ctx.node.log.warn(`${secretsCollection}/${d.id} (rev ${d.rev}) is not a valid secret record and is not shown`);

@@ -13,7 +13,7 @@ import { sameFailureAttempts } from './converge-verdict.ts';
 import { commonFlags, help } from './doc-common.ts';
 import { commonFlagsText } from './group.ts';
 
-export const applyHelp = `Usage: shoal apply -f FILE [--dry-run] [--prune] [--source NAME] [--force] [--detach] [--timeout DURATION] [--addr HOST:PORT] [--json]
+export const applyHelp = `Usage: shoal apply -f FILE [--dry-run] [--prune] [--source NAME] [--force] [--resolve-image always|changed|never] [--detach] [--timeout DURATION] [--addr HOST:PORT] [--json]
 
 Applies the Service specs in FILE (YAML, several documents separated by ---, or JSON; '-f -' reads
 standard input) and shows what each service does: created, updated (scaled, or its tasks replaced
@@ -42,6 +42,11 @@ Options:
                          its extension; required with -f -)
   --force                the rolling updates may go past the services' disruption budgets
                          (recorded on each service, and as an event)
+  --resolve-image MODE   pin each image tag to the digest its registry names now, written into the
+                         spec as name:tag@sha256:... so every task of a spec version runs one build:
+                         always, changed (default: only images whose tag changed; an unchanged one
+                         keeps its pin) or never. A registry that does not answer keeps the tag,
+                         with a warning; the apply goes on (docs/docker.md, "Pinned digests")
   --detach               do not wait for the services to converge
   --timeout DURATION     how long to wait for convergence (default ${waitTimeoutDefault})
 ${commonFlagsText(23)}
@@ -81,19 +86,21 @@ export async function applyCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, {
     ...commonFlags, file: { type: 'string', short: 'f' }, 'dry-run': { type: 'boolean', default: false },
     detach: { type: 'boolean', default: false }, timeout: { type: 'string' }, prune: { type: 'boolean', default: false }, source: { type: 'string' },
-    force: { type: 'boolean', default: false },
+    force: { type: 'boolean', default: false }, 'resolve-image': { type: 'string' },
   }, applyHelp);
   if (values.help) return help(applyHelp);
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals.join(' ')}'; name the file with -f FILE`);
   if (values.file === undefined) throw new UsageError('missing -f FILE (the spec file; -f - reads standard input)');
   const timeoutMs = durationFlag(values.timeout, '--timeout', waitTimeoutDefault);
+  const resolveImage = values['resolve-image'];
+  if (resolveImage !== undefined && !['always', 'changed', 'never'].includes(resolveImage)) throw new UsageError(`--resolve-image takes always, changed or never, not '${resolveImage}'`);
   const addr = resolveAddr(values.addr);
   const source = values.source ?? (values.file === '-' ? undefined : path.basename(values.file).replace(/\.(ya?ml|json)$/, ''));
   if (values.prune && source === undefined) throw new UsageError('--prune with -f - needs --source NAME (which services it may remove)');
   const text = readSpecFile(values.file);
   const format = values.file.endsWith('.json') ? 'json' : 'yaml';
   const { body } = await request(addr, 'POST', '/v1/apply', applyAnswerSchema, {
-    query: { dryRun: values['dry-run'] ? 'true' : undefined },
+    query: { dryRun: values['dry-run'] ? 'true' : undefined, resolveImage },
     body: { text, format, ...(source !== undefined ? { source } : {}), ...(values.prune ? { prune: true } : {}), ...(values.force ? { force: true } : {}) },
     retry: 'safe', onRetry: retryNotice('apply'),
   });
@@ -108,6 +115,8 @@ export async function finish(answer: ApplyAnswer, o: { addr: string; json: boole
     for (const [kind, list] of [['network', answer.networks], ['firewall policy', answer.firewallPolicies], ['job', answer.jobs]] as const) {
       for (const r of list ?? []) console.log(`${kind} ${r.name}: ${answer.dryRun && r.outcome !== 'unchanged' ? `would be ${r.outcome}` : r.outcome}`);
     }
+    for (const i of answer.images ?? []) if (i.outcome === 'resolved') console.log(`${i.service}: image ${i.requested} pinned to ${i.digest ?? ''}`);
+    for (const w of answer.warnings ?? []) console.error(`warning: ${w}`);
     if (answer.dryRun) console.log('dry run: nothing was changed');
   }
   if (!o.wait) {

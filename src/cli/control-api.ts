@@ -69,6 +69,8 @@ export const applyAnswerSchema = z.object({
   dryRun: z.boolean(), rev: z.number().nullable(), services: z.array(applyOutcomeSchema),
   networks: z.array(resourceOutcomeSchema).optional(), firewallPolicies: z.array(resourceOutcomeSchema).optional(),
   jobs: z.array(resourceOutcomeSchema).optional(),
+  images: z.array(z.object({ service: z.string(), requested: z.string(), image: z.string(), outcome: z.string(), digest: z.string().nullable() }).loose()).optional(),
+  warnings: z.array(z.string()).optional(),
 }).loose();
 export type ApplyAnswer = z.infer<typeof applyAnswerSchema>;
 

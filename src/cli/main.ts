@@ -47,6 +47,8 @@ export const commands: Record<string, { load: () => Promise<Command>; summary: s
   drill: { load: async () => { const m = await import('./drill.ts'); return { run: m.drillGroupCommand, help: m.drillGroupHelp }; }, summary: 'failover drills (leader-kill, leader-isolate, leader-pause, follower-pause, node-reboot, disk-stall) with a report; ls; schedule' },
   doctor: { load: async () => { const m = await import('./doctor.ts'); return { run: m.doctorCommand, help: m.doctorHelp }; }, summary: 'check quorum, clock skew, disk free, versions, API exposure, certificates and workloads; OK/WARN/FAIL with what to do' },
   version: { load: async () => { const m = await import('./version.ts'); return { run: m.versionCommand, help: m.versionHelp }; }, summary: 'print the version of this command (also shoal --version)' },
+  // Registry logins (issue 40).
+  registry: { load: async () => { const m = await import('./registry.ts'); return { run: m.registryCommand, help: m.registryGroupHelp }; }, summary: 'login, logout, ls: credentials nodes send to private image registries (kept encrypted)' },
 };
 
 /** The usage line and the list of commands: what a mistyped command is answered with. */

@@ -24,7 +24,8 @@ export function placePending(state: ControlState, term: number, now: number, dep
   const withSpec = (t: Versioned<TaskRecord>): TaskWithSpec | undefined => {
     const svc = ownerOf(state, t.value);
     const spec = svc === undefined ? null : specForTask(svc, t.value) ?? svc.spec;
-    return spec === null ? undefined : { task: t.value, spec };
+    const platforms = spec === null ? undefined : svc?.imagePlatforms?.find((p) => p.image === spec.image)?.platforms;
+    return spec === null ? undefined : { task: t.value, spec, ...(platforms !== undefined ? { platforms } : {}) };
   };
   const pending: TaskWithSpec[] = [];
   const placed: TaskWithSpec[] = [];

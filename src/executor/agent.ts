@@ -34,6 +34,8 @@ import { RuntimeError, type ContainerInfo, type Runtime } from './runtime.ts';
 import { errorText, StatusReporter, statusReporterDefaults, type StatusReporterLimits, type StatusWriter } from './status-reporter.ts';
 import { exitedStatus, failedStartStatus, goneStatus, startingStatus, type ReportBase } from './task-report.ts';
 import { callWithTimeout, TaskWorkQueue, type Call } from './work-queue.ts';
+import { pullAuthFor, type RegistryLogins } from './registry-auth.ts';
+import { pullProgressText, type PullProgress } from './pull-progress.ts';
 import { deliverSecrets, retainSecretFiles, type SecretDelivery } from './secret-delivery.ts';
 import type { TaskNetworks } from './task-networks.ts';
 import type { Logger } from '../log.ts';
@@ -133,6 +135,8 @@ export interface AgentOptions {
   lease?: AgentLeaseOptions;
   /** Reads secrets from the store and writes their files (secret-delivery.ts); absent, a task that names a secret fails to start. */
   secrets?: SecretDelivery;
+  /** The registry logins in the node's store (registry-auth.ts); absent, every pull goes without credentials. */
+  registryLogins?: RegistryLogins;
   /**
    * Addresses and overlay readiness of tasks on networks (task-networks.ts): the container of such
    * a task is created only once every address is allocated and the node's overlay is in place.
@@ -157,6 +161,10 @@ export interface AgentState {
 
 /** How often a task waiting for a secret it cannot decrypt yet is tried again. */
 export const secretRetryMs = 2_000;
+/** The longest a stop waits for the pull of its replacement's image (agent.ts, prePull). */
+export const prePullTimeoutMs = 60_000;
+/** How often a pull's progress is reported as the starting task's message, at most. */
+export const pullProgressIntervalMs = 1_000;
 
 export class Agent {
   private readonly limits: AgentLimits;
@@ -453,9 +461,12 @@ export class Agent {
     if (!secrets.ok) return this.failStart(base, null, secrets.message);
     const spec = secrets.mounts.length === 0 ? a.spec : { ...a.spec, mounts: [...a.spec.mounts, ...secrets.mounts] };
     const create = (): Promise<string> => runtime.create(spec);
+    const pull = await pullAuthFor(this.opts.registryLogins, this.opts.secrets, image, base.taskId);
+    if (!pull.ok && pull.wait) return this.waitForSecrets(base, pull.message);
+    if (!pull.ok) return this.failStart(base, null, pull.message);
     try {
       const pullMs = this.limits.pullTimeoutMs;
-      const ensured = await call(`pulling ${image}`, pullMs + this.limits.callTimeoutMs, () => runtime.ensureImage(image, pullMs));
+      const ensured = await call(`pulling ${image}`, pullMs + this.limits.callTimeoutMs, () => runtime.ensureImage(image, pullMs, pull.auth, this.pullProgressReporter(base, image)));
       if (ensured === 'pulled') this.opts.onImagePulled?.(image);
     } catch (err) {
       if (err instanceof RuntimeError && err.kind === 'unavailable') return this.onRuntimeTrouble(err);
@@ -510,6 +521,7 @@ export class Agent {
 
   private async removeOp(a: Extract<PlanAction, { type: 'remove' }>, call: Call): Promise<void> {
     const { runtime } = this.opts;
+    if (a.prePull !== undefined && a.shutdownOf !== null) await this.prePull(a.prePull, a.shutdownOf.taskId, call);
     try {
       await call('stopping the container', a.stop.graceMs + this.limits.stopMarginMs, () => runtime.stop(a.containerId, a.stop));
       const info = a.shutdownOf === null ? undefined : await call('inspecting the container', this.limits.callTimeoutMs, () => runtime.inspect(a.containerId));
@@ -522,6 +534,38 @@ export class Agent {
       if (this.isRuntimeTrouble(err)) return this.onRuntimeTrouble(err);
       this.opts.log.warn(`agent: removing container ${a.name} (${a.containerId}) failed: ${errorText(err)}; trying again later`);
     }
+  }
+
+  /**
+   * Pulls the image of the spec that replaces a task before the task is stopped (a rolling
+   * update, stop-first or not): its replacement, placed here as a rule (the slot's resources are
+   * freed here), then starts without a download. Best effort, bounded by prePullTimeoutMs: a pull
+   * that fails is logged and the stop goes on (the replacement's own pull reports the failure).
+   */
+  private async prePull(image: string, taskId: string, call: Call): Promise<void> {
+    const pull = await pullAuthFor(this.opts.registryLogins, this.opts.secrets, image, taskId);
+    const pullMs = Math.min(this.limits.pullTimeoutMs, prePullTimeoutMs);
+    try {
+      const ensured = await call(`pulling ${image} before the stop`, pullMs + this.limits.callTimeoutMs, () => this.opts.runtime.ensureImage(image, pullMs, pull.ok ? pull.auth : undefined));
+      if (ensured === 'pulled') {
+        this.opts.onImagePulled?.(image);
+        this.opts.log.info(`agent: pulled ${image} before stopping task ${taskId}, which a task of it replaces`);
+      }
+    } catch (err) {
+      this.opts.log.warn(`agent: pulling ${image} before stopping task ${taskId} failed: ${errorText(err)}; stopping it anyway`);
+    }
+  }
+
+  /** Reports a pull's progress as the starting task's message, at most once every pullProgressIntervalMs (and its end). */
+  private pullProgressReporter(base: ReportBase, image: string): (p: PullProgress) => void {
+    let last = -Infinity;
+    return (p) => {
+      const now = this.opts.clock.now();
+      const done = p.layers > 0 && p.layersDone === p.layers;
+      if (!done && now - last < pullProgressIntervalMs) return;
+      last = now;
+      this.reporter.submit({ ...startingStatus(base), message: pullProgressText(image, p) });
+    };
   }
 
   /** The task stays `starting` with why it waits, and is tried again after secretRetryMs. */

@@ -9,7 +9,6 @@
 import http from 'node:http';
 import type { Readable } from 'node:stream';
 import Docker from 'dockerode';
-import type { z } from 'zod';
 import { ShoalError } from '../errors.ts';
 import {
   containerInspectSchema, containerSummarySchema, dockerEventSchema, imageSummarySchema, subscribedActions, toContainerInfo, toImageInfo, toRuntimeEvent,
@@ -20,8 +19,18 @@ import { describeEndpoint, resolveDockerEndpoint, type DockerEndpoint } from './
 import { DockerLogDecoder } from './docker-log-frames.ts';
 import {
   RuntimeError, type ContainerInfo, type ContainerSpec, type ImageEnsured, type ImageInfo, type Labels, type LogLine, type LogOptions, type LogReader,
-  type Runtime, type RuntimeEvent,
+  type RegistryAuth, type ResolvedImage, type Runtime, type RuntimeEvent,
 } from './runtime.ts';
+import { z } from 'zod';
+import { imageRegistryHost } from '../resources/registry-logins.ts';
+import { describePullFailure } from './pull-errors.ts';
+import { PullProgressTracker, type PullProgress } from './pull-progress.ts';
+
+/** Docker's answer to GET /distribution/{name}/json. */
+const distributionSchema = z.object({
+  Descriptor: z.object({ digest: z.string().regex(/^sha256:[0-9a-f]{64}$/) }).loose(),
+  Platforms: z.array(z.object({ os: z.string(), architecture: z.string(), variant: z.string().optional() }).loose()).nullish(),
+}).loose();
 
 export interface DockerRuntimeOptions {
   /** The daemon's unix socket; undefined = DOCKER_HOST, else /var/run/docker.sock. */
@@ -121,21 +130,53 @@ export class DockerRuntime implements Runtime {
     return found;
   }
 
-  async ensureImage(image: string, timeoutMs: number): Promise<ImageEnsured> {
+  async ensureImage(image: string, timeoutMs: number, auth?: RegistryAuth, onProgress?: (p: PullProgress) => void): Promise<ImageEnsured> {
     if (image === '' || !(timeoutMs > 0)) throw new RangeError('ensureImage needs an image and a positive timeout');
     if (await this.imagePresent(image)) return 'present';
+    const host = auth?.serveraddress ?? imageRegistryHost(image);
     try {
-      await this.call(`pull ${image}`, timeoutMs, (signal) => this.pull(image, signal));
+      await this.call(`pull ${image}`, timeoutMs, (signal) => this.pull(image, signal, auth, onProgress));
     } catch (err) {
       const e = err as RuntimeError;
-      if (e.kind === 'unavailable' || e.kind === 'image_pull_failed') throw e;
-      const why = e.kind === 'timeout' ? `not pulled within ${timeoutMs} ms` : e.message;
-      throw new RuntimeError('image_pull_failed', `image ${image} is not on this node and could not be pulled: ${why}`);
+      if (e.kind === 'unavailable') throw e;
+      if (e.kind === 'timeout') throw new RuntimeError('image_pull_failed', `timeout: image ${image} is not on this node and was not pulled within ${timeoutMs} ms (a slow or silent registry at ${host})`);
+      throw new RuntimeError('image_pull_failed', `image ${image} could not be pulled: ${describePullFailure(host, e.message).text}`);
     }
     if (!(await this.imagePresent(image))) {
       throw new RuntimeError('image_pull_failed', `image ${image}: the pull finished but the image is still absent`);
     }
     return 'pulled';
+  }
+
+  async resolveImage(image: string, timeoutMs: number, auth?: RegistryAuth): Promise<ResolvedImage | 'local'> {
+    if (image === '' || !(timeoutMs > 0)) throw new RangeError('resolveImage needs an image and a positive timeout');
+    const local = await this.call(`inspect image ${image}`, this.callTimeoutMs, async () => {
+      try {
+        return (await this.docker.getImage(image).inspect()) as { RepoDigests?: string[] | null };
+      } catch (err) {
+        if (statusOf(err) === 404) return undefined;
+        throw err;
+      }
+    });
+    if (local !== undefined && (local.RepoDigests ?? []).length === 0) return 'local';
+    const host = auth?.serveraddress ?? imageRegistryHost(image);
+    const modem = this.docker.modem as { dial(opts: object, cb: (err: unknown, data: unknown) => void): void };
+    try {
+      const raw = await this.call(`resolve ${image}`, timeoutMs, (signal) => new Promise<unknown>((resolve, reject) => {
+        modem.dial({
+          path: `/distribution/${image}/json`, method: 'GET', abortSignal: signal, options: {},
+          ...(auth !== undefined ? { authconfig: { ...auth } } : {}),
+          statusCodes: { 200: true, 401: 'unauthorized', 403: 'forbidden', 404: 'not found', 500: 'server error' },
+        }, (err, data) => (err !== null && err !== undefined ? reject(err) : resolve(data)));
+      }));
+      const d = this.parse(distributionSchema, raw, `resolve ${image}`);
+      return { digest: d.Descriptor.digest, platforms: (d.Platforms ?? []).map((p) => ({ os: p.os, architecture: p.architecture, ...(p.variant !== undefined && p.variant !== '' ? { variant: p.variant } : {}) })) };
+    } catch (err) {
+      const e = err as RuntimeError;
+      if (e.kind === 'unavailable') throw e;
+      if (e.kind === 'timeout') throw new RuntimeError('image_pull_failed', `timeout: the registry at ${host} did not tell what ${image} is within ${timeoutMs} ms`);
+      throw new RuntimeError('image_pull_failed', describePullFailure(host, e.message).text);
+    }
   }
 
   async listImages(): Promise<ImageInfo[]> {
@@ -422,16 +463,19 @@ export class DockerRuntime implements Runtime {
     });
   }
 
-  /** Pulls, reading the progress stream to its end; an error line in it fails the pull. */
-  private async pull(image: string, signal: AbortSignal): Promise<void> {
-    const stream = (await this.docker.pull(image, { abortSignal: signal })) as Readable;
+  /** Pulls, reading the progress stream to its end; an error line in it fails the pull (with the registry's answer as its message). */
+  private async pull(image: string, signal: AbortSignal, auth: RegistryAuth | undefined, onProgress: ((p: PullProgress) => void) | undefined): Promise<void> {
+    const opts = { abortSignal: signal, ...(auth !== undefined ? { authconfig: { ...auth } } : {}) };
+    const stream = (await this.docker.pull(image, opts)) as Readable;
     signal.addEventListener('abort', () => stream.destroy(), { once: true });
     let failure: string | undefined;
+    const progress = new PullProgressTracker();
     await consumeJsonLines(stream, (line) => {
       const error = (line as { error?: unknown } | null)?.error;
       if (typeof error === 'string') failure ??= error;
+      if (onProgress !== undefined && progress.add(line)) onProgress(progress.progress);
     });
-    if (failure !== undefined) throw new RuntimeError('image_pull_failed', `image ${image} could not be pulled: ${failure}`);
+    if (failure !== undefined) throw new RuntimeError('failed', failure);
   }
 
   private async sendSignal(id: string, signal: string): Promise<SignalOutcome> {

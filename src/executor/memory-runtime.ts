@@ -22,8 +22,11 @@ import type { Clock, Timer } from './clock.ts';
 import { LogQueue } from './log-queue.ts';
 import {
   RuntimeError, type ContainerInfo, type ContainerSpec, type HealthState, type ImageEnsured, type ImageInfo, type Labels, type LogLine,
-  type LogOptions, type LogReader, type LogStream, type Runtime, type RuntimeEvent, type RuntimeEventType,
+  type LogOptions, type LogReader, type LogStream, type ImagePlatform, type RegistryAuth, type ResolvedImage, type Runtime, type RuntimeEvent, type RuntimeEventType,
 } from './runtime.ts';
+import { imageRegistryHost } from '../resources/registry-logins.ts';
+import { describePullFailure } from './pull-errors.ts';
+import type { PullProgress } from './pull-progress.ts';
 
 export interface ContainerBehaviour {
   /** Exits by itself this long after each start; null = runs until stopped. */
@@ -120,6 +123,10 @@ export class MemoryRuntime implements Runtime {
   /** Image references and the image id each names (several references may name one image). */
   private readonly images = new Map<string, string>();
   private readonly pullable = new Set<string>();
+  private readonly published = new Map<string, ResolvedImage>();
+  private readonly logins = new Map<string, { username: string; password: string }>();
+  /** Every pull asked for, with the credentials it was given (null: none); for tests of registry logins. */
+  readonly pullAuths: Array<{ image: string; auth: RegistryAuth | null }> = [];
   private readonly pullDelayMs: number;
   private readonly pullAny: boolean;
   private readonly idPrefix: string;
@@ -163,6 +170,11 @@ export class MemoryRuntime implements Runtime {
     const id = existing ?? `sha256:${(++this.imageSeq).toString(16).padStart(64, '0')}`;
     this.images.set(image, id);
     return id;
+  }
+
+  /** Pulls from `host` need this user name and password from now on, as a private registry's do (the image must still be pullable). */
+  requireLogin(host: string, username: string, password: string): void {
+    this.logins.set(host, { username, password });
   }
 
   allowPull(image: string): void {
@@ -254,11 +266,20 @@ export class MemoryRuntime implements Runtime {
       [...this.containersById.values()].filter((c) => matchesLabels(c.info.labels, labels)).map((c) => copyInfo(c.info)));
   }
 
-  ensureImage(image: string, timeoutMs: number): Promise<ImageEnsured> {
+  ensureImage(image: string, timeoutMs: number, auth?: RegistryAuth, onProgress?: (p: PullProgress) => void): Promise<ImageEnsured> {
     return this.call({ op: 'ensureImage', containerId: null, image, name: null }, async (): Promise<ImageEnsured> => {
       if (this.images.has(image)) return 'present';
+      this.pullAuths.push({ image, auth: auth === undefined ? null : { ...auth } });
+      const host = imageRegistryHost(image);
+      const login = this.logins.get(host);
+      if (login !== undefined && (auth?.username !== login.username || auth.password !== login.password)) {
+        throw new RuntimeError('image_pull_failed', `image ${image} could not be pulled: ${describePullFailure(host, `unauthorized: authentication required (registry ${host})`).text}`);
+      }
       if ((this.pullable.has(image) || (this.pullAny && !image.startsWith('absent/'))) && this.pullDelayMs <= timeoutMs) {
+        // One layer of 10 MB, half of it at once, the rest when the delay has passed.
+        if (this.pullDelayMs > 0) onProgress?.({ layers: 1, layersDone: 0, bytes: 5_000_000, bytesTotal: 10_000_000 });
         await this.sleep(this.pullDelayMs);
+        if (this.pullDelayMs > 0) onProgress?.({ layers: 1, layersDone: 1, bytes: 10_000_000, bytesTotal: 10_000_000 });
         // Two pulls of one image at once: the second finds it there, as Docker's would.
         if (this.images.has(image)) return 'present';
         this.addImage(image);
@@ -267,6 +288,27 @@ export class MemoryRuntime implements Runtime {
       await this.sleep(timeoutMs);
       throw new RuntimeError('image_pull_failed', `pulling ${image}: no registry answered within ${timeoutMs} ms`);
     });
+  }
+
+  resolveImage(image: string, _timeoutMs: number, auth?: RegistryAuth): Promise<ResolvedImage | 'local'> {
+    return this.call({ op: 'ensureImage', containerId: null, image, name: null }, (): ResolvedImage | 'local' => {
+      const host = imageRegistryHost(image);
+      const login = this.logins.get(host);
+      if (login !== undefined && (auth?.username !== login.username || auth.password !== login.password)) {
+        throw new RuntimeError('image_pull_failed', describePullFailure(host, `unauthorized: authentication required (registry ${host})`).text);
+      }
+      const name = image.includes('@') ? image.slice(0, image.indexOf('@')) : image;
+      const published = this.published.get(name);
+      if (published !== undefined) return { digest: published.digest, platforms: published.platforms.map((p) => ({ ...p })) };
+      if (this.images.has(image) || this.pullable.has(image) || (this.pullAny && !image.startsWith('absent/'))) return 'local';
+      throw new RuntimeError('image_pull_failed', describePullFailure(host, `Get "https://${host}/v2/": dial tcp: lookup ${host}: no such host`).text);
+    });
+  }
+
+  /** What the registry says `ref` (a tag) names from now on: resolveImage answers it, and a pull of `ref@digest` finds it. */
+  publish(ref: string, digest: string, platforms: ImagePlatform[] = [{ os: 'linux', architecture: 'amd64' }]): void {
+    this.published.set(ref, { digest, platforms });
+    this.pullable.add(`${ref}@${digest}`);
   }
 
   listImages(): Promise<ImageInfo[]> {

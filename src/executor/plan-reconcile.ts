@@ -80,7 +80,11 @@ export type PlanAction =
   /** Restart an exited container of the task under its restart policy (no quorum only). */
   | { type: 'restart'; key: string; base: ReportBase; containerId: string; restarts: LocalRestarts }
   /** Stop (signal, grace period) and remove; then report the task shut down when `shutdownOf` is set. */
-  | { type: 'remove'; key: string; containerId: string; name: string; reason: string; stop: StopOptions; shutdownOf: ReportBase | null };
+  | {
+    type: 'remove'; key: string; containerId: string; name: string; reason: string; stop: StopOptions; shutdownOf: ReportBase | null;
+    /** The image of the spec that replaces the task's (a rolling update), pulled before the stop so the slot is not down for the download. */
+    prePull?: string;
+  };
 
 export interface Plan {
   actions: PlanAction[];
@@ -259,7 +263,11 @@ class Planner {
   private remove(key: string, p: Parsed, a: AgentAssignment | undefined, reason: string, shutdownOf: ReportBase | null): void {
     const spec = a?.service == null ? null : specForTask(a.service, a.task);
     const stop = spec === null ? this.input.defaultStop : { signal: spec.stopSignal, graceMs: spec.stopGracePeriodMs };
-    this.gated({ type: 'remove', key, containerId: p.c.id, name: p.c.name, reason, stop, shutdownOf });
+    // A task shut down for an update to another image: its replacement's image is pulled first.
+    const current = a?.service?.spec;
+    const prePull = a?.task.desired === 'shutdown' && current !== undefined && spec !== null && a.service?.specVersion !== a.task.specVersion && current.image !== spec.image
+      ? current.image : null;
+    this.gated({ type: 'remove', key, containerId: p.c.id, name: p.c.name, reason, stop, shutdownOf, ...(prePull !== null ? { prePull } : {}) });
   }
 
   /** An exclusive task starts only under a lease that holds; asking for one when it does not. */

@@ -120,6 +120,30 @@ export interface LogReader extends AsyncIterable<LogLine> {
   close(): void;
 }
 
+import type { PullProgress } from './pull-progress.ts';
+
+/** The credentials a pull sends to a private registry (a registry login, src/resources/registry-logins.ts). Never logged. */
+export interface RegistryAuth {
+  /** The registry's host, as the login names it. */
+  serveraddress: string;
+  username: string;
+  password: string;
+}
+
+/** A platform an image offers, as a registry's image index names it. */
+export interface ImagePlatform {
+  os: string;
+  architecture: string;
+  /** `v7`, `v8`; absent when the index names none. */
+  variant?: string;
+}
+
+/** What a tag names in its registry now: the manifest (or image index) digest and the platforms it offers. */
+export interface ResolvedImage {
+  digest: string;
+  platforms: ImagePlatform[];
+}
+
 /** What ensureImage did: the image was there, or it had to be pulled (the image cleaner tracks those). */
 export type ImageEnsured = 'present' | 'pulled';
 
@@ -158,10 +182,22 @@ export interface Runtime {
   ping(): Promise<void>;
   /** Containers carrying every label of `labels` (running or not). */
   list(labels: Labels): Promise<ContainerInfo[]>;
-  /** Makes sure the image is present, pulling it when absent, within `timeoutMs`; says which. */
-  ensureImage(image: string, timeoutMs: number): Promise<ImageEnsured>;
+  /**
+   * Makes sure the image is present, pulling it when absent, within `timeoutMs` (with `auth`, the
+   * registry login's credentials); says which. A failed pull rejects with
+   * RuntimeError('image_pull_failed') whose message starts with its kind (pull-errors.ts).
+   * `onProgress` hears of the pull's progress as it goes (pull-progress.ts).
+   */
+  ensureImage(image: string, timeoutMs: number, auth?: RegistryAuth, onProgress?: (p: PullProgress) => void): Promise<ImageEnsured>;
   /** Every image on the runtime (shoal's and anyone else's). */
   listImages(): Promise<ImageInfo[]>;
+  /**
+   * Asks the image's registry what the reference names now (Docker's GET /distribution/{name}/json),
+   * within `timeoutMs`, with `auth` when given. 'local' for an image that is on this runtime
+   * without having come from a registry (imported or built: no registry knows it). Rejects with
+   * RuntimeError('image_pull_failed') whose message starts with the failure's kind (pull-errors.ts).
+   */
+  resolveImage?(image: string, timeoutMs: number, auth?: RegistryAuth): Promise<ResolvedImage | 'local'>;
   /**
    * Removes one image reference (a tag or a digest reference); the image goes with its last one.
    * Never forced: an image a container uses (any container, running or not) is refused with

@@ -19,7 +19,8 @@ import { compatCommand, forOlderReaders } from '../resources/record-compat.ts';
 import { isReservedCollection, leasesCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../resources/collections.ts';
 import type { LeaseWriter } from './lease-keeper.ts';
 import type { LeaseRecord } from '../resources/lease.ts';
-import type { NodeMesh, NodeRecord, TaskStatus } from '../resources/records.ts';
+import type { NodeMesh, NodeRecord, Platform, TaskStatus } from '../resources/records.ts';
+import { featureLevelSecretsAtRest } from '../base/feature-level.ts';
 import { ControlStateReader } from '../resources/state.ts';
 import { jobsCollection } from '../resources/jobs.ts';
 import { ownerOf } from '../resources/task-owner.ts';
@@ -64,6 +65,24 @@ export interface NodeIdentity {
   softwareVersion: string;
   capacity: { cpuMillis: number; memoryBytes: number };
   labels: Record<string, string>;
+  /** The machine's platform (machinePlatform()), written into the node's record from feature level 6. */
+  platform?: Platform;
+}
+
+const goArchitectures: Readonly<Record<string, Platform>> = {
+  x64: { os: 'linux', architecture: 'amd64' },
+  arm64: { os: 'linux', architecture: 'arm64', variant: 'v8' },
+  arm: { os: 'linux', architecture: 'arm', variant: 'v7' },
+  ia32: { os: 'linux', architecture: '386' },
+  ppc64: { os: 'linux', architecture: 'ppc64le' },
+  s390x: { os: 'linux', architecture: 's390x' },
+  riscv64: { os: 'linux', architecture: 'riscv64' },
+};
+
+/** This machine's platform as image indexes name it (Node's `x64` is `amd64`); undefined for one they do not name. */
+export function machinePlatform(arch: string = process.arch, platform: string = process.platform): Platform | undefined {
+  const p = goArchitectures[arch];
+  return p === undefined || platform !== 'linux' ? undefined : { ...p };
 }
 
 /** The machine's capacity: its cores and memory, unless the config says otherwise. */
@@ -72,7 +91,8 @@ export function machineCapacity(override: { cpuMillis?: number; memoryBytes?: nu
 }
 
 export class StoreAgentWriter implements AgentWriter, LeaseWriter {
-  constructor(private readonly node: Proposer, private readonly store: DocumentStore, private readonly me: NodeIdentity) {}
+  /** `featureLevel`: the cluster's committed level; the platform is written only from level 6, which older members read. */
+  constructor(private readonly node: Proposer, private readonly store: DocumentStore, private readonly me: NodeIdentity, private readonly featureLevel: () => number = () => 0) {}
 
   async reportTaskStatus(statuses: TaskStatus[]): Promise<void> {
     for (let i = 0; i < statuses.length; i += reportsPerTxnMax) await this.reportBatch(statuses.slice(i, i + reportsPerTxnMax));
@@ -131,9 +151,10 @@ export class StoreAgentWriter implements AgentWriter, LeaseWriter {
     for (let attempt = 0; attempt < 5; attempt++) {
       const doc = this.store.get(nodesCollection, this.me.id);
       const cur = (doc?.doc as unknown as NodeRecord | undefined) ?? this.fresh();
+      const platform = this.me.platform !== undefined && this.featureLevel() >= featureLevelSecretsAtRest ? { platform: this.me.platform } : {};
       const next = change({
         ...cur, name: this.me.name, addresses: { api: this.me.apiAddress, peer: this.me.peerAddress },
-        capacity: this.me.capacity, softwareVersion: this.me.softwareVersion,
+        capacity: this.me.capacity, softwareVersion: this.me.softwareVersion, ...platform,
       });
       const written = forOlderReaders(nodesCollection, next as unknown as JsonObject);
       if (doc !== undefined && JSON.stringify(written) === JSON.stringify(doc.doc)) return;

@@ -24,3 +24,6 @@ export function isReservedCollection(collection: string): boolean {
 
 /** The feature level the control plane's commands need (fences, value compares): src/base/feature-level.ts. */
 export const controlFeatureLevel = 2;
+
+/** Registry logins (RegistryLogin, registry-logins.ts), by a hash of the registry's host; the password is the secret the record names (`registry-<hash>` in shoal.secrets). Written by PUT and DELETE /v1/registries/{host}. */
+export const registriesCollection = 'shoal.registries';

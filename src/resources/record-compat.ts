@@ -17,13 +17,13 @@
 // The resources that exist only from that release (networks, firewall policies, secrets) need
 // the level too: a member of an older release would neither enforce nor deliver them.
 //
-// A secret whose value is sealed (level 6, featureLevelSecretsAtRest), and the cluster keyring
-// and key holders, need level 6: a member of level 5 reads a secret record with `value` only.
+// A secret whose value is sealed (level 6, featureLevelSecretsAtRest), the cluster keyring
+// and key holders, and registry logins (an older agent would not send them), need level 6: a member of level 5 reads a secret record with `value` only.
 
 import type { Command, Op } from '../../fsm/index.ts';
 import type { JsonObject, JsonValue } from '../../fsm/types.ts';
 import { featureLevelDisruptionBudget, featureLevelSecretsAtRest, featureLevelWorkloadNetwork } from '../base/feature-level.ts';
-import { controlFeatureLevel, nodesCollection, secretsCollection, servicesCollection } from './collections.ts';
+import { controlFeatureLevel, nodesCollection, registriesCollection, secretsCollection, servicesCollection } from './collections.ts';
 import { firewallPoliciesCollection, networksCollection } from './network-resources.ts';
 import { clusterKeyHoldersCollection, clusterKeysCollection } from './cluster-keyring.ts';
 
@@ -50,6 +50,8 @@ const newerSpecFields: readonly NewerField[] = [
 /** A service record's own fields added after the first release. */
 const newerServiceFields: readonly NewerField[] = [
   { name: 'forcedDisruptions', level: featureLevelDisruptionBudget, isDefault: isEmptyList },
+  // Issue 40: what the pinned images offer.
+  { name: 'imagePlatforms', level: featureLevelSecretsAtRest, isDefault: (v) => v === undefined || isEmptyList(v) },
 ];
 
 function withoutDefaults(record: JsonObject, fields: readonly NewerField[]): JsonObject {
@@ -88,14 +90,14 @@ function putLevel(collection: string, doc: JsonValue): number {
   if (putNeedsSecretsLevel(collection, doc)) return featureLevelSecretsAtRest;
   if (newerCollections.has(collection)) return featureLevelWorkloadNetwork;
   if (!isObject(doc)) return 0;
-  if (collection === nodesCollection) return doc.mesh !== undefined ? featureLevelWorkloadNetwork : 0;
+  if (collection === nodesCollection) return doc.platform !== undefined ? featureLevelSecretsAtRest : doc.mesh !== undefined ? featureLevelWorkloadNetwork : 0;
   if (collection !== servicesCollection) return 0;
   return Math.max(levelOfFields(doc, newerServiceFields), levelOfFields(doc.spec, newerSpecFields), levelOfFields(doc.previousSpec, newerSpecFields));
 }
 
-/** Writes that only a release of level 6 reads: a sealed secret, the keyring, the key holders. */
+/** Writes that only a release of level 6 reads: a sealed secret, the keyring, the key holders, a registry login. */
 function putNeedsSecretsLevel(collection: string, doc: JsonValue): boolean {
-  if (collection === clusterKeysCollection || collection === clusterKeyHoldersCollection) return true;
+  if (collection === clusterKeysCollection || collection === clusterKeyHoldersCollection || collection === registriesCollection) return true;
   return collection === secretsCollection && isObject(doc) && doc.sealed !== undefined;
 }
 

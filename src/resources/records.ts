@@ -65,6 +65,22 @@ export interface NodeRecord {
   softwareVersion: string;
   /** The node's part in the WireGuard mesh (docs/network.md); null when it takes none (no `mesh` in its config). */
   mesh: NodeMesh | null;
+  /** The machine's platform (issue 40), written by the node from feature level 6; absent before (placement then does not check it). */
+  platform?: Platform;
+}
+
+/** An OS and CPU architecture, as Docker and image indexes name them (`linux`, `amd64` / `arm64` + `v8` / `arm` + `v7`). */
+export interface Platform {
+  os: string;
+  architecture: string;
+  variant?: string;
+}
+
+/** The platforms the image of one spec offers, as its registry's index said when apply pinned it. */
+export interface ImagePlatforms {
+  /** The pinned image (`name:tag@sha256:...`), as the spec names it. */
+  image: string;
+  platforms: Platform[];
 }
 
 /**
@@ -150,6 +166,8 @@ export interface ServiceRecord {
   source: string | null;
   /** Voluntary disruptions forced past the budget and not over yet (oldest first; at most forcedDisruptionsMax). */
   forcedDisruptions: ForcedDisruption[];
+  /** What the images of spec and previousSpec offer (issue 40: placement checks the node's platform); absent when apply pinned none. */
+  imagePlatforms?: ImagePlatforms[];
   /** Log time of creation, and of the last change to this record. */
   createdAt: number;
   updatedAt: number;
@@ -257,6 +275,10 @@ function nodeMeshSchema() {
   }).strict();
 }
 
+export const platformSchema = z.object({
+  os: z.string().min(1).max(32), architecture: z.string().min(1).max(32), variant: z.string().min(1).max(32).optional(),
+}).strict();
+
 export const nodeRecordSchema = z.object({
   id: nonEmpty,
   name: nonEmpty,
@@ -270,6 +292,7 @@ export const nodeRecordSchema = z.object({
   softwareVersion: nonEmpty,
   // Absent in records written before the mesh existed: read as null.
   mesh: nodeMeshSchema().nullable().default(null),
+  platform: platformSchema.optional(),
 }).strict();
 
 export const serviceUpdateStatusSchema = z.object({
@@ -301,6 +324,7 @@ export const serviceRecordSchema = z.object({
   source: z.string().min(1).max(128).nullable(),
   // Records written before disruption budgets existed have none.
   forcedDisruptions: z.array(forcedDisruptionSchema).max(forcedDisruptionsMax).default([]),
+  imagePlatforms: z.array(z.object({ image: nonEmpty, platforms: z.array(platformSchema).max(64) }).strict()).max(2).optional(),
   createdAt: logTime,
   updatedAt: logTime,
 }).strict().refine((r) => r.name === r.spec.name, { path: ['name'], message: 'must equal spec.name' })

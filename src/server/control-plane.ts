@@ -18,6 +18,7 @@ import { DiskSecretFiles, MemorySecretFiles } from '../executor/secret-files.ts'
 import type { SecretDelivery } from '../executor/secret-delivery.ts';
 import { MemoryClusterKeys } from '../security/cluster-key-files.ts';
 import { SecretSource } from './secret-source.ts';
+import { registryLoginInStore } from '../resources/registry-logins.ts';
 import { StoreAgentView, StoreAgentWriter, type NodeIdentity } from '../executor/store-ports.ts';
 import { controlFeatureLevel } from '../resources/collections.ts';
 import type { NodeHealthConfig } from '../control/node-health.ts';
@@ -84,7 +85,7 @@ export class ControlPlane {
       transferLeadership: (to) => opts.node.transferLeadership(to),
       ...(opts.meshCidr !== undefined ? { meshCidr: opts.meshCidr } : {}), ...(opts.observeLoops !== undefined ? { observeLoops: opts.observeLoops } : {}),
     });
-    this.writer = new StoreAgentWriter(opts.node, opts.store, opts.identity);
+    this.writer = new StoreAgentWriter(opts.node, opts.store, opts.identity, () => opts.node.featureLevel);
     this.peerViews = new PeerViewReporter({
       self: opts.identity.id, store: opts.store,
       members: () => {
@@ -120,6 +121,7 @@ export class ControlPlane {
         files: opts.secrets?.dir !== undefined ? new DiskSecretFiles(opts.secrets.dir, opts.secrets.legacyDir) : new MemorySecretFiles(),
       },
       networks: opts.networks ?? new StoreTaskNetworks(opts.store, opts.identity.id, null),
+      registryLogins: { login: (host) => registryLoginInStore(opts.store, host) },
     });
   }
 

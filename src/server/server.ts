@@ -34,7 +34,7 @@ import { featureLevelInitial, featureLevelMax } from '../base/feature-level.ts';
 import { ScheduledBackups, snapshotFileParts } from '../node/recovery/backups.ts';
 import { registerRuntimeMetrics } from '../node/metrics/runtime-metrics.ts';
 import { ControlPlane } from './control-plane.ts';
-import { machineCapacity } from '../executor/store-ports.ts';
+import { machineCapacity, machinePlatform } from '../executor/store-ports.ts';
 import { MemoryRuntime } from '../executor/memory-runtime.ts';
 import { systemClock } from '../executor/clock.ts';
 import type { Runtime } from '../executor/runtime.ts';
@@ -569,6 +569,8 @@ function nodeIdentityOf(c: NodeParts): NodeIdentity {
     id: identity.id, name: identity.name, apiAddress: config.api.listen, peerAddress: config.peer.listen, softwareVersion,
     capacity: machineCapacity({ ...(config.node.cpuMillis !== undefined ? { cpuMillis: config.node.cpuMillis } : {}), ...(config.node.memoryBytes !== undefined ? { memoryBytes: config.node.memoryBytes } : {}) }),
     labels: config.node.labels,
+    // Issue 40: the node's platform, for placement by the platforms an image offers.
+    ...(machinePlatform() !== undefined ? { platform: machinePlatform() } : {}),
   };
 }
 

@@ -28,6 +28,7 @@ import { stackGroup } from '../../src/cli/stack.ts';
 import { drillGroup } from '../../src/cli/drill.ts';
 import { auditGroup } from '../../src/cli/audit.ts';
 import { contextGroup } from '../../src/cli/context.ts';
+import { registryGroup } from '../../src/cli/registry.ts';
 import { inProcess } from './in-process.ts';
 
 interface Case {
@@ -162,6 +163,11 @@ const cases: Record<string, Case> = {
   'context use': { badFlag: ['context', 'use', 'x', '--bogus'], missing: ['context', 'use'] },
   'context rm': { badFlag: ['context', 'rm', 'x', '--bogus'], missing: ['context', 'rm'] },
   'context show': { badFlag: ['context', 'show', '--bogus'], missing: ['context', 'show', 'extra'] },
+  // Registry logins (issue 40).
+  registry: { badFlag: ['registry', '--bogus'], missing: ['registry'] },
+  'registry login': { badFlag: ['registry', 'login', 'ghcr.io', '--password-stdin', '--bogus', ...nowhere], missing: ['registry', 'login', '--password-stdin', ...nowhere] },
+  'registry logout': { badFlag: ['registry', 'logout', 'ghcr.io', '--bogus', ...nowhere], missing: ['registry', 'logout', ...nowhere] },
+  'registry ls': { badFlag: ['registry', 'ls', '--bogus', ...nowhere], missing: ['registry', 'ls', 'extra', ...nowhere] },
 };
 
 
@@ -181,6 +187,7 @@ describe('usage errors under --json', () => {
       ...Object.keys(commands),
       ...devSubcommands.map((s) => `dev ${s}`),
       ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, credentialGroup, tokenGroup, secretGroup, networkGroup, policyGroup, drillGroup, auditGroup, certGroup, caGroup, contextGroup, stackGroup, jobGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
+      ...Object.keys(registryGroup.subcommands).map((s) => `registry ${s}`),
     ];
     expect(Object.keys(cases).sort()).toEqual(all.sort());
   });

@@ -203,6 +203,53 @@ describe('agent: epochs', () => {
 });
 
 describe('agent: removal', () => {
+  // Issue 40: a rolling update's replacement image is pulled before the old task stops.
+  it('pulls the image of the spec that replaces a task before it stops the task, so the slot is not down for the download', async () => {
+    const clock = new ManualClock();
+    const store = new FakeStore(clock);
+    const runtime = new MemoryRuntime({ clock, images: ['busybox:local'], pullable: ['app:2'], pullDelayMs: 5_000 });
+    const log = new MemoryLog();
+    store.addNode('n1');
+    const v1 = spec({ command: ['sleep', '3600'] });
+    const service = store.addService(v1);
+    store.assign('t1', 'web', 'n1');
+    const agent = startAgent(store, runtime, log);
+    await run(clock, 1000);
+    const [c] = runtime.all();
+    // The update: spec version 2 runs another image; the leader shuts the old task down.
+    store.addService({ ...v1, image: 'app:2' }, { specVersion: 2, previousSpec: v1, previousSpecVersion: 1, createdAt: service.createdAt });
+    store.update('t1', { desired: 'shutdown' });
+    await run(clock, 2000);
+    // Still running while the new image downloads.
+    expect(runtime.all()).toMatchObject([{ id: c!.id, state: 'running' }]);
+    expect(runtime.hasImage('app:2')).toBe(false);
+    await run(clock, 4000);
+    expect(runtime.hasImage('app:2')).toBe(true);
+    expect(runtime.all()).toEqual([]);
+    expect(store.statuses.get('t1')).toMatchObject({ state: 'shutdown' });
+    expect(log.matching(/pulled app:2 before stopping task t1/)).toHaveLength(1);
+    await agent.close();
+  });
+
+  it('stops the task anyway when the replacement image cannot be pulled', async () => {
+    const clock = new ManualClock();
+    const store = new FakeStore(clock);
+    const runtime = new MemoryRuntime({ clock, images: ['busybox:local'] });
+    const log = new MemoryLog();
+    store.addNode('n1');
+    const v1 = spec({ command: ['sleep', '3600'] });
+    store.addService(v1);
+    store.assign('t1', 'web', 'n1');
+    const agent = startAgent(store, runtime, log, 'n1', { pullTimeoutMs: 3_000 });
+    await run(clock, 1000);
+    store.addService({ ...v1, image: 'absent/app:2' }, { specVersion: 2, previousSpec: v1, previousSpecVersion: 1 });
+    store.update('t1', { desired: 'shutdown' });
+    await run(clock, 5000);
+    expect(runtime.all()).toEqual([]);
+    expect(log.matching(/pulling absent\/app:2 before stopping task t1 failed: .*; stopping it anyway/)).toHaveLength(1);
+    await agent.close();
+  });
+
   it('stops a task shut down with its stop signal and grace period, removes it and reports it shut down', async () => {
     const { clock, store, runtime, log } = setup();
     store.addService(spec({ command: ['sleep', '3600'], stopGracePeriod: '5s' }));

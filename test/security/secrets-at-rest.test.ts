@@ -33,6 +33,7 @@ import { call as callAs, type Answer, type ClientCredential } from './tls-node.t
 import { inProcess } from '../cli/in-process.ts';
 import { loadIdentity } from '../../src/node/identity.ts';
 import { existsSync, writeFileSync } from 'node:fs';
+import { registrySecretName } from '../../src/resources/registry-logins.ts';
 
 interface Member {
   name: string;
@@ -276,6 +277,28 @@ describe('secrets at rest', () => {
     expect(readFileSync(path.join(next.file, 'db'), 'utf8')).toBe(values.db);
     await until('the old key is deleted from every voter', () => members.slice(0, 3).every((m) => !existsSync(path.join(m.dir, 'tls', 'cluster-keys', `${old}.key`))));
     expect(leaks()).toEqual([]);
+  });
+
+  // Issue 40: a registry login's password is a secret too.
+  it('a registry login\'s password reaches the learner that pulls for its task, through a voter, and no other task or file', async () => {
+    const password = `registry-pw-${randomBytes(12).toString('hex')}-end`;
+    keysShown.registry = password;
+    await ok(leader(), 'PUT', '/v1/registries/registry.lan:5000', { username: 'ci', password });
+    await ok(leader(), 'POST', '/v1/apply', { text: 'apiVersion: shoal/v1\nkind: Service\nname: private-on-learner\nimage: registry.lan:5000/team/app:1\ncommand: ["sleep", "3600"]\nconstraints: ["node.name == n4"]\n' });
+    // The agent reads the password before it pulls: a task that runs got it (it would wait, starting, if not).
+    const task = await until('the task of the private image runs on the learner', async () => (await runningTasks('private-on-learner'))[0]);
+    const n4 = byName('n4');
+    const learnerCred: ClientCredential = { caPem: admin.caPem, cert: { certPem: readFileSync(path.join(n4.dir, 'tls', 'node.crt'), 'utf8'), keyPem: readFileSync(path.join(n4.dir, 'tls', 'node.key'), 'utf8') } };
+    const secret = registrySecretName('registry.lan:5000');
+    const right = await callAs(leader(), learnerCred, 'POST', '/v1/keyring/data-key', { nodeId: n4.id, certPem: learnerCred.cert?.certPem, taskId: task.id, secret });
+    expect(right.status).toBe(200);
+    // Not for a task whose image is on another registry.
+    const other = (await runningTasks('on-learner'))[0];
+    const wrong = await callAs(leader(), learnerCred, 'POST', '/v1/keyring/data-key', { nodeId: n4.id, certPem: learnerCred.cert?.certPem, taskId: other?.id, secret });
+    expect(wrong.body).toMatchObject({ code: 'certificate_refused', details: { reason: 'not_named' } });
+    expect(leaks()).toEqual([]);
+    await ok(leader(), 'DELETE', '/v1/services/private-on-learner');
+    await ok(leader(), 'DELETE', '/v1/registries/registry.lan:5000');
   });
 
   it('autolock: a restarted voter serves reads and writes, holds back a task needing a secret with the reason, and runs it once unlocked', async () => {

@@ -26,7 +26,9 @@ describe('test:setup', () => {
     expect(missingPackages(probe(allCommands))).toEqual(['busybox-static']);
     // A fresh machine: everything .ci/run installed before test:setup existed.
     expect(missingPackages(probe([])).sort()).toEqual(['busybox-static', 'chromium', 'conntrack', 'docker.io', 'iproute2', 'iptables', 'iputils-ping',
-      'nftables', 'prometheus', 'systemd', 'tcpdump', 'util-linux', 'wireguard-go', 'wireguard-tools']);
+      'nftables', 'prometheus', 'systemd', 'tcpdump', 'util-linux', 'wireguard-go', 'wireguard-tools',
+      // Issue 40's private registry tests.
+      'apache2-utils', 'docker-registry', 'openssl'].sort());
   });
 
   it('says what to run where it cannot install', () => {

@@ -42,6 +42,10 @@ export const requirements: readonly Requirement[] = [
   { has: { command: 'tcpdump' }, pkg: 'tcpdump', for: 'mesh tests (test/net)' },
   { has: { command: 'conntrack' }, pkg: 'conntrack', for: 'firewall tests (test/net)' },
   { has: { command: 'chromium' }, pkg: 'chromium', for: 'console tests (test/console)' },
+  // A real private registry (issue 40): TLS with a CA the test makes, an htpasswd (bcrypt) login.
+  { has: { command: 'docker-registry' }, pkg: 'docker-registry', for: 'private registry tests (test/system/registries.test.ts)' },
+  { has: { command: 'htpasswd' }, pkg: 'apache2-utils', for: 'private registry tests (the registry\'s login)' },
+  { has: { command: 'openssl' }, pkg: 'openssl', for: 'private registry tests (the registry\'s CA and certificate)' },
 ];
 
 export interface Probe {

@@ -5,10 +5,22 @@
 import { formatCpu, formatMemory } from '../../resources/spec/quantity.ts';
 import type { ServiceSpec } from '../../resources/spec/service-spec.ts';
 import type { TaskDemand } from './types.ts';
+import type { Platform } from '../../resources/records.ts';
 
 const cache = new WeakMap<ServiceSpec, TaskDemand>();
+/** Demands that know the image's platforms, by the record's list (as frozen and as shared as the spec). */
+const withPlatforms = new WeakMap<readonly Platform[], WeakMap<ServiceSpec, TaskDemand>>();
 
-export function demandOf(spec: ServiceSpec): TaskDemand {
+export function demandOf(spec: ServiceSpec, platforms: readonly Platform[] = []): TaskDemand {
+  if (platforms.length > 0) {
+    const bySpec = withPlatforms.get(platforms) ?? new WeakMap<ServiceSpec, TaskDemand>();
+    withPlatforms.set(platforms, bySpec);
+    const known = bySpec.get(spec);
+    if (known !== undefined) return known;
+    const d = { ...demandOf(spec), platforms };
+    bySpec.set(spec, d);
+    return d;
+  }
   const cached = cache.get(spec);
   if (cached !== undefined) return cached;
   const { cpuMillis, memoryBytes } = spec.resources.reservations;
@@ -25,6 +37,7 @@ export function demandOf(spec: ServiceSpec): TaskDemand {
     maxPerNode: spec.mode === 'global' ? null : spec.maxPerNode,
     strategy: spec.placement.strategy,
     spreadOver: spec.placement.spreadOver,
+    platforms: [],
     rejections: {
       constraints: spec.constraints.map((c) => ({ key: `constraint:${c.text}`, phrase: `excluded by constraint ${c.text}` })),
       ports: ports.map((p) => ({ key: `port:${p}`, phrase: `with port ${p} in use` })),

@@ -5,7 +5,7 @@
 // first).
 
 import { matchesConstraint, type Constraint } from '../../resources/spec/constraint.ts';
-import type { NodeRecord } from '../../resources/records.ts';
+import type { NodeRecord, Platform } from '../../resources/records.ts';
 import type { NodeUsage } from './usage.ts';
 import type { Rejection, TaskDemand } from './types.ts';
 
@@ -28,6 +28,28 @@ const runtimeUnknown: Rejection = { key: 'runtime:unknown', phrase: 'with no rep
 
 /** A node whose agent cannot reach its runtime could not start the task. */
 export const runtimeUp: Filter = (node) => (node.runtime.status === 'up' ? null : node.runtime.status === 'unavailable' ? runtimeUnavailable : runtimeUnknown);
+
+export function platformText(p: Platform): string {
+  return `${p.os}/${p.architecture}${p.variant !== undefined ? `/${p.variant}` : ''}`;
+}
+
+/** Whether an index entry serves the node: same OS and architecture, and the same variant when both name one. */
+export function platformServes(offered: Platform, node: Platform): boolean {
+  return offered.os === node.os && offered.architecture === node.architecture
+    && (offered.variant === undefined || node.variant === undefined || offered.variant === node.variant);
+}
+
+/**
+ * The image offers the node's platform (issue 40). A node that has not said its platform (an
+ * older release), or an image whose platforms are not known (not pinned), passes: Docker's pull
+ * is then what finds out.
+ */
+export const platformOffered: Filter = (node, _usage, demand) => {
+  const mine = node.platform;
+  if (demand.platforms.length === 0 || mine === undefined || demand.platforms.some((p) => platformServes(p, mine))) return null;
+  const offered = [...new Set(demand.platforms.map(platformText))].sort().join(', ');
+  return { key: `platform:${platformText(mine)}`, phrase: `${platformText(mine)} (the image offers ${offered} only)` };
+};
 
 /** Every constraint must hold; the first that does not is the reason. */
 export const constraintsHold: Filter = (node, _usage, demand) => {
@@ -65,7 +87,7 @@ export const maxPerNodeRoom: Filter = (_node, usage, demand) => {
 };
 
 /** The stack, in order. */
-export const filters: readonly Filter[] = [nodeReady, nodeActive, runtimeUp, constraintsHold, resourcesFree, hostPortsFree, maxPerNodeRoom];
+export const filters: readonly Filter[] = [nodeReady, nodeActive, runtimeUp, platformOffered, constraintsHold, resourcesFree, hostPortsFree, maxPerNodeRoom];
 
 /** The first stage that rejects the node, with its index; null if every stage passes. */
 export function firstRejection(node: NodeRecord, usage: NodeUsage, demand: TaskDemand): { stage: number; rejection: Rejection } | null {

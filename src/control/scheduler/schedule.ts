@@ -100,11 +100,11 @@ function slotNode(byId: ReadonlyMap<string, NodeSlot>, slot: number | string): N
 /** The pending tasks in the order they are placed: independent of the order they were given in. */
 function canonicalPending(list: readonly TaskWithSpec[]): Pending[] {
   const seen = new Set<string>();
-  const out = list.map(({ task, spec }): Pending => {
+  const out = list.map(({ task, spec, platforms }): Pending => {
     assert(!seen.has(task.id), `pending task ${task.id} is listed twice`);
     seen.add(task.id);
     assert(task.service === spec.name, `task ${task.id} of ${task.service} comes with the spec of ${spec.name}`);
-    return { id: task.id, slot: task.slot, global: spec.mode === 'global', demand: demandOf(spec) };
+    return { id: task.id, slot: task.slot, global: spec.mode === 'global', demand: demandOf(spec, platforms) };
   });
   return out.sort((a, b) =>
     b.demand.memoryBytes - a.demand.memoryBytes

@@ -1,6 +1,6 @@
 // The scheduler's input and output. It reads records and returns decisions; it writes nothing.
 
-import type { NodeRecord, TaskRecord } from '../../resources/records.ts';
+import type { NodeRecord, Platform, TaskRecord } from '../../resources/records.ts';
 import type { ServiceSpec } from '../../resources/spec/service-spec.ts';
 
 /**
@@ -12,6 +12,8 @@ import type { ServiceSpec } from '../../resources/spec/service-spec.ts';
 export interface TaskWithSpec {
   task: TaskRecord;
   spec: ServiceSpec;
+  /** The platforms the spec's image offers (issue 40; ServiceRecord.imagePlatforms); absent or empty: any node's. */
+  platforms?: readonly Platform[];
 }
 
 export interface ScheduleInput {
@@ -59,6 +61,8 @@ export interface TaskDemand {
   maxPerNode: number | null;
   strategy: ServiceSpec['placement']['strategy'];
   spreadOver: string | null;
+  /** The platforms the image offers; empty: not known, any node's. */
+  platforms: readonly Platform[];
   rejections: {
     /** One per constraint, in order. */
     constraints: readonly Rejection[];

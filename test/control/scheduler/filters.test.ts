@@ -81,7 +81,8 @@ describe('the stack', () => {
     const d = demandOf(spec({ constraints: ['node.labels.role == db'] }));
     const bad = node('n1', { state: 'down', availability: 'drain' });
     expect(firstRejection(bad, usage(), d)).toEqual({ stage: 0, rejection: { key: 'state:down', phrase: 'down' } });
-    expect(firstRejection(node('n1'), usage(), d)?.stage).toBe(3);
+    // Stage 4: the constraints, after the image's platforms (stage 3, issue 40).
+    expect(firstRejection(node('n1'), usage(), d)?.stage).toBe(4);
     expect(firstRejection(node('n1', { labels: { role: 'db' } }), usage(), d)).toBeNull();
     expect(feasible(node('n1'), usage(), d)).toBe(false);
     expect(feasible(node('n1', { labels: { role: 'db' } }), usage(), d)).toBe(true);
