@@ -26,7 +26,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse, stringify } from 'yaml';
 import { MachineLab, type Machine } from './lib/machine-lab.ts';
-import { cpuMs, rssMiB } from './lib/proc.ts';
+import { cpuMs, machineJiffies, rssMiB } from './lib/proc.ts';
 import { writeNamedSection } from './lib/report.ts';
 import { Dockerds, Registry, registryPort, mountsUnder, type DNode } from './lib/swarm-lab.ts';
 import { cell, convergedNow, duplicates, fmtNum, msBelow, parseSwarmNodes, ratioCell } from './lib/swarm-parse.ts';
@@ -435,8 +435,13 @@ function emptyResults(): Results {
 
 const push = (rec: Record<string, number[]>, key: string, v: number): void => { (rec[key] ??= []).push(v); };
 
+/** Every round's line, for the report's record of the rounds. */
+const roundLines: string[] = [];
+
 function log(line: string): void {
-  console.log(`${new Date().toISOString().slice(11, 19)} ${line}`);
+  const l = `${new Date().toISOString().slice(11, 19)} ${line}`;
+  roundLines.push(l);
+  console.log(l);
 }
 
 async function fig1Deploy(sys: System, res: Results, last: boolean): Promise<void> {
@@ -606,11 +611,12 @@ async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       rounds: { type: 'string', default: '3' }, write: { type: 'boolean', default: false }, only: { type: 'string', default: '1,2,3,4,5,6,7,8' },
+      'keep-logs': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
   if (values.help) {
-    console.log('usage: npm run bench:swarm -- [--rounds 3] [--only 1,2,...,8] [--write]   (root; flock /tmp/shoal-heavy.lock)');
+    console.log('usage: npm run bench:swarm -- [--rounds 3] [--only 1,2,...,8] [--write] [--keep-logs]   (root; flock /tmp/shoal-heavy.lock)');
     return;
   }
   if (process.getuid?.() !== 0) throw new Error('bench:swarm needs root (namespaces, daemons, iptables)');
@@ -618,7 +624,11 @@ async function main(): Promise<void> {
   if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds must be a whole number ≥ 1, not ${values.rounds}`);
   const only = new Set(values.only.split(',').map(Number));
   const started = Date.now();
+  // shoal as installed: the bundle `npm ci` builds (bin/shoal.js runs it when it is fresh), not the sources through tsx.
+  const built = spawnSync(process.execPath, ['scripts/bundle.mjs', 'dist'], { cwd: new URL('..', import.meta.url).pathname, encoding: 'utf8' });
+  if (built.status !== 0) throw new Error(`npm run build failed: ${built.stderr}`);
   const load0 = os.loadavg()[0] ?? 0;
+  const jiffies0 = machineJiffies();
   const runDir = mkdtempSync(path.join(os.tmpdir(), 'shoal-swarm-'));
   const res = emptyResults();
   let swarm: SwarmSystem | undefined;
@@ -708,14 +718,17 @@ async function main(): Promise<void> {
   } finally {
     const t = Date.now();
     await cleanup();
-    log(`teardown ${Date.now() - t} ms; logs in ${runDir}`);
+    log(`teardown ${Date.now() - t} ms`);
   }
   const leftovers = leftoversAfter(runDir);
-  const text = report(res, { rounds, minutes: (Date.now() - started) / 60_000, load0, load1: os.loadavg()[0] ?? 0, leftovers, ...versions() });
+  const jiffies1 = machineJiffies();
+  const busy = (100 * (jiffies1.busy - jiffies0.busy)) / Math.max(1, jiffies1.total - jiffies0.total);
+  const text = report(res, { rounds, minutes: (Date.now() - started) / 60_000, load0, load1: os.loadavg()[0] ?? 0, busy, leftovers, ...versions() });
   console.log(text);
   if (values.write) writeNamedSection('swarm', text);
-  // The run's logs stay only when asked to look at them: the data roots are gone already.
-  if (values.write) rmSync(runDir, { recursive: true, force: true });
+  // The run's logs (dockerd, shoal, registry) stay only when asked for: the data roots are gone already.
+  if (values['keep-logs']) console.log(`logs kept in ${runDir}`);
+  else rmSync(runDir, { recursive: true, force: true });
 }
 
 /** What the run may have left on the machine: namespaces, bridges, veths, daemons, mounts, iptables rules. */
@@ -740,6 +753,8 @@ interface RunInfo {
   minutes: number;
   load0: number;
   load1: number;
+  /** % of the machine's CPU time busy over the run (everything on it, the run included). */
+  busy: number;
   leftovers: string[];
   docker: string;
   shoal: string;
@@ -764,7 +779,7 @@ function report(res: Results, run: RunInfo): string {
     '',
     `Command: \`flock /tmp/shoal-heavy.lock npm run bench:swarm -- --rounds ${run.rounds} --write\` (root), ${fmtNum(run.minutes, 1)} min end to end, lab built and removed.`,
     `Date: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC`,
-    `Machine: ${os.cpus().length} cores (${os.cpus()[0]?.model.trim() ?? 'unknown'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()}, Node ${process.version}; 1-minute load average ${run.load0.toFixed(1)} at the start, ${run.load1.toFixed(1)} at the end.`,
+    `Machine: ${os.cpus().length} cores (${os.cpus()[0]?.model.trim() ?? 'unknown'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()}, Node ${process.version}; 1-minute load average ${run.load0.toFixed(1)} at the start, ${run.load1.toFixed(1)} at the end; the machine's CPU was ${run.busy.toFixed(0)} % busy over the run (the run included).`,
     `Versions: ${run.docker} (Debian docker.io, Swarm mode built in), shoal ${run.shoal}, docker-registry ${run.registry}.`,
     `Left on the machine afterwards: ${run.leftovers.length === 0 ? 'nothing (no namespace, bridge, veth, daemon, mount or iptables rule of the lab)' : run.leftovers.join('; ')}.`,
     '',
@@ -822,6 +837,13 @@ function report(res: Results, run: RunInfo): string {
     'A node death: its link down at both ends, then every process of its namespace (dockerd, containerd, the shims, shoal) and its containers SIGKILLed; then it is revived.',
     'Figure 7 cuts every packet between the node and the other two (nftables in the namespaces; the registry stays reachable), holds it 60 s, heals, and counts for 10 s more.',
     ...(res.notes.length > 0 ? ['', ...res.notes.map((n) => `- ${n}`)] : []),
+    '',
+    '<details><summary>The rounds, as they ran</summary>',
+    '',
+    '```',
+    ...roundLines,
+    '```',
+    '</details>',
   ];
   return lines.join('\n');
 }
