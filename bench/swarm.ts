@@ -205,7 +205,7 @@ class SwarmSystem implements System {
     const r = await this.d.cli(m, ['swarm', 'update', '--dispatcher-heartbeat', '1s']);
     if (r.status !== 0) throw new Error(`docker swarm update --dispatcher-heartbeat 1s: ${r.stderr.trim()}`);
     const got = (await this.d.cliOk(m, ['info', '-f', '{{.Swarm.Cluster.Spec.Dispatcher.HeartbeatPeriod}}'])).trim();
-    return `dispatcher heartbeat 1 s (default 5 s; docker info now says ${got} ns): the only timing flag \`docker swarm update\` has; Raft's election and heartbeat ticks have none`;
+    return `dispatcher heartbeat 1 s (default 5 s; \`docker info\` now says ${got}): the only timing flag \`docker swarm update\` has; Raft's election and heartbeat ticks have none`;
   }
 
   stateBytes(slot: number): number {
