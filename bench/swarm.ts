@@ -663,8 +663,11 @@ async function boundsRun(write: boolean, keepLogs: boolean): Promise<void> {
     for (const monitor of ['5s', '0s']) {
       await sys.scale('c', 6);
       await converged(sys, { ...initial, c: 6 }, 'c at 6');
-      await shLab.api('POST', '/v1/apply', { documents: [{ ...sys.doc('c'), update: { parallelism: 2, monitor } }] });
-      await sleep(2_000);
+      const applied = await shLab.api('POST', '/v1/apply', { documents: [{ ...sys.doc('c'), update: { parallelism: 2, monitor } }] });
+      if (applied.kind !== 'answer' || applied.status !== 200) throw new Error(`apply with update.monitor ${monitor}: ${JSON.stringify(applied)}`);
+      await waitFor('c converged', async () => ((await shLab.api('GET', '/v1/services/c')) as { body?: { service?: { status?: { converged?: boolean } } } }).body?.service?.status?.converged === true);
+      const spec = await shLab.api('GET', '/v1/services/c');
+      note(`update policy in force: ${JSON.stringify((spec as { body?: { service?: { record?: { spec?: { update?: unknown } } } } }).body?.service?.record?.spec?.update)}`);
       const res = emptyResults();
       for (let r = 1; r <= 2; r++) await fig3Update(sys, res, r + (monitor === '0s' ? 10 : 0));
       note(`rolling update with update.monitor ${monitor}: replaced ${cell(res.updateReplacedMs.shoal)} ms, reported complete ${cell(res.updateDoneMs.shoal)} ms, fewer than 6 running ${cell(res.updateBelowMs.shoal)} ms (2 rounds)`);
@@ -675,9 +678,12 @@ async function boundsRun(write: boolean, keepLogs: boolean): Promise<void> {
     for (const phase of ['idle', 'scale'] as const) {
       const dir = path.join(runDir, `prof-${phase}`);
       await stopAll();
-      process.env.NODE_OPTIONS = `--cpu-prof --cpu-prof-dir=${dir}`;
+      // --cpu-prof is refused in NODE_OPTIONS: a preloaded module takes the profile instead (bench/lib/cpu-prof-preload.mjs).
+      process.env.NODE_OPTIONS = `--import ${path.join(repo, 'bench/lib/cpu-prof-preload.mjs')}`;
+      process.env.SHOAL_PROF_DIR = dir;
       await startAll();
       delete process.env.NODE_OPTIONS;
+      delete process.env.SHOAL_PROF_DIR;
       await sleep(5_000);
       const u = usageStart(shLab.machines.map((m) => m.proc?.pid));
       if (phase === 'idle') await sleep(20_000);
@@ -698,6 +704,7 @@ async function boundsRun(write: boolean, keepLogs: boolean): Promise<void> {
   } finally {
     bare?.kill('SIGKILL');
     delete process.env.NODE_OPTIONS;
+    delete process.env.SHOAL_PROF_DIR;
     await shoal?.destroy().catch((e: unknown) => console.error(`shoal teardown: ${String(e)}`));
     await registry?.stop().catch(() => undefined);
     if (!keepLogs) rmSync(runDir, { recursive: true, force: true });
