@@ -177,6 +177,8 @@ export function removeStaleLabs(): number[] {
   for (const k of found) {
     const owner = lockOwner(k);
     if (owner !== undefined && owner !== process.pid && pidAlive(owner)) continue;
+    // A lab of this very process, still in use (a run with two labs at once: bench/swarm.ts).
+    if (owner === process.pid && [...liveLabs].some((l) => l.index === k)) continue;
     removeLabSync(k);
     removed.push(k);
   }
