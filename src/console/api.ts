@@ -10,6 +10,7 @@ import type { ClusterView } from '../api/cluster-routes.ts';
 import type { NodeView, ServiceView, TaskItem } from '../api/control-views.ts';
 import type { DrillReport } from '../node/drill/drill-report.ts';
 import type { JobRunView, JobView } from '../api/jobs-routes.ts';
+import type { StackView } from '../api/stack-routes.ts';
 import { SseParser, type SseMessage } from '../api/sse-parser.ts';
 import type { HealthSummary } from '../api/health-summary.ts';
 import type { NodeSeriesAnswer, ServiceSeriesAnswer } from '../api/series-routes.ts';
@@ -34,6 +35,7 @@ export const consoleApiRoutes = {
   serviceSeries: ['GET', '/v1/services/{name}/series'],
   jobs: ['GET', '/v1/jobs'],
   job: ['GET', '/v1/jobs/{name}'],
+  stacks: ['GET', '/v1/stacks'],
 } as const satisfies Record<string, readonly ['GET' | 'POST', string]>;
 
 export type RouteName = keyof typeof consoleApiRoutes;
@@ -132,4 +134,5 @@ export const api = {
   serviceSeries: (name: string, windowS: number) => call<ServiceSeriesAnswer>('serviceSeries', { params: { name }, query: { window: String(windowS) } }),
   jobs: () => call<{ items: JobView[]; rev: number }>('jobs', { query: { consistency: 'stale' } }),
   job: (name: string) => call<{ job: JobView; runs: JobRunView[]; rev: number }>('job', { params: { name }, query: { consistency: 'stale' } }),
+  stacks: () => call<{ items: StackView[]; rev: number }>('stacks', { query: { consistency: 'stale' } }),
 };

@@ -1,6 +1,6 @@
 // The console's entry point: a header naming the cluster and its leader, the health summary
-// under it on every view, six views chosen by the URL's hash (#cluster, #nodes, #services,
-// #jobs, #events, #documents; #services/NAME opens a service, #nodes/NAME marks a node), the sign-in
+// under it on every view, seven views chosen by the URL's hash (#cluster, #nodes, #services,
+// #stacks, #jobs, #events, #documents; #services/NAME opens a service, #nodes/NAME marks a node), the sign-in
 // when the API asks for a credential, and the one confirmation dialog.
 
 import { render } from 'preact';
@@ -16,8 +16,9 @@ import { NodesView } from './views/nodes.ts';
 import { ServicesView } from './views/services.ts';
 import { SummaryBar } from './summary.ts';
 import { JobsView } from './views/jobs.ts';
+import { StacksView } from './views/stacks.ts';
 
-const views = ['cluster', 'nodes', 'services', 'jobs', 'events', 'documents'] as const;
+const views = ['cluster', 'nodes', 'services', 'stacks', 'jobs', 'events', 'documents'] as const;
 type ViewName = (typeof views)[number];
 
 function viewOf(hash: string): ViewName {
@@ -80,6 +81,7 @@ function App() {
       ${view === 'cluster' ? html`<${ClusterView} confirm=${setAsk} cluster=${cluster} />` : null}
       ${view === 'nodes' ? html`<${NodesView} confirm=${setAsk} tick=${tick} focus=${focus} />` : null}
       ${view === 'services' ? html`<${ServicesView} tick=${tick} focus=${focus} />` : null}
+      ${view === 'stacks' ? html`<${StacksView} tick=${tick} />` : null}
       ${view === 'jobs' ? html`<${JobsView} tick=${tick} />` : null}
       <div hidden=${view !== 'events'}><${EventsView} onChange=${changed} /></div>
       ${view === 'documents' ? html`<${DocumentsView} />` : null}

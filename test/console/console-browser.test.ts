@@ -13,6 +13,7 @@ import path from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serviceDoc, withDockerSystem, type DockerSystem } from '../system/docker-system.ts';
+import { testImage } from '../executor/test-image.ts';
 import { builtConsole } from './console-build.ts';
 
 const chromium = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -195,6 +196,15 @@ describe('the web console in chromium', () => {
       await page.select('#service-window', '300');
       await textWhen(page, '[data-chart=running-web] .chart-axis', (t) => t.startsWith('5 min ago'));
       await shot(page, 'services');
+
+      // A compose stack: the Stacks view lists it with its tasks running and a link to its service.
+      const compose = 'services:\n  tick:\n    image: ' + testImage + '\n    command: ["sleep", "3600"]\n    network_mode: host\n    stop_grace_period: 1s\n';
+      const deployed = await fetch(`http://${viewer.apiAddress}/v1/stacks/tools/deploy`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ files: [{ path: 'compose.yaml', text: compose }] }) });
+      expect(deployed.status, await deployed.clone().text()).toBe(200);
+      await page.goto(`http://${viewer.apiAddress}/ui/#stacks`);
+      await textWhen(page, 'tr[data-stack=tools]', (t) => t.includes('1/1') && t.includes('tools-tick'), 60_000);
+      expect(await page.$eval('tr[data-stack=tools] a', (a) => a.getAttribute('href'))).toBe('#services/tools-tick');
+      await shot(page, 'stacks');
 
       await page.goto(`http://${viewer.apiAddress}/ui/#events`);
       await page.waitForFunction(() => document.querySelectorAll('[data-testid=events] li').length > 0, { timeout: 30_000 });
