@@ -7,6 +7,7 @@
 // `no`, json-file rotation, ...), is in docker-container-config.ts and docs/docker.md.
 
 import http from 'node:http';
+import { inspect } from 'node:util';
 import type { Readable } from 'node:stream';
 import Docker from 'dockerode';
 import { ShoalError } from '../errors.ts';
@@ -49,6 +50,18 @@ const callTimeoutMsDefault = 30_000;
 const pingTimeoutMsDefault = 5_000;
 /** Concurrent connections to the daemon (an event stream and stop waits each hold one). */
 const socketsMax = 32;
+
+/**
+ * The Docker client's connection agent. docker-modem formats every request's options for a debug
+ * line, whether or not debugging is on (`util.inspect(options, {showHidden: true, depth: null})`),
+ * and the options hold this agent: inspected whole, with its sockets, that was most of a node's
+ * CPU while it converged (bench:swarm's CPU profile, issue 44). It inspects as one short line.
+ */
+export class DockerAgent extends http.Agent {
+  [inspect.custom](): string {
+    return `DockerAgent(maxSockets ${this.maxSockets})`;
+  }
+}
 /** Inspects in flight at once while listing. */
 const listInspectsMax = 8;
 /** One line of an event or pull stream; Docker's are well under 4 KiB. */
@@ -86,7 +99,7 @@ export class DockerRuntime implements Runtime {
     if (!(this.callTimeoutMs > 0 && this.pingTimeoutMs > 0)) throw new RangeError('DockerRuntime timeouts must be positive');
     // No keep-alive: a pooled connection to a daemon that restarted fails on reuse, which would
     // read as "unavailable" once although Docker is back. A unix-socket connect costs little.
-    this.agent = new http.Agent({ keepAlive: false, maxSockets: socketsMax });
+    this.agent = new DockerAgent({ keepAlive: false, maxSockets: socketsMax });
     const unix = this.endpoint.kind === 'unix' ? this.endpoint : undefined;
     const tcp = this.endpoint.kind === 'tcp' ? this.endpoint : undefined;
     // docker-modem reads DOCKER_HOST, DOCKER_CERT_PATH and DOCKER_CLIENT_TIMEOUT itself; every key
