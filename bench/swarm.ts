@@ -241,10 +241,14 @@ class ShoalSystem implements System {
     return this.lab.machines.find((m) => m.id === id)?.slot;
   }
 
+  /** `update.monitor` of service c when set (the bounds run); else the default (5 s, as Swarm's). */
+  updateMonitor: string | undefined;
+
   doc(short: string, env: Record<string, string> = {}): Record<string, unknown> {
+    const update = { parallelism: 2, ...(this.updateMonitor !== undefined ? { monitor: this.updateMonitor } : {}) };
     return {
       apiVersion: 'shoal/v1', kind: 'Service', name: short, image: this.image, command: ['sleep', '3600'], replicas: this.replicas[short],
-      stopGracePeriod: stopGrace, ...(short === 'c' ? { update: { parallelism: 2 } } : {}), ...(Object.keys(env).length > 0 ? { env } : {}),
+      stopGracePeriod: stopGrace, ...(short === 'c' ? { update } : {}), ...(Object.keys(env).length > 0 ? { env } : {}),
     };
   }
 
@@ -663,7 +667,10 @@ async function boundsRun(write: boolean, keepLogs: boolean): Promise<void> {
     for (const monitor of ['5s', '0s']) {
       await sys.scale('c', 6);
       await converged(sys, { ...initial, c: 6 }, 'c at 6');
-      const applied = await shLab.api('POST', '/v1/apply', { documents: [{ ...sys.doc('c'), update: { parallelism: 2, monitor } }] });
+      // Every apply of c from here on (each update of the rounds too) keeps this monitor: an
+      // earlier version set it once and the rounds' applies put the default back.
+      sys.updateMonitor = monitor;
+      const applied = await shLab.api('POST', '/v1/apply', { documents: [sys.doc('c')] });
       if (applied.kind !== 'answer' || applied.status !== 200) throw new Error(`apply with update.monitor ${monitor}: ${JSON.stringify(applied)}`);
       await waitFor('c converged', async () => ((await shLab.api('GET', '/v1/services/c')) as { body?: { service?: { status?: { converged?: boolean } } } }).body?.service?.status?.converged === true);
       const spec = await shLab.api('GET', '/v1/services/c');
@@ -672,6 +679,7 @@ async function boundsRun(write: boolean, keepLogs: boolean): Promise<void> {
       for (let r = 1; r <= 2; r++) await fig3Update(sys, res, r + (monitor === '0s' ? 10 : 0));
       note(`rolling update with update.monitor ${monitor}: replaced ${cell(res.updateReplacedMs.shoal)} ms, reported complete ${cell(res.updateDoneMs.shoal)} ms, fewer than 6 running ${cell(res.updateBelowMs.shoal)} ms (2 rounds)`);
     }
+    sys.updateMonitor = undefined;
     await sys.scale('c', 5);
     await converged(sys, initial, 'c back at 5');
     // CPU: profiles of the three nodes, idle 20 s and then two scale rounds, each its own process lifetime.
