@@ -30,7 +30,7 @@ import { cpuMs, machineJiffies, rssMiB } from './lib/proc.ts';
 import { writeNamedSection } from './lib/report.ts';
 import { Dockerds, Registry, registryPort, mountsUnder, type DNode } from './lib/swarm-lab.ts';
 import { cell, convergedNow, duplicates, fmtNum, msBelow, parseSwarmNodes, ratioCell } from './lib/swarm-parse.ts';
-import { cutsBetween, NetLab } from '../test/faults/netns.ts';
+import { cutsBetween, keepOwnLiveLabs, NetLab } from '../test/faults/netns.ts';
 import { ensureTestImage, testImage } from '../test/executor/test-image.ts';
 import { sleep } from '../test/faults/http.ts';
 
@@ -749,6 +749,8 @@ async function pushImage(d: Dockerds, ref: string): Promise<void> {
 }
 
 async function main(): Promise<void> {
+  // Two labs at once (shoal's and Swarm's): a new one must not remove the other.
+  keepOwnLiveLabs();
   const { values } = parseArgs({
     options: {
       rounds: { type: 'string', default: '3' }, write: { type: 'boolean', default: false }, only: { type: 'string', default: '1,2,3,4,5,6,7,8' },
