@@ -15,14 +15,16 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
 import { readKeyring, unlockKeyIdOf } from '../resources/cluster-keyring.ts';
-import { servicesCollection, tasksCollection } from '../resources/collections.ts';
-import { serviceRecordSchema, specForTask, taskRecordSchema } from '../resources/records.ts';
+import { tasksCollection } from '../resources/collections.ts';
+import { specForTask, taskRecordSchema } from '../resources/records.ts';
+import { ownerOf } from '../resources/task-owner.ts';
 import { rawPrivateKey, unwrapDataKey } from '../resources/secret-crypto.ts';
 import { isSealed, secretInStore } from '../resources/secrets.ts';
 import { isRegistrySecretName, registryHostFor, registrySecretName } from '../resources/registry-logins.ts';
 import { sealForCert } from '../security/sealed-box.ts';
 import type { ApiContext } from './context.ts';
 import { memberCert } from './node-cert-routes.ts';
+import { readLocal } from './control-views.ts';
 import { noQuery } from './request-schemas.ts';
 import { validate } from './validate.ts';
 
@@ -91,9 +93,9 @@ export const secretKeyRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (a
     if (task === undefined || task.nodeId !== v.body.nodeId || task.desired !== 'running') {
       refuse('not_assigned', `task ${v.body.taskId} is not assigned to node ${v.body.nodeId} to run; a data key goes only to the node that runs a task needing it`);
     }
-    const serviceDoc = ctx.store.get(servicesCollection, task.service);
-    const service = serviceDoc === undefined ? undefined : serviceRecordSchema.safeParse(serviceDoc.doc).data;
-    const spec = service === undefined ? null : specForTask(service, task);
+    // Its service's spec, or its job's (a job's attempt is a task named after the job).
+    const owner = ownerOf(readLocal(ctx), task);
+    const spec = owner === undefined ? null : specForTask(owner, task);
     // A registry login's password goes to the node that pulls the image of a task on that registry.
     const pullsWith = spec === null ? undefined : registrySecretName(registryHostFor(spec));
     if (spec === null || (!spec.secrets.some((r) => r.name === v.body.secret) && pullsWith !== v.body.secret)) {

@@ -280,6 +280,16 @@ describe('secrets at rest', () => {
   });
 
   // Issue 40: a registry login's password is a secret too.
+  it('a job\'s attempt on the learner gets the secret its job names, through a voter', async () => {
+    // A job's attempt is a task named after the job: the voter finds the spec in the job's record.
+    await ok(leader(), 'POST', '/v1/apply', { text: 'apiVersion: shoal/v1\nkind: Job\nname: chore-on-learner\nimage: busybox:local\ncommand: ["sleep", "3600"]\nsecrets: [db]\nconstraints: ["node.name == n4"]\n' });
+    await ok(leader(), 'POST', '/v1/jobs/chore-on-learner/run', {});
+    const attempt = await until('the job\'s attempt runs on the learner', async () => (await runningTasks('chore-on-learner'))[0]);
+    expect(attempt.nodeId).toBe(byName('n4').id);
+    expect(readFileSync(path.join(attempt.file, 'db'), 'utf8')).toBe(values.db);
+    await ok(leader(), 'DELETE', '/v1/jobs/chore-on-learner');
+  });
+
   it('a registry login\'s password reaches the learner that pulls for its task, through a voter, and no other task or file', async () => {
     const password = `registry-pw-${randomBytes(12).toString('hex')}-end`;
     keysShown.registry = password;
