@@ -10,34 +10,18 @@
 // are (one run's task never runs twice at once, even across a partition).
 
 import { z } from 'zod';
-import type { Constraint } from './constraint.ts';
-import {
-  constraintSchema, type Assert, type DeviceSpec, type LogSpec, type MountSpec, type ResourceAmounts, type ResourceLimits, type Same, type SecretRefSpec,
-} from './service-spec.ts';
+import { constraintSchema, type Assert, type Same, type ServiceSpec } from './service-spec.ts';
 
 export type JobConcurrency = 'forbid' | 'replace' | 'allow';
 
-export interface JobSpec {
+/** The task fields a Job shares with a Service: what runs, with what, and where it may run. */
+export type JobTaskFields = Pick<ServiceSpec,
+  'image' | 'command' | 'args' | 'env' | 'user' | 'resources' | 'constraints' | 'mounts' | 'devices' | 'capAdd' | 'capDrop' | 'privileged'
+  | 'hostNetwork' | 'stopSignal' | 'stopGracePeriodMs' | 'logs' | 'secrets' | 'networks'>;
+
+export interface JobSpec extends JobTaskFields {
   /** A DNS label; a Job and a Service never share a name (their runs and tasks are named by it). */
   name: string;
-  image: string;
-  command: string[] | null;
-  args: string[] | null;
-  env: Record<string, string>;
-  user: string | null;
-  resources: { reservations: ResourceAmounts; limits: ResourceLimits };
-  constraints: Constraint[];
-  mounts: MountSpec[];
-  devices: DeviceSpec[];
-  capAdd: string[];
-  capDrop: string[];
-  privileged: boolean;
-  hostNetwork: boolean;
-  stopSignal: string;
-  stopGracePeriodMs: number;
-  logs: LogSpec;
-  secrets: SecretRefSpec[];
-  networks: string[];
   /** Five-field cron, `@every DURATION` or `@daily`...; null: runs only when asked (`shoal job run`). */
   schedule: string | null;
   /** The IANA time zone cron schedules are read in. */
