@@ -2,7 +2,7 @@
 // span fields. The task fields are read by the same readers as a Service's (service-fields.ts),
 // so a mount or an env is written, defaulted and refused the same way in both.
 
-import { contradiction, type Constraint } from './constraint.ts';
+import { contradiction } from './constraint.ts';
 import { specLimits } from './limits.ts';
 import {
   INVALID, Problems, boolean, defaultStruct, integer, list, nullable, oneOf, readFields, required, string, struct, withDefault, type Fields, type Read,
@@ -11,43 +11,20 @@ import { isTimeZone, parseSchedule } from './schedule.ts';
 import {
   argv, capability, constraint, device, dnsLabel, duration, env, image, logs, mount, resources, secretRef, signal, user,
 } from './service-fields.ts';
-import type { JobConcurrency, JobSpec } from './job-spec.ts';
-import type { DeviceSpec, MountSpec, SecretRefSpec } from './service-spec.ts';
+import type { JobSpec } from './job-spec.ts';
 
 /** Finished runs kept at most per outcome (each is a record, and its task for `job logs`). */
 export const jobHistoryMax = 100;
 /** Retries of one run at most. */
 export const jobBackoffLimitMax = 100;
 
-interface JobInput {
-  name: string;
-  image: string;
-  command: string[] | null;
-  args: string[] | null;
-  env: Record<string, string>;
-  user: string | null;
-  resources: JobSpec['resources'];
-  constraints: Constraint[];
-  mounts: MountSpec[];
-  devices: DeviceSpec[];
-  capAdd: string[];
-  capDrop: string[];
-  privileged: boolean;
-  hostNetwork: boolean;
-  stopSignal: string;
+/** The authoring shape: the spec's fields, durations under their input names (in ms). */
+type JobInput = Omit<JobSpec, 'stopGracePeriodMs' | 'startingDeadlineMs' | 'activeDeadlineMs' | 'ttlAfterFinishedMs'> & {
   stopGracePeriod: number;
-  logs: JobSpec['logs'];
-  secrets: SecretRefSpec[];
-  networks: string[];
-  schedule: string | null;
-  timezone: string;
-  concurrency: JobConcurrency;
   startingDeadline: number | null;
-  backoffLimit: number;
   activeDeadline: number | null;
   ttlAfterFinished: number | null;
-  history: JobSpec['history'];
-}
+};
 
 const history = struct<{ succeeded: number; failed: number }, JobSpec['history']>({
   succeeded: withDefault(integer(0, jobHistoryMax), () => 3),
