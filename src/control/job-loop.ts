@@ -27,7 +27,7 @@ import { renderDuration } from '../resources/spec/quantity.ts';
 import { tasksOf, type ControlState, type Versioned } from '../resources/state.ts';
 import { isTerminal, viewOf, type TaskView } from '../resources/task-view.ts';
 import { backoffDelayMs } from '../base/backoff.ts';
-import { mirror, shutdown, type Decision, type LoopContext, type Work } from './orchestrator.ts';
+import { mirror, shutdown, Wake, type Decision, type LoopContext, type Work } from './orchestrator.ts';
 
 /** The first retry of a failed run waits this long, doubled per retry up to retryDelayMsMax (as Kubernetes Jobs). */
 export const retryDelayMs = 10_000;
@@ -52,17 +52,6 @@ interface RunWork {
   rev: number | null;
   read: JobRunRecord | null;
   deleted: boolean;
-}
-
-class Wake {
-  private earliest: number | null = null;
-  constructor(private readonly now: number) {}
-  at(t: number): void {
-    if (t > this.now && (this.earliest === null || t < this.earliest)) this.earliest = t;
-  }
-  inMs(): number | null {
-    return this.earliest === null ? null : this.earliest - this.now;
-  }
 }
 
 interface Pass {

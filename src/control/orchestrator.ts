@@ -124,8 +124,8 @@ function forcedStill(svc: ServiceRecord, state: ControlState, works: readonly Wo
 
 const updating: ReadonlySet<string> = new Set(['updating', 'rolling-back']);
 
-/** The earliest moment the service needs another look. */
-class Wake {
+/** The earliest moment a service (or a job, job-loop.ts) needs another look. */
+export class Wake {
   private earliest: number | null = null;
   constructor(private readonly now: number) {}
   at(t: number): void {
