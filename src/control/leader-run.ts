@@ -148,7 +148,10 @@ export class LeaderRun {
   private readonly ownsRenewals: boolean;
   /** Per node: when this run's store applied a write of the node's own (monotonic ms). */
   private readonly ownWrites = new Map<string, number>();
-  /** Since when each node has been heard without a gap past the suspect timeout (mute counts from then at most). */
+  /**
+   * Since when each node has been heard with no sign of a restart in between (mute counts from
+   * then at most): see contactOf.
+   */
   private readonly heardSince = new Map<string, number>();
   /** The loop's promise; resolves once the run has stopped. */
   done: Promise<void> = Promise.resolve();
@@ -364,12 +367,20 @@ export class LeaderRun {
     // Mute: what the node itself sent that reached this leader, a Raft message or a write of its
     // own, counted from these loops' start at the most (as a follower this node got no Raft
     // messages from the other followers). Only with a transport that tells the rest apart.
-    // And from when it was last heard again after a silence, at the most: a restarted shoal is heard
-    // (its hello, its pings) a moment before its first Raft message, which is no sign of muteness.
+    // And from when it was last heard again after a sign that it may have restarted, at the most:
+    // a restarted shoal is heard (its hello, its pings) a moment before its first Raft message,
+    // which is no sign of muteness. The signs: a refused dial, a goodbye, the leader's connection
+    // to it closed, or a silence of the down timeout. A gap between two pongs is none: a mute
+    // node is heard only by the pong on the leader's connection, once a second, and on a busy
+    // machine (or with a suspect timeout near the ping interval) such gaps pass the suspect
+    // timeout again and again; counting from each would keep a mute node from ever being down.
     const raft = this.ports.silentForMs(id);
     const spoke = Math.min(raft ?? Number.POSITIVE_INFINITY, fromWrite ?? Number.POSITIVE_INFINITY);
-    if (heardAgoMs === undefined || heardAgoMs >= this.ports.health.suspectAfterMs) this.heardSince.delete(id);
-    else if (!this.heardSince.has(id)) this.heardSince.set(id, now - heardAgoMs);
+    const mayHaveRestarted = heardAgoMs === undefined || heardAgoMs >= this.ports.health.downAfterMs
+      || (c !== undefined && (c.refused || c.goodbye || c.link === 'closed' || c.link === 'refused'));
+    const heardNow = heardAgoMs !== undefined && heardAgoMs < this.ports.health.suspectAfterMs;
+    if (mayHaveRestarted && !heardNow) this.heardSince.delete(id);
+    else if (heardNow && !this.heardSince.has(id)) this.heardSince.set(id, now - heardAgoMs);
     const since = this.heardSince.get(id);
     const heardForMs = since === undefined ? 0 : now - since;
     return {
