@@ -12,7 +12,7 @@ import { parse as parseYaml, stringify } from 'yaml';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../../bench/lib/proc.ts';
 import { initNode } from '../../src/node/identity.ts';
-import { ProcessCluster, putJson, sleep, type ClusterNode } from './process-cluster.ts';
+import { ProcessCluster, putJson, putJsonSettled, sleep, type ClusterNode } from './process-cluster.ts';
 
 const binPath = fileURLToPath(new URL('../../bin/shoal.js', import.meta.url));
 let cluster: ProcessCluster | undefined;
@@ -66,7 +66,7 @@ describe('shoal serve exit codes', { timeout: 120_000 }, () => {
     cpSync(saved, victim.dir, { recursive: true });
     cluster.startAll();
     const leader = await cluster.waitForLeader();
-    expect((await putJson(leader, '/v1/docs/t/a', { v: 1 })).status).toBe(200);
+    expect((await putJsonSettled(leader, '/v1/docs/t/a', { v: 1 })).status).toBe(200);
     const exited = exitOf(victim);
     // Fill the disk, then write until the victim's log write fails.
     try {
@@ -83,7 +83,7 @@ describe('shoal serve exit codes', { timeout: 120_000 }, () => {
     expect(logs).toMatch(/exiting with code 1 \(node_failed\)/);
     // The victim may have been the leader: the survivors elect one among them.
     const survivor = await cluster.waitForLeader(20_000, cluster.nodes.filter((n) => n !== victim));
-    expect((await putJson(survivor, '/v1/docs/t/after', { v: 2 })).status).toBe(200);
+    expect((await putJsonSettled(survivor, '/v1/docs/t/after', { v: 2 })).status).toBe(200);
   });
 
   it('a removed node learns it and exits 5', async () => {

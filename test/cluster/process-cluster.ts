@@ -196,6 +196,21 @@ export async function putJson<T>(node: MemberRecord, urlPath: string, body: unkn
   return { status: res.status, body: (await res.json()) as T };
 }
 
+/**
+ * putJson as a client that retries does (docs/errors.md: every 503 is retryable): a 503 answered
+ * while leadership settles (an election on a loaded machine, a hand-over) is tried again until
+ * `withinMs`; any other answer, or the last 503, is returned. For a test's writes that are not
+ * themselves under test.
+ */
+export async function putJsonSettled<T>(node: MemberRecord, urlPath: string, body: unknown, withinMs = 15_000): Promise<{ status: number; body: T }> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const r = await putJson<T>(node, urlPath, body).catch((err: unknown) => ({ status: 0, body: { error: String(err) } as T }));
+    if ((r.status !== 503 && r.status !== 0) || Date.now() > deadline) return r;
+    await sleep(200);
+  }
+}
+
 /** A cluster for one test file: initialised and led before the tests, destroyed after them. */
 export function useCluster(opts: ClusterOptions): ProcessCluster {
   const cluster = new ProcessCluster(opts);

@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../bench/lib/proc.ts';
 import { loadIdentity } from '../../src/node/identity.ts';
-import { getJson, ProcessCluster, putJson, sleep, type ClusterNode } from './process-cluster.ts';
+import { getJson, ProcessCluster, putJson, putJsonSettled, sleep, type ClusterNode } from './process-cluster.ts';
 import { clusterMembers, ShoalCommands, shoalBin as bin } from './shoal-commands.ts';
 
 const documents = 40;
@@ -124,7 +124,7 @@ describe('shoal recover --force-new-cluster on real processes', { timeout: 180_0
       const got = await getJson<{ doc: { i: number } }>(survivor, `/v1/docs/notes/${id}`);
       expect([got.status, got.body.doc.i], id).toEqual([200, i]);
     }
-    expect((await putJson(survivor, '/v1/docs/notes/after', { v: 1 })).status).toBe(200);
+    expect((await putJsonSettled(survivor, '/v1/docs/notes/after', { v: 1 })).status).toBe(200);
 
     // The old members, started on their old data: the survivor tells each it was removed.
     cluster.start(leader);
