@@ -463,6 +463,7 @@ function startApi(c: NodeParts): Stop {
     auth: c.apiAuth, peer: c.peerHttp, security: c.security, foundingToken: foundingTokenOf(c),
     ...(config.mesh !== undefined ? { mesh: meshKeysOf(c) } : {}),
     renewCertificate: () => c.renewer.renewNow(),
+    jobClock: () => c.clockWatch.report(),
     onTlsReloaded: (listener) => {
       c.tlsListeners.add(listener);
       return () => c.tlsListeners.delete(listener);
