@@ -1,6 +1,7 @@
 // The inbound side of a peer connection: a WebSocket a peer dialled to us. It carries the
 // peer's messages and snapshot streams to this node; we answer only with our hello, pongs
-// (ws answers pings itself) and snapshot acknowledgements.
+// (with this node's wall clock in them: socket-util.ts, pongPayloadFor) and snapshot
+// acknowledgements.
 
 import { performance } from 'node:perf_hooks';
 import type WebSocket from 'ws';
@@ -15,14 +16,19 @@ import type { InboundDropReason, MessageRefusal } from './inbound-drops.ts';
 import type { TransportLimits } from './limits.ts';
 import type { RepeatLimiter } from './log-limiter.ts';
 import { SnapshotAssembler, type AssemblyEvent } from './snapshot-stream.ts';
-import { closeSocket, rawDataToBytes } from './socket-util.ts';
+import { closeSocket, pongPayloadFor, rawDataToBytes } from './socket-util.ts';
 import type { TransportLogger } from './types.ts';
+
+/** Past this many bytes waiting to be written to the peer, a ping goes unanswered (ws's own answer has a like bound). */
+const pongBufferedBytesMax = 1024 * 1024;
 
 export interface InboundContext {
   local: LocalIdentity;
   limits: TransportLimits;
   log: TransportLogger;
   logLimiter: RepeatLimiter;
+  /** This node's wall clock (Date.now()), told to the peer in each pong. */
+  wallClock: () => number;
   /** Lets the owner refuse a valid certificate (a node not added yet, or removed). */
   authorizePeer(id: NodeId): PeerAuthorization;
   /** Whether a certificate serial is on the deny-list: its holder is refused whoever it is. */
@@ -66,7 +72,7 @@ export class InboundConnection {
       ctx.limits.handshakeTimeoutMs,
     );
     ws.on('message', (data, isBinary) => this.handleData(rawDataToBytes(data), isBinary));
-    ws.on('ping', () => (this.lastHeardAt = performance.now()));
+    ws.on('ping', (payload: Buffer) => this.handlePing(payload));
     ws.on('error', (err) => ctx.log.debug(`connection from ${this.describePeer()}: ${err.message}`));
     ws.on('close', (code: number) => this.handleClose(code));
   }
@@ -98,6 +104,14 @@ export class InboundConnection {
       this.ctx.log.warn(`connection from ${this.describePeer()} silent for ${Math.round(nowMs - this.lastHeardAt)} ms; closing it`);
       this.ws.terminate();
     }
+  }
+
+  /** The listener answers pings itself (autoPong is off: peer-server.ts), adding its wall clock. */
+  private handlePing(payload: Buffer): void {
+    this.lastHeardAt = performance.now();
+    // A peer that pings and reads nothing back gets no more pongs queued for it.
+    if (this.state === 'closed' || this.ws.readyState !== this.ws.OPEN || this.ws.bufferedAmount > pongBufferedBytesMax) return;
+    this.ws.pong(pongPayloadFor(payload, this.ctx.wallClock()));
   }
 
   private handleData(bytes: Uint8Array, isBinary: boolean): void {

@@ -21,7 +21,8 @@ import type { TransportLimits } from './limits.ts';
 import type { RepeatLimiter } from './log-limiter.ts';
 import { SendQueue } from './send-queue.ts';
 import { OutgoingSnapshot } from './snapshot-stream.ts';
-import { PEER_PATH, closeSocket, pingPayload, rawDataToBytes, rttFromPong } from './socket-util.ts';
+import { PEER_PATH, closeSocket, pingPayload, rawDataToBytes, readPong } from './socket-util.ts';
+import { ClockOffsetEstimate, type ClockOffset } from './clock-offset.ts';
 import type { PeerInfo, PeerLinkCondition, PeerStats, TransportLogger } from './types.ts';
 import { issuedByBundle } from '../src/security/ca-bundle.ts';
 
@@ -46,6 +47,8 @@ export interface LinkContext {
   log: TransportLogger;
   logLimiter: RepeatLimiter;
   random: () => number;
+  /** This node's wall clock (Date.now()), to compare with the peer's in its pongs. */
+  wallClock: () => number;
   counters: PeerCounters;
   /** A frame from the peer on this link (it only answers: hellos, acks) was dropped. */
   countDrop(reason: InboundDropReason): void;
@@ -118,6 +121,8 @@ export class PeerLink {
   /** When a dial to the peer was last refused (its machine up, nothing on the peer port); 0: never. */
   private refusedAt = 0;
   private rttMs: number | null = null;
+  /** The peer's wall clock against ours, from its pongs (clock-offset.ts); kept across reconnects. */
+  private readonly clockOffset = new ClockOffsetEstimate();
   /** The listener's answer on the current connection; its protocolVersion is the connection's. */
   private remote: HelloFrame | null = null;
   /** Whether queued messages may go out several to a WebSocket message on this connection. */
@@ -217,6 +222,11 @@ export class PeerLink {
       if (this.remote.featureLevelMax !== undefined) stats.featureLevelMax = this.remote.featureLevelMax;
     }
     return stats;
+  }
+
+  /** The peer's wall clock minus this node's, from its latest pongs; undefined until a peer that says its clock answered. */
+  get clock(): ClockOffset | undefined {
+    return this.clockOffset.current();
   }
 
   /** When anything last arrived on this link (a hello, a pong, an acknowledgement); 0: never. */
@@ -587,8 +597,9 @@ export class PeerLink {
     if (ws !== this.ws) return;
     const now = performance.now();
     this.lastHeardAt = now;
-    const rtt = rttFromPong(payload, now);
-    if (rtt !== null) this.rttMs = rtt;
+    const pong = readPong(payload, now);
+    if (pong.rttMs !== null) this.rttMs = pong.rttMs;
+    if (pong.rttMs !== null && pong.remoteWallMs !== null) this.clockOffset.add(pong.remoteWallMs, this.ctx.wallClock(), pong.rttMs, now);
   }
 
   private clearRetry(): void {

@@ -61,6 +61,9 @@ export class PeerServer {
       maxPayload: limits.frameBytesMax,
       perMessageDeflate: false,
       clientTracking: false,
+      // The inbound connection answers pings itself, with this node's wall clock in the pong
+      // (socket-util.ts, pongPayloadFor).
+      autoPong: false,
     });
     this.wss.on('connection', (ws, req) => this.handleConnection(ws, req.socket as TLSSocket));
     this.wss.on('error', (err) => log.error(`peer listener: ${err.message}`));

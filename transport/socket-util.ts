@@ -39,15 +39,51 @@ export function closeSocket(ws: WebSocket, code: number, reason: string, graceMs
   });
 }
 
-/** A ping payload carrying the send time, so the matching pong yields the round trip. */
+/**
+ * A ping payload: the send time (performance.now()), so the matching pong yields the round trip,
+ * then a second double left 0 for the answering node to fill with its wall clock
+ * (pongPayloadFor). A node of the first release echoes all 16 bytes (ws answers pings itself):
+ * its pong then carries the 0, which says "no clock" (readPong). The first release pings with the
+ * 8-byte form, which this release echoes as it is.
+ */
 export function pingPayload(nowMs: number): Buffer {
-  const b = Buffer.alloc(8);
+  const b = Buffer.alloc(clockPingBytes);
   b.writeDoubleLE(nowMs, 0);
   return b;
 }
 
-export function rttFromPong(payload: Buffer, nowMs: number): number | null {
-  if (payload.byteLength !== 8) return null;
+/** The ping (and pong) that carries a wall clock: send time, then the answerer's Date.now(). */
+export const clockPingBytes = 16;
+/** The first release's ping: the send time alone. */
+const plainPingBytes = 8;
+
+/**
+ * What this node answers a ping with: a 16-byte ping gets its send time back with this node's
+ * wall clock (ms since the epoch) after it; any other ping is echoed as it came (what ws's own
+ * answer does, and what a first-release pinger checks).
+ */
+export function pongPayloadFor(ping: Buffer, wallNowMs: number): Buffer {
+  if (ping.byteLength !== clockPingBytes) return ping;
+  const b = Buffer.from(ping);
+  b.writeDoubleLE(wallNowMs, plainPingBytes);
+  return b;
+}
+
+export interface Pong {
+  /** The round trip, or null when the payload is not one of this node's pings. */
+  rttMs: number | null;
+  /** The answering node's wall clock when it answered; null when it did not say (a first-release peer). */
+  remoteWallMs: number | null;
+}
+
+export function readPong(payload: Buffer, nowMs: number): Pong {
+  if (payload.byteLength !== plainPingBytes && payload.byteLength !== clockPingBytes) return { rttMs: null, remoteWallMs: null };
   const rtt = nowMs - payload.readDoubleLE(0);
-  return Number.isFinite(rtt) && rtt >= 0 ? rtt : null;
+  const rttMs = Number.isFinite(rtt) && rtt >= 0 ? rtt : null;
+  const wall = payload.byteLength === clockPingBytes ? payload.readDoubleLE(plainPingBytes) : 0;
+  return { rttMs, remoteWallMs: rttMs !== null && Number.isFinite(wall) && wall > 0 ? wall : null };
+}
+
+export function rttFromPong(payload: Buffer, nowMs: number): number | null {
+  return readPong(payload, nowMs).rttMs;
 }

@@ -69,6 +69,14 @@ export interface PeerContact {
    * `link` then reads 'silent'.
    */
   refused: boolean;
+  /**
+   * The peer's wall clock minus this node's, ms (positive: the peer is ahead), estimated from the
+   * pongs of the outbound link (clock-offset.ts). Absent until one came from a peer that says its
+   * clock (a first-release peer never does).
+   */
+  clockOffsetMs?: number;
+  /** Ms since the newest sample of clockOffsetMs (present with it): an old one is of a link now down. */
+  clockSampledAgoMs?: number;
 }
 
 /**

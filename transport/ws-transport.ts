@@ -48,12 +48,19 @@ export interface WsTransportOptions {
   limits?: Partial<TransportLimits>;
   /** Randomness for reconnect jitter, in [0, 1). Default Math.random. */
   random?: () => number;
+  /** This node's wall clock, told to peers in pongs and compared with theirs (contact().clockOffsetMs). Default Date.now. */
+  wallClock?: () => number;
   /** Refuses peers whose certificate is valid but who may not connect (not members, removed). Default: all are members. */
   authorizePeer?: (id: NodeId) => PeerAuthorization;
   /** Refuses certificates by serial (the deny-list), in both directions. Default: none is. */
   isRevoked?: (serial: string) => boolean;
   /** What each hello announces: this node's addresses and peer hints (asked at every hello). */
   announce?: () => Announcement;
+}
+
+function clockOf(link: PeerLink | undefined, now: number): Pick<PeerContact, 'clockOffsetMs' | 'clockSampledAgoMs'> {
+  const c = link?.clock;
+  return c === undefined ? {} : { clockOffsetMs: c.offsetMs, clockSampledAgoMs: now - c.sampledAt };
 }
 
 /** Warn about the same recurring failure at most once a minute; repeats go to debug. */
@@ -276,7 +283,8 @@ export class WsTransport implements Transport {
    * What this transport knows of `id` being there: when anything last arrived from it on either
    * connection, how the outbound link stands, and whether, with nothing heard since, it said
    * goodbye (closed a connection with 1001 as it stopped) or refused a dial (docs/control-plane.md,
-   * "Node health").
+   * "Node health"). With it, the peer's wall clock against this node's, from the pongs of the link
+   * (transport/clock-offset.ts), when the peer says its clock (not a first-release peer).
    */
   contact(id: NodeId): PeerContact {
     const now = performance.now();
@@ -290,6 +298,7 @@ export class WsTransport implements Transport {
       link: link?.condition(now) ?? 'unknown',
       goodbye: goodbyeAt > 0 && goodbyeAt >= heardAt,
       refused: link !== undefined && link.refusedAtMs > 0 && link.refusedAtMs >= heardAt,
+      ...clockOf(link, now),
     };
   }
 
@@ -353,6 +362,7 @@ export class WsTransport implements Transport {
       log: this.log,
       logLimiter: this.logLimiter,
       random: this.opts.random ?? Math.random,
+      wallClock: this.opts.wallClock ?? Date.now,
       counters: this.countersOf(id),
       countDrop: (reason) => this.drops.count(reason),
       isRevoked: this.opts.isRevoked ?? (() => false),
@@ -412,6 +422,7 @@ export class WsTransport implements Transport {
       limits: this.limits,
       log: this.log,
       logLimiter: this.logLimiter,
+      wallClock: this.opts.wallClock ?? Date.now,
       authorizePeer: this.opts.authorizePeer ?? (() => 'member'),
       isRevoked: this.opts.isRevoked ?? (() => false),
       accepted: (conn) => this.acceptInbound(conn),

@@ -2,6 +2,7 @@
 // parts a node may lack) and what every route plugin is registered with. In a file of its own so
 // that the plugins and the app that registers them do not import each other.
 
+import type { ClockReport } from '../node/clock-watch.ts';
 import type { DocumentStore } from '../../fsm/index.ts';
 import type { Registry } from '../base/metrics.ts';
 import type { Runtime } from '../executor/runtime.ts';
@@ -55,6 +56,8 @@ export interface ApiContext {
   peer: PeerHttp;
   /** This node's WireGuard keys (POST /v1/mesh/rotate-key); absent when it takes no part in the mesh. */
   mesh?: MeshKeys;
+  /** What this node knows of the members' clocks and the jobs' clock rule (src/node/clock-watch.ts): GET /v1/jobs `clock`; absent, left out. */
+  jobClock?: () => ClockReport;
   /** Renews this node's certificate now (src/security/renewal.ts); absent, POST /v1/certificates/renew is refused. */
   renewCertificate?: () => Promise<void>;
   /**

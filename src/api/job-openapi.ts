@@ -32,12 +32,19 @@ export function jobPaths(errors: Json): Json {
       lastRun: { anyOf: [run, { type: 'null' }] }, lastFinished: { anyOf: [run, { type: 'null' }] },
     },
   };
+  const clock = {
+    type: 'object', description: 'What the answering node knows of the members\' clocks and the jobs\' clock rule (docs/control-plane.md, Jobs, "Clocks")', properties: {
+      node: { type: 'string' }, leader: { type: 'boolean' }, synchronized: { type: ['boolean', 'null'] }, skewMaxMs: { type: 'integer' }, skewMs: { type: ['number', 'null'] },
+      offsets: { type: 'array', items: { type: 'object', properties: { node: { type: 'string' }, offsetMs: { type: ['number', 'null'] } } } },
+      hold: { type: ['string', 'null'] },
+    },
+  };
   const name = params(jobParams, 'path');
   const read = params(readOnlyQuery, 'query');
   const noQ = params(noQuery as z.ZodObject, 'query');
   const written = (extra: Json): Json => json({ type: 'object', properties: { rev: { type: ['integer', 'null'] }, ...extra } });
   return {
-    '/v1/jobs': { get: { summary: 'List jobs: schedule, next time, active runs, last run', ...strict, parameters: read, responses: { 200: json({ type: 'object', properties: { items: { type: 'array', items: view }, rev: { type: 'integer' } } }), ...errors } } },
+    '/v1/jobs': { get: { summary: 'List jobs: schedule, next time, active runs, last run; and the answering node\'s view of the clocks (the leader\'s says whether scheduled runs are held)', ...strict, parameters: read, responses: { 200: json({ type: 'object', properties: { items: { type: 'array', items: view }, rev: { type: 'integer' }, clock } }), ...errors } } },
     '/v1/jobs/{name}': {
       get: { summary: 'A job, its spec and its runs (newest first)', ...strict, parameters: [...name, ...read], responses: { 200: json({ type: 'object', properties: { job: view, spec: schemaOf(jobSpecSchema), runs: { type: 'array', items: run }, rev: { type: 'integer' } } }), ...errors } },
       delete: { summary: 'Remove a job (its running attempts are stopped, its runs deleted)', ...strict, parameters: [...name, ...noQ], responses: { 200: written({ name: { type: 'string' }, removed: { type: 'boolean' } }), ...errors } },

@@ -2,7 +2,8 @@
 // runs (newest first). Writes: remove, run now (a manual run), suspend and resume. Each write is a
 // compare-and-set on the records it read (control-write.ts). Creating and changing jobs is
 // POST /v1/apply with `kind: Job` documents. A run's log is its task's: GET /v1/tasks/{id}/logs
-// (`shoal job logs` finds the task).
+// (`shoal job logs` finds the task). The list carries the answering node's view of the clocks
+// (`clock`: src/node/clock-watch.ts): on the leader, whether the clock rule holds scheduled runs.
 
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
@@ -88,7 +89,8 @@ export const jobsRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, {
     const state = await readControl(ctx, v.query.consistency);
     const now = ctx.node.logTimeNow();
     const items = [...(state.jobs?.values() ?? [])].map((j) => jobView(state, j.value, now)).sort((a, b) => a.name.localeCompare(b.name));
-    return { items, rev: state.revision };
+    // The answering node's view of the clocks: the leader's says whether scheduled runs are held.
+    return { items, rev: state.revision, ...(ctx.jobClock !== undefined ? { clock: ctx.jobClock() } : {}) };
   });
 
   app.get('/v1/jobs/:name', { config: { role: 'reader' } }, async (req) => {

@@ -77,6 +77,41 @@ export function clockCheck(members: readonly MemberFacts[]): Check {
   return { name, status: 'ok', message: `within ${skewWarnMs / 1000} s (${text})` };
 }
 
+/** The leader's view of the clocks (GET /v1/jobs `clock`, src/node/clock-watch.ts ClockReport). */
+export interface JobClockFacts {
+  node: string;
+  leader: boolean;
+  synchronized: boolean | null;
+  skewMaxMs: number;
+  skewMs: number | null;
+  offsets: { node: string; offsetMs: number | null }[];
+  hold: string | null;
+}
+
+const signedSeconds = (ms: number): string => `${ms < 0 ? '-' : '+'}${(Math.abs(ms) / 1000).toFixed(1)} s`;
+
+/**
+ * The jobs' clock rule on the leader (docs/control-plane.md, Jobs, "Clocks"): FAIL while it holds
+ * scheduled runs (with its reason); otherwise the members' clocks as the leader measures them.
+ */
+export function jobClockCheck(clock: JobClockFacts | undefined, nameOf: (id: string) => string): Check {
+  const name = 'job clock';
+  if (clock === undefined) return { name, status: 'skip', message: 'the leader did not say (unreachable, or a release without the jobs\' clock rule)' };
+  const who = `leader ${nameOf(clock.node)}`;
+  if (!clock.leader) return { name, status: 'skip', message: `${nameOf(clock.node)} answered but no longer leads; run again` };
+  if (clock.hold !== null) {
+    return { name, status: 'fail', message: `${who} holds scheduled jobs: ${clock.hold}`, fix: 'set the leader\'s time (timedatectl; chrony or systemd-timesyncd), or move leadership: shoal cluster transfer-leader' };
+  }
+  const known = clock.offsets.filter((o) => o.offsetMs !== null).map((o) => `${nameOf(o.node)} ${signedSeconds(o.offsetMs ?? 0)}`);
+  const unknown = clock.offsets.filter((o) => o.offsetMs === null).map((o) => nameOf(o.node));
+  const sync = clock.synchronized === null ? 'its synchronization unknown (no timedatectl: never holds)' : 'synchronized';
+  const parts = [
+    known.length > 0 ? `members' clocks against it: ${known.join(', ')}` : 'no other member\'s clock known',
+    ...(unknown.length > 0 ? [`unknown: ${unknown.join(', ')}`] : []),
+  ];
+  return { name, status: 'ok', message: `${who} fires scheduled jobs, ${sync}; ${parts.join('; ')} (limit ${clock.skewMaxMs / 1000} s from the median)` };
+}
+
 export function diskCheck(members: readonly MemberFacts[]): Check {
   const name = 'disk free';
   const known = members.filter((m) => m.availBytes !== undefined && m.sizeBytes !== undefined && m.sizeBytes > 0);

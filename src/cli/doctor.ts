@@ -1,6 +1,7 @@
 // shoal doctor: checks the cluster and, with --data, this machine's node, and says for each check
 // OK, WARN or FAIL with what to do (docs/operations.md, "Doctor"). What it gathers: the cluster
-// view (GET /v1/cluster), each member's own answer (its Date header, for clock skew) and its
+// view (GET /v1/cluster), the leader's view of the clocks (its GET /v1/jobs `clock`), each
+// member's own answer (its Date header, for clock skew) and its
 // /metrics (free space of its data directory); the nodes, services and tasks (GET /v1/nodes,
 // /v1/services, /v1/tasks); with --data, the node's config, identity and certificates, and, when
 // its runtime is Docker, what that Docker holds: the node's containers (by their labels, as the
@@ -23,14 +24,16 @@ import { commonFlags, help } from './doc-common.ts';
 import { commonFlagsHelp } from './group.ts';
 import {
   apiExposureCheck, certificateCheck, clockCheck, containersCheck, diskCheck, imagesCheck, quorumCheck, runtimeCheck, servicesCheck, toleranceCheck, versionCheck,
+  jobClockCheck, type JobClockFacts,
   type Check, type LocalRuntimeFacts, type MemberFacts, type TaskFacts, type WorkloadFacts,
 } from './doctor-checks.ts';
 
 export const doctorHelp = `Usage: shoal doctor [--data DIR] [--addr HOST:PORT] [--json]
 
 Checks the cluster and says for each check OK, WARN or FAIL, with what to do: a reachable quorum,
-failure tolerance (a lone voter, an even number), clock skew between the members, free space on
-each member's data directory, versions and the feature level; with --data, this machine's node:
+failure tolerance (a lone voter, an even number), clock skew between the members, the jobs'
+clock rule on the leader (scheduled jobs held while its clock is unsynchronized or far from the
+members'), free space on each member's data directory, versions and the feature level; with --data, this machine's node:
 its client API bound beyond loopback (no TLS or authentication), its certificates near expiry.
 Then the workloads: every node's container runtime (and, with --data and the docker runtime,
 whether Docker answers here), this node's containers against its assignments (with --data and
@@ -138,6 +141,23 @@ async function listTaskFacts(addr: string): Promise<TaskFacts[]> {
   return out;
 }
 
+const jobClockSchema = z.object({
+  node: z.string(), leader: z.boolean(), synchronized: z.boolean().nullable(), skewMaxMs: z.number(), skewMs: z.number().nullable(),
+  offsets: z.array(z.object({ node: z.string(), offsetMs: z.number().nullable() })), hold: z.string().nullable(),
+});
+const jobListClockSchema = z.object({ clock: jobClockSchema.optional() }).loose();
+
+/** The leader's view of the clocks and the jobs' clock rule (its GET /v1/jobs); undefined when it did not say. */
+async function jobClockFacts(view: View | undefined): Promise<JobClockFacts | undefined> {
+  const leader = view?.members.find((m) => m.id === view.leader);
+  if (leader === undefined) return undefined;
+  try {
+    return (await request(leader.apiAddress, 'GET', '/v1/jobs', jobListClockSchema, { retry: 'safe', timeoutMs: memberTimeoutMs })).body.clock;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The nodes, services and tasks as the API shows them; undefined when they could not be read. */
 async function workloadFacts(addr: string): Promise<WorkloadFacts | undefined> {
   try {
@@ -193,13 +213,15 @@ export async function doctorCommand(argv: string[]): Promise<number> {
   const addr = resolveAddr(values.addr);
   const localNode = values.data === undefined ? undefined : readLocalNode(values.data);
   const view = await getView(addr).catch(() => undefined);
-  const [members, workloads, runtime] = await Promise.all([
+  const [members, workloads, runtime, jobClock] = await Promise.all([
     view === undefined ? [] : Promise.all(view.members.map(memberFacts)),
     view === undefined ? undefined : workloadFacts(addr),
     localNode === undefined ? undefined : localRuntimeFacts(localNode),
+    jobClockFacts(view),
   ]);
+  const nameOf = (id: string): string => view?.members.find((m) => m.id === id)?.name ?? id;
   const checks = [
-    quorumCheck(view, addr), toleranceCheck(view), clockCheck(members), diskCheck(members), versionCheck(view), ...localChecks(localNode, new Date()),
+    quorumCheck(view, addr), toleranceCheck(view), clockCheck(members), jobClockCheck(jobClock, nameOf), diskCheck(members), versionCheck(view), ...localChecks(localNode, new Date()),
     runtimeCheck(runtime, workloads), containersCheck(runtime, workloads), servicesCheck(workloads), imagesCheck(runtime, workloads),
   ];
   if (values.json) {

@@ -36,7 +36,9 @@ const jobViewSchema = z.object({
   lastRun: runSchema.nullable(), lastFinished: runSchema.nullable(),
 }).loose();
 type JobView = z.infer<typeof jobViewSchema>;
-const jobListSchema = z.object({ items: z.array(jobViewSchema), rev: z.number() }).loose();
+/** The answering node's view of the jobs' clock rule (absent from a release without it). */
+const jobClockSchema = z.object({ leader: z.boolean(), hold: z.string().nullable() }).loose();
+const jobListSchema = z.object({ items: z.array(jobViewSchema), rev: z.number(), clock: jobClockSchema.optional() }).loose();
 const jobDetailSchema = z.object({ job: jobViewSchema, runs: z.array(runSchema), rev: z.number() }).loose();
 const writtenSchema = z.object({ rev: z.number().nullable() }).loose();
 const runAnswerSchema = z.object({ id: z.string(), rev: z.number().nullable() }).loose();
@@ -48,13 +50,15 @@ export const jobLsHelp = `Usage: shoal job ls [--stale] [--watch] [--addr HOST:P
 Lists the jobs (kind: Job, created with shoal apply): the schedule (cron in its time zone,
 @every, @daily, or 'manual' for a job run only by hand), the concurrency policy, whether it is
 suspended, the next scheduled time (UTC), the runs going on, and the last finished run's state.
+When the node asked leads and holds scheduled runs (its clock is not synchronized, or is far
+from the members': docs/control-plane.md, Jobs, "Clocks"), a last line says why.
 
 Options:
   --stale            read the node's local copy (no leader needed; may be behind)
   --watch            print the list again on every change, until Ctrl-C
 ${commonFlagsHelp}
 
-With --json prints {items, rev} (GET /v1/jobs).
+With --json prints {items, rev, clock} (GET /v1/jobs).
 ${clientExitCodes}`;
 
 export const jobPsHelp = `Usage: shoal job ps NAME [--stale] [--watch] [--addr HOST:PORT] [--json]
@@ -176,7 +180,10 @@ async function jobLsCommand(argv: string[]): Promise<number> {
   const render = async (): Promise<Rendered> => {
     const body = await read(addr, jobPaths.jobs, jobListSchema, 'job ls', values.stale);
     if (values.json) return jsonRendered(body, values.watch, body.items);
-    return { text: body.items.length === 0 ? 'no jobs' : tableText(jobHead, jobRows(body.items)), rev: body.rev };
+    const text = body.items.length === 0 ? 'no jobs' : tableText(jobHead, jobRows(body.items));
+    // Only the leader's hold counts (a follower's says what the rule would do were it leading).
+    const held = body.clock?.leader === true && body.clock.hold !== null ? `\n\nscheduled runs held: ${body.clock.hold}` : '';
+    return { text: text + held, rev: body.rev };
   };
   if (!values.watch) return printList(render);
   return watchList({ addr, collections: [jobsCollection, jobRunsCollection], command: 'job ls', json: values.json, render });

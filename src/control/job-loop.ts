@@ -41,6 +41,9 @@ export const jobWakeMsMax = 60_000;
 /** Scheduled times counted at most when a leader-less stretch is recorded missed. */
 export const missedCountMax = 10_000;
 
+/** While the clock rule holds a due run, how often the job's loop looks again. */
+export const clockHoldRecheckMs = 5_000;
+
 export interface JobLoopContext extends LoopContext {
   /** Why this leader must not fire scheduled runs now (its clock is not to be trusted); null: it may. */
   clockHold?: string | null;
@@ -223,7 +226,11 @@ function maybeSchedule(p: Pass, job: JobRecord): void {
   if (next !== null) p.wake.at(next);
   const latest = latestAtOrBefore(s, now);
   if (latest === null || latest <= cursor) return;
-  if (p.ctx.clockHold !== undefined && p.ctx.clockHold !== null) return;
+  if (p.ctx.clockHold !== undefined && p.ctx.clockHold !== null) {
+    // Held (clock-sanity.ts): look again soon, so the due run starts once the clock is trusted.
+    p.wake.at(now + clockHoldRecheckMs);
+    return;
+  }
   const deadline = job.spec.startingDeadlineMs;
   const late = deadline !== null && now - latest > deadline;
   const active = p.runs.filter((r) => r.rec.state === 'pending' || r.rec.state === 'running');

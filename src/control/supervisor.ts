@@ -33,6 +33,8 @@ export interface SupervisorOptions {
   lease?: LeaseConfig;
   /** Hands leadership to `to` (RaftNode.transferLeadership); absent: node health never hands over. */
   transferLeadership?: (to: string) => Promise<unknown>;
+  /** Why scheduled job runs must not fire now (the clock rule, src/node/clock-watch.ts); absent: they may. */
+  jobClockHold?: () => string | null;
 }
 
 const clock = {
@@ -122,6 +124,7 @@ export class Supervisor {
       ...(this.opts.lease !== undefined ? { lease: this.opts.lease } : {}),
       ...(this.renewals !== undefined ? { renewals: this.renewals } : {}),
       ...(this.opts.observeLoops !== undefined ? { observe: this.opts.observeLoops } : {}),
+      ...(this.opts.jobClockHold !== undefined ? { jobClockHold: this.opts.jobClockHold } : {}),
     }, term);
     this.run = run;
     this.runs++;

@@ -484,7 +484,8 @@ export class RaftNode extends EventEmitter<NodeEvents> implements Proposer, Read
     const t = this.opts.transport.contact?.(id);
     if (t === undefined) return { heardAgoMs: raft, watchingForMs: undefined, link: 'unknown', goodbye: false, refused: false };
     const heardAgoMs = raft === undefined ? t.heardAgoMs : Math.min(raft, t.heardAgoMs ?? raft);
-    return { heardAgoMs, watchingForMs: t.watchingForMs, link: t.link, goodbye: t.goodbye, refused: t.refused };
+    const clock = t.clockOffsetMs !== undefined && t.clockSampledAgoMs !== undefined ? { clockOffsetMs: t.clockOffsetMs, clockSampledAgoMs: t.clockSampledAgoMs } : {};
+    return { heardAgoMs, watchingForMs: t.watchingForMs, link: t.link, goodbye: t.goodbye, refused: t.refused, ...clock };
   }
 
   /**

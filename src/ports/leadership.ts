@@ -42,6 +42,15 @@ export interface PeerContact {
   goodbye: boolean;
   /** Its machine refused a dial to the peer port (shoal not running there) and nothing arrived since, whatever `link` says now. */
   refused: boolean;
+  /**
+   * The peer's wall clock minus this node's, ms (positive: the peer is ahead), from the pongs of
+   * this node's connection to it (transport/clock-offset.ts); absent when unknown (a peer of the
+   * previous release, an in-memory transport, no pong yet). The jobs' clock rule uses it
+   * (src/control/clock-sanity.ts).
+   */
+  clockOffsetMs?: number;
+  /** Ms since that offset was measured (present with it). */
+  clockSampledAgoMs?: number;
 }
 
 /** What a leader's loops need of the log besides proposing: its clock, its peers' silence, its own proposals. */

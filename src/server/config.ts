@@ -10,6 +10,7 @@ import { hostPortSchema as hostPort, splitHostPort } from '../base/host-port.ts'
 import { memberRecordSchema } from '../resources/membership.ts';
 import { meshConfigSchema } from '../../net/mesh-config.ts';
 import { downAfterMsMin, nodeHealthDefaults } from '../control/node-health.ts';
+import { jobClockSkewMaxMsDefault } from '../control/clock-sanity.ts';
 import { driftRhoMax, driftRhoMin, killMsMax, killMsMin, leaseConfigProblem, leaseDefaults, leaseMsMax, leaseMsMin, stopReportMsMax } from '../resources/lease.ts';
 
 export { splitHostPort };
@@ -136,6 +137,12 @@ export const configSchema = z.object({
     suspectAfterMs: z.number().int().min(500).default(nodeHealthDefaults.suspectAfterMs),
     downAfterMs: z.number().int().min(downAfterMsMin).default(nodeHealthDefaults.downAfterMs),
     restartGraceMs: z.number().int().min(downAfterMsMin).max(3_600_000).default(nodeHealthDefaults.restartGraceMs),
+    /**
+     * The jobs' clock rule (src/control/clock-sanity.ts): a leader whose clock is further than this
+     * from the members' median fires no scheduled run. At least a second (the offsets are measured
+     * to a few ms, and a finer limit would trip on a busy machine), at most an hour.
+     */
+    jobClockSkewMaxMs: z.number().int().min(1_000).max(3_600_000).default(jobClockSkewMaxMsDefault),
   }).strict().prefault({}),
   /**
    * The lease exclusive services run under (src/resources/lease.ts, docs/control-plane.md

@@ -51,6 +51,8 @@ export interface ControlPlaneOptions {
   meshCidr?: string;
   /** The exclusive-task lease, for the agent and the leader's loops alike (config `exclusive`; default leaseDefaults). */
   lease?: LeaseConfig;
+  /** Why scheduled job runs must not fire now (the clock rule: src/node/clock-watch.ts); absent: they may. */
+  jobClockHold?: () => string | null;
   /**
    * How the agent gets a secret's value for a task (secret-source.ts), and where it writes the
    * files: `dir` on a tmpfs (`<secrets.tmpfsDir>/shoal-<node id>`), `legacyDir` where an older
@@ -84,6 +86,7 @@ export class ControlPlane {
       node: opts.node, store: opts.store, log: opts.log, health: opts.health, lease: opts.lease ?? leaseDefaults,
       transferLeadership: (to) => opts.node.transferLeadership(to),
       ...(opts.meshCidr !== undefined ? { meshCidr: opts.meshCidr } : {}), ...(opts.observeLoops !== undefined ? { observeLoops: opts.observeLoops } : {}),
+      ...(opts.jobClockHold !== undefined ? { jobClockHold: opts.jobClockHold } : {}),
     });
     this.writer = new StoreAgentWriter(opts.node, opts.store, opts.identity, () => opts.node.featureLevel);
     this.peerViews = new PeerViewReporter({

@@ -20,6 +20,8 @@ import { EventLog } from '../node/events/event-log.ts';
 import { watchNodeEvents } from '../node/events/event-sources.ts';
 import { watchControlEvents } from '../node/events/control-events.ts';
 import { watchJobEvents } from '../node/events/job-events.ts';
+import { ClockWatch, JOB_CLOCK_HOLD_METRIC } from '../node/clock-watch.ts';
+import { ClockSyncStatus } from '../node/clock-sync.ts';
 import { registerJobMetrics } from '../node/metrics/job-metrics.ts';
 import { loadIdentity, loadTls, type Identity } from '../node/identity.ts';
 import type { MemberRecord } from '../resources/membership.ts';
@@ -214,6 +216,7 @@ class NodeParts {
   node!: RaftNode; // node-parts
   observeLoops!: (pass: PassReport) => void; // metrics
   events!: EventLog; // event-log
+  clockWatch!: ClockWatch; // clock-watch
   runtime!: Runtime | null; // runtime
   api!: FastifyInstance; // api
   /** Settles once the API's listen has: with its error, or undefined when bound. Never rejects. */
@@ -286,6 +289,7 @@ export const nodeComponents: readonly Component<NodeParts>[] = [
   { name: 'transport', start: listenForPeers },
   { name: 'raft-node', start: startRaftNode },
   { name: 'event-sources', start: startEventSources },
+  { name: 'clock-watch', start: startClockWatch },
   { name: 'runtime', start: makeRuntimeOf },
   { name: 'api', start: startApi },
   { name: 'hand-over', start: (c) => () => c.node.handOff() },
@@ -428,6 +432,22 @@ function startEventSources(c: NodeParts): Stop {
   };
 }
 
+/** The jobs' clock rule (clock-watch.ts): the leader's `jobClockHold`, its events, gauge and report. */
+function startClockWatch(c: NodeParts): Stop {
+  const sync = new ClockSyncStatus();
+  c.clockWatch = new ClockWatch({
+    node: c.node, synchronized: () => sync.synchronized, skewMaxMs: c.config.control.jobClockSkewMaxMs, log: c.log,
+    record: (type, subject, details) => { if (c.clusterEvents) c.events.recordEvent(type, subject, details); else c.events.recordLocal(type, subject, details); },
+  });
+  c.metrics.gauge({ ...JOB_CLOCK_HOLD_METRIC, type: 'gauge', read: () => [{ value: c.clockWatch.holding ? 1 : 0 }] });
+  sync.start();
+  c.clockWatch.start();
+  return () => {
+    c.clockWatch.close();
+    sync.close();
+  };
+}
+
 function makeRuntimeOf(c: NodeParts): Stop {
   c.runtime = makeRuntime(c.config);
   // The control plane closes it when it stops; this closes it when the control plane never started.
@@ -443,6 +463,7 @@ function startApi(c: NodeParts): Stop {
     auth: c.apiAuth, peer: c.peerHttp, security: c.security, foundingToken: foundingTokenOf(c),
     ...(config.mesh !== undefined ? { mesh: meshKeysOf(c) } : {}),
     renewCertificate: () => c.renewer.renewNow(),
+    jobClock: () => c.clockWatch.report(),
     onTlsReloaded: (listener) => {
       c.tlsListeners.add(listener);
       return () => c.tlsListeners.delete(listener);
@@ -550,6 +571,7 @@ function startControl(c: NodeParts): Stop {
       dir: path.join(config.secrets.tmpfsDir, `shoal-${identity.id}`), legacyDir: path.resolve(config.dataDir, 'secrets'),
     },
     ...(config.mesh !== undefined ? { meshCidr: config.mesh.cidr } : {}),
+    jobClockHold: () => c.clockWatch.jobClockHold(),
   });
   c.control.start();
   return () => c.control.close();

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { catalogued, expectError, problemPaths } from './expect-error.ts';
 import { singleNode, type SingleNode } from './single-node.ts';
+import { ClockWatch, type ClockReport } from '../../src/node/clock-watch.ts';
 
 interface RunView { id: string; job: string; state: string; cause: string; attempts: number; taskId: string | null; nodeName: string | null; exitCode: number | null; scheduledAt: number }
 interface JobView { name: string; schedule: string | null; suspended: boolean; active: number; nextAt: number | null; lastRun: RunView | null; lastFinished: RunView | null }
@@ -112,5 +113,18 @@ describe('jobs through the API', () => {
     const l = await get<{ items: JobView[] }>('/v1/jobs');
     expect(l.items.map((j) => j.name)).toEqual(['once', 'tick']);
     expect(l.items[0]?.lastFinished?.state).toBe('succeeded');
+    expect(l).not.toHaveProperty('clock');
+  });
+
+  it('the list carries the answering node\'s view of the clocks: a leader whose clock is not synchronized says it holds', async () => {
+    const watch = new ClockWatch({ node: s.node, synchronized: () => false, record: () => {}, log: { info: () => {}, warn: () => {} } });
+    s.ctx.jobClock = () => watch.report();
+    try {
+      const l = await get<{ clock: ClockReport }>('/v1/jobs');
+      expect(l.clock).toMatchObject({ node: s.node.id, leader: true, synchronized: false, skewMaxMs: 30_000, skewMs: null, offsets: [] });
+      expect(l.clock.hold).toMatch(/not synchronized/);
+    } finally {
+      delete s.ctx.jobClock;
+    }
   });
 });

@@ -57,6 +57,17 @@ describe('shoal job', () => {
     const ls = await shoal('job', 'ls');
     expect(ls.code, ls.stderr).toBe(0);
     expect(ls.stdout).toMatch(/nightly\s+30 3 \* \* \* \(Europe\/Paris\)\s+forbid\s+no/);
+    expect(ls.stdout).not.toContain('held');
+    // The leader's clock rule holds scheduled runs: ls says why, on a last line.
+    const clock = { node: 'solo', leader: true, synchronized: false, skewMaxMs: 30_000, skewMs: null, offsets: [], hold: "this leader's clock is not synchronized" };
+    solo.ctx.jobClock = () => clock;
+    try {
+      expect((await shoal('job', 'ls')).stdout).toMatch(/\n\nscheduled runs held: this leader's clock is not synchronized\n/);
+      clock.leader = false;
+      expect((await shoal('job', 'ls')).stdout).not.toContain('held');
+    } finally {
+      delete solo.ctx.jobClock;
+    }
 
     const run = await shoal('job', 'run', 'nightly');
     expect(run.code, run.stderr).toBe(0);

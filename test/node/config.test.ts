@@ -30,7 +30,7 @@ describe('node config', () => {
       connectionsMax: 512, watchStreamsMax: 256, watchStreamsPerClientMax: 32, snapshotDownloadsMax: 2, apiDrainMs: 10_000,
     });
     expect(c.runtime.kind).toBe('docker');
-    expect(c.control).toEqual({ suspectAfterMs: 1_500, downAfterMs: 4_000, restartGraceMs: 30_000 });
+    expect(c.control).toEqual({ suspectAfterMs: 1_500, downAfterMs: 4_000, restartGraceMs: 30_000, jobClockSkewMaxMs: 30_000 });
     expect(c.logLevel).toBe('info');
   });
 
@@ -71,6 +71,8 @@ describe('node config', () => {
     expect(problems({ ...minimal, control: { suspectAfterMs: 4_000, downAfterMs: 4_000 } })).toContain('control.suspectAfterMs: must be below control.downAfterMs (4000)');
     expect(problems({ ...minimal, control: { downAfterMs: 10_000, restartGraceMs: 5_000 } })).toContain('control.restartGraceMs: must be at least control.downAfterMs (10000)');
     expect(problems({ ...minimal, control: { downAfterMs: 2_000 } })).toContain('control.downAfterMs');
+    expect(problems({ ...minimal, control: { jobClockSkewMaxMs: 500 } })).toContain('control.jobClockSkewMaxMs');
+    expect(parseConfig({ ...minimal, control: { jobClockSkewMaxMs: 10_000 } }, 't').control.jobClockSkewMaxMs).toBe(10_000);
     expect(parseConfig({ ...minimal, control: { suspectAfterMs: 1_000, downAfterMs: 3_000, restartGraceMs: 3_000 } }, 't').control.restartGraceMs).toBe(3_000);
   });
 

@@ -101,6 +101,13 @@ export class RawPeer {
   }
 
   /** Resolves once everything sent so far has left this process. */
+  /** Pings with `payload` and resolves with the pong's payload. */
+  async ping(payload: Buffer): Promise<Buffer> {
+    const pong = once(this.ws, 'pong') as Promise<[Buffer]>;
+    this.ws.ping(payload);
+    return (await pong)[0];
+  }
+
   async drain(): Promise<void> {
     while (this.isOpen && this.ws.bufferedAmount > 0) await new Promise((r) => setTimeout(r, 5));
   }
