@@ -34,7 +34,8 @@ import { RuntimeError, type ContainerInfo, type Runtime } from './runtime.ts';
 import { errorText, StatusReporter, statusReporterDefaults, type StatusReporterLimits, type StatusWriter } from './status-reporter.ts';
 import { exitedStatus, failedStartStatus, goneStatus, startingStatus, type ReportBase } from './task-report.ts';
 import { callWithTimeout, TaskWorkQueue, type Call } from './work-queue.ts';
-import { pullAuthFor, type RegistryLogins } from './registry-auth.ts';
+import { pullAuthFor, type PullAuth, type RegistryLogins } from './registry-auth.ts';
+import { imageRegistryHost } from '../resources/registry-logins.ts';
 import { pullProgressText, type PullProgress } from './pull-progress.ts';
 import { deliverSecrets, retainSecretFiles, type SecretDelivery } from './secret-delivery.ts';
 import type { TaskNetworks } from './task-networks.ts';
@@ -461,7 +462,7 @@ export class Agent {
     if (!secrets.ok) return this.failStart(base, null, secrets.message);
     const spec = secrets.mounts.length === 0 ? a.spec : { ...a.spec, mounts: [...a.spec.mounts, ...secrets.mounts] };
     const create = (): Promise<string> => runtime.create(spec);
-    const pull = await pullAuthFor(this.opts.registryLogins, this.opts.secrets, image, base.taskId);
+    const pull = await this.pullAuthIfAbsent(image, base.taskId, call);
     if (!pull.ok && pull.wait) return this.waitForSecrets(base, pull.message);
     if (!pull.ok) return this.failStart(base, null, pull.message);
     try {
@@ -543,7 +544,7 @@ export class Agent {
    * that fails is logged and the stop goes on (the replacement's own pull reports the failure).
    */
   private async prePull(image: string, taskId: string, call: Call): Promise<void> {
-    const pull = await pullAuthFor(this.opts.registryLogins, this.opts.secrets, image, taskId);
+    const pull = await this.pullAuthIfAbsent(image, taskId, call);
     const pullMs = Math.min(this.limits.pullTimeoutMs, prePullTimeoutMs);
     try {
       const ensured = await call(`pulling ${image} before the stop`, pullMs + this.limits.callTimeoutMs, () => this.opts.runtime.ensureImage(image, pullMs, pull.ok ? pull.auth : undefined));
@@ -554,6 +555,18 @@ export class Agent {
     } catch (err) {
       this.opts.log.warn(`agent: pulling ${image} before stopping task ${taskId} failed: ${errorText(err)}; stopping it anyway`);
     }
+  }
+
+  /**
+   * The registry credentials a pull of `image` needs, read only when the image is not on the
+   * runtime already: a password is released to a node for a pull it makes, and a node that cannot
+   * read it now (autolocked) still starts a task whose image it has. A runtime that cannot say
+   * counts as "absent" (ensureImage then meets the same trouble and reports it).
+   */
+  private async pullAuthIfAbsent(image: string, taskId: string, call: Call): Promise<PullAuth> {
+    if (this.opts.registryLogins?.login(imageRegistryHost(image)) === undefined) return { ok: true, auth: undefined };
+    const present = await call(`inspecting image ${image}`, this.limits.callTimeoutMs, () => this.opts.runtime.imagePresent(image)).catch(() => false);
+    return present ? { ok: true, auth: undefined } : pullAuthFor(this.opts.registryLogins, this.opts.secrets, image, taskId);
   }
 
   /** Reports a pull's progress as the starting task's message, at most once every pullProgressIntervalMs (and its end). */

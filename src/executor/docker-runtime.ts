@@ -464,7 +464,7 @@ export class DockerRuntime implements Runtime {
     return r.data;
   }
 
-  private async imagePresent(image: string): Promise<boolean> {
+  async imagePresent(image: string): Promise<boolean> {
     return this.call(`inspect image ${image}`, this.callTimeoutMs, async () => {
       try {
         await this.docker.getImage(image).inspect();

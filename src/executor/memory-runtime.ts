@@ -47,14 +47,14 @@ export const defaultBehaviour: ContainerBehaviour = {
   exitAfterMs: null, exitCode: 0, health: 'pass', ignoresStopSignal: false, stopExitCode: 0, startError: null,
 };
 
-export type RuntimeOp = 'ping' | 'list' | 'ensureImage' | 'listImages' | 'removeImage' | 'create' | 'start' | 'stop' | 'kill' | 'remove' | 'inspect' | 'logs';
+export type RuntimeOp = 'ping' | 'list' | 'ensureImage' | 'imagePresent' | 'listImages' | 'removeImage' | 'create' | 'start' | 'stop' | 'kill' | 'remove' | 'inspect' | 'logs';
 
 /** What a hang's filter sees of a call. */
 export interface RuntimeCall {
   op: RuntimeOp;
   /** The container the call is about (start, stop, kill, remove, inspect, logs); null otherwise. */
   containerId: string | null;
-  /** The image (ensureImage, removeImage, create); null otherwise. */
+  /** The image (ensureImage, imagePresent, removeImage, create); null otherwise. */
   image: string | null;
   /** The container's name (create); null otherwise. */
   name: string | null;
@@ -309,6 +309,10 @@ export class MemoryRuntime implements Runtime {
   publish(ref: string, digest: string, platforms: ImagePlatform[] = [{ os: 'linux', architecture: 'amd64' }]): void {
     this.published.set(ref, { digest, platforms });
     this.pullable.add(`${ref}@${digest}`);
+  }
+
+  imagePresent(image: string): Promise<boolean> {
+    return this.call({ op: 'imagePresent', containerId: null, image, name: null }, () => this.images.has(image));
   }
 
   listImages(): Promise<ImageInfo[]> {

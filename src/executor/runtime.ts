@@ -189,6 +189,8 @@ export interface Runtime {
    * `onProgress` hears of the pull's progress as it goes (pull-progress.ts).
    */
   ensureImage(image: string, timeoutMs: number, auth?: RegistryAuth, onProgress?: (p: PullProgress) => void): Promise<ImageEnsured>;
+  /** Whether the image is on the runtime already (no pull): the agent reads a registry password only when it is not. */
+  imagePresent(image: string): Promise<boolean>;
   /** Every image on the runtime (shoal's and anyone else's). */
   listImages(): Promise<ImageInfo[]>;
   /**

@@ -112,6 +112,39 @@ describe('agent: secrets', () => {
     await agent.close();
   });
 
+  it('reads a registry login\'s password only to pull: a locked node starts a task whose image it has, and waits for one it must pull', async () => {
+    const reads: string[] = [];
+    const clock = new ManualClock();
+    const store = new FakeStore(clock);
+    const runtime = new MemoryRuntime({ clock, images: ['reg.home:5000/app:1'] });
+    store.addNode('n1');
+    const d: SecretDelivery = {
+      read: async (name): Promise<SecretRead> => {
+        reads.push(name);
+        return { ok: false, wait: true, message: 'this node is autolocked' };
+      },
+      files: new MemorySecretFiles(),
+    };
+    const agent = new Agent({
+      owner: { clusterId, nodeId: 'n1' }, view: store, writer: store.writerFor('n1'), caughtUp: () => store.caughtUp(),
+      runtime, clock, log: new MemoryLog(), secrets: d,
+      registryLogins: { login: (host) => (host === 'reg.home:5000' ? { host, secret: 'shoal-registry-reg-home-5000', username: 'me' } : undefined) },
+    });
+    agent.start();
+    store.addService(spec({ image: 'reg.home:5000/app:1', command: ['sleep', '3600'] }));
+    store.assign('t1', 'web', 'n1');
+    await run(clock, 2000);
+    expect(store.statuses.get('t1')).toMatchObject({ state: 'running' });
+    expect(reads).toEqual([]);
+    store.addService(spec({ name: 'api', image: 'reg.home:5000/app:2', command: ['sleep', '3600'] }));
+    store.assign('t2', 'api', 'n1');
+    await run(clock, 2000);
+    expect(store.statuses.get('t2')).toMatchObject({ state: 'starting' });
+    expect(store.statuses.get('t2')?.message).toMatch(/^waiting for registry credentials/);
+    expect(reads).toContain('shoal-registry-reg-home-5000');
+    await agent.close();
+  });
+
   it('fails the start when the agent delivers no secrets, and runs a task without secrets as before', async () => {
     const { clock, store, runtime, agent, mounts } = setup({}, 'none');
     store.addService(spec({ name: 'web', command: ['sleep', '3600'], secrets: ['db'] }));

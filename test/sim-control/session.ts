@@ -60,6 +60,7 @@ export class Session {
       ping: () => g(rt.ping()),
       list: (labels: Labels): Promise<ContainerInfo[]> => g(rt.list(labels)),
       ensureImage: (image: string, timeoutMs: number) => g(rt.ensureImage(image, timeoutMs)),
+      imagePresent: (image: string) => g(rt.imagePresent(image)),
       listImages: () => g(rt.listImages()),
       removeImage: (ref: string) => g(rt.removeImage(ref)),
       logs: (id: string, opts: LogOptions) => g(rt.logs(id, opts)),
