@@ -10,11 +10,13 @@
 import { matchesConstraint } from '../../resources/spec/constraint.ts';
 import type { NodeRecord } from '../../resources/records.ts';
 import type { ServiceSpec } from '../../resources/spec/service-spec.ts';
+import { withRoles } from './roles.ts';
 import { compareIds } from './schedule.ts';
 
-/** The nodes a global service should have a task on, sorted by id. */
-export function eligibleNodes(spec: ServiceSpec, nodes: readonly NodeRecord[]): NodeRecord[] {
+/** The nodes a global service should have a task on, sorted by id. `voters`: for `node.role` constraints (roles.ts). */
+export function eligibleNodes(spec: ServiceSpec, nodes: readonly NodeRecord[], voters?: ReadonlySet<string>): NodeRecord[] {
+  const roles = spec.constraints.some((c) => c.attribute === 'role') ? new Map(withRoles(nodes, voters).map((n) => [n.id, n.role])) : undefined;
   return nodes
-    .filter((n) => n.availability !== 'drain' && n.state !== 'down' && spec.constraints.every((c) => matchesConstraint(c, n)))
+    .filter((n) => n.availability !== 'drain' && n.state !== 'down' && spec.constraints.every((c) => matchesConstraint(c, { ...n, role: roles?.get(n.id) })))
     .sort((a, b) => compareIds(a.id, b.id));
 }
