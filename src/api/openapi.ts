@@ -206,10 +206,10 @@ function secretPaths(): Json {
       put: {
         summary: 'Create a secret or replace its value (UTF-8 text as value, or bytes as valueBase64; at most 64 KiB)', ...strict, parameters: [...name, ...parametersOf(noQuery, 'query')],
         requestBody: jsonBody(schemaOf(secretBody)),
-        responses: { 200: json(written({ outcome: { type: 'string', enum: ['created', 'updated', 'unchanged'] }, secret: schemaOf(secretViewSchema.omit({ rev: true, usedBy: true })) })), ...errors },
+        responses: { 200: json(written({ outcome: { type: 'string', enum: ['created', 'updated', 'unchanged'] }, secret: schemaOf(secretViewSchema.omit({ rev: true, usedBy: true, usedByJobs: true })) })), ...errors },
       },
       get: { summary: 'A secret\'s metadata, never its value', ...strict, parameters: [...name, ...parametersOf(readOnlyQuery, 'query')], responses: { 200: json({ type: 'object', properties: { secret: view, rev: { type: 'integer' } } }), ...errors } },
-      delete: { summary: 'Remove a secret (refused with resource_in_use while a service names it)', ...strict, parameters: [...name, ...parametersOf(noQuery, 'query')], responses: { 200: json(written({ name: { type: 'string' }, removed: { type: 'boolean' } })), ...errors } },
+      delete: { summary: 'Remove a secret (refused with resource_in_use while a service or a job names it)', ...strict, parameters: [...name, ...parametersOf(noQuery, 'query')], responses: { 200: json(written({ name: { type: 'string' }, removed: { type: 'boolean' } })), ...errors } },
     },
   };
 }

@@ -13,7 +13,7 @@ import { sealSecretValue, type SealedValue } from '../resources/secret-crypto.ts
 import { featureLevelSecretsAtRest } from '../base/feature-level.ts';
 import { secretsCollection } from '../resources/collections.ts';
 import {
-  secretMeta, secretMetaSchema, secretNamePattern, secretRecordSchema, secretValueBytesMax, servicesUsingSecret, writeSecret,
+  secretMeta, secretMetaSchema, secretNamePattern, secretRecordSchema, secretValueBytesMax, servicesUsingSecret, jobsUsingSecret, writeSecret,
   type SecretMeta, type SecretRecord,
 } from '../resources/secrets.ts';
 import { isRegistrySecretName } from '../resources/registry-logins.ts';
@@ -45,9 +45,11 @@ export const secretBody = z.object({
 export interface SecretView extends SecretMeta {
   rev: number;
   usedBy: string[];
+  /** The jobs whose spec names it. */
+  usedByJobs: string[];
 }
 
-export const secretViewSchema = secretMetaSchema.extend({ rev: z.number().int(), usedBy: z.array(z.string()) });
+export const secretViewSchema = secretMetaSchema.extend({ rev: z.number().int(), usedBy: z.array(z.string()), usedByJobs: z.array(z.string()) });
 
 function valueBytes(b: z.infer<typeof secretBody>): Buffer {
   const bytes = b.value !== undefined ? Buffer.from(b.value, 'utf8') : Buffer.from(b.valueBase64 ?? '', 'base64');
@@ -106,7 +108,7 @@ export function noKeyringYet(plan: Plan, sealed: boolean): Plan {
 }
 
 function viewOf(state: ControlState, s: Versioned<SecretRecord>): SecretView {
-  return { ...secretMeta(s.value), rev: s.rev, usedBy: servicesUsingSecret(state, s.value.name) };
+  return { ...secretMeta(s.value), rev: s.rev, usedBy: servicesUsingSecret(state, s.value.name), usedByJobs: jobsUsingSecret(state, s.value.name) };
 }
 
 export const secretsRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
@@ -142,10 +144,16 @@ export const secretsRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app
     const v = validate({ params: [secretParams, req.params], query: [noQuery, req.query] });
     const w = await decideAndWrite(ctx, req, `removing secret ${v.params.name}`, (state) => {
       const s = findSecret(ctx, v.params.name);
-      const users = servicesUsingSecret(state, v.params.name);
-      if (users.length > 0) {
-        throw new ShoalError('resource_in_use', `secret ${v.params.name} is used by ${users.length === 1 ? 'service' : 'services'} ${users.join(', ')}; apply ${users.length === 1 ? 'it' : 'them'} without it first (a rollback could return to a spec that names it, so a previous spec counts too)`, {
-          secret: v.params.name, services: users,
+      const services = servicesUsingSecret(state, v.params.name);
+      const jobs = jobsUsingSecret(state, v.params.name);
+      if (services.length + jobs.length > 0) {
+        const users = [
+          ...(services.length > 0 ? [`${services.length === 1 ? 'service' : 'services'} ${services.join(', ')}`] : []),
+          ...(jobs.length > 0 ? [`${jobs.length === 1 ? 'job' : 'jobs'} ${jobs.join(', ')}`] : []),
+        ];
+        const one = services.length + jobs.length === 1;
+        throw new ShoalError('resource_in_use', `secret ${v.params.name} is used by ${users.join(' and ')}; apply ${one ? 'it' : 'them'} without it first (a rollback could return to a spec that names it, so a service's previous spec counts too)`, {
+          secret: v.params.name, services, jobs,
         });
       }
       return { plan: { changes: [deleteChange(secretsCollection, v.params.name, s.rev)], compares: [] }, answer: null };

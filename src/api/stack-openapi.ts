@@ -30,14 +30,14 @@ export function stackPaths(errors: Json): Json {
     },
     '/v1/stacks/{name}': {
       get: { summary: 'A compose stack: its record (services, networks, secrets it made) and task counts', ...strict, parameters: [...name, ...parametersOf(readOnlyQuery, 'query')], responses: { 200: json({ type: 'object', properties: { stack: obj, rev: { type: 'integer' } } }), ...errors } },
-      delete: { summary: 'Remove everything the stack made (services, networks, secrets) and nothing else', ...strict, parameters: [...name, ...parametersOf(noQuery, 'query')], responses: { 200: json({ type: 'object', properties: { name: { type: 'string' }, removed: obj, kept: outcomes, rev: { type: ['integer', 'null'] } } }), ...errors } },
+      delete: { summary: 'Remove everything the stack made (services, jobs, networks, secrets) and nothing else', ...strict, parameters: [...name, ...parametersOf(noQuery, 'query')], responses: { 200: json({ type: 'object', properties: { name: { type: 'string' }, removed: obj, kept: outcomes, rev: { type: ['integer', 'null'] } } }), ...errors } },
     },
     '/v1/stacks/{name}/deploy': {
       post: {
         summary: 'Deploy compose files as stack NAME: strict, all or nothing (every problem with its compose path); ?dryRun=true answers the plan and writes nothing', ...strict,
         parameters: [...name, ...parametersOf(applyQuery, 'query')],
         requestBody: { required: true, content: { 'application/json': { schema: schemaOf(stackDeployBody) } } },
-        responses: { 200: json({ type: 'object', properties: { stack: { type: 'string' }, dryRun: { type: 'boolean' }, rev: { type: ['integer', 'null'] }, services: outcomes, networks: outcomes, secrets: outcomes, warnings: outcomes, skipped: { type: 'array', items: { type: 'string' } } } }), ...errors },
+        responses: { 200: json({ type: 'object', properties: { stack: { type: 'string' }, dryRun: { type: 'boolean' }, rev: { type: ['integer', 'null'] }, services: outcomes, jobs: outcomes, networks: outcomes, secrets: outcomes, policies: outcomes, warnings: outcomes, skipped: { type: 'array', items: { type: 'string' } } } }), ...errors },
       },
     },
   };

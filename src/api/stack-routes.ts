@@ -10,13 +10,16 @@ import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import type { Compare } from '../../fsm/index.ts';
 import { planApply, type ServiceOutcome } from '../control/apply.ts';
+import { nameClashes, planJobApply, type JobOutcome } from '../control/job-apply.ts';
 import { checkNetworks, planNetworkApply } from '../control/network-apply.ts';
 import { deleteChange, merge, putChange, type Change, type Plan } from '../resources/changes.ts';
 import { secretsCollection } from '../resources/collections.ts';
+import { isFinishedRun, jobRunsCollection, jobsCollection, newRun, type JobRecord } from '../resources/jobs.ts';
+import { runsOf } from '../resources/task-owner.ts';
 import { compileStack, loadCompose, stackNamePattern, stackRefusal, type Compiled } from '../resources/compose/index.ts';
 import { firewallPoliciesCollection, networksCollection, readNetworkState, type NetworkState } from '../resources/network-resources.ts';
 import { secretRecordSchema, secretValueBytesMax, writeSecret, type SecretRecord } from '../resources/secrets.ts';
-import { changedFields, jsonEqual, refusal, type ServiceSpec } from '../resources/spec/index.ts';
+import { changedFields, jsonEqual, refusal } from '../resources/spec/index.ts';
 import { Problems, type Problem } from '../resources/spec/reader.ts';
 import { stackRecordSchema, stacksCollection, stackSource, type StackRecord } from '../resources/stacks.ts';
 import { allDocs, tasksOf, type ControlState, type Versioned } from '../resources/state.ts';
@@ -28,7 +31,7 @@ import { decideAndWrite, oneTransaction } from './control-write.ts';
 import { noQuery } from './request-schemas.ts';
 import { noKeyringYet, sealerFor } from './secrets-routes.ts';
 import { validate } from './validate.ts';
-import { resolveImages, resolveModeDefault, withImagePlatforms, type ImageResolution, type ResolveMode } from './image-resolution.ts';
+import { resolveImages, resolveJobImages, resolveModeDefault, withImagePlatforms, type ImageResolution, type ResolveMode } from './image-resolution.ts';
 
 export const stackParams = z.object({
   name: z.string().regex(stackNamePattern, 'must be a stack name (lower-case letters, digits and -, starting with a letter, at most 32 characters)'),
@@ -78,6 +81,12 @@ export interface StackDeployAnswer {
   secrets: StackResourceOutcome[];
   /** The firewall policy that publishes the stack's ports (STACK-published). */
   policies: StackResourceOutcome[];
+  /**
+   * Its jobs (compose `deploy.mode: replicated-job`), and the run each created or changed one
+   * starts with the deploy (`run`: its id; null when none starts: unchanged, removed, or a run
+   * of it still going, which a job that forbids overlaps waits for).
+   */
+  jobs: (JobOutcome & { compose?: string; run: string | null })[];
   /** Fields accepted with no effect, with their compose paths. */
   warnings: Problem[];
   /** Services left out for their profiles. */
@@ -139,6 +148,16 @@ function ownershipProblems(
       problems.push({ path: `services.${c.services.get(spec.name) ?? spec.name}`, message: `the service ${spec.name} exists and is not part of stack ${stack}${svc.source === null ? '' : ` (its source is ${svc.source})`}; remove it (shoal service rm ${spec.name}) or deploy the stack under another name` });
     }
   }
+  for (const spec of c.set.jobs) {
+    const job = state.jobs?.get(spec.name)?.value;
+    if (job !== undefined && job.source !== source) {
+      problems.push({ path: `services.${c.services.get(spec.name) ?? spec.name}`, message: `the job ${spec.name} exists and is not part of stack ${stack}${job.source === null ? '' : ` (its source is ${job.source})`}; remove it (shoal job rm ${spec.name}) or deploy the stack under another name` });
+    }
+  }
+  for (const p of nameClashes(state, c.set.jobs, c.set.services.map((x) => x.name))) {
+    const name = p.path.startsWith('jobs[') ? c.set.jobs[Number(/\d+/.exec(p.path)?.[0])]?.name : c.set.services[Number(/\d+/.exec(p.path)?.[0])]?.name;
+    problems.push({ path: `services.${(name !== undefined ? c.services.get(name) : undefined) ?? p.path}`, message: p.message });
+  }
   for (const p of c.set.firewallPolicies) {
     if (nets.policies.has(p.name) && !owned.policies.has(p.name)) problems.push({ path: `services (ports: ${p.name})`, message: `the firewall policy ${p.name} exists and is not part of stack ${stack}; remove it (shoal policy rm ${p.name}) or deploy the stack under another name` });
   }
@@ -192,6 +211,7 @@ function serviceOutcomes(state: ControlState, c: Compiled, serviceWrite: ReturnT
 
 interface PruneInput {
   ctx: ApiContext;
+  stack: string;
   state: ControlState;
   nets: NetworkState;
   c: Compiled;
@@ -209,9 +229,10 @@ interface PruneInput {
 function pruneOwned(p: PruneInput, changes: Change[], networkOutcomes: StackResourceOutcome[], secrets: StackResourceOutcome[]): { networks: string[]; secrets: string[] } {
   const { ctx, state, nets, c, owned, named, removedServices } = p;
   const keep = { networks: [...named.networks], secrets: [...named.secrets] };
-  const stillUsed = (uses: (spec: ServiceSpec) => boolean): boolean =>
+  const stillUsed = (uses: (spec: TaskRefs) => boolean): boolean =>
     [...state.services.values()].some((s) => !removedServices.has(s.value.name) && !named.services.has(s.value.name) && uses(s.value.spec))
-    || c.set.services.some(uses);
+    || [...state.jobs?.values() ?? []].some((j) => j.value.source !== stackSource(p.stack) && uses(j.value.spec))
+    || c.set.services.some(uses) || c.set.jobs.some(uses);
   for (const name of owned.networks) {
     if (named.networks.has(name)) continue;
     const n = nets.networks.get(name);
@@ -242,15 +263,18 @@ function pruneOwned(p: PruneInput, changes: Change[], networkOutcomes: StackReso
  */
 async function pinStackImages(ctx: ApiContext, stack: string, body: StackDeployBody, mode: ResolveMode): Promise<{ images: ImageResolution[]; warnings: string[] }> {
   const c = compileBody(stack, body, readNetworkState(ctx.store));
-  const r = await resolveImages(ctx, c.set.services, await readControl(ctx, 'linearizable'), mode);
-  for (const w of r.warnings) ctx.node.log.warn(`stack deploy ${stack}: ${w}`);
-  return { images: r.images, warnings: r.warnings };
+  const state = await readControl(ctx, 'linearizable');
+  const services = await resolveImages(ctx, c.set.services, state, mode);
+  const jobs = await resolveJobImages(ctx, c.set.jobs, state, mode);
+  const warnings = [...services.warnings, ...jobs.warnings];
+  for (const w of warnings) ctx.node.log.warn(`stack deploy ${stack}: ${w}`);
+  return { images: [...services.images, ...jobs.images], warnings };
 }
 
-/** The compiled services with the images pinned for them (a service whose image the files no longer name as pinned keeps its own). */
-function pinnedServices(services: readonly ServiceSpec[], images: readonly ImageResolution[]): ServiceSpec[] {
-  return services.map((s) => {
-    const r = images.find((i) => 'service' in i && i.service === s.name && i.requested === s.image);
+/** The compiled specs with the images pinned for them (one whose image the files no longer name as pinned keeps its own). */
+function pinnedSpecs<T extends { name: string; image: string }>(specs: readonly T[], kind: 'service' | 'job', images: readonly ImageResolution[]): T[] {
+  return specs.map((s) => {
+    const r = images.find((i) => (kind === 'service' ? 'service' in i && i.service === s.name : 'job' in i && i.job === s.name) && i.requested === s.image);
     return r === undefined || r.image === s.image ? s : { ...s, image: r.image };
   });
 }
@@ -258,7 +282,7 @@ function pinnedServices(services: readonly ServiceSpec[], images: readonly Image
 function planDeploy(ctx: ApiContext, state: ControlState, stack: string, body: StackDeployBody, images: readonly ImageResolution[] = []): StackPlan {
   const nets = readNetworkState(ctx.store);
   const compiled = compileBody(stack, body, nets);
-  const c = { ...compiled, set: { ...compiled.set, services: pinnedServices(compiled.set.services, images) } };
+  const c = { ...compiled, set: { ...compiled.set, services: pinnedSpecs(compiled.set.services, 'service', images), jobs: pinnedSpecs(compiled.set.jobs, 'job', images) } };
   const cur = readStack(ctx.store, stack);
   const owned = {
     services: new Set(cur?.value.services ?? []), networks: new Set(cur?.value.networks ?? []), secrets: new Set(cur?.value.secrets ?? []),
@@ -273,6 +297,7 @@ function planDeploy(ctx: ApiContext, state: ControlState, stack: string, body: S
   const { changes: secretChanges, outcomes: secrets, sealedAll } = planSecrets(ctx, c, secretRecords, now);
   const netPlan = planNetworkApply(nets, c.set, now);
   const serviceWrite = planApply(state, c.set.services, now, { source, ...(body.prune === true ? { prune: true } : {}) });
+  const jobWrite = planJobRuns(state, c, planJobApply(state, c.set.jobs, now, { source, ...(body.prune === true ? { prune: true } : {}) }), now);
   const compares: Compare[] = [];
   const external = [...new Set(c.externalSecrets)].sort();
   for (const id of external) compares.push({ collection: secretsCollection, id, target: 'exists', cmp: '=', value: true });
@@ -282,7 +307,7 @@ function planDeploy(ctx: ApiContext, state: ControlState, stack: string, body: S
   const removedServices = new Set(serviceWrite.services.filter((s) => s.outcome === 'removed').map((s) => s.name));
   const pruneChanges: Change[] = [];
   const networkOutcomes: StackResourceOutcome[] = netPlan.networks.map((n) => ({ name: n.name, outcome: n.outcome }));
-  const keep = pruneOwned({ ctx, state, nets, c, owned, named, removedServices, prune: body.prune === true }, pruneChanges, networkOutcomes, secrets);
+  const keep = pruneOwned({ ctx, stack, state, nets, c, owned, named, removedServices, prune: body.prune === true }, pruneChanges, networkOutcomes, secrets);
   const policies: StackResourceOutcome[] = netPlan.firewallPolicies.map((p) => ({ name: p.name, outcome: p.outcome }));
   const keptPolicies: string[] = c.set.firewallPolicies.map((p) => p.name);
   for (const name of owned.policies) {
@@ -293,9 +318,13 @@ function planDeploy(ctx: ApiContext, state: ControlState, stack: string, body: S
     policies.push({ name, outcome: 'removed' });
   }
   const keptServices = [...owned.services].filter((n) => !named.services.has(n) && !removedServices.has(n) && state.services.has(n));
+  const namedJobs = new Set(c.set.jobs.map((j) => j.name));
+  const removedJobs = new Set(jobWrite.jobs.filter((j) => j.outcome === 'removed').map((j) => j.name));
+  const keptJobs = [...state.jobs?.values() ?? []].filter((j) => j.value.source === source && !namedJobs.has(j.value.name) && !removedJobs.has(j.value.name)).map((j) => j.value.name);
   const record: StackRecord = {
     name: stack,
     services: [...new Set([...named.services, ...keptServices])].sort(),
+    jobs: [...new Set([...namedJobs, ...keptJobs])].sort(),
     networks: [...new Set(keep.networks)].sort(),
     secrets: [...new Set(keep.secrets)].sort(),
     policies: keptPolicies.sort(),
@@ -305,27 +334,60 @@ function planDeploy(ctx: ApiContext, state: ControlState, stack: string, body: S
     updatedAt: now,
   };
   const servicePlan = { ...serviceWrite.plan, changes: serviceWrite.plan.changes.map((ch) => withImagePlatforms(ch, state, images)) };
-  let plan: Plan = merge({ changes: [...secretChanges, ...netPlan.changes], compares: [...netPlan.compares, ...compares] }, servicePlan);
+  let plan: Plan = merge(merge({ changes: [...secretChanges, ...netPlan.changes], compares: [...netPlan.compares, ...compares] }, servicePlan), jobWrite.plan);
   plan = { changes: [...plan.changes, ...pruneChanges], compares: plan.compares };
   if (plan.changes.length > 0 || cur === undefined || !jsonEqual({ ...cur.value, updatedAt: 0 }, { ...record, updatedAt: 0 })) {
     plan.changes.push(putChange(stacksCollection, stack, record, cur?.rev ?? null));
   }
   if (secretChanges.length > 0) plan = noKeyringYet(plan, sealedAll);
   const services = serviceOutcomes(state, c, serviceWrite);
-  return { plan, answer: { stack, services, networks: networkOutcomes, secrets, policies, warnings: c.warnings, skipped: c.skipped } };
+  return { plan, answer: { stack, services, jobs: jobWrite.jobs, networks: networkOutcomes, secrets, policies, warnings: [...c.warnings, ...jobWrite.warnings], skipped: c.skipped } };
 }
 
-function planStackRemove(ctx: ApiContext, state: ControlState, stack: string): { plan: Plan; removed: { services: string[]; networks: string[]; secrets: string[]; policies: string[] }; kept: Problem[] } {
+/** What a service's and a job's specs share that a stack's networks and secrets are used through. */
+interface TaskRefs { networks: readonly string[]; secrets: readonly { name: string }[] }
+
+/**
+ * The jobs' writes, and a run for each job the deploy creates or changes (as Swarm runs a job
+ * when it is created or updated), in the same transaction. A job with a run still going gets no
+ * second one (its concurrency may forbid it, and the deploy must not stop a run): a warning says so.
+ */
+function planJobRuns(state: ControlState, c: Compiled, w: ReturnType<typeof planJobApply>, now: number): { plan: Plan; jobs: StackDeployAnswer['jobs']; warnings: Problem[] } {
+  const written = new Map(w.plan.changes.flatMap((ch) => (ch.kind === 'put' && ch.collection === jobsCollection ? [[ch.id, ch.doc as unknown as JobRecord] as const] : [])));
+  const changes: Change[] = [];
+  const warnings: Problem[] = [];
+  const jobs = w.jobs.map((o) => {
+    const compose = c.services.get(o.name);
+    const base = { ...o, ...(compose !== undefined ? { compose } : {}) };
+    const rec = written.get(o.name);
+    if (rec === undefined || (o.outcome !== 'created' && o.outcome !== 'updated')) return { ...base, run: null };
+    const active = runsOf(state.runs ?? new Map(), o.name).find((r) => !isFinishedRun(r.value));
+    if (active !== undefined) {
+      warnings.push({ path: `services.${compose ?? o.name}`, message: `the job's run ${active.value.id} is still ${active.value.state}: no new run starts with this deploy; run it once that one is done (shoal job run ${o.name})` });
+      return { ...base, run: null };
+    }
+    const run = newRun(rec, now, 'manual', now);
+    changes.push(putChange(jobRunsCollection, run.id, run, null));
+    return { ...base, run: run.id };
+  });
+  return { plan: { changes: [...w.plan.changes, ...changes], compares: w.plan.compares }, jobs, warnings };
+}
+
+function planStackRemove(ctx: ApiContext, state: ControlState, stack: string): { plan: Plan; removed: { services: string[]; jobs: string[]; networks: string[]; secrets: string[]; policies: string[] }; kept: Problem[] } {
   const cur = readStack(ctx.store, stack);
   const source = stackSource(stack);
   const services = [...state.services.values()].filter((s) => s.value.source === source || (cur?.value.services.includes(s.value.name) ?? false));
-  if (cur === undefined && services.length === 0) throw new ShoalError('not_found', `no stack named '${stack}'; list them with: shoal stack ls`, { stack });
-  const changes: Change[] = services.map((s) => deleteChange('shoal.services', s.value.name, s.rev));
-  const gone = new Set(services.map((s) => s.value.name));
-  const others = [...state.services.values()].filter((s) => !gone.has(s.value.name));
+  const jobs = [...state.jobs?.values() ?? []].filter((j) => j.value.source === source || (cur?.value.jobs.includes(j.value.name) ?? false));
+  if (cur === undefined && services.length === 0 && jobs.length === 0) throw new ShoalError('not_found', `no stack named '${stack}'; list them with: shoal stack ls`, { stack });
+  const changes: Change[] = [
+    ...services.map((s) => deleteChange('shoal.services', s.value.name, s.rev)),
+    ...jobs.map((j) => deleteChange(jobsCollection, j.value.name, j.rev)),
+  ];
+  const gone = new Set([...services, ...jobs].map((s) => s.value.name));
+  const others: { value: { name: string; spec: TaskRefs } }[] = [...state.services.values(), ...state.jobs?.values() ?? []].filter((s) => !gone.has(s.value.name));
   const kept: Problem[] = [];
   const nets = readNetworkState(ctx.store);
-  const removed = { services: [...gone].sort(), networks: [] as string[], secrets: [] as string[], policies: [] as string[] };
+  const removed = { services: services.map((s) => s.value.name).sort(), jobs: jobs.map((j) => j.value.name).sort(), networks: [] as string[], secrets: [] as string[], policies: [] as string[] };
   for (const name of cur?.value.policies ?? []) {
     const p = nets.policies.get(name);
     if (p === undefined) continue;

@@ -19,7 +19,7 @@ import {
 
 const secretViewSchema = z.object({
   name: z.string(), digest: z.string(), size: z.number(), version: z.number(), createdAt: z.number(), updatedAt: z.number(),
-  rev: z.number(), usedBy: z.array(z.string()),
+  rev: z.number(), usedBy: z.array(z.string()), usedByJobs: z.array(z.string()).default([]),
 }).loose();
 type SecretView = z.infer<typeof secretViewSchema>;
 const listSchema = z.object({ items: z.array(secretViewSchema), rev: z.number() }).loose();
@@ -76,7 +76,7 @@ Options:
   --stale            read the node's local copy (no leader needed; may be behind)
 ${commonFlagsHelp}
 
-With --json prints {items: [{name, digest, size, version, createdAt, updatedAt, rev, usedBy}], rev}
+With --json prints {items: [{name, digest, size, version, createdAt, updatedAt, rev, usedBy, usedByJobs}], rev}
 (GET /v1/secrets).
 ${clientExitCodes}`;
 
@@ -103,7 +103,7 @@ ${commonFlagsText()}
 
 With --json prints one {name, removed, rev} per secret, as a list.
 ${clientExitCodes} An unknown secret exits 1 (not_found); one in use exits 1 (resource_in_use,
-naming the services); the ones before it are removed.`;
+naming the services and jobs); the ones before it are removed.`;
 
 export const secretGroup: Group = {
   name: 'secret',
@@ -183,7 +183,7 @@ async function exists(addr: string, name: string): Promise<boolean> {
 const readFlags = { ...commonFlags, stale: { type: 'boolean', default: false } } as const;
 
 function rows(items: readonly SecretView[]): string[][] {
-  return items.map((s) => [s.name, String(s.size), String(s.version), s.digest.slice(0, 19), new Date(s.updatedAt).toISOString(), s.usedBy.join(',') || '-']);
+  return items.map((s) => [s.name, String(s.size), String(s.version), s.digest.slice(0, 19), new Date(s.updatedAt).toISOString(), [...s.usedBy, ...s.usedByJobs.map((j) => `job/${j}`)].join(',') || '-']);
 }
 
 async function secretLsCommand(argv: string[]): Promise<number> {
@@ -210,6 +210,7 @@ async function secretInspectCommand(argv: string[]): Promise<number> {
     `secret   ${s.name}   rev ${s.rev}`, `size     ${s.size} bytes`, `version  ${s.version}`, `digest   ${s.digest}`,
     `created  ${new Date(s.createdAt).toISOString()}`, `updated  ${new Date(s.updatedAt).toISOString()}`,
     `used by  ${s.usedBy.length === 0 ? 'no service' : s.usedBy.join(', ')}`,
+    `jobs     ${s.usedByJobs.length === 0 ? 'none' : s.usedByJobs.join(', ')}`,
   ].join('\n'));
   return exitCodes.ok;
 }

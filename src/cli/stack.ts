@@ -52,8 +52,8 @@ ${resolveImageFlagText(25)}
   --timeout DURATION       how long to wait for convergence (default ${waitTimeoutDefault})
 ${commonFlagsText(25)}
 
-With --json prints {stack, dryRun, rev, services, networks, secrets, warnings, skipped, images?,
-imageWarnings?} and, after waiting, converged: the services' views.
+With --json prints {stack, dryRun, rev, services, jobs, networks, secrets, policies, warnings,
+skipped, images?, imageWarnings?} and, after waiting, converged: the services' views.
 Exit codes: 0 deployed (and converged, unless --detach or --dry-run); 1 refused (each problem is
 printed), or a service did not converge; 2 usage error (a file that cannot be read); 3 no node
 answered, or the cluster cannot serve right now.`;
@@ -105,7 +105,7 @@ ${clientExitCodes}`;
 
 const rmHelp = `Usage: shoal stack rm NAME [--addr HOST:PORT] [--json]
 
-Removes everything stack NAME made: its services (their tasks are shut down), its networks, its
+Removes everything stack NAME made: its services (their tasks are shut down), its jobs, its networks, its
 secrets and the firewall policy of its published ports, and nothing else (a network or secret
 another service uses is kept, and said). Named volumes stay on the nodes, as docker compose down
 leaves them.
@@ -185,6 +185,7 @@ const problemSchema = z.object({ path: z.string(), message: z.string() });
 const deployAnswerSchema = z.object({
   stack: z.string(), dryRun: z.boolean(), rev: z.number().nullable(), services: z.array(outcomeSchema), networks: z.array(outcomeSchema), secrets: z.array(outcomeSchema),
   policies: z.array(outcomeSchema).default([]),
+  jobs: z.array(z.object({ name: z.string(), outcome: z.string(), run: z.string().nullable().default(null) }).loose()).default([]),
   warnings: z.array(problemSchema), skipped: z.array(z.string()),
   images: z.array(imageResolutionSchema).optional(), imageWarnings: z.array(z.string()).optional(),
 }).loose();
@@ -210,7 +211,8 @@ export function deployLines(a: DeployAnswer): string[] {
     lines.push(`service ${s.name}: ${verb('updated')}; ${how}`);
     for (const [field, c] of Object.entries(s.changes ?? {})) lines.push(`  ${field}: ${shown(c.before)} -> ${shown(c.after)}`);
   }
-  const changed = [...a.networks, ...a.secrets, ...a.policies, ...a.services].some((r) => r.outcome !== 'unchanged');
+  for (const j of a.jobs) lines.push(`job ${j.name}: ${verb(j.outcome)}${j.run !== null ? `; ${a.dryRun ? 'would run' : 'runs'} now (run ${j.run}; shoal job ps ${j.name})` : ''}`);
+  const changed = [...a.networks, ...a.secrets, ...a.policies, ...a.services, ...a.jobs].some((r) => r.outcome !== 'unchanged');
   if (a.dryRun) lines.push(changed ? 'dry run: nothing was changed' : 'dry run: no change');
   return lines;
 }
@@ -340,7 +342,7 @@ async function psCommand(argv: string[]): Promise<number> {
 }
 
 const removedSchema = z.object({
-  name: z.string(), removed: z.object({ services: z.array(z.string()), networks: z.array(z.string()), secrets: z.array(z.string()), policies: z.array(z.string()).default([]) }),
+  name: z.string(), removed: z.object({ services: z.array(z.string()), jobs: z.array(z.string()).default([]), networks: z.array(z.string()), secrets: z.array(z.string()), policies: z.array(z.string()).default([]) }),
   kept: z.array(problemSchema), rev: z.number().nullable(),
 }).loose();
 
@@ -354,6 +356,7 @@ async function rmCommand(argv: string[]): Promise<number> {
     return exitCodes.ok;
   }
   for (const s of body.removed.services) console.log(`service ${s}: removed`);
+  for (const j of body.removed.jobs) console.log(`job ${j}: removed`);
   for (const n of body.removed.networks) console.log(`network ${n}: removed`);
   for (const s of body.removed.secrets) console.log(`secret ${s}: removed`);
   for (const p of body.removed.policies) console.log(`firewall policy ${p}: removed`);

@@ -118,6 +118,13 @@ export function servicesUsingSecret(state: ControlState, name: string): string[]
   return users.sort();
 }
 
+/** The jobs whose spec names the secret (a run's tasks run the job's spec: it reads the secret at each start). */
+export function jobsUsingSecret(state: ControlState, name: string): string[] {
+  const users: string[] = [];
+  for (const j of state.jobs?.values() ?? []) if (j.value.spec.secrets.some((ref) => ref.name === name)) users.push(j.value.name);
+  return users.sort();
+}
+
 /**
  * A document of `collection` as the API may hand it out: a secret's without its value (plain or
  * sealed), any other as it is. Every read path that can answer a document of the store goes

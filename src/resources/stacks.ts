@@ -14,6 +14,8 @@ export interface StackRecord {
   name: string;
   /** The shoal services, networks and secrets the stack made (sorted). */
   services: string[];
+  /** The jobs it made (compose `deploy.mode: replicated-job`). */
+  jobs: string[];
   networks: string[];
   secrets: string[];
   /** The firewall policy that publishes its ports (STACK-published), when it has one. */
@@ -29,6 +31,7 @@ export interface StackRecord {
 export const stackRecordSchema = z.object({
   name: z.string().min(1),
   services: z.array(z.string()),
+  jobs: z.array(z.string()).default([]),
   networks: z.array(z.string()),
   secrets: z.array(z.string()),
   policies: z.array(z.string()),

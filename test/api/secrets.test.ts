@@ -2,7 +2,7 @@
 // never comes out. Every read path that can hand out a document of shoal.secrets (the typed
 // routes, /v1/docs get and list, /v1/txn, /v1/watch, /v1/events, a service's spec) is checked
 // not to carry the value's bytes, as text or as base64; a secret is refused at apply while
-// missing and at removal while a service names it.
+// missing and at removal while a service or a job names it.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { secretsCollection } from '../../src/resources/collections.ts';
@@ -162,5 +162,17 @@ describe('services that use a secret', () => {
     expect(res.json()).toMatchObject({ name: 'db-password', removed: true });
     expectError(await s.app.inject({ url: '/v1/secrets/db-password' }), 'not_found');
     expectError(await s.app.inject({ method: 'DELETE', url: '/v1/secrets/db-password' }), 'not_found');
+  });
+
+  it('refuses to remove a secret a job names, and lists the job in its view', async () => {
+    expect((await put('chore-token', { value: 'job-only' })).statusCode).toBe(200);
+    const job = { apiVersion: 'shoal/v1', kind: 'Job', name: 'nightly', image: 'busybox:local', command: ['true'], secrets: ['chore-token'] };
+    const applied = await s.app.inject({ method: 'POST', url: '/v1/apply', payload: { documents: [job] } });
+    expect(applied.statusCode, applied.body).toBe(200);
+    expect(JSON.parse(await getText('/v1/secrets/chore-token'))).toMatchObject({ secret: { usedBy: [], usedByJobs: ['nightly'] } });
+    const refused = expectError(await s.app.inject({ method: 'DELETE', url: '/v1/secrets/chore-token' }), 'resource_in_use');
+    expect(refused).toMatchObject({ services: [], jobs: ['nightly'] });
+    expect((await s.app.inject({ method: 'DELETE', url: '/v1/jobs/nightly' })).statusCode).toBe(200);
+    expect((await s.app.inject({ method: 'DELETE', url: '/v1/secrets/chore-token' })).statusCode).toBe(200);
   });
 });

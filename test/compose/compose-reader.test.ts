@@ -172,7 +172,7 @@ describe('mapping to shoal resources', () => {
     expect(s.resources).toEqual({ limits: { cpuMillis: 500, memoryBytes: 256 * 1024 ** 2 }, reservations: { cpuMillis: 0, memoryBytes: 128 * 1024 ** 2 } });
     expect(s.update).toEqual({ parallelism: 2, delayMs: 10_000, failureAction: 'rollback', monitorMs: 30_000, order: 'start-first' });
     expect(s.restart).toMatchObject({ condition: 'always', delayMs: 5_000, maxAttempts: 3 });
-    expect(refused('services:\n  web:\n    image: nginx:1\n    deploy:\n      mode: replicated-job\n      placement: {constraints: ["engine.labels.os == linux"]}\n      update_config: {failure_action: continue}\n').map((p) => p.path))
+    expect(refused('services:\n  web:\n    image: nginx:1\n    deploy:\n      mode: global-job\n      placement: {constraints: ["engine.labels.os == linux"]}\n      update_config: {failure_action: continue}\n').map((p) => p.path))
       .toEqual(['services.web.deploy.mode', 'services.web.deploy.placement.constraints[0]', 'services.web.deploy.update_config.failure_action']);
   });
   it('maps Swarm\'s node.role and node.platform constraints, with Swarm\'s architecture names, and refuses values no node has', () => {
@@ -182,6 +182,36 @@ describe('mapping to shoal resources', () => {
     expect(problems.map((p) => p.path)).toEqual(['services.web.deploy.placement.constraints[0]', 'services.web.deploy.placement.constraints[1]']);
     expect(problems.map((p) => p.message).join('\n')).toMatch(/not a node role: write manager \(a raft voter\) or worker[\s\S]*not an architecture an image names/);
   });
+  it('maps deploy.mode replicated-job to a Job (no schedule), its retries from restart_policy, and refuses what a job cannot do', () => {
+    const c = compile(`services:
+  web:
+    image: nginx:1
+    depends_on: [migrate]
+  migrate:
+    image: app:1
+    command: ["migrate", "--up"]
+    environment: {DB: db}
+    secrets: [pw]
+    healthcheck: {test: ["CMD", "true"]}
+    deploy:
+      mode: replicated-job
+      restart_policy: {condition: on-failure, max_attempts: 5}
+secrets:
+  pw: {environment: PW}
+`.replace('    depends_on: [migrate]\n', ''), { env: { PW: 'x' } });
+    expect(c.set.services.map((s) => s.name)).toEqual(['st-web']);
+    expect(c.set.jobs).toHaveLength(1);
+    expect(c.set.jobs[0]).toMatchObject({ name: 'st-migrate', image: 'app:1', args: ['migrate', '--up'], env: { DB: 'db' }, schedule: null, backoffLimit: 5, secrets: [{ name: 'st-pw' }] });
+    expect(c.secrets.map((s) => s.name)).toEqual(['st-pw']);
+    expect(c.warnings.map((w) => w.path)).toContain('services.migrate.healthcheck');
+    const job = (extra: string): string => `services:\n  web:\n    image: nginx:1\n  migrate:\n    image: app:1\n${extra}`;
+    expect(compile(job('    restart: "no"\n    deploy: {mode: replicated-job}\n')).set.jobs[0]?.backoffLimit).toBe(0);
+    expect(refused(job('    ports: ["80:80"]\n    deploy: {mode: replicated-job, replicas: 3, restart_policy: {condition: any}}\n')).map((p) => p.path))
+      .toEqual(['services.migrate.deploy.replicas', 'services.migrate.ports', 'services.migrate.deploy.restart_policy']);
+    expect(refused(job('    deploy: {mode: replicated-job}\n').replace('    image: nginx:1\n', '    image: nginx:1\n    depends_on: [migrate]\n')).map((p) => p.path))
+      .toEqual(['services.web.depends_on.migrate']);
+  });
+
   it('reads secrets and configs from files, environment and content, delivered under /run/secrets/', () => {
     const c = compile(`services:
   web:

@@ -178,4 +178,30 @@ services:
     await get('/v1/services/other-web');
     expectError(await s.app.inject({ method: 'DELETE', url: '/v1/stacks/app' }), 'not_found');
   });
+
+  it('a replicated-job is a job of the stack: it runs at the deploy that creates or changes it, not at one that leaves it; rm removes it', async () => {
+    const files = (arg: string): string => `services:\n  web:\n    image: busybox:1.36\n    command: ["sleep", "3600"]\n  migrate:\n    image: chore:2\n    command: ["echo", "${arg}"]\n    deploy: {mode: replicated-job}\n`;
+    type JobDeploy = Deploy & { jobs: { name: string; outcome: string; run: string | null }[] };
+    // The in-memory runtime's containers of chore:2 exit 0 after 200 ms.
+    s.runtime?.program((spec) => spec.image === 'chore:2', { exitAfterMs: 200, exitCode: 0 });
+    const first = (await deploy('chores', files('v1'))).json() as JobDeploy;
+    expect(first.jobs).toEqual([expect.objectContaining({ name: 'chores-migrate', outcome: 'created', run: expect.any(String) })]);
+    const job = await get<{ job: { schedule: string | null }; runs: { id: string; cause: string }[] }>('/v1/jobs/chores-migrate');
+    expect([job.job.schedule, job.runs.map((r) => [r.id, r.cause])]).toEqual([null, [[first.jobs[0]?.run, 'manual']]]);
+    expect((await get<{ stack: { record: { jobs: string[]; services: string[] } } }>('/v1/stacks/chores')).stack.record).toMatchObject({ jobs: ['chores-migrate'], services: ['chores-web'] });
+    await until('the first run finished', async () => (await get<{ runs: { state: string }[] }>('/v1/jobs/chores-migrate')).runs.every((r) => !['pending', 'running'].includes(r.state)));
+    const again = (await deploy('chores', files('v1'))).json() as JobDeploy;
+    expect(again.jobs).toEqual([expect.objectContaining({ outcome: 'unchanged', run: null })]);
+    const changed = (await deploy('chores', files('v2'))).json() as JobDeploy;
+    expect(changed.jobs).toEqual([expect.objectContaining({ outcome: 'updated', run: expect.any(String) })]);
+    expect(changed.jobs[0]?.run).not.toBe(first.jobs[0]?.run);
+    // A job of that name made by hand is not the stack's to take.
+    const hand = await s.app.inject({ method: 'POST', url: '/v1/apply', payload: { documents: [{ apiVersion: 'shoal/v1', kind: 'Job', name: 'hand-migrate', image: 'busybox:1.36' }] } });
+    expect(hand.statusCode, hand.body).toBe(200);
+    expect(problemPaths(expectError(await deploy('hand', files('v1')), 'bad_request'))).toEqual(['services.migrate']);
+    const rm = await s.app.inject({ method: 'DELETE', url: '/v1/stacks/chores' });
+    expect(rm.json()).toMatchObject({ removed: { services: ['chores-web'], jobs: ['chores-migrate'] } });
+    expect((await s.app.inject({ url: '/v1/jobs/chores-migrate' })).statusCode).toBe(404);
+    await get('/v1/jobs/hand-migrate');
+  });
 });

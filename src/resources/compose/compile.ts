@@ -19,6 +19,7 @@ import { ShoalError } from '../../errors.ts';
 import { deployFields, serviceFields, topFields, type Verdict } from './fields.ts';
 import { asMap, listToMap, type Model } from './load.ts';
 import { parseEnvFile, splitCommand, type Lookup } from './interpolate.ts';
+import { asJobDocument, jobMode, refuseDependsOnJobs } from './job-mode.ts';
 
 export interface CompileInput {
   stack: string;
@@ -137,7 +138,8 @@ export function compileStack(input: CompileInput): Compiled {
     const doc = compileService(ctx, name, shoalName, raw, at, { networks, volumes, secrets, configs, services });
     if (doc !== null) serviceDocs.push(doc);
     const deps = readDependsOn(ctx, raw.depends_on, `${at}.depends_on`, services);
-    if (Object.keys(deps).length > 0) dependsOn[shoalName] = Object.fromEntries(Object.entries(deps).map(([d, c]) => [`${stack}-${labelOf(d) ?? d}`, c]));
+    refuseDependsOnJobs(ctx, Object.keys(deps), `${at}.depends_on`, services);
+    if (Object.keys(deps).length > 0 && doc?.kind !== 'Job') dependsOn[shoalName] = Object.fromEntries(Object.entries(deps).map(([d, c]) => [`${stack}-${labelOf(d) ?? d}`, c]));
   }
   const networkDocs = [...networks.values()].filter((n) => n.doc !== null && n.used).map((n) => n.doc as Record<string, unknown>);
   const policyDocs = publishPolicy(stack, serviceDocs);
@@ -158,7 +160,7 @@ export function compileStack(input: CompileInput): Compiled {
     }
   }
   if (ctx.problems.count > 0) throw stackRefusal(ctx.problems.list, ctx.warnings.list);
-  const usedSecrets = new Set(set.services.flatMap((s) => s.secrets.map((r) => r.name)));
+  const usedSecrets = new Set([...set.services, ...set.jobs].flatMap((s) => s.secrets.map((r) => r.name)));
   const owned = [...secrets.values(), ...configs.values()].filter((s) => s.bytes !== null && usedSecrets.has(s.name));
   const external = [...secrets.values(), ...configs.values()].filter((s) => s.bytes === null && usedSecrets.has(s.name)).map((s) => s.name);
   return {
@@ -465,7 +467,9 @@ function compileService(ctx: Ctx, composeName: string, name: string, s: Record<s
     ...compileSecretRefs(ctx, s.configs, `${at}.configs`, tops.configs, 'configs'),
   ];
   void composeName;
-  return doc;
+  if (doc.mode !== jobMode) return doc;
+  const restartAt = isPlainObject(s.deploy) && s.deploy.restart_policy !== undefined ? `${at}.deploy.restart_policy` : `${at}.restart`;
+  return asJobDocument(ctx, doc, at, { hasDependsOn: s.depends_on !== undefined, restartAt });
 }
 
 function environment(ctx: Ctx, s: Record<string, unknown>, at: string): Record<string, string> {
@@ -529,9 +533,10 @@ function compileDeploy(ctx: Ctx, s: Record<string, unknown>, d: Record<string, u
   ctx.vet(d, at, deployFields);
   const mode = d.mode ?? 'replicated';
   if (mode !== 'replicated' && mode !== 'global') {
-    ctx.refuse(`${at}.mode`, mode === 'replicated-job' || mode === 'global-job' ? `${String(mode)} is not supported: shoal runs services, not jobs; use restart: "no" for a one-shot task` : `${JSON.stringify(mode)} is not one of replicated, global`);
+    if (mode === jobMode) doc.mode = jobMode;
+    else ctx.refuse(`${at}.mode`, mode === 'global-job' ? 'global-job (one run per node) is not supported: a shoal job runs one task per run; write a replicated-job per node, each constrained with node.hostname' : `${JSON.stringify(mode)} is not one of replicated, global, ${jobMode}`);
   }
-  doc.mode = mode === 'global' ? 'global' : 'replicated';
+  if (doc.mode !== jobMode) doc.mode = mode === 'global' ? 'global' : 'replicated';
   let replicas = 1;
   if (d.replicas !== undefined) {
     if (typeof d.replicas === 'number') replicas = d.replicas;
