@@ -76,6 +76,17 @@ describe('pinning beyond /v1/apply of a service', () => {
     expect((again.json() as { services: Array<{ outcome: string }>; images: Array<{ outcome: string }> })).toMatchObject({ services: [{ outcome: 'unchanged' }], images: [{ outcome: 'kept' }] });
   });
 
+  it('a stack deploy pins the image of a replicated-job (a Job of the stack)', async () => {
+    s.runtime!.publish('reg.lan/team/migrate:1', digest('7'));
+    const res = await s.app.inject({
+      method: 'POST', url: '/v1/stacks/mig/deploy',
+      payload: { files: [{ path: 'compose.yaml', text: 'services:\n  migrate:\n    image: reg.lan/team/migrate:1\n    command: ["true"]\n    deploy: {mode: replicated-job}\n' }] },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    expect((res.json() as { images: unknown[] }).images).toEqual([expect.objectContaining({ job: 'mig-migrate', image: `reg.lan/team/migrate:1@${digest('7')}`, outcome: 'resolved' })]);
+    expect((await get<{ spec: { image: string } }>('/v1/jobs/mig-migrate')).spec.image).toBe(`reg.lan/team/migrate:1@${digest('7')}`);
+  });
+
   it('pins a job\'s image at apply, and keeps the pin while its tag is unchanged', async () => {
     s.runtime!.publish('reg.lan/team/backup:1', digest('5'));
     const text = 'apiVersion: shoal/v1\nkind: Job\nname: backup\nimage: reg.lan/team/backup:1\nschedule: "0 3 * * *"\n';
