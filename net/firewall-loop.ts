@@ -55,7 +55,7 @@ export function renderInput(store: DocumentStore, nodeId: string, term: number, 
   }
   const self = state.nodes.get(nodeId)?.value;
   return {
-    node: { id: nodeId, name: self?.name ?? nodeId, labels: self?.labels ?? {} },
+    node: { id: nodeId, name: self?.name ?? nodeId, labels: self?.labels ?? {}, ...(self?.platform !== undefined ? { platform: self.platform } : {}) },
     term, revision: store.revision, managementPorts,
     networks: [...nets.networks.values()].map((n) => ({ name: n.value.name, subnet: n.value.spec.subnet, internal: n.value.spec.internal })),
     policies: [...nets.policies.values()].map((p) => p.value.spec),

@@ -11,11 +11,9 @@ import { principalOf } from './write-path.ts';
 import { merge } from '../resources/changes.ts';
 import { checkNetworks, planNetworkApply, type ResourceOutcome } from '../control/network-apply.ts';
 import { readNetworkState } from '../resources/network-resources.ts';
-import type { ImagePlatforms, ServiceRecord } from '../resources/records.ts';
-import type { Change } from '../resources/changes.ts';
-import type { JsonObject } from '../../fsm/types.ts';
+import type { ServiceRecord } from '../resources/records.ts';
 import { missingSecretProblems, secretExistsCompares } from '../resources/secrets.ts';
-import { secretsCollection, servicesCollection } from '../resources/collections.ts';
+import { secretsCollection } from '../resources/collections.ts';
 import { changedFields, parseSpecObjects, parseSpecs, refusal, type ServiceSpec, type SpecSet } from '../resources/spec/index.ts';
 import type { ControlState } from '../resources/state.ts';
 import { ShoalError } from '../errors.ts';
@@ -26,7 +24,7 @@ import { readControl } from './control-views.ts';
 import { validate } from './validate.ts';
 import { nameClashes, planJobApply, type JobOutcome } from '../control/job-apply.ts';
 import { jobTaskSpec, jobsCollection } from '../resources/jobs.ts';
-import { resolveImages, resolveModeDefault, type ImageResolution } from './image-resolution.ts';
+import { resolveImages, resolveJobImages, resolveModeDefault, withImagePlatforms, type ImageResolution } from './image-resolution.ts';
 
 export interface ApplyOutcome extends ServiceOutcome {
   /** The spec fields that differ, for an update. */
@@ -98,26 +96,6 @@ function plan(ctx: ApiContext, state: ControlState, set: SpecSet, opts: ApplyOpt
   return { written, services, networks: netPlan.networks, firewallPolicies: netPlan.firewallPolicies, jobs: jobWrite.jobs };
 }
 
-/**
- * A service record written by apply, with what its images offer (issue 40: placement checks a
- * node's platform against them): the platforms of the image pinned now, and those kept from the
- * current record for an image it still names (spec or previousSpec).
- */
-function withImagePlatforms(c: Change, state: ControlState, images: readonly ImageResolution[]): Change {
-  if (c.kind !== 'put' || c.collection !== servicesCollection) return c;
-  const doc = c.doc as unknown as ServiceRecord;
-  const kept = state.services.get(doc.name)?.value.imagePlatforms ?? [];
-  const list: ImagePlatforms[] = [];
-  for (const image of new Set([doc.spec.image, ...(doc.previousSpec !== null ? [doc.previousSpec.image] : [])])) {
-    const now = images.find((i) => i.service === doc.name && i.image === image && i.outcome === 'resolved' && i.platforms.length > 0);
-    const entry = now !== undefined ? { image, platforms: now.platforms } : kept.find((k) => k.image === image);
-    if (entry !== undefined) list.push(entry);
-  }
-  const { imagePlatforms: _old, ...rest } = doc;
-  const next: ServiceRecord = list.length > 0 ? { ...rest, imagePlatforms: list } : rest;
-  return { ...c, doc: next as unknown as JsonObject };
-}
-
 export const applyRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
   app.post('/v1/apply', { config: { role: 'operator' } }, async (req): Promise<ApplyAnswer> => {
     const v = validate({ query: [applyQuery, req.query], body: [applyBody, req.body] });
@@ -127,13 +105,19 @@ export const applyRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, 
       ...(v.body.force === true ? { force: { by: principalOf(req) } } : {}),
     };
     // Registries are asked before the write's decision, which must not wait on the network.
-    const pinned = await resolveImages(ctx, specs.services, await readControl(ctx, 'linearizable'), v.query.resolveImage ?? resolveModeDefault);
+    const current = await readControl(ctx, 'linearizable');
+    const mode = v.query.resolveImage ?? resolveModeDefault;
+    const pinned = await resolveImages(ctx, specs.services, current, mode);
+    // Jobs' images too: every run of a job spec version runs the same build.
+    const pinnedJobs = await resolveJobImages(ctx, specs.jobs, current, mode);
+    const images = [...pinned.images, ...pinnedJobs.images];
+    const warnings = [...pinned.warnings, ...pinnedJobs.warnings];
     const extra = {
-      ...(pinned.images.some((i) => i.outcome !== 'unpinned') ? { images: pinned.images } : {}),
-      ...(pinned.warnings.length > 0 ? { warnings: pinned.warnings } : {}),
+      ...(images.some((i) => i.outcome !== 'unpinned') ? { images } : {}),
+      ...(warnings.length > 0 ? { warnings } : {}),
     };
-    for (const w of pinned.warnings) ctx.node.log.warn(`apply: ${w}`);
-    specs = { ...specs, services: pinned.specs };
+    for (const w of warnings) ctx.node.log.warn(`apply: ${w}`);
+    specs = { ...specs, services: pinned.specs, jobs: pinnedJobs.specs };
     if (v.query.dryRun === 'true') {
       const state = await readControl(ctx, 'linearizable');
       checkExpected(state, v.body.expectRevs);

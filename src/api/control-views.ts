@@ -33,12 +33,18 @@ function readerOf(ctx: ApiContext): ControlStateReader {
 /** The control state after a read barrier (linearizable), or at once (stale). */
 export async function readControl(ctx: ApiContext, consistency: 'linearizable' | 'stale'): Promise<ControlState> {
   await readBarrier(ctx, consistency);
-  return readerOf(ctx).read();
+  return withVoters(ctx, readerOf(ctx).read());
 }
 
 /** The control state of this node's store as it is now (after a write applied here). */
 export function readLocal(ctx: ApiContext): ControlState {
-  return readerOf(ctx).read();
+  return withVoters(ctx, readerOf(ctx).read());
+}
+
+/** The state with this node's view of the raft voters (for node.role constraints; scheduler/roles.ts). */
+function withVoters(ctx: ApiContext, state: ControlState): ControlState {
+  const cs = ctx.node.confState();
+  return { ...state, voters: new Set([...cs.voters, ...cs.votersOutgoing]) };
 }
 
 const updateInProgress: ReadonlySet<string> = new Set(['updating', 'rolling-back']);
@@ -137,7 +143,7 @@ export function serviceStatus(state: ControlState, svc: ServiceRecord, now?: num
   const views = tasksOf(state, svc.name).map((t) => viewOf(state, t));
   const alive = views.filter((v) => v.record.desired === 'running');
   const desired = svc.spec.mode === 'global'
-    ? eligibleNodes(svc.spec, [...state.nodes.values()].map((n) => n.value)).length
+    ? eligibleNodes(svc.spec, [...state.nodes.values()].map((n) => n.value), state.voters).length
     : svc.spec.replicas ?? 0;
   const reachable = (v: TaskView): boolean => v.node?.state === 'ready';
   const serving = alive.filter((v) => v.healthy && reachable(v));

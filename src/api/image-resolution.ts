@@ -12,6 +12,9 @@
 // A registry that does not answer, or refuses, leaves the tag as it is with a warning in the
 // answer: the apply is not failed for it. An image that is on the node without having come from
 // a registry (imported or built) is left alone, silently: no registry knows it.
+//
+// Every path that writes an image pins it here, with the same modes: /v1/apply (services and
+// jobs; `shoal service update --image` applies through it) and /v1/stacks/NAME/deploy.
 
 import { ShoalError } from '../errors.ts';
 import type { ImagePlatform, RegistryAuth } from '../executor/runtime.ts';
@@ -19,7 +22,12 @@ import { imageRegistryHost, registryLoginInStore } from '../resources/registry-l
 import { openSecretValue, unwrapDataKey } from '../resources/secret-crypto.ts';
 import { isSealed, plainSecretBytes, secretInStore } from '../resources/secrets.ts';
 import type { ServiceSpec } from '../resources/spec/index.ts';
+import type { JobSpec } from '../resources/spec/job-spec.ts';
 import type { ControlState } from '../resources/state.ts';
+import type { Change } from '../resources/changes.ts';
+import { servicesCollection } from '../resources/collections.ts';
+import type { ImagePlatforms, ServiceRecord } from '../resources/records.ts';
+import type { JsonObject } from '../../fsm/types.ts';
 import type { ApiContext } from './context.ts';
 
 export type ResolveMode = 'always' | 'changed' | 'never';
@@ -28,9 +36,10 @@ export const resolveModeDefault: ResolveMode = 'changed';
 /** How long one registry lookup may take before the tag is kept. */
 export const resolveTimeoutMs = 8_000;
 
-/** What apply did with one service's image. */
-export interface ImageResolution {
-  service: string;
+/** What apply did with one service's image (`service`), or one job's (`job`). */
+export type ImageResolution = ImageOutcome & ({ service: string } | { job: string });
+
+interface ImageOutcome {
   /** The image as written in the document. */
   requested: string;
   /** The image written into the spec. */
@@ -72,30 +81,44 @@ function loginAuth(ctx: ApiContext, host: string): { auth: RegistryAuth | undefi
  * (a tag kept because no registry answered). Reads the current state for `changed`.
  */
 export async function resolveImages(ctx: ApiContext, specs: readonly ServiceSpec[], state: ControlState, mode: ResolveMode): Promise<{ specs: ServiceSpec[]; images: ImageResolution[]; warnings: string[] }> {
-  const out: ServiceSpec[] = [];
+  const r = await resolveAll(ctx, specs, 'service', (name) => state.services.get(name)?.value.spec.image, mode);
+  return { specs: r.items, images: r.images, warnings: r.warnings };
+}
+
+/** As resolveImages, for jobs' specs: `changed` compares with the job's current spec. */
+export async function resolveJobImages(ctx: ApiContext, specs: readonly JobSpec[], state: ControlState, mode: ResolveMode): Promise<{ specs: JobSpec[]; images: ImageResolution[]; warnings: string[] }> {
+  const r = await resolveAll(ctx, specs, 'job', (name) => state.jobs?.get(name)?.value.spec.image, mode);
+  return { specs: r.items, images: r.images, warnings: r.warnings };
+}
+
+type Kind = 'service' | 'job';
+
+async function resolveAll<T extends { name: string; image: string }>(
+  ctx: ApiContext, specs: readonly T[], kind: Kind, current: (name: string) => string | undefined, mode: ResolveMode,
+): Promise<{ items: T[]; images: ImageResolution[]; warnings: string[] }> {
+  const items: T[] = [];
   const images: ImageResolution[] = [];
   const warnings: string[] = [];
   for (const spec of specs) {
-    const r = await resolveOne(ctx, spec, state, mode, warnings);
-    images.push(r);
-    out.push(r.image === spec.image ? spec : { ...spec, image: r.image });
+    const r = await resolveOne(ctx, spec, kind, current(spec.name), mode, warnings);
+    images.push(kind === 'service' ? { service: spec.name, ...r } : { job: spec.name, ...r });
+    items.push(r.image === spec.image ? spec : { ...spec, image: r.image });
   }
-  return { specs: out, images, warnings };
+  return { items, images, warnings };
 }
 
-async function resolveOne(ctx: ApiContext, spec: ServiceSpec, state: ControlState, mode: ResolveMode, warnings: string[]): Promise<ImageResolution> {
-  const base = { service: spec.name, requested: spec.image };
-  const unpinned: ImageResolution = { ...base, image: spec.image, outcome: 'unpinned', digest: null, platforms: [] };
+async function resolveOne(ctx: ApiContext, spec: { name: string; image: string }, kind: Kind, cur: string | undefined, mode: ResolveMode, warnings: string[]): Promise<ImageOutcome> {
+  const base = { requested: spec.image };
+  const unpinned: ImageOutcome = { ...base, image: spec.image, outcome: 'unpinned', digest: null, platforms: [] };
   if (mode === 'never') return unpinned;
   // An image written with its digest is pinned by its author.
   if (spec.image.includes('@')) return { ...unpinned, outcome: 'kept', digest: spec.image.slice(spec.image.indexOf('@') + 1) };
-  const cur = state.services.get(spec.name)?.value.spec.image;
   if (mode === 'changed' && cur !== undefined && cur.includes('@') && withoutDigest(cur) === spec.image) {
     return { ...base, image: cur, outcome: 'kept', digest: cur.slice(cur.indexOf('@') + 1), platforms: [] };
   }
   const runtime = ctx.runtime;
   if (runtime?.resolveImage === undefined) {
-    warnings.push(`service ${spec.name}: image ${spec.image} kept as a tag: node ${ctx.node.id} has no container runtime to ask its registry with (apply through a node that runs workloads to pin it)`);
+    warnings.push(`${kind} ${spec.name}: image ${spec.image} kept as a tag: node ${ctx.node.id} has no container runtime to ask its registry with (apply through a node that runs workloads to pin it)`);
     return unpinned;
   }
   const host = imageRegistryHost(spec.image);
@@ -107,7 +130,27 @@ async function resolveOne(ctx: ApiContext, spec: ServiceSpec, state: ControlStat
   } catch (err) {
     if (err instanceof ShoalError) throw err;
     const why = err instanceof Error ? err.message : String(err);
-    warnings.push(`service ${spec.name}: image ${spec.image} kept as a tag, not pinned to a digest (${why}${login.note !== undefined ? `; ${login.note}` : ''}); its tasks may run different builds if the tag moves`);
+    warnings.push(`${kind} ${spec.name}: image ${spec.image} kept as a tag, not pinned to a digest (${why}${login.note !== undefined ? `; ${login.note}` : ''}); its tasks may run different builds if the tag moves`);
     return unpinned;
   }
+}
+
+/**
+ * A service record written by apply or a stack deploy, with what its images offer (issue 40:
+ * placement checks a node's platform against them): the platforms of the image pinned now, and
+ * those kept from the current record for an image it still names (spec or previousSpec).
+ */
+export function withImagePlatforms(c: Change, state: ControlState, images: readonly ImageResolution[]): Change {
+  if (c.kind !== 'put' || c.collection !== servicesCollection) return c;
+  const doc = c.doc as unknown as ServiceRecord;
+  const kept = state.services.get(doc.name)?.value.imagePlatforms ?? [];
+  const list: ImagePlatforms[] = [];
+  for (const image of new Set([doc.spec.image, ...(doc.previousSpec !== null ? [doc.previousSpec.image] : [])])) {
+    const now = images.find((i) => 'service' in i && i.service === doc.name && i.image === image && i.outcome === 'resolved' && i.platforms.length > 0);
+    const entry = now !== undefined ? { image, platforms: now.platforms } : kept.find((k) => k.image === image);
+    if (entry !== undefined) list.push(entry);
+  }
+  const { imagePlatforms: _old, ...rest } = doc;
+  const next: ServiceRecord = list.length > 0 ? { ...rest, imagePlatforms: list } : rest;
+  return { ...c, doc: next as unknown as JsonObject };
 }

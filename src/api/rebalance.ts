@@ -105,7 +105,7 @@ export function planRebalance(state: ControlState, svc: ServiceRecord, opts: { f
     const from = byNode.get(c.value.nodeId ?? '');
     if (from === undefined || tried.has(from.id)) continue;
     tried.add(from.id);
-    const to = whereInstead(nodes, placed, c.value, svc);
+    const to = whereInstead(nodes, placed, c.value, svc, state.voters);
     if (to === undefined || to.id === from.id) continue;
     const fromAfter = (counts.get(from.id) ?? 0) - 1;
     if ((counts.get(to.id) ?? 0) < fromAfter) {
@@ -126,10 +126,10 @@ function compareNames(byNode: ReadonlyMap<string, NodeRecord>, a: TaskRecord, b:
 }
 
 /** Where the scheduler would place `task` if it were pending now (the other tasks where they are). */
-function whereInstead(nodes: readonly NodeRecord[], placed: readonly TaskWithSpec[], task: TaskRecord, svc: ServiceRecord): NodeRecord | undefined {
+function whereInstead(nodes: readonly NodeRecord[], placed: readonly TaskWithSpec[], task: TaskRecord, svc: ServiceRecord, voters: ReadonlySet<string> | undefined): NodeRecord | undefined {
   const others = placed.filter((p) => p.task.id !== task.id);
   const pending: TaskWithSpec = { task: { ...task, nodeId: null, observed: 'pending' }, spec: specForTask(svc, task) ?? svc.spec };
-  const [placement] = schedule({ nodes, tasks: others, pending: [pending] }).placements;
+  const [placement] = schedule({ nodes, tasks: others, pending: [pending], ...(voters !== undefined ? { voters } : {}) }).placements;
   return placement === undefined ? undefined : nodes.find((n) => n.id === placement.nodeId);
 }
 

@@ -31,6 +31,7 @@ import { decideAndWrite, oneTransaction } from './control-write.ts';
 import { noQuery } from './request-schemas.ts';
 import { noKeyringYet, sealerFor } from './secrets-routes.ts';
 import { validate } from './validate.ts';
+import { resolveImages, resolveJobImages, resolveModeDefault, withImagePlatforms, type ImageResolution, type ResolveMode } from './image-resolution.ts';
 
 export const stackParams = z.object({
   name: z.string().regex(stackNamePattern, 'must be a stack name (lower-case letters, digits and -, starting with a letter, at most 32 characters)'),
@@ -90,6 +91,10 @@ export interface StackDeployAnswer {
   warnings: Problem[];
   /** Services left out for their profiles. */
   skipped: string[];
+  /** What digest pinning did with each service's image (as /v1/apply answers it); absent when nothing was pinned. */
+  images?: ImageResolution[];
+  /** Images kept as tags because no registry answered (as /v1/apply's warnings). */
+  imageWarnings?: string[];
 }
 
 export interface StackView {
@@ -251,9 +256,33 @@ function pruneOwned(p: PruneInput, changes: Change[], networkOutcomes: StackReso
   return keep;
 }
 
-function planDeploy(ctx: ApiContext, state: ControlState, stack: string, body: StackDeployBody): StackPlan {
+/**
+ * The stack's services' images pinned as /v1/apply pins them (image-resolution.ts), asked before
+ * the write's decision, which must not wait on the network: the compose files are compiled once
+ * here for their images, and again by the decision.
+ */
+async function pinStackImages(ctx: ApiContext, stack: string, body: StackDeployBody, mode: ResolveMode): Promise<{ images: ImageResolution[]; warnings: string[] }> {
+  const c = compileBody(stack, body, readNetworkState(ctx.store));
+  const state = await readControl(ctx, 'linearizable');
+  const services = await resolveImages(ctx, c.set.services, state, mode);
+  const jobs = await resolveJobImages(ctx, c.set.jobs, state, mode);
+  const warnings = [...services.warnings, ...jobs.warnings];
+  for (const w of warnings) ctx.node.log.warn(`stack deploy ${stack}: ${w}`);
+  return { images: [...services.images, ...jobs.images], warnings };
+}
+
+/** The compiled specs with the images pinned for them (one whose image the files no longer name as pinned keeps its own). */
+function pinnedSpecs<T extends { name: string; image: string }>(specs: readonly T[], kind: 'service' | 'job', images: readonly ImageResolution[]): T[] {
+  return specs.map((s) => {
+    const r = images.find((i) => (kind === 'service' ? 'service' in i && i.service === s.name : 'job' in i && i.job === s.name) && i.requested === s.image);
+    return r === undefined || r.image === s.image ? s : { ...s, image: r.image };
+  });
+}
+
+function planDeploy(ctx: ApiContext, state: ControlState, stack: string, body: StackDeployBody, images: readonly ImageResolution[] = []): StackPlan {
   const nets = readNetworkState(ctx.store);
-  const c = compileBody(stack, body, nets);
+  const compiled = compileBody(stack, body, nets);
+  const c = { ...compiled, set: { ...compiled.set, services: pinnedSpecs(compiled.set.services, 'service', images), jobs: pinnedSpecs(compiled.set.jobs, 'job', images) } };
   const cur = readStack(ctx.store, stack);
   const owned = {
     services: new Set(cur?.value.services ?? []), networks: new Set(cur?.value.networks ?? []), secrets: new Set(cur?.value.secrets ?? []),
@@ -304,7 +333,8 @@ function planDeploy(ctx: ApiContext, state: ControlState, stack: string, body: S
     createdAt: cur?.value.createdAt ?? now,
     updatedAt: now,
   };
-  let plan: Plan = merge(merge({ changes: [...secretChanges, ...netPlan.changes], compares: [...netPlan.compares, ...compares] }, serviceWrite.plan), jobWrite.plan);
+  const servicePlan = { ...serviceWrite.plan, changes: serviceWrite.plan.changes.map((ch) => withImagePlatforms(ch, state, images)) };
+  let plan: Plan = merge(merge({ changes: [...secretChanges, ...netPlan.changes], compares: [...netPlan.compares, ...compares] }, servicePlan), jobWrite.plan);
   plan = { changes: [...plan.changes, ...pruneChanges], compares: plan.compares };
   if (plan.changes.length > 0 || cur === undefined || !jsonEqual({ ...cur.value, updatedAt: 0 }, { ...record, updatedAt: 0 })) {
     plan.changes.push(putChange(stacksCollection, stack, record, cur?.rev ?? null));
@@ -405,14 +435,19 @@ function viewOf(state: ControlState, d: Versioned<StackRecord>): StackView {
 export const stackRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
   app.post('/v1/stacks/:name/deploy', { config: { role: 'operator' } }, async (req): Promise<StackDeployAnswer> => {
     const v = validate({ params: [stackParams, req.params], query: [applyQuery, req.query], body: [stackDeployBody, req.body] });
+    const pinned = await pinStackImages(ctx, v.params.name, v.body, v.query.resolveImage ?? resolveModeDefault);
+    const extra = {
+      ...(pinned.images.some((i) => i.outcome !== 'unpinned') ? { images: pinned.images } : {}),
+      ...(pinned.warnings.length > 0 ? { imageWarnings: pinned.warnings } : {}),
+    };
     if (v.query.dryRun === 'true') {
       const state = await readControl(ctx, 'linearizable');
-      const p = planDeploy(ctx, state, v.params.name, v.body);
+      const p = planDeploy(ctx, state, v.params.name, v.body, pinned.images);
       if (p.plan.changes.length > 0) oneTransaction(p.plan);
-      return { dryRun: true, rev: null, ...p.answer };
+      return { dryRun: true, rev: null, ...p.answer, ...extra };
     }
-    const w = await decideAndWrite(ctx, req, `deploying stack ${v.params.name}`, (state) => planDeploy(ctx, state, v.params.name, v.body));
-    return { dryRun: false, rev: w.rev, ...w.answer };
+    const w = await decideAndWrite(ctx, req, `deploying stack ${v.params.name}`, (state) => planDeploy(ctx, state, v.params.name, v.body, pinned.images));
+    return { dryRun: false, rev: w.rev, ...w.answer, ...extra };
   });
 
   app.get('/v1/stacks', { config: { role: 'reader' } }, async (req) => {

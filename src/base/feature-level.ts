@@ -78,3 +78,10 @@ export const featureLevelDisruptionBudget = 6;
 
 /** The level from which secrets are written encrypted and the store takes `compact` (docs/security.md, "Secrets at rest"). */
 export const featureLevelSecretsAtRest = 6;
+
+/**
+ * The level from which specs may hold constraints on a node's platform or role (node.platform.os,
+ * node.platform.arch, node.role; src/resources/spec/constraint.ts): level 6's release, the
+ * same that writes the node's platform in its record.
+ */
+export const featureLevelPlatformConstraints = 6;

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { request, resolveAddr, retryNotice } from './client.ts';
-import { applyAnswerSchema, type ApplyAnswer, type ApplyOutcome } from './control-api.ts';
+import { applyAnswerSchema, pinnedLine, type ApplyAnswer, type ApplyOutcome } from './control-api.ts';
 import { durationFlag } from './control-args.ts';
 import { waitConverged, waitTimeoutDefault } from './converge.ts';
 import { sameFailureAttempts } from './converge-verdict.ts';
@@ -92,8 +92,7 @@ export async function applyCommand(argv: string[]): Promise<number> {
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals.join(' ')}'; name the file with -f FILE`);
   if (values.file === undefined) throw new UsageError('missing -f FILE (the spec file; -f - reads standard input)');
   const timeoutMs = durationFlag(values.timeout, '--timeout', waitTimeoutDefault);
-  const resolveImage = values['resolve-image'];
-  if (resolveImage !== undefined && !['always', 'changed', 'never'].includes(resolveImage)) throw new UsageError(`--resolve-image takes always, changed or never, not '${resolveImage}'`);
+  const resolveImage = resolveImageFlag(values['resolve-image']);
   const addr = resolveAddr(values.addr);
   const source = values.source ?? (values.file === '-' ? undefined : path.basename(values.file).replace(/\.(ya?ml|json)$/, ''));
   if (values.prune && source === undefined) throw new UsageError('--prune with -f - needs --source NAME (which services it may remove)');
@@ -107,6 +106,24 @@ export async function applyCommand(argv: string[]): Promise<number> {
   return finish(body, { addr, json: values.json, wait: !values.detach && !values['dry-run'], timeoutMs, command: 'apply' });
 }
 
+/** --resolve-image: always, changed or never (docs/docker.md, "Pinned digests"); undefined: the node's default (changed). */
+export function resolveImageFlag(v: string | undefined): 'always' | 'changed' | 'never' | undefined {
+  if (v === undefined || v === 'always' || v === 'changed' || v === 'never') return v;
+  throw new UsageError(`--resolve-image takes always, changed or never, not '${v}'`);
+}
+
+/** The help text of --resolve-image, for the commands that write an image; `width`: the flag column's, as commonFlagsText's. */
+export function resolveImageFlagText(width: number): string {
+  const pad = ' '.repeat(width + 2);
+  return [
+    `  ${'--resolve-image MODE'.padEnd(width)}pin each image tag to the digest its registry names now, written into the`,
+    `${pad}spec as name:tag@sha256:... so every task of a spec version runs one build:`,
+    `${pad}always, changed (default: only images whose tag changed; an unchanged one`,
+    `${pad}keeps its pin) or never. A registry that does not answer keeps the tag,`,
+    `${pad}with a warning (docs/docker.md, "Pinned digests")`,
+  ].join('\n');
+}
+
 /** Prints the outcomes, then waits for the services to converge (unless told not to). */
 export async function finish(answer: ApplyAnswer, o: { addr: string; json: boolean; wait: boolean; timeoutMs: number; command: string }): Promise<number> {
   if (!o.json) {
@@ -115,7 +132,10 @@ export async function finish(answer: ApplyAnswer, o: { addr: string; json: boole
     for (const [kind, list] of [['network', answer.networks], ['firewall policy', answer.firewallPolicies], ['job', answer.jobs]] as const) {
       for (const r of list ?? []) console.log(`${kind} ${r.name}: ${answer.dryRun && r.outcome !== 'unchanged' ? `would be ${r.outcome}` : r.outcome}`);
     }
-    for (const i of answer.images ?? []) if (i.outcome === 'resolved') console.log(`${i.service}: image ${i.requested} pinned to ${i.digest ?? ''}`);
+    for (const i of answer.images ?? []) {
+      const line = pinnedLine(i);
+      if (line !== null) console.log(line);
+    }
     for (const w of answer.warnings ?? []) console.error(`warning: ${w}`);
     if (answer.dryRun) console.log('dry run: nothing was changed');
   }

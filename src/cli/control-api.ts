@@ -65,11 +65,21 @@ export const applyOutcomeSchema = z.object({
 }).loose();
 export type ApplyOutcome = z.infer<typeof applyOutcomeSchema>;
 const resourceOutcomeSchema = z.object({ name: z.string(), outcome: z.string() }).loose();
+/** What digest pinning did with one image (src/api/image-resolution.ts): a service's or a job's. */
+export const imageResolutionSchema = z.object({
+  service: z.string().optional(), job: z.string().optional(), requested: z.string(), image: z.string(), outcome: z.string(), digest: z.string().nullable(),
+}).loose();
+
+/** The line `shoal apply`, `service update` and `stack deploy` print for an image pinned now; null for the others. */
+export function pinnedLine(i: z.infer<typeof imageResolutionSchema>): string | null {
+  return i.outcome === 'resolved' ? `${i.service ?? `job ${i.job ?? ''}`}: image ${i.requested} pinned to ${i.digest ?? ''}` : null;
+}
+
 export const applyAnswerSchema = z.object({
   dryRun: z.boolean(), rev: z.number().nullable(), services: z.array(applyOutcomeSchema),
   networks: z.array(resourceOutcomeSchema).optional(), firewallPolicies: z.array(resourceOutcomeSchema).optional(),
   jobs: z.array(resourceOutcomeSchema).optional(),
-  images: z.array(z.object({ service: z.string(), requested: z.string(), image: z.string(), outcome: z.string(), digest: z.string().nullable() }).loose()).optional(),
+  images: z.array(imageResolutionSchema).optional(),
   warnings: z.array(z.string()).optional(),
 }).loose();
 export type ApplyAnswer = z.infer<typeof applyAnswerSchema>;

@@ -10,7 +10,7 @@ import { applyAnswerSchema, paths, read, rebalanceSchema, serviceDetailSchema, w
 import { durationFlag, oneName, replicasArg } from './control-args.ts';
 import { waitConverged, waitTimeoutDefault } from './converge.ts';
 import { sameFailureAttempts } from './converge-verdict.ts';
-import { finish } from './apply.ts';
+import { finish, resolveImageFlag, resolveImageFlagText } from './apply.ts';
 import { commonFlags, help } from './doc-common.ts';
 import { commonFlagsText } from './group.ts';
 
@@ -43,19 +43,23 @@ With --json prints {outcome, rev, service} and, after waiting, converged.
 ${waitExitCodes}`;
 
 export const serviceUpdateHelp = `Usage: shoal service update NAME [--image IMAGE] [--replicas N] [--env K=V]... [--env-rm K]...
-                           [--force] [--detach] [--timeout DURATION] [--addr HOST:PORT] [--json]
+                           [--resolve-image MODE] [--force] [--detach] [--timeout DURATION]
+                           [--addr HOST:PORT] [--json]
 
 Changes a service from flags: reads its spec, changes the fields given, and applies the result as
 'shoal apply' does (strict: a bad value is refused with its path). A change of image or env
 replaces the tasks by a rolling update (the spec's update policy); a change of replicas only
 scales. The apply is a compare-and-set on the spec it read: if the service changes meanwhile,
 it reads it again and reapplies the flags. Then it waits until the service has converged.
+A new image tag is pinned to its digest as 'shoal apply' pins it; the current image keeps its
+pin, unless --resolve-image always (which may be given alone: the image follows its tag).
 
 Options:
   --image IMAGE          the container image
   --replicas N           the number of tasks
   --env K=V              set an environment variable (repeat for several)
   --env-rm K             remove an environment variable (repeat for several)
+${resolveImageFlagText(23)}
 ${forceFlagText}
 ${waitFlagsText}
 
@@ -146,14 +150,17 @@ const updateAttemptsMax = 5;
 export async function serviceUpdateCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, {
     ...forceFlags, image: { type: 'string' }, replicas: { type: 'string' }, env: { type: 'string', multiple: true }, 'env-rm': { type: 'string', multiple: true },
+    'resolve-image': { type: 'string' },
   }, serviceUpdateHelp);
   if (values.help) return help(serviceUpdateHelp);
   const name = oneName(positionals);
   const env = envPairs(values.env ?? []);
   const envRm = values['env-rm'] ?? [];
   const replicas = values.replicas === undefined ? undefined : replicasArg(values.replicas, '--replicas');
-  if (values.image === undefined && replicas === undefined && env.length === 0 && envRm.length === 0) {
-    throw new UsageError('nothing to change: give at least one of --image, --replicas, --env, --env-rm');
+  const resolveImage = resolveImageFlag(values['resolve-image']);
+  // --resolve-image always alone is a change: the image follows its tag.
+  if (values.image === undefined && replicas === undefined && env.length === 0 && envRm.length === 0 && resolveImage !== 'always') {
+    throw new UsageError('nothing to change: give at least one of --image, --replicas, --env, --env-rm (or --resolve-image always)');
   }
   const o = waitOptions(values, 'service update');
   for (let attempt = 1; ; attempt++) {
@@ -162,12 +169,15 @@ export async function serviceUpdateCommand(argv: string[]): Promise<number> {
     if (!spec.success) throw new CliFailure(`the node answered a spec this shoal does not read (${spec.error.issues[0]?.message ?? ''}); is it another version?`, exitCodes.failed, 'bad_answer');
     const doc = renderService(spec.data);
     if (values.image !== undefined) doc.image = values.image;
+    // The current image carries its pin, which apply keeps as the author's: "always" follows its tag again.
+    else if (resolveImage === 'always' && typeof doc.image === 'string') doc.image = doc.image.split('@')[0] ?? doc.image;
     if (replicas !== undefined) doc.replicas = replicas;
     const docEnv: Record<string, string> = { ...spec.data.env, ...Object.fromEntries(env) };
     for (const k of envRm) delete docEnv[k];
     doc.env = docEnv;
     try {
       const { body } = await request(o.addr, 'POST', '/v1/apply', applyAnswerSchema, {
+        query: { resolveImage },
         body: { documents: [doc], expectRevs: { [name]: detail.service.rev }, ...(values.force ? { force: true } : {}) }, retry: 'not-applied', onRetry: retryNotice('service update'),
       });
       return await finish(body, { ...o, wait: !values.detach });

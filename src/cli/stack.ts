@@ -10,7 +10,8 @@ import { stringify } from 'yaml';
 import { z } from 'zod';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { request, resolveAddr, retryNotice } from './client.ts';
-import { read, serviceDetailSchema, serviceListSchema, type TaskItem } from './control-api.ts';
+import { imageResolutionSchema, pinnedLine, read, serviceDetailSchema, serviceListSchema, type TaskItem } from './control-api.ts';
+import { resolveImageFlag, resolveImageFlagText } from './apply.ts';
 import { durationFlag } from './control-args.ts';
 import { waitConverged, waitTimeoutDefault } from './converge.ts';
 import { fittedTableText, serviceHead, serviceRows, tableText, taskHead, taskRows, terminalColumns } from './control-format.ts';
@@ -46,13 +47,13 @@ Options:
   --prune                  remove what the stack made before and the files no longer name
   --dry-run                show what would be created, changed (field by field) and removed;
                            change nothing
+${resolveImageFlagText(25)}
   --detach                 do not wait for the services to converge
   --timeout DURATION       how long to wait for convergence (default ${waitTimeoutDefault})
 ${commonFlagsText(25)}
 
 With --json prints {stack, dryRun, rev, services, jobs, networks, secrets, policies, warnings,
-skipped} and, after
-waiting, converged: the services' views.
+skipped, images?, imageWarnings?} and, after waiting, converged: the services' views.
 Exit codes: 0 deployed (and converged, unless --detach or --dry-run); 1 refused (each problem is
 printed), or a service did not converge; 2 usage error (a file that cannot be read); 3 no node
 answered, or the cluster cannot serve right now.`;
@@ -186,6 +187,7 @@ const deployAnswerSchema = z.object({
   policies: z.array(outcomeSchema).default([]),
   jobs: z.array(z.object({ name: z.string(), outcome: z.string(), run: z.string().nullable().default(null) }).loose()).default([]),
   warnings: z.array(problemSchema), skipped: z.array(z.string()),
+  images: z.array(imageResolutionSchema).optional(), imageWarnings: z.array(z.string()).optional(),
 }).loose();
 type DeployAnswer = z.infer<typeof deployAnswerSchema>;
 
@@ -225,7 +227,7 @@ function warningLines(warnings: readonly Problem[], skipped: readonly string[]):
 async function deployCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, {
     ...commonFlags, ...fileFlags, 'dry-run': { type: 'boolean', default: false }, detach: { type: 'boolean', default: false },
-    timeout: { type: 'string' }, prune: { type: 'boolean', default: false },
+    timeout: { type: 'string' }, prune: { type: 'boolean', default: false }, 'resolve-image': { type: 'string' },
   }, deployHelp);
   if (values.help) return help(deployHelp);
   if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'missing the stack NAME' : `one stack NAME, not '${positionals.join(' ')}'`);
@@ -234,7 +236,7 @@ async function deployCommand(argv: string[]): Promise<number> {
   const addr = resolveAddr(values.addr);
   const g = gather(values['compose-file'] ?? [], values.profile ?? []);
   const { body } = await request(addr, 'POST', `/v1/stacks/${enc(name)}/deploy`, deployAnswerSchema, {
-    query: { dryRun: values['dry-run'] ? 'true' : undefined },
+    query: { dryRun: values['dry-run'] ? 'true' : undefined, resolveImage: resolveImageFlag(values['resolve-image']) },
     body: {
       files: g.files, env: g.env, ...(g.dotEnv !== undefined ? { dotEnv: g.dotEnv } : {}), readFiles: g.readFiles,
       profiles: values.profile ?? [], ...(values.prune ? { prune: true } : {}),
@@ -243,7 +245,12 @@ async function deployCommand(argv: string[]): Promise<number> {
   });
   if (!values.json) {
     for (const l of warningLines(body.warnings, body.skipped)) console.error(l);
+    for (const w of body.imageWarnings ?? []) console.error(`warning: ${w}`);
     for (const l of deployLines(body)) console.log(l);
+    for (const i of body.images ?? []) {
+      const line = pinnedLine(i);
+      if (line !== null) console.log(line);
+    }
   }
   const wait = !values.detach && !values['dry-run'];
   if (!wait) {

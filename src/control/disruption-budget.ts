@@ -49,7 +49,7 @@ export interface BudgetAssessment {
 
 /** The slots the spec asks for: 1..replicas, or the id of every eligible node (global). */
 export function wantedSlots(state: ControlState, svc: ServiceRecord): (number | string)[] {
-  if (svc.spec.mode === 'global') return eligibleNodes(svc.spec, [...state.nodes.values()].map((n) => n.value)).map((n) => n.id);
+  if (svc.spec.mode === 'global') return eligibleNodes(svc.spec, [...state.nodes.values()].map((n) => n.value), state.voters).map((n) => n.id);
   return Array.from({ length: svc.spec.replicas ?? 0 }, (_, i) => i + 1);
 }
 

@@ -287,7 +287,8 @@ export class LeaderRun {
       this.ports.observe?.({ loop: loopOf(key), seconds: (this.ports.clock.now() - started) / 1000, outcome, placements, ...(code !== undefined ? { code } : {}) });
     };
     try {
-      const state = this.reader.read();
+      // The voters are raft's, not a record's: for node.role constraints (scheduler/roles.ts).
+      const state: ControlState = { ...this.reader.read(), voters: this.ports.voters?.() ?? this.ports.members() };
       const decision = this.decide(key, state);
       const meta: PassMeta = { key, readRevision: state.revision, runningForMs: this.ports.clock.now() - this.startedAt };
       if (await this.write(decision.plan, meta) === 'conflict') {

@@ -49,7 +49,7 @@ export function placePending(state: ControlState, term: number, now: number, dep
   }
   const batch = pending.slice(0, placementsPerPassMax);
   const nodes = [...state.nodes.values()].map((n) => n.value);
-  const result = batch.length === 0 ? { placements: [], unplaced: [] } : schedule({ nodes, tasks: placed, pending: batch });
+  const result = batch.length === 0 ? { placements: [], unplaced: [] } : schedule({ nodes, tasks: placed, pending: batch, ...(state.voters !== undefined ? { voters: state.voters } : {}) });
   result.unplaced.push(...held.map((h) => ({ taskId: h.id, reason: h.reason })));
   if (result.placements.length === 0 && result.unplaced.length === 0) return { plan: { changes: [], compares: [] }, wakeInMs: null };
   const changes: Change[] = [];

@@ -19,10 +19,15 @@
 //
 // A secret whose value is sealed (level 6, featureLevelSecretsAtRest), the cluster keyring
 // and key holders, and registry logins (an older agent would not send them), need level 6: a member of level 5 reads a secret record with `value` only.
+//
+// A constraint on a node's platform or role (`node.platform.os`, `node.platform.arch`,
+// `node.role`), in a service's or job's spec or a policy's publish rules, needs level 6 too
+// (featureLevelPlatformConstraints): the constraint schema of level 5 does not know them.
 
 import type { Command, Op } from '../../fsm/index.ts';
 import type { JsonObject, JsonValue } from '../../fsm/types.ts';
-import { featureLevelDisruptionBudget, featureLevelSecretsAtRest, featureLevelWorkloadNetwork } from '../base/feature-level.ts';
+import { featureLevelDisruptionBudget, featureLevelPlatformConstraints, featureLevelSecretsAtRest, featureLevelWorkloadNetwork } from '../base/feature-level.ts';
+import { jobsCollection } from './jobs.ts';
 import { controlFeatureLevel, nodesCollection, registriesCollection, secretsCollection, servicesCollection } from './collections.ts';
 import { firewallPoliciesCollection, networksCollection } from './network-resources.ts';
 import { clusterKeyHoldersCollection, clusterKeysCollection } from './cluster-keyring.ts';
@@ -88,11 +93,25 @@ export function forOlderReaders<D extends JsonValue>(collection: string, doc: D)
 /** The level a put needs beyond the control plane's (0: none). */
 function putLevel(collection: string, doc: JsonValue): number {
   if (putNeedsSecretsLevel(collection, doc)) return featureLevelSecretsAtRest;
+  if (constrainedCollections.has(collection) && hasNewerConstraint(doc, 0)) return featureLevelPlatformConstraints;
   if (newerCollections.has(collection)) return featureLevelWorkloadNetwork;
   if (!isObject(doc)) return 0;
   if (collection === nodesCollection) return doc.platform !== undefined ? featureLevelSecretsAtRest : doc.mesh !== undefined ? featureLevelWorkloadNetwork : 0;
   if (collection !== servicesCollection) return 0;
   return Math.max(levelOfFields(doc, newerServiceFields), levelOfFields(doc.spec, newerSpecFields), levelOfFields(doc.previousSpec, newerSpecFields));
+}
+
+/** Collections whose records hold constraints (a service's and a job's spec, a policy's publish rules). */
+const constrainedCollections = new Set([servicesCollection, jobsCollection, networksCollection, firewallPoliciesCollection]);
+/** Constraint attributes a release of level 5 or less cannot read (its schema's enum lacks them). */
+const newerConstraintAttributes = new Set(['os', 'arch', 'role']);
+
+/** Whether the record holds a constraint on a node's platform or role, anywhere in it (depth-limited: records are shallow). */
+function hasNewerConstraint(v: JsonValue | undefined, depth: number): boolean {
+  if (depth > 8 || typeof v !== 'object' || v === null) return false;
+  if (Array.isArray(v)) return v.some((x) => hasNewerConstraint(x, depth + 1));
+  if (typeof v.attribute === 'string' && typeof v.operator === 'string' && newerConstraintAttributes.has(v.attribute)) return true;
+  return Object.values(v).some((x) => hasNewerConstraint(x, depth + 1));
 }
 
 /** Writes that only a release of level 6 reads: a sealed secret, the keyring, the key holders, a registry login. */

@@ -29,6 +29,12 @@ export interface ControlState {
   /** Jobs and their runs (jobs.ts); absent in states built by hand for tests of other loops (read as none). */
   jobs?: ReadonlyMap<string, Versioned<JobRecord>>;
   runs?: ReadonlyMap<string, Versioned<JobRunRecord>>;
+  /**
+   * The raft voters as the reading node knows them (not a record: raft's configuration), for
+   * `node.role` constraints (a voter is a manager, any other member a worker). Absent: not known,
+   * and no role constraint holds for any node.
+   */
+  voters?: ReadonlySet<string>;
 }
 
 /** A document of a reserved collection that does not parse as its record: skipped, and reported once. */

@@ -172,8 +172,15 @@ describe('mapping to shoal resources', () => {
     expect(s.resources).toEqual({ limits: { cpuMillis: 500, memoryBytes: 256 * 1024 ** 2 }, reservations: { cpuMillis: 0, memoryBytes: 128 * 1024 ** 2 } });
     expect(s.update).toEqual({ parallelism: 2, delayMs: 10_000, failureAction: 'rollback', monitorMs: 30_000, order: 'start-first' });
     expect(s.restart).toMatchObject({ condition: 'always', delayMs: 5_000, maxAttempts: 3 });
-    expect(refused('services:\n  web:\n    image: nginx:1\n    deploy:\n      mode: global-job\n      placement: {constraints: ["node.role == manager"]}\n      update_config: {failure_action: continue}\n').map((p) => p.path))
+    expect(refused('services:\n  web:\n    image: nginx:1\n    deploy:\n      mode: global-job\n      placement: {constraints: ["engine.labels.os == linux"]}\n      update_config: {failure_action: continue}\n').map((p) => p.path))
       .toEqual(['services.web.deploy.mode', 'services.web.deploy.placement.constraints[0]', 'services.web.deploy.update_config.failure_action']);
+  });
+  it('maps Swarm\'s node.role and node.platform constraints, with Swarm\'s architecture names, and refuses values no node has', () => {
+    const c = compile('services:\n  web:\n    image: nginx:1\n    deploy:\n      placement:\n        constraints: ["node.role == manager", "node.platform.os == linux", "node.platform.arch != x86_64", "node.role!=worker"]\n');
+    expect(svc(c).constraints.map((x) => x.text)).toEqual(['node.role == manager', 'node.platform.os == linux', 'node.platform.arch != amd64', 'node.role != worker']);
+    const problems = refused('services:\n  web:\n    image: nginx:1\n    deploy:\n      placement:\n        constraints: ["node.role == leader", "node.platform.arch == sparc"]\n');
+    expect(problems.map((p) => p.path)).toEqual(['services.web.deploy.placement.constraints[0]', 'services.web.deploy.placement.constraints[1]']);
+    expect(problems.map((p) => p.message).join('\n')).toMatch(/not a node role: write manager \(a raft voter\) or worker[\s\S]*not an architecture an image names/);
   });
   it('maps deploy.mode replicated-job to a Job (no schedule), its retries from restart_policy, and refuses what a job cannot do', () => {
     const c = compile(`services:

@@ -40,6 +40,10 @@ export function demandOf(spec: ServiceSpec, platforms: readonly Platform[] = [])
     platforms: [],
     rejections: {
       constraints: spec.constraints.map((c) => ({ key: `constraint:${c.text}`, phrase: `excluded by constraint ${c.text}` })),
+      constraintsUnknown: spec.constraints.map((c) => ({
+        key: `constraint-unknown:${c.text}`,
+        phrase: `whose ${c.attribute === 'role' ? 'role (voter or learner) is not known here' : 'platform is not known (it runs an older release)'}, so constraint ${c.text} cannot hold`,
+      })),
       ports: ports.map((p) => ({ key: `port:${p}`, phrase: `with port ${p} in use` })),
       cpu: { key: 'resources:cpu', phrase: `without ${cpu} free` },
       memory: { key: 'resources:memory', phrase: `without ${memory} free` },

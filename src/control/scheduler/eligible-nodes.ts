@@ -10,11 +10,16 @@
 import { matchesConstraint } from '../../resources/spec/constraint.ts';
 import type { NodeRecord } from '../../resources/records.ts';
 import type { ServiceSpec } from '../../resources/spec/service-spec.ts';
+import { withRoles } from './roles.ts';
 import { compareIds } from './schedule.ts';
 
-/** The nodes a global service should have a task on, sorted by id. */
-export function eligibleNodes(spec: ServiceSpec, nodes: readonly NodeRecord[]): NodeRecord[] {
-  return nodes
-    .filter((n) => n.availability !== 'drain' && n.state !== 'down' && spec.constraints.every((c) => matchesConstraint(c, n)))
+/** The nodes a global service should have a task on, sorted by id. `voters`: for `node.role` constraints (roles.ts). */
+export function eligibleNodes(spec: ServiceSpec, nodes: readonly NodeRecord[], voters?: ReadonlySet<string>): NodeRecord[] {
+  // Roles only when a constraint asks: the records are returned, not the copies that carry them.
+  const subjects = spec.constraints.some((c) => c.attribute === 'role') ? withRoles(nodes, voters) : nodes;
+  return subjects
+    .map((subject, i) => ({ subject, node: nodes[i] as NodeRecord }))
+    .filter(({ subject: n }) => n.availability !== 'drain' && n.state !== 'down' && spec.constraints.every((c) => matchesConstraint(c, n)))
+    .map(({ node }) => node)
     .sort((a, b) => compareIds(a.id, b.id));
 }

@@ -4,12 +4,12 @@
 // reason a node is counted under (the first stage that rejects it) and for speed (cheap checks
 // first).
 
-import { matchesConstraint, type Constraint } from '../../resources/spec/constraint.ts';
-import type { NodeRecord, Platform } from '../../resources/records.ts';
+import { constraintUnknown, matchesConstraint, type Constraint } from '../../resources/spec/constraint.ts';
+import type { Platform } from '../../resources/records.ts';
 import type { NodeUsage } from './usage.ts';
-import type { Rejection, TaskDemand } from './types.ts';
+import type { Rejection, RoledNode, TaskDemand } from './types.ts';
 
-export type Filter = (node: NodeRecord, usage: NodeUsage, demand: TaskDemand) => Rejection | null;
+export type Filter = (node: RoledNode, usage: NodeUsage, demand: TaskDemand) => Rejection | null;
 
 const suspect: Rejection = { key: 'state:suspect', phrase: 'suspect (not heard from lately)' };
 const down: Rejection = { key: 'state:down', phrase: 'down' };
@@ -51,11 +51,13 @@ export const platformOffered: Filter = (node, _usage, demand) => {
   return { key: `platform:${platformText(mine)}`, phrase: `${platformText(mine)} (the image offers ${offered} only)` };
 };
 
-/** Every constraint must hold; the first that does not is the reason. */
+/** Every constraint must hold; the first that does not is the reason (one on what the node has not said, said so). */
 export const constraintsHold: Filter = (node, _usage, demand) => {
   const { constraints } = demand;
   for (let i = 0; i < constraints.length; i++) {
-    if (!matchesConstraint(constraints[i] as Constraint, node)) return demand.rejections.constraints[i] as Rejection;
+    const c = constraints[i] as Constraint;
+    if (matchesConstraint(c, node)) continue;
+    return (constraintUnknown(c, node) ? demand.rejections.constraintsUnknown[i] : demand.rejections.constraints[i]) as Rejection;
   }
   return null;
 };
@@ -90,7 +92,7 @@ export const maxPerNodeRoom: Filter = (_node, usage, demand) => {
 export const filters: readonly Filter[] = [nodeReady, nodeActive, runtimeUp, platformOffered, constraintsHold, resourcesFree, hostPortsFree, maxPerNodeRoom];
 
 /** The first stage that rejects the node, with its index; null if every stage passes. */
-export function firstRejection(node: NodeRecord, usage: NodeUsage, demand: TaskDemand): { stage: number; rejection: Rejection } | null {
+export function firstRejection(node: RoledNode, usage: NodeUsage, demand: TaskDemand): { stage: number; rejection: Rejection } | null {
   for (let stage = 0; stage < filters.length; stage++) {
     const r = (filters[stage] as Filter)(node, usage, demand);
     if (r !== null) return { stage, rejection: r };
@@ -99,7 +101,7 @@ export function firstRejection(node: NodeRecord, usage: NodeUsage, demand: TaskD
 }
 
 /** Whether the node passes every stage (the hot path: no rejection is kept). */
-export function feasible(node: NodeRecord, usage: NodeUsage, demand: TaskDemand): boolean {
+export function feasible(node: RoledNode, usage: NodeUsage, demand: TaskDemand): boolean {
   for (const f of filters) if (f(node, usage, demand) !== null) return false;
   return true;
 }

@@ -6,8 +6,8 @@
 // For each pending task, in a fixed order (largest reservations first, so big tasks are not
 // left with only fragments; then by service, slot and id):
 //   1. candidates: every node; for a global service's task, only the node of its slot;
-//   2. filters (filters.ts), in order: ready, active, runtime up, constraints, free CPU and
-//      memory, host ports, maxPerNode;
+//   2. filters (filters.ts), in order: ready, active, runtime up, image platform, constraints
+//      (node.role from input.voters, roles.ts), free CPU and memory, host ports, maxPerNode;
 //   3. rank (scores.ts): spread or binpack, ties to the smallest node id;
 //   4. place on the best node, and count the task on it for the placements that follow.
 // A task that passes no node gets a reason that counts why each node refused it (reasons.ts).
@@ -19,6 +19,7 @@ import { assert } from '../../base/assert.ts';
 import { demandOf } from './demand.ts';
 import { feasible, firstRejection } from './filters.ts';
 import { explain, type NodeRejection } from './reasons.ts';
+import { withRoles } from './roles.ts';
 import { compareRanks, rankOf, spreadGroups, type Rank } from './scores.ts';
 import { addDemand, emptyUsage, usageByNode } from './usage.ts';
 import type { NodeSlot, Placement, ScheduleInput, ScheduleResult, TaskDemand, TaskWithSpec, Unplaced } from './types.ts';
@@ -31,7 +32,7 @@ interface Pending {
 }
 
 export function schedule(input: ScheduleInput): ScheduleResult {
-  const nodes = [...input.nodes].sort((a, b) => compareIds(a.id, b.id));
+  const nodes = [...withRoles(input.nodes, input.voters)].sort((a, b) => compareIds(a.id, b.id));
   const pending = canonicalPending(input.pending);
   const usage = usageByNode(nodes, input.tasks, new Set(pending.map((p) => p.id)));
   // Each node with what it carries, in id order; candidates are taken from this list.

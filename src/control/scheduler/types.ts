@@ -2,6 +2,10 @@
 
 import type { NodeRecord, Platform, TaskRecord } from '../../resources/records.ts';
 import type { ServiceSpec } from '../../resources/spec/service-spec.ts';
+import type { NodeRole } from '../../resources/spec/constraint.ts';
+
+/** A node record with its role when the caller knows the voters (roles.ts); what the filters see. */
+export type RoledNode = NodeRecord & { role?: NodeRole };
 
 /**
  * A task with the spec it runs (or would run): the spec of the task's specVersion, which during
@@ -27,6 +31,8 @@ export interface ScheduleInput {
   tasks: readonly TaskWithSpec[];
   /** The tasks to place, in any order (their current nodeId, if any, is ignored). */
   pending: readonly TaskWithSpec[];
+  /** The raft voters, for `node.role` constraints (ControlState.voters); absent: roles not known. */
+  voters?: ReadonlySet<string>;
 }
 
 export interface Placement {
@@ -66,6 +72,8 @@ export interface TaskDemand {
   rejections: {
     /** One per constraint, in order. */
     constraints: readonly Rejection[];
+    /** One per constraint, in order: for a node whose platform or role is not known. */
+    constraintsUnknown: readonly Rejection[];
     /** One per port, in order. */
     ports: readonly Rejection[];
     cpu: Rejection;
@@ -82,7 +90,7 @@ export interface Rejection {
 
 /** A node with what it carries (its usage grows as the call places tasks on it). */
 export interface NodeSlot {
-  node: NodeRecord;
+  node: RoledNode;
   usage: NodeUsage;
 }
 

@@ -12,6 +12,7 @@
 
 import { cidrOf, cidrsOverlap, formatCidr, parseCidr, type Cidr } from '../address-cidr.ts';
 import { parseSpecObjects, apiVersion } from '../spec/documents.ts';
+import { parseConstraint } from '../spec/constraint.ts';
 import { Problems, describe, isPlainObject, keyPath, suggest, type Problem } from '../spec/reader.ts';
 import type { SpecSet } from '../spec/documents.ts';
 import { ShoalError } from '../../errors.ts';
@@ -597,10 +598,17 @@ function constraintOf(ctx: Ctx, text: string, at: string): string {
   if (m === null) return text;
   const [, subject = '', op = '', value = ''] = m;
   if (subject === 'node.hostname') return `node.name ${op} ${value}`;
-  if (subject === 'node.role' || subject.startsWith('node.platform.') || subject.startsWith('engine.labels.')) {
-    ctx.refuse(at, `${subject} is not supported: shoal's constraints name node.labels.KEY, node.name or node.id; give the nodes a label (shoal node update --label) and constrain on it`);
+  // node.role and node.platform.os/.arch are shoal's too (constraint.ts: a manager is a raft voter,
+  // a worker a learner; Swarm's x86_64/aarch64 read as amd64/arm64); the service reader checks the values.
+  if (subject.startsWith('engine.labels.')) {
+    ctx.refuse(at, `${subject} is not supported: shoal's constraints name node.labels.KEY, node.name, node.id, node.role or node.platform.os/.arch; give the nodes a label (shoal node update --label) and constrain on it`);
+    return `${subject} ${op} ${value}`;
   }
-  return `${subject} ${op} ${value}`;
+  const mapped = `${subject} ${op} ${value}`;
+  // Said here, at the Compose path, rather than at the spec's: a role or platform no node has.
+  const parsed = parseConstraint(mapped);
+  if (!parsed.ok && (subject === 'node.role' || subject.startsWith('node.platform.'))) ctx.refuse(at, parsed.message);
+  return parsed.ok ? parsed.constraint.text : mapped;
 }
 
 function compileUpdate(ctx: Ctx, u: Record<string, unknown>, at: string, replicas: number): Record<string, unknown> {

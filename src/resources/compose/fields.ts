@@ -70,7 +70,7 @@ export const serviceFields: Readonly<Record<string, Verdict>> = {
   isolation: noSpecYet('isolation technology'),
   credential_spec: refused('a Windows container setting; shoal runs Linux containers'),
   mac_address: refused('a task\'s address on a network is allocated by shoal; remove it'),
-  platform: refused('each node pulls the image for its own platform; to choose nodes, use deploy.placement.constraints with a node label'),
+  platform: refused('each node pulls the image for its own platform; to choose nodes, use deploy.placement.constraints with node.platform.arch (or .os)'),
   post_start: noSpecYet('lifecycle hooks'),
   pre_stop: noSpecYet('lifecycle hooks'),
   annotations: noSpecYet('annotations'),

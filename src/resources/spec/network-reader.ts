@@ -105,7 +105,15 @@ const publishRule = struct<{ service: string; ports: PortRule[]; nodes: Constrai
   service: required(dnsLabel),
   ports: withDefault(list(portRule), () => []),
   nodes: withDefault(list(constraint), () => []),
-}, (s, at, problems) => (distinctPorts(s.ports, `${at}.ports`, problems) ? s : INVALID));
+}, (s, at, problems) => {
+  // Each node's firewall decides from its own record, which does not say its raft role.
+  const role = s.nodes.findIndex((c) => c.attribute === 'role');
+  if (role >= 0) {
+    problems.add(`${at}.nodes[${role}]`, 'node.role is not taken in publish rules (a node\'s firewall knows its record, not the raft roles); give the nodes a label and name it');
+    return INVALID;
+  }
+  return distinctPorts(s.ports, `${at}.ports`, problems) ? s : INVALID;
+});
 
 const policyFields: Fields<FirewallPolicySpec> = {
   name: required(dnsLabel),

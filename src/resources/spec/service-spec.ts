@@ -185,7 +185,7 @@ const nonEmpty = z.string().min(1);
 
 export const constraintSchema = z.object({
   text: nonEmpty,
-  attribute: z.enum(['label', 'name', 'id']),
+  attribute: z.enum(['label', 'name', 'id', 'os', 'arch', 'role']),
   label: nonEmpty.nullable(),
   operator: z.enum(['==', '!=', 'in']),
   values: z.array(z.string()).min(1),

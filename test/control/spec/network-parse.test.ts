@@ -77,6 +77,13 @@ describe('FirewallPolicy', () => {
     expect(firewallPolicySpecSchema.parse(p)).toEqual(p);
   });
 
+  it('takes platform constraints in publish rules, and refuses node.role (a node\'s firewall does not know the raft roles)', () => {
+    const { firewallPolicies } = parseSpecObjects([policy({ publish: [{ service: 'web', nodes: ['node.platform.arch == x86_64'] }] })]);
+    expect(firewallPolicies[0]?.publish[0]?.nodes[0]?.text).toBe('node.platform.arch == amd64');
+    expect(refused(() => parseSpecObjects([policy({ publish: [{ service: 'web', nodes: ['node.labels.a == b', 'node.role == manager'] }] })])))
+      .toEqual([expect.stringMatching(/^firewallPolicies\[0\]\.publish\[0\]\.nodes\[1\]: node\.role is not taken in publish rules/)]);
+  });
+
   it('reports every problem at once, with its path', () => {
     expect(refused(() => parseSpecObjects([policy({
       allow: [

@@ -188,7 +188,7 @@ healthCheck: {command: [], interval: 10}
       'services[0].env.A: must be a string, not the number 1.1; quote it in the file if text is meant (YAML reads 1.10 as the number 1.1, and true as a boolean)',
       'services[0].resources.reservations.memory: "12 parsecs" is not a memory quantity; write bytes or a number with k, M, G, T, Ki, Mi, Gi or Ti (512Mi, 1Gi)',
       'services[0].resources.limits.memory: "512m": "m" is ambiguous (Docker reads 512m as MiB, Kubernetes as millibytes); write Mi, Gi, Ki (binary) or M, G, k (decimal)',
-      'services[0].constraints[1]: "node.labels.role ~ db" is not a constraint shoal knows; write node.labels.KEY == value, node.labels.KEY != value, node.labels.KEY in (a, b), or the same with node.name or node.id',
+      'services[0].constraints[1]: "node.labels.role ~ db" is not a constraint shoal knows; write node.labels.KEY == value, node.labels.KEY != value, node.labels.KEY in (a, b), or the same with node.name, node.id, node.platform.os, node.platform.arch or node.role',
       'services[0].privileged: must be true or false, not a string; write true or false without quotes',
       'services[0].update.parallelism: must be at least 1',
       'services[0].ports[1].published: 80/tcp is already published by ports[0]; a node port can be published once',
