@@ -36,6 +36,9 @@
 //      the plain values and each node rewrites its log and snapshot files without them
 //      (docs/security.md, "Secrets at rest"). Both came in the same release, so they share the
 //      level.
+//      Service specs may also carry container settings (working directory, hostname, init,
+//      read-only root, /dev/shm size, tmpfs, /etc/hosts entries, DNS, ulimits, sysctls, labels:
+//      issue 39's Compose fields), which a release of level 5 or less cannot read.
 
 /** The highest level this build can apply. */
 export const featureLevelMax = 6;
@@ -78,3 +81,6 @@ export const featureLevelDisruptionBudget = 6;
 
 /** The level from which secrets are written encrypted and the store takes `compact` (docs/security.md, "Secrets at rest"). */
 export const featureLevelSecretsAtRest = 6;
+
+/** The level from which service specs may carry container settings (ContainerSettings, src/resources/record-compat.ts). */
+export const featureLevelContainerSettings = 6;
