@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DockerRuntime } from '../../src/executor/docker-runtime.ts';
-import { RuntimeError, type ContainerInfo, type ContainerSpec, type Labels, type RuntimeEvent } from '../../src/executor/runtime.ts';
+import { runtimeSettingsNone, RuntimeError, type ContainerInfo, type ContainerSpec, type Labels, type RuntimeEvent } from '../../src/executor/runtime.ts';
 import { DockerodeNetworks } from '../../net/overlay-docker.ts';
 import { bridgeName, dockerNetworkName } from '../../src/resources/overlay-names.ts';
 import { defaultSocketPath, ensureDockerd } from './dockerd.ts';
@@ -54,7 +54,7 @@ function spec(over: Partial<ContainerSpec> = {}): ContainerSpec {
     capAdd: [],
     capDrop: [],
     privileged: false,
-    hostNetwork: false, networks: [], dns: [],
+    hostNetwork: false, networks: [], dns: [], settings: runtimeSettingsNone(),
     healthCheck: null,
     stopSignal: 'SIGTERM',
     stopGracePeriodMs: 10_000,

@@ -231,10 +231,17 @@ export const containerSettingsFields: Fields<ContainerSettingsInput> = {
 
 /**
  * Checks across the settings and the rest of the spec: tmpfs targets distinct and not a mount's
- * target; net.* sysctls need the container's own network namespace (Docker refuses them with
- * the node's).
+ * target; with the node's network namespace (hostNetwork) Docker refuses net.* sysctls, a
+ * hostname, name servers and /etc/hosts entries; on networks at most two name servers.
  */
-export function checkContainerSettings(s: Partial<ContainerSettingsInput>, mounts: readonly MountSpec[] | undefined, hostNetwork: boolean | undefined, at: string, problems: Problems): void {
+export function checkContainerSettings(
+  s: Partial<ContainerSettingsInput>, rest: { mounts?: readonly MountSpec[]; hostNetwork?: boolean; networks?: readonly string[] }, at: string, problems: Problems,
+): void {
+  const { mounts, hostNetwork } = rest;
+  // The runtime's resolver forwards to three servers at most, and on a network the node's service resolver is one.
+  if ((rest.networks?.length ?? 0) > 0 && (s.dns?.length ?? 0) > 2) {
+    problems.add(`${at}.dns`, 'on a network the node\'s service resolver is the first of at most three name servers; give at most 2');
+  }
   const seen = new Map<string, string>((mounts ?? []).map((m, i) => [m.target, `mounts[${i}]`]));
   (s.tmpfs ?? []).forEach((t, i) => {
     const first = seen.get(t.target);

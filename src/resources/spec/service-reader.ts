@@ -99,7 +99,7 @@ export function readService(value: unknown, at: string, problems: Problems): Rea
   if (s.hostNetwork === true && (s.networks?.length ?? 0) > 0) {
     problems.add(`${at}.networks`, 'a service with hostNetwork uses the node\'s own network and cannot join overlay networks; drop hostNetwork or networks');
   }
-  checkContainerSettings(s, s.mounts, s.hostNetwork, at, problems);
+  checkContainerSettings(s, s, at, problems);
   if (s.constraints !== undefined) {
     const clash = contradiction(s.constraints);
     if (clash !== null) problems.add(`${at}.constraints`, `${clash}, so no node could ever take a task`);

@@ -135,7 +135,7 @@ export const serviceSpecArb: fc.Arbitrary<ServiceSpec> = fc.record({
   shmSizeBytes: r.settings.shmSizeBytes,
   tmpfs: [...r.settings.tmpfs].sort((a, b) => (a.target < b.target ? -1 : 1)),
   extraHosts: r.hostNetwork ? [] : r.settings.extraHosts,
-  dns: r.hostNetwork ? [] : r.settings.dns,
+  dns: r.hostNetwork ? [] : r.networks.length > 0 ? r.settings.dns.slice(0, 2) : r.settings.dns,
   dnsSearch: r.hostNetwork ? [] : r.settings.dnsSearch,
   dnsOptions: r.hostNetwork ? [] : r.settings.dnsOptions,
   ulimits: [...r.settings.ulimits].sort((a, b) => (a.name < b.name ? -1 : 1)).map((u) => ({ name: u.name, soft: u.soft, hard: u.unlimited ? -1 : u.soft + u.extra })),
