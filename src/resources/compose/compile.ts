@@ -1054,15 +1054,19 @@ function oneOrList(ctx: Ctx, value: unknown, at: string): string[] | null {
 }
 
 /** `tmpfs: /run` or `[/run, "/tmp:size=64m,mode=1777"]`: size and mode are the options shoal passes. */
-function compileTmpfs(ctx: Ctx, value: unknown, at: string): Record<string, unknown>[] {
+function compileTmpfs(ctx: Ctx, value: unknown, at: string): Array<string | Record<string, unknown>> {
   const items = typeof value === 'string' ? [value] : strList(ctx, value, at) ?? [];
-  const out: Record<string, unknown>[] = [];
+  const out: Array<string | Record<string, unknown>> = [];
   items.forEach((item, i) => {
     const where = typeof value === 'string' ? at : `${at}[${i}]`;
     const colon = item.indexOf(':');
     const target = colon < 0 ? item : item.slice(0, colon);
+    if (colon < 0) {
+      out.push(target);
+      return;
+    }
     const entry: Record<string, unknown> = { target };
-    for (const opt of colon < 0 ? [] : item.slice(colon + 1).split(',').filter((o) => o !== '')) {
+    for (const opt of item.slice(colon + 1).split(',').filter((o) => o !== '')) {
       const [key, v] = opt.split('=', 2);
       if (key === 'size' && v !== undefined) entry.size = bytesAt(ctx, v, where);
       else if (key === 'mode' && v !== undefined && /^[0-7]{3,4}$/.test(v)) entry.mode = v;
