@@ -64,7 +64,7 @@ export const serviceFields: Readonly<Record<string, Verdict>> = {
   post_start: noSpecYet('lifecycle hooks'),
   pre_stop: noSpecYet('lifecycle hooks'),
   annotations: noSpecYet('annotations'),
-  label_file: noSpecYet('labels'),
+  label_file: refused('label files are not read yet; write the labels under labels: (a mapping or a list of KEY=VALUE)'),
   use_api_socket: refused('the Docker API socket of a node is not handed to workloads; mount /var/run/docker.sock as a bind volume if that is meant'),
   provider: refused('a provider service runs on the machine of the CLI, not in a cluster'),
   models: refused('AI models are not a cluster resource here'),
