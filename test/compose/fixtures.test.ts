@@ -34,7 +34,7 @@ const expected: Record<string, Expected> = {
   'portainer.yaml': { services: 1, warnings: [] },
   'postgres-secret.yaml': { services: 1, warnings: [] },
   'postgres.yaml': { services: 1, warnings: [] },
-  'syncthing.yaml': { refused: ['services.syncthing.hostname'] },
+  'syncthing.yaml': { services: 1, warnings: ['services.syncthing.container_name'] },
   'traefik.yaml': { services: 2, warnings: [] },
   'uptime-kuma.yaml': { services: 1, warnings: ['services.uptime-kuma.container_name'] },
   'vaultwarden.yaml': { services: 1, warnings: [] },

@@ -231,8 +231,9 @@ export const containerSettingsFields: Fields<ContainerSettingsInput> = {
 
 /**
  * Checks across the settings and the rest of the spec: tmpfs targets distinct and not a mount's
- * target; with the node's network namespace (hostNetwork) Docker refuses net.* sysctls, a
- * hostname, name servers and /etc/hosts entries; on networks at most two name servers.
+ * target; with the node's network namespace (hostNetwork) the runtime refuses net.* sysctls (a
+ * hostname, name servers and /etc/hosts entries it takes: the container keeps its own UTS
+ * namespace and files); on networks at most two name servers.
  */
 export function checkContainerSettings(
   s: Partial<ContainerSettingsInput>, rest: { mounts?: readonly MountSpec[]; hostNetwork?: boolean; networks?: readonly string[] }, at: string, problems: Problems,
@@ -251,13 +252,6 @@ export function checkContainerSettings(
   if (hostNetwork === true) {
     for (const key of Object.keys(s.sysctls ?? {})) {
       if (key.startsWith('net.')) problems.add(keyPath(`${at}.sysctls`, key), 'a service with hostNetwork shares the node\'s network namespace, where a container may not set net.* sysctls; drop hostNetwork or the sysctl');
-    }
-  }
-  if (hostNetwork === true) {
-    // Docker refuses these with the node's network namespace (its conflicting-options errors).
-    if (s.hostname !== null && s.hostname !== undefined) problems.add(`${at}.hostname`, 'a service with hostNetwork has the node\'s hostname; drop hostNetwork or hostname');
-    for (const field of ['dns', 'dnsSearch', 'dnsOptions', 'extraHosts'] as const) {
-      if ((s[field]?.length ?? 0) > 0) problems.add(`${at}.${field}`, 'a service with hostNetwork uses the node\'s own resolv.conf and /etc/hosts; drop hostNetwork or ' + field);
     }
   }
 }

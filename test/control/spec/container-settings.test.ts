@@ -79,8 +79,6 @@ describe('container settings', () => {
     [{ sysctls: { 'vm.swappiness': '10' } }, 'vm.swappiness is not namespaced: a container may set only net.*, kernel.shm*, kernel.msg*, kernel.sem and fs.mqueue.*'],
     [{ sysctls: { 'net.core.somaxconn': 1.5 } }, 'must be a string'],
     [{ sysctls: { 'net.ipv4.ip_forward': '1' }, hostNetwork: true }, 'a service with hostNetwork shares the node\'s network namespace'],
-    [{ hostname: 'web', hostNetwork: true }, 'services[0].hostname: a service with hostNetwork has the node\'s hostname'],
-    [{ dns: ['1.1.1.1'], hostNetwork: true }, 'services[0].dns: a service with hostNetwork uses the node\'s own resolv.conf'],
     [{ labels: { 'io.shoal.service': 'x' } }, 'services[0].labels["io.shoal.service"]: is under io.shoal., which shoal keeps for its own labels'],
     [{ labels: { 'shoal.stack': 'x' } }, 'is under shoal., which shoal keeps'],
     [{ labels: { 'IO.SHOAL.task': 'x' } }, 'is under io.shoal.'],
@@ -88,6 +86,10 @@ describe('container settings', () => {
     [{ labels: { port: 80 } }, 'services[0].labels.port: must be a string'],
   ])('refuses %j', (fields, message) => {
     expect(refused(fields).join('\n')).toContain(message);
+  });
+
+  it('takes a hostname, name servers and /etc/hosts entries with hostNetwork (the container keeps its own UTS namespace and files)', () => {
+    expect(one({ hostNetwork: true, hostname: 'web', dns: ['1.1.1.1'], extraHosts: ['a=10.0.0.1'] })).toMatchObject({ hostname: 'web', dns: ['1.1.1.1'] });
   });
 
   it('counts a change of any setting as a change that replaces the tasks', () => {
