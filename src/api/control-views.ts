@@ -15,6 +15,7 @@ import type { TaskWithSpec } from '../control/scheduler/types.ts';
 import { ControlStateReader, tasksOf, type ControlState, type Versioned } from '../resources/state.ts';
 import { isTerminal, viewOf, type TaskView } from '../resources/task-view.ts';
 import { ShoalError } from '../errors.ts';
+import { stackOfSource } from '../resources/stacks.ts';
 import type { ApiContext } from './context.ts';
 import { readBarrier } from './docs-routes.ts';
 
@@ -97,6 +98,8 @@ export interface ServiceView {
   rev: number;
   record: ServiceRecord;
   status: ServiceStatus;
+  /** The stack that deployed it (its record's source, `stack:NAME`), or null. */
+  stack: string | null;
 }
 
 export interface TaskItem {
@@ -161,7 +164,7 @@ export function serviceStatus(state: ControlState, svc: ServiceRecord, now?: num
 }
 
 export function serviceView(state: ControlState, s: Versioned<ServiceRecord>, now?: number): ServiceView {
-  return { name: s.value.name, rev: s.rev, record: s.value, status: serviceStatus(state, s.value, now) };
+  return { name: s.value.name, rev: s.rev, record: s.value, status: serviceStatus(state, s.value, now), stack: stackOfSource(s.value.source) };
 }
 
 export function taskItem(state: ControlState, t: Versioned<TaskRecord>): TaskItem {

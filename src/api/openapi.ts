@@ -131,6 +131,7 @@ const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
 const serviceView = {
   type: 'object', properties: {
     name: { type: 'string' }, rev: { type: 'integer' }, record: ref('ServiceRecord'),
+    stack: { type: ['string', 'null'], description: 'the stack that deployed it (record.source stack:NAME), or null' },
     status: { type: 'object', properties: { desired: { type: 'integer' }, running: { type: 'integer' }, serving: { type: 'integer' }, unreachable: { type: 'integer' }, tasks: { type: 'integer' }, pending: { type: 'integer' }, pendingReasons: { type: 'array', items: { type: 'string' } }, stopping: { type: 'integer' }, updating: { type: 'boolean' }, converged: { type: 'boolean' } } },
   },
 };

@@ -36,6 +36,9 @@
 //      the plain values and each node rewrites its log and snapshot files without them
 //      (docs/security.md, "Secrets at rest"). Both came in the same release, so they share the
 //      level.
+//      Service specs may also carry container settings (working directory, hostname, init,
+//      read-only root, /dev/shm size, tmpfs, /etc/hosts entries, DNS, ulimits, sysctls, labels:
+//      issue 39's Compose fields), which a release of level 5 or less cannot read.
 
 /** The highest level this build can apply. */
 export const featureLevelMax = 6;
@@ -85,3 +88,6 @@ export const featureLevelSecretsAtRest = 6;
  * same that writes the node's platform in its record.
  */
 export const featureLevelPlatformConstraints = 6;
+
+/** The level from which service specs may carry container settings (ContainerSettings, src/resources/record-compat.ts). */
+export const featureLevelContainerSettings = 6;

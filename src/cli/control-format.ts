@@ -4,6 +4,7 @@
 import { formatCpu, formatMemory } from '../resources/spec/quantity.ts';
 import type { NodeView, ServiceView, TaskItem } from './control-api.ts';
 import { currentFirst } from '../api/task-order.ts';
+import { stackOfSource } from '../resources/stacks.ts';
 
 /** Longest message shown in a table cell when the output is not a terminal; --no-trunc and --json show the whole text. */
 const cellCharsMax = 80;
@@ -80,11 +81,12 @@ export function updateText(v: ServiceView): string {
   return u.state === 'none' ? '-' : u.state;
 }
 
-export const serviceHead = ['NAME', 'MODE', 'REPLICAS', 'IMAGE', 'VERSION', 'UPDATE'];
+export const serviceHead = ['NAME', 'MODE', 'REPLICAS', 'IMAGE', 'VERSION', 'UPDATE', 'STACK'];
 
 export function serviceRows(items: readonly ServiceView[]): string[][] {
   return [...items].sort((a, b) => a.name.localeCompare(b.name)).map((v) => [
-    v.name, v.record.spec.mode, replicasText(v), v.record.spec.image, String(v.record.specVersion), updateText(v),
+    // The stack from the record's source, so a server of an earlier release (no `stack` in its view) lists it too.
+    v.name, v.record.spec.mode, replicasText(v), v.record.spec.image, String(v.record.specVersion), updateText(v), stackOfSource(typeof v.record.source === 'string' ? v.record.source : null) ?? '-',
   ]);
 }
 

@@ -29,14 +29,15 @@ export const serviceLsHelp = `Usage: shoal service ls [--stale] [--watch] [--add
 Lists the services, sorted by name: mode, tasks running of those asked for (of the current spec,
 on reachable nodes), and beside them how many serve during an update (whatever their spec), how
 many last ran on a node that is suspect or down (unreachable), and how many wait for a node
-(pending); image, spec version and the state of its rolling update.
+(pending); image, spec version, the state of its rolling update, and the stack that deployed it
+(shoal stack deploy; - for none).
 
 Options:
   --stale            read the node's local copy (no leader needed; may be behind)
   --watch            print the list again on every change, until Ctrl-C
 ${commonFlagsHelp}
 
-With --json prints {items: [{name, rev, record, status}], rev} (GET /v1/services).
+With --json prints {items: [{name, rev, record, status, stack}], rev} (GET /v1/services).
 ${watchNote}
 ${clientExitCodes}`;
 

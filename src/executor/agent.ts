@@ -497,7 +497,9 @@ export class Agent {
       this.reporter.submit({ ...startingStatus(a.base), message: answer.waiting });
       return null;
     }
-    return { ...a, spec: { ...a.spec, networks: answer.networks, dns: answer.dns } };
+    // The node's service resolver first (service names resolve), then the service's own name servers.
+    const dns = [...answer.dns, ...a.spec.dns.filter((d) => !answer.dns.includes(d))];
+    return { ...a, spec: { ...a.spec, networks: answer.networks, dns } };
   }
 
   private async startOp(base: ReportBase, containerId: string, call: Call): Promise<void> {

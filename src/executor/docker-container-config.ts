@@ -67,6 +67,8 @@ export function dockerCreateOptions(spec: ContainerSpec): Docker.ContainerCreate
     ...(spec.args !== null ? { Cmd: spec.args } : {}),
     Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
     ...(spec.user !== null ? { User: spec.user } : {}),
+    ...(spec.settings.workingDir !== null ? { WorkingDir: spec.settings.workingDir } : {}),
+    ...(spec.settings.hostname !== null ? { Hostname: spec.settings.hostname } : {}),
     Labels: { ...spec.labels },
     ...(ports.exposed !== undefined ? { ExposedPorts: ports.exposed } : {}),
     ...(spec.healthCheck !== null ? { Healthcheck: healthConfig(spec.healthCheck) } : {}),
@@ -103,7 +105,32 @@ function hostConfig(spec: ContainerSpec, portBindings: Record<string, Array<{ Ho
     ...(spec.hostNetwork ? { NetworkMode: 'host' } : spec.networks[0] !== undefined ? { NetworkMode: dockerNetworkName(spec.networks[0].name) } : {}),
     ...(spec.dns.length > 0 ? { Dns: [...spec.dns] } : {}),
     LogConfig: { Type: 'json-file', Config: logConfig(spec.logs.maxSizeBytes, spec.logs.maxFiles) },
+    ...settingsConfig(spec.settings),
   };
+}
+
+/** The container settings (issue 39's Compose fields); each left out at its default, so the daemon's own applies. */
+function settingsConfig(s: ContainerSpec['settings']): Docker.HostConfig {
+  return {
+    ...(s.init ? { Init: true } : {}),
+    ...(s.readOnlyRootfs ? { ReadonlyRootfs: true } : {}),
+    ...(s.shmSizeBytes !== null ? { ShmSize: s.shmSizeBytes } : {}),
+    ...(s.tmpfs.length > 0 ? { Tmpfs: Object.fromEntries(s.tmpfs.map((t) => [t.target, tmpfsOptions(t)])) } : {}),
+    // host:address; Docker splits at the first colon, so an IPv6 address needs no brackets.
+    ...(s.extraHosts.length > 0 ? { ExtraHosts: s.extraHosts.map((h) => `${h.host}:${h.address}`) } : {}),
+    ...(s.dnsSearch.length > 0 ? { DnsSearch: [...s.dnsSearch] } : {}),
+    ...(s.dnsOptions.length > 0 ? { DnsOptions: [...s.dnsOptions] } : {}),
+    ...(s.ulimits.length > 0 ? { Ulimits: s.ulimits.map((u) => ({ Name: u.name, Soft: u.soft, Hard: u.hard })) } : {}),
+    ...(Object.keys(s.sysctls).length > 0 ? { Sysctls: { ...s.sysctls } } : {}),
+  };
+}
+
+/** A tmpfs's mount options as Docker's --tmpfs takes them (`size=67108864,mode=1777`); empty: the defaults. */
+function tmpfsOptions(t: ContainerSpec['settings']['tmpfs'][number]): string {
+  return [
+    ...(t.sizeBytes !== null ? [`size=${t.sizeBytes}`] : []),
+    ...(t.mode !== null ? [`mode=${t.mode.toString(8)}`] : []),
+  ].join(',');
 }
 
 /** json-file rotation. A zero size means "no rotation" in the spec; Docker wants both keys absent then. */

@@ -156,10 +156,14 @@ export function buildContainerSpec(spec: ServiceSpec, task: TaskRecord, owner: O
     args: spec.args === null ? null : [...spec.args],
     env: { ...spec.env },
     user: spec.user,
-    labels: containerLabels({
-      clusterId: owner.clusterId, nodeId: owner.nodeId, service: task.service, slot: task.slot, taskId: task.id,
-      specVersion: task.specVersion, term: task.assignedTerm, nodeEpoch: task.nodeEpoch,
-    }, spec.exclusive),
+    // The service's own labels first: shoal's are never overridden (the reader refuses their keys too).
+    labels: {
+      ...spec.labels,
+      ...containerLabels({
+        clusterId: owner.clusterId, nodeId: owner.nodeId, service: task.service, slot: task.slot, taskId: task.id,
+        specVersion: task.specVersion, term: task.assignedTerm, nodeEpoch: task.nodeEpoch,
+      }, spec.exclusive),
+    },
     limits: { ...spec.resources.limits },
     ports: spec.ports.map((p) => ({ ...p })),
     mounts: spec.mounts.map((m) => ({ ...m })),
@@ -170,10 +174,24 @@ export function buildContainerSpec(spec: ServiceSpec, task: TaskRecord, owner: O
     hostNetwork: spec.hostNetwork,
     // Addresses are the leader's (the network records); the agent fills them in at create time.
     networks: spec.networks.map((name) => ({ name, address: null })),
-    dns: [],
+    // On networks, the agent puts the node's service resolver first (agent.ts, withNetworks).
+    dns: [...spec.dns],
     healthCheck: spec.healthCheck === null ? null : { ...spec.healthCheck, command: [...spec.healthCheck.command] },
     stopSignal: spec.stopSignal,
     stopGracePeriodMs: spec.stopGracePeriodMs,
     logs: { ...spec.logs },
+    settings: {
+      workingDir: spec.workingDir,
+      hostname: spec.hostname,
+      init: spec.init,
+      readOnlyRootfs: spec.readOnlyRootfs,
+      shmSizeBytes: spec.shmSizeBytes,
+      tmpfs: spec.tmpfs.map((t) => ({ ...t })),
+      extraHosts: spec.extraHosts.map((h) => ({ ...h })),
+      dnsSearch: [...spec.dnsSearch],
+      dnsOptions: [...spec.dnsOptions],
+      ulimits: spec.ulimits.map((u) => ({ ...u })),
+      sysctls: { ...spec.sysctls },
+    },
   };
 }

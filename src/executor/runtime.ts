@@ -7,7 +7,7 @@
 // follows events; reads a container's log; lists and removes images (the image cleaner).
 // Everything else (what should run, where) comes from the store.
 
-import type { DeviceSpec, HealthCheckSpec, LogSpec, MountSpec, PortSpec, ResourceLimits } from '../resources/spec/service-spec.ts';
+import { containerSettingsNone, type ContainerSettings, type DeviceSpec, type HealthCheckSpec, type LogSpec, type MountSpec, type PortSpec, type ResourceLimits } from '../resources/spec/service-spec.ts';
 
 /** Labels every container shoal creates carries (src/executor/labels.ts builds and reads them). */
 export type Labels = Record<string, string>;
@@ -37,12 +37,23 @@ export interface ContainerSpec {
    * on; the runtime connects the rest before it starts). Empty: the runtime's default network.
    */
   networks: ContainerNetwork[];
-  /** Name servers for its resolv.conf (the gateway of its first network); empty: the runtime's default. */
+  /** Name servers for its resolv.conf (the gateway of its first network, then the service's `dns`); empty: the runtime's default. */
   dns: string[];
   healthCheck: HealthCheckSpec | null;
   stopSignal: string;
   stopGracePeriodMs: number;
   logs: LogSpec;
+  /** The service's container settings; its labels are in `labels` and its name servers in `dns`. */
+  settings: RuntimeSettings;
+}
+
+/** The container settings a runtime applies itself (ContainerSettings but the labels and name servers, which ContainerSpec carries merged). */
+export type RuntimeSettings = Omit<ContainerSettings, 'labels' | 'dns'>;
+
+/** Settings that ask for nothing (a fresh copy). */
+export function runtimeSettingsNone(): RuntimeSettings {
+  const { labels: _labels, dns: _dns, ...rest } = containerSettingsNone();
+  return rest;
 }
 
 /** One overlay network a container joins. */

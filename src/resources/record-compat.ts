@@ -10,7 +10,8 @@
 //     give `mesh` null, and a spec's `secrets` and `networks` none), and
 //   - with any other value, the command needs the level of the release that added them (5,
 //     featureLevelWorkloadNetwork: a node's mesh, a spec's secrets and networks; 6,
-//     featureLevelDisruptionBudget: a spec's disruption budget, a service's forced disruptions),
+//     featureLevelDisruptionBudget: a spec's disruption budget, a service's forced disruptions;
+//     6, featureLevelContainerSettings: a spec's container settings),
 //     which the cluster reaches only once every member runs a release that reads them; before,
 //     it is refused with feature_not_enabled and nothing is written.
 //
@@ -26,7 +27,7 @@
 
 import type { Command, Op } from '../../fsm/index.ts';
 import type { JsonObject, JsonValue } from '../../fsm/types.ts';
-import { featureLevelDisruptionBudget, featureLevelPlatformConstraints, featureLevelSecretsAtRest, featureLevelWorkloadNetwork } from '../base/feature-level.ts';
+import { featureLevelContainerSettings, featureLevelDisruptionBudget, featureLevelPlatformConstraints, featureLevelSecretsAtRest, featureLevelWorkloadNetwork } from '../base/feature-level.ts';
 import { jobsCollection } from './jobs.ts';
 import { controlFeatureLevel, nodesCollection, registriesCollection, secretsCollection, servicesCollection } from './collections.ts';
 import { firewallPoliciesCollection, networksCollection } from './network-resources.ts';
@@ -37,6 +38,7 @@ const newerCollections = new Set([networksCollection, firewallPoliciesCollection
 
 const isObject = (v: JsonValue | undefined): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isEmptyList = (v: JsonValue | undefined): boolean => Array.isArray(v) && v.length === 0;
+const isEmptyObject = (v: JsonValue | undefined): boolean => isObject(v) && Object.keys(v).length === 0;
 
 /** A field added after the first release: the level that reads it, and whether a value is its default (left out). */
 interface NewerField {
@@ -50,6 +52,11 @@ const newerSpecFields: readonly NewerField[] = [
   { name: 'secrets', level: featureLevelWorkloadNetwork, isDefault: isEmptyList },
   { name: 'networks', level: featureLevelWorkloadNetwork, isDefault: isEmptyList },
   { name: 'disruption', level: featureLevelDisruptionBudget, isDefault: (v) => v === null },
+  // Issue 39: the container settings (ContainerSettings in spec/service-spec.ts).
+  ...(['workingDir', 'hostname', 'shmSizeBytes'] as const).map((name) => ({ name, level: featureLevelContainerSettings, isDefault: (v: JsonValue | undefined) => v === null })),
+  ...(['init', 'readOnlyRootfs'] as const).map((name) => ({ name, level: featureLevelContainerSettings, isDefault: (v: JsonValue | undefined) => v === false })),
+  ...(['tmpfs', 'extraHosts', 'dns', 'dnsSearch', 'dnsOptions', 'ulimits'] as const).map((name) => ({ name, level: featureLevelContainerSettings, isDefault: isEmptyList })),
+  ...(['sysctls', 'labels'] as const).map((name) => ({ name, level: featureLevelContainerSettings, isDefault: isEmptyObject })),
 ];
 
 /** A service record's own fields added after the first release. */

@@ -12,7 +12,7 @@ import { nodesCollection, secretsCollection, servicesCollection } from '../../sr
 import { nodeRecordSchema } from '../../src/resources/records.ts';
 import { serviceSpecSchema } from '../../src/resources/spec/service-spec.ts';
 import { compatCommand } from '../../src/resources/record-compat.ts';
-import { featureLevelDisruptionBudget, featureLevelWorkloadNetwork } from '../../src/base/feature-level.ts';
+import { featureLevelContainerSettings, featureLevelDisruptionBudget, featureLevelWorkloadNetwork } from '../../src/base/feature-level.ts';
 import { serviceRecordSchema } from '../../src/resources/records.ts';
 import { controlFeatureLevel } from '../../src/resources/collections.ts';
 import { allDocs } from '../../src/resources/state.ts';
@@ -83,9 +83,13 @@ describe('a cluster at feature level 5', () => {
 });
 
 /** The level-5 release's readers: strict, without the disruption budget and the forced disruptions. */
-const level5Spec = serviceSpecSchema.omit({ disruption: true }).strict();
+const level5Spec = serviceSpecSchema.omit({
+  disruption: true, workingDir: true, hostname: true, init: true, readOnlyRootfs: true, shmSizeBytes: true, tmpfs: true, extraHosts: true, dns: true,
+  dnsSearch: true, dnsOptions: true, ulimits: true, sysctls: true, labels: true,
+}).strict();
 const level5Service = z.object(serviceRecordSchema.shape).omit({ spec: true, previousSpec: true, forcedDisruptions: true }).strict();
 const budgeted = `${webYaml.replace('name: web', 'name: budgeted')}disruption: {maxUnavailable: 2}\n`;
+const settled = `${webYaml.replace('name: web', 'name: settled')}workingDir: /srv\nlabels: {traefik.enable: 'true'}\n`;
 
 describe('a cluster at feature level 5 (a member of the release before disruption budgets)', () => {
   let s: SingleNode;
@@ -106,6 +110,9 @@ describe('a cluster at feature level 5 (a member of the release before disruptio
     // A forced update writes a forced disruption on the record: refused alike, nothing written.
     expectError(await s.app.inject({ method: 'POST', url: '/v1/apply', payload: { text: webYaml.replace('busybox:local', 'busybox:v2'), force: true } }), 'feature_not_enabled');
     expect((s.store.get(servicesCollection, 'web')?.doc as { spec: { image: string } }).spec.image).toBe('busybox:local');
+    // Container settings (issue 39's Compose fields): level 6 too.
+    expectError(await s.app.inject({ method: 'POST', url: '/v1/apply', payload: { text: settled } }), 'feature_not_enabled');
+    expect(s.store.get(servicesCollection, 'settled')).toBeUndefined();
   });
 });
 
@@ -118,6 +125,12 @@ describe('a cluster at feature level 6', () => {
     const applied = await s.app.inject({ method: 'POST', url: '/v1/apply', payload: { text: budgeted } });
     expect(applied.statusCode, applied.body).toBe(200);
     expect((s.store.get(servicesCollection, 'budgeted')?.doc as { spec: Record<string, unknown> }).spec.disruption).toEqual({ maxUnavailable: 2, unit: 'slots' });
+  });
+
+  it('stores a spec with container settings', async () => {
+    const applied = await s.app.inject({ method: 'POST', url: '/v1/apply', payload: { text: settled } });
+    expect(applied.statusCode, applied.body).toBe(200);
+    expect((s.store.get(servicesCollection, 'settled')?.doc as { spec: Record<string, unknown> }).spec).toMatchObject({ workingDir: '/srv', labels: { 'traefik.enable': 'true' } });
   });
 });
 
@@ -146,5 +159,19 @@ describe('compatCommand', () => {
     const forced = compatCommand({ op: 'put', collection: servicesCollection, id: 'a', doc: { ...record, forcedDisruptions: [{ cause: 'drain' }] } });
     expect(forced.featureLevel).toBe(featureLevelDisruptionBudget);
     expect(forced.cmd).toMatchObject({ doc: { forcedDisruptions: [{ cause: 'drain' }] } });
+  });
+
+  it('leaves container settings at their defaults out, and asks level 6 for any other value', () => {
+    const none = {
+      workingDir: null, hostname: null, init: false, readOnlyRootfs: false, shmSizeBytes: null, tmpfs: [], extraHosts: [], dns: [], dnsSearch: [],
+      dnsOptions: [], ulimits: [], sysctls: {}, labels: {},
+    };
+    const plain = compatCommand({ op: 'put', collection: servicesCollection, id: 'a', doc: { name: 'a', spec: { name: 'a', ...none }, previousSpec: null } });
+    expect(plain).toEqual({ cmd: { op: 'put', collection: servicesCollection, id: 'a', doc: { name: 'a', spec: { name: 'a' }, previousSpec: null } }, featureLevel: controlFeatureLevel });
+    for (const [k, v] of Object.entries({ workingDir: '/srv', init: true, tmpfs: [{ target: '/t' }], sysctls: { 'net.core.somaxconn': '1' }, labels: { a: 'b' } })) {
+      const set = compatCommand({ op: 'put', collection: servicesCollection, id: 'a', doc: { name: 'a', spec: { name: 'a', ...none, [k]: v }, previousSpec: null } });
+      expect(set.featureLevel, k).toBe(featureLevelContainerSettings);
+      expect(set.cmd, k).toMatchObject({ doc: { spec: { [k]: v } } });
+    }
   });
 });

@@ -138,8 +138,8 @@ describe('shoal service', () => {
   it('lists, shows tasks by slot and inspects', async () => {
     const ls = await shoal('service', 'ls');
     expect(ls.code, ls.stderr).toBe(0);
-    expect(ls.stdout.split('\n')[0]).toBe('NAME  MODE        REPLICAS  IMAGE         VERSION  UPDATE');
-    expect(ls.stdout).toContain('web   replicated  3/3       nginx:alpine  1        -');
+    expect(ls.stdout.split('\n')[0]).toBe('NAME  MODE        REPLICAS  IMAGE         VERSION  UPDATE  STACK');
+    expect(ls.stdout).toContain('web   replicated  3/3       nginx:alpine  1        -       -');
     const ps = await shoal('service', 'ps', 'web');
     expect(ps.stdout.split('\n').slice(0, 2)).toEqual(['web: 3/3 running', 'SLOT  TASK          NODE  DESIRED  OBSERVED  VERSION  MESSAGE']);
     expect(ps.stdout.split('\n').slice(2, 5).map((l) => l.split(/\s+/).filter((c, i) => i !== 1).join(' '))).toEqual([

@@ -289,3 +289,62 @@ describe('docs/compose.md', () => {
     expect(missing).toEqual([]);
   });
 });
+
+describe('container settings (issue 39)', () => {
+  const web = (fields: string) => `services:\n  web:\n    image: nginx:1\n${fields.split('\n').map((l) => `    ${l}`).join('\n')}\n`;
+
+  // Each field: one that compiles (with what it becomes), one bad value refused at its compose path.
+  it.each([
+    ['working_dir: /srv/app', { workingDir: '/srv/app' }],
+    ['hostname: web-1', { hostname: 'web-1' }],
+    ['init: true', { init: true }],
+    ['read_only: true', { readOnlyRootfs: true }],
+    ['shm_size: 128mb', { shmSizeBytes: 128 * 1024 ** 2 }],
+    ['tmpfs: /run', { tmpfs: [{ target: '/run', sizeBytes: null, mode: null }] }],
+    ['tmpfs: ["/tmp:size=64m,mode=1777", /run]', { tmpfs: [{ target: '/run', sizeBytes: null, mode: null }, { target: '/tmp', sizeBytes: 64 * 1024 ** 2, mode: 0o1777 }] }],
+    ['extra_hosts: ["nas:10.0.0.5", "v6=::1", "gw:[fd00::1]"]', { extraHosts: [{ host: 'nas', address: '10.0.0.5' }, { host: 'v6', address: '::1' }, { host: 'gw', address: 'fd00::1' }] }],
+    ['extra_hosts: {nas: 10.0.0.5}', { extraHosts: [{ host: 'nas', address: '10.0.0.5' }] }],
+    ['dns: 1.1.1.1', { dns: ['1.1.1.1'] }],
+    ['dns_search: [lan, example.com]', { dnsSearch: ['lan', 'example.com'] }],
+    ['dns_opt: ["ndots:2"]', { dnsOptions: ['ndots:2'] }],
+    ['ulimits: {nproc: 65535, nofile: {soft: 20000, hard: 40000}}', { ulimits: [{ name: 'nofile', soft: 20000, hard: 40000 }, { name: 'nproc', soft: 65535, hard: 65535 }] }],
+    ['sysctls: ["net.ipv4.conf.all.src_valid_mark=1"]', { sysctls: { 'net.ipv4.conf.all.src_valid_mark': '1' } }],
+    ['sysctls: {net.core.somaxconn: 1024, kernel.shmmax: 68719476736}', { sysctls: { 'kernel.shmmax': '68719476736', 'net.core.somaxconn': '1024' } }],
+    ['labels: ["traefik.http.routers.web.rule=Host(`web.lan`)", traefik.enable=true, flag]', { labels: { 'traefik.http.routers.web.rule': 'Host(`web.lan`)', 'traefik.enable': 'true', flag: '' } }],
+    ['labels: {com.example.port: 8080, com.example.on: true}', { labels: { 'com.example.on': 'true', 'com.example.port': '8080' } }],
+  ])('compiles %s', (fields, want) => {
+    const c = compile(web(fields));
+    expect(c.warnings).toEqual([]);
+    expect(svc(c)).toMatchObject(want);
+  });
+
+  it.each([
+    ['working_dir: srv', 'services.web.working_dir', 'is not a working directory'],
+    ['hostname: web_1', 'services.web.hostname', 'is not a hostname'],
+    ['init: "yes"', 'services.web.init', 'must be true or false'],
+    ['read_only: 1', 'services.web.read_only', 'must be true or false'],
+    ['shm_size: lots', 'services.web.shm_size', 'is not a byte value'],
+    ['tmpfs: ["/tmp:size=64m,noexec"]', 'services.web.tmpfs[0]', 'the tmpfs option "noexec" is not supported'],
+    ['tmpfs: [tmp]', 'services.web.tmpfs[0]', 'is not a container path'],
+    ['extra_hosts: ["nas:not-an-ip"]', 'services.web.extra_hosts[0].address', 'is not an IPv4 or IPv6 address'],
+    ['dns: [dns.google]', 'services.web.dns[0]', 'is not an IPv4 or IPv6 address'],
+    ['dns_search: ["bad domain"]', 'services.web.dns_search[0]', 'is not a domain name'],
+    ['dns_opt: ["ndots 2"]', 'services.web.dns_opt[0]', 'is not a resolv.conf option'],
+    ['ulimits: {nofile: {soft: 2, hard: 1}}', 'services.web.ulimits.nofile.soft', 'is above hard'],
+    ['ulimits: {openfiles: 10}', 'services.web.ulimits.openfiles', 'is not a limit the runtime sets'],
+    ['sysctls: {kernel.pid_max: 100000}', 'services.web.sysctls["kernel.pid_max"]', 'is not namespaced'],
+    ['sysctls: [net.core.somaxconn]', 'services.web.sysctls[0]', 'must be KEY=VALUE'],
+    ['labels: {io.shoal.service: other}', 'services.web.labels["io.shoal.service"]', 'which shoal keeps for its own labels'],
+    ['labels: [shoal.stack=x]', 'services.web.labels["shoal.stack"]', 'which shoal keeps for its own labels'],
+  ])('refuses %s', (fields, path, message) => {
+    const problems = refused(web(fields));
+    expect(problems.map((p) => p.path)).toEqual([path]);
+    expect(problems[0]?.message).toContain(message);
+  });
+
+  it('refuses net.* sysctls with network_mode: host (a hostname it takes), and a tmpfs in volumes with where to write it', () => {
+    expect(refused(web('network_mode: host\nhostname: h\nsysctls: {net.core.somaxconn: 1}')).map((p) => p.path)).toEqual(['services.web.sysctls["net.core.somaxconn"]']);
+    const p = refused(web('volumes: [{type: tmpfs, target: /run}]'));
+    expect(p.map((x) => x.message).join()).toContain('tmpfs:');
+  });
+});

@@ -33,12 +33,12 @@ const expected: Record<string, Expected> = {
   'plex.yaml': { services: 1, warnings: ['services.plex.container_name'] },
   'portainer.yaml': { services: 1, warnings: [] },
   'postgres-secret.yaml': { services: 1, warnings: [] },
-  'postgres.yaml': { refused: ['services.db.shm_size'] },
-  'syncthing.yaml': { refused: ['services.syncthing.hostname'] },
-  'traefik.yaml': { services: 2, warnings: ['services.whoami.labels'] },
+  'postgres.yaml': { services: 1, warnings: [] },
+  'syncthing.yaml': { services: 1, warnings: ['services.syncthing.container_name'] },
+  'traefik.yaml': { services: 2, warnings: [] },
   'uptime-kuma.yaml': { services: 1, warnings: ['services.uptime-kuma.container_name'] },
   'vaultwarden.yaml': { services: 1, warnings: [] },
-  'wireguard.yaml': { refused: ['services.wireguard.sysctls'] },
+  'wireguard.yaml': { services: 1, warnings: ['services.wireguard.container_name'] },
   'wordpress.yaml': { services: 2, warnings: ['services.db.expose'] },
 };
 

@@ -106,6 +106,12 @@ describe('shoal stack', () => {
     const services = await shoal('stack', 'services', 'app', '--addr', addr);
     expect(services.stdout).toContain('app-db');
     expect(services.stdout).toContain('app-web');
+    // service ls names each service's stack, in the table and in the API's list.
+    const svcLs = await shoal('service', 'ls', '--addr', addr);
+    expect(svcLs.stdout.split('\n')[0]).toMatch(/UPDATE\s+STACK$/);
+    expect(svcLs.stdout).toMatch(/app-db\s.*\sapp$/m);
+    const svcJson = JSON.parse((await shoal('service', 'ls', '--json', '--addr', addr)).stdout) as { items: { name: string; stack: string | null }[] };
+    expect(svcJson.items.map((i) => [i.name, i.stack])).toEqual([['app-db', 'app'], ['app-web', 'app']]);
     const ps = await shoal('stack', 'ps', 'app', '--json', '--addr', addr);
     expect((JSON.parse(ps.stdout) as { items: { service: string }[] }).items.map((t) => t.service).sort()).toEqual(['app-db', 'app-web']);
   });

@@ -68,6 +68,18 @@ describe('agent: tasks on overlay networks', () => {
     await agent.close();
   });
 
+  it('puts the node\'s service resolver before the service\'s own name servers', async () => {
+    const { clock, store, runtime, networks, agent } = setup();
+    store.addService(spec({ command: ['sleep', '3600'], networks: ['back'], dns: ['1.1.1.1', '10.62.1.1'] }));
+    store.assign('t1', 'web', 'n1');
+    networks.set({ ready: true, networks: [{ name: 'back', address: '10.62.1.2' }], dns: ['10.62.1.1'] });
+    agent.start();
+    await run(clock, 1000);
+    const [c] = runtime.all();
+    expect(runtime.specOf(c?.id ?? '')?.dns).toEqual(['10.62.1.1', '1.1.1.1']);
+    await agent.close();
+  });
+
   it('does not ask about a task on no network', async () => {
     const { clock, store, runtime, networks, agent } = setup();
     store.addService(spec({ command: ['sleep', '3600'] }));

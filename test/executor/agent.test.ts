@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/executor/manual-clock.ts';
 import { MemoryRuntime } from '../../src/executor/memory-runtime.ts';
 import { containerLabels } from '../../src/executor/labels.ts';
-import type { ContainerSpec } from '../../src/executor/runtime.ts';
+import { runtimeSettingsNone, type ContainerSpec } from '../../src/executor/runtime.ts';
 import { FakeStore, MemoryLog, run, spec, startAgent, clusterId } from './harness.ts';
 
 function setup(images = ['busybox:local']) {
@@ -28,7 +28,7 @@ function handMade(name: string, labels: Record<string, string>): ContainerSpec {
   return {
     name, image: 'busybox:local', command: null, args: null, env: {}, user: null, labels,
     limits: { cpuMillis: null, memoryBytes: null }, ports: [], mounts: [], devices: [], capAdd: [], capDrop: [], privileged: false,
-    hostNetwork: false, networks: [], dns: [], healthCheck: null, stopSignal: 'SIGTERM', stopGracePeriodMs: 1000, logs: { maxSizeBytes: 1, maxFiles: 1 },
+    hostNetwork: false, networks: [], dns: [], settings: runtimeSettingsNone(), healthCheck: null, stopSignal: 'SIGTERM', stopGracePeriodMs: 1000, logs: { maxSizeBytes: 1, maxFiles: 1 },
   };
 }
 

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { dockerCreateOptions, networksToConnect } from '../../src/executor/docker-container-config.ts';
-import type { ContainerSpec } from '../../src/executor/runtime.ts';
+import { runtimeSettingsNone, type ContainerSpec } from '../../src/executor/runtime.ts';
 
 const base: ContainerSpec = {
   name: 'shoal-web.1.t1', image: 'busybox:1.36', command: null, args: null, env: {}, user: null, labels: { 'shoal.task': 't1' },
   limits: { cpuMillis: null, memoryBytes: null }, ports: [], mounts: [], devices: [], capAdd: [], capDrop: [], privileged: false,
-  hostNetwork: false, networks: [], dns: [], healthCheck: null, stopSignal: 'SIGTERM', stopGracePeriodMs: 10_000, logs: { maxSizeBytes: 10_485_760, maxFiles: 3 },
+  hostNetwork: false, networks: [], dns: [], settings: runtimeSettingsNone(), healthCheck: null, stopSignal: 'SIGTERM', stopGracePeriodMs: 10_000, logs: { maxSizeBytes: 10_485_760, maxFiles: 3 },
 };
 
 describe('dockerCreateOptions', () => {
@@ -61,5 +61,39 @@ describe('dockerCreateOptions', () => {
 
   it('passes an empty argument list through (it clears the image command)', () => {
     expect(dockerCreateOptions({ ...base, command: ['/app'], args: [] })).toMatchObject({ Entrypoint: ['/app'], Cmd: [] });
+  });
+});
+
+describe('dockerCreateOptions: the container settings', () => {
+  it('sends none of them at their defaults, so the daemon and the image decide', () => {
+    const o = dockerCreateOptions(base);
+    for (const k of ['WorkingDir', 'Hostname'] as const) expect(o).not.toHaveProperty(k);
+    for (const k of ['Init', 'ReadonlyRootfs', 'ShmSize', 'Tmpfs', 'ExtraHosts', 'DnsSearch', 'DnsOptions', 'Ulimits', 'Sysctls'] as const) expect(o.HostConfig).not.toHaveProperty(k);
+  });
+
+  it('carries each setting to its Docker option', () => {
+    const o = dockerCreateOptions({
+      ...base,
+      dns: ['10.62.1.1', '1.1.1.1'],
+      settings: {
+        workingDir: '/srv/app', hostname: 'web-1.lan', init: true, readOnlyRootfs: true, shmSizeBytes: 256 * 1024 ** 2,
+        tmpfs: [{ target: '/run', sizeBytes: 64 * 1024 ** 2, mode: 0o1777 }, { target: '/tmp', sizeBytes: null, mode: null }],
+        extraHosts: [{ host: 'nas', address: '10.0.0.5' }, { host: 'v6', address: 'fd00::5' }],
+        dnsSearch: ['lan'], dnsOptions: ['ndots:2'],
+        ulimits: [{ name: 'nofile', soft: 1024, hard: 4096 }, { name: 'nproc', soft: -1, hard: -1 }],
+        sysctls: { 'net.core.somaxconn': '1024' },
+      },
+    });
+    expect(o).toMatchObject({ WorkingDir: '/srv/app', Hostname: 'web-1.lan' });
+    expect(o.HostConfig).toMatchObject({
+      Init: true, ReadonlyRootfs: true, ShmSize: 268_435_456,
+      Tmpfs: { '/run': 'size=67108864,mode=1777', '/tmp': '' },
+      ExtraHosts: ['nas:10.0.0.5', 'v6:fd00::5'],
+      Dns: ['10.62.1.1', '1.1.1.1'], DnsSearch: ['lan'], DnsOptions: ['ndots:2'],
+      Ulimits: [{ Name: 'nofile', Soft: 1024, Hard: 4096 }, { Name: 'nproc', Soft: -1, Hard: -1 }],
+      Sysctls: { 'net.core.somaxconn': '1024' },
+    });
+    // The settings leave the rest of the host config as it was.
+    expect(o.HostConfig?.RestartPolicy).toEqual({ Name: 'no' });
   });
 });

@@ -17,7 +17,7 @@ import { ImageCleaner } from '../../src/executor/image-cleaner.ts';
 import { MemoryImageLedger } from '../../src/executor/image-ledger.ts';
 import { ownerLabels } from '../../src/executor/labels.ts';
 import { ManualClock } from '../../src/executor/manual-clock.ts';
-import { RuntimeError, type ContainerSpec, type LogLine, type LogOptions } from '../../src/executor/runtime.ts';
+import { runtimeSettingsNone, RuntimeError, type ContainerSpec, type LogLine, type LogOptions } from '../../src/executor/runtime.ts';
 import { defaultSocketPath, ensureDockerd } from './dockerd.ts';
 import { FakeStore, MemoryLog } from './harness.ts';
 import { ensureTestImage, testImage } from './test-image.ts';
@@ -41,7 +41,7 @@ function spec(over: Partial<ContainerSpec> = {}): ContainerSpec {
   return {
     name: `shoal-test-${run}-${seq}`, image: testImage, command: ['sleep', '300'], args: null, env: {}, user: null,
     limits: { cpuMillis: null, memoryBytes: null }, ports: [], mounts: [], devices: [], capAdd: [], capDrop: [], privileged: false,
-    hostNetwork: false, networks: [], dns: [], healthCheck: null, stopSignal: 'SIGKILL', stopGracePeriodMs: 1_000, logs: { maxSizeBytes: 1024 * 1024, maxFiles: 2 },
+    hostNetwork: false, networks: [], dns: [], settings: runtimeSettingsNone(), healthCheck: null, stopSignal: 'SIGKILL', stopGracePeriodMs: 1_000, logs: { maxSizeBytes: 1024 * 1024, maxFiles: 2 },
     ...over,
     labels: { [runLabel]: run, ...over.labels },
   };

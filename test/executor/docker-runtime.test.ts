@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DockerRuntime } from '../../src/executor/docker-runtime.ts';
-import { RuntimeError, type ContainerInfo, type ContainerSpec, type Labels, type RuntimeEvent } from '../../src/executor/runtime.ts';
+import { runtimeSettingsNone, RuntimeError, type ContainerInfo, type ContainerSpec, type Labels, type RuntimeEvent } from '../../src/executor/runtime.ts';
 import { DockerodeNetworks } from '../../net/overlay-docker.ts';
 import { bridgeName, dockerNetworkName } from '../../src/resources/overlay-names.ts';
 import { defaultSocketPath, ensureDockerd } from './dockerd.ts';
@@ -54,7 +54,7 @@ function spec(over: Partial<ContainerSpec> = {}): ContainerSpec {
     capAdd: [],
     capDrop: [],
     privileged: false,
-    hostNetwork: false, networks: [], dns: [],
+    hostNetwork: false, networks: [], dns: [], settings: runtimeSettingsNone(),
     healthCheck: null,
     stopSignal: 'SIGTERM',
     stopGracePeriodMs: 10_000,
@@ -274,6 +274,32 @@ describe('DockerRuntime: container lifecycle', () => {
     expect(hc.NetworkMode).toBe('host');
     expect(hc.Privileged).toBe(true);
     expect(hc.PortBindings ?? {}).toEqual({});
+  });
+
+  it('creates with the container settings, and the process sees each of them', async () => {
+    const rt = runtime();
+    // Each check prints its name when it fails; the container exits 0 only when all hold.
+    const checks = [
+      ['workingDir', '[ "$(pwd)" = /etc ]'], ['hostname', '[ "$(hostname)" = web-1 ]'], ['extraHosts', 'grep -q "10.0.0.5[[:space:]]*nas" /etc/hosts'],
+      ['dnsSearch', 'grep -q "search lan" /etc/resolv.conf'], ['dnsOptions', 'grep -q "ndots:2" /etc/resolv.conf'], ['ulimits', '[ "$(ulimit -n)" = 1024 ]'],
+      ['sysctls', '[ "$(cat /proc/sys/net/core/somaxconn)" = 1000 ]'], ['tmpfs', 'touch /run/x && grep -q " /run tmpfs .*size=65536k,mode=700" /proc/mounts'],
+      ['readOnlyRootfs', '! touch /x 2>/dev/null'], ['shmSize', 'grep -q " /dev/shm tmpfs .*size=131072k" /proc/mounts'], ['init', '[ "$(cat /proc/1/comm)" != sh ]'],
+    ];
+    const id = await rt.create(spec({
+      command: ['sh', '-c', `${checks.map(([name, test]) => `{ ${test ?? ''}; } || { echo FAILED ${name ?? ''}; fail=1; }`).join('; ')}; exit $fail`],
+      settings: {
+        ...runtimeSettingsNone(), workingDir: '/etc', hostname: 'web-1', init: true, readOnlyRootfs: true, shmSizeBytes: 128 * 1024 * 1024,
+        tmpfs: [{ target: '/run', sizeBytes: 64 * 1024 * 1024, mode: 0o700 }], extraHosts: [{ host: 'nas', address: '10.0.0.5' }],
+        dnsSearch: ['lan'], dnsOptions: ['ndots:2'], ulimits: [{ name: 'nofile', soft: 1024, hard: 2048 }], sysctls: { 'net.core.somaxconn': '1000' },
+      },
+      labels: { 'traefik.enable': 'true' },
+    }));
+    await rt.start(id);
+    const done = await waitForState(rt, id, (i) => i.state === 'exited', 'the checks to finish');
+    const log = (await raw.getContainer(id).logs({ stdout: true, stderr: true })).toString('utf8');
+    expect(log).not.toContain('FAILED');
+    expect(done.exitCode).toBe(0);
+    expect((await raw.getContainer(id).inspect()).Config.Labels['traefik.enable']).toBe('true');
   });
 
   it('reports an exit code, and nothing restarts the container', async () => {

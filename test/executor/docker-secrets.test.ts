@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DockerRuntime } from '../../src/executor/docker-runtime.ts';
-import type { ContainerSpec, LogLine } from '../../src/executor/runtime.ts';
+import { runtimeSettingsNone, type ContainerSpec, type LogLine } from '../../src/executor/runtime.ts';
 import { DiskSecretFiles } from '../../src/executor/secret-files.ts';
 import { Agent } from '../../src/executor/agent.ts';
 import { systemClock } from '../../src/executor/clock.ts';
@@ -31,7 +31,7 @@ function spec(command: string[], mounts: ContainerSpec['mounts']): ContainerSpec
   return {
     name: `shoal-test-${run}-secrets-${randomBytes(2).toString('hex')}`, image: testImage, command, args: null, env: {}, user: null,
     labels: { [runLabel]: run }, limits: { cpuMillis: null, memoryBytes: null }, ports: [], mounts, devices: [], capAdd: [], capDrop: [],
-    privileged: false, hostNetwork: false, networks: [], dns: [], healthCheck: null, stopSignal: 'SIGTERM', stopGracePeriodMs: 1000, logs: { maxSizeBytes: 1024 * 1024, maxFiles: 1 },
+    privileged: false, hostNetwork: false, networks: [], dns: [], settings: runtimeSettingsNone(), healthCheck: null, stopSignal: 'SIGTERM', stopGracePeriodMs: 1000, logs: { maxSizeBytes: 1024 * 1024, maxFiles: 1 },
   };
 }
 

@@ -11,7 +11,7 @@ import { readUptimeMs } from '../../src/executor/clock.ts';
 import { fencedSpec } from '../../src/executor/docker-container-config.ts';
 import { containerLabels } from '../../src/executor/labels.ts';
 import { FileLeaseStore, fenceMountPath, leaseFileOf } from '../../src/executor/lease-file.ts';
-import type { ContainerSpec } from '../../src/executor/runtime.ts';
+import { runtimeSettingsNone, type ContainerSpec } from '../../src/executor/runtime.ts';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'shoal-lease-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -21,7 +21,7 @@ function spec(command: string[] | null, args: string[] | null): ContainerSpec {
     name: 'shoal-db.1.t1', image: 'busybox:local', command, args, env: {}, user: null,
     labels: containerLabels({ clusterId: 'c', nodeId: 'n1', service: 'db', slot: 1, taskId: 't1', specVersion: 1, term: 1, nodeEpoch: 4 }, true),
     limits: { cpuMillis: null, memoryBytes: null }, ports: [], mounts: [], devices: [], capAdd: [], capDrop: [], privileged: false,
-    hostNetwork: false, networks: [], dns: [], healthCheck: null, stopSignal: 'SIGTERM', stopGracePeriodMs: 1000, logs: { maxSizeBytes: 1, maxFiles: 1 },
+    hostNetwork: false, networks: [], dns: [], settings: runtimeSettingsNone(), healthCheck: null, stopSignal: 'SIGTERM', stopGracePeriodMs: 1000, logs: { maxSizeBytes: 1, maxFiles: 1 },
   };
 }
 

@@ -13,7 +13,7 @@ import { FileImageLedger, MemoryImageLedger, type ImageLedger } from '../../src/
 import { normalizeImageRef } from '../../src/executor/image-ref.ts';
 import { ManualClock } from '../../src/executor/manual-clock.ts';
 import { MemoryRuntime } from '../../src/executor/memory-runtime.ts';
-import type { ContainerSpec } from '../../src/executor/runtime.ts';
+import { runtimeSettingsNone, type ContainerSpec } from '../../src/executor/runtime.ts';
 import { clusterId, FakeStore, flush, MemoryLog, run, spec } from './harness.ts';
 
 const graceMs = 60_000;
@@ -46,7 +46,7 @@ function foreign(image: string): ContainerSpec {
   return {
     name: `other-${image}`, image, command: null, args: null, env: {}, user: null, labels: { owner: 'operator' },
     limits: { cpuMillis: null, memoryBytes: null }, ports: [], mounts: [], devices: [], capAdd: [], capDrop: [], privileged: false,
-    hostNetwork: false, networks: [], dns: [], healthCheck: null, stopSignal: 'SIGTERM', stopGracePeriodMs: 1000, logs: { maxSizeBytes: 1024, maxFiles: 1 },
+    hostNetwork: false, networks: [], dns: [], settings: runtimeSettingsNone(), healthCheck: null, stopSignal: 'SIGTERM', stopGracePeriodMs: 1000, logs: { maxSizeBytes: 1024, maxFiles: 1 },
   };
 }
 

@@ -114,6 +114,23 @@ describe('buildContainerSpec', () => {
     expect(s.env).toEqual({ A: '1' });
   });
 
+  it('carries the container settings, the service\'s labels beside shoal\'s, and its name servers', () => {
+    const c = buildContainerSpec(spec({
+      workingDir: '/srv', hostname: 'web', init: true, readOnlyRootfs: true, shmSize: '128Mi', tmpfs: ['/tmp', { target: '/run', size: '64Mi', mode: '1777' }],
+      extraHosts: ['nas=10.0.0.5'], dns: ['1.1.1.1'], dnsSearch: ['lan'], dnsOptions: ['ndots:2'], ulimits: { nofile: { soft: 1024, hard: 4096 }, nproc: 512 },
+      sysctls: { 'net.core.somaxconn': 1024 }, labels: { 'traefik.enable': 'true' },
+    }), t, { clusterId: 'c1', nodeId: 'n1' });
+    expect(c.settings).toEqual({
+      workingDir: '/srv', hostname: 'web', init: true, readOnlyRootfs: true, shmSizeBytes: 128 * 1024 ** 2,
+      tmpfs: [{ target: '/run', sizeBytes: 64 * 1024 ** 2, mode: 0o1777 }, { target: '/tmp', sizeBytes: null, mode: null }],
+      extraHosts: [{ host: 'nas', address: '10.0.0.5' }], dnsSearch: ['lan'], dnsOptions: ['ndots:2'],
+      ulimits: [{ name: 'nofile', soft: 1024, hard: 4096 }, { name: 'nproc', soft: 512, hard: 512 }], sysctls: { 'net.core.somaxconn': '1024' },
+    });
+    expect(c.dns).toEqual(['1.1.1.1']);
+    expect(c.labels['traefik.enable']).toBe('true');
+    expect(readLabels(c.labels)).toEqual({ ok: true, labels: sample });
+  });
+
   it('asserts the task is placed on this node', () => {
     expect(() => buildContainerSpec(s, t, { clusterId: 'c1', nodeId: 'n2' })).toThrow(/not placed on n2/);
     expect(() => buildContainerSpec(s, { ...t, nodeEpoch: null }, { clusterId: 'c1', nodeId: 'n1' })).toThrow(/assertion/);

@@ -8,7 +8,7 @@ import { DockerLogDecoder, encodeLogFrame, LogFrameError, logLineBytesMax } from
 import { LogQueue } from '../../src/executor/log-queue.ts';
 import { ManualClock } from '../../src/executor/manual-clock.ts';
 import { MemoryRuntime } from '../../src/executor/memory-runtime.ts';
-import type { ContainerSpec, LogLine, LogReader } from '../../src/executor/runtime.ts';
+import { runtimeSettingsNone, type ContainerSpec, type LogLine, type LogReader } from '../../src/executor/runtime.ts';
 import { flush } from './harness.ts';
 
 const t0 = '2026-01-02T03:04:05.123456789Z';
@@ -85,7 +85,7 @@ function cspec(name: string): ContainerSpec {
   return {
     name, image: 'busybox:local', command: null, args: null, env: {}, user: null, labels: {},
     limits: { cpuMillis: null, memoryBytes: null }, ports: [], mounts: [], devices: [], capAdd: [], capDrop: [], privileged: false,
-    hostNetwork: false, networks: [], dns: [], healthCheck: null, stopSignal: 'SIGTERM', stopGracePeriodMs: 1000, logs: { maxSizeBytes: 1024, maxFiles: 1 },
+    hostNetwork: false, networks: [], dns: [], settings: runtimeSettingsNone(), healthCheck: null, stopSignal: 'SIGTERM', stopGracePeriodMs: 1000, logs: { maxSizeBytes: 1024, maxFiles: 1 },
   };
 }
 

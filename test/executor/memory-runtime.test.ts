@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { containerLabels } from '../../src/executor/labels.ts';
 import { ManualClock } from '../../src/executor/manual-clock.ts';
 import { MemoryRuntime, killedExitCode } from '../../src/executor/memory-runtime.ts';
-import { RuntimeError, type ContainerSpec, type RuntimeEvent } from '../../src/executor/runtime.ts';
+import { runtimeSettingsNone, RuntimeError, type ContainerSpec, type RuntimeEvent } from '../../src/executor/runtime.ts';
 import { flush } from './harness.ts';
 
 function cspec(name: string, o: Partial<ContainerSpec> = {}): ContainerSpec {
@@ -12,7 +12,7 @@ function cspec(name: string, o: Partial<ContainerSpec> = {}): ContainerSpec {
     name, image: 'busybox:local', command: null, args: null, env: {}, user: null,
     labels: containerLabels({ clusterId: 'c1', nodeId: 'n1', service: 'web', slot: 1, taskId: name, specVersion: 1, term: 1, nodeEpoch: 0 }),
     limits: { cpuMillis: null, memoryBytes: null }, ports: [], mounts: [], devices: [], capAdd: [], capDrop: [], privileged: false,
-    hostNetwork: false, networks: [], dns: [], healthCheck: null, stopSignal: 'SIGTERM', stopGracePeriodMs: 1000, logs: { maxSizeBytes: 1, maxFiles: 1 }, ...o,
+    hostNetwork: false, networks: [], dns: [], settings: runtimeSettingsNone(), healthCheck: null, stopSignal: 'SIGTERM', stopGracePeriodMs: 1000, logs: { maxSizeBytes: 1, maxFiles: 1 }, ...o,
   };
 }
 

@@ -198,6 +198,9 @@ function composePath(path: string, documents: readonly Record<string, unknown>[]
   const docs = documents.filter((d) => d.kind === ({ services: 'Service', networks: 'Network', firewallPolicies: 'FirewallPolicy' } as Record<string, string>)[m[1] ?? '']);
   const doc = docs[Number(m[2])];
   const from = typeof doc?.['x-compose'] === 'string' ? doc['x-compose'] : String(doc?.name ?? path);
+  const setting = /^\.([A-Za-z]+)(.*)$/.exec(m[3] ?? '');
+  const composeField = setting !== null && doc?.kind === 'Service' ? settingFields[setting[1] ?? ''] : undefined;
+  if (composeField !== undefined) return `${from}.${composeField}${setting?.[2] ?? ''}`;
   return m[3] === '' ? from : `${from} (as shoal's ${m[3]?.replace(/^\./, '')})`;
 }
 
@@ -466,6 +469,7 @@ function compileService(ctx: Ctx, composeName: string, name: string, s: Record<s
     ...compileSecretRefs(ctx, s.secrets, `${at}.secrets`, tops.secrets, 'secrets'),
     ...compileSecretRefs(ctx, s.configs, `${at}.configs`, tops.configs, 'configs'),
   ];
+  compileContainerSettings(ctx, s, at, doc);
   void composeName;
   if (doc.mode !== jobMode) return doc;
   const restartAt = isPlainObject(s.deploy) && s.deploy.restart_policy !== undefined ? `${at}.deploy.restart_policy` : `${at}.restart`;
@@ -828,10 +832,14 @@ function longMount(ctx: Ctx, v: Record<string, unknown>, where: string): MountIn
     bind: { kind: 'warned', reason: 'bind options (propagation, create_host_path, selinux) are not passed to the runtime' },
     volume: { kind: 'warned', reason: 'volume options (nocopy, subpath) are not passed to the runtime' },
     consistency: { kind: 'warned', reason: 'a macOS setting; no effect on Linux' },
-    tmpfs: { kind: 'refused', reason: 'shoal\'s Service has no tmpfs mounts yet' },
+    tmpfs: { kind: 'refused', reason: 'write the tmpfs under the service\'s tmpfs: instead (tmpfs: ["/path:size=64m,mode=1777"])' },
   });
   const type = String(v.type ?? 'volume');
-  if (type === 'tmpfs' || type === 'npipe' || type === 'cluster' || type === 'image') {
+  if (type === 'tmpfs') {
+    ctx.refuse(`${where}.type`, 'tmpfs is not supported here: write it under the service\'s tmpfs: instead (tmpfs: ["/path:size=64m,mode=1777"])');
+    return null;
+  }
+  if (type === 'npipe' || type === 'cluster' || type === 'image') {
     ctx.refuse(`${where}.type`, `${type} is not supported: shoal mounts bind paths and named volumes (shoal's Service has no ${type} mounts yet)`);
     return null;
   }
@@ -1019,6 +1027,100 @@ function readDependsOn(ctx: Ctx, value: unknown, at: string, services: Record<st
       }
     }
     out[dep] = condition;
+  }
+  return out;
+}
+
+// ---- container settings (issue 39) ----
+
+/** Shoal's container settings and the compose field each comes from: a problem shoal's reader finds is reported at the compose field. */
+const settingFields: Readonly<Record<string, string>> = {
+  workingDir: 'working_dir', hostname: 'hostname', init: 'init', readOnlyRootfs: 'read_only', shmSize: 'shm_size', tmpfs: 'tmpfs',
+  extraHosts: 'extra_hosts', dns: 'dns', dnsSearch: 'dns_search', dnsOptions: 'dns_opt', ulimits: 'ulimits', sysctls: 'sysctls', labels: 'labels',
+};
+
+/**
+ * working_dir, hostname, init, read_only, shm_size, tmpfs, extra_hosts, dns, dns_search, dns_opt,
+ * ulimits, sysctls and labels, as shoal's container settings. Compose's spellings are turned into
+ * shoal's here; the values are checked by shoal's own reader (container-settings.ts), whose
+ * problems come back with the compose path.
+ */
+function compileContainerSettings(ctx: Ctx, s: Record<string, unknown>, at: string, doc: Record<string, unknown>): void {
+  if (s.working_dir !== undefined) doc.workingDir = str(ctx, s.working_dir, `${at}.working_dir`);
+  if (s.hostname !== undefined) doc.hostname = str(ctx, s.hostname, `${at}.hostname`);
+  if (s.init !== undefined) doc.init = s.init;
+  if (s.read_only !== undefined) doc.readOnlyRootfs = s.read_only;
+  if (s.shm_size !== undefined) doc.shmSize = bytesAt(ctx, s.shm_size, `${at}.shm_size`);
+  if (s.tmpfs !== undefined) doc.tmpfs = compileTmpfs(ctx, s.tmpfs, `${at}.tmpfs`);
+  if (s.extra_hosts !== undefined) doc.extraHosts = compileExtraHosts(ctx, s.extra_hosts, `${at}.extra_hosts`);
+  if (s.dns !== undefined) doc.dns = oneOrList(ctx, s.dns, `${at}.dns`);
+  if (s.dns_search !== undefined) doc.dnsSearch = oneOrList(ctx, s.dns_search, `${at}.dns_search`);
+  if (s.dns_opt !== undefined) doc.dnsOptions = strList(ctx, s.dns_opt, `${at}.dns_opt`);
+  if (s.ulimits !== undefined) doc.ulimits = s.ulimits;
+  if (s.sysctls !== undefined) doc.sysctls = keyValues(ctx, s.sysctls, `${at}.sysctls`, false);
+  if (s.labels !== undefined) doc.labels = keyValues(ctx, s.labels, `${at}.labels`, true);
+}
+
+/** A string, or a list of them (Compose's dns and dns_search take either). */
+function oneOrList(ctx: Ctx, value: unknown, at: string): string[] | null {
+  return typeof value === 'string' ? [value] : strList(ctx, value, at);
+}
+
+/** `tmpfs: /run` or `[/run, "/tmp:size=64m,mode=1777"]`: size and mode are the options shoal passes. */
+function compileTmpfs(ctx: Ctx, value: unknown, at: string): Array<string | Record<string, unknown>> {
+  const items = typeof value === 'string' ? [value] : strList(ctx, value, at) ?? [];
+  const out: Array<string | Record<string, unknown>> = [];
+  items.forEach((item, i) => {
+    const where = typeof value === 'string' ? at : `${at}[${i}]`;
+    const colon = item.indexOf(':');
+    const target = colon < 0 ? item : item.slice(0, colon);
+    if (colon < 0) {
+      out.push(target);
+      return;
+    }
+    const entry: Record<string, unknown> = { target };
+    for (const opt of item.slice(colon + 1).split(',').filter((o) => o !== '')) {
+      const [key, v] = opt.split('=', 2);
+      if (key === 'size' && v !== undefined) entry.size = bytesAt(ctx, v, where);
+      else if (key === 'mode' && v !== undefined && /^[0-7]{3,4}$/.test(v)) entry.mode = v;
+      else if (key === 'mode') ctx.refuse(where, `mode=${v ?? ''} is not an octal mode (1777, 0755)`);
+      else ctx.refuse(where, `the tmpfs option ${JSON.stringify(opt)} is not supported: shoal passes size=BYTES and mode=OCTAL`);
+    }
+    out.push(entry);
+  });
+  return out;
+}
+
+/** `extra_hosts: ["nas:10.0.0.5", "v6=::1"]` or `{nas: 10.0.0.5}` (a list of addresses: one line each). */
+function compileExtraHosts(ctx: Ctx, value: unknown, at: string): unknown[] {
+  if (Array.isArray(value)) return value;
+  const m = mapping(ctx, value, at);
+  if (m === null) return [];
+  return Object.entries(m).flatMap(([host, addr]) => (Array.isArray(addr) ? addr : [addr]).map((address: unknown) => ({ host, address })));
+}
+
+/**
+ * A mapping, or a list of KEY=VALUE (`labels`, `sysctls`). Label values are strings in Docker:
+ * numbers and booleans are written as text; a sysctl's value keeps its number for shoal's reader.
+ */
+function keyValues(ctx: Ctx, value: unknown, at: string, asText: boolean): Record<string, unknown> {
+  if (!isPlainObject(value) && !Array.isArray(value)) {
+    ctx.refuse(at, `must be a mapping or a list of KEY=VALUE, not ${describe(value)}`);
+    return {};
+  }
+  // A label may be written without a value (KEY alone: empty); a sysctl may not.
+  const pair = (e: unknown): e is string => typeof e === 'string' && (asText || e.includes('='));
+  if (Array.isArray(value)) {
+    value.forEach((e, i) => {
+      if (!pair(e)) ctx.refuse(`${at}[${i}]`, `must be KEY=VALUE, not ${typeof e === 'string' ? JSON.stringify(e) : describe(e)}`);
+    });
+  }
+  const split = (e: string): readonly [string, string] => (e.includes('=') ? [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)] : [e, '']);
+  const entries = Array.isArray(value) ? value.filter(pair).map(split) : Object.entries(value);
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of entries) {
+    if (v === null || v === undefined) out[k] = '';
+    else out[k] = asText && (typeof v === 'number' || typeof v === 'boolean') ? String(v) : v;
   }
   return out;
 }

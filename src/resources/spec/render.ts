@@ -61,5 +61,18 @@ export function renderService(s: ServiceSpec): Record<string, unknown> {
     exclusive: s.exclusive,
     secrets: s.secrets.map((r) => ({ name: r.name, target: r.target, mode: `0${r.mode.toString(8).padStart(3, '0')}` })),
     networks: s.networks,
+    workingDir: s.workingDir,
+    hostname: s.hostname,
+    init: s.init,
+    readOnlyRootfs: s.readOnlyRootfs,
+    shmSize: nullableRender(s.shmSizeBytes, renderMemory),
+    tmpfs: s.tmpfs.map((t) => ({ target: t.target, size: nullableRender(t.sizeBytes, renderMemory), mode: t.mode === null ? null : t.mode.toString(8).padStart(4, '0') })),
+    extraHosts: s.extraHosts,
+    dns: s.dns,
+    dnsSearch: s.dnsSearch,
+    dnsOptions: s.dnsOptions,
+    ulimits: Object.fromEntries(s.ulimits.map((u) => [u.name, { soft: u.soft, hard: u.hard }])),
+    sysctls: s.sysctls,
+    labels: s.labels,
   };
 }

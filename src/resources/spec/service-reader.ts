@@ -12,9 +12,10 @@ import {
   secretRef, signal, update, user,
 } from './service-fields.ts';
 import type { DeviceSpec, MountSpec, PortSpec, SecretRefSpec, ServiceSpec } from './service-spec.ts';
+import { buildContainerSettings, checkContainerSettings, containerSettingsFields, type ContainerSettingsInput } from './container-settings.ts';
 
 /** The authoring shape: input keys, normalized values. */
-interface ServiceInput {
+interface ServiceInput extends ContainerSettingsInput {
   name: string;
   image: string;
   command: string[] | null;
@@ -76,6 +77,7 @@ const serviceFields: Fields<ServiceInput> = {
   exclusive: withDefault(boolean, () => false),
   secrets: withDefault(list(secretRef), () => []),
   networks: withDefault(list(dnsLabel), () => []),
+  ...containerSettingsFields,
 };
 
 /** The names of the authoring fields of a Service (for docs and tests). */
@@ -97,6 +99,7 @@ export function readService(value: unknown, at: string, problems: Problems): Rea
   if (s.hostNetwork === true && (s.networks?.length ?? 0) > 0) {
     problems.add(`${at}.networks`, 'a service with hostNetwork uses the node\'s own network and cannot join overlay networks; drop hostNetwork or networks');
   }
+  checkContainerSettings(s, s, at, problems);
   if (s.constraints !== undefined) {
     const clash = contradiction(s.constraints);
     if (clash !== null) problems.add(`${at}.constraints`, `${clash}, so no node could ever take a task`);
@@ -186,5 +189,6 @@ function build(s: ServiceInput): ServiceSpec {
     exclusive: s.exclusive,
     secrets: s.secrets,
     networks: [...s.networks].sort(),
+    ...buildContainerSettings(s),
   };
 }

@@ -123,7 +123,75 @@ export interface DisruptionSpec {
   unit: 'slots' | 'percent';
 }
 
-export interface ServiceSpec {
+/** A tmpfs mounted in the container (Docker's HostConfig.Tmpfs). */
+export interface TmpfsSpec {
+  /** An absolute path in the container. */
+  target: string;
+  /** Its size in bytes; null = the kernel's default (half the node's memory). */
+  sizeBytes: number | null;
+  /** The permission bits of its root, as a number (0o1777); null = the runtime's default. */
+  mode: number | null;
+}
+
+/** A line added to the container's /etc/hosts. */
+export interface ExtraHostSpec {
+  host: string;
+  /** An IPv4 or IPv6 address. */
+  address: string;
+}
+
+/** A resource limit (setrlimit(2)) of the container's processes. */
+export interface UlimitSpec {
+  /** The limit's name without RLIMIT_, lower case (nofile, nproc, memlock, ...). */
+  name: string;
+  soft: number;
+  /** At least soft. */
+  hard: number;
+}
+
+/**
+ * The container settings added with issue 39's Compose fields (feature level 6,
+ * featureLevelContainerSettings): each a plain Docker create option. At their defaults they ask
+ * for nothing and are left out of the record (src/resources/record-compat.ts).
+ */
+export interface ContainerSettings {
+  /** The process's working directory; null = the image's. */
+  workingDir: string | null;
+  /** The container's hostname; null = the runtime's (its id). */
+  hostname: string | null;
+  /** Run an init (Docker's tini) as PID 1 that reaps zombies and forwards signals. */
+  init: boolean;
+  /** Mount the container's root file system read-only. */
+  readOnlyRootfs: boolean;
+  /** The size of /dev/shm in bytes; null = the runtime's default (64 MiB for Docker). */
+  shmSizeBytes: number | null;
+  /** tmpfs mounts (targets unique, sorted by target). */
+  tmpfs: TmpfsSpec[];
+  /** Lines added to /etc/hosts, in the order written. */
+  extraHosts: ExtraHostSpec[];
+  /** Name servers, after the node's service resolver when the service is on a network. */
+  dns: string[];
+  /** DNS search domains. */
+  dnsSearch: string[];
+  /** resolv.conf options (ndots:2, ...). */
+  dnsOptions: string[];
+  /** Resource limits, sorted by name. */
+  ulimits: UlimitSpec[];
+  /** Namespaced kernel parameters (net.*, kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*), keys sorted. */
+  sysctls: Record<string, string>;
+  /** Labels on the task's containers (keys sorted; never under io.shoal., which are shoal's own). */
+  labels: Record<string, string>;
+}
+
+/** The settings that ask for nothing (a fresh copy): what a record without them reads as. */
+export function containerSettingsNone(): ContainerSettings {
+  return {
+    workingDir: null, hostname: null, init: false, readOnlyRootfs: false, shmSizeBytes: null, tmpfs: [], extraHosts: [], dns: [],
+    dnsSearch: [], dnsOptions: [], ulimits: [], sysctls: {}, labels: {},
+  };
+}
+
+export interface ServiceSpec extends ContainerSettings {
   /** A DNS label (lower-case letters, digits, `-`; starts with a letter; at most 63). */
   name: string;
   /** The image reference (`busybox:1.36`, `ghcr.io/o/app@sha256:...`). */
@@ -235,6 +303,20 @@ export const serviceSpecSchema = z.object({
   secrets: z.array(z.object({ name: nonEmpty, target: nonEmpty, mode: z.number().int().min(0).max(0o777) }).strict()).default([]),
   // Records written before networks existed read as attached to none.
   networks: z.array(z.string().regex(/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/)).default([]),
+  // Records written before the container settings (feature level 6) have none of them.
+  workingDir: nonEmpty.nullable().default(null),
+  hostname: nonEmpty.nullable().default(null),
+  init: z.boolean().default(false),
+  readOnlyRootfs: z.boolean().default(false),
+  shmSizeBytes: z.number().int().min(1).nullable().default(null),
+  tmpfs: z.array(z.object({ target: nonEmpty, sizeBytes: z.number().int().min(1).nullable(), mode: z.number().int().min(0).max(0o7777).nullable() }).strict()).default([]),
+  extraHosts: z.array(z.object({ host: nonEmpty, address: nonEmpty }).strict()).default([]),
+  dns: z.array(nonEmpty).default([]),
+  dnsSearch: z.array(nonEmpty).default([]),
+  dnsOptions: z.array(nonEmpty).default([]),
+  ulimits: z.array(z.object({ name: nonEmpty, soft: z.number().int().min(-1), hard: z.number().int().min(-1) }).strict()).default([]),
+  sysctls: z.record(z.string(), z.string()).default({}),
+  labels: z.record(z.string(), z.string()).default({}),
 }).strict();
 
 /** True when A and B are the same type (each assignable to the other). */

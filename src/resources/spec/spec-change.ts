@@ -52,6 +52,20 @@ const effect: { readonly [K in keyof ServiceSpec]-?: Exclude<SpecChange, 'none'>
   // every task, reference a secret of a new name.
   secrets: 'replace',
   networks: 'replace',
+  // The container settings are written into the container when it is created.
+  workingDir: 'replace',
+  hostname: 'replace',
+  init: 'replace',
+  readOnlyRootfs: 'replace',
+  shmSizeBytes: 'replace',
+  tmpfs: 'replace',
+  extraHosts: 'replace',
+  dns: 'replace',
+  dnsSearch: 'replace',
+  dnsOptions: 'replace',
+  ulimits: 'replace',
+  sysctls: 'replace',
+  labels: 'replace',
 };
 
 /** Which fields differ between two specs (deep comparison of their JSON values). */

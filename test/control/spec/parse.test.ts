@@ -40,6 +40,8 @@ describe('the smallest spec of the issue', () => {
       update: { parallelism: 1, delayMs: 0, monitorMs: 5000, failureAction: 'pause', order: 'stop-first' },
       disruption: null, exclusive: false, secrets: [],
       networks: [],
+      workingDir: null, hostname: null, init: false, readOnlyRootfs: false, shmSizeBytes: null, tmpfs: [], extraHosts: [], dns: [], dnsSearch: [],
+      dnsOptions: [], ulimits: [], sysctls: {}, labels: {},
     };
     expect(services).toEqual([expected]);
     expect(serviceSpecSchema.parse(services[0])).toEqual(expected);
