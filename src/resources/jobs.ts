@@ -12,7 +12,7 @@
 
 import { z } from 'zod';
 import { jobSpecSchema, type JobSpec } from './spec/job-spec.ts';
-import { containerSettingsNone, type Assert, type Same, type ServiceSpec } from './spec/service-spec.ts';
+import { type Assert, type Same, type ServiceSpec } from './spec/service-spec.ts';
 import type { ServiceRecord } from './records.ts';
 
 /** Job records (JobRecord), by job name. Written by `apply`, suspend/resume, and the leader's job loop. */
@@ -154,8 +154,9 @@ export function jobTaskSpec(spec: JobSpec): ServiceSpec {
     restart: { condition: 'never', delayMs: 0, maxDelayMs: 0, maxAttempts: null },
     update: { parallelism: 1, delayMs: 0, monitorMs: 0, failureAction: 'pause', order: 'stop-first' }, disruption: null, exclusive: true,
     secrets: spec.secrets, networks: spec.networks,
-    // A job's task has none of the container settings (JobTaskFields does not take them yet).
-    ...containerSettingsNone(),
+    workingDir: spec.workingDir, hostname: spec.hostname, init: spec.init, readOnlyRootfs: spec.readOnlyRootfs, shmSizeBytes: spec.shmSizeBytes,
+    tmpfs: spec.tmpfs, extraHosts: spec.extraHosts, dns: spec.dns, dnsSearch: spec.dnsSearch, dnsOptions: spec.dnsOptions, ulimits: spec.ulimits,
+    sysctls: spec.sysctls, labels: spec.labels,
   };
 }
 

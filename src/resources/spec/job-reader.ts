@@ -12,6 +12,8 @@ import {
   argv, capability, constraint, device, dnsLabel, duration, env, image, logs, mount, resources, secretRef, signal, user,
 } from './service-fields.ts';
 import type { JobSpec } from './job-spec.ts';
+import { buildContainerSettings, checkContainerSettings, containerSettingsFields, type ContainerSettingsInput } from './container-settings.ts';
+import type { ContainerSettings } from './service-spec.ts';
 
 /** Finished runs kept at most per outcome (each is a record, and its task for `job logs`). */
 export const jobHistoryMax = 100;
@@ -19,7 +21,7 @@ export const jobHistoryMax = 100;
 export const jobBackoffLimitMax = 100;
 
 /** The authoring shape: the spec's fields, durations under their input names (in ms). */
-type JobInput = Omit<JobSpec, 'stopGracePeriodMs' | 'startingDeadlineMs' | 'activeDeadlineMs' | 'ttlAfterFinishedMs'> & {
+type JobInput = Omit<JobSpec, 'stopGracePeriodMs' | 'startingDeadlineMs' | 'activeDeadlineMs' | 'ttlAfterFinishedMs' | keyof ContainerSettings> & ContainerSettingsInput & {
   stopGracePeriod: number;
   startingDeadline: number | null;
   activeDeadline: number | null;
@@ -62,6 +64,7 @@ const jobFields: Fields<JobInput> = {
   activeDeadline: withDefault(nullable(duration(1_000)), () => null),
   ttlAfterFinished: withDefault(nullable(duration()), () => null),
   history: defaultStruct(history),
+  ...containerSettingsFields,
 };
 
 /** The names of the authoring fields of a Job (for docs and tests). */
@@ -90,6 +93,7 @@ export function readJob(value: unknown, at: string, problems: Problems): Read<Jo
   distinct(s.mounts?.map((m) => m.target), `${at}.mounts`, 'target', problems);
   distinct(s.secrets?.map((x) => x.target), `${at}.secrets`, 'target', problems);
   distinct(s.networks, `${at}.networks`, '', problems);
+  checkContainerSettings(s, s, at, problems);
   if (s.hostNetwork === true && (s.networks?.length ?? 0) > 0) {
     problems.add(`${at}.networks`, 'a job with hostNetwork uses the node\'s own network and cannot join overlay networks; drop hostNetwork or networks');
   }
@@ -123,5 +127,6 @@ function build(s: JobInput): JobSpec {
     networks: [...s.networks].sort(), schedule: s.schedule === null ? null : s.schedule.trim(), timezone: s.timezone, concurrency: s.concurrency,
     startingDeadlineMs: s.startingDeadline, backoffLimit: s.backoffLimit, activeDeadlineMs: s.activeDeadline, ttlAfterFinishedMs: s.ttlAfterFinished,
     history: s.history,
+    ...buildContainerSettings(s),
   };
 }

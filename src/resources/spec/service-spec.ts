@@ -259,6 +259,23 @@ export const constraintSchema = z.object({
   values: z.array(z.string()).min(1),
 }).strict();
 
+/** The container settings' schema fields (a record without them reads them as none). */
+export const containerSettingsShape = {
+  workingDir: nonEmpty.nullable().default(null),
+  hostname: nonEmpty.nullable().default(null),
+  init: z.boolean().default(false),
+  readOnlyRootfs: z.boolean().default(false),
+  shmSizeBytes: z.number().int().min(1).nullable().default(null),
+  tmpfs: z.array(z.object({ target: nonEmpty, sizeBytes: z.number().int().min(1).nullable(), mode: z.number().int().min(0).max(0o7777).nullable() }).strict()).default([]),
+  extraHosts: z.array(z.object({ host: nonEmpty, address: nonEmpty }).strict()).default([]),
+  dns: z.array(nonEmpty).default([]),
+  dnsSearch: z.array(nonEmpty).default([]),
+  dnsOptions: z.array(nonEmpty).default([]),
+  ulimits: z.array(z.object({ name: nonEmpty, soft: z.number().int().min(-1), hard: z.number().int().min(-1) }).strict()).default([]),
+  sysctls: z.record(z.string(), z.string()).default({}),
+  labels: z.record(z.string(), z.string()).default({}),
+};
+
 export const serviceSpecSchema = z.object({
   name: z.string().regex(/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/),
   image: nonEmpty,
@@ -304,19 +321,7 @@ export const serviceSpecSchema = z.object({
   // Records written before networks existed read as attached to none.
   networks: z.array(z.string().regex(/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/)).default([]),
   // Records written before the container settings (feature level 6) have none of them.
-  workingDir: nonEmpty.nullable().default(null),
-  hostname: nonEmpty.nullable().default(null),
-  init: z.boolean().default(false),
-  readOnlyRootfs: z.boolean().default(false),
-  shmSizeBytes: z.number().int().min(1).nullable().default(null),
-  tmpfs: z.array(z.object({ target: nonEmpty, sizeBytes: z.number().int().min(1).nullable(), mode: z.number().int().min(0).max(0o7777).nullable() }).strict()).default([]),
-  extraHosts: z.array(z.object({ host: nonEmpty, address: nonEmpty }).strict()).default([]),
-  dns: z.array(nonEmpty).default([]),
-  dnsSearch: z.array(nonEmpty).default([]),
-  dnsOptions: z.array(nonEmpty).default([]),
-  ulimits: z.array(z.object({ name: nonEmpty, soft: z.number().int().min(-1), hard: z.number().int().min(-1) }).strict()).default([]),
-  sysctls: z.record(z.string(), z.string()).default({}),
-  labels: z.record(z.string(), z.string()).default({}),
+  ...containerSettingsShape,
 }).strict();
 
 /** True when A and B are the same type (each assignable to the other). */
