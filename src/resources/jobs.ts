@@ -147,7 +147,7 @@ export function newJob(spec: JobSpec, now: number, source: string | null): JobRe
  */
 export function jobTaskSpec(spec: JobSpec): ServiceSpec {
   return {
-    name: spec.name, image: spec.image, command: spec.command, args: spec.args, env: spec.env, user: spec.user, mode: 'replicated', replicas: 1,
+    name: spec.name, image: spec.image, registryLogin: spec.registryLogin, command: spec.command, args: spec.args, env: spec.env, user: spec.user, mode: 'replicated', replicas: 1,
     resources: spec.resources, constraints: spec.constraints, placement: { strategy: 'spread', spreadOver: null }, maxPerNode: null, ports: [],
     mounts: spec.mounts, devices: spec.devices, capAdd: spec.capAdd, capDrop: spec.capDrop, privileged: spec.privileged, hostNetwork: spec.hostNetwork,
     healthCheck: null, stopSignal: spec.stopSignal, stopGracePeriodMs: spec.stopGracePeriodMs, logs: spec.logs,

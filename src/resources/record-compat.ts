@@ -57,6 +57,8 @@ const newerSpecFields: readonly NewerField[] = [
   ...(['init', 'readOnlyRootfs'] as const).map((name) => ({ name, level: featureLevelContainerSettings, isDefault: (v: JsonValue | undefined) => v === false })),
   ...(['tmpfs', 'extraHosts', 'dns', 'dnsSearch', 'dnsOptions', 'ulimits'] as const).map((name) => ({ name, level: featureLevelContainerSettings, isDefault: isEmptyList })),
   ...(['sysctls', 'labels'] as const).map((name) => ({ name, level: featureLevelContainerSettings, isDefault: isEmptyObject })),
+  // Issue 40: a login named by the spec rather than the image's registry's.
+  { name: 'registryLogin', level: featureLevelSecretsAtRest, isDefault: (v) => v === null || v === undefined },
 ];
 
 /** A service record's own fields added after the first release. */

@@ -9,8 +9,9 @@ import {
 } from './reader.ts';
 import { isTimeZone, parseSchedule } from './schedule.ts';
 import {
-  argv, capability, constraint, device, dnsLabel, duration, env, image, logs, mount, resources, secretRef, signal, user,
+  argv, capability, constraint, device, dnsLabel, duration, env, image, logs, mount, registryLogin, resources, secretRef, signal, user,
 } from './service-fields.ts';
+import { canonicalRegistryHost } from '../registry-logins.ts';
 import type { JobSpec } from './job-spec.ts';
 import { buildContainerSettings, checkContainerSettings, containerSettingsFields, type ContainerSettingsInput } from './container-settings.ts';
 import type { ContainerSettings } from './service-spec.ts';
@@ -39,6 +40,7 @@ const timezone = string({ nonEmpty: true, maxChars: 64 });
 const jobFields: Fields<JobInput> = {
   name: required(dnsLabel),
   image: required(image),
+  registryLogin: withDefault(nullable(registryLogin), () => null),
   command: withDefault(nullable(argv('entrypoint')), () => null),
   args: withDefault(nullable(list(string(), specLimits.argsItemsMax)), () => null),
   env: withDefault(env, () => ({})),
@@ -121,7 +123,7 @@ function distinct(items: readonly string[] | undefined, at: string, field: strin
 
 function build(s: JobInput): JobSpec {
   return {
-    name: s.name, image: s.image, command: s.command, args: s.args, env: s.env, user: s.user, resources: s.resources, constraints: s.constraints,
+    name: s.name, image: s.image, registryLogin: s.registryLogin === null ? null : canonicalRegistryHost(s.registryLogin), command: s.command, args: s.args, env: s.env, user: s.user, resources: s.resources, constraints: s.constraints,
     mounts: s.mounts, devices: s.devices, capAdd: [...s.capAdd].sort(), capDrop: [...s.capDrop].sort(), privileged: s.privileged,
     hostNetwork: s.hostNetwork, stopSignal: s.stopSignal, stopGracePeriodMs: s.stopGracePeriod, logs: s.logs, secrets: s.secrets,
     networks: [...s.networks].sort(), schedule: s.schedule === null ? null : s.schedule.trim(), timezone: s.timezone, concurrency: s.concurrency,

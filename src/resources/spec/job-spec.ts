@@ -17,7 +17,7 @@ export type JobConcurrency = 'forbid' | 'replace' | 'allow';
 /** The task fields a Job shares with a Service: what runs, with what, and where it may run (the container settings too). */
 export type JobTaskFields = Pick<ServiceSpec,
   'image' | 'command' | 'args' | 'env' | 'user' | 'resources' | 'constraints' | 'mounts' | 'devices' | 'capAdd' | 'capDrop' | 'privileged'
-  | 'hostNetwork' | 'stopSignal' | 'stopGracePeriodMs' | 'logs' | 'secrets' | 'networks' | keyof ContainerSettings>;
+  | 'hostNetwork' | 'stopSignal' | 'stopGracePeriodMs' | 'logs' | 'secrets' | 'networks' | 'registryLogin' | keyof ContainerSettings>;
 
 export interface JobSpec extends JobTaskFields {
   /** A DNS label; a Job and a Service never share a name (their runs and tasks are named by it). */
@@ -69,6 +69,7 @@ export const jobSpecSchema = z.object({
   networks: z.array(dns),
   // Job records written before the container settings have none of them (jobs came in the same level: none do).
   ...containerSettingsShape,
+  registryLogin: nonEmpty.nullable().default(null),
   schedule: nonEmpty.nullable(),
   timezone: nonEmpty,
   concurrency: z.enum(['forbid', 'replace', 'allow']),

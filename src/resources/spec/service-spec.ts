@@ -196,6 +196,11 @@ export interface ServiceSpec extends ContainerSettings {
   name: string;
   /** The image reference (`busybox:1.36`, `ghcr.io/o/app@sha256:...`). */
   image: string;
+  /**
+   * The registry login (`shoal registry login HOST`) its image is pulled with, by host; null =
+   * the login of the image's own registry, if any (docs/docker.md, "Private registries").
+   */
+  registryLogin: string | null;
   /** Replaces the image's entrypoint; null = the image's. */
   command: string[] | null;
   /** Replaces the image's command (its CMD); null = the image's. */
@@ -322,6 +327,8 @@ export const serviceSpecSchema = z.object({
   networks: z.array(z.string().regex(/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/)).default([]),
   // Records written before the container settings (feature level 6) have none of them.
   ...containerSettingsShape,
+  // Records written before logins could be named (feature level 6) pull with the image's registry's.
+  registryLogin: nonEmpty.nullable().default(null),
 }).strict();
 
 /** True when A and B are the same type (each assignable to the other). */
