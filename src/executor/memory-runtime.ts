@@ -29,7 +29,7 @@ import { describePullFailure } from './pull-errors.ts';
 import type { PullProgress } from './pull-progress.ts';
 
 export interface ContainerBehaviour {
-  /** Exits by itself this long after each start; null = runs until stopped. */
+  /** Exits by itself this long after each start (0: at once, before start returns); null = runs until stopped. */
   exitAfterMs: number | null;
   /** The code of an exit by itself. */
   exitCode: number;
@@ -370,6 +370,12 @@ export class MemoryRuntime implements Runtime {
       } satisfies Partial<ContainerInfo>);
       this.emit('start', c, {});
       this.appendLog(c, 'stdout', 'shoal memory runtime: container started');
+      // A program that exits at once has exited by the time start returns (as a real one may
+      // have before anyone looks): nobody sees it running.
+      if (b.exitAfterMs === 0) {
+        this.exitContainer(c, b.exitCode, null);
+        return;
+      }
       if (b.exitAfterMs !== null) this.after(c, b.exitAfterMs, () => this.exitContainer(c, b.exitCode, null));
       this.scheduleHealth(c, b);
     });
