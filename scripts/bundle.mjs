@@ -23,8 +23,8 @@ const root = fileURLToPath(new URL('..', import.meta.url));
  * Requires of Docker's client library that a node does not need to serve, deferred to their first
  * use (issue 45, bench/RESULTS.md "Footprint"): docker-modem loads ssh2 (whose poly1305 module
  * holds 16 MiB of memory from its load on) for Docker hosts reached over SSH, and dockerode loads
- * @grpc/grpc-js for BuildKit sessions of `buildImage`; shoal talks to a local socket and builds
- * no image through dockerode. Each edit must find its text: a new version of a
+ * @grpc/grpc-js for BuildKit sessions of `buildImage` and protobufjs to decode BuildKit's
+ * progress; shoal talks to a local socket and builds no image through dockerode. Each edit must find its text: a new version of a
  * library fails the build here rather than silently loading them again.
  */
 const deferredRequires = [
@@ -35,7 +35,12 @@ const deferredRequires = [
   {
     file: /[\\/]dockerode[\\/]lib[\\/]docker\.js$/,
     // import(), not require(): esbuild puts what it loads in a chunk of its own, not loaded at all.
-    edits: [["withSession = require('./session'),", 'withSession = function (docker, auth, handler) { import(\'./session.js\').then((m) => (m.default ?? m)(docker, auth, handler), (err) => handler(err)); },']],
+    edits: [
+      ["withSession = require('./session'),", 'withSession = function (docker, auth, handler) { import(\'./session.js\').then((m) => (m.default ?? m)(docker, auth, handler), (err) => handler(err)); },'],
+      // followProgress returns nothing (buildkit.js: @returns {void}); shoal calls the modem's.
+      ["  var buildkit = require('./buildkit');\n  return buildkit.followProgress(stream, onFinished, onProgress);",
+        "  import('./buildkit.js').then((b) => (b.default ?? b).followProgress(stream, onFinished, onProgress), (err) => onFinished(err));"],
+    ],
   },
 ];
 

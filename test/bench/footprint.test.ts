@@ -37,11 +37,11 @@ describe('what the bundle loads at start', () => {
   }, 120_000);
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('serve loads no BuildKit session (gRPC), no X.509 library and no tar', () => {
+  it('serve loads no BuildKit code (gRPC, protobufjs), no X.509 library and no tar', () => {
     const serve = loadedWith(meta, 'src/cli/serve.ts');
     expect(serve.some((f) => f.includes('src/server/server.ts'))).toBe(true);
     expect(serve.some((f) => f.includes('node_modules/dockerode/lib/docker.js'))).toBe(true);
-    for (const heavy of ['node_modules/@grpc/grpc-js/', 'node_modules/@peculiar/x509/', 'node_modules/tar/', 'src/security/certificates.ts']) {
+    for (const heavy of ['node_modules/@grpc/grpc-js/', 'node_modules/protobufjs/', 'node_modules/@peculiar/x509/', 'node_modules/tar/', 'src/security/certificates.ts']) {
       expect(serve.filter((f) => f.includes(heavy))).toEqual([]);
     }
   });
