@@ -1,3 +1,9 @@
 // Types of scripts/bundle.mjs for the TypeScript that imports it (tests, bench/ab.ts).
-export function bundle(outdir: string): Promise<void>;
+/** The part of esbuild's metafile bench/footprint.ts reads: what went into each output file. */
+export interface BundleMetafile {
+  inputs: Record<string, { bytes: number; imports: { path: string; kind: string }[] }>;
+  outputs: Record<string, { bytes: number; imports: { path: string; kind: string }[]; inputs: Record<string, { bytesInOutput: number }> }>;
+}
+export function bundle(outdir: string, options?: { metafile?: false }): Promise<undefined>;
+export function bundle(outdir: string, options: { metafile: true }): Promise<BundleMetafile>;
 export function bundleConsole(outdir: string): Promise<void>;

@@ -12,16 +12,58 @@
 // command: 360-470 ms with them external, 270-370 ms bundled; API answering 0.47-0.51 s after
 // the process started, against 0.66-0.69 s). Bundled CommonJS code calls require() for Node's
 // own modules, so every chunk starts by defining it.
-import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { URL, fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
-export async function bundle(outdir) {
+/**
+ * Requires of Docker's client library that a node does not need to serve, deferred to their first
+ * use (issue 45, bench/RESULTS.md "Footprint"): docker-modem loads ssh2 (whose poly1305 module
+ * holds 16 MiB of memory from its load on) for Docker hosts reached over SSH, and dockerode loads
+ * @grpc/grpc-js for BuildKit sessions of `buildImage` and protobufjs to decode BuildKit's
+ * progress; shoal talks to a local socket and builds no image through dockerode. Each edit must find its text: a new version of a
+ * library fails the build here rather than silently loading them again.
+ */
+const deferredRequires = [
+  {
+    file: /[\\/]docker-modem[\\/]lib[\\/]ssh\.js$/,
+    edits: [["var Client = require('ssh2').Client,\n", 'var '], ['new Client()', "new (require('ssh2').Client)()"]],
+  },
+  {
+    file: /[\\/]dockerode[\\/]lib[\\/]docker\.js$/,
+    // import(), not require(): esbuild puts what it loads in a chunk of its own, not loaded at all.
+    edits: [
+      ["withSession = require('./session'),", 'withSession = function (docker, auth, handler) { import(\'./session.js\').then((m) => (m.default ?? m)(docker, auth, handler), (err) => handler(err)); },'],
+      // followProgress returns nothing (buildkit.js: @returns {void}); shoal calls the modem's.
+      ["  var buildkit = require('./buildkit');\n  return buildkit.followProgress(stream, onFinished, onProgress);",
+        "  import('./buildkit.js').then((b) => (b.default ?? b).followProgress(stream, onFinished, onProgress), (err) => onFinished(err));"],
+    ],
+  },
+];
+
+const deferRequires = {
+  name: 'shoal-defer-requires',
+  setup(b) {
+    for (const { file, edits } of deferredRequires) {
+      b.onLoad({ filter: file }, (args) => {
+        let contents = readFileSync(args.path, 'utf8');
+        for (const [from, to] of edits) {
+          if (!contents.includes(from)) throw new Error(`scripts/bundle.mjs: ${args.path} no longer holds ${JSON.stringify(from)}; review deferredRequires`);
+          contents = contents.replace(from, to);
+        }
+        return { contents, loader: 'js' };
+      });
+    }
+  },
+};
+
+/** `metafile`: also return esbuild's metafile (which sources went into which output file). */
+export async function bundle(outdir, { metafile = false } = {}) {
   rmSync(outdir, { recursive: true, force: true });
-  await build({
+  const result = await build({
     entryPoints: [path.join(root, 'src/cli/main.ts')],
     bundle: true,
     splitting: true,
@@ -35,7 +77,10 @@ export async function bundle(outdir) {
     chunkNames: 'chunks/[name]-[hash]',
     outExtension: { '.js': '.mjs' },
     logLevel: 'warning',
+    metafile,
+    plugins: [deferRequires],
   });
+  return result.metafile;
 }
 
 /**

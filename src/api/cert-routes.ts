@@ -9,7 +9,7 @@ import type { TLSSocket } from 'node:tls';
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
-import { CA_VALID_DAYS_DEFAULT } from '../security/certificates.ts';
+import { CA_VALID_DAYS_DEFAULT } from '../security/cert-lifetimes.ts';
 import { nodeIdFromCertPem } from '../security/identity.ts';
 import { revokedSerialsOf } from '../security/revoked-index.ts';
 import {

@@ -9,7 +9,6 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, sy
 import os from 'node:os';
 import path from 'node:path';
 import type Docker from 'dockerode';
-import { create as createTar } from 'tar';
 import { runCommand } from '../base/run-command.ts';
 
 export const busyboxPath = '/bin/busybox';
@@ -59,6 +58,8 @@ async function importRootfs(docker: Docker, root: string, ref: string): Promise<
   const at = ref.lastIndexOf(':');
   const [repo, tag] = at > 0 ? [ref.slice(0, at), ref.slice(at + 1)] : [ref, 'latest'];
   // node-tar packs the tree in process (its symlinks kept as links), streamed into the import.
+  // node-tar loads here, on the first import of the image, not with every node (issue 45).
+  const { create: createTar } = await import('tar');
   const tar = createTar({ cwd: root, portable: true }, ['.']);
   const stream = await docker.importImage(tar as unknown as NodeJS.ReadableStream, {
     repo, tag, changes: ['CMD ["sh"]', 'ENV PATH=/bin'], abortSignal: AbortSignal.timeout(importTimeoutMs),

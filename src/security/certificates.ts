@@ -7,6 +7,7 @@ import { createHash, webcrypto } from 'node:crypto';
 import { isIP as isIpAddress } from 'node:net';
 import type { NodeId } from '../raft/types.ts';
 import { isValidId, nodeIdUri } from './identity.ts';
+import { CA_VALID_DAYS_DEFAULT, NODE_CERT_VALID_DAYS_DEFAULT } from './cert-lifetimes.ts';
 
 
 type CryptoKey = webcrypto.CryptoKey;
@@ -22,8 +23,7 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 /** Backdate notBefore so a peer whose clock runs a little behind still accepts a fresh cert. */
 const CLOCK_SKEW_MS = 5 * 60 * 1000;
 
-export const CA_VALID_DAYS_DEFAULT = 10 * 365;
-export const NODE_CERT_VALID_DAYS_DEFAULT = 5 * 365;
+export { CA_VALID_DAYS_DEFAULT, NODE_CERT_VALID_DAYS_DEFAULT };
 
 /** A certificate and its private key, both PEM (the key PKCS#8). */
 export interface PemPair {

@@ -6,7 +6,8 @@
 // release folder; a device or a FIFO has no place in a package) refuses the whole tarball, before
 // anything is written.
 
-import { extract, list, type ReadEntry } from 'tar';
+// node-tar loads on the first upgrade, not with every node (issue 45: footprint).
+import type { ReadEntry } from 'tar';
 import { ShoalError } from '../../errors.ts';
 
 /** Entries a build may hold (a shoal package has a few hundred). */
@@ -59,6 +60,7 @@ export async function listTarball(tarball: string): Promise<TarballEntry[]> {
     }
     entries.push({ path: e.path, type: e.type, size: e.size, ...(e.linkpath !== undefined && e.linkpath !== '' ? { linkpath: e.linkpath } : {}) });
   };
+  const { list } = await import('tar');
   try {
     await list({ file: tarball, strict: true, onReadEntry });
   } catch (err) {
@@ -93,6 +95,7 @@ export async function extractPackageTarball(tarball: string, dir: string): Promi
     refused ??= problem;
     return problem === undefined;
   };
+  const { extract } = await import('tar');
   try {
     await extract({ file: tarball, cwd: dir, strict: true, preserveOwner: false, filter });
   } catch (err) {
@@ -113,6 +116,7 @@ export async function readTarballPackageJson(tarball: string): Promise<string> {
       if (bytes <= packageJsonBytesMax) chunks.push(b);
     });
   };
+  const { list } = await import('tar');
   try {
     await list({ file: tarball, strict: true, filter: (p) => p === 'package/package.json', onReadEntry });
   } catch (err) {

@@ -1,0 +1,326 @@
+// The footprint of an idle node (issue 45: fit for a Raspberry Pi). Bundles the working tree (as
+// `npm run build` does) into bench/.builds/footprint, starts three `shoal serve` nodes of it
+// (bench/lib/shoal-cluster.ts; the default runtime, Docker, unless --runtime) and, in the same
+// run, three etcd members, then measures per process:
+// - RSS (VmRSS of /proc/PID/status) after --idle seconds with nothing to do;
+// - idle CPU (utime + stime of /proc/PID/stat) and context switches (all threads) over the last
+//   --cpu seconds of that idle time;
+// - start to API answering: each shoal node in turn is stopped (SIGTERM) and started again on its
+//   data; from the spawn to the first 200 from /healthz;
+// - `shoal --version`: the peak RSS (getrusage maxRSS) of the process, and of a bare `node -e 0`;
+// then the breakdown: the V8 heap figures of each idle node, a heap snapshot of one summarised by
+// constructor (self size), and the code loaded at start (`serve` and `--version`) by npm package
+// and src/ folder (the ESM loader's URLs mapped through esbuild's metafile).
+//
+//   flock /tmp/shoal-heavy.lock npm run bench:footprint -- [--write]
+//
+// Every node runs with bench/lib/footprint-probe.mjs preloaded (a SIGUSR2 handler and an exit
+// handler; no timer). The run takes --idle + about 60 s.
+
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { bundle, bundleConsole } from '../scripts/bundle.mjs';
+import { EtcdCluster, etcdBinary } from './lib/etcd-cluster.ts';
+import { summariseHeapSnapshot, type HeapGroup } from './lib/heap-summary.ts';
+import { once } from './lib/http.ts';
+import { breakdown, type LoadBreakdown, type Metafile } from './lib/load-breakdown.ts';
+import { abandonOnSignal, cpuMs, killAllStarted, rssMiB, sleep, stopProcess, trackTempDir } from './lib/proc.ts';
+import { etcdVersion, writeNamedSection } from './lib/report.ts';
+import { ShoalCluster } from './lib/shoal-cluster.ts';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const buildDir = path.join(root, 'bench', '.builds', 'footprint');
+const probe = fileURLToPath(new URL('./lib/footprint-probe.mjs', import.meta.url));
+const timeouts = { heartbeatMs: 100, electionMs: 1000 };
+
+const help = `usage: npm run bench:footprint -- [options]
+
+Bundles the working tree into bench/.builds/footprint, starts three shoal nodes of it and three
+etcd members, and measures each idle: RSS after --idle seconds, CPU and context switches over the
+last --cpu seconds; then start to API answering (each node restarted on its data), the peak RSS
+of 'shoal --version', the V8 heap of the idle nodes (a snapshot of one, by constructor) and the
+code loaded at start by package and src/ folder. Run it under flock /tmp/shoal-heavy.lock.
+
+Options:
+  --idle N             seconds idle before RSS is read (default 60)
+  --cpu N              seconds of CPU measurement, the last of the idle ones (default 30)
+  --runtime KIND       the nodes' runtime.kind: docker (default), memory or none
+  --no-etcd            no etcd members (no ratio)
+  --write              write the "footprint" section of bench/RESULTS.md
+  -h, --help           show this help`;
+
+interface Options { idle: number; cpu: number; runtime: 'docker' | 'memory' | 'none'; etcd: boolean; write: boolean }
+
+function parseOptions(): Options | 'help' {
+  const { values: v } = parseArgs({
+    options: {
+      idle: { type: 'string', default: '60' }, cpu: { type: 'string', default: '30' }, runtime: { type: 'string', default: 'docker' },
+      'no-etcd': { type: 'boolean', default: false }, write: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (v.help) return 'help';
+  const whole = (s: string, name: string, min: number): number => {
+    const n = Number(s);
+    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be a whole number of ${min} or more, not ${JSON.stringify(s)}`);
+    return n;
+  };
+  const idle = whole(v.idle, 'idle', 1);
+  const cpu = whole(v.cpu, 'cpu', 1);
+  if (cpu > idle) throw new Error(`--cpu (${cpu}) must not exceed --idle (${idle}): the CPU is measured in the idle time`);
+  if (v.runtime !== 'docker' && v.runtime !== 'memory' && v.runtime !== 'none') throw new Error(`--runtime must be docker, memory or none, not ${JSON.stringify(v.runtime)}`);
+  return { idle, cpu, runtime: v.runtime, etcd: !v['no-etcd'], write: v.write };
+}
+
+const progress = (msg: string): void => { process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`); };
+
+/** Bundles the working tree with its metafile; returns the metafile (output paths relative to the root). */
+async function build(): Promise<Metafile> {
+  const cwd = process.cwd();
+  process.chdir(root);
+  try {
+    const meta = await bundle(buildDir, { metafile: true });
+    await bundleConsole(buildDir);
+    writeFileSync(path.join(buildDir, 'run.mjs'), "import { main } from './shoal.mjs';\nprocess.exitCode = await main(process.argv.slice(2));\n");
+    return meta;
+  } finally {
+    process.chdir(cwd);
+  }
+}
+
+/** Context switches (voluntary + involuntary) of every thread of a process so far. */
+function switches(pid: number): number {
+  let n = 0;
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const s = readFileSync(`/proc/${pid}/task/${t}/status`, 'utf8');
+      for (const m of s.matchAll(/^(?:nonvoluntary_|voluntary_)ctxt_switches:\s+(\d+)/gm)) n += Number(m[1]);
+    } catch { /* the thread ended */ }
+  }
+  return n;
+}
+
+interface Idle { name: string; pid: number; rssMiB: number; cpuPct: number; switchesPerS: number; threads: number }
+
+/** Idles `idle` seconds; CPU and switches over the last `cpu` of them; RSS at the end. */
+async function measureIdle(procs: { name: string; pid: number }[], o: Options): Promise<Idle[]> {
+  progress(`idle ${o.idle - o.cpu} s, then CPU over ${o.cpu} s`);
+  await sleep((o.idle - o.cpu) * 1000);
+  const before = procs.map((p) => ({ cpu: cpuMs(p.pid), sw: switches(p.pid) }));
+  const t0 = performance.now();
+  await sleep(o.cpu * 1000);
+  const elapsed = performance.now() - t0;
+  return procs.map((p, i) => ({
+    name: p.name, pid: p.pid, rssMiB: rssMiB(p.pid),
+    cpuPct: ((cpuMs(p.pid) - (before[i]?.cpu ?? 0)) / elapsed) * 100,
+    switchesPerS: ((switches(p.pid) - (before[i]?.sw ?? 0)) / elapsed) * 1000,
+    threads: readdirSync(`/proc/${p.pid}/task`).length,
+  }));
+}
+
+interface HeapFigures { heap: { used_heap_size: number; total_heap_size: number }; memory: { rss: number; heapUsed: number; external: number; arrayBuffers: number } }
+
+/** Asks each probe for its V8 figures (SIGUSR2), node `snapshotOf` for a heap snapshot too. */
+async function heapFigures(procs: { name: string; pid: number }[], probeDir: string, snapshotOf: number): Promise<{ figures: (HeapFigures | undefined)[]; snapshot: string | undefined }> {
+  const snapPid = procs[snapshotOf]?.pid;
+  if (snapPid !== undefined) writeFileSync(path.join(probeDir, `${snapPid}.snapshot-wanted`), '');
+  for (const p of procs) process.kill(p.pid, 'SIGUSR2');
+  const deadline = Date.now() + 60_000;
+  const done = (pid: number): boolean => existsSync(path.join(probeDir, `${pid}.json`));
+  const snapDone = (): boolean => snapPid === undefined || existsSync(path.join(probeDir, `${snapPid}.snapshot-done`));
+  while (Date.now() < deadline && !(procs.every((p) => done(p.pid)) && snapDone())) await sleep(200);
+  const snapFile = snapPid === undefined || !snapDone() ? undefined : path.join(probeDir, `${snapPid}.heapsnapshot`);
+  const figures = procs.map((p) => (done(p.pid) ? JSON.parse(readFileSync(path.join(probeDir, `${p.pid}.json`), 'utf8')) as HeapFigures : undefined));
+  return { figures, snapshot: snapFile !== undefined && existsSync(snapFile) ? snapFile : undefined };
+}
+
+/** Stops each node in turn and starts it again; ms from the spawn to the first 200 of /healthz. */
+async function startTimes(sys: ShoalCluster, loadsFile: string): Promise<number[]> {
+  const out: number[] = [];
+  // A last restart of node 1 records the modules it loads (not timed: the hooks slow it).
+  for (const i of [0, 1, 2, 0]) {
+    const n = sys.nodes[i];
+    if (!n?.proc) throw new Error(`node ${i + 1} is not running`);
+    await stopProcess(n.proc, 'SIGTERM');
+    n.proc = undefined;
+    const recording = out.length === 3;
+    if (recording) process.env.SHOAL_FOOTPRINT_LOADS = loadsFile;
+    const t0 = performance.now();
+    const restarted = sys.restart(i, 60_000);
+    delete process.env.SHOAL_FOOTPRINT_LOADS;
+    let answered = Number.NaN;
+    while (Number.isNaN(answered) && performance.now() - t0 < 60_000) {
+      const r = await once(n.client, { method: 'GET', path: '/healthz' }, 1000).catch(() => undefined);
+      if (r?.status === 200) answered = performance.now() - t0;
+      else await sleep(5);
+    }
+    await restarted;
+    if (!recording) out.push(answered);
+  }
+  return out;
+}
+
+/** Peak RSS (MiB) of `args` run by node with the probe preloaded, median of `runs`. */
+function peakRss(args: string[], probeDir: string, runs: number, loadsFile?: string): number {
+  const peaks: number[] = [];
+  for (let r = 0; r < runs; r++) {
+    const env = { ...process.env, SHOAL_FOOTPRINT_DIR: probeDir, ...(loadsFile !== undefined && r === runs - 1 ? { SHOAL_FOOTPRINT_LOADS: loadsFile } : {}) };
+    const res = spawnSync(process.execPath, ['--import', probe, ...args], { env, encoding: 'utf8' });
+    if (res.status !== 0) throw new Error(`node ${args.join(' ')}: exit ${res.status}: ${res.stderr}`);
+    const exit = path.join(probeDir, `${res.pid}.exit.json`);
+    if (loadsFile === undefined || r < runs - 1) peaks.push((JSON.parse(readFileSync(exit, 'utf8')) as { maxRssKiB: number }).maxRssKiB / 1024);
+  }
+  peaks.sort((a, b) => a - b);
+  return peaks[Math.floor(peaks.length / 2)] ?? Number.NaN;
+}
+
+interface Run {
+  o: Options;
+  shoal: Idle[];
+  etcd: Idle[];
+  heap: (HeapFigures | undefined)[];
+  snapshot: { groups: HeapGroup[]; totalBytes: number; nodes: number } | undefined;
+  startMs: number[];
+  versionMiB: number;
+  bareMiB: number;
+  serveLoads: LoadBreakdown;
+  versionLoads: LoadBreakdown;
+  etcdVersion: string;
+}
+
+async function run(o: Options): Promise<Run> {
+  progress('bundling the working tree into bench/.builds/footprint');
+  const meta = await build();
+  const bin = path.join(buildDir, 'run.mjs');
+  const work = mkdtempSync(path.join(os.tmpdir(), 'shoal-footprint-'));
+  trackTempDir(work);
+  process.env.SHOAL_FOOTPRINT_DIR = work;
+  const versionLoads = path.join(work, 'version.loads');
+  const versionMiB = peakRss([bin, '--version'], work, 6, versionLoads);
+  const bareMiB = peakRss(['-e', '0'], work, 5);
+  const sys = new ShoalCluster(timeouts, false, bin, ['--import', probe], { runtime: { kind: o.runtime } }, true);
+  const etcd = o.etcd ? new EtcdCluster(timeouts) : undefined;
+  try {
+    progress(`starting three shoal nodes (runtime ${o.runtime})${etcd ? ' and three etcd members' : ''}`);
+    await sys.start();
+    if (etcd) await etcd.start();
+    const shoalProcs = sys.nodes.map((n) => ({ name: n.name, pid: n.pid ?? -1 }));
+    const etcdProcs = etcd ? etcd.nodes.map((n) => ({ name: n.name, pid: n.pid ?? -1 })) : [];
+    const idle = await measureIdle([...shoalProcs, ...etcdProcs], o);
+    progress('V8 heap figures and a heap snapshot of n1');
+    const { figures, snapshot } = await heapFigures(shoalProcs, work, 0);
+    const summary = snapshot !== undefined ? summariseHeapSnapshot(snapshot) : undefined;
+    if (snapshot !== undefined) rmSync(snapshot, { force: true });
+    progress('start to API answering: each node restarted in turn');
+    const serveLoads = path.join(work, 'serve.loads');
+    const startMs = await startTimes(sys, serveLoads);
+    return {
+      o, shoal: idle.slice(0, 3), etcd: idle.slice(3), heap: figures, snapshot: summary, startMs, versionMiB, bareMiB,
+      serveLoads: breakdown(serveLoads, meta, root), versionLoads: breakdown(versionLoads, meta, root),
+      etcdVersion: etcd ? etcdVersion(etcdBinary) ?? 'unknown' : 'not run',
+    };
+  } finally {
+    await sys.destroy();
+    if (etcd) await etcd.destroy();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+const mib = (n: number): string => (Number.isFinite(n) ? n.toFixed(1) : '–');
+const kib = (bytes: number): string => `${Math.round(bytes / 1024).toLocaleString('en-US')}`;
+const median = (xs: number[]): number => { const s = [...xs].filter(Number.isFinite).sort((a, b) => a - b); return s[Math.floor(s.length / 2)] ?? Number.NaN; };
+const avg = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+function idleTable(r: Run): string[] {
+  const rows = [...r.shoal.map((x) => ({ ...x, kind: 'shoal' })), ...r.etcd.map((x) => ({ ...x, kind: 'etcd' }))];
+  return [
+    `| process | RSS after ${r.o.idle} s idle (MiB) | idle CPU over ${r.o.cpu} s (% of a core) | context switches/s (all threads) | threads |`,
+    '|---|---:|---:|---:|---:|',
+    ...rows.map((x) => `| ${x.kind} ${x.name} | ${mib(x.rssMiB)} | ${x.cpuPct.toFixed(2)} | ${x.switchesPerS.toFixed(0)} | ${x.threads} |`),
+  ];
+}
+
+function targetLines(r: Run): string[] {
+  const rss = avg(r.shoal.map((x) => x.rssMiB));
+  const cpu = avg(r.shoal.map((x) => x.cpuPct));
+  const start = median(r.startMs);
+  const eRss = r.etcd.length > 0 ? avg(r.etcd.map((x) => x.rssMiB)) : Number.NaN;
+  const eCpu = r.etcd.length > 0 ? avg(r.etcd.map((x) => x.cpuPct)) : Number.NaN;
+  const verdict = (ok: boolean): string => (ok ? 'met' : '**not met**');
+  return [
+    '| figure | measured | target | |',
+    '|---|---:|---:|---|',
+    `| idle RSS per node (mean of 3) | ${mib(rss)} MiB (etcd ${mib(eRss)} MiB, ${(rss / eRss).toFixed(1)}x) | <= 70 MB | ${verdict(rss <= 70)} |`,
+    `| idle CPU per node (mean of 3) | ${cpu.toFixed(2)} % (etcd ${eCpu.toFixed(2)} %, ${(cpu / eCpu).toFixed(1)}x) | <= 0.5 % | ${verdict(cpu <= 0.5)} |`,
+    `| start to API answering (median of ${r.startMs.length} restarts: ${r.startMs.map((x) => x.toFixed(0)).join(', ')} ms) | ${start.toFixed(0)} ms | <= 300 ms | ${verdict(start <= 300)} |`,
+    `| \`shoal --version\` peak RSS (median of 5) | ${mib(r.versionMiB)} MiB (bare \`node -e 0\`: ${mib(r.bareMiB)} MiB) | – | |`,
+  ];
+}
+
+function heapLines(r: Run): string[] {
+  const lines = [
+    '| node | V8 heap used (MiB) | V8 heap total (MiB) | external (MiB) | of which array buffers (MiB) | RSS at that moment (MiB) |',
+    '|---|---:|---:|---:|---:|---:|',
+    ...r.heap.map((h, i) => (h ? `| n${i + 1} | ${mib(h.memory.heapUsed / 2 ** 20)} | ${mib(h.heap.total_heap_size / 2 ** 20)} | ${mib(h.memory.external / 2 ** 20)} | ${mib(h.memory.arrayBuffers / 2 ** 20)} | ${mib(h.memory.rss / 2 ** 20)} |` : `| n${i + 1} | – | – | – | – | – |`)),
+  ];
+  if (r.snapshot) {
+    lines.push('', `Heap snapshot of n1 (idle): ${r.snapshot.nodes.toLocaleString('en-US')} objects, ${mib(r.snapshot.totalBytes / 2 ** 20)} MiB self size; the top 20 by self size (constructor, or kind in brackets):`, '',
+      '| what | count | self size (KiB) |', '|---|---:|---:|',
+      ...r.snapshot.groups.slice(0, 20).map((g) => `| ${g.what.replaceAll('|', '\\|')} | ${g.count.toLocaleString('en-US')} | ${kib(g.bytes)} |`));
+  }
+  return lines;
+}
+
+function loadLines(what: string, b: LoadBreakdown, top: number): string[] {
+  return [
+    `${what}: ${b.outputsLoaded} of the bundle's ${b.outputsTotal} files (${kib(b.bundleBytesLoaded)} of ${kib(b.bundleBytesTotal)} KiB of JavaScript), ${b.builtins} node: modules through the ESM loader, ${b.external.files} files outside the bundle (native packages, ${kib(b.external.bytes)} KiB). The sources in the loaded files, by package or folder (top ${top}):`,
+    '',
+    '| package / folder | source files | bytes in the bundle (KiB) |',
+    '|---|---:|---:|',
+    ...b.groups.slice(0, top).map((g) => `| ${g.what} | ${g.files} | ${kib(g.bytes)} |`),
+    `| (the other ${Math.max(0, b.groups.length - top)}) | ${b.groups.slice(top).reduce((a, g) => a + g.files, 0)} | ${kib(b.groups.slice(top).reduce((a, g) => a + g.bytes, 0))} |`,
+  ];
+}
+
+function report(r: Run, cmd: string): string {
+  return [
+    '## Footprint of an idle node (issue 45: fit for a Raspberry Pi)',
+    '',
+    `\`${cmd}\`, ${new Date().toISOString().slice(0, 10)}; ${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, etcd ${r.etcdVersion}. `
+      + `Three \`shoal serve\` processes of the bundled working tree (runtime ${r.o.runtime}, HTTPS API, Raft heartbeat 100 ms / election 1000 ms) and three etcd members (same timing, client TLS), idle side by side on one machine; each node with bench/lib/footprint-probe.mjs preloaded (a signal and an exit handler). `
+      + 'Start to API answering: each node stopped (SIGTERM) and started again on its data, from the spawn to the first 200 of /healthz.',
+    '',
+    ...targetLines(r),
+    '',
+    ...idleTable(r),
+    '',
+    '### Where the memory goes',
+    '',
+    ...heapLines(r),
+    '',
+    '### Code loaded at start',
+    '',
+    ...loadLines('`shoal serve` (node 1 restarted with the ESM loader recorded)', r.serveLoads, 25),
+    '',
+    ...loadLines('`shoal --version`', r.versionLoads, 8),
+  ].join('\n');
+}
+
+async function main(): Promise<void> {
+  const o = parseOptions();
+  if (o === 'help') { console.log(help); return; }
+  abandonOnSignal();
+  const r = await run(o);
+  const text = report(r, `npm run bench:footprint -- ${process.argv.slice(2).join(' ')}`.trim());
+  console.log(text);
+  if (o.write) writeNamedSection('footprint', text);
+}
+
+main().catch((err: unknown) => {
+  console.error(`bench:footprint: ${(err as Error).message}`);
+  killAllStarted();
+  process.exit(1);
+});

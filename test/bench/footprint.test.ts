@@ -1,0 +1,118 @@
+// The footprint levers of issue 45 and the counting of bench/footprint.ts: what a serving node
+// loads at start (the bundle's static imports), and how the benchmark maps loaded files to
+// packages and sums a heap snapshot.
+
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bundle, type BundleMetafile } from '../../scripts/bundle.mjs';
+import { summariseHeapSnapshot } from '../../bench/lib/heap-summary.ts';
+import { breakdown, groupOfSource } from '../../bench/lib/load-breakdown.ts';
+
+/** The sources of every output file loaded with the output holding `input` (its static imports, transitively). */
+function loadedWith(meta: BundleMetafile, input: string): string[] {
+  const start = Object.keys(meta.outputs).find((o) => meta.outputs[o]?.inputs[input] !== undefined);
+  if (start === undefined) throw new Error(`no output holds ${input}`);
+  const seen = new Set([start]);
+  const queue = [start];
+  for (let o = queue.shift(); o !== undefined; o = queue.shift()) {
+    for (const i of meta.outputs[o]?.imports ?? []) {
+      if (i.kind === 'import-statement' && meta.outputs[i.path] !== undefined && !seen.has(i.path)) {
+        seen.add(i.path);
+        queue.push(i.path);
+      }
+    }
+  }
+  return [...seen].flatMap((o) => Object.entries(meta.outputs[o]?.inputs ?? {}).filter(([, v]) => v.bytesInOutput > 0).map(([k]) => k));
+}
+
+describe('what the bundle loads at start', () => {
+  let dir = '';
+  let meta: BundleMetafile;
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'shoal-footprint-bundle-'));
+    meta = await bundle(dir, { metafile: true });
+  }, 120_000);
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('serve loads no BuildKit code (gRPC, protobufjs), no X.509 library and no tar', () => {
+    const serve = loadedWith(meta, 'src/cli/serve.ts');
+    expect(serve.some((f) => f.includes('src/server/server.ts'))).toBe(true);
+    expect(serve.some((f) => f.includes('node_modules/dockerode/lib/docker.js'))).toBe(true);
+    for (const heavy of ['node_modules/@grpc/grpc-js/', 'node_modules/protobufjs/', 'node_modules/@peculiar/x509/', 'node_modules/tar/', 'src/security/certificates.ts']) {
+      expect(serve.filter((f) => f.includes(heavy))).toEqual([]);
+    }
+  });
+
+  it('docker-modem requires ssh2 only when it dials over SSH', () => {
+    const out = Object.keys(meta.outputs).find((o) => meta.outputs[o]?.inputs[Object.keys(meta.outputs[o]?.inputs ?? {}).find((k) => k.endsWith('docker-modem/lib/ssh.js')) ?? ''] !== undefined);
+    expect(out).toBeDefined();
+    const text = readFileSync(path.resolve(out ?? ''), 'utf8');
+    expect(text).toContain('new (__require("ssh2")).Client()');
+    expect(text).not.toMatch(/var Client = __require\("ssh2"\)/);
+  });
+});
+
+describe('groupOfSource', () => {
+  it('names the npm package, scoped or not, and the src/ folder', () => {
+    expect(groupOfSource('../../main/node_modules/undici/lib/core/util.js')).toBe('npm undici');
+    expect(groupOfSource('node_modules/@grpc/grpc-js/build/src/index.js')).toBe('npm @grpc/grpc-js');
+    expect(groupOfSource('node_modules/a/node_modules/b/x.js')).toBe('npm b');
+    expect(groupOfSource('src/api/app.ts')).toBe('src/api');
+    expect(groupOfSource('src/errors.ts')).toBe('src (top)');
+    expect(groupOfSource('fsm/log.ts')).toBe('fsm');
+  });
+});
+
+describe('breakdown', () => {
+  it('counts the sources of the loaded outputs only, builtins and files outside the bundle apart', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'shoal-footprint-loads-'));
+    try {
+      const meta = {
+        outputs: {
+          'b/shoal.mjs': { bytes: 100, inputs: { 'src/cli/main.ts': { bytesInOutput: 60 }, 'node_modules/zod/index.js': { bytesInOutput: 40 } } },
+          'b/chunks/serve.mjs': { bytes: 50, inputs: { 'src/cli/serve.ts': { bytesInOutput: 30 }, 'src/cli/args.ts': { bytesInOutput: 20 } } },
+          'b/chunks/upgrade.mjs': { bytes: 70, inputs: { 'src/cli/upgrade.ts': { bytesInOutput: 70 } } },
+          'b/shoal.mjs.map': { bytes: 999, inputs: {} },
+        },
+      };
+      const loads = path.join(dir, 'loads');
+      const url = (f: string): string => pathToFileURL(path.join(dir, f)).href;
+      writeFileSync(loads, [`${url('b/shoal.mjs')}\t100`, `${url('b/chunks/serve.mjs')}\t50`, `${url('b/shoal.mjs')}\t100`, 'node:fs\t0', `${url('nm/classic-level/index.js')}\t9`, ''].join('\n'));
+      const b = breakdown(loads, meta, dir);
+      expect(b).toMatchObject({ outputsLoaded: 2, outputsTotal: 3, bundleBytesLoaded: 150, bundleBytesTotal: 220, builtins: 1, external: { files: 1, bytes: 9 } });
+      expect(b.groups).toEqual([{ what: 'src/cli', files: 3, bytes: 110 }, { what: 'npm zod', files: 1, bytes: 40 }]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('summariseHeapSnapshot', () => {
+  it('sums self sizes by constructor for objects and by kind otherwise, largest first', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'shoal-footprint-heap-'));
+    try {
+      const types = ['hidden', 'array', 'string', 'object', 'code', 'closure', 'regexp', 'number', 'native', 'synthetic', 'concatenated string'];
+      const strings = ['', 'Foo', 'abc', 'Bar'];
+      // type, name, id, self_size, edge_count
+      const node = (type: string, name: number, size: number): number[] => [types.indexOf(type), name, 1, size, 0];
+      const snap = {
+        snapshot: { meta: { node_fields: ['type', 'name', 'id', 'self_size', 'edge_count'], node_types: [types] } },
+        nodes: [...node('object', 1, 10), ...node('object', 1, 20), ...node('string', 2, 100), ...node('concatenated string', 2, 5), ...node('object', 3, 7), ...node('code', 0, 50)],
+        strings,
+      };
+      const file = path.join(dir, 'x.heapsnapshot');
+      writeFileSync(file, JSON.stringify(snap));
+      const s = summariseHeapSnapshot(file);
+      expect(s.totalBytes).toBe(192);
+      expect(s.nodes).toBe(6);
+      expect(s.groups).toEqual([
+        { what: '(strings)', count: 2, bytes: 105 }, { what: '(code)', count: 1, bytes: 50 }, { what: 'Foo', count: 2, bytes: 30 }, { what: 'Bar', count: 1, bytes: 7 },
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
