@@ -11,7 +11,7 @@
 //   - with any other value, the command needs the level of the release that added them (5,
 //     featureLevelWorkloadNetwork: a node's mesh, a spec's secrets and networks; 6,
 //     featureLevelDisruptionBudget: a spec's disruption budget, a service's forced disruptions;
-//     6, featureLevelContainerSettings: a spec's container settings),
+//     6, featureLevelContainerSettings: a spec's container settings and network aliases),
 //     which the cluster reaches only once every member runs a release that reads them; before,
 //     it is refused with feature_not_enabled and nothing is written.
 //
@@ -57,6 +57,8 @@ const newerSpecFields: readonly NewerField[] = [
   ...(['init', 'readOnlyRootfs'] as const).map((name) => ({ name, level: featureLevelContainerSettings, isDefault: (v: JsonValue | undefined) => v === false })),
   ...(['tmpfs', 'extraHosts', 'dns', 'dnsSearch', 'dnsOptions', 'ulimits'] as const).map((name) => ({ name, level: featureLevelContainerSettings, isDefault: isEmptyList })),
   ...(['sysctls', 'labels'] as const).map((name) => ({ name, level: featureLevelContainerSettings, isDefault: isEmptyObject })),
+  // Issue 39: network aliases (spec/network-aliases.ts), the same release.
+  { name: 'networkAliases', level: featureLevelContainerSettings, isDefault: isEmptyObject },
 ];
 
 /** A service record's own fields added after the first release. */

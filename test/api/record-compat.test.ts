@@ -86,6 +86,7 @@ describe('a cluster at feature level 5', () => {
 const level5Spec = serviceSpecSchema.omit({
   disruption: true, workingDir: true, hostname: true, init: true, readOnlyRootfs: true, shmSizeBytes: true, tmpfs: true, extraHosts: true, dns: true,
   dnsSearch: true, dnsOptions: true, ulimits: true, sysctls: true, labels: true,
+  networkAliases: true,
 }).strict();
 const level5Service = z.object(serviceRecordSchema.shape).omit({ spec: true, previousSpec: true, forcedDisruptions: true }).strict();
 const budgeted = `${webYaml.replace('name: web', 'name: budgeted')}disruption: {maxUnavailable: 2}\n`;
@@ -173,5 +174,13 @@ describe('compatCommand', () => {
       expect(set.featureLevel, k).toBe(featureLevelContainerSettings);
       expect(set.cmd, k).toMatchObject({ doc: { spec: { [k]: v } } });
     }
+  });
+
+  it('leaves no network aliases out, and asks level 6 for any', () => {
+    const plain = compatCommand({ op: 'put', collection: servicesCollection, id: 'a', doc: { name: 'a', spec: { name: 'a', networkAliases: {} }, previousSpec: null } });
+    expect(plain).toEqual({ cmd: { op: 'put', collection: servicesCollection, id: 'a', doc: { name: 'a', spec: { name: 'a' }, previousSpec: null } }, featureLevel: controlFeatureLevel });
+    const set = compatCommand({ op: 'put', collection: servicesCollection, id: 'a', doc: { name: 'a', spec: { name: 'a', networkAliases: { back: ['db'] } }, previousSpec: null } });
+    expect(set.featureLevel).toBe(featureLevelContainerSettings);
+    expect(set.cmd).toMatchObject({ doc: { spec: { networkAliases: { back: ['db'] } } } });
   });
 });

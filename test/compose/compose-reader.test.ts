@@ -348,3 +348,37 @@ describe('container settings (issue 39)', () => {
     expect(p.map((x) => x.message).join()).toContain('tmpfs:');
   });
 });
+
+describe('network aliases (issue 39)', () => {
+  const stack = (opts: string) => `services:\n  web:\n    image: nginx:1\n    networks:\n      back:\n${opts.split('\n').map((l) => `        ${l}`).join('\n')}\n  worker:\n    image: nginx:1\n    networks: [back]\nnetworks:\n  back: {}\n`;
+
+  it('compiles aliases into the Service\'s networkAliases on the stack\'s network, sorted', () => {
+    const c = compile(stack('aliases: [www, app]'));
+    expect(c.warnings).toEqual([]);
+    expect(svc(c)).toMatchObject({ networks: ['st-back'], networkAliases: { 'st-back': ['app', 'www'] } });
+    expect(svc(c, 'st-worker').networkAliases).toEqual({});
+  });
+
+  it('warns of an alias that is the service\'s own name or given twice, and drops it', () => {
+    const c = compile(stack('aliases: [st-web, www, www]'));
+    expect(c.warnings.map((w) => w.path)).toEqual(['services.web.networks.back.aliases[0]', 'services.web.networks.back.aliases[2]']);
+    expect(svc(c).networkAliases).toEqual({ 'st-back': ['www'] });
+  });
+
+  it.each([
+    ['aliases: [db.local]', 'services.web.networks.back.aliases[0]', 'is not a DNS label'],
+    ['aliases: [Web]', 'services.web.networks.back.aliases[0]', 'write it in lower case: web'],
+    ['aliases: www', 'services.web.networks.back.aliases', 'must be a list'],
+  ])('refuses %s', (opts, path, message) => {
+    const problems = refused(stack(opts));
+    expect(problems.map((p) => p.path)).toEqual([path]);
+    expect(problems[0]?.message).toContain(message);
+  });
+
+  it('refuses aliases on a replicated-job (a Job has none)', () => {
+    const text = stack('aliases: [www]').replace('    image: nginx:1\n    networks:\n      back:', '    image: nginx:1\n    deploy: {mode: replicated-job}\n    networks:\n      back:');
+    const problems = refused(text);
+    expect(problems.map((p) => p.path)).toEqual(['services.web.networks']);
+    expect(problems[0]?.message).toContain('takes no network aliases');
+  });
+});

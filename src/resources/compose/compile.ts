@@ -931,6 +931,7 @@ function compileNetworking(ctx: Ctx, s: Record<string, unknown>, at: string, net
   }
   const named = s.networks === undefined ? { default: null } : Array.isArray(s.networks) ? listToMap(s.networks) : mapping(ctx, s.networks, `${at}.networks`) ?? {};
   const out: string[] = [];
+  const aliases: Record<string, string[]> = {};
   for (const [key, opts] of Object.entries(named)) {
     const where = keyPath(`${at}.networks`, key);
     const net = networks.get(key);
@@ -943,8 +944,7 @@ function compileNetworking(ctx: Ctx, s: Record<string, unknown>, at: string, net
     if (opts === null || opts === undefined) continue;
     const o = mapping(ctx, opts, where);
     if (o === null) continue;
-    ctx.only(o, where, [], {
-      aliases: { kind: 'refused', reason: 'shoal\'s Service has no network aliases yet; the service resolves as its compose name on the stack\'s networks' },
+    ctx.only(o, where, ['aliases'], {
       ipv4_address: { kind: 'refused', reason: 'shoal hands out the addresses from each node\'s slice; a fixed address is not supported yet' },
       ipv6_address: { kind: 'refused', reason: 'shoal networks are IPv4' },
       link_local_ips: { kind: 'refused', reason: 'shoal hands out the addresses' },
@@ -953,8 +953,28 @@ function compileNetworking(ctx: Ctx, s: Record<string, unknown>, at: string, net
       priority: { kind: 'warned', reason: 'the order of a task\'s networks is shoal\'s' },
       gw_priority: { kind: 'warned', reason: 'the order of a task\'s networks is shoal\'s' },
     });
+    const named = o.aliases === undefined || o.aliases === null ? [] : compileAliases(ctx, o.aliases, `${where}.aliases`, String(doc.name));
+    if (named.length > 0) aliases[net.name] = [...new Set([...(aliases[net.name] ?? []), ...named])];
   }
   doc.networks = out;
+  if (Object.keys(aliases).length > 0) doc.networkAliases = aliases;
+}
+
+/** A network's `aliases`: DNS labels (the Service's networkAliases); the service's own name and repeats are dropped with a warning. */
+function compileAliases(ctx: Ctx, value: unknown, at: string, shoalName: string): string[] {
+  const list = strList(ctx, value, at);
+  if (list === null) return [];
+  const out: string[] = [];
+  list.forEach((alias, i) => {
+    const where = `${at}[${i}]`;
+    if (!/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(alias)) {
+      const hint = /^[A-Za-z](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/.test(alias) ? ` (write it in lower case: ${alias.toLowerCase()}; names match without regard to case)` : '';
+      ctx.refuse(where, `${JSON.stringify(alias)} is not a DNS label (lower-case letters, digits and -, starting with a letter, at most 63 characters): shoal answers an alias as one name on the network, not a domain${hint}`);
+    } else if (alias === shoalName) ctx.warn(where, `accepted with no effect: ${alias} is the service's own name`);
+    else if (out.includes(alias)) ctx.warn(where, `accepted with no effect: ${alias} is given twice`);
+    else out.push(alias);
+  });
+  return out;
 }
 
 function compileSecretRefs(ctx: Ctx, value: unknown, at: string, declared: Map<string, StackFile>, kind: 'secrets' | 'configs'): Record<string, unknown>[] {

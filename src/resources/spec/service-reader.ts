@@ -13,6 +13,7 @@ import {
 } from './service-fields.ts';
 import type { DeviceSpec, MountSpec, PortSpec, SecretRefSpec, ServiceSpec } from './service-spec.ts';
 import { buildContainerSettings, checkContainerSettings, containerSettingsFields, type ContainerSettingsInput } from './container-settings.ts';
+import { checkNetworkAliases, networkAliases } from './network-aliases.ts';
 
 /** The authoring shape: input keys, normalized values. */
 interface ServiceInput extends ContainerSettingsInput {
@@ -45,6 +46,7 @@ interface ServiceInput extends ContainerSettingsInput {
   exclusive: boolean;
   secrets: SecretRefSpec[];
   networks: string[];
+  networkAliases: Record<string, string[]>;
 }
 
 const serviceFields: Fields<ServiceInput> = {
@@ -77,6 +79,7 @@ const serviceFields: Fields<ServiceInput> = {
   exclusive: withDefault(boolean, () => false),
   secrets: withDefault(list(secretRef), () => []),
   networks: withDefault(list(dnsLabel), () => []),
+  networkAliases: withDefault(networkAliases, () => ({})),
   ...containerSettingsFields,
 };
 
@@ -100,6 +103,7 @@ export function readService(value: unknown, at: string, problems: Problems): Rea
     problems.add(`${at}.networks`, 'a service with hostNetwork uses the node\'s own network and cannot join overlay networks; drop hostNetwork or networks');
   }
   checkContainerSettings(s, s, at, problems);
+  checkNetworkAliases(s.networkAliases, s, at, problems);
   if (s.constraints !== undefined) {
     const clash = contradiction(s.constraints);
     if (clash !== null) problems.add(`${at}.constraints`, `${clash}, so no node could ever take a task`);
@@ -189,6 +193,7 @@ function build(s: ServiceInput): ServiceSpec {
     exclusive: s.exclusive,
     secrets: s.secrets,
     networks: [...s.networks].sort(),
+    networkAliases: s.networkAliases,
     ...buildContainerSettings(s),
   };
 }

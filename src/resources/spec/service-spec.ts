@@ -246,6 +246,11 @@ export interface ServiceSpec extends ContainerSettings {
    * gets an address on each from its node's slice. Empty: none (the runtime's default network).
    */
   networks: string[];
+  /**
+   * More DNS names of the service on some of its networks (network name to names, sorted):
+   * answered on that network as its own name is (net/dns-view.ts). Feature level 6.
+   */
+  networkAliases: Record<string, string[]>;
 }
 
 const nat = z.number().int().min(0);
@@ -303,6 +308,8 @@ export const serviceSpecSchema = z.object({
   secrets: z.array(z.object({ name: nonEmpty, target: nonEmpty, mode: z.number().int().min(0).max(0o777) }).strict()).default([]),
   // Records written before networks existed read as attached to none.
   networks: z.array(z.string().regex(/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/)).default([]),
+  // Records written before network aliases (feature level 6) have none.
+  networkAliases: z.record(z.string().regex(/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/), z.array(z.string().regex(/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/))).default({}),
   // Records written before the container settings (feature level 6) have none of them.
   workingDir: nonEmpty.nullable().default(null),
   hostname: nonEmpty.nullable().default(null),

@@ -81,6 +81,7 @@ export const serviceSpecArb: fc.Arbitrary<ServiceSpec> = fc.record({
     mode: fc.constantFrom(0o400, 0o440, 0o444, 0o600, 0),
   }), { maxLength: 3, selector: (r) => r.target }),
   networks: fc.uniqueArray(fc.constantFrom('backend', 'frontend', 'iot'), { maxLength: 3 }),
+  aliases: fc.uniqueArray(fc.constantFrom('db', 'cache', 'www-1'), { maxLength: 2 }),
   settings: fc.record({
     workingDir: fc.option(fc.oneof(pathArb, fc.constant('/'))),
     hostname: fc.option(fc.constantFrom('web', 'web-1.lan', 'A1')),
@@ -128,6 +129,9 @@ export const serviceSpecArb: fc.Arbitrary<ServiceSpec> = fc.record({
   exclusive: r.exclusive,
   secrets: r.secrets,
   networks: r.hostNetwork ? [] : [...r.networks].sort(),
+  // Aliases on the first network written, when there is one (none equal to the service's name).
+  networkAliases: r.hostNetwork || r.networks[0] === undefined || r.aliases.filter((a) => a !== r.name).length === 0 ? {}
+    : { [r.networks[0]]: r.aliases.filter((a) => a !== r.name).sort() },
   workingDir: r.settings.workingDir,
   hostname: r.settings.hostname,
   init: r.settings.init,
