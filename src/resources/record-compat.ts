@@ -11,7 +11,8 @@
 //   - with any other value, the command needs the level of the release that added them (5,
 //     featureLevelWorkloadNetwork: a node's mesh, a spec's secrets and networks; 6,
 //     featureLevelDisruptionBudget: a spec's disruption budget, a service's forced disruptions;
-//     6, featureLevelContainerSettings: a spec's container settings and network aliases),
+//     6, featureLevelContainerSettings: a spec's container settings and network aliases, and a
+//     secret delivered at an absolute path, in a service's or a job's spec),
 //     which the cluster reaches only once every member runs a release that reads them; before,
 //     it is refused with feature_not_enabled and nothing is written.
 //
@@ -102,12 +103,23 @@ export function forOlderReaders<D extends JsonValue>(collection: string, doc: D)
 /** The level a put needs beyond the control plane's (0: none). */
 function putLevel(collection: string, doc: JsonValue): number {
   if (putNeedsSecretsLevel(collection, doc)) return featureLevelSecretsAtRest;
+  if (hasNewerSecretRef(collection, doc)) return featureLevelContainerSettings;
   if (constrainedCollections.has(collection) && hasNewerConstraint(doc, 0)) return featureLevelPlatformConstraints;
   if (newerCollections.has(collection)) return featureLevelWorkloadNetwork;
   if (!isObject(doc)) return 0;
   if (collection === nodesCollection) return doc.platform !== undefined ? featureLevelSecretsAtRest : doc.mesh !== undefined ? featureLevelWorkloadNetwork : 0;
   if (collection !== servicesCollection) return 0;
   return Math.max(levelOfFields(doc, newerServiceFields), levelOfFields(doc.spec, newerSpecFields), levelOfFields(doc.previousSpec, newerSpecFields));
+}
+
+/**
+ * Whether a service's or a job's spec (or previous spec) delivers a secret at an absolute path
+ * (issue 39's configs): a release of level 5 reads a target as a file name under /run/secrets/.
+ */
+function hasNewerSecretRef(collection: string, doc: JsonValue): boolean {
+  if ((collection !== servicesCollection && collection !== jobsCollection) || !isObject(doc)) return false;
+  return [doc.spec, doc.previousSpec].some((spec) => isObject(spec) && Array.isArray(spec.secrets)
+    && spec.secrets.some((r) => isObject(r) && typeof r.target === 'string' && r.target.startsWith('/')));
 }
 
 /** Collections whose records hold constraints (a service's and a job's spec, a policy's publish rules). */

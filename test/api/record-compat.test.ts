@@ -12,6 +12,7 @@ import { nodesCollection, secretsCollection, servicesCollection } from '../../sr
 import { nodeRecordSchema } from '../../src/resources/records.ts';
 import { serviceSpecSchema } from '../../src/resources/spec/service-spec.ts';
 import { compatCommand } from '../../src/resources/record-compat.ts';
+import { jobsCollection } from '../../src/resources/jobs.ts';
 import { featureLevelContainerSettings, featureLevelDisruptionBudget, featureLevelWorkloadNetwork } from '../../src/base/feature-level.ts';
 import { serviceRecordSchema } from '../../src/resources/records.ts';
 import { controlFeatureLevel } from '../../src/resources/collections.ts';
@@ -182,5 +183,14 @@ describe('compatCommand', () => {
     const set = compatCommand({ op: 'put', collection: servicesCollection, id: 'a', doc: { name: 'a', spec: { name: 'a', networkAliases: { back: ['db'] } }, previousSpec: null } });
     expect(set.featureLevel).toBe(featureLevelContainerSettings);
     expect(set.cmd).toMatchObject({ doc: { spec: { networkAliases: { back: ['db'] } } } });
+  });
+
+  it('asks level 6 for a secret delivered at an absolute path, in a service\'s or a job\'s spec; a file under /run/secrets/ needs no more than secrets do', () => {
+    const spec = (target: string) => ({ name: 'a', secrets: [{ name: 'conf', target, mode: 0o444 }] });
+    const put = (collection: string, target: string) => compatCommand({ op: 'put', collection, id: 'a', doc: { name: 'a', spec: spec(target), previousSpec: null } });
+    // Secrets themselves came with level 5.
+    expect(put(servicesCollection, 'app.conf').featureLevel).toBe(featureLevelWorkloadNetwork);
+    expect(put(servicesCollection, '/etc/app/app.conf').featureLevel).toBe(featureLevelContainerSettings);
+    expect(put(jobsCollection, '/etc/app/app.conf').featureLevel).toBe(featureLevelContainerSettings);
   });
 });

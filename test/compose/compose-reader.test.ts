@@ -230,7 +230,7 @@ configs:
     ]);
     expect(c.secrets.map((s) => [s.name, Buffer.from(s.bytes).toString()])).toEqual([['st-db-password', 'pw'], ['st-api-key', 'k'], ['st-conf', 'a = 1']]);
     expect(refused('services:\n  web:\n    image: nginx:1\n    secrets: [nope, {source: pw, uid: "1000"}]\n    configs: [conf]\nsecrets:\n  pw: {file: ./absent}\nconfigs:\n  conf: {content: x}\n').map((p) => p.path))
-      .toEqual(['secrets.pw.file', 'services.web.secrets[0]', 'services.web.secrets[1]', 'services.web.configs[0]']);
+      .toEqual(['secrets.pw.file', 'services.web.secrets[0]', 'services.web.secrets[1]']);
   });
   it('reads env_file, with environment over it', () => {
     const c = compile('services:\n  web:\n    image: nginx:1\n    env_file: [app.env, {path: opt.env, required: false}]\n    environment: {B: env}\n', { files: { 'app.env': 'A=file\nB=file\n' } });
@@ -380,5 +380,31 @@ describe('network aliases (issue 39)', () => {
     const problems = refused(text);
     expect(problems.map((p) => p.path)).toEqual(['services.web.networks']);
     expect(problems[0]?.message).toContain('takes no network aliases');
+  });
+});
+
+describe('configs and secrets at absolute paths (issue 39)', () => {
+  const stack = (refs: string) => `services:\n  web:\n    image: nginx:1\n${refs}\nsecrets:\n  pw: {content: pw}\nconfigs:\n  conf: {content: "a = 1"}\n`;
+
+  it('delivers a config at its absolute target (the short form at /<name>, as Compose), with its mode; a secret too', () => {
+    const c = compile(stack('    configs: [conf, {source: conf, target: /etc/app/app.conf, mode: 0444}]\n    secrets: [{source: pw, target: /etc/app/pw}]'));
+    expect(c.warnings).toEqual([]);
+    expect(svc(c).secrets).toEqual([
+      { name: 'st-pw', target: '/etc/app/pw', mode: 0o400 },
+      { name: 'st-conf', target: '/conf', mode: 0o400 },
+      { name: 'st-conf', target: '/etc/app/app.conf', mode: 0o444 },
+    ]);
+  });
+
+  it.each([
+    ['    configs: [{source: conf, target: app.conf}]', 'services.web.configs[0].target', 'is an absolute path in the container'],
+    ['    configs: [{source: conf, target: /proc/x}]', 'services.web (as shoal\'s secrets[0].target)', 'which the runtime mounts itself'],
+    ['    configs: [{source: conf, target: /etc/app/../x}]', 'services.web (as shoal\'s secrets[0].target)', 'is not an absolute container path'],
+    ['    configs: [{source: conf, target: /data}]\n    volumes: [data:/data]', 'services.web (as shoal\'s secrets[0].target)', 'is already the target of'],
+    ['    configs: [{source: conf, target: /run/secrets/pw}]\n    secrets: [pw]', 'services.web (as shoal\'s secrets[1].target)', 'is already given'],
+  ])('refuses %s', (refs, path, message) => {
+    const problems = refused(stack(refs).replace('configs:\n  conf', 'volumes:\n  data: {}\nconfigs:\n  conf'));
+    expect(problems.map((p) => p.path)).toEqual([path]);
+    expect(problems[0]?.message).toContain(message);
   });
 });

@@ -999,13 +999,14 @@ function compileSecretRefs(ctx: Ctx, value: unknown, at: string, declared: Map<s
     }
     let target = long !== null && typeof long.target === 'string' ? long.target : source;
     if (kind === 'configs' && (long === null || long.target === undefined)) target = `/${source}`;
-    if (target.startsWith('/')) {
-      if (!target.startsWith('/run/secrets/')) {
-        ctx.refuse(`${where}${long?.target !== undefined ? '.target' : ''}`, `${target}: shoal delivers files only under /run/secrets/ (as Swarm's secrets); give a target there (target: /run/secrets/${target.split('/').pop() ?? source}) and point the program at it`);
-        return [];
-      }
-      target = target.slice('/run/secrets/'.length);
+    if (kind === 'configs' && !target.startsWith('/')) {
+      // Compose reads a config's relative target against the container's working directory, which shoal does not know.
+      ctx.refuse(`${where}.target`, `${target}: a config's target is an absolute path in the container (target: /etc/app/${target}); a relative one depends on the image's working directory`);
+      return [];
     }
+    // A file directly under /run/secrets/ is a plain secret file (readable by any release); any
+    // other absolute path is delivered there by a read-only bind mount (feature level 6).
+    if (/^\/run\/secrets\/[^/]+$/.test(target)) target = target.slice('/run/secrets/'.length);
     for (const id of ['uid', 'gid'] as const) {
       if (long?.[id] !== undefined && String(long[id]) !== '0') ctx.refuse(`${where}.${id}`, 'the file is owned by root; shoal does not change its owner yet (use mode: 0444 to let any user read it)');
     }

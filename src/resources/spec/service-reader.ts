@@ -9,7 +9,7 @@ import {
 } from './reader.ts';
 import {
   argv, capability, constraint, device, disruption, dnsLabel, duration, env, healthCheck, image, logs, mount, placement, port, resources, restart,
-  secretRef, signal, update, user,
+  secretPath, secretRef, signal, update, user,
 } from './service-fields.ts';
 import type { DeviceSpec, MountSpec, PortSpec, SecretRefSpec, ServiceSpec } from './service-spec.ts';
 import { buildContainerSettings, checkContainerSettings, containerSettingsFields, type ContainerSettingsInput } from './container-settings.ts';
@@ -96,7 +96,8 @@ export function readService(value: unknown, at: string, problems: Problems): Rea
   checkPorts(s, at, problems);
   checkDistinct(s.mounts, (m) => m.target, `${at}.mounts`, 'target', problems);
   checkDistinct(s.devices, (d) => d.containerPath, `${at}.devices`, 'containerPath', problems);
-  checkDistinct(s.secrets, (r) => r.target, `${at}.secrets`, 'target', problems);
+  checkDistinct(s.secrets, (r) => secretPath(r.target), `${at}.secrets`, 'target', problems);
+  checkSecretPaths(s, at, problems);
   checkCapabilities(s, at, problems);
   checkDistinct(s.networks, (n) => n, `${at}.networks`, '', problems);
   if (s.hostNetwork === true && (s.networks?.length ?? 0) > 0) {
@@ -196,4 +197,16 @@ function build(s: ServiceInput): ServiceSpec {
     networkAliases: s.networkAliases,
     ...buildContainerSettings(s),
   };
+}
+
+/** A secret's file at an absolute path is not also a mount's or a tmpfs's target (the runtime would take one of them). */
+function checkSecretPaths(s: Partial<ServiceInput>, at: string, problems: Problems): void {
+  const taken = new Map<string, string>([
+    ...(s.mounts ?? []).map((m, i): [string, string] => [m.target, `mounts[${i}]`]),
+    ...(s.tmpfs ?? []).map((t, i): [string, string] => [t.target, `tmpfs[${i}]`]),
+  ]);
+  (s.secrets ?? []).forEach((r, i) => {
+    const other = taken.get(secretPath(r.target));
+    if (other !== undefined) problems.add(`${at}.secrets[${i}].target`, `${secretPath(r.target)} is already the target of ${other}; give the file another path`);
+  });
 }

@@ -56,7 +56,10 @@ export interface DeviceSpec {
 export interface SecretRefSpec {
   /** The secret's name (`shoal secret create NAME`). */
   name: string;
-  /** The file's name under /run/secrets/ in the container (default: the secret's name). */
+  /**
+   * The file's name under /run/secrets/ in the container (default: the secret's name), or an
+   * absolute container path where it is mounted (feature level 6).
+   */
   target: string;
   /** The file's permission bits (default 0o400), as a number. */
   mode: number;
@@ -239,7 +242,7 @@ export interface ServiceSpec extends ContainerSettings {
   disruption: DisruptionSpec | null;
   /** Must never run twice, even across a partition: runs under the node's lease (src/resources/lease.ts). */
   exclusive: boolean;
-  /** Secrets delivered as read-only files under /run/secrets/ (targets unique). */
+  /** Secrets delivered as read-only files under /run/secrets/ or at absolute paths (the files' paths unique). */
   secrets: SecretRefSpec[];
   /**
    * The overlay networks (Network resources, by name) its tasks attach to, sorted; each task
