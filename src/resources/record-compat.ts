@@ -12,7 +12,8 @@
 //     featureLevelWorkloadNetwork: a node's mesh, a spec's secrets and networks; 6,
 //     featureLevelDisruptionBudget: a spec's disruption budget, a service's forced disruptions;
 //     6, featureLevelContainerSettings: a spec's container settings and network aliases, and a
-//     secret delivered at an absolute path, in a service's or a job's spec),
+//     secret delivered at an absolute path, in a service's or a job's spec, and a port published
+//     on one address),
 //     which the cluster reaches only once every member runs a release that reads them; before,
 //     it is refused with feature_not_enabled and nothing is written.
 //
@@ -104,6 +105,7 @@ export function forOlderReaders<D extends JsonValue>(collection: string, doc: D)
 function putLevel(collection: string, doc: JsonValue): number {
   if (putNeedsSecretsLevel(collection, doc)) return featureLevelSecretsAtRest;
   if (hasNewerSecretRef(collection, doc)) return featureLevelContainerSettings;
+  if (hasHostIp(collection, doc)) return featureLevelContainerSettings;
   if (constrainedCollections.has(collection) && hasNewerConstraint(doc, 0)) return featureLevelPlatformConstraints;
   if (newerCollections.has(collection)) return featureLevelWorkloadNetwork;
   if (!isObject(doc)) return 0;
@@ -120,6 +122,12 @@ function hasNewerSecretRef(collection: string, doc: JsonValue): boolean {
   if ((collection !== servicesCollection && collection !== jobsCollection) || !isObject(doc)) return false;
   return [doc.spec, doc.previousSpec].some((spec) => isObject(spec) && Array.isArray(spec.secrets)
     && spec.secrets.some((r) => isObject(r) && typeof r.target === 'string' && r.target.startsWith('/')));
+}
+
+/** Whether a service's spec (or previous spec) publishes a port on one address of the node (issue 39's ports[].host_ip). */
+function hasHostIp(collection: string, doc: JsonValue): boolean {
+  if (collection !== servicesCollection || !isObject(doc)) return false;
+  return [doc.spec, doc.previousSpec].some((spec) => isObject(spec) && Array.isArray(spec.ports) && spec.ports.some((p) => isObject(p) && p.hostIp !== undefined));
 }
 
 /** Collections whose records hold constraints (a service's and a job's spec, a policy's publish rules). */

@@ -193,4 +193,11 @@ describe('compatCommand', () => {
     expect(put(servicesCollection, '/etc/app/app.conf').featureLevel).toBe(featureLevelContainerSettings);
     expect(put(jobsCollection, '/etc/app/app.conf').featureLevel).toBe(featureLevelContainerSettings);
   });
+
+  it('asks level 6 for a port published on one address of the node', () => {
+    const ports = (hostIp?: string) => [{ published: 80, target: 80, protocol: 'tcp', ...(hostIp !== undefined ? { hostIp } : {}) }];
+    const put = (p: ReturnType<typeof ports>) => compatCommand({ op: 'put', collection: servicesCollection, id: 'a', doc: { name: 'a', spec: { name: 'a', ports: p }, previousSpec: null } });
+    expect(put(ports()).featureLevel).toBe(controlFeatureLevel);
+    expect(put(ports('127.0.0.1')).featureLevel).toBe(featureLevelContainerSettings);
+  });
 });

@@ -114,10 +114,10 @@ describe('mapping to shoal resources', () => {
     const c = compile('services:\n  web:\n    image: nginx:1\n    networks: [front, back]\nnetworks:\n  front: {}\n  back: {internal: true}\n', { networks: new Map([['st-back', '10.208.16.0/20'], ['other', '10.208.0.0/20']]) });
     expect(c.set.networks.map((n) => [n.name, n.subnet, n.internal])).toEqual([['st-back', '10.208.16.0/20', true], ['st-front', '10.208.32.0/20', false]]);
   });
-  it('reads ports in every syntax: ranges, udp, long form; refuses host_ip and unpublished ports', () => {
+  it('reads ports in every syntax: ranges, udp, long form; refuses unpublished ports', () => {
     const c = compile('services:\n  web:\n    image: nginx:1\n    ports: ["8000-8001:80-81", "53:53/udp", 9000, "0.0.0.0:443:443", {target: 22, published: "2222", protocol: tcp, mode: host}]\n'.replace('9000, ', ''));
     expect(svc(c).ports.map((p) => `${p.published}:${p.target}/${p.protocol}`)).toEqual(['8000:80/tcp', '8001:81/tcp', '53:53/udp', '443:443/tcp', '2222:22/tcp']);
-    expect(refused('services:\n  web:\n    image: nginx:1\n    ports: ["127.0.0.1:80:80", "3000", "80-81:80"]\n').map((p) => p.path)).toEqual(['services.web.ports[0]', 'services.web.ports[1]', 'services.web.ports[2]']);
+    expect(refused('services:\n  web:\n    image: nginx:1\n    ports: ["3000", "80-81:80"]\n').map((p) => p.path)).toEqual(['services.web.ports[0]', 'services.web.ports[1]']);
   });
   it('maps volumes (named, bind, long form, read_only) and refuses anonymous and undeclared ones', () => {
     const c = compile('services:\n  web:\n    image: nginx:1\n    volumes: ["data:/data", "/srv/x:/x:ro", {type: bind, source: /etc/localtime, target: /etc/localtime, read_only: true}, "ext:/ext"]\nvolumes:\n  data: {}\n  ext: {external: true, name: shared}\n');
@@ -406,5 +406,26 @@ describe('configs and secrets at absolute paths (issue 39)', () => {
     const problems = refused(stack(refs).replace('configs:\n  conf', 'volumes:\n  data: {}\nconfigs:\n  conf'));
     expect(problems.map((p) => p.path)).toEqual([path]);
     expect(problems[0]?.message).toContain(message);
+  });
+});
+
+describe('ports[].host_ip (issue 39)', () => {
+  it('publishes on one address of the node: short and long syntax, IPv6 in brackets, ranges; all addresses stay unsaid', () => {
+    const c = compile('services:\n  web:\n    image: nginx:1\n    ports: ["127.0.0.1:8080:80", "[fd00::1]:53:53/udp", "192.168.1.5:9000-9001:9000-9001", {target: 22, published: 2222, host_ip: 10.0.0.2}, "0.0.0.0:443:443"]\n');
+    expect(c.warnings).toEqual([]);
+    expect(svc(c).ports).toEqual([
+      { published: 8080, target: 80, protocol: 'tcp', hostIp: '127.0.0.1' },
+      { published: 53, target: 53, protocol: 'udp', hostIp: 'fd00::1' },
+      { published: 9000, target: 9000, protocol: 'tcp', hostIp: '192.168.1.5' },
+      { published: 9001, target: 9001, protocol: 'tcp', hostIp: '192.168.1.5' },
+      { published: 2222, target: 22, protocol: 'tcp', hostIp: '10.0.0.2' },
+      { published: 443, target: 443, protocol: 'tcp' },
+    ]);
+  });
+
+  it('refuses a host_ip that is not an address', () => {
+    const problems = refused('services:\n  web:\n    image: nginx:1\n    ports: [{target: 80, published: 80, host_ip: nas.lan}]\n');
+    expect(problems.map((p) => p.path)).toEqual(["services.web (as shoal's ports[0].hostIp)"]);
+    expect(problems[0]?.message).toContain('is not an IPv4 or IPv6 address');
   });
 });

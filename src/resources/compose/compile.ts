@@ -700,7 +700,7 @@ function compileHealthcheck(ctx: Ctx, value: unknown, at: string): Record<string
   };
 }
 
-interface PortOut { published: number; target: number; protocol: string }
+interface PortOut { published: number; target: number; protocol: string; hostIp?: string }
 
 function compilePorts(ctx: Ctx, value: unknown, at: string): PortOut[] {
   if (value === undefined) return [];
@@ -774,10 +774,8 @@ function port(ctx: Ctx, p: unknown, at: string): PortOut[] {
     ctx.refuse(at, `must be a port (a string, a number or a mapping), not ${describe(p)}`);
     return [];
   }
-  if (!allAddresses.has(hostIp)) {
-    ctx.refuse(at, `host_ip ${hostIp} is not supported: shoal publishes a port on every address of the node; remove the address (and keep the port from the outside with a firewall policy)`);
-    return [];
-  }
+  // One address of the node (the Service's ports[].hostIp, feature level 6); the spec reader checks it is one.
+  const onAddress = allAddresses.has(hostIp) ? {} : { hostIp: hostIp.replace(/^\[(.*)\]$/, '$1') };
   if (protocol !== 'tcp' && protocol !== 'udp') {
     ctx.refuse(at, `${JSON.stringify(protocol)} is not tcp or udp`);
     return [];
@@ -801,7 +799,7 @@ function port(ctx: Ctx, p: unknown, at: string): PortOut[] {
     return [];
   }
   const out: PortOut[] = [];
-  for (let k = 0; k <= t[1] - t[0]; k++) out.push({ published: h[0] + k, target: t[0] + k, protocol });
+  for (let k = 0; k <= t[1] - t[0]; k++) out.push({ published: h[0] + k, target: t[0] + k, protocol, ...onAddress });
   return out;
 }
 

@@ -2,6 +2,7 @@
 // defaults written here are the documented ones (docs/resources.md lists them; a test reads the
 // smallest spec back and checks every default).
 
+import { isIP } from 'node:net';
 import { parseConstraint, labelKeyPattern, type Constraint } from './constraint.ts';
 import { specLimits } from './limits.ts';
 import { formatCpu, formatMemory, parseCpu, parseDuration, parseMemory, renderDuration } from './quantity.ts';
@@ -133,11 +134,23 @@ export const placement = struct<{ strategy: PlacementSpec['strategy']; spreadOve
 });
 
 const portNumber = integer(1, 65535);
-export const port = struct<PortSpec, PortSpec>({
+/** An IPv4 or IPv6 address of the node to publish on. */
+const hostIp: Reader<string> = (value, at, problems) => {
+  const s = string()(value, at, problems);
+  if (s === INVALID) return INVALID;
+  if (isIP(s) === 0) {
+    problems.add(at, `${JSON.stringify(s)} is not an IPv4 or IPv6 address (leave hostIp out to publish on every address of the node)`);
+    return INVALID;
+  }
+  return s;
+};
+
+export const port = struct<{ published: number; target: number; protocol: PortSpec['protocol']; hostIp: string | null }, PortSpec>({
   published: required(portNumber),
   target: required(portNumber),
   protocol: withDefault(oneOf(['tcp', 'udp'] as const), () => 'tcp'),
-}, (s) => s);
+  hostIp: withDefault(nullable(hostIp), () => null),
+}, (s) => ({ published: s.published, target: s.target, protocol: s.protocol, ...(s.hostIp !== null ? { hostIp: s.hostIp } : {}) }));
 
 /** An absolute path with no empty, `.` or `..` segments and no trailing slash. */
 export function isCleanAbsolutePath(path: string): boolean {

@@ -32,6 +32,11 @@ export interface PortSpec {
   /** The port inside the container. */
   target: number;
   protocol: 'tcp' | 'udp';
+  /**
+   * The node's address the port is published on (Docker's HostIp), an IPv4 or IPv6 address;
+   * absent: every address. Feature level 6 (src/resources/record-compat.ts).
+   */
+  hostIp?: string;
 }
 
 export interface MountSpec {
@@ -283,7 +288,11 @@ export const serviceSpecSchema = z.object({
   constraints: z.array(constraintSchema),
   placement: z.object({ strategy: z.enum(['spread', 'binpack']), spreadOver: nonEmpty.nullable() }).strict(),
   maxPerNode: z.number().int().min(1).nullable(),
-  ports: z.array(z.object({ published: z.number().int().min(1).max(65535), target: z.number().int().min(1).max(65535), protocol: z.enum(['tcp', 'udp']) }).strict()),
+  ports: z.array(z.object({
+    published: z.number().int().min(1).max(65535), target: z.number().int().min(1).max(65535), protocol: z.enum(['tcp', 'udp']),
+    // Feature level 6: absent on records written before (every address).
+    hostIp: z.string().min(1).optional(),
+  }).strict()),
   mounts: z.array(z.object({ type: z.enum(['bind', 'volume']), source: nonEmpty, target: nonEmpty, readOnly: z.boolean() }).strict()),
   devices: z.array(z.object({ hostPath: nonEmpty, containerPath: nonEmpty, permissions: z.string().regex(/^r?w?m?$/).min(1) }).strict()),
   capAdd: z.array(nonEmpty),

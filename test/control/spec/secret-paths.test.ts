@@ -1,6 +1,7 @@
-// A secret reference's target as an absolute container path (issue 39: Compose configs anywhere):
-// read as written, refused when not clean, under /proc, /sys or /dev, or at a path a mount, a
-// tmpfs or another secret's file already has (/run/secrets/x and x are the same file).
+// Issue 39 in the Service spec: a secret reference's target as an absolute container path
+// (Compose configs anywhere), read as written, refused when not clean, under /proc, /sys or /dev,
+// or at a path a mount, a tmpfs or another secret's file already has (/run/secrets/x and x are the
+// same file); and ports[].hostIp.
 
 import { describe, expect, it } from 'vitest';
 import { ShoalError } from '../../../src/errors.ts';
@@ -36,5 +37,15 @@ describe('secrets at absolute paths', () => {
       .toEqual(['services[0].secrets[0].target: /data is already the target of mounts[0]; give the file another path']);
     expect(refused({ tmpfs: ['/run/app'], secrets: [{ name: 'a', target: '/run/app' }] })).toEqual(['services[0].secrets[0].target: /run/app is already the target of tmpfs[0]; give the file another path']);
     expect(refused({ secrets: ['db', { name: 'b', target: '/run/secrets/db' }] })).toEqual(['services[0].secrets[1].target: /run/secrets/db is already given by secrets[0]']);
+  });
+});
+
+describe('ports[].hostIp', () => {
+  it('reads an IPv4 or IPv6 address, leaves it out when unsaid, and refuses anything else', () => {
+    const s = parseSpecObjects([svc({ ports: [{ published: 80, target: 80, hostIp: '127.0.0.1' }, { published: 53, target: 53, protocol: 'udp', hostIp: 'fd00::1' }, { published: 443, target: 443 }] })]).services[0];
+    expect(s?.ports).toEqual([
+      { published: 80, target: 80, protocol: 'tcp', hostIp: '127.0.0.1' }, { published: 53, target: 53, protocol: 'udp', hostIp: 'fd00::1' }, { published: 443, target: 443, protocol: 'tcp' },
+    ]);
+    expect(refused({ ports: [{ published: 80, target: 80, hostIp: 'nas.lan' }] })).toEqual([expect.stringMatching(/^services\[0\]\.ports\[0\]\.hostIp: "nas\.lan" is not an IPv4 or IPv6 address/)]);
   });
 });
