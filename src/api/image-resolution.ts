@@ -18,7 +18,7 @@
 
 import { ShoalError } from '../errors.ts';
 import type { ImagePlatform, RegistryAuth } from '../executor/runtime.ts';
-import { imageRegistryHost, registryLoginInStore } from '../resources/registry-logins.ts';
+import { registryHostFor, registryLoginInStore } from '../resources/registry-logins.ts';
 import { openSecretValue, unwrapDataKey } from '../resources/secret-crypto.ts';
 import { isSealed, plainSecretBytes, secretInStore } from '../resources/secrets.ts';
 import type { ServiceSpec } from '../resources/spec/index.ts';
@@ -107,7 +107,7 @@ async function resolveAll<T extends { name: string; image: string }>(
   return { items, images, warnings };
 }
 
-async function resolveOne(ctx: ApiContext, spec: { name: string; image: string }, kind: Kind, cur: string | undefined, mode: ResolveMode, warnings: string[]): Promise<ImageOutcome> {
+async function resolveOne(ctx: ApiContext, spec: { name: string; image: string; registryLogin?: string | null }, kind: Kind, cur: string | undefined, mode: ResolveMode, warnings: string[]): Promise<ImageOutcome> {
   const base = { requested: spec.image };
   const unpinned: ImageOutcome = { ...base, image: spec.image, outcome: 'unpinned', digest: null, platforms: [] };
   if (mode === 'never') return unpinned;
@@ -121,7 +121,7 @@ async function resolveOne(ctx: ApiContext, spec: { name: string; image: string }
     warnings.push(`${kind} ${spec.name}: image ${spec.image} kept as a tag: node ${ctx.node.id} has no container runtime to ask its registry with (apply through a node that runs workloads to pin it)`);
     return unpinned;
   }
-  const host = imageRegistryHost(spec.image);
+  const host = registryHostFor(spec);
   const login = loginAuth(ctx, host);
   try {
     const r = await runtime.resolveImage(spec.image, resolveTimeoutMs, login.auth);

@@ -35,7 +35,6 @@ import { errorText, StatusReporter, statusReporterDefaults, type StatusReporterL
 import { exitedStatus, failedStartStatus, goneStatus, startingStatus, type ReportBase } from './task-report.ts';
 import { callWithTimeout, TaskWorkQueue, type Call } from './work-queue.ts';
 import { pullAuthFor, type PullAuth, type RegistryLogins } from './registry-auth.ts';
-import { imageRegistryHost } from '../resources/registry-logins.ts';
 import { pullProgressText, type PullProgress } from './pull-progress.ts';
 import { deliverSecrets, retainSecretFiles, type SecretDelivery } from './secret-delivery.ts';
 import type { TaskNetworks } from './task-networks.ts';
@@ -462,7 +461,7 @@ export class Agent {
     if (!secrets.ok) return this.failStart(base, null, secrets.message);
     const spec = secrets.mounts.length === 0 ? a.spec : { ...a.spec, mounts: [...a.spec.mounts, ...secrets.mounts] };
     const create = (): Promise<string> => runtime.create(spec);
-    const pull = await this.pullAuthIfAbsent(image, base.taskId, call);
+    const pull = await this.pullAuthIfAbsent(image, a.pullsWith, base.taskId, call);
     if (!pull.ok && pull.wait) return this.waitForSecrets(base, pull.message);
     if (!pull.ok) return this.failStart(base, null, pull.message);
     try {
@@ -524,7 +523,7 @@ export class Agent {
 
   private async removeOp(a: Extract<PlanAction, { type: 'remove' }>, call: Call): Promise<void> {
     const { runtime } = this.opts;
-    if (a.prePull !== undefined && a.shutdownOf !== null) await this.prePull(a.prePull, a.shutdownOf.taskId, call);
+    if (a.prePull !== undefined && a.shutdownOf !== null) await this.prePull(a.prePull.image, a.prePull.pullsWith, a.shutdownOf.taskId, call);
     try {
       await call('stopping the container', a.stop.graceMs + this.limits.stopMarginMs, () => runtime.stop(a.containerId, a.stop));
       const info = a.shutdownOf === null ? undefined : await call('inspecting the container', this.limits.callTimeoutMs, () => runtime.inspect(a.containerId));
@@ -545,8 +544,8 @@ export class Agent {
    * freed here), then starts without a download. Best effort, bounded by prePullTimeoutMs: a pull
    * that fails is logged and the stop goes on (the replacement's own pull reports the failure).
    */
-  private async prePull(image: string, taskId: string, call: Call): Promise<void> {
-    const pull = await this.pullAuthIfAbsent(image, taskId, call);
+  private async prePull(image: string, pullsWith: string, taskId: string, call: Call): Promise<void> {
+    const pull = await this.pullAuthIfAbsent(image, pullsWith, taskId, call);
     const pullMs = Math.min(this.limits.pullTimeoutMs, prePullTimeoutMs);
     try {
       const ensured = await call(`pulling ${image} before the stop`, pullMs + this.limits.callTimeoutMs, () => this.opts.runtime.ensureImage(image, pullMs, pull.ok ? pull.auth : undefined));
@@ -565,10 +564,10 @@ export class Agent {
    * read it now (autolocked) still starts a task whose image it has. A runtime that cannot say
    * counts as "absent" (ensureImage then meets the same trouble and reports it).
    */
-  private async pullAuthIfAbsent(image: string, taskId: string, call: Call): Promise<PullAuth> {
-    if (this.opts.registryLogins?.login(imageRegistryHost(image)) === undefined) return { ok: true, auth: undefined };
+  private async pullAuthIfAbsent(image: string, pullsWith: string, taskId: string, call: Call): Promise<PullAuth> {
+    if (this.opts.registryLogins?.login(pullsWith) === undefined) return { ok: true, auth: undefined };
     const present = await call(`inspecting image ${image}`, this.limits.callTimeoutMs, () => this.opts.runtime.imagePresent(image)).catch(() => false);
-    return present ? { ok: true, auth: undefined } : pullAuthFor(this.opts.registryLogins, this.opts.secrets, image, taskId);
+    return present ? { ok: true, auth: undefined } : pullAuthFor(this.opts.registryLogins, this.opts.secrets, pullsWith, taskId);
   }
 
   /** Reports a pull's progress as the starting task's message, at most once every pullProgressIntervalMs (and its end). */

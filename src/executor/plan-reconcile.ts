@@ -20,6 +20,7 @@
 // leader after a restart, and the leader replaces a failed task at once. Killing a container the
 // lease no longer covers is the agent's, outside the plan (it must not wait for a pass).
 
+import { registryHostFor } from '../resources/registry-logins.ts';
 import { specForTask, type NodeRecord, type ServiceRecord, type TaskRecord, type TaskStatus } from '../resources/records.ts';
 import type { RestartPolicy, SecretRefSpec } from '../resources/spec/service-spec.ts';
 import { buildContainerSpec, isExclusiveContainer, readLabels, type ContainerLabels, type Owner } from './labels.ts';
@@ -74,7 +75,11 @@ export interface StopOptions {
 
 export type PlanAction =
   /** Pull if absent, write the task's secret files, create and start a container for the task. */
-  | { type: 'create'; key: string; base: ReportBase; spec: ContainerSpec; secrets: SecretRefSpec[] }
+  | {
+    type: 'create'; key: string; base: ReportBase; spec: ContainerSpec; secrets: SecretRefSpec[];
+    /** The registry whose login the image is pulled with (the spec's registryLogin, else the image's registry). */
+    pullsWith: string;
+  }
   /** Start a container created but never started (shoal stopped between create and start). */
   | { type: 'start'; key: string; base: ReportBase; containerId: string }
   /** Restart an exited container of the task under its restart policy (no quorum only). */
@@ -82,8 +87,8 @@ export type PlanAction =
   /** Stop (signal, grace period) and remove; then report the task shut down when `shutdownOf` is set. */
   | {
     type: 'remove'; key: string; containerId: string; name: string; reason: string; stop: StopOptions; shutdownOf: ReportBase | null;
-    /** The image of the spec that replaces the task's (a rolling update), pulled before the stop so the slot is not down for the download. */
-    prePull?: string;
+    /** The image of the spec that replaces the task's (a rolling update), pulled before the stop so the slot is not down for the download, and the registry whose login pulls it. */
+    prePull?: { image: string; pullsWith: string };
   };
 
 export interface Plan {
@@ -203,7 +208,7 @@ class Planner {
         continue;
       }
       if (this.staleLeft || !this.leaseAllows(spec.exclusive)) continue;
-      this.gated({ type: 'create', key: t.id, base, spec: buildContainerSpec(spec, t, this.input.owner), secrets: spec.secrets });
+      this.gated({ type: 'create', key: t.id, base, spec: buildContainerSpec(spec, t, this.input.owner), secrets: spec.secrets, pullsWith: registryHostFor(spec) });
     }
   }
 
@@ -266,7 +271,7 @@ class Planner {
     // A task shut down for an update to another image: its replacement's image is pulled first.
     const current = a?.service?.spec;
     const prePull = a?.task.desired === 'shutdown' && current !== undefined && spec !== null && a.service?.specVersion !== a.task.specVersion && current.image !== spec.image
-      ? current.image : null;
+      ? { image: current.image, pullsWith: registryHostFor(current) } : null;
     this.gated({ type: 'remove', key, containerId: p.c.id, name: p.c.name, reason, stop, shutdownOf, ...(prePull !== null ? { prePull } : {}) });
   }
 

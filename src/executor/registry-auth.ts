@@ -4,7 +4,6 @@
 // No login: the pull goes without credentials, as `docker pull` of a public image does. The
 // password lives only in the pull's request (Docker's X-Registry-Auth header) and is never logged.
 
-import { imageRegistryHost } from '../resources/registry-logins.ts';
 import type { RegistryAuth } from './runtime.ts';
 import type { SecretDelivery } from './secret-delivery.ts';
 
@@ -22,9 +21,8 @@ export interface RegistryLogins {
 
 export type PullAuth = { ok: true; auth: RegistryAuth | undefined } | { ok: false; wait: boolean; message: string };
 
-/** The credentials for pulling `image` for task `taskId`, or why the task cannot pull yet (wait) or at all. */
-export async function pullAuthFor(logins: RegistryLogins | undefined, d: SecretDelivery | undefined, image: string, taskId: string): Promise<PullAuth> {
-  const host = imageRegistryHost(image);
+/** The credentials for pulling with the login of registry `host` for task `taskId`, or why the task cannot pull yet (wait) or at all. */
+export async function pullAuthFor(logins: RegistryLogins | undefined, d: SecretDelivery | undefined, host: string, taskId: string): Promise<PullAuth> {
   const login = logins?.login(host);
   if (login === undefined) return { ok: true, auth: undefined };
   if (d === undefined) return { ok: false, wait: false, message: `image_pull_failed: unauthorized: this node's agent reads no secrets (it runs without a data directory), so it cannot use the login for ${host}` };

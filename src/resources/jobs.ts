@@ -12,7 +12,7 @@
 
 import { z } from 'zod';
 import { jobSpecSchema, type JobSpec } from './spec/job-spec.ts';
-import { containerSettingsNone, type Assert, type Same, type ServiceSpec } from './spec/service-spec.ts';
+import { type Assert, type Same, type ServiceSpec } from './spec/service-spec.ts';
 import type { ServiceRecord } from './records.ts';
 
 /** Job records (JobRecord), by job name. Written by `apply`, suspend/resume, and the leader's job loop. */
@@ -147,7 +147,7 @@ export function newJob(spec: JobSpec, now: number, source: string | null): JobRe
  */
 export function jobTaskSpec(spec: JobSpec): ServiceSpec {
   return {
-    name: spec.name, image: spec.image, command: spec.command, args: spec.args, env: spec.env, user: spec.user, mode: 'replicated', replicas: 1,
+    name: spec.name, image: spec.image, registryLogin: spec.registryLogin, command: spec.command, args: spec.args, env: spec.env, user: spec.user, mode: 'replicated', replicas: 1,
     resources: spec.resources, constraints: spec.constraints, placement: { strategy: 'spread', spreadOver: null }, maxPerNode: null, ports: [],
     mounts: spec.mounts, devices: spec.devices, capAdd: spec.capAdd, capDrop: spec.capDrop, privileged: spec.privileged, hostNetwork: spec.hostNetwork,
     healthCheck: null, stopSignal: spec.stopSignal, stopGracePeriodMs: spec.stopGracePeriodMs, logs: spec.logs,
@@ -156,8 +156,9 @@ export function jobTaskSpec(spec: JobSpec): ServiceSpec {
     secrets: spec.secrets, networks: spec.networks,
     // A job's task has no network aliases (a job's run is not a name others look up).
     networkAliases: {},
-    // A job's task has none of the container settings (JobTaskFields does not take them yet).
-    ...containerSettingsNone(),
+    workingDir: spec.workingDir, hostname: spec.hostname, init: spec.init, readOnlyRootfs: spec.readOnlyRootfs, shmSizeBytes: spec.shmSizeBytes,
+    tmpfs: spec.tmpfs, extraHosts: spec.extraHosts, dns: spec.dns, dnsSearch: spec.dnsSearch, dnsOptions: spec.dnsOptions, ulimits: spec.ulimits,
+    sysctls: spec.sysctls, labels: spec.labels,
   };
 }
 

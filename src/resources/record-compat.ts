@@ -61,6 +61,8 @@ const newerSpecFields: readonly NewerField[] = [
   ...(['sysctls', 'labels'] as const).map((name) => ({ name, level: featureLevelContainerSettings, isDefault: isEmptyObject })),
   // Issue 39: network aliases (spec/network-aliases.ts), the same release.
   { name: 'networkAliases', level: featureLevelContainerSettings, isDefault: isEmptyObject },
+  // Issue 40: a login named by the spec rather than the image's registry's.
+  { name: 'registryLogin', level: featureLevelSecretsAtRest, isDefault: (v) => v === null || v === undefined },
 ];
 
 /** A service record's own fields added after the first release. */

@@ -131,6 +131,29 @@ describe('registry logins', () => {
     expect((never.json() as { images?: unknown }).images).toBeUndefined();
   });
 
+  it('a service that names a login (registryLogin) pulls with that one, not its image registry\'s', async () => {
+    const r = await withStdin('mirror-pw\n', () => shoal('login', 'mirror.lan', '--username', 'mirror-user', '--password-stdin'));
+    expect(r.code, r.stderr).toBe(0);
+    const image = `${host}/team/app:2.0`;
+    s.runtime?.allowPull(image);
+    const res = await s.app.inject({
+      method: 'POST', url: '/v1/apply?resolveImage=never',
+      payload: { text: `apiVersion: shoal/v1\nkind: Service\nname: named\nimage: ${image}\nregistryLogin: Mirror.LAN\nreplicas: 1\ncommand: ["sleep", "3600"]\n` },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    const spec = ((await s.app.inject({ url: '/v1/services/named' })).json() as { service: { record: { spec: { registryLogin: string | null } } } }).service.record.spec;
+    expect(spec.registryLogin).toBe('mirror.lan');
+    // The registry at ${host} wants its own login: the named one is sent, and refused there.
+    await taskMessage('named', /unauthorized/);
+    const pulls = (s.runtime?.pullAuths ?? []).filter((p) => p.image === image);
+    expect(pulls.at(-1)?.auth).toEqual({ serveraddress: 'mirror.lan', username: 'mirror-user', password: 'mirror-pw' });
+    expect(problemPaths(expectError(await s.app.inject({
+      method: 'POST', url: '/v1/apply', payload: { text: `apiVersion: shoal/v1\nkind: Service\nname: bad\nimage: busybox:1\nregistryLogin: "not a host"\n` },
+    }), 'bad_request'))).toEqual(['services[0].registryLogin']);
+    expect((await s.app.inject({ method: 'DELETE', url: '/v1/services/named' })).statusCode).toBe(200);
+    expect((await shoal('logout', 'mirror.lan')).code).toBe(0);
+  });
+
   it('refuses a host that is not one, and says an unknown login is not found; logout removes the password too', async () => {
     const bad = await withStdin(password, () => shoal('login', 'https://x/y', '--username', 'ci', '--password-stdin'));
     expect(bad.code).toBe(2);

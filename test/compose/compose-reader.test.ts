@@ -3,6 +3,8 @@
 // vocabulary, with every refusal named by its path.
 
 import { describe, expect, it } from 'vitest';
+import { jobTaskSpec } from '../../src/resources/jobs.ts';
+import type { JobSpec } from '../../src/resources/spec/job-spec.ts';
 import { compileStack, loadCompose, parseEnvFile, splitCommand, interpolate, serviceFields, type Compiled } from '../../src/resources/compose/index.ts';
 import { Problems, type Problem } from '../../src/resources/spec/reader.ts';
 import { isShoalError } from '../../src/errors.ts';
@@ -193,6 +195,8 @@ describe('mapping to shoal resources', () => {
     environment: {DB: db}
     secrets: [pw]
     healthcheck: {test: ["CMD", "true"]}
+    working_dir: /srv/app
+    labels: {team: ops}
     deploy:
       mode: replicated-job
       restart_policy: {condition: on-failure, max_attempts: 5}
@@ -201,7 +205,9 @@ secrets:
 `.replace('    depends_on: [migrate]\n', ''), { env: { PW: 'x' } });
     expect(c.set.services.map((s) => s.name)).toEqual(['st-web']);
     expect(c.set.jobs).toHaveLength(1);
-    expect(c.set.jobs[0]).toMatchObject({ name: 'st-migrate', image: 'app:1', args: ['migrate', '--up'], env: { DB: 'db' }, schedule: null, backoffLimit: 5, secrets: [{ name: 'st-pw' }] });
+    expect(c.set.jobs[0]).toMatchObject({ name: 'st-migrate', image: 'app:1', args: ['migrate', '--up'], env: { DB: 'db' }, schedule: null, backoffLimit: 5, secrets: [{ name: 'st-pw' }], workingDir: '/srv/app', labels: { team: 'ops' } });
+    // The job's task carries its container settings as a service's would.
+    expect(jobTaskSpec(c.set.jobs[0] as JobSpec)).toMatchObject({ workingDir: '/srv/app', labels: { team: 'ops' }, exclusive: true });
     expect(c.secrets.map((s) => s.name)).toEqual(['st-pw']);
     expect(c.warnings.map((w) => w.path)).toContain('services.migrate.healthcheck');
     const job = (extra: string): string => `services:\n  web:\n    image: nginx:1\n  migrate:\n    image: app:1\n${extra}`;

@@ -9,9 +9,12 @@ import {
 } from './reader.ts';
 import { isTimeZone, parseSchedule } from './schedule.ts';
 import {
-  argv, capability, constraint, device, dnsLabel, duration, env, image, logs, mount, resources, secretRef, signal, user,
+  argv, capability, constraint, device, dnsLabel, duration, env, image, logs, mount, registryLogin, resources, secretRef, signal, user,
 } from './service-fields.ts';
+import { canonicalRegistryHost } from '../registry-logins.ts';
 import type { JobSpec } from './job-spec.ts';
+import { buildContainerSettings, checkContainerSettings, containerSettingsFields, type ContainerSettingsInput } from './container-settings.ts';
+import type { ContainerSettings } from './service-spec.ts';
 
 /** Finished runs kept at most per outcome (each is a record, and its task for `job logs`). */
 export const jobHistoryMax = 100;
@@ -19,7 +22,7 @@ export const jobHistoryMax = 100;
 export const jobBackoffLimitMax = 100;
 
 /** The authoring shape: the spec's fields, durations under their input names (in ms). */
-type JobInput = Omit<JobSpec, 'stopGracePeriodMs' | 'startingDeadlineMs' | 'activeDeadlineMs' | 'ttlAfterFinishedMs'> & {
+type JobInput = Omit<JobSpec, 'stopGracePeriodMs' | 'startingDeadlineMs' | 'activeDeadlineMs' | 'ttlAfterFinishedMs' | keyof ContainerSettings> & ContainerSettingsInput & {
   stopGracePeriod: number;
   startingDeadline: number | null;
   activeDeadline: number | null;
@@ -37,6 +40,7 @@ const timezone = string({ nonEmpty: true, maxChars: 64 });
 const jobFields: Fields<JobInput> = {
   name: required(dnsLabel),
   image: required(image),
+  registryLogin: withDefault(nullable(registryLogin), () => null),
   command: withDefault(nullable(argv('entrypoint')), () => null),
   args: withDefault(nullable(list(string(), specLimits.argsItemsMax)), () => null),
   env: withDefault(env, () => ({})),
@@ -62,6 +66,7 @@ const jobFields: Fields<JobInput> = {
   activeDeadline: withDefault(nullable(duration(1_000)), () => null),
   ttlAfterFinished: withDefault(nullable(duration()), () => null),
   history: defaultStruct(history),
+  ...containerSettingsFields,
 };
 
 /** The names of the authoring fields of a Job (for docs and tests). */
@@ -90,6 +95,7 @@ export function readJob(value: unknown, at: string, problems: Problems): Read<Jo
   distinct(s.mounts?.map((m) => m.target), `${at}.mounts`, 'target', problems);
   distinct(s.secrets?.map((x) => x.target), `${at}.secrets`, 'target', problems);
   distinct(s.networks, `${at}.networks`, '', problems);
+  checkContainerSettings(s, s, at, problems);
   if (s.hostNetwork === true && (s.networks?.length ?? 0) > 0) {
     problems.add(`${at}.networks`, 'a job with hostNetwork uses the node\'s own network and cannot join overlay networks; drop hostNetwork or networks');
   }
@@ -117,11 +123,12 @@ function distinct(items: readonly string[] | undefined, at: string, field: strin
 
 function build(s: JobInput): JobSpec {
   return {
-    name: s.name, image: s.image, command: s.command, args: s.args, env: s.env, user: s.user, resources: s.resources, constraints: s.constraints,
+    name: s.name, image: s.image, registryLogin: s.registryLogin === null ? null : canonicalRegistryHost(s.registryLogin), command: s.command, args: s.args, env: s.env, user: s.user, resources: s.resources, constraints: s.constraints,
     mounts: s.mounts, devices: s.devices, capAdd: [...s.capAdd].sort(), capDrop: [...s.capDrop].sort(), privileged: s.privileged,
     hostNetwork: s.hostNetwork, stopSignal: s.stopSignal, stopGracePeriodMs: s.stopGracePeriod, logs: s.logs, secrets: s.secrets,
     networks: [...s.networks].sort(), schedule: s.schedule === null ? null : s.schedule.trim(), timezone: s.timezone, concurrency: s.concurrency,
     startingDeadlineMs: s.startingDeadline, backoffLimit: s.backoffLimit, activeDeadlineMs: s.activeDeadline, ttlAfterFinishedMs: s.ttlAfterFinished,
     history: s.history,
+    ...buildContainerSettings(s),
   };
 }

@@ -10,14 +10,14 @@
 // are (one run's task never runs twice at once, even across a partition).
 
 import { z } from 'zod';
-import { constraintSchema, type Assert, type Same, type ServiceSpec } from './service-spec.ts';
+import { constraintSchema, containerSettingsShape, type Assert, type ContainerSettings, type Same, type ServiceSpec } from './service-spec.ts';
 
 export type JobConcurrency = 'forbid' | 'replace' | 'allow';
 
-/** The task fields a Job shares with a Service: what runs, with what, and where it may run. */
+/** The task fields a Job shares with a Service: what runs, with what, and where it may run (the container settings too). */
 export type JobTaskFields = Pick<ServiceSpec,
   'image' | 'command' | 'args' | 'env' | 'user' | 'resources' | 'constraints' | 'mounts' | 'devices' | 'capAdd' | 'capDrop' | 'privileged'
-  | 'hostNetwork' | 'stopSignal' | 'stopGracePeriodMs' | 'logs' | 'secrets' | 'networks'>;
+  | 'hostNetwork' | 'stopSignal' | 'stopGracePeriodMs' | 'logs' | 'secrets' | 'networks' | 'registryLogin' | keyof ContainerSettings>;
 
 export interface JobSpec extends JobTaskFields {
   /** A DNS label; a Job and a Service never share a name (their runs and tasks are named by it). */
@@ -67,6 +67,9 @@ export const jobSpecSchema = z.object({
   logs: z.object({ maxSizeBytes: nat, maxFiles: z.number().int().min(1) }).strict(),
   secrets: z.array(z.object({ name: nonEmpty, target: nonEmpty, mode: z.number().int().min(0).max(0o777) }).strict()),
   networks: z.array(dns),
+  // Job records written before the container settings have none of them (jobs came in the same level: none do).
+  ...containerSettingsShape,
+  registryLogin: nonEmpty.nullable().default(null),
   schedule: nonEmpty.nullable(),
   timezone: nonEmpty,
   concurrency: z.enum(['forbid', 'replace', 'allow']),

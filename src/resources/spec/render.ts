@@ -14,6 +14,7 @@ export function renderService(s: ServiceSpec): Record<string, unknown> {
     kind: 'Service',
     name: s.name,
     image: s.image,
+    ...(s.registryLogin !== null ? { registryLogin: s.registryLogin } : {}),
     command: s.command,
     args: s.args,
     env: s.env,

@@ -3,6 +3,7 @@
 // smallest spec back and checks every default).
 
 import { isIP } from 'node:net';
+import { registryHostPattern } from '../registry-logins.ts';
 import { parseConstraint, labelKeyPattern, type Constraint } from './constraint.ts';
 import { specLimits } from './limits.ts';
 import { formatCpu, formatMemory, parseCpu, parseDuration, parseMemory, renderDuration } from './quantity.ts';
@@ -36,6 +37,13 @@ export const image = string({
   pattern: imagePattern,
   what: 'an image reference ([registry/]name[:tag][@sha256:digest], the name in lower case)',
   maxChars: specLimits.imageCharsMax,
+});
+
+/** A registry login's host, as `shoal registry login` takes it (a DNS name or address, with a port). */
+export const registryLogin = string({
+  pattern: registryHostPattern,
+  what: 'a registry host, as given to shoal registry login (ghcr.io, registry.lan:5000, docker.io)',
+  maxChars: 253 + 6,
 });
 
 export const argv = (what: string): Reader<string[]> => (value, at, problems) => {

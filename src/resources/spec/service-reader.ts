@@ -8,9 +8,10 @@ import {
   INVALID, Problems, boolean, defaultStruct, integer, list, nullable, oneOf, readFields, required, string, withDefault, type Fields, type Read,
 } from './reader.ts';
 import {
-  argv, capability, constraint, device, disruption, dnsLabel, duration, env, healthCheck, image, logs, mount, placement, port, resources, restart,
+  argv, capability, constraint, device, disruption, dnsLabel, duration, env, healthCheck, image, logs, mount, placement, registryLogin, port, resources, restart,
   secretPath, secretRef, signal, update, user,
 } from './service-fields.ts';
+import { canonicalRegistryHost } from '../registry-logins.ts';
 import type { DeviceSpec, MountSpec, PortSpec, SecretRefSpec, ServiceSpec } from './service-spec.ts';
 import { buildContainerSettings, checkContainerSettings, containerSettingsFields, type ContainerSettingsInput } from './container-settings.ts';
 import { checkNetworkAliases, networkAliases } from './network-aliases.ts';
@@ -19,6 +20,7 @@ import { checkNetworkAliases, networkAliases } from './network-aliases.ts';
 interface ServiceInput extends ContainerSettingsInput {
   name: string;
   image: string;
+  registryLogin: string | null;
   command: string[] | null;
   args: string[] | null;
   env: Record<string, string>;
@@ -52,6 +54,7 @@ interface ServiceInput extends ContainerSettingsInput {
 const serviceFields: Fields<ServiceInput> = {
   name: required(dnsLabel),
   image: required(image),
+  registryLogin: withDefault(nullable(registryLogin), () => null),
   command: withDefault(nullable(argv('entrypoint')), () => null),
   args: withDefault(nullable(list(string(), specLimits.argsItemsMax)), () => null),
   env: withDefault(env, () => ({})),
@@ -167,6 +170,7 @@ function build(s: ServiceInput): ServiceSpec {
   return {
     name: s.name,
     image: s.image,
+    registryLogin: s.registryLogin === null ? null : canonicalRegistryHost(s.registryLogin),
     command: s.command,
     args: s.args,
     env: s.env,

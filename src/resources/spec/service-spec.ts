@@ -204,6 +204,11 @@ export interface ServiceSpec extends ContainerSettings {
   name: string;
   /** The image reference (`busybox:1.36`, `ghcr.io/o/app@sha256:...`). */
   image: string;
+  /**
+   * The registry login (`shoal registry login HOST`) its image is pulled with, by host; null =
+   * the login of the image's own registry, if any (docs/docker.md, "Private registries").
+   */
+  registryLogin: string | null;
   /** Replaces the image's entrypoint; null = the image's. */
   command: string[] | null;
   /** Replaces the image's command (its CMD); null = the image's. */
@@ -272,6 +277,23 @@ export const constraintSchema = z.object({
   values: z.array(z.string()).min(1),
 }).strict();
 
+/** The container settings' schema fields (a record without them reads them as none). */
+export const containerSettingsShape = {
+  workingDir: nonEmpty.nullable().default(null),
+  hostname: nonEmpty.nullable().default(null),
+  init: z.boolean().default(false),
+  readOnlyRootfs: z.boolean().default(false),
+  shmSizeBytes: z.number().int().min(1).nullable().default(null),
+  tmpfs: z.array(z.object({ target: nonEmpty, sizeBytes: z.number().int().min(1).nullable(), mode: z.number().int().min(0).max(0o7777).nullable() }).strict()).default([]),
+  extraHosts: z.array(z.object({ host: nonEmpty, address: nonEmpty }).strict()).default([]),
+  dns: z.array(nonEmpty).default([]),
+  dnsSearch: z.array(nonEmpty).default([]),
+  dnsOptions: z.array(nonEmpty).default([]),
+  ulimits: z.array(z.object({ name: nonEmpty, soft: z.number().int().min(-1), hard: z.number().int().min(-1) }).strict()).default([]),
+  sysctls: z.record(z.string(), z.string()).default({}),
+  labels: z.record(z.string(), z.string()).default({}),
+};
+
 export const serviceSpecSchema = z.object({
   name: z.string().regex(/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/),
   image: nonEmpty,
@@ -323,19 +345,9 @@ export const serviceSpecSchema = z.object({
   // Records written before network aliases (feature level 6) have none.
   networkAliases: z.record(z.string().regex(/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/), z.array(z.string().regex(/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/))).default({}),
   // Records written before the container settings (feature level 6) have none of them.
-  workingDir: nonEmpty.nullable().default(null),
-  hostname: nonEmpty.nullable().default(null),
-  init: z.boolean().default(false),
-  readOnlyRootfs: z.boolean().default(false),
-  shmSizeBytes: z.number().int().min(1).nullable().default(null),
-  tmpfs: z.array(z.object({ target: nonEmpty, sizeBytes: z.number().int().min(1).nullable(), mode: z.number().int().min(0).max(0o7777).nullable() }).strict()).default([]),
-  extraHosts: z.array(z.object({ host: nonEmpty, address: nonEmpty }).strict()).default([]),
-  dns: z.array(nonEmpty).default([]),
-  dnsSearch: z.array(nonEmpty).default([]),
-  dnsOptions: z.array(nonEmpty).default([]),
-  ulimits: z.array(z.object({ name: nonEmpty, soft: z.number().int().min(-1), hard: z.number().int().min(-1) }).strict()).default([]),
-  sysctls: z.record(z.string(), z.string()).default({}),
-  labels: z.record(z.string(), z.string()).default({}),
+  ...containerSettingsShape,
+  // Records written before logins could be named (feature level 6) pull with the image's registry's.
+  registryLogin: nonEmpty.nullable().default(null),
 }).strict();
 
 /** True when A and B are the same type (each assignable to the other). */

@@ -17,6 +17,8 @@ export type SpecChange = 'none' | 'scale' | 'replace';
 const effect: { readonly [K in keyof ServiceSpec]-?: Exclude<SpecChange, 'none'> } = {
   name: 'replace',
   image: 'replace',
+  // The login is read when a task's image is pulled: tasks running keep what they pulled.
+  registryLogin: 'scale',
   command: 'replace',
   args: 'replace',
   env: 'replace',

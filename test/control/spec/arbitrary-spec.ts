@@ -34,6 +34,7 @@ const resourcesArb = fc.record({
 export const serviceSpecArb: fc.Arbitrary<ServiceSpec> = fc.record({
   name: fc.stringMatching(/^[a-z][a-z0-9-]{0,10}[a-z0-9]$/),
   image: fc.constantFrom('busybox:local', 'ghcr.io/o/app:1.2', 'registry.lan:5000/x/y', `nginx@sha256:${'a'.repeat(64)}`),
+  registryLogin: fc.constantFrom(null, 'ghcr.io', 'registry.lan:5000'),
   command: fc.option(argvArb),
   args: fc.option(fc.array(fc.string({ maxLength: 8 }), { maxLength: 3 })),
   env: fc.dictionary(fc.stringMatching(/^[A-Z_][A-Z0-9_]{0,6}$/), fc.string({ maxLength: 10 }), { maxKeys: 4 }),
@@ -102,6 +103,7 @@ export const serviceSpecArb: fc.Arbitrary<ServiceSpec> = fc.record({
 }).map((r): ServiceSpec => ({
   name: r.name,
   image: r.image,
+  registryLogin: r.registryLogin,
   command: r.command,
   args: r.args,
   env: r.env,

@@ -31,7 +31,7 @@ describe('the smallest spec of the issue', () => {
   it('reads with every default filled in', () => {
     const { services } = parseSpecs(`${head}name: web\nimage: busybox:local\ncommand: ["sleep", "3600"]\nreplicas: 3\n`);
     const expected: ServiceSpec = {
-      name: 'web', image: 'busybox:local', command: ['sleep', '3600'], args: null, env: {}, user: null, mode: 'replicated', replicas: 3,
+      name: 'web', image: 'busybox:local', registryLogin: null, command: ['sleep', '3600'], args: null, env: {}, user: null, mode: 'replicated', replicas: 3,
       resources: { reservations: { cpuMillis: 0, memoryBytes: 0 }, limits: { cpuMillis: null, memoryBytes: null } },
       constraints: [], placement: { strategy: 'spread', spreadOver: null }, maxPerNode: null, ports: [], mounts: [], devices: [],
       capAdd: [], capDrop: [], privileged: false, hostNetwork: false, healthCheck: null, stopSignal: 'SIGTERM', stopGracePeriodMs: 10_000,
