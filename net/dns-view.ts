@@ -55,6 +55,7 @@ export function dnsView(control: ControlState, nets: NetworkState, nodeId: strin
     }
     for (const list of services.values()) list.sort((a, b) => (parseAddress(a) ?? 0) - (parseAddress(b) ?? 0));
     for (const alias of addStackNames(control, services)) aliases.add(alias);
+    for (const alias of addNetworkAliases(control, n.name, services)) aliases.add(alias);
     const members = new Map(Object.entries(n.addresses).map(([taskId, address]) => [address, networksOfTask.get(taskId) ?? [n.name]]));
     const slice = n.slices[nodeId];
     networks.set(n.name, { name: n.name, internal: n.spec.internal, subnet: n.spec.subnet, gateway: slice === undefined ? null : gatewayOf(n.spec, slice), services, members });
@@ -84,4 +85,25 @@ function addStackNames(control: ControlState, services: Map<string, string[]>): 
     added.push(alias);
   }
   return added;
+}
+
+/**
+ * A service's network aliases on this network (its spec's networkAliases) name its tasks here
+ * too. Two services giving one alias on one network are both answered (their addresses merged,
+ * sorted), as Docker does; so is an alias that is also a stack service's short name. A name that
+ * is a service's own name on the network stays that service's: an alias never hides one.
+ */
+function addNetworkAliases(control: ControlState, network: string, services: Map<string, string[]>): string[] {
+  const claimed = new Map<string, string[]>();
+  for (const { value: s } of control.services.values()) {
+    for (const alias of s.spec.networkAliases[network] ?? []) {
+      if (!s.spec.networks.includes(network) || (control.services.has(alias) && services.has(alias))) continue;
+      claimed.set(alias, [...(claimed.get(alias) ?? []), ...(services.get(s.name) ?? [])]);
+    }
+  }
+  for (const [alias, addresses] of claimed) {
+    const merged = [...new Set([...(services.get(alias) ?? []), ...addresses])];
+    services.set(alias, merged.sort((a, b) => (parseAddress(a) ?? 0) - (parseAddress(b) ?? 0)));
+  }
+  return [...claimed.keys()];
 }

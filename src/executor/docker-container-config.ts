@@ -91,7 +91,7 @@ export function networksToConnect(spec: ContainerSpec): Array<{ network: string;
   return spec.networks.slice(1).map((n) => ({ network: dockerNetworkName(n.name), endpoint: endpointConfig(n) }));
 }
 
-function hostConfig(spec: ContainerSpec, portBindings: Record<string, Array<{ HostPort: string }>> | undefined): Docker.HostConfig {
+function hostConfig(spec: ContainerSpec, portBindings: Record<string, Array<{ HostPort: string; HostIp?: string }>> | undefined): Docker.HostConfig {
   return {
     RestartPolicy: { Name: 'no' },
     ...(spec.limits.cpuMillis !== null ? { NanoCpus: spec.limits.cpuMillis * nanoCpusPerMilliCpu } : {}),
@@ -155,15 +155,15 @@ function healthConfig(h: NonNullable<ContainerSpec['healthCheck']>): Docker.Heal
  */
 function portConfig(spec: ContainerSpec): {
   exposed: Record<string, Record<string, never>> | undefined;
-  bindings: Record<string, Array<{ HostPort: string }>> | undefined;
+  bindings: Record<string, Array<{ HostPort: string; HostIp?: string }>> | undefined;
 } {
   if (spec.hostNetwork || spec.ports.length === 0) return { exposed: undefined, bindings: undefined };
   const exposed: Record<string, Record<string, never>> = {};
-  const bindings: Record<string, Array<{ HostPort: string }>> = {};
+  const bindings: Record<string, Array<{ HostPort: string; HostIp?: string }>> = {};
   for (const p of spec.ports) {
     const key = `${p.target}/${p.protocol}`;
     exposed[key] = {};
-    (bindings[key] ??= []).push({ HostPort: String(p.published) });
+    (bindings[key] ??= []).push({ HostPort: String(p.published), ...(p.hostIp !== undefined ? { HostIp: p.hostIp } : {}) });
   }
   return { exposed, bindings };
 }

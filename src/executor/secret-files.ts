@@ -2,6 +2,9 @@
 // Before creating the container, the agent writes each secret the task's spec names to
 // `<tmpfs>/shoal-<node id>/<task id>/<target>` (directories 0700, each file the mode its
 // reference asks, 0400 by default) and bind-mounts the file read-only at /run/secrets/<target>.
+// A target that is an absolute path (a Compose config at /etc/app/app.conf) is written to
+// `<task dir>/+paths/<n>` (n: its place among the task's absolute targets; `+` is in no file
+// name target, so the two never meet) and bind-mounted read-only at that path.
 // The directory must be on a tmpfs (config `secrets.tmpfsDir`, default /dev/shm): a decrypted
 // value never reaches a disk, and a reboot leaves none behind. The files of a task go once no
 // container of the task is left on the node (retain, every pass), so a value is there only while
@@ -17,7 +20,7 @@ import type { MountSpec } from '../resources/spec/service-spec.ts';
 export const secretsMountDir = '/run/secrets';
 
 export interface SecretFile {
-  /** The file's name (a spec reference's target: no `/`, not `.` or `..`). */
+  /** The file's name (a spec reference's target: no `/`, not `.` or `..`), or an absolute container path. */
   target: string;
   /** Permission bits. */
   mode: number;
@@ -40,7 +43,24 @@ function checkName(what: string, name: string): void {
 }
 
 function mountOf(source: string, target: string): MountSpec {
-  return { type: 'bind', source, target: `${secretsMountDir}/${target}`, readOnly: true };
+  return { type: 'bind', source, target: target.startsWith('/') ? target : `${secretsMountDir}/${target}`, readOnly: true };
+}
+
+/** The directory of a task's files at absolute targets (a name no file name target can have). */
+const pathsDir = '+paths';
+
+/** Each file's name in the task's directory: its target, or `+paths/<n>` for an absolute target. */
+function fileNames(files: readonly SecretFile[]): string[] {
+  let n = 0;
+  return files.map((f) => {
+    if (!f.target.startsWith('/')) {
+      checkName('secret target', f.target);
+      return f.target;
+    }
+    // Validated where it enters (an absolute clean path); it never names a file on the node.
+    if (f.target.split('/').includes('..')) throw new Error(`assertion: secret target ${JSON.stringify(f.target)} is not a clean path`);
+    return path.join(pathsDir, String(n++));
+  });
 }
 
 // statfs(2) f_type of the memory file systems (linux/magic.h).
@@ -63,7 +83,7 @@ export class DiskSecretFiles implements SecretFiles {
 
   async write(taskId: string, files: readonly SecretFile[]): Promise<MountSpec[]> {
     checkName('task id', taskId);
-    for (const f of files) checkName('secret target', f.target);
+    const names = fileNames(files);
     await checkTmpfs(path.dirname(this.dir));
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
     const taskDir = path.join(this.dir, taskId);
@@ -74,8 +94,9 @@ export class DiskSecretFiles implements SecretFiles {
     await rm(taskDir, { recursive: true, force: true });
     await mkdir(taskDir, { mode: 0o700 });
     const mounts: MountSpec[] = [];
-    for (const f of files) {
-      const file = path.join(taskDir, f.target);
+    if (names.some((n) => n.startsWith(`${pathsDir}/`))) await mkdir(path.join(taskDir, pathsDir), { mode: 0o700 });
+    for (const [i, f] of files.entries()) {
+      const file = path.join(taskDir, names[i] ?? f.target);
       // Created owner-only and written, then given its mode: never readable by others, even for a moment.
       const handle = await open(file, 'wx', 0o600);
       try {
@@ -115,8 +136,9 @@ export class MemorySecretFiles implements SecretFiles {
 
   async write(taskId: string, files: readonly SecretFile[]): Promise<MountSpec[]> {
     checkName('task id', taskId);
+    const names = fileNames(files);
     this.tasks.set(taskId, new Map(files.map((f) => [f.target, { ...f, bytes: Uint8Array.from(f.bytes) }])));
-    return files.map((f) => mountOf(`memory:secrets/${taskId}/${f.target}`, f.target));
+    return files.map((f, i) => mountOf(`memory:secrets/${taskId}/${names[i] ?? f.target}`, f.target));
   }
 
   async retain(taskIds: ReadonlySet<string>): Promise<string[]> {

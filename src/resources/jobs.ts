@@ -154,6 +154,8 @@ export function jobTaskSpec(spec: JobSpec): ServiceSpec {
     restart: { condition: 'never', delayMs: 0, maxDelayMs: 0, maxAttempts: null },
     update: { parallelism: 1, delayMs: 0, monitorMs: 0, failureAction: 'pause', order: 'stop-first' }, disruption: null, exclusive: true,
     secrets: spec.secrets, networks: spec.networks,
+    // A job's task has no network aliases (a job's run is not a name others look up).
+    networkAliases: {},
     workingDir: spec.workingDir, hostname: spec.hostname, init: spec.init, readOnlyRootfs: spec.readOnlyRootfs, shmSizeBytes: spec.shmSizeBytes,
     tmpfs: spec.tmpfs, extraHosts: spec.extraHosts, dns: spec.dns, dnsSearch: spec.dnsSearch, dnsOptions: spec.dnsOptions, ulimits: spec.ulimits,
     sysctls: spec.sysctls, labels: spec.labels,

@@ -11,7 +11,9 @@
 //   - with any other value, the command needs the level of the release that added them (5,
 //     featureLevelWorkloadNetwork: a node's mesh, a spec's secrets and networks; 6,
 //     featureLevelDisruptionBudget: a spec's disruption budget, a service's forced disruptions;
-//     6, featureLevelContainerSettings: a spec's container settings),
+//     6, featureLevelContainerSettings: a spec's container settings and network aliases, and a
+//     secret delivered at an absolute path, in a service's or a job's spec, and a port published
+//     on one address),
 //     which the cluster reaches only once every member runs a release that reads them; before,
 //     it is refused with feature_not_enabled and nothing is written.
 //
@@ -57,6 +59,8 @@ const newerSpecFields: readonly NewerField[] = [
   ...(['init', 'readOnlyRootfs'] as const).map((name) => ({ name, level: featureLevelContainerSettings, isDefault: (v: JsonValue | undefined) => v === false })),
   ...(['tmpfs', 'extraHosts', 'dns', 'dnsSearch', 'dnsOptions', 'ulimits'] as const).map((name) => ({ name, level: featureLevelContainerSettings, isDefault: isEmptyList })),
   ...(['sysctls', 'labels'] as const).map((name) => ({ name, level: featureLevelContainerSettings, isDefault: isEmptyObject })),
+  // Issue 39: network aliases (spec/network-aliases.ts), the same release.
+  { name: 'networkAliases', level: featureLevelContainerSettings, isDefault: isEmptyObject },
   // Issue 40: a login named by the spec rather than the image's registry's.
   { name: 'registryLogin', level: featureLevelSecretsAtRest, isDefault: (v) => v === null || v === undefined },
 ];
@@ -102,12 +106,30 @@ export function forOlderReaders<D extends JsonValue>(collection: string, doc: D)
 /** The level a put needs beyond the control plane's (0: none). */
 function putLevel(collection: string, doc: JsonValue): number {
   if (putNeedsSecretsLevel(collection, doc)) return featureLevelSecretsAtRest;
+  if (hasNewerSecretRef(collection, doc)) return featureLevelContainerSettings;
+  if (hasHostIp(collection, doc)) return featureLevelContainerSettings;
   if (constrainedCollections.has(collection) && hasNewerConstraint(doc, 0)) return featureLevelPlatformConstraints;
   if (newerCollections.has(collection)) return featureLevelWorkloadNetwork;
   if (!isObject(doc)) return 0;
   if (collection === nodesCollection) return doc.platform !== undefined ? featureLevelSecretsAtRest : doc.mesh !== undefined ? featureLevelWorkloadNetwork : 0;
   if (collection !== servicesCollection) return 0;
   return Math.max(levelOfFields(doc, newerServiceFields), levelOfFields(doc.spec, newerSpecFields), levelOfFields(doc.previousSpec, newerSpecFields));
+}
+
+/**
+ * Whether a service's or a job's spec (or previous spec) delivers a secret at an absolute path
+ * (issue 39's configs): a release of level 5 reads a target as a file name under /run/secrets/.
+ */
+function hasNewerSecretRef(collection: string, doc: JsonValue): boolean {
+  if ((collection !== servicesCollection && collection !== jobsCollection) || !isObject(doc)) return false;
+  return [doc.spec, doc.previousSpec].some((spec) => isObject(spec) && Array.isArray(spec.secrets)
+    && spec.secrets.some((r) => isObject(r) && typeof r.target === 'string' && r.target.startsWith('/')));
+}
+
+/** Whether a service's spec (or previous spec) publishes a port on one address of the node (issue 39's ports[].host_ip). */
+function hasHostIp(collection: string, doc: JsonValue): boolean {
+  if (collection !== servicesCollection || !isObject(doc)) return false;
+  return [doc.spec, doc.previousSpec].some((spec) => isObject(spec) && Array.isArray(spec.ports) && spec.ports.some((p) => isObject(p) && p.hostIp !== undefined));
 }
 
 /** Collections whose records hold constraints (a service's and a job's spec, a policy's publish rules). */

@@ -12,6 +12,7 @@ import { nodesCollection, secretsCollection, servicesCollection } from '../../sr
 import { nodeRecordSchema } from '../../src/resources/records.ts';
 import { serviceSpecSchema } from '../../src/resources/spec/service-spec.ts';
 import { compatCommand } from '../../src/resources/record-compat.ts';
+import { jobsCollection } from '../../src/resources/jobs.ts';
 import { featureLevelContainerSettings, featureLevelDisruptionBudget, featureLevelWorkloadNetwork } from '../../src/base/feature-level.ts';
 import { serviceRecordSchema } from '../../src/resources/records.ts';
 import { controlFeatureLevel } from '../../src/resources/collections.ts';
@@ -86,6 +87,7 @@ describe('a cluster at feature level 5', () => {
 const level5Spec = serviceSpecSchema.omit({
   disruption: true, workingDir: true, hostname: true, init: true, readOnlyRootfs: true, shmSizeBytes: true, tmpfs: true, extraHosts: true, dns: true,
   dnsSearch: true, dnsOptions: true, ulimits: true, sysctls: true, labels: true,
+  networkAliases: true,
 }).strict();
 const level5Service = z.object(serviceRecordSchema.shape).omit({ spec: true, previousSpec: true, forcedDisruptions: true }).strict();
 const budgeted = `${webYaml.replace('name: web', 'name: budgeted')}disruption: {maxUnavailable: 2}\n`;
@@ -173,5 +175,29 @@ describe('compatCommand', () => {
       expect(set.featureLevel, k).toBe(featureLevelContainerSettings);
       expect(set.cmd, k).toMatchObject({ doc: { spec: { [k]: v } } });
     }
+  });
+
+  it('leaves no network aliases out, and asks level 6 for any', () => {
+    const plain = compatCommand({ op: 'put', collection: servicesCollection, id: 'a', doc: { name: 'a', spec: { name: 'a', networkAliases: {} }, previousSpec: null } });
+    expect(plain).toEqual({ cmd: { op: 'put', collection: servicesCollection, id: 'a', doc: { name: 'a', spec: { name: 'a' }, previousSpec: null } }, featureLevel: controlFeatureLevel });
+    const set = compatCommand({ op: 'put', collection: servicesCollection, id: 'a', doc: { name: 'a', spec: { name: 'a', networkAliases: { back: ['db'] } }, previousSpec: null } });
+    expect(set.featureLevel).toBe(featureLevelContainerSettings);
+    expect(set.cmd).toMatchObject({ doc: { spec: { networkAliases: { back: ['db'] } } } });
+  });
+
+  it('asks level 6 for a secret delivered at an absolute path, in a service\'s or a job\'s spec; a file under /run/secrets/ needs no more than secrets do', () => {
+    const spec = (target: string) => ({ name: 'a', secrets: [{ name: 'conf', target, mode: 0o444 }] });
+    const put = (collection: string, target: string) => compatCommand({ op: 'put', collection, id: 'a', doc: { name: 'a', spec: spec(target), previousSpec: null } });
+    // Secrets themselves came with level 5.
+    expect(put(servicesCollection, 'app.conf').featureLevel).toBe(featureLevelWorkloadNetwork);
+    expect(put(servicesCollection, '/etc/app/app.conf').featureLevel).toBe(featureLevelContainerSettings);
+    expect(put(jobsCollection, '/etc/app/app.conf').featureLevel).toBe(featureLevelContainerSettings);
+  });
+
+  it('asks level 6 for a port published on one address of the node', () => {
+    const ports = (hostIp?: string) => [{ published: 80, target: 80, protocol: 'tcp', ...(hostIp !== undefined ? { hostIp } : {}) }];
+    const put = (p: ReturnType<typeof ports>) => compatCommand({ op: 'put', collection: servicesCollection, id: 'a', doc: { name: 'a', spec: { name: 'a', ports: p }, previousSpec: null } });
+    expect(put(ports()).featureLevel).toBe(controlFeatureLevel);
+    expect(put(ports('127.0.0.1')).featureLevel).toBe(featureLevelContainerSettings);
   });
 });

@@ -116,10 +116,10 @@ describe('mapping to shoal resources', () => {
     const c = compile('services:\n  web:\n    image: nginx:1\n    networks: [front, back]\nnetworks:\n  front: {}\n  back: {internal: true}\n', { networks: new Map([['st-back', '10.208.16.0/20'], ['other', '10.208.0.0/20']]) });
     expect(c.set.networks.map((n) => [n.name, n.subnet, n.internal])).toEqual([['st-back', '10.208.16.0/20', true], ['st-front', '10.208.32.0/20', false]]);
   });
-  it('reads ports in every syntax: ranges, udp, long form; refuses host_ip and unpublished ports', () => {
+  it('reads ports in every syntax: ranges, udp, long form; refuses unpublished ports', () => {
     const c = compile('services:\n  web:\n    image: nginx:1\n    ports: ["8000-8001:80-81", "53:53/udp", 9000, "0.0.0.0:443:443", {target: 22, published: "2222", protocol: tcp, mode: host}]\n'.replace('9000, ', ''));
     expect(svc(c).ports.map((p) => `${p.published}:${p.target}/${p.protocol}`)).toEqual(['8000:80/tcp', '8001:81/tcp', '53:53/udp', '443:443/tcp', '2222:22/tcp']);
-    expect(refused('services:\n  web:\n    image: nginx:1\n    ports: ["127.0.0.1:80:80", "3000", "80-81:80"]\n').map((p) => p.path)).toEqual(['services.web.ports[0]', 'services.web.ports[1]', 'services.web.ports[2]']);
+    expect(refused('services:\n  web:\n    image: nginx:1\n    ports: ["3000", "80-81:80"]\n').map((p) => p.path)).toEqual(['services.web.ports[0]', 'services.web.ports[1]']);
   });
   it('maps volumes (named, bind, long form, read_only) and refuses anonymous and undeclared ones', () => {
     const c = compile('services:\n  web:\n    image: nginx:1\n    volumes: ["data:/data", "/srv/x:/x:ro", {type: bind, source: /etc/localtime, target: /etc/localtime, read_only: true}, "ext:/ext"]\nvolumes:\n  data: {}\n  ext: {external: true, name: shared}\n');
@@ -236,7 +236,7 @@ configs:
     ]);
     expect(c.secrets.map((s) => [s.name, Buffer.from(s.bytes).toString()])).toEqual([['st-db-password', 'pw'], ['st-api-key', 'k'], ['st-conf', 'a = 1']]);
     expect(refused('services:\n  web:\n    image: nginx:1\n    secrets: [nope, {source: pw, uid: "1000"}]\n    configs: [conf]\nsecrets:\n  pw: {file: ./absent}\nconfigs:\n  conf: {content: x}\n').map((p) => p.path))
-      .toEqual(['secrets.pw.file', 'services.web.secrets[0]', 'services.web.secrets[1]', 'services.web.configs[0]']);
+      .toEqual(['secrets.pw.file', 'services.web.secrets[0]', 'services.web.secrets[1]']);
   });
   it('reads env_file, with environment over it', () => {
     const c = compile('services:\n  web:\n    image: nginx:1\n    env_file: [app.env, {path: opt.env, required: false}]\n    environment: {B: env}\n', { files: { 'app.env': 'A=file\nB=file\n' } });
@@ -352,5 +352,86 @@ describe('container settings (issue 39)', () => {
     expect(refused(web('network_mode: host\nhostname: h\nsysctls: {net.core.somaxconn: 1}')).map((p) => p.path)).toEqual(['services.web.sysctls["net.core.somaxconn"]']);
     const p = refused(web('volumes: [{type: tmpfs, target: /run}]'));
     expect(p.map((x) => x.message).join()).toContain('tmpfs:');
+  });
+});
+
+describe('network aliases (issue 39)', () => {
+  const stack = (opts: string) => `services:\n  web:\n    image: nginx:1\n    networks:\n      back:\n${opts.split('\n').map((l) => `        ${l}`).join('\n')}\n  worker:\n    image: nginx:1\n    networks: [back]\nnetworks:\n  back: {}\n`;
+
+  it('compiles aliases into the Service\'s networkAliases on the stack\'s network, sorted', () => {
+    const c = compile(stack('aliases: [www, app]'));
+    expect(c.warnings).toEqual([]);
+    expect(svc(c)).toMatchObject({ networks: ['st-back'], networkAliases: { 'st-back': ['app', 'www'] } });
+    expect(svc(c, 'st-worker').networkAliases).toEqual({});
+  });
+
+  it('warns of an alias that is the service\'s own name or given twice, and drops it', () => {
+    const c = compile(stack('aliases: [st-web, www, www]'));
+    expect(c.warnings.map((w) => w.path)).toEqual(['services.web.networks.back.aliases[0]', 'services.web.networks.back.aliases[2]']);
+    expect(svc(c).networkAliases).toEqual({ 'st-back': ['www'] });
+  });
+
+  it.each([
+    ['aliases: [db.local]', 'services.web.networks.back.aliases[0]', 'is not a DNS label'],
+    ['aliases: [Web]', 'services.web.networks.back.aliases[0]', 'write it in lower case: web'],
+    ['aliases: www', 'services.web.networks.back.aliases', 'must be a list'],
+  ])('refuses %s', (opts, path, message) => {
+    const problems = refused(stack(opts));
+    expect(problems.map((p) => p.path)).toEqual([path]);
+    expect(problems[0]?.message).toContain(message);
+  });
+
+  it('refuses aliases on a replicated-job (a Job has none)', () => {
+    const text = stack('aliases: [www]').replace('    image: nginx:1\n    networks:\n      back:', '    image: nginx:1\n    deploy: {mode: replicated-job}\n    networks:\n      back:');
+    const problems = refused(text);
+    expect(problems.map((p) => p.path)).toEqual(['services.web.networks']);
+    expect(problems[0]?.message).toContain('takes no network aliases');
+  });
+});
+
+describe('configs and secrets at absolute paths (issue 39)', () => {
+  const stack = (refs: string) => `services:\n  web:\n    image: nginx:1\n${refs}\nsecrets:\n  pw: {content: pw}\nconfigs:\n  conf: {content: "a = 1"}\n`;
+
+  it('delivers a config at its absolute target (the short form at /<name>, as Compose), with its mode; a secret too', () => {
+    const c = compile(stack('    configs: [conf, {source: conf, target: /etc/app/app.conf, mode: 0444}]\n    secrets: [{source: pw, target: /etc/app/pw}]'));
+    expect(c.warnings).toEqual([]);
+    expect(svc(c).secrets).toEqual([
+      { name: 'st-pw', target: '/etc/app/pw', mode: 0o400 },
+      { name: 'st-conf', target: '/conf', mode: 0o400 },
+      { name: 'st-conf', target: '/etc/app/app.conf', mode: 0o444 },
+    ]);
+  });
+
+  it.each([
+    ['    configs: [{source: conf, target: app.conf}]', 'services.web.configs[0].target', 'is an absolute path in the container'],
+    ['    configs: [{source: conf, target: /proc/x}]', 'services.web (as shoal\'s secrets[0].target)', 'which the runtime mounts itself'],
+    ['    configs: [{source: conf, target: /etc/app/../x}]', 'services.web (as shoal\'s secrets[0].target)', 'is not an absolute container path'],
+    ['    configs: [{source: conf, target: /data}]\n    volumes: [data:/data]', 'services.web (as shoal\'s secrets[0].target)', 'is already the target of'],
+    ['    configs: [{source: conf, target: /run/secrets/pw}]\n    secrets: [pw]', 'services.web (as shoal\'s secrets[1].target)', 'is already given'],
+  ])('refuses %s', (refs, path, message) => {
+    const problems = refused(stack(refs).replace('configs:\n  conf', 'volumes:\n  data: {}\nconfigs:\n  conf'));
+    expect(problems.map((p) => p.path)).toEqual([path]);
+    expect(problems[0]?.message).toContain(message);
+  });
+});
+
+describe('ports[].host_ip (issue 39)', () => {
+  it('publishes on one address of the node: short and long syntax, IPv6 in brackets, ranges; all addresses stay unsaid', () => {
+    const c = compile('services:\n  web:\n    image: nginx:1\n    ports: ["127.0.0.1:8080:80", "[fd00::1]:53:53/udp", "192.168.1.5:9000-9001:9000-9001", {target: 22, published: 2222, host_ip: 10.0.0.2}, "0.0.0.0:443:443"]\n');
+    expect(c.warnings).toEqual([]);
+    expect(svc(c).ports).toEqual([
+      { published: 8080, target: 80, protocol: 'tcp', hostIp: '127.0.0.1' },
+      { published: 53, target: 53, protocol: 'udp', hostIp: 'fd00::1' },
+      { published: 9000, target: 9000, protocol: 'tcp', hostIp: '192.168.1.5' },
+      { published: 9001, target: 9001, protocol: 'tcp', hostIp: '192.168.1.5' },
+      { published: 2222, target: 22, protocol: 'tcp', hostIp: '10.0.0.2' },
+      { published: 443, target: 443, protocol: 'tcp' },
+    ]);
+  });
+
+  it('refuses a host_ip that is not an address', () => {
+    const problems = refused('services:\n  web:\n    image: nginx:1\n    ports: [{target: 80, published: 80, host_ip: nas.lan}]\n');
+    expect(problems.map((p) => p.path)).toEqual(["services.web (as shoal's ports[0].hostIp)"]);
+    expect(problems[0]?.message).toContain('is not an IPv4 or IPv6 address');
   });
 });

@@ -15,7 +15,7 @@ type Expected = { services: number; warnings: string[] } | { refused: string[] }
 
 const expected: Record<string, Expected> = {
   'adguard.yaml': { services: 1, warnings: [] },
-  'freshrss.yaml': { refused: ['services.freshrss.environmnet', 'services.freshrss.networks.backend.aliases'] },
+  'freshrss.yaml': { refused: ['services.freshrss.environmnet'] },
   'gitea.yaml': { refused: ['services.server.volumes[0]', 'services.db.volumes[0]'] },
   'home-assistant.yaml': { services: 1, warnings: ['services.homeassistant.container_name'] },
   'homepage.yaml': { services: 1, warnings: ['services.homepage.stdin_open', 'services.homepage.tty'] },
@@ -118,5 +118,15 @@ describe('real compose files', () => {
     const s = compile('pihole-cluster.yaml').set.services[0];
     expect(s?.ports).toEqual([{ published: 53, target: 53, protocol: 'tcp' }, { published: 53, target: 53, protocol: 'udp' }, { published: 8053, target: 80, protocol: 'tcp' }]);
     expect([s?.capAdd, s?.restart.condition, s?.env.FTLCONF_webserver_api_password]).toEqual([['NET_ADMIN'], 'always', 'changeme']);
+  });
+
+  it('freshrss with its typo fixed compiles, its network alias on the stack\'s network', () => {
+    const text = readFileSync(path.join(dir, 'freshrss.yaml'), 'utf8').replace('environmnet:', 'environment:');
+    const problems = new Problems();
+    const loaded = loadCompose({ files: [{ path: 'freshrss.yaml', text }], env, dotEnv: undefined }, problems);
+    expect(problems.list).toEqual([]);
+    const c = compileStack({ stack: 'home', model: loaded.model, unset: loaded.unset, lookup: (n) => env[n], networks: new Map(), readFile: () => undefined });
+    const s = c.set.services[0];
+    expect([s?.networks, s?.networkAliases]).toEqual([['home-backend'], { 'home-backend': ['rss'] }]);
   });
 });

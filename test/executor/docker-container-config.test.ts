@@ -31,6 +31,15 @@ describe('dockerCreateOptions', () => {
     expect(o.HostConfig?.PortBindings).toEqual({ '8080/tcp': [{ HostPort: '80' }, { HostPort: '8080' }], '53/udp': [{ HostPort: '53' }] });
   });
 
+  it('publishes a port on one address of the node as Docker\'s HostIp, and on every address without one', () => {
+    const o = dockerCreateOptions({ ...base, ports: [
+      { published: 8080, target: 80, protocol: 'tcp', hostIp: '127.0.0.1' }, { published: 8443, target: 443, protocol: 'tcp' }, { published: 53, target: 53, protocol: 'udp', hostIp: 'fd00::1' },
+    ] });
+    expect(o.HostConfig?.PortBindings).toEqual({
+      '80/tcp': [{ HostPort: '8080', HostIp: '127.0.0.1' }], '443/tcp': [{ HostPort: '8443' }], '53/udp': [{ HostPort: '53', HostIp: 'fd00::1' }],
+    });
+  });
+
   it('creates a container on its first overlay network with its address and DNS, and leaves the rest to connect', () => {
     const o = dockerCreateOptions({ ...base, networks: [{ name: 'back', address: '10.62.1.2' }, { name: 'front', address: '10.63.1.5' }], dns: ['10.62.1.1'] });
     expect(o.HostConfig?.NetworkMode).toBe('shoal-back');

@@ -124,3 +124,13 @@ describe('an agent on Docker', () => {
     }
   });
 });
+
+describe('a file at an absolute path in a Docker container (issue 39: Compose configs anywhere)', () => {
+  it('reads a config bind-mounted at /etc/app/app.conf, with its bytes and mode, and cannot write it', async () => {
+    const files = new DiskSecretFiles(path.join(tmp, 'paths'));
+    const mounts = await files.write(`task-${run}-paths`, [{ target: '/etc/app/app.conf', mode: 0o444, bytes: Buffer.from(`listen=${run}`) }]);
+    const r = await runToEnd(['sh', '-c', 'cat /etc/app/app.conf; echo; stat -c "%a %n" /etc/app/app.conf; (echo x >> /etc/app/app.conf) 2>/dev/null || echo read-only'], mounts);
+    expect(r.exitCode).toBe(0);
+    expect(r.out.split('\n')).toEqual([`listen=${run}`, '444 /etc/app/app.conf', 'read-only']);
+  });
+});

@@ -208,3 +208,39 @@ describe('DiskSecretFiles', () => {
     await expect(files.write('t3', [{ target: '../escape', mode: 0o400, bytes: Buffer.from('x') }])).rejects.toThrow(/cannot name a file/);
   });
 });
+
+describe('secrets at absolute paths (issue 39: Compose configs anywhere)', () => {
+  it('the agent mounts a file with an absolute target read-only at that path, beside /run/secrets/ ones', async () => {
+    const { clock, store, runtime, files, agent, mounts } = setup({ conf: Buffer.from('listen 80;'), db: Buffer.from('pw') });
+    store.addService(spec({ command: ['sleep', '3600'], secrets: [{ name: 'conf', target: '/etc/nginx/nginx.conf', mode: '0444' }, 'db'] }));
+    store.assign('t1', 'web', 'n1');
+    await run(clock, 1000);
+    expect(runtime.all()[0]?.state).toBe('running');
+    expect(mounts.get('t1')).toEqual([
+      { type: 'bind', source: 'memory:secrets/t1/+paths/0', target: '/etc/nginx/nginx.conf', readOnly: true },
+      { type: 'bind', source: 'memory:secrets/t1/db', target: '/run/secrets/db', readOnly: true },
+    ]);
+    expect(files.read('t1', '/etc/nginx/nginx.conf')).toMatchObject({ mode: 0o444, bytes: Uint8Array.from(Buffer.from('listen 80;')) });
+    await agent.close();
+  });
+
+  it('DiskSecretFiles writes an absolute target under +paths/ (no file name target can be there), with its mode', async () => {
+    const dir = path.join(tmp, 'paths');
+    const disk = new DiskSecretFiles(dir);
+    const mounts = await disk.write('t1', [
+      { target: '/etc/app/app.conf', mode: 0o444, bytes: Buffer.from('a=1') },
+      { target: 'paths', mode: 0o400, bytes: Buffer.from('x') },
+      { target: '/srv/b.yml', mode: 0o440, bytes: Buffer.from('b: 2') },
+    ]);
+    expect(mounts).toEqual([
+      { type: 'bind', source: path.join(dir, 't1', '+paths', '0'), target: '/etc/app/app.conf', readOnly: true },
+      { type: 'bind', source: path.join(dir, 't1', 'paths'), target: '/run/secrets/paths', readOnly: true },
+      { type: 'bind', source: path.join(dir, 't1', '+paths', '1'), target: '/srv/b.yml', readOnly: true },
+    ]);
+    expect(readFileSync(path.join(dir, 't1', '+paths', '1'), 'utf8')).toBe('b: 2');
+    expect([mode(path.join(dir, 't1', '+paths')), mode(path.join(dir, 't1', '+paths', '0')), mode(path.join(dir, 't1', '+paths', '1'))]).toEqual([0o700, 0o444, 0o440]);
+    await expect(disk.write('t2', [{ target: '/etc/../x', mode: 0o400, bytes: Buffer.from('') }])).rejects.toThrow(/not a clean path/);
+  });
+});
+
+const mode = (p: string): number => statSync(p).mode & 0o777;

@@ -700,7 +700,7 @@ function compileHealthcheck(ctx: Ctx, value: unknown, at: string): Record<string
   };
 }
 
-interface PortOut { published: number; target: number; protocol: string }
+interface PortOut { published: number; target: number; protocol: string; hostIp?: string }
 
 function compilePorts(ctx: Ctx, value: unknown, at: string): PortOut[] {
   if (value === undefined) return [];
@@ -774,10 +774,8 @@ function port(ctx: Ctx, p: unknown, at: string): PortOut[] {
     ctx.refuse(at, `must be a port (a string, a number or a mapping), not ${describe(p)}`);
     return [];
   }
-  if (!allAddresses.has(hostIp)) {
-    ctx.refuse(at, `host_ip ${hostIp} is not supported: shoal publishes a port on every address of the node; remove the address (and keep the port from the outside with a firewall policy)`);
-    return [];
-  }
+  // One address of the node (the Service's ports[].hostIp, feature level 6); the spec reader checks it is one.
+  const onAddress = allAddresses.has(hostIp) ? {} : { hostIp: hostIp.replace(/^\[(.*)\]$/, '$1') };
   if (protocol !== 'tcp' && protocol !== 'udp') {
     ctx.refuse(at, `${JSON.stringify(protocol)} is not tcp or udp`);
     return [];
@@ -801,7 +799,7 @@ function port(ctx: Ctx, p: unknown, at: string): PortOut[] {
     return [];
   }
   const out: PortOut[] = [];
-  for (let k = 0; k <= t[1] - t[0]; k++) out.push({ published: h[0] + k, target: t[0] + k, protocol });
+  for (let k = 0; k <= t[1] - t[0]; k++) out.push({ published: h[0] + k, target: t[0] + k, protocol, ...onAddress });
   return out;
 }
 
@@ -931,6 +929,7 @@ function compileNetworking(ctx: Ctx, s: Record<string, unknown>, at: string, net
   }
   const named = s.networks === undefined ? { default: null } : Array.isArray(s.networks) ? listToMap(s.networks) : mapping(ctx, s.networks, `${at}.networks`) ?? {};
   const out: string[] = [];
+  const aliases: Record<string, string[]> = {};
   for (const [key, opts] of Object.entries(named)) {
     const where = keyPath(`${at}.networks`, key);
     const net = networks.get(key);
@@ -943,8 +942,7 @@ function compileNetworking(ctx: Ctx, s: Record<string, unknown>, at: string, net
     if (opts === null || opts === undefined) continue;
     const o = mapping(ctx, opts, where);
     if (o === null) continue;
-    ctx.only(o, where, [], {
-      aliases: { kind: 'refused', reason: 'shoal\'s Service has no network aliases yet; the service resolves as its compose name on the stack\'s networks' },
+    ctx.only(o, where, ['aliases'], {
       ipv4_address: { kind: 'refused', reason: 'shoal hands out the addresses from each node\'s slice; a fixed address is not supported yet' },
       ipv6_address: { kind: 'refused', reason: 'shoal networks are IPv4' },
       link_local_ips: { kind: 'refused', reason: 'shoal hands out the addresses' },
@@ -953,8 +951,28 @@ function compileNetworking(ctx: Ctx, s: Record<string, unknown>, at: string, net
       priority: { kind: 'warned', reason: 'the order of a task\'s networks is shoal\'s' },
       gw_priority: { kind: 'warned', reason: 'the order of a task\'s networks is shoal\'s' },
     });
+    const named = o.aliases === undefined || o.aliases === null ? [] : compileAliases(ctx, o.aliases, `${where}.aliases`, String(doc.name));
+    if (named.length > 0) aliases[net.name] = [...new Set([...(aliases[net.name] ?? []), ...named])];
   }
   doc.networks = out;
+  if (Object.keys(aliases).length > 0) doc.networkAliases = aliases;
+}
+
+/** A network's `aliases`: DNS labels (the Service's networkAliases); the service's own name and repeats are dropped with a warning. */
+function compileAliases(ctx: Ctx, value: unknown, at: string, shoalName: string): string[] {
+  const list = strList(ctx, value, at);
+  if (list === null) return [];
+  const out: string[] = [];
+  list.forEach((alias, i) => {
+    const where = `${at}[${i}]`;
+    if (!/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(alias)) {
+      const hint = /^[A-Za-z](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/.test(alias) ? ` (write it in lower case: ${alias.toLowerCase()}; names match without regard to case)` : '';
+      ctx.refuse(where, `${JSON.stringify(alias)} is not a DNS label (lower-case letters, digits and -, starting with a letter, at most 63 characters): shoal answers an alias as one name on the network, not a domain${hint}`);
+    } else if (alias === shoalName) ctx.warn(where, `accepted with no effect: ${alias} is the service's own name`);
+    else if (out.includes(alias)) ctx.warn(where, `accepted with no effect: ${alias} is given twice`);
+    else out.push(alias);
+  });
+  return out;
 }
 
 function compileSecretRefs(ctx: Ctx, value: unknown, at: string, declared: Map<string, StackFile>, kind: 'secrets' | 'configs'): Record<string, unknown>[] {
@@ -979,13 +997,14 @@ function compileSecretRefs(ctx: Ctx, value: unknown, at: string, declared: Map<s
     }
     let target = long !== null && typeof long.target === 'string' ? long.target : source;
     if (kind === 'configs' && (long === null || long.target === undefined)) target = `/${source}`;
-    if (target.startsWith('/')) {
-      if (!target.startsWith('/run/secrets/')) {
-        ctx.refuse(`${where}${long?.target !== undefined ? '.target' : ''}`, `${target}: shoal delivers files only under /run/secrets/ (as Swarm's secrets); give a target there (target: /run/secrets/${target.split('/').pop() ?? source}) and point the program at it`);
-        return [];
-      }
-      target = target.slice('/run/secrets/'.length);
+    if (kind === 'configs' && !target.startsWith('/')) {
+      // Compose reads a config's relative target against the container's working directory, which shoal does not know.
+      ctx.refuse(`${where}.target`, `${target}: a config's target is an absolute path in the container (target: /etc/app/${target}); a relative one depends on the image's working directory`);
+      return [];
     }
+    // A file directly under /run/secrets/ is a plain secret file (readable by any release); any
+    // other absolute path is delivered there by a read-only bind mount (feature level 6).
+    if (/^\/run\/secrets\/[^/]+$/.test(target)) target = target.slice('/run/secrets/'.length);
     for (const id of ['uid', 'gid'] as const) {
       if (long?.[id] !== undefined && String(long[id]) !== '0') ctx.refuse(`${where}.${id}`, 'the file is owned by root; shoal does not change its owner yet (use mode: 0444 to let any user read it)');
     }

@@ -36,6 +36,10 @@ export function asJobDocument(ctx: JobCtx, doc: Record<string, unknown>, at: str
   if (update !== undefined) ctx.warn(`${at}.deploy.update_config`, 'accepted with no effect for a job: a changed job runs again with its new spec');
   if (maxPerNode !== undefined) ctx.warn(`${at}.deploy.placement.max_replicas_per_node`, 'accepted with no effect for a job: a run is one task');
   if (placement !== undefined) ctx.warn(`${at}.deploy.placement.preferences`, 'accepted with no effect for a job: a run is one task');
+  if (rest.networkAliases !== undefined) {
+    delete job.networkAliases;
+    ctx.refuse(`${at}.networks`, `a ${jobMode} takes no network aliases: a run's task is not a name others look up (a shoal Job has no networkAliases); remove the aliases, or make it a service`);
+  }
   if (opts.hasDependsOn) ctx.refuse(`${at}.depends_on`, `a ${jobMode} cannot wait for services: depends_on orders services only; start the job once they run (shoal job run NAME)`);
   if (restart !== undefined && restart !== null && typeof restart === 'object') {
     const r = restart as { condition?: unknown; maxAttempts?: unknown; delay?: unknown };

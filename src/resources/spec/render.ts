@@ -62,6 +62,7 @@ export function renderService(s: ServiceSpec): Record<string, unknown> {
     exclusive: s.exclusive,
     secrets: s.secrets.map((r) => ({ name: r.name, target: r.target, mode: `0${r.mode.toString(8).padStart(3, '0')}` })),
     networks: s.networks,
+    networkAliases: s.networkAliases,
     workingDir: s.workingDir,
     hostname: s.hostname,
     init: s.init,

@@ -2,6 +2,7 @@
 // defaults written here are the documented ones (docs/resources.md lists them; a test reads the
 // smallest spec back and checks every default).
 
+import { isIP } from 'node:net';
 import { registryHostPattern } from '../registry-logins.ts';
 import { parseConstraint, labelKeyPattern, type Constraint } from './constraint.ts';
 import { specLimits } from './limits.ts';
@@ -141,11 +142,23 @@ export const placement = struct<{ strategy: PlacementSpec['strategy']; spreadOve
 });
 
 const portNumber = integer(1, 65535);
-export const port = struct<PortSpec, PortSpec>({
+/** An IPv4 or IPv6 address of the node to publish on. */
+const hostIp: Reader<string> = (value, at, problems) => {
+  const s = string()(value, at, problems);
+  if (s === INVALID) return INVALID;
+  if (isIP(s) === 0) {
+    problems.add(at, `${JSON.stringify(s)} is not an IPv4 or IPv6 address (leave hostIp out to publish on every address of the node)`);
+    return INVALID;
+  }
+  return s;
+};
+
+export const port = struct<{ published: number; target: number; protocol: PortSpec['protocol']; hostIp: string | null }, PortSpec>({
   published: required(portNumber),
   target: required(portNumber),
   protocol: withDefault(oneOf(['tcp', 'udp'] as const), () => 'tcp'),
-}, (s) => s);
+  hostIp: withDefault(nullable(hostIp), () => null),
+}, (s) => ({ published: s.published, target: s.target, protocol: s.protocol, ...(s.hostIp !== null ? { hostIp: s.hostIp } : {}) }));
 
 /** An absolute path with no empty, `.` or `..` segments and no trailing slash. */
 export function isCleanAbsolutePath(path: string): boolean {
@@ -308,10 +321,39 @@ export const disruption = struct<{ maxUnavailable: Pick<DisruptionSpec, 'maxUnav
 const secretName = dnsLabel;
 
 /** A file name under /run/secrets/: no `/`, not `.` or `..`, at most 255 bytes. */
-const secretTarget = string({
-  pattern: /^(?!\.\.?$)[A-Za-z0-9._-]{1,255}$/,
-  what: 'a file name under /run/secrets/ (letters, digits, . _ -; no /; not . or ..)',
-});
+const secretFileName = /^(?!\.\.?$)[A-Za-z0-9._-]{1,255}$/;
+
+/** Container paths a secret's file may not be put at: the kernel's and the runtime's own file systems. */
+const secretTargetReserved = ['/proc', '/sys', '/dev'];
+
+/**
+ * A secret's target: a file name under /run/secrets/, or (feature level 6, issue 39's configs) an
+ * absolute container path where the file is bind-mounted read-only.
+ */
+const secretTarget: Reader<string> = (value, at, problems) => {
+  const s = string({ nonEmpty: true, maxChars: 4096 })(value, at, problems);
+  if (s === INVALID) return INVALID;
+  if (!s.startsWith('/')) {
+    if (secretFileName.test(s)) return s;
+    problems.add(at, `${JSON.stringify(s)} is not a file name under /run/secrets/ (letters, digits, . _ -; no /; not . or ..) nor an absolute container path`);
+    return INVALID;
+  }
+  if (!isCleanAbsolutePath(s) || s === '/') {
+    problems.add(at, `${JSON.stringify(s)} is not an absolute container path for the file (without //, . or .. segments or a trailing /; not /)`);
+    return INVALID;
+  }
+  const reserved = secretTargetReserved.find((r) => s === r || s.startsWith(`${r}/`));
+  if (reserved !== undefined) {
+    problems.add(at, `${s} is under ${reserved}, which the runtime mounts itself; put the file elsewhere`);
+    return INVALID;
+  }
+  return s;
+};
+
+/** Where a secret reference's file appears in the container: /run/secrets/<target>, or the absolute target itself. */
+export function secretPath(target: string): string {
+  return target.startsWith('/') ? target : `/run/secrets/${target}`;
+}
 
 /**
  * Permission bits as a quoted octal string ('0400', '0440'): YAML 1.2 reads an unquoted 0440 as

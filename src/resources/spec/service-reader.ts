@@ -9,11 +9,12 @@ import {
 } from './reader.ts';
 import {
   argv, capability, constraint, device, disruption, dnsLabel, duration, env, healthCheck, image, logs, mount, placement, registryLogin, port, resources, restart,
-  secretRef, signal, update, user,
+  secretPath, secretRef, signal, update, user,
 } from './service-fields.ts';
 import { canonicalRegistryHost } from '../registry-logins.ts';
 import type { DeviceSpec, MountSpec, PortSpec, SecretRefSpec, ServiceSpec } from './service-spec.ts';
 import { buildContainerSettings, checkContainerSettings, containerSettingsFields, type ContainerSettingsInput } from './container-settings.ts';
+import { checkNetworkAliases, networkAliases } from './network-aliases.ts';
 
 /** The authoring shape: input keys, normalized values. */
 interface ServiceInput extends ContainerSettingsInput {
@@ -47,6 +48,7 @@ interface ServiceInput extends ContainerSettingsInput {
   exclusive: boolean;
   secrets: SecretRefSpec[];
   networks: string[];
+  networkAliases: Record<string, string[]>;
 }
 
 const serviceFields: Fields<ServiceInput> = {
@@ -80,6 +82,7 @@ const serviceFields: Fields<ServiceInput> = {
   exclusive: withDefault(boolean, () => false),
   secrets: withDefault(list(secretRef), () => []),
   networks: withDefault(list(dnsLabel), () => []),
+  networkAliases: withDefault(networkAliases, () => ({})),
   ...containerSettingsFields,
 };
 
@@ -96,13 +99,15 @@ export function readService(value: unknown, at: string, problems: Problems): Rea
   checkPorts(s, at, problems);
   checkDistinct(s.mounts, (m) => m.target, `${at}.mounts`, 'target', problems);
   checkDistinct(s.devices, (d) => d.containerPath, `${at}.devices`, 'containerPath', problems);
-  checkDistinct(s.secrets, (r) => r.target, `${at}.secrets`, 'target', problems);
+  checkDistinct(s.secrets, (r) => secretPath(r.target), `${at}.secrets`, 'target', problems);
+  checkSecretPaths(s, at, problems);
   checkCapabilities(s, at, problems);
   checkDistinct(s.networks, (n) => n, `${at}.networks`, '', problems);
   if (s.hostNetwork === true && (s.networks?.length ?? 0) > 0) {
     problems.add(`${at}.networks`, 'a service with hostNetwork uses the node\'s own network and cannot join overlay networks; drop hostNetwork or networks');
   }
   checkContainerSettings(s, s, at, problems);
+  checkNetworkAliases(s.networkAliases, s, at, problems);
   if (s.constraints !== undefined) {
     const clash = contradiction(s.constraints);
     if (clash !== null) problems.add(`${at}.constraints`, `${clash}, so no node could ever take a task`);
@@ -193,6 +198,19 @@ function build(s: ServiceInput): ServiceSpec {
     exclusive: s.exclusive,
     secrets: s.secrets,
     networks: [...s.networks].sort(),
+    networkAliases: s.networkAliases,
     ...buildContainerSettings(s),
   };
+}
+
+/** A secret's file at an absolute path is not also a mount's or a tmpfs's target (the runtime would take one of them). */
+function checkSecretPaths(s: Partial<ServiceInput>, at: string, problems: Problems): void {
+  const taken = new Map<string, string>([
+    ...(s.mounts ?? []).map((m, i): [string, string] => [m.target, `mounts[${i}]`]),
+    ...(s.tmpfs ?? []).map((t, i): [string, string] => [t.target, `tmpfs[${i}]`]),
+  ]);
+  (s.secrets ?? []).forEach((r, i) => {
+    const other = taken.get(secretPath(r.target));
+    if (other !== undefined) problems.add(`${at}.secrets[${i}].target`, `${secretPath(r.target)} is already the target of ${other}; give the file another path`);
+  });
 }

@@ -32,6 +32,11 @@ export interface PortSpec {
   /** The port inside the container. */
   target: number;
   protocol: 'tcp' | 'udp';
+  /**
+   * The node's address the port is published on (Docker's HostIp), an IPv4 or IPv6 address;
+   * absent: every address. Feature level 6 (src/resources/record-compat.ts).
+   */
+  hostIp?: string;
 }
 
 export interface MountSpec {
@@ -56,7 +61,10 @@ export interface DeviceSpec {
 export interface SecretRefSpec {
   /** The secret's name (`shoal secret create NAME`). */
   name: string;
-  /** The file's name under /run/secrets/ in the container (default: the secret's name). */
+  /**
+   * The file's name under /run/secrets/ in the container (default: the secret's name), or an
+   * absolute container path where it is mounted (feature level 6).
+   */
   target: string;
   /** The file's permission bits (default 0o400), as a number. */
   mode: number;
@@ -244,13 +252,18 @@ export interface ServiceSpec extends ContainerSettings {
   disruption: DisruptionSpec | null;
   /** Must never run twice, even across a partition: runs under the node's lease (src/resources/lease.ts). */
   exclusive: boolean;
-  /** Secrets delivered as read-only files under /run/secrets/ (targets unique). */
+  /** Secrets delivered as read-only files under /run/secrets/ or at absolute paths (the files' paths unique). */
   secrets: SecretRefSpec[];
   /**
    * The overlay networks (Network resources, by name) its tasks attach to, sorted; each task
    * gets an address on each from its node's slice. Empty: none (the runtime's default network).
    */
   networks: string[];
+  /**
+   * More DNS names of the service on some of its networks (network name to names, sorted):
+   * answered on that network as its own name is (net/dns-view.ts). Feature level 6.
+   */
+  networkAliases: Record<string, string[]>;
 }
 
 const nat = z.number().int().min(0);
@@ -297,7 +310,11 @@ export const serviceSpecSchema = z.object({
   constraints: z.array(constraintSchema),
   placement: z.object({ strategy: z.enum(['spread', 'binpack']), spreadOver: nonEmpty.nullable() }).strict(),
   maxPerNode: z.number().int().min(1).nullable(),
-  ports: z.array(z.object({ published: z.number().int().min(1).max(65535), target: z.number().int().min(1).max(65535), protocol: z.enum(['tcp', 'udp']) }).strict()),
+  ports: z.array(z.object({
+    published: z.number().int().min(1).max(65535), target: z.number().int().min(1).max(65535), protocol: z.enum(['tcp', 'udp']),
+    // Feature level 6: absent on records written before (every address).
+    hostIp: z.string().min(1).optional(),
+  }).strict()),
   mounts: z.array(z.object({ type: z.enum(['bind', 'volume']), source: nonEmpty, target: nonEmpty, readOnly: z.boolean() }).strict()),
   devices: z.array(z.object({ hostPath: nonEmpty, containerPath: nonEmpty, permissions: z.string().regex(/^r?w?m?$/).min(1) }).strict()),
   capAdd: z.array(nonEmpty),
@@ -325,6 +342,8 @@ export const serviceSpecSchema = z.object({
   secrets: z.array(z.object({ name: nonEmpty, target: nonEmpty, mode: z.number().int().min(0).max(0o777) }).strict()).default([]),
   // Records written before networks existed read as attached to none.
   networks: z.array(z.string().regex(/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/)).default([]),
+  // Records written before network aliases (feature level 6) have none.
+  networkAliases: z.record(z.string().regex(/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/), z.array(z.string().regex(/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/))).default({}),
   // Records written before the container settings (feature level 6) have none of them.
   ...containerSettingsShape,
   // Records written before logins could be named (feature level 6) pull with the image's registry's.

@@ -54,6 +54,8 @@ const effect: { readonly [K in keyof ServiceSpec]-?: Exclude<SpecChange, 'none'>
   // every task, reference a secret of a new name.
   secrets: 'replace',
   networks: 'replace',
+  // The service resolver reads the aliases from the spec as it answers: running tasks keep running.
+  networkAliases: 'scale',
   // The container settings are written into the container when it is created.
   workingDir: 'replace',
   hostname: 'replace',

@@ -48,6 +48,7 @@ export const serviceSpecArb: fc.Arbitrary<ServiceSpec> = fc.record({
   maxPerNode: fc.option(fc.integer({ min: 1, max: 10 })),
   portNumbers: fc.uniqueArray(fc.integer({ min: 1, max: 65535 }), { maxLength: 3 }),
   udp: fc.boolean(),
+  hostIp: fc.option(fc.constantFrom('127.0.0.1', '192.168.1.5', 'fd00::1'), { nil: undefined }),
   hostNetwork: fc.boolean(),
   mountTargets: fc.uniqueArray(pathArb, { maxLength: 3 }),
   bind: fc.boolean(),
@@ -78,10 +79,12 @@ export const serviceSpecArb: fc.Arbitrary<ServiceSpec> = fc.record({
   exclusive: fc.boolean(),
   secrets: fc.uniqueArray(fc.record({
     name: fc.stringMatching(/^[a-z][a-z0-9-]{0,6}[a-z0-9]$/),
-    target: fc.stringMatching(/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,8}$/),
+    // A file name under /run/secrets/, or an absolute path (under /conf.d, which no mount or tmpfs target here can be).
+    target: fc.oneof(fc.stringMatching(/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,8}$/), fc.stringMatching(/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,8}$/).map((n) => `/conf.d/${n}`)),
     mode: fc.constantFrom(0o400, 0o440, 0o444, 0o600, 0),
   }), { maxLength: 3, selector: (r) => r.target }),
   networks: fc.uniqueArray(fc.constantFrom('backend', 'frontend', 'iot'), { maxLength: 3 }),
+  aliases: fc.uniqueArray(fc.constantFrom('db', 'cache', 'www-1'), { maxLength: 2 }),
   settings: fc.record({
     workingDir: fc.option(fc.oneof(pathArb, fc.constant('/'))),
     hostname: fc.option(fc.constantFrom('web', 'web-1.lan', 'A1')),
@@ -113,7 +116,9 @@ export const serviceSpecArb: fc.Arbitrary<ServiceSpec> = fc.record({
   constraints: r.constraintPicks,
   placement: { strategy: r.binpack ? 'binpack' : 'spread', spreadOver: r.binpack ? null : r.spreadOver },
   maxPerNode: r.global ? null : r.maxPerNode,
-  ports: r.portNumbers.map((p, i) => ({ published: p, target: r.hostNetwork ? p : ((p + i) % 65535) + 1, protocol: r.udp ? 'udp' : 'tcp' })),
+  ports: r.portNumbers.map((p, i) => ({
+    published: p, target: r.hostNetwork ? p : ((p + i) % 65535) + 1, protocol: r.udp ? 'udp' : 'tcp', ...(r.hostIp !== undefined ? { hostIp: r.hostIp } : {}),
+  })),
   mounts: r.mountTargets.map((t, i) => ({ type: r.bind ? 'bind' : 'volume', source: r.bind ? `/srv${t}` : `vol${i}`, target: t, readOnly: r.readOnly })),
   devices: r.devicePaths.map((p) => ({ hostPath: `/dev${p}`, containerPath: p, permissions: r.perms })),
   capAdd: [...r.capsSplit[0]],
@@ -130,6 +135,9 @@ export const serviceSpecArb: fc.Arbitrary<ServiceSpec> = fc.record({
   exclusive: r.exclusive,
   secrets: r.secrets,
   networks: r.hostNetwork ? [] : [...r.networks].sort(),
+  // Aliases on the first network written, when there is one (none equal to the service's name).
+  networkAliases: r.hostNetwork || r.networks[0] === undefined || r.aliases.filter((a) => a !== r.name).length === 0 ? {}
+    : { [r.networks[0]]: r.aliases.filter((a) => a !== r.name).sort() },
   workingDir: r.settings.workingDir,
   hostname: r.settings.hostname,
   init: r.settings.init,
