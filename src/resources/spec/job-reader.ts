@@ -9,8 +9,9 @@ import {
 } from './reader.ts';
 import { isTimeZone, parseSchedule } from './schedule.ts';
 import {
-  argv, capability, constraint, device, dnsLabel, duration, env, image, logs, mount, registryLogin, resources, secretRef, signal, user,
+  argv, capability, constraint, device, dnsLabel, duration, env, image, logs, mount, registryLogin, resources, secretPath, secretRef, signal, user,
 } from './service-fields.ts';
+import { checkSecretPaths } from './service-reader.ts';
 import { canonicalRegistryHost } from '../registry-logins.ts';
 import type { JobSpec } from './job-spec.ts';
 import { buildContainerSettings, checkContainerSettings, containerSettingsFields, type ContainerSettingsInput } from './container-settings.ts';
@@ -93,7 +94,9 @@ export function readJob(value: unknown, at: string, problems: Problems): Read<Jo
     }
   }
   distinct(s.mounts?.map((m) => m.target), `${at}.mounts`, 'target', problems);
-  distinct(s.secrets?.map((x) => x.target), `${at}.secrets`, 'target', problems);
+  // A secret's file path: `db` and `/run/secrets/db` are one file; an absolute one is no mount's or tmpfs's target.
+  distinct(s.secrets?.map((x) => secretPath(x.target)), `${at}.secrets`, 'target', problems);
+  checkSecretPaths(s, at, problems);
   distinct(s.networks, `${at}.networks`, '', problems);
   checkContainerSettings(s, s, at, problems);
   if (s.hostNetwork === true && (s.networks?.length ?? 0) > 0) {

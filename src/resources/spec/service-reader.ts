@@ -204,7 +204,9 @@ function build(s: ServiceInput): ServiceSpec {
 }
 
 /** A secret's file at an absolute path is not also a mount's or a tmpfs's target (the runtime would take one of them). */
-function checkSecretPaths(s: Partial<ServiceInput>, at: string, problems: Problems): void {
+export function checkSecretPaths(
+  s: { mounts?: readonly { target: string }[]; tmpfs?: readonly { target: string }[]; secrets?: readonly { target: string }[] }, at: string, problems: Problems,
+): void {
   const taken = new Map<string, string>([
     ...(s.mounts ?? []).map((m, i): [string, string] => [m.target, `mounts[${i}]`]),
     ...(s.tmpfs ?? []).map((t, i): [string, string] => [t.target, `tmpfs[${i}]`]),

@@ -40,6 +40,22 @@ describe('secrets at absolute paths', () => {
   });
 });
 
+describe('a job\'s secrets at absolute paths', () => {
+  it('are refused where a mount\'s target or another secret\'s file is, as a service\'s', () => {
+    const job = (fields: Record<string, unknown>): string[] => {
+      try {
+        parseSpecObjects([{ apiVersion: 'shoal/v1', kind: 'Job', name: 'chore', image: 'busybox:local', ...fields }]);
+      } catch (err) {
+        return (((err as ShoalError).details?.problems ?? []) as Problem[]).map((p) => `${p.path}: ${p.message}`);
+      }
+      throw new Error('the input was accepted');
+    };
+    expect(job({ secrets: ['db', { name: 'b', target: '/run/secrets/db' }] })).toEqual(['jobs[0].secrets[1].target: /run/secrets/db is already given by secrets[0]']);
+    expect(job({ mounts: [{ type: 'volume', source: 'data', target: '/data' }], secrets: [{ name: 'a', target: '/data' }] }))
+      .toEqual(['jobs[0].secrets[0].target: /data is already the target of mounts[0]; give the file another path']);
+  });
+});
+
 describe('ports[].hostIp', () => {
   it('reads an IPv4 or IPv6 address, leaves it out when unsaid, and refuses anything else', () => {
     const s = parseSpecObjects([svc({ ports: [{ published: 80, target: 80, hostIp: '127.0.0.1' }, { published: 53, target: 53, protocol: 'udp', hostIp: 'fd00::1' }, { published: 443, target: 443 }] })]).services[0];
