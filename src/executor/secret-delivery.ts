@@ -40,7 +40,7 @@ export async function deliverSecrets(d: SecretDelivery | undefined, taskId: stri
   const waits: string[] = [];
   for (const ref of refs) {
     const r = await d.read(ref.name, taskId);
-    if (r.ok) files.push({ target: ref.target, mode: ref.mode, bytes: r.bytes });
+    if (r.ok) files.push({ target: ref.target, mode: ref.mode, ...(ref.uid !== undefined ? { uid: ref.uid } : {}), ...(ref.gid !== undefined ? { gid: ref.gid } : {}), bytes: r.bytes });
     else if (r.wait) waits.push(r.message);
     else missing.push(r.message);
   }

@@ -1,7 +1,8 @@
 // Where a node's agent puts the secrets a task's container reads (docs/resources.md, "Secrets").
 // Before creating the container, the agent writes each secret the task's spec names to
 // `<tmpfs>/shoal-<node id>/<task id>/<target>` (directories 0700, each file the mode its
-// reference asks, 0400 by default) and bind-mounts the file read-only at /run/secrets/<target>.
+// reference asks, 0400 by default, owned by its uid/gid, root by default) and bind-mounts the
+// file read-only at /run/secrets/<target>.
 // A target that is an absolute path (a Compose config at /etc/app/app.conf) is written to
 // `<task dir>/+paths/<n>` (n: its place among the task's absolute targets; `+` is in no file
 // name target, so the two never meet) and bind-mounted read-only at that path.
@@ -24,6 +25,9 @@ export interface SecretFile {
   target: string;
   /** Permission bits. */
   mode: number;
+  /** The file's owner and group (numbers; absent: 0, root, the agent's own). */
+  uid?: number;
+  gid?: number;
   bytes: Uint8Array;
 }
 
@@ -101,6 +105,9 @@ export class DiskSecretFiles implements SecretFiles {
       const handle = await open(file, 'wx', 0o600);
       try {
         await handle.writeFile(f.bytes);
+        // Given to its owner before its mode: until then only root (the agent) can read it.
+        // The agent runs as root, so it may; ids are the container's (no user namespace remapping).
+        if ((f.uid ?? 0) !== 0 || (f.gid ?? 0) !== 0) await handle.chown(f.uid ?? 0, f.gid ?? 0);
         await handle.chmod(f.mode);
       } finally {
         await handle.close();

@@ -12,8 +12,8 @@
 //     featureLevelWorkloadNetwork: a node's mesh, a spec's secrets and networks; 6,
 //     featureLevelDisruptionBudget: a spec's disruption budget, a service's forced disruptions;
 //     6, featureLevelContainerSettings: a spec's container settings and network aliases, and a
-//     secret delivered at an absolute path, in a service's or a job's spec, and a port published
-//     on one address),
+//     secret delivered at an absolute path or owned by a uid/gid other than 0, in a service's or
+//     a job's spec, and a port published on one address),
 //     which the cluster reaches only once every member runs a release that reads them; before,
 //     it is refused with feature_not_enabled and nothing is written.
 //
@@ -118,12 +118,16 @@ function putLevel(collection: string, doc: JsonValue): number {
 
 /**
  * Whether a service's or a job's spec (or previous spec) delivers a secret at an absolute path
- * (issue 39's configs): a release of level 5 reads a target as a file name under /run/secrets/.
+ * (issue 39's configs): a release of level 5 reads a target as a file name under /run/secrets/;
+ * or owned by a uid or gid other than 0 (issue 39's compose uid/gid): its strict schema has no
+ * such fields, and its agent would write the file as root's.
  */
 function hasNewerSecretRef(collection: string, doc: JsonValue): boolean {
   if ((collection !== servicesCollection && collection !== jobsCollection) || !isObject(doc)) return false;
+  // Any uid or gid at all: the readers leave 0 out, and a level-5 schema refuses the field whatever its value.
+  const isOwned = (v: JsonValue | undefined): boolean => v !== undefined;
   return [doc.spec, doc.previousSpec].some((spec) => isObject(spec) && Array.isArray(spec.secrets)
-    && spec.secrets.some((r) => isObject(r) && typeof r.target === 'string' && r.target.startsWith('/')));
+    && spec.secrets.some((r) => isObject(r) && ((typeof r.target === 'string' && r.target.startsWith('/')) || isOwned(r.uid) || isOwned(r.gid))));
 }
 
 /** Whether a service's spec (or previous spec) publishes a port on one address of the node (issue 39's ports[].host_ip). */

@@ -194,6 +194,16 @@ describe('compatCommand', () => {
     expect(put(jobsCollection, '/etc/app/app.conf').featureLevel).toBe(featureLevelContainerSettings);
   });
 
+  it('asks level 6 for a secret file owned by a uid or gid (the readers leave 0 out), in a service\'s or a job\'s spec', () => {
+    const put = (collection: string, owner: Record<string, number>) => compatCommand({
+      op: 'put', collection, id: 'a', doc: { name: 'a', spec: { name: 'a', secrets: [{ name: 'db', target: 'db', mode: 0o400, ...owner }] }, previousSpec: null },
+    });
+    expect(put(servicesCollection, {}).featureLevel).toBe(featureLevelWorkloadNetwork);
+    expect(put(servicesCollection, { uid: 999 }).featureLevel).toBe(featureLevelContainerSettings);
+    expect(put(servicesCollection, { gid: 101 }).featureLevel).toBe(featureLevelContainerSettings);
+    expect(put(jobsCollection, { uid: 70 }).featureLevel).toBe(featureLevelContainerSettings);
+  });
+
   it('asks level 6 for a port published on one address of the node', () => {
     const ports = (hostIp?: string) => [{ published: 80, target: 80, protocol: 'tcp', ...(hostIp !== undefined ? { hostIp } : {}) }];
     const put = (p: ReturnType<typeof ports>) => compatCommand({ op: 'put', collection: servicesCollection, id: 'a', doc: { name: 'a', spec: { name: 'a', ports: p }, previousSpec: null } });

@@ -415,6 +415,34 @@ describe('configs and secrets at absolute paths (issue 39)', () => {
   });
 });
 
+describe('secret and config uid/gid (issue 39)', () => {
+  const stack = (refs: string, deploy = '') => `services:\n  web:\n    image: nginx:1\n${deploy}${refs}\nsecrets:\n  pw: {content: pw}\nconfigs:\n  conf: {content: "a = 1"}\n`;
+
+  it('gives the delivered file its owner: strings as compose writes them, or numbers; 0 is root\'s and stays unsaid', () => {
+    const c = compile(stack('    secrets: [{source: pw, uid: "999", gid: "999", mode: 0400}]\n    configs: [{source: conf, target: /etc/app.conf, uid: 0, gid: 101, mode: 0440}]'));
+    expect(c.warnings).toEqual([]);
+    expect(svc(c).secrets).toEqual([
+      { name: 'st-pw', target: 'pw', mode: 0o400, uid: 999, gid: 999 },
+      { name: 'st-conf', target: '/etc/app.conf', mode: 0o440, gid: 101 },
+    ]);
+  });
+
+  it('a replicated-job\'s files take them too', () => {
+    const c = compile(stack('    secrets: [{source: pw, uid: "70"}]', '    deploy: {mode: replicated-job}\n'));
+    expect(c.set.jobs[0]?.secrets).toEqual([{ name: 'st-pw', target: 'pw', mode: 0o400, uid: 70 }]);
+  });
+
+  it.each([
+    ['    secrets: [{source: pw, uid: postgres}]', 'services.web.secrets[0].uid', 'is not a numeric user id'],
+    ['    configs: [{source: conf, gid: "-1"}]', 'services.web.configs[0].gid', 'is not a numeric group id'],
+    ['    secrets: [{source: pw, gid: "4294967295"}]', 'services.web.secrets[0].gid', '0 to 4294967294'],
+  ])('refuses %s', (refs, path, message) => {
+    const problems = refused(stack(refs));
+    expect(problems.map((p) => p.path)).toEqual([path]);
+    expect(problems[0]?.message).toContain(message);
+  });
+});
+
 describe('ports[].host_ip (issue 39)', () => {
   it('publishes on one address of the node: short and long syntax, IPv6 in brackets, ranges; all addresses stay unsaid', () => {
     const c = compile('services:\n  web:\n    image: nginx:1\n    ports: ["127.0.0.1:8080:80", "[fd00::1]:53:53/udp", "192.168.1.5:9000-9001:9000-9001", {target: 22, published: 2222, host_ip: 10.0.0.2}, "0.0.0.0:443:443"]\n');

@@ -244,3 +244,38 @@ describe('secrets at absolute paths (issue 39: Compose configs anywhere)', () =>
 });
 
 const mode = (p: string): number => statSync(p).mode & 0o777;
+
+describe('a secret file\'s owner (issue 39: compose uid/gid)', () => {
+  it('the agent writes the file with the reference\'s uid and gid (the memory store records them); root\'s are left unsaid', async () => {
+    const { clock, store, runtime, files, agent } = setup({ db: Buffer.from('pw'), conf: Buffer.from('a=1') });
+    store.addService(spec({ command: ['sleep', '3600'], secrets: [{ name: 'db', uid: 999, gid: 1000, mode: '0400' }, { name: 'conf', target: '/etc/app.conf', gid: 101, mode: '0440' }, { name: 'db', target: 'root-db' }] }));
+    store.assign('t1', 'web', 'n1');
+    await run(clock, 1000);
+    expect(runtime.all()[0]?.state).toBe('running');
+    expect(files.read('t1', 'db')).toMatchObject({ uid: 999, gid: 1000, mode: 0o400 });
+    expect(files.read('t1', '/etc/app.conf')).toMatchObject({ gid: 101, mode: 0o440 });
+    expect(files.read('t1', '/etc/app.conf')?.uid).toBeUndefined();
+    const rootFile = files.read('t1', 'root-db');
+    expect([rootFile?.uid, rootFile?.gid]).toEqual([undefined, undefined]);
+    await agent.close();
+  });
+
+  // Changing a file's owner needs root, as the agent runs.
+  it.skipIf(process.getuid?.() !== 0)('DiskSecretFiles gives each file its owner (the agent runs as root) and its mode; a file of root stays root\'s', async () => {
+    const dir = path.join(tmp, 'owners');
+    const disk = new DiskSecretFiles(dir);
+    await disk.write('t1', [
+      { target: 'db', mode: 0o400, uid: 999, gid: 1000, bytes: Buffer.from('pw') },
+      { target: '/etc/app.conf', mode: 0o440, gid: 101, bytes: Buffer.from('a=1') },
+      { target: 'plain', mode: 0o400, bytes: Buffer.from('x') },
+    ]);
+    const owner = (p: string): [number, number, number] => {
+      const st = statSync(p);
+      return [st.uid, st.gid, st.mode & 0o777];
+    };
+    const root = statSync(dir);
+    expect(owner(path.join(dir, 't1', 'db'))).toEqual([999, 1000, 0o400]);
+    expect(owner(path.join(dir, 't1', '+paths', '0'))).toEqual([root.uid, 101, 0o440]);
+    expect(owner(path.join(dir, 't1', 'plain'))).toEqual([root.uid, root.gid, 0o400]);
+  });
+});

@@ -14,6 +14,7 @@ import { cidrOf, cidrsOverlap, formatCidr, parseCidr, type Cidr } from '../addre
 import { parseSpecObjects, apiVersion } from '../spec/documents.ts';
 import { parseConstraint } from '../spec/constraint.ts';
 import { Problems, describe, isPlainObject, keyPath, suggest, type Problem } from '../spec/reader.ts';
+import { secretOwnerIdMax } from '../spec/service-spec.ts';
 import type { SpecSet } from '../spec/documents.ts';
 import { ShoalError } from '../../errors.ts';
 import { deployFields, serviceFields, topFields, type Verdict } from './fields.ts';
@@ -986,7 +987,7 @@ function compileSecretRefs(ctx: Ctx, value: unknown, at: string, declared: Map<s
     const long = isPlainObject(r) ? r : null;
     const source = typeof r === 'string' ? r : long !== null && typeof long.source === 'string' ? long.source : null;
     if (source === null) {
-      ctx.refuse(where, `must be a ${kind === 'secrets' ? 'secret' : 'config'}'s name or {source, target, mode}`);
+      ctx.refuse(where, `must be a ${kind === 'secrets' ? 'secret' : 'config'}'s name or {source, target, mode, uid, gid}`);
       return [];
     }
     if (long !== null) ctx.only(long, where, ['source', 'target', 'mode', 'uid', 'gid']);
@@ -1005,15 +1006,25 @@ function compileSecretRefs(ctx: Ctx, value: unknown, at: string, declared: Map<s
     // A file directly under /run/secrets/ is a plain secret file (readable by any release); any
     // other absolute path is delivered there by a read-only bind mount (feature level 6).
     if (/^\/run\/secrets\/[^/]+$/.test(target)) target = target.slice('/run/secrets/'.length);
+    // The file's owner and group (compose writes them as strings, "1000"): numbers, as in the
+    // container; a user's name would need the image's /etc/passwd.
+    const owner: Record<string, number> = {};
     for (const id of ['uid', 'gid'] as const) {
-      if (long?.[id] !== undefined && String(long[id]) !== '0') ctx.refuse(`${where}.${id}`, 'the file is owned by root; shoal does not change its owner yet (use mode: 0444 to let any user read it)');
+      const v = long?.[id];
+      if (v === undefined) continue;
+      const text = typeof v === 'number' || typeof v === 'string' ? String(v).trim() : null;
+      if (text === null || !/^\d{1,10}$/.test(text) || Number(text) > secretOwnerIdMax) {
+        ctx.refuse(`${where}.${id}`, `${JSON.stringify(v)} is not a numeric ${id === 'uid' ? 'user' : 'group'} id (0 to ${secretOwnerIdMax}); write the number, as in the container's /etc/${id === 'uid' ? 'passwd' : 'group'}`);
+        return [];
+      }
+      if (Number(text) !== 0) owner[id] = Number(text);
     }
     let mode: string | undefined;
     if (long?.mode !== undefined) {
       const m = long.mode;
       mode = typeof m === 'number' ? `0${/^[0-7]+$/.test(String(m)) ? String(m) : m.toString(8)}` : String(m);
     }
-    return [{ name: found.name, target, ...(mode !== undefined ? { mode: mode.replace(/^0*(?=[0-7]{3}$)/, '0') } : {}) }];
+    return [{ name: found.name, target, ...(mode !== undefined ? { mode: mode.replace(/^0*(?=[0-7]{3}$)/, '0') } : {}), ...owner }];
   });
 }
 

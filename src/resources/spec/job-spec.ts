@@ -10,7 +10,7 @@
 // are (one run's task never runs twice at once, even across a partition).
 
 import { z } from 'zod';
-import { constraintSchema, containerSettingsShape, type Assert, type ContainerSettings, type Same, type ServiceSpec } from './service-spec.ts';
+import { constraintSchema, containerSettingsShape, secretRefSchema, type Assert, type ContainerSettings, type Same, type ServiceSpec } from './service-spec.ts';
 
 export type JobConcurrency = 'forbid' | 'replace' | 'allow';
 
@@ -65,7 +65,7 @@ export const jobSpecSchema = z.object({
   stopSignal: nonEmpty,
   stopGracePeriodMs: nat,
   logs: z.object({ maxSizeBytes: nat, maxFiles: z.number().int().min(1) }).strict(),
-  secrets: z.array(z.object({ name: nonEmpty, target: nonEmpty, mode: z.number().int().min(0).max(0o777) }).strict()),
+  secrets: z.array(secretRefSchema),
   networks: z.array(dns),
   // Job records written before the container settings have none of them (jobs came in the same level: none do).
   ...containerSettingsShape,

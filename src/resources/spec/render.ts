@@ -4,7 +4,7 @@
 
 import { renderCpu, renderDuration, renderMemory } from './quantity.ts';
 import { apiVersion } from './documents.ts';
-import type { ServiceSpec } from './service-spec.ts';
+import type { SecretRefSpec, ServiceSpec } from './service-spec.ts';
 
 const nullableRender = <T>(v: T | null, render: (t: T) => string): string | null => (v === null ? null : render(v));
 
@@ -60,7 +60,7 @@ export function renderService(s: ServiceSpec): Record<string, unknown> {
     },
     disruption: s.disruption === null ? null : { maxUnavailable: s.disruption.unit === 'percent' ? `${s.disruption.maxUnavailable}%` : s.disruption.maxUnavailable },
     exclusive: s.exclusive,
-    secrets: s.secrets.map((r) => ({ name: r.name, target: r.target, mode: `0${r.mode.toString(8).padStart(3, '0')}` })),
+    secrets: s.secrets.map(renderSecretRef),
     networks: s.networks,
     networkAliases: s.networkAliases,
     workingDir: s.workingDir,
@@ -77,4 +77,9 @@ export function renderService(s: ServiceSpec): Record<string, unknown> {
     sysctls: s.sysctls,
     labels: s.labels,
   };
+}
+
+/** A secret reference as written: the mode in octal; uid and gid only when not 0 (root). */
+function renderSecretRef(r: SecretRefSpec): Record<string, string | number> {
+  return { name: r.name, target: r.target, mode: `0${r.mode.toString(8).padStart(3, '0')}`, ...(r.uid ? { uid: r.uid } : {}), ...(r.gid ? { gid: r.gid } : {}) };
 }

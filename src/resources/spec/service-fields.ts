@@ -15,6 +15,7 @@ import type {
   DeviceSpec, DisruptionSpec, HealthCheckSpec, LogSpec, MountSpec, PlacementSpec, PortSpec, ResourceAmounts, ResourceLimits, RestartPolicy, SecretRefSpec,
   UpdatePolicy,
 } from './service-spec.ts';
+import { secretOwnerIdMax } from './service-spec.ts';
 
 const cpuMillisMax = 1024 * 1000;
 const memoryBytesMax = 1024 ** 5;
@@ -368,16 +369,22 @@ const fileMode: Reader<number> = (value, at, problems) => {
   return s === INVALID ? INVALID : Number.parseInt(s, 8);
 };
 
-const secretRefLong = struct<{ name: string; target: string | null; mode: number }, SecretRefSpec>({
+/** A secret file's owner or group: a number (a name would need the image's /etc/passwd, which the agent does not read). */
+const secretOwnerId = integer(0, secretOwnerIdMax);
+
+const secretRefLong = struct<{ name: string; target: string | null; mode: number; uid: number; gid: number }, SecretRefSpec>({
   name: required(secretName),
   target: withDefault(nullable(secretTarget), () => null),
   mode: withDefault(fileMode, () => secretFileModeDefault),
-}, (s) => ({ name: s.name, target: s.target ?? s.name, mode: s.mode }));
+  // Feature level 6 (issue 39's compose uid/gid): the file's owner; 0 (root) is left out of the spec.
+  uid: withDefault(secretOwnerId, () => 0),
+  gid: withDefault(secretOwnerId, () => 0),
+}, (s) => ({ name: s.name, target: s.target ?? s.name, mode: s.mode, ...(s.uid !== 0 ? { uid: s.uid } : {}), ...(s.gid !== 0 ? { gid: s.gid } : {}) }));
 
 /** The file mode of a secret whose reference gives none: read by the file's owner only. */
 export const secretFileModeDefault = 0o400;
 
-/** A secret reference: `{name, target?, mode?}`, or only the name (as Compose's short form). */
+/** A secret reference: `{name, target?, mode?, uid?, gid?}`, or only the name (as Compose's short form). */
 export const secretRef: Reader<SecretRefSpec> = (value, at, problems) => {
   if (typeof value !== 'string') return secretRefLong(value, at, problems);
   const name = secretName(value, at, problems);

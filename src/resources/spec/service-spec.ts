@@ -68,6 +68,13 @@ export interface SecretRefSpec {
   target: string;
   /** The file's permission bits (default 0o400), as a number. */
   mode: number;
+  /**
+   * The file's owner in the container's user namespace (feature level 6, issue 39's compose
+   * `uid`/`gid`): absent means 0 (root), and a record at the default leaves it out.
+   */
+  uid?: number;
+  /** The file's group (absent: 0). */
+  gid?: number;
 }
 
 export interface HealthCheckSpec {
@@ -269,6 +276,9 @@ export interface ServiceSpec extends ContainerSettings {
 const nat = z.number().int().min(0);
 const nonEmpty = z.string().min(1);
 
+/** The largest uid or gid a secret's file may be given (Linux's, less the invalid (uid_t)-1). */
+export const secretOwnerIdMax = 0xfffffffe;
+
 export const constraintSchema = z.object({
   text: nonEmpty,
   attribute: z.enum(['label', 'name', 'id', 'os', 'arch', 'role']),
@@ -293,6 +303,12 @@ export const containerSettingsShape = {
   sysctls: z.record(z.string(), z.string()).default({}),
   labels: z.record(z.string(), z.string()).default({}),
 };
+
+/** A secret reference; `uid`/`gid` (feature level 6) are present only when not 0. */
+export const secretRefSchema = z.object({
+  name: nonEmpty, target: nonEmpty, mode: z.number().int().min(0).max(0o777),
+  uid: z.number().int().min(0).max(secretOwnerIdMax).optional(), gid: z.number().int().min(0).max(secretOwnerIdMax).optional(),
+}).strict();
 
 export const serviceSpecSchema = z.object({
   name: z.string().regex(/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/),
@@ -339,7 +355,7 @@ export const serviceSpecSchema = z.object({
     .refine((d) => d.unit === 'slots' || d.maxUnavailable <= 100, { message: 'a percentage is at most 100' }).nullable().default(null),
   exclusive: z.boolean(),
   // Records written before secrets existed have no such field: they read as none.
-  secrets: z.array(z.object({ name: nonEmpty, target: nonEmpty, mode: z.number().int().min(0).max(0o777) }).strict()).default([]),
+  secrets: z.array(secretRefSchema).default([]),
   // Records written before networks existed read as attached to none.
   networks: z.array(z.string().regex(/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/)).default([]),
   // Records written before network aliases (feature level 6) have none.

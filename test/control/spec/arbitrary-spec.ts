@@ -82,7 +82,10 @@ export const serviceSpecArb: fc.Arbitrary<ServiceSpec> = fc.record({
     // A file name under /run/secrets/, or an absolute path (under /conf.d, which no mount or tmpfs target here can be).
     target: fc.oneof(fc.stringMatching(/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,8}$/), fc.stringMatching(/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,8}$/).map((n) => `/conf.d/${n}`)),
     mode: fc.constantFrom(0o400, 0o440, 0o444, 0o600, 0),
-  }), { maxLength: 3, selector: (r) => r.target }),
+    // The file's owner: left out at 0 (root), as the reader writes it.
+    uid: fc.constantFrom(0, 1000, 65534),
+    gid: fc.constantFrom(0, 101, 0xfffffffe),
+  }).map(({ uid, gid, ...r }) => ({ ...r, ...(uid !== 0 ? { uid } : {}), ...(gid !== 0 ? { gid } : {}) })), { maxLength: 3, selector: (r) => r.target }),
   networks: fc.uniqueArray(fc.constantFrom('backend', 'frontend', 'iot'), { maxLength: 3 }),
   aliases: fc.uniqueArray(fc.constantFrom('db', 'cache', 'www-1'), { maxLength: 2 }),
   settings: fc.record({
