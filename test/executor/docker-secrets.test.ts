@@ -134,3 +134,29 @@ describe('a file at an absolute path in a Docker container (issue 39: Compose co
     expect(r.out.split('\n')).toEqual([`listen=${run}`, '444 /etc/app/app.conf', 'read-only']);
   });
 });
+
+describe('a secret file\'s owner in a Docker container (issue 39: compose uid/gid)', () => {
+  it('a container running as user 999 reads its file of mode 0400 given to uid 999, and not one of root\'s', async () => {
+    const files = new DiskSecretFiles(path.join(tmp, 'owners'));
+    const mounts = await files.write(`task-${run}-owners`, [
+      { target: 'mine', mode: 0o400, uid: 999, gid: 999, bytes: Buffer.from(`pw=${run}`) },
+      { target: 'roots', mode: 0o400, bytes: Buffer.from('root only') },
+    ]);
+    const s = { ...spec(['sh', '-c', 'cat /run/secrets/mine; echo; stat -c "%u:%g %a" /run/secrets/mine; cat /run/secrets/roots 2>/dev/null || echo denied'], mounts), user: '999:999' };
+    const id = await rt.create(s);
+    await rt.start(id);
+    const until = Date.now() + 30_000;
+    for (;;) {
+      const info = await rt.inspect(id);
+      if (info?.state === 'exited') {
+        const lines: LogLine[] = [];
+        for await (const l of await rt.logs(id, { follow: false, tailLines: null, sinceMs: null })) lines.push(l);
+        expect(info.exitCode).toBe(0);
+        expect(lines.map((l) => l.text)).toEqual([`pw=${run}`, '999:999 400', 'denied']);
+        return;
+      }
+      if (Date.now() > until) throw new Error('the container did not exit');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  });
+});
