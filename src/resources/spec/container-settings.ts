@@ -196,22 +196,8 @@ function mappingEntries(value: unknown, at: string, problems: Problems, max: num
   return keys.map((k) => [k, value[k]]);
 }
 
-/** The authoring fields of the container settings (input names). */
-export interface ContainerSettingsInput {
-  workingDir: string | null;
-  hostname: string | null;
-  init: boolean;
-  readOnlyRootfs: boolean;
-  shmSize: number | null;
-  tmpfs: TmpfsSpec[];
-  extraHosts: ExtraHostSpec[];
-  dns: string[];
-  dnsSearch: string[];
-  dnsOptions: string[];
-  ulimits: UlimitSpec[];
-  sysctls: Record<string, string>;
-  labels: Record<string, string>;
-}
+/** The authoring fields of the container settings: the stored ones, the size under its input name (`shmSize`). */
+export type ContainerSettingsInput = Omit<ContainerSettings, 'shmSizeBytes'> & { shmSize: number | null };
 
 export const containerSettingsFields: Fields<ContainerSettingsInput> = {
   workingDir: withDefault(nullable(absolutePath('a working directory', true)), () => null),
