@@ -478,6 +478,8 @@ export class Agent {
     } catch (err) {
       // A create that timed out may have happened: the next pass finds it by its labels.
       if (this.isRuntimeTrouble(err)) return this.onRuntimeTrouble(err);
+      // Its message starts with the code and says what to do (volume-options.ts).
+      if (err instanceof RuntimeError && err.kind === 'volume_options_differ') return this.failStart(base, null, err.message);
       return this.failStart(base, null, `create failed: ${errorText(err)}`);
     }
     await this.startOp(base, id, call);

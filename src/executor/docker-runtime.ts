@@ -16,6 +16,7 @@ import {
 } from './docker-answers.ts';
 import { dockerCreateOptions, fencedSpec, networksToConnect, type ImageCommand } from './docker-container-config.ts';
 import { isExclusiveContainer } from './labels.ts';
+import { volumeMismatch, volumesWithOptions, type VolumeState } from './volume-options.ts';
 import { describeEndpoint, resolveDockerEndpoint, type DockerEndpoint } from './docker-endpoint.ts';
 import { DockerLogDecoder } from './docker-log-frames.ts';
 import {
@@ -31,6 +32,12 @@ import { PullProgressTracker, type PullProgress } from './pull-progress.ts';
 const distributionSchema = z.object({
   Descriptor: z.object({ digest: z.string().regex(/^sha256:[0-9a-f]{64}$/) }).loose(),
   Platforms: z.array(z.object({ os: z.string(), architecture: z.string(), variant: z.string().optional() }).loose()).nullish(),
+}).loose();
+
+/** Docker's answer to GET /volumes/{name}: the driver and the DriverOpts it was created with (null: none). */
+const volumeAnswer = z.object({
+  Driver: z.string(),
+  Options: z.record(z.string(), z.string()).nullish(),
 }).loose();
 
 export interface DockerRuntimeOptions {
@@ -241,6 +248,7 @@ export class DockerRuntime implements Runtime {
   async create(given: ContainerSpec): Promise<string> {
     const spec = isExclusiveContainer(given.labels) ? await this.fenced(given) : given;
     const { name, ...body } = dockerCreateOptions(spec);
+    await this.ensureVolumes(spec);
     try {
       const container = await this.call(`create ${spec.name}`, this.callTimeoutMs, (signal) =>
         // _query/_body keep the config out of the URL (dockerode would put it in both).
@@ -252,6 +260,39 @@ export class DockerRuntime implements Runtime {
       // A 404 here is the image, not a container: not_found would tell the agent the wrong thing.
       if (e.kind === 'not_found') throw new RuntimeError('failed', `${e.message} (the image must be present: ensureImage first)`);
       throw e;
+    }
+  }
+
+  /**
+   * Creates each named volume whose mount gives options (the local driver, its DriverOpts)
+   * before the container, which would create it without them; an existing one is used only when
+   * it was made with exactly these (volume-options.ts), else the create fails with
+   * volume_options_differ and nothing is created.
+   */
+  private async ensureVolumes(spec: ContainerSpec): Promise<void> {
+    for (const [volume, options] of volumesWithOptions(spec.mounts)) {
+      let state = await this.inspectVolume(volume);
+      if (state === undefined) {
+        await this.call(`create volume ${volume}`, this.callTimeoutMs, (signal) =>
+          this.docker.createVolume({ Name: volume, Driver: 'local', DriverOpts: options, abortSignal: signal } as unknown as Docker.VolumeCreateOptions));
+        // Read back: another creator (a task of another service, a person) may have been first.
+        state = await this.inspectVolume(volume);
+        if (state === undefined) throw new RuntimeError('failed', `create volume ${volume}: Docker created it, and then it was gone`);
+      }
+      const mismatch = volumeMismatch(volume, options, state);
+      if (mismatch !== null) throw new RuntimeError('volume_options_differ', mismatch);
+    }
+  }
+
+  private async inspectVolume(volume: string): Promise<VolumeState | undefined> {
+    try {
+      const raw = await this.call(`inspect volume ${volume}`, this.callTimeoutMs, (signal) =>
+        this.docker.getVolume(volume).inspect({ abortSignal: signal }) as Promise<unknown>);
+      const v = this.parse(volumeAnswer, raw, `inspect volume ${volume}`);
+      return { driver: v.Driver, options: v.Options ?? {} };
+    } catch (err) {
+      if ((err as RuntimeError).kind === 'not_found') return undefined;
+      throw err;
     }
   }
 

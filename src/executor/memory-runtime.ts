@@ -27,6 +27,7 @@ import {
 import { imageRegistryHost } from '../resources/registry-logins.ts';
 import { describePullFailure } from './pull-errors.ts';
 import type { PullProgress } from './pull-progress.ts';
+import { volumeMismatch, volumesWithOptions, type VolumeState } from './volume-options.ts';
 
 export interface ContainerBehaviour {
   /** Exits by itself this long after each start (0: at once, before start returns); null = runs until stopped. */
@@ -123,6 +124,8 @@ export class MemoryRuntime implements Runtime {
   /** Image references and the image id each names (several references may name one image). */
   private readonly images = new Map<string, string>();
   private readonly pullable = new Set<string>();
+  /** Named volumes by name (created by a container that mounts one, or addVolume). */
+  private readonly volumes = new Map<string, VolumeState>();
   private readonly published = new Map<string, ResolvedImage>();
   private readonly logins = new Map<string, { username: string; password: string }>();
   /** Every pull asked for, with the credentials it was given (null: none); for tests of registry logins. */
@@ -239,6 +242,30 @@ export class MemoryRuntime implements Runtime {
     };
   }
 
+  /** A named volume exists from now on, as if made by hand (`docker volume create`). */
+  addVolume(name: string, options: Record<string, string> = {}, driver = 'local'): void {
+    this.volumes.set(name, { driver, options: { ...options } });
+  }
+
+  /** A named volume (a copy), or undefined when there is none. */
+  volume(name: string): VolumeState | undefined {
+    const v = this.volumes.get(name);
+    return v === undefined ? undefined : { driver: v.driver, options: { ...v.options } };
+  }
+
+  /** As Docker does: a volume with options is made with them, or refused when it exists otherwise; any other is made when missing. */
+  private ensureVolumes(spec: ContainerSpec): void {
+    for (const [name, options] of volumesWithOptions(spec.mounts)) {
+      const existing = this.volumes.get(name);
+      if (existing === undefined) this.volumes.set(name, { driver: 'local', options: { ...options } });
+      else {
+        const mismatch = volumeMismatch(name, options, existing);
+        if (mismatch !== null) throw new RuntimeError('volume_options_differ', mismatch);
+      }
+    }
+    for (const m of spec.mounts) if (m.type === 'volume' && !this.volumes.has(m.source)) this.volumes.set(m.source, { driver: 'local', options: {} });
+  }
+
   /** Every container of every node, in creation order (copies). */
   all(): ContainerInfo[] {
     return [...this.containersById.values()].map((c) => copyInfo(c.info));
@@ -343,6 +370,7 @@ export class MemoryRuntime implements Runtime {
       for (const c of this.containersById.values()) {
         if (c.info.name === spec.name) throw new RuntimeError('failed', `Conflict. The container name "/${spec.name}" is already in use by container "${c.info.id}"`);
       }
+      this.ensureVolumes(spec);
       const id = `${this.idPrefix}${(++this.seq).toString(16).padStart(12, '0')}`;
       const info: ContainerInfo = {
         id, name: spec.name, image: spec.image, labels: { ...spec.labels }, state: 'created', exitCode: null,

@@ -176,6 +176,11 @@ export type RuntimeErrorKind =
   | 'not_found'
   /** The call did not answer within its timeout: a hung runtime. */
   | 'timeout'
+  /**
+   * A named volume the task's spec gives options exists on the node with another driver or other
+   * options (volume-options.ts): the task fails with the message, which starts with the code.
+   */
+  | 'volume_options_differ'
   /** Anything else the runtime refused (a bad mount, a device that does not exist, ...): the task fails with the message. */
   | 'failed';
 

@@ -13,7 +13,7 @@
 //     featureLevelDisruptionBudget: a spec's disruption budget, a service's forced disruptions;
 //     6, featureLevelContainerSettings: a spec's container settings and network aliases, and a
 //     secret delivered at an absolute path or owned by a uid/gid other than 0, in a service's or
-//     a job's spec, and a port published on one address),
+//     a job's spec, a port published on one address, and a named volume's options),
 //     which the cluster reaches only once every member runs a release that reads them; before,
 //     it is refused with feature_not_enabled and nothing is written.
 //
@@ -108,6 +108,7 @@ function putLevel(collection: string, doc: JsonValue): number {
   if (putNeedsSecretsLevel(collection, doc)) return featureLevelSecretsAtRest;
   if (hasNewerSecretRef(collection, doc)) return featureLevelContainerSettings;
   if (hasHostIp(collection, doc)) return featureLevelContainerSettings;
+  if (hasVolumeOptions(collection, doc)) return featureLevelContainerSettings;
   if (constrainedCollections.has(collection) && hasNewerConstraint(doc, 0)) return featureLevelPlatformConstraints;
   if (newerCollections.has(collection)) return featureLevelWorkloadNetwork;
   if (!isObject(doc)) return 0;
@@ -134,6 +135,16 @@ function hasNewerSecretRef(collection: string, doc: JsonValue): boolean {
 function hasHostIp(collection: string, doc: JsonValue): boolean {
   if (collection !== servicesCollection || !isObject(doc)) return false;
   return [doc.spec, doc.previousSpec].some((spec) => isObject(spec) && Array.isArray(spec.ports) && spec.ports.some((p) => isObject(p) && p.hostIp !== undefined));
+}
+
+/**
+ * Whether a service's or a job's spec (or previous spec) gives a named volume options (issue 39's
+ * compose driver_opts): a level-5 schema refuses the field, and its agent would let Docker
+ * create the volume without them.
+ */
+function hasVolumeOptions(collection: string, doc: JsonValue): boolean {
+  if ((collection !== servicesCollection && collection !== jobsCollection) || !isObject(doc)) return false;
+  return [doc.spec, doc.previousSpec].some((spec) => isObject(spec) && Array.isArray(spec.mounts) && spec.mounts.some((m) => isObject(m) && m.volumeOptions !== undefined));
 }
 
 /** Collections whose records hold constraints (a service's and a job's spec, a policy's publish rules). */

@@ -463,3 +463,46 @@ describe('ports[].host_ip (issue 39)', () => {
     expect(problems[0]?.message).toContain('is not an IPv4 or IPv6 address');
   });
 });
+
+describe('volumes.<name>.driver_opts (issue 39)', () => {
+  const stack = (volume: string, mounts = '["media:/media", {type: volume, source: media, target: /ro, read_only: true}]') =>
+    `services:\n  web:\n    image: nginx:1\n    volumes: ${mounts}\n  other:\n    image: nginx:1\n    volumes: ["media:/m"]\nvolumes:\n  media: ${volume}\n`;
+
+  it('gives every mount of the volume its options (NFS, CIFS, tmpfs, bind), numbers read as strings', () => {
+    const cases: [string, Record<string, string>][] = [
+      ['{driver: local, driver_opts: {type: nfs, o: "addr=10.0.0.5,rw,nfsvers=4", device: ":/export/media"}}', { type: 'nfs', o: 'addr=10.0.0.5,rw,nfsvers=4', device: ':/export/media' }],
+      ['{driver_opts: {type: cifs, o: "username=u,password=p,vers=3.0", device: "//nas/media"}}', { type: 'cifs', o: 'username=u,password=p,vers=3.0', device: '//nas/media' }],
+      ['{driver_opts: {type: tmpfs, device: tmpfs, o: size=1m}}', { type: 'tmpfs', device: 'tmpfs', o: 'size=1m' }],
+      ['{driver_opts: {type: none, o: bind, device: /srv/media}}', { type: 'none', o: 'bind', device: '/srv/media' }],
+      ['{driver_opts: {o: "uid=1000", size: 1000}}', { o: 'uid=1000', size: '1000' }],
+    ];
+    for (const [volume, options] of cases) {
+      const c = compile(stack(volume));
+      expect(c.warnings, volume).toEqual([]);
+      expect(svc(c).mounts, volume).toEqual([
+        { type: 'volume', source: 'st_media', target: '/media', readOnly: false, volumeOptions: options },
+        { type: 'volume', source: 'st_media', target: '/ro', readOnly: true, volumeOptions: options },
+      ]);
+      expect(svc(c, 'st-other').mounts, volume).toEqual([{ type: 'volume', source: 'st_media', target: '/m', readOnly: false, volumeOptions: options }]);
+    }
+  });
+
+  it('leaves a volume without driver_opts as it was (no options: the volume Docker makes on first use)', () => {
+    expect(svc(compile(stack('{}'))).mounts[0]).toEqual({ type: 'volume', source: 'st_media', target: '/media', readOnly: false });
+  });
+
+  it.each([
+    ['{driver_opts: {type: nfs, opts: "addr=1"}}', 'volumes.media.driver_opts.opts', 'is not an option of Docker\'s local volume driver'],
+    ['{driver_opts: {type: nfs}}', 'volumes.media.driver_opts', 'gives type without device'],
+    ['{driver_opts: {device: ":/export"}}', 'volumes.media.driver_opts', 'gives device without type'],
+    ['{driver_opts: {}}', 'volumes.media.driver_opts', 'is empty'],
+    ['{driver_opts: [type=nfs]}', 'volumes.media.driver_opts', 'must be a mapping'],
+    ['{driver_opts: {type: tmpfs, device: tmpfs, o: [size=1m]}}', 'volumes.media.driver_opts.o', 'must be a string'],
+    ['{external: true, driver_opts: {type: tmpfs, device: tmpfs}}', 'volumes.media.driver_opts', 'an external volume is made outside the stack'],
+    ['{driver: rexray/ebs, driver_opts: {type: tmpfs, device: tmpfs}}', 'volumes.media.driver', 'is not supported'],
+  ])('refuses %s at the volume, not at the services that mount it', (volume, path, message) => {
+    const problems = refused(stack(volume));
+    expect(problems.map((p) => p.path)).toEqual([path]);
+    expect(problems[0]?.message).toContain(message);
+  });
+});

@@ -13,8 +13,9 @@
 import { cidrOf, cidrsOverlap, formatCidr, parseCidr, type Cidr } from '../address-cidr.ts';
 import { parseSpecObjects, apiVersion } from '../spec/documents.ts';
 import { parseConstraint } from '../spec/constraint.ts';
-import { Problems, describe, isPlainObject, keyPath, suggest, type Problem } from '../spec/reader.ts';
+import { INVALID, Problems, describe, isPlainObject, keyPath, suggest, type Problem } from '../spec/reader.ts';
 import { secretOwnerIdMax } from '../spec/service-spec.ts';
+import { volumeOptions } from '../spec/service-fields.ts';
 import type { SpecSet } from '../spec/documents.ts';
 import { ShoalError } from '../../errors.ts';
 import { deployFields, serviceFields, topFields, type Verdict } from './fields.ts';
@@ -336,7 +337,11 @@ function freeSubnet(taken: readonly Cidr[]): string | null {
 
 // ---- volumes, secrets, configs (top level) ----
 
-interface StackVolume { source: string }
+interface StackVolume {
+  source: string;
+  /** `driver_opts` (the Service mount's volumeOptions); undefined: none. */
+  options?: Record<string, string>;
+}
 
 function readVolumes(ctx: Ctx, model: Model): Map<string, StackVolume> {
   const out = new Map<string, StackVolume>();
@@ -345,15 +350,33 @@ function readVolumes(ctx: Ctx, model: Model): Map<string, StackVolume> {
     const at = keyPath('volumes', key);
     const v = raw === null ? {} : mapping(ctx, raw, at);
     if (v === null) continue;
-    ctx.only(v, at, ['driver', 'external', 'name'], {
-      driver_opts: { kind: 'refused', reason: 'shoal\'s Service names a node\'s local volume and has no driver options yet (an NFS or CIFS mount: mount it on the nodes and bind its path)' },
+    ctx.only(v, at, ['driver', 'external', 'name', 'driver_opts'], {
       labels: { kind: 'warned', reason: 'volume labels are not kept' },
     });
     if (v.driver !== undefined && v.driver !== 'local') ctx.refuse(`${at}.driver`, `${JSON.stringify(v.driver)} is not supported: a named volume is a node's local volume (remove driver, or write local)`);
     const name = typeof v.name === 'string' ? v.name : v.external === true ? key : `${ctx.input.stack}_${key}`;
-    out.set(key, { source: name });
+    const options = v.driver_opts === undefined || v.driver_opts === null ? undefined : driverOpts(ctx, v.driver_opts, `${at}.driver_opts`, v.external === true);
+    out.set(key, options === undefined ? { source: name } : { source: name, options });
   }
   return out;
+}
+
+/**
+ * A volume's `driver_opts`: the local driver's options (numbers as strings, as Compose reads
+ * them), checked by the Service's own reader (its keys, type and device together).
+ */
+function driverOpts(ctx: Ctx, value: unknown, at: string, external: boolean): Record<string, string> | undefined {
+  if (external) {
+    ctx.refuse(at, 'an external volume is made outside the stack, with its own options: drop driver_opts, or drop external: true so the nodes create it with these');
+    return undefined;
+  }
+  const o = mapping(ctx, value, at);
+  if (o === null) return undefined;
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(o)) out[k] = typeof v === 'number' ? String(v) : v as string;
+  // Refused here, at the volume's path, so the services that mount it are not blamed for it.
+  const read = volumeOptions(out, at, ctx.problems);
+  return read === INVALID ? undefined : read;
 }
 
 interface StackFile {
@@ -885,7 +908,7 @@ function compileVolumes(ctx: Ctx, value: unknown, at: string, volumes: Map<strin
       ctx.refuse(where, `names the volume ${m.source}, which is not declared under volumes: (add volumes: {${m.source}: {}})`);
       return;
     }
-    out.push({ type: 'volume', source: vol.source, target: m.target, readOnly: m.readOnly });
+    out.push({ type: 'volume', source: vol.source, target: m.target, readOnly: m.readOnly, ...(vol.options === undefined ? {} : { volumeOptions: vol.options }) });
   });
   return out;
 }

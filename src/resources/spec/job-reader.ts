@@ -9,7 +9,7 @@ import {
 } from './reader.ts';
 import { isTimeZone, parseSchedule } from './schedule.ts';
 import {
-  argv, capability, constraint, device, dnsLabel, duration, env, image, logs, mount, registryLogin, resources, secretPath, secretRef, signal, user,
+  argv, capability, checkVolumeOptionsAgree, constraint, device, dnsLabel, duration, env, image, logs, mount, registryLogin, resources, secretPath, secretRef, signal, user,
 } from './service-fields.ts';
 import { checkSecretPaths } from './service-reader.ts';
 import { canonicalRegistryHost } from '../registry-logins.ts';
@@ -94,6 +94,7 @@ export function readJob(value: unknown, at: string, problems: Problems): Read<Jo
     }
   }
   distinct(s.mounts?.map((m) => m.target), `${at}.mounts`, 'target', problems);
+  checkVolumeOptionsAgree(s.mounts, `${at}.mounts`, problems);
   // A secret's file path: `db` and `/run/secrets/db` are one file; an absolute one is no mount's or tmpfs's target.
   distinct(s.secrets?.map((x) => secretPath(x.target)), `${at}.secrets`, 'target', problems);
   checkSecretPaths(s, at, problems);

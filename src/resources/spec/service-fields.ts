@@ -9,13 +9,13 @@ import { specLimits } from './limits.ts';
 import { formatCpu, formatMemory, parseCpu, parseDuration, parseMemory, renderDuration } from './quantity.ts';
 import {
   INVALID, boolean, defaultStruct, describe, integer, isPlainObject, keyPath, list, nullable, oneOf, quantity, string, struct, withDefault,
-  type Reader, required,
+  type Problems, type Reader, required,
 } from './reader.ts';
 import type {
   DeviceSpec, DisruptionSpec, HealthCheckSpec, LogSpec, MountSpec, PlacementSpec, PortSpec, ResourceAmounts, ResourceLimits, RestartPolicy, SecretRefSpec,
   UpdatePolicy,
 } from './service-spec.ts';
-import { secretOwnerIdMax } from './service-spec.ts';
+import { secretOwnerIdMax, volumeOptionKeys } from './service-spec.ts';
 
 const cpuMillisMax = 1024 * 1000;
 const memoryBytesMax = 1024 ** 5;
@@ -179,11 +179,53 @@ export const absolutePath = (what: string, allowRoot = false): Reader<string> =>
 
 const volumeName = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 
-export const mount = struct<{ type: MountSpec['type']; source: string; target: string; readOnly: boolean }, MountSpec>({
+/** The longest value of a volume option (an NFS `o` with many options, a CIFS share). */
+export const volumeOptionCharsMax = 1024;
+
+/**
+ * A named volume's options for Docker's `local` driver: `{type: nfs, o: "addr=10.0.0.5,rw",
+ * device: ":/export"}`, `{type: tmpfs, device: tmpfs, o: size=64m}`, `{type: none, o: bind,
+ * device: /srv/data}`. Only the keys that driver takes (anything else it would refuse at the
+ * node); `type` and `device` go together (the driver mounts `device` as `type`).
+ */
+export const volumeOptions: Reader<Record<string, string>> = (value, at, problems) => {
+  if (!isPlainObject(value)) {
+    problems.add(at, `must be a mapping of the local volume driver's options (${volumeOptionKeys.join(', ')}), not ${describe(value)}`);
+    return INVALID;
+  }
+  const out: Record<string, string> = {};
+  let ok = true;
+  for (const key of Object.keys(value).sort()) {
+    const where = keyPath(at, key);
+    if (!(volumeOptionKeys as readonly string[]).includes(key)) {
+      problems.add(where, `is not an option of Docker's local volume driver, which takes ${volumeOptionKeys.join(', ')} (the mount's type, its device or share, and its mount options: o: "addr=10.0.0.5,rw")`);
+      ok = false;
+      continue;
+    }
+    const v = string({ nonEmpty: true, maxChars: volumeOptionCharsMax })(value[key], where, problems);
+    if (v === INVALID) ok = false;
+    else out[key] = v;
+  }
+  if (!ok) return INVALID;
+  if (Object.keys(out).length === 0) {
+    problems.add(at, 'is empty; omit it for a plain local volume, or give type, device and o');
+    return INVALID;
+  }
+  if ((out.type === undefined) !== (out.device === undefined)) {
+    problems.add(at, out.type === undefined
+      ? 'gives device without type: the local driver mounts the device as a type (type: nfs, cifs, tmpfs, or none with o: bind)'
+      : 'gives type without device: name what is mounted (device: ":/export" for NFS, "//host/share" for CIFS, tmpfs for a tmpfs, a host path with o: bind)');
+    return INVALID;
+  }
+  return out;
+};
+
+export const mount = struct<{ type: MountSpec['type']; source: string; target: string; readOnly: boolean; volumeOptions: Record<string, string> | null }, MountSpec>({
   type: required(oneOf(['bind', 'volume'] as const)),
   source: required(string({ nonEmpty: true, maxChars: 4096 })),
   target: required(absolutePath('a container path')),
   readOnly: withDefault(boolean, () => false),
+  volumeOptions: withDefault(nullable(volumeOptions), () => null),
 }, (s, at, problems) => {
   if (s.type === 'bind' && !isCleanAbsolutePath(s.source)) {
     problems.add(`${at}.source`, `${JSON.stringify(s.source)} is not an absolute host path (without //, . or .. segments or a trailing /)`);
@@ -193,8 +235,28 @@ export const mount = struct<{ type: MountSpec['type']; source: string; target: s
     problems.add(`${at}.source`, `${JSON.stringify(s.source)} is not a volume name (letters, digits, _ . -, starting with a letter or digit)`);
     return INVALID;
   }
-  return s;
+  if (s.type === 'bind' && s.volumeOptions !== null) {
+    problems.add(`${at}.volumeOptions`, 'a bind mount takes no volume options: they are a named volume\'s (type: volume)');
+    return INVALID;
+  }
+  const { volumeOptions: opts, ...rest } = s;
+  return opts === null ? rest : { ...rest, volumeOptions: opts };
 });
+
+/**
+ * Mounts of one volume agree on its options: the node creates the volume once, so two mounts of
+ * it (in one service, or a job's) with other options could not both be honoured.
+ */
+export function checkVolumeOptionsAgree(mounts: readonly MountSpec[] | undefined, at: string, problems: Problems): void {
+  const first = new Map<string, { i: number; key: string }>();
+  (mounts ?? []).forEach((m, i) => {
+    if (m.type !== 'volume') return;
+    const key = JSON.stringify(m.volumeOptions ?? null);
+    const seen = first.get(m.source);
+    if (seen === undefined) first.set(m.source, { i, key });
+    else if (seen.key !== key) problems.add(`${at}[${i}].volumeOptions`, `the volume ${m.source} is mounted by [${seen.i}] with other options; a node creates a volume once: give every mount of it the same volumeOptions`);
+  });
+}
 
 const permissions: Reader<string> = (value, at, problems) => {
   const s = string()(value, at, problems);

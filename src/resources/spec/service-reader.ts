@@ -8,7 +8,7 @@ import {
   INVALID, Problems, boolean, defaultStruct, integer, list, nullable, oneOf, readFields, required, string, withDefault, type Fields, type Read,
 } from './reader.ts';
 import {
-  argv, capability, constraint, device, disruption, dnsLabel, duration, env, healthCheck, image, logs, mount, placement, registryLogin, port, resources, restart,
+  argv, capability, checkVolumeOptionsAgree, constraint, device, disruption, dnsLabel, duration, env, healthCheck, image, logs, mount, placement, registryLogin, port, resources, restart,
   secretPath, secretRef, signal, update, user,
 } from './service-fields.ts';
 import { canonicalRegistryHost } from '../registry-logins.ts';
@@ -98,6 +98,7 @@ export function readService(value: unknown, at: string, problems: Problems): Rea
   checkMode(s, r.written, at, problems);
   checkPorts(s, at, problems);
   checkDistinct(s.mounts, (m) => m.target, `${at}.mounts`, 'target', problems);
+  checkVolumeOptionsAgree(s.mounts, `${at}.mounts`, problems);
   checkDistinct(s.devices, (d) => d.containerPath, `${at}.devices`, 'containerPath', problems);
   checkDistinct(s.secrets, (r) => secretPath(r.target), `${at}.secrets`, 'target', problems);
   checkSecretPaths(s, at, problems);

@@ -47,6 +47,14 @@ export interface MountSpec {
   /** An absolute path in the container. */
   target: string;
   readOnly: boolean;
+  /**
+   * A named volume's options for Docker's `local` driver (its DriverOpts: `type`, `device`, `o`,
+   * `size`): the node creates the volume with them before the container (an NFS or CIFS share, a
+   * tmpfs, a bind), and refuses one of that name that exists with other options (Docker would
+   * keep its first ones silently). Absent: none, the volume Docker creates on first use. Only
+   * with `type: volume`. Feature level 6 (src/resources/record-compat.ts).
+   */
+  volumeOptions?: Record<string, string>;
 }
 
 export interface DeviceSpec {
@@ -304,6 +312,17 @@ export const containerSettingsShape = {
   labels: z.record(z.string(), z.string()).default({}),
 };
 
+/** The keys Docker's `local` volume driver takes (its validOpts): anything else it refuses. */
+export const volumeOptionKeys = ['type', 'device', 'o', 'size'] as const;
+
+/** A mount; `volumeOptions` (feature level 6) is present only when given. */
+export const mountSchema = z.object({
+  type: z.enum(['bind', 'volume']), source: nonEmpty, target: nonEmpty, readOnly: z.boolean(),
+  volumeOptions: z.record(z.string(), z.string())
+    .refine((o) => Object.keys(o).every((k) => (volumeOptionKeys as readonly string[]).includes(k)), { message: `the local volume driver takes ${volumeOptionKeys.join(', ')}` })
+    .optional(),
+}).strict();
+
 /** A secret reference; `uid`/`gid` (feature level 6) are present only when not 0. */
 export const secretRefSchema = z.object({
   name: nonEmpty, target: nonEmpty, mode: z.number().int().min(0).max(0o777),
@@ -331,7 +350,7 @@ export const serviceSpecSchema = z.object({
     // Feature level 6: absent on records written before (every address).
     hostIp: z.string().min(1).optional(),
   }).strict()),
-  mounts: z.array(z.object({ type: z.enum(['bind', 'volume']), source: nonEmpty, target: nonEmpty, readOnly: z.boolean() }).strict()),
+  mounts: z.array(mountSchema),
   devices: z.array(z.object({ hostPath: nonEmpty, containerPath: nonEmpty, permissions: z.string().regex(/^r?w?m?$/).min(1) }).strict()),
   capAdd: z.array(nonEmpty),
   capDrop: z.array(nonEmpty),
