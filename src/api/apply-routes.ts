@@ -76,7 +76,7 @@ function plan(ctx: ApiContext, state: ControlState, set: SpecSet, opts: ApplyOpt
   if (missing.length > 0) throw refusal(missing);
   // Networks first: a service may name a network only once it exists, or in the same apply.
   const nets = readNetworkState(ctx.store);
-  checkNetworks(nets, set);
+  checkNetworks(nets, set, state);
   const netPlan = planNetworkApply(nets, set, ctx.node.logTimeNow());
   const serviceWrite = planApply(state, specs, ctx.node.logTimeNow(), opts);
   // The secrets the specs name must still exist when the write applies (a removal may race it).

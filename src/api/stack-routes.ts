@@ -292,7 +292,7 @@ function planDeploy(ctx: ApiContext, state: ControlState, stack: string, body: S
   const secretRecords = new Map(c.secrets.map((x) => [x.name, readSecretRecord(ctx.store, x.name)]));
   const problems = ownershipProblems(ctx, state, nets, stack, c, owned, secretRecords);
   if (problems.length > 0) throw stackRefusal(problems, c.warnings);
-  checkNetworks(nets, c.set);
+  checkNetworks(nets, c.set, state);
   const now = ctx.node.logTimeNow();
   const { changes: secretChanges, outcomes: secrets, sealedAll } = planSecrets(ctx, c, secretRecords, now);
   const netPlan = planNetworkApply(nets, c.set, now);

@@ -25,19 +25,34 @@ export function attachedTasks(state: ControlState, network: string): AllocationT
     const service = ownerOf(state, t.value);
     const spec = service === undefined ? null : specForTask(service, t.value);
     if (spec === null || !spec.networks.includes(network)) continue;
-    out.push({ id: t.value.id, nodeId: t.value.nodeId, live: !finished.has(t.value.observed) });
+    const fixed = spec.networkAddresses[network];
+    out.push({ id: t.value.id, nodeId: t.value.nodeId, live: !finished.has(t.value.observed), ...(fixed === undefined ? {} : { fixed }) });
   }
   return out;
+}
+
+/** The addresses the services on a network fix there (their current specs): no other task is handed one. */
+export function reservedAddresses(state: ControlState, network: string): string[] {
+  return [...state.services.values()].flatMap((s) => {
+    const fixed = s.value.spec.networks.includes(network) ? s.value.spec.networkAddresses[network] : undefined;
+    return fixed === undefined ? [] : [fixed];
+  }).sort();
 }
 
 export function decideNetworkAllocation(state: ControlState, network: Versioned<NetworkRecord> | undefined, now: number): Decision & { problems: string[] } {
   const none = { plan: { changes: [], compares: [] }, wakeInMs: null, problems: [] };
   if (network === undefined) return none;
   const n = network.value;
-  const r = allocate(n.spec, { slices: n.slices, addresses: n.addresses }, [...state.nodes.keys()], attachedTasks(state, n.name));
+  const tasks = attachedTasks(state, n.name);
+  const r = allocate(n.spec, { slices: n.slices, addresses: n.addresses }, [...state.nodes.keys()], tasks, reservedAddresses(state, n.name));
+  const fixedOf = new Map(tasks.map((t) => [t.id, t.fixed]));
   const problems = [
     ...r.nodesWithoutSlice.map((id) => `network ${n.name}: node ${id} has no slice of ${n.spec.subnet}: every /${n.spec.slicePrefix} is taken`),
-    ...r.tasksWithoutAddress.map((id) => `network ${n.name}: task ${id} has no address: its node's slice is full or it has none`),
+    ...r.tasksWithoutAddress.map((id) => {
+      const fixed = fixedOf.get(id);
+      return fixed === undefined ? `network ${n.name}: task ${id} has no address: its node's slice is full or it has none`
+        : `network ${n.name}: task ${id} waits for its fixed address ${fixed}: another task holds it still, or its node has no slice`;
+    }),
   ];
   if (jsonEqual(r.allocation, { slices: n.slices, addresses: n.addresses })) return { ...none, problems };
   const record: NetworkRecord = { ...n, slices: r.allocation.slices, addresses: r.allocation.addresses, updatedAt: now };

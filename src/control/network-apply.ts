@@ -10,7 +10,8 @@ import { deleteChange, putChange, type Change, type Plan } from '../resources/ch
 import { cidrOf, cidrsOverlap } from '../resources/address-cidr.ts';
 import { firewallPoliciesCollection, networksCollection, type FirewallPolicyRecord, type NetworkRecord, type NetworkState } from '../resources/network-resources.ts';
 import { refusal, jsonEqual, type SpecSet } from '../resources/spec/index.ts';
-import type { Problem } from '../resources/spec/reader.ts';
+import { keyPath, type Problem } from '../resources/spec/reader.ts';
+import { fixedAddressProblem } from '../resources/spec/network-addresses.ts';
 import type { ControlState } from '../resources/state.ts';
 
 export interface ResourceOutcome {
@@ -26,8 +27,11 @@ export interface NetworkApplyPlan {
   firewallPolicies: ResourceOutcome[];
 }
 
-/** Throws bad_request (every problem with its path) when the set does not fit the stored networks. */
-export function checkNetworks(nets: NetworkState, set: SpecSet): void {
+/**
+ * Throws bad_request (every problem with its path) when the set does not fit the stored networks
+ * (and, given the stored services, when a fixed address is another service's).
+ */
+export function checkNetworks(nets: NetworkState, set: SpecSet, state?: ControlState): void {
   const problems: Problem[] = [];
   set.networks.forEach((n, i) => {
     const cur = nets.networks.get(n.name)?.value;
@@ -47,7 +51,36 @@ export function checkNetworks(nets: NetworkState, set: SpecSet): void {
       if (!known.has(name)) problems.push({ path: `services[${i}].networks[${j}]`, message: `no network "${name}": apply a Network of that name first, or in the same apply` });
     });
   });
+  problems.push(...addressProblems(nets, set, state));
   if (problems.length > 0) throw refusal(problems);
+}
+
+/**
+ * Each fixed address (networkAddresses) is a task's address of its network's subnet, and no
+ * other service's: not one a stored service fixes (unless this apply replaces that service), nor
+ * another service's of this apply.
+ */
+function addressProblems(nets: NetworkState, set: SpecSet, state: ControlState | undefined): Problem[] {
+  const problems: Problem[] = [];
+  const applied = new Set(set.services.map((s) => s.name));
+  const holder = new Map<string, string>();
+  for (const s of state?.services.values() ?? []) {
+    if (applied.has(s.value.name)) continue;
+    for (const [network, address] of Object.entries(s.value.spec.networkAddresses)) holder.set(`${network} ${address}`, `service ${s.value.name}`);
+  }
+  set.services.forEach((s, i) => {
+    for (const [network, address] of Object.entries(s.networkAddresses)) {
+      const path = keyPath(`services[${i}].networkAddresses`, network);
+      const spec = set.networks.find((n) => n.name === network) ?? nets.networks.get(network)?.value.spec;
+      // A network that does not exist is said above.
+      const wrong = spec === undefined ? null : fixedAddressProblem(spec, address);
+      if (wrong !== null) problems.push({ path, message: wrong });
+      const other = holder.get(`${network} ${address}`);
+      if (other !== undefined) problems.push({ path, message: `${address} on network ${network} is already the fixed address of ${other}: pick another, or drop it there first` });
+      else holder.set(`${network} ${address}`, `service ${s.name} (services[${i}] of this apply)`);
+    }
+  });
+  return problems;
 }
 
 export function planNetworkApply(nets: NetworkState, set: SpecSet, now: number): NetworkApplyPlan {

@@ -8,6 +8,13 @@
 // alike), the second is the node's gateway (its bridge on that network), the last is not used
 // (the subnet's broadcast in the last slice), and tasks get the rest, lowest free first.
 //
+// A task whose service fixes its address (spec/network-addresses.ts) gets exactly that address,
+// whichever node it runs on (the overlay is one L2 segment over the whole subnet; the slices only
+// keep the nodes' choices apart), once no other live task holds it; and the fixed addresses of
+// every service on the network are reserved: never handed to another task. A task that already
+// held one before it was reserved keeps it (a running container's address never changes), and
+// the fixed task waits, said in tasksWithoutAddress.
+//
 // Stable: a node keeps its slice and a live task keeps its address for as long as they exist;
 // a slice is given back only when its node has left the store and no live task holds an address
 // in it. Deterministic: new nodes take slices in node-id order, new tasks addresses in task-id
@@ -29,6 +36,8 @@ export interface AllocationTask {
   nodeId: string | null;
   /** Desired running and not finished: it holds its address. A task that is not live gives it back. */
   live: boolean;
+  /** The address its service fixes on this network (networkAddresses); undefined: any. */
+  fixed?: string;
 }
 
 export interface AllocationResult {
@@ -58,49 +67,76 @@ export function taskOffsets(spec: NetworkSpec): { first: number; last: number } 
   return { first: 2, last: blockSize(spec.slicePrefix) - 2 };
 }
 
-export function allocate(spec: NetworkSpec, current: NetworkAllocation, nodeIds: readonly string[], tasks: readonly AllocationTask[]): AllocationResult {
+export function allocate(
+  spec: NetworkSpec, current: NetworkAllocation, nodeIds: readonly string[], tasks: readonly AllocationTask[], reserved: readonly string[] = [],
+): AllocationResult {
   const live = new Map(tasks.filter((t) => t.live && t.nodeId !== null).map((t) => [t.id, t.nodeId as string]));
+  const fixedOf = new Map(tasks.filter((t) => t.fixed !== undefined).map((t) => [t.id, t.fixed as string]));
   const { slices, nodesWithoutSlice } = allocateSlices(spec, current, new Set(nodeIds), live);
   const addresses: Record<string, string> = {};
-  const used = new Map<number, Set<number>>();
-  const offsetOf = (taskId: string, nodeId: string): number | null => {
+  // Taken addresses, as numbers: by kept tasks, then by fixed ones.
+  const used = new Set<number>();
+  const keptAt = (taskId: string, nodeId: string): number | null => {
     const index = slices[nodeId];
     const text = current.addresses[taskId];
     const address = text === undefined ? null : parseAddress(text);
     if (index === undefined || address === null) return null;
+    const fixed = fixedOf.get(taskId);
+    // A fixed task keeps its address only when it is the fixed one (the spec may have changed it).
+    if (fixed !== undefined) return address === parseAddress(fixed) ? address : null;
     const slice = sliceCidr(spec, index);
     if (!cidrContains(slice, address)) return null;
     const offset = address - slice.base;
     const { first, last } = taskOffsets(spec);
-    return offset >= first && offset <= last ? offset : null;
+    return offset >= first && offset <= last ? address : null;
   };
-  // Kept first (a live task keeps its address), then new ones, each in task-id order.
+  // Kept first (a live task keeps its address), then fixed ones, then new ones, each in task-id order.
   const ids = [...live.keys()].sort();
   const fresh: string[] = [];
   for (const id of ids) {
-    const nodeId = live.get(id) as string;
-    const offset = offsetOf(id, nodeId);
-    const taken = used.get(slices[nodeId] ?? -1);
-    if (offset === null || taken?.has(offset) === true) {
+    const address = keptAt(id, live.get(id) as string);
+    if (address === null || used.has(address)) {
       fresh.push(id);
       continue;
     }
-    const index = slices[nodeId] as number;
-    used.set(index, (taken ?? new Set()).add(offset));
-    addresses[id] = formatAddress(sliceCidr(spec, index).base + offset);
+    used.add(address);
+    addresses[id] = formatAddress(address);
   }
   const tasksWithoutAddress: string[] = [];
+  const reservedSet = new Set([...reserved, ...fixedOf.values()].map(parseAddress).filter((a): a is number => a !== null));
   for (const id of fresh) {
+    const fixed = fixedOf.get(id);
+    if (fixed === undefined) continue;
+    const address = parseAddress(fixed);
+    // Its node hosts the network only with a slice; another live task may hold the address still.
+    if (address === null || slices[live.get(id) as string] === undefined || used.has(address) || !isTaskAddress(spec, address)) tasksWithoutAddress.push(id);
+    else {
+      used.add(address);
+      addresses[id] = fixed;
+    }
+  }
+  for (const id of fresh) {
+    if (fixedOf.has(id)) continue;
     const index = slices[live.get(id) as string];
-    const offset = index === undefined ? null : lowestFree(spec, used.get(index) ?? new Set());
+    const offset = index === undefined ? null : lowestFree(spec, sliceCidr(spec, index).base, (a) => used.has(a) || reservedSet.has(a));
     if (index === undefined || offset === null) {
       tasksWithoutAddress.push(id);
       continue;
     }
-    used.set(index, (used.get(index) ?? new Set()).add(offset));
-    addresses[id] = formatAddress(sliceCidr(spec, index).base + offset);
+    const address = sliceCidr(spec, index).base + offset;
+    used.add(address);
+    addresses[id] = formatAddress(address);
   }
   return { allocation: { slices, addresses }, nodesWithoutSlice, tasksWithoutAddress };
+}
+
+/** Whether an address of the subnet is one a task may hold: not a slice's first, gateway or last (spec/network-addresses.ts says why). */
+export function isTaskAddress(spec: NetworkSpec, address: number): boolean {
+  const subnet = cidrOf(spec.subnet);
+  if (!cidrContains(subnet, address)) return false;
+  const offset = (address - subnet.base) % blockSize(spec.slicePrefix);
+  const { first, last } = taskOffsets(spec);
+  return offset >= first && offset <= last;
 }
 
 function allocateSlices(spec: NetworkSpec, current: NetworkAllocation, nodes: ReadonlySet<string>, live: ReadonlyMap<string, string>): { slices: Record<string, number>; nodesWithoutSlice: string[] } {
@@ -131,8 +167,8 @@ function allocateSlices(spec: NetworkSpec, current: NetworkAllocation, nodes: Re
   return { slices, nodesWithoutSlice };
 }
 
-function lowestFree(spec: NetworkSpec, used: ReadonlySet<number>): number | null {
+function lowestFree(spec: NetworkSpec, base: number, taken: (address: number) => boolean): number | null {
   const { first, last } = taskOffsets(spec);
-  for (let offset = first; offset <= last; offset++) if (!used.has(offset)) return offset;
+  for (let offset = first; offset <= last; offset++) if (!taken(base + offset)) return offset;
   return null;
 }

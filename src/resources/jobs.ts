@@ -156,6 +156,8 @@ export function jobTaskSpec(spec: JobSpec): ServiceSpec {
     secrets: spec.secrets, networks: spec.networks,
     // A job's task has no network aliases (a job's run is not a name others look up).
     networkAliases: {},
+    // Nor a fixed address (a Job has no networkAddresses).
+    networkAddresses: {},
     workingDir: spec.workingDir, hostname: spec.hostname, init: spec.init, readOnlyRootfs: spec.readOnlyRootfs, shmSizeBytes: spec.shmSizeBytes,
     tmpfs: spec.tmpfs, extraHosts: spec.extraHosts, dns: spec.dns, dnsSearch: spec.dnsSearch, dnsOptions: spec.dnsOptions, ulimits: spec.ulimits,
     sysctls: spec.sysctls, labels: spec.labels,

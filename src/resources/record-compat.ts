@@ -11,7 +11,8 @@
 //   - with any other value, the command needs the level of the release that added them (5,
 //     featureLevelWorkloadNetwork: a node's mesh, a spec's secrets and networks; 6,
 //     featureLevelDisruptionBudget: a spec's disruption budget, a service's forced disruptions;
-//     6, featureLevelContainerSettings: a spec's container settings and network aliases, and a
+//     6, featureLevelContainerSettings: a spec's container settings, network aliases and fixed
+//     addresses, and a
 //     secret delivered at an absolute path or owned by a uid/gid other than 0, in a service's or
 //     a job's spec, a port published on one address, and a named volume's options),
 //     which the cluster reaches only once every member runs a release that reads them; before,
@@ -61,6 +62,8 @@ const newerSpecFields: readonly NewerField[] = [
   ...(['sysctls', 'labels'] as const).map((name) => ({ name, level: featureLevelContainerSettings, isDefault: isEmptyObject })),
   // Issue 39: network aliases (spec/network-aliases.ts), the same release.
   { name: 'networkAliases', level: featureLevelContainerSettings, isDefault: isEmptyObject },
+  // Issue 39: fixed addresses (spec/network-addresses.ts), the same release.
+  { name: 'networkAddresses', level: featureLevelContainerSettings, isDefault: isEmptyObject },
   // Issue 40: a login named by the spec rather than the image's registry's.
   { name: 'registryLogin', level: featureLevelSecretsAtRest, isDefault: (v) => v === null || v === undefined },
 ];

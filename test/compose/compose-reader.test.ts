@@ -506,3 +506,35 @@ describe('volumes.<name>.driver_opts (issue 39)', () => {
     expect(problems[0]?.message).toContain(message);
   });
 });
+
+describe('networks.<net>.ipv4_address (issue 39)', () => {
+  const stack = (service: string, network = '{ipam: {config: [{subnet: 10.30.0.0/16}]}}') =>
+    `services:\n  db:\n    image: postgres:16\n${service.split('\n').map((l) => `    ${l}`).join('\n')}\nnetworks:\n  back: ${network}\n`;
+
+  it('gives a service of one replica its address on a network with an explicit subnet, or an external one', () => {
+    const c = compile(stack('networks: {back: {ipv4_address: 10.30.0.50, aliases: [pg]}}'));
+    expect(c.warnings).toEqual([]);
+    expect(svc(c, 'st-db').networkAddresses).toEqual({ 'st-back': '10.30.0.50' });
+    expect(svc(c, 'st-db').networks).toEqual(['st-back']);
+    const ext = compile(stack('networks: {back: {ipv4_address: 10.50.1.9}}', '{external: true, name: lan}'), { networks: new Map([['lan', '10.50.0.0/16']]) });
+    expect(svc(ext, 'st-db').networkAddresses).toEqual({ lan: '10.50.1.9' });
+    // Services without one are unchanged.
+    expect(svc(compile(stack('networks: [back]')), 'st-db').networkAddresses).toEqual({});
+  });
+
+  it.each([
+    ['networks: {back: {ipv4_address: 10.30.0.50}}', '{}', 'takes its subnet from shoal\'s pool'],
+    ['networks: {back: {ipv4_address: 10.31.0.5}}', undefined, 'is not in the subnet 10.30.0.0/16 of network st-back'],
+    ['networks: {back: {ipv4_address: 10.30.4.1}}', undefined, 'is a node\'s gateway on the network'],
+    ['networks: {back: {ipv4_address: 10.30.0.0}}', undefined, 'is the network\'s own address'],
+    ['networks: {back: {ipv4_address: "fd00::5"}}', undefined, 'is not an IPv4 address'],
+    ['networks: {back: {ipv4_address: 10.30.0.50}}\ndeploy: {replicas: 2}', undefined, 'the service has 2 replicas'],
+    ['networks: {back: {ipv4_address: 10.30.0.50}}\ndeploy: {mode: global}', undefined, 'a global service runs a task on every node'],
+    ['networks: {back: {ipv4_address: 10.30.0.50}}\ndeploy: {update_config: {order: start-first}}', undefined, 'updated stop-first'],
+    ['networks: {back: {ipv4_address: 10.30.0.50}}\ndeploy: {mode: replicated-job}', undefined, 'replicated-job'],
+  ])('refuses %s at the ipv4_address', (service, network, message) => {
+    const problems = refused(stack(service, network));
+    expect(problems.map((p) => p.path)).toEqual(['services.db.networks.back.ipv4_address']);
+    expect(problems[0]?.message).toContain(message);
+  });
+});

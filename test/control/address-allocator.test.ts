@@ -97,3 +97,74 @@ describe('allocate, properties', () => {
     }), { numRuns: 300 });
   });
 });
+
+describe('allocate: fixed addresses (issue 39, compose ipv4_address)', () => {
+  const spec = network('10.20.0.0/16');
+
+  it('gives a fixed task exactly its address on any node, and never hands a reserved address to another task', () => {
+    // 10.20.0.2 is n1's lowest free; reserved, so n1's other tasks start at .3.
+    const r = allocate(spec, empty, ['n1', 'n2'], [
+      { id: 'db', nodeId: 'n2', live: true, fixed: '10.20.0.2' }, { id: 'a', nodeId: 'n1', live: true }, { id: 'b', nodeId: 'n1', live: true },
+    ], ['10.20.0.2', '10.20.0.4']);
+    expect(r.allocation.addresses).toEqual({ db: '10.20.0.2', a: '10.20.0.3', b: '10.20.0.5' });
+    expect(r.tasksWithoutAddress).toEqual([]);
+    // Reserved while its service has no live task (between two tasks of it): still not handed out.
+    const idle = allocate(spec, empty, ['n1'], [{ id: 'a', nodeId: 'n1', live: true }], ['10.20.0.2']);
+    expect(idle.allocation.addresses).toEqual({ a: '10.20.0.3' });
+  });
+
+  it('keeps a task that held the address before it was fixed (its container runs), and the fixed task waits until it is gone', () => {
+    const held = allocate(spec, empty, ['n1'], [{ id: 'old', nodeId: 'n1', live: true }]).allocation;
+    expect(held.addresses).toEqual({ old: '10.20.0.2' });
+    const r = allocate(spec, held, ['n1'], [{ id: 'old', nodeId: 'n1', live: true }, { id: 'db', nodeId: 'n1', live: true, fixed: '10.20.0.2' }], ['10.20.0.2']);
+    expect(r.allocation.addresses).toEqual({ old: '10.20.0.2' });
+    expect(r.tasksWithoutAddress).toEqual(['db']);
+    const after = allocate(spec, r.allocation, ['n1'], [{ id: 'old', nodeId: 'n1', live: false }, { id: 'db', nodeId: 'n1', live: true, fixed: '10.20.0.2' }], ['10.20.0.2']);
+    expect(after.allocation.addresses).toEqual({ db: '10.20.0.2' });
+  });
+
+  it('hands the address from the old task of a slot to the new one only once the old is finished (stop-first)', () => {
+    const first = allocate(spec, empty, ['n1', 'n2'], [{ id: 't1', nodeId: 'n1', live: true, fixed: '10.20.9.9' }], ['10.20.9.9']).allocation;
+    expect(first.addresses).toEqual({ t1: '10.20.9.9' });
+    const both = allocate(spec, first, ['n1', 'n2'], [{ id: 't1', nodeId: 'n1', live: true, fixed: '10.20.9.9' }, { id: 't0', nodeId: 'n2', live: true, fixed: '10.20.9.9' }], ['10.20.9.9']);
+    // t0 sorts first, but t1 holds it: it keeps it.
+    expect(both.allocation.addresses).toEqual({ t1: '10.20.9.9' });
+    expect(both.tasksWithoutAddress).toEqual(['t0']);
+    const swapped = allocate(spec, both.allocation, ['n1', 'n2'], [{ id: 't1', nodeId: 'n1', live: false, fixed: '10.20.9.9' }, { id: 't0', nodeId: 'n2', live: true, fixed: '10.20.9.9' }], ['10.20.9.9']);
+    expect(swapped.allocation.addresses).toEqual({ t0: '10.20.9.9' });
+  });
+
+  it('gives a task whose fixed address changed the new one, and none that no task may hold (a gateway, outside the subnet)', () => {
+    const first = allocate(spec, empty, ['n1'], [{ id: 't', nodeId: 'n1', live: true, fixed: '10.20.0.50' }]).allocation;
+    const moved = allocate(spec, first, ['n1'], [{ id: 't', nodeId: 'n1', live: true, fixed: '10.20.0.60' }]);
+    expect(moved.allocation.addresses).toEqual({ t: '10.20.0.60' });
+    for (const bad of ['10.20.0.1', '10.20.5.1', '10.20.0.0', '10.20.3.255', '10.21.0.5']) {
+      const r = allocate(spec, empty, ['n1'], [{ id: 't', nodeId: 'n1', live: true, fixed: bad }]);
+      expect(r.tasksWithoutAddress, bad).toEqual(['t']);
+      expect(r.allocation.addresses, bad).toEqual({});
+    }
+  });
+
+  it('never gives one address twice, with fixed and reserved addresses among the tasks (property)', () => {
+    fc.assert(fc.property(
+      fc.array(fc.record({ node: fc.constantFrom('n1', 'n2', 'n3', null), live: fc.boolean(), fixed: fc.option(fc.constantFrom('10.20.0.2', '10.20.0.3', '10.20.1.2', '10.20.7.7'), { nil: undefined }) }), { maxLength: 20 }),
+      fc.array(fc.constantFrom('10.20.0.2', '10.20.0.4', '10.20.1.3'), { maxLength: 3 }),
+      (picks, reserved) => {
+        const tasks: AllocationTask[] = picks.map((p, i) => ({ id: `t${String(i).padStart(2, '0')}`, nodeId: p.node, live: p.live, ...(p.fixed === undefined ? {} : { fixed: p.fixed }) }));
+        const first = allocate(spec, empty, ['n1', 'n2', 'n3'], tasks, reserved).allocation;
+        const again = allocate(spec, first, ['n1', 'n2', 'n3'], tasks, reserved).allocation;
+        for (const a of [first, again]) {
+          const given = Object.values(a.addresses);
+          expect(new Set(given).size).toBe(given.length);
+          for (const t of tasks) {
+            const got = a.addresses[t.id];
+            if (got === undefined) continue;
+            if (t.fixed !== undefined) expect(got).toBe(t.fixed);
+            else expect([...reserved, ...tasks.flatMap((x) => (x.fixed === undefined ? [] : [x.fixed]))]).not.toContain(got);
+          }
+        }
+        expect(again).toEqual(first);
+      },
+    ));
+  });
+});

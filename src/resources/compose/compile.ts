@@ -16,6 +16,9 @@ import { parseConstraint } from '../spec/constraint.ts';
 import { INVALID, Problems, describe, isPlainObject, keyPath, suggest, type Problem } from '../spec/reader.ts';
 import { secretOwnerIdMax } from '../spec/service-spec.ts';
 import { volumeOptions } from '../spec/service-fields.ts';
+import { fixedAddressProblem } from '../spec/network-addresses.ts';
+import { slicePrefixFor } from '../spec/network-reader.ts';
+import { isIPv4 } from 'node:net';
 import type { SpecSet } from '../spec/documents.ts';
 import { ShoalError } from '../../errors.ts';
 import { deployFields, serviceFields, topFields, type Verdict } from './fields.ts';
@@ -243,6 +246,8 @@ interface StackNetwork {
   external: boolean;
   doc: Record<string, unknown> | null;
   used: boolean;
+  /** Its subnet when the files give it (ipam) or the network is external (the cluster's); null when taken from the pool. */
+  subnet: string | null;
 }
 
 function compileNetworks(ctx: Ctx, model: Model, services: Record<string, unknown>): Map<string, StackNetwork> {
@@ -270,7 +275,7 @@ function compileNetworks(ctx: Ctx, model: Model, services: Record<string, unknow
     if (n.external === true) {
       const name = typeof n.name === 'string' ? n.name : key;
       if (labelOf(name) !== name) ctx.refuse(at, `${JSON.stringify(name)} is not a shoal network name (a DNS label)`);
-      out.set(key, { name, external: true, doc: null, used: false });
+      out.set(key, { name, external: true, doc: null, used: false, subnet: ctx.input.networks.get(name) ?? null });
       continue;
     }
     if (n.external !== undefined && n.external !== false) ctx.refuse(`${at}.external`, `must be true or false, not ${describe(n.external)}`);
@@ -282,12 +287,13 @@ function compileNetworks(ctx: Ctx, model: Model, services: Record<string, unknow
     if (typeof n.name === 'string') ctx.warn(`${at}.name`, `the network is ${ctx.input.stack}-${label}: a stack's resources carry its name`);
     const name = `${ctx.input.stack}-${label}`;
     const internal = n.internal === true;
-    let subnet = n.ipam === undefined ? null : ipamSubnet(ctx, n.ipam, `${at}.ipam`);
+    const given = n.ipam === undefined ? null : ipamSubnet(ctx, n.ipam, `${at}.ipam`);
+    let subnet = given;
     const existing = ctx.input.networks.get(name);
     if (subnet === null && existing !== undefined) subnet = existing;
     if (subnet !== null) {
       taken.push(cidrOf(subnet));
-      out.set(key, { name, external: false, doc: { apiVersion, kind: 'Network', name, subnet, internal, 'x-compose': at }, used: false });
+      out.set(key, { name, external: false, doc: { apiVersion, kind: 'Network', name, subnet, internal, 'x-compose': at }, used: false, subnet: given });
     } else {
       pending.push({ key, name, internal, at });
     }
@@ -299,7 +305,7 @@ function compileNetworks(ctx: Ctx, model: Model, services: Record<string, unknow
       continue;
     }
     taken.push(cidrOf(subnet));
-    out.set(p.key, { name: p.name, external: false, doc: { apiVersion, kind: 'Network', name: p.name, subnet, internal: p.internal, 'x-compose': p.at }, used: false });
+    out.set(p.key, { name: p.name, external: false, doc: { apiVersion, kind: 'Network', name: p.name, subnet, internal: p.internal, 'x-compose': p.at }, used: false, subnet: null });
   }
   return out;
 }
@@ -954,6 +960,7 @@ function compileNetworking(ctx: Ctx, s: Record<string, unknown>, at: string, net
   const named = s.networks === undefined ? { default: null } : Array.isArray(s.networks) ? listToMap(s.networks) : mapping(ctx, s.networks, `${at}.networks`) ?? {};
   const out: string[] = [];
   const aliases: Record<string, string[]> = {};
+  const addresses: Record<string, string> = {};
   for (const [key, opts] of Object.entries(named)) {
     const where = keyPath(`${at}.networks`, key);
     const net = networks.get(key);
@@ -966,8 +973,7 @@ function compileNetworking(ctx: Ctx, s: Record<string, unknown>, at: string, net
     if (opts === null || opts === undefined) continue;
     const o = mapping(ctx, opts, where);
     if (o === null) continue;
-    ctx.only(o, where, ['aliases'], {
-      ipv4_address: { kind: 'refused', reason: 'shoal hands out the addresses from each node\'s slice; a fixed address is not supported yet' },
+    ctx.only(o, where, ['aliases', 'ipv4_address'], {
       ipv6_address: { kind: 'refused', reason: 'shoal networks are IPv4' },
       link_local_ips: { kind: 'refused', reason: 'shoal hands out the addresses' },
       mac_address: { kind: 'refused', reason: 'shoal hands out the addresses' },
@@ -977,9 +983,48 @@ function compileNetworking(ctx: Ctx, s: Record<string, unknown>, at: string, net
     });
     const named = o.aliases === undefined || o.aliases === null ? [] : compileAliases(ctx, o.aliases, `${where}.aliases`, String(doc.name));
     if (named.length > 0) aliases[net.name] = [...new Set([...(aliases[net.name] ?? []), ...named])];
+    if (o.ipv4_address !== undefined && o.ipv4_address !== null) {
+      const address = fixedAddress(ctx, o.ipv4_address, `${where}.ipv4_address`, net, doc);
+      if (address !== null) addresses[net.name] = address;
+    }
   }
   doc.networks = out;
   if (Object.keys(aliases).length > 0) doc.networkAliases = aliases;
+  if (Object.keys(addresses).length > 0) doc.networkAddresses = addresses;
+}
+
+/**
+ * A service's `ipv4_address` on a network (the Service's networkAddresses): an IPv4 address a
+ * task may hold in the network's explicit subnet, for a service of one replica replaced
+ * stop-first; null when refused. That no other service fixes it is checked at deploy.
+ */
+function fixedAddress(ctx: Ctx, value: unknown, at: string, net: StackNetwork, doc: Record<string, unknown>): string | null {
+  const address = str(ctx, value, at);
+  if (address === null) return null;
+  if (!isIPv4(address)) {
+    ctx.refuse(at, `${JSON.stringify(address)} is not an IPv4 address (shoal networks are IPv4)`);
+    return null;
+  }
+  if (net.subnet === null) {
+    ctx.refuse(at, `the network ${net.name} takes its subnet from shoal's pool, so no address in it can be chosen in advance: give the network a subnet (ipam: {config: [{subnet: 10.30.0.0/24}]}) and pick the address in it`);
+    return null;
+  }
+  const wrong = fixedAddressProblem({ name: net.name, subnet: net.subnet, slicePrefix: slicePrefixFor(cidrOf(net.subnet).prefix) }, address);
+  if (wrong !== null) {
+    ctx.refuse(at, wrong);
+    return null;
+  }
+  const update = doc.update as { order?: unknown } | undefined;
+  const refusal = doc.mode === 'global' ? 'a global service runs a task on every node, and one address can be only one task\'s: make it replicated with one replica, or drop ipv4_address'
+    : doc.mode === jobMode ? `a ${jobMode}'s runs are not a name others reach at an address: drop ipv4_address, or make it a service`
+      : typeof doc.replicas === 'number' && doc.replicas > 1 ? `the service has ${doc.replicas} replicas, and one address can be only one task's: run one replica, or drop ipv4_address (the service's name resolves to every task)`
+        : update?.order === 'start-first' ? 'a service with a fixed address is updated stop-first (its new task takes the address once the old one gave it back): drop update_config.order: start-first, or ipv4_address'
+          : null;
+  if (refusal !== null) {
+    ctx.refuse(at, refusal);
+    return null;
+  }
+  return address;
 }
 
 /** A network's `aliases`: DNS labels (the Service's networkAliases); the service's own name and repeats are dropped with a warning. */

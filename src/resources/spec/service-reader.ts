@@ -15,6 +15,7 @@ import { canonicalRegistryHost } from '../registry-logins.ts';
 import type { DeviceSpec, MountSpec, PortSpec, SecretRefSpec, ServiceSpec } from './service-spec.ts';
 import { buildContainerSettings, checkContainerSettings, containerSettingsFields, type ContainerSettingsInput } from './container-settings.ts';
 import { checkNetworkAliases, networkAliases } from './network-aliases.ts';
+import { checkNetworkAddresses, networkAddresses } from './network-addresses.ts';
 
 /** The authoring shape: input keys, normalized values. */
 interface ServiceInput extends ContainerSettingsInput {
@@ -49,6 +50,7 @@ interface ServiceInput extends ContainerSettingsInput {
   secrets: SecretRefSpec[];
   networks: string[];
   networkAliases: Record<string, string[]>;
+  networkAddresses: Record<string, string>;
 }
 
 const serviceFields: Fields<ServiceInput> = {
@@ -83,6 +85,7 @@ const serviceFields: Fields<ServiceInput> = {
   secrets: withDefault(list(secretRef), () => []),
   networks: withDefault(list(dnsLabel), () => []),
   networkAliases: withDefault(networkAliases, () => ({})),
+  networkAddresses: withDefault(networkAddresses, () => ({})),
   ...containerSettingsFields,
 };
 
@@ -109,6 +112,7 @@ export function readService(value: unknown, at: string, problems: Problems): Rea
   }
   checkContainerSettings(s, s, at, problems);
   checkNetworkAliases(s.networkAliases, s, at, problems);
+  checkNetworkAddresses(s, at, problems);
   if (s.constraints !== undefined) {
     const clash = contradiction(s.constraints);
     if (clash !== null) problems.add(`${at}.constraints`, `${clash}, so no node could ever take a task`);
@@ -200,6 +204,7 @@ function build(s: ServiceInput): ServiceSpec {
     secrets: s.secrets,
     networks: [...s.networks].sort(),
     networkAliases: s.networkAliases,
+    networkAddresses: s.networkAddresses,
     ...buildContainerSettings(s),
   };
 }

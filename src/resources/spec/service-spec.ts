@@ -279,6 +279,12 @@ export interface ServiceSpec extends ContainerSettings {
    * answered on that network as its own name is (net/dns-view.ts). Feature level 6.
    */
   networkAliases: Record<string, string[]>;
+  /**
+   * Fixed addresses (network name to an IPv4 address, keys sorted): the service's one task gets
+   * exactly this address on that network, reserved in its allocation (address-allocator.ts).
+   * Only with one replica, replaced stop-first. Feature level 6.
+   */
+  networkAddresses: Record<string, string>;
 }
 
 const nat = z.number().int().min(0);
@@ -379,6 +385,8 @@ export const serviceSpecSchema = z.object({
   networks: z.array(z.string().regex(/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/)).default([]),
   // Records written before network aliases (feature level 6) have none.
   networkAliases: z.record(z.string().regex(/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/), z.array(z.string().regex(/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/))).default({}),
+  // Records written before fixed addresses (feature level 6) have none.
+  networkAddresses: z.record(z.string().regex(/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/), z.string().min(1)).default({}),
   // Records written before the container settings (feature level 6) have none of them.
   ...containerSettingsShape,
   // Records written before logins could be named (feature level 6) pull with the image's registry's.

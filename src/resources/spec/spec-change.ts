@@ -56,6 +56,8 @@ const effect: { readonly [K in keyof ServiceSpec]-?: Exclude<SpecChange, 'none'>
   networks: 'replace',
   // The service resolver reads the aliases from the spec as it answers: running tasks keep running.
   networkAliases: 'scale',
+  // The address is given to a task's container when it is created.
+  networkAddresses: 'replace',
   // The container settings are written into the container when it is created.
   workingDir: 'replace',
   hostname: 'replace',

@@ -88,6 +88,7 @@ export const serviceSpecArb: fc.Arbitrary<ServiceSpec> = fc.record({
   }).map(({ uid, gid, ...r }) => ({ ...r, ...(uid !== 0 ? { uid } : {}), ...(gid !== 0 ? { gid } : {}) })), { maxLength: 3, selector: (r) => r.target }),
   networks: fc.uniqueArray(fc.constantFrom('backend', 'frontend', 'iot'), { maxLength: 3 }),
   aliases: fc.uniqueArray(fc.constantFrom('db', 'cache', 'www-1'), { maxLength: 2 }),
+  fixedAddress: fc.option(fc.constantFrom('10.20.0.50', '10.20.3.7'), { nil: undefined }),
   settings: fc.record({
     workingDir: fc.option(fc.oneof(pathArb, fc.constant('/'))),
     hostname: fc.option(fc.constantFrom('web', 'web-1.lan', 'A1')),
@@ -141,6 +142,9 @@ export const serviceSpecArb: fc.Arbitrary<ServiceSpec> = fc.record({
   // Aliases on the first network written, when there is one (none equal to the service's name).
   networkAliases: r.hostNetwork || r.networks[0] === undefined || r.aliases.filter((a) => a !== r.name).length === 0 ? {}
     : { [r.networks[0]]: r.aliases.filter((a) => a !== r.name).sort() },
+  // A fixed address on the first network, for a service of one replica replaced stop-first.
+  networkAddresses: r.hostNetwork || r.networks[0] === undefined || r.fixedAddress === undefined || r.global || r.replicas > 1
+    || (r.exclusive ? 'stop-first' : r.update.order) !== 'stop-first' ? {} : { [r.networks[0]]: r.fixedAddress },
   workingDir: r.settings.workingDir,
   hostname: r.settings.hostname,
   init: r.settings.init,

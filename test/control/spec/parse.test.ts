@@ -39,7 +39,7 @@ describe('the smallest spec of the issue', () => {
       restart: { condition: 'always', delayMs: 5000, maxDelayMs: 300_000, maxAttempts: null },
       update: { parallelism: 1, delayMs: 0, monitorMs: 5000, failureAction: 'pause', order: 'stop-first' },
       disruption: null, exclusive: false, secrets: [],
-      networks: [], networkAliases: {},
+      networks: [], networkAliases: {}, networkAddresses: {},
       workingDir: null, hostname: null, init: false, readOnlyRootfs: false, shmSizeBytes: null, tmpfs: [], extraHosts: [], dns: [], dnsSearch: [],
       dnsOptions: [], ulimits: [], sysctls: {}, labels: {},
     };
