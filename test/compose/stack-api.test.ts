@@ -204,4 +204,26 @@ services:
     expect((await s.app.inject({ url: '/v1/jobs/chores-migrate' })).statusCode).toBe(404);
     await get('/v1/jobs/hand-migrate');
   });
+
+  it('honours driver_opts and ipv4_address: the task runs with its volume made with the options and exactly its address; another stack fixing that address is refused', async () => {
+    const files = 'services:\n  db:\n    image: busybox:1.36\n    command: ["sleep", "3600"]\n    volumes: [scratch:/scratch]\n    networks: {back: {ipv4_address: 10.77.0.50}}\n'
+      + 'networks:\n  back: {ipam: {config: [{subnet: 10.77.0.0/16}]}}\nvolumes:\n  scratch: {driver_opts: {type: tmpfs, device: tmpfs, o: size=1m}}\n';
+    const res = await deploy('fx', files);
+    expect(res.statusCode, res.body).toBe(200);
+    const db = await get<{ service: { record: { spec: { mounts: unknown[]; networkAddresses: Record<string, string> } } } }>('/v1/services/fx-db');
+    expect(db.service.record.spec.mounts).toEqual([{ type: 'volume', source: 'fx_scratch', target: '/scratch', readOnly: false, volumeOptions: { device: 'tmpfs', o: 'size=1m', type: 'tmpfs' } }]);
+    expect(db.service.record.spec.networkAddresses).toEqual({ 'fx-back': '10.77.0.50' });
+    await until('fx-db runs', async () => (await get<{ service: { status: { running: number } } }>('/v1/services/fx-db')).service.status.running === 1);
+    const net = await get<{ network: { record: { addresses: Record<string, string> } } }>('/v1/networks/fx-back');
+    expect(Object.values(net.network.record.addresses)).toEqual(['10.77.0.50']);
+    const container = s.runtime?.all().find((c) => c.name.startsWith('shoal-fx-db.'));
+    expect(s.runtime?.specOf(container?.id ?? '')?.networks).toEqual([{ name: 'fx-back', address: '10.77.0.50' }]);
+    expect(s.runtime?.volume('fx_scratch')).toEqual({ driver: 'local', options: { device: 'tmpfs', o: 'size=1m', type: 'tmpfs' } });
+    // Another stack on that network fixing the same address: refused, and nothing applied.
+    const other = 'services:\n  cache:\n    image: busybox:1.36\n    networks: {shared: {ipv4_address: 10.77.0.50}}\nnetworks:\n  shared: {external: true, name: fx-back}\n';
+    const refused = expectError(await deploy('fy', other), 'bad_request');
+    expect(JSON.stringify(refused)).toContain('10.77.0.50 on network fx-back is already the fixed address of service fx-db');
+    expect((await s.app.inject({ url: '/v1/services/fy-cache' })).statusCode).toBe(404);
+    expect((await s.app.inject({ method: 'DELETE', url: '/v1/stacks/fx' })).statusCode).toBe(200);
+  });
 });
