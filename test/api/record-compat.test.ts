@@ -87,7 +87,7 @@ describe('a cluster at feature level 5', () => {
 const level5Spec = serviceSpecSchema.omit({
   disruption: true, workingDir: true, hostname: true, init: true, readOnlyRootfs: true, shmSizeBytes: true, tmpfs: true, extraHosts: true, dns: true,
   dnsSearch: true, dnsOptions: true, ulimits: true, sysctls: true, labels: true,
-  networkAliases: true,
+  networkAliases: true, networkAddresses: true,
 }).strict();
 const level5Service = z.object(serviceRecordSchema.shape).omit({ spec: true, previousSpec: true, forcedDisruptions: true }).strict();
 const budgeted = `${webYaml.replace('name: web', 'name: budgeted')}disruption: {maxUnavailable: 2}\n`;
