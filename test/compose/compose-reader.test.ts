@@ -532,6 +532,7 @@ describe('networks.<net>.ipv4_address (issue 39)', () => {
     ['networks: {back: {ipv4_address: 10.30.0.50}}\ndeploy: {mode: global}', undefined, 'a global service runs a task on every node'],
     ['networks: {back: {ipv4_address: 10.30.0.50}}\ndeploy: {update_config: {order: start-first}}', undefined, 'updated stop-first'],
     ['networks: {back: {ipv4_address: 10.30.0.50}}\ndeploy: {mode: replicated-job}', undefined, 'replicated-job'],
+    ['networks: {back: {ipv4_address: 10.30.0.50}}', '{external: true, name: nowhere}', 'the external network nowhere does not exist'],
   ])('refuses %s at the ipv4_address', (service, network, message) => {
     const problems = refused(stack(service, network));
     expect(problems.map((p) => p.path)).toEqual(['services.db.networks.back.ipv4_address']);

@@ -10,6 +10,7 @@
 // with its compose path (`services.web.ports[1]`), with a hint; nothing is compiled when there is
 // any.
 
+import { isIPv4 } from 'node:net';
 import { cidrOf, cidrsOverlap, formatCidr, parseCidr, type Cidr } from '../address-cidr.ts';
 import { parseSpecObjects, apiVersion } from '../spec/documents.ts';
 import { parseConstraint } from '../spec/constraint.ts';
@@ -18,7 +19,6 @@ import { secretOwnerIdMax } from '../spec/service-spec.ts';
 import { volumeOptions } from '../spec/service-fields.ts';
 import { fixedAddressProblem } from '../spec/network-addresses.ts';
 import { slicePrefixFor } from '../spec/network-reader.ts';
-import { isIPv4 } from 'node:net';
 import type { SpecSet } from '../spec/documents.ts';
 import { ShoalError } from '../../errors.ts';
 import { deployFields, serviceFields, topFields, type Verdict } from './fields.ts';
@@ -1003,6 +1003,10 @@ function fixedAddress(ctx: Ctx, value: unknown, at: string, net: StackNetwork, d
   if (address === null) return null;
   if (!isIPv4(address)) {
     ctx.refuse(at, `${JSON.stringify(address)} is not an IPv4 address (shoal networks are IPv4)`);
+    return null;
+  }
+  if (net.subnet === null && net.external) {
+    ctx.refuse(at, `the external network ${net.name} does not exist, so its subnet is not known: create it first (shoal apply a Network), or drop ipv4_address`);
     return null;
   }
   if (net.subnet === null) {
