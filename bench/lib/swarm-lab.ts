@@ -248,6 +248,10 @@ export class Dockerds {
   /** The link comes up again and the daemon is started on the same data (it cleans up after the kill). */
   async revive(n: DNode): Promise<void> {
     await this.waitExited(n);
+    // The killed daemon left its pid file; dockerd refuses to start while the pid in it names a
+    // live process, and on a busy machine (pid_max 32768 here) another process may have it by
+    // now. The daemon is known to have exited (above): the file is stale.
+    rmSync(`${n.execRoot}.pid`, { force: true });
     ipSync(['link', 'set', this.net.hostVeth(n.slot), 'up']);
     ipSync(['-n', this.net.ns(n.slot), 'link', 'set', 'eth0', 'up']);
     await this.start(n);

@@ -39,6 +39,8 @@
 //      Service specs may also carry container settings (working directory, hostname, init,
 //      read-only root, /dev/shm size, tmpfs, /etc/hosts entries, DNS, ulimits, sysctls, labels:
 //      issue 39's Compose fields), which a release of level 5 or less cannot read.
+//      Jobs, their runs and stacks (collections shoal.jobs, shoal.job-runs, shoal.stacks) are
+//      written from this level only (featureLevelJobs): a release of level 5 runs no job.
 
 /** The highest level this build can apply. */
 export const featureLevelMax = 6;
@@ -91,3 +93,10 @@ export const featureLevelPlatformConstraints = 6;
 
 /** The level from which service specs may carry container settings (ContainerSettings, src/resources/record-compat.ts). */
 export const featureLevelContainerSettings = 6;
+
+/**
+ * The level from which jobs, their runs and stacks are written (collections shoal.jobs,
+ * shoal.job-runs, shoal.stacks): level 6's release. A member of level 5 has no loop that runs a
+ * job, no agent that reads a job's task, and no reader of a stack's record.
+ */
+export const featureLevelJobs = 6;

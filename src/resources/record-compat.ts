@@ -24,20 +24,26 @@
 // A secret whose value is sealed (level 6, featureLevelSecretsAtRest), the cluster keyring
 // and key holders, and registry logins (an older agent would not send them), need level 6: a member of level 5 reads a secret record with `value` only.
 //
+// Jobs, their runs and stacks (issues 42 and 39) are written from level 6 only
+// (featureLevelJobs): a member of level 5 would neither run a job nor read a stack.
+//
 // A constraint on a node's platform or role (`node.platform.os`, `node.platform.arch`,
 // `node.role`), in a service's or job's spec or a policy's publish rules, needs level 6 too
 // (featureLevelPlatformConstraints): the constraint schema of level 5 does not know them.
 
 import type { Command, Op } from '../../fsm/index.ts';
 import type { JsonObject, JsonValue } from '../../fsm/types.ts';
-import { featureLevelContainerSettings, featureLevelDisruptionBudget, featureLevelPlatformConstraints, featureLevelSecretsAtRest, featureLevelWorkloadNetwork } from '../base/feature-level.ts';
-import { jobsCollection } from './jobs.ts';
+import { featureLevelContainerSettings, featureLevelDisruptionBudget, featureLevelJobs, featureLevelPlatformConstraints, featureLevelSecretsAtRest, featureLevelWorkloadNetwork } from '../base/feature-level.ts';
+import { jobRunsCollection, jobsCollection } from './jobs.ts';
+import { stacksCollection } from './stacks.ts';
 import { controlFeatureLevel, nodesCollection, registriesCollection, secretsCollection, servicesCollection } from './collections.ts';
 import { firewallPoliciesCollection, networksCollection } from './network-resources.ts';
 import { clusterKeyHoldersCollection, clusterKeysCollection } from './cluster-keyring.ts';
 
 /** Collections whose every write needs featureLevelWorkloadNetwork. */
 const newerCollections = new Set([networksCollection, firewallPoliciesCollection, secretsCollection]);
+/** Collections whose every write needs featureLevelJobs. */
+const jobCollections = new Set([jobsCollection, jobRunsCollection, stacksCollection]);
 
 const isObject = (v: JsonValue | undefined): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isEmptyList = (v: JsonValue | undefined): boolean => Array.isArray(v) && v.length === 0;
@@ -108,6 +114,7 @@ export function forOlderReaders<D extends JsonValue>(collection: string, doc: D)
 
 /** The level a put needs beyond the control plane's (0: none). */
 function putLevel(collection: string, doc: JsonValue): number {
+  if (jobCollections.has(collection)) return featureLevelJobs;
   if (putNeedsSecretsLevel(collection, doc)) return featureLevelSecretsAtRest;
   if (hasNewerSecretRef(collection, doc)) return featureLevelContainerSettings;
   if (hasHostIp(collection, doc)) return featureLevelContainerSettings;

@@ -12,8 +12,9 @@ import { nodesCollection, secretsCollection, servicesCollection } from '../../sr
 import { nodeRecordSchema } from '../../src/resources/records.ts';
 import { serviceSpecSchema } from '../../src/resources/spec/service-spec.ts';
 import { compatCommand } from '../../src/resources/record-compat.ts';
-import { jobsCollection } from '../../src/resources/jobs.ts';
-import { featureLevelContainerSettings, featureLevelDisruptionBudget, featureLevelWorkloadNetwork } from '../../src/base/feature-level.ts';
+import { jobRunsCollection, jobsCollection } from '../../src/resources/jobs.ts';
+import { stacksCollection } from '../../src/resources/stacks.ts';
+import { featureLevelContainerSettings, featureLevelDisruptionBudget, featureLevelJobs, featureLevelWorkloadNetwork } from '../../src/base/feature-level.ts';
 import { serviceRecordSchema } from '../../src/resources/records.ts';
 import { controlFeatureLevel } from '../../src/resources/collections.ts';
 import { allDocs } from '../../src/resources/state.ts';
@@ -24,6 +25,7 @@ import { singleNode, type SingleNode } from './single-node.ts';
 const olderNodeRecord = nodeRecordSchema.omit({ mesh: true }).strict();
 const olderSpec = serviceSpecSchema.omit({ secrets: true, networks: true }).strict();
 
+const nightly = 'apiVersion: shoal/v1\nkind: Job\nname: nightly\nimage: busybox:local\ncommand: ["true"]\nschedule: "0 3 * * *"\n';
 const webYaml = 'apiVersion: shoal/v1\nkind: Service\nname: web\nimage: busybox:local\ncommand: ["sleep", "3600"]\nreplicas: 2\n';
 const withSecret = 'apiVersion: shoal/v1\nkind: Service\nname: app\nimage: busybox:local\ncommand: ["sleep", "3600"]\nsecrets: [db]\n';
 
@@ -115,6 +117,9 @@ describe('a cluster at feature level 5 (a member of the release before disruptio
     // Container settings (issue 39's Compose fields): level 6 too.
     expectError(await s.app.inject({ method: 'POST', url: '/v1/apply', payload: { text: settled } }), 'feature_not_enabled');
     expect(s.store.get(servicesCollection, 'settled')).toBeUndefined();
+    // A job (issue 42): a member of level 5 has no loop that runs it; refused, nothing written.
+    expectError(await s.app.inject({ method: 'POST', url: '/v1/apply', payload: { text: nightly } }), 'feature_not_enabled');
+    expect([...allDocs(s.store, jobsCollection)]).toEqual([]);
   });
 });
 
@@ -127,6 +132,12 @@ describe('a cluster at feature level 6', () => {
     const applied = await s.app.inject({ method: 'POST', url: '/v1/apply', payload: { text: budgeted } });
     expect(applied.statusCode, applied.body).toBe(200);
     expect((s.store.get(servicesCollection, 'budgeted')?.doc as { spec: Record<string, unknown> }).spec.disruption).toEqual({ maxUnavailable: 2, unit: 'slots' });
+  });
+
+  it('stores a job', async () => {
+    const applied = await s.app.inject({ method: 'POST', url: '/v1/apply', payload: { text: nightly } });
+    expect(applied.statusCode, applied.body).toBe(200);
+    expect(s.store.get(jobsCollection, 'nightly')).toBeDefined();
   });
 
   it('stores a spec with container settings', async () => {
@@ -202,6 +213,13 @@ describe('compatCommand', () => {
     expect(put(servicesCollection, { uid: 999 }).featureLevel).toBe(featureLevelContainerSettings);
     expect(put(servicesCollection, { gid: 101 }).featureLevel).toBe(featureLevelContainerSettings);
     expect(put(jobsCollection, { uid: 70 }).featureLevel).toBe(featureLevelContainerSettings);
+  });
+
+  it('asks level 6 for any write of a job, a job run or a stack, and none for their delete', () => {
+    for (const collection of [jobsCollection, jobRunsCollection, stacksCollection]) {
+      expect(compatCommand({ op: 'put', collection, id: 'a', doc: { name: 'a' } }).featureLevel).toBe(featureLevelJobs);
+      expect(compatCommand({ op: 'delete', collection, id: 'a' }).featureLevel).toBe(controlFeatureLevel);
+    }
   });
 
   it('asks level 6 for a port published on one address of the node', () => {
