@@ -112,6 +112,8 @@ function putLevel(collection: string, doc: JsonValue): number {
   if (newerCollections.has(collection)) return featureLevelWorkloadNetwork;
   if (!isObject(doc)) return 0;
   if (collection === nodesCollection) return doc.platform !== undefined ? featureLevelSecretsAtRest : doc.mesh !== undefined ? featureLevelWorkloadNetwork : 0;
+  // Issue 40: what a job's pinned image offers (a level-5 job schema has no such field).
+  if (collection === jobsCollection) return doc.imagePlatforms !== undefined ? featureLevelSecretsAtRest : 0;
   if (collection !== servicesCollection) return 0;
   return Math.max(levelOfFields(doc, newerServiceFields), levelOfFields(doc.spec, newerSpecFields), levelOfFields(doc.previousSpec, newerSpecFields));
 }
