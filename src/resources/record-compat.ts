@@ -30,6 +30,7 @@
 import type { Command, Op } from '../../fsm/index.ts';
 import type { JsonObject, JsonValue } from '../../fsm/types.ts';
 import { featureLevelContainerSettings, featureLevelDisruptionBudget, featureLevelPlatformConstraints, featureLevelSecretsAtRest, featureLevelWorkloadNetwork } from '../base/feature-level.ts';
+import { imagePullsCollection } from './image-pulls.ts';
 import { jobsCollection } from './jobs.ts';
 import { controlFeatureLevel, nodesCollection, registriesCollection, secretsCollection, servicesCollection } from './collections.ts';
 import { firewallPoliciesCollection, networksCollection } from './network-resources.ts';
@@ -151,9 +152,11 @@ function hasNewerConstraint(v: JsonValue | undefined, depth: number): boolean {
   return Object.values(v).some((x) => hasNewerConstraint(x, depth + 1));
 }
 
-/** Writes that only a release of level 6 reads: a sealed secret, the keyring, the key holders, a registry login. */
+/** Writes that only a release of level 6 reads: a sealed secret, the keyring, the key holders, a registry login, a pull request. */
 function putNeedsSecretsLevel(collection: string, doc: JsonValue): boolean {
   if (collection === clusterKeysCollection || collection === clusterKeyHoldersCollection || collection === registriesCollection) return true;
+  // Issue 40: a pull before a stop on another node (image-pulls.ts).
+  if (collection === imagePullsCollection) return true;
   return collection === secretsCollection && isObject(doc) && doc.sealed !== undefined;
 }
 
