@@ -35,8 +35,6 @@ export interface SupervisorOptions {
   transferLeadership?: (to: string) => Promise<unknown>;
   /** Why scheduled job runs must not fire now (the clock rule, src/node/clock-watch.ts); absent: they may. */
   jobClockHold?: () => string | null;
-  /** The cluster's committed feature level (RaftNode.featureLevel); absent: the control plane's. */
-  featureLevel?: () => number;
 }
 
 const clock = {
@@ -127,7 +125,7 @@ export class Supervisor {
       ...(this.renewals !== undefined ? { renewals: this.renewals } : {}),
       ...(this.opts.observeLoops !== undefined ? { observe: this.opts.observeLoops } : {}),
       ...(this.opts.jobClockHold !== undefined ? { jobClockHold: this.opts.jobClockHold } : {}),
-      ...(this.opts.featureLevel !== undefined ? { featureLevel: this.opts.featureLevel } : {}),
+      featureLevel: () => n.featureLevel,
     }, term);
     this.run = run;
     this.runs++;

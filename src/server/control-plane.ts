@@ -87,7 +87,6 @@ export class ControlPlane {
       transferLeadership: (to) => opts.node.transferLeadership(to),
       ...(opts.meshCidr !== undefined ? { meshCidr: opts.meshCidr } : {}), ...(opts.observeLoops !== undefined ? { observeLoops: opts.observeLoops } : {}),
       ...(opts.jobClockHold !== undefined ? { jobClockHold: opts.jobClockHold } : {}),
-      featureLevel: () => opts.node.featureLevel,
     });
     this.writer = new StoreAgentWriter(opts.node, opts.store, opts.identity, () => opts.node.featureLevel);
     this.peerViews = new PeerViewReporter({
