@@ -7,7 +7,7 @@
 //
 // Bounded: the stop goes on once the node answers (present, or failed: the replacement's own pull
 // then reports the registry's answer and counts for apply's "stop waiting" rule), once it is no
-// longer ready or its epoch moved, or after imagePullWaitMs since the request.
+// longer ready and active or its epoch moved, or after imagePullWaitMs since the request.
 
 import { deleteChange, putChange, type Change } from '../resources/changes.ts';
 import { imagePullsCollection, imagePullWaitMs, isPullSettled, type ImagePullRequest } from '../resources/image-pulls.ts';
@@ -53,7 +53,8 @@ export class ImagePullGate {
   private waitFor(r: ImagePullRequest): boolean {
     if (isPullSettled(r)) return false;
     const node = this.state.nodes.get(r.nodeId)?.value;
-    if (node === undefined || node.state !== 'ready' || node.epoch !== r.nodeEpoch) return false;
+    // A node that can no longer take the replacement: nothing to wait for.
+    if (node === undefined || node.state !== 'ready' || node.availability !== 'active' || node.epoch !== r.nodeEpoch) return false;
     const until = r.requestedAt + imagePullWaitMs;
     if (this.now >= until) return false;
     this.hold(r.taskId, until);

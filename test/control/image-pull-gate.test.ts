@@ -67,7 +67,9 @@ describe('pull before stop on another node', () => {
     expect(taskPut(reconcileService(withPull(b), 'web', ctx(100 + imagePullWaitMs)), 'a')).toMatchObject({ desired: 'shutdown' });
     expect(taskPut(reconcileService(withPull(b, { nodeEpoch: 3 }), 'web', ctx(200)), 'a')).toMatchObject({ desired: 'shutdown' });
     const n2 = b.nodes.get('node2');
-    if (n2) n2.value = { ...n2.value, state: 'suspect' };
+    if (n2) n2.value = { ...n2.value, availability: 'pause' };
+    expect(taskPut(reconcileService(withPull(b), 'web', ctx(200)), 'a')).toMatchObject({ desired: 'shutdown' });
+    if (n2) n2.value = { ...n2.value, availability: 'active', state: 'suspect' };
     expect(taskPut(reconcileService(withPull(b), 'web', ctx(200)), 'a')).toMatchObject({ desired: 'shutdown' });
   });
 
