@@ -16,7 +16,6 @@ import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
 import { readKeyring, unlockKeyIdOf } from '../resources/cluster-keyring.ts';
 import { tasksCollection } from '../resources/collections.ts';
-import { imagePullRequestSchema, imagePullsCollection } from '../resources/image-pulls.ts';
 import { specForTask, taskRecordSchema } from '../resources/records.ts';
 import { ownerOf } from '../resources/task-owner.ts';
 import { rawPrivateKey, unwrapDataKey } from '../resources/secret-crypto.ts';
@@ -91,11 +90,6 @@ export const secretKeyRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (a
     callingNode(ctx, req, v.body.nodeId, v.body.certPem);
     const taskDoc = ctx.store.get(tasksCollection, v.body.taskId);
     const task = taskDoc === undefined ? undefined : taskRecordSchema.safeParse(taskDoc.doc).data;
-    // A pull the leader asked of this node before it stops that task elsewhere (image-pulls.ts):
-    // the login's password of the new image's registry, and only that.
-    const pullDoc = ctx.store.get(imagePullsCollection, v.body.taskId);
-    const pull = pullDoc === undefined ? undefined : imagePullRequestSchema.safeParse(pullDoc.doc).data;
-    if (pull !== undefined && pull.nodeId === v.body.nodeId && task?.nodeId !== v.body.nodeId && registrySecretName(pull.pullsWith) === v.body.secret) return sendDataKey(ctx, v.body);
     if (task === undefined || task.nodeId !== v.body.nodeId || task.desired !== 'running') {
       refuse('not_assigned', `task ${v.body.taskId} is not assigned to node ${v.body.nodeId} to run; a data key goes only to the node that runs a task needing it`);
     }
@@ -107,7 +101,19 @@ export const secretKeyRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (a
     if (spec === null || (!spec.secrets.some((r) => r.name === v.body.secret) && pullsWith !== v.body.secret)) {
       refuse('not_named', `the spec of task ${v.body.taskId} does not name secret ${v.body.secret}${isRegistrySecretName(v.body.secret) ? ' (its image is not on that login\'s registry)' : ''}`);
     }
-    return sendDataKey(ctx, v.body);
+    const record = secretInStore(ctx.store, v.body.secret);
+    if (record === undefined) throw new ShoalError('not_found', `no secret named '${v.body.secret}'`, { secret: v.body.secret });
+    if (!isSealed(record)) throw new ShoalError('cluster_key_unavailable', `secret ${v.body.secret} is not encrypted yet (the cluster is below feature level 6, or the leader is re-encrypting it); the node reads it from its own store`, { reason: 'no_keyring' });
+    const keyId = record.sealed.key.keyId;
+    const key = usableKeys(ctx).privateKey(keyId);
+    if (key === undefined) throw new ShoalError('cluster_key_unavailable', `node ${ctx.node.id} does not hold cluster key ${keyId}, which secret ${v.body.secret} is wrapped by`, { reason: 'not_held', keyId });
+    const dataKey = unwrapDataKey(record.sealed.key, record.name, key);
+    try {
+      ctx.node.log.debug(`sent the data key of secret ${record.name} (version ${record.version}) to node ${v.body.nodeId} for task ${v.body.taskId}`);
+      return { sealed: sealForCert(v.body.certPem, dataKey.toString('base64')), version: record.version, keyId };
+    } finally {
+      dataKey.fill(0);
+    }
   });
 
   app.post('/v1/keyring/unlock-key', { config: { role: 'admin' } }, async (req) => {
@@ -124,20 +130,3 @@ export const secretKeyRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (a
     return { sealed: sealForCert(v.body.certPem, held.toString('base64')) };
   });
 };
-
-/** The data key of a secret a node may have, sealed to the node's certificate (checked by the caller). */
-function sendDataKey(ctx: ApiContext, body: { nodeId: string; certPem: string; taskId: string; secret: string }): { sealed: ReturnType<typeof sealForCert>; version: number; keyId: string } {
-  const record = secretInStore(ctx.store, body.secret);
-  if (record === undefined) throw new ShoalError('not_found', `no secret named '${body.secret}'`, { secret: body.secret });
-  if (!isSealed(record)) throw new ShoalError('cluster_key_unavailable', `secret ${body.secret} is not encrypted yet (the cluster is below feature level 6, or the leader is re-encrypting it); the node reads it from its own store`, { reason: 'no_keyring' });
-  const keyId = record.sealed.key.keyId;
-  const key = usableKeys(ctx).privateKey(keyId);
-  if (key === undefined) throw new ShoalError('cluster_key_unavailable', `node ${ctx.node.id} does not hold cluster key ${keyId}, which secret ${body.secret} is wrapped by`, { reason: 'not_held', keyId });
-  const dataKey = unwrapDataKey(record.sealed.key, record.name, key);
-  try {
-    ctx.node.log.debug(`sent the data key of secret ${record.name} (version ${record.version}) to node ${body.nodeId} for task ${body.taskId}`);
-    return { sealed: sealForCert(body.certPem, dataKey.toString('base64')), version: record.version, keyId };
-  } finally {
-    dataKey.fill(0);
-  }
-}
