@@ -129,7 +129,7 @@ export const applyRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, 
     const w = await decideAndWrite(ctx, req, 'apply', (state) => {
       checkExpected(state, v.body.expectRevs);
       const { written, services, networks, firewallPolicies, jobs } = plan(ctx, state, specs, opts);
-      const changes = written.plan.changes.map((c) => withImagePlatforms(c, state, pinned.images));
+      const changes = written.plan.changes.map((c) => withImagePlatforms(c, state, images));
       return { plan: { ...written.plan, changes }, answer: { services, networks, firewallPolicies, jobs } };
     });
     return { dryRun: false, rev: w.rev, ...w.answer, ...extra };

@@ -26,6 +26,7 @@ import type { JobSpec } from '../resources/spec/job-spec.ts';
 import type { ControlState } from '../resources/state.ts';
 import type { Change } from '../resources/changes.ts';
 import { servicesCollection } from '../resources/collections.ts';
+import { jobsCollection, type JobRecord } from '../resources/jobs.ts';
 import type { ImagePlatforms, ServiceRecord } from '../resources/records.ts';
 import type { JsonObject } from '../../fsm/types.ts';
 import type { ApiContext } from './context.ts';
@@ -141,6 +142,7 @@ async function resolveOne(ctx: ApiContext, spec: { name: string; image: string; 
  * those kept from the current record for an image it still names (spec or previousSpec).
  */
 export function withImagePlatforms(c: Change, state: ControlState, images: readonly ImageResolution[]): Change {
+  if (c.kind === 'put' && c.collection === jobsCollection) return withJobImagePlatforms(c, state, images);
   if (c.kind !== 'put' || c.collection !== servicesCollection) return c;
   const doc = c.doc as unknown as ServiceRecord;
   const kept = state.services.get(doc.name)?.value.imagePlatforms ?? [];
@@ -152,5 +154,19 @@ export function withImagePlatforms(c: Change, state: ControlState, images: reado
   }
   const { imagePlatforms: _old, ...rest } = doc;
   const next: ServiceRecord = list.length > 0 ? { ...rest, imagePlatforms: list } : rest;
+  return { ...c, doc: next as unknown as JsonObject };
+}
+
+/**
+ * A job record written by apply or a stack deploy, with what its image offers: its runs are
+ * placed as a service's tasks are (a job's runs all run its current spec, so only that image's).
+ */
+function withJobImagePlatforms(c: Extract<Change, { kind: 'put' }>, state: ControlState, images: readonly ImageResolution[]): Change {
+  const doc = c.doc as unknown as JobRecord;
+  const image = doc.spec.image;
+  const now = images.find((i) => 'job' in i && i.job === doc.name && i.image === image && i.outcome === 'resolved' && i.platforms.length > 0);
+  const entry = now !== undefined ? { image, platforms: now.platforms } : state.jobs?.get(doc.name)?.value.imagePlatforms?.find((k) => k.image === image);
+  const { imagePlatforms: _old, ...rest } = doc;
+  const next: JobRecord = entry !== undefined ? { ...rest, imagePlatforms: [entry] } : rest;
   return { ...c, doc: next as unknown as JsonObject };
 }

@@ -334,7 +334,8 @@ function planDeploy(ctx: ApiContext, state: ControlState, stack: string, body: S
     updatedAt: now,
   };
   const servicePlan = { ...serviceWrite.plan, changes: serviceWrite.plan.changes.map((ch) => withImagePlatforms(ch, state, images)) };
-  let plan: Plan = merge(merge({ changes: [...secretChanges, ...netPlan.changes], compares: [...netPlan.compares, ...compares] }, servicePlan), jobWrite.plan);
+  const jobPlan = { ...jobWrite.plan, changes: jobWrite.plan.changes.map((ch) => withImagePlatforms(ch, state, images)) };
+  let plan: Plan = merge(merge({ changes: [...secretChanges, ...netPlan.changes], compares: [...netPlan.compares, ...compares] }, servicePlan), jobPlan);
   plan = { changes: [...plan.changes, ...pruneChanges], compares: plan.compares };
   if (plan.changes.length > 0 || cur === undefined || !jsonEqual({ ...cur.value, updatedAt: 0 }, { ...record, updatedAt: 0 })) {
     plan.changes.push(putChange(stacksCollection, stack, record, cur?.rev ?? null));

@@ -46,6 +46,8 @@ import { allocateMeshAddresses, meshCidrDefault } from '../resources/mesh-addres
 import { reconcileService, type Decision } from './orchestrator.ts';
 import { reconcileJob } from './job-loop.ts';
 import { jobRunsCollection, jobsCollection } from '../resources/jobs.ts';
+import { imagePullsCollection } from '../resources/image-pulls.ts';
+import { featureLevelSecretsAtRest } from '../base/feature-level.ts';
 import { placePending } from './placement.ts';
 import { readDependencies } from './dependencies.ts';
 import { ControlStateReader, type ControlState } from '../resources/state.ts';
@@ -109,6 +111,8 @@ export interface LeaderRunPorts {
    * from the members'), or null when it may. Absent: it may. Asked at each job pass.
    */
   jobClockHold?(): string | null;
+  /** The cluster's committed feature level; absent: read as the control plane's (no newer writes). */
+  featureLevel?(): number;
 }
 
 /** Which loop a work-queue key belongs to (a metric label: never the service's name). */
@@ -225,6 +229,12 @@ export class LeaderRun {
         this.queue.add(`svc:${ev.id}`);
         this.queue.add('place');
         return;
+      case imagePullsCollection: {
+        // A node answered a pull a stop waits for (image-pull-gate.ts).
+        const service = (ev.doc?.doc as { service?: unknown } | undefined)?.service;
+        if (typeof service === 'string') this.queue.add(`svc:${service}`);
+        return;
+      }
       case tasksCollection:
       case taskStatusCollection: {
         const service = this.serviceOfTask(ev);
@@ -319,7 +329,11 @@ export class LeaderRun {
     if (key === 'place') return placePending(state, this.term, now, readDependencies(this.ports.store));
     if (key === 'nodes') return this.decideNodes(state);
     if (key.startsWith('svc:')) {
-      return reconcileService(state, key.slice(4), { now, newTaskId: () => this.ports.newTaskId(), exclusiveClearInMs: (n, e) => this.exclusiveClearInMs(n, e) });
+      return reconcileService(state, key.slice(4), {
+        now, newTaskId: () => this.ports.newTaskId(), exclusiveClearInMs: (n, e) => this.exclusiveClearInMs(n, e),
+        // The pull requests are read by releases of level 6 on (image-pulls.ts).
+        pullBeforeStopElsewhere: (this.ports.featureLevel?.() ?? 0) >= featureLevelSecretsAtRest,
+      });
     }
     if (key.startsWith('job:')) {
       return reconcileJob(state, key.slice(4), {

@@ -26,6 +26,7 @@ import type { ForcedDisruption, ServiceRecord, TaskRecord } from '../resources/r
 import { assessBudget, budgetCompares, DisruptionLedger, serves, wantedSlots } from './disruption-budget.ts';
 import { notRestartedNote, restartVerdict } from './restart-policy.ts';
 import { planUpdate, type UpdatePass } from './rolling-update.ts';
+import { ImagePullGate, settledRequests } from './image-pull-gate.ts';
 import { tasksOf, type ControlState } from '../resources/state.ts';
 import { isTerminal, viewOf, type TaskView } from '../resources/task-view.ts';
 
@@ -46,6 +47,12 @@ export interface LoopContext {
    * never (an exclusive task of a lost node is then never replaced).
    */
   exclusiveClearInMs?: (nodeId: string, epoch: number) => number;
+  /**
+   * A stop-first replacement bound for another node waits until that node has pulled the new
+   * image (image-pull-gate.ts): the cluster is at the feature level that reads the requests.
+   * Absent: false (the stop goes on at once; the task's own node pulls before it stops).
+   */
+  pullBeforeStopElsewhere?: boolean;
 }
 
 export interface Decision {
@@ -74,6 +81,7 @@ export function reconcileService(state: ControlState, name: string, ctx: LoopCon
   const wake = new Wake(ctx.now);
   let serviceChange: Change | undefined;
   let ledger: DisruptionLedger | undefined;
+  let gate: ImagePullGate | undefined;
   if (svc === undefined) {
     for (const w of works) if (w.rec.desired === 'running') shutdown(w, ctx.now, 'the service was removed');
   } else {
@@ -81,7 +89,9 @@ export function reconcileService(state: ControlState, name: string, ctx: LoopCon
     ledger = new DisruptionLedger(assessBudget(state, svc.value, wanted), svc.value.forcedDisruptions);
     // The update's batch asks the budget first, then the drain's moves (reconcileSlot).
     const pass = planUpdate(svc.value, works, ctx.now, wanted.length, ledger);
-    reconcileSlots(svc.value, wanted, works, pass, ledger, ctx, wake);
+    gate = ctx.pullBeforeStopElsewhere === true ? new ImagePullGate(state, svc.value, ctx.now) : undefined;
+    reconcileSlots(svc.value, wanted, works, pass, ledger, ctx, wake, gate);
+    if (gate?.wakeAt != null) wake.at(gate.wakeAt);
     const base = pass.statusChange ?? svc.value;
     const forced = forcedStill(base, state, works, ctx.now, wake);
     const updated = forced.length === base.forcedDisruptions.length ? pass.statusChange : { ...base, forcedDisruptions: forced };
@@ -89,6 +99,8 @@ export function reconcileService(state: ControlState, name: string, ctx: LoopCon
     if (pass.wakeAt !== null) wake.at(pass.wakeAt);
   }
   const changes = [...reap(state, works, svc === undefined), ...taskChanges(works, ctx.now)];
+  if (gate !== undefined) changes.push(...gate.changes);
+  if (state.imagePulls !== undefined) changes.push(...settledRequests(state, name, works, gate?.held ?? new Set()));
   if (serviceChange !== undefined) changes.push(serviceChange);
   const stopped = stoppedNow(works);
   let compares: Compare[] = [];
@@ -165,12 +177,12 @@ export function shutdown(w: Work, now: number, why: string | null): void {
   }
 }
 
-function reconcileSlots(svc: ServiceRecord, wanted: (number | string)[], works: Work[], pass: UpdatePass, ledger: DisruptionLedger, ctx: LoopContext, wake: Wake): void {
+function reconcileSlots(svc: ServiceRecord, wanted: (number | string)[], works: Work[], pass: UpdatePass, ledger: DisruptionLedger, ctx: LoopContext, wake: Wake, gate?: ImagePullGate): void {
   const wantedKeys = new Set(wanted.map(String));
   const bySlot = new Map<string, Work[]>();
   for (const w of works) bySlot.set(String(w.rec.slot), [...(bySlot.get(String(w.rec.slot)) ?? []), w]);
   for (const slot of wanted) {
-    const created = reconcileSlot(svc, slot, bySlot.get(String(slot)) ?? [], pass, ledger, ctx, wake);
+    const created = reconcileSlot(svc, slot, bySlot.get(String(slot)) ?? [], pass, ledger, ctx, wake, gate);
     if (created !== undefined) works.push(created);
   }
   for (const [slot, ws] of bySlot) {
@@ -180,7 +192,7 @@ function reconcileSlots(svc: ServiceRecord, wanted: (number | string)[], works: 
 }
 
 /** Converges one wanted slot; returns a task it creates. */
-function reconcileSlot(svc: ServiceRecord, slot: number | string, ws: Work[], pass: UpdatePass, ledger: DisruptionLedger, ctx: LoopContext, wake: Wake): Work | undefined {
+function reconcileSlot(svc: ServiceRecord, slot: number | string, ws: Work[], pass: UpdatePass, ledger: DisruptionLedger, ctx: LoopContext, wake: Wake, gate?: ImagePullGate): Work | undefined {
   const alive = ws.filter((w) => w.rec.desired === 'running').sort((a, b) => a.rec.createdAt - b.rec.createdAt || a.rec.id.localeCompare(b.rec.id));
   for (const w of alive) {
     if (w.view.observed === 'failed') shutdown(w, ctx.now, null);
@@ -203,6 +215,8 @@ function reconcileSlot(svc: ServiceRecord, slot: number | string, ws: Work[], pa
   const why = mustMove(current, pass, startFirst, ledger);
   if (why === null) return undefined;
   if (startFirst) return newTask(svc, slot, pass.target, 0, ctx);
+  // Its replacement goes to another node: the stop waits (bounded) until the image is there.
+  if (gate?.mustWait(current.rec, pass.target) === true) return undefined;
   shutdown(current, ctx.now, why);
   return undefined;
 }

@@ -125,6 +125,7 @@ export class Supervisor {
       ...(this.renewals !== undefined ? { renewals: this.renewals } : {}),
       ...(this.opts.observeLoops !== undefined ? { observe: this.opts.observeLoops } : {}),
       ...(this.opts.jobClockHold !== undefined ? { jobClockHold: this.opts.jobClockHold } : {}),
+      featureLevel: () => n.featureLevel,
     }, term);
     this.run = run;
     this.runs++;

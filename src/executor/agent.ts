@@ -39,6 +39,7 @@ import { pullProgressText, type PullProgress } from './pull-progress.ts';
 import { deliverSecrets, retainSecretFiles, type SecretDelivery } from './secret-delivery.ts';
 import type { TaskNetworks } from './task-networks.ts';
 import type { Logger } from '../log.ts';
+import type { ImagePullRequest } from '../resources/image-pulls.ts';
 
 export type { AgentAssignment } from './plan-reconcile.ts';
 export type { NodeRuntimeReport } from './runtime-reporter.ts';
@@ -50,6 +51,8 @@ export interface NodeAssignments {
   node: NodeRecord | null;
   /** Every task whose nodeId is this node, desired running or shutdown, with its service and the agent's last applied report. */
   tasks: AgentAssignment[];
+  /** Pulls the leader asks of this node before it stops a task elsewhere (image-pulls.ts); absent: none. */
+  imagePulls?: ImagePullRequest[];
 }
 
 /** This node's applied store (never a linearizable read: the agent takes a barrier when it must). */
@@ -64,7 +67,23 @@ export interface AgentView {
  * with the reports' (all of one epoch); it rejects with `{code: 'stale_epoch'}` when the epoch
  * was raised, or another error (no_leader, timeout) to be retried.
  */
-export interface AgentWriter extends StatusWriter, RuntimeStatusWriter {}
+export interface AgentWriter extends StatusWriter, RuntimeStatusWriter {
+  /**
+   * Writes the state of a pull the leader asked of this node (image-pulls.ts): a compare-and-set
+   * on the request (same task, image and node) and on the node's epoch. Absent: such requests are
+   * not answered (the leader's wait then runs out).
+   */
+  reportImagePull?(update: ImagePullUpdate): Promise<void>;
+}
+
+/** What a node says of a pull asked of it. */
+export interface ImagePullUpdate {
+  taskId: string;
+  image: string;
+  nodeEpoch: number;
+  state: 'pulling' | 'present' | 'failed';
+  message: string | null;
+}
 
 /** The process's one logger interface (src/log.ts). */
 export type AgentLog = Logger;
@@ -168,6 +187,10 @@ export const pullProgressIntervalMs = 1_000;
 
 export class Agent {
   private readonly limits: AgentLimits;
+  /** The pulls asked of this node, as the last pass read them (image-pulls.ts). */
+  private imagePulls: ImagePullRequest[] = [];
+  /** Pulls answered (request's task id → image), not run again while the request stays. */
+  private readonly imagePullsDone = new Map<string, string>();
   private readonly queue: TaskWorkQueue;
   private readonly reporter: StatusReporter;
   private readonly runtimeReporter: RuntimeReporter;
@@ -311,6 +334,7 @@ export class Agent {
       if (quorum === 'yes') this.restarts.clear();
     }
     if (!this.closed) this.applyPlan(plan);
+    if (!this.closed) this.startImagePulls(first.node);
     const node = first.node;
     this.lease?.want(plan.leaseWanted && node !== null ? node.epoch : null);
   }
@@ -331,6 +355,7 @@ export class Agent {
     this.killUncovered(containers, 'the node holds no lease that covers it');
     await retainSecretFiles(this.opts.secrets, containers, busyBefore, this.opts.log);
     const snap = this.opts.view.assignments(owner.nodeId);
+    this.imagePulls = snap.imagePulls ?? [];
     this.runtimeReporter.want({ status: 'up', error: null, kind: runtime.kind }, snap.node?.runtime ?? null);
     const taskIds = new Set(snap.tasks.map((a) => a.task.id));
     const containerIds = new Set(containers.map((c) => c.id));
@@ -397,6 +422,65 @@ export class Agent {
       this.noQuorumLogged = true;
       return 'no';
     }
+  }
+
+  /**
+   * Pulls the leader asked of this node before it stops a task on another node (image-pulls.ts,
+   * src/control/image-pull-gate.ts), each under its own key in the work queue: the state goes
+   * back through the store, `pulling` with the pull's progress, then `present` or `failed`.
+   */
+  private startImagePulls(node: NodeRecord | null): void {
+    const report = this.opts.writer.reportImagePull;
+    if (report === undefined || node === null) return;
+    for (const r of this.imagePulls) {
+      if (r.nodeId !== this.opts.owner.nodeId || r.nodeEpoch !== node.epoch || r.state === 'present' || r.state === 'failed') continue;
+      const key = `image-pull:${r.taskId}`;
+      if (!this.queue.hasRoom()) break;
+      if (this.queue.isBusy(key) || this.imagePullsDone.get(r.taskId) === r.image) continue;
+      this.queue.run(key, (call) => this.imagePullOp(r, call), (thrown) => {
+        if (thrown !== undefined) this.opts.log.error(`agent: ${key} failed unexpectedly: ${errorText(thrown)}`);
+        this.kick();
+      });
+    }
+    const asked = new Set(this.imagePulls.map((r) => r.taskId));
+    for (const id of this.imagePullsDone.keys()) if (!asked.has(id)) this.imagePullsDone.delete(id);
+  }
+
+  private async imagePullOp(r: ImagePullRequest, call: Call): Promise<void> {
+    const send = (state: ImagePullUpdate['state'], message: string | null): Promise<boolean> => (this.opts.writer.reportImagePull?.({ taskId: r.taskId, image: r.image, nodeEpoch: r.nodeEpoch, state, message }) ?? Promise.resolve())
+      .then(() => true, (err: unknown) => {
+        this.opts.log.warn(`agent: reporting the pull of ${r.image} (before task ${r.taskId} stops) failed: ${errorText(err)}`);
+        return false;
+      });
+    const pullMs = Math.min(this.limits.pullTimeoutMs, prePullTimeoutMs);
+    let outcome: { state: 'present' | 'failed'; message: string | null };
+    const pull = await this.pullAuthIfAbsent(r.image, r.pullsWith, r.taskId, call);
+    if (!pull.ok) {
+      outcome = { state: 'failed', message: pull.message };
+    } else {
+      let last = -Infinity;
+      let sent: Promise<unknown> = Promise.resolve();
+      const progress = (p: PullProgress): void => {
+        const now = this.opts.clock.now();
+        if (now - last < pullProgressIntervalMs) return;
+        last = now;
+        sent = sent.then(() => send('pulling', pullProgressText(r.image, p)));
+      };
+      try {
+        const ensured = await call(`pulling ${r.image} before task ${r.taskId} stops on another node`, pullMs + this.limits.callTimeoutMs, () => this.opts.runtime.ensureImage(r.image, pullMs, pull.auth, progress));
+        if (ensured === 'pulled') {
+          this.opts.onImagePulled?.(r.image);
+          this.opts.log.info(`agent: pulled ${r.image} for the task that replaces task ${r.taskId} of another node, before that task stops`);
+        }
+        outcome = { state: 'present', message: null };
+      } catch (err) {
+        this.opts.log.warn(`agent: pulling ${r.image} before task ${r.taskId} stops on another node failed: ${errorText(err)}`);
+        outcome = { state: 'failed', message: errorText(err) };
+      }
+      await sent;
+    }
+    // Answered: not pulled again while the request stays (a write that failed is tried by the next pass).
+    if (await send(outcome.state, outcome.message)) this.imagePullsDone.set(r.taskId, r.image);
   }
 
   private applyPlan(plan: Plan): void {

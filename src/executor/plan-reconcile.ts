@@ -38,6 +38,8 @@ export interface AgentAssignment {
   service: ServiceRecord | null;
   /** The agent's last report on the task that the store applied; null if none. */
   status: TaskStatus | null;
+  /** Its replacement's image is pulled on another node, where the replacement goes (image-pulls.ts): not here before the stop. */
+  pullElsewhere?: boolean;
 }
 
 export type Quorum = 'unknown' | 'yes' | 'no';
@@ -270,7 +272,7 @@ class Planner {
     const stop = spec === null ? this.input.defaultStop : { signal: spec.stopSignal, graceMs: spec.stopGracePeriodMs };
     // A task shut down for an update to another image: its replacement's image is pulled first.
     const current = a?.service?.spec;
-    const prePull = a?.task.desired === 'shutdown' && current !== undefined && spec !== null && a.service?.specVersion !== a.task.specVersion && current.image !== spec.image
+    const prePull = a?.task.desired === 'shutdown' && a.pullElsewhere !== true && current !== undefined && spec !== null && a.service?.specVersion !== a.task.specVersion && current.image !== spec.image
       ? { image: current.image, pullsWith: registryHostFor(current) } : null;
     this.gated({ type: 'remove', key, containerId: p.c.id, name: p.c.name, reason, stop, shutdownOf, ...(prePull !== null ? { prePull } : {}) });
   }

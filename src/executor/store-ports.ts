@@ -14,14 +14,15 @@ import { encodeCommand, type Compare, type Op } from '../../fsm/index.ts';
 import type { CommandResult, JsonObject } from '../../fsm/types.ts';
 import { ShoalError } from '../errors.ts';
 import type { Proposer } from '../ports/proposer.ts';
-import type { AgentAssignment, AgentView, AgentWriter, NodeAssignments, NodeRuntimeReport } from './agent.ts';
+import type { AgentAssignment, AgentView, AgentWriter, ImagePullUpdate, NodeAssignments, NodeRuntimeReport } from './agent.ts';
+import { imagePullRequestSchema, imagePullsCollection, type ImagePullRequest } from '../resources/image-pulls.ts';
 import { compatCommand, forOlderReaders } from '../resources/record-compat.ts';
 import { isReservedCollection, leasesCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../resources/collections.ts';
 import type { LeaseWriter } from './lease-keeper.ts';
 import type { LeaseRecord } from '../resources/lease.ts';
 import type { NodeMesh, NodeRecord, Platform, TaskStatus } from '../resources/records.ts';
 import { featureLevelSecretsAtRest } from '../base/feature-level.ts';
-import { ControlStateReader } from '../resources/state.ts';
+import { ControlStateReader, type Versioned } from '../resources/state.ts';
 import { jobsCollection } from '../resources/jobs.ts';
 import { ownerOf } from '../resources/task-owner.ts';
 
@@ -38,16 +39,22 @@ export class StoreAgentView implements AgentView {
   assignments(nodeId: string): NodeAssignments {
     const state = this.reader.read();
     const tasks: AgentAssignment[] = [];
+    const pulls = state.imagePulls ?? new Map<string, Versioned<ImagePullRequest>>();
     for (const t of state.tasks.values()) {
       if (t.value.nodeId !== nodeId) continue;
-      tasks.push({ task: t.value, service: ownerOf(state, t.value) ?? null, status: state.statuses.get(t.value.id)?.value ?? null });
+      const elsewhere = pulls.get(t.value.id)?.value.nodeId;
+      tasks.push({
+        task: t.value, service: ownerOf(state, t.value) ?? null, status: state.statuses.get(t.value.id)?.value ?? null,
+        ...(elsewhere !== undefined && elsewhere !== nodeId ? { pullElsewhere: true } : {}),
+      });
     }
-    return { node: state.nodes.get(nodeId)?.value ?? null, tasks };
+    const imagePulls = [...pulls.values()].map((p) => p.value).filter((p) => p.nodeId === nodeId);
+    return { node: state.nodes.get(nodeId)?.value ?? null, tasks, ...(imagePulls.length > 0 ? { imagePulls } : {}) };
   }
 
   subscribe(onChange: () => void): () => void {
     const offEvents = this.store.subscribe((ev) => {
-      if (ev.collection === tasksCollection || ev.collection === nodesCollection || ev.collection === servicesCollection || ev.collection === jobsCollection) onChange();
+      if (ev.collection === tasksCollection || ev.collection === nodesCollection || ev.collection === servicesCollection || ev.collection === jobsCollection || ev.collection === imagePullsCollection) onChange();
     });
     const offRestore = this.store.subscribeRestore(() => onChange());
     return () => {
@@ -113,6 +120,31 @@ export class StoreAgentWriter implements AgentWriter, LeaseWriter {
       const alive = statuses.filter((s) => this.store.get(tasksCollection, s.taskId) !== undefined);
       if (alive.length > 0 && alive.length < statuses.length) await this.reportBatch(alive);
     }
+  }
+
+  /**
+   * The state of a pull the leader asked of this node (image-pulls.ts): one transaction comparing
+   * the node's epoch and the request's revision, so it changes only the request it was about (the
+   * same image, this node, this epoch). A request gone or replaced meanwhile is left alone.
+   */
+  async reportImagePull(u: ImagePullUpdate): Promise<void> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const doc = this.store.get(imagePullsCollection, u.taskId);
+      const cur = doc === undefined ? undefined : imagePullRequestSchema.safeParse(doc.doc).data;
+      if (doc === undefined || cur === undefined || cur.nodeId !== this.me.id || cur.image !== u.image || cur.nodeEpoch !== u.nodeEpoch) return;
+      const next: ImagePullRequest = { ...cur, state: u.state, message: u.message };
+      const r = await this.propose({
+        op: 'txn',
+        compare: [
+          { collection: nodesCollection, id: this.me.id, target: 'value', path: 'epoch', cmp: '=', value: u.nodeEpoch },
+          { collection: imagePullsCollection, id: u.taskId, target: 'rev', cmp: '=', value: doc.rev },
+        ],
+        success: [{ op: 'put', collection: imagePullsCollection, id: u.taskId, doc: next as unknown as JsonObject }], failure: [],
+      });
+      if (!r.ok) throw new ShoalError('internal', `the pull's report was refused: ${r.error.code}: ${r.error.message}`);
+      if (r.kind !== 'txn' || r.succeeded) return;
+    }
+    throw new ShoalError('timeout', `could not report the pull of ${u.image}: its request kept changing`);
   }
 
   /**

@@ -13,7 +13,7 @@
 import { z } from 'zod';
 import { jobSpecSchema, type JobSpec } from './spec/job-spec.ts';
 import { type Assert, type Same, type ServiceSpec } from './spec/service-spec.ts';
-import type { ServiceRecord } from './records.ts';
+import { imagePlatformsSchema, type ImagePlatforms, type ServiceRecord } from './records.ts';
 
 /** Job records (JobRecord), by job name. Written by `apply`, suspend/resume, and the leader's job loop. */
 export const jobsCollection = 'shoal.jobs';
@@ -36,6 +36,11 @@ export interface JobRecord {
   lastScheduledAt: number | null;
   /** The apply source that created it (as a service's), or null. */
   source: string | null;
+  /**
+   * What the spec's pinned image offers (issue 40), written by apply as a service's: its runs are
+   * placed only on nodes of one of these platforms. Absent: not known (not pinned, or an older release).
+   */
+  imagePlatforms?: ImagePlatforms[];
   createdAt: number;
   updatedAt: number;
 }
@@ -86,6 +91,7 @@ export const jobRecordSchema = z.object({
   scheduleFrom: nat,
   lastScheduledAt: nat.nullable(),
   source: z.string().min(1).max(128).nullable(),
+  imagePlatforms: imagePlatformsSchema.optional(),
   createdAt: nat,
   updatedAt: nat,
 }).strict().refine((r) => r.name === r.spec.name, { path: ['name'], message: 'must equal spec.name' });
@@ -177,6 +183,8 @@ export function jobAsService(job: JobRecord, specVersion: number = job.specVersi
   return {
     name: job.name, spec, specVersion, previousSpec: null, previousSpecVersion: null,
     updateStatus: { state: 'none', startedAt: null, completedAt: null, message: null }, source: job.source, forcedDisruptions: [],
+    // Placement reads them as a service's (placement.ts): a run goes only where the image runs.
+    ...(job.imagePlatforms !== undefined ? { imagePlatforms: job.imagePlatforms } : {}),
     createdAt: job.createdAt, updatedAt: job.updatedAt,
   };
 }

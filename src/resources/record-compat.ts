@@ -36,6 +36,7 @@ import type { JsonObject, JsonValue } from '../../fsm/types.ts';
 import { featureLevelContainerSettings, featureLevelDisruptionBudget, featureLevelJobs, featureLevelPlatformConstraints, featureLevelSecretsAtRest, featureLevelWorkloadNetwork } from '../base/feature-level.ts';
 import { jobRunsCollection, jobsCollection } from './jobs.ts';
 import { stacksCollection } from './stacks.ts';
+import { imagePullsCollection } from './image-pulls.ts';
 import { controlFeatureLevel, nodesCollection, registriesCollection, secretsCollection, servicesCollection } from './collections.ts';
 import { firewallPoliciesCollection, networksCollection } from './network-resources.ts';
 import { clusterKeyHoldersCollection, clusterKeysCollection } from './cluster-keyring.ts';
@@ -123,6 +124,8 @@ function putLevel(collection: string, doc: JsonValue): number {
   if (newerCollections.has(collection)) return featureLevelWorkloadNetwork;
   if (!isObject(doc)) return 0;
   if (collection === nodesCollection) return doc.platform !== undefined ? featureLevelSecretsAtRest : doc.mesh !== undefined ? featureLevelWorkloadNetwork : 0;
+  // Issue 40: what a job's pinned image offers (a level-5 job schema has no such field).
+  if (collection === jobsCollection) return doc.imagePlatforms !== undefined ? featureLevelSecretsAtRest : 0;
   if (collection !== servicesCollection) return 0;
   return Math.max(levelOfFields(doc, newerServiceFields), levelOfFields(doc.spec, newerSpecFields), levelOfFields(doc.previousSpec, newerSpecFields));
 }
@@ -170,9 +173,11 @@ function hasNewerConstraint(v: JsonValue | undefined, depth: number): boolean {
   return Object.values(v).some((x) => hasNewerConstraint(x, depth + 1));
 }
 
-/** Writes that only a release of level 6 reads: a sealed secret, the keyring, the key holders, a registry login. */
+/** Writes that only a release of level 6 reads: a sealed secret, the keyring, the key holders, a registry login, a pull request. */
 function putNeedsSecretsLevel(collection: string, doc: JsonValue): boolean {
   if (collection === clusterKeysCollection || collection === clusterKeyHoldersCollection || collection === registriesCollection) return true;
+  // Issue 40: a pull before a stop on another node (image-pulls.ts).
+  if (collection === imagePullsCollection) return true;
   return collection === secretsCollection && isObject(doc) && doc.sealed !== undefined;
 }
 

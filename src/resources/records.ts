@@ -279,6 +279,9 @@ export const platformSchema = z.object({
   os: z.string().min(1).max(32), architecture: z.string().min(1).max(32), variant: z.string().min(1).max(32).optional(),
 }).strict();
 
+/** What a service's (or a job's, jobs.ts) pinned images offer: at most the spec's and the previous spec's. */
+export const imagePlatformsSchema = z.array(z.object({ image: nonEmpty, platforms: z.array(platformSchema).max(64) }).strict()).max(2);
+
 export const nodeRecordSchema = z.object({
   id: nonEmpty,
   name: nonEmpty,
@@ -324,7 +327,7 @@ export const serviceRecordSchema = z.object({
   source: z.string().min(1).max(128).nullable(),
   // Records written before disruption budgets existed have none.
   forcedDisruptions: z.array(forcedDisruptionSchema).max(forcedDisruptionsMax).default([]),
-  imagePlatforms: z.array(z.object({ image: nonEmpty, platforms: z.array(platformSchema).max(64) }).strict()).max(2).optional(),
+  imagePlatforms: imagePlatformsSchema.optional(),
   createdAt: logTime,
   updatedAt: logTime,
 }).strict().refine((r) => r.name === r.spec.name, { path: ['name'], message: 'must equal spec.name' })

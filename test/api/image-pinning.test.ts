@@ -95,6 +95,8 @@ describe('pinning beyond /v1/apply of a service', () => {
     expect((res.json() as { images: unknown[] }).images).toEqual([{ job: 'backup', requested: 'reg.lan/team/backup:1', image: `reg.lan/team/backup:1@${digest('5')}`, outcome: 'resolved', digest: digest('5'), platforms: [{ os: 'linux', architecture: 'amd64' }] }]);
     const jobImage = async () => (await get<{ spec: { image: string } }>('/v1/jobs/backup')).spec.image;
     expect(await jobImage()).toBe(`reg.lan/team/backup:1@${digest('5')}`);
+    // What the image offers goes into the job record, for its runs' placement (as a service's).
+    expect((await get<{ doc: { imagePlatforms?: unknown } }>('/v1/docs/shoal.jobs/backup')).doc.imagePlatforms).toEqual([{ image: `reg.lan/team/backup:1@${digest('5')}`, platforms: [{ os: 'linux', architecture: 'amd64' }] }]);
     s.runtime!.publish('reg.lan/team/backup:1', digest('6'));
     const again = await s.app.inject({ method: 'POST', url: '/v1/apply', payload: { text } });
     expect((again.json() as { jobs: Array<{ outcome: string }>; images: Array<{ outcome: string }> })).toMatchObject({ jobs: [{ outcome: 'unchanged' }], images: [{ outcome: 'kept' }] });

@@ -47,11 +47,11 @@ function attach(t: TestNode, runtime: MemoryRuntime): Member {
   return { t, store, control, runtime, passes };
 }
 
-async function start(): Promise<void> {
+async function start(runtime: { pullDelayMs?: number } = {}): Promise<void> {
   cluster = new MemoryCluster({ stateMachine: () => new DocumentStore() });
   await cluster.start();
   await cluster.waitForLeader();
-  members = cluster.nodes.map((t) => attach(t, new MemoryRuntime({ clock: systemClock, pullAny: true, idPrefix: `${t.id}-` })));
+  members = cluster.nodes.map((t) => attach(t, new MemoryRuntime({ clock: systemClock, pullAny: true, idPrefix: `${t.id}-`, ...runtime })));
 }
 
 async function apply(yaml: string): Promise<void> {
@@ -191,5 +191,35 @@ describe('the control plane, in process', () => {
       return r.length === 3 && r.every((x) => x.node !== target.t.id);
     }, 20_000);
     expect((await target.runtime.list({ 'io.shoal.node': target.t.id })).filter((c) => c.state === 'running')).toEqual([]);
+  });
+
+  // Issue 40: each node has its own image store here, so a move pulls on the node it goes to.
+  it('a drain\'s stop-first move pulls the image on the node it goes to before the old task stops, through the store', async () => {
+    await start({ pullDelayMs: 1_500 });
+    const leader = await (cluster as MemoryCluster).waitForLeader();
+    await waitFor('feature level 6 (the pull requests)', () => leader.node.featureLevel >= 6, 10_000);
+    await apply(web.replace('replicas: 3', 'replicas: 1').replace('busybox:local', 'reg.lan/app:1'));
+    const lm = members.find((m) => m.t === leader) as Member;
+    await waitFor('one task running', () => running(stateOf(lm), 'web').length === 1, 10_000);
+    const from = members.find((m) => m.t.id === running(stateOf(lm), 'web')[0]?.node) as Member;
+    const old = [...stateOf(lm).tasks.values()].find((t) => t.value.desired === 'running')?.value;
+    const rec = stateOf(lm).nodes.get(from.t.id);
+    if (rec === undefined || old === undefined) throw new Error('no node record or task');
+    const { result } = await leader.node.propose(encodeCommand({ cmd: { op: 'put', collection: 'shoal.nodes', id: from.t.id, doc: { ...rec.value, availability: 'drain' } as never, expect: { rev: rec.rev } }, ts: Date.now() }), { featureLevel: controlFeatureLevel });
+    expect((result as CommandResult).ok).toBe(true);
+    // The request names another node, which pulls while the old task runs on.
+    await waitFor('the other node pulling', () => stateOf(lm).imagePulls?.get(old.id)?.value.state === 'pulling', 10_000);
+    const request = stateOf(lm).imagePulls?.get(old.id)?.value;
+    expect(request).toMatchObject({ service: 'web', image: 'reg.lan/app:1', message: expect.stringMatching(/^pulling reg\.lan\/app:1/) });
+    expect(request?.nodeId).not.toBe(from.t.id);
+    expect((await from.runtime.list({ 'io.shoal.node': from.t.id })).filter((c) => c.state === 'running')).toHaveLength(1);
+    const to = members.find((m) => m.t.id === request?.nodeId) as Member;
+    await waitFor('the task moved where the image was pulled, and the request gone', () => {
+      const r = running(stateOf(lm), 'web');
+      return r.length === 1 && r[0]?.node === to.t.id && stateOf(lm).imagePulls?.has(old.id) === false;
+    }, 20_000);
+    // The node it went to pulled once, before the stop; the old node only for its own first start.
+    expect(to.runtime.pullAuths.map((p) => p.image)).toEqual(['reg.lan/app:1']);
+    expect(from.runtime.pullAuths.map((p) => p.image)).toEqual(['reg.lan/app:1']);
   });
 });

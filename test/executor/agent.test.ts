@@ -231,6 +231,56 @@ describe('agent: removal', () => {
     await agent.close();
   });
 
+  // Issue 40: the replacement goes to another node (image-pulls.ts): that node pulls, the old one does not.
+  it('pulls an image the leader asks for before a task of another node stops, and says so through the store with its progress', async () => {
+    const clock = new ManualClock();
+    const store = new FakeStore(clock);
+    const runtime = new MemoryRuntime({ clock, images: ['busybox:local'], pullable: ['app:2'], pullDelayMs: 5_000 });
+    const log = new MemoryLog();
+    store.addNode('n1');
+    store.addNode('n2');
+    const agent = startAgent(store, runtime, log, 'n2', { pullTimeoutMs: 10_000 });
+    await run(clock, 500);
+    store.askPull('t1', 'n2', 'app:2');
+    await run(clock, 2_000);
+    expect(store.imagePulls.get('t1')).toMatchObject({ state: 'pulling', message: expect.stringMatching(/^pulling app:2: /) });
+    expect(runtime.hasImage('app:2')).toBe(false);
+    await run(clock, 4_000);
+    expect(runtime.hasImage('app:2')).toBe(true);
+    expect(store.imagePulls.get('t1')).toMatchObject({ state: 'present', message: null });
+    // Answered once: not pulled again while the request stays.
+    const reports = store.imagePullReports.length;
+    await run(clock, 3_000);
+    expect(store.imagePullReports).toHaveLength(reports);
+    // One it cannot pull is answered `failed` with the reason: the leader's stop goes on.
+    store.askPull('t2', 'n2', 'absent/app:3');
+    await run(clock, 12_000);
+    expect(store.imagePulls.get('t2')).toMatchObject({ state: 'failed', message: expect.stringContaining('absent/app:3') });
+    await agent.close();
+  });
+
+  it('does not pull before the stop a replacement image that another node pulls', async () => {
+    const clock = new ManualClock();
+    const store = new FakeStore(clock);
+    const runtime = new MemoryRuntime({ clock, images: ['busybox:local'], pullable: ['app:2'], pullDelayMs: 5_000 });
+    const log = new MemoryLog();
+    store.addNode('n1');
+    store.addNode('n2');
+    const v1 = spec({ command: ['sleep', '3600'] });
+    const service = store.addService(v1);
+    store.assign('t1', 'web', 'n1');
+    const agent = startAgent(store, runtime, log);
+    await run(clock, 1000);
+    store.addService({ ...v1, image: 'app:2' }, { specVersion: 2, previousSpec: v1, previousSpecVersion: 1, createdAt: service.createdAt });
+    store.askPull('t1', 'n2', 'app:2');
+    store.update('t1', { desired: 'shutdown' });
+    await run(clock, 1000);
+    expect(runtime.all()).toEqual([]);
+    expect(runtime.hasImage('app:2')).toBe(false);
+    expect(log.matching(/before stopping task t1/)).toEqual([]);
+    await agent.close();
+  });
+
   it('stops the task anyway when the replacement image cannot be pulled', async () => {
     const clock = new ManualClock();
     const store = new FakeStore(clock);

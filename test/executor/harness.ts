@@ -4,7 +4,8 @@
 
 import type { NodeRecord, ServiceRecord, TaskRecord, TaskStatus } from '../../src/resources/records.ts';
 import type { ServiceSpec } from '../../src/resources/spec/index.ts';
-import { Agent, type AgentLimits, type AgentLog, type AgentView, type AgentWriter, type NodeAssignments, type NodeRuntimeReport } from '../../src/executor/agent.ts';
+import { Agent, type AgentLimits, type AgentLog, type AgentView, type AgentWriter, type ImagePullUpdate, type NodeAssignments, type NodeRuntimeReport } from '../../src/executor/agent.ts';
+import type { ImagePullRequest } from '../../src/resources/image-pulls.ts';
 import type { Runtime } from '../../src/executor/runtime.ts';
 import { ManualClock } from '../../src/executor/manual-clock.ts';
 import { node as nodeRecord, task as taskRecord } from '../control/fixtures.ts';
@@ -33,6 +34,9 @@ export class FakeStore implements AgentView {
   readonly services = new Map<string, ServiceRecord>();
   readonly tasks = new Map<string, TaskRecord>();
   readonly statuses = new Map<string, TaskStatus>();
+  /** Pulls the leader asked of a node before a stop elsewhere (image-pulls.ts), and every state a node reported of them. */
+  readonly imagePulls = new Map<string, ImagePullRequest>();
+  readonly imagePullReports: ImagePullUpdate[] = [];
   /** Every accepted batch of task reports, with the clock's time when it was written. */
   readonly writes: { atMs: number; statuses: TaskStatus[] }[] = [];
   /** Every attempt to write task reports, accepted or not. */
@@ -122,7 +126,30 @@ export class FakeStore implements AgentView {
     const tasks = [...this.tasks.values()]
       .filter((t) => t.nodeId === nodeId && !this.lagging.has(t.id))
       .map((task) => ({ task, service: this.services.get(task.service) ?? null, status: this.statuses.get(task.id) ?? null }));
-    return { node: this.frozenNodes.get(nodeId) ?? this.nodes.get(nodeId) ?? null, tasks };
+    const pulls = [...this.imagePulls.values()];
+    const withElsewhere = tasks.map((a) => (pulls.some((p) => p.taskId === a.task.id && p.nodeId !== nodeId) ? { ...a, pullElsewhere: true } : a));
+    const mine = pulls.filter((p) => p.nodeId === nodeId);
+    return { node: this.frozenNodes.get(nodeId) ?? this.nodes.get(nodeId) ?? null, tasks: withElsewhere, ...(mine.length > 0 ? { imagePulls: mine } : {}) };
+  }
+
+  /** The leader asks `nodeId` to pull `image` before task `taskId` stops. */
+  askPull(taskId: string, nodeId: string, image: string): void {
+    this.imagePulls.set(taskId, {
+      taskId, service: 'web', nodeId, nodeEpoch: this.nodes.get(nodeId)?.epoch ?? 0, image, pullsWith: 'docker.io',
+      requestedAt: this.clock.now(), state: 'requested', message: null, updatedAt: this.clock.now(),
+    });
+    this.changed();
+  }
+
+  async reportImagePull(nodeId: string, u: ImagePullUpdate): Promise<void> {
+    await Promise.resolve();
+    if (!this.quorum) throw new RefusedWrite('no_leader');
+    const cur = this.imagePulls.get(u.taskId);
+    if (cur === undefined || cur.nodeId !== nodeId || cur.image !== u.image) return;
+    if (this.nodes.get(nodeId)?.epoch !== u.nodeEpoch) throw new RefusedWrite('stale_epoch');
+    this.imagePulls.set(u.taskId, { ...cur, state: u.state, message: u.message });
+    this.imagePullReports.push(u);
+    this.changed();
   }
 
   subscribe(onChange: () => void): () => void {
@@ -171,6 +198,7 @@ export class FakeStore implements AgentView {
     return {
       reportTaskStatus: (statuses) => this.reportTaskStatus(statuses),
       reportNodeRuntime: (report) => this.reportNodeRuntime(nodeId, report),
+      reportImagePull: (u) => this.reportImagePull(nodeId, u),
     };
   }
 

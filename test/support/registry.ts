@@ -12,6 +12,7 @@
 // back to plain HTTP and reports that failure instead of the registry's answer.
 
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import net from 'node:net';
@@ -19,6 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type Docker from 'dockerode';
+import { testImage } from '../executor/test-image.ts';
 
 const run = promisify(execFile);
 
@@ -46,6 +48,8 @@ export class TestRegistry {
   private proc: ChildProcess | undefined;
   private ca = '';
   private certsDir = '';
+  /** certs.d directories of other HOST:PORTs that reach this registry (a throttling proxy), removed by close(). */
+  private readonly aliasDirs: string[] = [];
   private log = '';
   private readonly dir = mkdtempSync(path.join(os.tmpdir(), 'shoal-registry-'));
 
@@ -126,6 +130,20 @@ export class TestRegistry {
     return ref;
   }
 
+  /** The registry's address and port (Docker's bridge gateway, a free port). */
+  get address(): { host: string; port: number } {
+    const [host, port] = this.host.split(':');
+    return { host: host ?? '', port: Number(port) };
+  }
+
+  /** Makes dockerd trust the registry's CA at another HOST:PORT too (a proxy in front of it, same IP). */
+  trustAlias(hostPort: string): void {
+    const dir = path.join('/etc/docker/certs.d', hostPort);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(path.join(dir, 'ca.crt'), this.ca);
+    this.aliasDirs.push(dir);
+  }
+
   /** Takes the CA out of dockerd's certs.d: pulls fail on the certificate until trust(). */
   async untrust(): Promise<void> {
     rmSync(path.join(this.certsDir, 'ca.crt'), { force: true });
@@ -147,6 +165,22 @@ export class TestRegistry {
       if (p.exitCode === null) p.kill('SIGKILL');
     }
     if (this.certsDir !== '') rmSync(this.certsDir, { recursive: true, force: true });
+    for (const d of this.aliasDirs.splice(0)) rmSync(d, { recursive: true, force: true });
     rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Builds an image of the test image plus `sizeMiB` of random bytes (a layer of its own, so a pull
+ * must download it), tagged `tag`; with the classic builder (no BuildKit needed).
+ */
+export async function buildSizedImage(tag: string, sizeMiB: number): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'shoal-sized-image-'));
+  try {
+    writeFileSync(path.join(dir, 'blob'), randomBytes(Math.round(sizeMiB * 2 ** 20)));
+    writeFileSync(path.join(dir, 'Dockerfile'), `FROM ${testImage}\nCOPY blob /blob\n`);
+    await run('docker', ['build', '-q', '-t', tag, dir], { env: { ...process.env, DOCKER_BUILDKIT: '0' } });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 }

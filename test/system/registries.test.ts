@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TaskItem } from '../../src/api/control-views.ts';
 import { ensureBusyboxImage } from '../../src/executor/busybox-image.ts';
 import { ensureTestImage, testImage } from '../executor/test-image.ts';
-import { TestRegistry } from '../support/registry.ts';
+import { buildSizedImage, TestRegistry } from '../support/registry.ts';
+import { ThrottleProxy } from '../support/throttle-proxy.ts';
 import { DockerSystem, serviceDoc } from './docker-system.ts';
 
 const registry = new TestRegistry();
@@ -171,6 +172,51 @@ describe('a private registry with TLS and a login', () => {
       .filter((e) => e.id.startsWith(`${registry.host}/team/app`));
     expect(pulls.length, text).toBeGreaterThanOrEqual(1);
     expect(BigInt(pulls[0]!.timeNano) < oldDie!.timeNs, 'the new image was pulled before the old container stopped').toBe(true);
+  }, 240_000);
+
+  it('from a slow registry, the old task of a stop-first update still runs while the new image downloads', async () => {
+    // The registry through a proxy that holds the download while the test looks (not timed).
+    const proxy = new ThrottleProxy(registry.address, 1024 * 1024);
+    let host = '';
+    try {
+      host = `${registry.address.host}:${await proxy.start(registry.address.host)}`;
+      registry.trustAlias(host);
+      const login = await call('PUT', `/v1/registries/${host}`, { username: registry.username, password: registry.password });
+      expect(login.status, login.text).toBe(200);
+      const src = 'shoal-test/registry-slow:local';
+      await buildSizedImage(src, 1);
+      await registry.push(sys.docker, src, 'team/slow', 'v1');
+      await sys.docker.getImage(src).remove();
+      const next = `${host}/team/slow:v1`;
+      pulled.push(next);
+      const doc = (img: string) => serviceDoc('slow', { image: img, replicas: 1, update: { order: 'stop-first', parallelism: 1 } });
+      await sys.apply(doc(image));
+      await sys.waitConverged('slow', 90_000);
+      const running = (await sys.containers('slow')).filter((c) => c.running).map((c) => c.id);
+      expect(running).toHaveLength(1);
+      proxy.hold();
+      // Not pinned at apply (its resolution would go through the held proxy): the tag as written.
+      const a = await sys.api<unknown>('POST', '/v1/apply?resolveImage=never', { documents: [doc(next)] });
+      expect(a.status).toBe(200);
+      // The node's pull has reached the registry and waits for its answer: the old task still runs.
+      await sys.waitFor('the pull under way', async () => (proxy.connections > 0 ? true : undefined), 60_000);
+      expect((await sys.containers('slow')).filter((c) => c.running).map((c) => c.id)).toEqual(running);
+      // Its task may be asked to stop already (the pull comes first), but it runs, and no new one does.
+      const during = await sys.service('slow');
+      expect(during.tasks.filter((t) => t.observed === 'running').map((t) => t.record.specVersion)).toEqual([1]);
+      proxy.release();
+      const end = await sys.waitFor('the update done', async () => {
+        const s = await sys.service('slow');
+        return s.service.record.specVersion === 2 && s.service.status.converged ? s : undefined;
+      }, 120_000);
+      expect(end.service.record.spec.image).toBe(next);
+      expect(proxy.bytesSent).toBeGreaterThan(1024 * 1024);
+    } finally {
+      proxy.release();
+      await proxy.close();
+      // The logout case below expects the registry's own login alone.
+      if (host !== '') await call('DELETE', `/v1/registries/${host}`);
+    }
   }, 240_000);
 
   it('an image index for two platforms runs on the nodes of the one they have; one of a platform no node has is refused with the reason', async () => {
