@@ -74,7 +74,7 @@ describe('backups on a directory target', () => {
 
     const file = path.join(root, id, storeFileName);
     const bytes = readFileSync(file);
-    bytes[3] ^= 1;
+    bytes[3] = (bytes[3] ?? 0) ^ 1;
     writeFileSync(file, bytes);
     const bad = await verifyBackup(io, id);
     expect(bad.ok).toBe(false);
