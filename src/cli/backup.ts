@@ -120,7 +120,7 @@ ${commonFlagsHelp}
 With --json prints {target, id, ok, bytes, files} (POST /v1/backups/ID/verify).
 ${clientExitCodes} A damaged backup exits 1 (backup_damaged; details.problems names each file).`;
 
-const targetGroup: Group = {
+export const backupTargetGroup: Group = {
   name: 'backup target',
   about: 'Where backups go: a directory on the node (a NAS mount) or an SFTP server.',
   subcommands: {
@@ -135,7 +135,7 @@ export const backupGroup: Group = {
   about: `Backups off the cluster, to a NAS directory or an SFTP server, on demand or on a schedule;
 restore one onto new machines with 'shoal restore'. docs/operations.md ("Backups").`,
   subcommands: {
-    target: { summary: 'add, ls, rm: where backups go', help: groupHelp(targetGroup), run: (argv) => runGroup(targetGroup, argv) },
+    target: { summary: 'add, ls, rm: where backups go', help: groupHelp(backupTargetGroup), run: (argv) => runGroup(backupTargetGroup, argv) },
     now: { summary: 'take a backup now', help: backupNowHelp, run: nowCommand },
     ls: { summary: 'list the backups on a target', help: backupLsHelp, run: lsCommand },
     verify: { summary: 'read a backup back and check every digest', help: backupVerifyHelp, run: verifyCommand },
