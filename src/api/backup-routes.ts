@@ -11,9 +11,10 @@
 //   GET    /v1/backups?target=T        the backups on a target
 //   POST   /v1/backups/{id}/verify     {target?}: read it back whole and check every digest
 
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { verifyBackup, listBackups } from '../node/backup/backup-store.ts';
+import type { TargetIo } from '../node/backup/target-io.ts';
 import { readStatus, readTarget, readTargets, type BackupRunner } from '../node/backup/backup-runner.ts';
 import { backupIdPattern } from '../node/backup/backup-format.ts';
 import {
@@ -92,40 +93,55 @@ function targetFor(ctx: ApiContext, name: string | undefined): BackupTarget {
   throw new ShoalError('bad_request', all.length === 0 ? 'there is no backup target; add one with: shoal backup target add NAME --dir PATH' : `there are ${all.length} backup targets (${all.map((t) => t.name).join(', ')}); name one with --target`);
 }
 
+type TargetBody = z.infer<typeof backupTargetBody>;
+
+/** Writes the target and, in the same transaction, its credential as a sealed secret (or removes the old one). */
+async function putTarget(ctx: ApiContext, req: FastifyRequest, name: string, b: TargetBody): Promise<{ outcome: 'created' | 'updated'; target: BackupTargetView; rev: number | null }> {
+  const credential = b.sftp === undefined ? undefined : Buffer.from(b.sftp.password ?? b.sftp.privateKey ?? '', 'utf8');
+  try {
+    const w = await decideAndWrite(ctx, req, `adding backup target ${name}`, () => {
+      const cur = ctx.store.get(backupTargetsCollection, name);
+      const now = ctx.node.logTimeNow();
+      const secret = backupTargetSecretName(name);
+      const curSecret = ctx.store.get(secretsCollection, secret);
+      const changes: Change[] = [];
+      let sealed = true;
+      if (credential !== undefined) {
+        const seal = sealerFor(ctx, secret);
+        sealed = seal !== null;
+        const next = writeSecret(secret, credential, now, secretInStore(ctx.store, secret), seal);
+        if (next !== null) changes.push(putChange(secretsCollection, secret, next, curSecret?.rev ?? null));
+      } else if (curSecret !== undefined) changes.push(deleteChange(secretsCollection, secret, curSecret.rev));
+      const createdAt = typeof cur?.doc.createdAt === 'number' ? cur.doc.createdAt : now;
+      const target: BackupTarget = {
+        name, ...(b.dir !== undefined ? { dir: b.dir } : {}),
+        ...(b.sftp !== undefined ? { sftp: { user: b.sftp.user, host: b.sftp.host, port: b.sftp.port, path: b.sftp.path, hostKey: b.sftp.hostKey, auth: b.sftp.password !== undefined ? 'password' as const : 'key' as const } } : {}),
+        encrypt: b.sftp !== undefined ? true : b.encrypt ?? false, keepDaily: b.keepDaily, keepWeekly: b.keepWeekly, intervalMs: b.everyMs,
+        secret: credential !== undefined ? secret : null, createdAt, updatedAt: now,
+      };
+      changes.push(putChange(backupTargetsCollection, name, target, cur?.rev ?? null));
+      return { plan: noKeyringYet({ changes, compares: [] }, sealed), answer: { outcome: cur === undefined ? 'created' as const : 'updated' as const, target } };
+    });
+    return { outcome: w.answer.outcome, target: viewOf(ctx, w.answer.target), rev: w.rev };
+  } finally {
+    credential?.fill(0);
+  }
+}
+
+/** Opens the target, runs `f` on it, and closes it. */
+async function onTarget<T>(ctx: ApiContext, t: BackupTarget, f: (io: TargetIo) => Promise<T>): Promise<T> {
+  const io = await runnerOf(ctx).open(t);
+  try {
+    return await f(io);
+  } finally {
+    await io.close();
+  }
+}
+
 export const backupRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
   app.put('/v1/backup-targets/:name', { config: { role: 'admin' } }, async (req) => {
     const v = validate({ params: [backupTargetParams, req.params], query: [noQuery, req.query], body: [backupTargetBody, req.body] });
-    const name = v.params.name;
-    const b = v.body;
-    const credential = b.sftp === undefined ? undefined : Buffer.from(b.sftp.password ?? b.sftp.privateKey ?? '', 'utf8');
-    try {
-      const w = await decideAndWrite(ctx, req, `adding backup target ${name}`, () => {
-        const cur = ctx.store.get(backupTargetsCollection, name);
-        const now = ctx.node.logTimeNow();
-        const secret = backupTargetSecretName(name);
-        const curSecret = ctx.store.get(secretsCollection, secret);
-        const changes: Change[] = [];
-        let sealed = true;
-        if (credential !== undefined) {
-          const seal = sealerFor(ctx, secret);
-          sealed = seal !== null;
-          const next = writeSecret(secret, credential, now, secretInStore(ctx.store, secret), seal);
-          if (next !== null) changes.push(putChange(secretsCollection, secret, next, curSecret?.rev ?? null));
-        } else if (curSecret !== undefined) changes.push(deleteChange(secretsCollection, secret, curSecret.rev));
-        const createdAt = typeof cur?.doc.createdAt === 'number' ? cur.doc.createdAt : now;
-        const target: BackupTarget = {
-          name, ...(b.dir !== undefined ? { dir: b.dir } : {}),
-          ...(b.sftp !== undefined ? { sftp: { user: b.sftp.user, host: b.sftp.host, port: b.sftp.port, path: b.sftp.path, hostKey: b.sftp.hostKey, auth: b.sftp.password !== undefined ? 'password' as const : 'key' as const } } : {}),
-          encrypt: b.sftp !== undefined ? true : b.encrypt ?? false, keepDaily: b.keepDaily, keepWeekly: b.keepWeekly, intervalMs: b.everyMs,
-          secret: credential !== undefined ? secret : null, createdAt, updatedAt: now,
-        };
-        changes.push(putChange(backupTargetsCollection, name, target, cur?.rev ?? null));
-        return { plan: noKeyringYet({ changes, compares: [] }, sealed), answer: { outcome: cur === undefined ? 'created' as const : 'updated' as const, target } };
-      });
-      return { outcome: w.answer.outcome, target: viewOf(ctx, w.answer.target), rev: w.rev };
-    } finally {
-      credential?.fill(0);
-    }
+    return await putTarget(ctx, req, v.params.name, v.body);
   });
 
   app.get('/v1/backup-targets', { config: { role: 'reader' } }, async (req) => {
@@ -159,32 +175,26 @@ export const backupRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app,
     const v = validate({ query: [backupListQuery, req.query] });
     await ctx.node.readBarrier();
     const t = targetFor(ctx, v.query.target);
-    const io = await runnerOf(ctx).open(t);
-    try {
+    return await onTarget(ctx, t, async (io) => {
       const items = (await listBackups(io)).map((b) => ({
         id: b.id, ok: b.manifest !== undefined, problem: b.problem ?? null,
         clusterId: b.manifest?.clusterId ?? null, createdAt: b.manifest?.createdAt ?? null, index: b.manifest?.index ?? null,
         bytes: b.manifest?.files.reduce((n, f) => n + f.bytes, 0) ?? null, encrypted: b.manifest === undefined ? null : b.manifest.encryption !== null,
       }));
       return { target: t.name, where: describeTarget(t), items };
-    } finally {
-      await io.close();
-    }
+    });
   });
 
   app.post('/v1/backups/:id/verify', { config: { role: 'reader' } }, async (req) => {
     const v = validate({ params: [backupIdParams, req.params], query: [noQuery, req.query], body: [backupRunBody, req.body ?? {}] });
     await ctx.node.readBarrier();
     const t = targetFor(ctx, v.body.target);
-    const io = await runnerOf(ctx).open(t);
-    try {
+    return await onTarget(ctx, t, async (io) => {
       const r = await verifyBackup(io, v.params.id);
       if (!r.ok) {
         throw new ShoalError('backup_damaged', `backup ${r.id} on ${t.name} is damaged: ${r.problems.map((p) => `${p.file}: ${p.problem}`).join('; ')}`, { target: t.name, id: r.id, problems: r.problems });
       }
       return { target: t.name, id: r.id, ok: true, bytes: r.bytes, files: r.manifest?.files.length ?? 0, clusterId: r.manifest?.clusterId ?? null, index: r.manifest?.index ?? null };
-    } finally {
-      await io.close();
-    }
+    });
   });
 };

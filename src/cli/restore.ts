@@ -49,7 +49,8 @@ checked against its manifest: a damaged backup is refused (backup_damaged) with 
   --port N              SFTP: the port (default 22)
   --password-stdin      SFTP: the password on standard input (then give the recovery key by file)
   --key-file FILE       SFTP: the user's private key
-  --json                print {backup, target, restore: (as shoal snapshot restore --json)}
+  --json                print what shoal snapshot restore --json prints (clusterId, oldClusterId,
+                        credential, secrets, ...)
   -h, --help            show this help
 
 Exit codes: 0 restored; 1 no backup, a damaged one (backup_damaged), a key that does not open it
