@@ -91,7 +91,8 @@ describe('backups off the cluster, restored onto fresh data directories', () => 
     cluster.startAll();
     const leader = await cluster.waitForLeader(60_000);
     const addr = leader.apiAddress;
-    expect((await putJsonSettled(leader, '/v1/secrets/db', { value: secretValue })).status).toBe(200);
+    // Until the cluster has reached the feature level of secrets at rest and its leader made the keyring.
+    await until('the secret is stored, sealed', async () => ((await putJsonSettled(leader, '/v1/secrets/db', { value: secretValue })).status === 200 ? true : undefined));
     const applied = await until('the service is applied', async () => {
       const r = await send(addr, 'POST', '/v1/apply', { text: serviceYaml });
       return r.status === 200 ? r : undefined;
