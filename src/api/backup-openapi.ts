@@ -64,7 +64,7 @@ export function backupPaths(errors: Json): Json {
     },
     '/v1/backups/{id}/verify': {
       post: {
-        summary: 'Read a backup back whole and check every file\'s size and SHA-256 against its manifest; backup_damaged names each bad file (reader)', ...strict,
+        summary: 'Read a backup back whole and check every file\'s size and SHA-256 against its manifest; backup_damaged names each bad file (operator: it reads the whole backup)', ...strict,
         parameters: id, requestBody: body(backupRunBody, false),
         responses: { 200: json({ type: 'object', properties: { target: { type: 'string' }, id: { type: 'string' }, ok: { type: 'boolean' }, bytes: { type: 'integer' }, files: { type: 'integer' }, clusterId: nullable('string'), index: nullable('integer') } }), ...errors },
       },

@@ -185,7 +185,7 @@ export const backupRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app,
     });
   });
 
-  app.post('/v1/backups/:id/verify', { config: { role: 'reader' } }, async (req) => {
+  app.post('/v1/backups/:id/verify', { config: { role: 'operator' } }, async (req) => {
     const v = validate({ params: [backupIdParams, req.params], query: [noQuery, req.query], body: [backupRunBody, req.body ?? {}] });
     await ctx.node.readBarrier();
     const t = targetFor(ctx, v.body.target);

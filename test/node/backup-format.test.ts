@@ -85,7 +85,7 @@ describe('backups on a directory target', () => {
     expect((await verifyBackup(io, '20990101T000000Z-000000000001')).problems[0]?.problem).toMatch(/no such backup/);
   });
 
-  it('a partial backup is never listed, and the next write removes it', async () => {
+  it('a partial backup is never listed, and a later write removes it once it is hours old', async () => {
     const root = tmp();
     const io = new DirTargetIo(root);
     const s = sealBackup(content(new Date('2026-12-06T14:00:00Z'), 7), null);
@@ -98,9 +98,14 @@ describe('backups on a directory target', () => {
     expect(listed.map((b) => [b.id, b.manifest === undefined])).toEqual([['20261205T000000Z-000000000001', true]]);
     expect(listed[0]?.problem).toMatch(/manifest.json: missing/);
 
+    // An hour later it may be another node's write in progress: left alone.
     const s2 = sealBackup(content(new Date('2026-12-06T15:00:00Z'), 8), null);
     await writeBackup(io, s2.manifest, s2.files);
-    expect(readdirSync(root).sort()).toEqual(['20261205T000000Z-000000000001', s2.manifest.id]);
+    expect(readdirSync(root).sort()).toEqual([`${partialPrefix}${s.manifest.id}`, '20261205T000000Z-000000000001', s2.manifest.id]);
+    // Seven hours later it is what a cut-off write left: removed.
+    const s3 = sealBackup(content(new Date('2026-12-06T21:00:00Z'), 9), null);
+    await writeBackup(io, s3.manifest, s3.files);
+    expect(readdirSync(root).sort()).toEqual(['20261205T000000Z-000000000001', s2.manifest.id, s3.manifest.id]);
   });
 
   it('a write that fails leaves nothing listed', async () => {

@@ -3,11 +3,11 @@
 //
 // Atomic: a backup is written into `.partial-<id>/` (each file synced, the manifest last), and
 // only then renamed to `<id>/`. A directory is a backup only under an id's name and with a
-// manifest that parses, so a backup cut off at any point is never listed; the next write removes
-// what such a cut left behind.
+// manifest that parses, so a backup cut off at any point is never listed; a later write removes
+// what such a cut left behind (once it is a few hours old: partialAgeMaxMs).
 
 import {
-  backupIdPattern, decodeManifest, encodeManifest, fileProblem, manifestBytesMax, manifestName, partialPrefix,
+  backupIdPattern, backupIdTime, decodeManifest, encodeManifest, fileProblem, manifestBytesMax, manifestName, partialPrefix,
   type BackupManifest,
 } from './backup-format.ts';
 import type { TargetIo } from './target-io.ts';
@@ -15,9 +15,19 @@ import type { TargetIo } from './target-io.ts';
 /** A stored file larger than this is refused unread (the store's snapshot file is at most 2 GiB). */
 export const backupFileBytesMax = 2 * 1024 ** 3;
 
+/**
+ * A partial backup older than this is what a cut-off write left, and is removed by the next one; a
+ * younger one may be another node writing to the same NAS right now (`backup now` beside the
+ * schedule), and is left alone.
+ */
+export const partialAgeMaxMs = 6 * 3_600_000;
+
 /** Writes a sealed backup (sealBackup) to `io`; returns its id once it is complete and renamed. */
 export async function writeBackup(io: TargetIo, manifest: BackupManifest, files: readonly { name: string; bytes: Uint8Array }[]): Promise<string> {
-  for (const name of await io.list()) if (name.startsWith(partialPrefix)) await io.removeDir(name);
+  for (const name of await io.list()) {
+    const id = name.slice(partialPrefix.length);
+    if (name.startsWith(partialPrefix) && (!backupIdPattern.test(id) || backupIdTime(id) < manifest.createdAt - partialAgeMaxMs)) await io.removeDir(name);
+  }
   const tmp = `${partialPrefix}${manifest.id}`;
   await io.makeDir(tmp);
   try {
