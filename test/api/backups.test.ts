@@ -106,6 +106,31 @@ describe('backup targets and backups', () => {
     expect(JSON.parse(ls.stdout)).toMatchObject({ target: 'nas', items: [{ id: second.id, ok: true }] });
   });
 
+  it('shoal backup target add|ls|rm, now and verify, as a user runs them', async () => {
+    const addr = ['--addr', await listening()];
+    const dir = path.join(root, 'cli');
+    const added = await inProcess('backup', 'target', 'add', 'cli', '--dir', dir, '--every', '24h', '--keep-daily', '2', '--keep-weekly', '1', '--json', ...addr);
+    expect(added.code, added.stderr).toBe(0);
+    expect(JSON.parse(added.stdout)).toMatchObject({ outcome: 'created', target: { name: 'cli', where: dir, kind: 'dir', everyMs: 86_400_000, keepDaily: 2, keepWeekly: 1, encrypt: false } });
+    const tooOften = await inProcess('backup', 'target', 'add', 'cli', '--dir', dir, '--every', '10s', '--json', ...addr);
+    expect(tooOften.code).toBe(1);
+    expect(tooOften.stderr).toContain('at least a minute');
+    const now1 = await inProcess('backup', 'now', '--target', 'cli', ...addr);
+    expect(now1.code, now1.stderr).toBe(0);
+    const id = /^backup (\S+) written to cli: \d+ bytes, index \d+$/m.exec(now1.stdout)?.[1];
+    expect(id, now1.stdout).toBeDefined();
+    const verified = await inProcess('backup', 'verify', id ?? '', '--target', 'cli', ...addr);
+    expect(verified.stdout).toMatch(new RegExp(`^backup ${id} on cli is sound: 2 files, \\d+ bytes read back, every digest matches`));
+    const ls = await inProcess('backup', 'target', 'ls', ...addr);
+    expect(ls.stdout).toMatch(new RegExp(`^cli +${dir} +1440m +2d 1w +${id}`, 'm'));
+    const rm = await inProcess('backup', 'target', 'rm', 'cli', ...addr);
+    expect(rm.stdout).toBe('backup target cli removed; its backups were left where they are\n');
+    expect(readdirSync(dir)).toEqual([id]);
+    const again = await inProcess('backup', 'target', 'rm', 'cli', '--json', ...addr);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('not_found');
+  });
+
   it('a backup target\'s credential is no workload secret: its name is refused and not listed', async () => {
     expectError(await s.app.inject({ method: 'PUT', url: '/v1/secrets/backup-target-nas', payload: { value: 'x' } }), 'bad_request');
   });
