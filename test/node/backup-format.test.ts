@@ -138,8 +138,11 @@ describe('backups on a directory target', () => {
       const s = sealBackup(content(new Date(at), i + 1), null);
       await writeBackup(io, s.manifest, s.files);
     }
-    const removed = await pruneBackups(io, (all) => backupsToKeep(all, { keepDaily: 2, keepWeekly: 0 }));
+    // Another cluster's backup on the same target (the one this cluster was restored from): never pruned here.
+    const other = sealBackup({ ...content(new Date('2026-12-01T10:00:00Z'), 99), clusterId: 'c-other' }, null);
+    await writeBackup(io, other.manifest, other.files);
+    const removed = await pruneBackups(io, 'c-old', (all) => backupsToKeep(all, { keepDaily: 2, keepWeekly: 0 }));
     expect(removed).toEqual(['20261204T100000Z-000000000001', '20261205T100000Z-000000000002']);
-    expect(readdirSync(root).sort()).toEqual(['20261205T110000Z-000000000003', '20261206T100000Z-000000000004']);
+    expect(readdirSync(root).sort()).toEqual([other.manifest.id, '20261205T110000Z-000000000003', '20261206T100000Z-000000000004']);
   });
 });

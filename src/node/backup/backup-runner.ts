@@ -165,7 +165,7 @@ export class BackupRunner {
     const io = await this.open(t);
     try {
       await writeBackup(io, sealed.manifest, sealed.files);
-      const pruned = await pruneBackups(io, (ids) => backupsToKeep(ids, t));
+      const pruned = await pruneBackups(io, this.o.clusterId, (ids) => backupsToKeep(ids, t));
       return { target: t.name, id, index, bytes: sealed.manifest.files.reduce((n, f) => n + f.bytes, 0), encrypted: sealed.manifest.encryption !== null, pruned };
     } finally {
       await io.close();

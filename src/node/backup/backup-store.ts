@@ -108,9 +108,13 @@ export async function verifyBackup(io: TargetIo, id: string, keep = false): Prom
   return { id, ok, manifest: listed.manifest, problems, bytes, ...(keep && ok ? { files } : {}) };
 }
 
-/** Removes the backups `keep` leaves out (backupsToKeep); returns their ids. */
-export async function pruneBackups(io: TargetIo, keep: (ids: readonly string[]) => Set<string>): Promise<string[]> {
-  const ids = (await listBackups(io)).filter((b) => b.manifest !== undefined).map((b) => b.id);
+/**
+ * Removes the backups of cluster `clusterId` that `keep` leaves out (backupsToKeep); returns their
+ * ids. Another cluster's backups on the same target (the cluster this one was restored from, whose
+ * targets came back with it) are never pruned here.
+ */
+export async function pruneBackups(io: TargetIo, clusterId: string, keep: (ids: readonly string[]) => Set<string>): Promise<string[]> {
+  const ids = (await listBackups(io)).filter((b) => b.manifest?.clusterId === clusterId).map((b) => b.id);
   const kept = keep(ids);
   const removed = ids.filter((id) => !kept.has(id));
   for (const id of removed) await io.removeDir(id);
