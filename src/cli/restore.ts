@@ -10,6 +10,7 @@ import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { listBackups, verifyBackup } from '../node/backup/backup-store.ts';
+import { isInitialized } from '../node/identity.ts';
 import { openBackupFile, storeFileName } from '../node/backup/backup-format.ts';
 import { DirTargetIo, SftpTargetIo, type TargetIo } from '../node/backup/target-io.ts';
 import { privateKeyOf } from '../resources/secret-crypto.ts';
@@ -109,6 +110,8 @@ export async function restoreCommand(argv: string[]): Promise<number> {
   const raw = parseKeyText(recoveryKeyPrefix, keyText);
   if (raw === undefined) throw new CliFailure(`that is not a recovery key (it is ${recoveryKeyPrefix} and 43 letters, digits, - and _, as shoal init printed it); nothing was written`, exitCodes.failed, 'unlock_key_invalid');
 
+  // Refused before anything is read from the target (snapshot restore checks again before it writes).
+  if (isInitialized(values.data)) throw new CliFailure(`${values.data} is already initialized; nothing was written; restore into a new, empty directory`, exitCodes.failed, 'already_initialized');
   const io = await openTarget(values.from, values);
   let plain: Uint8Array;
   let backup: { id: string; clusterId: string; index: number; createdAt: number; encrypted: boolean };

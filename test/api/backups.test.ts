@@ -207,5 +207,9 @@ describe.skipIf(sshd === undefined)('an SFTP target (OpenSSH on loopback)', () =
     // Two: the workload secret, and the SFTP target's own credential (the targets come back too).
     expect(JSON.parse(restored.stdout)).toMatchObject({ oldClusterId: 'test-cluster', secrets: { readable: 2, unreadable: [] } });
     expect(JSON.parse(readFileSync(path.join(data, 'restored-from.json'), 'utf8'))).toMatchObject({ backup: id, oldClusterId: 'test-cluster' });
+    // Restoring again onto it is refused before the target is read.
+    const again = await inProcess('restore', '--from', path.join(root, 'offsite'), '--recovery-key-file', keyFile, '--data', data, '--name', 'r1', '--json');
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('already_initialized');
   });
 });
