@@ -106,6 +106,29 @@ describe('backup targets and backups', () => {
     expect(JSON.parse(ls.stdout)).toMatchObject({ target: 'nas', items: [{ id: second.id, ok: true }] });
   });
 
+  it('the schedule runs a due target on the leader only, and then waits for its interval', async () => {
+    const dir = path.join(root, 'scheduled');
+    expect((await put('scheduled', { dir, everyMs: 3_600_000 })).statusCode).toBe(200);
+    let leading = false;
+    const node = new Proxy(s.node, { get: (t, k) => (k === 'isLeader' ? leading : Reflect.get(t, k, t) as unknown) });
+    const runner = new BackupRunner({ node, store: s.store, clusterId: 'test-cluster', version: 'test', log: quiet, clusterKeys: s.keys, now: () => now, tickMs: 20 });
+    try {
+      runner.start();
+      await new Promise((r) => setTimeout(r, 200));
+      expect(existsSync(dir)).toBe(false);
+      leading = true;
+      for (let i = 0; i < 200 && !(existsSync(dir) && readdirSync(dir).length === 1); i++) await new Promise((r) => setTimeout(r, 20));
+      expect(readdirSync(dir)).toHaveLength(1);
+      // Due again only an interval later.
+      await new Promise((r) => setTimeout(r, 200));
+      expect(readdirSync(dir)).toHaveLength(1);
+      expect(runner.due()).not.toContain('scheduled');
+    } finally {
+      await runner.close();
+    }
+    await s.app.inject({ method: 'DELETE', url: '/v1/backup-targets/scheduled' });
+  });
+
   it('shoal backup target add|ls|rm, now and verify, as a user runs them', async () => {
     const addr = ['--addr', await listening()];
     const dir = path.join(root, 'cli');

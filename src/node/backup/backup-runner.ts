@@ -43,6 +43,8 @@ export interface BackupRunnerOptions {
   clusterKeys?: ClusterKeyHolder;
   recordEvent?: (type: string, subject: string, details: Record<string, string | number | boolean | null>) => void;
   now?: () => number;
+  /** How often the leader looks for due targets (default 10 s). */
+  tickMs?: number;
 }
 
 export interface BackupResult {
@@ -54,7 +56,7 @@ export interface BackupResult {
   pruned: string[];
 }
 
-const tickMs = 10_000;
+const tickMsDefault = 10_000;
 
 export function readTargets(store: DocumentStore): BackupTarget[] {
   return [...allDocs(store, backupTargetsCollection)].flatMap((d) => {
@@ -203,7 +205,7 @@ export class BackupRunner {
           await this.run(name).catch(() => undefined);
         }
       })().finally(() => { busy = false; });
-    }, tickMs);
+    }, this.o.tickMs ?? tickMsDefault);
     this.timer.unref();
   }
 
