@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { listBackups, verifyBackup } from '../node/backup/backup-store.ts';
 import { isInitialized } from '../node/identity.ts';
+import { featureLevelMax } from '../base/feature-level.ts';
 import { openBackupFile, storeFileName } from '../node/backup/backup-format.ts';
 import { DirTargetIo, SftpTargetIo, type TargetIo } from '../node/backup/target-io.ts';
 import { privateKeyOf } from '../resources/secret-crypto.ts';
@@ -122,6 +123,9 @@ export async function restoreCommand(argv: string[]): Promise<number> {
       throw new CliFailure(`backup ${id} on ${io.where} is damaged: ${r.problems.map((p) => `${p.file}: ${p.problem}`).join('; ')}; nothing was written. Restore another one (--id; shoal backup ls)`, exitCodes.failed, 'backup_damaged', { details: { problems: r.problems } });
     }
     const m = r.manifest;
+    if (m.featureLevel > featureLevelMax) {
+      throw new CliFailure(`backup ${id} was taken at cluster feature level ${m.featureLevel} (written by ${m.writtenBy}); this release reads up to level ${featureLevelMax}: restore it with that release or a newer one; nothing was written`, exitCodes.failed);
+    }
     try {
       plain = openBackupFile(m, storeFileName, r.files.get(storeFileName) ?? new Uint8Array(), privateKeyOf(raw));
     } catch {
