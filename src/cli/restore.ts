@@ -65,7 +65,10 @@ async function stdinText(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8').trim();
 }
 
-async function openTarget(from: string, v: { 'host-key'?: string; port?: string; 'password-stdin': boolean; 'key-file'?: string }): Promise<TargetIo> {
+/** The SFTP flags a restore takes (a directory needs none). */
+export interface TargetFlags { 'host-key'?: string; port?: string; 'password-stdin': boolean; 'key-file'?: string }
+
+export async function openTarget(from: string, v: TargetFlags): Promise<TargetIo> {
   if (from.startsWith('/') || from.startsWith('.')) return new DirTargetIo(path.resolve(from));
   const loc = parseSftpLocation(from);
   const hostKey = v['host-key'];
@@ -88,6 +91,37 @@ async function chooseBackup(io: TargetIo, id: string | undefined): Promise<strin
   const newest = sound.at(-1);
   if (newest === undefined) throw new CliFailure(`there is no backup on ${io.where}; nothing was written`, exitCodes.failed, 'not_found');
   return newest.id;
+}
+
+export interface ReadBackup {
+  /** The store's snapshot file, in the clear. */
+  plain: Uint8Array;
+  backup: { id: string; clusterId: string; index: number; createdAt: number; encrypted: boolean };
+}
+
+/** Reads backup `id` (or the newest sound one) from `from` whole, checks every digest, and opens its store snapshot with the recovery key. */
+export async function readBackup(from: string, v: TargetFlags, id: string | undefined, recoveryKey: Uint8Array): Promise<ReadBackup> {
+  const io = await openTarget(from, v);
+  try {
+    const chosen = await chooseBackup(io, id);
+    const r = await verifyBackup(io, chosen, true);
+    if (!r.ok || r.manifest === undefined || r.files === undefined) {
+      throw new CliFailure(`backup ${chosen} on ${io.where} is damaged: ${r.problems.map((p) => `${p.file}: ${p.problem}`).join('; ')}; nothing was written. Restore another one (--id; shoal backup ls)`, exitCodes.failed, 'backup_damaged', { details: { problems: r.problems } });
+    }
+    const m = r.manifest;
+    if (m.featureLevel > featureLevelMax) {
+      throw new CliFailure(`backup ${chosen} was taken at cluster feature level ${m.featureLevel} (written by ${m.writtenBy}); this release reads up to level ${featureLevelMax}: restore it with that release or a newer one; nothing was written`, exitCodes.failed);
+    }
+    let plain: Uint8Array;
+    try {
+      plain = openBackupFile(m, storeFileName, r.files.get(storeFileName) ?? new Uint8Array(), privateKeyOf(recoveryKey));
+    } catch {
+      throw new CliFailure(`that recovery key does not open backup ${chosen} (it is encrypted to recovery key ${m.encryption?.recoveryKeyId ?? '?'}); nothing was written`, exitCodes.failed, 'unlock_key_invalid');
+    }
+    return { plain, backup: { id: chosen, clusterId: m.clusterId, index: m.index, createdAt: m.createdAt, encrypted: m.encryption !== null } };
+  } finally {
+    await io.close();
+  }
 }
 
 export async function restoreCommand(argv: string[]): Promise<number> {
@@ -113,28 +147,7 @@ export async function restoreCommand(argv: string[]): Promise<number> {
 
   // Refused before anything is read from the target (snapshot restore checks again before it writes).
   if (isInitialized(values.data)) throw new CliFailure(`${values.data} is already initialized; nothing was written; restore into a new, empty directory`, exitCodes.failed, 'already_initialized');
-  const io = await openTarget(values.from, values);
-  let plain: Uint8Array;
-  let backup: { id: string; clusterId: string; index: number; createdAt: number; encrypted: boolean };
-  try {
-    const id = await chooseBackup(io, values.id);
-    const r = await verifyBackup(io, id, true);
-    if (!r.ok || r.manifest === undefined || r.files === undefined) {
-      throw new CliFailure(`backup ${id} on ${io.where} is damaged: ${r.problems.map((p) => `${p.file}: ${p.problem}`).join('; ')}; nothing was written. Restore another one (--id; shoal backup ls)`, exitCodes.failed, 'backup_damaged', { details: { problems: r.problems } });
-    }
-    const m = r.manifest;
-    if (m.featureLevel > featureLevelMax) {
-      throw new CliFailure(`backup ${id} was taken at cluster feature level ${m.featureLevel} (written by ${m.writtenBy}); this release reads up to level ${featureLevelMax}: restore it with that release or a newer one; nothing was written`, exitCodes.failed);
-    }
-    try {
-      plain = openBackupFile(m, storeFileName, r.files.get(storeFileName) ?? new Uint8Array(), privateKeyOf(raw));
-    } catch {
-      throw new CliFailure(`that recovery key does not open backup ${id} (it is encrypted to recovery key ${m.encryption?.recoveryKeyId ?? '?'}); nothing was written`, exitCodes.failed, 'unlock_key_invalid');
-    }
-    backup = { id, clusterId: m.clusterId, index: m.index, createdAt: m.createdAt, encrypted: m.encryption !== null };
-  } finally {
-    await io.close();
-  }
+  const { plain, backup } = await readBackup(values.from, values, values.id, raw);
 
   // The snapshot and the key go to a private scratch directory for `snapshot restore`, and away after.
   const scratch = mkdtempSync(path.join(tmpdir(), 'shoal-restore-'));

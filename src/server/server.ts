@@ -177,6 +177,8 @@ export interface StartOptions {
   drillActions?: boolean;
   /** Peer hints from `shoal serve --peers`, added to the config's `peer.peers`. */
   peers?: string[];
+  /** false: the leader takes no scheduled backup (`shoal drill restore`'s scratch node must not write to the real targets). */
+  backupSchedule?: boolean;
   /**
    * For tests: told before each of the node's components starts (a throw fails that start: what
    * had started stops, in reverse) and after each stops (nodeComponents below).
@@ -534,7 +536,7 @@ function startBackups(c: NodeParts): Stop {
   backups.start();
   // Backups off the cluster (issue 43): each target's schedule, on the leader; and their metrics.
   registerBackupMetrics(c.metrics, store);
-  c.backupRunner.start();
+  if (c.opts.backupSchedule !== false) c.backupRunner.start();
   return async () => {
     await c.backupRunner.close();
     await backups.close();

@@ -154,6 +154,29 @@ describe('backup targets and backups', () => {
     expect(again.stderr).toContain('not_found');
   });
 
+  it('shoal drill restore: the newest backup restored into a scratch node here, its service and secret back', async () => {
+    const applied = await s.app.inject({ method: 'POST', url: '/v1/apply', payload: { text: 'apiVersion: shoal/v1\nkind: Service\nname: web\nimage: busybox:local\nreplicas: 1\nsecrets: [db]\n' } });
+    expect(applied.statusCode, applied.body).toBe(200);
+    now += 60_000;
+    const taken = await backup('nas');
+    expect(taken.statusCode, taken.body).toBe(200);
+    const keyFile = path.join(root, 'drill-recovery.key');
+    writeFileSync(keyFile, `${recoveryKey}\n`, { mode: 0o600 });
+    const before = process.env.SHOAL_CONFIG;
+    const r = await inProcess('drill', 'restore', '--from', path.join(root, 'nas'), '--recovery-key-file', keyFile, '--json');
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      ok: true, backup: { id: (taken.json() as { id: string }).id, clusterId: 'test-cluster' },
+      services: { expected: ['web'], found: ['web'], missing: [] }, secrets: { expected: ['db'], found: ['db'], missing: [] }, dir: null,
+    });
+    expect(process.env.SHOAL_CONFIG).toBe(before);
+    const wrongKey = path.join(root, 'drill-wrong.key');
+    writeFileSync(wrongKey, `${recoveryKeyPrefix}${Buffer.alloc(32, 7).toString('base64url')}\n`);
+    const refused = await inProcess('drill', 'restore', '--from', path.join(root, 'offsite'), '--recovery-key-file', wrongKey, '--json');
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('unlock_key_invalid');
+  });
+
   it('a backup target\'s credential is no workload secret: its name is refused and not listed', async () => {
     expectError(await s.app.inject({ method: 'PUT', url: '/v1/secrets/backup-target-nas', payload: { value: 'x' } }), 'bad_request');
   });

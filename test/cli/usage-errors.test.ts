@@ -179,6 +179,7 @@ const cases: Record<string, Case> = {
   'backup ls': { badFlag: ['backup', 'ls', '--bogus', ...nowhere], missing: ['backup', 'ls', 'extra', ...nowhere] },
   'backup verify': { badFlag: ['backup', 'verify', '20261206T140000Z-000000000001', '--bogus', ...nowhere], missing: ['backup', 'verify', ...nowhere] },
   restore: { badFlag: ['restore', '--from', '/mnt/nas', '--bogus'], missing: ['restore', '--from', '/mnt/nas'] },
+  'drill restore': { badFlag: ['drill', 'restore', '--from', '/mnt/nas', '--bogus'], missing: ['drill', 'restore', '--from', '/mnt/nas'] },
 };
 
 
