@@ -60,6 +60,9 @@ export const errorCatalog = {
   autolock_unchanged: { status: 409, retryable: false, summary: 'Autolock is already as asked (on, or off); nothing was changed. A new unlock key while it is on: shoal cluster autolock on --new-key.' },
   // Jobs (issue 42).
   job_run_active: { status: 409, retryable: false, summary: 'shoal job run on a job with concurrency forbid while one of its runs is pending or running (details.run); wait for it, or change the job\'s concurrency.' },
+  // Backups (issue 43).
+  backup_failed: { status: 502, retryable: true, summary: 'A backup could not be written to its target (unreachable, refused, full, no credential or recovery key); details.target names it. Nothing was listed as a backup.' },
+  backup_damaged: { status: 422, retryable: false, summary: 'A backup read back does not match its manifest (a file missing, of another size or digest); details.problems names each file. Restore from another backup.' },
   internal: { status: 500, retryable: false, summary: 'An unexpected error; it is a bug. The log has details.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;
 

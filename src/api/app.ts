@@ -41,6 +41,7 @@ import { AuthFailureLimiter } from './auth-rate-limit.ts';
 import { useAuth } from './auth.ts';
 // Registry logins (issue 40).
 import { registriesRoutes } from './registries-routes.ts';
+import { backupRoutes } from './backup-routes.ts';
 import { credentialsRoutes } from './credentials-routes.ts';
 import { auditRoutes } from './audit-routes.ts';
 import { drillRoutes } from './drill-routes.ts';
@@ -168,6 +169,8 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   void app.register(stackRoutes, { ctx });
   // Registry logins (issue 40).
   void app.register(registriesRoutes, { ctx });
+  // Backups (issue 43).
+  void app.register(backupRoutes, { ctx });
   void app.register(consoleRoutes, {});
   return app;
 }

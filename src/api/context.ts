@@ -18,6 +18,7 @@ import type { ApiAuth } from './auth.ts';
 import type { ApiLimits } from './limits.ts';
 import type { PeerHttp } from './peer-http.ts';
 import type { RouteTable } from './route-table.ts';
+import type { BackupRunner } from '../node/backup/backup-runner.ts';
 
 /** This node's WireGuard keys, for POST /v1/mesh/rotate-key (mesh-routes.ts). */
 export interface MeshKeys {
@@ -76,6 +77,8 @@ export interface ApiContext {
   clusterKeys?: ClusterKeyHolder;
   /** Autolock on this node (src/security/node-lock.ts); absent, its keys are in memory only (tests). */
   nodeLock?: NodeKeyLock;
+  /** Takes backups to the targets in the store (src/node/backup/); absent, POST /v1/backups and the reads of a target are refused. */
+  backups?: BackupRunner;
 }
 
 /** What every plugin is registered with. */

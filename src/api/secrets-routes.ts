@@ -17,6 +17,7 @@ import {
   type SecretMeta, type SecretRecord,
 } from '../resources/secrets.ts';
 import { isRegistrySecretName } from '../resources/registry-logins.ts';
+import { isBackupTargetSecretName } from '../resources/backup-targets.ts';
 import { allDocs, type ControlState, type Versioned } from '../resources/state.ts';
 import { ShoalError } from '../errors.ts';
 import type { ApiContext } from './context.ts';
@@ -28,7 +29,8 @@ import { validate } from './validate.ts';
 
 export const secretParams = z.object({
   name: z.string().regex(secretNamePattern, 'must be a secret name (a DNS label: lower-case letters, digits and -, starting with a letter)')
-    .refine((n) => !isRegistrySecretName(n), 'names of the form registry-<16 hex digits> hold registry passwords: use shoal registry login|logout|ls'),
+    .refine((n) => !isRegistrySecretName(n), 'names of the form registry-<16 hex digits> hold registry passwords: use shoal registry login|logout|ls')
+    .refine((n) => !isBackupTargetSecretName(n), 'names of the form backup-target-<name> hold backup targets\' credentials: use shoal backup target add|rm'),
 }).strict();
 
 const base64Text = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
@@ -67,6 +69,8 @@ function readSecrets(ctx: ApiContext): Versioned<SecretRecord>[] {
   for (const d of allDocs(ctx.store, secretsCollection)) {
     // A registry login's password is not a workload secret: registry ls shows the login.
     if (isRegistrySecretName(d.id)) continue;
+    // Nor is a backup target's credential (shoal backup target ls shows the target).
+    if (isBackupTargetSecretName(d.id)) continue;
     const r = secretRecordSchema.safeParse(d.doc);
     if (r.success) out.push({ value: r.data, rev: d.rev });
     else ctx.node.log.warn(`${secretsCollection}/${d.id} (rev ${d.rev}) is not a valid secret record and is not shown`);

@@ -12,6 +12,7 @@ import { table } from './cluster-view.ts';
 import { commonFlags, help } from './doc-common.ts';
 import { commonFlagsHelp, groupHelp, runGroup, type Group, type Subcommand } from './group.ts';
 import { keepReport, runDrill } from './drill-run.ts';
+import { drillRestoreCommand, drillRestoreHelp } from './drill-restore.ts';
 import { getView } from './cluster-view.ts';
 import { durationFlag } from './control-args.ts';
 import { countMax, everyMsMax, everyMsMin, parseAt, runSchedule, type Schedule, type ScheduleEvent } from './drill-schedule.ts';
@@ -258,6 +259,8 @@ const subcommands: Record<string, Subcommand> = Object.fromEntries([
   ...drillNames.map((name) => [name, { summary: what[name], help: runHelp(name), run: (argv: string[]) => drillCommand(name, argv) }] as const),
   ['ls', { summary: 'the drill reports kept in the store, newest first', help: lsHelp, run: lsCommand }] as const,
   ['schedule', { summary: 'run one drill periodically (game days), keeping each report', help: scheduleHelp, run: scheduleCommand }] as const,
+  // Backups (issue 43): a restore drill, on this machine, of a backup.
+  ['restore', { summary: 'restore a backup into a scratch node here and check its services and secrets came back', help: drillRestoreHelp, run: drillRestoreCommand }] as const,
 ]);
 
 export const drillGroup: Group = {

@@ -49,6 +49,9 @@ export const commands: Record<string, { load: () => Promise<Command>; summary: s
   version: { load: async () => { const m = await import('./version.ts'); return { run: m.versionCommand, help: m.versionHelp }; }, summary: 'print the version of this command (also shoal --version)' },
   // Registry logins (issue 40).
   registry: { load: async () => { const m = await import('./registry.ts'); return { run: m.registryCommand, help: m.registryGroupHelp }; }, summary: 'login, logout, ls: credentials nodes send to private image registries (kept encrypted)' },
+  // Backups off the cluster (issue 43).
+  backup: { load: async () => { const m = await import('./backup.ts'); return { run: m.backupCommand, help: m.backupGroupHelp }; }, summary: 'target add|ls|rm, now, ls, verify: backups to a NAS directory or SFTP, on a schedule, with retention' },
+  restore: { load: async () => { const m = await import('./restore.ts'); return { run: m.restoreCommand, help: m.restoreHelp }; }, summary: 'found a NEW cluster on this machine from a backup (checked, opened with the recovery key)' },
 };
 
 /** The usage line and the list of commands: what a mistyped command is answered with. */

@@ -34,6 +34,8 @@ import { emptyConfState } from '../raft/storage.ts';
 import { encodeSnapshotData } from '../node/snapshot-data.ts';
 import { featureLevelInitial, featureLevelMax } from '../base/feature-level.ts';
 import { ScheduledBackups, snapshotFileParts } from '../node/recovery/backups.ts';
+import { BackupRunner } from '../node/backup/backup-runner.ts';
+import { registerBackupMetrics } from '../node/backup/backup-metrics.ts';
 import { registerRuntimeMetrics } from '../node/metrics/runtime-metrics.ts';
 import { ControlPlane } from './control-plane.ts';
 import { machineCapacity, machinePlatform } from '../executor/store-ports.ts';
@@ -175,6 +177,8 @@ export interface StartOptions {
   drillActions?: boolean;
   /** Peer hints from `shoal serve --peers`, added to the config's `peer.peers`. */
   peers?: string[];
+  /** false: the leader takes no scheduled backup (`shoal drill restore`'s scratch node must not write to the real targets). */
+  backupSchedule?: boolean;
   /**
    * For tests: told before each of the node's components starts (a throw fails that start: what
    * had started stops, in reverse) and after each stops (nodeComponents below).
@@ -230,6 +234,7 @@ class NodeParts {
   caKeys!: CaKeyFetcher; // ca-keys
   holder: { cancel(): void } = { cancel() {} }; // ca-holder (replaced when the CA key arrives)
   apiAddress!: string; // api-bound
+  backupRunner!: BackupRunner; // api (its schedule: backups)
 
   constructor(readonly config: NodeConfig, readonly log: Logger | ProcessLogger, readonly opts: StartOptions) {
     this.levelMax = opts.featureLevelMax ?? featureLevelMax;
@@ -457,6 +462,10 @@ function makeRuntimeOf(c: NodeParts): Stop {
 /** Builds the API and begins listening; `api-bound`, the last component, waits for the bind. */
 function startApi(c: NodeParts): Stop {
   const { config, node, storage, log } = c;
+  c.backupRunner = new BackupRunner({
+    node, store: c.store, clusterId: c.identity.clusterId, version: softwareVersion, log, clusterKeys: c.clusterKeys,
+    recordEvent: (type, subject, details) => c.events.recordEvent(type, subject, details),
+  });
   c.api = buildApi({
     node, store: c.store, clusterId: c.identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax,
     proposalTimeoutMs: config.limits.proposalTimeoutMs, metrics: c.metrics, streams: new Set(), runtime: c.runtime, events: c.events,
@@ -469,6 +478,7 @@ function startApi(c: NodeParts): Stop {
       return () => c.tlsListeners.delete(listener);
     },
     caRotation: { dataDir: config.dataDir }, clusterKeys: c.clusterKeys, nodeLock: c.nodeLock,
+    backups: c.backupRunner,
     limits: {
       ...apiLimitsDefault, connectionsMax: config.limits.connectionsMax, watchStreamsMax: config.limits.watchStreamsMax,
       watchStreamsPerClientMax: config.limits.watchStreamsPerClientMax, snapshotDownloadsMax: config.limits.snapshotDownloadsMax,
@@ -524,7 +534,13 @@ function startBackups(c: NodeParts): Stop {
     take: () => snapshotFileParts(node, store, identity.clusterId),
   });
   backups.start();
-  return () => backups.close();
+  // Backups off the cluster (issue 43): each target's schedule, on the leader; and their metrics.
+  registerBackupMetrics(c.metrics, store);
+  if (c.opts.backupSchedule !== false) c.backupRunner.start();
+  return async () => {
+    await c.backupRunner.close();
+    await backups.close();
+  };
 }
 
 /** The service DNS responder on this node's gateways (config dns.enabled, docker runtime only); its metrics in any case. */

@@ -29,6 +29,7 @@ import { drillGroup } from '../../src/cli/drill.ts';
 import { auditGroup } from '../../src/cli/audit.ts';
 import { contextGroup } from '../../src/cli/context.ts';
 import { registryGroup } from '../../src/cli/registry.ts';
+import { backupGroup, backupTargetGroup } from '../../src/cli/backup.ts';
 import { inProcess } from './in-process.ts';
 
 interface Case {
@@ -168,6 +169,17 @@ const cases: Record<string, Case> = {
   'registry login': { badFlag: ['registry', 'login', 'ghcr.io', '--password-stdin', '--bogus', ...nowhere], missing: ['registry', 'login', '--password-stdin', ...nowhere] },
   'registry logout': { badFlag: ['registry', 'logout', 'ghcr.io', '--bogus', ...nowhere], missing: ['registry', 'logout', ...nowhere] },
   'registry ls': { badFlag: ['registry', 'ls', '--bogus', ...nowhere], missing: ['registry', 'ls', 'extra', ...nowhere] },
+  // Backups (issue 43).
+  backup: { badFlag: ['backup', '--bogus'], missing: ['backup'] },
+  'backup target': { badFlag: ['backup', 'target', '--bogus'], missing: ['backup', 'target'] },
+  'backup target add': { badFlag: ['backup', 'target', 'add', 'nas', '--dir', '/mnt/nas', '--bogus', ...nowhere], missing: ['backup', 'target', 'add', ...nowhere] },
+  'backup target ls': { badFlag: ['backup', 'target', 'ls', '--bogus', ...nowhere], missing: ['backup', 'target', 'ls', 'extra', ...nowhere] },
+  'backup target rm': { badFlag: ['backup', 'target', 'rm', 'nas', '--bogus', ...nowhere], missing: ['backup', 'target', 'rm', ...nowhere] },
+  'backup now': { badFlag: ['backup', 'now', '--bogus', ...nowhere], missing: ['backup', 'now', 'extra', ...nowhere] },
+  'backup ls': { badFlag: ['backup', 'ls', '--bogus', ...nowhere], missing: ['backup', 'ls', 'extra', ...nowhere] },
+  'backup verify': { badFlag: ['backup', 'verify', '20261206T140000Z-000000000001', '--bogus', ...nowhere], missing: ['backup', 'verify', ...nowhere] },
+  restore: { badFlag: ['restore', '--from', '/mnt/nas', '--bogus'], missing: ['restore', '--from', '/mnt/nas'] },
+  'drill restore': { badFlag: ['drill', 'restore', '--from', '/mnt/nas', '--bogus'], missing: ['drill', 'restore', '--from', '/mnt/nas'] },
 };
 
 
@@ -188,6 +200,8 @@ describe('usage errors under --json', () => {
       ...devSubcommands.map((s) => `dev ${s}`),
       ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, credentialGroup, tokenGroup, secretGroup, networkGroup, policyGroup, drillGroup, auditGroup, certGroup, caGroup, contextGroup, stackGroup, jobGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
       ...Object.keys(registryGroup.subcommands).map((s) => `registry ${s}`),
+      ...Object.keys(backupGroup.subcommands).map((s) => `backup ${s}`),
+      ...Object.keys(backupTargetGroup.subcommands).map((s) => `backup target ${s}`),
     ];
     expect(Object.keys(cases).sort()).toEqual(all.sort());
   });

@@ -46,6 +46,8 @@ export const requirements: readonly Requirement[] = [
   { has: { command: 'docker-registry' }, pkg: 'docker-registry', for: 'private registry tests (test/system/registries.test.ts)' },
   { has: { command: 'htpasswd' }, pkg: 'apache2-utils', for: 'private registry tests (the registry\'s login)' },
   { has: { command: 'openssl' }, pkg: 'openssl', for: 'private registry tests (the registry\'s CA and certificate)' },
+  // An SFTP backup target (issue 43): OpenSSH's sshd and sftp-server on loopback, started by the test.
+  { has: { command: 'sshd' }, pkg: 'openssh-server', for: 'SFTP backup target tests (test/api/backups.test.ts)' },
 ];
 
 export interface Probe {

@@ -1,0 +1,171 @@
+// shoal restore: a backup (shoal backup) onto a machine that has never seen the cluster. It reads
+// the backup from its target directly (no cluster is left to ask), checks every digest, opens it
+// with the recovery key, and founds a NEW cluster from the store snapshot inside, as
+// `shoal snapshot restore` does: a new cluster id, CA and node identity; the services, secrets and
+// documents of the backup; the old cluster's credentials and nodes refused by the new CA. More
+// nodes join with tokens (shoal token create, shoal join). docs/operations.md, "Backups".
+
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { listBackups, verifyBackup } from '../node/backup/backup-store.ts';
+import { isInitialized } from '../node/identity.ts';
+import { featureLevelMax } from '../base/feature-level.ts';
+import { openBackupFile, storeFileName } from '../node/backup/backup-format.ts';
+import { DirTargetIo, SftpTargetIo, type TargetIo } from '../node/backup/target-io.ts';
+import { privateKeyOf } from '../resources/secret-crypto.ts';
+import { syncDir } from '../storage/sync-dir.ts';
+import { parseKeyText, recoveryKeyPrefix } from '../security/unlock-key.ts';
+import { exitCodes, parse, UsageError } from './args.ts';
+import { parseSftpLocation } from './backup.ts';
+import { CliFailure } from './client.ts';
+import { help } from './doc-common.ts';
+import { initApiDefault, initPeerDefault } from './init.ts';
+import { snapshotCommand } from './snapshot.ts';
+
+export const restoreHelp = `Usage: shoal restore --from WHERE [--id ID] (--recovery-key-file FILE | --recovery-key-stdin)
+                     --data DIR --name NAME [--api HOST:PORT] [--peer HOST:PORT]
+                     [--host-key SHA256:... [--port N] (--password-stdin | --key-file FILE)] [--json]
+
+Restores a backup taken by 'shoal backup' onto this machine, which need never have seen the
+cluster: it founds a NEW cluster (new cluster id, CA and node identity; the old cluster id is
+recorded in DIR/restored-from.json) holding the backup's services, secrets and documents. The
+old cluster's credentials and nodes are refused by it. Start the node with
+'shoal serve --config DIR/shoal.yaml'; more nodes join with tokens ('shoal token create', then
+'shoal join' on each), onto fresh data directories.
+
+Before anything is written, the whole backup is read back and every file's size and SHA-256
+checked against its manifest: a damaged backup is refused (backup_damaged) with the file named.
+
+  --from WHERE          the target: a directory (the NAS mount), or USER@HOST:PATH for SFTP
+  --id ID               the backup (default: the newest sound one; shoal backup ls lists them)
+  --recovery-key-file FILE  the old cluster's recovery key (printed by shoal init or made by
+  --recovery-key-stdin      shoal secret recovery-key); it opens an encrypted backup and the
+                        cluster keys of the secrets. Never taken from the command line.
+  --data DIR            data directory for the new node; must not hold a node already
+  --name NAME           the new node's name
+  --api HOST:PORT       its client API address (default ${initApiDefault})
+  --peer HOST:PORT      its peer transport address (default ${initPeerDefault})
+  --host-key SHA256:..  SFTP: the server's host key (ssh-keygen -lf); any other is refused
+  --port N              SFTP: the port (default 22)
+  --password-stdin      SFTP: the password on standard input (then give the recovery key by file)
+  --key-file FILE       SFTP: the user's private key
+  --json                print what shoal snapshot restore --json prints (clusterId, oldClusterId,
+                        credential, secrets, ...)
+  -h, --help            show this help
+
+Exit codes: 0 restored; 1 no backup, a damaged one (backup_damaged), a key that does not open it
+(unlock_key_invalid), DIR already holds a node (nothing was written in these cases), or writing
+DIR failed (the message says what to remove); 2 usage error.`;
+
+async function stdinText(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)));
+  return Buffer.concat(chunks).toString('utf8').trim();
+}
+
+/** The SFTP flags a restore takes (a directory needs none). */
+export interface TargetFlags { 'host-key'?: string; port?: string; 'password-stdin': boolean; 'key-file'?: string }
+
+export async function openTarget(from: string, v: TargetFlags): Promise<TargetIo> {
+  if (from.startsWith('/') || from.startsWith('.')) return new DirTargetIo(path.resolve(from));
+  const loc = parseSftpLocation(from);
+  const hostKey = v['host-key'];
+  if (hostKey === undefined || !/^SHA256:[A-Za-z0-9+/]{43}$/.test(hostKey)) throw new UsageError('an SFTP --from needs --host-key SHA256:... (ssh-keygen -lf on the server\'s host key)');
+  if (v['password-stdin'] === (v['key-file'] !== undefined)) throw new UsageError('an SFTP --from needs exactly one of --password-stdin and --key-file FILE');
+  const port = v.port === undefined ? 22 : Number(v.port);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--port takes a port number, not '${v.port}'`);
+  const auth = v['key-file'] !== undefined ? { privateKey: await readFile(v['key-file'], 'utf8') } : { password: await stdinText() };
+  try {
+    return await SftpTargetIo.connect({ ...loc, port }, auth, (got) => got === hostKey.slice('SHA256:'.length));
+  } catch (err) {
+    throw new CliFailure(`${(err as Error).message}; nothing was written`, exitCodes.unavailable);
+  }
+}
+
+/** The backup to restore: `id`, or the newest whose manifest reads. */
+async function chooseBackup(io: TargetIo, id: string | undefined): Promise<string> {
+  if (id !== undefined) return id;
+  const sound = (await listBackups(io)).filter((b) => b.manifest !== undefined);
+  const newest = sound.at(-1);
+  if (newest === undefined) throw new CliFailure(`there is no backup on ${io.where}; nothing was written`, exitCodes.failed, 'not_found');
+  return newest.id;
+}
+
+export interface ReadBackup {
+  /** The store's snapshot file, in the clear. */
+  plain: Uint8Array;
+  backup: { id: string; clusterId: string; index: number; createdAt: number; encrypted: boolean };
+}
+
+/** Reads backup `id` (or the newest sound one) from `from` whole, checks every digest, and opens its store snapshot with the recovery key. */
+export async function readBackup(from: string, v: TargetFlags, id: string | undefined, recoveryKey: Uint8Array): Promise<ReadBackup> {
+  const io = await openTarget(from, v);
+  try {
+    const chosen = await chooseBackup(io, id);
+    const r = await verifyBackup(io, chosen, true);
+    if (!r.ok || r.manifest === undefined || r.files === undefined) {
+      throw new CliFailure(`backup ${chosen} on ${io.where} is damaged: ${r.problems.map((p) => `${p.file}: ${p.problem}`).join('; ')}; nothing was written. Restore another one (--id; shoal backup ls)`, exitCodes.failed, 'backup_damaged', { details: { problems: r.problems } });
+    }
+    const m = r.manifest;
+    if (m.featureLevel > featureLevelMax) {
+      throw new CliFailure(`backup ${chosen} was taken at cluster feature level ${m.featureLevel} (written by ${m.writtenBy}); this release reads up to level ${featureLevelMax}: restore it with that release or a newer one; nothing was written`, exitCodes.failed);
+    }
+    let plain: Uint8Array;
+    try {
+      plain = openBackupFile(m, storeFileName, r.files.get(storeFileName) ?? new Uint8Array(), privateKeyOf(recoveryKey));
+    } catch {
+      throw new CliFailure(`that recovery key does not open backup ${chosen} (it is encrypted to recovery key ${m.encryption?.recoveryKeyId ?? '?'}); nothing was written`, exitCodes.failed, 'unlock_key_invalid');
+    }
+    return { plain, backup: { id: chosen, clusterId: m.clusterId, index: m.index, createdAt: m.createdAt, encrypted: m.encryption !== null } };
+  } finally {
+    await io.close();
+  }
+}
+
+export async function restoreCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, {
+    json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
+    from: { type: 'string' }, id: { type: 'string' }, data: { type: 'string' }, name: { type: 'string' },
+    api: { type: 'string', default: initApiDefault }, peer: { type: 'string', default: initPeerDefault },
+    'recovery-key-file': { type: 'string' }, 'recovery-key-stdin': { type: 'boolean', default: false },
+    'host-key': { type: 'string' }, port: { type: 'string' }, 'password-stdin': { type: 'boolean', default: false }, 'key-file': { type: 'string' },
+  }, restoreHelp);
+  if (values.help) return help(restoreHelp);
+  if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals.join(' ')}'`);
+  if (values.from === undefined || values.data === undefined || values.name === undefined) {
+    throw new UsageError(`missing ${[values.from === undefined ? '--from' : '', values.data === undefined ? '--data' : '', values.name === undefined ? '--name' : ''].filter(Boolean).join(', ')}`);
+  }
+  if ((values['recovery-key-file'] !== undefined) === values['recovery-key-stdin']) throw new UsageError('give the recovery key with exactly one of --recovery-key-file FILE and --recovery-key-stdin');
+  if (values['recovery-key-stdin'] && values['password-stdin']) throw new UsageError('standard input cannot hold both the recovery key and the SFTP password: give the key with --recovery-key-file');
+  const keyText = values['recovery-key-file'] !== undefined ? await readFile(values['recovery-key-file'], 'utf8').then((t) => t.trim(), (err: unknown) => {
+    throw new CliFailure(`cannot read ${values['recovery-key-file']}: ${(err as Error).message}; nothing was written`, exitCodes.failed);
+  }) : await stdinText();
+  const raw = parseKeyText(recoveryKeyPrefix, keyText);
+  if (raw === undefined) throw new CliFailure(`that is not a recovery key (it is ${recoveryKeyPrefix} and 43 letters, digits, - and _, as shoal init printed it); nothing was written`, exitCodes.failed, 'unlock_key_invalid');
+
+  // Refused before anything is read from the target (snapshot restore checks again before it writes).
+  if (isInitialized(values.data)) throw new CliFailure(`${values.data} is already initialized; nothing was written; restore into a new, empty directory`, exitCodes.failed, 'already_initialized');
+  const { plain, backup } = await readBackup(values.from, values, values.id, raw);
+
+  // The snapshot and the key go to a private scratch directory for `snapshot restore`, and away after.
+  const scratch = mkdtempSync(path.join(tmpdir(), 'shoal-restore-'));
+  try {
+    const snap = path.join(scratch, storeFileName);
+    const key = path.join(scratch, 'recovery-key');
+    writeFileSync(snap, plain, { mode: 0o600 });
+    writeFileSync(key, `${keyText}\n`, { mode: 0o600 });
+    if (!values.json) console.log(`backup ${backup.id} of cluster ${backup.clusterId} (index ${backup.index}, ${new Date(backup.createdAt).toISOString()}) read from ${values.from}: every digest matches`);
+    const args = ['restore', snap, '--data', values.data, '--name', values.name, '--api', values.api, '--peer', values.peer, '--recovery-key-file', key, ...(values.json ? ['--json'] : [])];
+    const code = await snapshotCommand(args);
+    if (code !== exitCodes.ok) return code;
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+  const record = path.join(values.data, 'restored-from.json');
+  writeFileSync(record, `${JSON.stringify({ oldClusterId: backup.clusterId, backup: backup.id, from: values.from, index: backup.index, backupCreatedAt: backup.createdAt, restoredAt: Date.now() }, null, 2)}\n`, { mode: 0o600 });
+  await syncDir(path.resolve(values.data));
+  if (!values.json) console.log(`recorded the old cluster ${backup.clusterId} and the backup in ${record}`);
+  return exitCodes.ok;
+}

@@ -1,0 +1,218 @@
+// Taking backups to the targets in the store (docs/operations.md, "Backups"): on demand
+// (POST /v1/backups) on the node asked, and on each target's schedule (`--every`) on the leader.
+// A run takes the store's snapshot file of this node's applied state (after a read barrier, so
+// it holds every acknowledged write), the keyring's recovery-sealed cluster keys, seals them for
+// the target (backup-format.ts), writes them atomically (backup-store.ts), prunes by the target's
+// retention, and records the outcome: a cluster event, `shoal.backup-status/<target>` (which the
+// schedule and the metrics read, on every node), and the log.
+
+import type { DocumentStore } from '../../../fsm/index.ts';
+import { encodeCommand } from '../../../fsm/index.ts';
+import { ShoalError } from '../../errors.ts';
+import type { Logger } from '../../log.ts';
+import type { ClusterKeyHolder } from '../../ports/cluster-keys.ts';
+import type { MembershipView } from '../../ports/membership-view.ts';
+import type { Proposer } from '../../ports/proposer.ts';
+import type { TermSource } from '../../ports/term-source.ts';
+import {
+  backupStatusCollection, backupStatusSchema, backupTargetSchema, backupTargetsCollection, describeTarget,
+  type BackupStatus, type BackupTarget,
+} from '../../resources/backup-targets.ts';
+import { readKeyring } from '../../resources/cluster-keyring.ts';
+import { openSecretValue, unwrapDataKey } from '../../resources/secret-crypto.ts';
+import { isSealed, plainSecretBytes, secretInStore } from '../../resources/secrets.ts';
+import { allDocs } from '../../resources/state.ts';
+import { snapshotFileParts } from '../recovery/backups.ts';
+import { backupIdOf, backupsToKeep, keysFileName, sealBackup, storeFileName } from './backup-format.ts';
+import { pruneBackups, writeBackup } from './backup-store.ts';
+import { DirTargetIo, SftpTargetIo, type TargetIo } from './target-io.ts';
+
+export interface BackupNode extends Pick<TermSource, 'currentTerm'>, Pick<MembershipView, 'membership'>, Pick<Proposer, 'propose'> {
+  readonly appliedIndex: number;
+  readonly featureLevel: number;
+  readonly isLeader: boolean;
+  readBarrier(): Promise<unknown>;
+}
+
+export interface BackupRunnerOptions {
+  node: BackupNode;
+  store: DocumentStore;
+  clusterId: string;
+  version: string;
+  log: Logger;
+  clusterKeys?: ClusterKeyHolder;
+  recordEvent?: (type: string, subject: string, details: Record<string, string | number | boolean | null>) => void;
+  now?: () => number;
+  /** How often the leader looks for due targets (default 10 s). */
+  tickMs?: number;
+}
+
+export interface BackupResult {
+  target: string;
+  id: string;
+  index: number;
+  bytes: number;
+  encrypted: boolean;
+  pruned: string[];
+}
+
+const tickMsDefault = 10_000;
+
+export function readTargets(store: DocumentStore): BackupTarget[] {
+  return [...allDocs(store, backupTargetsCollection)].flatMap((d) => {
+    const r = backupTargetSchema.safeParse(d.doc);
+    return r.success ? [r.data] : [];
+  });
+}
+
+export function readTarget(store: DocumentStore, name: string): BackupTarget | undefined {
+  const d = store.get(backupTargetsCollection, name);
+  const r = d === undefined ? undefined : backupTargetSchema.safeParse(d.doc);
+  return r?.success === true ? r.data : undefined;
+}
+
+export function readStatus(store: DocumentStore, name: string): BackupStatus | undefined {
+  const d = store.get(backupStatusCollection, name);
+  const r = d === undefined ? undefined : backupStatusSchema.safeParse(d.doc);
+  return r?.success === true ? r.data : undefined;
+}
+
+export class BackupRunner {
+  private readonly running = new Map<string, Promise<BackupResult>>();
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(private readonly o: BackupRunnerOptions) {}
+
+  private now(): number {
+    return (this.o.now ?? Date.now)();
+  }
+
+  /** Opens the target's files: a directory here, or the SFTP server with its stored credential. */
+  async open(t: BackupTarget): Promise<TargetIo> {
+    if (t.dir !== undefined) return new DirTargetIo(t.dir);
+    const sftp = t.sftp;
+    if (sftp === undefined || t.secret === null) throw new ShoalError('backup_failed', `backup target ${t.name} has no location`, { target: t.name });
+    const credential = this.openCredential(t.name, t.secret);
+    try {
+      const auth = sftp.auth === 'password' ? { password: credential.toString('utf8') } : { privateKey: credential.toString('utf8') };
+      const want = sftp.hostKey.slice('SHA256:'.length);
+      return await SftpTargetIo.connect(sftp, auth, (got) => got === want);
+    } catch (err) {
+      throw new ShoalError('backup_failed', `backup target ${t.name} (${describeTarget(t)}): ${(err as Error).message}; check the address, the credential and the host key (${sftp.hostKey})`, { target: t.name });
+    } finally {
+      credential.fill(0);
+    }
+  }
+
+  private openCredential(target: string, secret: string): Buffer {
+    const r = secretInStore(this.o.store, secret);
+    if (r === undefined) throw new ShoalError('backup_failed', `backup target ${target}: its credential (secret ${secret}) is missing; add the target again`, { target });
+    if (!isSealed(r)) return plainSecretBytes(r);
+    const key = this.o.clusterKeys?.privateKey(r.sealed.key.keyId);
+    if (key === undefined) throw new ShoalError('backup_failed', `backup target ${target}: this node does not hold cluster key ${r.sealed.key.keyId} (only voters do, unlocked); take the backup on a voter`, { target });
+    const dataKey = unwrapDataKey(r.sealed.key, secret, key);
+    try {
+      return openSecretValue(secret, r.sealed, dataKey);
+    } finally {
+      dataKey.fill(0);
+    }
+  }
+
+  /** One backup to `target` now; a second call while one runs for the same target joins it. */
+  run(targetName: string): Promise<BackupResult> {
+    const cur = this.running.get(targetName);
+    if (cur !== undefined) return cur;
+    const p = this.runOnce(targetName).finally(() => this.running.delete(targetName));
+    this.running.set(targetName, p);
+    return p;
+  }
+
+  private async runOnce(targetName: string): Promise<BackupResult> {
+    const t = readTarget(this.o.store, targetName);
+    if (t === undefined) throw new ShoalError('not_found', `no backup target ${targetName}; list them with: shoal backup target ls`, { target: targetName });
+    const startedAt = this.now();
+    try {
+      const r = await this.take(t);
+      await this.recordStatus(t.name, { lastAttemptAt: startedAt, lastSuccessAt: startedAt, lastId: r.id, lastError: null, failures: 0 });
+      this.o.recordEvent?.('backup.completed', t.name, { id: r.id, index: r.index, bytes: r.bytes, encrypted: r.encrypted, pruned: r.pruned.length });
+      this.o.log.info(`backup ${r.id} written to ${t.name} (${describeTarget(t)}): ${r.bytes} bytes, index ${r.index}${r.pruned.length > 0 ? `; removed ${r.pruned.join(', ')}` : ''}`);
+      return r;
+    } catch (err) {
+      const message = (err as Error).message;
+      const prev = readStatus(this.o.store, t.name);
+      await this.recordStatus(t.name, { lastAttemptAt: startedAt, lastSuccessAt: prev?.lastSuccessAt ?? null, lastId: prev?.lastId ?? null, lastError: message.slice(0, 2048), failures: (prev?.failures ?? 0) + 1 });
+      this.o.recordEvent?.('backup.failed', t.name, { error: message.slice(0, 512) });
+      this.o.log.warn(`backup to ${t.name} failed: ${message}`);
+      if (err instanceof ShoalError) throw err;
+      throw new ShoalError('backup_failed', `backup to ${t.name} (${describeTarget(t)}) failed: ${message}; nothing was listed as a backup`, { target: t.name });
+    }
+  }
+
+  private async take(t: BackupTarget): Promise<BackupResult> {
+    await this.o.node.readBarrier();
+    const { index, parts } = await snapshotFileParts(this.o.node, this.o.store, this.o.clusterId);
+    const keyring = readKeyring(this.o.store)?.keyring;
+    const recovery = keyring?.recovery ?? null;
+    if (t.encrypt && recovery === null) {
+      throw new ShoalError('backup_failed', `backup target ${t.name} is encrypted to the recovery key, and this cluster has none; make one with: shoal secret recovery-key`, { target: t.name });
+    }
+    const keys = { recovery: recovery === null ? null : { id: recovery.id, publicKey: recovery.publicKey }, keys: (keyring?.keys ?? []).map((k) => ({ id: k.id, publicKey: k.publicKey, recovery: k.recovery })) };
+    const createdAt = this.now();
+    const id = backupIdOf(new Date(createdAt), index);
+    const sealed = sealBackup({
+      id, clusterId: this.o.clusterId, featureLevel: this.o.node.featureLevel, createdAt, index, term: this.o.node.currentTerm, writtenBy: this.o.version,
+      files: [{ name: storeFileName, bytes: Buffer.concat(parts) }, { name: keysFileName, bytes: Buffer.from(`${JSON.stringify(keys, null, 2)}\n`) }],
+    }, t.encrypt && recovery !== null ? { id: recovery.id, publicKey: recovery.publicKey } : null);
+    const io = await this.open(t);
+    try {
+      await writeBackup(io, sealed.manifest, sealed.files);
+      const pruned = await pruneBackups(io, this.o.clusterId, (ids) => backupsToKeep(ids, t));
+      return { target: t.name, id, index, bytes: sealed.manifest.files.reduce((n, f) => n + f.bytes, 0), encrypted: sealed.manifest.encryption !== null, pruned };
+    } finally {
+      await io.close();
+    }
+  }
+
+  private async recordStatus(target: string, status: BackupStatus): Promise<void> {
+    try {
+      await this.o.node.propose(encodeCommand({ cmd: { op: 'put', collection: backupStatusCollection, id: target, doc: { ...status } }, ts: this.now(), principal: 'shoal' }));
+    } catch (err) {
+      this.o.log.warn(`recording the outcome of the backup to ${target} failed: ${(err as Error).message}`);
+    }
+  }
+
+  /** The targets whose schedule is due now (pure over the store; the leader runs them). */
+  due(): string[] {
+    const now = this.now();
+    return readTargets(this.o.store).filter((t) => {
+      if (t.intervalMs <= 0) return false;
+      const s = readStatus(this.o.store, t.name);
+      return s === undefined || now - s.lastAttemptAt >= t.intervalMs;
+    }).map((t) => t.name);
+  }
+
+  /** The schedule: on the leader, every few seconds, the due targets, one at a time. */
+  start(): void {
+    if (this.timer !== undefined || this.closed) return;
+    let busy = false;
+    this.timer = setInterval(() => {
+      if (busy || !this.o.node.isLeader) return;
+      busy = true;
+      void (async () => {
+        for (const name of this.due()) {
+          if (this.closed || !this.o.node.isLeader) break;
+          await this.run(name).catch(() => undefined);
+        }
+      })().finally(() => { busy = false; });
+    }, this.o.tickMs ?? tickMsDefault);
+    this.timer.unref();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.timer);
+    this.timer = undefined;
+    await Promise.allSettled([...this.running.values()]);
+  }
+}

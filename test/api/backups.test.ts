@@ -1,0 +1,261 @@
+// Backup targets and backups through the API of one node (the backup runner as server.ts wires
+// it): the targets' validation, a credential never answered, an encrypted target refused without
+// a recovery key and then encrypted to it, several targets needing --target, retention applied
+// after each backup, the schedule's due targets; and an SFTP target on OpenSSH's sshd started on
+// loopback with a throwaway host key (skipped, saying so, when sshd is not installed: the
+// machine setup installs openssh-server): written encrypted, listed, verified, a wrong host key
+// refused, and `shoal restore` from it onto a fresh data directory.
+
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../bench/lib/proc.ts';
+import { BackupRunner } from '../../src/node/backup/backup-runner.ts';
+import { openBackupFile, decodeManifest, storeFileName } from '../../src/node/backup/backup-format.ts';
+import { decodeSnapshotFile } from '../../src/node/recovery/snapshot-file.ts';
+import { privateKeyOf } from '../../src/resources/secret-crypto.ts';
+import { parseKeyText, recoveryKeyPrefix } from '../../src/security/unlock-key.ts';
+import { inProcess } from '../cli/in-process.ts';
+import { expectError } from './expect-error.ts';
+import { singleNode, type SingleNode } from './single-node.ts';
+
+const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+const root = mkdtempSync(path.join(os.tmpdir(), 'shoal-backups-api-'));
+const secretValue = `pw-${Math.random().toString(36).slice(2)}-end`;
+let s: SingleNode;
+let now = Date.UTC(2026, 11, 6, 12, 0, 0);
+let recoveryKey = '';
+
+beforeAll(async () => {
+  s = await singleNode();
+  s.ctx.backups = new BackupRunner({ node: s.node, store: s.store, clusterId: 'test-cluster', version: 'test', log: quiet, clusterKeys: s.keys, recordEvent: (t, subj, d) => s.ctx.events?.recordEvent(t, subj, d), now: () => now });
+  expect((await s.app.inject({ method: 'PUT', url: '/v1/secrets/db', payload: { value: secretValue } })).statusCode).toBe(200);
+});
+afterAll(async () => {
+  await s.ctx.backups?.close();
+  await s.close();
+  rmSync(root, { recursive: true, force: true });
+});
+
+const put = (name: string, payload: unknown) => s.app.inject({ method: 'PUT', url: `/v1/backup-targets/${name}`, payload: payload as Record<string, unknown> });
+const backup = (target?: string) => s.app.inject({ method: 'POST', url: '/v1/backups', payload: target === undefined ? {} : { target } });
+
+describe('backup targets and backups', () => {
+  it('refuses a target that is neither or both, a relative dir, an unencrypted or unpinned SFTP target', async () => {
+    const hostKey = `SHA256:${'A'.repeat(43)}`;
+    const sftp = { user: 'b', host: '127.0.0.1', path: '/srv', hostKey, password: 'x' };
+    expectError(await put('x', {}), 'bad_request');
+    expectError(await put('x', { dir: path.join(root, 'a'), sftp }), 'bad_request');
+    expectError(await put('x', { dir: 'relative/dir' }), 'bad_request');
+    expectError(await put('x', { sftp: { ...sftp }, encrypt: false }), 'bad_request');
+    expectError(await put('x', { sftp: { ...sftp, hostKey: 'abc' } }), 'bad_request');
+    expectError(await put('x', { sftp: { ...sftp, privateKey: 'k' } }), 'bad_request');
+    expectError(await put('Bad_Name', { dir: '/tmp' }), 'bad_request');
+    expectError(await put('x', { dir: path.join(root, 'a'), everyMs: 1000 }), 'bad_request');
+    expect((await s.app.inject({ url: '/v1/backup-targets' })).json()).toEqual({ items: [] });
+    expectError(await backup(), 'bad_request');
+    expectError(await backup('nope'), 'not_found');
+  });
+
+  it('an encrypted target needs the recovery key; then its files open only with it, and the secret stays sealed inside', async () => {
+    expect((await put('offsite', { dir: path.join(root, 'offsite'), encrypt: true, keepDaily: 7, keepWeekly: 4 })).statusCode).toBe(200);
+    const refused = await backup('offsite');
+    expectError(refused, 'backup_failed');
+    expect(refused.json().message).toContain('shoal secret recovery-key');
+    const targets = (await s.app.inject({ url: '/v1/backup-targets' })).json() as { items: { name: string; failures: number; lastError: string | null }[] };
+    expect(targets.items[0]).toMatchObject({ name: 'offsite', failures: 1, lastError: expect.stringContaining('recovery key') });
+
+    const made = await s.app.inject({ method: 'POST', url: '/v1/keyring/recovery-key', payload: {} });
+    expect(made.statusCode, made.body).toBe(200);
+    recoveryKey = (made.json() as { recoveryKey: string }).recoveryKey;
+    const r = await backup('offsite');
+    expect(r.statusCode, r.body).toBe(200);
+    const { id } = r.json() as { id: string; encrypted: boolean };
+    expect(r.json()).toMatchObject({ encrypted: true, pruned: [] });
+    const dir = path.join(root, 'offsite', id);
+    const manifest = decodeManifest(readFileSync(path.join(dir, 'manifest.json')));
+    if (!('manifest' in manifest)) throw new Error(manifest.problem);
+    const stored = readFileSync(path.join(dir, storeFileName));
+    expect(() => decodeSnapshotFile(stored, 'x')).toThrow();
+    const raw = parseKeyText(recoveryKeyPrefix, recoveryKey);
+    if (raw === undefined) throw new Error('not a recovery key');
+    const plain = openBackupFile(manifest.manifest, storeFileName, stored, privateKeyOf(raw));
+    expect(decodeSnapshotFile(plain, 'x').clusterId).toBe('test-cluster');
+    expect(Buffer.from(plain).includes(Buffer.from(secretValue))).toBe(false);
+    const events = () => (s.ctx.events?.clusterSince(0, ['backup']) ?? []).map((e) => `${e.type} ${e.subject}`);
+    for (let i = 0; i < 100 && !events().includes('backup.completed offsite'); i++) await new Promise((res) => setTimeout(res, 20));
+    expect(events()).toEqual(['backup.failed offsite', 'backup.completed offsite']);
+  });
+
+  it('names the target when there are several; retention prunes after each backup; the schedule is due by each target\'s interval', async () => {
+    expect((await put('nas', { dir: path.join(root, 'nas'), keepDaily: 1, keepWeekly: 0, everyMs: 3_600_000 })).statusCode).toBe(200);
+    expectError(await backup(), 'bad_request');
+    const first = (await backup('nas')).json() as { id: string };
+    now += 60_000;
+    const second = (await backup('nas')).json() as { id: string; pruned: string[] };
+    expect(second.pruned).toEqual([first.id]);
+    expect(readdirSync(path.join(root, 'nas'))).toEqual([second.id]);
+    expect(s.ctx.backups?.due()).toEqual([]);
+    now += 3_600_000;
+    expect(s.ctx.backups?.due()).toEqual(['nas']);
+    const ls = await inProcess('backup', 'ls', '--target', 'nas', '--json', '--addr', await listening());
+    expect(ls.code, ls.stderr).toBe(0);
+    expect(JSON.parse(ls.stdout)).toMatchObject({ target: 'nas', items: [{ id: second.id, ok: true }] });
+  });
+
+  it('the schedule runs a due target on the leader only, and then waits for its interval', async () => {
+    const dir = path.join(root, 'scheduled');
+    expect((await put('scheduled', { dir, everyMs: 3_600_000 })).statusCode).toBe(200);
+    let leading = false;
+    const node = new Proxy(s.node, { get: (t, k) => (k === 'isLeader' ? leading : Reflect.get(t, k, t) as unknown) });
+    const runner = new BackupRunner({ node, store: s.store, clusterId: 'test-cluster', version: 'test', log: quiet, clusterKeys: s.keys, now: () => now, tickMs: 20 });
+    try {
+      runner.start();
+      await new Promise((r) => setTimeout(r, 200));
+      expect(existsSync(dir)).toBe(false);
+      leading = true;
+      for (let i = 0; i < 200 && !(existsSync(dir) && readdirSync(dir).length === 1); i++) await new Promise((r) => setTimeout(r, 20));
+      expect(readdirSync(dir)).toHaveLength(1);
+      // Due again only an interval later.
+      await new Promise((r) => setTimeout(r, 200));
+      expect(readdirSync(dir)).toHaveLength(1);
+      expect(runner.due()).not.toContain('scheduled');
+    } finally {
+      await runner.close();
+    }
+    await s.app.inject({ method: 'DELETE', url: '/v1/backup-targets/scheduled' });
+  });
+
+  it('shoal backup target add|ls|rm, now and verify, as a user runs them', async () => {
+    const addr = ['--addr', await listening()];
+    const dir = path.join(root, 'cli');
+    const added = await inProcess('backup', 'target', 'add', 'cli', '--dir', dir, '--every', '24h', '--keep-daily', '2', '--keep-weekly', '1', '--json', ...addr);
+    expect(added.code, added.stderr).toBe(0);
+    expect(JSON.parse(added.stdout)).toMatchObject({ outcome: 'created', target: { name: 'cli', where: dir, kind: 'dir', everyMs: 86_400_000, keepDaily: 2, keepWeekly: 1, encrypt: false } });
+    const tooOften = await inProcess('backup', 'target', 'add', 'cli', '--dir', dir, '--every', '10s', '--json', ...addr);
+    expect(tooOften.code).toBe(1);
+    expect(tooOften.stderr).toContain('at least a minute');
+    const now1 = await inProcess('backup', 'now', '--target', 'cli', ...addr);
+    expect(now1.code, now1.stderr).toBe(0);
+    const id = /^backup (\S+) written to cli: \d+ bytes, index \d+$/m.exec(now1.stdout)?.[1];
+    expect(id, now1.stdout).toBeDefined();
+    const verified = await inProcess('backup', 'verify', id ?? '', '--target', 'cli', ...addr);
+    expect(verified.stdout).toMatch(new RegExp(`^backup ${id} on cli is sound: 2 files, \\d+ bytes read back, every digest matches`));
+    const ls = await inProcess('backup', 'target', 'ls', ...addr);
+    expect(ls.stdout).toMatch(new RegExp(`^cli +${dir} +1440m +2d 1w +${id}`, 'm'));
+    const rm = await inProcess('backup', 'target', 'rm', 'cli', ...addr);
+    expect(rm.stdout).toBe('backup target cli removed; its backups were left where they are\n');
+    expect(readdirSync(dir)).toEqual([id]);
+    const again = await inProcess('backup', 'target', 'rm', 'cli', '--json', ...addr);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('not_found');
+  });
+
+  it('shoal drill restore: the newest backup restored into a scratch node here, its service and secret back', async () => {
+    const applied = await s.app.inject({ method: 'POST', url: '/v1/apply', payload: { text: 'apiVersion: shoal/v1\nkind: Service\nname: web\nimage: busybox:local\nreplicas: 1\nsecrets: [db]\n' } });
+    expect(applied.statusCode, applied.body).toBe(200);
+    now += 60_000;
+    const taken = await backup('nas');
+    expect(taken.statusCode, taken.body).toBe(200);
+    const keyFile = path.join(root, 'drill-recovery.key');
+    writeFileSync(keyFile, `${recoveryKey}\n`, { mode: 0o600 });
+    const before = process.env.SHOAL_CONFIG;
+    const r = await inProcess('drill', 'restore', '--from', path.join(root, 'nas'), '--recovery-key-file', keyFile, '--json');
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      ok: true, backup: { id: (taken.json() as { id: string }).id, clusterId: 'test-cluster' },
+      services: { expected: ['web'], found: ['web'], missing: [] }, secrets: { expected: ['db'], found: ['db'], missing: [] }, dir: null,
+    });
+    expect(process.env.SHOAL_CONFIG).toBe(before);
+    const wrongKey = path.join(root, 'drill-wrong.key');
+    writeFileSync(wrongKey, `${recoveryKeyPrefix}${Buffer.alloc(32, 7).toString('base64url')}\n`);
+    const refused = await inProcess('drill', 'restore', '--from', path.join(root, 'offsite'), '--recovery-key-file', wrongKey, '--json');
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('unlock_key_invalid');
+  });
+
+  it('a backup target\'s credential is no workload secret: its name is refused and not listed', async () => {
+    expectError(await s.app.inject({ method: 'PUT', url: '/v1/secrets/backup-target-nas', payload: { value: 'x' } }), 'bad_request');
+  });
+});
+
+let address: string | undefined;
+async function listening(): Promise<string> {
+  address ??= (await s.app.listen({ port: 0, host: '127.0.0.1' })).replace('http://', '');
+  return address;
+}
+
+const sshd = ['/usr/sbin/sshd', '/usr/bin/sshd'].find((p) => existsSync(p));
+
+describe.skipIf(sshd === undefined)('an SFTP target (OpenSSH on loopback)', () => {
+  const dir = path.join(root, 'sshd');
+  let proc: ChildProcess | undefined;
+  let port = 0;
+  let hostKey = '';
+  const remote = path.join(root, 'remote');
+
+  beforeAll(async () => {
+    mkdirSync(dir);
+    mkdirSync('/run/sshd', { recursive: true });
+    for (const k of ['host_key', 'client_key']) spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', path.join(dir, k)]);
+    writeFileSync(path.join(dir, 'authorized_keys'), readFileSync(path.join(dir, 'client_key.pub')));
+    hostKey = (spawnSync('ssh-keygen', ['-lf', path.join(dir, 'host_key.pub')], { encoding: 'utf8' }).stdout.split(' ')[1] ?? '');
+    port = await freePort();
+    writeFileSync(path.join(dir, 'sshd_config'), [
+      `Port ${port}`, 'ListenAddress 127.0.0.1', `HostKey ${path.join(dir, 'host_key')}`, `PidFile ${path.join(dir, 'sshd.pid')}`,
+      `AuthorizedKeysFile ${path.join(dir, 'authorized_keys')}`, 'StrictModes no', 'PermitRootLogin prohibit-password', 'PasswordAuthentication no',
+      'KbdInteractiveAuthentication no', 'UsePAM no', 'Subsystem sftp internal-sftp', '',
+    ].join('\n'));
+    proc = spawn(sshd ?? 'sshd', ['-D', '-e', '-f', path.join(dir, 'sshd_config')], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    proc.stderr?.on('data', (b: Buffer) => { err += b.toString(); });
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const up = await new Promise<boolean>((resolve) => {
+        const c = createConnection({ host: '127.0.0.1', port }, () => { c.end(); resolve(true); });
+        c.on('error', () => resolve(false));
+      });
+      if (up) break;
+      if (Date.now() > deadline) throw new Error(`sshd did not listen: ${err}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  });
+  afterAll(() => { proc?.kill('SIGKILL'); });
+
+  it('writes an encrypted backup over SFTP, lists and verifies it, refuses another host key, and restores from it', async () => {
+    const user = os.userInfo().username;
+    const privateKey = readFileSync(path.join(dir, 'client_key'), 'utf8');
+    const wrong = await put('sftp', { sftp: { user, host: '127.0.0.1', port, path: remote, hostKey: `SHA256:${'B'.repeat(43)}`, privateKey } });
+    expect(wrong.statusCode, wrong.body).toBe(200);
+    const refused = await backup('sftp');
+    expectError(refused, 'backup_failed');
+    expect(JSON.stringify(refused.json())).not.toContain('OPENSSH PRIVATE KEY');
+    expect((await put('sftp', { sftp: { user, host: '127.0.0.1', port, path: remote, hostKey, privateKey } })).statusCode).toBe(200);
+    const listed = (await s.app.inject({ url: '/v1/backup-targets' })).body;
+    expect(listed).not.toContain('PRIVATE KEY');
+    const r = await backup('sftp');
+    expect(r.statusCode, r.body).toBe(200);
+    const { id } = r.json() as { id: string };
+    expect(r.json()).toMatchObject({ encrypted: true });
+    expect(readdirSync(remote)).toEqual([id]);
+    const verified = await s.app.inject({ method: 'POST', url: `/v1/backups/${id}/verify`, payload: { target: 'sftp' } });
+    expect(verified.statusCode, verified.body).toBe(200);
+
+    const keyFile = path.join(root, 'recovery.key');
+    writeFileSync(keyFile, `${recoveryKey}\n`, { mode: 0o600 });
+    const data = path.join(root, 'restored');
+    const restored = await inProcess('restore', '--from', `${user}@127.0.0.1:${remote}`, '--port', String(port), '--host-key', hostKey, '--key-file', path.join(dir, 'client_key'),
+      '--recovery-key-file', keyFile, '--data', data, '--name', 'r1', '--api', `127.0.0.1:${await freePort()}`, '--peer', `127.0.0.1:${await freePort()}`, '--json');
+    expect(restored.code, restored.stderr).toBe(0);
+    // Two: the workload secret, and the SFTP target's own credential (the targets come back too).
+    expect(JSON.parse(restored.stdout)).toMatchObject({ oldClusterId: 'test-cluster', secrets: { readable: 2, unreadable: [] } });
+    expect(JSON.parse(readFileSync(path.join(data, 'restored-from.json'), 'utf8'))).toMatchObject({ backup: id, oldClusterId: 'test-cluster' });
+    // Restoring again onto it is refused before the target is read.
+    const again = await inProcess('restore', '--from', path.join(root, 'offsite'), '--recovery-key-file', keyFile, '--data', data, '--name', 'r1', '--json');
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('already_initialized');
+  });
+});
