@@ -30,6 +30,8 @@ import { seriesPaths } from './series-openapi.ts';
 import { jobPaths } from './job-openapi.ts';
 // Registry logins (issue 40).
 import { registryPaths } from './registry-openapi.ts';
+// Virtual IPs (issue 38).
+import { vipPaths } from './vip-openapi.ts';
 import { secretBody, secretParams, secretViewSchema } from './secrets-routes.ts';
 import { drillsListQuery } from './drill-routes.ts';
 import { rotateKeyAnswer } from './mesh-routes.ts';
@@ -341,6 +343,7 @@ export function openApiDocument(version: string): Json {
       ...stackPaths(errors),
       ...jobPaths(errors),
       ...registryPaths(errors),
+      ...vipPaths(errors),
     },
   };
 }

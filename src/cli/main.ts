@@ -49,6 +49,8 @@ export const commands: Record<string, { load: () => Promise<Command>; summary: s
   version: { load: async () => { const m = await import('./version.ts'); return { run: m.versionCommand, help: m.versionHelp }; }, summary: 'print the version of this command (also shoal --version)' },
   // Registry logins (issue 40).
   registry: { load: async () => { const m = await import('./registry.ts'); return { run: m.registryCommand, help: m.registryGroupHelp }; }, summary: 'login, logout, ls: credentials nodes send to private image registries (kept encrypted)' },
+  // Virtual IPs (issue 38).
+  vip: { load: async () => { const m = await import('./vip.ts'); return { run: m.vipCommand, help: m.vipGroupHelp }; }, summary: 'ls: the virtual IPs, their holders and leases' },
 };
 
 /** The usage line and the list of commands: what a mistyped command is answered with. */
