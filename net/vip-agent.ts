@@ -159,7 +159,8 @@ export class VipAgent {
     for (const m of mine) {
       let lifetime = lifetimeNow();
       if (lifetime === 0) {
-        this.noteProblem(m.address, `this node holds ${m.address} but its lease does not hold now: the address stays off until a renewal commits`);
+        // Normal for a moment when it is just given one: the lease is renewed from then on.
+        this.noteProblem(m.address, `this node holds ${m.address} but its lease does not hold now: the address stays off until a renewal commits`, 'info');
         continue;
       }
       const dev = vipInterface(m.rec.spec, addrs);
@@ -237,9 +238,9 @@ export class VipAgent {
     this.garpTimers.add(t);
   }
 
-  private noteProblem(address: string, msg: string): void {
+  private noteProblem(address: string, msg: string, level: 'info' | 'warn' = 'warn'): void {
     if (this.problems.get(address) === msg) return;
     this.problems.set(address, msg);
-    this.o.log.warn(`vip: ${msg}`);
+    this.o.log[level](`vip: ${msg}`);
   }
 }

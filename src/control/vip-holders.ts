@@ -76,8 +76,9 @@ function decideOne(input: VipInput, d: VipDecision, load: Map<string, number>, s
   if (rec === undefined) {
     const to = pickHolder(input, spec, load, null);
     d.changes.push(putChange(vipsCollection, address, { spec, holder: to, since: input.now, previous: null, retired: false } satisfies VipRecord, null));
-    if (to !== null) compareNode(d, to);
-    d.moves.push({ address, from: null, to: to?.nodeId ?? null, reason: 'assigned' });
+    if (to === null) return;
+    compareNode(d, to);
+    d.moves.push({ address, from: null, to: to.nodeId, reason: 'assigned' });
     return;
   }
   const cur = rec.value.holder;

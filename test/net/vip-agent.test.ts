@@ -91,7 +91,7 @@ describe('the VIP agent', () => {
     expect(s.host.calls).toContain('arping -q -U -P -c 3 -i eth0 -S 192.168.1.250 192.168.1.250');
     expect(s.agent.heldAddresses()).toEqual(['192.168.1.250']);
     s.advance(3_000);
-    s.lease.until += 2_500;
+    s.lease.until = (s.lease.until ?? 0) + 2_500;
     await s.agent.converge();
     expect(s.host.calls.filter((c) => c.startsWith('ip addr replace')).at(-1)).toBe('ip addr replace 192.168.1.250/32 dev eth0 valid_lft 5 preferred_lft 5');
     expect(s.host.calls.filter((c) => c.startsWith('arping'))).toHaveLength(1);

@@ -46,6 +46,8 @@ export const requirements: readonly Requirement[] = [
   { has: { command: 'docker-registry' }, pkg: 'docker-registry', for: 'private registry tests (test/system/registries.test.ts)' },
   { has: { command: 'htpasswd' }, pkg: 'apache2-utils', for: 'private registry tests (the registry\'s login)' },
   { has: { command: 'openssl' }, pkg: 'openssl', for: 'private registry tests (the registry\'s CA and certificate)' },
+  // Virtual IPs (issue 38): the holder's gratuitous ARP (Debian's arping, Thomas Habets').
+  { has: { command: 'arping' }, pkg: 'arping', for: 'virtual IP tests (test/system/vip-netns.test.ts)' },
 ];
 
 export interface Probe {
