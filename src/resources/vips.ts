@@ -19,6 +19,7 @@
 // never hold one VIP, a partition included.
 
 import { z } from 'zod';
+import type { DocumentStore } from '../../fsm/index.ts';
 
 export const vipsCollection = 'shoal.vips';
 export const vipReleasesCollection = 'shoal.vip-releases';
@@ -145,4 +146,14 @@ export const kernelLateSeconds = 2;
 export function kernelLifetimeSeconds(leftMs: number): number {
   const s = Math.floor(leftMs / 1_000) - kernelLateSeconds;
   return s < 1 ? 0 : s;
+}
+
+/**
+ * Every VIP the store records (retired ones too, until they go): node certificates carry them as
+ * SANs, so the API answers on a VIP under the node's own certificate (docs/network.md).
+ */
+export function vipAddresses(store: Pick<DocumentStore, 'list'>): string[] {
+  const out: string[] = [];
+  for (const d of store.list(vipsCollection, { limit: vipsMax * 4 }).items) if (ipv4Re.test(d.id)) out.push(d.id);
+  return out;
 }

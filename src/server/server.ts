@@ -60,6 +60,7 @@ import { startFirewall } from '../../net/firewall-start.ts';
 import { startServiceDns } from '../../net/dns-start.ts';
 import { startOverlayAgent } from '../../net/overlay-node.ts';
 import { startVipAgent } from '../../net/vip-start.ts';
+import { vipAddresses } from '../resources/vips.ts';
 import { procBootClock } from '../executor/clock.ts';
 import type { VipAgent } from '../../net/vip-agent.ts';
 import { StoreTaskNetworks } from '../executor/task-networks.ts';
@@ -673,7 +674,7 @@ function startCertRenewal(c: NodeParts): Stop {
       const signer = c.security.signer();
       if (signer === undefined) return undefined;
       const { verifyCsr, signNodeCsr } = await import('../security/csr.ts');
-      const hosts = ['127.0.0.1', 'localhost', '::1', splitHostPort(config.peer.listen).host, splitHostPort(config.api.listen).host];
+      const hosts = ['127.0.0.1', 'localhost', '::1', splitHostPort(config.peer.listen).host, splitHostPort(config.api.listen).host, ...vipAddresses(c.store)];
       const signed = await signNodeCsr(signer, await verifyCsr(csrPem), identity.id, { hosts });
       return withChain(signed.certPem, signer);
     },
