@@ -11,6 +11,7 @@ import { parseArgsMessage } from '../../src/cli/args.ts';
 import { clusterGroup } from '../../src/cli/cluster.ts';
 import { devSubcommands } from '../../src/cli/dev.ts';
 import { docGroup } from '../../src/cli/doc.ts';
+import { vipGroup } from '../../src/cli/vip.ts';
 import { commands } from '../../src/cli/main.ts';
 import { snapshotGroup } from '../../src/cli/snapshot.ts';
 import { nodeGroup } from '../../src/cli/node.ts';
@@ -168,6 +169,9 @@ const cases: Record<string, Case> = {
   'registry login': { badFlag: ['registry', 'login', 'ghcr.io', '--password-stdin', '--bogus', ...nowhere], missing: ['registry', 'login', '--password-stdin', ...nowhere] },
   'registry logout': { badFlag: ['registry', 'logout', 'ghcr.io', '--bogus', ...nowhere], missing: ['registry', 'logout', ...nowhere] },
   'registry ls': { badFlag: ['registry', 'ls', '--bogus', ...nowhere], missing: ['registry', 'ls', 'extra', ...nowhere] },
+  // Virtual IPs (issue 38).
+  vip: { badFlag: ['vip', '--bogus'], missing: ['vip'] },
+  'vip ls': { badFlag: ['vip', 'ls', '--bogus', ...nowhere], missing: ['vip', 'ls', 'extra', ...nowhere] },
 };
 
 
@@ -188,6 +192,7 @@ describe('usage errors under --json', () => {
       ...devSubcommands.map((s) => `dev ${s}`),
       ...[docGroup, clusterGroup, snapshotGroup, serviceGroup, nodeGroup, taskGroup, credentialGroup, tokenGroup, secretGroup, networkGroup, policyGroup, drillGroup, auditGroup, certGroup, caGroup, contextGroup, stackGroup, jobGroup].flatMap((g) => Object.keys(g.subcommands).map((s) => `${g.name} ${s}`)),
       ...Object.keys(registryGroup.subcommands).map((s) => `registry ${s}`),
+      ...Object.keys(vipGroup.subcommands).map((s) => `vip ${s}`),
     ];
     expect(Object.keys(cases).sort()).toEqual(all.sort());
   });
