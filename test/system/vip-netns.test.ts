@@ -214,6 +214,30 @@ describe('a virtual IP, in network namespaces', () => {
     await lab.heal();
   }, 60_000);
 
+  it('is handed over on a graceful stop (released, not waited out), and each move is a vip.moved event', async () => {
+    const name = await waitFor('one holder after the heal', async () => holderIn(Date.now() - 100));
+    const holder = byName(name);
+    const stopAt = Date.now();
+    const proc = holder.proc;
+    const exited = new Promise((r) => proc?.once('exit', r));
+    proc?.kill('SIGTERM');
+    await waitFor('another holder after the graceful stop', async () => {
+      const h = holderIn(stopAt);
+      return h !== undefined && h !== holder.name ? h : undefined;
+    });
+    await exited;
+    const other = nodes.find((n) => n.proc !== undefined);
+    const events = await waitFor('the vip.moved events', async () => {
+      const r = await call(other?.api ?? '', '/v1/docs/shoal.events?limit=1000&consistency=stale', { timeoutMs: 3_000 });
+      if (r.kind !== 'answer' || r.status !== 200) return undefined;
+      const moved = (r.body as { items: { doc: { type: string; subject: string; details: { from: string | null; to: string | null; reason: string } } }[] }).items
+        .map((i) => i.doc).filter((d) => d.type === 'vip.moved');
+      return moved.some((d) => d.details.from === holder.id && d.details.reason === 'released') ? moved : undefined;
+    });
+    expect(events.every((e) => e.subject === vip)).toBe(true);
+    expect(events.map((e) => e.details.reason)).toEqual(expect.arrayContaining(['assigned', 'lease_expired', 'released']));
+  }, 60_000);
+
   it('was never on two nodes at once, through the whole run', () => {
     const overlaps = timeline.filter((t) => t.holders.length > 1);
     expect(timeline.length).toBeGreaterThan(50);
