@@ -10,6 +10,10 @@ import type { Versioned } from '../../src/resources/state.ts';
 import { kernelLateSeconds, kernelLifetimeSeconds, releases, vipsConfigSchema, type VipRecord, type VipRelease, type VipSpec } from '../../src/resources/vips.ts';
 import { parseConfig } from '../../src/server/config.ts';
 import { node } from './fixtures.ts';
+import { X509Certificate } from 'node:crypto';
+import { DocumentStore, encodeCommand, type JsonObject } from '../../fsm/index.ts';
+import { vipAddresses } from '../../src/resources/vips.ts';
+import { createCa, issueNodeCert } from '../../src/security/certificates.ts';
 
 const spec: VipSpec = { address: '192.168.1.250', subnet: '192.168.1.0/24' };
 
@@ -264,5 +268,25 @@ describe('never two holders', () => {
     // The runs are not vacuous: VIPs moved, and someone held the VIP most of the time.
     expect(moves).toBeGreaterThan(20);
     expect(heldMs / (40 * 120_000)).toBeGreaterThan(0.5);
+  });
+});
+
+describe('node certificates and VIPs', () => {
+  it('sign the recorded VIPs as IP SANs, so the API answers on a VIP under the node\'s certificate', async () => {
+    const store = new DocumentStore();
+    const put = (id: string): void => {
+      const index = store.revision + 1;
+      store.apply({ index, term: 1, data: encodeCommand({ cmd: { op: 'put', collection: 'shoal.vips', id, doc: { spec: { address: id, interface: 'eth0' }, holder: null, since: 0, previous: null, retired: false } as unknown as JsonObject }, ts: index }) });
+    };
+    expect(vipAddresses(store)).toEqual([]);
+    put('192.168.1.250');
+    put('192.168.1.251');
+    expect(vipAddresses(store)).toEqual(['192.168.1.250', '192.168.1.251']);
+    const ca = await createCa('c1');
+    const cert = await issueNodeCert(ca, 'n1', { hosts: ['127.0.0.1', ...vipAddresses(store)] });
+    const x = new X509Certificate(cert.certPem);
+    expect(x.checkIP('192.168.1.250')).toBe('192.168.1.250');
+    expect(x.checkIP('192.168.1.251')).toBe('192.168.1.251');
+    expect(x.checkIP('192.168.1.252')).toBeUndefined();
   });
 });
