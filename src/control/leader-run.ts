@@ -357,9 +357,11 @@ export class LeaderRun {
       nodes: state.nodes, members: this.ports.members(), self: this.ports.self, now: this.ports.logTimeNow(),
       clearInMs: (n, e) => this.exclusiveClearInMs(n, e), leaseRev: (n) => this.ports.store.get(leasesCollection, n)?.rev ?? 0,
     });
+    // Logged once per change of what waits, not at each pass (the ms left changes every time).
     const waiting = d.waiting.join('; ');
-    if (waiting !== this.vipWaitingLogged && waiting !== '') this.ports.log.warn(`vip: ${waiting}`);
-    this.vipWaitingLogged = waiting;
+    const key = waiting.replace(/in \d+ ms/g, 'in N ms');
+    if (key !== this.vipWaitingLogged && waiting !== '') this.ports.log.warn(`vip: ${waiting}`);
+    this.vipWaitingLogged = key;
     this.pendingVipMoves = d.moves;
     return { plan: { changes: d.changes, compares: d.compares }, wakeInMs: d.wakeInMs };
   }
