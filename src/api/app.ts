@@ -46,6 +46,7 @@ import { credentialsRoutes } from './credentials-routes.ts';
 import { auditRoutes } from './audit-routes.ts';
 import { drillRoutes } from './drill-routes.ts';
 import { meshRoutes } from './mesh-routes.ts';
+import { vipRoutes } from './vip-routes.ts';
 import { certRoutes } from './cert-routes.ts';
 import { upgradeRoutes } from './upgrade-routes.ts';
 import { caRoutes } from './ca-routes.ts';
@@ -171,6 +172,8 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   void app.register(registriesRoutes, { ctx });
   // Backups (issue 43).
   void app.register(backupRoutes, { ctx });
+  // Virtual IPs (issue 38).
+  void app.register(vipRoutes, { ctx });
   void app.register(consoleRoutes, {});
   return app;
 }

@@ -19,6 +19,7 @@ import { parseToken, redeemRefusal, redemptionTxn, refusalText, type ParsedToken
 import type { ApiContext } from './context.ts';
 import { proposeCommand, readToken, requireAuthority } from './token-routes.ts';
 import { validate } from './validate.ts';
+import { vipAddresses } from '../resources/vips.ts';
 import { forwardIfFollower } from './write-path.ts';
 
 /** A request is a few hundred bytes of PEM (src/security/csr.ts checks the same bound). */
@@ -123,7 +124,8 @@ async function joinNode(ctx: ApiContext, b: Extract<JoinBody, { kind: 'node' }>,
   if (csr.commonName !== b.nodeId) throw new ShoalError('bad_request', `the certificate request names ${csr.commonName}, not ${b.nodeId}`, { problems: [{ path: 'body.csr', message: 'CN must be body.nodeId' }] });
   checkNewMember(ctx, b);
   const record = await redeem(ctx, token, b.nodeId, b.name, from, 'node');
-  const hosts = ['127.0.0.1', 'localhost', '::1', splitHostPort(b.peerAddress).host, splitHostPort(b.apiAddress).host];
+  // The cluster's virtual IPs too (issue 38): the API answers on a VIP under any node's certificate.
+  const hosts = ['127.0.0.1', 'localhost', '::1', splitHostPort(b.peerAddress).host, splitHostPort(b.apiAddress).host, ...vipAddresses(ctx.store)];
   const signed = await signNodeCsr(signer, csr, b.nodeId, { hosts });
   const member: MemberRecord = { id: b.nodeId, name: b.name, peerAddress: b.peerAddress, apiAddress: b.apiAddress };
   await addLearner(ctx, member);

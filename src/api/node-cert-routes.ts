@@ -17,6 +17,7 @@ import { sealForCert } from '../security/sealed-box.ts';
 import type { ApiContext } from './context.ts';
 import { requireAuthority } from './token-routes.ts';
 import { validate } from './validate.ts';
+import { vipAddresses } from '../resources/vips.ts';
 
 const pem = z.string().min(1).max(16 * 1024);
 export const caKeyBody = z.object({ nodeId: z.string().min(1).max(64), certPem: pem }).strict();
@@ -82,7 +83,8 @@ export const nodeCertRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (ap
     const { verifyCsr, signNodeCsr } = await import('../security/csr.ts');
     const csr = await verifyCsr(v.body.csr);
     const m = ctx.node.membership.get(v.body.nodeId);
-    const hosts = ['127.0.0.1', 'localhost', '::1', ...(m === undefined ? [] : [splitHostPort(m.peerAddress).host, splitHostPort(m.apiAddress).host])];
+    // The cluster's virtual IPs too (issue 38): the API answers on a VIP under any node's certificate.
+    const hosts = ['127.0.0.1', 'localhost', '::1', ...(m === undefined ? [] : [splitHostPort(m.peerAddress).host, splitHostPort(m.apiAddress).host]), ...vipAddresses(ctx.store)];
     const signed = await signNodeCsr(signer, csr, v.body.nodeId, { hosts });
     ctx.events?.recordEvent('certificate.renewed', v.body.nodeId, { serial: signed.serial, expired: Date.parse(cert.validTo) < Date.now() });
     // During a CA rotation's reissue phase the chain carries the rollover certificate.

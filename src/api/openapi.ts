@@ -31,6 +31,8 @@ import { jobPaths } from './job-openapi.ts';
 // Registry logins (issue 40).
 import { registryPaths } from './registry-openapi.ts';
 import { backupPaths } from './backup-openapi.ts';
+// Virtual IPs (issue 38).
+import { vipPaths } from './vip-openapi.ts';
 import { secretBody, secretParams, secretViewSchema } from './secrets-routes.ts';
 import { drillsListQuery } from './drill-routes.ts';
 import { rotateKeyAnswer } from './mesh-routes.ts';
@@ -343,6 +345,7 @@ export function openApiDocument(version: string): Json {
       ...jobPaths(errors),
       ...registryPaths(errors),
       ...backupPaths(errors),
+      ...vipPaths(errors),
     },
   };
 }

@@ -52,6 +52,8 @@ export const commands: Record<string, { load: () => Promise<Command>; summary: s
   // Backups off the cluster (issue 43).
   backup: { load: async () => { const m = await import('./backup.ts'); return { run: m.backupCommand, help: m.backupGroupHelp }; }, summary: 'target add|ls|rm, now, ls, verify: backups to a NAS directory or SFTP, on a schedule, with retention' },
   restore: { load: async () => { const m = await import('./restore.ts'); return { run: m.restoreCommand, help: m.restoreHelp }; }, summary: 'found a NEW cluster on this machine from a backup (checked, opened with the recovery key)' },
+  // Virtual IPs (issue 38).
+  vip: { load: async () => { const m = await import('./vip.ts'); return { run: m.vipCommand, help: m.vipGroupHelp }; }, summary: 'ls: the virtual IPs, their holders and leases' },
 };
 
 /** The usage line and the list of commands: what a mistyped command is answered with. */

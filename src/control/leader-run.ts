@@ -9,6 +9,7 @@
 //   nodes       node health (node-health.ts), then mesh addresses (src/resources/mesh-addresses.ts)
 //   net:<name>  the addresses of one overlay network (network-allocation.ts)
 //   job:<name>  one job's schedule, runs and attempts (job-loop.ts)
+//   vips        who holds each virtual IP (vip-holders.ts)
 // Keys are handled one at a time; each pass re-reads the state (level-triggered), decides with a
 // pure function, and proposes the plan fenced by the run's term. A plan refused because something
 // it read changed is decided again at once. A proposal whose outcome is unknown (it timed out, the
@@ -52,6 +53,9 @@ import { placePending } from './placement.ts';
 import { readDependencies } from './dependencies.ts';
 import { ControlStateReader, type ControlState } from '../resources/state.ts';
 import { WorkQueue, type QueueClock } from './work-queue.ts';
+import { decideVipHolders } from './vip-holders.ts';
+import { vipRecordSchema, vipReleaseSchema, vipReleasesCollection, vipsCollection, type VipRecord, type VipRelease, type VipSpec } from '../resources/vips.ts';
+import type { Versioned } from '../resources/state.ts';
 
 /** How often node health is looked at while any node is not ready (a node may come back). */
 export const recheckNodesMs = 1_000;
@@ -113,10 +117,14 @@ export interface LeaderRunPorts {
   jobClockHold?(): string | null;
   /** The cluster's committed feature level; absent: read as the control plane's (no newer writes). */
   featureLevel?(): number;
+  /** The virtual IPs (this leader's config `vips`); absent: this leader manages none (the records stay as they are). */
+  vips?: readonly VipSpec[];
+  /** Told of each VIP that changed holder (events, metrics); absent in the simulator. */
+  onVipMoved?: (move: { address: string; from: string | null; to: string | null; reason: string }) => void;
 }
 
 /** Which loop a work-queue key belongs to (a metric label: never the service's name). */
-export type LoopName = 'service' | 'placement' | 'nodes' | 'network' | 'job';
+export type LoopName = 'service' | 'placement' | 'nodes' | 'network' | 'job' | 'vips';
 
 /** One pass, as the metrics see it. */
 export interface PassReport {
@@ -136,6 +144,7 @@ export function loopOf(key: string): LoopName {
   if (key === 'nodes') return 'nodes';
   if (key.startsWith('net:')) return 'network';
   if (key.startsWith('job:')) return 'job';
+  if (key === 'vips') return 'vips';
   return 'service';
 }
 
@@ -157,6 +166,9 @@ export class LeaderRun {
    * then at most): see contactOf.
    */
   private readonly heardSince = new Map<string, number>();
+  /** The VIP moves of the plan being written: told once it is (onVipMoved). */
+  private pendingVipMoves: { address: string; from: string | null; to: string | null; reason: string }[] = [];
+  private vipWaitingLogged = '';
   /** The loop's promise; resolves once the run has stopped. */
   done: Promise<void> = Promise.resolve();
   readonly counts = { passes: 0, proposed: 0, conflicts: 0, unknownOutcomes: 0 };
@@ -176,6 +188,7 @@ export class LeaderRun {
     for (const id of this.reader.read().services.keys()) this.queue.add(`svc:${id}`);
     this.addJobs();
     this.addNetworks();
+    this.queue.add('vips');
     this.done = this.loop();
   }
 
@@ -209,6 +222,7 @@ export class LeaderRun {
   private enqueueFor(ev: WatchEvent): void {
     if (ev.collection === tasksCollection || ev.collection === nodesCollection) this.addNetworks();
     this.noteOwnWrite(ev);
+    if (ev.collection === nodesCollection || ev.collection === vipsCollection || ev.collection === vipReleasesCollection) this.queue.add('vips');
     switch (ev.collection) {
       case peerViewsCollection:
         this.queue.add('nodes');
@@ -308,6 +322,7 @@ export class LeaderRun {
         return;
       }
       report('done', decision.placements ?? 0);
+      if (key === 'vips') this.tellVipMoves();
       this.queue.forget(key);
       if (decision.wakeInMs !== null) this.queue.addAfter(key, decision.wakeInMs);
     } catch (err) {
@@ -340,12 +355,39 @@ export class LeaderRun {
         now, newTaskId: () => this.ports.newTaskId(), exclusiveClearInMs: (n, e) => this.exclusiveClearInMs(n, e), clockHold: this.ports.jobClockHold?.() ?? null,
       });
     }
+    if (key === 'vips') return this.decideVips(state);
     if (key.startsWith('net:')) {
       const d = decideNetworkAllocation(state, readNetworkState(this.ports.store).networks.get(key.slice(4)), now);
       for (const p of d.problems) this.ports.log.warn(p);
       return d;
     }
     return { plan: { changes: [], compares: [] }, wakeInMs: null };
+  }
+
+  /** Who holds each VIP (vip-holders.ts); a holder that cannot keep one is waited for until its lease has surely run out. */
+  private decideVips(state: ControlState): Decision {
+    const d = decideVipHolders({
+      specs: this.ports.vips, records: this.readVersioned(vipsCollection, vipRecordSchema), releases: this.readVersioned(vipReleasesCollection, vipReleaseSchema),
+      nodes: state.nodes, members: this.ports.members(), self: this.ports.self, now: this.ports.logTimeNow(),
+      clearInMs: (n, e) => this.exclusiveClearInMs(n, e), leaseRev: (n) => this.ports.store.get(leasesCollection, n)?.rev ?? 0,
+    });
+    // Logged once per change of what waits, not at each pass (the ms left changes every time).
+    const waiting = d.waiting.join('; ');
+    const key = waiting.replace(/in \d+ ms/g, 'in N ms');
+    if (key !== this.vipWaitingLogged && waiting !== '') this.ports.log.warn(`vip: ${waiting}`);
+    this.vipWaitingLogged = key;
+    this.pendingVipMoves = d.moves;
+    return { plan: { changes: d.changes, compares: d.compares }, wakeInMs: d.wakeInMs };
+  }
+
+  private readVersioned<T extends VipRecord | VipRelease>(collection: string, schema: { safeParse(x: unknown): { success: boolean; data?: unknown } }): Map<string, Versioned<T>> {
+    const out = new Map<string, Versioned<T>>();
+    for (const doc of allDocs(this.ports.store, collection)) {
+      const r = schema.safeParse(doc.doc);
+      if (r.success) out.set(doc.id, { value: r.data as T, rev: doc.rev });
+      else this.ports.log.warn(`${collection}/${doc.id} (rev ${doc.rev}) is not a valid record and is ignored`);
+    }
+    return out;
   }
 
   private decideNodes(state: ControlState): Decision {
@@ -414,6 +456,15 @@ export class LeaderRun {
     if (d.transferTo === null || this.ports.transferLeadership === undefined || this.closed) return;
     this.ports.log.warn(`node health: a node is silent to this leader alone while ${d.transferTo} hears every member; handing leadership to ${d.transferTo}`);
     this.ports.transferLeadership(d.transferTo);
+  }
+
+  private tellVipMoves(): void {
+    const moves = this.pendingVipMoves;
+    this.pendingVipMoves = [];
+    for (const m of moves) {
+      this.ports.log.info?.(`vip: ${m.address} ${m.from ?? '(nobody)'} -> ${m.to ?? '(nobody)'} (${m.reason})`);
+      this.ports.onVipMoved?.(m);
+    }
   }
 
   /** Proposes the plan, fenced by the run's term; 'conflict' when what it read has changed. */

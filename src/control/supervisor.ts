@@ -13,7 +13,8 @@ import type { Leadership, LeaderLog } from '../ports/leadership.ts';
 import type { MembershipView } from '../ports/membership-view.ts';
 import type { Proposer } from '../ports/proposer.ts';
 import { controlFeatureLevel } from '../resources/collections.ts';
-import { LeaderRun, type PassReport } from './leader-run.ts';
+import { LeaderRun, type LeaderRunPorts, type PassReport } from './leader-run.ts';
+import type { VipSpec } from '../resources/vips.ts';
 import { RenewalLog } from './renewal-log.ts';
 import type { LeaseConfig } from '../resources/lease.ts';
 import type { NodeHealthConfig } from './node-health.ts';
@@ -35,6 +36,10 @@ export interface SupervisorOptions {
   transferLeadership?: (to: string) => Promise<unknown>;
   /** Why scheduled job runs must not fire now (the clock rule, src/node/clock-watch.ts); absent: they may. */
   jobClockHold?: () => string | null;
+  /** The virtual IPs (config `vips`); absent: this leader manages none. */
+  vips?: readonly VipSpec[];
+  /** Told of each VIP that changed holder (the node's events and metrics). */
+  onVipMoved?: LeaderRunPorts['onVipMoved'];
 }
 
 const clock = {
@@ -126,6 +131,8 @@ export class Supervisor {
       ...(this.opts.observeLoops !== undefined ? { observe: this.opts.observeLoops } : {}),
       ...(this.opts.jobClockHold !== undefined ? { jobClockHold: this.opts.jobClockHold } : {}),
       featureLevel: () => n.featureLevel,
+      ...(this.opts.vips !== undefined ? { vips: this.opts.vips } : {}),
+      ...(this.opts.onVipMoved !== undefined ? { onVipMoved: this.opts.onVipMoved } : {}),
     }, term);
     this.run = run;
     this.runs++;

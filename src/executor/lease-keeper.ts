@@ -86,6 +86,12 @@ export class LeaseKeeper {
     return until !== undefined && this.opts.boot.bootNow() < until;
   }
 
+  /** Boot-clock ms until which the lease of `epoch` holds, or null when it does not hold now. */
+  heldUntil(epoch: number): number | null {
+    if (!this.covers(epoch)) return null;
+    return this.held.get(epoch) ?? null;
+  }
+
   /** The epoch the node has exclusive work in (renew its lease), or null (let it run out). */
   want(epoch: number | null): void {
     if (this.closed || epoch === this.wanted) return;

@@ -9,6 +9,7 @@ import { ShoalError } from '../errors.ts';
 import { hostPortSchema as hostPort, splitHostPort } from '../base/host-port.ts';
 import { memberRecordSchema } from '../resources/membership.ts';
 import { meshConfigSchema } from '../../net/mesh-config.ts';
+import { vipsConfigSchema } from '../resources/vips.ts';
 import { downAfterMsMin, nodeHealthDefaults } from '../control/node-health.ts';
 import { jobClockSkewMaxMsDefault } from '../control/clock-sanity.ts';
 import { driftRhoMax, driftRhoMin, killMsMax, killMsMin, leaseConfigProblem, leaseDefaults, leaseMsMax, leaseMsMin, stopReportMsMax } from '../resources/lease.ts';
@@ -172,6 +173,12 @@ export const configSchema = z.object({
   dns: z.object({
     enabled: z.boolean().default(true),
   }).strict().prefault({}),
+  /**
+   * Virtual IPs (src/resources/vips.ts, docs/network.md "Virtual IP"): addresses one healthy node
+   * holds at a time. The leader's value counts (keep it the same on every node); absent: a leader
+   * manages none (the ones recorded stay with their holders).
+   */
+  vips: vipsConfigSchema.optional(),
 }).strict().superRefine((c, ctx) => {
   if (c.control.suspectAfterMs >= c.control.downAfterMs) {
     ctx.addIssue({ code: 'custom', path: ['control', 'suspectAfterMs'], message: `must be below control.downAfterMs (${c.control.downAfterMs})` });

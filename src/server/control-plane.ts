@@ -22,7 +22,7 @@ import { registryLoginInStore } from '../resources/registry-logins.ts';
 import { StoreAgentView, StoreAgentWriter, type NodeIdentity } from '../executor/store-ports.ts';
 import { controlFeatureLevel } from '../resources/collections.ts';
 import type { NodeHealthConfig } from '../control/node-health.ts';
-import { Supervisor } from '../control/supervisor.ts';
+import { Supervisor, type SupervisorOptions } from '../control/supervisor.ts';
 import { PeerViewReporter, peerViewUnheardAfterMs } from '../node/peer-view-reporter.ts';
 import type { PassReport } from '../control/leader-run.ts';
 
@@ -62,6 +62,9 @@ export interface ControlPlaneOptions {
   secrets?: { read: SecretDelivery['read']; dir?: string; legacyDir?: string };
   /** The agent's view of overlay addresses and readiness (src/executor/task-networks.ts); absent: the store's addresses alone. */
   networks?: TaskNetworks;
+  /** The virtual IPs the leader's loops manage (config `vips`), and who is told when one moves. */
+  vips?: SupervisorOptions['vips'];
+  onVipMoved?: SupervisorOptions['onVipMoved'];
 }
 
 /** Registration is retried this often while it fails (no leader yet, a conflict). */
@@ -87,6 +90,7 @@ export class ControlPlane {
       transferLeadership: (to) => opts.node.transferLeadership(to),
       ...(opts.meshCidr !== undefined ? { meshCidr: opts.meshCidr } : {}), ...(opts.observeLoops !== undefined ? { observeLoops: opts.observeLoops } : {}),
       ...(opts.jobClockHold !== undefined ? { jobClockHold: opts.jobClockHold } : {}),
+      ...(opts.vips !== undefined ? { vips: opts.vips } : {}), ...(opts.onVipMoved !== undefined ? { onVipMoved: opts.onVipMoved } : {}),
     });
     this.writer = new StoreAgentWriter(opts.node, opts.store, opts.identity, () => opts.node.featureLevel);
     this.peerViews = new PeerViewReporter({

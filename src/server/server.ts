@@ -13,7 +13,7 @@ import { DiskStorage } from '../storage/index.ts';
 import { WsTransport } from '../../transport/ws-transport.ts';
 import { PEER_MESSAGES_DROPPED_METRIC, inboundDropSamples } from '../../transport/inbound-drops.ts';
 import { DocumentStore } from '../../fsm/index.ts';
-import { Registry, latencyBuckets } from '../base/metrics.ts';
+import { Registry, latencyBuckets, type Counter } from '../base/metrics.ts';
 import { registerNodeMetrics } from '../node/metrics/node-metrics.ts';
 import { registerControlMetrics } from '../node/metrics/control-metrics.ts';
 import { EventLog } from '../node/events/event-log.ts';
@@ -61,6 +61,10 @@ import type { MeshKeys } from '../api/context.ts';
 import { startFirewall } from '../../net/firewall-start.ts';
 import { startServiceDns } from '../../net/dns-start.ts';
 import { startOverlayAgent } from '../../net/overlay-node.ts';
+import { startVipAgent } from '../../net/vip-start.ts';
+import { vipAddresses } from '../resources/vips.ts';
+import { procBootClock } from '../executor/clock.ts';
+import type { VipAgent } from '../../net/vip-agent.ts';
 import { StoreTaskNetworks } from '../executor/task-networks.ts';
 import { DrillStorage } from '../node/drill/drill-storage.ts';
 import { drillTargetOf } from '../node/drill/drill-target.ts';
@@ -228,6 +232,10 @@ class NodeParts {
   overlay!: OverlayAgent | null; // overlay
   control!: ControlPlane; // control
   mesh!: MeshAgent | null; // mesh
+  vip!: VipAgent; // vip
+  /** The VIPs on this node's interfaces now (metrics). */
+  readonly vipHeld = new Set<string>();
+  vipMoves!: Counter; // metrics
   founding!: FoundingToken; // founding-token
   firstRunAfterInit = false; // founding-token
   renewer!: CertRenewer; // cert-renewal
@@ -303,6 +311,7 @@ export const nodeComponents: readonly Component<NodeParts>[] = [
   { name: 'firewall', start: startFirewallOf },
   { name: 'overlay', start: startOverlay },
   { name: 'control', start: startControl },
+  { name: 'vip', start: startVip },
   { name: 'mesh', start: startMesh },
   { name: 'peer-addresses', start: (c) => { c.addresses.start(c.node); return () => c.addresses.close(); } },
   { name: 'autopilot', start: startAutopilot },
@@ -394,6 +403,8 @@ function buildNode(c: NodeParts): void {
 function registerMetrics(c: NodeParts): Stop {
   registerNodeMetrics(c.metrics, c.node, { identity: c.identity, softwareVersion, electionTimeoutMs: c.config.raft.electionTimeoutMs, dataDir: c.config.dataDir });
   c.observeLoops = registerControlMetrics(c.metrics, c.store);
+  c.vipMoves = c.metrics.counter('shoal_vip_moves_total', 'Virtual IPs this node, as leader, gave to another holder (or to none), by reason: assigned, released, lease_expired.', ['reason']);
+  c.metrics.gauge({ name: 'shoal_vips_held', help: 'Virtual IPs on this node\'s interfaces now (it holds them).', type: 'gauge', read: () => [{ value: c.vipHeld.size }] });
   registerJobMetrics(c.metrics, c.store);
   c.metrics.gauge({ ...PEER_MESSAGES_DROPPED_METRIC, type: 'counter', read: () => inboundDropSamples(c.transport.inboundDrops()) });
   return registerRuntimeMetrics(c.metrics);
@@ -588,9 +599,30 @@ function startControl(c: NodeParts): Stop {
     },
     ...(config.mesh !== undefined ? { meshCidr: config.mesh.cidr } : {}),
     jobClockHold: () => c.clockWatch.jobClockHold(),
+    ...(config.vips !== undefined ? { vips: config.vips } : {}),
+    onVipMoved: (m) => {
+      c.vipMoves.inc({ reason: m.reason });
+      if (c.clusterEvents) c.events.recordEvent('vip.moved', m.address, { from: m.from, to: m.to, reason: m.reason });
+    },
   });
   c.control.start();
   return () => c.control.close();
+}
+
+/**
+ * The virtual IPs this node holds (net/vip-agent.ts), on every node: under the node agent's lease
+ * (no agent, runtime none: it holds none). Its stop, before the control plane's, hands each VIP it
+ * holds over (the address off, a release committed), so a planned stop does not wait out a lease.
+ */
+function startVip(c: NodeParts): Stop {
+  const agent = c.control.agent;
+  c.vip = startVipAgent({
+    node: c.node, store: c.store, nodeId: c.identity.id, log: c.log, bootNow: () => procBootClock.bootNow(),
+    lease: agent === null ? null : { want: (w) => agent.wantLease('vip', w), heldUntil: (e) => agent.leaseHeldUntil(e) },
+    onChange: (address, held) => { if (held) c.vipHeld.add(address); else c.vipHeld.delete(address); },
+  });
+  const vip = c.vip;
+  return () => vip.close();
 }
 
 /** The WireGuard mesh (net/): its interface outlives this process; stopping shoal leaves it up. */
@@ -658,7 +690,7 @@ function startCertRenewal(c: NodeParts): Stop {
       const signer = c.security.signer();
       if (signer === undefined) return undefined;
       const { verifyCsr, signNodeCsr } = await import('../security/csr.ts');
-      const hosts = ['127.0.0.1', 'localhost', '::1', splitHostPort(config.peer.listen).host, splitHostPort(config.api.listen).host];
+      const hosts = ['127.0.0.1', 'localhost', '::1', splitHostPort(config.peer.listen).host, splitHostPort(config.api.listen).host, ...vipAddresses(c.store)];
       const signed = await signNodeCsr(signer, await verifyCsr(csrPem), identity.id, { hosts });
       return withChain(signed.certPem, signer);
     },

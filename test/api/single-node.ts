@@ -20,6 +20,7 @@ import { ControlPlane } from '../../src/server/control-plane.ts';
 import { systemClock } from '../../src/executor/clock.ts';
 import { MemoryRuntime } from '../../src/executor/memory-runtime.ts';
 import type { LeaseConfig } from '../../src/resources/lease.ts';
+import type { VipSpec } from '../../src/resources/vips.ts';
 import { MemoryClusterKeys } from '../../src/security/cluster-key-files.ts';
 import { SecretKeyring } from '../../src/control/secret-keyring.ts';
 import { SecretSource } from '../../src/server/secret-source.ts';
@@ -50,11 +51,13 @@ export interface SingleNodeOptions {
   auth?: ApiAuth;
   /** The exclusive-task lease of the control plane (config `exclusive`). */
   lease?: LeaseConfig;
+  /** The virtual IPs its leader loops manage (config `vips`; issue 38). */
+  vips?: VipSpec[];
 }
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
-function controlPlane(node: RaftNode, store: DocumentStore, lease: LeaseConfig | undefined, keys: MemoryClusterKeys): { control: ControlPlane; runtime: MemoryRuntime } {
+function controlPlane(node: RaftNode, store: DocumentStore, lease: LeaseConfig | undefined, keys: MemoryClusterKeys, vips?: VipSpec[]): { control: ControlPlane; runtime: MemoryRuntime } {
   const runtime = new MemoryRuntime({ clock: systemClock, pullAny: true });
   const source = new SecretSource({ store, keys, nodeId: 'solo', members: () => ({ list: [], leader: 'solo' }), voters: () => ['solo'], log: quiet });
   const control = new ControlPlane({
@@ -62,6 +65,7 @@ function controlPlane(node: RaftNode, store: DocumentStore, lease: LeaseConfig |
     node, store, clusterId: 'test-cluster', runtime, health: { suspectAfterMs: 5_000, downAfterMs: 15_000, restartGraceMs: 30_000 }, log: quiet,
     identity: { id: 'solo', name: 'solo', apiAddress: '127.0.0.1:1', peerAddress: 'memory:solo', softwareVersion: '0.0.0-test', capacity: { cpuMillis: 4000, memoryBytes: 8 * 1024 ** 3 }, labels: {} },
     ...(lease !== undefined ? { lease } : {}),
+    ...(vips !== undefined ? { vips } : {}),
   });
   control.start();
   return { control, runtime };
@@ -100,7 +104,7 @@ export async function singleNode(opts: SingleNodeOptions = {}): Promise<SingleNo
   };
   const app = buildApi(ctx);
   await app.ready();
-  const cp = opts.control === true ? controlPlane(node, store, opts.lease, keys) : undefined;
+  const cp = opts.control === true ? controlPlane(node, store, opts.lease, keys, opts.vips) : undefined;
   // As server.ts wires it: task logs are read through this node's runtime.
   if (cp !== undefined) ctx.runtime = cp.runtime;
   return {

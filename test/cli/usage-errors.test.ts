@@ -11,6 +11,7 @@ import { parseArgsMessage } from '../../src/cli/args.ts';
 import { clusterGroup } from '../../src/cli/cluster.ts';
 import { devSubcommands } from '../../src/cli/dev.ts';
 import { docGroup } from '../../src/cli/doc.ts';
+import { vipGroup } from '../../src/cli/vip.ts';
 import { commands } from '../../src/cli/main.ts';
 import { snapshotGroup } from '../../src/cli/snapshot.ts';
 import { nodeGroup } from '../../src/cli/node.ts';
@@ -180,6 +181,9 @@ const cases: Record<string, Case> = {
   'backup verify': { badFlag: ['backup', 'verify', '20261206T140000Z-000000000001', '--bogus', ...nowhere], missing: ['backup', 'verify', ...nowhere] },
   restore: { badFlag: ['restore', '--from', '/mnt/nas', '--bogus'], missing: ['restore', '--from', '/mnt/nas'] },
   'drill restore': { badFlag: ['drill', 'restore', '--from', '/mnt/nas', '--bogus'], missing: ['drill', 'restore', '--from', '/mnt/nas'] },
+  // Virtual IPs (issue 38).
+  vip: { badFlag: ['vip', '--bogus'], missing: ['vip'] },
+  'vip ls': { badFlag: ['vip', 'ls', '--bogus', ...nowhere], missing: ['vip', 'ls', 'extra', ...nowhere] },
 };
 
 
@@ -202,6 +206,7 @@ describe('usage errors under --json', () => {
       ...Object.keys(registryGroup.subcommands).map((s) => `registry ${s}`),
       ...Object.keys(backupGroup.subcommands).map((s) => `backup ${s}`),
       ...Object.keys(backupTargetGroup.subcommands).map((s) => `backup target ${s}`),
+      ...Object.keys(vipGroup.subcommands).map((s) => `vip ${s}`),
     ];
     expect(Object.keys(cases).sort()).toEqual(all.sort());
   });

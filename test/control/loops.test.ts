@@ -96,7 +96,7 @@ describe('the control plane, in process', () => {
     for (const m of members) expect((await m.runtime.list({ 'io.shoal.node': m.t.id })).filter((c) => c.state === 'running')).toHaveLength(1);
     // The loops' passes, reported to the metrics by the node that ran them (the leader).
     const passes = members.flatMap((m) => m.passes);
-    expect(new Set(passes.map((p) => p.loop))).toEqual(new Set(['service', 'placement', 'nodes']));
+    expect(new Set(passes.map((p) => p.loop))).toEqual(new Set(['service', 'placement', 'nodes', 'vips']));
     expect(passes.filter((p) => p.loop === 'placement' && p.outcome === 'done').reduce((n, p) => n + p.placements, 0)).toBe(3);
     expect(passes.every((p) => p.seconds >= 0 && (p.outcome === 'error') === (p.code !== undefined))).toBe(true);
   });

@@ -30,7 +30,9 @@ describe('test:setup', () => {
       // Issue 40's private registry tests.
       'apache2-utils', 'docker-registry', 'openssl',
       // Issue 43's SFTP backup target tests.
-      'openssh-server'].sort());
+      'openssh-server',
+      // Issue 38's virtual IP tests.
+      'arping'].sort());
   });
 
   it('says what to run where it cannot install', () => {

@@ -48,6 +48,8 @@ export const requirements: readonly Requirement[] = [
   { has: { command: 'openssl' }, pkg: 'openssl', for: 'private registry tests (the registry\'s CA and certificate)' },
   // An SFTP backup target (issue 43): OpenSSH's sshd and sftp-server on loopback, started by the test.
   { has: { command: 'sshd' }, pkg: 'openssh-server', for: 'SFTP backup target tests (test/api/backups.test.ts)' },
+  // Virtual IPs (issue 38): the holder's gratuitous ARP (Debian's arping, Thomas Habets').
+  { has: { command: 'arping' }, pkg: 'arping', for: 'virtual IP tests (test/system/vip-netns.test.ts)' },
 ];
 
 export interface Probe {

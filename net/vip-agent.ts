@@ -1,0 +1,246 @@
+// The node's side of the virtual IPs (src/resources/vips.ts; docs/network.md, "Virtual IP").
+//
+// Every node runs it. Level-triggered (pass-loop.ts): a store change, and a pass every second,
+// re-read the VIP records and the node's addresses (`ip -j -4 addr show`) and converge:
+// - a VIP this node holds (the record names it, at its current epoch, not released at this
+//   revision, not retired, the node not draining and shoal not stopping) is on its interface as
+//   VIP/32 with a kernel lifetime that ends before the node's lease does (`ip addr replace ...
+//   valid_lft N preferred_lft N`, N from kernelLifetimeSeconds), renewed at each pass; so a
+//   shoal that freezes or dies loses the address without doing anything. While it holds one, the
+//   node agent keeps the node's lease renewed (Agent.wantLease). Without a lease that holds, the
+//   address is taken off at once.
+// - when it takes one it was not holding, it announces it: gratuitous ARP (`arping -U`), a burst
+//   and a second one later, as keepalived does (garp_master_delay).
+// - any other VIP's address found on this node is taken off.
+// - a VIP it must let go of (drain, retired, a planned stop) is taken off, and then a release
+//   naming the record's revision is committed (compared on the node's epoch and that revision):
+//   the leader gives it to another node at once, not a lease later.
+
+import type { DocumentStore } from '../fsm/index.ts';
+import type { CommandResult, JsonObject, TxnCommand } from '../fsm/index.ts';
+import { allDocs } from '../src/resources/state.ts';
+import { nodesCollection } from '../src/resources/collections.ts';
+import { cidrContains, kernelLifetimeSeconds, releases, vipRecordSchema, vipReleaseSchema, vipReleasesCollection, vipsCollection, type VipRecord, type VipRelease } from '../src/resources/vips.ts';
+import type { CommandRunner } from './firewall-command.ts';
+import { runChecked } from './firewall-command.ts';
+import { PassLoop } from './pass-loop.ts';
+
+/** The node's lease, through the node agent (src/executor/agent.ts). */
+export interface VipLease {
+  /** Keep the node's lease renewed (true) or not. */
+  want(wanted: boolean): void;
+  /** Boot-clock ms until the lease of `epoch` holds, or null when it does not. */
+  heldUntil(epoch: number): number | null;
+}
+
+export interface VipAgentOptions {
+  store: DocumentStore;
+  nodeId: string;
+  /** null: this node has no agent (runtime `none`) and holds no VIP. */
+  lease: VipLease | null;
+  bootNow(): number;
+  run: CommandRunner;
+  /** Proposes a release; resolves with the state machine's answer once applied here. */
+  propose(cmd: TxnCommand): Promise<CommandResult>;
+  log: { info(msg: string): void; warn(msg: string): void };
+  /** A pass this often besides the store's changes (default 1 s): the lifetime follows the lease. */
+  passEveryMs?: number;
+  /** Gratuitous ARP bursts: `count` each, the second `repeatAfterMs` after the first (default 3, 5 s). */
+  garp?: { count: number; repeatAfterMs: number };
+  /** Told when this node takes or drops a VIP (metrics). */
+  onChange?: (address: string, held: boolean) => void;
+}
+
+/** One IPv4 address of the node, from `ip -j -4 addr show`. */
+export interface HostAddress {
+  ifname: string;
+  local: string;
+  prefixlen: number;
+}
+
+/** Parses `ip -j -4 addr show`. */
+export function parseHostAddresses(json: string): HostAddress[] {
+  const links = JSON.parse(json === '' ? '[]' : json) as { ifname?: unknown; addr_info?: { family?: unknown; local?: unknown; prefixlen?: unknown }[] }[];
+  const out: HostAddress[] = [];
+  for (const l of links) {
+    if (typeof l.ifname !== 'string') continue;
+    for (const a of l.addr_info ?? []) {
+      if (a.family === 'inet' && typeof a.local === 'string' && typeof a.prefixlen === 'number') out.push({ ifname: l.ifname, local: a.local, prefixlen: a.prefixlen });
+    }
+  }
+  return out;
+}
+
+/** The interface a VIP goes on here: its named one, or the one with an address in its subnet (not a VIP's /32). */
+export function vipInterface(spec: VipRecord['spec'], addrs: readonly HostAddress[]): string | null {
+  if (spec.interface !== undefined) return spec.interface;
+  const subnet = spec.subnet;
+  if (subnet === undefined) return null;
+  return addrs.find((a) => a.prefixlen < 32 && cidrContains(subnet, a.local))?.ifname ?? null;
+}
+
+export class VipAgent {
+  private readonly loop: PassLoop;
+  private readonly held = new Set<string>();
+  private readonly garpTimers = new Set<NodeJS.Timeout>();
+  private unsubscribe: (() => void) | null = null;
+  private tick: NodeJS.Timeout | undefined;
+  private stopping = false;
+  private readonly problems = new Map<string, string>();
+
+  constructor(private readonly o: VipAgentOptions) {
+    this.loop = new PassLoop({ name: 'vip', pass: () => this.pass(), retryMs: 1_000, retryMsMax: 5_000, log: o.log });
+  }
+
+  start(): void {
+    this.unsubscribe = this.o.store.subscribe((ev) => {
+      if (ev.collection === vipsCollection || ev.collection === vipReleasesCollection || ev.collection === nodesCollection || ev.collection === 'shoal.leases') this.loop.mark();
+    });
+    this.tick = setInterval(() => this.loop.mark(), this.o.passEveryMs ?? 1_000);
+    this.tick.unref();
+    this.loop.mark(true);
+  }
+
+  /** The VIPs this node has on its interfaces now (as of its last pass). */
+  heldAddresses(): string[] {
+    return [...this.held].sort();
+  }
+
+  /** One pass now (tests). */
+  async converge(): Promise<void> {
+    await this.loop.idle();
+    await this.pass();
+  }
+
+  /**
+   * A planned stop: takes every VIP off and commits its release (a hand-over: the leader gives it
+   * to another node at once), then stops. A release that cannot commit leaves the VIP to move
+   * once the lease has run out. Idempotent.
+   */
+  async close(): Promise<void> {
+    if (this.stopping) return this.loop.close();
+    this.stopping = true;
+    clearInterval(this.tick);
+    this.unsubscribe?.();
+    await this.loop.idle();
+    try {
+      await this.pass();
+    } catch (err) {
+      this.o.log.warn(`vip: letting go of the VIPs before stopping failed (${(err as Error).message}); they move once this node's lease has run out`);
+    }
+    for (const t of this.garpTimers) clearTimeout(t);
+    this.o.lease?.want(false);
+    await this.loop.close();
+  }
+
+  private async pass(): Promise<void> {
+    const { store, nodeId } = this.o;
+    const node = store.get(nodesCollection, nodeId)?.doc as { epoch?: unknown; availability?: unknown } | undefined;
+    const epoch = typeof node?.epoch === 'number' ? node.epoch : null;
+    const draining = node?.availability === 'drain';
+    const records = this.readRecords();
+    if (records.size === 0 && this.held.size === 0) {
+      this.o.lease?.want(false);
+      return;
+    }
+    const mine: { address: string; rec: VipRecord; rev: number }[] = [];
+    const letGo: { address: string; rec: VipRecord; rev: number }[] = [];
+    for (const [address, { rec, rev, release }] of records) {
+      if (rec.holder?.nodeId !== nodeId || epoch === null || rec.holder.epoch !== epoch || releases(release, rec, rev)) continue;
+      if (this.stopping || draining || rec.retired || this.o.lease === null) letGo.push({ address, rec, rev });
+      else mine.push({ address, rec, rev });
+    }
+    this.o.lease?.want(mine.length > 0);
+    const until = epoch === null ? null : this.o.lease?.heldUntil(epoch) ?? null;
+    // Measured again just before each add: the lifetime must end before the lease whenever the add lands.
+    const lifetimeNow = (): number => (until === null ? 0 : kernelLifetimeSeconds(until - this.o.bootNow()));
+    const addrs = parseHostAddresses(await runChecked(this.o.run, 'ip', ['-j', '-4', 'addr', 'show']));
+    const keep = new Set<string>();
+    for (const m of mine) {
+      let lifetime = lifetimeNow();
+      if (lifetime === 0) {
+        // Normal for a moment when it is just given one: the lease is renewed from then on.
+        this.noteProblem(m.address, `this node holds ${m.address} but its lease does not hold now: the address stays off until a renewal commits`, 'info');
+        continue;
+      }
+      const dev = vipInterface(m.rec.spec, addrs);
+      if (dev === null) {
+        this.noteProblem(m.address, `no interface of this node has an address in ${m.rec.spec.subnet ?? '?'} to put ${m.address} on: the VIP stays here without answering until the leader moves it (check vips[].subnet)`);
+        continue;
+      }
+      lifetime = lifetimeNow();
+      if (lifetime === 0) continue;
+      await runChecked(this.o.run, 'ip', ['addr', 'replace', `${m.address}/32`, 'dev', dev, 'valid_lft', String(lifetime), 'preferred_lft', String(lifetime)]);
+      keep.add(m.address);
+      this.problems.delete(m.address);
+      if (!this.held.has(m.address)) this.taken(m.address, dev);
+    }
+    // Every VIP's address this node must not have now: off, wherever it is.
+    for (const a of addrs) {
+      if (a.prefixlen !== 32 || keep.has(a.local) || !records.has(a.local)) continue;
+      await runChecked(this.o.run, 'ip', ['addr', 'del', `${a.local}/32`, 'dev', a.ifname]);
+    }
+    for (const address of [...this.held]) {
+      if (keep.has(address)) continue;
+      this.held.delete(address);
+      this.o.log.info(`vip: ${address} is off this node`);
+      this.o.onChange?.(address, false);
+    }
+    for (const g of letGo) await this.release(g.address, g.rec, g.rev);
+  }
+
+  private readRecords(): Map<string, { rec: VipRecord; rev: number; release: VipRelease | undefined }> {
+    const out = new Map<string, { rec: VipRecord; rev: number; release: VipRelease | undefined }>();
+    for (const doc of allDocs(this.o.store, vipsCollection)) {
+      const r = vipRecordSchema.safeParse(doc.doc);
+      if (!r.success) continue;
+      const rel = vipReleaseSchema.safeParse(this.o.store.get(vipReleasesCollection, doc.id)?.doc);
+      out.set(doc.id, { rec: r.data, rev: doc.rev, release: rel.success ? rel.data : undefined });
+    }
+    return out;
+  }
+
+  /** Commits that this node let go of `address` at the record's revision (the address is already off). */
+  private async release(address: string, rec: VipRecord, rev: number): Promise<void> {
+    const holder = rec.holder;
+    if (holder === null) return;
+    const doc: VipRelease = { address, nodeId: this.o.nodeId, epoch: holder.epoch, recordRev: rev };
+    const r = await this.o.propose({
+      op: 'txn',
+      compare: [
+        { collection: nodesCollection, id: this.o.nodeId, target: 'value', path: 'epoch', cmp: '=', value: holder.epoch },
+        { collection: vipsCollection, id: address, target: 'rev', cmp: '=', value: rev },
+      ],
+      success: [{ op: 'put', collection: vipReleasesCollection, id: address, doc: doc as unknown as JsonObject }], failure: [],
+    });
+    if (!r.ok) throw new Error(`the release of ${address} was refused: ${r.error.code}: ${r.error.message}`);
+    if (r.kind === 'txn' && r.succeeded) this.o.log.info(`vip: released ${address} (record revision ${rev})`);
+  }
+
+  private taken(address: string, dev: string): void {
+    this.held.add(address);
+    this.o.log.info(`vip: ${address} is on ${dev} here; announcing it`);
+    this.o.onChange?.(address, true);
+    const garp = this.o.garp ?? { count: 3, repeatAfterMs: 5_000 };
+    const announce = (): void => {
+      if (!this.held.has(address)) return;
+      this.o.run('arping', ['-q', '-U', '-P', '-c', String(garp.count), '-i', dev, '-S', address, address]).then((r) => {
+        // Unsolicited ARP gets no replies, which arping reports as 1; anything else is a problem.
+        if (r.code > 1) this.o.log.warn(`vip: announcing ${address} on ${dev} failed (arping exited ${r.code}: ${r.stderr.trim()})`);
+      }, (err: unknown) => this.o.log.warn(`vip: announcing ${address} on ${dev} failed (${(err as Error).message}); neighbours learn it when their ARP entry expires (install arping)`));
+    };
+    announce();
+    const t = setTimeout(() => {
+      this.garpTimers.delete(t);
+      announce();
+    }, garp.repeatAfterMs);
+    t.unref();
+    this.garpTimers.add(t);
+  }
+
+  private noteProblem(address: string, msg: string, level: 'info' | 'warn' = 'warn'): void {
+    if (this.problems.get(address) === msg) return;
+    this.problems.set(address, msg);
+    this.o.log[level](`vip: ${msg}`);
+  }
+}

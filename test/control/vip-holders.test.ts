@@ -1,0 +1,292 @@
+// Virtual IPs: the config's checks, the leader's choice of a holder (src/control/vip-holders.ts),
+// and, in a seeded simulation of nodes that die, freeze and are cut off, the rule that two nodes
+// never have a VIP on their interfaces at once (the lease, the kernel lifetime, the leader's wait).
+
+import { describe, expect, it } from 'vitest';
+import { decideVipHolders, type VipInput } from '../../src/control/vip-holders.ts';
+import { exclusiveClearInMs, leaseDefaults, renewIntervalMs } from '../../src/resources/lease.ts';
+import type { NodeRecord } from '../../src/resources/records.ts';
+import type { Versioned } from '../../src/resources/state.ts';
+import { kernelLateSeconds, kernelLifetimeSeconds, releases, vipsConfigSchema, type VipRecord, type VipRelease, type VipSpec } from '../../src/resources/vips.ts';
+import { parseConfig } from '../../src/server/config.ts';
+import { node } from './fixtures.ts';
+import { X509Certificate } from 'node:crypto';
+import { DocumentStore, encodeCommand, type JsonObject } from '../../fsm/index.ts';
+import { vipAddresses } from '../../src/resources/vips.ts';
+import { createCa, issueNodeCert } from '../../src/security/certificates.ts';
+
+const spec: VipSpec = { address: '192.168.1.250', subnet: '192.168.1.0/24' };
+
+function nodes(...ns: NodeRecord[]): Map<string, Versioned<NodeRecord>> {
+  return new Map(ns.map((n, i) => [n.id, { value: n, rev: i + 1 }]));
+}
+
+function input(o: Partial<VipInput> = {}): VipInput {
+  const ns = o.nodes ?? nodes(node('a'), node('b'), node('c'));
+  return {
+    specs: [spec], records: new Map(), releases: new Map(), nodes: ns, members: new Set(ns.keys()), self: 'a', now: 1_000,
+    clearInMs: () => 0, leaseRev: () => 7, ...o,
+  };
+}
+
+function rec(holder: { nodeId: string; epoch: number } | null, rev = 10, extra: Partial<VipRecord> = {}): Map<string, Versioned<VipRecord>> {
+  return new Map([[spec.address, { value: { spec, holder, since: 500, previous: null, retired: false, ...extra }, rev }]]);
+}
+
+function holderOf(d: ReturnType<typeof decideVipHolders>): { nodeId: string; epoch: number } | null | undefined {
+  const put = d.changes.find((c) => c.kind === 'put' && c.id === spec.address);
+  return put?.kind === 'put' ? (put.doc as unknown as VipRecord).holder : undefined;
+}
+
+describe('the vips config', () => {
+  it('takes a VIP by interface or by subnet', () => {
+    expect(vipsConfigSchema.safeParse([{ address: '10.0.0.9', interface: 'eth0' }, spec]).success).toBe(true);
+  });
+
+  it('refuses a VIP with both or neither of interface and subnet, one outside its subnet, a duplicate and an IPv6 address, each named', () => {
+    const r = vipsConfigSchema.safeParse([
+      { address: '10.0.0.9' }, { address: '10.0.0.8', interface: 'eth0', subnet: '10.0.0.0/24' }, { address: '10.1.0.9', subnet: '10.0.0.0/24' },
+      { address: '10.0.0.7', interface: 'eth0' }, { address: '10.0.0.7', interface: 'eth0' }, { address: 'fd00::1', interface: 'eth0' }, { address: '10.0.0.6', interface: 'no such name with spaces' },
+    ]);
+    expect(r.success).toBe(false);
+    const msgs = r.error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`) ?? [];
+    expect(msgs).toEqual(expect.arrayContaining([
+      expect.stringMatching(/^0\.interface: give exactly one of interface/), expect.stringMatching(/^1\.interface: give exactly one/),
+      expect.stringMatching(/^2\.subnet: 10\.1\.0\.9 is not inside 10\.0\.0\.0\/24/), expect.stringMatching(/^4\.address: 10\.0\.0\.7 is named twice/),
+      expect.stringMatching(/^5\.address: an IPv4 address/), expect.stringMatching(/^6\.interface: an interface name/),
+    ]));
+  });
+
+  it('is a node config key whose problems refuse the config (config_invalid) with their path', () => {
+    const base = { dataDir: '/tmp/x', api: { listen: '127.0.0.1:7101' }, peer: { listen: '127.0.0.1:7201' } };
+    expect(parseConfig({ ...base, vips: [spec] }, 'c.yaml').vips).toEqual([spec]);
+    expect(() => parseConfig({ ...base, vips: [{ address: '192.168.1.250', subnet: '10.0.0.0/8' }] }, 'c.yaml')).toThrow(/vips\.0\.subnet: 192\.168\.1\.250 is not inside 10\.0\.0\.0\/8/);
+  });
+
+  it('sets a kernel lifetime that ends, however late the kernel is, before the lease', () => {
+    for (const leftMs of [0, 999, 2_999, 3_000, 5_400, 8_000, 60_000]) {
+      const s = kernelLifetimeSeconds(leftMs);
+      if (s > 0) expect((s + kernelLateSeconds) * 1000).toBeLessThanOrEqual(leftMs);
+      else expect(leftMs).toBeLessThan((1 + kernelLateSeconds) * 1000);
+    }
+  });
+});
+
+describe('the leader\'s choice of a holder', () => {
+  it('gives a new VIP to an eligible node other than itself, comparing its epoch and state', () => {
+    const d = decideVipHolders(input());
+    expect(holderOf(d)).toEqual({ nodeId: 'b', epoch: 0 });
+    expect(d.compares).toEqual(expect.arrayContaining([expect.objectContaining({ collection: 'shoal.nodes', id: 'b', path: 'epoch', value: 0 })]));
+    expect(d.moves).toEqual([{ address: spec.address, from: null, to: 'b', reason: 'assigned' }]);
+  });
+
+  it('takes it itself when no other node may, and gives it to nobody when none may', () => {
+    expect(holderOf(decideVipHolders(input({ nodes: nodes(node('a'), node('b', { state: 'suspect' }), node('c', { availability: 'drain' })) })))).toEqual({ nodeId: 'a', epoch: 0 });
+    expect(holderOf(decideVipHolders(input({ specs: [{ ...spec, nodes: ['zz'] }] })))).toBeNull();
+  });
+
+  it('follows vip.nodes (names or ids) and labels', () => {
+    const ns = nodes(node('a'), node('b', { name: 'pi-kitchen' }), node('c', { labels: { lan: 'yes' } }));
+    expect(holderOf(decideVipHolders(input({ nodes: ns, specs: [{ ...spec, nodes: ['pi-kitchen', 'a'] }] })))).toEqual({ nodeId: 'b', epoch: 0 });
+    expect(holderOf(decideVipHolders(input({ nodes: ns, specs: [{ ...spec, labels: { lan: 'yes' } }] })))).toEqual({ nodeId: 'c', epoch: 0 });
+  });
+
+  it('spreads VIPs over the nodes', () => {
+    const two = [spec, { address: '192.168.1.251', subnet: '192.168.1.0/24' }];
+    const d = decideVipHolders(input({ specs: two }));
+    const holders = d.changes.map((c) => (c.kind === 'put' ? (c.doc as unknown as VipRecord).holder?.nodeId : undefined));
+    expect(holders).toEqual(['b', 'c']);
+  });
+
+  it('leaves a healthy holder alone, even the leader itself', () => {
+    expect(decideVipHolders(input({ records: rec({ nodeId: 'a', epoch: 0 }) })).changes).toEqual([]);
+    expect(decideVipHolders(input({ records: rec({ nodeId: 'c', epoch: 0 }) })).changes).toEqual([]);
+  });
+
+  it('waits while a lost holder\'s lease may still hold, then moves it comparing its lease record', () => {
+    const ns = nodes(node('a'), node('b', { state: 'down', epoch: 1 }), node('c'));
+    const waiting = decideVipHolders(input({ nodes: ns, records: rec({ nodeId: 'b', epoch: 0 }), clearInMs: () => 4_321 }));
+    expect(waiting.changes).toEqual([]);
+    expect(waiting.wakeInMs).toBe(4_321);
+    expect(waiting.waiting[0]).toMatch(/moves once that node's lease has surely run out, in 4321 ms/);
+    const moved = decideVipHolders(input({ nodes: ns, records: rec({ nodeId: 'b', epoch: 0 }), clearInMs: () => 0 }));
+    expect(holderOf(moved)).toEqual({ nodeId: 'c', epoch: 0 });
+    expect(moved.compares).toEqual(expect.arrayContaining([{ collection: 'shoal.leases', id: 'b', target: 'rev', cmp: '=', value: 7 }]));
+    expect(moved.moves).toEqual([{ address: spec.address, from: 'b', to: 'c', reason: 'lease_expired' }]);
+  });
+
+  it('moves it at once when the holder released this revision, and not for a release of an older one', () => {
+    const ns = nodes(node('a'), node('b', { availability: 'drain' }), node('c'));
+    const rel = (recordRev: number): Map<string, Versioned<VipRelease>> => new Map([[spec.address, { value: { address: spec.address, nodeId: 'b', epoch: 0, recordRev }, rev: 11 }]]);
+    const now = decideVipHolders(input({ nodes: ns, records: rec({ nodeId: 'b', epoch: 0 }), releases: rel(10), clearInMs: () => 9_000 }));
+    expect(holderOf(now)).toEqual({ nodeId: 'c', epoch: 0 });
+    expect(now.moves[0]?.reason).toBe('released');
+    expect(decideVipHolders(input({ nodes: ns, records: rec({ nodeId: 'b', epoch: 0 }), releases: rel(9), clearInMs: () => 9_000 })).changes).toEqual([]);
+  });
+
+  it('gives a released VIP back to the node that let go when no other may (a restart of the only eligible node)', () => {
+    const ns = nodes(node('a'), node('b'));
+    const rel = new Map([[spec.address, { value: { address: spec.address, nodeId: 'b', epoch: 0, recordRev: 10 }, rev: 11 }]]);
+    const d = decideVipHolders(input({ nodes: ns, specs: [{ ...spec, nodes: ['b'] }], records: rec({ nodeId: 'b', epoch: 0 }), releases: rel }));
+    expect(holderOf(d)).toEqual({ nodeId: 'b', epoch: 0 });
+    expect(releases(rel.get(spec.address)?.value, { holder: { nodeId: 'b', epoch: 0 } }, 12)).toBe(false);
+  });
+
+  it('retires a VIP the config no longer names: the holder lets go first, then the record goes', () => {
+    const first = decideVipHolders(input({ specs: [], records: rec({ nodeId: 'b', epoch: 0 }) }));
+    expect(first.changes).toEqual([expect.objectContaining({ kind: 'put', doc: expect.objectContaining({ retired: true }) })]);
+    const retired = rec({ nodeId: 'b', epoch: 0 }, 12, { retired: true });
+    expect(decideVipHolders(input({ specs: [], records: retired, clearInMs: () => 5_000 })).changes).toEqual([]);
+    const rel = new Map([[spec.address, { value: { address: spec.address, nodeId: 'b', epoch: 0, recordRev: 12 }, rev: 13 }]]);
+    expect(holderOf(decideVipHolders(input({ specs: [], records: retired, releases: rel })))).toBeNull();
+    const gone = decideVipHolders(input({ specs: [], records: rec(null, 14, { retired: true }), releases: rel }));
+    expect(gone.changes.map((c) => `${c.kind} ${c.collection}`)).toEqual(['delete shoal.vips', 'delete shoal.vip-releases']);
+  });
+
+  it('leaves the records alone when this leader has no vips config', () => {
+    expect(decideVipHolders(input({ specs: undefined, records: rec({ nodeId: 'b', epoch: 0 }) })).changes).toEqual([]);
+  });
+});
+
+// ---- never two holders: a seeded simulation ----
+
+function prng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface SimNode {
+  id: string;
+  /** dead: nothing runs, the kernel keeps what it has; frozen: the same, for a while; cut: runs, reaches nobody. */
+  fate: 'ok' | 'dead' | 'frozen' | 'cut';
+  fateUntil: number;
+  /** What the node's store shows (a cut-off node's stays as it was). */
+  view: { rec: Versioned<VipRecord> | undefined; epoch: number };
+  leaseUntil: number;
+  nextRenewAt: number;
+  /** The kernel's address: dropped at this time (0: none). */
+  addressUntil: number;
+  nextPassAt: number;
+}
+
+/** One run: returns the times at which two nodes had the address (must be none), and how many moves happened. */
+function simulate(seed: number, stepsMs = 120_000): { overlaps: number[]; moves: number; heldMs: number } {
+  const rand = prng(seed);
+  const cfg = leaseDefaults;
+  const ids = ['a', 'b', 'c'];
+  const store = { rec: undefined as Versioned<VipRecord> | undefined, rel: undefined as Versioned<VipRelease> | undefined, rev: 1 };
+  const epochs = new Map(ids.map((id) => [id, 0]));
+  const states = new Map<string, NodeRecord['state']>(ids.map((id) => [id, 'ready']));
+  const heardAt = new Map(ids.map((id) => [id, 0]));
+  const renewedAt = new Map<string, number>();
+  const sim: SimNode[] = ids.map((id) => ({ id, fate: 'ok', fateUntil: 0, view: { rec: undefined, epoch: 0 }, leaseUntil: 0, nextRenewAt: 0, addressUntil: 0, nextPassAt: rand() * 1000 }));
+  const overlaps: number[] = [];
+  let moves = 0;
+  let heldMs = 0;
+  const pending: { at: number; node: SimNode; sentAt: number; epoch: number }[] = [];
+  for (let t = 0; t < stepsMs; t += 50) {
+    // Faults: now and then one node dies, freezes or is cut off for a while, then comes back.
+    for (const n of sim) {
+      if (n.fate !== 'ok' && t >= n.fateUntil) n.fate = 'ok';
+      if (n.fate === 'ok' && rand() < 0.0008) {
+        n.fate = (['dead', 'frozen', 'cut'] as const)[Math.floor(rand() * 3)] ?? 'dead';
+        n.fateUntil = t + 2_000 + rand() * 25_000;
+        if (n.fate === 'dead') n.leaseUntil = 0; // a restarted shoal believes in no lease it did not write (lease file aside)
+      }
+    }
+    const reaches = (n: SimNode): boolean => n.fate === 'ok';
+    for (const n of sim) if (reaches(n)) n.view = { rec: store.rec, epoch: epochs.get(n.id) ?? 0 };
+    // Renewals commit after a random delay, only if the node still reaches the leader and its epoch holds.
+    for (const p of pending.splice(0)) {
+      if (p.at > t) {
+        pending.push(p);
+        continue;
+      }
+      if (!reaches(p.node) || epochs.get(p.node.id) !== p.epoch) continue;
+      renewedAt.set(`${p.node.id}:${p.epoch}`, t);
+      heardAt.set(p.node.id, t);
+      p.node.leaseUntil = Math.max(p.node.leaseUntil, p.sentAt + cfg.leaseMs);
+    }
+    for (const n of sim) {
+      if (n.fate === 'ok') heardAt.set(n.id, t);
+      const h = n.view.rec?.value.holder;
+      const mine = h?.nodeId === n.id && h.epoch === n.view.epoch;
+      if ((n.fate === 'ok' || n.fate === 'cut') && mine && t >= n.nextRenewAt) {
+        n.nextRenewAt = t + renewIntervalMs(cfg);
+        pending.push({ at: t + 20 + rand() * 600, node: n, sentAt: t, epoch: n.view.epoch });
+      }
+      // The VIP agent's pass, once a second while the process runs.
+      if ((n.fate === 'ok' || n.fate === 'cut') && t >= n.nextPassAt) {
+        n.nextPassAt = t + 1_000;
+        const lft = mine && n.leaseUntil > t ? kernelLifetimeSeconds(n.leaseUntil - t) : 0;
+        // The kernel may drop it up to kernelLateSeconds after the lifetime: take the worst case.
+        n.addressUntil = lft > 0 ? t + lft * 1000 + kernelLateSeconds * 1000 : 0;
+      }
+    }
+    // Node health: silent 4 s → down, epoch raised; heard again → ready.
+    for (const id of ids) {
+      const silent = t - (heardAt.get(id) ?? 0);
+      if (silent >= 4_000 && states.get(id) !== 'down') {
+        states.set(id, 'down');
+        epochs.set(id, (epochs.get(id) ?? 0) + 1);
+      } else if (silent < 1_500 && states.get(id) === 'down') states.set(id, 'ready');
+    }
+    // The leader (a fourth node, never cut off) decides every 200 ms.
+    if (t % 200 === 0) {
+      const ns = new Map(ids.map((id, i) => [id, { value: node(id, { state: states.get(id) ?? 'ready', epoch: epochs.get(id) ?? 0 }), rev: i + 1 }]));
+      const d = decideVipHolders({
+        specs: [spec], records: store.rec === undefined ? new Map() : new Map([[spec.address, store.rec]]), releases: store.rel === undefined ? new Map() : new Map([[spec.address, store.rel]]),
+        nodes: ns, members: new Set(ids), self: 'leader', now: t, leaseRev: () => 0,
+        clearInMs: (id, e) => exclusiveClearInMs(cfg, { nowMs: t, watchingSinceMs: 0, agentLeaseMs: cfg.leaseMs, ...(renewedAt.has(`${id}:${e}`) ? { renewedAtMs: renewedAt.get(`${id}:${e}`) ?? 0 } : {}) }),
+      });
+      for (const c of d.changes) if (c.kind === 'put') store.rec = { value: c.doc as unknown as VipRecord, rev: ++store.rev };
+      moves += d.moves.filter((m) => m.from !== null).length;
+    }
+    const holding = sim.filter((n) => n.addressUntil > t);
+    if (holding.length > 1) overlaps.push(t);
+    if (holding.length === 1) heldMs += 50;
+  }
+  return { overlaps, moves, heldMs };
+}
+
+describe('never two holders', () => {
+  it('no two nodes have the VIP at once, over seeded runs of deaths, freezes and partitions, and it does move and is held', () => {
+    let moves = 0;
+    let heldMs = 0;
+    for (let seed = 1; seed <= 40; seed++) {
+      const r = simulate(seed);
+      expect(r.overlaps, `seed ${seed}: two holders at ${r.overlaps.slice(0, 3).join(', ')} ms`).toEqual([]);
+      moves += r.moves;
+      heldMs += r.heldMs;
+    }
+    // The runs are not vacuous: VIPs moved, and someone held the VIP most of the time.
+    expect(moves).toBeGreaterThan(20);
+    expect(heldMs / (40 * 120_000)).toBeGreaterThan(0.5);
+  });
+});
+
+describe('node certificates and VIPs', () => {
+  it('sign the recorded VIPs as IP SANs, so the API answers on a VIP under the node\'s certificate', async () => {
+    const store = new DocumentStore();
+    const put = (id: string): void => {
+      const index = store.revision + 1;
+      store.apply({ index, term: 1, data: encodeCommand({ cmd: { op: 'put', collection: 'shoal.vips', id, doc: { spec: { address: id, interface: 'eth0' }, holder: null, since: 0, previous: null, retired: false } as unknown as JsonObject }, ts: index }) });
+    };
+    expect(vipAddresses(store)).toEqual([]);
+    put('192.168.1.250');
+    put('192.168.1.251');
+    expect(vipAddresses(store)).toEqual(['192.168.1.250', '192.168.1.251']);
+    const ca = await createCa('c1');
+    const cert = await issueNodeCert(ca, 'n1', { hosts: ['127.0.0.1', ...vipAddresses(store)] });
+    const x = new X509Certificate(cert.certPem);
+    expect(x.checkIP('192.168.1.250')).toBe('192.168.1.250');
+    expect(x.checkIP('192.168.1.251')).toBe('192.168.1.251');
+    expect(x.checkIP('192.168.1.252')).toBeUndefined();
+  });
+});

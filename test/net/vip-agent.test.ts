@@ -1,0 +1,167 @@
+// The node's VIP agent (net/vip-agent.ts) against a real document store and a recording `ip`:
+// it puts the VIP on only while the record names this node at its epoch and the lease holds, with
+// a kernel lifetime under the lease; announces it; takes off any VIP it must not have; and on a
+// drain or a planned stop takes it off first and then commits a release of that revision.
+
+import { describe, expect, it } from 'vitest';
+import { DocumentStore, encodeCommand, type CommandResult, type JsonObject, type TxnCommand } from '../../fsm/index.ts';
+import { nodesCollection } from '../../src/resources/collections.ts';
+import { vipReleasesCollection, vipsCollection, type VipRecord } from '../../src/resources/vips.ts';
+import type { CommandOutput } from '../../net/firewall-command.ts';
+import { parseHostAddresses, VipAgent, vipInterface } from '../../net/vip-agent.ts';
+import { node } from '../control/fixtures.ts';
+
+const quietLog = { info: (): void => {}, warn: (): void => {} };
+
+function put(store: DocumentStore, collection: string, id: string, doc: object): number {
+  const index = store.revision + 1;
+  store.apply({ index, term: 2, data: encodeCommand({ cmd: { op: 'put', collection, id, doc: doc as JsonObject }, ts: index }) });
+  return index;
+}
+
+/** A host's IPv4 addresses, changed by the `ip addr` calls the agent makes; every call recorded. */
+class FakeHost {
+  readonly calls: string[] = [];
+  addrs: { ifname: string; local: string; prefixlen: number; lft?: number }[] = [{ ifname: 'eth0', local: '192.168.1.10', prefixlen: 24 }];
+  run = async (cmd: string, args: readonly string[]): Promise<CommandOutput> => {
+    this.calls.push([cmd, ...args].join(' '));
+    if (cmd === 'ip' && args[0] === '-j') {
+      const byIf = new Map<string, { local: string; prefixlen: number }[]>();
+      for (const a of this.addrs) byIf.set(a.ifname, [...(byIf.get(a.ifname) ?? []), a]);
+      return { stdout: JSON.stringify([...byIf].map(([ifname, as]) => ({ ifname, addr_info: as.map((a) => ({ family: 'inet', ...a })) }))), stderr: '', code: 0 };
+    }
+    if (cmd === 'ip' && args[1] === 'replace') {
+      const [local = '', prefix = ''] = (args[2] ?? '').split('/');
+      this.addrs = this.addrs.filter((a) => a.local !== local);
+      this.addrs.push({ ifname: args[4] ?? '', local, prefixlen: Number(prefix), lft: Number(args[6]) });
+    } else if (cmd === 'ip' && args[1] === 'del') {
+      const local = (args[2] ?? '').split('/')[0];
+      this.addrs = this.addrs.filter((a) => a.local !== local);
+    }
+    return { stdout: '', stderr: '', code: cmd === 'arping' ? 1 : 0 };
+  };
+  has(local: string): boolean {
+    return this.addrs.some((a) => a.local === local);
+  }
+}
+
+function setup(o: { leaseUntil?: number | null } = {}) {
+  const store = new DocumentStore();
+  put(store, nodesCollection, 'n1', node('n1', { epoch: 3 }));
+  const host = new FakeHost();
+  let now = 100_000;
+  const lease = { wanted: false, until: o.leaseUntil === undefined ? now + 8_000 : o.leaseUntil, want(w: boolean) { this.wanted = w; }, heldUntil(e: number) { return e === 3 ? this.until : null; } };
+  const proposed: TxnCommand[] = [];
+  const agent = new VipAgent({
+    store, nodeId: 'n1', lease, bootNow: () => now, run: host.run, log: quietLog, garp: { count: 3, repeatAfterMs: 60_000 },
+    propose: async (cmd) => {
+      proposed.push(cmd);
+      const index = store.revision + 1;
+      return store.apply({ index, term: 2, featureLevel: 6, data: encodeCommand({ cmd, ts: index }) }) as CommandResult;
+    },
+  });
+  return { store, host, lease, agent, proposed, advance: (ms: number) => { now += ms; } };
+}
+
+const record = (holder: VipRecord['holder'], extra: Partial<VipRecord> = {}): VipRecord => ({
+  spec: { address: '192.168.1.250', subnet: '192.168.1.0/24' }, holder, since: 1, previous: null, retired: false, ...extra,
+});
+
+describe('the VIP agent', () => {
+  it('parses ip -j addr and finds the interface by subnet, never a /32', () => {
+    const addrs = parseHostAddresses(JSON.stringify([{ ifname: 'lo', addr_info: [{ family: 'inet', local: '127.0.0.1', prefixlen: 8 }] }, { ifname: 'vip0', addr_info: [{ family: 'inet', local: '192.168.1.7', prefixlen: 32 }] }, { ifname: 'eth1', addr_info: [{ family: 'inet6', local: 'fe80::1', prefixlen: 64 }, { family: 'inet', local: '192.168.1.9', prefixlen: 24 }] }]));
+    expect(vipInterface({ address: '192.168.1.250', subnet: '192.168.1.0/24' }, addrs)).toBe('eth1');
+    expect(vipInterface({ address: '192.168.1.250', subnet: '10.0.0.0/8' }, addrs)).toBeNull();
+    expect(vipInterface({ address: '192.168.1.250', interface: 'br0' }, addrs)).toBe('br0');
+  });
+
+  it('does nothing, and runs no command, while there is no VIP', async () => {
+    const s = setup();
+    await s.agent.converge();
+    expect(s.host.calls).toEqual([]);
+    expect(s.lease.wanted).toBe(false);
+  });
+
+  it('holds the VIP it is given with a lifetime under the lease, renews it, announces it once, and wants the lease', async () => {
+    const s = setup();
+    put(s.store, vipsCollection, '192.168.1.250', record({ nodeId: 'n1', epoch: 3 }));
+    await s.agent.converge();
+    expect(s.lease.wanted).toBe(true);
+    expect(s.host.calls).toContain('ip addr replace 192.168.1.250/32 dev eth0 valid_lft 6 preferred_lft 6');
+    expect(s.host.calls).toContain('arping -q -U -P -c 3 -i eth0 -S 192.168.1.250 192.168.1.250');
+    expect(s.agent.heldAddresses()).toEqual(['192.168.1.250']);
+    s.advance(3_000);
+    s.lease.until = (s.lease.until ?? 0) + 2_500;
+    await s.agent.converge();
+    expect(s.host.calls.filter((c) => c.startsWith('ip addr replace')).at(-1)).toBe('ip addr replace 192.168.1.250/32 dev eth0 valid_lft 5 preferred_lft 5');
+    expect(s.host.calls.filter((c) => c.startsWith('arping'))).toHaveLength(1);
+    await s.agent.close();
+  });
+
+  it('takes it off at once when the lease no longer holds, and does not put it on without one', async () => {
+    const s = setup({ leaseUntil: null });
+    put(s.store, vipsCollection, '192.168.1.250', record({ nodeId: 'n1', epoch: 3 }));
+    await s.agent.converge();
+    expect(s.host.has('192.168.1.250')).toBe(false);
+    expect(s.lease.wanted).toBe(true);
+    s.lease.until = 100_000 + 8_000;
+    await s.agent.converge();
+    expect(s.host.has('192.168.1.250')).toBe(true);
+    s.advance(6_000); // 2 s left: under the kernel's lateness, not worth a lifetime
+    await s.agent.converge();
+    expect(s.host.has('192.168.1.250')).toBe(false);
+    expect(s.agent.heldAddresses()).toEqual([]);
+  });
+
+  it('takes off a VIP recorded for another node or another epoch of this one', async () => {
+    const s = setup();
+    s.host.addrs.push({ ifname: 'eth0', local: '192.168.1.250', prefixlen: 32 });
+    put(s.store, vipsCollection, '192.168.1.250', record({ nodeId: 'n2', epoch: 0 }));
+    await s.agent.converge();
+    expect(s.host.calls).toContain('ip addr del 192.168.1.250/32 dev eth0');
+    s.host.addrs.push({ ifname: 'eth0', local: '192.168.1.250', prefixlen: 32 });
+    put(s.store, vipsCollection, '192.168.1.250', record({ nodeId: 'n1', epoch: 2 }));
+    await s.agent.converge();
+    expect(s.host.has('192.168.1.250')).toBe(false);
+    expect(s.lease.wanted).toBe(false);
+  });
+
+  it('on a drain takes it off, then commits a release of that revision (compared on its epoch and the revision), and does not take it again', async () => {
+    const s = setup();
+    const rev = put(s.store, vipsCollection, '192.168.1.250', record({ nodeId: 'n1', epoch: 3 }));
+    await s.agent.converge();
+    expect(s.host.has('192.168.1.250')).toBe(true);
+    put(s.store, nodesCollection, 'n1', node('n1', { epoch: 3, availability: 'drain' }));
+    await s.agent.converge();
+    expect(s.host.has('192.168.1.250')).toBe(false);
+    expect(s.proposed).toHaveLength(1);
+    expect(s.proposed[0]?.compare).toEqual([
+      { collection: nodesCollection, id: 'n1', target: 'value', path: 'epoch', cmp: '=', value: 3 },
+      { collection: vipsCollection, id: '192.168.1.250', target: 'rev', cmp: '=', value: rev },
+    ]);
+    expect(s.store.get(vipReleasesCollection, '192.168.1.250')?.doc).toEqual({ address: '192.168.1.250', nodeId: 'n1', epoch: 3, recordRev: rev });
+    const delAt = s.host.calls.indexOf('ip addr del 192.168.1.250/32 dev eth0');
+    expect(delAt).toBeGreaterThan(-1);
+    // Active again: the record still names it at the released revision, so it stays off until the leader gives it again.
+    put(s.store, nodesCollection, 'n1', node('n1', { epoch: 3 }));
+    await s.agent.converge();
+    expect(s.host.has('192.168.1.250')).toBe(false);
+    expect(s.proposed).toHaveLength(1);
+    put(s.store, vipsCollection, '192.168.1.250', record({ nodeId: 'n1', epoch: 3 }, { since: 2 }));
+    await s.agent.converge();
+    expect(s.host.has('192.168.1.250')).toBe(true);
+    await s.agent.close();
+  });
+
+  it('on a planned stop hands the VIP over: off, released, and the lease no longer wanted', async () => {
+    const s = setup();
+    const rev = put(s.store, vipsCollection, '192.168.1.250', record({ nodeId: 'n1', epoch: 3 }));
+    s.agent.start();
+    await s.agent.converge();
+    expect(s.host.has('192.168.1.250')).toBe(true);
+    await s.agent.close();
+    expect(s.host.has('192.168.1.250')).toBe(false);
+    expect(s.store.get(vipReleasesCollection, '192.168.1.250')?.doc).toEqual({ address: '192.168.1.250', nodeId: 'n1', epoch: 3, recordRev: rev });
+    expect(s.lease.wanted).toBe(false);
+  });
+});
