@@ -91,3 +91,10 @@ export const featureLevelPlatformConstraints = 6;
 
 /** The level from which service specs may carry container settings (ContainerSettings, src/resources/record-compat.ts). */
 export const featureLevelContainerSettings = 6;
+
+/**
+ * The level from which a service's ports may be published through the routing mesh
+ * (ports[].mode `ingress`, docs/network.md "Ingress"): level 6's release. A member of level 5
+ * would refuse the field, and publish the port on its own node only.
+ */
+export const featureLevelIngress = 6;

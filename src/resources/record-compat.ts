@@ -13,7 +13,8 @@
 //     featureLevelDisruptionBudget: a spec's disruption budget, a service's forced disruptions;
 //     6, featureLevelContainerSettings: a spec's container settings and network aliases, and a
 //     secret delivered at an absolute path or owned by a uid/gid other than 0, in a service's or
-//     a job's spec, and a port published on one address),
+//     a job's spec, and a port published on one address; 6, featureLevelIngress: a port
+//     published through the routing mesh, ports[].mode ingress),
 //     which the cluster reaches only once every member runs a release that reads them; before,
 //     it is refused with feature_not_enabled and nothing is written.
 //
@@ -29,7 +30,7 @@
 
 import type { Command, Op } from '../../fsm/index.ts';
 import type { JsonObject, JsonValue } from '../../fsm/types.ts';
-import { featureLevelContainerSettings, featureLevelDisruptionBudget, featureLevelPlatformConstraints, featureLevelSecretsAtRest, featureLevelWorkloadNetwork } from '../base/feature-level.ts';
+import { featureLevelContainerSettings, featureLevelDisruptionBudget, featureLevelIngress, featureLevelPlatformConstraints, featureLevelSecretsAtRest, featureLevelWorkloadNetwork } from '../base/feature-level.ts';
 import { jobsCollection } from './jobs.ts';
 import { controlFeatureLevel, nodesCollection, registriesCollection, secretsCollection, servicesCollection } from './collections.ts';
 import { firewallPoliciesCollection, networksCollection } from './network-resources.ts';
@@ -108,6 +109,7 @@ function putLevel(collection: string, doc: JsonValue): number {
   if (putNeedsSecretsLevel(collection, doc)) return featureLevelSecretsAtRest;
   if (hasNewerSecretRef(collection, doc)) return featureLevelContainerSettings;
   if (hasHostIp(collection, doc)) return featureLevelContainerSettings;
+  if (hasIngressPort(collection, doc)) return featureLevelIngress;
   if (constrainedCollections.has(collection) && hasNewerConstraint(doc, 0)) return featureLevelPlatformConstraints;
   if (newerCollections.has(collection)) return featureLevelWorkloadNetwork;
   if (!isObject(doc)) return 0;
@@ -134,6 +136,12 @@ function hasNewerSecretRef(collection: string, doc: JsonValue): boolean {
 function hasHostIp(collection: string, doc: JsonValue): boolean {
   if (collection !== servicesCollection || !isObject(doc)) return false;
   return [doc.spec, doc.previousSpec].some((spec) => isObject(spec) && Array.isArray(spec.ports) && spec.ports.some((p) => isObject(p) && p.hostIp !== undefined));
+}
+
+/** Whether a service's spec (or previous spec) publishes a port through the routing mesh (issue 38's ports[].mode ingress). */
+function hasIngressPort(collection: string, doc: JsonValue): boolean {
+  if (collection !== servicesCollection || !isObject(doc)) return false;
+  return [doc.spec, doc.previousSpec].some((spec) => isObject(spec) && Array.isArray(spec.ports) && spec.ports.some((p) => isObject(p) && p.mode !== undefined));
 }
 
 /** Collections whose records hold constraints (a service's and a job's spec, a policy's publish rules). */
