@@ -44,7 +44,8 @@ services:
     image: ${image}
     command: ["sh", "-c", "while true; do echo front | nc -l -p 80; done"]
     stop_grace_period: 1s
-    ports: ["8080:80"]
+    # Host mode: published where the task runs, by Docker (the routing mesh has its own test, test/system/ingress.test.ts).
+    ports: [{target: 80, published: 8080, mode: host}]
     environment:
       DB_HOST: db:5432
 ${o.withApi ? '    depends_on: [api]\n' : ''}    deploy:
