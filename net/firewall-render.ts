@@ -16,8 +16,11 @@
 //   network, only what a permit or a published port names; an internal network sends nothing
 //   out. Everything not to or from a shoal network is left alone (policy accept). Every accept
 //   sets the mark bit `acceptMark`, which the one rule shoal keeps in Docker's DOCKER-USER chain
-//   accepts (an accept here does not override Docker's FORWARD policy DROP).
+//   accepts (an accept here does not override Docker's FORWARD policy DROP). Connections the
+//   routing mesh forwards (ct mark ingressCtMark) pass: its own table applied the publish rules
+//   to them before its DNAT (net/ingress-render.ts).
 
+import { ingressCtMark } from './ingress-marks.ts';
 import { firewallPermits, type FirewallNetwork, type PermitInput, type Permit, type Published } from './firewall-permits.ts';
 
 export interface FirewallRenderInput extends PermitInput {
@@ -98,6 +101,7 @@ export function renderFirewall(input: FirewallRenderInput): RenderedFirewall {
     '  chain forward {',
     '    type filter hook forward priority filter - 10; policy accept;',
     `    ct state established,related ${markAccept}`,
+    `    ct mark & ${hex(ingressCtMark)} == ${hex(ingressCtMark)} ${markAccept} comment "routing mesh: its table decided (publish rules)"`,
     ...networks.map((n) => `    ip saddr ${n.subnet} ip daddr ${n.subnet} ${markAccept} comment "inside network ${n.name}"`),
     `    ip saddr . ip daddr . meta l4proto . th dport @permits ${markAccept} comment "policy allow rules"`,
     `    ip saddr != @subnets ip daddr . meta l4proto . th dport @published ${markAccept} comment "policy publish rules"`,

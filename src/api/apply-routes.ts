@@ -10,6 +10,7 @@ import { planApply, type ApplyOptions, type ServiceOutcome } from '../control/ap
 import { principalOf } from './write-path.ts';
 import { merge } from '../resources/changes.ts';
 import { checkNetworks, planNetworkApply, type ResourceOutcome } from '../control/network-apply.ts';
+import { prepareIngress } from '../control/ingress-apply.ts';
 import { readNetworkState } from '../resources/network-resources.ts';
 import type { ServiceRecord } from '../resources/records.ts';
 import { missingSecretProblems, secretExistsCompares } from '../resources/secrets.ts';
@@ -76,8 +77,10 @@ function plan(ctx: ApiContext, state: ControlState, set: SpecSet, opts: ApplyOpt
   if (missing.length > 0) throw refusal(missing);
   // Networks first: a service may name a network only once it exists, or in the same apply.
   const nets = readNetworkState(ctx.store);
-  checkNetworks(nets, set, state);
-  const netPlan = planNetworkApply(nets, set, ctx.node.logTimeNow());
+  // Ingress ports claimed twice are refused; the implicit `ingress` network joins the apply when needed.
+  const withIngress = prepareIngress(state, nets, set);
+  checkNetworks(nets, withIngress, state);
+  const netPlan = planNetworkApply(nets, withIngress, ctx.node.logTimeNow());
   const serviceWrite = planApply(state, specs, ctx.node.logTimeNow(), opts);
   // The secrets the specs name must still exist when the write applies (a removal may race it).
   if (serviceWrite.plan.changes.length > 0) serviceWrite.plan.compares.push(...secretExistsCompares(specs));

@@ -12,6 +12,7 @@ import type { Compare } from '../../fsm/index.ts';
 import { planApply, type ServiceOutcome } from '../control/apply.ts';
 import { nameClashes, planJobApply, type JobOutcome } from '../control/job-apply.ts';
 import { checkNetworks, planNetworkApply } from '../control/network-apply.ts';
+import { prepareIngress } from '../control/ingress-apply.ts';
 import { deleteChange, merge, putChange, type Change, type Plan } from '../resources/changes.ts';
 import { secretsCollection } from '../resources/collections.ts';
 import { isFinishedRun, jobRunsCollection, jobsCollection, newRun, type JobRecord } from '../resources/jobs.ts';
@@ -292,10 +293,12 @@ function planDeploy(ctx: ApiContext, state: ControlState, stack: string, body: S
   const secretRecords = new Map(c.secrets.map((x) => [x.name, readSecretRecord(ctx.store, x.name)]));
   const problems = ownershipProblems(ctx, state, nets, stack, c, owned, secretRecords);
   if (problems.length > 0) throw stackRefusal(problems, c.warnings);
-  checkNetworks(nets, c.set, state);
+  // The implicit `ingress` network is made with the stack's first ingress port, and owned by no stack.
+  const withIngress = prepareIngress(state, nets, c.set);
+  checkNetworks(nets, withIngress, state);
   const now = ctx.node.logTimeNow();
   const { changes: secretChanges, outcomes: secrets, sealedAll } = planSecrets(ctx, c, secretRecords, now);
-  const netPlan = planNetworkApply(nets, c.set, now);
+  const netPlan = planNetworkApply(nets, withIngress, now);
   const serviceWrite = planApply(state, c.set.services, now, { source, ...(body.prune === true ? { prune: true } : {}) });
   const jobWrite = planJobRuns(state, c, planJobApply(state, c.set.jobs, now, { source, ...(body.prune === true ? { prune: true } : {}) }), now);
   const compares: Compare[] = [];

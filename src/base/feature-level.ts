@@ -100,3 +100,10 @@ export const featureLevelContainerSettings = 6;
  * job, no agent that reads a job's task, and no reader of a stack's record.
  */
 export const featureLevelJobs = 6;
+
+/**
+ * The level from which a service's ports may be published through the routing mesh
+ * (ports[].mode `ingress`, docs/network.md "Ingress"): level 6's release. A member of level 5
+ * would refuse the field, and publish the port on its own node only.
+ */
+export const featureLevelIngress = 6;

@@ -22,6 +22,7 @@
 import type Docker from 'dockerode';
 import { fenceMountPath, leaseFileOf } from './lease-file.ts';
 import { dockerNetworkName } from '../resources/overlay-names.ts';
+import { isIngressPort } from '../resources/spec/service-spec.ts';
 import { labelKeys } from './labels.ts';
 import type { ContainerNetwork, ContainerSpec } from './runtime.ts';
 
@@ -152,6 +153,8 @@ function healthConfig(h: NonNullable<ContainerSpec['healthCheck']>): Docker.Heal
 /**
  * Exposed ports and host bindings, keyed `<target>/<protocol>`. With host networking the
  * container binds the node's ports itself and Docker would drop bindings, so none are sent.
+ * Ingress ports are exposed but never bound: the routing mesh's table forwards them on every
+ * node (net/ingress-render.ts), and a binding would add Docker's own DNAT for the same port.
  */
 function portConfig(spec: ContainerSpec): {
   exposed: Record<string, Record<string, never>> | undefined;
@@ -163,7 +166,8 @@ function portConfig(spec: ContainerSpec): {
   for (const p of spec.ports) {
     const key = `${p.target}/${p.protocol}`;
     exposed[key] = {};
+    if (isIngressPort(p)) continue;
     (bindings[key] ??= []).push({ HostPort: String(p.published), ...(p.hostIp !== undefined ? { HostIp: p.hostIp } : {}) });
   }
-  return { exposed, bindings };
+  return { exposed, bindings: Object.keys(bindings).length > 0 ? bindings : undefined };
 }

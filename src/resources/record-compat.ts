@@ -14,7 +14,9 @@
 //     6, featureLevelContainerSettings: a spec's container settings, network aliases and fixed
 //     addresses, and a
 //     secret delivered at an absolute path or owned by a uid/gid other than 0, in a service's or
-//     a job's spec, a port published on one address, and a named volume's options),
+//     a job's spec, a port published on one address, and a named volume's options; 6,
+//     featureLevelIngress: a port
+//     published through the routing mesh, ports[].mode ingress),
 //     which the cluster reaches only once every member runs a release that reads them; before,
 //     it is refused with feature_not_enabled and nothing is written.
 //
@@ -33,7 +35,7 @@
 
 import type { Command, Op } from '../../fsm/index.ts';
 import type { JsonObject, JsonValue } from '../../fsm/types.ts';
-import { featureLevelContainerSettings, featureLevelDisruptionBudget, featureLevelJobs, featureLevelPlatformConstraints, featureLevelSecretsAtRest, featureLevelWorkloadNetwork } from '../base/feature-level.ts';
+import { featureLevelContainerSettings, featureLevelDisruptionBudget, featureLevelIngress, featureLevelJobs, featureLevelPlatformConstraints, featureLevelSecretsAtRest, featureLevelWorkloadNetwork } from '../base/feature-level.ts';
 import { jobRunsCollection, jobsCollection } from './jobs.ts';
 import { stacksCollection } from './stacks.ts';
 import { imagePullsCollection } from './image-pulls.ts';
@@ -120,6 +122,7 @@ function putLevel(collection: string, doc: JsonValue): number {
   if (hasNewerSecretRef(collection, doc)) return featureLevelContainerSettings;
   if (hasHostIp(collection, doc)) return featureLevelContainerSettings;
   if (hasVolumeOptions(collection, doc)) return featureLevelContainerSettings;
+  if (hasIngressPort(collection, doc)) return featureLevelIngress;
   if (constrainedCollections.has(collection) && hasNewerConstraint(doc, 0)) return featureLevelPlatformConstraints;
   if (newerCollections.has(collection)) return featureLevelWorkloadNetwork;
   if (!isObject(doc)) return 0;
@@ -158,6 +161,12 @@ function hasHostIp(collection: string, doc: JsonValue): boolean {
 function hasVolumeOptions(collection: string, doc: JsonValue): boolean {
   if ((collection !== servicesCollection && collection !== jobsCollection) || !isObject(doc)) return false;
   return [doc.spec, doc.previousSpec].some((spec) => isObject(spec) && Array.isArray(spec.mounts) && spec.mounts.some((m) => isObject(m) && m.volumeOptions !== undefined));
+}
+
+/** Whether a service's spec (or previous spec) publishes a port through the routing mesh (issue 38's ports[].mode ingress). */
+function hasIngressPort(collection: string, doc: JsonValue): boolean {
+  if (collection !== servicesCollection || !isObject(doc)) return false;
+  return [doc.spec, doc.previousSpec].some((spec) => isObject(spec) && Array.isArray(spec.ports) && spec.ports.some((p) => isObject(p) && p.mode !== undefined));
 }
 
 /** Collections whose records hold constraints (a service's and a job's spec, a policy's publish rules). */

@@ -179,6 +179,15 @@ export const configSchema = z.object({
    * manages none (the ones recorded stay with their holders).
    */
   vips: vipsConfigSchema.optional(),
+  /**
+   * The routing mesh (net/ingress-loop.ts, docs/network.md "Ingress"): every node answers on
+   * every ingress port and forwards to a running, healthy task over the overlay. On by default,
+   * since ingress is the default mode of a replicated service's ports; it runs with the docker
+   * runtime only and needs root and nft (and conntrack). Off: ingress ports are open nowhere.
+   */
+  ingress: z.object({
+    enabled: z.boolean().default(true),
+  }).strict().prefault({}),
 }).strict().superRefine((c, ctx) => {
   if (c.control.suspectAfterMs >= c.control.downAfterMs) {
     ctx.addIssue({ code: 'custom', path: ['control', 'suspectAfterMs'], message: `must be below control.downAfterMs (${c.control.downAfterMs})` });

@@ -59,6 +59,7 @@ import { startMeshAgent } from '../../net/mesh-node.ts';
 import { generateKeyPair, loadOrCreateKeyPair, writeKeyPair } from '../../net/wg-keys.ts';
 import type { MeshKeys } from '../api/context.ts';
 import { startFirewall } from '../../net/firewall-start.ts';
+import { startIngress } from '../../net/ingress-start.ts';
 import { startServiceDns } from '../../net/dns-start.ts';
 import { startOverlayAgent } from '../../net/overlay-node.ts';
 import { startVipAgent } from '../../net/vip-start.ts';
@@ -310,6 +311,7 @@ export const nodeComponents: readonly Component<NodeParts>[] = [
   { name: 'dns', start: startDns },
   { name: 'firewall', start: startFirewallOf },
   { name: 'overlay', start: startOverlay },
+  { name: 'ingress', start: startIngressOf },
   { name: 'control', start: startControl },
   { name: 'vip', start: startVip },
   { name: 'mesh', start: startMesh },
@@ -570,6 +572,17 @@ function startFirewallOf(c: NodeParts): Stop | undefined {
   if (!config.firewall.enabled) return undefined;
   const firewall = startFirewall({ node: c.node, store: c.store, nodeId: c.identity.id, apiListen: config.api.listen, peerListen: config.peer.listen, log: c.log });
   return () => firewall.close();
+}
+
+/**
+ * The routing mesh (config ingress.enabled, on by default; docker runtime only): renders its
+ * nftables table from the committed store and applies it; stopping leaves the table in force.
+ */
+function startIngressOf(c: NodeParts): Stop | undefined {
+  const { config } = c;
+  if (!config.ingress.enabled || config.runtime.kind !== 'docker') return undefined;
+  const loop = startIngress({ node: c.node, store: c.store, nodeId: c.identity.id, firewallEnabled: config.firewall.enabled, log: c.log });
+  return () => loop.close();
 }
 
 /**

@@ -443,6 +443,22 @@ describe('secret and config uid/gid (issue 39)', () => {
   });
 });
 
+describe('ports[].mode (issue 38)', () => {
+  it('maps mode ingress and host; unsaid, a replicated service\'s port goes through the mesh and a global one\'s stays on its node', () => {
+    const c = compile('services:\n  web:\n    image: nginx:1\n    ports: [{target: 80, published: 8080, mode: ingress}, {target: 81, published: 8081, mode: host}, "8082:82"]\n  agent:\n    image: nginx:1\n    deploy: {mode: global}\n    ports: ["9100:9100", {target: 9101, published: 9101, mode: ingress}]\n');
+    expect(c.warnings).toEqual([]);
+    const [web, agent] = [c.set.services.find((s) => s.name.endsWith('web')), c.set.services.find((s) => s.name.endsWith('agent'))];
+    expect(web?.ports).toEqual([
+      { published: 8080, target: 80, protocol: 'tcp', mode: 'ingress' },
+      { published: 8081, target: 81, protocol: 'tcp' },
+      { published: 8082, target: 82, protocol: 'tcp', mode: 'ingress' },
+    ]);
+    expect(agent?.ports).toEqual([{ published: 9100, target: 9100, protocol: 'tcp' }, { published: 9101, target: 9101, protocol: 'tcp', mode: 'ingress' }]);
+    expect(web?.networks).toContain('ingress');
+    expect(refused('services:\n  web:\n    image: nginx:1\n    ports: [{target: 80, published: 8080, mode: vip}]\n').map((p) => p.path)).toEqual(['services.web.ports[0].mode']);
+  });
+});
+
 describe('ports[].host_ip (issue 39)', () => {
   it('publishes on one address of the node: short and long syntax, IPv6 in brackets, ranges; all addresses stay unsaid', () => {
     const c = compile('services:\n  web:\n    image: nginx:1\n    ports: ["127.0.0.1:8080:80", "[fd00::1]:53:53/udp", "192.168.1.5:9000-9001:9000-9001", {target: 22, published: 2222, host_ip: 10.0.0.2}, "0.0.0.0:443:443"]\n');
@@ -453,7 +469,8 @@ describe('ports[].host_ip (issue 39)', () => {
       { published: 9000, target: 9000, protocol: 'tcp', hostIp: '192.168.1.5' },
       { published: 9001, target: 9001, protocol: 'tcp', hostIp: '192.168.1.5' },
       { published: 2222, target: 22, protocol: 'tcp', hostIp: '10.0.0.2' },
-      { published: 443, target: 443, protocol: 'tcp' },
+      // On every address: through the routing mesh, the default of a replicated service.
+      { published: 443, target: 443, protocol: 'tcp', mode: 'ingress' },
     ]);
   });
 

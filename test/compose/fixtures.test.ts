@@ -116,7 +116,7 @@ describe('real compose files', () => {
 
   it('pi-hole for a cluster publishes DNS over UDP and TCP, with its capability and constraint', () => {
     const s = compile('pihole-cluster.yaml').set.services[0];
-    expect(s?.ports).toEqual([{ published: 53, target: 53, protocol: 'tcp' }, { published: 53, target: 53, protocol: 'udp' }, { published: 8053, target: 80, protocol: 'tcp' }]);
+    expect(s?.ports).toEqual([{ published: 53, target: 53, protocol: 'tcp', mode: 'ingress' }, { published: 53, target: 53, protocol: 'udp', mode: 'ingress' }, { published: 8053, target: 80, protocol: 'tcp', mode: 'ingress' }]);
     expect([s?.capAdd, s?.restart.condition, s?.env.FTLCONF_webserver_api_password]).toEqual([['NET_ADMIN'], 'always', 'changeme']);
   });
 
@@ -127,6 +127,7 @@ describe('real compose files', () => {
     expect(problems.list).toEqual([]);
     const c = compileStack({ stack: 'home', model: loaded.model, unset: loaded.unset, lookup: (n) => env[n], networks: new Map(), readFile: () => undefined });
     const s = c.set.services[0];
-    expect([s?.networks, s?.networkAliases]).toEqual([['home-backend'], { 'home-backend': ['rss'] }]);
+    // Its published port goes through the routing mesh, so its tasks join `ingress` too.
+    expect([s?.networks, s?.networkAliases]).toEqual([['home-backend', 'ingress'], { 'home-backend': ['rss'] }]);
   });
 });

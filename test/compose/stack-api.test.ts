@@ -80,7 +80,7 @@ describe('compose stacks through the API', () => {
     expect(res.statusCode, res.body).toBe(200);
     const d = res.json() as Deploy;
     expect(outcomes(d)).toEqual({
-      'network app-default': 'created', 'secret app-db-password': 'created',
+      'network app-default': 'created', 'network ingress': 'created', 'secret app-db-password': 'created',
       'service app-web': 'created', 'service app-api': 'created', 'service app-db': 'created', 'service app-cache': 'created',
     });
     expect(d.warnings.map((w) => w.path)).toEqual(['services.web.expose']);
@@ -91,7 +91,7 @@ describe('compose stacks through the API', () => {
     const web = await get<{ service: { record: { source: string; spec: { env: Record<string, string>; networks: string[]; ports: unknown[] } } } }>('/v1/services/app-web');
     expect(web.service.record.source).toBe('stack:app');
     expect(web.service.record.spec.env).toEqual({ API_URL: 'http://api:3000', TZ: 'Europe/Paris' });
-    expect(web.service.record.spec.networks).toEqual(['app-default']);
+    expect(web.service.record.spec.networks).toEqual(['app-default', 'ingress']);
     const db = await get<{ service: { record: { spec: { mounts: unknown[]; secrets: unknown[] } } } }>('/v1/services/app-db');
     expect(db.service.record.spec.mounts).toEqual([{ type: 'volume', source: 'app_data', target: '/data', readOnly: false }]);
     expect(db.service.record.spec.secrets).toEqual([{ name: 'app-db-password', target: 'db_password', mode: 0o400 }]);

@@ -31,6 +31,14 @@ describe('dockerCreateOptions', () => {
     expect(o.HostConfig?.PortBindings).toEqual({ '8080/tcp': [{ HostPort: '80' }, { HostPort: '8080' }], '53/udp': [{ HostPort: '53' }] });
   });
 
+  it('exposes an ingress port but binds none: the routing mesh forwards it (issue 38)', () => {
+    const o = dockerCreateOptions({ ...base, ports: [{ published: 8080, target: 80, protocol: 'tcp', mode: 'ingress' }, { published: 53, target: 53, protocol: 'udp', mode: 'ingress' }] });
+    expect(o.ExposedPorts).toEqual({ '80/tcp': {}, '53/udp': {} });
+    expect(o.HostConfig).not.toHaveProperty('PortBindings');
+    const mixed = dockerCreateOptions({ ...base, ports: [{ published: 8080, target: 80, protocol: 'tcp', mode: 'ingress' }, { published: 9000, target: 9000, protocol: 'tcp' }] });
+    expect(mixed.HostConfig?.PortBindings).toEqual({ '9000/tcp': [{ HostPort: '9000' }] });
+  });
+
   it('publishes a port on one address of the node as Docker\'s HostIp, and on every address without one', () => {
     const o = dockerCreateOptions({ ...base, ports: [
       { published: 8080, target: 80, protocol: 'tcp', hostIp: '127.0.0.1' }, { published: 8443, target: 443, protocol: 'tcp' }, { published: 53, target: 53, protocol: 'udp', hostIp: 'fd00::1' },

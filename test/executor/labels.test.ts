@@ -85,7 +85,7 @@ describe('buildContainerSpec', () => {
   const s = spec({
     command: ['sleep'], args: ['3600'], env: { A: '1' }, user: '1000', stopSignal: 'SIGINT', stopGracePeriod: '3s',
     healthCheck: { command: ['true'], interval: '5s' }, resources: { limits: { cpu: '500m', memory: '64Mi' } },
-    ports: [{ published: 8080, target: 80 }], privileged: true,
+    ports: [{ published: 8080, target: 80, mode: 'host' }], privileged: true,
   });
   const t = task('9f8e7d6c5b4a3210', { nodeId: 'n1', slot: 2, specVersion: 4, assignedTerm: 7, nodeEpoch: 3 });
 

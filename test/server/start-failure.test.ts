@@ -17,8 +17,8 @@ import { parseConfig, type NodeConfig } from '../../src/server/config.ts';
 import { nodeComponents, startNode, type StartOptions } from '../../src/server/server.ts';
 import { ShoalError } from '../../src/errors.ts';
 
-/** The components that return no stop with this config (no DNS, firewall, overlay or mesh). */
-const withoutStop = new Set(['bootstrap', 'node-parts', 'dns', 'firewall', 'overlay', 'mesh', 'api-bound']);
+/** The components that return no stop with this config (no DNS, firewall, overlay, ingress or mesh). */
+const withoutStop = new Set(['bootstrap', 'node-parts', 'dns', 'firewall', 'overlay', 'ingress', 'mesh', 'api-bound']);
 const names = nodeComponents.map((c) => c.name);
 
 let dir: string;

@@ -4,7 +4,9 @@
 // a web front (n1), an API (n2) and a database-like service (n3; a listener, a healthcheck, a
 // named volume and a secret from a file) with depends_on service_healthy; the front reaches the
 // database by its compose name from another node; one service is updated; --prune removes the
-// one the files no longer name; rm removes everything the stack made and nothing else.
+// one the files no longer name; rm removes everything the stack made and nothing else. Between them,
+// the routing mesh (issue 38): a service's ingress port reached through every node and from a
+// node's host, and only its remaining task once one stops.
 // Needs what the overlay test needs (root, iproute2, wireguard-tools, wireguard-go, dockerd,
 // busybox-static); run it under the machine-wide lock:
 //
@@ -44,7 +46,8 @@ services:
     image: ${image}
     command: ["sh", "-c", "while true; do echo front | nc -l -p 80; done"]
     stop_grace_period: 1s
-    ports: ["8080:80"]
+    # Host mode: published where the task runs, by Docker (the routing mesh has its own test, test/system/ingress.test.ts).
+    ports: [{target: 80, published: 8080, mode: host}]
     environment:
       DB_HOST: db:5432
 ${o.withApi ? '    depends_on: [api]\n' : ''}    deploy:
@@ -163,6 +166,71 @@ describe('a compose stack on three processes with the Docker runtime', () => {
     }, 60_000);
     expect(got.trim()).toBe('front');
   }, 90_000);
+
+  it('the routing mesh: a 2-replica service publishing an ingress port answers through each node, the one without a task too', async () => {
+    // Issue 38, on the real processes: the ingress network made at apply, the tasks joined to it,
+    // Docker binding nothing, and every node's nftables table forwarding over the overlay.
+    const service = {
+      apiVersion: 'shoal/v1', kind: 'Service', name: 'mesh', image, replicas: 2, stopGracePeriod: '1s', constraints: ['node.name != n3'], maxPerNode: 1,
+      command: ['sh', '-c', 'while true; do echo mesh-$(hostname) | nc -l -p 80; done'], ports: [{ published: 8081, target: 80 }],
+    };
+    const policy = { apiVersion: 'shoal/v1', kind: 'FirewallPolicy', name: 'mesh-published', publish: [{ service: 'mesh' }] };
+    await lab.mesh.waitFor('the mesh service applied', async () => {
+      const r = await api('/v1/apply', 'POST', { documents: [service, policy] });
+      return r.kind === 'answer' && r.status === 200 ? true : undefined;
+    });
+    const [c1] = await Promise.all([running(n1, 'mesh'), running(n2, 'mesh')]);
+    expect(JSON.parse(lab.docker(n1, ['inspect', '-f', '{{json .HostConfig.PortBindings}}', c1]).stdout) ?? {}).toEqual({});
+    const read = (host: string): Promise<string> => new Promise((resolve) => {
+      const socket = connect({ host, port: 8081 });
+      let text = '';
+      socket.setTimeout(3_000, () => socket.destroy());
+      socket.on('data', (b: Buffer) => { text += b.toString(); });
+      socket.on('close', () => resolve(text));
+      socket.on('error', () => resolve(''));
+      socket.on('connect', () => socket.end('hello\n'));
+    });
+    for (const n of [n1, n2, n3]) {
+      const got = await lab.mesh.waitFor(`an answer through ${n.name}:8081`, async () => {
+        const t = await read(n.ip);
+        return t.startsWith('mesh-') ? t : undefined;
+      }, 60_000);
+      expect(got.trim()).toMatch(/^mesh-/);
+    }
+    // From the host of n3 (no task there) to its own address: the output hook's DNAT.
+    const fromHost = await lab.mesh.waitFor('an answer from n3\'s host', () => {
+      const r = lab.mesh.exec(n3, ['sh', '-c', `echo hi | /bin/busybox nc -w 3 ${n3.ip} 8081`]);
+      return r.stdout.startsWith('mesh-') ? r.stdout : undefined;
+    }, 30_000);
+    expect(fromHost.trim()).toMatch(/^mesh-/);
+
+    // One task stops (scaled to 1): once n3's table has one backend, every new connection, through any node, reaches the other.
+    await lab.mesh.waitFor('the mesh service scaled to 1', async () => {
+      const r = await api('/v1/apply', 'POST', { documents: [{ ...service, replicas: 1 }, policy] });
+      return r.kind === 'answer' && r.status === 200 ? true : undefined;
+    });
+    const survivor = await lab.mesh.waitFor('one mesh task left', () => {
+      const left = [n1, n2].flatMap((n) => lab.containers(n, 'mesh').map((c) => ({ n, c })));
+      return left.length === 1 ? left[0] : undefined;
+    }, 60_000);
+    const hostname = lab.docker(survivor.n, ['exec', survivor.c, 'hostname']).stdout.trim();
+    await lab.mesh.waitFor('n3\'s table down to one backend', () => {
+      const set = lab.mesh.exec(n3, ['nft', '-j', 'list', 'set', 'ip', 'shoal-ingress', 'backends']).stdout;
+      return (set.match(/"concat"/g) ?? []).length === 1 ? true : undefined;
+    }, 30_000);
+    // The task's nc serves one connection at a time (a moment between two): a refused attempt is tried again.
+    const answer = async (host: string): Promise<string> => {
+      for (let i = 0; i < 5; i++) {
+        const t = (await read(host)).trim();
+        if (t !== '') return t;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      return '';
+    };
+    for (const n of [n3, n1, n2]) {
+      for (let i = 0; i < 4; i++) expect(await answer(n.ip), `through ${n.name}`).toBe(`mesh-${hostname}`);
+    }
+  }, 180_000);
 
   it('a dry run of the same files changes nothing; an update of one service changes exactly it', async () => {
     const same = await deploy(composeFile({ apiVersion: '1', withApi: true }), { dryRun: true });

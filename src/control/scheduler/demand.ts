@@ -3,7 +3,7 @@
 // cost one read of its spec.
 
 import { formatCpu, formatMemory } from '../../resources/spec/quantity.ts';
-import type { ServiceSpec } from '../../resources/spec/service-spec.ts';
+import { isIngressPort, type ServiceSpec } from '../../resources/spec/service-spec.ts';
 import type { TaskDemand } from './types.ts';
 import type { Platform } from '../../resources/records.ts';
 
@@ -25,7 +25,9 @@ export function demandOf(spec: ServiceSpec, platforms: readonly Platform[] = [])
   if (cached !== undefined) return cached;
   const { cpuMillis, memoryBytes } = spec.resources.reservations;
   // With hostNetwork the container binds these ports on the node itself, so they conflict the same way.
-  const ports = spec.ports.map((p) => `${p.published}/${p.protocol}`);
+  // Ingress ports bind nothing on the node (the mesh forwards to the task's overlay address), so
+  // any number of tasks may share a node (docs/network.md, "Ingress").
+  const ports = spec.ports.filter((p) => !isIngressPort(p)).map((p) => `${p.published}/${p.protocol}`);
   const cpu = formatCpu(cpuMillis);
   const memory = `${formatMemory(memoryBytes)} memory`;
   const demand: TaskDemand = {

@@ -730,7 +730,7 @@ function compileHealthcheck(ctx: Ctx, value: unknown, at: string): Record<string
   };
 }
 
-interface PortOut { published: number; target: number; protocol: string; hostIp?: string }
+interface PortOut { published: number; target: number; protocol: string; hostIp?: string; mode?: 'ingress' | 'host' }
 
 function compilePorts(ctx: Ctx, value: unknown, at: string): PortOut[] {
   if (value === undefined) return [];
@@ -776,6 +776,7 @@ function shortPort(p: string): { hostIp: string; published: string | null; targe
 }
 
 function port(ctx: Ctx, p: unknown, at: string): PortOut[] {
+  let mode: 'ingress' | 'host' | null = null;
   let hostIp = '';
   let published: string | null;
   let target: string;
@@ -794,8 +795,9 @@ function port(ctx: Ctx, p: unknown, at: string): PortOut[] {
     ctx.only(p, at, ['target', 'published', 'protocol', 'host_ip', 'mode', 'name'], {
       app_protocol: { kind: 'warned', reason: 'informational' },
     });
-    if (p.mode === 'ingress') ctx.warn(`${at}.mode`, 'ingress: there is no routing mesh; the port is published on the nodes where the tasks run (as mode: host)');
-    else if (p.mode !== undefined && p.mode !== 'host') ctx.refuse(`${at}.mode`, `${JSON.stringify(p.mode)} is not one of host, ingress`);
+    // The Service's ports[].mode: ingress (the routing mesh, the default of a replicated service) or host.
+    if (p.mode === 'ingress' || p.mode === 'host') mode = p.mode;
+    else if (p.mode !== undefined) ctx.refuse(`${at}.mode`, `${JSON.stringify(p.mode)} is not one of host, ingress`);
     target = String(p.target ?? '');
     published = p.published === undefined ? null : String(p.published);
     protocol = p.protocol === undefined ? 'tcp' : String(p.protocol);
@@ -829,7 +831,7 @@ function port(ctx: Ctx, p: unknown, at: string): PortOut[] {
     return [];
   }
   const out: PortOut[] = [];
-  for (let k = 0; k <= t[1] - t[0]; k++) out.push({ published: h[0] + k, target: t[0] + k, protocol, ...onAddress });
+  for (let k = 0; k <= t[1] - t[0]; k++) out.push({ published: h[0] + k, target: t[0] + k, protocol, ...onAddress, ...(mode !== null ? { mode } : {}) });
   return out;
 }
 

@@ -28,7 +28,8 @@ export function renderService(s: ServiceSpec): Record<string, unknown> {
     constraints: s.constraints.map((c) => c.text),
     placement: { strategy: s.placement.strategy, spreadOver: s.placement.spreadOver },
     maxPerNode: s.maxPerNode,
-    ports: s.ports,
+    // The mode always written: an unwritten one reads as ingress for a replicated service.
+    ports: s.ports.map((p) => ({ ...p, mode: p.mode ?? 'host' })),
     mounts: s.mounts,
     devices: s.devices,
     capAdd: s.capAdd,

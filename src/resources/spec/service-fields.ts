@@ -154,12 +154,28 @@ const hostIp: Reader<string> = (value, at, problems) => {
   return s;
 };
 
-export const port = struct<{ published: number; target: number; protocol: PortSpec['protocol']; hostIp: string | null }, PortSpec>({
+/**
+ * A port as written: its mode null when unwritten, which the service's reader resolves (ingress
+ * for a replicated service, host for a global one or with hostNetwork: resolvePortMode).
+ */
+export interface PortInput extends Omit<PortSpec, 'mode'> {
+  mode: 'ingress' | 'host' | null;
+}
+
+export const port = struct<{ published: number; target: number; protocol: PortSpec['protocol']; hostIp: string | null; mode: 'ingress' | 'host' | null }, PortInput>({
   published: required(portNumber),
   target: required(portNumber),
   protocol: withDefault(oneOf(['tcp', 'udp'] as const), () => 'tcp'),
   hostIp: withDefault(nullable(hostIp), () => null),
-}, (s) => ({ published: s.published, target: s.target, protocol: s.protocol, ...(s.hostIp !== null ? { hostIp: s.hostIp } : {}) }));
+  mode: withDefault(nullable(oneOf(['ingress', 'host'] as const)), () => null),
+}, (s) => ({ published: s.published, target: s.target, protocol: s.protocol, ...(s.hostIp !== null ? { hostIp: s.hostIp } : {}), mode: s.mode }));
+
+/** The stored port: ingress written only when it is (an absent mode reads as host, as records before the mesh). */
+export function resolvePortMode(p: PortInput, service: { mode: 'replicated' | 'global'; hostNetwork: boolean }): PortSpec {
+  const { mode, ...rest } = p;
+  const ingress = mode === 'ingress' || (mode === null && service.mode === 'replicated' && !service.hostNetwork && p.hostIp === undefined);
+  return ingress ? { ...rest, mode: 'ingress' } : rest;
+}
 
 /** An absolute path with no empty, `.` or `..` segments and no trailing slash. */
 export function isCleanAbsolutePath(path: string): boolean {

@@ -9,10 +9,11 @@ import {
 } from './reader.ts';
 import {
   argv, capability, checkVolumeOptionsAgree, constraint, device, disruption, dnsLabel, duration, env, healthCheck, image, logs, mount, placement, registryLogin, port, resources, restart,
-  secretPath, secretRef, signal, update, user,
+  secretPath, secretRef, signal, update, user, resolvePortMode, type PortInput,
 } from './service-fields.ts';
+import { ingressNetworkName } from './ingress.ts';
 import { canonicalRegistryHost } from '../registry-logins.ts';
-import type { DeviceSpec, MountSpec, PortSpec, SecretRefSpec, ServiceSpec } from './service-spec.ts';
+import { isIngressPort, type DeviceSpec, type MountSpec, type SecretRefSpec, type ServiceSpec } from './service-spec.ts';
 import { buildContainerSettings, checkContainerSettings, containerSettingsFields, type ContainerSettingsInput } from './container-settings.ts';
 import { checkNetworkAliases, networkAliases } from './network-aliases.ts';
 import { checkNetworkAddresses, networkAddresses } from './network-addresses.ts';
@@ -32,7 +33,7 @@ interface ServiceInput extends ContainerSettingsInput {
   constraints: Constraint[];
   placement: ServiceSpec['placement'];
   maxPerNode: number | null;
-  ports: PortSpec[];
+  ports: PortInput[];
   mounts: MountSpec[];
   devices: DeviceSpec[];
   capAdd: string[];
@@ -147,7 +148,14 @@ function checkPorts(s: Partial<ServiceInput>, at: string, problems: Problems): v
     if (s.hostNetwork === true && p.published !== p.target) {
       problems.add(`${at}.ports[${i}].published`, `with hostNetwork the container binds the node's port itself, so published must equal target (${p.target})`);
     }
+    if (p.mode === 'ingress' && s.hostNetwork === true) {
+      problems.add(`${at}.ports[${i}].mode`, 'a container on the node\'s own network has no overlay address for the routing mesh to forward to; use mode: host, or drop hostNetwork');
+    }
+    if (p.mode === 'ingress' && p.hostIp !== undefined) {
+      problems.add(`${at}.ports[${i}].hostIp`, 'an ingress port is open on every address of every node; hostIp publishes on one address of the task\'s node: use mode: host with it, or drop hostIp');
+    }
   });
+
 }
 
 function checkDistinct<T>(items: readonly T[] | undefined, key: (t: T) => string, at: string, field: string, problems: Problems): void {
@@ -172,6 +180,9 @@ function checkCapabilities(s: Partial<ServiceInput>, at: string, problems: Probl
 }
 
 function build(s: ServiceInput): ServiceSpec {
+  const ports = s.ports.map((p) => resolvePortMode(p, s));
+  // Every task with an ingress port joins the implicit network `ingress` (the mesh forwards to its address there).
+  const networks = ports.some(isIngressPort) ? [...new Set([...s.networks, ingressNetworkName])] : s.networks;
   return {
     name: s.name,
     image: s.image,
@@ -186,7 +197,7 @@ function build(s: ServiceInput): ServiceSpec {
     constraints: s.constraints,
     placement: s.placement,
     maxPerNode: s.mode === 'global' ? null : s.maxPerNode,
-    ports: s.ports,
+    ports,
     mounts: s.mounts,
     devices: s.devices,
     capAdd: [...s.capAdd].sort(),
@@ -202,7 +213,7 @@ function build(s: ServiceInput): ServiceSpec {
     disruption: s.disruption,
     exclusive: s.exclusive,
     secrets: s.secrets,
-    networks: [...s.networks].sort(),
+    networks: [...networks].sort(),
     networkAliases: s.networkAliases,
     networkAddresses: s.networkAddresses,
     ...buildContainerSettings(s),

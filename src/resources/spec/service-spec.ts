@@ -27,7 +27,7 @@ export interface ResourceLimits {
 }
 
 export interface PortSpec {
-  /** The port on the node (a host port: there is no routing mesh). */
+  /** The port on the node: on every node in ingress mode (the routing mesh), on the task's node in host mode. */
   published: number;
   /** The port inside the container. */
   target: number;
@@ -37,6 +37,18 @@ export interface PortSpec {
    * absent: every address. Feature level 6 (src/resources/record-compat.ts).
    */
   hostIp?: string;
+  /**
+   * `ingress`: open on every node, which forwards to a running, healthy task of the service
+   * (the routing mesh, net/ingress-render.ts); written only then. Absent: `host`, the port is
+   * open only on the node that runs the task (every record written before the mesh). Feature
+   * level 6 (src/resources/record-compat.ts).
+   */
+  mode?: 'ingress';
+}
+
+/** Whether the port is published through the routing mesh (docs/network.md, "Ingress"). */
+export function isIngressPort(p: PortSpec): boolean {
+  return p.mode === 'ingress';
 }
 
 export interface MountSpec {
@@ -355,6 +367,8 @@ export const serviceSpecSchema = z.object({
     published: z.number().int().min(1).max(65535), target: z.number().int().min(1).max(65535), protocol: z.enum(['tcp', 'udp']),
     // Feature level 6: absent on records written before (every address).
     hostIp: z.string().min(1).optional(),
+    // Feature level 6: absent on records written before the routing mesh (host mode).
+    mode: z.literal('ingress').optional(),
   }).strict()),
   mounts: z.array(mountSchema),
   devices: z.array(z.object({ hostPath: nonEmpty, containerPath: nonEmpty, permissions: z.string().regex(/^r?w?m?$/).min(1) }).strict()),

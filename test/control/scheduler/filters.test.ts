@@ -57,7 +57,7 @@ describe('resourcesFree', () => {
 });
 
 describe('hostPortsFree', () => {
-  const d = demandOf(spec({ ports: [{ published: 80, target: 80 }, { published: 53, target: 53, protocol: 'udp' }] }));
+  const d = demandOf(spec({ ports: [{ published: 80, target: 80, mode: 'host' }, { published: 53, target: 53, protocol: 'udp', mode: 'host' }] }));
   it.each([
     [[], null], [['80/udp', '53/tcp'], null], [['80/tcp'], 'with port 80/tcp in use'], [['53/udp'], 'with port 53/udp in use'],
   ])('with %j bound', (ports, phrase) => {

@@ -110,7 +110,7 @@ describe('filters in a whole call', () => {
   });
 
   it('keeps host ports apart, across services and within one', () => {
-    const a = spec({ name: 'a', ports: [{ published: 80, target: 8080 }] });
+    const a = spec({ name: 'a', ports: [{ published: 80, target: 8080, mode: 'host' }] });
     const b = spec({ name: 'b', hostNetwork: true, ports: [{ published: 80, target: 80 }] });
     const r = schedule({ nodes: [node('n1'), node('n2')], tasks: [placed(b, 'b1', 'n1')], pending: pendingOf(a, 2) });
     expect(where(r)).toEqual({ 'a.00001': 'n2', 'a.00002': 'unplaced: 2 nodes with port 80/tcp in use (n1, n2)' });

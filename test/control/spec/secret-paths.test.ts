@@ -61,7 +61,7 @@ describe('ports[].hostIp', () => {
   it('reads an IPv4 or IPv6 address, leaves it out when unsaid, and refuses anything else', () => {
     const s = parseSpecObjects([svc({ ports: [{ published: 80, target: 80, hostIp: '127.0.0.1' }, { published: 53, target: 53, protocol: 'udp', hostIp: 'fd00::1' }, { published: 443, target: 443 }] })]).services[0];
     expect(s?.ports).toEqual([
-      { published: 80, target: 80, protocol: 'tcp', hostIp: '127.0.0.1' }, { published: 53, target: 53, protocol: 'udp', hostIp: 'fd00::1' }, { published: 443, target: 443, protocol: 'tcp' },
+      { published: 80, target: 80, protocol: 'tcp', hostIp: '127.0.0.1' }, { published: 53, target: 53, protocol: 'udp', hostIp: 'fd00::1' }, { published: 443, target: 443, protocol: 'tcp', mode: 'ingress' },
     ]);
     expect(refused({ ports: [{ published: 80, target: 80, hostIp: 'nas.lan' }] })).toEqual([expect.stringMatching(/^services\[0\]\.ports\[0\]\.hostIp: "nas\.lan" is not an IPv4 or IPv6 address/)]);
   });

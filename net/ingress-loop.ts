@@ -1,0 +1,164 @@
+// The per-node routing mesh loop (docs/network.md, "Ingress"): whenever the committed state it
+// depends on changes (services, tasks and their reports, networks, policies, nodes), render the
+// node's `ip shoal-ingress` table from its applied store (ingress-render.ts) and apply it
+// (ingress.ts). Every node runs it, leader or not, as the firewall loop.
+//
+// Fenced as the firewall loop is: the store holds only committed entries, the table records the
+// term and revision it was rendered from, and the loop never replaces a table with one rendered
+// from an older revision (a restarted node still catching up waits). With no quorum nothing new
+// commits, so the table in force keeps forwarding as last configured. And by the node epoch: a
+// task counts as a backend only when its node's agent reported it running (and healthy, when its
+// service has a health check) under the node's current epoch and it is on a node not declared
+// down, so the tasks of a node declared down leave every node's table once that commits.
+// Closing the loop leaves the table in place: a restart of shoal never drops a connection.
+
+import type { DocumentStore } from '../fsm/index.ts';
+import { gatewayOf } from '../src/resources/address-allocator.ts';
+import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../src/resources/collections.ts';
+import { firewallPoliciesCollection, networksCollection, readNetworkState, type NetworkState } from '../src/resources/network-resources.ts';
+import { matchesConstraint } from '../src/resources/spec/constraint.ts';
+import { ingressNetworkName } from '../src/resources/spec/ingress.ts';
+import { isIngressPort } from '../src/resources/spec/service-spec.ts';
+import { ControlStateReader, type ControlState } from '../src/resources/state.ts';
+import type { Ingress } from './ingress.ts';
+import { renderIngress, type IngressRenderInput, type IngressServiceInput } from './ingress-render.ts';
+import { PassLoop } from './pass-loop.ts';
+
+export interface IngressLoopPorts {
+  store: DocumentStore;
+  nodeId: string;
+  /** The newest term this node has seen (recorded in the table). */
+  term(): number;
+  /** Whether the node's firewall is on (config firewall.enabled): publish rules then choose which ingress ports this node opens. */
+  firewallEnabled: boolean;
+  ingress: Pick<Ingress, 'apply' | 'inForce'>;
+  log: { info(msg: string): void; warn(msg: string): void };
+}
+
+export const coalesceMs = 50;
+export const retryMsMin = 500;
+export const retryMsMax = 30_000;
+
+const watched: ReadonlySet<string> = new Set([servicesCollection, tasksCollection, taskStatusCollection, nodesCollection, networksCollection, firewallPoliciesCollection]);
+
+/** The ingress-network addresses of a service's tasks that may take new connections. */
+function backendsOf(state: ControlState, service: string, healthChecked: boolean, addresses: Readonly<Record<string, string>>): string[] {
+  const out: string[] = [];
+  for (const { value: t } of state.tasks.values()) {
+    if (t.service !== service || t.desired !== 'running' || t.nodeId === null) continue;
+    const address = addresses[t.id];
+    const status = state.statuses.get(t.id)?.value;
+    const node = state.nodes.get(t.nodeId)?.value;
+    if (address === undefined || status === undefined || node === undefined || node.state === 'down') continue;
+    if (status.nodeId !== t.nodeId || status.nodeEpoch !== node.epoch || status.state !== 'running') continue;
+    if (healthChecked && status.health !== 'healthy') continue;
+    out.push(address);
+  }
+  return out;
+}
+
+/** The ingress ports a publish rule opens on this node (the firewall's publish rules, by published port). */
+function publishedHere(state: ControlState, nets: NetworkState, nodeId: string): { protocol: 'tcp' | 'udp'; port: number }[] {
+  const self = state.nodes.get(nodeId)?.value;
+  const subject = { id: nodeId, name: self?.name ?? nodeId, labels: self?.labels ?? {}, ...(self?.platform !== undefined ? { platform: self.platform } : {}) };
+  const out = new Map<string, { protocol: 'tcp' | 'udp'; port: number }>();
+  for (const { value: policy } of nets.policies.values()) {
+    for (const rule of policy.spec.publish) {
+      if (!rule.nodes.every((c) => matchesConstraint(c, subject))) continue;
+      const svc = state.services.get(rule.service)?.value;
+      if (svc === undefined) continue;
+      for (const p of svc.spec.ports.filter(isIngressPort)) {
+        if (rule.ports.length > 0 && !rule.ports.some((r) => r.port === p.published && r.protocol === p.protocol)) continue;
+        out.set(`${p.protocol}/${p.published}`, { protocol: p.protocol, port: p.published });
+      }
+    }
+  }
+  return [...out.values()];
+}
+
+/** What this node's mesh table is rendered from: the applied store, read now. */
+export function ingressRenderInput(store: DocumentStore, nodeId: string, term: number, firewallEnabled: boolean): IngressRenderInput {
+  const state = new ControlStateReader(store).read();
+  const nets = readNetworkState(store);
+  const network = nets.networks.get(ingressNetworkName)?.value;
+  const slice = network?.slices[nodeId];
+  const services: IngressServiceInput[] = [];
+  for (const { value: s } of state.services.values()) {
+    const ports = s.spec.ports.filter(isIngressPort).map((p) => ({ published: p.published, target: p.target, protocol: p.protocol }));
+    if (ports.length === 0) continue;
+    services.push({ name: s.name, createdAt: s.createdAt, ports, backends: backendsOf(state, s.name, s.spec.healthCheck !== null, network?.addresses ?? {}) });
+  }
+  return {
+    nodeId, term, revision: store.revision,
+    address: network === undefined || slice === undefined ? null : gatewayOf(network.spec, slice),
+    services,
+    published: firewallEnabled ? publishedHere(state, nets, nodeId) : null,
+    subnets: [...nets.networks.values()].map((n) => n.value.spec.subnet).sort(),
+  };
+}
+
+export type IngressOutcome = 'applied' | 'behind' | 'idle';
+
+export class IngressLoop {
+  private unsubscribe: (() => void) | null = null;
+  private readonly loop: PassLoop;
+  /** The revision of the table this loop last applied (null: none yet in this process). */
+  appliedRevision: number | null = null;
+  private told = new Set<string>();
+
+  constructor(private readonly ports: IngressLoopPorts) {
+    this.loop = new PassLoop({ name: 'ingress', pass: () => this.pass(), retryMs: retryMsMin, retryMsMax, coalesceMs, log: ports.log });
+  }
+
+  start(): void {
+    this.unsubscribe = this.ports.store.subscribe((ev) => {
+      if (watched.has(ev.collection)) this.loop.mark();
+    });
+    this.loop.mark(true);
+  }
+
+  /** Stops the loop and waits for an apply under way; the table stays in force. Idempotent. */
+  async close(): Promise<void> {
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+    await this.loop.close();
+  }
+
+  /** Waits until no pass runs (tests). */
+  async idle(): Promise<void> {
+    await this.loop.idle();
+  }
+
+  /** Renders and applies once, now. */
+  async converge(): Promise<IngressOutcome> {
+    const input = ingressRenderInput(this.ports.store, this.ports.nodeId, this.ports.term(), this.ports.firewallEnabled);
+    const inForce = await this.ports.ingress.inForce();
+    // Nothing published through the mesh and no table: nothing to change on this host.
+    if (inForce === null && input.services.length === 0) return 'idle';
+    if (inForce !== null && inForce.revision > input.revision) return 'behind';
+    const rendered = renderIngress(input);
+    for (const c of rendered.conflicts) this.tellOnce(`ingress: ${c.protocol}/${c.port} is published by services ${c.kept} and ${c.dropped} (two applies raced); ${c.kept}, the older, keeps it: change or remove ${c.dropped}'s port`);
+    for (const name of rendered.truncated) this.tellOnce(`ingress: service ${name} has more running tasks than one port spreads over; the mesh uses the first ${rendered.backends.length}`);
+    const report = await this.ports.ingress.apply(rendered);
+    this.appliedRevision = input.revision;
+    const ended = report.removed.length > 0 ? `; ${report.removed.length} backends removed, ${report.flowsEnded} of their connections ended` : '';
+    this.ports.log.info(`ingress: applied term ${input.term} revision ${input.revision}, ${rendered.backends.length} backends${ended}`);
+    return 'applied';
+  }
+
+  private tellOnce(line: string): void {
+    if (this.told.has(line)) return;
+    this.told.add(line);
+    this.ports.log.warn(line);
+  }
+
+  private async pass(): Promise<void> {
+    let outcome: IngressOutcome;
+    try {
+      outcome = await this.converge();
+    } catch (err) {
+      throw new Error(`${(err as Error).message}; the table in force is kept`);
+    }
+    if (outcome === 'behind') this.ports.log.info('ingress: the table in force is newer than this node\'s store; waiting to catch up');
+  }
+}

@@ -1,0 +1,137 @@
+// Applies the routing mesh's table on this node and knows what is in force (as net/firewall.ts
+// does for the firewall's table).
+//
+// apply(): reads the table in force (its `applied` comment: term and revision; its `backends`
+// set), replaces the table with `nft -f -` in one transaction (the whole new table or, on any
+// error, the old one untouched), makes sure Docker's DOCKER-USER chain lets the mesh's forwarded
+// packets through (the same mark rule the firewall keeps, under its own comment), and then
+// deletes the conntrack entries of every backend the new table no longer has, UDP included: a
+// removed backend's flows are matched on their reply side (the task's address and port, after
+// the DNAT), so a client's next packet is looked at as new and DNATed to a live task, instead of
+// going to a dead one until the entry times out.
+
+import { z } from 'zod';
+import { CommandError } from '../src/base/run-command.ts';
+import { runChecked, type CommandRunner } from './firewall-command.ts';
+import { deleteArgs, flowsToEnd, parseFlows } from './conntrack.ts';
+import { acceptMark } from './firewall-render.ts';
+import { conntrackDeletesMax, dockerUserChain } from './firewall.ts';
+import { ingressTableFamily, ingressTableName, parseIngressAppliedComment, type IngressBackend, type RenderedIngress } from './ingress-render.ts';
+
+export interface IngressInForce {
+  nodeId: string;
+  term: number;
+  revision: number;
+  backends: IngressBackend[];
+}
+
+export interface IngressApplyReport {
+  before: { term: number; revision: number } | null;
+  /** Backends removed by this apply. */
+  removed: IngressBackend[];
+  /** Flows of removed backends deleted from conntrack. */
+  flowsEnded: number;
+  /** Whether the DOCKER-USER rule is in place (false: no Docker chain on this host). */
+  docker: boolean;
+}
+
+export const dockerIngressRuleComment = 'shoal-ingress';
+const dockerRule = [dockerUserChain, '-m', 'mark', '--mark', `0x${acceptMark.toString(16)}/0x${acceptMark.toString(16)}`, '-m', 'comment', '--comment', dockerIngressRuleComment, '-j', 'ACCEPT'];
+
+const elemSchema = z.union([z.string(), z.number(), z.object({ concat: z.array(z.union([z.string(), z.number()])) }).passthrough()]);
+const listingSchema = z.object({ nftables: z.array(z.unknown()) });
+const setItemSchema = z.object({ set: z.object({ name: z.string(), elem: z.array(elemSchema).optional() }).passthrough() }).passthrough();
+const ruleItemSchema = z.object({ rule: z.object({ chain: z.string(), comment: z.string().optional() }).passthrough() }).passthrough();
+
+function protocolOf(v: string | number | undefined): 'tcp' | 'udp' | null {
+  if (v === 'tcp' || v === 6) return 'tcp';
+  if (v === 'udp' || v === 17) return 'udp';
+  return null;
+}
+
+/** Reads `nft -j list table ip shoal-ingress` into what is in force; null when it is not shoal's (no applied comment). */
+export function parseIngressListing(json: string): IngressInForce | null {
+  const listing = listingSchema.parse(JSON.parse(json));
+  let applied: ReturnType<typeof parseIngressAppliedComment> = null;
+  const backends: IngressBackend[] = [];
+  for (const item of listing.nftables) {
+    const rule = ruleItemSchema.safeParse(item);
+    if (rule.success && rule.data.rule.chain === 'applied') applied = parseIngressAppliedComment(rule.data.rule.comment ?? '');
+    const set = setItemSchema.safeParse(item);
+    if (!set.success || set.data.set.name !== 'backends') continue;
+    for (const e of set.data.set.elem ?? []) {
+      const [address, proto, port] = typeof e === 'object' ? e.concat : [e];
+      const protocol = protocolOf(proto);
+      if (protocol !== null) backends.push({ address: String(address), protocol, port: Number(port) });
+    }
+  }
+  return applied === null ? null : { ...applied, backends };
+}
+
+const backendKey = (b: IngressBackend): string => `${b.address} ${b.protocol} ${b.port}`;
+
+export function removedBackends(before: readonly IngressBackend[], after: readonly IngressBackend[]): IngressBackend[] {
+  const kept = new Set(after.map(backendKey));
+  return before.filter((b) => !kept.has(backendKey(b)));
+}
+
+export class Ingress {
+  constructor(private readonly run: CommandRunner, private readonly log: (line: string) => void = () => undefined) {}
+
+  async inForce(): Promise<IngressInForce | null> {
+    const args = ['-j', 'list', 'table', ingressTableFamily, ingressTableName];
+    const r = await this.run('nft', args);
+    if (r.code !== 0) {
+      if (/No such file or directory/.test(r.stderr)) return null;
+      await runChecked(this.run, 'nft', args);
+    }
+    return parseIngressListing(r.stdout);
+  }
+
+  async apply(rendered: RenderedIngress): Promise<IngressApplyReport> {
+    const before = await this.inForce();
+    await runChecked(this.run, 'nft', ['-f', '-'], rendered.text);
+    const docker = rendered.backends.length > 0 ? await this.ensureDockerRule() : false;
+    const removed = before === null ? [] : removedBackends(before.backends, rendered.backends);
+    const flowsEnded = await this.endFlows(removed);
+    return { before: before === null ? null : { term: before.term, revision: before.revision }, removed, flowsEnded, docker };
+  }
+
+  /** Removes the mesh's table and its DOCKER-USER rule. */
+  async remove(): Promise<void> {
+    const args = ['delete', 'table', ingressTableFamily, ingressTableName];
+    const r = await this.run('nft', args);
+    if (r.code !== 0 && !/No such file or directory/.test(r.stderr)) await runChecked(this.run, 'nft', args);
+    for (let i = 0; i < 10 && (await this.run('iptables', ['-w', '5', '-D', ...dockerRule])).code === 0; i++) { /* until none is left */ }
+  }
+
+  private async ensureDockerRule(): Promise<boolean> {
+    const chain = await this.run('iptables', ['-w', '5', '-S', dockerUserChain]).catch((err: unknown) => {
+      if (err instanceof CommandError && err.reason === 'not_found') return { code: 1 };
+      throw err;
+    });
+    if (chain.code !== 0) return false;
+    if ((await this.run('iptables', ['-w', '5', '-C', ...dockerRule])).code === 0) return true;
+    await runChecked(this.run, 'iptables', ['-w', '5', '-I', ...dockerRule]);
+    return true;
+  }
+
+  /** One listing of conntrack, matched here on the reply side, then one exact delete per flow (net/conntrack.ts says why). */
+  private async endFlows(removed: readonly IngressBackend[]): Promise<number> {
+    if (removed.length === 0) return 0;
+    const listed = await this.run('conntrack', ['-L']);
+    if (listed.code !== 0) await runChecked(this.run, 'conntrack', ['-L']);
+    const flows = flowsToEnd(parseFlows(listed.stdout), [], removed);
+    if (flows.length > conntrackDeletesMax) this.log(`${flows.length} connections went to removed backends; the first ${conntrackDeletesMax} are ended, the others stay until they close`);
+    const batch = flows.slice(0, conntrackDeletesMax).map(deleteArgs);
+    if (batch.length === 0) return 0;
+    const batched = await this.run('conntrack', ['-R', '-'], `${batch.map((args) => args.join(' ')).join('\n')}\n`);
+    if (batched.code === 0) return batch.length;
+    for (const args of batch) {
+      const r = await this.run('conntrack', args);
+      // "0 flow entries have been deleted": the flow closed meanwhile, not a failure.
+      if (r.code !== 0 && !/flow entries have been deleted/.test(r.stderr)) await runChecked(this.run, 'conntrack', args);
+    }
+    return batch.length;
+  }
+}

@@ -1,0 +1,98 @@
+// What an apply must hold for the routing mesh (docs/network.md, "Ingress"), checked against the
+// store before anything is written; pure, like planApply.
+//
+// - An ingress port is open on every node, so one (protocol, port) belongs to one service in the
+//   whole cluster: a second service publishing it, in ingress or in host mode (a host-mode port
+//   would be taken by the mesh's DNAT on every node), is refused with both named.
+// - Every task with an ingress port joins the network `ingress` (the service reader adds it to
+//   the spec's networks). The first apply that needs it makes it, with ingressSubnetDefault,
+//   unless a Network of that name is stored or in the same apply; a default subnet that would
+//   overlap a stored network is refused, saying how to choose another.
+//
+// Two applies running at once can each pass the check (the write compares only the services it
+// writes); the mesh's renderer then gives the port to the older service and says so in its log
+// (net/ingress-render.ts), so the data plane is never ambiguous.
+
+import { cidrOf, cidrsOverlap } from '../resources/address-cidr.ts';
+import type { NetworkState } from '../resources/network-resources.ts';
+import { refusal, type SpecSet } from '../resources/spec/index.ts';
+import { ingressNetworkName, ingressSubnetDefault } from '../resources/spec/ingress.ts';
+import { slicePrefixFor } from '../resources/spec/network-reader.ts';
+import type { NetworkSpec } from '../resources/spec/network-spec.ts';
+import type { Problem } from '../resources/spec/reader.ts';
+import { isIngressPort, type PortSpec } from '../resources/spec/service-spec.ts';
+import type { ControlState } from '../resources/state.ts';
+
+interface Claim {
+  service: string;
+  /** Where it was written: `services[i].ports[j]` in this apply, null for a stored service. */
+  path: string | null;
+  ingress: boolean;
+}
+
+const portKey = (p: PortSpec): string => `${p.published}/${p.protocol}`;
+
+function claimsOf(state: ControlState, set: SpecSet): Map<string, Claim[]> {
+  const applied = new Set(set.services.map((s) => s.name));
+  const claims = new Map<string, Claim[]>();
+  const add = (key: string, c: Claim): void => { claims.set(key, [...(claims.get(key) ?? []), c]); };
+  // Stored services the apply leaves as they are, then the apply's own (which replace their stored specs).
+  for (const [name, svc] of state.services) {
+    if (applied.has(name)) continue;
+    for (const p of svc.value.spec.ports) add(portKey(p), { service: name, path: null, ingress: isIngressPort(p) });
+  }
+  set.services.forEach((s, i) => {
+    s.ports.forEach((p, j) => add(portKey(p), { service: s.name, path: `services[${i}].ports[${j}].published`, ingress: isIngressPort(p) }));
+  });
+  return claims;
+}
+
+/** Problems of ingress ports claimed twice: each written claim that meets another service's port, with both named. */
+export function ingressPortProblems(state: ControlState, set: SpecSet): Problem[] {
+  const problems: Problem[] = [];
+  for (const [key, claims] of claimsOf(state, set)) {
+    if (!claims.some((c) => c.ingress)) continue;
+    for (const c of claims) {
+      if (c.path === null) continue;
+      const other = claims.find((o) => o.service !== c.service && (o.ingress || c.ingress));
+      if (other === undefined) continue;
+      const mine = c.ingress ? 'ingress' : 'host';
+      const theirs = other.ingress ? 'in ingress mode (open on every node)' : 'in host mode';
+      problems.push({
+        path: c.path,
+        message: `service ${c.service} publishes ${key} (${mine}), and service ${other.service} publishes it ${theirs}${other.path === null ? '' : ' in this apply'}; an ingress port is open on every node, so it belongs to one service: choose another published port for one of them`,
+      });
+    }
+  }
+  return problems;
+}
+
+/** The implicit `ingress` network, when a service of the set needs it and none is stored or applied. */
+export function implicitIngressNetwork(nets: NetworkState, set: SpecSet): NetworkSpec | null {
+  const needed = set.services.some((s) => s.networks.includes(ingressNetworkName));
+  if (!needed || nets.networks.has(ingressNetworkName) || set.networks.some((n) => n.name === ingressNetworkName)) return null;
+  const prefix = cidrOf(ingressSubnetDefault).prefix;
+  return { name: ingressNetworkName, subnet: ingressSubnetDefault, internal: false, slicePrefix: slicePrefixFor(prefix) };
+}
+
+/**
+ * Throws bad_request (every problem with its path) when the set's ingress ports clash or the
+ * implicit network cannot be made; otherwise returns the set with that network added when needed.
+ */
+export function prepareIngress(state: ControlState, nets: NetworkState, set: SpecSet): SpecSet {
+  const problems = ingressPortProblems(state, set);
+  const implicit = implicitIngressNetwork(nets, set);
+  if (implicit !== null) {
+    const taken = [...nets.networks.values()].map((n) => n.value.spec).concat(set.networks)
+      .find((n) => cidrsOverlap(cidrOf(n.subnet), cidrOf(implicit.subnet)));
+    if (taken !== undefined) {
+      const at = set.services.findIndex((s) => s.networks.includes(ingressNetworkName));
+      problems.push({
+        path: `services[${at}].ports`,
+        message: `its ingress ports need the network ${ingressNetworkName}, which shoal makes with subnet ${implicit.subnet}; that overlaps ${taken.subnet} of network ${taken.name}: apply a Network named ${ingressNetworkName} with a free subnet first, or in the same apply`,
+      });
+    }
+  }
+  if (problems.length > 0) throw refusal(problems);
+  return implicit === null ? set : { ...set, networks: [...set.networks, implicit] };
+}

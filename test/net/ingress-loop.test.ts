@@ -1,0 +1,154 @@
+// The routing mesh's loop against a real document store (net/ingress-loop.ts): which tasks are
+// backends (running, healthy when checked, reported under the node's current epoch, on a node
+// not down), this node's SNAT address (its gateway of the ingress network), the publish rules
+// when the firewall is on; applies on start and on change, never replaces a newer table, keeps
+// the table in force when an apply fails. And the applier's reading of `nft -j` and what a new
+// table removes (net/ingress.ts).
+
+import { describe, expect, it } from 'vitest';
+import { DocumentStore, encodeCommand } from '../../fsm/index.ts';
+import type { JsonObject } from '../../fsm/types.ts';
+import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../../src/resources/collections.ts';
+import { firewallPoliciesCollection, networksCollection } from '../../src/resources/network-resources.ts';
+import { parseConstraint } from '../../src/resources/spec/constraint.ts';
+import { IngressLoop, ingressRenderInput } from '../../net/ingress-loop.ts';
+import { parseIngressListing, removedBackends, type IngressApplyReport, type IngressInForce } from '../../net/ingress.ts';
+import type { RenderedIngress } from '../../net/ingress-render.ts';
+import { StateBuilder, serviceYaml } from '../control/state-builder.ts';
+
+let index = 0;
+function put(store: DocumentStore, collection: string, id: string, doc: object): void {
+  index += 1;
+  store.apply({ index, term: 2, data: encodeCommand({ cmd: { op: 'put', collection, id, doc: doc as JsonObject }, ts: index }) });
+}
+
+class RecordingIngress {
+  applied: RenderedIngress[] = [];
+  inForceRevision: number | null = null;
+  failNext = 0;
+
+  async inForce(): Promise<IngressInForce | null> {
+    return this.inForceRevision === null ? null : { nodeId: 'n1', term: 2, revision: this.inForceRevision, backends: [] };
+  }
+
+  async apply(r: RenderedIngress): Promise<IngressApplyReport> {
+    if (this.failNext > 0) {
+      this.failNext--;
+      throw new Error('nft -f - failed (exit 1): simulated');
+    }
+    this.applied.push(r);
+    return { before: null, removed: [], flowsEnded: 0, docker: false };
+  }
+}
+
+const quietLog = { info: () => undefined, warn: () => undefined };
+
+async function until(check: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
+  expect(check()).toBe(true);
+}
+
+/** Three nodes; web (ingress 8080 → 80) with tasks in every state that matters; api with a health check. */
+function cluster(): DocumentStore {
+  const b = new StateBuilder()
+    .node('n1').node('n2', { epoch: 3 }).node('n3', { state: 'down' })
+    .service(serviceYaml('web', 'ports: [{published: 8080, target: 80}, {published: 5353, target: 53, protocol: udp}]'))
+    .service(serviceYaml('api', 'ports: [{published: 9000, target: 9000}]\nhealthCheck: {command: ["true"]}'))
+    .service(serviceYaml('admin', 'ports: [{published: 9999, target: 80, mode: host}]'))
+    .placed('w1', 'web', 1, 'n1', 'running')
+    .placed('w2', 'web', 2, 'n2', 'running')
+    .placed('w3', 'web', 3, 'n3', 'running')
+    .placed('w4', 'web', 4, 'n1', 'starting')
+    .placed('a1', 'api', 1, 'n1', 'running', {}, { health: 'healthy' })
+    .placed('a2', 'api', 2, 'n2', 'running', {}, { health: 'unhealthy' });
+  // w2's report is from an older epoch of n2 (the node was declared down and came back since).
+  const s = b.build();
+  const store = new DocumentStore();
+  for (const [id, v] of s.nodes) put(store, nodesCollection, id, v.value);
+  for (const [id, v] of s.services) put(store, servicesCollection, id, v.value);
+  for (const [id, v] of s.tasks) put(store, tasksCollection, id, v.value);
+  for (const [id, v] of s.statuses) put(store, taskStatusCollection, id, id === 'w2' ? { ...v.value, nodeEpoch: 2 } : v.value);
+  const addresses = { w1: '10.255.0.2', w2: '10.255.1.2', w3: '10.255.2.2', w4: '10.255.0.3', a1: '10.255.0.4', a2: '10.255.1.3' };
+  put(store, networksCollection, 'ingress', { name: 'ingress', spec: { name: 'ingress', subnet: '10.255.0.0/16', internal: false, slicePrefix: 24 }, slices: { n1: 0, n2: 1, n3: 2 }, addresses, createdAt: 0, updatedAt: 0 });
+  return store;
+}
+
+describe('ingressRenderInput', () => {
+  it('counts as backends only tasks running (healthy when checked) under their node\'s current epoch, on nodes not down', () => {
+    const input = ingressRenderInput(cluster(), 'n1', 7, false);
+    expect(input.address).toBe('10.255.0.1');
+    expect(input.services.map((s) => [s.name, [...s.backends].sort()])).toEqual(expect.arrayContaining([['web', ['10.255.0.2']], ['api', ['10.255.0.4']]]));
+    expect(input.services.map((s) => s.name).sort()).toEqual(['api', 'web']);
+    expect(input.published).toBeNull();
+    expect(input.subnets).toEqual(['10.255.0.0/16']);
+    expect(ingressRenderInput(cluster(), 'n2', 7, false).address).toBe('10.255.1.1');
+    expect(ingressRenderInput(cluster(), 'n9', 7, false).address).toBeNull();
+  });
+
+  it('with the firewall on, opens the ingress ports a publish rule opens on this node', () => {
+    const store = cluster();
+    const edge = parseConstraint('node.name == n1');
+    if (!edge.ok) throw new Error(edge.message);
+    put(store, firewallPoliciesCollection, 'p', { name: 'p', spec: { name: 'p', allow: [], publish: [{ service: 'web', ports: [{ port: 8080, protocol: 'tcp' }], nodes: [edge.constraint] }, { service: 'admin', ports: [], nodes: [] }] }, createdAt: 0, updatedAt: 0 });
+    expect(ingressRenderInput(store, 'n1', 7, true).published).toEqual([{ protocol: 'tcp', port: 8080 }]);
+    expect(ingressRenderInput(store, 'n2', 7, true).published).toEqual([]);
+  });
+});
+
+describe('IngressLoop', () => {
+  it('applies on start and again when a task\'s report changes, with the term and revision', async () => {
+    const store = cluster();
+    const ingress = new RecordingIngress();
+    const loop = new IngressLoop({ store, nodeId: 'n1', term: () => 5, firewallEnabled: false, ingress, log: quietLog });
+    loop.start();
+    await until(() => ingress.applied.length === 1);
+    expect(ingress.applied[0]?.text).toContain(`comment "shoal-ingress node=n1 term=5 revision=${store.revision}"`);
+    expect(ingress.applied[0]?.backends.map((b) => b.address)).not.toContain('10.255.1.2');
+    const w4 = store.get(taskStatusCollection, 'w4')?.doc as JsonObject;
+    put(store, taskStatusCollection, 'w4', { ...w4, state: 'running' });
+    await until(() => ingress.applied.length === 2);
+    expect(ingress.applied[1]?.backends.map((b) => b.address)).toContain('10.255.0.3');
+    expect(loop.appliedRevision).toBe(store.revision);
+    await loop.close();
+  });
+
+  it('touches nothing on a host with no ingress port and no table; never replaces a newer table', async () => {
+    const ingress = new RecordingIngress();
+    const empty = new IngressLoop({ store: new DocumentStore(), nodeId: 'n1', term: () => 5, firewallEnabled: false, ingress, log: quietLog });
+    expect(await empty.converge()).toBe('idle');
+    const store = cluster();
+    ingress.inForceRevision = store.revision + 100;
+    const loop = new IngressLoop({ store, nodeId: 'n1', term: () => 5, firewallEnabled: false, ingress, log: quietLog });
+    expect(await loop.converge()).toBe('behind');
+    expect(ingress.applied).toHaveLength(0);
+    ingress.inForceRevision = store.revision;
+    expect(await loop.converge()).toBe('applied');
+  });
+
+  it('keeps the table in force when an apply fails, says so, and retries', async () => {
+    const store = cluster();
+    const ingress = new RecordingIngress();
+    ingress.failNext = 1;
+    const warnings: string[] = [];
+    const loop = new IngressLoop({ store, nodeId: 'n1', term: () => 5, firewallEnabled: false, ingress, log: { info: () => undefined, warn: (m) => warnings.push(m) } });
+    loop.start();
+    await until(() => ingress.applied.length === 1);
+    expect(warnings[0]).toMatch(/^ingress: nft -f - failed \(exit 1\): simulated; the table in force is kept; retrying in \d+ ms$/);
+    await loop.close();
+  });
+});
+
+describe('Ingress (the applier)', () => {
+  it('reads the table in force from `nft -j list table`, and says which backends a new table removes', () => {
+    const json = JSON.stringify({ nftables: [
+      { metainfo: { json_schema_version: 1 } },
+      { table: { family: 'ip', name: 'shoal-ingress' } },
+      { set: { family: 'ip', name: 'backends', table: 'shoal-ingress', type: ['ipv4_addr', 'inet_proto', 'inet_service'], elem: [{ concat: ['10.255.0.2', 'tcp', 80] }, { concat: ['10.255.1.2', 'udp', 53] }] } },
+      { rule: { family: 'ip', table: 'shoal-ingress', chain: 'applied', comment: 'shoal-ingress node=n1 term=4 revision=99' } },
+    ] });
+    const inForce = parseIngressListing(json);
+    expect(inForce).toEqual({ nodeId: 'n1', term: 4, revision: 99, backends: [{ address: '10.255.0.2', protocol: 'tcp', port: 80 }, { address: '10.255.1.2', protocol: 'udp', port: 53 }] });
+    expect(removedBackends(inForce?.backends ?? [], [{ address: '10.255.0.2', protocol: 'tcp', port: 80 }])).toEqual([{ address: '10.255.1.2', protocol: 'udp', port: 53 }]);
+    expect(parseIngressListing(JSON.stringify({ nftables: [{ table: { family: 'ip', name: 'shoal-ingress' } }] }))).toBeNull();
+  });
+});
