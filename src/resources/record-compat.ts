@@ -108,6 +108,7 @@ function putLevel(collection: string, doc: JsonValue): number {
   if (putNeedsSecretsLevel(collection, doc)) return featureLevelSecretsAtRest;
   if (hasNewerSecretRef(collection, doc)) return featureLevelContainerSettings;
   if (hasHostIp(collection, doc)) return featureLevelContainerSettings;
+  if (hasReplicatedMount(collection, doc)) return featureLevelContainerSettings;
   if (constrainedCollections.has(collection) && hasNewerConstraint(doc, 0)) return featureLevelPlatformConstraints;
   if (newerCollections.has(collection)) return featureLevelWorkloadNetwork;
   if (!isObject(doc)) return 0;
@@ -134,6 +135,12 @@ function hasNewerSecretRef(collection: string, doc: JsonValue): boolean {
 function hasHostIp(collection: string, doc: JsonValue): boolean {
   if (collection !== servicesCollection || !isObject(doc)) return false;
   return [doc.spec, doc.previousSpec].some((spec) => isObject(spec) && Array.isArray(spec.ports) && spec.ports.some((p) => isObject(p) && p.hostIp !== undefined));
+}
+
+/** Whether a service's spec (or previous spec) replicates a volume (issue 41): a level-5 schema refuses `replicate`. */
+function hasReplicatedMount(collection: string, doc: JsonValue): boolean {
+  if (collection !== servicesCollection || !isObject(doc)) return false;
+  return [doc.spec, doc.previousSpec].some((spec) => isObject(spec) && Array.isArray(spec.mounts) && spec.mounts.some((m) => isObject(m) && m.replicate !== undefined));
 }
 
 /** Collections whose records hold constraints (a service's and a job's spec, a policy's publish rules). */

@@ -28,7 +28,9 @@ describe('test:setup', () => {
     expect(missingPackages(probe([])).sort()).toEqual(['busybox-static', 'chromium', 'conntrack', 'docker.io', 'iproute2', 'iptables', 'iputils-ping',
       'nftables', 'prometheus', 'systemd', 'tcpdump', 'util-linux', 'wireguard-go', 'wireguard-tools',
       // Issue 40's private registry tests.
-      'apache2-utils', 'docker-registry', 'openssl'].sort());
+      'apache2-utils', 'docker-registry', 'openssl',
+      // Issue 41's replicated volumes.
+      'btrfs-progs'].sort());
   });
 
   it('says what to run where it cannot install', () => {

@@ -46,6 +46,8 @@ export const requirements: readonly Requirement[] = [
   { has: { command: 'docker-registry' }, pkg: 'docker-registry', for: 'private registry tests (test/system/registries.test.ts)' },
   { has: { command: 'htpasswd' }, pkg: 'apache2-utils', for: 'private registry tests (the registry\'s login)' },
   { has: { command: 'openssl' }, pkg: 'openssl', for: 'private registry tests (the registry\'s CA and certificate)' },
+  // Replicated volumes (issue 41): a btrfs filesystem per volume in a loop file.
+  { has: { command: 'btrfs' }, pkg: 'btrfs-progs', for: 'replicated volume tests (test/volumes)' },
 ];
 
 export interface Probe {

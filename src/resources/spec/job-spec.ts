@@ -10,7 +10,7 @@
 // are (one run's task never runs twice at once, even across a partition).
 
 import { z } from 'zod';
-import { constraintSchema, containerSettingsShape, secretRefSchema, type Assert, type ContainerSettings, type Same, type ServiceSpec } from './service-spec.ts';
+import { constraintSchema, containerSettingsShape, replicateSchema, secretRefSchema, type Assert, type ContainerSettings, type Same, type ServiceSpec } from './service-spec.ts';
 
 export type JobConcurrency = 'forbid' | 'replace' | 'allow';
 
@@ -56,7 +56,8 @@ export const jobSpecSchema = z.object({
     limits: z.object({ cpuMillis: nat.nullable(), memoryBytes: nat.nullable() }).strict(),
   }).strict(),
   constraints: z.array(constraintSchema),
-  mounts: z.array(z.object({ type: z.enum(['bind', 'volume']), source: nonEmpty, target: nonEmpty, readOnly: z.boolean() }).strict()),
+  // A job's mounts share the service's type; the job reader refuses `replicate` (issue 41), so it is never present.
+  mounts: z.array(z.object({ type: z.enum(['bind', 'volume']), source: nonEmpty, target: nonEmpty, readOnly: z.boolean(), replicate: replicateSchema.optional() }).strict()),
   devices: z.array(z.object({ hostPath: nonEmpty, containerPath: nonEmpty, permissions: z.string().regex(/^r?w?m?$/).min(1) }).strict()),
   capAdd: z.array(nonEmpty),
   capDrop: z.array(nonEmpty),

@@ -9,10 +9,10 @@ import { specLimits } from './limits.ts';
 import { formatCpu, formatMemory, parseCpu, parseDuration, parseMemory, renderDuration } from './quantity.ts';
 import {
   INVALID, boolean, defaultStruct, describe, integer, isPlainObject, keyPath, list, nullable, oneOf, quantity, string, struct, withDefault,
-  type Reader, required,
+  type Problems, type Read, type Reader, required,
 } from './reader.ts';
 import type {
-  DeviceSpec, DisruptionSpec, HealthCheckSpec, LogSpec, MountSpec, PlacementSpec, PortSpec, ResourceAmounts, ResourceLimits, RestartPolicy, SecretRefSpec,
+  DeviceSpec, DisruptionSpec, HealthCheckSpec, LogSpec, MountSpec, ReplicateSpec, PlacementSpec, PortSpec, ResourceAmounts, ResourceLimits, RestartPolicy, SecretRefSpec,
   UpdatePolicy,
 } from './service-spec.ts';
 import { secretOwnerIdMax } from './service-spec.ts';
@@ -179,12 +179,37 @@ export const absolutePath = (what: string, allowRoot = false): Reader<string> =>
 
 const volumeName = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 
-export const mount = struct<{ type: MountSpec['type']; source: string; target: string; readOnly: boolean }, MountSpec>({
+/** The defaults of `replicate` (docs/volumes.md). */
+export const replicateDefaults: ReplicateSpec = { copies: 2, everyMs: 30_000, sizeBytes: 1024 ** 3 };
+
+/** A replicated volume's settings: `{copies, every, size}`, each defaulted. */
+export const replicate = struct<{ copies: number; every: number; size: number }, ReplicateSpec>({
+  copies: withDefault(integer(1, specLimits.replicateCopiesMax), () => replicateDefaults.copies),
+  every: withDefault(duration(specLimits.replicateEveryMsMin, specLimits.replicateEveryMsMax), () => replicateDefaults.everyMs),
+  size: withDefault(memory(specLimits.replicateSizeBytesMin), () => replicateDefaults.sizeBytes),
+}, (s) => ({ copies: s.copies, everyMs: s.every, sizeBytes: s.size }));
+
+export const mount = struct<{ type: MountSpec['type']; source: string; target: string; readOnly: boolean; replicate: ReplicateSpec | null }, MountSpec>({
   type: required(oneOf(['bind', 'volume'] as const)),
   source: required(string({ nonEmpty: true, maxChars: 4096 })),
   target: required(absolutePath('a container path')),
   readOnly: withDefault(boolean, () => false),
+  replicate: withDefault(nullable(replicate), () => null),
 }, (s, at, problems) => {
+  const { replicate: rep, ...plain } = s;
+  if (rep !== null && s.type !== 'volume') {
+    problems.add(`${at}.replicate`, 'only a volume is replicated; a bind mount is a path of one node (use type: volume)');
+    return INVALID;
+  }
+  if (rep !== null && s.readOnly) {
+    problems.add(`${at}.replicate`, 'a replicated volume is written by its one task; a read-only mount of it would never change (drop readOnly or replicate)');
+    return INVALID;
+  }
+  const checked = checkMountSource(plain, at, problems);
+  return checked === INVALID || rep === null ? checked : { ...checked, replicate: rep };
+});
+
+function checkMountSource(s: MountSpec, at: string, problems: Problems): Read<MountSpec> {
   if (s.type === 'bind' && !isCleanAbsolutePath(s.source)) {
     problems.add(`${at}.source`, `${JSON.stringify(s.source)} is not an absolute host path (without //, . or .. segments or a trailing /)`);
     return INVALID;
@@ -194,7 +219,7 @@ export const mount = struct<{ type: MountSpec['type']; source: string; target: s
     return INVALID;
   }
   return s;
-});
+}
 
 const permissions: Reader<string> = (value, at, problems) => {
   const s = string()(value, at, problems);

@@ -47,6 +47,21 @@ export interface MountSpec {
   /** An absolute path in the container. */
   target: string;
   readOnly: boolean;
+  /**
+   * A replicated volume (issue 41, docs/volumes.md): only on a `volume` mount of an exclusive
+   * service. Absent on every other mount (and on records written before it).
+   */
+  replicate?: ReplicateSpec;
+}
+
+/** How a replicated volume is copied to other nodes (docs/volumes.md). */
+export interface ReplicateSpec {
+  /** Complete copies kept on other nodes besides the live one (default 2). */
+  copies: number;
+  /** The interval between snapshots sent to the holders (default 30 s). */
+  everyMs: number;
+  /** The size of the volume's filesystem (default 1 GiB). */
+  sizeBytes: number;
 }
 
 export interface DeviceSpec {
@@ -310,6 +325,11 @@ export const secretRefSchema = z.object({
   uid: z.number().int().min(0).max(secretOwnerIdMax).optional(), gid: z.number().int().min(0).max(secretOwnerIdMax).optional(),
 }).strict();
 
+/** A replicated volume's settings (stored form). */
+export const replicateSchema = z.object({
+  copies: z.number().int().min(1), everyMs: z.number().int().min(1), sizeBytes: z.number().int().min(1),
+}).strict();
+
 export const serviceSpecSchema = z.object({
   name: z.string().regex(/^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/),
   image: nonEmpty,
@@ -331,7 +351,11 @@ export const serviceSpecSchema = z.object({
     // Feature level 6: absent on records written before (every address).
     hostIp: z.string().min(1).optional(),
   }).strict()),
-  mounts: z.array(z.object({ type: z.enum(['bind', 'volume']), source: nonEmpty, target: nonEmpty, readOnly: z.boolean() }).strict()),
+  mounts: z.array(z.object({
+    type: z.enum(['bind', 'volume']), source: nonEmpty, target: nonEmpty, readOnly: z.boolean(),
+    // Issue 41 (feature level 6): absent on a mount that is not replicated.
+    replicate: replicateSchema.optional(),
+  }).strict()),
   devices: z.array(z.object({ hostPath: nonEmpty, containerPath: nonEmpty, permissions: z.string().regex(/^r?w?m?$/).min(1) }).strict()),
   capAdd: z.array(nonEmpty),
   capDrop: z.array(nonEmpty),
