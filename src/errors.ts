@@ -60,6 +60,10 @@ export const errorCatalog = {
   autolock_unchanged: { status: 409, retryable: false, summary: 'Autolock is already as asked (on, or off); nothing was changed. A new unlock key while it is on: shoal cluster autolock on --new-key.' },
   // Jobs (issue 42).
   job_run_active: { status: 409, retryable: false, summary: 'shoal job run on a job with concurrency forbid while one of its runs is pending or running (details.run); wait for it, or change the job\'s concurrency.' },
+  // Replicated volumes (issue 41, docs/volumes.md).
+  volume_tool_failed: { status: 500, retryable: true, summary: 'A program the volume engine drives (mkfs.btrfs, mount, btrfs) failed or timed out on this node (btrfs-progs missing, the loop file full); the message has the command and its output. Nothing was half-kept: a failed receive leaves no version.' },
+  volume_copy_refused: { status: 409, retryable: false, summary: 'A holder refused a volume copy (details.reason: stale_epoch: the sender is no longer the volume\'s writer; checksum: the stream\'s sha256 or length differ from what was sent; no_parent: the holder lacks the version the increment is based on; exists: it holds that version already). Nothing was changed.' },
+  volume_no_copy: { status: 409, retryable: false, summary: 'A replicated volume cannot be restored as asked: no node holds that complete version, or it is not the newest (a diverged or older copy); details names the newest complete version and its holders. Restoring from nothing needs --empty.' },
   internal: { status: 500, retryable: false, summary: 'An unexpected error; it is a bug. The log has details.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;
 
