@@ -12,6 +12,7 @@ import {
 } from './records.ts';
 import type { z } from 'zod';
 import { jobRecordSchema, jobRunRecordSchema, jobRunsCollection, jobsCollection, type JobRecord, type JobRunRecord } from './jobs.ts';
+import { volumeRecordSchema, volumesCollection, type VolumeRecord } from './volumes.ts';
 
 export interface Versioned<T> {
   value: T;
@@ -29,6 +30,8 @@ export interface ControlState {
   /** Jobs and their runs (jobs.ts); absent in states built by hand for tests of other loops (read as none). */
   jobs?: ReadonlyMap<string, Versioned<JobRecord>>;
   runs?: ReadonlyMap<string, Versioned<JobRunRecord>>;
+  /** Replicated volumes by name (volumes.ts, issue 41); absent in states built by hand: none. */
+  volumes?: ReadonlyMap<string, Versioned<VolumeRecord>>;
   /**
    * The raft voters as the reading node knows them (not a record: raft's configuration), for
    * `node.role` constraints (a voter is a manager, any other member a worker). Absent: not known,
@@ -48,9 +51,9 @@ export interface Malformed {
 type Cache<T> = Map<string, Versioned<T> | { rev: number; bad: string }>;
 
 export class ControlStateReader {
-  private readonly caches = { nodes: new Map(), services: new Map(), tasks: new Map(), statuses: new Map(), jobs: new Map(), runs: new Map() } as {
+  private readonly caches = { nodes: new Map(), services: new Map(), tasks: new Map(), statuses: new Map(), jobs: new Map(), runs: new Map(), volumes: new Map() } as {
     nodes: Cache<NodeRecord>; services: Cache<ServiceRecord>; tasks: Cache<TaskRecord>; statuses: Cache<TaskStatus>;
-    jobs: Cache<JobRecord>; runs: Cache<JobRunRecord>;
+    jobs: Cache<JobRecord>; runs: Cache<JobRunRecord>; volumes: Cache<VolumeRecord>;
   };
 
   constructor(private readonly store: DocumentStore, private readonly onMalformed: (m: Malformed) => void = () => {}) {}
@@ -64,6 +67,7 @@ export class ControlStateReader {
       statuses: this.readCollection(taskStatusCollection, taskStatusSchema, this.caches.statuses),
       jobs: this.readCollection(jobsCollection, jobRecordSchema as z.ZodType<JobRecord>, this.caches.jobs),
       runs: this.readCollection(jobRunsCollection, jobRunRecordSchema, this.caches.runs),
+      volumes: this.readCollection(volumesCollection, volumeRecordSchema, this.caches.volumes),
     };
   }
 

@@ -203,3 +203,25 @@ export function versionsToDrop(rec: VolumeRecord, node: string, kept: number = v
   const mine = rec.held.filter((c) => c.node === node && inLine(rec, c.version)).map((c) => c.version).sort((a, b) => b.seq - a.seq);
   return mine.slice(kept).filter((v) => (newest === null || !sameVersion(v, newest)) && !(base !== null && sameVersion(v, base) && holdersOf(rec, v).length <= 1));
 }
+
+/** Eras kept in a record at most: older ones that cover no held version are dropped first. */
+export const volumeErasMax = 32;
+
+/**
+ * The eras with `era` appended, bounded: an era (not the last) that covers no version any node
+ * holds, diverged ones included, is dropped oldest first; dropping it changes no version's
+ * standing, since none lies in its range.
+ */
+export function appendEra(rec: Pick<VolumeRecord, 'eras' | 'held'>, era: VolumeEra): VolumeEra[] {
+  const eras = [...rec.eras, era];
+  const covers = (i: number): boolean => {
+    const from = (eras[i] as VolumeEra).fromSeq;
+    const until = i + 1 < eras.length ? (eras[i + 1] as VolumeEra).fromSeq : Number.POSITIVE_INFINITY;
+    return rec.held.some((c) => c.version.seq >= from && c.version.seq < until);
+  };
+  for (let i = 0; eras.length > volumeErasMax && i < eras.length - 1;) {
+    if (covers(i)) i++;
+    else eras.splice(i, 1);
+  }
+  return eras;
+}
