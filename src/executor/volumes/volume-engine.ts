@@ -20,12 +20,12 @@
 
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Transform, type Readable } from 'node:stream';
 import { ShoalError } from '../../errors.ts';
-import { parseVersionName, versionName, type VolumeVersion } from '../../resources/volumes.ts';
+import { parseVersionName, versionName, type VolumeEra, type VolumeVersion } from '../../resources/volumes.ts';
 import * as btrfs from './btrfs.ts';
 
 /** What a writer announces with an increment, and a holder checks. */
@@ -85,6 +85,38 @@ export class VolumeEngine {
       const setAside = await this.setAsideNow(name);
       await btrfs.snapshot(source, live, false);
       return { restored: true, setAside };
+    });
+  }
+
+  /**
+   * Makes the live volume the one era `era` starts from, once per era (a marker file says which
+   * era it was made for, so a task restarted within the era keeps its data): `keepLive` (this
+   * node was the previous writer: a restart in place) keeps it; an era with a base restores
+   * that version; an era without one (a new volume, or restored empty) starts empty, setting
+   * aside any old live volume as diverged.
+   */
+  prepareForEra(name: string, sizeBytes: number, era: VolumeEra, keepLive: boolean): Promise<void> {
+    const marker = `${era.node}/${era.epoch}/${era.fromSeq}`;
+    return this.serial(name, async () => {
+      await this.ensureNow(name, sizeBytes);
+      const file = join(this.root, name, 'era');
+      if ((await readFile(file, 'utf8').catch(() => '')) === marker) return;
+      const live = this.livePath(name);
+      if (keepLive || (era.base === null && !(await exists(live)))) {
+        if (!(await exists(live))) await btrfs.createSubvolume(live);
+      } else if (era.base === null) {
+        await this.setAsideNow(name);
+        await btrfs.createSubvolume(live);
+      } else {
+        const source = this.versionPath(name, era.base);
+        if (!(await exists(source))) {
+          throw new ShoalError('volume_no_copy', `volume ${name}: this node does not hold version ${versionName(era.base)}, which its era restores`, { volume: name, version: era.base });
+        }
+        await this.setAsideNow(name);
+        await btrfs.snapshot(source, live, false);
+      }
+      await writeFile(`${file}.tmp`, marker);
+      await rename(`${file}.tmp`, file);
     });
   }
 
