@@ -10,9 +10,10 @@ import { appendFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { holderPass } from '../../src/executor/volumes/holder.ts';
 import { replicateOnce, type ReplicatorPorts } from '../../src/executor/volumes/replicator.ts';
 import { VolumeEngine } from '../../src/executor/volumes/volume-engine.ts';
-import { appendEra, beginEra, newestComplete, refuseIncrement, versionName, type VolumeRecord } from '../../src/resources/volumes.ts';
+import { appendEra, beginEra, divergedCopies, newestComplete, refuseIncrement, sameVersion, versionName, type VolumeRecord } from '../../src/resources/volumes.ts';
 
 const size = 160 * 1024 * 1024;
 const vol = 'appdata';
@@ -99,5 +100,33 @@ describe('replication passes', () => {
     expect(newestComplete(rec)).toEqual({ seq: 6, node: 'b', epoch: 2 });
     expect(await c().prepareLive(vol, size, { seq: 6, node: 'b', epoch: 2 })).toEqual({ restored: true, setAside: null });
     expect(await readFile(join(c().livePath(vol), 'log'), 'utf8')).toBe('2\n3\n4\n5\n6\n');
+  });
+
+  it('the returning node records what it holds: its late snapshot as diverged, kept; old versions of the line dropped, the store first', async () => {
+    const forgotten: string[] = [];
+    const holder = {
+      record: () => rec,
+      recordHeld: async (_n: string, node: string, versions: readonly { seq: number; node: string; epoch: number }[]) => {
+        rec = { ...rec, held: [...rec.held, ...versions.map((version) => ({ node, version, atMs: 0 }))] };
+      },
+      forgetHeld: async (_n: string, node: string, versions: readonly { seq: number; node: string; epoch: number }[]) => {
+        // The store forgets before the node deletes: the version is still on disk here.
+        for (const v of versions) expect((await a().versions(vol)).some((l) => sameVersion(l, v))).toBe(true);
+        forgotten.push(...versions.map(versionName));
+        rec = { ...rec, held: rec.held.filter((c) => c.node !== node || !versions.some((v) => sameVersion(v, c.version))) };
+      },
+    };
+    // The writer reports nothing of its own.
+    expect(await holderPass(b(), holder, vol, 'b')).toEqual({ recorded: [], dropped: [] });
+    // Keeping 1 version of the line (instead of 3) to see drops with few versions.
+    const r = await holderPass(a(), holder, vol, 'a', 1);
+    // Its own pass kept s4..s6 of its snapshots; s6-e2-b the store knew already (sent whole above).
+    expect(r.recorded.map(versionName)).toEqual(['s4-e1-a', 's5-e1-a', 's6-e1-a']);
+    expect(divergedCopies(rec).map((c) => `${c.node}:${versionName(c.version)}`)).toEqual(['a:s6-e1-a']);
+    expect(newestComplete(rec)).toEqual({ seq: 6, node: 'b', epoch: 2 });
+    // a holds s4, s5 of the line and s6-e2-b: beyond the newest, s5 and s4 go; the diverged s6-e1-a stays.
+    expect(forgotten).toEqual(['s5-e1-a', 's4-e1-a']);
+    expect(r.dropped.map(versionName)).toEqual(forgotten);
+    expect((await a().versions(vol)).map(versionName).sort()).toEqual(['s6-e1-a', 's6-e2-b']);
   });
 });
