@@ -98,6 +98,7 @@ describe('the volume engine on btrfs', () => {
       expect(await refusal(b.receive(inc, size, Readable.from([longer]), () => null))).toBe('checksum');
       expect(await refusal(b.receive({ ...inc, parent: v(9, 'a', 1) }, size, a.body(inc), () => null))).toBe('no_parent');
       expect(await refusal(b.receive({ ...inc, version: v(2, 'a', 1) }, size, a.body(inc), () => null))).toBe('exists');
+      expect(await refusal(b.receive({ ...inc, bytes: 2 * size + 1 }, size, a.body(inc), () => null))).toBe('too_large');
     } finally {
       await a.release(inc);
     }

@@ -184,7 +184,7 @@ export class VolumeEngine {
         throw new ShoalError('volume_copy_refused', `volume ${name}: copy ${versionName(offer.version)} refused: ${refusal}`, { reason: refusal.split(':')[0], volume: name });
       }
       await this.ensureNow(name, sizeBytes);
-      await this.checkReceivable(offer, body);
+      await this.checkReceivable(offer, sizeBytes, body);
       const streams = join(this.root, name, 'streams');
       await mkdir(streams, { recursive: true });
       const file = join(streams, `in-${versionName(offer.version)}.stream`);
@@ -236,7 +236,7 @@ export class VolumeEngine {
     for (const sub of ['versions', 'diverged']) await mkdir(join(this.mnt(name), sub), { recursive: true });
   }
 
-  private async checkReceivable(offer: IncrementOffer, body: Readable): Promise<void> {
+  private async checkReceivable(offer: IncrementOffer, sizeBytes: number, body: Readable): Promise<void> {
     const refuse = (reason: string, message: string): never => {
       body.resume();
       throw new ShoalError('volume_copy_refused', `volume ${offer.volume}: copy ${versionName(offer.version)} refused: ${reason}: ${message}`, { reason, volume: offer.volume });
@@ -246,6 +246,8 @@ export class VolumeEngine {
       if (await btrfs.isReadOnly(dest)) refuse('exists', 'this node holds that version already');
       else await btrfs.deleteSubvolume(dest);
     }
+    // A stream holds at most the filesystem's data and its metadata: twice its size is generous.
+    if (offer.bytes > 2 * sizeBytes) refuse('too_large', `the stream announces ${offer.bytes} bytes, more than twice the volume's ${sizeBytes}`);
     if (offer.parent !== null && !(await exists(this.versionPath(offer.volume, offer.parent)))) {
       refuse('no_parent', `this node does not hold ${versionName(offer.parent)}, which the increment is based on; send it whole`);
     }
