@@ -170,12 +170,6 @@ export function beginEra(rec: Pick<VolumeRecord, 'eras' | 'held'>, node: string,
   return { node, epoch, fromSeq: lastSeq + 1, base };
 }
 
-/** Whether the writer starting an era on its node restores a copy (true) or keeps its live volume (false: the same node, or an empty start). */
-export function eraRestores(previous: Pick<VolumeRecord, 'eras'>, era: VolumeEra): boolean {
-  const writer = currentWriter(previous);
-  return era.base !== null && (writer === null || writer.node !== era.node);
-}
-
 /** The next version a writer takes in its era, given the seqs of the snapshots it holds locally. */
 export function nextVersion(era: VolumeEra, localSeqs: readonly number[]): VolumeVersion {
   const mine = localSeqs.filter((s) => s >= era.fromSeq);

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { placePending } from '../../src/control/placement.ts';
 import type { TaskRecord } from '../../src/resources/records.ts';
 import {
-  appendEra, beginEra, divergedCopies, eraRestores, inLine, newestComplete, nextVersion, parseVersionName, refuseIncrement, versionName, versionsToDrop,
+  appendEra, beginEra, divergedCopies, inLine, newestComplete, nextVersion, parseVersionName, refuseIncrement, versionName, versionsToDrop,
   volumeErasMax, volumePlacement, volumeRecordSchema, volumeRefusesNode, volumesCollection, type VolumeRecord, type VolumeVersion,
 } from '../../src/resources/volumes.ts';
 import { serviceYaml, StateBuilder } from '../control/state-builder.ts';
@@ -62,15 +62,6 @@ describe('placement by the newest complete copy', () => {
     const lonely = rec({ eras: [{ node: 'node1', epoch: 0, fromSeq: 1, base: null }] });
     expect(volumePlacement(lonely)).toEqual({ kind: 'nodes', nodes: ['node1'], version: null });
     expect(volumeRefusesNode(lonely, 'node2')).toMatch(/only node1 holds its data \(no complete copy yet\)/);
-  });
-
-  it('a restore elsewhere restores the copy; a restart on the writer\'s node keeps its live volume', () => {
-    const era = beginEra(written, 'node2', 5);
-    if (era === null) throw new Error('no era');
-    expect(eraRestores(written, era)).toBe(true);
-    const again = beginEra(written, 'node1', 1);
-    if (again === null) throw new Error('no era');
-    expect(eraRestores(written, again)).toBe(false);
   });
 
   it('restored empty by the operator (no era), it may go anywhere again, and every old copy is diverged', () => {
