@@ -8,7 +8,7 @@ import { putChange, type Change } from '../resources/changes.ts';
 import type { NodeRecord } from '../resources/records.ts';
 import type { MountSpec, ReplicateSpec, ServiceSpec } from '../resources/spec/service-spec.ts';
 import type { ControlState } from '../resources/state.ts';
-import { appendEra, beginEra, versionName, volumePlacement, volumesCollection, type VolumeRecord } from '../resources/volumes.ts';
+import { appendEra, beginEra, currentWriter, versionName, volumePlacement, volumesCollection, type VolumeRecord } from '../resources/volumes.ts';
 import type { VolumeNodes } from './scheduler/types.ts';
 
 type Replicated = MountSpec & { replicate: ReplicateSpec };
@@ -25,7 +25,12 @@ export function volumeNodesFor(state: ControlState, spec: ServiceSpec): VolumeNo
     if (rec === undefined) continue;
     const p = volumePlacement(rec);
     if (p.kind === 'any') continue;
-    const mine: VolumeNodes = { name: m.source, nodes: p.nodes, version: p.version === null ? null : versionName(p.version) };
+    // A writer's node that is up keeps the task (its live volume is newer than any copy): a
+    // container that exited is not moved onto an older copy. Down, suspect, paused or draining,
+    // the holders may take it.
+    const writer = state.nodes.get(currentWriter(rec)?.node ?? '')?.value;
+    const nodes = writer !== undefined && writer.state === 'ready' && writer.availability === 'active' ? [writer.id] : p.nodes;
+    const mine: VolumeNodes = { name: m.source, nodes, version: p.version === null ? null : versionName(p.version) };
     out = out === undefined ? mine : {
       name: `${out.name}, ${mine.name}`,
       nodes: out.nodes.filter((n) => mine.nodes.includes(n)),

@@ -144,6 +144,24 @@ describe('the placement pass with a replicated volume', () => {
     expect(b.volumes.get('pgdata')?.value.eras.at(-1)).toEqual({ node: 'node2', epoch: 0, fromSeq: 4, base: v(3, 'node1', 0) });
   });
 
+  it('keeps a replacement task on the writer\'s node while that node is up and active (never moved onto an older copy)', () => {
+    // node3 writes; node1 and node2 hold its newest version (the scheduler alone would pick node1: ties go to the smallest id).
+    const v3 = v(3, 'node3', 0);
+    const byNode3 = rec({ eras: [{ node: 'node3', epoch: 0, fromSeq: 1, base: null }], held: [held('node1', v3), held('node2', v3)] });
+    const b = cluster().volume(byNode3);
+    const d = placePending(b.build(), 3, 50);
+    b.apply(d.plan);
+    expect(task(b).nodeId).toBe('node3');
+    // A restart on the writer's node in the same epoch begins no era.
+    expect(d.plan.changes.some((c) => c.collection === volumesCollection)).toBe(false);
+    const drained = cluster().volume(byNode3);
+    const n3 = drained.nodes.get('node3');
+    if (n3) n3.value = { ...n3.value, availability: 'drain' };
+    drained.apply(placePending(drained.build(), 3, 50).plan);
+    expect(task(drained).nodeId).toBe('node1');
+    expect(drained.volumes.get('pgdata')?.value.eras.at(-1)).toEqual({ node: 'node1', epoch: 0, fromSeq: 4, base: v3 });
+  });
+
   it('stays pending, saying why, when no node that may run it holds the newest copy', () => {
     const b = cluster().volume(written);
     for (const id of ['node1', 'node2']) {
