@@ -63,6 +63,10 @@ export const errorCatalog = {
   // Backups (issue 43).
   backup_failed: { status: 502, retryable: true, summary: 'A backup could not be written to its target (unreachable, refused, full, no credential or recovery key); details.target names it. Nothing was listed as a backup.' },
   backup_damaged: { status: 422, retryable: false, summary: 'A backup read back does not match its manifest (a file missing, of another size or digest); details.problems names each file. Restore from another backup.' },
+  // Replicated volumes (issue 41, docs/volumes.md).
+  volume_tool_failed: { status: 500, retryable: true, summary: 'A program the volume engine drives (mkfs.btrfs, mount, btrfs) failed or timed out on this node (btrfs-progs missing, the loop file full); the message has the command and its output. Nothing was half-kept: a failed receive leaves no version.' },
+  volume_copy_refused: { status: 409, retryable: false, summary: 'A holder refused a volume copy (details.reason: stale_epoch: the sender is no longer the volume\'s writer; checksum: the stream\'s sha256 or length differ from what was sent; no_parent: the holder lacks the version the increment is based on; exists: it holds that version already; too_large: the stream announces more than twice the volume\'s size). Nothing was changed.' },
+  volume_no_copy: { status: 409, retryable: false, summary: 'A replicated volume cannot be restored as asked: no node holds that complete version, or it is not the newest (a diverged or older copy); details names the newest complete version and its holders. Restoring from nothing needs --empty.' },
   internal: { status: 500, retryable: false, summary: 'An unexpected error; it is a bug. The log has details.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;
 

@@ -16,6 +16,7 @@ import type { ControlState, Versioned } from '../resources/state.ts';
 import { isTerminal, viewOf } from '../resources/task-view.ts';
 import type { Decision } from './orchestrator.ts';
 import { waitingFor, type Dependencies } from './dependencies.ts';
+import { eraChanges, volumeNodesFor } from './volume-placement.ts';
 
 /** How many pending tasks one pass places at most (one transaction's worth, a few times over). */
 export const placementsPerPassMax = 512;
@@ -25,7 +26,10 @@ export function placePending(state: ControlState, term: number, now: number, dep
     const svc = ownerOf(state, t.value);
     const spec = svc === undefined ? null : specForTask(svc, t.value) ?? svc.spec;
     const platforms = spec === null ? undefined : svc?.imagePlatforms?.find((p) => p.image === spec.image)?.platforms;
-    return spec === null ? undefined : { task: t.value, spec, ...(platforms !== undefined ? { platforms } : {}) };
+    if (spec === null) return undefined;
+    // Only an unplaced task is held to its replicated volume's holders (issue 41).
+    const volume = t.value.nodeId === null ? volumeNodesFor(state, spec) : undefined;
+    return { task: t.value, spec, ...(platforms !== undefined ? { platforms } : {}), ...(volume !== undefined ? { volume } : {}) };
   };
   const pending: TaskWithSpec[] = [];
   const placed: TaskWithSpec[] = [];
@@ -54,16 +58,19 @@ export function placePending(state: ControlState, term: number, now: number, dep
   if (result.placements.length === 0 && result.unplaced.length === 0) return { plan: { changes: [], compares: [] }, wakeInMs: null };
   const changes: Change[] = [];
   const usedNodes = new Map<string, NodeRecord>();
+  const specs = new Map(batch.map((ts) => [ts.task.id, ts.spec]));
   for (const p of result.placements) {
     const t = state.tasks.get(p.taskId);
     const node = state.nodes.get(p.nodeId)?.value;
     if (t === undefined || node === undefined) continue;
     usedNodes.set(node.id, node);
+    const spec = specs.get(p.taskId);
+    if (spec !== undefined) changes.push(...eraChanges(state, spec, node));
     changes.push(putChange(tasksCollection, p.taskId, {
       ...t.value, nodeId: node.id, nodeEpoch: node.epoch, assignedTerm: term, observed: 'assigned', assignedAt: now, pendingReason: null, updatedAt: now,
     }, t.rev));
   }
-  const placements = changes.length;
+  const placements = changes.filter((c) => c.collection === tasksCollection).length;
   for (const u of result.unplaced) {
     const t = state.tasks.get(u.taskId);
     if (t === undefined || t.value.pendingReason === u.reason) continue;

@@ -38,6 +38,7 @@ import { pullAuthFor, type PullAuth, type RegistryLogins } from './registry-auth
 import { pullProgressText, type PullProgress } from './pull-progress.ts';
 import { deliverSecrets, retainSecretFiles, type SecretDelivery } from './secret-delivery.ts';
 import type { TaskNetworks } from './task-networks.ts';
+import type { TaskVolumes } from './volumes/task-volumes.ts';
 import type { Logger } from '../log.ts';
 import type { ImagePullRequest } from '../resources/image-pulls.ts';
 
@@ -162,6 +163,13 @@ export interface AgentOptions {
    * Absent, its containers are created with no fixed address (the runtime picks).
    */
   networks?: TaskNetworks;
+  /**
+   * Replicated volumes (issue 41, volumes/task-volumes.ts): a task's replicated volume is made
+   * ready for its era (restored, or kept) and bound into the container before it is created; the
+   * task waits until the volume's record names this node its writer. Absent, a replicated mount
+   * is created as a plain volume of the runtime.
+   */
+  volumes?: TaskVolumes;
 }
 
 export type AgentRuntimeState = RuntimeStatus;
@@ -562,7 +570,15 @@ export class Agent {
     if (!secrets.ok && secrets.wait) return this.waitForSecrets(base, secrets.message);
     this.secretWaits.delete(base.taskId);
     if (!secrets.ok) return this.failStart(base, null, secrets.message);
-    const spec = secrets.mounts.length === 0 ? a.spec : { ...a.spec, mounts: [...a.spec.mounts, ...secrets.mounts] };
+    let spec = secrets.mounts.length === 0 ? a.spec : { ...a.spec, mounts: [...a.spec.mounts, ...secrets.mounts] };
+    const volumes = this.opts.volumes;
+    if (volumes !== undefined && spec.mounts.some((m) => m.replicate !== undefined)) {
+      const node = { id: base.nodeId, epoch: base.nodeEpoch };
+      const ready = await call('preparing replicated volumes', this.limits.pullTimeoutMs, () => volumes.prepare(node, spec.mounts));
+      if (!ready.ok && ready.wait) return this.waitForSecrets(base, ready.message);
+      if (!ready.ok) return this.failStart(base, null, ready.message);
+      spec = { ...spec, mounts: ready.mounts };
+    }
     const create = (): Promise<string> => runtime.create(spec);
     const pull = await this.pullAuthIfAbsent(image, a.pullsWith, base.taskId, call);
     if (!pull.ok && pull.wait) return this.waitForSecrets(base, pull.message);
@@ -687,7 +703,7 @@ export class Agent {
     };
   }
 
-  /** The task stays `starting` with why it waits, and is tried again after secretRetryMs. */
+  /** The task stays `starting` with why it waits (a secret, a login, its replicated volume's era), and is tried again after secretRetryMs. */
   private waitForSecrets(base: ReportBase, message: string): void {
     const first = !this.secretWaits.has(base.taskId);
     const at = this.opts.clock.now() + secretRetryMs;

@@ -24,6 +24,7 @@ import type { NodeMesh, NodeRecord, Platform, TaskStatus } from '../resources/re
 import { featureLevelSecretsAtRest } from '../base/feature-level.ts';
 import { ControlStateReader, type Versioned } from '../resources/state.ts';
 import { jobsCollection } from '../resources/jobs.ts';
+import { volumesCollection } from '../resources/volumes.ts';
 import { ownerOf } from '../resources/task-owner.ts';
 
 /** Reports in one transaction at most: each has a compare that its task exists. */
@@ -55,6 +56,8 @@ export class StoreAgentView implements AgentView {
   subscribe(onChange: () => void): () => void {
     const offEvents = this.store.subscribe((ev) => {
       if (ev.collection === tasksCollection || ev.collection === nodesCollection || ev.collection === servicesCollection || ev.collection === jobsCollection || ev.collection === imagePullsCollection) onChange();
+      // A replicated volume's new era lets a waiting task start (issue 41, volumes/task-volumes.ts).
+      else if (ev.collection === volumesCollection) onChange();
     });
     const offRestore = this.store.subscribeRestore(() => onChange());
     return () => {

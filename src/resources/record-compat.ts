@@ -123,6 +123,7 @@ function putLevel(collection: string, doc: JsonValue): number {
   if (hasHostIp(collection, doc)) return featureLevelContainerSettings;
   if (hasVolumeOptions(collection, doc)) return featureLevelContainerSettings;
   if (hasIngressPort(collection, doc)) return featureLevelIngress;
+  if (hasReplicatedMount(collection, doc)) return featureLevelContainerSettings;
   if (constrainedCollections.has(collection) && hasNewerConstraint(doc, 0)) return featureLevelPlatformConstraints;
   if (newerCollections.has(collection)) return featureLevelWorkloadNetwork;
   if (!isObject(doc)) return 0;
@@ -167,6 +168,12 @@ function hasVolumeOptions(collection: string, doc: JsonValue): boolean {
 function hasIngressPort(collection: string, doc: JsonValue): boolean {
   if (collection !== servicesCollection || !isObject(doc)) return false;
   return [doc.spec, doc.previousSpec].some((spec) => isObject(spec) && Array.isArray(spec.ports) && spec.ports.some((p) => isObject(p) && p.mode !== undefined));
+}
+
+/** Whether a service's spec (or previous spec) replicates a volume (issue 41): a level-5 schema refuses `replicate`. */
+function hasReplicatedMount(collection: string, doc: JsonValue): boolean {
+  if (collection !== servicesCollection || !isObject(doc)) return false;
+  return [doc.spec, doc.previousSpec].some((spec) => isObject(spec) && Array.isArray(spec.mounts) && spec.mounts.some((m) => isObject(m) && m.replicate !== undefined));
 }
 
 /** Collections whose records hold constraints (a service's and a job's spec, a policy's publish rules). */

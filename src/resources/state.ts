@@ -13,6 +13,7 @@ import {
 import type { z } from 'zod';
 import { imagePullRequestSchema, imagePullsCollection, type ImagePullRequest } from './image-pulls.ts';
 import { jobRecordSchema, jobRunRecordSchema, jobRunsCollection, jobsCollection, type JobRecord, type JobRunRecord } from './jobs.ts';
+import { volumeRecordSchema, volumesCollection, type VolumeRecord } from './volumes.ts';
 
 export interface Versioned<T> {
   value: T;
@@ -32,6 +33,8 @@ export interface ControlState {
   runs?: ReadonlyMap<string, Versioned<JobRunRecord>>;
   /** Pulls a stop waits for on another node (image-pulls.ts), by the waiting task's id; absent: none. */
   imagePulls?: ReadonlyMap<string, Versioned<ImagePullRequest>>;
+  /** Replicated volumes by name (volumes.ts, issue 41); absent in states built by hand: none. */
+  volumes?: ReadonlyMap<string, Versioned<VolumeRecord>>;
   /**
    * The raft voters as the reading node knows them (not a record: raft's configuration), for
    * `node.role` constraints (a voter is a manager, any other member a worker). Absent: not known,
@@ -51,9 +54,9 @@ export interface Malformed {
 type Cache<T> = Map<string, Versioned<T> | { rev: number; bad: string }>;
 
 export class ControlStateReader {
-  private readonly caches = { nodes: new Map(), services: new Map(), tasks: new Map(), statuses: new Map(), jobs: new Map(), runs: new Map(), imagePulls: new Map() } as {
+  private readonly caches = { nodes: new Map(), services: new Map(), tasks: new Map(), statuses: new Map(), jobs: new Map(), runs: new Map(), imagePulls: new Map(), volumes: new Map() } as {
     nodes: Cache<NodeRecord>; services: Cache<ServiceRecord>; tasks: Cache<TaskRecord>; statuses: Cache<TaskStatus>;
-    jobs: Cache<JobRecord>; runs: Cache<JobRunRecord>; imagePulls: Cache<ImagePullRequest>;
+    jobs: Cache<JobRecord>; runs: Cache<JobRunRecord>; imagePulls: Cache<ImagePullRequest>; volumes: Cache<VolumeRecord>;
   };
 
   constructor(private readonly store: DocumentStore, private readonly onMalformed: (m: Malformed) => void = () => {}) {}
@@ -68,6 +71,7 @@ export class ControlStateReader {
       jobs: this.readCollection(jobsCollection, jobRecordSchema as z.ZodType<JobRecord>, this.caches.jobs),
       runs: this.readCollection(jobRunsCollection, jobRunRecordSchema, this.caches.runs),
       imagePulls: this.readCollection(imagePullsCollection, imagePullRequestSchema, this.caches.imagePulls),
+      volumes: this.readCollection(volumesCollection, volumeRecordSchema, this.caches.volumes),
     };
   }
 

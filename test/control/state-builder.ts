@@ -7,6 +7,7 @@ import type { NodeRecord, ServiceRecord, TaskRecord, TaskStatus } from '../../sr
 import { newService } from '../../src/control/apply.ts';
 import { parseSpecs } from '../../src/resources/spec/index.ts';
 import type { ServiceSpec } from '../../src/resources/spec/service-spec.ts';
+import { volumesCollection, type VolumeRecord } from '../../src/resources/volumes.ts';
 import type { ControlState, Versioned } from '../../src/resources/state.ts';
 
 export class StateBuilder {
@@ -15,6 +16,8 @@ export class StateBuilder {
   readonly services = new Map<string, Versioned<ServiceRecord>>();
   readonly tasks = new Map<string, Versioned<TaskRecord>>();
   readonly statuses = new Map<string, Versioned<TaskStatus>>();
+  /** Replicated volumes (issue 41). */
+  readonly volumes = new Map<string, Versioned<VolumeRecord>>();
 
   node(id: string, over: Partial<NodeRecord> = {}): this {
     this.nodes.set(id, this.v({
@@ -46,8 +49,17 @@ export class StateBuilder {
     return this;
   }
 
+  /** A replicated volume's record (issue 41). */
+  volume(rec: VolumeRecord): this {
+    this.volumes.set(rec.name, this.v(rec));
+    return this;
+  }
+
   build(): ControlState {
-    return { revision: this.rev, nodes: new Map(this.nodes), services: new Map(this.services), tasks: new Map(this.tasks), statuses: new Map(this.statuses) };
+    return {
+      revision: this.rev, nodes: new Map(this.nodes), services: new Map(this.services), tasks: new Map(this.tasks), statuses: new Map(this.statuses),
+      ...(this.volumes.size > 0 ? { volumes: new Map(this.volumes) } : {}),
+    };
   }
 
   /** Applies a plan as the store would; throws if an expected revision does not hold. */
@@ -71,6 +83,7 @@ export class StateBuilder {
       case servicesCollection: return this.services as Map<string, Versioned<unknown>>;
       case tasksCollection: return this.tasks as Map<string, Versioned<unknown>>;
       case taskStatusCollection: return this.statuses as Map<string, Versioned<unknown>>;
+      case volumesCollection: return this.volumes as Map<string, Versioned<unknown>>;
       default: throw new Error(`unknown collection ${collection}`);
     }
   }

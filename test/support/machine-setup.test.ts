@@ -32,7 +32,9 @@ describe('test:setup', () => {
       // Issue 43's SFTP backup target tests.
       'openssh-server',
       // Issue 38's virtual IP tests.
-      'arping'].sort());
+      'arping',
+      // Issue 41's replicated volumes.
+      'btrfs-progs'].sort());
   });
 
   it('says what to run where it cannot install', () => {

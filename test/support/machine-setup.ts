@@ -50,6 +50,8 @@ export const requirements: readonly Requirement[] = [
   { has: { command: 'sshd' }, pkg: 'openssh-server', for: 'SFTP backup target tests (test/api/backups.test.ts)' },
   // Virtual IPs (issue 38): the holder's gratuitous ARP (Debian's arping, Thomas Habets').
   { has: { command: 'arping' }, pkg: 'arping', for: 'virtual IP tests (test/system/vip-netns.test.ts)' },
+  // Replicated volumes (issue 41): a btrfs filesystem per volume in a loop file.
+  { has: { command: 'btrfs' }, pkg: 'btrfs-progs', for: 'replicated volume tests (test/volumes)' },
 ];
 
 export interface Probe {

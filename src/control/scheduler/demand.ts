@@ -4,7 +4,7 @@
 
 import { formatCpu, formatMemory } from '../../resources/spec/quantity.ts';
 import { isIngressPort, type ServiceSpec } from '../../resources/spec/service-spec.ts';
-import type { TaskDemand } from './types.ts';
+import type { TaskDemand, VolumeNodes } from './types.ts';
 import type { Platform } from '../../resources/records.ts';
 
 const cache = new WeakMap<ServiceSpec, TaskDemand>();
@@ -54,4 +54,21 @@ export function demandOf(spec: ServiceSpec, platforms: readonly Platform[] = [])
   };
   cache.set(spec, demand);
   return demand;
+}
+
+/**
+ * The demand of a task with a replicated volume: the spec's, restricted to the volume's holders
+ * (issue 41). A fresh object per task (its volume is its own), so the scheduler's memory of a
+ * demand that fitted nowhere does not carry over to another volume's task.
+ */
+export function withVolume(demand: TaskDemand, volume: VolumeNodes): TaskDemand {
+  const held = volume.version === null ? 'its live volume (no complete copy yet)' : `its newest complete copy ${volume.version}`;
+  const holders = volume.nodes.length === 0 ? 'no node' : volume.nodes.join(', ');
+  return {
+    ...demand,
+    volume: {
+      nodes: new Set(volume.nodes),
+      rejection: { key: `volume:${volume.name}`, phrase: `without volume ${volume.name}'s data (${held} is on ${holders} only)` },
+    },
+  };
 }

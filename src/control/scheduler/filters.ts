@@ -62,6 +62,15 @@ export const constraintsHold: Filter = (node, _usage, demand) => {
   return null;
 };
 
+/**
+ * A task with a replicated volume starts only where its data is (issue 41): on a node holding
+ * the newest complete copy, or on the writer's own node; never from an older copy or empty.
+ */
+export const volumeHeld: Filter = (node, _usage, demand) => {
+  if (demand.volume === undefined || demand.volume.nodes.has(node.id)) return null;
+  return demand.volume.rejection;
+};
+
 /** The node's capacity minus the reservations it carries must cover the task's reservations. */
 export const resourcesFree: Filter = (node, usage, demand) => {
   const cpuShort = demand.cpuMillis > 0 && usage.cpuMillis + demand.cpuMillis > node.capacity.cpuMillis;
@@ -89,7 +98,7 @@ export const maxPerNodeRoom: Filter = (_node, usage, demand) => {
 };
 
 /** The stack, in order. */
-export const filters: readonly Filter[] = [nodeReady, nodeActive, runtimeUp, platformOffered, constraintsHold, resourcesFree, hostPortsFree, maxPerNodeRoom];
+export const filters: readonly Filter[] = [nodeReady, nodeActive, runtimeUp, platformOffered, constraintsHold, volumeHeld, resourcesFree, hostPortsFree, maxPerNodeRoom];
 
 /** The first stage that rejects the node, with its index; null if every stage passes. */
 export function firstRejection(node: RoledNode, usage: NodeUsage, demand: TaskDemand): { stage: number; rejection: Rejection } | null {

@@ -7,7 +7,8 @@
 // left with only fragments; then by service, slot and id):
 //   1. candidates: every node; for a global service's task, only the node of its slot;
 //   2. filters (filters.ts), in order: ready, active, runtime up, image platform, constraints
-//      (node.role from input.voters, roles.ts), free CPU and memory, host ports, maxPerNode;
+//      (node.role from input.voters, roles.ts), a replicated volume's holders, free CPU and
+//      memory, host ports, maxPerNode;
 //   3. rank (scores.ts): spread or binpack, ties to the smallest node id;
 //   4. place on the best node, and count the task on it for the placements that follow.
 // A task that passes no node gets a reason that counts why each node refused it (reasons.ts).
@@ -16,7 +17,7 @@
 // whose demand already failed since the last placement costs O(1).
 
 import { assert } from '../../base/assert.ts';
-import { demandOf } from './demand.ts';
+import { demandOf, withVolume } from './demand.ts';
 import { feasible, firstRejection } from './filters.ts';
 import { explain, type NodeRejection } from './reasons.ts';
 import { withRoles } from './roles.ts';
@@ -101,11 +102,12 @@ function slotNode(byId: ReadonlyMap<string, NodeSlot>, slot: number | string): N
 /** The pending tasks in the order they are placed: independent of the order they were given in. */
 function canonicalPending(list: readonly TaskWithSpec[]): Pending[] {
   const seen = new Set<string>();
-  const out = list.map(({ task, spec, platforms }): Pending => {
+  const out = list.map(({ task, spec, platforms, volume }): Pending => {
     assert(!seen.has(task.id), `pending task ${task.id} is listed twice`);
     seen.add(task.id);
     assert(task.service === spec.name, `task ${task.id} of ${task.service} comes with the spec of ${spec.name}`);
-    return { id: task.id, slot: task.slot, global: spec.mode === 'global', demand: demandOf(spec, platforms) };
+    const demand = demandOf(spec, platforms);
+    return { id: task.id, slot: task.slot, global: spec.mode === 'global', demand: volume === undefined ? demand : withVolume(demand, volume) };
   });
   return out.sort((a, b) =>
     b.demand.memoryBytes - a.demand.memoryBytes

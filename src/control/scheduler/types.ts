@@ -18,6 +18,18 @@ export interface TaskWithSpec {
   spec: ServiceSpec;
   /** The platforms the spec's image offers (issue 40; ServiceRecord.imagePlatforms); absent or empty: any node's. */
   platforms?: readonly Platform[];
+  /** Its replicated volume's holders (issue 41, resources/volumes.ts volumePlacement); absent: any node. */
+  volume?: VolumeNodes;
+}
+
+/** The only nodes a task with a replicated volume may start on, and why (for the pending reason). */
+export interface VolumeNodes {
+  /** The volume's name. */
+  name: string;
+  /** The nodes that hold its newest complete copy, or its live volume. */
+  nodes: readonly string[];
+  /** The version they hold, as versionName writes it; null: the writer's live volume only (no copy yet). */
+  version: string | null;
 }
 
 export interface ScheduleInput {
@@ -69,6 +81,8 @@ export interface TaskDemand {
   spreadOver: string | null;
   /** The platforms the image offers; empty: not known, any node's. */
   platforms: readonly Platform[];
+  /** Its replicated volume's holders and the rejection of any other node; absent: any node. */
+  volume?: { nodes: ReadonlySet<string>; rejection: Rejection };
   rejections: {
     /** One per constraint, in order. */
     constraints: readonly Rejection[];

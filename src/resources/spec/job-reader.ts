@@ -95,6 +95,9 @@ export function readJob(value: unknown, at: string, problems: Problems): Read<Jo
   }
   distinct(s.mounts?.map((m) => m.target), `${at}.mounts`, 'target', problems);
   checkVolumeOptionsAgree(s.mounts, `${at}.mounts`, problems);
+  s.mounts?.forEach((m, i) => {
+    if (m.replicate !== undefined) problems.add(`${at}.mounts[${i}].replicate`, 'a job cannot replicate a volume: only an exclusive service, its one writer, may (docs/volumes.md)');
+  });
   // A secret's file path: `db` and `/run/secrets/db` are one file; an absolute one is no mount's or tmpfs's target.
   distinct(s.secrets?.map((x) => secretPath(x.target)), `${at}.secrets`, 'target', problems);
   checkSecretPaths(s, at, problems);

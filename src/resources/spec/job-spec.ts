@@ -56,6 +56,7 @@ export const jobSpecSchema = z.object({
     limits: z.object({ cpuMillis: nat.nullable(), memoryBytes: nat.nullable() }).strict(),
   }).strict(),
   constraints: z.array(constraintSchema),
+  // A job's mounts share the service's type; the job reader refuses `replicate` (issue 41), so it is never present.
   mounts: z.array(mountSchema),
   devices: z.array(z.object({ hostPath: nonEmpty, containerPath: nonEmpty, permissions: z.string().regex(/^r?w?m?$/).min(1) }).strict()),
   capAdd: z.array(nonEmpty),

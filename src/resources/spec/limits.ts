@@ -30,4 +30,11 @@ export const specLimits = {
   /** Log files kept per container, and the smallest log file size. */
   logFilesMax: 100,
   logFileBytesMin: 1024,
+  /** A replicated volume (issue 41): copies besides the live one (a homelab has at most a few nodes). */
+  replicateCopiesMax: 16,
+  /** Its interval: a snapshot every second at the most, and at least one a day. */
+  replicateEveryMsMin: 1000,
+  replicateEveryMsMax: 24 * 3_600_000,
+  /** Its size: mkfs.btrfs refuses a filesystem under about 110 MiB (single data and metadata). */
+  replicateSizeBytesMin: 128 * 1024 * 1024,
 } as const;

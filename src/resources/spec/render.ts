@@ -4,7 +4,7 @@
 
 import { renderCpu, renderDuration, renderMemory } from './quantity.ts';
 import { apiVersion } from './documents.ts';
-import type { SecretRefSpec, ServiceSpec } from './service-spec.ts';
+import type { MountSpec, SecretRefSpec, ServiceSpec } from './service-spec.ts';
 
 const nullableRender = <T>(v: T | null, render: (t: T) => string): string | null => (v === null ? null : render(v));
 
@@ -30,7 +30,7 @@ export function renderService(s: ServiceSpec): Record<string, unknown> {
     maxPerNode: s.maxPerNode,
     // The mode always written: an unwritten one reads as ingress for a replicated service.
     ports: s.ports.map((p) => ({ ...p, mode: p.mode ?? 'host' })),
-    mounts: s.mounts,
+    mounts: s.mounts.map(renderMount),
     devices: s.devices,
     capAdd: s.capAdd,
     capDrop: s.capDrop,
@@ -77,6 +77,13 @@ export function renderService(s: ServiceSpec): Record<string, unknown> {
     sysctls: s.sysctls,
     labels: s.labels,
   };
+}
+
+/** A mount as written: a replicated volume's interval and size as quantities. */
+function renderMount(m: MountSpec): Record<string, unknown> {
+  if (m.replicate === undefined) return { ...m };
+  const r = m.replicate;
+  return { ...m, replicate: { copies: r.copies, every: renderDuration(r.everyMs), size: renderMemory(r.sizeBytes) } };
 }
 
 /** A secret reference as written: the mode in octal; uid and gid only when not 0 (root). */

@@ -9,10 +9,10 @@ import { specLimits } from './limits.ts';
 import { formatCpu, formatMemory, parseCpu, parseDuration, parseMemory, renderDuration } from './quantity.ts';
 import {
   INVALID, boolean, defaultStruct, describe, integer, isPlainObject, keyPath, list, nullable, oneOf, quantity, string, struct, withDefault,
-  type Problems, type Reader, required,
+  type Problems, type Read, type Reader, required,
 } from './reader.ts';
 import type {
-  DeviceSpec, DisruptionSpec, HealthCheckSpec, LogSpec, MountSpec, PlacementSpec, PortSpec, ResourceAmounts, ResourceLimits, RestartPolicy, SecretRefSpec,
+  DeviceSpec, DisruptionSpec, HealthCheckSpec, LogSpec, MountSpec, ReplicateSpec, PlacementSpec, PortSpec, ResourceAmounts, ResourceLimits, RestartPolicy, SecretRefSpec,
   UpdatePolicy,
 } from './service-spec.ts';
 import { secretOwnerIdMax, volumeOptionKeys } from './service-spec.ts';
@@ -236,13 +236,47 @@ export const volumeOptions: Reader<Record<string, string>> = (value, at, problem
   return out;
 };
 
-export const mount = struct<{ type: MountSpec['type']; source: string; target: string; readOnly: boolean; volumeOptions: Record<string, string> | null }, MountSpec>({
+/** The defaults of `replicate` (docs/volumes.md). */
+export const replicateDefaults: ReplicateSpec = { copies: 2, everyMs: 30_000, sizeBytes: 1024 ** 3 };
+
+/** A replicated volume's settings: `{copies, every, size}`, each defaulted. */
+export const replicate = struct<{ copies: number; every: number; size: number }, ReplicateSpec>({
+  copies: withDefault(integer(1, specLimits.replicateCopiesMax), () => replicateDefaults.copies),
+  every: withDefault(duration(specLimits.replicateEveryMsMin, specLimits.replicateEveryMsMax), () => replicateDefaults.everyMs),
+  size: withDefault(memory(specLimits.replicateSizeBytesMin), () => replicateDefaults.sizeBytes),
+}, (s) => ({ copies: s.copies, everyMs: s.every, sizeBytes: s.size }));
+
+export const mount = struct<{ type: MountSpec['type']; source: string; target: string; readOnly: boolean; volumeOptions: Record<string, string> | null; replicate: ReplicateSpec | null }, MountSpec>({
   type: required(oneOf(['bind', 'volume'] as const)),
   source: required(string({ nonEmpty: true, maxChars: 4096 })),
   target: required(absolutePath('a container path')),
   readOnly: withDefault(boolean, () => false),
   volumeOptions: withDefault(nullable(volumeOptions), () => null),
+  replicate: withDefault(nullable(replicate), () => null),
 }, (s, at, problems) => {
+  const { replicate: rep, volumeOptions: opts, ...plain } = s;
+  if (rep !== null && s.type !== 'volume') {
+    problems.add(`${at}.replicate`, 'only a volume is replicated; a bind mount is a path of one node (use type: volume)');
+    return INVALID;
+  }
+  if (rep !== null && s.readOnly) {
+    problems.add(`${at}.replicate`, 'a replicated volume is written by its one task; a read-only mount of it would never change (drop readOnly or replicate)');
+    return INVALID;
+  }
+  if (rep !== null && opts !== null) {
+    problems.add(`${at}.replicate`, 'a replicated volume is shoal\'s own filesystem on the node, not a Docker volume driver\'s: it takes no volumeOptions (drop one of them)');
+    return INVALID;
+  }
+  if (s.type === 'bind' && opts !== null) {
+    problems.add(`${at}.volumeOptions`, 'a bind mount takes no volume options: they are a named volume\'s (type: volume)');
+    return INVALID;
+  }
+  const checked = checkMountSource(plain, at, problems);
+  if (checked === INVALID) return INVALID;
+  return { ...checked, ...(opts !== null ? { volumeOptions: opts } : {}), ...(rep !== null ? { replicate: rep } : {}) };
+});
+
+function checkMountSource(s: MountSpec, at: string, problems: Problems): Read<MountSpec> {
   if (s.type === 'bind' && !isCleanAbsolutePath(s.source)) {
     problems.add(`${at}.source`, `${JSON.stringify(s.source)} is not an absolute host path (without //, . or .. segments or a trailing /)`);
     return INVALID;
@@ -251,13 +285,8 @@ export const mount = struct<{ type: MountSpec['type']; source: string; target: s
     problems.add(`${at}.source`, `${JSON.stringify(s.source)} is not a volume name (letters, digits, _ . -, starting with a letter or digit)`);
     return INVALID;
   }
-  if (s.type === 'bind' && s.volumeOptions !== null) {
-    problems.add(`${at}.volumeOptions`, 'a bind mount takes no volume options: they are a named volume\'s (type: volume)');
-    return INVALID;
-  }
-  const { volumeOptions: opts, ...rest } = s;
-  return opts === null ? rest : { ...rest, volumeOptions: opts };
-});
+  return s;
+}
 
 /**
  * Mounts of one volume agree on its options: the node creates the volume once, so two mounts of

@@ -118,11 +118,31 @@ export function readService(value: unknown, at: string, problems: Problems): Rea
     const clash = contradiction(s.constraints);
     if (clash !== null) problems.add(`${at}.constraints`, `${clash}, so no node could ever take a task`);
   }
+  checkReplicatedMounts(s, at, problems);
   if (s.exclusive === true && s.update?.order === 'start-first') {
     problems.add(`${at}.update.order`, 'an exclusive service is always updated stop-first (two of its tasks must never run at once)');
   }
   if (!r.ok || problems.count > before) return INVALID;
   return build(s as ServiceInput);
+}
+
+/**
+ * A replicated volume has one writer (docs/volumes.md): only an exclusive service, which never
+ * runs two tasks at once, may replicate one, and it has one task; a volume name is replicated
+ * by one mount.
+ */
+function checkReplicatedMounts(s: Partial<ServiceInput>, at: string, problems: Problems): void {
+  (s.mounts ?? []).forEach((m, i) => {
+    if (m.replicate === undefined) return;
+    const where = `${at}.mounts[${i}].replicate`;
+    if (s.exclusive !== true) {
+      problems.add(where, 'only an exclusive service may replicate a volume: two tasks writing one replicated volume would diverge (set exclusive: true, or drop replicate)');
+    } else if (s.mode === 'global' || (s.replicas !== undefined && s.replicas > 1)) {
+      problems.add(where, 'a replicated volume has one writer: the service must run one task (mode: replicated, replicas: 1)');
+    }
+    const twice = (s.mounts ?? []).findIndex((o) => o.type === 'volume' && o.source === m.source);
+    if (twice !== i) problems.add(where, `volume ${m.source} is already mounted by mounts[${twice}]; a replicated volume is mounted once`);
+  });
 }
 
 function checkMode(s: Partial<ServiceInput>, written: Set<string>, at: string, problems: Problems): void {

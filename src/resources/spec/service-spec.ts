@@ -67,6 +67,21 @@ export interface MountSpec {
    * with `type: volume`. Feature level 6 (src/resources/record-compat.ts).
    */
   volumeOptions?: Record<string, string>;
+  /**
+   * A replicated volume (issue 41, docs/volumes.md): only on a `volume` mount of an exclusive
+   * service. Absent on every other mount (and on records written before it).
+   */
+  replicate?: ReplicateSpec;
+}
+
+/** How a replicated volume is copied to other nodes (docs/volumes.md). */
+export interface ReplicateSpec {
+  /** Complete copies kept on other nodes besides the live one (default 2). */
+  copies: number;
+  /** The interval between snapshots sent to the holders (default 30 s). */
+  everyMs: number;
+  /** The size of the volume's filesystem (default 1 GiB). */
+  sizeBytes: number;
 }
 
 export interface DeviceSpec {
@@ -333,12 +348,19 @@ export const containerSettingsShape = {
 /** The keys Docker's `local` volume driver takes (its validOpts): anything else it refuses. */
 export const volumeOptionKeys = ['type', 'device', 'o', 'size'] as const;
 
-/** A mount; `volumeOptions` (feature level 6) is present only when given. */
+/** A replicated volume's settings (stored form). */
+export const replicateSchema = z.object({
+  copies: z.number().int().min(1), everyMs: z.number().int().min(1), sizeBytes: z.number().int().min(1),
+}).strict();
+
+/** A mount; `volumeOptions` and `replicate` (feature level 6) are present only when given. */
 export const mountSchema = z.object({
   type: z.enum(['bind', 'volume']), source: nonEmpty, target: nonEmpty, readOnly: z.boolean(),
   volumeOptions: z.record(z.string(), z.string())
     .refine((o) => Object.keys(o).every((k) => (volumeOptionKeys as readonly string[]).includes(k)), { message: `the local volume driver takes ${volumeOptionKeys.join(', ')}` })
     .optional(),
+  // Issue 41 (feature level 6): absent on a mount that is not replicated.
+  replicate: replicateSchema.optional(),
 }).strict();
 
 /** A secret reference; `uid`/`gid` (feature level 6) are present only when not 0. */
