@@ -219,3 +219,16 @@ export function appendEra(rec: Pick<VolumeRecord, 'eras' | 'held'>, era: VolumeE
   }
   return eras;
 }
+
+/**
+ * Replicated volumes are not yet carried between running nodes (docs/volumes.md, "Not done yet"):
+ * the spec, the placement rule and the node's engine exist, but no node runs the engine's passes
+ * or sends increments. Until then a spec that asks for one is refused at apply, rather than
+ * stored and run on a plain volume that would not follow its service. One problem per mount.
+ */
+export function replicationNotAvailable(specs: readonly { mounts: readonly { replicate?: unknown }[] }[]): { path: string; message: string }[] {
+  return specs.flatMap((spec, i) => spec.mounts.flatMap((m, j) => (m.replicate === undefined ? [] : [{
+    path: `services[${i}].mounts[${j}].replicate`,
+    message: 'replicated volumes are not available yet: nodes do not carry copies between them in this release (docs/volumes.md, "Not done yet"); remove replicate to run on a plain volume of one node',
+  }])));
+}

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { placePending } from '../../src/control/placement.ts';
 import { withImagePlatforms, type ImageResolution } from '../../src/api/image-resolution.ts';
-import { featureLevelSecretsAtRest } from '../../src/base/feature-level.ts';
+import { featureLevelJobs, featureLevelSecretsAtRest } from '../../src/base/feature-level.ts';
 import { putChange } from '../../src/resources/changes.ts';
 import { controlFeatureLevel } from '../../src/resources/collections.ts';
 import { jobsCollection, newJob, type JobRecord } from '../../src/resources/jobs.ts';
@@ -67,9 +67,10 @@ describe('a job\'s image platforms', () => {
     expect(moved.kind === 'put' ? (moved.doc as unknown as JobRecord).imagePlatforms : 'x').toBeUndefined();
   });
 
-  it('a job record with image platforms needs the level of the release that reads them', () => {
+  it('a job record with image platforms needs the level of the release that reads them (as every job write does)', () => {
     const put = (doc: JobRecord) => ({ op: 'put' as const, collection: jobsCollection, id: 'backup', doc: doc as unknown as Record<string, never> });
     expect(compatCommand(put(jobRecord([arm64]))).featureLevel).toBe(featureLevelSecretsAtRest);
-    expect(compatCommand(put(jobRecord(null))).featureLevel).toBe(controlFeatureLevel);
+    expect(compatCommand(put(jobRecord(null))).featureLevel).toBe(featureLevelJobs);
+    expect(featureLevelJobs).toBeGreaterThan(controlFeatureLevel);
   });
 });
