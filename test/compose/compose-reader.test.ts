@@ -324,6 +324,13 @@ describe('container settings (issue 39)', () => {
     expect(svc(c)).toMatchObject(want);
   });
 
+  it('puts deploy.labels (Swarm\'s service labels) on the containers with labels, which win a key both give, warned when they differ', () => {
+    const c = compile(web('labels: {traefik.enable: "true", team: web}\ndeploy:\n  labels: ["traefik.http.routers.web.rule=Host(`web.lan`)", traefik.enable=true, team=ops]'));
+    expect(svc(c).labels).toEqual({ 'traefik.enable': 'true', 'traefik.http.routers.web.rule': 'Host(`web.lan`)', team: 'web' });
+    expect(c.warnings.map((w) => w.path)).toEqual(['services.web.deploy.labels.team']);
+    expect(refused(web('deploy:\n  labels: 7')).map((p) => p.path)).toEqual(['services.web.deploy.labels']);
+  });
+
   it.each([
     ['working_dir: srv', 'services.web.working_dir', 'is not a working directory'],
     ['hostname: web_1', 'services.web.hostname', 'is not a hostname'],

@@ -500,6 +500,7 @@ function compileService(ctx: Ctx, composeName: string, name: string, s: Record<s
     ...compileSecretRefs(ctx, s.configs, `${at}.configs`, tops.configs, 'configs'),
   ];
   compileContainerSettings(ctx, s, at, doc);
+  compileDeployLabels(ctx, deploy.labels, `${at}.deploy.labels`, doc);
   void composeName;
   if (doc.mode !== jobMode) return doc;
   const restartAt = isPlainObject(s.deploy) && s.deploy.restart_policy !== undefined ? `${at}.deploy.restart_policy` : `${at}.restart`;
@@ -1163,6 +1164,22 @@ function compileContainerSettings(ctx: Ctx, s: Record<string, unknown>, at: stri
   if (s.ulimits !== undefined) doc.ulimits = s.ulimits;
   if (s.sysctls !== undefined) doc.sysctls = keyValues(ctx, s.sysctls, `${at}.sysctls`, false);
   if (s.labels !== undefined) doc.labels = keyValues(ctx, s.labels, `${at}.labels`, true);
+}
+
+/**
+ * `deploy.labels`: Swarm's service labels. shoal keeps no labels on a service apart from its
+ * containers', so they go onto the tasks' containers with `labels` (a proxy reading Docker labels,
+ * such as Traefik's docker provider, sees them, as Traefik's swarm provider saw them on the
+ * service). A key both give keeps `labels`' value, with a warning when the values differ.
+ */
+function compileDeployLabels(ctx: Ctx, value: unknown, at: string, doc: Record<string, unknown>): void {
+  if (value === undefined) return;
+  const fromDeploy = keyValues(ctx, value, at, true);
+  const own = isPlainObject(doc.labels) ? doc.labels : {};
+  for (const [k, v] of Object.entries(fromDeploy)) {
+    if (k in own && own[k] !== v) ctx.warn(`${at}.${k}`, `labels gives ${k} too, with another value, and wins on the containers`);
+  }
+  doc.labels = { ...fromDeploy, ...own };
 }
 
 /** A string, or a list of them (Compose's dns and dns_search take either). */

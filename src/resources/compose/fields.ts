@@ -79,5 +79,5 @@ export const topFields: Readonly<Record<string, Verdict>> = {
 export const deployFields: Readonly<Record<string, Verdict>> = {
   mode: honoured, replicas: honoured, placement: honoured, resources: honoured, update_config: honoured, rollback_config: honoured,
   restart_policy: honoured, endpoint_mode: honoured,
-  labels: warned('service labels are not kept (a proxy reading Swarm service labels, such as Traefik, does not see them)'),
+  labels: honoured,
 };
