@@ -26,8 +26,9 @@
 // A secret whose value is sealed (level 6, featureLevelSecretsAtRest), the cluster keyring
 // and key holders, and registry logins (an older agent would not send them), need level 6: a member of level 5 reads a secret record with `value` only.
 //
-// Jobs, their runs and stacks (issues 42 and 39) are written from level 6 only
-// (featureLevelJobs): a member of level 5 would neither run a job nor read a stack.
+// Jobs, their runs and stacks (issues 42 and 39), backup targets and their status (issue 43) and
+// replicated volumes (issue 41) are written from level 6 only (featureLevelJobs): a member of
+// level 5 would neither run a job, read a stack, take a backup nor keep a volume's copies.
 //
 // A constraint on a node's platform or role (`node.platform.os`, `node.platform.arch`,
 // `node.role`), in a service's or job's spec or a policy's publish rules, needs level 6 too
@@ -38,6 +39,8 @@ import type { JsonObject, JsonValue } from '../../fsm/types.ts';
 import { featureLevelContainerSettings, featureLevelDisruptionBudget, featureLevelIngress, featureLevelJobs, featureLevelPlatformConstraints, featureLevelSecretsAtRest, featureLevelWorkloadNetwork } from '../base/feature-level.ts';
 import { jobRunsCollection, jobsCollection } from './jobs.ts';
 import { stacksCollection } from './stacks.ts';
+import { backupStatusCollection, backupTargetsCollection } from './backup-targets.ts';
+import { volumesCollection } from './volumes.ts';
 import { imagePullsCollection } from './image-pulls.ts';
 import { controlFeatureLevel, nodesCollection, registriesCollection, secretsCollection, servicesCollection } from './collections.ts';
 import { firewallPoliciesCollection, networksCollection } from './network-resources.ts';
@@ -45,8 +48,11 @@ import { clusterKeyHoldersCollection, clusterKeysCollection } from './cluster-ke
 
 /** Collections whose every write needs featureLevelWorkloadNetwork. */
 const newerCollections = new Set([networksCollection, firewallPoliciesCollection, secretsCollection]);
-/** Collections whose every write needs featureLevelJobs. */
-const jobCollections = new Set([jobsCollection, jobRunsCollection, stacksCollection]);
+/**
+ * Collections whose every write needs featureLevelJobs: kinds a member of level 5 has no loop or
+ * agent for (jobs and their runs, stacks, backup targets and their status, replicated volumes).
+ */
+const jobCollections = new Set([jobsCollection, jobRunsCollection, stacksCollection, backupTargetsCollection, backupStatusCollection, volumesCollection]);
 
 const isObject = (v: JsonValue | undefined): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isEmptyList = (v: JsonValue | undefined): boolean => Array.isArray(v) && v.length === 0;

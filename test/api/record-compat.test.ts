@@ -14,6 +14,8 @@ import { serviceSpecSchema } from '../../src/resources/spec/service-spec.ts';
 import { compatCommand } from '../../src/resources/record-compat.ts';
 import { jobRunsCollection, jobsCollection } from '../../src/resources/jobs.ts';
 import { stacksCollection } from '../../src/resources/stacks.ts';
+import { backupStatusCollection, backupTargetsCollection } from '../../src/resources/backup-targets.ts';
+import { volumesCollection } from '../../src/resources/volumes.ts';
 import { featureLevelContainerSettings, featureLevelDisruptionBudget, featureLevelJobs, featureLevelWorkloadNetwork } from '../../src/base/feature-level.ts';
 import { serviceRecordSchema } from '../../src/resources/records.ts';
 import { controlFeatureLevel } from '../../src/resources/collections.ts';
@@ -223,8 +225,8 @@ describe('compatCommand', () => {
     expect(put(jobsCollection, { uid: 70 }).featureLevel).toBe(featureLevelContainerSettings);
   });
 
-  it('asks level 6 for any write of a job, a job run or a stack, and none for their delete', () => {
-    for (const collection of [jobsCollection, jobRunsCollection, stacksCollection]) {
+  it('asks level 6 for any write of a job, a job run, a stack, a backup target or status, or a volume record, and none for their delete', () => {
+    for (const collection of [jobsCollection, jobRunsCollection, stacksCollection, backupTargetsCollection, backupStatusCollection, volumesCollection]) {
       expect(compatCommand({ op: 'put', collection, id: 'a', doc: { name: 'a' } }).featureLevel).toBe(featureLevelJobs);
       expect(compatCommand({ op: 'delete', collection, id: 'a' }).featureLevel).toBe(controlFeatureLevel);
     }
