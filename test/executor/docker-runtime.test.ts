@@ -456,9 +456,11 @@ describe('DockerRuntime: images', () => {
 describe('DockerRuntime: Docker unavailable', () => {
   it('says unavailable on every call when the socket does not exist', async () => {
     const rt = runtime({ socketPath: path.join(tmp, 'absent.sock') });
-    for (const p of [rt.ping(), rt.list({}), rt.inspect('x'), rt.create(spec()), rt.start('x'), rt.stop('x', { signal: 'SIGTERM', graceMs: 0 }),
-      rt.kill('x', 'SIGTERM'), rt.remove('x'), rt.ensureImage(testImage, 1_000)]) {
-      const err = await rejection(p);
+    // Each call's refusal is taken at once (a refusal left waiting while an earlier one is
+    // awaited would be an unhandled rejection), then checked in turn.
+    const refusals = [rt.ping(), rt.list({}), rt.inspect('x'), rt.create(spec()), rt.start('x'), rt.stop('x', { signal: 'SIGTERM', graceMs: 0 }),
+      rt.kill('x', 'SIGTERM'), rt.remove('x'), rt.ensureImage(testImage, 1_000)].map((p) => rejection(p));
+    for (const err of await Promise.all(refusals)) {
       expect(err.kind, err.message).toBe('unavailable');
       expect(err.message).toMatch(/absent\.sock/);
     }
