@@ -56,7 +56,7 @@ Adds (or replaces) a backup target: where 'shoal backup now' and the schedule wr
   --access-key-id ID  the S3 access key id
   --secret-key-stdin  the S3 secret access key, from standard input
   --secret-key-file FILE  or from a file
-  --region R          the region the requests are signed for (default us-east-1; Garage: garage)
+  --region R          the region the requests are signed for (default us-east-1; Garage: its s3_region)
   --ca-file FILE      PEM CA certificates to trust for an https:// server (a self-signed MinIO)
   --every DURATION    take a backup this often on the leader (24h, 6h, 30m; at least 1m); default:
                       none, only 'shoal backup now'
