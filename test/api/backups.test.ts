@@ -336,6 +336,11 @@ describe('an S3 target (s3rver on loopback)', () => {
 
     // One object changed on the server: verify names it, and restore refuses it.
     const io = new S3TargetIo(parseS3Url(url) as S3Location, { accessKeyId: 'S3RVER', secretKey: 'S3RVER', region: 'us-east-1' });
+    // A backup cut off before its manifest (S3 has no rename: the manifest is written last) is listed as damaged, never good.
+    const cut = '20261206T000000Z-000000000001';
+    await io.writeFile(cut, storeFileName, new Uint8Array([1, 2, 3]));
+    const listed = (await s.app.inject({ url: '/v1/backups?target=s3' })).json() as { items: { id: string; ok: boolean; problem: string | null }[] };
+    expect(listed.items).toEqual([expect.objectContaining({ id: cut, ok: false, problem: 'manifest.json: missing' }), expect.objectContaining({ id, ok: true })]);
     const stored = await io.readFile(id, storeFileName, 1 << 30);
     if (stored === undefined) throw new Error('the store file is not on the server');
     const damaged = Buffer.from(stored);
