@@ -4,7 +4,10 @@
 // after each backup, the schedule's due targets; and an SFTP target on OpenSSH's sshd started on
 // loopback with a throwaway host key (skipped, saying so, when sshd is not installed: the
 // machine setup installs openssh-server): written encrypted, listed, verified, a wrong host key
-// refused, and `shoal restore` from it onto a fresh data directory.
+// refused, and `shoal restore` from it onto a fresh data directory. An S3 target on s3rver (npm)
+// on loopback: written, listed, verified, restored from; an unknown access key, a missing bucket,
+// a changed object and a backup cut off before its manifest refused or listed as damaged; https
+// with a CA given. (s3rver does not check V4 signatures: test/node/s3-sign.test.ts does.)
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -352,5 +355,28 @@ describe('an S3 target (s3rver on loopback)', () => {
     const refusedRestore = await inProcess('restore', '--from', url, '--access-key-id', 'S3RVER', '--secret-key-file', secretFile, ...restoreArgs.map((a) => (a === data ? `${data}-2` : a)));
     expect(refusedRestore.code).toBe(1);
     expect(refusedRestore.stderr).toContain(`${id}/${storeFileName}`);
+  });
+});
+
+describe('an S3 target over https with its own CA (--ca-file)', () => {
+  it('trusts the server with the CA given, and refuses it without', async () => {
+    const dir = path.join(root, 's3tls');
+    mkdirSync(dir);
+    const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
+      '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem')], { encoding: 'utf8' });
+    expect(made.status, made.stderr).toBe(0);
+    const cert = readFileSync(path.join(dir, 'cert.pem'), 'utf8');
+    const server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: dir, key: readFileSync(path.join(dir, 'key.pem')), cert, configureBuckets: [{ name: 'tls' }] });
+    const { port } = await server.run();
+    try {
+      const loc = parseS3Url(`https://127.0.0.1:${port}/tls/p`) as S3Location;
+      const io = new S3TargetIo(loc, { accessKeyId: 'S3RVER', secretKey: 'S3RVER', region: 'us-east-1', ca: cert });
+      await io.writeFile('d', 'f', new Uint8Array([7]));
+      expect(await io.list()).toEqual(['d']);
+      const untrusted = new S3TargetIo(loc, { accessKeyId: 'S3RVER', secretKey: 'S3RVER', region: 'us-east-1' });
+      await expect(untrusted.list()).rejects.toThrow(/cannot reach https:\/\/127\.0\.0\.1:\d+\/tls\/p: .*certificate/);
+    } finally {
+      await server.close();
+    }
   });
 });
