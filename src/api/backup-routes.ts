@@ -15,6 +15,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { verifyBackup, listBackups } from '../node/backup/backup-store.ts';
 import type { TargetIo } from '../node/backup/target-io.ts';
+import { parseS3Url, S3Error, s3RegionDefault, s3Url, type S3Location } from '../node/backup/s3-io.ts';
 import { readStatus, readTarget, readTargets, type BackupRunner } from '../node/backup/backup-runner.ts';
 import { backupIdPattern } from '../node/backup/backup-format.ts';
 import {
@@ -48,18 +49,26 @@ export const backupTargetBody = z.object({
     password: z.string().min(1).max(credentialBytesMax).optional(),
     privateKey: z.string().min(1).max(credentialBytesMax).optional(),
   }).strict().optional(),
+  s3: z.object({
+    url: z.string().min(1).max(1024).refine((u) => typeof parseS3Url(u) !== 'string', { message: 'must be http(s)://HOST[:PORT]/BUCKET[/PREFIX] (path-style)' }),
+    accessKeyId: z.string().min(1).max(128).regex(/^[\x21-\x7e]+$/, 'must be the access key id (printable, no spaces)'),
+    secretKey: z.string().min(1).max(credentialBytesMax),
+    region: z.string().min(1).max(64).regex(/^[a-z0-9-]+$/, 'must be a region name (us-east-1, garage)').default(s3RegionDefault),
+    ca: z.string().min(1).max(65_536).refine((c) => c.includes('-----BEGIN CERTIFICATE-----'), 'must be PEM certificates').optional(),
+  }).strict().optional(),
   encrypt: z.boolean().optional(),
   keepDaily: z.number().int().min(0).max(366).default(keepDailyDefault),
   keepWeekly: z.number().int().min(0).max(520).default(keepWeeklyDefault),
   everyMs: z.number().int().min(0).max(366 * 86_400_000).default(0),
 }).strict()
-  .refine((b) => (b.dir === undefined) !== (b.sftp === undefined), 'give exactly one of dir and sftp')
+  .refine((b) => [b.dir, b.sftp, b.s3].filter((x) => x !== undefined).length === 1, 'give exactly one of dir, sftp and s3')
+  .refine((b) => b.s3 === undefined || b.encrypt !== false, 'an s3 target is outside the homelab: its backups are always encrypted to the recovery key')
   .refine((b) => b.sftp === undefined || (b.sftp.password === undefined) !== (b.sftp.privateKey === undefined), 'an sftp target takes exactly one of password and privateKey')
   .refine((b) => b.sftp === undefined || b.encrypt !== false, 'an sftp target is outside the homelab: its backups are always encrypted to the recovery key')
   .refine((b) => b.everyMs === 0 || b.everyMs >= 60_000, 'everyMs is 0 (no schedule) or at least a minute');
 
 export const backupTargetViewSchema = z.object({
-  name: z.string(), where: z.string(), kind: z.enum(['dir', 'sftp']), encrypt: z.boolean(), keepDaily: z.number().int(), keepWeekly: z.number().int(), everyMs: z.number().int(),
+  name: z.string(), where: z.string(), kind: z.enum(['dir', 'sftp', 's3']), encrypt: z.boolean(), keepDaily: z.number().int(), keepWeekly: z.number().int(), everyMs: z.number().int(),
   lastAttemptAt: z.number().int().nullable(), lastSuccessAt: z.number().int().nullable(), lastId: z.string().nullable(), lastError: z.string().nullable(), failures: z.number().int(),
 });
 export type BackupTargetView = z.infer<typeof backupTargetViewSchema>;
@@ -71,7 +80,7 @@ export const backupIdParams = z.object({ id: z.string().regex(backupIdPattern, '
 function viewOf(ctx: ApiContext, t: BackupTarget): BackupTargetView {
   const s = readStatus(ctx.store, t.name);
   return {
-    name: t.name, where: describeTarget(t), kind: t.dir !== undefined ? 'dir' : 'sftp', encrypt: t.encrypt, keepDaily: t.keepDaily, keepWeekly: t.keepWeekly, everyMs: t.intervalMs,
+    name: t.name, where: describeTarget(t), kind: t.dir !== undefined ? 'dir' : t.s3 !== undefined ? 's3' : 'sftp', encrypt: t.encrypt, keepDaily: t.keepDaily, keepWeekly: t.keepWeekly, everyMs: t.intervalMs,
     lastAttemptAt: s?.lastAttemptAt ?? null, lastSuccessAt: s?.lastSuccessAt ?? null, lastId: s?.lastId ?? null, lastError: s?.lastError ?? null, failures: s?.failures ?? 0,
   };
 }
@@ -97,7 +106,7 @@ type TargetBody = z.infer<typeof backupTargetBody>;
 
 /** Writes the target and, in the same transaction, its credential as a sealed secret (or removes the old one). */
 async function putTarget(ctx: ApiContext, req: FastifyRequest, name: string, b: TargetBody): Promise<{ outcome: 'created' | 'updated'; target: BackupTargetView; rev: number | null }> {
-  const credential = b.sftp === undefined ? undefined : Buffer.from(b.sftp.password ?? b.sftp.privateKey ?? '', 'utf8');
+  const credential = b.s3 !== undefined ? Buffer.from(b.s3.secretKey, 'utf8') : b.sftp === undefined ? undefined : Buffer.from(b.sftp.password ?? b.sftp.privateKey ?? '', 'utf8');
   try {
     const w = await decideAndWrite(ctx, req, `adding backup target ${name}`, () => {
       const cur = ctx.store.get(backupTargetsCollection, name);
@@ -116,7 +125,8 @@ async function putTarget(ctx: ApiContext, req: FastifyRequest, name: string, b: 
       const target: BackupTarget = {
         name, ...(b.dir !== undefined ? { dir: b.dir } : {}),
         ...(b.sftp !== undefined ? { sftp: { user: b.sftp.user, host: b.sftp.host, port: b.sftp.port, path: b.sftp.path, hostKey: b.sftp.hostKey, auth: b.sftp.password !== undefined ? 'password' as const : 'key' as const } } : {}),
-        encrypt: b.sftp !== undefined ? true : b.encrypt ?? false, keepDaily: b.keepDaily, keepWeekly: b.keepWeekly, intervalMs: b.everyMs,
+        ...(b.s3 !== undefined ? { s3: { url: s3Url(parseS3Url(b.s3.url) as S3Location), accessKeyId: b.s3.accessKeyId, region: b.s3.region, ca: b.s3.ca ?? null } } : {}),
+        encrypt: b.sftp !== undefined || b.s3 !== undefined ? true : b.encrypt ?? false, keepDaily: b.keepDaily, keepWeekly: b.keepWeekly, intervalMs: b.everyMs,
         secret: credential !== undefined ? secret : null, createdAt, updatedAt: now,
       };
       changes.push(putChange(backupTargetsCollection, name, target, cur?.rev ?? null));
@@ -133,6 +143,10 @@ async function onTarget<T>(ctx: ApiContext, t: BackupTarget, f: (io: TargetIo) =
   const io = await runnerOf(ctx).open(t);
   try {
     return await f(io);
+  } catch (err) {
+    // What an S3 server refused (AccessDenied, NoSuchBucket, SignatureDoesNotMatch...), said as it said it.
+    if (err instanceof S3Error) throw new ShoalError('backup_failed', `backup target ${t.name} (${describeTarget(t)}): ${err.message}; check the URL, the bucket, the access key id and the secret key`, { target: t.name });
+    throw err;
   } finally {
     await io.close();
   }

@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { parseDuration } from '../resources/spec/quantity.ts';
 import { keepDailyDefault, keepWeeklyDefault } from '../resources/backup-targets.ts';
+import { parseS3Url } from '../node/backup/s3-io.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { CliFailure, request, resolveAddr, retryNotice } from './client.ts';
 import { tableText } from './control-format.ts';
@@ -31,7 +32,9 @@ const listSchema = z.object({
 const verifySchema = z.object({ target: z.string(), id: z.string(), ok: z.boolean(), bytes: z.number(), files: z.number() }).loose();
 
 export const backupTargetAddHelp = `Usage: shoal backup target add NAME (--dir PATH [--encrypt] | --sftp USER@HOST:PATH --host-key SHA256:...
-                              [--port N] (--password-stdin | --key-file FILE))
+                              [--port N] (--password-stdin | --key-file FILE)
+                              | --s3 http(s)://HOST[:PORT]/BUCKET[/PREFIX] --access-key-id ID
+                              (--secret-key-stdin | --secret-key-file FILE) [--region R] [--ca-file FILE])
                               [--every DURATION] [--keep-daily N] [--keep-weekly N] [--addr HOST:PORT] [--json]
 
 Adds (or replaces) a backup target: where 'shoal backup now' and the schedule write backups.
@@ -45,14 +48,24 @@ Adds (or replaces) a backup target: where 'shoal backup now' and the schedule wr
   --port N            the SFTP port (default 22)
   --password-stdin    the SFTP password, from standard input
   --key-file FILE     a private key (OpenSSH or PEM, without a passphrase) for the SFTP user
+  --s3 URL            an S3-compatible bucket, path-style (MinIO, Garage, SeaweedFS):
+                      http(s)://HOST[:PORT]/BUCKET[/PREFIX]; the bucket must exist. Its backups are
+                      always encrypted to the recovery key. S3 has no rename: every file of a
+                      backup is written first and its manifest last, so one cut off is listed as
+                      DAMAGED, never as good
+  --access-key-id ID  the S3 access key id
+  --secret-key-stdin  the S3 secret access key, from standard input
+  --secret-key-file FILE  or from a file
+  --region R          the region the requests are signed for (default us-east-1; Garage: its s3_region)
+  --ca-file FILE      PEM CA certificates to trust for an https:// server (a self-signed MinIO)
   --every DURATION    take a backup this often on the leader (24h, 6h, 30m; at least 1m); default:
                       none, only 'shoal backup now'
   --keep-daily N      keep the newest backup of each of the last N days (default ${keepDailyDefault})
   --keep-weekly N     and of each of the last N weeks (default ${keepWeeklyDefault}); the newest is always kept
 ${commonFlagsHelp}
 
-The password or key is stored as a secret (encrypted at rest), never shown again; only a voter
-can open it, so an SFTP backup is taken on a voter. The cluster needs a recovery key for an
+The password, key or S3 secret key is stored as a secret (encrypted at rest), never shown again;
+only a voter can open it, so an SFTP or S3 backup is taken on a voter. The cluster needs a recovery key for an
 encrypted target ('shoal secret recovery-key'). With --json prints {outcome, target, rev}
 (PUT /v1/backup-targets/NAME).
 ${clientExitCodes}`;
@@ -122,7 +135,7 @@ ${clientExitCodes} A damaged backup exits 1 (backup_damaged; details.problems na
 
 export const backupTargetGroup: Group = {
   name: 'backup target',
-  about: 'Where backups go: a directory on the node (a NAS mount) or an SFTP server.',
+  about: 'Where backups go: a directory on the node (a NAS mount), an SFTP server or an S3-compatible bucket.',
   subcommands: {
     add: { summary: 'add or replace a backup target', help: backupTargetAddHelp, run: targetAddCommand },
     ls: { summary: 'list backup targets and their last backup', help: backupTargetLsHelp, run: targetLsCommand },
@@ -132,8 +145,8 @@ export const backupTargetGroup: Group = {
 
 export const backupGroup: Group = {
   name: 'backup',
-  about: `Backups off the cluster, to a NAS directory or an SFTP server, on demand or on a schedule;
-restore one onto new machines with 'shoal restore'. docs/operations.md ("Backups").`,
+  about: `Backups off the cluster, to a NAS directory, an SFTP server or an S3-compatible bucket, on
+demand or on a schedule; restore one onto new machines with 'shoal restore'. docs/operations.md ("Backups").`,
   subcommands: {
     target: { summary: 'add, ls, rm: where backups go', help: groupHelp(backupTargetGroup), run: (argv) => runGroup(backupTargetGroup, argv) },
     now: { summary: 'take a backup now', help: backupNowHelp, run: nowCommand },
@@ -171,11 +184,12 @@ async function targetAddCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, {
     ...commonFlags, dir: { type: 'string' }, encrypt: { type: 'boolean', default: false }, sftp: { type: 'string' }, 'host-key': { type: 'string' }, port: { type: 'string' },
     'password-stdin': { type: 'boolean', default: false }, 'key-file': { type: 'string' }, every: { type: 'string' }, 'keep-daily': { type: 'string' }, 'keep-weekly': { type: 'string' },
+    s3: { type: 'string' }, 'access-key-id': { type: 'string' }, 'secret-key-stdin': { type: 'boolean', default: false }, 'secret-key-file': { type: 'string' }, region: { type: 'string' }, 'ca-file': { type: 'string' },
   }, backupTargetAddHelp);
   if (values.help) return help(backupTargetAddHelp);
   const [name, ...extra] = positionals;
   if (name === undefined || extra.length > 0) throw new UsageError('expected one NAME');
-  if ((values.dir === undefined) === (values.sftp === undefined)) throw new UsageError('give exactly one of --dir PATH and --sftp USER@HOST:PATH');
+  if ([values.dir, values.sftp, values.s3].filter((x) => x !== undefined).length !== 1) throw new UsageError('give exactly one of --dir PATH, --sftp USER@HOST:PATH and --s3 http(s)://HOST[:PORT]/BUCKET[/PREFIX]');
   let everyMs = 0;
   if (values.every !== undefined) {
     const d = parseDuration(values.every);
@@ -186,6 +200,21 @@ async function targetAddCommand(argv: string[]): Promise<number> {
   if (values.dir !== undefined) {
     body.dir = values.dir;
     body.encrypt = values.encrypt;
+  } else if (values.s3 !== undefined) {
+    const loc = parseS3Url(values.s3);
+    if (typeof loc === 'string') throw new UsageError(`--s3 ${loc}`);
+    if (values['access-key-id'] === undefined) throw new UsageError('an S3 target needs --access-key-id ID');
+    if (values['secret-key-stdin'] === (values['secret-key-file'] !== undefined)) throw new UsageError('give exactly one of --secret-key-stdin and --secret-key-file FILE');
+    let secretKey: string;
+    let ca: string | undefined;
+    try {
+      secretKey = values['secret-key-file'] !== undefined ? (await readFile(values['secret-key-file'], 'utf8')).trim() : (await stdinText()).trim();
+      if (values['ca-file'] !== undefined) ca = await readFile(values['ca-file'], 'utf8');
+    } catch (err) {
+      throw new CliFailure(`${(err as Error).message}; nothing was changed`, exitCodes.failed);
+    }
+    if (secretKey === '') throw new UsageError('the S3 secret key is empty');
+    body.s3 = { url: values.s3, accessKeyId: values['access-key-id'], secretKey, ...(values.region !== undefined ? { region: values.region } : {}), ...(ca !== undefined ? { ca } : {}) };
   } else {
     const loc = parseSftpLocation(values.sftp ?? '');
     if (values['host-key'] === undefined) throw new UsageError('an SFTP target needs --host-key SHA256:... (ssh-keygen -lf on the server\'s host key)');

@@ -29,7 +29,8 @@ import { readBackup } from './restore.ts';
 import { snapshotCommand } from './snapshot.ts';
 
 export const drillRestoreHelp = `Usage: shoal drill restore --from WHERE [--id ID] --recovery-key-file FILE
-                          [--host-key SHA256:... [--port N] --key-file FILE] [--keep] [--json]
+                          [--host-key SHA256:... [--port N] --key-file FILE]
+                          [--access-key-id ID --secret-key-file FILE [--region R] [--ca-file FILE]] [--keep] [--json]
 
 A restore drill: reads the newest sound backup (or ID) from WHERE (a directory, or USER@HOST:PATH
 over SFTP) as 'shoal restore' does, restores it into a scratch directory as a new one-node
@@ -39,7 +40,9 @@ with the credential the restore made, that every service and secret of the backu
 Then it stops the node and removes the scratch directory, and reports.
 
 Options:
-  --from WHERE          the target: a directory, or USER@HOST:PATH for SFTP
+  --from WHERE          the target: a directory, USER@HOST:PATH for SFTP, or
+                        http(s)://HOST[:PORT]/BUCKET[/PREFIX] for S3 (with --access-key-id,
+                        --secret-key-file, --region, --ca-file as 'shoal restore' takes them)
   --id ID               the backup (default: the newest sound one)
   --recovery-key-file FILE  the cluster's recovery key
   --host-key SHA256:..  SFTP: the server's host key
@@ -108,6 +111,7 @@ export async function drillRestoreCommand(argv: string[]): Promise<number> {
     json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
     from: { type: 'string' }, id: { type: 'string' }, 'recovery-key-file': { type: 'string' },
     'host-key': { type: 'string' }, port: { type: 'string' }, 'key-file': { type: 'string' }, keep: { type: 'boolean', default: false },
+    'access-key-id': { type: 'string' }, 'secret-key-file': { type: 'string' }, region: { type: 'string' }, 'ca-file': { type: 'string' },
   }, drillRestoreHelp);
   if (values.help) return help(drillRestoreHelp);
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals.join(' ')}'`);

@@ -14,6 +14,7 @@ import { isInitialized } from '../node/identity.ts';
 import { featureLevelMax } from '../base/feature-level.ts';
 import { openBackupFile, storeFileName } from '../node/backup/backup-format.ts';
 import { DirTargetIo, SftpTargetIo, type TargetIo } from '../node/backup/target-io.ts';
+import { parseS3Url, S3Error, s3RegionDefault, S3TargetIo } from '../node/backup/s3-io.ts';
 import { privateKeyOf } from '../resources/secret-crypto.ts';
 import { syncDir } from '../storage/sync-dir.ts';
 import { parseKeyText, recoveryKeyPrefix } from '../security/unlock-key.ts';
@@ -26,7 +27,8 @@ import { snapshotCommand } from './snapshot.ts';
 
 export const restoreHelp = `Usage: shoal restore --from WHERE [--id ID] (--recovery-key-file FILE | --recovery-key-stdin)
                      --data DIR --name NAME [--api HOST:PORT] [--peer HOST:PORT]
-                     [--host-key SHA256:... [--port N] (--password-stdin | --key-file FILE)] [--json]
+                     [--host-key SHA256:... [--port N] (--password-stdin | --key-file FILE)]
+                     [--access-key-id ID (--secret-key-file FILE | --secret-key-stdin) [--region R] [--ca-file FILE]] [--json]
 
 Restores a backup taken by 'shoal backup' onto this machine, which need never have seen the
 cluster: it founds a NEW cluster (new cluster id, CA and node identity; the old cluster id is
@@ -38,7 +40,8 @@ old cluster's credentials and nodes are refused by it. Start the node with
 Before anything is written, the whole backup is read back and every file's size and SHA-256
 checked against its manifest: a damaged backup is refused (backup_damaged) with the file named.
 
-  --from WHERE          the target: a directory (the NAS mount), or USER@HOST:PATH for SFTP
+  --from WHERE          the target: a directory (the NAS mount), USER@HOST:PATH for SFTP, or
+                        http(s)://HOST[:PORT]/BUCKET[/PREFIX] for an S3-compatible bucket
   --id ID               the backup (default: the newest sound one; shoal backup ls lists them)
   --recovery-key-file FILE  the old cluster's recovery key (printed by shoal init or made by
   --recovery-key-stdin      shoal secret recovery-key); it opens an encrypted backup and the
@@ -51,6 +54,11 @@ checked against its manifest: a damaged backup is refused (backup_damaged) with 
   --port N              SFTP: the port (default 22)
   --password-stdin      SFTP: the password on standard input (then give the recovery key by file)
   --key-file FILE       SFTP: the user's private key
+  --access-key-id ID    S3: the access key id
+  --secret-key-file FILE  S3: the secret access key, from a file
+  --secret-key-stdin    S3: the secret access key on standard input (then give the recovery key by file)
+  --region R            S3: the region the signature names (default us-east-1)
+  --ca-file FILE        S3 over https: PEM CA certificates to trust (a self-signed server)
   --json                print what shoal snapshot restore --json prints (clusterId, oldClusterId,
                         credential, secrets, ...)
   -h, --help            show this help
@@ -66,10 +74,38 @@ async function stdinText(): Promise<string> {
 }
 
 /** The SFTP flags a restore takes (a directory needs none). */
-export interface TargetFlags { 'host-key'?: string; port?: string; 'password-stdin': boolean; 'key-file'?: string }
+export interface TargetFlags {
+  'host-key'?: string; port?: string; 'password-stdin': boolean; 'key-file'?: string;
+  /** S3 */
+  'access-key-id'?: string; 'secret-key-file'?: string; 'secret-key-stdin'?: boolean; region?: string; 'ca-file'?: string;
+}
+
+/** The flags openTarget reads for an S3 --from, for parse(). */
+export const s3TargetFlags = {
+  'access-key-id': { type: 'string' }, 'secret-key-file': { type: 'string' }, 'secret-key-stdin': { type: 'boolean', default: false }, region: { type: 'string' }, 'ca-file': { type: 'string' },
+} as const;
+
+async function openS3Target(from: string, v: TargetFlags): Promise<TargetIo> {
+  const loc = parseS3Url(from);
+  if (typeof loc === 'string') throw new UsageError(`--from ${loc}`);
+  if (v['access-key-id'] === undefined) throw new UsageError('an S3 --from needs --access-key-id ID');
+  if ((v['secret-key-file'] !== undefined) === (v['secret-key-stdin'] === true)) throw new UsageError('an S3 --from needs exactly one of --secret-key-file FILE and --secret-key-stdin');
+  const region = v.region ?? s3RegionDefault;
+  if (!/^[a-z0-9-]{1,64}$/.test(region)) throw new UsageError(`--region takes a region name (us-east-1), not '${region}'`);
+  let secretKey: string;
+  let ca: string | undefined;
+  try {
+    secretKey = v['secret-key-file'] !== undefined ? (await readFile(v['secret-key-file'], 'utf8')).trim() : await stdinText();
+    if (v['ca-file'] !== undefined) ca = await readFile(v['ca-file'], 'utf8');
+  } catch (err) {
+    throw new CliFailure(`${(err as Error).message}; nothing was written`, exitCodes.failed);
+  }
+  return new S3TargetIo(loc, { accessKeyId: v['access-key-id'], secretKey, region, ...(ca !== undefined ? { ca } : {}) });
+}
 
 export async function openTarget(from: string, v: TargetFlags): Promise<TargetIo> {
   if (from.startsWith('/') || from.startsWith('.')) return new DirTargetIo(path.resolve(from));
+  if (/^https?:\/\//.test(from)) return await openS3Target(from, v);
   const loc = parseSftpLocation(from);
   const hostKey = v['host-key'];
   if (hostKey === undefined || !/^SHA256:[A-Za-z0-9+/]{43}$/.test(hostKey)) throw new UsageError('an SFTP --from needs --host-key SHA256:... (ssh-keygen -lf on the server\'s host key)');
@@ -119,6 +155,10 @@ export async function readBackup(from: string, v: TargetFlags, id: string | unde
       throw new CliFailure(`that recovery key does not open backup ${chosen} (it is encrypted to recovery key ${m.encryption?.recoveryKeyId ?? '?'}); nothing was written`, exitCodes.failed, 'unlock_key_invalid');
     }
     return { plain, backup: { id: chosen, clusterId: m.clusterId, index: m.index, createdAt: m.createdAt, encrypted: m.encryption !== null } };
+  } catch (err) {
+    // An S3 server's refusal (AccessDenied, NoSuchBucket, SignatureDoesNotMatch...), as it said it.
+    if (err instanceof S3Error) throw new CliFailure(`${err.message}; check the URL, the bucket, the access key id and the secret key; nothing was written`, exitCodes.unavailable, 'backup_failed');
+    throw err;
   } finally {
     await io.close();
   }
@@ -131,6 +171,7 @@ export async function restoreCommand(argv: string[]): Promise<number> {
     api: { type: 'string', default: initApiDefault }, peer: { type: 'string', default: initPeerDefault },
     'recovery-key-file': { type: 'string' }, 'recovery-key-stdin': { type: 'boolean', default: false },
     'host-key': { type: 'string' }, port: { type: 'string' }, 'password-stdin': { type: 'boolean', default: false }, 'key-file': { type: 'string' },
+    ...s3TargetFlags,
   }, restoreHelp);
   if (values.help) return help(restoreHelp);
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals.join(' ')}'`);
@@ -139,6 +180,7 @@ export async function restoreCommand(argv: string[]): Promise<number> {
   }
   if ((values['recovery-key-file'] !== undefined) === values['recovery-key-stdin']) throw new UsageError('give the recovery key with exactly one of --recovery-key-file FILE and --recovery-key-stdin');
   if (values['recovery-key-stdin'] && values['password-stdin']) throw new UsageError('standard input cannot hold both the recovery key and the SFTP password: give the key with --recovery-key-file');
+  if (values['recovery-key-stdin'] && values['secret-key-stdin']) throw new UsageError('standard input cannot hold both the recovery key and the S3 secret key: give the key with --recovery-key-file');
   const keyText = values['recovery-key-file'] !== undefined ? await readFile(values['recovery-key-file'], 'utf8').then((t) => t.trim(), (err: unknown) => {
     throw new CliFailure(`cannot read ${values['recovery-key-file']}: ${(err as Error).message}; nothing was written`, exitCodes.failed);
   }) : await stdinText();

@@ -23,12 +23,24 @@ export const sftpTargetSchema = z.object({
 }).strict();
 export type SftpTarget = z.infer<typeof sftpTargetSchema>;
 
+/** An S3-compatible bucket, path-style (MinIO, Garage, SeaweedFS); the secret key is the target's secret. */
+export const s3TargetSchema = z.object({
+  /** http(s)://HOST[:PORT]/BUCKET[/PREFIX] */
+  url: z.string().min(1).max(1024).regex(/^https?:\/\//),
+  accessKeyId: z.string().min(1).max(128).regex(/^[\x21-\x7e]+$/),
+  region: z.string().min(1).max(64).regex(/^[a-z0-9-]+$/),
+  /** PEM CA certificates to trust for https, or null for the system's. */
+  ca: z.string().max(65_536).nullable(),
+}).strict();
+export type S3Target = z.infer<typeof s3TargetSchema>;
+
 export const backupTargetSchema = z.object({
   name: z.string().regex(backupTargetNamePattern),
   /** An absolute directory on the node that takes the backup. */
   dir: z.string().min(1).max(1024).startsWith('/').optional(),
   sftp: sftpTargetSchema.optional(),
-  /** Files encrypted to the recovery key (always for SFTP). */
+  s3: s3TargetSchema.optional(),
+  /** Files encrypted to the recovery key (always for SFTP and S3). */
   encrypt: z.boolean(),
   keepDaily: z.number().int().min(0).max(366),
   keepWeekly: z.number().int().min(0).max(520),
@@ -38,7 +50,7 @@ export const backupTargetSchema = z.object({
   secret: z.string().nullable(),
   createdAt: z.number().int().min(0),
   updatedAt: z.number().int().min(0),
-}).strict().refine((t) => (t.dir === undefined) !== (t.sftp === undefined), 'a target is a dir or an sftp server, exactly one');
+}).strict().refine((t) => [t.dir, t.sftp, t.s3].filter((x) => x !== undefined).length === 1, 'a target is a dir, an sftp server or an s3 bucket, exactly one');
 export type BackupTarget = z.infer<typeof backupTargetSchema>;
 
 /** The outcome of the last backups to a target, in `shoal.backup-status/<name>`: the schedule and the metrics read it on every node. */
@@ -63,5 +75,6 @@ export function isBackupTargetSecretName(name: string): boolean {
 }
 
 export function describeTarget(t: BackupTarget): string {
+  if (t.s3 !== undefined) return t.s3.url;
   return t.dir !== undefined ? t.dir : `sftp://${t.sftp?.user}@${t.sftp?.host}:${t.sftp?.port}${t.sftp?.path.startsWith('/') ? '' : '/~/'}${t.sftp?.path}`;
 }

@@ -26,6 +26,7 @@ import { snapshotFileParts } from '../recovery/backups.ts';
 import { backupIdOf, backupsToKeep, keysFileName, sealBackup, storeFileName } from './backup-format.ts';
 import { pruneBackups, writeBackup } from './backup-store.ts';
 import { DirTargetIo, SftpTargetIo, type TargetIo } from './target-io.ts';
+import { parseS3Url, S3TargetIo } from './s3-io.ts';
 
 export interface BackupNode extends Pick<TermSource, 'currentTerm'>, Pick<MembershipView, 'membership'>, Pick<Proposer, 'propose'> {
   readonly appliedIndex: number;
@@ -91,6 +92,16 @@ export class BackupRunner {
   /** Opens the target's files: a directory here, or the SFTP server with its stored credential. */
   async open(t: BackupTarget): Promise<TargetIo> {
     if (t.dir !== undefined) return new DirTargetIo(t.dir);
+    if (t.s3 !== undefined) {
+      const loc = parseS3Url(t.s3.url);
+      if (typeof loc === 'string' || t.secret === null) throw new ShoalError('backup_failed', `backup target ${t.name}: ${typeof loc === 'string' ? loc : 'its secret key is missing'}; add the target again`, { target: t.name });
+      const credential = this.openCredential(t.name, t.secret);
+      try {
+        return new S3TargetIo(loc, { accessKeyId: t.s3.accessKeyId, secretKey: credential.toString('utf8'), region: t.s3.region, ...(t.s3.ca !== null ? { ca: t.s3.ca } : {}) });
+      } finally {
+        credential.fill(0);
+      }
+    }
     const sftp = t.sftp;
     if (sftp === undefined || t.secret === null) throw new ShoalError('backup_failed', `backup target ${t.name} has no location`, { target: t.name });
     const credential = this.openCredential(t.name, t.secret);

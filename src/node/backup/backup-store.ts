@@ -4,7 +4,8 @@
 // Atomic: a backup is written into `.partial-<id>/` (each file synced, the manifest last), and
 // only then renamed to `<id>/`. A directory is a backup only under an id's name and with a
 // manifest that parses, so a backup cut off at any point is never listed; a later write removes
-// what such a cut left behind (once it is a few hours old: partialAgeMaxMs).
+// what such a cut left behind (once it is a few hours old: partialAgeMaxMs). An S3 target has no
+// rename: there a backup is written in place, the manifest last (see writeBackup).
 
 import {
   backupIdPattern, backupIdTime, decodeManifest, encodeManifest, fileProblem, manifestBytesMax, manifestName, partialPrefix,
@@ -28,12 +29,15 @@ export async function writeBackup(io: TargetIo, manifest: BackupManifest, files:
     const id = name.slice(partialPrefix.length);
     if (name.startsWith(partialPrefix) && (!backupIdPattern.test(id) || backupIdTime(id) < manifest.createdAt - partialAgeMaxMs)) await io.removeDir(name);
   }
-  const tmp = `${partialPrefix}${manifest.id}`;
+  // A target without rename (S3) is written in place: a backup is listed as good only once its
+  // manifest, written last, is there; one cut off before is listed as damaged (manifest missing).
+  const tmp = io.renames === false ? manifest.id : `${partialPrefix}${manifest.id}`;
+  if (io.renames === false && (await io.list()).includes(manifest.id)) throw new Error(`backup ${manifest.id} is already on ${io.where}`);
   await io.makeDir(tmp);
   try {
     for (const f of files) await io.writeFile(tmp, f.name, f.bytes);
     await io.writeFile(tmp, manifestName, encodeManifest(manifest));
-    await io.renameDir(tmp, manifest.id);
+    if (tmp !== manifest.id) await io.renameDir(tmp, manifest.id);
   } catch (err) {
     await io.removeDir(tmp).catch(() => undefined);
     throw err;

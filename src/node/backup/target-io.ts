@@ -11,6 +11,8 @@ import { Client, type SFTPWrapper } from 'ssh2';
 export interface TargetIo {
   /** Where it writes, for messages (a path, or user@host:port:path). */
   readonly where: string;
+  /** false: no rename (S3); writeBackup then writes a backup in place under its id, the manifest last. */
+  readonly renames?: false;
   /** The names in the root (an absent root: none). */
   list(): Promise<string[]>;
   /** Makes `dir` under the root (and the root), empty. */
