@@ -2,8 +2,8 @@
 // it): the targets' validation, a credential never answered, an encrypted target refused without
 // a recovery key and then encrypted to it, several targets needing --target, retention applied
 // after each backup, the schedule's due targets; and an SFTP target on OpenSSH's sshd started on
-// loopback with a throwaway host key (skipped, saying so, when sshd is not installed: the
-// machine setup installs openssh-server): written encrypted, listed, verified, a wrong host key
+// loopback with a throwaway host key (never skipped: the machine setup installs openssh-server,
+// and a missing sshd fails the case, saying so): written encrypted, listed, verified, a wrong host key
 // refused, and `shoal restore` from it onto a fresh data directory. An S3 target on s3rver (npm)
 // on loopback: written, listed, verified, restored from; an unknown access key, a missing bucket,
 // a changed object and a backup cut off before its manifest refused or listed as damaged; https
@@ -196,7 +196,7 @@ async function listening(): Promise<string> {
 
 const sshd = ['/usr/sbin/sshd', '/usr/bin/sshd'].find((p) => existsSync(p));
 
-describe.skipIf(sshd === undefined)('an SFTP target (OpenSSH on loopback)', () => {
+describe('an SFTP target (OpenSSH on loopback)', () => {
   const dir = path.join(root, 'sshd');
   let proc: ChildProcess | undefined;
   let port = 0;
@@ -204,6 +204,7 @@ describe.skipIf(sshd === undefined)('an SFTP target (OpenSSH on loopback)', () =
   const remote = path.join(root, 'remote');
 
   beforeAll(async () => {
+    if (sshd === undefined) throw new Error('OpenSSH\'s sshd is not installed (/usr/sbin/sshd): run npm run test:setup, which installs openssh-server');
     mkdirSync(dir);
     mkdirSync('/run/sshd', { recursive: true });
     for (const k of ['host_key', 'client_key']) spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', path.join(dir, k)]);
@@ -215,7 +216,7 @@ describe.skipIf(sshd === undefined)('an SFTP target (OpenSSH on loopback)', () =
       `AuthorizedKeysFile ${path.join(dir, 'authorized_keys')}`, 'StrictModes no', 'PermitRootLogin prohibit-password', 'PasswordAuthentication no',
       'KbdInteractiveAuthentication no', 'UsePAM no', 'Subsystem sftp internal-sftp', '',
     ].join('\n'));
-    proc = spawn(sshd ?? 'sshd', ['-D', '-e', '-f', path.join(dir, 'sshd_config')], { stdio: ['ignore', 'ignore', 'pipe'] });
+    proc = spawn(sshd, ['-D', '-e', '-f', path.join(dir, 'sshd_config')], { stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     proc.stderr?.on('data', (b: Buffer) => { err += b.toString(); });
     const deadline = Date.now() + 10_000;
