@@ -52,7 +52,7 @@ const newerCollections = new Set([networksCollection, firewallPoliciesCollection
  * Collections whose every write needs featureLevelJobs: kinds a member of level 5 has no loop or
  * agent for (jobs and their runs, stacks, backup targets and their status, replicated volumes).
  */
-const jobCollections = new Set([jobsCollection, jobRunsCollection, stacksCollection, backupTargetsCollection, backupStatusCollection, volumesCollection]);
+const level6Kinds = new Set([jobsCollection, jobRunsCollection, stacksCollection, backupTargetsCollection, backupStatusCollection, volumesCollection]);
 
 const isObject = (v: JsonValue | undefined): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isEmptyList = (v: JsonValue | undefined): boolean => Array.isArray(v) && v.length === 0;
@@ -123,7 +123,7 @@ export function forOlderReaders<D extends JsonValue>(collection: string, doc: D)
 
 /** The level a put needs beyond the control plane's (0: none). */
 function putLevel(collection: string, doc: JsonValue): number {
-  if (jobCollections.has(collection)) return featureLevelJobs;
+  if (level6Kinds.has(collection)) return featureLevelJobs;
   if (putNeedsSecretsLevel(collection, doc)) return featureLevelSecretsAtRest;
   if (hasNewerSecretRef(collection, doc)) return featureLevelContainerSettings;
   if (hasHostIp(collection, doc)) return featureLevelContainerSettings;
