@@ -15,21 +15,19 @@
 // (not done: see the section).
 
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { stringify } from 'yaml';
 import { leaseDefaults, replaceAfterMs } from '../src/resources/lease.ts';
 import { nodeHealthDefaults } from '../src/control/node-health.ts';
-import { initNode } from '../src/node/identity.ts';
-import { issueClientCert } from '../src/security/client-certs.ts';
-import { sleep, useClientCertificate } from '../test/faults/http.ts';
+import { sleep } from '../test/faults/http.ts';
 import { cutsBetween, NetLab } from '../test/faults/netns.ts';
-import { startShoalIn, type ShoalHost } from '../test/faults/shoal-in-ns.ts';
+import { startShoalIn } from '../test/faults/shoal-in-ns.ts';
+import { vipNodes, type VipNode } from '../test/system/vip-lab.ts';
 import { writeNamedSection } from './lib/report.ts';
 
-interface Node extends ShoalHost { id: string; ip: string; dir: string }
+type Node = VipNode;
 
 function exec(argv: string[]): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
@@ -49,27 +47,10 @@ async function main(): Promise<void> {
   const client = 4;
   const runDir = mkdtempSync(path.join(os.tmpdir(), 'shoal-vip-bench-'));
   const nodes: Node[] = [];
-  const subnet = lab.ip(1).split('.').slice(0, 3).join('.');
-  const vip = `${subnet}.200`;
   try {
-    const caDir = path.join(runDir, 'n1');
-    for (let slot = 1; slot <= 3; slot++) {
-      const ip = lab.ip(slot);
-      const dir = path.join(runDir, `n${slot}`);
-      mkdirSync(dir, { recursive: true });
-      const identity = await initNode({ dataDir: dir, name: `n${slot}`, hosts: [ip], ...(slot > 1 ? { caFrom: caDir } : {}) });
-      nodes.push({ slot, name: `n${slot}`, id: identity.id, ip, api: `${ip}:7100`, dir, proc: undefined });
-    }
-    const ca = { certPem: readFileSync(path.join(caDir, 'tls', 'ca.crt'), 'utf8'), keyPem: readFileSync(path.join(caDir, 'tls', 'ca.key'), 'utf8') };
-    const cert = await issueClientCert(ca, { principal: 'vip-bench', role: 'admin' });
-    useClientCertificate({ caPem: ca.certPem, certPem: cert.certPem, keyPem: cert.keyPem });
-    const bootstrap = nodes.map((n) => ({ id: n.id, name: n.name, peerAddress: `${n.ip}:7200`, apiAddress: n.api }));
-    for (const n of nodes) {
-      writeFileSync(path.join(n.dir, 'shoal.yaml'), stringify({
-        dataDir: '.', api: { listen: n.api }, peer: { listen: `${n.ip}:7200` }, bootstrap, runtime: { kind: 'memory' }, logLevel: 'info',
-        vips: [{ address: vip, subnet: `${subnet}.0/24` }],
-      }));
-    }
+    const made = await vipNodes(lab, runDir, 'vip-bench');
+    nodes.push(...made.nodes);
+    const vip = made.vip;
     const start = (n: Node): Promise<void> => startShoalIn(lab, n, { config: path.join(n.dir, 'shoal.yaml'), log: path.join(runDir, `${n.name}.log`), detached: true, serveWithinMs: 30_000 });
     const kill = async (n: Node): Promise<void> => {
       const proc = n.proc;

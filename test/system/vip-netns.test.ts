@@ -11,22 +11,15 @@
 // holder's take is the rule under test; no duration is asserted (bench/ measures failover).
 
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { initNode } from '../../src/node/identity.ts';
-import { issueClientCert } from '../../src/security/client-certs.ts';
-import { call, sleep, useClientCertificate } from '../faults/http.ts';
+import { call, sleep } from '../faults/http.ts';
 import { cutsBetween, NetLab, prerequisiteProblems } from '../faults/netns.ts';
-import { startShoalIn, type ShoalHost } from '../faults/shoal-in-ns.ts';
+import { startShoalIn } from '../faults/shoal-in-ns.ts';
+import { vipNodes, type VipNode } from './vip-lab.ts';
 
-interface VipNode extends ShoalHost {
-  id: string;
-  ip: string;
-  dir: string;
-}
 
 function exec(argv: string[]): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
@@ -123,27 +116,9 @@ describe('a virtual IP, in network namespaces', () => {
     if (problems.length > 0) throw new Error(`the VIP test cannot run on this machine:\n  ${problems.join('\n  ')}`);
     lab = await NetLab.create(4);
     runDir = mkdtempSync(path.join(os.tmpdir(), 'shoal-vip-'));
-    const subnet = lab.ip(1).split('.').slice(0, 3).join('.');
-    vip = `${subnet}.200`;
-    const caDir = path.join(runDir, 'n1');
-    for (let slot = 1; slot <= 3; slot++) {
-      const ip = lab.ip(slot);
-      const dir = path.join(runDir, `n${slot}`);
-      mkdirSync(dir, { recursive: true });
-      const identity = await initNode({ dataDir: dir, name: `n${slot}`, hosts: [ip], ...(slot > 1 ? { caFrom: caDir } : {}) });
-      nodes.push({ slot, name: `n${slot}`, id: identity.id, ip, api: `${ip}:7100`, dir, proc: undefined });
-    }
-    const ca = { certPem: readFileSync(path.join(caDir, 'tls', 'ca.crt'), 'utf8'), keyPem: readFileSync(path.join(caDir, 'tls', 'ca.key'), 'utf8') };
-    const cert = await issueClientCert(ca, { principal: 'vip-test', role: 'admin' });
-    useClientCertificate({ caPem: ca.certPem, certPem: cert.certPem, keyPem: cert.keyPem });
-    const bootstrap = nodes.map((n) => ({ id: n.id, name: n.name, peerAddress: `${n.ip}:7200`, apiAddress: n.api }));
-    for (const n of nodes) {
-      writeFileSync(path.join(n.dir, 'shoal.yaml'), stringify({
-        dataDir: '.', api: { listen: n.api }, peer: { listen: `${n.ip}:7200` }, bootstrap, runtime: { kind: 'memory' }, logLevel: 'info',
-        control: { suspectAfterMs: 1_000, downAfterMs: 3_000, restartGraceMs: 3_000 },
-        vips: [{ address: vip, subnet: `${subnet}.0/24` }],
-      }));
-    }
+    const made = await vipNodes(lab, runDir, 'vip-test', { control: { suspectAfterMs: 1_000, downAfterMs: 3_000, restartGraceMs: 3_000 } });
+    nodes.push(...made.nodes);
+    vip = made.vip;
     await Promise.all(nodes.map((n) => start(n)));
     watcher = (async () => {
       while (watching) {

@@ -1,0 +1,45 @@
+// Three shoal nodes in a NetLab's first three namespaces with one virtual IP on the lab's LAN, as
+// test/system/vip-netns.test.ts and bench/vip.ts run them: identities under one CA (n1's), an
+// admin client certificate in use by this process, and each node's shoal.yaml (the memory
+// runtime) naming the VIP `<lan>.200`. `config` adds to every node's configuration.
+
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { stringify } from 'yaml';
+import { initNode } from '../../src/node/identity.ts';
+import { issueClientCert } from '../../src/security/client-certs.ts';
+import { useClientCertificate } from '../faults/http.ts';
+import type { NetLab } from '../faults/netns.ts';
+import type { ShoalHost } from '../faults/shoal-in-ns.ts';
+
+export interface VipNode extends ShoalHost {
+  id: string;
+  ip: string;
+  dir: string;
+}
+
+export async function vipNodes(lab: NetLab, runDir: string, principal: string, config: Record<string, unknown> = {}): Promise<{ nodes: VipNode[]; vip: string }> {
+  const subnet = lab.ip(1).split('.').slice(0, 3).join('.');
+  const vip = `${subnet}.200`;
+  const nodes: VipNode[] = [];
+  const caDir = path.join(runDir, 'n1');
+  for (let slot = 1; slot <= 3; slot++) {
+    const ip = lab.ip(slot);
+    const dir = path.join(runDir, `n${slot}`);
+    mkdirSync(dir, { recursive: true });
+    const identity = await initNode({ dataDir: dir, name: `n${slot}`, hosts: [ip], ...(slot > 1 ? { caFrom: caDir } : {}) });
+    nodes.push({ slot, name: `n${slot}`, id: identity.id, ip, api: `${ip}:7100`, dir, proc: undefined });
+  }
+  const ca = { certPem: readFileSync(path.join(caDir, 'tls', 'ca.crt'), 'utf8'), keyPem: readFileSync(path.join(caDir, 'tls', 'ca.key'), 'utf8') };
+  const cert = await issueClientCert(ca, { principal, role: 'admin' });
+  useClientCertificate({ caPem: ca.certPem, certPem: cert.certPem, keyPem: cert.keyPem });
+  const bootstrap = nodes.map((n) => ({ id: n.id, name: n.name, peerAddress: `${n.ip}:7200`, apiAddress: n.api }));
+  for (const n of nodes) {
+    writeFileSync(path.join(n.dir, 'shoal.yaml'), stringify({
+      dataDir: '.', api: { listen: n.api }, peer: { listen: `${n.ip}:7200` }, bootstrap, runtime: { kind: 'memory' }, logLevel: 'info',
+      ...config,
+      vips: [{ address: vip, subnet: `${subnet}.0/24` }],
+    }));
+  }
+  return { nodes, vip };
+}
