@@ -946,7 +946,7 @@ function report(res: Results, run: RunInfo, rounds: readonly string[]): string {
     'Two labs of three network namespaces on a bridge, a Docker daemon in each namespace (its own data root, vfs storage, its own iptables), one local registry (Debian\'s',
     '`docker-registry`) on each bridge serving one store: both systems pull the same busybox image from it. **Swarm**: three managers, each also a worker, `docker swarm init`/`join` with the',
     'defaults; a stack of three services from one compose file (`docker stack deploy`), on the stack\'s default overlay network. **shoal**: three `shoal serve` nodes with the Docker runtime on',
-    'their namespace\'s daemon, the same three services applied with `POST /v1/apply` (what `shoal apply` sends; `shoal stack deploy` has not landed), on each daemon\'s default bridge.',
+    'their namespace\'s daemon, the same three services applied with `POST /v1/apply` (what `shoal apply` sends), on each daemon\'s default bridge: not `shoal stack deploy`, whose services join the stack\'s default network, an overlay over the mesh this lab does not run (Swarm\'s stack does make its overlay: work shoal is spared here).',
     'Services: `a` 1 replica, `b` 3, `c` 5 (update parallelism 2), each `sleep 3600` with a stop grace period of 1 s. **No IPVS in this kernel**: Swarm\'s routing mesh and its default',
     'per-service virtual IP cannot run, so its services use `endpoint_mode: dnsrr` and publish no port; published-port traffic is not measured.',
     '',
