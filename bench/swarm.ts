@@ -5,7 +5,8 @@
 //   Swarm   three managers (each also a worker), `docker swarm init` / `join` with the defaults;
 //           a stack of three services from one compose file (`docker stack deploy`).
 //   shoal   three `shoal serve` nodes, the Docker runtime on the namespace's daemon, the same
-//           three services (POST /v1/apply: what `shoal apply` sends).
+//           stack from the same compose file with `network_mode: bridge` added to each service
+//           (POST /v1/stacks/bench/deploy: what `shoal stack deploy` sends).
 //
 // Every figure is read from the daemons' container events (a Timeline: which container of which
 // service and slot ran where and when), the same way for both systems, or from the system's own
@@ -229,8 +230,34 @@ class ShoalSystem implements System {
 
   constructor(readonly d: Dockerds, readonly lab: MachineLab, readonly image: string) {}
 
+  /** The stack's services are named `<stack>-<service>` (src/resources/compose/compile.ts). */
   svc(short: string): string {
-    return short;
+    return `bench-${short}`;
+  }
+
+  /** The `ROUND` given to c by the last update (as Swarm's `service update --env-add`). */
+  private round: number | undefined;
+
+  /**
+   * The stack's compose file: Swarm's (SwarmSystem.init), each service with `network_mode: bridge`
+   * as well: without it a stack's services join its default network, an overlay over the mesh,
+   * which this lab does not run. Replicas as last scaled (a redeploy keeps them).
+   */
+  composeText(): string {
+    const service = (short: string): Record<string, unknown> => ({
+      image: this.image, command: ['sleep', '3600'], stop_grace_period: stopGrace, network_mode: 'bridge',
+      ...(short === 'c' && this.round !== undefined ? { environment: { ROUND: String(this.round) } } : {}),
+      deploy: {
+        replicas: this.replicas[short], endpoint_mode: 'dnsrr',
+        ...(short === 'c' ? { update_config: { parallelism: 2, ...(this.updateMonitor !== undefined ? { monitor: this.updateMonitor } : {}) } } : {}),
+      },
+    });
+    return stringify({ version: '3.8', services: Object.fromEntries(Object.keys(initial).map((k) => [k, service(k)])) });
+  }
+
+  /** `shoal stack deploy bench -c stack.yml`, as the CLI sends it. */
+  async deployStack(): Promise<void> {
+    await this.ok('stack deploy', 'POST', '/v1/stacks/bench/deploy', { files: [{ path: 'stack.yml', text: this.composeText() }] });
   }
 
   private m(slot: number): Machine {
@@ -244,14 +271,6 @@ class ShoalSystem implements System {
   /** `update.monitor` of service c when set (the bounds run); else the default (5 s, as Swarm's). */
   updateMonitor: string | undefined;
 
-  doc(short: string, env: Record<string, string> = {}): Record<string, unknown> {
-    const update = { parallelism: 2, ...(this.updateMonitor !== undefined ? { monitor: this.updateMonitor } : {}) };
-    return {
-      apiVersion: 'shoal/v1', kind: 'Service', name: short, image: this.image, command: ['sleep', '3600'], replicas: this.replicas[short],
-      stopGracePeriod: stopGrace, ...(short === 'c' ? { update } : {}), ...(Object.keys(env).length > 0 ? { env } : {}),
-    };
-  }
-
   private async ok(what: string, method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, body?: unknown): Promise<unknown> {
     const r = await this.lab.api(method, url, body);
     if (r.kind !== 'answer' || r.status >= 300) throw new Error(`${what}: ${JSON.stringify(r.kind === 'answer' ? r.body : r.error)}`);
@@ -260,24 +279,28 @@ class ShoalSystem implements System {
 
   async deploy(): Promise<void> {
     Object.assign(this.replicas, initial);
-    await this.ok('apply', 'POST', '/v1/apply', { documents: Object.keys(initial).map((s) => this.doc(s)) });
+    this.round = undefined;
+    await this.deployStack();
   }
 
   async remove(): Promise<void> {
-    for (const s of Object.keys(initial)) await this.ok(`remove ${s}`, 'DELETE', `/v1/services/${s}`);
+    await this.ok('stack rm', 'DELETE', '/v1/stacks/bench');
   }
 
   async scale(short: string, n: number): Promise<void> {
-    await this.ok(`scale ${short}`, 'POST', `/v1/services/${short}/scale`, { replicas: n });
+    await this.ok(`scale ${short}`, 'POST', `/v1/services/${this.svc(short)}/scale`, { replicas: n });
     this.replicas[short] = n;
   }
 
+  /** A redeploy of the stack with c's `ROUND` changed (only c's spec differs). */
   async update(short: string, round: number): Promise<void> {
-    await this.ok(`update ${short}`, 'POST', '/v1/apply', { documents: [this.doc(short, { ROUND: String(round) })] });
+    if (short !== 'c') throw new Error(`the bench updates c only, not ${short}`);
+    this.round = round;
+    await this.deployStack();
   }
 
   async updateCompleted(short: string): Promise<boolean> {
-    const body = (await this.ok('service', 'GET', `/v1/services/${short}`)) as { service: { record: { updateStatus: { state: string } }; status: { converged: boolean } } };
+    const body = (await this.ok('service', 'GET', `/v1/services/${this.svc(short)}`)) as { service: { record: { updateStatus: { state: string } }; status: { converged: boolean } } };
     return body.service.record.updateStatus.state === 'completed' && body.service.status.converged;
   }
 
@@ -667,13 +690,12 @@ async function boundsRun(write: boolean, keepLogs: boolean): Promise<void> {
     for (const monitor of ['5s', '0s']) {
       await sys.scale('c', 6);
       await converged(sys, { ...initial, c: 6 }, 'c at 6');
-      // Every apply of c from here on (each update of the rounds too) keeps this monitor: an
-      // earlier version set it once and the rounds' applies put the default back.
+      // Every deploy of the stack from here on (each update of the rounds too) keeps this monitor:
+      // an earlier version set it once and the rounds' applies put the default back.
       sys.updateMonitor = monitor;
-      const applied = await shLab.api('POST', '/v1/apply', { documents: [sys.doc('c')] });
-      if (applied.kind !== 'answer' || applied.status !== 200) throw new Error(`apply with update.monitor ${monitor}: ${JSON.stringify(applied)}`);
-      await waitFor('c converged', async () => ((await shLab.api('GET', '/v1/services/c')) as { body?: { service?: { status?: { converged?: boolean } } } }).body?.service?.status?.converged === true);
-      const spec = await shLab.api('GET', '/v1/services/c');
+      await sys.deployStack();
+      await waitFor('c converged', async () => ((await shLab.api('GET', `/v1/services/${sys.svc('c')}`)) as { body?: { service?: { status?: { converged?: boolean } } } }).body?.service?.status?.converged === true);
+      const spec = await shLab.api('GET', `/v1/services/${sys.svc('c')}`);
       note(`update policy in force: ${JSON.stringify((spec as { body?: { service?: { record?: { spec?: { update?: unknown } } } } }).body?.service?.record?.spec?.update)}`);
       const res = emptyResults();
       for (let r = 1; r <= 2; r++) await fig3Update(sys, res, r + (monitor === '0s' ? 10 : 0));
@@ -946,7 +968,7 @@ function report(res: Results, run: RunInfo, rounds: readonly string[]): string {
     'Two labs of three network namespaces on a bridge, a Docker daemon in each namespace (its own data root, vfs storage, its own iptables), one local registry (Debian\'s',
     '`docker-registry`) on each bridge serving one store: both systems pull the same busybox image from it. **Swarm**: three managers, each also a worker, `docker swarm init`/`join` with the',
     'defaults; a stack of three services from one compose file (`docker stack deploy`), on the stack\'s default overlay network. **shoal**: three `shoal serve` nodes with the Docker runtime on',
-    'their namespace\'s daemon, the same three services applied with `POST /v1/apply` (what `shoal apply` sends), on each daemon\'s default bridge: not `shoal stack deploy`, whose services join the stack\'s default network, an overlay over the mesh this lab does not run (Swarm\'s stack does make its overlay: work shoal is spared here).',
+    'their namespace\'s daemon, the same stack deployed from the same compose file (`POST /v1/stacks/bench/deploy`: what `shoal stack deploy` sends) with `network_mode: bridge` added to each service, so its tasks are on each daemon\'s default bridge: without it a stack\'s services join its default network, an overlay over the mesh, which this lab does not run (Swarm\'s stack does make its overlay: work shoal is spared here).',
     'Services: `a` 1 replica, `b` 3, `c` 5 (update parallelism 2), each `sleep 3600` with a stop grace period of 1 s. **No IPVS in this kernel**: Swarm\'s routing mesh and its default',
     'per-service virtual IP cannot run, so its services use `endpoint_mode: dnsrr` and publish no port; published-port traffic is not measured.',
     '',
