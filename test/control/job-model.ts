@@ -63,7 +63,7 @@ export class JobWorld {
     this.now = start;
     for (const id of nodeIds) {
       this.put(nodesCollection, id, {
-        id, name: id, addresses: { api: `${id}:1`, peer: `${id}:2` }, capacity: { cpuMillis: 4000, memoryBytes: 8 << 30 }, labels: {},
+        id, name: id, addresses: { api: `${id}:1`, peer: `${id}:2` }, capacity: { cpuMillis: 4000, memoryBytes: 8 * 2 ** 30 }, labels: {},
         availability: 'active', state: 'ready', epoch: 0, runtime: { status: 'up', error: null }, softwareVersion: 't', mesh: null,
       } satisfies NodeRecord);
       this.nodes.set(id, { frozen: false, renewedAt: start });

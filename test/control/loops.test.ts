@@ -41,7 +41,7 @@ function attach(t: TestNode, runtime: MemoryRuntime): Member {
   const passes: PassReport[] = [];
   const control = new ControlPlane({
     node: t.node, store, clusterId: 'c1', runtime, health: { suspectAfterMs: 500, downAfterMs: 3_000, restartGraceMs: 3_000 }, log: quiet, observeLoops: (p) => passes.push(p),
-    identity: { id: t.id, name: t.id.replace('node', 'n'), apiAddress: `memory:${t.id}`, peerAddress: `memory:${t.id}`, softwareVersion: 'test', capacity: { cpuMillis: 4000, memoryBytes: 8 << 30 }, labels: {} },
+    identity: { id: t.id, name: t.id.replace('node', 'n'), apiAddress: `memory:${t.id}`, peerAddress: `memory:${t.id}`, softwareVersion: 'test', capacity: { cpuMillis: 4000, memoryBytes: 8 * 2 ** 30 }, labels: {} },
   });
   control.start();
   return { t, store, control, runtime, passes };

@@ -21,7 +21,7 @@ export class StateBuilder {
 
   node(id: string, over: Partial<NodeRecord> = {}): this {
     this.nodes.set(id, this.v({
-      id, name: id.replace('node', 'n'), addresses: { api: `${id}:1`, peer: `${id}:2` }, capacity: { cpuMillis: 4000, memoryBytes: 8 << 30 },
+      id, name: id.replace('node', 'n'), addresses: { api: `${id}:1`, peer: `${id}:2` }, capacity: { cpuMillis: 4000, memoryBytes: 8 * 2 ** 30 },
       labels: {}, availability: 'active', state: 'ready', epoch: 0, runtime: { status: 'up', error: null }, softwareVersion: 't', mesh: null, ...over,
     }));
     return this;
