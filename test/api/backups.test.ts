@@ -7,7 +7,9 @@
 // refused, and `shoal restore` from it onto a fresh data directory. An S3 target on s3rver (npm)
 // on loopback: written, listed, verified, restored from; an unknown access key, a missing bucket,
 // a changed object and a backup cut off before its manifest refused or listed as damaged; https
-// with a CA given. (s3rver does not check V4 signatures: test/node/s3-sign.test.ts does.)
+// with a CA given. (s3rver does not check V4 signatures: test/node/s3-sign.test.ts checks the
+// signer against AWS's examples, and a small server that does check them, with the aws4 package,
+// refuses a wrong secret key: test/support/s3-sigv4-server.ts, the last case here.)
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -26,6 +28,7 @@ import { parseKeyText, recoveryKeyPrefix } from '../../src/security/unlock-key.t
 import { inProcess } from '../cli/in-process.ts';
 import { reloadActiveCredential } from '../../src/cli/credential-file.ts';
 import { expectError } from './expect-error.ts';
+import { S3SigV4Server } from '../support/s3-sigv4-server.ts';
 import { singleNode, type SingleNode } from './single-node.ts';
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
@@ -379,5 +382,78 @@ describe('an S3 target over https with its own CA (--ca-file)', () => {
     } finally {
       await server.close();
     }
+  });
+});
+
+// A server that checks Signature V4 (test/support/s3-sigv4-server.ts: the `aws4` package signs
+// the request it received with the secret key it holds, and compares): the right key writes,
+// lists, verifies and restores a backup; a wrong SECRET key (the access key id right) is refused
+// by the server, and shoal says which target, what the server said and what to do.
+describe('an S3 target on a server that checks Signature V4', () => {
+  const accessKeyId = 'SHOALTEST';
+  const secretKey = `right-${Math.random().toString(36).slice(2)}`;
+  const server = new S3SigV4Server({ keys: { [accessKeyId]: secretKey }, buckets: ['sigv4'], pageKeys: 2 });
+  let url = '';
+  beforeAll(async () => { url = `${await server.start()}/sigv4/lab`; });
+  afterAll(async () => { await server.close(); });
+
+  it('the right key writes, lists, verifies and restores a backup; a wrong secret key is refused, naming the target and what to do', async () => {
+    expect((await put('sigv4', { s3: { url, accessKeyId, secretKey }, keepDaily: 1, keepWeekly: 0 })).statusCode).toBe(200);
+    now += 60_000;
+    const first = await backup('sigv4');
+    expect(first.statusCode, first.body).toBe(200);
+    now += 60_000;
+    const second = await backup('sigv4');
+    expect(second.statusCode, second.body).toBe(200);
+    const { id } = second.json() as { id: string };
+    // Retention listed the first backup's three objects over two pages (continuation) and removed them.
+    expect(second.json()).toMatchObject({ encrypted: true, pruned: [(first.json() as { id: string }).id] });
+    expect([...server.objects('sigv4').keys()].sort()).toEqual([`lab/${id}/keys.json`, `lab/${id}/manifest.json`, `lab/${id}/store.snap`]);
+    expect((await s.app.inject({ url: '/v1/backups?target=sigv4' })).json()).toMatchObject({ items: [{ id, ok: true, encrypted: true }] });
+    const verified = await s.app.inject({ method: 'POST', url: `/v1/backups/${id}/verify`, payload: { target: 'sigv4' } });
+    expect(verified.statusCode, verified.body).toBe(200);
+    expect(server.refusals).toEqual([]);
+    expect(server.accepted).toBeGreaterThan(10);
+
+    const keyFile = path.join(root, 'sigv4-recovery.key');
+    writeFileSync(keyFile, `${recoveryKey}\n`, { mode: 0o600 });
+    const rightFile = path.join(root, 'sigv4-right');
+    writeFileSync(rightFile, `${secretKey}\n`, { mode: 0o600 });
+    const wrongSecret = `wrong-${Math.random().toString(36).slice(2)}`;
+    const wrongFile = path.join(root, 'sigv4-wrong');
+    writeFileSync(wrongFile, `${wrongSecret}\n`, { mode: 0o600 });
+    const restoreArgs = (data: string): string[] => ['--from', url, '--access-key-id', accessKeyId, '--recovery-key-file', keyFile, '--data', data, '--name', 'r1', '--api', '127.0.0.1:1', '--peer', '127.0.0.1:2', '--json'];
+    const restored = await inProcess('restore', ...restoreArgs(path.join(root, 'sigv4-restored')), '--secret-key-file', rightFile);
+    expect(restored.code, restored.stderr).toBe(0);
+    expect(JSON.parse(restored.stdout)).toMatchObject({ oldClusterId: 'test-cluster' });
+    expect(JSON.parse(readFileSync(path.join(root, 'sigv4-restored', 'restored-from.json'), 'utf8'))).toMatchObject({ backup: id, oldClusterId: 'test-cluster' });
+
+    // The wrong secret key, the access key id right: the server refuses the signature.
+    expect((await put('sigv4', { s3: { url, accessKeyId, secretKey: wrongSecret }, keepDaily: 1, keepWeekly: 0 })).statusCode).toBe(200);
+    now += 60_000;
+    const refused = await backup('sigv4');
+    expectError(refused, 'backup_failed');
+    const body = refused.json() as { message: string; details: Record<string, unknown> };
+    expect(body.details).toMatchObject({ target: 'sigv4', s3Code: 'SignatureDoesNotMatch' });
+    expect(body.message).toContain(`backup to sigv4 (${url}) failed`);
+    expect(body.message).toContain('the S3 server answered 403 SignatureDoesNotMatch');
+    expect(body.message).toContain(`does not accept the secret key given for access key id ${accessKeyId}`);
+    expect(body.message).toContain(`shoal backup target add sigv4 --s3 URL --access-key-id ${accessKeyId} --secret-key-file FILE`);
+    expect(refused.body).not.toContain(wrongSecret);
+    expect(server.refusals.map((r) => r.code)).toContain('SignatureDoesNotMatch');
+    // Nothing was written, and the target's status says why.
+    expect([...server.objects('sigv4').keys()].filter((k) => !k.startsWith(`lab/${id}/`))).toEqual([]);
+    const targets = (await s.app.inject({ url: '/v1/backup-targets' })).json() as { items: { name: string; lastError: string | null }[] };
+    expect(targets.items.find((t) => t.name === 'sigv4')?.lastError).toContain('SignatureDoesNotMatch');
+    const ls = await s.app.inject({ url: '/v1/backups?target=sigv4' });
+    expectError(ls, 'backup_failed');
+    expect(ls.json()).toMatchObject({ details: { target: 'sigv4', s3Code: 'SignatureDoesNotMatch' } });
+
+    const badRestore = await inProcess('restore', ...restoreArgs(path.join(root, 'sigv4-refused')), '--secret-key-file', wrongFile);
+    expect(badRestore.code).toBe(3);
+    expect(badRestore.stderr).toContain('SignatureDoesNotMatch');
+    expect(badRestore.stderr).toContain(`does not accept the secret key given for access key id ${accessKeyId}`);
+    expect(badRestore.stderr).not.toContain(wrongSecret);
+    expect(existsSync(path.join(root, 'sigv4-refused'))).toBe(false);
   });
 });

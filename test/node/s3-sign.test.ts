@@ -1,6 +1,7 @@
 // The S3 target's Signature V4 (src/node/backup/s3-io.ts) against AWS's published examples
 // ("Examples: Signature Calculations in AWS Signature Version 4", Amazon S3 API reference): the
-// test server (s3rver) does not check V4 signatures, so these are what proves the signer.
+// test server s3rver does not check V4 signatures; test/support/s3-sigv4-server.ts does, with the
+// aws4 package (test/api/backups.test.ts: a wrong secret key refused).
 
 import { describe, expect, it } from 'vitest';
 import { parseS3Url, signV4 } from '../../src/node/backup/s3-io.ts';
