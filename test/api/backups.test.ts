@@ -13,7 +13,7 @@
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -198,6 +198,12 @@ async function listening(): Promise<string> {
 }
 
 const sshd = ['/usr/sbin/sshd', '/usr/bin/sshd'].find((p) => existsSync(p));
+/** A user who logs in with a password, known only inside the test sshd's mount namespace. */
+const sftpUser = 'shoal-sftp-pw';
+const sftpUid = 64_123;
+const sftpPassword = `pw-${Math.random().toString(36).slice(2)}-x`;
+const pwRemoteBase = mkdtempSync(path.join(os.tmpdir(), 'shoal-sftp-pw-'));
+const pwRemote = path.join(pwRemoteBase, 'backups');
 
 describe('an SFTP target (OpenSSH on loopback)', () => {
   const dir = path.join(root, 'sshd');
@@ -216,10 +222,22 @@ describe('an SFTP target (OpenSSH on loopback)', () => {
     port = await freePort();
     writeFileSync(path.join(dir, 'sshd_config'), [
       `Port ${port}`, 'ListenAddress 127.0.0.1', `HostKey ${path.join(dir, 'host_key')}`, `PidFile ${path.join(dir, 'sshd.pid')}`,
-      `AuthorizedKeysFile ${path.join(dir, 'authorized_keys')}`, 'StrictModes no', 'PermitRootLogin prohibit-password', 'PasswordAuthentication no',
-      'KbdInteractiveAuthentication no', 'UsePAM no', 'Subsystem sftp internal-sftp', '',
+      `AuthorizedKeysFile ${path.join(dir, 'authorized_keys')}`, 'StrictModes no', 'PermitRootLogin prohibit-password', 'PasswordAuthentication yes',
+      'PermitEmptyPasswords no', 'KbdInteractiveAuthentication no', 'UsePAM no', 'Subsystem sftp internal-sftp', '',
     ].join('\n'));
-    proc = spawn(sshd, ['-D', '-e', '-f', path.join(dir, 'sshd_config')], { stdio: ['ignore', 'ignore', 'pipe'] });
+    // The password user exists only for this sshd: it runs in its own mount namespace, where
+    // /etc/passwd and /etc/shadow are copies with the user added (the machine's are not touched).
+    // With UsePAM no, sshd checks the password against that shadow's SHA-512 crypt hash itself.
+    if (process.getuid?.() !== 0) throw new Error('the SFTP tests run sshd in a mount namespace with its own /etc/shadow: run them as root, as npm test runs');
+    const hash = spawnSync('openssl', ['passwd', '-6', '-stdin'], { input: sftpPassword, encoding: 'utf8' }).stdout.trim();
+    if (!hash.startsWith('$6$')) throw new Error(`openssl passwd -6 made no hash: ${hash}`);
+    chmodSync(pwRemoteBase, 0o755);
+    mkdirSync(pwRemote);
+    chownSync(pwRemote, sftpUid, sftpUid);
+    writeFileSync(path.join(dir, 'passwd'), `${readFileSync('/etc/passwd', 'utf8').trimEnd()}\n${sftpUser}:x:${sftpUid}:${sftpUid}:shoal backup test:${pwRemoteBase}:/bin/sh\n`);
+    writeFileSync(path.join(dir, 'shadow'), `${readFileSync('/etc/shadow', 'utf8').trimEnd()}\n${sftpUser}:${hash}:19000:0:99999:7:::\n`, { mode: 0o600 });
+    const inNamespace = `mount --bind ${path.join(dir, 'passwd')} /etc/passwd && mount --bind ${path.join(dir, 'shadow')} /etc/shadow && exec ${sshd} -D -e -f ${path.join(dir, 'sshd_config')}`;
+    proc = spawn('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', inNamespace], { stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     proc.stderr?.on('data', (b: Buffer) => { err += b.toString(); });
     const deadline = Date.now() + 10_000;
@@ -233,7 +251,38 @@ describe('an SFTP target (OpenSSH on loopback)', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
   });
-  afterAll(() => { proc?.kill('SIGKILL'); });
+  afterAll(() => {
+    proc?.kill('SIGKILL');
+    rmSync(pwRemoteBase, { recursive: true, force: true });
+  });
+
+  it('logs in with a password: writes an encrypted backup as that user, lists and verifies it; a wrong password is refused, said so', async () => {
+    const target = { user: sftpUser, host: '127.0.0.1', port, path: pwRemote, hostKey };
+    const wrong = `wrong-${Math.random().toString(36).slice(2)}`;
+    expect((await put('sftp-pw', { sftp: { ...target, password: wrong } })).statusCode).toBe(200);
+    const refused = await backup('sftp-pw');
+    expectError(refused, 'backup_failed');
+    expect(refused.json()).toMatchObject({ details: { target: 'sftp-pw' } });
+    expect(refused.json().message).toMatch(/^backup target sftp-pw \(.*\): .*authentication.*; check the address, the credential and the host key/);
+    expect(refused.body).not.toContain(wrong);
+    expect(readdirSync(pwRemote)).toEqual([]);
+
+    expect((await put('sftp-pw', { sftp: { ...target, password: sftpPassword } })).statusCode).toBe(200);
+    expect((await s.app.inject({ url: '/v1/backup-targets' })).body).not.toContain(sftpPassword);
+    now += 60_000;
+    const r = await backup('sftp-pw');
+    expect(r.statusCode, r.body).toBe(200);
+    const { id } = r.json() as { id: string };
+    expect(r.json()).toMatchObject({ encrypted: true });
+    // Written by the password user, on the server's side.
+    expect(readdirSync(pwRemote)).toEqual([id]);
+    expect(statSync(path.join(pwRemote, id, 'manifest.json')).uid).toBe(sftpUid);
+    expect((await s.app.inject({ url: '/v1/backups?target=sftp-pw' })).json()).toMatchObject({ items: [{ id, ok: true, encrypted: true }] });
+    const verified = await s.app.inject({ method: 'POST', url: `/v1/backups/${id}/verify`, payload: { target: 'sftp-pw' } });
+    expect(verified.statusCode, verified.body).toBe(200);
+    expect(verified.json()).toMatchObject({ ok: true, files: 2 });
+    await s.app.inject({ method: 'DELETE', url: '/v1/backup-targets/sftp-pw' });
+  });
 
   it('writes an encrypted backup over SFTP, lists and verifies it, refuses another host key, and restores from it', async () => {
     const user = os.userInfo().username;
