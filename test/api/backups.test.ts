@@ -4,7 +4,8 @@
 // after each backup, the schedule's due targets; and an SFTP target on OpenSSH's sshd started on
 // loopback with a throwaway host key (never skipped: the machine setup installs openssh-server,
 // and a missing sshd fails the case, saying so): written encrypted, listed, verified, a wrong host key
-// refused, and `shoal restore` from it onto a fresh data directory. An S3 target on s3rver (npm)
+// refused, and `shoal restore` from it onto a fresh data directory; and a password login (a user
+// known only in that sshd's mount namespace) through `--password-stdin`. An S3 target on s3rver (npm)
 // on loopback: written, listed, verified, restored from; an unknown access key, a missing bucket,
 // a changed object and a backup cut off before its manifest refused or listed as damaged; https
 // with a CA given. (s3rver does not check V4 signatures: test/node/s3-sign.test.ts checks the
@@ -16,8 +17,9 @@ import { createRequire } from 'node:module';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import os from 'node:os';
+import { Readable } from 'node:stream';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { freePort } from '../../bench/lib/proc.ts';
 import { BackupRunner } from '../../src/node/backup/backup-runner.ts';
 import { parseS3Url, S3TargetIo, type S3Location } from '../../src/node/backup/s3-io.ts';
@@ -191,6 +193,16 @@ describe('backup targets and backups', () => {
   });
 });
 
+/** Runs `f` with `text` as the process's standard input (what --password-stdin reads). */
+async function withStdin<T>(text: string, f: () => Promise<T>): Promise<T> {
+  const stdin = vi.spyOn(process, 'stdin', 'get').mockReturnValue(Readable.from([Buffer.from(text)]) as unknown as typeof process.stdin);
+  try {
+    return await f();
+  } finally {
+    stdin.mockRestore();
+  }
+}
+
 let address: string | undefined;
 async function listening(): Promise<string> {
   address ??= (await s.app.listen({ port: 0, host: '127.0.0.1' })).replace('http://', '');
@@ -256,7 +268,7 @@ describe('an SFTP target (OpenSSH on loopback)', () => {
     rmSync(pwRemoteBase, { recursive: true, force: true });
   });
 
-  it('logs in with a password: writes an encrypted backup as that user, lists and verifies it; a wrong password is refused, said so', async () => {
+  it('logs in with a password (--password-stdin): writes an encrypted backup as that user, lists, verifies and restores it; a wrong password is refused, said so', async () => {
     const target = { user: sftpUser, host: '127.0.0.1', port, path: pwRemote, hostKey };
     const wrong = `wrong-${Math.random().toString(36).slice(2)}`;
     expect((await put('sftp-pw', { sftp: { ...target, password: wrong } })).statusCode).toBe(200);
@@ -267,7 +279,15 @@ describe('an SFTP target (OpenSSH on loopback)', () => {
     expect(refused.body).not.toContain(wrong);
     expect(readdirSync(pwRemote)).toEqual([]);
 
-    expect((await put('sftp-pw', { sftp: { ...target, password: sftpPassword } })).statusCode).toBe(200);
+    // The right password, as a user gives it: `shoal backup target add --password-stdin`.
+    const config = process.env.SHOAL_CONFIG;
+    process.env.SHOAL_CONFIG = mkdtempSync(path.join(root, 'config-'));
+    reloadActiveCredential();
+    const added = await withStdin(`${sftpPassword}\n`, async () => await inProcess('backup', 'target', 'add', 'sftp-pw', '--sftp', `${sftpUser}@127.0.0.1:${pwRemote}`, '--port', String(port),
+      '--host-key', hostKey, '--password-stdin', '--json', '--addr', await listening()))
+      .finally(() => { process.env.SHOAL_CONFIG = config; reloadActiveCredential(); });
+    expect(added.code, added.stderr).toBe(0);
+    expect(added.stdout).not.toContain(sftpPassword);
     expect((await s.app.inject({ url: '/v1/backup-targets' })).body).not.toContain(sftpPassword);
     now += 60_000;
     const r = await backup('sftp-pw');
@@ -282,6 +302,20 @@ describe('an SFTP target (OpenSSH on loopback)', () => {
     expect(verified.statusCode, verified.body).toBe(200);
     expect(verified.json()).toMatchObject({ ok: true, files: 2 });
     await s.app.inject({ method: 'DELETE', url: '/v1/backup-targets/sftp-pw' });
+
+    // `shoal restore` from it, the password on standard input; a wrong one refused, nothing written.
+    const keyFile = path.join(root, 'sftp-pw-recovery.key');
+    writeFileSync(keyFile, `${recoveryKey}\n`, { mode: 0o600 });
+    const restoreArgs = (data: string): string[] => ['restore', '--from', `${sftpUser}@127.0.0.1:${pwRemote}`, '--port', String(port), '--host-key', hostKey, '--password-stdin',
+      '--recovery-key-file', keyFile, '--data', data, '--name', 'r1', '--api', '127.0.0.1:1', '--peer', '127.0.0.1:2', '--json'];
+    const badRestore = await withStdin(`${wrong}\n`, () => inProcess(...restoreArgs(path.join(root, 'sftp-pw-refused'))));
+    expect(badRestore.code).toBe(3);
+    expect(badRestore.stderr).toMatch(/authentication/);
+    expect(badRestore.stderr).not.toContain(wrong);
+    expect(existsSync(path.join(root, 'sftp-pw-refused'))).toBe(false);
+    const restored = await withStdin(`${sftpPassword}\n`, () => inProcess(...restoreArgs(path.join(root, 'sftp-pw-restored'))));
+    expect(restored.code, restored.stderr).toBe(0);
+    expect(JSON.parse(readFileSync(path.join(root, 'sftp-pw-restored', 'restored-from.json'), 'utf8'))).toMatchObject({ backup: id, oldClusterId: 'test-cluster' });
   });
 
   it('writes an encrypted backup over SFTP, lists and verifies it, refuses another host key, and restores from it', async () => {
