@@ -55,7 +55,11 @@ async function running(clusterId: string, name: string): Promise<Docker.Containe
 }
 
 afterAll(async () => {
-  for (const p of restored) p.kill('SIGKILL');
+  // Every process gone before the containers are removed, so none makes one again meanwhile.
+  await Promise.all(restored.map((p) => (p.exitCode !== null || p.signalCode !== null ? undefined : new Promise<void>((resolve) => {
+    p.once('exit', () => resolve());
+    p.kill('SIGKILL');
+  }))));
   await Promise.all(cluster.nodes.map((n) => cluster.kill(n)));
   await removeContainers(cluster.clusterId);
   await removeContainers(newClusterId);
