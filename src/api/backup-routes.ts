@@ -15,7 +15,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { verifyBackup, listBackups } from '../node/backup/backup-store.ts';
 import type { TargetIo } from '../node/backup/target-io.ts';
-import { parseS3Url, S3Error, s3RegionDefault, s3Url, type S3Location } from '../node/backup/s3-io.ts';
+import { parseS3Url, s3Advice, S3Error, s3RegionDefault, s3Url, type S3Location } from '../node/backup/s3-io.ts';
 import { readStatus, readTarget, readTargets, type BackupRunner } from '../node/backup/backup-runner.ts';
 import { backupIdPattern } from '../node/backup/backup-format.ts';
 import {
@@ -145,7 +145,7 @@ async function onTarget<T>(ctx: ApiContext, t: BackupTarget, f: (io: TargetIo) =
     return await f(io);
   } catch (err) {
     // What an S3 server refused (AccessDenied, NoSuchBucket, SignatureDoesNotMatch...), said as it said it.
-    if (err instanceof S3Error) throw new ShoalError('backup_failed', `backup target ${t.name} (${describeTarget(t)}): ${err.message}; check the URL, the bucket, the access key id and the secret key`, { target: t.name });
+    if (err instanceof S3Error) throw new ShoalError('backup_failed', `backup target ${t.name} (${describeTarget(t)}): ${err.message}; ${s3Advice(err, t.s3?.accessKeyId ?? '?', t.name)}`, { target: t.name, s3Code: err.code });
     throw err;
   } finally {
     await io.close();

@@ -14,7 +14,7 @@ import { isInitialized } from '../node/identity.ts';
 import { featureLevelMax } from '../base/feature-level.ts';
 import { openBackupFile, storeFileName } from '../node/backup/backup-format.ts';
 import { DirTargetIo, SftpTargetIo, type TargetIo } from '../node/backup/target-io.ts';
-import { parseS3Url, S3Error, s3RegionDefault, S3TargetIo } from '../node/backup/s3-io.ts';
+import { parseS3Url, s3Advice, S3Error, s3RegionDefault, S3TargetIo } from '../node/backup/s3-io.ts';
 import { privateKeyOf } from '../resources/secret-crypto.ts';
 import { syncDir } from '../storage/sync-dir.ts';
 import { parseKeyText, recoveryKeyPrefix } from '../security/unlock-key.ts';
@@ -157,7 +157,7 @@ export async function readBackup(from: string, v: TargetFlags, id: string | unde
     return { plain, backup: { id: chosen, clusterId: m.clusterId, index: m.index, createdAt: m.createdAt, encrypted: m.encryption !== null } };
   } catch (err) {
     // An S3 server's refusal (AccessDenied, NoSuchBucket, SignatureDoesNotMatch...), as it said it.
-    if (err instanceof S3Error) throw new CliFailure(`${err.message}; check the URL, the bucket, the access key id and the secret key; nothing was written`, exitCodes.unavailable, 'backup_failed');
+    if (err instanceof S3Error) throw new CliFailure(`${err.message}; ${s3Advice(err, v['access-key-id'] ?? '?')}; nothing was written`, exitCodes.unavailable, 'backup_failed', { details: { s3Code: err.code } });
     throw err;
   } finally {
     await io.close();

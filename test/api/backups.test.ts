@@ -4,18 +4,22 @@
 // after each backup, the schedule's due targets; and an SFTP target on OpenSSH's sshd started on
 // loopback with a throwaway host key (never skipped: the machine setup installs openssh-server,
 // and a missing sshd fails the case, saying so): written encrypted, listed, verified, a wrong host key
-// refused, and `shoal restore` from it onto a fresh data directory. An S3 target on s3rver (npm)
+// refused, and `shoal restore` from it onto a fresh data directory; and a password login (a user
+// known only in that sshd's mount namespace) through `--password-stdin`. An S3 target on s3rver (npm)
 // on loopback: written, listed, verified, restored from; an unknown access key, a missing bucket,
 // a changed object and a backup cut off before its manifest refused or listed as damaged; https
-// with a CA given. (s3rver does not check V4 signatures: test/node/s3-sign.test.ts does.)
+// with a CA given. (s3rver does not check V4 signatures: test/node/s3-sign.test.ts checks the
+// signer against AWS's examples, and a small server that does check them, with the aws4 package,
+// refuses a wrong secret key: test/support/s3-sigv4-server.ts, the last case here.)
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import os from 'node:os';
+import { Readable } from 'node:stream';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { freePort } from '../../bench/lib/proc.ts';
 import { BackupRunner } from '../../src/node/backup/backup-runner.ts';
 import { parseS3Url, S3TargetIo, type S3Location } from '../../src/node/backup/s3-io.ts';
@@ -26,6 +30,7 @@ import { parseKeyText, recoveryKeyPrefix } from '../../src/security/unlock-key.t
 import { inProcess } from '../cli/in-process.ts';
 import { reloadActiveCredential } from '../../src/cli/credential-file.ts';
 import { expectError } from './expect-error.ts';
+import { S3SigV4Server } from '../support/s3-sigv4-server.ts';
 import { singleNode, type SingleNode } from './single-node.ts';
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
@@ -188,6 +193,16 @@ describe('backup targets and backups', () => {
   });
 });
 
+/** Runs `f` with `text` as the process's standard input (what --password-stdin reads). */
+async function withStdin<T>(text: string, f: () => Promise<T>): Promise<T> {
+  const stdin = vi.spyOn(process, 'stdin', 'get').mockReturnValue(Readable.from([Buffer.from(text)]) as unknown as typeof process.stdin);
+  try {
+    return await f();
+  } finally {
+    stdin.mockRestore();
+  }
+}
+
 let address: string | undefined;
 async function listening(): Promise<string> {
   address ??= (await s.app.listen({ port: 0, host: '127.0.0.1' })).replace('http://', '');
@@ -195,6 +210,12 @@ async function listening(): Promise<string> {
 }
 
 const sshd = ['/usr/sbin/sshd', '/usr/bin/sshd'].find((p) => existsSync(p));
+/** A user who logs in with a password, known only inside the test sshd's mount namespace. */
+const sftpUser = 'shoal-sftp-pw';
+const sftpUid = 64_123;
+const sftpPassword = `pw-${Math.random().toString(36).slice(2)}-x`;
+const pwRemoteBase = mkdtempSync(path.join(os.tmpdir(), 'shoal-sftp-pw-'));
+const pwRemote = path.join(pwRemoteBase, 'backups');
 
 describe('an SFTP target (OpenSSH on loopback)', () => {
   const dir = path.join(root, 'sshd');
@@ -213,10 +234,22 @@ describe('an SFTP target (OpenSSH on loopback)', () => {
     port = await freePort();
     writeFileSync(path.join(dir, 'sshd_config'), [
       `Port ${port}`, 'ListenAddress 127.0.0.1', `HostKey ${path.join(dir, 'host_key')}`, `PidFile ${path.join(dir, 'sshd.pid')}`,
-      `AuthorizedKeysFile ${path.join(dir, 'authorized_keys')}`, 'StrictModes no', 'PermitRootLogin prohibit-password', 'PasswordAuthentication no',
-      'KbdInteractiveAuthentication no', 'UsePAM no', 'Subsystem sftp internal-sftp', '',
+      `AuthorizedKeysFile ${path.join(dir, 'authorized_keys')}`, 'StrictModes no', 'PermitRootLogin prohibit-password', 'PasswordAuthentication yes',
+      'PermitEmptyPasswords no', 'KbdInteractiveAuthentication no', 'UsePAM no', 'Subsystem sftp internal-sftp', '',
     ].join('\n'));
-    proc = spawn(sshd, ['-D', '-e', '-f', path.join(dir, 'sshd_config')], { stdio: ['ignore', 'ignore', 'pipe'] });
+    // The password user exists only for this sshd: it runs in its own mount namespace, where
+    // /etc/passwd and /etc/shadow are copies with the user added (the machine's are not touched).
+    // With UsePAM no, sshd checks the password against that shadow's SHA-512 crypt hash itself.
+    if (process.getuid?.() !== 0) throw new Error('the SFTP tests run sshd in a mount namespace with its own /etc/shadow: run them as root, as npm test runs');
+    const hash = spawnSync('openssl', ['passwd', '-6', '-stdin'], { input: sftpPassword, encoding: 'utf8' }).stdout.trim();
+    if (!hash.startsWith('$6$')) throw new Error(`openssl passwd -6 made no hash: ${hash}`);
+    chmodSync(pwRemoteBase, 0o755);
+    mkdirSync(pwRemote);
+    chownSync(pwRemote, sftpUid, sftpUid);
+    writeFileSync(path.join(dir, 'passwd'), `${readFileSync('/etc/passwd', 'utf8').trimEnd()}\n${sftpUser}:x:${sftpUid}:${sftpUid}:shoal backup test:${pwRemoteBase}:/bin/sh\n`);
+    writeFileSync(path.join(dir, 'shadow'), `${readFileSync('/etc/shadow', 'utf8').trimEnd()}\n${sftpUser}:${hash}:19000:0:99999:7:::\n`, { mode: 0o600 });
+    const inNamespace = `mount --bind ${path.join(dir, 'passwd')} /etc/passwd && mount --bind ${path.join(dir, 'shadow')} /etc/shadow && exec ${sshd} -D -e -f ${path.join(dir, 'sshd_config')}`;
+    proc = spawn('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', inNamespace], { stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     proc.stderr?.on('data', (b: Buffer) => { err += b.toString(); });
     const deadline = Date.now() + 10_000;
@@ -230,7 +263,60 @@ describe('an SFTP target (OpenSSH on loopback)', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
   });
-  afterAll(() => { proc?.kill('SIGKILL'); });
+  afterAll(() => {
+    proc?.kill('SIGKILL');
+    rmSync(pwRemoteBase, { recursive: true, force: true });
+  });
+
+  it('logs in with a password (--password-stdin): writes an encrypted backup as that user, lists, verifies and restores it; a wrong password is refused, said so', async () => {
+    const target = { user: sftpUser, host: '127.0.0.1', port, path: pwRemote, hostKey };
+    const wrong = `wrong-${Math.random().toString(36).slice(2)}`;
+    expect((await put('sftp-pw', { sftp: { ...target, password: wrong } })).statusCode).toBe(200);
+    const refused = await backup('sftp-pw');
+    expectError(refused, 'backup_failed');
+    expect(refused.json()).toMatchObject({ details: { target: 'sftp-pw' } });
+    expect(refused.json().message).toMatch(/^backup target sftp-pw \(.*\): .*authentication.*; check the address, the credential and the host key/);
+    expect(refused.body).not.toContain(wrong);
+    expect(readdirSync(pwRemote)).toEqual([]);
+
+    // The right password, as a user gives it: `shoal backup target add --password-stdin`.
+    const config = process.env.SHOAL_CONFIG;
+    process.env.SHOAL_CONFIG = mkdtempSync(path.join(root, 'config-'));
+    reloadActiveCredential();
+    const added = await withStdin(`${sftpPassword}\n`, async () => await inProcess('backup', 'target', 'add', 'sftp-pw', '--sftp', `${sftpUser}@127.0.0.1:${pwRemote}`, '--port', String(port),
+      '--host-key', hostKey, '--password-stdin', '--json', '--addr', await listening()))
+      .finally(() => { process.env.SHOAL_CONFIG = config; reloadActiveCredential(); });
+    expect(added.code, added.stderr).toBe(0);
+    expect(added.stdout).not.toContain(sftpPassword);
+    expect((await s.app.inject({ url: '/v1/backup-targets' })).body).not.toContain(sftpPassword);
+    now += 60_000;
+    const r = await backup('sftp-pw');
+    expect(r.statusCode, r.body).toBe(200);
+    const { id } = r.json() as { id: string };
+    expect(r.json()).toMatchObject({ encrypted: true });
+    // Written by the password user, on the server's side.
+    expect(readdirSync(pwRemote)).toEqual([id]);
+    expect(statSync(path.join(pwRemote, id, 'manifest.json')).uid).toBe(sftpUid);
+    expect((await s.app.inject({ url: '/v1/backups?target=sftp-pw' })).json()).toMatchObject({ items: [{ id, ok: true, encrypted: true }] });
+    const verified = await s.app.inject({ method: 'POST', url: `/v1/backups/${id}/verify`, payload: { target: 'sftp-pw' } });
+    expect(verified.statusCode, verified.body).toBe(200);
+    expect(verified.json()).toMatchObject({ ok: true, files: 2 });
+    await s.app.inject({ method: 'DELETE', url: '/v1/backup-targets/sftp-pw' });
+
+    // `shoal restore` from it, the password on standard input; a wrong one refused, nothing written.
+    const keyFile = path.join(root, 'sftp-pw-recovery.key');
+    writeFileSync(keyFile, `${recoveryKey}\n`, { mode: 0o600 });
+    const restoreArgs = (data: string): string[] => ['restore', '--from', `${sftpUser}@127.0.0.1:${pwRemote}`, '--port', String(port), '--host-key', hostKey, '--password-stdin',
+      '--recovery-key-file', keyFile, '--data', data, '--name', 'r1', '--api', '127.0.0.1:1', '--peer', '127.0.0.1:2', '--json'];
+    const badRestore = await withStdin(`${wrong}\n`, () => inProcess(...restoreArgs(path.join(root, 'sftp-pw-refused'))));
+    expect(badRestore.code).toBe(3);
+    expect(badRestore.stderr).toMatch(/authentication/);
+    expect(badRestore.stderr).not.toContain(wrong);
+    expect(existsSync(path.join(root, 'sftp-pw-refused'))).toBe(false);
+    const restored = await withStdin(`${sftpPassword}\n`, () => inProcess(...restoreArgs(path.join(root, 'sftp-pw-restored'))));
+    expect(restored.code, restored.stderr).toBe(0);
+    expect(JSON.parse(readFileSync(path.join(root, 'sftp-pw-restored', 'restored-from.json'), 'utf8'))).toMatchObject({ backup: id, oldClusterId: 'test-cluster' });
+  });
 
   it('writes an encrypted backup over SFTP, lists and verifies it, refuses another host key, and restores from it', async () => {
     const user = os.userInfo().username;
@@ -379,5 +465,78 @@ describe('an S3 target over https with its own CA (--ca-file)', () => {
     } finally {
       await server.close();
     }
+  });
+});
+
+// A server that checks Signature V4 (test/support/s3-sigv4-server.ts: the `aws4` package signs
+// the request it received with the secret key it holds, and compares): the right key writes,
+// lists, verifies and restores a backup; a wrong SECRET key (the access key id right) is refused
+// by the server, and shoal says which target, what the server said and what to do.
+describe('an S3 target on a server that checks Signature V4', () => {
+  const accessKeyId = 'SHOALTEST';
+  const secretKey = `right-${Math.random().toString(36).slice(2)}`;
+  const server = new S3SigV4Server({ keys: { [accessKeyId]: secretKey }, buckets: ['sigv4'], pageKeys: 2 });
+  let url = '';
+  beforeAll(async () => { url = `${await server.start()}/sigv4/lab`; });
+  afterAll(async () => { await server.close(); });
+
+  it('the right key writes, lists, verifies and restores a backup; a wrong secret key is refused, naming the target and what to do', async () => {
+    expect((await put('sigv4', { s3: { url, accessKeyId, secretKey }, keepDaily: 1, keepWeekly: 0 })).statusCode).toBe(200);
+    now += 60_000;
+    const first = await backup('sigv4');
+    expect(first.statusCode, first.body).toBe(200);
+    now += 60_000;
+    const second = await backup('sigv4');
+    expect(second.statusCode, second.body).toBe(200);
+    const { id } = second.json() as { id: string };
+    // Retention listed the first backup's three objects over two pages (continuation) and removed them.
+    expect(second.json()).toMatchObject({ encrypted: true, pruned: [(first.json() as { id: string }).id] });
+    expect([...server.objects('sigv4').keys()].sort()).toEqual([`lab/${id}/keys.json`, `lab/${id}/manifest.json`, `lab/${id}/store.snap`]);
+    expect((await s.app.inject({ url: '/v1/backups?target=sigv4' })).json()).toMatchObject({ items: [{ id, ok: true, encrypted: true }] });
+    const verified = await s.app.inject({ method: 'POST', url: `/v1/backups/${id}/verify`, payload: { target: 'sigv4' } });
+    expect(verified.statusCode, verified.body).toBe(200);
+    expect(server.refusals).toEqual([]);
+    expect(server.accepted).toBeGreaterThan(10);
+
+    const keyFile = path.join(root, 'sigv4-recovery.key');
+    writeFileSync(keyFile, `${recoveryKey}\n`, { mode: 0o600 });
+    const rightFile = path.join(root, 'sigv4-right');
+    writeFileSync(rightFile, `${secretKey}\n`, { mode: 0o600 });
+    const wrongSecret = `wrong-${Math.random().toString(36).slice(2)}`;
+    const wrongFile = path.join(root, 'sigv4-wrong');
+    writeFileSync(wrongFile, `${wrongSecret}\n`, { mode: 0o600 });
+    const restoreArgs = (data: string): string[] => ['--from', url, '--access-key-id', accessKeyId, '--recovery-key-file', keyFile, '--data', data, '--name', 'r1', '--api', '127.0.0.1:1', '--peer', '127.0.0.1:2', '--json'];
+    const restored = await inProcess('restore', ...restoreArgs(path.join(root, 'sigv4-restored')), '--secret-key-file', rightFile);
+    expect(restored.code, restored.stderr).toBe(0);
+    expect(JSON.parse(restored.stdout)).toMatchObject({ oldClusterId: 'test-cluster' });
+    expect(JSON.parse(readFileSync(path.join(root, 'sigv4-restored', 'restored-from.json'), 'utf8'))).toMatchObject({ backup: id, oldClusterId: 'test-cluster' });
+
+    // The wrong secret key, the access key id right: the server refuses the signature.
+    expect((await put('sigv4', { s3: { url, accessKeyId, secretKey: wrongSecret }, keepDaily: 1, keepWeekly: 0 })).statusCode).toBe(200);
+    now += 60_000;
+    const refused = await backup('sigv4');
+    expectError(refused, 'backup_failed');
+    const body = refused.json() as { message: string; details: Record<string, unknown> };
+    expect(body.details).toMatchObject({ target: 'sigv4', s3Code: 'SignatureDoesNotMatch' });
+    expect(body.message).toContain(`backup to sigv4 (${url}) failed`);
+    expect(body.message).toContain('the S3 server answered 403 SignatureDoesNotMatch');
+    expect(body.message).toContain(`does not accept the secret key given for access key id ${accessKeyId}`);
+    expect(body.message).toContain(`shoal backup target add sigv4 --s3 URL --access-key-id ${accessKeyId} --secret-key-file FILE`);
+    expect(refused.body).not.toContain(wrongSecret);
+    expect(server.refusals.map((r) => r.code)).toContain('SignatureDoesNotMatch');
+    // Nothing was written, and the target's status says why.
+    expect([...server.objects('sigv4').keys()].filter((k) => !k.startsWith(`lab/${id}/`))).toEqual([]);
+    const targets = (await s.app.inject({ url: '/v1/backup-targets' })).json() as { items: { name: string; lastError: string | null }[] };
+    expect(targets.items.find((t) => t.name === 'sigv4')?.lastError).toContain('SignatureDoesNotMatch');
+    const ls = await s.app.inject({ url: '/v1/backups?target=sigv4' });
+    expectError(ls, 'backup_failed');
+    expect(ls.json()).toMatchObject({ details: { target: 'sigv4', s3Code: 'SignatureDoesNotMatch' } });
+
+    const badRestore = await inProcess('restore', ...restoreArgs(path.join(root, 'sigv4-refused')), '--secret-key-file', wrongFile);
+    expect(badRestore.code).toBe(3);
+    expect(badRestore.stderr).toContain('SignatureDoesNotMatch');
+    expect(badRestore.stderr).toContain(`does not accept the secret key given for access key id ${accessKeyId}`);
+    expect(badRestore.stderr).not.toContain(wrongSecret);
+    expect(existsSync(path.join(root, 'sigv4-refused'))).toBe(false);
   });
 });

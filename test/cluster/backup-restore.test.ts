@@ -1,12 +1,13 @@
-// Backups off the cluster and a restore onto fresh data directories, on real processes (run under
-// flock /tmp/shoal-heavy.lock): three `shoal serve` nodes with the memory runtime (tasks "run";
-// their secret files are written to a tmpfs directory, as on Docker), a service with a secret, a
-// recovery key, a directory target (the NAS). A backup is taken, listed and verified; a copy with
-// one flipped byte fails verify and is refused by `shoal restore` with the file named, nothing
-// written. Then every data directory is destroyed, `shoal restore` founds a new cluster from the
-// backup on a fresh one, and its node serves the service, whose task reads the secret; a
-// credential of the old cluster is refused, the one the restore made works, and two more fresh
-// machines join the new cluster with a token.
+// Backups off the cluster and a restore onto fresh data directories, on real processes with the
+// Docker runtime (run under flock /tmp/shoal-heavy.lock): three `shoal serve` nodes sharing the
+// machine's daemon, a service of the local busybox test image (test/executor/test-image.ts) with
+// a secret, a recovery key, a directory target (the NAS). A backup is taken, listed and verified;
+// a copy with one flipped byte fails verify and is refused by `shoal restore` with the file named,
+// nothing written. Then every data directory and every container of the cluster is destroyed,
+// `shoal restore` founds a new cluster from the backup on a fresh data directory, two more fresh
+// ones join it with a token, and the service runs again as a Docker container of the NEW cluster
+// whose /run/secrets/db holds the secret's value; a credential of the old cluster is refused, the
+// one the restore made works.
 
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,26 +15,54 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Agent } from 'undici';
+import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify } from 'yaml';
 import { freePort } from '../../bench/lib/proc.ts';
 import { issueClientCert } from '../../src/security/client-certs.ts';
 import { checkNodeServerIdentity } from '../../src/security/tls-identity.ts';
+import { labelKeys } from '../../src/executor/labels.ts';
+import { defaultSocketPath, ensureDockerd } from '../executor/dockerd.ts';
+import { ensureTestImage, testImage } from '../executor/test-image.ts';
 import { getJson, ProcessCluster, putJsonSettled, sleep } from './process-cluster.ts';
 import { shoalBin as bin } from './shoal-commands.ts';
 
 const shm = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir(), 'shoal-backup-'));
 const cluster = new ProcessCluster({
-  runtime: 'memory', electionTimeoutMs: 1000, heartbeatIntervalMs: 100,
+  runtime: 'docker', electionTimeoutMs: 1000, heartbeatIntervalMs: 100,
   configFor: () => ({ secrets: { tmpfsDir: shm } }),
 });
 const work = mkdtempSync(path.join(os.tmpdir(), 'shoal-backup-work-'));
 const nas = path.join(work, 'nas');
 const secretValue = `db-pw-${Date.now()}-end`;
 const restored: ChildProcess[] = [];
+const docker = new Docker({ socketPath: defaultSocketPath });
+/** The restored cluster's id, for the containers to remove at the end. */
+let newClusterId = '';
+
+/** Removes every container of `clusterId` (the labels every container shoal makes carries). */
+async function removeContainers(clusterId: string): Promise<void> {
+  if (clusterId === '') return;
+  const list = await docker.listContainers({ all: true, filters: { label: [`${labelKeys.cluster}=${clusterId}`] } });
+  await Promise.all(list.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch((err: { statusCode?: number }) => {
+    if (err.statusCode !== 404) throw err;
+  })));
+}
+
+/** The running containers of service `name` in cluster `clusterId`. */
+async function running(clusterId: string, name: string): Promise<Docker.ContainerInfo[]> {
+  return await docker.listContainers({ filters: { label: [`${labelKeys.cluster}=${clusterId}`, `${labelKeys.service}=${name}`], status: ['running'] } });
+}
 
 afterAll(async () => {
-  for (const p of restored) p.kill('SIGKILL');
+  // Every process gone before the containers are removed, so none makes one again meanwhile.
+  await Promise.all(restored.map((p) => (p.exitCode !== null || p.signalCode !== null ? undefined : new Promise<void>((resolve) => {
+    p.once('exit', () => resolve());
+    p.kill('SIGKILL');
+  }))));
+  await Promise.all(cluster.nodes.map((n) => cluster.kill(n)));
+  await removeContainers(cluster.clusterId);
+  await removeContainers(newClusterId);
   await cluster.destroy();
   rmSync(work, { recursive: true, force: true });
   rmSync(shm, { recursive: true, force: true });
@@ -45,6 +74,12 @@ async function run(args: string[], env: Record<string, string> = {}): Promise<Ru
     ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
     (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, stdout: err.stdout, stderr: err.stderr }),
   );
+}
+
+/** `docker exec` of `cmd` in container `id`: its standard output (the exit code must be 0). */
+async function execIn(id: string, cmd: string[]): Promise<string> {
+  const { stdout } = await promisify(execFile)('docker', ['exec', id, ...cmd], { timeout: 30_000 });
+  return stdout;
 }
 
 async function until<T>(what: string, check: () => Promise<T | undefined> | T | undefined, timeoutMs = 60_000): Promise<T> {
@@ -79,7 +114,7 @@ async function tlsGet(addr: string, cred: Credential, urlPath: string, method = 
   }
 }
 
-const serviceYaml = `apiVersion: shoal/v1\nkind: Service\nname: web\nimage: busybox:local\ncommand: ["sleep", "3600"]\nreplicas: 1\nsecrets: [db]\n`;
+const serviceYaml = `apiVersion: shoal/v1\nkind: Service\nname: web\nimage: ${testImage}\ncommand: ["sleep", "3600"]\nstopGracePeriod: 1s\nreplicas: 1\nsecrets: [db]\n`;
 
 describe('backups off the cluster, restored onto fresh data directories', () => {
   let backupId = '';
@@ -87,6 +122,8 @@ describe('backups off the cluster, restored onto fresh data directories', () => 
   let oldCredential: Credential;
 
   it('takes a backup to a directory target, lists and verifies it', async () => {
+    await ensureDockerd();
+    await ensureTestImage();
     await cluster.init();
     cluster.startAll();
     const leader = await cluster.waitForLeader(60_000);
@@ -98,6 +135,9 @@ describe('backups off the cluster, restored onto fresh data directories', () => 
       return r.status === 200 ? r : undefined;
     });
     expect(applied.status).toBe(200);
+    // Before: the service runs on the old cluster, a Docker container reading its secret.
+    const before = await until('the service runs as a container of the old cluster', async () => (await running(cluster.clusterId, 'web'))[0]);
+    expect(await execIn(before.Id, ['cat', '/run/secrets/db'])).toBe(secretValue);
     const made = await until('a recovery key', async () => {
       const r = await send(addr, 'POST', '/v1/keyring/recovery-key', {});
       return r.status === 200 ? r.body : undefined;
@@ -155,9 +195,11 @@ describe('backups off the cluster, restored onto fresh data directories', () => 
     expect(existsSync(dir)).toBe(false);
   });
 
-  it('restores onto a fresh data directory after every one was destroyed: the service runs with its secret; the old credential is refused', async () => {
+  it('restores onto three fresh data directories after every one was destroyed: the service runs in Docker with its secret; the old credential is refused', async () => {
     await Promise.all(cluster.nodes.map((n) => cluster.kill(n)));
+    await removeContainers(cluster.clusterId);
     for (const n of cluster.nodes) rmSync(n.dir, { recursive: true, force: true });
+    expect(await running(cluster.clusterId, 'web')).toEqual([]);
     const dir = path.join(work, 'r1');
     const api = `127.0.0.1:${await freePort()}`;
     const r = await run(['restore', '--from', nas, '--recovery-key-file', recoveryKeyFile, '--data', dir, '--name', 'r1', '--api', api, '--peer', `127.0.0.1:${await freePort()}`, '--json']);
@@ -167,11 +209,12 @@ describe('backups off the cluster, restored onto fresh data directories', () => 
     expect(out.clusterId).not.toBe(cluster.clusterId);
     expect(out.secrets).toEqual({ readable: 1, unreadable: [] });
     expect(JSON.parse(readFileSync(path.join(dir, 'restored-from.json'), 'utf8'))).toMatchObject({ oldClusterId: cluster.clusterId, backup: backupId });
+    newClusterId = out.clusterId;
 
-    // The new node runs its tasks in memory too, with secrets on the test's tmpfs directory.
+    // The new node runs its tasks on Docker too, with secrets on the test's tmpfs directory.
     const configFile = path.join(dir, 'shoal.yaml');
     const config = parseYaml(readFileSync(configFile, 'utf8')) as Record<string, unknown>;
-    writeFileSync(configFile, stringify({ ...config, runtime: { kind: 'memory' }, secrets: { tmpfsDir: shm }, raft: { electionTimeoutMs: 1000, heartbeatIntervalMs: 100 } }));
+    writeFileSync(configFile, stringify({ ...config, runtime: { kind: 'docker' }, secrets: { tmpfsDir: shm }, raft: { electionTimeoutMs: 1000, heartbeatIntervalMs: 100 } }));
     restored.push(spawn(process.execPath, [bin, 'serve', '--config', configFile], { stdio: 'ignore' }));
     const raw = JSON.parse(readFileSync(out.credential, 'utf8')) as Credential;
     const creds: Credential = { ca: raw.ca, cert: raw.cert, key: raw.key };
@@ -180,17 +223,10 @@ describe('backups off the cluster, restored onto fresh data directories', () => 
       return a !== undefined && 'status' in a && a.status === 200 ? a.body : undefined;
     });
     expect(service).toMatchObject({ service: { name: 'web' } });
-    const nodeId = (JSON.parse(r.stdout) as { nodeId: string }).nodeId;
-    const secretFile = await until('its task runs with the secret', () => {
-      const d = path.join(shm, `shoal-${nodeId}`);
-      if (!existsSync(d)) return undefined;
-      for (const t of readdirSync(d)) {
-        const f = path.join(d, t, 'db');
-        if (existsSync(f) && readFileSync(f, 'utf8') !== '') return f;
-      }
-      return undefined;
-    });
-    expect(readFileSync(secretFile, 'utf8')).toBe(secretValue);
+    // The service's task is a Docker container of the NEW cluster, its secret mounted from the tmpfs.
+    const container = await until('the service runs as a container of the restored cluster', async () => (await running(out.clusterId, 'web'))[0]);
+    expect(container.Image).toBe(testImage);
+    expect(await execIn(container.Id, ['cat', '/run/secrets/db'])).toBe(secretValue);
     // The old cluster's credential: its CA is not the new cluster's, so neither side trusts the other.
     const old = await tlsGet(api, oldCredential, '/v1/services/web');
     expect('refused' in old || old.status === 401 || old.status === 403).toBe(true);
@@ -207,7 +243,7 @@ describe('backups off the cluster, restored onto fresh data directories', () => 
       const joined = await run(['join', api, '--token', tokenText, '--name', name, '--data', d, '--api', `127.0.0.1:${await freePort()}`, '--peer', `127.0.0.1:${await freePort()}`, '--no-start', '--json']);
       expect(joined.code, joined.stderr).toBe(0);
       const f = path.join(d, 'shoal.yaml');
-      writeFileSync(f, stringify({ ...(parseYaml(readFileSync(f, 'utf8')) as Record<string, unknown>), runtime: { kind: 'memory' }, secrets: { tmpfsDir: shm } }));
+      writeFileSync(f, stringify({ ...(parseYaml(readFileSync(f, 'utf8')) as Record<string, unknown>), runtime: { kind: 'docker' }, secrets: { tmpfsDir: shm } }));
       restored.push(spawn(process.execPath, [bin, 'serve', '--config', f], { stdio: 'ignore' }));
     }
     const members = await until('three members in the restored cluster', async () => {

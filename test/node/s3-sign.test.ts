@@ -1,9 +1,10 @@
 // The S3 target's Signature V4 (src/node/backup/s3-io.ts) against AWS's published examples
 // ("Examples: Signature Calculations in AWS Signature Version 4", Amazon S3 API reference): the
-// test server (s3rver) does not check V4 signatures, so these are what proves the signer.
+// test server s3rver does not check V4 signatures; test/support/s3-sigv4-server.ts does, with the
+// aws4 package (test/api/backups.test.ts: a wrong secret key refused).
 
 import { describe, expect, it } from 'vitest';
-import { parseS3Url, signV4 } from '../../src/node/backup/s3-io.ts';
+import { parseS3Url, s3Advice, S3Error, signV4 } from '../../src/node/backup/s3-io.ts';
 
 const cred = { accessKeyId: 'AKIAIOSFODNN7EXAMPLE', secretKey: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY', region: 'us-east-1' };
 const at = new Date(Date.UTC(2013, 4, 24));
@@ -30,5 +31,16 @@ describe('S3 Signature V4', () => {
     expect(parseS3Url('http://127.0.0.1:9000/backups/homelab/a/')).toEqual({ protocol: 'http:', host: '127.0.0.1:9000', bucket: 'backups', prefix: 'homelab/a' });
     expect(parseS3Url('https://s3.lan/backups')).toEqual({ protocol: 'https:', host: 's3.lan', bucket: 'backups', prefix: '' });
     for (const bad of ['s3://b/p', 'http://h/', 'http://h/B_ad', 'http://u:p@h/b', 'http://h/b?x=1', 'nope']) expect(parseS3Url(bad)).toMatch(/http/);
+  });
+
+  it('says what to do about each refusal: which half of the key, the clock, the policy, the bucket', () => {
+    const advice = (code: string, target?: string) => s3Advice(new S3Error(403, code, 'm', 'writing x'), 'AK1', target);
+    expect(advice('SignatureDoesNotMatch', 'nas')).toBe('the server does not accept the secret key given for access key id AK1 (the request\'s signature does not match its own): set the right one with: shoal backup target add nas --s3 URL --access-key-id AK1 --secret-key-file FILE');
+    expect(advice('SignatureDoesNotMatch')).toContain('give the right one (--secret-key-file FILE or --secret-key-stdin)');
+    expect(advice('InvalidAccessKeyId')).toContain('the server knows no access key id AK1');
+    expect(advice('RequestTimeTooSkewed')).toContain('clock');
+    expect(advice('AccessDenied')).toContain('may not use this bucket');
+    expect(advice('NoSuchBucket')).toContain('make the bucket');
+    expect(advice('SlowDown')).toBe('check the URL, the bucket, the access key id and the secret key');
   });
 });

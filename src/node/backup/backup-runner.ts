@@ -26,7 +26,7 @@ import { snapshotFileParts } from '../recovery/backups.ts';
 import { backupIdOf, backupsToKeep, keysFileName, sealBackup, storeFileName } from './backup-format.ts';
 import { pruneBackups, writeBackup } from './backup-store.ts';
 import { DirTargetIo, SftpTargetIo, type TargetIo } from './target-io.ts';
-import { parseS3Url, S3TargetIo } from './s3-io.ts';
+import { parseS3Url, s3Advice, S3Error, S3TargetIo } from './s3-io.ts';
 
 export interface BackupNode extends Pick<TermSource, 'currentTerm'>, Pick<MembershipView, 'membership'>, Pick<Proposer, 'propose'> {
   readonly appliedIndex: number;
@@ -149,15 +149,24 @@ export class BackupRunner {
       this.o.recordEvent?.('backup.completed', t.name, { id: r.id, index: r.index, bytes: r.bytes, encrypted: r.encrypted, pruned: r.pruned.length });
       this.o.log.info(`backup ${r.id} written to ${t.name} (${describeTarget(t)}): ${r.bytes} bytes, index ${r.index}${r.pruned.length > 0 ? `; removed ${r.pruned.join(', ')}` : ''}`);
       return r;
-    } catch (err) {
-      const message = (err as Error).message;
+    } catch (caught) {
+      const err = this.failureOf(t, caught);
+      const message = err.message;
       const prev = readStatus(this.o.store, t.name);
       await this.recordStatus(t.name, { lastAttemptAt: startedAt, lastSuccessAt: prev?.lastSuccessAt ?? null, lastId: prev?.lastId ?? null, lastError: message.slice(0, 2048), failures: (prev?.failures ?? 0) + 1 });
       this.o.recordEvent?.('backup.failed', t.name, { error: message.slice(0, 512) });
       this.o.log.warn(`backup to ${t.name} failed: ${message}`);
-      if (err instanceof ShoalError) throw err;
-      throw new ShoalError('backup_failed', `backup to ${t.name} (${describeTarget(t)}) failed: ${message}; nothing was listed as a backup`, { target: t.name });
+      throw err;
     }
+  }
+
+  /** The error a failed backup to `t` answers: a ShoalError as it is; an S3 refusal with what to do about it. */
+  private failureOf(t: BackupTarget, err: unknown): ShoalError {
+    if (err instanceof ShoalError) return err;
+    if (err instanceof S3Error && t.s3 !== undefined) {
+      return new ShoalError('backup_failed', `backup to ${t.name} (${describeTarget(t)}) failed: ${err.message}; ${s3Advice(err, t.s3.accessKeyId, t.name)}; nothing was listed as a backup`, { target: t.name, s3Code: err.code });
+    }
+    return new ShoalError('backup_failed', `backup to ${t.name} (${describeTarget(t)}) failed: ${(err as Error).message}; nothing was listed as a backup`, { target: t.name });
   }
 
   private async take(t: BackupTarget): Promise<BackupResult> {

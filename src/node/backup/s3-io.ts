@@ -64,6 +64,28 @@ export class S3Error extends Error {
   }
 }
 
+/**
+ * What to do about an S3 refusal, for the error shown to the operator: the credential codes say
+ * which half of the key to fix and how; the rest ask to check the URL, bucket and key.
+ */
+export function s3Advice(err: S3Error, accessKeyId: string, target?: string): string {
+  const again = target === undefined ? 'give the right one (--secret-key-file FILE or --secret-key-stdin)' : `set the right one with: shoal backup target add ${target} --s3 URL --access-key-id ${accessKeyId} --secret-key-file FILE`;
+  switch (err.code) {
+    case 'SignatureDoesNotMatch':
+      return `the server does not accept the secret key given for access key id ${accessKeyId} (the request's signature does not match its own): ${again}`;
+    case 'InvalidAccessKeyId':
+      return `the server knows no access key id ${accessKeyId}: check it (--access-key-id) against the keys made on the server`;
+    case 'RequestTimeTooSkewed':
+      return 'this machine\'s clock is too far from the server\'s (S3 allows 15 minutes): set its time (NTP) and try again';
+    case 'AccessDenied':
+      return `access key id ${accessKeyId} may not use this bucket: allow it to list, get, put and delete under the prefix (the server's bucket policy)`;
+    case 'NoSuchBucket':
+      return 'make the bucket on the server first (shoal does not create it), or fix the URL';
+    default:
+      return 'check the URL, the bucket, the access key id and the secret key';
+  }
+}
+
 const sha256Hex = (b: Uint8Array | string): string => createHash('sha256').update(b).digest('hex');
 const hmac = (key: Uint8Array | string, text: string): Buffer => createHmac('sha256', key).update(text).digest();
 /** RFC 3986 encoding as SigV4 wants it ('/' kept in paths). */
