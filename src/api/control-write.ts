@@ -32,8 +32,11 @@ export interface Written<T> {
 
 /** The plan as one transaction: a control write is all or nothing. */
 export function oneTransaction(plan: Plan): TxnCommand {
-  if (plan.changes.length > txnOpsMax || plan.compares.length > txnComparesMax) {
+  if (plan.changes.length > txnOpsMax) {
     throw badRequest([{ path: 'body', message: `this writes ${plan.changes.length} records at once; one write changes at most ${txnOpsMax} (one transaction, so it is all or nothing): split it` }]);
+  }
+  if (plan.compares.length > txnComparesMax) {
+    throw badRequest([{ path: 'body', message: `this write depends on ${plan.compares.length} records staying as read (the services, networks and secrets it names); one write checks at most ${txnComparesMax} (one transaction, so it is all or nothing): split it` }]);
   }
   const [txn] = toTransactions(plan);
   if (txn === undefined) throw new ShoalError('internal', 'an empty plan has no transaction');

@@ -63,6 +63,12 @@ describe('decideAndWrite', () => {
 
   it('refuses a plan larger than one transaction', () => {
     const changes = Array.from({ length: 129 }, (_, i) => putChange(nodesCollection, `n${i}`, {}, null));
-    expect(() => oneTransaction({ changes, compares: [] })).toThrow(/at most 128/);
+    expect(() => oneTransaction({ changes, compares: [] })).toThrow(/writes 129 records at once; one write changes at most 128/);
+  });
+
+  it('names the compares, not the changes, when a plan checks more records than one transaction may', () => {
+    const changes = [putChange(nodesCollection, 'n', {}, null)];
+    const compares = Array.from({ length: 129 }, (_, i) => ({ collection: nodesCollection, id: `c${i}`, target: 'exists' as const, cmp: '=' as const, value: true }));
+    expect(() => oneTransaction({ changes, compares })).toThrow(/depends on 129 records staying as read .*checks at most 128/);
   });
 });
