@@ -162,6 +162,26 @@ function keepalivedConf(slot: number, vip: string): string {
   ].join('\n');
 }
 
+/** What the rounds say about the targets, in words. */
+function summary(shoal: readonly Round[], ka: readonly Round[]): string[] {
+  const stops = (rs: readonly Round[]): Round[] => rs.filter((r) => r.kind === 'machine stops');
+  const range = (xs: number[]): string => `${(Math.min(...xs) / 1000).toFixed(1)}-${(Math.max(...xs) / 1000).toFixed(1)} s`;
+  const out: string[] = [];
+  const s = stops(shoal);
+  if (s.length > 0) {
+    const worst = Math.max(...s.map((r) => r.answeredMs));
+    out.push(`shoal: the client is answered on another node ${range(s.map((r) => r.answeredMs))} after the holder's machine stops: the 5 s target is ${worst <= 5_000 ? 'met' : '**not met**'}. `
+      + `Two holders: ${shoal.some((r) => !Number.isNaN(r.twoMs)) ? '**seen**' : 'never, the partition included (the old holder\'s kernel dropped the address before another node took it)'}.`);
+  }
+  const k = stops(ka);
+  const kp = ka.find((r) => r.kind === 'partition');
+  if (k.length > 0) {
+    out.push(`keepalived: ${range(k.map((r) => r.answeredMs))} (three missed adverts and the skew of its priority: 3 × 1 s + (256 − priority)/256 s). `
+      + (kp === undefined ? '' : Number.isNaN(kp.twoMs) ? 'Under the partition it did not end with two masters.' : `Under the partition it ended with two masters from ${fmt(kp.twoMs)} ms, for as long as the partition lasted: the cut-off node keeps the address (it hears no better master), the others elect one, and the LAN sees both answer ARP for it.`));
+  }
+  return out.flatMap((l, i) => (i === 0 ? [l] : ['', l]));
+}
+
 function fmt(n: number): string {
   return Number.isNaN(n) ? '-' : String(Math.round(n));
 }
@@ -291,6 +311,8 @@ async function main(): Promise<void> {
       '**keepalived** (Debian\'s 2.2.7, VRRP, `advert_int 1`, priorities 150/100/50, preempting; the same namespaces with shoal stopped; a machine stop is keepalived SIGKILLed, its address removed with it and its links cut)',
       '',
       ...(kaNote !== '' ? [kaNote] : [...head, ...kaRounds.map(row)]),
+      '',
+      ...summary(shoalRounds, kaRounds),
     ].join('\n');
     console.log(text);
     if (values.write) writeNamedSection('vip', text);
