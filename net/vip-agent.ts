@@ -4,11 +4,12 @@
 // re-read the VIP records and the node's addresses (`ip -j -4 addr show`) and converge:
 // - a VIP this node holds (the record names it, at its current epoch, not released at this
 //   revision, not retired, the node not draining and shoal not stopping) is on its interface as
-//   VIP/32 with a kernel lifetime that ends before the node's lease does (`ip addr replace ...
-//   valid_lft N preferred_lft N`, N from kernelLifetimeSeconds), renewed at each pass; so a
-//   shoal that freezes or dies loses the address without doing anything. While it holds one, the
-//   node agent keeps the node's lease renewed (Agent.wantLease). Without a lease that holds, the
-//   address is taken off at once.
+//   VIP/32 with a kernel lifetime that ends when the node's VIP lease does, rounded down to whole
+//   seconds (`ip addr replace ... valid_lft N preferred_lft N`, N from kernelLifetimeSeconds;
+//   the kernel's lateness and the command's time are in the leader's margin), set again at each
+//   pass; so a shoal that freezes or dies loses the address without doing anything. While it
+//   holds one, its VIP lease is renewed (vip-lease.ts). With under a second of lease left the
+//   address is left as it is (its lifetime ends on its own); without a lease it is taken off.
 // - when it takes one it was not holding, it announces it: gratuitous ARP (`arping -U`), a burst
 //   and a second one later, as keepalived does (garp_master_delay).
 // - any other VIP's address found on this node is taken off.
@@ -20,15 +21,15 @@ import type { DocumentStore } from '../fsm/index.ts';
 import type { CommandResult, JsonObject, TxnCommand } from '../fsm/index.ts';
 import { allDocs } from '../src/resources/state.ts';
 import { nodesCollection } from '../src/resources/collections.ts';
-import { cidrContains, kernelLifetimeSeconds, releases, vipRecordSchema, vipReleaseSchema, vipReleasesCollection, vipsCollection, type VipRecord, type VipRelease } from '../src/resources/vips.ts';
+import { cidrContains, kernelLifetimeSeconds, vipCommandMs, releases, vipRecordSchema, vipReleaseSchema, vipReleasesCollection, vipsCollection, type VipRecord, type VipRelease } from '../src/resources/vips.ts';
 import type { CommandRunner } from './firewall-command.ts';
 import { runChecked } from './firewall-command.ts';
 import { PassLoop } from './pass-loop.ts';
 
-/** The node's lease, through the node agent (src/executor/agent.ts). */
+/** The node's VIP lease (vip-lease.ts). */
 export interface VipLease {
-  /** Keep the node's lease renewed (true) or not. */
-  want(wanted: boolean): void;
+  /** Keep the VIP lease of this epoch renewed, or (null) not. */
+  want(epoch: number | null): void;
   /** Boot-clock ms until the lease of `epoch` holds, or null when it does not. */
   heldUntil(epoch: number): number | null;
 }
@@ -36,7 +37,7 @@ export interface VipLease {
 export interface VipAgentOptions {
   store: DocumentStore;
   nodeId: string;
-  /** null: this node has no agent (runtime `none`) and holds no VIP. */
+  /** null: this node holds no VIP (it lets go of any it is given). */
   lease: VipLease | null;
   bootNow(): number;
   run: CommandRunner;
@@ -94,11 +95,16 @@ export class VipAgent {
 
   start(): void {
     this.unsubscribe = this.o.store.subscribe((ev) => {
-      if (ev.collection === vipsCollection || ev.collection === vipReleasesCollection || ev.collection === nodesCollection || ev.collection === 'shoal.leases') this.loop.mark();
+      if (ev.collection === vipsCollection || ev.collection === vipReleasesCollection || ev.collection === nodesCollection) this.loop.mark();
     });
     this.tick = setInterval(() => this.loop.mark(), this.o.passEveryMs ?? 1_000);
     this.tick.unref();
     this.loop.mark(true);
+  }
+
+  /** A pass soon (a renewal of the VIP lease committed: the lifetime follows it). */
+  kick(): void {
+    if (!this.stopping) this.loop.mark();
   }
 
   /** The VIPs this node has on its interfaces now (as of its last pass). */
@@ -129,7 +135,7 @@ export class VipAgent {
       this.o.log.warn(`vip: letting go of the VIPs before stopping failed (${(err as Error).message}); they move once this node's lease has run out`);
     }
     for (const t of this.garpTimers) clearTimeout(t);
-    this.o.lease?.want(false);
+    this.o.lease?.want(null);
     await this.loop.close();
   }
 
@@ -140,7 +146,7 @@ export class VipAgent {
     const draining = node?.availability === 'drain';
     const records = this.readRecords();
     if (records.size === 0 && this.held.size === 0) {
-      this.o.lease?.want(false);
+      this.o.lease?.want(null);
       return;
     }
     const mine: { address: string; rec: VipRecord; rev: number }[] = [];
@@ -150,31 +156,13 @@ export class VipAgent {
       if (this.stopping || draining || rec.retired || this.o.lease === null) letGo.push({ address, rec, rev });
       else mine.push({ address, rec, rev });
     }
-    this.o.lease?.want(mine.length > 0);
+    this.o.lease?.want(mine.length > 0 ? epoch : null);
     const until = epoch === null ? null : this.o.lease?.heldUntil(epoch) ?? null;
-    // Measured again just before each add: the lifetime must end before the lease whenever the add lands.
+    // Measured again just before each add: the lifetime must end with the lease whenever the add lands.
     const lifetimeNow = (): number => (until === null ? 0 : kernelLifetimeSeconds(until - this.o.bootNow()));
     const addrs = parseHostAddresses(await runChecked(this.o.run, 'ip', ['-j', '-4', 'addr', 'show']));
     const keep = new Set<string>();
-    for (const m of mine) {
-      let lifetime = lifetimeNow();
-      if (lifetime === 0) {
-        // Normal for a moment when it is just given one: the lease is renewed from then on.
-        this.noteProblem(m.address, `this node holds ${m.address} but its lease does not hold now: the address stays off until a renewal commits`, 'info');
-        continue;
-      }
-      const dev = vipInterface(m.rec.spec, addrs);
-      if (dev === null) {
-        this.noteProblem(m.address, `no interface of this node has an address in ${m.rec.spec.subnet ?? '?'} to put ${m.address} on: the VIP stays here without answering until the leader moves it (check vips[].subnet)`);
-        continue;
-      }
-      lifetime = lifetimeNow();
-      if (lifetime === 0) continue;
-      await runChecked(this.o.run, 'ip', ['addr', 'replace', `${m.address}/32`, 'dev', dev, 'valid_lft', String(lifetime), 'preferred_lft', String(lifetime)]);
-      keep.add(m.address);
-      this.problems.delete(m.address);
-      if (!this.held.has(m.address)) this.taken(m.address, dev);
-    }
+    for (const m of mine) await this.hold(m, addrs, until, lifetimeNow, keep);
     // Every VIP's address this node must not have now: off, wherever it is.
     for (const a of addrs) {
       if (a.prefixlen !== 32 || keep.has(a.local) || !records.has(a.local)) continue;
@@ -187,6 +175,39 @@ export class VipAgent {
       this.o.onChange?.(address, false);
     }
     for (const g of letGo) await this.release(g.address, g.rec, g.rev);
+  }
+
+  /** Puts `m` on (or leaves it as it is, with under a second of lease left); adds it to `keep` when it is on. */
+  private async hold(m: { address: string; rec: VipRecord }, addrs: readonly HostAddress[], until: number | null, lifetimeNow: () => number, keep: Set<string>): Promise<void> {
+    const on = addrs.some((a) => a.local === m.address && a.prefixlen === 32);
+    if (until === null) {
+      // Normal for a moment when it is just given one: the lease is renewed from then on.
+      this.noteProblem(m.address, `this node holds ${m.address} but its VIP lease does not hold now: the address stays off until a renewal commits`, 'info');
+      return;
+    }
+    const dev = vipInterface(m.rec.spec, addrs);
+    if (dev === null) {
+      this.noteProblem(m.address, `no interface of this node has an address in ${m.rec.spec.subnet ?? '?'} to put ${m.address} on: the VIP stays here without answering until the leader moves it (check vips[].subnet)`);
+      return;
+    }
+    const before = this.o.bootNow();
+    const lifetime = lifetimeNow();
+    if (lifetime === 0) {
+      // Under a second left: the lifetime set before ends on its own, within the lease.
+      if (on && this.held.has(m.address)) keep.add(m.address);
+      return;
+    }
+    await runChecked(this.o.run, 'ip', ['addr', 'replace', `${m.address}/32`, 'dev', dev, 'valid_lft', String(lifetime), 'preferred_lft', String(lifetime)]);
+    const tookMs = this.o.bootNow() - before;
+    if (tookMs > vipCommandMs) {
+      // The kernel may have stamped it later than the leader's margin allows for: off now, on again at the next pass.
+      this.o.log.warn(`vip: adding ${m.address} took ${tookMs} ms (over ${vipCommandMs} ms): its lifetime may outlast the VIP lease, so it is taken off until the next pass`);
+      await runChecked(this.o.run, 'ip', ['addr', 'del', `${m.address}/32`, 'dev', dev]);
+      return;
+    }
+    keep.add(m.address);
+    this.problems.delete(m.address);
+    if (!this.held.has(m.address)) this.taken(m.address, dev);
   }
 
   private readRecords(): Map<string, { rec: VipRecord; rev: number; release: VipRelease | undefined }> {

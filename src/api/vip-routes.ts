@@ -1,12 +1,12 @@
 // GET /v1/vips (docs/network.md, "Virtual IP"): each virtual IP, who holds it and since when, and
-// how much of the holder's lease is left as this node sees it: the lease the holder's last renewal
+// how much of the holder's VIP lease is left as this node sees it: the lease the holder's last renewal
 // claimed, less the time since this node's store applied it (an upper bound: the holder sent it
 // a little earlier); null when this node has not seen a renewal of the holder's epoch since it
 // started watching. Any reader.
 
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { RenewalLog } from '../control/renewal-log.ts';
+import { RenewalLog, vipLeaseRenewals } from '../control/renewal-log.ts';
 import { nodesCollection } from '../resources/collections.ts';
 import { allDocs } from '../resources/state.ts';
 import { releases, vipRecordSchema, vipReleaseSchema, vipReleasesCollection, vipsCollection } from '../resources/vips.ts';
@@ -36,7 +36,7 @@ export type VipView = z.infer<typeof vipViewSchema>;
 export const vipListAnswer = z.object({ items: z.array(vipViewSchema), rev: z.number().int() });
 
 export const vipRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
-  const renewals = new RenewalLog(ctx.store, () => performance.now());
+  const renewals = new RenewalLog(ctx.store, () => performance.now(), vipLeaseRenewals);
   app.addHook('onClose', async () => renewals.close());
 
   app.get('/v1/vips', { config: { role: 'reader' } }, async (req) => {

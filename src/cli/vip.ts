@@ -27,7 +27,7 @@ export const vipLsHelp = `Usage: shoal vip ls [--stale] [--addr HOST:PORT] [--js
 
 Lists the virtual IPs (the config's 'vips', docs/network.md "Virtual IP"), sorted by address:
 where nodes put it (interface or subnet), the node that holds it, since when, and the lease
-left: what remains of the holder's node lease as the answering node sees it (the holder keeps
+left: what remains of the holder's VIP lease as the answering node sees it (the holder keeps
 the address only while its lease holds, and the kernel drops it by itself when it runs out).
 HOLDER '-' means nobody holds it now (no node may, or the old holder's lease is running out).
 '(released)' marks a holder that let go (a planned stop, a drain): the leader moves it at once.

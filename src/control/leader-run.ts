@@ -36,7 +36,7 @@ import { compatCommand } from '../resources/record-compat.ts';
 import { toTransactions, type Plan } from '../resources/changes.ts';
 import { leasesCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../resources/collections.ts';
 import { exclusiveClearInMs, leaseDefaults, leaseRecordSchema, type LeaseConfig } from '../resources/lease.ts';
-import { RenewalLog } from './renewal-log.ts';
+import { RenewalLog, vipRenewals } from './renewal-log.ts';
 import { decideNetworkAllocation } from './network-allocation.ts';
 import { networksCollection, readNetworkState } from '../resources/network-resources.ts';
 import { assessNodes, type HealthDecision, type NodeContact, type NodeHealthConfig } from './node-health.ts';
@@ -54,7 +54,7 @@ import { readDependencies } from './dependencies.ts';
 import { ControlStateReader, type ControlState } from '../resources/state.ts';
 import { WorkQueue, type QueueClock } from './work-queue.ts';
 import { decideVipHolders } from './vip-holders.ts';
-import { vipRecordSchema, vipReleaseSchema, vipReleasesCollection, vipsCollection, type VipRecord, type VipRelease, type VipSpec } from '../resources/vips.ts';
+import { vipClearInMs, vipLeaseDefaults, vipLeaseRecordSchema, vipLeasesCollection, vipRecordSchema, vipReleaseSchema, vipReleasesCollection, vipsCollection, type VipLeaseConfig, type VipRecord, type VipRelease, type VipSpec } from '../resources/vips.ts';
 import type { Versioned } from '../resources/state.ts';
 
 /** How often node health is looked at while any node is not ready (a node may come back). */
@@ -108,6 +108,10 @@ export interface LeaderRunPorts {
    * supervisor's, for the life of the control plane). Absent: the run watches from its own start.
    */
   renewals?: RenewalLog;
+  /** The same for the VIP lease and the grants of VIPs (renewal-log.ts vipRenewals). Absent: the run watches from its own start. */
+  vipRenewals?: RenewalLog;
+  /** The VIP lease (default vipLeaseDefaults, with the exclusive lease's driftRho). */
+  vipLease?: VipLeaseConfig;
   /** The range mesh addresses are allocated from (this leader's `mesh.cidr`; default net/mesh-config.ts). */
   meshCidr?: string;
   /**
@@ -159,6 +163,8 @@ export class LeaderRun {
   /** When this node's store applied each node's lease renewals (monotonic ms), and the longest lease each claimed. */
   private readonly renewals: RenewalLog;
   private readonly ownsRenewals: boolean;
+  private readonly vipRenewals: RenewalLog;
+  private readonly ownsVipRenewals: boolean;
   /** Per node: when this run's store applied a write of the node's own (monotonic ms). */
   private readonly ownWrites = new Map<string, number>();
   /**
@@ -179,6 +185,8 @@ export class LeaderRun {
     this.startedAt = ports.clock.now();
     this.ownsRenewals = ports.renewals === undefined;
     this.renewals = ports.renewals ?? new RenewalLog(ports.store, () => ports.clock.now());
+    this.ownsVipRenewals = ports.vipRenewals === undefined;
+    this.vipRenewals = ports.vipRenewals ?? new RenewalLog(ports.store, () => ports.clock.now(), vipRenewals);
   }
 
   start(): void {
@@ -198,6 +206,7 @@ export class LeaderRun {
     this.queue.close();
     this.unsubscribe?.();
     if (this.ownsRenewals) this.renewals.close();
+    if (this.ownsVipRenewals) this.vipRenewals.close();
   }
 
   private async loop(): Promise<void> {
@@ -270,7 +279,7 @@ export class LeaderRun {
   private noteOwnWrite(ev: WatchEvent): void {
     if (ev.type !== 'put') return;
     let nodeId: unknown;
-    if (ev.collection === taskStatusCollection || ev.collection === leasesCollection) nodeId = (ev.doc?.doc as { nodeId?: unknown } | undefined)?.nodeId;
+    if (ev.collection === taskStatusCollection || ev.collection === leasesCollection || ev.collection === vipLeasesCollection) nodeId = (ev.doc?.doc as { nodeId?: unknown } | undefined)?.nodeId;
     else if (ev.collection === peerViewsCollection) nodeId = peerViewRecordSchema.safeParse(ev.doc?.doc).data?.nodeId;
     if (typeof nodeId === 'string') this.ownWrites.set(nodeId, this.ports.clock.now());
   }
@@ -288,6 +297,18 @@ export class LeaderRun {
     const storedLeaseMs = stored.success && stored.data.epoch === epoch ? stored.data.leaseMs : 0;
     return exclusiveClearInMs(cfg, {
       nowMs: this.ports.clock.now(), watchingSinceMs: this.renewals.sinceMs, agentLeaseMs: Math.max(heard?.leaseMs ?? 0, storedLeaseMs),
+      ...(heard !== undefined ? { renewedAtMs: heard.atMs } : {}),
+    });
+  }
+
+  /** Ms until the VIP holder `nodeId` of `epoch` has surely lost its VIPs: its VIP lease + margin after its last renewal or grant this node applied (0 when passed). */
+  private vipClearInMs(nodeId: string, epoch: number): number {
+    const cfg = this.ports.vipLease ?? { ...vipLeaseDefaults, driftRho: (this.ports.lease ?? leaseDefaults).driftRho };
+    const heard = this.vipRenewals.last(nodeId, epoch);
+    const stored = vipLeaseRecordSchema.safeParse(this.ports.store.get(vipLeasesCollection, nodeId)?.doc);
+    const storedLeaseMs = stored.success && stored.data.epoch === epoch ? stored.data.leaseMs : 0;
+    return vipClearInMs(cfg, {
+      nowMs: this.ports.clock.now(), watchingSinceMs: this.vipRenewals.sinceMs, agentLeaseMs: Math.max(heard?.leaseMs ?? 0, storedLeaseMs),
       ...(heard !== undefined ? { renewedAtMs: heard.atMs } : {}),
     });
   }
@@ -369,7 +390,7 @@ export class LeaderRun {
     const d = decideVipHolders({
       specs: this.ports.vips, records: this.readVersioned(vipsCollection, vipRecordSchema), releases: this.readVersioned(vipReleasesCollection, vipReleaseSchema),
       nodes: state.nodes, members: this.ports.members(), self: this.ports.self, now: this.ports.logTimeNow(),
-      clearInMs: (n, e) => this.exclusiveClearInMs(n, e), leaseRev: (n) => this.ports.store.get(leasesCollection, n)?.rev ?? 0,
+      clearInMs: (n, e) => this.vipClearInMs(n, e), leaseRev: (n) => this.ports.store.get(vipLeasesCollection, n)?.rev ?? 0,
     });
     // Logged once per change of what waits, not at each pass (the ms left changes every time).
     const waiting = d.waiting.join('; ');

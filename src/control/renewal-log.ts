@@ -13,6 +13,36 @@ import type { DocumentStore } from '../../fsm/index.ts';
 import type { WatchEvent } from '../../fsm/types.ts';
 import { leasesCollection } from '../resources/collections.ts';
 import { leaseRecordSchema } from '../resources/lease.ts';
+import { vipLeaseRecordSchema, vipLeasesCollection, vipRecordSchema, vipsCollection } from '../resources/vips.ts';
+
+/** Which puts count as a renewal: a collection, and the node, epoch and lease a document names (null: none). */
+export interface RenewalSource {
+  collection: string;
+  read(doc: unknown): { nodeId: string; epoch: number; leaseMs: number } | null;
+}
+
+/** The exclusive services' lease (lease.ts): `shoal.leases/<node id>`. */
+export const exclusiveRenewals: readonly RenewalSource[] = [{
+  collection: leasesCollection, read: (d) => leaseRecordSchema.safeParse(d).data ?? null,
+}];
+
+/**
+ * The VIP lease (vips.ts): `shoal.vip-leases/<node id>`, and each grant of a VIP to a holder (a
+ * `shoal.vips` record naming it): a new holder has a whole lease + margin from its grant to renew
+ * a first time before the leader may count its VIP as lost.
+ */
+/** The VIP lease's renewals alone (what `GET /v1/vips` shows as the lease left). */
+export const vipLeaseRenewals: readonly RenewalSource[] = [
+  { collection: vipLeasesCollection, read: (d) => vipLeaseRecordSchema.safeParse(d).data ?? null },
+];
+
+export const vipRenewals: readonly RenewalSource[] = [
+  ...vipLeaseRenewals,
+  { collection: vipsCollection, read: (d) => {
+    const h = vipRecordSchema.safeParse(d).data?.holder;
+    return h === undefined || h === null ? null : { nodeId: h.nodeId, epoch: h.epoch, leaseMs: 0 };
+  } },
+];
 
 export interface RenewalSeen {
   /** When this node's store applied the renewal (monotonic ms). */
@@ -26,7 +56,7 @@ export class RenewalLog {
   private since: number;
   private unsubscribe: (() => void)[] = [];
 
-  constructor(private readonly store: DocumentStore, private readonly now: () => number) {
+  constructor(private readonly store: DocumentStore, private readonly now: () => number, private readonly sources: readonly RenewalSource[] = exclusiveRenewals) {
     this.since = now();
     this.unsubscribe = [
       store.subscribe((ev) => this.note(ev)),
@@ -54,11 +84,12 @@ export class RenewalLog {
   }
 
   private note(ev: WatchEvent): void {
-    if (ev.collection !== leasesCollection || ev.type !== 'put') return;
-    const r = leaseRecordSchema.safeParse(ev.doc?.doc);
-    if (!r.success) return;
-    const key = `${r.data.nodeId}:${r.data.epoch}`;
+    if (ev.type !== 'put') return;
+    const source = this.sources.find((x) => x.collection === ev.collection);
+    const r = source?.read(ev.doc?.doc) ?? null;
+    if (r === null) return;
+    const key = `${r.nodeId}:${r.epoch}`;
     const prev = this.seen.get(key);
-    this.seen.set(key, { atMs: this.now(), leaseMs: Math.max(r.data.leaseMs, prev?.leaseMs ?? 0) });
+    this.seen.set(key, { atMs: this.now(), leaseMs: Math.max(r.leaseMs, prev?.leaseMs ?? 0) });
   }
 }

@@ -14,8 +14,8 @@ import type { MembershipView } from '../ports/membership-view.ts';
 import type { Proposer } from '../ports/proposer.ts';
 import { controlFeatureLevel } from '../resources/collections.ts';
 import { LeaderRun, type LeaderRunPorts, type PassReport } from './leader-run.ts';
-import type { VipSpec } from '../resources/vips.ts';
-import { RenewalLog } from './renewal-log.ts';
+import type { VipLeaseConfig, VipSpec } from '../resources/vips.ts';
+import { RenewalLog, vipRenewals } from './renewal-log.ts';
 import type { LeaseConfig } from '../resources/lease.ts';
 import type { NodeHealthConfig } from './node-health.ts';
 
@@ -32,6 +32,8 @@ export interface SupervisorOptions {
   meshCidr?: string;
   /** The exclusive-task lease (config `exclusive`; default leaseDefaults). */
   lease?: LeaseConfig;
+  /** The VIP lease (config `vipLeaseMs`, `exclusive.driftRho`; default vipLeaseDefaults). */
+  vipLease?: VipLeaseConfig;
   /** Hands leadership to `to` (RaftNode.transferLeadership); absent: node health never hands over. */
   transferLeadership?: (to: string) => Promise<unknown>;
   /** Why scheduled job runs must not fire now (the clock rule, src/node/clock-watch.ts); absent: they may. */
@@ -62,6 +64,8 @@ export class Supervisor {
   transfers = 0;
   /** When this node's store applied each lease renewal, since start(): every run's exclusive wait counts from it. */
   private renewals: RenewalLog | undefined;
+  /** The same for the VIP lease and the grants of VIPs (vipRenewals). */
+  private vipRenewals: RenewalLog | undefined;
 
   constructor(private readonly opts: SupervisorOptions) {
     this.newTaskId = opts.newTaskId ?? (() => randomBytes(6).toString('hex'));
@@ -70,6 +74,7 @@ export class Supervisor {
   start(): void {
     const n = this.opts.node;
     this.renewals ??= new RenewalLog(this.opts.store, () => clock.now());
+    this.vipRenewals ??= new RenewalLog(this.opts.store, () => clock.now(), vipRenewals);
     n.on('leaderChange', this.onNodeEvent);
     n.on('applied', this.onNodeEvent);
     n.on('featureLevel', this.onNodeEvent);
@@ -95,6 +100,7 @@ export class Supervisor {
     n.off('featureLevel', this.onNodeEvent);
     await this.stopRun();
     this.renewals?.close();
+    this.vipRenewals?.close();
   }
 
   private check(): void {
@@ -128,6 +134,8 @@ export class Supervisor {
       ...(this.opts.meshCidr !== undefined ? { meshCidr: this.opts.meshCidr } : {}),
       ...(this.opts.lease !== undefined ? { lease: this.opts.lease } : {}),
       ...(this.renewals !== undefined ? { renewals: this.renewals } : {}),
+      ...(this.vipRenewals !== undefined ? { vipRenewals: this.vipRenewals } : {}),
+      ...(this.opts.vipLease !== undefined ? { vipLease: this.opts.vipLease } : {}),
       ...(this.opts.observeLoops !== undefined ? { observe: this.opts.observeLoops } : {}),
       ...(this.opts.jobClockHold !== undefined ? { jobClockHold: this.opts.jobClockHold } : {}),
       featureLevel: () => n.featureLevel,

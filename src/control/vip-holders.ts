@@ -8,21 +8,25 @@
 //       record's revision (shoal.vip-releases/<address>); A adds the address only while its
 //       applied store says A holds the record at a revision it has not released, so from then on
 //       it never adds it again unless the leader gives it back (a new revision); or
-//   (b) A's lease has surely run out: lease + margin after the last renewal of A's epoch this
-//       leader's store applied (lease.ts, as for exclusive tasks). A holds the address only while
-//       that lease holds, with a kernel lifetime that ends before it, so a frozen, dead or cut-off
-//       A has lost it by then. The plan compares A's lease record's revision: a renewal that
-//       commits between this decision and the write refuses the write (decided again).
-// A healthy holder keeps its VIP (moving it would cut every connection through it), including
-// when it has become the leader since; a new holder is picked among the ready, active members the
-// spec allows, not the leader while another can, then the fewest VIPs, then by id.
+//   (b) A's VIP lease has surely run out: lease + margin after the last renewal (or grant) of A's
+//       epoch this leader's store applied (vips.ts vipClearInMs). A holds the address only while
+//       that lease holds, with a kernel lifetime that ends before it (the kernel's lateness is in
+//       the margin), so a frozen, dead or cut-off A has lost it by then. The plan compares A's
+//       lease record's revision: a renewal that commits between this decision and the write
+//       refuses the write (decided again).
+// A holder keeps its VIP while it is a ready, active member and its VIP lease has not surely run
+// out (moving it would cut every connection through it), including when it has become the leader
+// since; a holder whose lease ran out loses it even before node health declares it down (that is
+// what makes the failover as short as the VIP lease). A new holder is picked among the ready,
+// active members the spec allows, not the one that lost it nor the leader while another can, then
+// the fewest VIPs, then by id.
 
 import type { Compare } from '../../fsm/index.ts';
 import { deleteChange, putChange, type Change } from '../resources/changes.ts';
-import { leasesCollection, nodesCollection } from '../resources/collections.ts';
+import { nodesCollection } from '../resources/collections.ts';
 import type { NodeRecord } from '../resources/records.ts';
 import type { Versioned } from '../resources/state.ts';
-import { releases, vipAllows, vipReleasesCollection, vipsCollection, type VipRecord, type VipRelease, type VipSpec } from '../resources/vips.ts';
+import { releases, vipAllows, vipLeasesCollection, vipReleasesCollection, vipsCollection, type VipRecord, type VipRelease, type VipSpec } from '../resources/vips.ts';
 
 export interface VipInput {
   /** The leader's config `vips`; undefined: this leader manages no VIP (records are left as they are). */
@@ -34,9 +38,9 @@ export interface VipInput {
   self: string;
   /** Log time (ms) for `since`. */
   now: number;
-  /** Ms until `nodeId`'s lease of `epoch` has surely run out (0 when it has): lease.ts exclusiveClearInMs. */
+  /** Ms until `nodeId`'s VIP lease of `epoch` has surely run out (0 when it has): vips.ts vipClearInMs. */
   clearInMs(nodeId: string, epoch: number): number;
-  /** The revision of `shoal.leases/<nodeId>` (0 when absent): the plan compares it. */
+  /** The revision of `shoal.vip-leases/<nodeId>` (0 when absent): the plan compares it. */
   leaseRev(nodeId: string): number;
 }
 
@@ -84,6 +88,8 @@ function decideOne(input: VipInput, d: VipDecision, load: Map<string, number>, s
   const cur = rec.value.holder;
   const specChanged = JSON.stringify(rec.value.spec) !== JSON.stringify(spec) || rec.value.retired;
   if (cur !== null && holderKeeps(input, spec, cur, address, rec.rev)) {
+    // Look again when its lease would have run out: a holder that stops renewing loses it then.
+    wake(d, input.clearInMs(cur.nodeId, cur.epoch));
     if (specChanged) d.changes.push(putChange(vipsCollection, address, { ...rec.value, spec, retired: false }, rec.rev));
     return;
   }
@@ -92,9 +98,10 @@ function decideOne(input: VipInput, d: VipDecision, load: Map<string, number>, s
     if (specChanged) d.changes.push(putChange(vipsCollection, address, { ...rec.value, spec, retired: false }, rec.rev));
     return;
   }
-  const released = free === 'released' && cur !== null ? cur.nodeId : null;
-  const to = pickHolder(input, spec, load, released);
+  const to = pickHolder(input, spec, load, cur?.nodeId ?? null);
   if (to === null && cur === null && !specChanged) return;
+  // The only node that may hold it is the one whose lease ran out: it stays its (no rewrite at each pass).
+  if (free === 'lease_expired' && cur !== null && to?.nodeId === cur.nodeId && to.epoch === cur.epoch && !specChanged) return;
   if (cur !== null) load.set(cur.nodeId, (load.get(cur.nodeId) ?? 1) - 1);
   d.changes.push(putChange(vipsCollection, address, { spec, holder: to, since: input.now, previous: cur?.nodeId ?? rec.value.previous, retired: false } satisfies VipRecord, rec.rev));
   if (to !== null) compareNode(d, to);
@@ -120,10 +127,11 @@ function retire(input: VipInput, d: VipDecision, address: string, rec: Versioned
   d.moves.push({ address, from: cur.nodeId, to: null, reason: free });
 }
 
-/** Whether the current holder keeps the VIP: its node is a ready, active member of that epoch the spec allows, and it has not let go. */
+/** Whether the current holder keeps the VIP: its node is a ready, active member of that epoch the spec allows, its VIP lease may still hold, and it has not let go. */
 function holderKeeps(input: VipInput, spec: VipSpec, cur: { nodeId: string; epoch: number }, address: string, recRev: number): boolean {
   const node = input.nodes.get(cur.nodeId)?.value;
   if (node === undefined || node.epoch !== cur.epoch || !eligible(input, spec, node)) return false;
+  if (input.clearInMs(cur.nodeId, cur.epoch) === 0) return false;
   return !releases(input.releases.get(address)?.value, { holder: cur }, recRev);
 }
 
@@ -135,20 +143,24 @@ function freeOf(input: VipInput, d: VipDecision, address: string, rec: Versioned
   if (releases(input.releases.get(address)?.value, rec.value, rec.rev)) return 'released';
   const clearIn = input.clearInMs(cur.nodeId, cur.epoch);
   if (clearIn > 0) {
-    const ms = Math.max(vipRecheckMinMs, clearIn);
-    d.wakeInMs = d.wakeInMs === null ? ms : Math.min(d.wakeInMs, ms);
-    d.waiting.push(`${address}: its holder ${cur.nodeId} (epoch ${cur.epoch}) cannot keep it; it moves once that node's lease has surely run out, in ${clearIn} ms, or once the node releases it`);
+    wake(d, clearIn);
+    d.waiting.push(`${address}: its holder ${cur.nodeId} (epoch ${cur.epoch}) cannot keep it; it moves once that node's VIP lease has surely run out, in ${clearIn} ms, or once the node releases it`);
     return null;
   }
-  d.compares.push({ collection: leasesCollection, id: cur.nodeId, target: 'rev', cmp: '=', value: input.leaseRev(cur.nodeId) });
+  d.compares.push({ collection: vipLeasesCollection, id: cur.nodeId, target: 'rev', cmp: '=', value: input.leaseRev(cur.nodeId) });
   return 'lease_expired';
+}
+
+function wake(d: VipDecision, inMs: number): void {
+  const ms = Math.max(vipRecheckMinMs, inMs);
+  d.wakeInMs = d.wakeInMs === null ? ms : Math.min(d.wakeInMs, ms);
 }
 
 function eligible(input: VipInput, spec: VipSpec, n: NodeRecord): boolean {
   return input.members.has(n.id) && n.state === 'ready' && n.availability === 'active' && vipAllows(spec, n);
 }
 
-/** The new holder: eligible, not `avoid` (it just let go) nor the leader while another can, then the fewest VIPs, then by id. */
+/** The new holder: eligible, not `avoid` (it just let go or lost it) nor the leader while another can, then the fewest VIPs, then by id. */
 function pickHolder(input: VipInput, spec: VipSpec, load: Map<string, number>, avoid: string | null): { nodeId: string; epoch: number } | null {
   const all = [...input.nodes.values()].map((v) => v.value).filter((n) => eligible(input, spec, n));
   const rank = (n: NodeRecord): number => (n.id === avoid ? 2 : 0) + (n.id === input.self ? 1 : 0);

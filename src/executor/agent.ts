@@ -230,8 +230,6 @@ export class Agent {
   /** The last list of the runtime: what a lease's expiry kills without asking a runtime that may hang. */
   private lastContainers: ContainerInfo[] = [];
   private readonly killing = new Set<string>();
-  /** Others on this node that need the node's lease held (a virtual IP's holder: net/vip-agent.ts), by name. */
-  private readonly leaseWants = new Set<string>();
 
   constructor(private readonly opts: AgentOptions) {
     this.limits = { ...agentDefaults, ...opts.limits, reports: { ...agentDefaults.reports, ...opts.limits?.reports } };
@@ -273,23 +271,6 @@ export class Agent {
   close(): Promise<void> {
     this.closing ??= this.shutdown();
     return this.closing;
-  }
-
-  /**
-   * Whether `who` needs the node's lease renewed while nothing else does (a virtual IP's holder,
-   * net/vip-agent.ts: it keeps the address only while the lease holds). Takes effect at the next pass.
-   */
-  wantLease(who: string, wanted: boolean): void {
-    const had = this.leaseWants.has(who);
-    if (wanted === had) return;
-    if (wanted) this.leaseWants.add(who);
-    else this.leaseWants.delete(who);
-    this.kick();
-  }
-
-  /** Boot-clock ms until which the node's lease of `epoch` holds, or null when it does not hold now (or there is no lease). */
-  leaseHeldUntil(epoch: number): number | null {
-    return this.lease?.heldUntil(epoch) ?? null;
   }
 
   state(): AgentState {
@@ -363,7 +344,7 @@ export class Agent {
     if (!this.closed) this.applyPlan(plan);
     if (!this.closed) this.startImagePulls(first.node);
     const node = first.node;
-    this.lease?.want((plan.leaseWanted || this.leaseWants.size > 0) && node !== null ? node.epoch : null);
+    this.lease?.want(plan.leaseWanted && node !== null ? node.epoch : null);
   }
 
   /** The store and the runtime as they are now; null when the runtime does not answer. */

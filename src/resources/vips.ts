@@ -12,11 +12,11 @@
 //   revision it let go of: the leader may give the VIP to another node at once (a planned stop,
 //   a drain), rather than wait until the holder's lease has surely run out.
 //
-// The holder keeps the address only while its node's lease (lease.ts, the exclusive services'
-// lease) holds, with a kernel lifetime no longer than what is left of it; the leader gives the
-// VIP to another node only after the old holder released it at the record's revision, or once
-// its lease has surely run out (lease + margin after the last renewal it applied). So two nodes
-// never hold one VIP, a partition included.
+// The holder keeps the address only while its VIP lease (`shoal.vip-leases/<node id>`, below)
+// holds, with a kernel lifetime no longer than what is left of it; the leader gives the VIP to
+// another node only after the old holder released it at the record's revision, or once its VIP
+// lease has surely run out (lease + margin after the last renewal it applied). So two nodes never
+// hold one VIP, a partition included.
 
 import { z } from 'zod';
 import type { DocumentStore } from '../../fsm/index.ts';
@@ -133,18 +133,87 @@ export function releases(rel: VipRelease | undefined, rec: { holder: VipRecord['
 }
 
 /**
- * How late the kernel may drop an address after its lifetime: it counts whole seconds of age
- * (age >= valid_lft) and runs its lifetime check on a timer rounded up to the next second
- * (net/ipv4/devinet.c, check_lifetime), so up to two seconds after.
+ * The VIP lease (docs/network.md, "The VIP lease"): each node that holds a VIP renews its own
+ * `shoal.vip-leases/<node id>` by a committed write (compared on its epoch) every third of
+ * `leaseMs`, and holds it until send time + leaseMs on its boot clock, as the exclusive lease
+ * (lease.ts) does; it is shorter than that one, since it only bounds how long a VIP may stay on a
+ * node the leader has lost, and a VIP's failover waits it out.
  */
-export const kernelLateSeconds = 2;
+export const vipLeasesCollection = 'shoal.vip-leases';
+
+export interface VipLeaseConfig {
+  /** How long one renewal holds, from the agent's send time (config `vipLeaseMs`, default 3 s). */
+  leaseMs: number;
+  /** Bound on any clock's rate error (config `exclusive.driftRho`, default 1 %). */
+  driftRho: number;
+}
+
+/** Default 3 s, renewed every second (bench/RESULTS.md, "Virtual IP", has what it costs and gives). */
+export const vipLeaseDefaults: Omit<VipLeaseConfig, 'driftRho'> = { leaseMs: 3_000 };
+/** Under 2 s the kernel lifetime (whole seconds, rounded down) is 0 at a renewal; over 60 s a VIP takes a minute to move. */
+export const vipLeaseMsMin = 2_000;
+export const vipLeaseMsMax = 60_000;
 
 /**
- * Seconds of kernel lifetime for a lease with `leftMs` left: rounded down, less what the kernel
- * may be late, so the kernel has dropped the address by the time the lease ends; 0: do not hold it.
+ * How late the kernel may drop an address after its lifetime. It deletes an address once its age
+ * (counted from the last `ip addr replace`, minus 20 ms of fuzz) reaches valid_lft; its check runs
+ * at the due time, or rounded up to a whole second when that is within 250 ms
+ * (net/ipv4/devinet.c, check_lifetime; ADDRCONF_TIMER_FUZZ). Measured on this lab's kernel:
+ * bench/RESULTS.md, "Virtual IP". 500 ms covers that with room for a busy worker queue.
+ */
+export const kernelLateMs = 500;
+
+/**
+ * How long an `ip addr replace` may take, from the agent's reading of its boot clock to the
+ * kernel's stamp of the address. The agent times each call; one that took longer gets the address
+ * taken off at once (the bound no longer holds for that lifetime).
+ */
+export const vipCommandMs = 300;
+
+/** margin = 2ρ·lease + the kernel's lateness + the command's time, in whole ms (rounded up). */
+export function vipLeaseMarginMs(c: VipLeaseConfig): number {
+  return Math.ceil(2 * c.driftRho * c.leaseMs) + kernelLateMs + vipCommandMs;
+}
+
+/** How long the leader waits, after the last renewal (or grant) of a holder it applied, before the VIP may go elsewhere. */
+export function vipMoveAfterMs(c: VipLeaseConfig): number {
+  return c.leaseMs + vipLeaseMarginMs(c);
+}
+
+/** The agent renews this often: a third of the lease, so the address outlasts one late renewal. */
+export function vipRenewIntervalMs(c: Pick<VipLeaseConfig, 'leaseMs'>): number {
+  return Math.max(1, Math.floor(c.leaseMs / 3));
+}
+
+/**
+ * Ms until the holder `nodeId` of `epoch` has surely lost its VIPs (0 once passed): lease + margin
+ * after the latest of the last renewal this node's store applied, the last grant of a VIP to it
+ * (the time it is given to renew a first time) and when this node began watching. The lease is
+ * the longer of this leader's and what the holder claimed.
+ */
+export function vipClearInMs(c: VipLeaseConfig, o: { nowMs: number; watchingSinceMs: number; renewedAtMs?: number; agentLeaseMs: number }): number {
+  const leaseMs = Math.max(c.leaseMs, o.agentLeaseMs);
+  const from = Math.max(o.watchingSinceMs, o.renewedAtMs ?? o.watchingSinceMs);
+  return Math.max(0, from + vipMoveAfterMs({ ...c, leaseMs }) - o.nowMs);
+}
+
+/** `shoal.vip-leases/<node id>`: written only by that node's VIP agent. */
+export const vipLeaseRecordSchema = z.object({
+  nodeId: z.string().min(1),
+  epoch: z.number().int().min(0),
+  /** One more at each renewal, so each renewal is a change the leader sees. */
+  seq: z.number().int().min(0),
+  leaseMs: z.number().int().min(1),
+}).strict();
+
+export type VipLeaseRecord = z.infer<typeof vipLeaseRecordSchema>;
+
+/**
+ * Seconds of kernel lifetime for a lease with `leftMs` left: rounded down (the kernel's lateness
+ * and the command's time are in the leader's margin instead); 0: too little left to set one.
  */
 export function kernelLifetimeSeconds(leftMs: number): number {
-  const s = Math.floor(leftMs / 1_000) - kernelLateSeconds;
+  const s = Math.floor(leftMs / 1_000);
   return s < 1 ? 0 : s;
 }
 

@@ -9,7 +9,7 @@ import { ShoalError } from '../errors.ts';
 import { hostPortSchema as hostPort, splitHostPort } from '../base/host-port.ts';
 import { memberRecordSchema } from '../resources/membership.ts';
 import { meshConfigSchema } from '../../net/mesh-config.ts';
-import { vipsConfigSchema } from '../resources/vips.ts';
+import { vipLeaseDefaults, vipLeaseMsMax, vipLeaseMsMin, vipsConfigSchema } from '../resources/vips.ts';
 import { downAfterMsMin, nodeHealthDefaults } from '../control/node-health.ts';
 import { jobClockSkewMaxMsDefault } from '../control/clock-sanity.ts';
 import { driftRhoMax, driftRhoMin, killMsMax, killMsMin, leaseConfigProblem, leaseDefaults, leaseMsMax, leaseMsMin, stopReportMsMax } from '../resources/lease.ts';
@@ -180,6 +180,13 @@ export const configSchema = z.object({
    */
   vips: vipsConfigSchema.optional(),
   /**
+   * The VIP lease (src/resources/vips.ts, docs/network.md "Virtual IP"): how long one renewal of a
+   * holder's lease holds; renewed every third of it; a lost holder's VIP moves about this plus
+   * 0.9 s after its last renewal. Shorter: a faster failover, one more committed write per
+   * holder per renewal, and an election longer than about a third of it blinks the VIP.
+   */
+  vipLeaseMs: z.number().int().min(vipLeaseMsMin).max(vipLeaseMsMax).default(vipLeaseDefaults.leaseMs),
+  /**
    * The routing mesh (net/ingress-loop.ts, docs/network.md "Ingress"): every node answers on
    * every ingress port and forwards to a running, healthy task over the overlay. On by default,
    * since ingress is the default mode of a replicated service's ports; it runs with the docker
@@ -217,6 +224,9 @@ export const configSchema = z.object({
   if (leaseProblem !== undefined) ctx.addIssue({ code: 'custom', path: ['exclusive', 'stopReportMs'], message: leaseProblem });
   if (c.exclusive.leaseMs < 3 * c.raft.electionTimeoutMs) {
     ctx.addIssue({ code: 'custom', path: ['exclusive', 'leaseMs'], message: `must be at least three election timeouts (${3 * c.raft.electionTimeoutMs}): renewals go through the log, and one election must not cost the lease` });
+  }
+  if (c.vipLeaseMs < 2 * c.raft.electionTimeoutMs) {
+    ctx.addIssue({ code: 'custom', path: ['vipLeaseMs'], message: `must be at least two election timeouts (${2 * c.raft.electionTimeoutMs}): renewals go through the log, and one election must not cost a VIP its holder` });
   }
   const deadAfter = c.autopilot.deadMemberRemoveAfterMs;
   if (deadAfter > 0 && (deadAfter < deadMemberRemoveAfterMsMin || deadAfter <= c.control.restartGraceMs)) {

@@ -64,6 +64,8 @@ export interface ControlPlaneOptions {
   networks?: TaskNetworks;
   /** The virtual IPs the leader's loops manage (config `vips`), and who is told when one moves. */
   vips?: SupervisorOptions['vips'];
+  /** The VIP lease (config `vipLeaseMs`, `exclusive.driftRho`); absent: the defaults. */
+  vipLease?: SupervisorOptions['vipLease'];
   onVipMoved?: SupervisorOptions['onVipMoved'];
 }
 
@@ -90,7 +92,7 @@ export class ControlPlane {
       transferLeadership: (to) => opts.node.transferLeadership(to),
       ...(opts.meshCidr !== undefined ? { meshCidr: opts.meshCidr } : {}), ...(opts.observeLoops !== undefined ? { observeLoops: opts.observeLoops } : {}),
       ...(opts.jobClockHold !== undefined ? { jobClockHold: opts.jobClockHold } : {}),
-      ...(opts.vips !== undefined ? { vips: opts.vips } : {}), ...(opts.onVipMoved !== undefined ? { onVipMoved: opts.onVipMoved } : {}),
+      ...(opts.vips !== undefined ? { vips: opts.vips } : {}), ...(opts.vipLease !== undefined ? { vipLease: opts.vipLease } : {}), ...(opts.onVipMoved !== undefined ? { onVipMoved: opts.onVipMoved } : {}),
     });
     this.writer = new StoreAgentWriter(opts.node, opts.store, opts.identity, () => opts.node.featureLevel);
     this.peerViews = new PeerViewReporter({

@@ -613,6 +613,7 @@ function startControl(c: NodeParts): Stop {
     ...(config.mesh !== undefined ? { meshCidr: config.mesh.cidr } : {}),
     jobClockHold: () => c.clockWatch.jobClockHold(),
     ...(config.vips !== undefined ? { vips: config.vips } : {}),
+    vipLease: { leaseMs: config.vipLeaseMs, driftRho: config.exclusive.driftRho },
     onVipMoved: (m) => {
       c.vipMoves.inc({ reason: m.reason });
       if (c.clusterEvents) c.events.recordEvent('vip.moved', m.address, { from: m.from, to: m.to, reason: m.reason });
@@ -623,15 +624,13 @@ function startControl(c: NodeParts): Stop {
 }
 
 /**
- * The virtual IPs this node holds (net/vip-agent.ts), on every node: under the node agent's lease
- * (no agent, runtime none: it holds none). Its stop, before the control plane's, hands each VIP it
- * holds over (the address off, a release committed), so a planned stop does not wait out a lease.
+ * The virtual IPs this node holds (net/vip-agent.ts), on every node: under its own VIP lease
+ * (net/vip-lease.ts, `vipLeaseMs`). Its stop, before the control plane's, hands each VIP it holds
+ * over (the address off, a release committed), so a planned stop does not wait out a lease.
  */
 function startVip(c: NodeParts): Stop {
-  const agent = c.control.agent;
   c.vip = startVipAgent({
-    node: c.node, store: c.store, nodeId: c.identity.id, log: c.log, bootNow: () => procBootClock.bootNow(),
-    lease: agent === null ? null : { want: (w) => agent.wantLease('vip', w), heldUntil: (e) => agent.leaseHeldUntil(e) },
+    node: c.node, store: c.store, nodeId: c.identity.id, log: c.log, bootNow: () => procBootClock.bootNow(), leaseMs: c.config.vipLeaseMs,
     onChange: (address, held) => { if (held) c.vipHeld.add(address); else c.vipHeld.delete(address); },
   });
   const vip = c.vip;

@@ -1,10 +1,12 @@
 // GET /v1/vips and `shoal vip ls`'s table (docs/network.md, "Virtual IP"): a one-node cluster
-// whose leader loops manage a VIP (it is the only node, so it holds it), the lease left once its
-// agent renews the node's lease, and the table the CLI prints.
+// whose leader loops manage a VIP (it is the only node, so it holds it), the lease left once it
+// renews its VIP lease, and the table the CLI prints.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { vipTable } from '../../src/cli/vip.ts';
 import { singleNode, type SingleNode } from './single-node.ts';
+import { VipLeaseKeeper } from '../../net/vip-lease.ts';
+import { encodeCommand, type CommandResult } from '../../fsm/index.ts';
 
 describe('GET /v1/vips', () => {
   let s: SingleNode;
@@ -33,11 +35,19 @@ describe('GET /v1/vips', () => {
     expect(item).toMatchObject({ address: '192.168.7.250', interface: null, subnet: '192.168.7.0/24', holder: { id: 'solo', epoch: 0 }, previous: null, released: false, retired: false, leaseLeftMs: null });
   });
 
-  it('gives the lease left once the node\'s agent renews its lease', async () => {
-    s.control?.agent?.wantLease('vip', true);
-    const item = await until(async () => (await list()).items.find((i) => i.leaseLeftMs !== null));
-    expect(item.leaseLeftMs).toBeGreaterThan(0);
-    expect(item.leaseLeftMs).toBeLessThanOrEqual(8_000);
+  it('gives the lease left once the holder renews its VIP lease', async () => {
+    const keeper = new VipLeaseKeeper({
+      store: s.store, nodeId: 'solo', leaseMs: 3_000, bootNow: () => performance.now(), log: { info: () => {}, warn: () => {} },
+      propose: async (cmd) => (await s.node.propose(encodeCommand({ cmd, ts: Date.now() }))).result as CommandResult,
+    });
+    keeper.want(0);
+    try {
+      const item = await until(async () => (await list()).items.find((i) => i.leaseLeftMs !== null));
+      expect(item.leaseLeftMs).toBeGreaterThan(0);
+      expect(item.leaseLeftMs).toBeLessThanOrEqual(3_000);
+    } finally {
+      keeper.close();
+    }
   });
 
   it('refuses an unknown query parameter', async () => {

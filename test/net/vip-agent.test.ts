@@ -6,9 +6,10 @@
 import { describe, expect, it } from 'vitest';
 import { DocumentStore, encodeCommand, type CommandResult, type JsonObject, type TxnCommand } from '../../fsm/index.ts';
 import { nodesCollection } from '../../src/resources/collections.ts';
-import { vipReleasesCollection, vipsCollection, type VipRecord } from '../../src/resources/vips.ts';
+import { vipCommandMs, vipLeasesCollection, vipReleasesCollection, vipsCollection, type VipRecord } from '../../src/resources/vips.ts';
 import type { CommandOutput } from '../../net/firewall-command.ts';
 import { parseHostAddresses, VipAgent, vipInterface } from '../../net/vip-agent.ts';
+import { VipLeaseKeeper } from '../../net/vip-lease.ts';
 import { node } from '../control/fixtures.ts';
 
 const quietLog = { info: (): void => {}, warn: (): void => {} };
@@ -50,17 +51,21 @@ function setup(o: { leaseUntil?: number | null } = {}) {
   put(store, nodesCollection, 'n1', node('n1', { epoch: 3 }));
   const host = new FakeHost();
   let now = 100_000;
-  const lease = { wanted: false, until: o.leaseUntil === undefined ? now + 8_000 : o.leaseUntil, want(w: boolean) { this.wanted = w; }, heldUntil(e: number) { return e === 3 ? this.until : null; } };
+  const lease = {
+    wanted: false, wantedEpoch: null as number | null, until: o.leaseUntil === undefined ? now + 8_000 : o.leaseUntil,
+    want(e: number | null) { this.wanted = e !== null; this.wantedEpoch = e; },
+    heldUntil(e: number) { return e === 3 && this.until !== null && this.until > now ? this.until : null; },
+  };
   const proposed: TxnCommand[] = [];
   const agent = new VipAgent({
-    store, nodeId: 'n1', lease, bootNow: () => now, run: host.run, log: quietLog, garp: { count: 3, repeatAfterMs: 60_000 },
+    store, nodeId: 'n1', lease, bootNow: () => now, run: (cmd, args) => host.run(cmd, args), log: quietLog, garp: { count: 3, repeatAfterMs: 60_000 },
     propose: async (cmd) => {
       proposed.push(cmd);
       const index = store.revision + 1;
       return store.apply({ index, term: 2, featureLevel: 6, data: encodeCommand({ cmd, ts: index }) }) as CommandResult;
     },
   });
-  return { store, host, lease, agent, proposed, advance: (ms: number) => { now += ms; } };
+  return { store, host, lease, agent, proposed, advance: (ms: number) => { now += ms; }, onReplace: (f: () => void) => { const run = host.run; host.run = async (cmd, args) => { if (args[1] === 'replace') f(); return run(cmd, args); }; } };
 }
 
 const record = (holder: VipRecord['holder'], extra: Partial<VipRecord> = {}): VipRecord => ({
@@ -86,29 +91,44 @@ describe('the VIP agent', () => {
     const s = setup();
     put(s.store, vipsCollection, '192.168.1.250', record({ nodeId: 'n1', epoch: 3 }));
     await s.agent.converge();
-    expect(s.lease.wanted).toBe(true);
-    expect(s.host.calls).toContain('ip addr replace 192.168.1.250/32 dev eth0 valid_lft 6 preferred_lft 6');
+    expect(s.lease.wantedEpoch).toBe(3);
+    expect(s.host.calls).toContain('ip addr replace 192.168.1.250/32 dev eth0 valid_lft 8 preferred_lft 8');
     expect(s.host.calls).toContain('arping -q -U -P -c 3 -i eth0 -S 192.168.1.250 192.168.1.250');
     expect(s.agent.heldAddresses()).toEqual(['192.168.1.250']);
     s.advance(3_000);
     s.lease.until = (s.lease.until ?? 0) + 2_500;
     await s.agent.converge();
-    expect(s.host.calls.filter((c) => c.startsWith('ip addr replace')).at(-1)).toBe('ip addr replace 192.168.1.250/32 dev eth0 valid_lft 5 preferred_lft 5');
+    expect(s.host.calls.filter((c) => c.startsWith('ip addr replace')).at(-1)).toBe('ip addr replace 192.168.1.250/32 dev eth0 valid_lft 7 preferred_lft 7');
     expect(s.host.calls.filter((c) => c.startsWith('arping'))).toHaveLength(1);
     await s.agent.close();
   });
 
-  it('takes it off at once when the lease no longer holds, and does not put it on without one', async () => {
+  it('does not put it on without a lease, leaves it as it is with under a second left, and takes it off once the lease has run out', async () => {
     const s = setup({ leaseUntil: null });
     put(s.store, vipsCollection, '192.168.1.250', record({ nodeId: 'n1', epoch: 3 }));
     await s.agent.converge();
     expect(s.host.has('192.168.1.250')).toBe(false);
     expect(s.lease.wanted).toBe(true);
-    s.lease.until = 100_000 + 8_000;
+    s.lease.until = 100_000 + 3_000;
+    await s.agent.converge();
+    expect(s.host.calls.filter((c) => c.startsWith('ip addr replace'))).toEqual(['ip addr replace 192.168.1.250/32 dev eth0 valid_lft 3 preferred_lft 3']);
+    s.advance(2_500); // 0.5 s left: no lifetime to set; the one set before ends on its own
     await s.agent.converge();
     expect(s.host.has('192.168.1.250')).toBe(true);
-    s.advance(6_000); // 2 s left: under the kernel's lateness, not worth a lifetime
+    expect(s.host.calls.filter((c) => c.startsWith('ip addr replace'))).toHaveLength(1);
+    expect(s.agent.heldAddresses()).toEqual(['192.168.1.250']);
+    s.advance(600);
     await s.agent.converge();
+    expect(s.host.has('192.168.1.250')).toBe(false);
+    expect(s.agent.heldAddresses()).toEqual([]);
+  });
+
+  it('takes the address off again when its add took longer than the leader\'s margin allows for', async () => {
+    const s = setup();
+    put(s.store, vipsCollection, '192.168.1.250', record({ nodeId: 'n1', epoch: 3 }));
+    s.onReplace(() => s.advance(vipCommandMs + 1));
+    await s.agent.converge();
+    expect(s.host.calls.filter((c) => c.startsWith('ip addr'))).toEqual(['ip addr replace 192.168.1.250/32 dev eth0 valid_lft 8 preferred_lft 8', 'ip addr del 192.168.1.250/32 dev eth0']);
     expect(s.host.has('192.168.1.250')).toBe(false);
     expect(s.agent.heldAddresses()).toEqual([]);
   });
@@ -163,5 +183,40 @@ describe('the VIP agent', () => {
     expect(s.host.has('192.168.1.250')).toBe(false);
     expect(s.store.get(vipReleasesCollection, '192.168.1.250')?.doc).toEqual({ address: '192.168.1.250', nodeId: 'n1', epoch: 3, recordRev: rev });
     expect(s.lease.wanted).toBe(false);
+  });
+});
+
+describe('the VIP lease keeper', () => {
+  it('holds the lease from the send time once a renewal commits (compared on the epoch), and nothing when it is refused', async () => {
+    const store = new DocumentStore();
+    put(store, nodesCollection, 'n1', node('n1', { epoch: 3 }));
+    let now = 50_000;
+    const proposed: TxnCommand[] = [];
+    let renewed = 0;
+    const keeper = new VipLeaseKeeper({
+      store, nodeId: 'n1', leaseMs: 3_000, bootNow: () => now, log: quietLog, onRenewed: () => { renewed++; },
+      propose: async (cmd) => {
+        proposed.push(cmd);
+        now += 40; // the commit takes a while: the lease counts from the send
+        const index = store.revision + 1;
+        return store.apply({ index, term: 2, featureLevel: 6, data: encodeCommand({ cmd, ts: index }) }) as CommandResult;
+      },
+    });
+    expect(keeper.heldUntil(3)).toBeNull();
+    keeper.want(3);
+    await new Promise((r) => setImmediate(r));
+    expect(proposed[0]?.compare).toEqual([{ collection: nodesCollection, id: 'n1', target: 'value', path: 'epoch', cmp: '=', value: 3 }]);
+    expect(store.get(vipLeasesCollection, 'n1')?.doc).toEqual({ nodeId: 'n1', epoch: 3, seq: 0, leaseMs: 3_000 });
+    expect(keeper.heldUntil(3)).toBe(53_000);
+    expect(renewed).toBe(1);
+    now = 53_000;
+    expect(keeper.heldUntil(3)).toBeNull();
+    // The leader raised the epoch: the renewal is refused and holds nothing.
+    keeper.want(null);
+    keeper.want(4);
+    await new Promise((r) => setImmediate(r));
+    expect(keeper.heldUntil(4)).toBeNull();
+    expect(renewed).toBe(1);
+    keeper.close();
   });
 });
