@@ -38,6 +38,9 @@ import { BackupRunner } from '../node/backup/backup-runner.ts';
 import { registerBackupMetrics } from '../node/backup/backup-metrics.ts';
 import { registerRuntimeMetrics } from '../node/metrics/runtime-metrics.ts';
 import { ControlPlane } from './control-plane.ts';
+import { VolumeEngine } from '../executor/volumes/volume-engine.ts';
+import type { IncrementSender } from '../executor/volumes/volume-loop.ts';
+import { sendIncrement } from '../api/volume-routes.ts';
 import { machineCapacity, machinePlatform } from '../executor/store-ports.ts';
 import { MemoryRuntime } from '../executor/memory-runtime.ts';
 import { systemClock } from '../executor/clock.ts';
@@ -232,6 +235,7 @@ class NodeParts {
   apiBound!: Promise<unknown>; // api
   overlay!: OverlayAgent | null; // overlay
   control!: ControlPlane; // control
+  volumeEngine: VolumeEngine | undefined; // api, control (volumeEngineOf)
   mesh!: MeshAgent | null; // mesh
   vip!: VipAgent; // vip
   /** The VIPs on this node's interfaces now (metrics). */
@@ -492,6 +496,7 @@ function startApi(c: NodeParts): Stop {
     },
     caRotation: { dataDir: config.dataDir }, clusterKeys: c.clusterKeys, nodeLock: c.nodeLock,
     backups: c.backupRunner,
+    ...(volumeEngineOf(c) !== undefined ? { volumes: volumeEngineOf(c) } : {}),
     limits: {
       ...apiLimitsDefault, connectionsMax: config.limits.connectionsMax, watchStreamsMax: config.limits.watchStreamsMax,
       watchStreamsPerClientMax: config.limits.watchStreamsPerClientMax, snapshotDownloadsMax: config.limits.snapshotDownloadsMax,
@@ -617,9 +622,36 @@ function startControl(c: NodeParts): Stop {
       c.vipMoves.inc({ reason: m.reason });
       if (c.clusterEvents) c.events.recordEvent('vip.moved', m.address, { from: m.from, to: m.to, reason: m.reason });
     },
+    ...volumesOf(c),
   });
   c.control.start();
   return () => c.control.close();
+}
+
+/**
+ * This node's replicated volumes' engine (issue 41, docs/volumes.md), under its data directory:
+ * on a node that runs containers with Docker (the memory runtime mounts nothing); built once.
+ */
+function volumeEngineOf(c: NodeParts): VolumeEngine | undefined {
+  if (c.runtime === null || c.config.runtime.kind !== 'docker') return undefined;
+  c.volumeEngine ??= new VolumeEngine(c.config.dataDir);
+  return c.volumeEngine;
+}
+
+/** The engine and the sender the control plane runs replicated volumes with: increments go to a holder's API over mTLS. */
+function volumesOf(c: NodeParts): { volumes?: { engine: VolumeEngine; send: IncrementSender } } {
+  const engine = volumeEngineOf(c);
+  if (engine === undefined) return {};
+  return {
+    volumes: {
+      engine,
+      send: (nodeId, offer, body, bytesPerSecond) => {
+        const addr = c.node.membership.get(nodeId)?.apiAddress;
+        if (addr === undefined) throw new ShoalError('node_unreachable', `node ${nodeId} is not a member this node knows the address of`, { node: nodeId });
+        return sendIncrement(c.peerHttp, addr, offer, body, bytesPerSecond);
+      },
+    },
+  };
 }
 
 /**
