@@ -63,7 +63,7 @@ export const restoreBody = z.object({ version: z.string().min(1).max(200).option
   .refine((b) => (b.version === undefined) !== (b.empty === undefined), 'give either version (a version name, e.g. s12-e3-n2) or empty: true');
 export const restoreAnswer = z.object({ volume: volumeViewSchema, restoring: z.string().nullable() });
 
-const nameParams = z.object({ name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, 'a volume name: letters, digits, _ . -') }).strict();
+export const volumeNameParams = z.object({ name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, 'a volume name: letters, digits, _ . -') }).strict();
 
 /** What GET /v1/volumes shows of a record; `nowMs` is the log time. */
 export function volumeView(rec: VolumeRecord, rev: number, nowMs: number): VolumeView {
@@ -132,14 +132,14 @@ export const volumeRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app,
   });
 
   app.get('/v1/volumes/:name', { config: { role: 'reader' } }, async (req) => {
-    const v = validate({ params: [nameParams, req.params], query: [readOnlyQuery, req.query] });
+    const v = validate({ params: [volumeNameParams, req.params], query: [readOnlyQuery, req.query] });
     await readBarrier(ctx, v.query.consistency);
     const { rec, rev } = readVolume(ctx, v.params.name);
     return volumeView(rec, rev, ctx.node.logTimeNow());
   });
 
   app.post('/v1/volumes/:name/restore', { config: { role: 'operator' } }, async (req) => {
-    const v = validate({ params: [nameParams, req.params], query: [noQuery, req.query], body: [restoreBody, req.body] });
+    const v = validate({ params: [volumeNameParams, req.params], query: [noQuery, req.query], body: [restoreBody, req.body] });
     const name = v.params.name;
     const wanted = v.body.version === undefined ? null : parseVersionName(v.body.version);
     if (v.body.version !== undefined && wanted === null) throw new ShoalError('bad_request', `${JSON.stringify(v.body.version)} is not a version name (s<seq>-e<epoch>-<node>, as shoal volume inspect ${name} lists them)`);
@@ -168,7 +168,7 @@ export const volumeRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app,
   });
 
   app.put('/v1/volumes/:name/increments', { config: { role: 'admin' } }, async (req, reply) => {
-    const v = validate({ params: [nameParams, req.params], query: [noQuery, req.query] });
+    const v = validate({ params: [volumeNameParams, req.params], query: [noQuery, req.query] });
     const offer = offerOf(req);
     const body = req.body as Readable | undefined;
     if (req.headers['content-type']?.split(';')[0]?.trim() !== 'application/octet-stream' || body === undefined) {
