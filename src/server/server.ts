@@ -20,9 +20,11 @@ import { EventLog } from '../node/events/event-log.ts';
 import { watchNodeEvents } from '../node/events/event-sources.ts';
 import { watchControlEvents } from '../node/events/control-events.ts';
 import { watchJobEvents } from '../node/events/job-events.ts';
+import { watchVolumeEvents } from '../node/events/volume-events.ts';
 import { ClockWatch, JOB_CLOCK_HOLD_METRIC } from '../node/clock-watch.ts';
 import { ClockSyncStatus } from '../node/clock-sync.ts';
 import { registerJobMetrics } from '../node/metrics/job-metrics.ts';
+import { registerVolumeMetrics } from '../node/metrics/volume-metrics.ts';
 import { loadIdentity, loadTls, type Identity } from '../node/identity.ts';
 import type { MemberRecord } from '../resources/membership.ts';
 import { splitHostPort, type NodeConfig } from './config.ts';
@@ -412,6 +414,7 @@ function registerMetrics(c: NodeParts): Stop {
   c.vipMoves = c.metrics.counter('shoal_vip_moves_total', 'Virtual IPs this node, as leader, gave to another holder (or to none), by reason: assigned, released, lease_expired.', ['reason']);
   c.metrics.gauge({ name: 'shoal_vips_held', help: 'Virtual IPs on this node\'s interfaces now (it holds them).', type: 'gauge', read: () => [{ value: c.vipHeld.size }] });
   registerJobMetrics(c.metrics, c.store);
+  registerVolumeMetrics(c.metrics, c.store, () => c.node.logTimeNow());
   c.metrics.gauge({ ...PEER_MESSAGES_DROPPED_METRIC, type: 'counter', read: () => inboundDropSamples(c.transport.inboundDrops()) });
   return registerRuntimeMetrics(c.metrics);
 }
@@ -447,10 +450,12 @@ function startEventSources(c: NodeParts): Stop {
   // The control plane's changes are only cluster events: a node told to write none records none.
   const stopControlEvents = c.clusterEvents ? watchControlEvents(c.node, c.store, c.events) : () => {};
   const stopJobEvents = c.clusterEvents ? watchJobEvents(c.node, c.store, c.events) : () => {};
+  const stopVolumeEvents = c.clusterEvents ? watchVolumeEvents(c.node, c.store, c.events, () => c.node.logTimeNow()) : () => {};
   return () => {
     stopNodeEvents();
     stopControlEvents();
     stopJobEvents();
+    stopVolumeEvents();
   };
 }
 
