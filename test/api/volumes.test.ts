@@ -13,6 +13,7 @@ import { incrementHeader } from '../../src/api/volume-routes.ts';
 import { VolumeEngine } from '../../src/executor/volumes/volume-engine.ts';
 import { tasksCollection } from '../../src/resources/collections.ts';
 import { restoreWriter, volumesCollection, type VolumeRecord } from '../../src/resources/volumes.ts';
+import { volumeTable, volumeText } from '../../src/cli/volume.ts';
 import { singleNode, type SingleNode } from './single-node.ts';
 
 const v = (seq: number, node: string, epoch = 0) => ({ seq, node, epoch });
@@ -127,5 +128,26 @@ describe('the volume routes', () => {
       headers: { 'content-type': 'application/octet-stream', [incrementHeader]: Buffer.from(JSON.stringify(offer)).toString('base64url') },
     });
     expect(wrongName.statusCode).toBe(400);
+  });
+});
+
+describe('shoal volume ls and inspect', () => {
+  const item = {
+    name: 'pgdata', service: 'db', copies: 2, everyMs: 30_000, sizeBytes: 1024 ** 3, writer: { node: 'n2', epoch: 3 },
+    newest: { version: 's5-e3-n2', nodes: ['n1', 'n3'], atMs: 0, ageMs: 12_000 }, restoring: null, lastError: { atMs: 1, message: 'n1: volume_copy_refused: no_parent' },
+    held: [{ node: 'n3', version: 's5-e3-n2', atMs: 0, state: 'complete' }, { node: 'n1', version: 's4-e0-n1', atMs: 0, state: 'diverged' }], diverged: 1, rev: 7,
+  };
+
+  it('lists the writer, newest copy, where, its age, the interval and the last error', () => {
+    const lines = volumeTable([item]).split('\n');
+    expect(lines[0]).toMatch(/^NAME\s+SERVICE\s+WRITER\s+NEWEST\s+ON\s+AGE\s+COPIES\s+LAST ERROR$/);
+    expect(lines[1]).toMatch(/^pgdata\s+db\s+n2\s+s5-e3-n2\s+n1,n3\s+12s\s+2 every 30s\s+n1: volume_copy_refused: no_parent$/);
+    expect(volumeTable([{ ...item, writer: null, newest: null, restoring: { version: null } }])).toMatch(/- \(restoring empty\)/);
+  });
+
+  it('inspects one with every copy, complete or diverged', () => {
+    const text = volumeText(item);
+    expect(text).toContain('newest:    s5-e3-n2 on n1, n3, 12s old');
+    expect(text).toMatch(/s4-e0-n1\s+n1\s+diverged/);
   });
 });
