@@ -19,7 +19,7 @@ function setup(leader = true) {
     store.apply({ index: ++index, term: 1, data: encodeCommand({ cmd: { op: 'put', collection: volumesCollection, id: doc.name, doc: doc as unknown as JsonObject }, ts: 1, principal: 'shoal:test' }), logTimeMs: now, featureLevel: 6 });
   };
   const recorded: { type: string; details: JsonObject }[] = [];
-  const stop = watchVolumeEvents({ isLeader: leader }, store, { recordEvent: (type, _subject, details) => { recorded.push({ type, details }); return Promise.resolve(); } } as never, () => now);
+  const stop = watchVolumeEvents({ isLeader: leader }, store, { recordEvent: (type: string, _subject: string, details: JsonObject) => { recorded.push({ type, details }); return Promise.resolve(); } } as never, () => now);
   const settle = () => new Promise((r) => setImmediate(r));
   return { put, recorded, stop, settle, at: (ms: number) => { now = ms; } };
 }
