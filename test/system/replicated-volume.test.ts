@@ -113,6 +113,7 @@ describe('a replicated volume follows its exclusive service', () => {
       expect(from).toBeGreaterThan(0);
       expect(from).toBeLessThanOrEqual(lastWritten);
       expect(lastWritten - from).toBeLessThanOrEqual(lossIntervalsMax * perInterval);
+      console.log(`replicated volume: the replacement started from ${from}, the last number written was ${lastWritten}: ${lastWritten - from} lost (${((lastWritten - from) / perInterval).toFixed(1)} intervals of 1 s)`);
       // The copy is the volume as it was: 1..from in order, then the replacement's own numbers.
       const upTo = resumed.numbers.slice(0, from);
       expect(upTo).toEqual(Array.from({ length: from }, (_, i) => i + 1));

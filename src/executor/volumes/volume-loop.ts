@@ -67,6 +67,11 @@ export class VolumeLoop {
     await Promise.allSettled([...this.inFlight]);
   }
 
+  /** Resolves once the passes in flight have ended (tests). */
+  async idle(): Promise<void> {
+    await Promise.allSettled([...this.inFlight]);
+  }
+
   /** One look at every volume: starts the passes that are due (exported for tests through the class). */
   tick(): void {
     if (this.closed) return;
