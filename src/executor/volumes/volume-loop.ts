@@ -42,6 +42,9 @@ export interface VolumeLoopOptions {
   onWriterFailed?: (name: string, message: string) => void;
 }
 
+/** How long close() waits for the passes in flight. */
+const closeWaitMs = 5_000;
+
 /** The holder's pass runs at most this often (it lists the versions, a few btrfs calls). */
 const holderPassMsMin = 2_000;
 
@@ -60,11 +63,18 @@ export class VolumeLoop {
     this.timer.unref();
   }
 
-  /** Stops the loop and waits for the passes in flight. */
+  /**
+   * Stops the loop and waits for the passes in flight, at most closeWaitMs: a send of a large
+   * increment is not waited out by a stopping node (a holder drops a partial receive; the next
+   * writer's pass sends again).
+   */
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
-    await Promise.allSettled([...this.inFlight]);
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => { timer = setTimeout(resolve, closeWaitMs); });
+    await Promise.race([Promise.allSettled([...this.inFlight]), waited]);
+    clearTimeout(timer);
   }
 
   /** Resolves once the passes in flight have ended (tests). */
