@@ -74,3 +74,25 @@ describe('volume events', () => {
     s.stop();
   });
 });
+
+describe('volume metrics', () => {
+  it('report the newest complete copy\'s time and lag, the interval and the diverged copies; nothing for a volume with no copy', async () => {
+    const { Registry } = await import('../../src/base/metrics.ts');
+    const { registerVolumeMetrics } = await import('../../src/node/metrics/volume-metrics.ts');
+    const store = new DocumentStore();
+    let index = 0;
+    const put = (doc: VolumeRecord): void => {
+      store.apply({ index: ++index, term: 1, data: encodeCommand({ cmd: { op: 'put', collection: volumesCollection, id: doc.name, doc: doc as unknown as JsonObject }, ts: 1, principal: 'shoal:test' }), logTimeMs: 1, featureLevel: 6 });
+    };
+    put({ ...rec, eras: [...rec.eras, { node: 'n2', epoch: 1, fromSeq: 3, base: v(2, 'n1') }], held: [{ node: 'n2', version: v(2, 'n1'), atMs: 10_000 }, { node: 'n3', version: v(2, 'n1'), atMs: 12_000 }, { node: 'n1', version: v(3, 'n1'), atMs: 13_000 }] });
+    put({ ...rec, name: 'empty' });
+    const r = new Registry();
+    registerVolumeMetrics(r, store, () => 40_000);
+    const text = await r.render();
+    expect(text).toMatch(/^shoal_volume_newest_copy_timestamp_seconds\{volume="pgdata"\} 10$/m);
+    expect(text).toMatch(/^shoal_volume_replication_lag_seconds\{volume="pgdata"\} 30$/m);
+    expect(text).not.toMatch(/^shoal_volume_replication_lag_seconds\{volume="empty"\}/m);
+    expect(text).toMatch(/^shoal_volume_replication_interval_seconds\{volume="empty"\} 1$/m);
+    expect(text).toMatch(/^shoal_volume_copies_diverged\{volume="pgdata"\} 1$/m);
+  });
+});
