@@ -67,6 +67,7 @@ export const errorCatalog = {
   volume_tool_failed: { status: 500, retryable: true, summary: 'A program the volume engine drives (mkfs.btrfs, mount, btrfs) failed or timed out on this node (btrfs-progs missing, the loop file full); the message has the command and its output. Nothing was half-kept: a failed receive leaves no version.' },
   volume_copy_refused: { status: 409, retryable: false, summary: 'A holder refused a volume copy (details.reason: stale_epoch: the sender is no longer the volume\'s writer; checksum: the stream\'s sha256 or length differ from what was sent; no_parent: the holder lacks the version the increment is based on; exists: it holds that version already; too_large: the stream announces more than twice the volume\'s size). Nothing was changed.' },
   volume_no_copy: { status: 409, retryable: false, summary: 'A replicated volume cannot be restored as asked: no node holds that complete version, or it is not the newest (a diverged or older copy); details names the newest complete version and its holders. Restoring from nothing needs --empty.' },
+  volume_in_use: { status: 409, retryable: false, summary: 'A replicated volume cannot be restored while its service has a task running that writes it (stop-first): scale the service to 0, restore, scale it back. Nothing changed.' },
   internal: { status: 500, retryable: false, summary: 'An unexpected error; it is a bug. The log has details.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;
 

@@ -46,6 +46,7 @@ import { credentialsRoutes } from './credentials-routes.ts';
 import { auditRoutes } from './audit-routes.ts';
 import { drillRoutes } from './drill-routes.ts';
 import { meshRoutes } from './mesh-routes.ts';
+import { volumeRoutes } from './volume-routes.ts';
 import { vipRoutes } from './vip-routes.ts';
 import { certRoutes } from './cert-routes.ts';
 import { upgradeRoutes } from './upgrade-routes.ts';
@@ -174,6 +175,8 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
   void app.register(backupRoutes, { ctx });
   // Virtual IPs (issue 38).
   void app.register(vipRoutes, { ctx });
+  // Replicated volumes (issue 41).
+  void app.register(volumeRoutes, { ctx });
   void app.register(consoleRoutes, {});
   return app;
 }

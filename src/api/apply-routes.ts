@@ -5,7 +5,6 @@
 // a compare-and-set on every record the plan read, decided again when they changed meanwhile.
 // `?dryRun=true` answers the same outcomes and writes nothing.
 
-import { replicationNotAvailable } from '../resources/volumes.ts';
 import type { FastifyPluginAsync } from 'fastify';
 import { planApply, type ApplyOptions, type ServiceOutcome } from '../control/apply.ts';
 import { principalOf } from './write-path.ts';
@@ -74,7 +73,6 @@ function plan(ctx: ApiContext, state: ControlState, set: SpecSet, opts: ApplyOpt
     ...missingSecretProblems(specs, (name) => ctx.store.get(secretsCollection, name) !== undefined),
     ...missingSecretProblems(jobTasks, (name) => ctx.store.get(secretsCollection, name) !== undefined).map((p) => ({ ...p, path: p.path.replace(/^services/, 'jobs') })),
     ...nameClashes(state, set.jobs, specs.map((s) => s.name)),
-    ...replicationNotAvailable(specs),
   ];
   if (missing.length > 0) throw refusal(missing);
   // Networks first: a service may name a network only once it exists, or in the same apply.

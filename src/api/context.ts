@@ -19,6 +19,7 @@ import type { ApiLimits } from './limits.ts';
 import type { PeerHttp } from './peer-http.ts';
 import type { RouteTable } from './route-table.ts';
 import type { BackupRunner } from '../node/backup/backup-runner.ts';
+import type { VolumeEngine } from '../executor/volumes/volume-engine.ts';
 
 /** This node's WireGuard keys, for POST /v1/mesh/rotate-key (mesh-routes.ts). */
 export interface MeshKeys {
@@ -79,6 +80,8 @@ export interface ApiContext {
   nodeLock?: NodeKeyLock;
   /** Takes backups to the targets in the store (src/node/backup/); absent, POST /v1/backups and the reads of a target are refused. */
   backups?: BackupRunner;
+  /** This node's replicated volumes (src/executor/volumes/, issue 41): it receives increments into them; absent, it refuses them. */
+  volumes?: VolumeEngine;
 }
 
 /** What every plugin is registered with. */

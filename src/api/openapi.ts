@@ -33,6 +33,7 @@ import { registryPaths } from './registry-openapi.ts';
 import { backupPaths } from './backup-openapi.ts';
 // Virtual IPs (issue 38).
 import { vipPaths } from './vip-openapi.ts';
+import { volumePaths } from './volume-openapi.ts';
 import { secretBody, secretParams, secretViewSchema } from './secrets-routes.ts';
 import { drillsListQuery } from './drill-routes.ts';
 import { rotateKeyAnswer } from './mesh-routes.ts';
@@ -346,6 +347,7 @@ export function openApiDocument(version: string): Json {
       ...registryPaths(errors),
       ...backupPaths(errors),
       ...vipPaths(errors),
+      ...volumePaths(errors),
     },
   };
 }

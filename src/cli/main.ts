@@ -54,6 +54,8 @@ export const commands: Record<string, { load: () => Promise<Command>; summary: s
   restore: { load: async () => { const m = await import('./restore.ts'); return { run: m.restoreCommand, help: m.restoreHelp }; }, summary: 'found a NEW cluster on this machine from a backup (checked, opened with the recovery key)' },
   // Virtual IPs (issue 38).
   vip: { load: async () => { const m = await import('./vip.ts'); return { run: m.vipCommand, help: m.vipGroupHelp }; }, summary: 'ls: the virtual IPs, their holders and leases' },
+  // Replicated volumes (issue 41).
+  volume: { load: async () => { const m = await import('./volume.ts'); return { run: m.volumeCommand, help: m.volumeGroupHelp }; }, summary: 'ls, inspect, restore: replicated volumes, their copies, and restoring one' },
 };
 
 /** The usage line and the list of commands: what a mistyped command is answered with. */

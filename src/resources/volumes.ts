@@ -144,7 +144,8 @@ export function volumePlacement(rec: Pick<VolumeRecord, 'eras' | 'held'>): Volum
   if (writer === null) return { kind: 'any' };
   const newest = newestComplete(rec);
   const nodes = new Set(newest === null ? [] : holdersOf(rec, newest));
-  nodes.add(writer.node);
+  // An operator's restore is written as an era of nobody's (restoreEras): only the holders may take it.
+  if (writer.node !== restoreWriter) nodes.add(writer.node);
   return { kind: 'nodes', nodes: [...nodes].sort(), version: newest };
 }
 
@@ -221,14 +222,31 @@ export function appendEra(rec: Pick<VolumeRecord, 'eras' | 'held'>, era: VolumeE
 }
 
 /**
- * Replicated volumes are not yet carried between running nodes (docs/volumes.md, "Not done yet"):
- * the spec, the placement rule and the node's engine exist, but no node runs the engine's passes
- * or sends increments. Until then a spec that asks for one is refused at apply, rather than
- * stored and run on a plain volume that would not follow its service. One problem per mount.
+ * The writer of the era an operator's restore of a version begins (`shoal volume restore NAME
+ * --version V`): no node is it, so nothing is written in that era; versions after V fall into it
+ * and are diverged, V becomes the newest complete copy, and the next placement restores it.
  */
-export function replicationNotAvailable(specs: readonly { mounts: readonly { replicate?: unknown }[] }[]): { path: string; message: string }[] {
-  return specs.flatMap((spec, i) => spec.mounts.flatMap((m, j) => (m.replicate === undefined ? [] : [{
-    path: `services[${i}].mounts[${j}].replicate`,
-    message: 'replicated volumes are not available yet: nodes do not carry copies between them in this release (docs/volumes.md, "Not done yet"); remove replicate to run on a plain volume of one node',
-  }])));
+export const restoreWriter = '-restore';
+
+/**
+ * The eras after an operator's restore (docs/volumes.md, "Restoring"): with `version` null
+ * (`--empty`), none: every old copy is diverged (kept) and the task may start anywhere, empty.
+ * With a version, the line is cut after it: the eras up to it (an era of its writer added when it
+ * was diverged), then the restore's own era, based on it. The caller checked that some node holds
+ * the version completely (restoreProblem).
+ */
+export function restoreEras(rec: Pick<VolumeRecord, 'eras'>, version: VolumeVersion | null): VolumeEra[] {
+  if (version === null) return [];
+  const upTo = inLine(rec, version)
+    ? rec.eras.filter((e) => e.fromSeq <= version.seq)
+    : [...rec.eras.filter((e) => e.fromSeq < version.seq), { node: version.node, epoch: version.epoch, fromSeq: version.seq, base: null }];
+  return [...upTo, { node: restoreWriter, epoch: 0, fromSeq: version.seq + 1, base: version }];
+}
+
+/** Why `version` cannot be restored (no node holds it completely), or null. */
+export function restoreProblem(rec: Pick<VolumeRecord, 'name' | 'eras' | 'held'>, version: VolumeVersion): string | null {
+  if (holdersOf(rec, version).length > 0) return null;
+  const newest = newestComplete(rec);
+  const listed = [...new Set(rec.held.map((c) => versionName(c.version)))].sort();
+  return `no node holds version ${versionName(version)} of volume ${rec.name} completely${listed.length === 0 ? ' (no node holds any copy)' : ` (held: ${listed.join(', ')}${newest === null ? '' : `; the newest complete is ${versionName(newest)}`})`}`;
 }

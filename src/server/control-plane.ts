@@ -25,6 +25,10 @@ import type { NodeHealthConfig } from '../control/node-health.ts';
 import { Supervisor, type SupervisorOptions } from '../control/supervisor.ts';
 import { PeerViewReporter, peerViewUnheardAfterMs } from '../node/peer-view-reporter.ts';
 import type { PassReport } from '../control/leader-run.ts';
+import type { VolumeEngine } from '../executor/volumes/volume-engine.ts';
+import { EngineTaskVolumes } from '../executor/volumes/task-volumes.ts';
+import { StoreVolumeWriter } from '../executor/volumes/volume-writer.ts';
+import { VolumeLoop, type IncrementSender } from '../executor/volumes/volume-loop.ts';
 
 export interface ControlPlaneOptions {
   node: RaftNode;
@@ -67,6 +71,13 @@ export interface ControlPlaneOptions {
   /** The VIP lease (config `vipLeaseMs`, `exclusive.driftRho`); absent: the defaults. */
   vipLease?: SupervisorOptions['vipLease'];
   onVipMoved?: SupervisorOptions['onVipMoved'];
+  /**
+   * Replicated volumes (issue 41, docs/volumes.md): this node's engine and how it sends an
+   * increment to a holder. With them the agent readies and binds a task's replicated volume
+   * before its container starts, and the volume loop runs the writer's and the holders' passes.
+   * Absent (a node without workloads, the memory runtime): neither.
+   */
+  volumes?: { engine: VolumeEngine; send: IncrementSender };
 }
 
 /** Registration is retried this often while it fails (no leader yet, a conflict). */
@@ -78,6 +89,8 @@ export class ControlPlane {
   readonly imageCleaner: ImageCleaner | null;
   /** This node's view of the others (src/node/peer-view-reporter.ts), node health's second opinion. */
   readonly peerViews: PeerViewReporter;
+  /** The replicated volumes' passes on this node (src/executor/volumes/volume-loop.ts); null without an engine. */
+  readonly volumeLoop: VolumeLoop | null;
   private readonly writer: StoreAgentWriter;
   private registered = false;
   /** A registration in flight: a feature-level change meanwhile must not start a second one (and the agent twice). */
@@ -116,6 +129,12 @@ export class ControlPlane {
       ledger: gc.ledgerFile === undefined ? new MemoryImageLedger() : new FileImageLedger(gc.ledgerFile, (m) => opts.log.warn(m)),
     });
     const cleaner = this.imageCleaner;
+    const vols = opts.runtime === null ? undefined : opts.volumes;
+    const volumeWriter = vols === undefined ? null : new StoreVolumeWriter(opts.node, opts.store, opts.identity.id, () => opts.node.logTimeNow());
+    this.volumeLoop = vols === undefined || volumeWriter === null ? null : new VolumeLoop({
+      engine: vols.engine, store: opts.store, writer: volumeWriter, self: opts.identity.id, send: vols.send,
+      now: () => systemClock.now(), log: opts.log,
+    });
     this.agent = opts.runtime === null ? null : new Agent({
       owner, view, writer: this.writer,
       caughtUp: async () => { await opts.node.readBarrier(); }, runtime: opts.runtime, clock: systemClock, log: opts.log,
@@ -131,6 +150,7 @@ export class ControlPlane {
       },
       networks: opts.networks ?? new StoreTaskNetworks(opts.store, opts.identity.id, null),
       registryLogins: { login: (host) => registryLoginInStore(opts.store, host) },
+      ...(vols !== undefined && volumeWriter !== null ? { volumes: new EngineTaskVolumes(vols.engine, (name) => volumeWriter.record(name)) } : {}),
     });
   }
 
@@ -157,6 +177,7 @@ export class ControlPlane {
       if (this.closed) return;
       this.agent?.start();
       this.imageCleaner?.start();
+      this.volumeLoop?.start();
     }, (err: unknown) => {
       this.registering = false;
       this.opts.log.debug(`registering this node failed (${(err as Error).message}); retrying`);
@@ -173,7 +194,7 @@ export class ControlPlane {
     clearTimeout(this.retry);
     this.peerViews.close();
     this.opts.node.off('featureLevel', this.onLevel);
-    await Promise.all([this.agent?.close(), this.imageCleaner?.close(), this.supervisor.close()]);
+    await Promise.all([this.agent?.close(), this.imageCleaner?.close(), this.volumeLoop?.close(), this.supervisor.close()]);
     await this.opts.runtime?.close();
   }
 }

@@ -20,9 +20,11 @@ import { EventLog } from '../node/events/event-log.ts';
 import { watchNodeEvents } from '../node/events/event-sources.ts';
 import { watchControlEvents } from '../node/events/control-events.ts';
 import { watchJobEvents } from '../node/events/job-events.ts';
+import { watchVolumeEvents } from '../node/events/volume-events.ts';
 import { ClockWatch, JOB_CLOCK_HOLD_METRIC } from '../node/clock-watch.ts';
 import { ClockSyncStatus } from '../node/clock-sync.ts';
 import { registerJobMetrics } from '../node/metrics/job-metrics.ts';
+import { registerVolumeMetrics } from '../node/metrics/volume-metrics.ts';
 import { loadIdentity, loadTls, type Identity } from '../node/identity.ts';
 import type { MemberRecord } from '../resources/membership.ts';
 import { splitHostPort, type NodeConfig } from './config.ts';
@@ -38,6 +40,9 @@ import { BackupRunner } from '../node/backup/backup-runner.ts';
 import { registerBackupMetrics } from '../node/backup/backup-metrics.ts';
 import { registerRuntimeMetrics } from '../node/metrics/runtime-metrics.ts';
 import { ControlPlane } from './control-plane.ts';
+import { VolumeEngine } from '../executor/volumes/volume-engine.ts';
+import type { IncrementSender } from '../executor/volumes/volume-loop.ts';
+import { sendIncrement } from '../api/volume-routes.ts';
 import { machineCapacity, machinePlatform } from '../executor/store-ports.ts';
 import { MemoryRuntime } from '../executor/memory-runtime.ts';
 import { systemClock } from '../executor/clock.ts';
@@ -232,6 +237,7 @@ class NodeParts {
   apiBound!: Promise<unknown>; // api
   overlay!: OverlayAgent | null; // overlay
   control!: ControlPlane; // control
+  volumeEngine: VolumeEngine | undefined; // api, control (volumeEngineOf)
   mesh!: MeshAgent | null; // mesh
   vip!: VipAgent; // vip
   /** The VIPs on this node's interfaces now (metrics). */
@@ -408,6 +414,7 @@ function registerMetrics(c: NodeParts): Stop {
   c.vipMoves = c.metrics.counter('shoal_vip_moves_total', 'Virtual IPs this node, as leader, gave to another holder (or to none), by reason: assigned, released, lease_expired.', ['reason']);
   c.metrics.gauge({ name: 'shoal_vips_held', help: 'Virtual IPs on this node\'s interfaces now (it holds them).', type: 'gauge', read: () => [{ value: c.vipHeld.size }] });
   registerJobMetrics(c.metrics, c.store);
+  registerVolumeMetrics(c.metrics, c.store, () => c.node.logTimeNow());
   c.metrics.gauge({ ...PEER_MESSAGES_DROPPED_METRIC, type: 'counter', read: () => inboundDropSamples(c.transport.inboundDrops()) });
   return registerRuntimeMetrics(c.metrics);
 }
@@ -443,10 +450,12 @@ function startEventSources(c: NodeParts): Stop {
   // The control plane's changes are only cluster events: a node told to write none records none.
   const stopControlEvents = c.clusterEvents ? watchControlEvents(c.node, c.store, c.events) : () => {};
   const stopJobEvents = c.clusterEvents ? watchJobEvents(c.node, c.store, c.events) : () => {};
+  const stopVolumeEvents = c.clusterEvents ? watchVolumeEvents(c.node, c.store, c.events, () => c.node.logTimeNow()) : () => {};
   return () => {
     stopNodeEvents();
     stopControlEvents();
     stopJobEvents();
+    stopVolumeEvents();
   };
 }
 
@@ -492,6 +501,7 @@ function startApi(c: NodeParts): Stop {
     },
     caRotation: { dataDir: config.dataDir }, clusterKeys: c.clusterKeys, nodeLock: c.nodeLock,
     backups: c.backupRunner,
+    ...(volumeEngineOf(c) !== undefined ? { volumes: volumeEngineOf(c) } : {}),
     limits: {
       ...apiLimitsDefault, connectionsMax: config.limits.connectionsMax, watchStreamsMax: config.limits.watchStreamsMax,
       watchStreamsPerClientMax: config.limits.watchStreamsPerClientMax, snapshotDownloadsMax: config.limits.snapshotDownloadsMax,
@@ -618,9 +628,36 @@ function startControl(c: NodeParts): Stop {
       c.vipMoves.inc({ reason: m.reason });
       if (c.clusterEvents) c.events.recordEvent('vip.moved', m.address, { from: m.from, to: m.to, reason: m.reason });
     },
+    ...volumesOf(c),
   });
   c.control.start();
   return () => c.control.close();
+}
+
+/**
+ * This node's replicated volumes' engine (issue 41, docs/volumes.md), under its data directory:
+ * on a node that runs containers with Docker (the memory runtime mounts nothing); built once.
+ */
+function volumeEngineOf(c: NodeParts): VolumeEngine | undefined {
+  if (c.runtime === null || c.config.runtime.kind !== 'docker') return undefined;
+  c.volumeEngine ??= new VolumeEngine(c.config.dataDir);
+  return c.volumeEngine;
+}
+
+/** The engine and the sender the control plane runs replicated volumes with: increments go to a holder's API over mTLS. */
+function volumesOf(c: NodeParts): { volumes?: { engine: VolumeEngine; send: IncrementSender } } {
+  const engine = volumeEngineOf(c);
+  if (engine === undefined) return {};
+  return {
+    volumes: {
+      engine,
+      send: (nodeId, offer, body, bytesPerSecond) => {
+        const addr = c.node.membership.get(nodeId)?.apiAddress;
+        if (addr === undefined) throw new ShoalError('node_unreachable', `node ${nodeId} is not a member this node knows the address of`, { node: nodeId });
+        return sendIncrement(c.peerHttp, addr, offer, body, bytesPerSecond);
+      },
+    },
+  };
 }
 
 /**

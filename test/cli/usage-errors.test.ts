@@ -12,6 +12,7 @@ import { clusterGroup } from '../../src/cli/cluster.ts';
 import { devSubcommands } from '../../src/cli/dev.ts';
 import { docGroup } from '../../src/cli/doc.ts';
 import { vipGroup } from '../../src/cli/vip.ts';
+import { volumeGroup } from '../../src/cli/volume.ts';
 import { commands } from '../../src/cli/main.ts';
 import { snapshotGroup } from '../../src/cli/snapshot.ts';
 import { nodeGroup } from '../../src/cli/node.ts';
@@ -184,6 +185,11 @@ const cases: Record<string, Case> = {
   // Virtual IPs (issue 38).
   vip: { badFlag: ['vip', '--bogus'], missing: ['vip'] },
   'vip ls': { badFlag: ['vip', 'ls', '--bogus', ...nowhere], missing: ['vip', 'ls', 'extra', ...nowhere] },
+  // Replicated volumes (issue 41).
+  volume: { badFlag: ['volume', '--bogus'], missing: ['volume'] },
+  'volume ls': { badFlag: ['volume', 'ls', '--bogus', ...nowhere], missing: ['volume', 'ls', 'extra', ...nowhere] },
+  'volume inspect': { badFlag: ['volume', 'inspect', 'pgdata', '--bogus', ...nowhere], missing: ['volume', 'inspect', ...nowhere] },
+  'volume restore': { badFlag: ['volume', 'restore', 'pgdata', '--empty', '--bogus', ...nowhere], missing: ['volume', 'restore', 'pgdata', ...nowhere] },
 };
 
 
@@ -207,6 +213,7 @@ describe('usage errors under --json', () => {
       ...Object.keys(backupGroup.subcommands).map((s) => `backup ${s}`),
       ...Object.keys(backupTargetGroup.subcommands).map((s) => `backup target ${s}`),
       ...Object.keys(vipGroup.subcommands).map((s) => `vip ${s}`),
+      ...Object.keys(volumeGroup.subcommands).map((s) => `volume ${s}`),
     ];
     expect(Object.keys(cases).sort()).toEqual(all.sort());
   });

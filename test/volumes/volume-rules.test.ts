@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { placePending } from '../../src/control/placement.ts';
 import type { TaskRecord } from '../../src/resources/records.ts';
 import {
-  appendEra, beginEra, divergedCopies, inLine, newestComplete, nextVersion, parseVersionName, refuseIncrement, versionName, versionsToDrop,
+  appendEra, beginEra, currentWriter, divergedCopies, inLine, newestComplete, nextVersion, parseVersionName, refuseIncrement, restoreEras, restoreProblem, restoreWriter, versionName, versionsToDrop,
   volumeErasMax, volumePlacement, volumeRecordSchema, volumeRefusesNode, volumesCollection, type VolumeRecord, type VolumeVersion,
 } from '../../src/resources/volumes.ts';
 import { serviceYaml, StateBuilder } from '../control/state-builder.ts';
@@ -174,5 +174,35 @@ describe('the placement pass with a replicated volume', () => {
     b.apply(d.plan);
     expect(task(b).nodeId).toBeNull();
     expect(task(b).pendingReason).toBe('1 node without volume pgdata\'s data (its newest complete copy s3-e0-node1 is on node1, node2 only) (n3); 2 nodes down (n1, n2)');
+  });
+});
+
+describe('an operator\'s restore (restoreEras)', () => {
+  it('cuts the line after the version: later copies diverged, the version the newest, only its holders may take the task, the next era restores it', () => {
+    const after = { ...written, eras: restoreEras(written, v(2, 'node1', 0)) };
+    expect(newestComplete(after)).toEqual(v(2, 'node1', 0));
+    expect(divergedCopies(after).map((c) => versionName(c.version))).toEqual(['s3-e0-node1']);
+    expect(currentWriter(after)?.node).toBe(restoreWriter);
+    // The restore's era is nobody's: node1 (the writer before) may take the task only if it holds the copy.
+    expect(volumePlacement(after)).toEqual({ kind: 'nodes', nodes: ['node2', 'node3'], version: v(2, 'node1', 0) });
+    const era = beginEra(after, 'node3', 7);
+    expect(era).toEqual({ node: 'node3', epoch: 7, fromSeq: 4, base: v(2, 'node1', 0) });
+  });
+
+  it('restores a diverged version by making it the line, and empty by clearing the eras (any node, nothing in line)', () => {
+    const old = { ...written, eras: [...written.eras, { node: 'node2', epoch: 1, fromSeq: 3, base: v(2, 'node1', 0) }] };
+    expect(inLine(old, v(3, 'node1', 0))).toBe(false);
+    const back = { ...old, eras: restoreEras(old, v(3, 'node1', 0)) };
+    expect(inLine(back, v(3, 'node1', 0))).toBe(true);
+    expect(newestComplete(back)).toEqual(v(3, 'node1', 0));
+    const empty = { ...written, eras: restoreEras(written, null) };
+    expect(volumePlacement(empty)).toEqual({ kind: 'any' });
+    expect(newestComplete(empty)).toBeNull();
+    expect(beginEra(empty, 'node3', 2)).toEqual({ node: 'node3', epoch: 2, fromSeq: 4, base: null });
+  });
+
+  it('is refused for a version no node holds, naming the newest complete one', () => {
+    expect(restoreProblem(written, v(3, 'node1', 0))).toBeNull();
+    expect(restoreProblem(written, v(9, 'node1', 0))).toMatch(/no node holds version s9-e0-node1 of volume pgdata completely .*the newest complete is s3-e0-node1/);
   });
 });

@@ -96,7 +96,7 @@ export class VolumeEngine {
    * aside any old live volume as diverged.
    */
   prepareForEra(name: string, sizeBytes: number, era: VolumeEra, keepLive: boolean): Promise<void> {
-    const marker = `${era.node}/${era.epoch}/${era.fromSeq}`;
+    const marker = eraMarker(era);
     return this.serial(name, async () => {
       await this.ensureNow(name, sizeBytes);
       const file = join(this.root, name, 'era');
@@ -118,6 +118,26 @@ export class VolumeEngine {
       await writeFile(`${file}.tmp`, marker);
       await rename(`${file}.tmp`, file);
     });
+  }
+
+  /** Whether the live volume was made for `era` (prepareForEra ran for it here): only then does the writer take versions of it. */
+  async liveIsFor(name: string, era: VolumeEra): Promise<boolean> {
+    const marker = await readFile(join(this.root, name, 'era'), 'utf8').catch(() => '');
+    return marker === eraMarker(era) && (await exists(this.livePath(name)));
+  }
+
+  /** Whether this node has the volume's filesystem (it was a writer or a holder of it). */
+  has(name: string): Promise<boolean> {
+    assertVolumeName(name);
+    return exists(join(this.root, name, 'image'));
+  }
+
+  /** The names of the volumes this node has a filesystem of. */
+  async names(): Promise<string[]> {
+    const entries = await readdir(this.root).catch(() => [] as string[]);
+    const out: string[] = [];
+    for (const e of entries) if (volumeNamePattern.test(e) && (await exists(join(this.root, e, 'image')))) out.push(e);
+    return out.sort();
   }
 
   /** Sets the live volume aside as diverged (another node is the writer now); returns its name there, or null when there was none. */
@@ -305,6 +325,11 @@ export class VolumeEngine {
     this.chains.set(name, next.catch(() => undefined));
     return next;
   }
+}
+
+/** What the `era` marker file holds for an era. */
+function eraMarker(era: VolumeEra): string {
+  return `${era.node}/${era.epoch}/${era.fromSeq}`;
 }
 
 function assertVolumeName(name: string): void {

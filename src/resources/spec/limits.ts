@@ -37,4 +37,6 @@ export const specLimits = {
   replicateEveryMsMax: 24 * 3_600_000,
   /** Its size: mkfs.btrfs refuses a filesystem under about 110 MiB (single data and metadata). */
   replicateSizeBytesMin: 128 * 1024 * 1024,
+  /** Its maxBandwidth, bytes per second: at least 64 KiB/s (slower, an interval's increment rarely finishes). */
+  replicateBandwidthMin: 64 * 1024,
 } as const;

@@ -83,7 +83,7 @@ export function renderService(s: ServiceSpec): Record<string, unknown> {
 function renderMount(m: MountSpec): Record<string, unknown> {
   if (m.replicate === undefined) return { ...m };
   const r = m.replicate;
-  return { ...m, replicate: { copies: r.copies, every: renderDuration(r.everyMs), size: renderMemory(r.sizeBytes) } };
+  return { ...m, replicate: { copies: r.copies, every: renderDuration(r.everyMs), size: renderMemory(r.sizeBytes), ...(r.maxBandwidthBytes !== undefined ? { maxBandwidth: renderMemory(r.maxBandwidthBytes) } : {}) } };
 }
 
 /** A secret reference as written: the mode in octal; uid and gid only when not 0 (root). */

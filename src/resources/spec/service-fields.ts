@@ -240,11 +240,13 @@ export const volumeOptions: Reader<Record<string, string>> = (value, at, problem
 export const replicateDefaults: ReplicateSpec = { copies: 2, everyMs: 30_000, sizeBytes: 1024 ** 3 };
 
 /** A replicated volume's settings: `{copies, every, size}`, each defaulted. */
-export const replicate = struct<{ copies: number; every: number; size: number }, ReplicateSpec>({
+export const replicate = struct<{ copies: number; every: number; size: number; maxBandwidth: number | null }, ReplicateSpec>({
   copies: withDefault(integer(1, specLimits.replicateCopiesMax), () => replicateDefaults.copies),
   every: withDefault(duration(specLimits.replicateEveryMsMin, specLimits.replicateEveryMsMax), () => replicateDefaults.everyMs),
   size: withDefault(memory(specLimits.replicateSizeBytesMin), () => replicateDefaults.sizeBytes),
-}, (s) => ({ copies: s.copies, everyMs: s.every, sizeBytes: s.size }));
+  // Bytes per second to each holder, as a quantity (`10Mi`: 10 MiB/s); absent: unbounded.
+  maxBandwidth: withDefault(nullable(memory(specLimits.replicateBandwidthMin)), () => null),
+}, (s) => ({ copies: s.copies, everyMs: s.every, sizeBytes: s.size, ...(s.maxBandwidth !== null ? { maxBandwidthBytes: s.maxBandwidth } : {}) }));
 
 export const mount = struct<{ type: MountSpec['type']; source: string; target: string; readOnly: boolean; volumeOptions: Record<string, string> | null; replicate: ReplicateSpec | null }, MountSpec>({
   type: required(oneOf(['bind', 'volume'] as const)),

@@ -82,6 +82,8 @@ export interface ReplicateSpec {
   everyMs: number;
   /** The size of the volume's filesystem (default 1 GiB). */
   sizeBytes: number;
+  /** The most bytes per second the writer sends to each holder; absent: unbounded. */
+  maxBandwidthBytes?: number;
 }
 
 export interface DeviceSpec {
@@ -350,7 +352,7 @@ export const volumeOptionKeys = ['type', 'device', 'o', 'size'] as const;
 
 /** A replicated volume's settings (stored form). */
 export const replicateSchema = z.object({
-  copies: z.number().int().min(1), everyMs: z.number().int().min(1), sizeBytes: z.number().int().min(1),
+  copies: z.number().int().min(1), everyMs: z.number().int().min(1), sizeBytes: z.number().int().min(1), maxBandwidthBytes: z.number().int().min(1).optional(),
 }).strict();
 
 /** A mount; `volumeOptions` and `replicate` (feature level 6) are present only when given. */

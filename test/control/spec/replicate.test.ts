@@ -81,3 +81,19 @@ describe('replicate on a volume mount', () => {
     expect(level(plain)).toBeLessThan(6);
   });
 });
+
+describe('replicate.maxBandwidth (issue 41 wiring)', () => {
+  it('reads a bandwidth as bytes per second, renders it back, and leaves it out when not written', () => {
+    const s = parseSpecObjects([svc({ exclusive: true, mounts: [vol({ replicate: { maxBandwidth: '10Mi' } })] })]).services[0];
+    if (s === undefined) throw new Error('no service');
+    expect(s.mounts[0]?.replicate).toEqual({ copies: 2, everyMs: 30_000, sizeBytes: 1024 ** 3, maxBandwidthBytes: 10 * 1024 ** 2 });
+    expect(serviceSpecSchema.parse(s)).toEqual(s);
+    expect(parseSpecObjects([renderService(s)]).services[0]).toEqual(s);
+    expect(parseSpecObjects([svc({ exclusive: true, mounts: [vol({ replicate: {} })] })]).services[0]?.mounts[0]?.replicate).not.toHaveProperty('maxBandwidthBytes');
+  });
+
+  it('refuses a bandwidth under 64 KiB/s', () => {
+    expect(refused(svc({ exclusive: true, mounts: [vol({ replicate: { maxBandwidth: '1Ki' } })] })))
+      .toEqual([expect.stringMatching(/^services\[0\]\.mounts\[0\]\.replicate\.maxBandwidth: /)]);
+  });
+});

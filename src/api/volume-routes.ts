@@ -1,0 +1,218 @@
+// Replicated volumes (issue 41, docs/volumes.md):
+//
+//   GET  /v1/volumes                    each replicated volume: its service, settings, writer, newest complete copy, where, its age, the last error (reader)
+//   GET  /v1/volumes/:name              one, with every copy held (complete or diverged) (reader)
+//   POST /v1/volumes/:name/restore      {version: "s12-e3-n2"} or {empty: true}: the next start of its task restores that version, or starts empty (operator; stop-first)
+//   PUT  /v1/volumes/:name/increments   a writer's node sends a holder an increment (nodes only, over mTLS): the offer in the
+//                                       x-shoal-increment header (base64url JSON), the stream as the body; refused from a
+//                                       sender that is not the volume's current writer (volume_copy_refused, stale_epoch)
+//
+// sendIncrement is the writer's side of the last one, over the mesh with this node's certificate.
+
+import type { Readable } from 'node:stream';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { ShoalError, errorCatalog, type ErrorCode } from '../errors.ts';
+import { throttle } from '../executor/volumes/throttle.ts';
+import type { IncrementOffer } from '../executor/volumes/volume-engine.ts';
+import { btrfsTimeouts } from '../executor/volumes/btrfs.ts';
+import { putChange } from '../resources/changes.ts';
+import { allDocs } from '../resources/state.ts';
+import {
+  currentWriter, divergedCopies, holdersOf, inLine, newestComplete, parseVersionName, refuseIncrement, restoreEras, restoreProblem, restoreWriter,
+  versionName, volumeRecordSchema, volumesCollection, type VolumeRecord,
+} from '../resources/volumes.ts';
+import type { ApiContext } from './context.ts';
+import { readOnlyQuery } from './control-schemas.ts';
+import { decideAndWrite } from './control-write.ts';
+import { readBarrier } from './docs-routes.ts';
+import type { PeerHttp } from './peer-http.ts';
+import { noQuery } from './request-schemas.ts';
+import { validate } from './validate.ts';
+
+export const incrementHeader = 'x-shoal-increment';
+
+const versionSchema = z.object({ seq: z.number().int().min(1), node: z.string().min(1).max(128), epoch: z.number().int().min(0) }).strict();
+const offerSchema = z.object({
+  volume: z.string().min(1).max(128), version: versionSchema, parent: versionSchema.nullable(),
+  sender: z.object({ node: z.string().min(1).max(128), epoch: z.number().int().min(0) }).strict(),
+  bytes: z.number().int().min(0), sha256: z.string().regex(/^[0-9a-f]{64}$/),
+}).strict();
+
+const copyView = z.object({ node: z.string(), version: z.string(), atMs: z.number().int(), state: z.enum(['complete', 'diverged']) });
+export const volumeViewSchema = z.object({
+  name: z.string(),
+  service: z.string(),
+  copies: z.number().int(),
+  everyMs: z.number().int(),
+  sizeBytes: z.number().int(),
+  /** The node that writes it now and its epoch; null: never started, or restored and not started since. */
+  writer: z.object({ node: z.string(), epoch: z.number().int() }).nullable(),
+  /** The newest complete copy: its version, the nodes holding it, when it was first recorded (log time) and its age. */
+  newest: z.object({ version: z.string(), nodes: z.array(z.string()), atMs: z.number().int(), ageMs: z.number().int() }).nullable(),
+  /** A restore is waiting for the task's next start: the version it restores, or null for an empty volume. */
+  restoring: z.object({ version: z.string().nullable() }).nullable(),
+  lastError: z.object({ atMs: z.number().int(), message: z.string() }).nullable(),
+  held: z.array(copyView),
+  diverged: z.number().int(),
+  rev: z.number().int(),
+});
+export type VolumeView = z.infer<typeof volumeViewSchema>;
+export const volumeListAnswer = z.object({ items: z.array(volumeViewSchema), rev: z.number().int() });
+export const restoreBody = z.object({ version: z.string().min(1).max(200).optional(), empty: z.literal(true).optional() }).strict()
+  .refine((b) => (b.version === undefined) !== (b.empty === undefined), 'give either version (a version name, e.g. s12-e3-n2) or empty: true');
+export const restoreAnswer = z.object({ volume: volumeViewSchema, restoring: z.string().nullable() });
+
+export const volumeNameParams = z.object({ name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, 'a volume name: letters, digits, _ . -') }).strict();
+
+/** What GET /v1/volumes shows of a record; `nowMs` is the log time. */
+export function volumeView(rec: VolumeRecord, rev: number, nowMs: number): VolumeView {
+  const writer = currentWriter(rec);
+  const newest = newestComplete(rec);
+  const newestAt = newest === null ? null : Math.min(...rec.held.filter((c) => c.version.seq === newest.seq && c.version.node === newest.node && c.version.epoch === newest.epoch).map((c) => c.atMs));
+  const last = rec.eras.at(-1);
+  return {
+    name: rec.name, service: rec.service, copies: rec.copies, everyMs: rec.everyMs, sizeBytes: rec.sizeBytes,
+    writer: writer === null || writer.node === restoreWriter ? null : writer,
+    newest: newest === null || newestAt === null ? null : { version: versionName(newest), nodes: holdersOf(rec, newest), atMs: newestAt, ageMs: Math.max(0, nowMs - newestAt) },
+    restoring: last === undefined ? (rec.held.length > 0 ? { version: null } : null) : last.node === restoreWriter ? { version: last.base === null ? null : versionName(last.base) } : null,
+    lastError: rec.lastError,
+    held: [...rec.held].sort((a, b) => b.version.seq - a.version.seq || a.node.localeCompare(b.node))
+      .map((c) => ({ node: c.node, version: versionName(c.version), atMs: c.atMs, state: inLine(rec, c.version) ? 'complete' as const : 'diverged' as const })),
+    diverged: divergedCopies(rec).length,
+    rev,
+  };
+}
+
+function readVolume(ctx: ApiContext, name: string): { rec: VolumeRecord; rev: number } {
+  const doc = ctx.store.get(volumesCollection, name);
+  const r = volumeRecordSchema.safeParse(doc?.doc);
+  if (doc === undefined || !r.success) throw new ShoalError('not_found', `no replicated volume ${name}; list them with: shoal volume ls`, { volume: name });
+  return { rec: r.data, rev: doc.rev };
+}
+
+/** Who may send an increment: the sender node itself, with its certificate (anyone under api.insecureLoopback). */
+function checkSender(req: FastifyRequest, offer: IncrementOffer): void {
+  const caller = req.caller;
+  if (caller.via === 'insecure') return;
+  if (caller.via !== 'node' || caller.principal !== `node:${offer.sender.node}`) {
+    throw new ShoalError('forbidden', `an increment of volume ${offer.volume} from ${offer.sender.node} is sent by that node itself, with its certificate (the caller is ${caller.principal})`);
+  }
+}
+
+function offerOf(req: FastifyRequest): IncrementOffer {
+  const raw = req.headers[incrementHeader];
+  if (typeof raw !== 'string') throw new ShoalError('bad_request', `an increment needs the ${incrementHeader} header (base64url JSON: volume, version, parent, sender, bytes, sha256)`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
+  } catch {
+    throw new ShoalError('bad_request', `the ${incrementHeader} header is not base64url JSON`);
+  }
+  const r = offerSchema.safeParse(parsed);
+  if (!r.success) throw new ShoalError('bad_request', `the ${incrementHeader} header is not an increment offer: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  return r.data;
+}
+
+export const volumeRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
+  // The increment's stream as it comes (its length and sha256 are checked against the offer).
+  app.addContentTypeParser('application/octet-stream', (_req, payload, done) => done(null, payload));
+
+  app.get('/v1/volumes', { config: { role: 'reader' } }, async (req) => {
+    const v = validate({ query: [readOnlyQuery, req.query] });
+    await readBarrier(ctx, v.query.consistency);
+    const now = ctx.node.logTimeNow();
+    const items: VolumeView[] = [];
+    for (const d of allDocs(ctx.store, volumesCollection)) {
+      const r = volumeRecordSchema.safeParse(d.doc);
+      if (r.success) items.push(volumeView(r.data, d.rev, now));
+    }
+    items.sort((a, b) => a.name.localeCompare(b.name));
+    return { items, rev: ctx.store.revision };
+  });
+
+  app.get('/v1/volumes/:name', { config: { role: 'reader' } }, async (req) => {
+    const v = validate({ params: [volumeNameParams, req.params], query: [readOnlyQuery, req.query] });
+    await readBarrier(ctx, v.query.consistency);
+    const { rec, rev } = readVolume(ctx, v.params.name);
+    return volumeView(rec, rev, ctx.node.logTimeNow());
+  });
+
+  app.post('/v1/volumes/:name/restore', { config: { role: 'operator' } }, async (req) => {
+    const v = validate({ params: [volumeNameParams, req.params], query: [noQuery, req.query], body: [restoreBody, req.body] });
+    const name = v.params.name;
+    const wanted = v.body.version === undefined ? null : parseVersionName(v.body.version);
+    if (v.body.version !== undefined && wanted === null) throw new ShoalError('bad_request', `${JSON.stringify(v.body.version)} is not a version name (s<seq>-e<epoch>-<node>, as shoal volume inspect ${name} lists them)`);
+    const w = await decideAndWrite(ctx, req, `restoring volume ${name}`, (state) => {
+      const found = state.volumes?.get(name);
+      if (found === undefined) throw new ShoalError('not_found', `no replicated volume ${name}; list them with: shoal volume ls`, { volume: name });
+      const rec = found.value;
+      // Stop-first: a task that runs writes the live volume the restore replaces.
+      const running = [...state.tasks.values()].map((t) => t.value).filter((t) => t.service === rec.service && t.desired === 'running' && t.nodeId !== null && state.nodes.get(t.nodeId)?.value.state === 'ready');
+      if (running.length > 0) {
+        throw new ShoalError('volume_in_use', `service ${rec.service} has a task running on ${running.map((t) => t.nodeId).join(', ')}, writing volume ${name}: stop it first (shoal service scale ${rec.service} 0), restore, then scale it back to 1`, { volume: name, service: rec.service, tasks: running.map((t) => t.id) });
+      }
+      if (wanted !== null) {
+        const problem = restoreProblem(rec, wanted);
+        if (problem !== null) {
+          const newest = newestComplete(rec);
+          throw new ShoalError('volume_no_copy', `${problem}; shoal volume inspect ${name} lists the copies`, { volume: name, newest: newest === null ? null : versionName(newest), nodes: newest === null ? [] : holdersOf(rec, newest) });
+        }
+      }
+      const next: VolumeRecord = { ...rec, eras: restoreEras(rec, wanted), lastError: null };
+      return { plan: { changes: [putChange(volumesCollection, name, next, found.rev)], compares: [] }, answer: next };
+    });
+    const after = readVolume(ctx, name);
+    ctx.node.log.info(`volume ${name}: restore of ${wanted === null ? 'an empty volume' : versionName(wanted)} written; the task's next start takes it`);
+    return { volume: volumeView(w.answer, w.rev ?? after.rev, ctx.node.logTimeNow()), restoring: wanted === null ? null : versionName(wanted) };
+  });
+
+  app.put('/v1/volumes/:name/increments', { config: { role: 'admin' } }, async (req, reply) => {
+    const v = validate({ params: [volumeNameParams, req.params], query: [noQuery, req.query] });
+    const offer = offerOf(req);
+    const body = req.body as Readable | undefined;
+    if (req.headers['content-type']?.split(';')[0]?.trim() !== 'application/octet-stream' || body === undefined) {
+      throw new ShoalError('unsupported_media_type', 'send the increment\'s stream as the body, with content-type: application/octet-stream');
+    }
+    if (offer.volume !== v.params.name) throw new ShoalError('bad_request', `the offer is for volume ${offer.volume}, the path names ${v.params.name}`);
+    checkSender(req, offer);
+    const engine = ctx.volumes;
+    if (engine === undefined) throw new ShoalError('volume_tool_failed', `node ${ctx.node.id} keeps no replicated volumes (it runs no workloads)`, { reason: 'no_engine' });
+    // The era the leader committed before the sender sent: a placement elsewhere refuses it from then on.
+    await ctx.node.readBarrier();
+    const { rec } = readVolume(ctx, offer.volume);
+    await engine.receive(offer, rec.sizeBytes, body, () => {
+      const now = volumeRecordSchema.safeParse(ctx.store.get(volumesCollection, offer.volume)?.doc);
+      return now.success ? refuseIncrement(now.data, offer.sender, offer.version) : `stale_epoch: volume ${offer.volume} has no record`;
+    });
+    ctx.node.log.debug(`volume ${offer.volume}: received ${versionName(offer.version)} (${offer.bytes} bytes${offer.parent === null ? ', whole' : ` on ${versionName(offer.parent)}`}) from ${offer.sender.node}`);
+    return reply.code(204).send();
+  });
+};
+
+/**
+ * Sends an increment to the holder at `addr` (its API address), streamed, bounded to
+ * `bytesPerSecond` when given; resolves once the holder received and checked it, and throws
+ * the holder's refusal as its ShoalError otherwise.
+ */
+export async function sendIncrement(peer: PeerHttp, addr: string, offer: IncrementOffer, body: Readable, bytesPerSecond: number | undefined): Promise<void> {
+  const stream = bytesPerSecond === undefined ? body : body.pipe(throttle(bytesPerSecond));
+  const header = Buffer.from(JSON.stringify({ volume: offer.volume, version: offer.version, parent: offer.parent, sender: offer.sender, bytes: offer.bytes, sha256: offer.sha256 })).toString('base64url');
+  const res = await peer.fetch(addr, `/v1/volumes/${encodeURIComponent(offer.volume)}/increments`, {
+    method: 'PUT', headers: { 'content-type': 'application/octet-stream', [incrementHeader]: header },
+    body: stream as unknown as RequestInit['body'], duplex: 'half', signal: AbortSignal.timeout(btrfsTimeouts.dataMs),
+  } as RequestInit);
+  if (res.ok) {
+    await res.body?.cancel();
+    return;
+  }
+  const text = await res.text();
+  let err: { code?: unknown; message?: unknown; details?: unknown } = {};
+  try {
+    err = JSON.parse(text) as typeof err;
+  } catch {
+    // not an error answer of shoal's: said as it came
+  }
+  const code: ErrorCode = typeof err.code === 'string' && Object.hasOwn(errorCatalog, err.code) ? err.code as ErrorCode : 'node_unreachable';
+  throw new ShoalError(code, typeof err.message === 'string' ? err.message : `holder at ${addr} answered ${res.status}: ${text.slice(0, 200)}`, (err.details ?? undefined) as Record<string, unknown> | undefined);
+}

@@ -1,0 +1,182 @@
+// The node's replicated-volume loop (issue 41, docs/volumes.md): once a second it reads the
+// volume records of its applied store and, for each volume,
+//   - on the writer's node (the record's current era names this node in its current epoch, and
+//     the agent made the live volume for that era), runs the writer's pass (replicator.ts) every
+//     `every`: a snapshot sent to the holders as increments, their copies recorded;
+//   - on any other node that has the volume's filesystem, runs the holder's pass (holder.ts) as
+//     often: what it holds recorded (a returning old writer's late versions as diverged), old
+//     versions dropped, the store first.
+// One pass per volume at a time; a pass that fails is logged and retried at the next interval
+// (the writer's error is recorded in the store by the pass itself).
+
+import type { Readable } from 'node:stream';
+import type { DocumentStore } from '../../../fsm/index.ts';
+import { isShoalError } from '../../errors.ts';
+import type { Logger } from '../../log.ts';
+import { nodesCollection, servicesCollection } from '../../resources/collections.ts';
+import { nodeRecordSchema, serviceRecordSchema } from '../../resources/records.ts';
+import { allDocs } from '../../resources/state.ts';
+import { currentWriter, restoreWriter, volumeRecordSchema, volumesCollection, type VolumeRecord, type VolumeVersion } from '../../resources/volumes.ts';
+import { holderPass } from './holder.ts';
+import { replicateOnce, type PassResult } from './replicator.ts';
+import type { IncrementOffer, VolumeEngine } from './volume-engine.ts';
+import type { StoreVolumeWriter } from './volume-writer.ts';
+
+/** Sends an increment to a holder, bounded to `bytesPerSecond` when given; resolves once the holder received and checked it. */
+export type IncrementSender = (node: string, offer: IncrementOffer, body: Readable, bytesPerSecond: number | undefined) => Promise<void>;
+
+export interface VolumeLoopOptions {
+  engine: VolumeEngine;
+  store: DocumentStore;
+  writer: Pick<StoreVolumeWriter, 'record' | 'recordHeld' | 'forgetHeld' | 'recordError'>;
+  self: string;
+  send: IncrementSender;
+  /** Monotonic milliseconds. */
+  now: () => number;
+  log: Logger;
+  /** How often the records are looked at (default 1 s); each volume's passes run every `every` of its record. */
+  tickMs?: number;
+  /** Told of each writer's pass that ran (events, metrics). */
+  onWriterPass?: (name: string, result: PassResult) => void;
+  /** Told of a writer's pass that failed as a whole (no version taken). */
+  onWriterFailed?: (name: string, message: string) => void;
+}
+
+/** How long close() waits for the passes in flight. */
+const closeWaitMs = 5_000;
+
+/** The holder's pass runs at most this often (it lists the versions, a few btrfs calls). */
+const holderPassMsMin = 2_000;
+
+export class VolumeLoop {
+  private timer: NodeJS.Timeout | undefined;
+  private readonly running = new Set<string>();
+  private readonly lastPass = new Map<string, number>();
+  private readonly inFlight = new Set<Promise<void>>();
+  private closed = false;
+
+  constructor(private readonly opts: VolumeLoopOptions) {}
+
+  start(): void {
+    if (this.timer !== undefined || this.closed) return;
+    this.timer = setInterval(() => this.tick(), this.opts.tickMs ?? 1_000);
+    this.timer.unref();
+  }
+
+  /**
+   * Stops the loop and waits for the passes in flight, at most closeWaitMs: a send of a large
+   * increment is not waited out by a stopping node (a holder drops a partial receive; the next
+   * writer's pass sends again).
+   */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.timer);
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => { timer = setTimeout(resolve, closeWaitMs); });
+    await Promise.race([Promise.allSettled([...this.inFlight]), waited]);
+    clearTimeout(timer);
+  }
+
+  /** Resolves once the passes in flight have ended (tests). */
+  async idle(): Promise<void> {
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  /** One look at every volume: starts the passes that are due (exported for tests through the class). */
+  tick(): void {
+    if (this.closed) return;
+    const epoch = this.selfEpoch();
+    for (const d of allDocs(this.opts.store, volumesCollection)) {
+      const parsed = volumeRecordSchema.safeParse(d.doc);
+      if (!parsed.success) continue;
+      const rec = parsed.data;
+      if (this.running.has(rec.name)) continue;
+      const writer = currentWriter(rec);
+      const mine = writer !== null && writer.node === this.opts.self && epoch !== undefined && writer.epoch === epoch;
+      const every = mine ? rec.everyMs : Math.max(rec.everyMs, holderPassMsMin);
+      const last = this.lastPass.get(rec.name);
+      if (last !== undefined && this.opts.now() - last < every) continue;
+      this.run(rec.name, () => (mine ? this.writerPass(rec, epoch) : this.holderPass(rec)));
+    }
+  }
+
+  private run(name: string, pass: () => Promise<void>): void {
+    this.running.add(name);
+    const p = pass().catch((err: unknown) => {
+      this.opts.log.warn(`volume ${name}: replication pass failed: ${err instanceof Error ? err.message : String(err)}`);
+    }).finally(() => {
+      this.running.delete(name);
+      this.inFlight.delete(p);
+    });
+    this.inFlight.add(p);
+  }
+
+  private async writerPass(rec: VolumeRecord, epoch: number): Promise<void> {
+    const era = rec.eras.at(-1);
+    // The agent makes the live volume for the era before the task starts; until then nothing to copy.
+    if (era === undefined || !(await this.opts.engine.liveIsFor(rec.name, era))) return;
+    this.lastPass.set(rec.name, this.opts.now());
+    const bandwidth = this.bandwidthOf(rec);
+    try {
+      const result = await replicateOnce(this.opts.engine, {
+        record: (n) => this.opts.writer.record(n),
+        holderCandidates: () => this.holderCandidates(),
+        recordHeld: (n, node, v) => this.opts.writer.recordHeld(n, node, [v]),
+        recordError: (n, message) => this.opts.writer.recordError(n, message),
+        send: (node, offer, body) => this.opts.send(node, offer, body, bandwidth),
+      }, rec.name, { node: this.opts.self, epoch });
+      if (result.failed.length > 0) this.opts.log.warn(`volume ${rec.name}: version ${result.version.seq} not copied to ${result.failed.map((f) => `${f.node} (${f.message})`).join(', ')}`);
+      this.opts.onWriterPass?.(rec.name, result);
+    } catch (err) {
+      const message = isShoalError(err) ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
+      this.opts.onWriterFailed?.(rec.name, message);
+      await this.opts.writer.recordError(rec.name, message).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  private async holderPass(rec: VolumeRecord): Promise<void> {
+    if (!(await this.opts.engine.has(rec.name))) return;
+    this.lastPass.set(rec.name, this.opts.now());
+    // After a reboot the filesystem is not mounted: mount it again before listing what it holds.
+    await this.opts.engine.ensure(rec.name, rec.sizeBytes);
+    // A node that wrote the volume before another became its writer (it comes back after a
+    // failover, or the operator restored the volume): its live volume holds what it wrote since
+    // the newest copy, diverged from the line. Set aside (kept under diverged/, never started
+    // from): the placement never starts the task from it. Only once the record names another
+    // node: a restart in place (this node again, a new epoch) keeps its live volume.
+    const writer = currentWriter(rec);
+    if (writer !== null && writer.node !== this.opts.self) {
+      const aside = await this.opts.engine.setAsideLive(rec.name);
+      if (aside !== null) this.opts.log.warn(`volume ${rec.name}: this node's live volume set aside as diverged/${aside} (${writer.node === restoreWriter ? 'the volume was restored' : `${writer.node} writes it now`}); it is kept, never used`);
+    }
+    await holderPass(this.opts.engine, {
+      record: (n) => this.opts.writer.record(n),
+      recordHeld: (n, node, vs: readonly VolumeVersion[]) => this.opts.writer.recordHeld(n, node, vs),
+      forgetHeld: (n, node, vs: readonly VolumeVersion[]) => this.opts.writer.forgetHeld(n, node, vs),
+    }, rec.name, this.opts.self);
+  }
+
+  /** This node's epoch, from its record; undefined before it registered. */
+  private selfEpoch(): number | undefined {
+    const r = nodeRecordSchema.safeParse(this.opts.store.get(nodesCollection, this.opts.self)?.doc);
+    return r.success ? r.data.epoch : undefined;
+  }
+
+  /** The nodes that may hold copies: ready ones besides this one, by id. */
+  private holderCandidates(): string[] {
+    const out: string[] = [];
+    for (const d of allDocs(this.opts.store, nodesCollection)) {
+      const r = nodeRecordSchema.safeParse(d.doc);
+      if (r.success && r.data.id !== this.opts.self && r.data.state === 'ready') out.push(r.data.id);
+    }
+    return out.sort();
+  }
+
+  /** The spec's replicate.maxBandwidth of the mount of this volume, if any. */
+  private bandwidthOf(rec: VolumeRecord): number | undefined {
+    const svc = serviceRecordSchema.safeParse(this.opts.store.get(servicesCollection, rec.service)?.doc);
+    if (!svc.success) return undefined;
+    return svc.data.spec.mounts.find((m) => m.type === 'volume' && m.source === rec.name)?.replicate?.maxBandwidthBytes;
+  }
+}

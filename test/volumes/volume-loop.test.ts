@@ -1,0 +1,100 @@
+// The node's replicated-volume loop (src/executor/volumes/volume-loop.ts) over a real document
+// store and an engine that records what it is asked: on the writer's node (its current epoch) the
+// writer's pass, once the live volume is made for the era, and not again before `every`; on
+// another node the holder's pass, its live volume set aside once the record names another
+// writer, but never on a restart in place (this node named, an older epoch: the agent keeps it).
+
+import { PassThrough } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { DocumentStore, encodeCommand, type JsonObject } from '../../fsm/index.ts';
+import { silentLogger } from '../../src/log.ts';
+import { nodesCollection } from '../../src/resources/collections.ts';
+import { VolumeLoop } from '../../src/executor/volumes/volume-loop.ts';
+import type { VolumeEngine } from '../../src/executor/volumes/volume-engine.ts';
+import { volumesCollection, type VolumeRecord, type VolumeVersion } from '../../src/resources/volumes.ts';
+
+const node = (id: string, epoch: number) => ({
+  id, name: id, addresses: { api: '127.0.0.1:1', peer: '127.0.0.1:2' }, capacity: { cpuMillis: 1000, memoryBytes: 1 << 30 }, labels: {},
+  availability: 'active', state: 'ready', epoch, runtime: { status: 'up', error: null }, softwareVersion: '0.0.0-test', mesh: null,
+});
+
+function setup(self: string, rec: VolumeRecord, epochs: Record<string, number>) {
+  const store = new DocumentStore();
+  let index = 0;
+  const put = (collection: string, id: string, doc: unknown): void => {
+    store.apply({ index: ++index, term: 1, data: encodeCommand({ cmd: { op: 'put', collection, id, doc: doc as JsonObject }, ts: 1, principal: 'shoal:test' }), logTimeMs: 1, featureLevel: 6 });
+  };
+  for (const [id, epoch] of Object.entries(epochs)) put(nodesCollection, id, node(id, epoch));
+  put(volumesCollection, rec.name, rec);
+  const calls: string[] = [];
+  const local: VolumeVersion[] = [];
+  let liveReady = true;
+  const engine = {
+    liveIsFor: async () => liveReady,
+    has: async () => true,
+    ensure: async () => { calls.push('ensure'); },
+    setAsideLive: async () => { calls.push('setAside'); return 'live-1'; },
+    versions: async () => [...local],
+    snapshot: async (_n: string, v: VolumeVersion) => { calls.push(`snapshot s${v.seq}`); local.push(v); },
+    makeIncrement: async (volume: string, version: VolumeVersion, parent: VolumeVersion | null, sender: { node: string; epoch: number }) => ({ volume, version, parent, sender, bytes: 1, sha256: '0'.repeat(64), file: '/dev/null' }),
+    body: () => { const p = new PassThrough(); p.end(); return p; },
+    release: async () => undefined,
+    drop: async () => undefined,
+  } as unknown as VolumeEngine;
+  const held: string[] = [];
+  let now = 0;
+  const loop = new VolumeLoop({
+    engine, store, self, log: silentLogger, now: () => now,
+    send: async (to) => { calls.push(`send ${to}`); },
+    writer: {
+      record: (name) => store.get(volumesCollection, name)?.doc as unknown as VolumeRecord,
+      recordHeld: async (_n, to, vs) => { held.push(...vs.map((v) => `${to}:s${v.seq}`)); },
+      forgetHeld: async () => undefined,
+      recordError: async () => undefined,
+    },
+  });
+  return { loop, calls, held, setNow: (ms: number) => { now = ms; }, setLive: (b: boolean) => { liveReady = b; }, local };
+}
+
+const rec = (eras: VolumeRecord['eras']): VolumeRecord => ({ name: 'pgdata', service: 'db', copies: 2, everyMs: 5_000, sizeBytes: 1 << 30, eras, held: [], lastError: null });
+
+describe('the volume loop', () => {
+  it('runs the writer\'s pass on the writer\'s node once its live volume is made, then not before every', async () => {
+    const s = setup('n1', rec([{ node: 'n1', epoch: 2, fromSeq: 1, base: null }]), { n1: 2, n2: 0, n3: 0 });
+    s.setLive(false);
+    s.loop.tick();
+    await s.loop.close().then(() => undefined);
+    expect(s.calls).toEqual([]);
+    const t = setup('n1', rec([{ node: 'n1', epoch: 2, fromSeq: 1, base: null }]), { n1: 2, n2: 0, n3: 0 });
+    t.loop.tick();
+    await t.loop.idle();
+    expect(t.calls).toEqual(['snapshot s1', 'send n2', 'send n3']);
+    expect(t.held).toEqual(['n2:s1', 'n3:s1']);
+    t.setNow(4_000);
+    t.loop.tick();
+    await t.loop.idle();
+    expect(t.calls).toHaveLength(3);
+    t.setNow(5_000);
+    t.loop.tick();
+    await t.loop.close();
+    expect(t.calls.slice(3)).toEqual(['snapshot s2', 'send n2', 'send n3']);
+  });
+
+  it('on another node runs the holder\'s pass and sets its old live volume aside once another node writes', async () => {
+    const s = setup('n1', rec([{ node: 'n1', epoch: 2, fromSeq: 1, base: null }, { node: 'n2', epoch: 5, fromSeq: 4, base: { seq: 3, node: 'n1', epoch: 2 } }]), { n1: 3, n2: 5 });
+    s.local.push({ seq: 3, node: 'n1', epoch: 2 }, { seq: 4, node: 'n1', epoch: 2 });
+    s.loop.tick();
+    await s.loop.close();
+    expect(s.calls).toEqual(['ensure', 'setAside']);
+    // Its versions recorded: s3 of the line, s4 (taken after n2 began at 4) diverged but kept and listed.
+    expect(s.held).toEqual(['n1:s3', 'n1:s4']);
+  });
+
+  it('keeps its live volume on a restart in place (the record names this node, an older epoch): no pass, nothing set aside', async () => {
+    const s = setup('n1', rec([{ node: 'n1', epoch: 2, fromSeq: 1, base: null }]), { n1: 3 });
+    s.loop.tick();
+    await s.loop.close();
+    expect(s.calls).toEqual(['ensure']);
+    expect(s.held).toEqual([]);
+  });
+});
