@@ -31,6 +31,8 @@ export interface IngressLoopPorts {
   term(): number;
   /** Whether the node's firewall is on (config firewall.enabled): publish rules then choose which ingress ports this node opens. */
   firewallEnabled: boolean;
+  /** Config ingress.preferLocal: a port with a task on this node goes to this node's tasks only, the source kept. */
+  preferLocal?: boolean;
   ingress: Pick<Ingress, 'apply' | 'inForce'>;
   log: { info(msg: string): void; warn(msg: string): void };
 }
@@ -41,9 +43,9 @@ export const retryMsMax = 30_000;
 
 const watched: ReadonlySet<string> = new Set([servicesCollection, tasksCollection, taskStatusCollection, nodesCollection, networksCollection, firewallPoliciesCollection]);
 
-/** The ingress-network addresses of a service's tasks that may take new connections. */
-function backendsOf(state: ControlState, service: string, healthChecked: boolean, addresses: Readonly<Record<string, string>>): string[] {
-  const out: string[] = [];
+/** The ingress-network addresses of a service's tasks that may take new connections, with their nodes. */
+function backendsOf(state: ControlState, service: string, healthChecked: boolean, addresses: Readonly<Record<string, string>>): { address: string; nodeId: string }[] {
+  const out: { address: string; nodeId: string }[] = [];
   for (const { value: t } of state.tasks.values()) {
     if (t.service !== service || t.desired !== 'running' || t.nodeId === null) continue;
     const address = addresses[t.id];
@@ -52,7 +54,7 @@ function backendsOf(state: ControlState, service: string, healthChecked: boolean
     if (address === undefined || status === undefined || node === undefined || node.state === 'down') continue;
     if (status.nodeId !== t.nodeId || status.nodeEpoch !== node.epoch || status.state !== 'running') continue;
     if (healthChecked && status.health !== 'healthy') continue;
-    out.push(address);
+    out.push({ address, nodeId: t.nodeId });
   }
   return out;
 }
@@ -77,7 +79,7 @@ function publishedHere(state: ControlState, nets: NetworkState, nodeId: string):
 }
 
 /** What this node's mesh table is rendered from: the applied store, read now. */
-export function ingressRenderInput(store: DocumentStore, nodeId: string, term: number, firewallEnabled: boolean): IngressRenderInput {
+export function ingressRenderInput(store: DocumentStore, nodeId: string, term: number, firewallEnabled: boolean, preferLocal = false): IngressRenderInput {
   const state = new ControlStateReader(store).read();
   const nets = readNetworkState(store);
   const network = nets.networks.get(ingressNetworkName)?.value;
@@ -86,7 +88,8 @@ export function ingressRenderInput(store: DocumentStore, nodeId: string, term: n
   for (const { value: s } of state.services.values()) {
     const ports = s.spec.ports.filter(isIngressPort).map((p) => ({ published: p.published, target: p.target, protocol: p.protocol }));
     if (ports.length === 0) continue;
-    services.push({ name: s.name, createdAt: s.createdAt, ports, backends: backendsOf(state, s.name, s.spec.healthCheck !== null, network?.addresses ?? {}) });
+    const backends = backendsOf(state, s.name, s.spec.healthCheck !== null, network?.addresses ?? {});
+    services.push({ name: s.name, createdAt: s.createdAt, ports, backends: backends.map((b) => b.address), local: backends.filter((b) => b.nodeId === nodeId).map((b) => b.address) });
   }
   return {
     nodeId, term, revision: store.revision,
@@ -94,6 +97,7 @@ export function ingressRenderInput(store: DocumentStore, nodeId: string, term: n
     services,
     published: firewallEnabled ? publishedHere(state, nets, nodeId) : null,
     subnets: [...nets.networks.values()].map((n) => n.value.spec.subnet).sort(),
+    preferLocal,
   };
 }
 
@@ -131,7 +135,7 @@ export class IngressLoop {
 
   /** Renders and applies once, now. */
   async converge(): Promise<IngressOutcome> {
-    const input = ingressRenderInput(this.ports.store, this.ports.nodeId, this.ports.term(), this.ports.firewallEnabled);
+    const input = ingressRenderInput(this.ports.store, this.ports.nodeId, this.ports.term(), this.ports.firewallEnabled, this.ports.preferLocal === true);
     const inForce = await this.ports.ingress.inForce();
     // Nothing published through the mesh and no table: nothing to change on this host.
     if (inForce === null && input.services.length === 0) return 'idle';

@@ -21,6 +21,12 @@
 //   through Docker's FORWARD policy DROP.
 // - publish rules (when the firewall is on): a port no rule opens on this node is dropped before
 //   the DNAT (so before the SNAT) for sources outside the cluster's networks.
+// - preferLocal (config ingress.preferLocal): a port whose service has a running, healthy task on
+//   this node is DNATed to this node's tasks only, and those connections are not SNATed (the
+//   task's default route leads to this node, so its replies come back through the DNAT without
+//   it): the task sees the client's address. Connections from the cluster's networks are still
+//   SNATed (a container on the ingress network would get the task's reply straight over the L2
+//   segment, past the DNAT). Nodes without a task of the service spread as before.
 // A port with no running, healthy backend is refused (TCP reset, ICMP port unreachable) rather
 // than left to whatever listens on the host.
 //
@@ -50,6 +56,8 @@ export interface IngressServiceInput {
   ports: readonly IngressPortInput[];
   /** Ingress-network addresses of its tasks that run and pass their health check (any node). */
   backends: readonly string[];
+  /** Those of them on this node (a subset of backends): with preferLocal, the only ones used when there are any. */
+  local?: readonly string[];
 }
 
 export interface IngressRenderInput {
@@ -66,6 +74,8 @@ export interface IngressRenderInput {
   published: readonly { protocol: 'tcp' | 'udp'; port: number }[] | null;
   /** The subnets of the cluster's networks: sources inside them are not filtered by publish rules. */
   subnets: readonly string[];
+  /** Config ingress.preferLocal: a port with tasks on this node goes to them only, without SNAT (the source is kept). */
+  preferLocal?: boolean;
 }
 
 /** One backend of one port: what the `backends` set holds and what conntrack entries are ended by. */
@@ -90,6 +100,8 @@ interface Route {
   published: number;
   target: number;
   backends: string[];
+  /** The backends are this node's own tasks (preferLocal): not SNATed. */
+  local: boolean;
 }
 
 export function ingressAppliedComment(nodeId: string, term: number, revision: number): string {
@@ -114,7 +126,10 @@ function routesOf(input: IngressRenderInput): { routes: Route[]; conflicts: Rend
   const conflicts: RenderedIngress['conflicts'] = [];
   const truncated = new Set<string>();
   for (const s of services) {
-    const backends = [...new Set(s.backends)].sort(byAddress);
+    const all = [...new Set(s.backends)].sort(byAddress);
+    const mine = input.preferLocal === true ? [...new Set(s.local ?? [])].filter((a) => all.includes(a)).sort(byAddress) : [];
+    const local = mine.length > 0;
+    const backends = local ? mine : all;
     if (backends.length > ingressBackendsMax) truncated.add(s.name);
     for (const p of s.ports) {
       const key = `${p.protocol}/${p.published}`;
@@ -123,7 +138,7 @@ function routesOf(input: IngressRenderInput): { routes: Route[]; conflicts: Rend
         if (kept.service !== s.name) conflicts.push({ protocol: p.protocol, port: p.published, kept: kept.service, dropped: s.name });
         continue;
       }
-      routes.set(key, { service: s.name, protocol: p.protocol, published: p.published, target: p.target, backends: backends.slice(0, ingressBackendsMax) });
+      routes.set(key, { service: s.name, protocol: p.protocol, published: p.published, target: p.target, backends: backends.slice(0, ingressBackendsMax), local });
     }
   }
   const sorted = [...routes.values()].sort((a, b) => a.protocol.localeCompare(b.protocol) || a.published - b.published);
@@ -133,7 +148,7 @@ function routesOf(input: IngressRenderInput): { routes: Route[]; conflicts: Rend
 function dnatRule(r: Route): string {
   const map = r.backends.map((a, i) => `${i} : ${a}`).join(', ');
   const to = r.backends.length === 1 ? `${r.backends[0] ?? ''}` : `numgen random mod ${r.backends.length} map { ${map} }`;
-  return `    ${r.protocol} dport ${r.published} ct mark set ct mark | ${hex(ingressCtMark)} dnat to ${to} : ${r.target} comment "service ${r.service}"`;
+  return `    ${r.protocol} dport ${r.published} ct mark set ct mark | ${hex(ingressCtMark)} dnat to ${to} : ${r.target} comment "service ${r.service}${r.local ? ', its tasks on this node (preferLocal)' : ''}"`;
 }
 
 function hex(n: number): string {
@@ -172,6 +187,10 @@ export function renderIngress(input: IngressRenderInput): RenderedIngress {
   const backends = live.flatMap((r) => r.backends.map((address) => ({ address, protocol: r.protocol, port: r.target })));
   const uniq = [...new Map(backends.map((b) => [`${b.address} ${b.protocol} ${b.port}`, b])).values()]
     .sort((a, b) => byAddress(a.address, b.address) || a.protocol.localeCompare(b.protocol) || a.port - b.port);
+  const localBackends = [...new Map(live.filter((r) => r.local).flatMap((r) => r.backends.map((address) => ({ address, protocol: r.protocol, port: r.target })))
+    .map((b) => [`${b.address} ${b.protocol} ${b.port}`, b])).values()]
+    .sort((a, b) => byAddress(a.address, b.address) || a.protocol.localeCompare(b.protocol) || a.port - b.port);
+  const fromOutside = input.subnets.length === 0 ? '' : `ip saddr != { ${input.subnets.join(', ')} } `;
   const lines = [
     `table ${ingressTableFamily} ${ingressTableName}`,
     `delete table ${ingressTableFamily} ${ingressTableName}`,
@@ -180,6 +199,10 @@ export function renderIngress(input: IngressRenderInput): RenderedIngress {
     '  set backends {',
     '    type ipv4_addr . inet_proto . inet_service',
     ...(uniq.length > 0 ? [`    elements = {\n${uniq.map((b) => `      ${b.address} . ${b.protocol} . ${b.port}`).join(',\n')}\n    }`] : []),
+    '  }',
+    '  set local_backends {',
+    '    type ipv4_addr . inet_proto . inet_service',
+    ...(localBackends.length > 0 ? [`    elements = {\n${localBackends.map((b) => `      ${b.address} . ${b.protocol} . ${b.port}`).join(',\n')}\n    }`] : []),
     '  }',
     '  chain applied {',
     `    counter comment "${comment}"`,
@@ -205,6 +228,7 @@ export function renderIngress(input: IngressRenderInput): RenderedIngress {
     '  }',
     '  chain postrouting {',
     '    type nat hook postrouting priority srcnat; policy accept;',
+    ...(localBackends.length > 0 ? [`    ct mark & ${hex(ingressCtMark)} == ${hex(ingressCtMark)} ${fromOutside}ip daddr . meta l4proto . th dport @local_backends accept comment "preferLocal: a task of this node, the source kept"`] : []),
     ...(input.address !== null ? [`    ct mark & ${hex(ingressCtMark)} == ${hex(ingressCtMark)} snat to ${input.address} comment "replies come back through this node"`] : []),
     '  }',
     '  chain forward {',

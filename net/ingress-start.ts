@@ -9,9 +9,9 @@ import { commandRunner } from './firewall-command.ts';
 import { Ingress } from './ingress.ts';
 import { IngressLoop } from './ingress-loop.ts';
 
-export function startIngress(o: { node: TermSource; store: DocumentStore; nodeId: string; firewallEnabled: boolean; log: Logger }): IngressLoop {
+export function startIngress(o: { node: TermSource; store: DocumentStore; nodeId: string; firewallEnabled: boolean; preferLocal: boolean; log: Logger }): IngressLoop {
   const loop = new IngressLoop({
-    store: o.store, nodeId: o.nodeId, term: () => o.node.currentTerm, firewallEnabled: o.firewallEnabled,
+    store: o.store, nodeId: o.nodeId, term: () => o.node.currentTerm, firewallEnabled: o.firewallEnabled, preferLocal: o.preferLocal,
     ingress: new Ingress(commandRunner(), (line) => o.log.warn(`ingress: ${line}`)),
     log: { info: (m) => o.log.info(m), warn: (m) => o.log.warn(m) },
   });

@@ -10,7 +10,8 @@ import { planApply, type ApplyOptions, type ServiceOutcome } from '../control/ap
 import { principalOf } from './write-path.ts';
 import { merge } from '../resources/changes.ts';
 import { checkNetworks, planNetworkApply, type ResourceOutcome } from '../control/network-apply.ts';
-import { prepareIngress } from '../control/ingress-apply.ts';
+import { portClaims, prepareIngress } from '../control/ingress-apply.ts';
+import { ingressPortsCollection } from '../resources/ingress-ports.ts';
 import { readNetworkState } from '../resources/network-resources.ts';
 import type { ServiceRecord } from '../resources/records.ts';
 import { missingSecretProblems, secretExistsCompares } from '../resources/secrets.ts';
@@ -88,7 +89,9 @@ function plan(ctx: ApiContext, state: ControlState, set: SpecSet, opts: ApplyOpt
   for (const o of serviceWrite.services) if (o.outcome === 'created') serviceWrite.plan.compares.push({ collection: jobsCollection, id: o.name, target: 'exists', cmp: '=', value: false });
   const jobWrite = planJobApply(state, set.jobs, ctx.node.logTimeNow(), opts);
   if (jobWrite.plan.changes.length > 0) jobWrite.plan.compares.push(...secretExistsCompares(jobTasks));
-  const written = { ...serviceWrite, plan: merge({ changes: netPlan.changes, compares: netPlan.compares }, serviceWrite.plan, jobWrite.plan) };
+  // The records of the ports the services gain, in the same transaction: two racing applies of one port cannot both land.
+  const claims = portClaims(state, set, (id) => ctx.store.get(ingressPortsCollection, id), ctx.node.logTimeNow());
+  const written = { ...serviceWrite, plan: merge({ changes: netPlan.changes, compares: netPlan.compares }, serviceWrite.plan, jobWrite.plan, claims) };
   const records = new Map(written.plan.changes.flatMap((c) => (c.kind === 'put' ? [[c.id, c.doc as unknown as ServiceRecord] as const] : [])));
   const services = written.services.map((o, i): ApplyOutcome => {
     const cur = state.services.get(o.name)?.value;

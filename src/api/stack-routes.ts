@@ -12,7 +12,8 @@ import type { Compare } from '../../fsm/index.ts';
 import { planApply, type ServiceOutcome } from '../control/apply.ts';
 import { nameClashes, planJobApply, type JobOutcome } from '../control/job-apply.ts';
 import { checkNetworks, planNetworkApply } from '../control/network-apply.ts';
-import { prepareIngress } from '../control/ingress-apply.ts';
+import { portClaims, prepareIngress } from '../control/ingress-apply.ts';
+import { ingressPortsCollection } from '../resources/ingress-ports.ts';
 import { deleteChange, merge, putChange, type Change, type Plan } from '../resources/changes.ts';
 import { secretsCollection } from '../resources/collections.ts';
 import { isFinishedRun, jobRunsCollection, jobsCollection, newRun, type JobRecord } from '../resources/jobs.ts';
@@ -338,7 +339,9 @@ function planDeploy(ctx: ApiContext, state: ControlState, stack: string, body: S
   };
   const servicePlan = { ...serviceWrite.plan, changes: serviceWrite.plan.changes.map((ch) => withImagePlatforms(ch, state, images)) };
   const jobPlan = { ...jobWrite.plan, changes: jobWrite.plan.changes.map((ch) => withImagePlatforms(ch, state, images)) };
-  let plan: Plan = merge(merge({ changes: [...secretChanges, ...netPlan.changes], compares: [...netPlan.compares, ...compares] }, servicePlan), jobPlan);
+  // The records of the ports the services gain, in the same transaction: two racing deploys (or applies) of one port cannot both land.
+  const claims = portClaims(state, c.set, (id) => ctx.store.get(ingressPortsCollection, id), now);
+  let plan: Plan = merge(merge({ changes: [...secretChanges, ...netPlan.changes], compares: [...netPlan.compares, ...compares] }, servicePlan), jobPlan, claims);
   plan = { changes: [...plan.changes, ...pruneChanges], compares: plan.compares };
   if (plan.changes.length > 0 || cur === undefined || !jsonEqual({ ...cur.value, updatedAt: 0 }, { ...record, updatedAt: 0 })) {
     plan.changes.push(putChange(stacksCollection, stack, record, cur?.rev ?? null));

@@ -45,6 +45,11 @@ DIR/credential.json and added as the current context 'dev' (or --context's name)
 $SHOAL_CONFIG, else ~/.config/shoal, where the CLI finds it by itself; another cluster's context
 of that name is kept (docs/security.md, "Contexts").
 
+The routing mesh (ingress ports, docs/network.md "Ingress") is off in dev: its nftables table is
+one per host, and the nodes share this one. A replicated service's ports default to mode: ingress,
+which is then open nowhere: publish them with mode: host (on the node that runs the task; two
+tasks on the one host cannot both take the port, so one replica per published port).
+
 One dev cluster runs per data directory: a second 'shoal dev' on the same DIR, or on ports in use,
 refuses and says where the running one is. A node that dies is reported ("exited with code 1",
 "was killed by SIGKILL") and left down; the others keep running. One that exits asking to be
@@ -71,6 +76,9 @@ Exit codes: 0 stopped by Ctrl-C or 'shoal dev stop'; 1 a node failed, or a dev c
 runs from DIR, or (demo-image) the import failed; 2 usage error; 3 (restart, stop) no dev cluster
 runs from DIR, (demo-image) Docker does not answer; 8 a port is in use. A refused start leaves
 no new data directory behind.`;
+
+/** Why dev runs no routing mesh, and what to write instead (the ready message and the help say it). */
+export const devIngressNote = 'the routing mesh is off (its nftables table is one per host, and the nodes share this one): ports with mode: ingress, the default of a replicated service, are open nowhere; write mode: host (the port on the node that runs the task)';
 
 interface DevLayout {
   basePort: number;
@@ -237,7 +245,9 @@ async function prepare(dataDir: string, layout: DevLayout, runtime: RuntimeKind)
   }
   const bootstrap: MemberRecord[] = members.map(({ id, name, apiAddress, peerAddress }) => ({ id, name, apiAddress, peerAddress }));
   for (const m of members) {
-    writeFileSync(path.join(m.dir, 'shoal.yaml'), stringify({ dataDir: '.', api: { listen: m.apiAddress }, peer: { listen: m.peerAddress }, bootstrap, runtime: { kind: runtime } }));
+    // The routing mesh is one nftables table per host (ip shoal-ingress): three nodes on one host
+    // would each replace it with their own. Off in dev; ports are published with `mode: host`.
+    writeFileSync(path.join(m.dir, 'shoal.yaml'), stringify({ dataDir: '.', api: { listen: m.apiAddress }, peer: { listen: m.peerAddress }, bootstrap, runtime: { kind: runtime }, ingress: { enabled: false } }));
   }
   writeFileSync(path.join(dataDir, 'dev.json'), JSON.stringify(layout));
   // Every founding voter holds the cluster key from the start, and whichever leads writes the keyring.
@@ -271,7 +281,7 @@ function consoleUrl(nodes: DevNode[]): string {
 function printReady(dataDir: string, nodes: DevNode[], pids: Record<string, number | null>, leader: string | null, socket: string, runtime: RuntimeKind, json: boolean, recoveryKey: string | undefined): void {
   if (json) {
     console.log(JSON.stringify({
-      event: 'ready', dataDir, control: socket, leader, runtime, console: consoleUrl(nodes),
+      event: 'ready', dataDir, control: socket, leader, runtime, console: consoleUrl(nodes), ingress: false,
       credential: userCredentialFile(), nodes: nodes.map((n) => ({ name: n.name, id: n.id, api: `https://${n.apiAddress}`, peer: n.peerAddress, pid: pids[n.name] ?? null, dir: n.dir })),
       ...(recoveryKey !== undefined ? { recoveryKey } : {}),
     }));
@@ -284,6 +294,7 @@ function printReady(dataDir: string, nodes: DevNode[], pids: Record<string, numb
   lines.push(`admin credential: ${userCredentialFile()} (the CLI finds it; also ${path.join(dataDir, credentialFileName)})`);
   lines.push(`console: ${consoleUrl(nodes)}    (every node serves it; docs/console.md says how a browser trusts the cluster CA and signs in)`);
   lines.push(`services run on: ${runtime === 'docker' ? 'Docker (the local daemon)' : runtime === 'memory' ? 'simulated containers in memory (--runtime)' : 'nothing (--runtime none)'}`);
+  if (runtime === 'docker') lines.push(`published ports: ${devIngressNote}`);
   lines.push(`try:   npx shoal status${nodes[0] !== undefined && nodes[0].apiAddress !== '127.0.0.1:7101' ? ` --addr ${nodes[0].apiAddress}` : ''}`);
   lines.push('       npx shoal apply -f docs/examples/web.yaml    (3 replicas of nginx:alpine; then: npx shoal service ps web)');
   if (runtime === 'docker') lines.push(`       no registry to pull from? npx shoal dev demo-image imports ${demoImage}; then: npx shoal apply -f ${localExample}`);

@@ -9,9 +9,13 @@
 //   unless a Network of that name is stored or in the same apply; a default subnet that would
 //   overlap a stored network is refused, saying how to choose another.
 //
-// Two applies running at once can each pass the check (the write compares only the services it
-// writes); the mesh's renderer then gives the port to the older service and says so in its log
-// (net/ingress-render.ts), so the data plane is never ambiguous.
+// Two applies running at once would each pass the check (each reads a store without the other's
+// service), so the check holds under concurrency through the port records
+// (src/resources/ingress-ports.ts): portClaims() adds to the apply's transaction a
+// compare-and-set write of the record of every port a service gains, so of two racing applies of
+// one port the second's write fails, and its write path decides again, seeing the first. The
+// mesh's renderer still gives a port claimed twice to the older service and says so in its log
+// (net/ingress-render.ts): records written before this check, or by hand, stay unambiguous.
 
 import { cidrOf, cidrsOverlap } from '../resources/address-cidr.ts';
 import type { NetworkState } from '../resources/network-resources.ts';
@@ -22,6 +26,8 @@ import type { NetworkSpec } from '../resources/spec/network-spec.ts';
 import type { Problem } from '../resources/spec/reader.ts';
 import { isIngressPort, type PortSpec } from '../resources/spec/service-spec.ts';
 import type { ControlState } from '../resources/state.ts';
+import { putChange, type Plan } from '../resources/changes.ts';
+import { ingressPortId, ingressPortsCollection, type IngressPortRecord } from '../resources/ingress-ports.ts';
 
 interface Claim {
   service: string;
@@ -95,4 +101,35 @@ export function prepareIngress(state: ControlState, nets: NetworkState, set: Spe
   }
   if (problems.length > 0) throw refusal(problems);
   return implicit === null ? set : { ...set, networks: [...set.networks, implicit] };
+}
+
+/** A port record's revision as stored now (undefined: none). */
+export type PortRecordReader = (id: string) => { rev: number } | undefined;
+
+/**
+ * The port records an apply writes with its services: one per (protocol, port) that a service of
+ * the set publishes and did not publish in the same mode in its stored spec, each a put that
+ * expects the revision read now. The check above read `state`; a record changed after that read
+ * (rev above state.revision) would be expected as it is now while the check saw an older store,
+ * so each record is also compared to be no newer than `state`: a write raced in between fails the
+ * transaction, and the write path reads again and decides again.
+ */
+export function portClaims(state: ControlState, set: SpecSet, read: PortRecordReader, now: number): Plan {
+  const plan: Plan = { changes: [], compares: [] };
+  const seen = new Set<string>();
+  for (const s of set.services) {
+    const stored = state.services.get(s.name)?.value.spec.ports ?? [];
+    for (const p of s.ports) {
+      const mode = isIngressPort(p) ? 'ingress' : 'host';
+      if (stored.some((o) => o.published === p.published && o.protocol === p.protocol && isIngressPort(o) === isIngressPort(p))) continue;
+      const id = ingressPortId(p.protocol, p.published);
+      if (seen.has(id)) continue;
+      seen.add(id);
+      const record: IngressPortRecord = { protocol: p.protocol, port: p.published, service: s.name, mode, at: now };
+      const cur = read(id);
+      plan.changes.push(putChange(ingressPortsCollection, id, record, cur?.rev ?? null));
+      if (cur !== undefined) plan.compares.push({ collection: ingressPortsCollection, id, target: 'rev', cmp: '<=', value: state.revision });
+    }
+  }
+  return plan;
 }

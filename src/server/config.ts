@@ -191,9 +191,13 @@ export const configSchema = z.object({
    * every ingress port and forwards to a running, healthy task over the overlay. On by default,
    * since ingress is the default mode of a replicated service's ports; it runs with the docker
    * runtime only and needs root and nft (and conntrack). Off: ingress ports are open nowhere.
+   * preferLocal: a connection arriving at a node that runs a running, healthy task of the port's
+   * service goes to that node's tasks only, without SNAT, so the task sees the client's address
+   * (each node applies its own value; keep it the same everywhere). Off by default, as Swarm.
    */
   ingress: z.object({
     enabled: z.boolean().default(true),
+    preferLocal: z.boolean().default(false),
   }).strict().prefault({}),
 }).strict().superRefine((c, ctx) => {
   if (c.control.suspectAfterMs >= c.control.downAfterMs) {

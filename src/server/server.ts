@@ -591,7 +591,7 @@ function startFirewallOf(c: NodeParts): Stop | undefined {
 function startIngressOf(c: NodeParts): Stop | undefined {
   const { config } = c;
   if (!config.ingress.enabled || config.runtime.kind !== 'docker') return undefined;
-  const loop = startIngress({ node: c.node, store: c.store, nodeId: c.identity.id, firewallEnabled: config.firewall.enabled, log: c.log });
+  const loop = startIngress({ node: c.node, store: c.store, nodeId: c.identity.id, firewallEnabled: config.firewall.enabled, preferLocal: config.ingress.preferLocal, log: c.log });
   return () => loop.close();
 }
 

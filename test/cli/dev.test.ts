@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { documentedScrapeConfig, localScrapeConfig, startPrometheus } from '../observability/prometheus.ts';
 
 const bin = fileURLToPath(new URL('../../bin/shoal.js', import.meta.url));
@@ -110,7 +111,7 @@ function httpsGet(url: string, ca: string): Promise<{ status: number; body: stri
   });
 }
 
-interface Ready { event: 'ready'; dataDir: string; leader: string | null; console: string; credential: string; recoveryKey?: string; nodes: { name: string; id: string; api: string; pid: number; dir: string }[] }
+interface Ready { event: 'ready'; dataDir: string; ingress: boolean; leader: string | null; console: string; credential: string; recoveryKey?: string; nodes: { name: string; id: string; api: string; pid: number; dir: string }[] }
 
 describe('shoal dev', () => {
   it('refuses a second cluster on its data or ports, restarts a node, reports a killed one, stops on request', async () => {
@@ -131,6 +132,9 @@ describe('shoal dev', () => {
       expect(status.code, status.stderr).toBe(0);
       expect(ready.nodes.map((n) => n.name)).toContain(ready.leader);
       expect(ready.console).toBe(`https://127.0.0.1:${base}/ui/`);
+      // The routing mesh is off: the nodes share one host, so they would share its one ingress table.
+      expect(ready.ingress).toBe(false);
+      for (const n of ready.nodes) expect(parseYaml(readFileSync(path.join(n.dir, 'shoal.yaml'), 'utf8'))).toMatchObject({ ingress: { enabled: false } });
       const consolePage = await httpsGet(ready.console, JSON.parse(readFileSync(ready.credential, 'utf8')).ca);
       expect(consolePage.status).toBe(200);
       expect(consolePage.body).toContain('/ui/app.js');

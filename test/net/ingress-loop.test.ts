@@ -95,6 +95,25 @@ describe('ingressRenderInput', () => {
   });
 });
 
+describe('ingressRenderInput with preferLocal', () => {
+  it('tells this node\'s own backends apart, and the loop renders them alone for its ports', async () => {
+    const store = cluster();
+    // w2's report under n2's current epoch: web has a backend on n1 and one on n2.
+    const w2 = store.get(taskStatusCollection, 'w2')?.doc as JsonObject;
+    put(store, taskStatusCollection, 'w2', { ...w2, nodeEpoch: 3 });
+    const web = (node: string) => ingressRenderInput(store, node, 7, false, true).services.find((s) => s.name === 'web');
+    expect([...(web('n1')?.backends ?? [])].sort()).toEqual(['10.255.0.2', '10.255.1.2']);
+    expect([web('n1')?.local, web('n2')?.local, web('n9')?.local]).toEqual([['10.255.0.2'], ['10.255.1.2'], []]);
+    expect(ingressRenderInput(store, 'n1', 7, false, true).preferLocal).toBe(true);
+    expect(ingressRenderInput(store, 'n1', 7, false).preferLocal).toBe(false);
+    const ingress = new RecordingIngress();
+    const loop = new IngressLoop({ store, nodeId: 'n2', term: () => 5, firewallEnabled: false, preferLocal: true, ingress, log: quietLog });
+    expect(await loop.converge()).toBe('applied');
+    expect(ingress.applied[0]?.text).toContain('dnat to 10.255.1.2 : 80 comment "service web, its tasks on this node (preferLocal)"');
+    expect(ingress.applied[0]?.backends.map((b) => b.address)).not.toContain('10.255.0.2');
+  });
+});
+
 describe('IngressLoop', () => {
   it('applies on start and again when a task\'s report changes, with the term and revision', async () => {
     const store = cluster();

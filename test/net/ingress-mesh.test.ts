@@ -7,7 +7,9 @@
 // What it shows: the port is reached through each node's LAN address, the one without a task
 // included, and from a node's host itself (the output hook); UDP is spread over both tasks; when
 // a task leaves the table, its open connections are ended (conntrack) and new ones, TCP and UDP,
-// go only to the other. Docker's FORWARD policy DROP is in place (iptables), so the DOCKER-USER
+// go only to the other. With preferLocal, a node that runs a task sends the port's connections
+// to it alone and the task sees the client's own address, while a node without one still
+// spreads (and SNATs). Docker's FORWARD policy DROP is in place (iptables), so the DOCKER-USER
 // mark rule is exercised too.
 //
 // Needs root, ip, nft, conntrack, iptables (.ci/run installs them); run it under the lock:
@@ -88,19 +90,28 @@ describe('the routing mesh, with real packets in network namespaces', () => {
   };
 
   /** Every node applies the table rendered for it with these backends; returns each node's report. */
-  const applyAll = async (backends: readonly string[]): Promise<Map<string, Awaited<ReturnType<Ingress['apply']>>>> => {
+  const applyAll = async (backends: readonly string[], preferLocal = false): Promise<Map<string, Awaited<ReturnType<Ingress['apply']>>>> => {
     revision += 1;
     const out = new Map<string, Awaited<ReturnType<Ingress['apply']>>>();
     for (const n of nodes) {
       const input: IngressRenderInput = {
-        nodeId: n.name, term: 2, revision, address: n.gateway, published: null, subnets: ['10.255.0.0/16'],
-        services: [{ name: 'web', createdAt: 1, ports: [{ published, target, protocol: 'tcp' }, { published, target, protocol: 'udp' }], backends }],
+        nodeId: n.name, term: 2, revision, address: n.gateway, published: null, subnets: ['10.255.0.0/16'], preferLocal,
+        services: [{
+          name: 'web', createdAt: 1, ports: [{ published, target, protocol: 'tcp' }, { published, target, protocol: 'udp' }], backends,
+          local: tasks.filter((t) => t.node === n.name && backends.includes(t.address)).map((t) => t.address),
+        }],
       };
       out.set(n.name, await (ingress.get(n.name) as Ingress).apply(renderIngress(input)));
     }
     return out;
   };
   const udpCount = async (name: string): Promise<number> => Number((await w(name).ask({ op: 'received', port: target })).count);
+  const peers = async (name: string): Promise<string[]> => (await w(name).ask({ op: 'peers', port: target })).peers as string[];
+  /** The peers a task accepted after the first `from`, once there are `n` of them (the accept may follow the client's connect by a moment). */
+  const peersAfter = async (name: string, from: number, n: number): Promise<string[]> => {
+    for (let i = 0; i < 100 && (await peers(name)).length < from + n; i++) await new Promise((r) => setTimeout(r, 20));
+    return (await peers(name)).slice(from);
+  };
 
   beforeAll(async () => {
     const missing = labPrerequisites();
@@ -196,5 +207,32 @@ describe('the routing mesh, with real packets in network namespaces', () => {
     await new Promise((r) => setTimeout(r, 200));
     expect(await udpCount('t1')).toBe(t1Before);
     expect(await udpCount('t2') - t2Before).toBe(12);
+  }, 60_000);
+
+  it('preferLocal: a node with a task sends the port to it alone, and the task sees the client\'s address; a node without one spreads', async () => {
+    await applyAll(tasks.map((t) => t.address), true);
+    const client = '192.168.77.100';
+    for (const [node, task, other] of [[nodes[0], 't1', 't2'], [nodes[1], 't2', 't1']] as const) {
+      const before = { mine: (await peers(task)).length, other: (await peers(other)).length };
+      for (let i = 0; i < 8; i++) expect(await w('client').reaches(node.lan, published), `client → ${node.name}`).toBe(true);
+      const seen = await peersAfter(task, before.mine, 8);
+      // Every connection reached this node's task, from the client's own address (no SNAT).
+      expect(seen, `${task} through ${node.name}`).toEqual(Array.from({ length: 8 }, () => client));
+      expect((await peers(other)).length, `${other} through ${node.name}`).toBe(before.other);
+    }
+    // n3 runs no task: it spreads over both, SNATed to its own ingress address as before.
+    const from = { t1: (await peers('t1')).length, t2: (await peers('t2')).length };
+    for (let i = 0; i < 24 && ((await peers('t1')).length === from.t1 || (await peers('t2')).length === from.t2); i++) {
+      expect(await w('client').reaches(nodes[2].lan, published)).toBe(true);
+    }
+    const viaN3 = [...(await peers('t1')).slice(from.t1), ...(await peers('t2')).slice(from.t2)];
+    expect(new Set(viaN3)).toEqual(new Set([nodes[2].gateway]));
+    expect((await peers('t1')).length).toBeGreaterThan(from.t1);
+    expect((await peers('t2')).length).toBeGreaterThan(from.t2);
+    // And the preference ends with the local task: once t1 is no backend, n1 forwards to t2 (SNATed).
+    await applyAll([tasks[1].address], true);
+    const t2From = (await peers('t2')).length;
+    for (let i = 0; i < 3; i++) expect(await w('client').reaches(nodes[0].lan, published)).toBe(true);
+    expect(await peersAfter('t2', t2From, 3)).toEqual([nodes[0].gateway, nodes[0].gateway, nodes[0].gateway]);
   }, 60_000);
 });

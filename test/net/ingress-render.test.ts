@@ -93,6 +93,32 @@ describe('renderIngress', () => {
     expect(rulesOf(text, 'no_backend')).toEqual(['tcp dport { 53, 8080, 8443, 9000 } ct mark & 0x00200000 == 0 reject with tcp reset comment "no running, healthy task"', 'udp dport { 53, 9001 } ct mark & 0x00200000 == 0 reject comment "no running, healthy task"']);
   });
 
+  it('preferLocal: a port with a task on this node goes to this node\'s tasks only, not SNATed for sources outside the networks', () => {
+    const local = { ...base, preferLocal: true, services: base.services.map((s) => (s.name === 'web' ? { ...s, local: ['10.255.1.5'] } : s)) };
+    const { text, backends } = renderIngress(local);
+    const mark = `0x${ingressCtMark.toString(16).padStart(8, '0')}`;
+    expect(rulesOf(text, 'mesh')).toEqual([
+      `tcp dport 53 ct mark set ct mark | ${mark} dnat to 10.255.3.2 : 5353 comment "service dns"`,
+      `tcp dport 8080 ct mark set ct mark | ${mark} dnat to 10.255.1.5 : 80 comment "service web, its tasks on this node (preferLocal)"`,
+      `tcp dport 8443 ct mark set ct mark | ${mark} dnat to 10.255.1.5 : 443 comment "service web, its tasks on this node (preferLocal)"`,
+      `udp dport 53 ct mark set ct mark | ${mark} dnat to 10.255.3.2 : 5353 comment "service dns"`,
+    ]);
+    // Sources outside the cluster's networks keep their address; containers' connections (hairpin) are still SNATed.
+    expect(rulesOf(text, 'postrouting')).toEqual([
+      'ct mark & 0x00200000 == 0x00200000 ip saddr != { 10.255.0.0/16, 10.61.0.0/16 } ip daddr . meta l4proto . th dport @local_backends accept comment "preferLocal: a task of this node, the source kept"',
+      'ct mark & 0x00200000 == 0x00200000 snat to 10.255.1.1 comment "replies come back through this node"',
+    ]);
+    expect(text).toMatch(/set local_backends \{\n[^}]*elements = \{\n {6}10\.255\.1\.5 \. tcp \. 80,\n {6}10\.255\.1\.5 \. tcp \. 443\n/);
+    // The backends set (conntrack's view) holds what the DNAT uses: the remote task of web is not there.
+    expect(backends.map((b) => b.address)).not.toContain('10.255.2.7');
+    expect(nftCheck(text)).toBeNull();
+    // Off (the default), or no task here: spread over every task, every connection SNATed, as before.
+    expect(renderIngress({ ...local, preferLocal: false }).text).toBe(renderIngress(base).text);
+    const none = renderIngress({ ...local, services: base.services.map((s) => ({ ...s, local: [] })) });
+    expect(rulesOf(none.text, 'mesh')).toEqual(rulesOf(renderIngress(base).text, 'mesh'));
+    expect(rulesOf(none.text, 'postrouting')).toEqual(rulesOf(renderIngress(base).text, 'postrouting'));
+  });
+
   it('records the term and revision it came from, read back as written', () => {
     const { text } = renderIngress(base);
     const comment = /comment "(shoal-ingress [^"]+)"/.exec(text)?.[1] ?? '';

@@ -67,6 +67,12 @@ describe('node config', () => {
     expect(parseConfig({ ...minimal, autopilot: { deadMemberRemoveAfterMs: 3_600_000, minQuorum: 2 } }, 't').autopilot.minQuorum).toBe(2);
   });
 
+  it('runs the routing mesh by default without preferLocal, and takes ingress.preferLocal as a boolean only', () => {
+    expect(parseConfig(minimal, 't').ingress).toEqual({ enabled: true, preferLocal: false });
+    expect(parseConfig({ ...minimal, ingress: { preferLocal: true } }, 't').ingress).toEqual({ enabled: true, preferLocal: true });
+    expect(problems({ ...minimal, ingress: { preferLocal: 'yes' } })).toContain('ingress.preferLocal');
+  });
+
   it('refuses node-health timeouts out of order: suspect below down, the restart grace not below down', () => {
     expect(problems({ ...minimal, control: { suspectAfterMs: 4_000, downAfterMs: 4_000 } })).toContain('control.suspectAfterMs: must be below control.downAfterMs (4000)');
     expect(problems({ ...minimal, control: { downAfterMs: 10_000, restartGraceMs: 5_000 } })).toContain('control.restartGraceMs: must be at least control.downAfterMs (10000)');
