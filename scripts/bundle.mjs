@@ -42,6 +42,16 @@ const deferredRequires = [
         "  import('./buildkit.js').then((b) => (b.default ?? b).followProgress(stream, onFinished, onProgress), (err) => onFinished(err));"],
     ],
   },
+  {
+    // fastify's JSON-schema compilers (Ajv, ajv-formats, fast-uri, fast-json-stringify: 1.3 MiB of
+    // source): src/api/app.ts gives fastify its own (src/api/no-json-schema.ts), so these requires
+    // never run; left out of the bundle, they fail loudly should that ever change.
+    file: /[\\/]fastify[\\/]lib[\\/]schema-controller\.js$/,
+    edits: [
+      ["require('@fastify/ajv-compiler')", "(() => { throw new Error('shoal bundle: fastify\\'s Ajv compiler is left out; pass schemaController (src/api/no-json-schema.ts)'); })()"],
+      ["require('@fastify/fast-json-stringify-compiler')", "(() => { throw new Error('shoal bundle: fastify\\'s fast-json-stringify compiler is left out; pass schemaController (src/api/no-json-schema.ts)'); })()"],
+    ],
+  },
 ];
 
 const deferRequires = {
