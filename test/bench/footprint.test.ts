@@ -28,6 +28,26 @@ function loadedWith(meta: BundleMetafile, input: string): string[] {
   return [...seen].flatMap((o) => Object.entries(meta.outputs[o]?.inputs ?? {}).filter(([, v]) => v.bytesInOutput > 0).map(([k]) => k));
 }
 
+/** The packages outside the bundle that the outputs loaded with `input` import statically. */
+function staticExternalsWith(meta: BundleMetafile, input: string): string[] {
+  const start = Object.keys(meta.outputs).find((o) => meta.outputs[o]?.inputs[input] !== undefined);
+  if (start === undefined) throw new Error(`no output holds ${input}`);
+  const seen = new Set([start]);
+  const externals = new Set<string>();
+  const queue = [start];
+  for (let o = queue.shift(); o !== undefined; o = queue.shift()) {
+    for (const i of meta.outputs[o]?.imports ?? []) {
+      if (i.kind !== 'import-statement') continue;
+      if (i.external === true) externals.add(i.path);
+      else if (meta.outputs[i.path] !== undefined && !seen.has(i.path)) {
+        seen.add(i.path);
+        queue.push(i.path);
+      }
+    }
+  }
+  return [...externals];
+}
+
 describe('what the bundle loads at start', () => {
   let dir = '';
   let meta: BundleMetafile;
@@ -44,6 +64,20 @@ describe('what the bundle loads at start', () => {
     for (const heavy of ['node_modules/@grpc/grpc-js/', 'node_modules/protobufjs/', 'node_modules/@peculiar/x509/', 'node_modules/tar/', 'src/security/certificates.ts']) {
       expect(serve.filter((f) => f.includes(heavy))).toEqual([]);
     }
+  });
+
+  it('serve loads no JSON-schema compiler (Ajv, fast-json-stringify), no undici and no ssh2 at start', () => {
+    const serve = loadedWith(meta, 'src/cli/serve.ts');
+    expect(serve.some((f) => f.includes('node_modules/fastify/fastify.js'))).toBe(true);
+    for (const heavy of ['node_modules/ajv/', 'node_modules/ajv-formats/', 'node_modules/@fastify/ajv-compiler/', 'node_modules/fast-uri/', 'node_modules/fast-json-stringify/index.js', 'node_modules/undici/']) {
+      expect(serve.filter((f) => f.includes(heavy))).toEqual([]);
+    }
+    // ssh2 stays outside the bundle: no output of serve's start imports it statically.
+    expect(staticExternalsWith(meta, 'src/cli/serve.ts')).not.toContain('ssh2');
+  });
+
+  it('the command line (shoal --version, and what every command loads first) loads no undici', () => {
+    expect(loadedWith(meta, 'src/cli/main.ts').filter((f) => f.includes('node_modules/undici/'))).toEqual([]);
   });
 
   it('docker-modem requires ssh2 only when it dials over SSH', () => {
