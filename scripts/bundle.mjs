@@ -54,9 +54,22 @@ const deferredRequires = [
   },
 ];
 
+/**
+ * zod's error messages in every language it ships (358 KiB of its 734 in the bundle, all loaded
+ * at start by `import { z } from 'zod'`): shoal speaks English only and never calls
+ * `z.config(z.locales.xx())`, so `z.locales` holds `en` alone in the bundle (issue 45). A
+ * locale asked for by name is then undefined, and calling it fails at once.
+ */
+const zodEnglishOnly = { file: /[\\/]zod[\\/]v4[\\/]locales[\\/]index\.js$/, contents: 'export { default as en } from "./en.js";\n' };
+
 const deferRequires = {
   name: 'shoal-defer-requires',
   setup(b) {
+    b.onLoad({ filter: zodEnglishOnly.file }, (args) => {
+      const original = readFileSync(args.path, 'utf8');
+      if (!original.includes('export { default as en } from "./en.js";')) throw new Error(`scripts/bundle.mjs: ${args.path} no longer exports en from ./en.js; review zodEnglishOnly`);
+      return { contents: zodEnglishOnly.contents, loader: 'js' };
+    });
     for (const { file, edits } of deferredRequires) {
       b.onLoad({ filter: file }, (args) => {
         let contents = readFileSync(args.path, 'utf8');

@@ -2,14 +2,17 @@
 // loads at start (the bundle's static imports), and how the benchmark maps loaded files to
 // packages and sums a heap snapshot.
 
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundle, type BundleMetafile } from '../../scripts/bundle.mjs';
 import { summariseHeapSnapshot } from '../../bench/lib/heap-summary.ts';
 import { breakdown, groupOfSource } from '../../bench/lib/load-breakdown.ts';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
 
 /** The sources of every output file loaded with the output holding `input` (its static imports, transitively). */
 function loadedWith(meta: BundleMetafile, input: string): string[] {
@@ -76,6 +79,12 @@ describe('what the bundle loads at start', () => {
     expect(staticExternalsWith(meta, 'src/cli/serve.ts')).not.toContain('ssh2');
   });
 
+  it("zod's messages in English only: no other locale is bundled", () => {
+    const bundled = Object.values(meta.outputs).flatMap((o) => Object.keys(o.inputs)).filter((f) => f.includes('node_modules/zod/v4/locales/'));
+    expect(bundled.filter((f) => !/[\\/](en|index)\.js$/.test(f))).toEqual([]);
+    expect(bundled.some((f) => f.endsWith('locales/en.js'))).toBe(true);
+  });
+
   it('the command line (shoal --version, and what every command loads first) loads no undici', () => {
     expect(loadedWith(meta, 'src/cli/main.ts').filter((f) => f.includes('node_modules/undici/'))).toEqual([]);
   });
@@ -86,6 +95,26 @@ describe('what the bundle loads at start', () => {
     const text = readFileSync(path.resolve(out ?? ''), 'utf8');
     expect(text).toContain('new (__require("ssh2")).Client()');
     expect(text).not.toMatch(/var Client = __require\("ssh2"\)/);
+  });
+});
+
+describe('the bundle run', () => {
+  // Inside the repository, so the bundle finds the packages left outside it (node_modules).
+  let dir = '';
+  beforeAll(async () => {
+    mkdirSync(path.join(root, 'bench', '.builds'), { recursive: true });
+    dir = mkdtempSync(path.join(root, 'bench', '.builds', 'test-footprint-'));
+    await bundle(dir);
+    writeFileSync(path.join(dir, 'run.mjs'), "import { main } from './shoal.mjs';\nprocess.exitCode = await main(process.argv.slice(2));\n");
+  }, 120_000);
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("says what is wrong with a config in zod's English messages, as the sources do", () => {
+    const config = path.join(dir, 'bad.yaml');
+    writeFileSync(config, 'dataDir: .\napi: {listen: 5}\npeer: {listen: "127.0.0.1:1"}\n');
+    const res = spawnSync(process.execPath, [path.join(dir, 'run.mjs'), 'serve', '--config', config], { encoding: 'utf8' });
+    expect(res.stderr).toContain('api.listen: Invalid input: expected string, received number');
+    expect(res.status).toBe(2);
   });
 });
 
