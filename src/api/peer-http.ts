@@ -10,12 +10,13 @@
 // carry and close: an old agent would otherwise present the old certificate until it expired.
 
 import type { Agent } from 'undici';
+import { loadUndici } from '../base/load-undici.ts';
 import type { Tls } from '../base/tls-material.ts';
 import { checkNodeServerIdentity } from '../security/tls-identity.ts';
 
 /** undici (750 KiB of code) is loaded by the first call to another node, not at start (issue 45). */
 async function agentFor(tls: Tls): Promise<Agent> {
-  const { Agent: AgentClass } = await import('undici');
+  const { Agent: AgentClass } = await loadUndici();
   return new AgentClass({
     connect: { ca: tls.caPem, cert: tls.certPem, key: tls.keyPem, minVersion: 'TLSv1.3', checkServerIdentity: checkNodeServerIdentity },
   });

@@ -7,6 +7,7 @@
 
 import path from 'node:path';
 import type { Agent } from 'undici';
+import { loadUndici } from '../base/load-undici.ts';
 import { ShoalError } from '../errors.ts';
 import { checkNodeServerIdentity } from '../security/tls-identity.ts';
 import { closest, UsageError } from './args.ts';
@@ -140,7 +141,7 @@ function activate(found: FoundCredential | undefined, credential: CredentialFile
     },
   };
   // Two activations in a row install in order: both wait for the same module.
-  dispatcherInstalled = import('undici').then(({ Agent: AgentClass, setGlobalDispatcher }) => setGlobalDispatcher(new AgentClass(options)));
+  dispatcherInstalled = loadUndici().then(({ Agent: AgentClass, setGlobalDispatcher }) => setGlobalDispatcher(new AgentClass(options)));
   dispatcherInstalled.catch(() => {}); // reported to whoever awaits it
   return credential;
 }

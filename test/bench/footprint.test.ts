@@ -116,6 +116,12 @@ describe('the bundle run', () => {
     expect(res.stderr).toContain('api.listen: Invalid input: expected string, received number');
     expect(res.status).toBe(2);
   });
+
+  it('loads undici on the first request (the CLI here): an unreachable node is reported as such', () => {
+    const res = spawnSync(process.execPath, [path.join(dir, 'run.mjs'), 'status', '--addr', '127.0.0.1:1'], { encoding: 'utf8', env: { ...process.env, SHOAL_CONFIG: dir } });
+    expect(res.stderr).toContain('cannot reach 127.0.0.1:1');
+    expect(res.status).toBe(3);
+  });
 });
 
 describe('groupOfSource', () => {
