@@ -160,7 +160,8 @@ async function startTimes(sys: ShoalCluster, loadsFile: string): Promise<{ ms: n
       const r = await once(n.client, { method: 'GET', path: '/healthz' }, 1000).catch(() => undefined);
       if (r?.status === 200) {
         answered = performance.now() - t0;
-        if (!recording) cpu.push(n.proc ? cpuMs(n.proc.pid) : Number.NaN);
+        const pid = n.pid;
+        if (!recording) cpu.push(pid !== undefined ? cpuMs(pid) : Number.NaN);
       }
       else await sleep(5);
     }
