@@ -162,8 +162,9 @@ async function startTimes(sys: ShoalCluster, loadsFile: string): Promise<{ ms: n
         answered = performance.now() - t0;
         const pid = n.pid;
         if (!recording) cpu.push(pid !== undefined ? cpuMs(pid) : Number.NaN);
+      } else {
+        await sleep(5);
       }
-      else await sleep(5);
     }
     await restarted;
     if (!recording) out.push(answered);
