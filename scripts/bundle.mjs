@@ -42,11 +42,34 @@ const deferredRequires = [
         "  import('./buildkit.js').then((b) => (b.default ?? b).followProgress(stream, onFinished, onProgress), (err) => onFinished(err));"],
     ],
   },
+  {
+    // fastify's JSON-schema compilers (Ajv, ajv-formats, fast-uri, fast-json-stringify: 1.3 MiB of
+    // source): src/api/app.ts gives fastify its own (src/api/no-json-schema.ts), so these requires
+    // never run; left out of the bundle, they fail loudly should that ever change.
+    file: /[\\/]fastify[\\/]lib[\\/]schema-controller\.js$/,
+    edits: [
+      ["require('@fastify/ajv-compiler')", "(() => { throw new Error('shoal bundle: fastify\\'s Ajv compiler is left out; pass schemaController (src/api/no-json-schema.ts)'); })()"],
+      ["require('@fastify/fast-json-stringify-compiler')", "(() => { throw new Error('shoal bundle: fastify\\'s fast-json-stringify compiler is left out; pass schemaController (src/api/no-json-schema.ts)'); })()"],
+    ],
+  },
 ];
+
+/**
+ * zod's error messages in every language it ships (358 KiB of its 734 in the bundle, all loaded
+ * at start by `import { z } from 'zod'`): shoal speaks English only and never calls
+ * `z.config(z.locales.xx())`, so `z.locales` holds `en` alone in the bundle (issue 45). A
+ * locale asked for by name is then undefined, and calling it fails at once.
+ */
+const zodEnglishOnly = { file: /[\\/]zod[\\/]v4[\\/]locales[\\/]index\.js$/, contents: 'export { default as en } from "./en.js";\n' };
 
 const deferRequires = {
   name: 'shoal-defer-requires',
   setup(b) {
+    b.onLoad({ filter: zodEnglishOnly.file }, (args) => {
+      const original = readFileSync(args.path, 'utf8');
+      if (!original.includes('export { default as en } from "./en.js";')) throw new Error(`scripts/bundle.mjs: ${args.path} no longer exports en from ./en.js; review zodEnglishOnly`);
+      return { contents: zodEnglishOnly.contents, loader: 'js' };
+    });
     for (const { file, edits } of deferredRequires) {
       b.onLoad({ filter: file }, (args) => {
         let contents = readFileSync(args.path, 'utf8');

@@ -38,6 +38,8 @@ import { joinRoutes } from './join-routes.ts';
 import { tokenRoutes } from './token-routes.ts';
 import { nodeCertRoutes } from './node-cert-routes.ts';
 import { AuthFailureLimiter } from './auth-rate-limit.ts';
+// No Ajv or fast-json-stringify at start (issue 45).
+import { noJsonSchemaCompilers } from './no-json-schema.ts';
 import { useAuth } from './auth.ts';
 // Registry logins (issue 40).
 import { registriesRoutes } from './registries-routes.ts';
@@ -126,6 +128,8 @@ export function buildApi(ctx: ApiContext): FastifyInstance {
     clientErrorHandler,
     // Bad percent-encoding and over-long path segments, found by the router before any route.
     frameworkErrors: (err, req, reply) => sendError(reply, req, toShoalError(err)),
+    // Routes validate with zod: fastify's JSON-schema compilers are never built (issue 45).
+    schemaController: noJsonSchemaCompilers,
   }) as unknown as FastifyInstance;
   useJsonBodyParser(app);
   bounds.connections.attach(app.server, ctx.auth.mode === 'tls' ? 'secureConnection' : 'connection');

@@ -9,25 +9,29 @@
 // connects with the new certificate. Kept-alive connections of the old agent finish what they
 // carry and close: an old agent would otherwise present the old certificate until it expired.
 
-import { Agent } from 'undici';
+import type { Agent } from 'undici';
+import { loadUndici } from '../base/load-undici.ts';
 import type { Tls } from '../base/tls-material.ts';
 import { checkNodeServerIdentity } from '../security/tls-identity.ts';
 
-function agentFor(tls: Tls): Agent {
-  return new Agent({
+/** undici (750 KiB of code) is loaded by the first call to another node, not at start (issue 45). */
+async function agentFor(tls: Tls): Promise<Agent> {
+  const { Agent: AgentClass } = await loadUndici();
+  return new AgentClass({
     connect: { ca: tls.caPem, cert: tls.certPem, key: tls.keyPem, minVersion: 'TLSv1.3', checkServerIdentity: checkNodeServerIdentity },
   });
 }
 
 export class PeerHttp {
   readonly scheme: 'http' | 'https';
-  private dispatcher: Agent | undefined;
+  /** The agent of the current TLS material, made by the first fetch after start or reloadTls(). */
+  private dispatcher: Promise<Agent> | undefined;
   /** Agents replaced by reloadTls, still draining; closed by close() if they have not finished. */
   private readonly draining = new Set<Promise<void>>();
+  private closed = false;
 
   constructor(private readonly tls: Tls | null) {
     this.scheme = tls === null ? 'http' : 'https';
-    this.dispatcher = tls === null ? undefined : agentFor(tls);
   }
 
   url(addr: string, path: string): string {
@@ -35,8 +39,11 @@ export class PeerHttp {
   }
 
   /** fetch() to another node's API. */
-  fetch(addr: string, path: string, init: RequestInit = {}): Promise<Response> {
-    const withTls = this.dispatcher === undefined ? init : { ...init, dispatcher: this.dispatcher };
+  async fetch(addr: string, path: string, init: RequestInit = {}): Promise<Response> {
+    if (this.tls === null) return fetch(this.url(addr, path), init);
+    if (this.closed) throw new Error(`peer HTTP of this node is closed: not calling ${addr}${path}`);
+    this.dispatcher ??= agentFor(this.tls);
+    const withTls = { ...init, dispatcher: await this.dispatcher };
     return fetch(this.url(addr, path), withTls as RequestInit);
   }
 
@@ -47,12 +54,16 @@ export class PeerHttp {
   reloadTls(): void {
     if (this.tls === null || this.dispatcher === undefined) return;
     const old = this.dispatcher;
-    this.dispatcher = agentFor(this.tls);
-    const closing = old.close().catch(() => {}).finally(() => this.draining.delete(closing));
+    // The next fetch makes an agent of the fields as they are then.
+    this.dispatcher = undefined;
+    const closing = old.then((a) => a.close()).catch(() => {}).finally(() => this.draining.delete(closing));
     this.draining.add(closing);
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.dispatcher?.close(), ...this.draining]);
+    this.closed = true;
+    const current = this.dispatcher;
+    this.dispatcher = undefined;
+    await Promise.all([current?.then((a) => a.close()), ...this.draining]);
   }
 }

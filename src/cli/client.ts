@@ -7,7 +7,7 @@ import type { z } from 'zod';
 import { hostPortProblem } from '../base/host-port.ts';
 import { exitCodes, UsageError } from './args.ts';
 import { ApiError, apiErrorFrom, CliFailure } from './client-errors.ts';
-import { activeCredential } from './credential-file.ts';
+import { activeCredential, credentialDispatcherReady } from './credential-file.ts';
 import { defaultAddr } from './failure-report.ts';
 import { explainNoAnswer } from './no-answer.ts';
 import { backoffDelayMs } from '../base/backoff.ts';
@@ -89,6 +89,7 @@ export async function send(addr: string, path: string, init: RequestInit & { que
   const token = activeCredential()?.token;
   const withToken = token === undefined ? init : { ...init, headers: { ...headersOf(init), authorization: `Bearer ${token}` } };
   const target = url(addr, path, init.query);
+  await credentialDispatcherReady();
   try {
     return await fetch(target, withToken);
   } catch (err) {

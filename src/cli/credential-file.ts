@@ -6,7 +6,8 @@
 // is an insecure-loopback one. The file format is credential-format.ts.
 
 import path from 'node:path';
-import { Agent, setGlobalDispatcher } from 'undici';
+import type { Agent } from 'undici';
+import { loadUndici } from '../base/load-undici.ts';
 import { ShoalError } from '../errors.ts';
 import { checkNodeServerIdentity } from '../security/tls-identity.ts';
 import { closest, UsageError } from './args.ts';
@@ -109,7 +110,8 @@ export function reloadActiveCredential(): void {
 
 /**
  * The credential this run uses, found and read once; it also points every fetch() of this
- * process at the pinned CA with the client certificate, if the credential has one.
+ * process at the pinned CA with the client certificate, if the credential has one, from when
+ * credentialDispatcherReady() resolves.
  */
 export function activeCredential(): CredentialFile | null {
   if (active !== undefined) return active.credential;
@@ -122,15 +124,34 @@ export function useCredentialInMemory(credential: CredentialFile): void {
   activate(undefined, credential);
 }
 
+/**
+ * The global dispatcher of the active credential, being installed: undici (750 KiB of code) is
+ * loaded with the first credential activated, not when the process starts, so a command that
+ * sends no request (and `shoal serve`, whose command line passes through here) never loads it
+ * (issue 45). client.ts awaits it before each request.
+ */
+let dispatcherInstalled: Promise<void> = Promise.resolve();
+
 function activate(found: FoundCredential | undefined, credential: CredentialFile | null): CredentialFile | null {
   active = { found, credential };
-  setGlobalDispatcher(new Agent(credential === null ? {} : {
+  const options: ConstructorParameters<typeof Agent>[0] = credential === null ? {} : {
     connect: {
       ca: credential.ca, minVersion: 'TLSv1.3', checkServerIdentity: checkNodeServerIdentity,
       ...(credential.cert !== undefined && credential.key !== undefined ? { cert: credential.cert, key: credential.key } : {}),
     },
-  }));
+  };
+  // Two activations in a row install in order: both wait for the same module.
+  dispatcherInstalled = loadUndici().then(({ Agent: AgentClass, setGlobalDispatcher }) => setGlobalDispatcher(new AgentClass(options)));
+  dispatcherInstalled.catch(() => {}); // reported to whoever awaits it
   return credential;
+}
+
+/**
+ * Resolves once every fetch() of this process goes to the pinned CA with the client certificate
+ * of the credential activated last (activeCredential() starts that); rejects if it could not.
+ */
+export function credentialDispatcherReady(): Promise<void> {
+  return dispatcherInstalled;
 }
 
 /**

@@ -1,8 +1,8 @@
 // The one function a node uses to call another member's API about its own certificate (the CA
 // key for a new voter, renewal). It is the single place that knows the transport of such calls.
 
-import { Agent } from 'undici';
 import type { z } from 'zod';
+import { loadUndici } from '../base/load-undici.ts';
 import { checkNodeServerIdentity } from './tls-identity.ts';
 
 /**
@@ -19,7 +19,8 @@ export const nodeCallTimeoutMs = 10_000;
 
 /** POSTs `body` to addr + path; resolves with the parsed answer, rejects with a message. */
 export async function nodeCall<T>(addr: string, path: string, body: unknown, schema: z.ZodType<T>, link: NodeLink): Promise<T> {
-  const agent = link.scheme === 'https' ? new Agent({ connect: { ca: link.caPem, minVersion: 'TLSv1.3', checkServerIdentity: checkNodeServerIdentity } }) : undefined;
+  // undici is loaded by the first such call, not at start (issue 45).
+  const agent = link.scheme === 'https' ? new (await loadUndici()).Agent({ connect: { ca: link.caPem, minVersion: 'TLSv1.3', checkServerIdentity: checkNodeServerIdentity } }) : undefined;
   let res: Response;
   try {
     res = await fetch(`${link.scheme}://${addr}${path}`, {

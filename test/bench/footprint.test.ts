@@ -2,14 +2,17 @@
 // loads at start (the bundle's static imports), and how the benchmark maps loaded files to
 // packages and sums a heap snapshot.
 
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundle, type BundleMetafile } from '../../scripts/bundle.mjs';
 import { summariseHeapSnapshot } from '../../bench/lib/heap-summary.ts';
 import { breakdown, groupOfSource } from '../../bench/lib/load-breakdown.ts';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
 
 /** The sources of every output file loaded with the output holding `input` (its static imports, transitively). */
 function loadedWith(meta: BundleMetafile, input: string): string[] {
@@ -26,6 +29,26 @@ function loadedWith(meta: BundleMetafile, input: string): string[] {
     }
   }
   return [...seen].flatMap((o) => Object.entries(meta.outputs[o]?.inputs ?? {}).filter(([, v]) => v.bytesInOutput > 0).map(([k]) => k));
+}
+
+/** The packages outside the bundle that the outputs loaded with `input` import statically. */
+function staticExternalsWith(meta: BundleMetafile, input: string): string[] {
+  const start = Object.keys(meta.outputs).find((o) => meta.outputs[o]?.inputs[input] !== undefined);
+  if (start === undefined) throw new Error(`no output holds ${input}`);
+  const seen = new Set([start]);
+  const externals = new Set<string>();
+  const queue = [start];
+  for (let o = queue.shift(); o !== undefined; o = queue.shift()) {
+    for (const i of meta.outputs[o]?.imports ?? []) {
+      if (i.kind !== 'import-statement') continue;
+      if (i.external === true) externals.add(i.path);
+      else if (meta.outputs[i.path] !== undefined && !seen.has(i.path)) {
+        seen.add(i.path);
+        queue.push(i.path);
+      }
+    }
+  }
+  return [...externals];
 }
 
 describe('what the bundle loads at start', () => {
@@ -46,12 +69,58 @@ describe('what the bundle loads at start', () => {
     }
   });
 
+  it('serve loads no JSON-schema compiler (Ajv, fast-json-stringify), no undici and no ssh2 at start', () => {
+    const serve = loadedWith(meta, 'src/cli/serve.ts');
+    expect(serve.some((f) => f.includes('node_modules/fastify/fastify.js'))).toBe(true);
+    for (const heavy of ['node_modules/ajv/', 'node_modules/ajv-formats/', 'node_modules/@fastify/ajv-compiler/', 'node_modules/fast-uri/', 'node_modules/fast-json-stringify/index.js', 'node_modules/undici/']) {
+      expect(serve.filter((f) => f.includes(heavy))).toEqual([]);
+    }
+    // ssh2 stays outside the bundle: no output of serve's start imports it statically.
+    expect(staticExternalsWith(meta, 'src/cli/serve.ts')).not.toContain('ssh2');
+  });
+
+  it("zod's messages in English only: no other locale is bundled", () => {
+    const bundled = Object.values(meta.outputs).flatMap((o) => Object.keys(o.inputs)).filter((f) => f.includes('node_modules/zod/v4/locales/'));
+    expect(bundled.filter((f) => !/[\\/](en|index)\.js$/.test(f))).toEqual([]);
+    expect(bundled.some((f) => f.endsWith('locales/en.js'))).toBe(true);
+  });
+
+  it('the command line (shoal --version, and what every command loads first) loads no undici', () => {
+    expect(loadedWith(meta, 'src/cli/main.ts').filter((f) => f.includes('node_modules/undici/'))).toEqual([]);
+  });
+
   it('docker-modem requires ssh2 only when it dials over SSH', () => {
     const out = Object.keys(meta.outputs).find((o) => meta.outputs[o]?.inputs[Object.keys(meta.outputs[o]?.inputs ?? {}).find((k) => k.endsWith('docker-modem/lib/ssh.js')) ?? ''] !== undefined);
     expect(out).toBeDefined();
     const text = readFileSync(path.resolve(out ?? ''), 'utf8');
     expect(text).toContain('new (__require("ssh2")).Client()');
     expect(text).not.toMatch(/var Client = __require\("ssh2"\)/);
+  });
+});
+
+describe('the bundle run', () => {
+  // Inside the repository, so the bundle finds the packages left outside it (node_modules).
+  let dir = '';
+  beforeAll(async () => {
+    mkdirSync(path.join(root, 'bench', '.builds'), { recursive: true });
+    dir = mkdtempSync(path.join(root, 'bench', '.builds', 'test-footprint-'));
+    await bundle(dir);
+    writeFileSync(path.join(dir, 'run.mjs'), "import { main } from './shoal.mjs';\nprocess.exitCode = await main(process.argv.slice(2));\n");
+  }, 120_000);
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("says what is wrong with a config in zod's English messages, as the sources do", () => {
+    const config = path.join(dir, 'bad.yaml');
+    writeFileSync(config, 'dataDir: .\napi: {listen: 5}\npeer: {listen: "127.0.0.1:1"}\n');
+    const res = spawnSync(process.execPath, [path.join(dir, 'run.mjs'), 'serve', '--config', config], { encoding: 'utf8' });
+    expect(res.stderr).toContain('api.listen: Invalid input: expected string, received number');
+    expect(res.status).toBe(2);
+  });
+
+  it('loads undici on the first request (the CLI here): an unreachable node is reported as such', () => {
+    const res = spawnSync(process.execPath, [path.join(dir, 'run.mjs'), 'status', '--addr', '127.0.0.1:1'], { encoding: 'utf8', env: { ...process.env, SHOAL_CONFIG: dir } });
+    expect(res.stderr).toContain('cannot reach 127.0.0.1:1');
+    expect(res.status).toBe(3);
   });
 });
 

@@ -6,7 +6,7 @@
 
 import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { Client, type SFTPWrapper } from 'ssh2';
+import type { Client, SFTPWrapper } from 'ssh2';
 
 export interface TargetIo {
   /** Where it writes, for messages (a path, or user@host:port:path). */
@@ -132,7 +132,10 @@ export class SftpTargetIo implements TargetIo {
   }
 
   static async connect(loc: SftpLocation, auth: SftpAuth, hostKey?: HostKeyCheck): Promise<SftpTargetIo> {
-    const client = new Client();
+    // ssh2 is loaded by the first SFTP backup, not at start: its poly1305 module alone holds a
+    // 16 MiB buffer from its load on (issue 45, bench/RESULTS.md "Footprint levers").
+    const { Client: ClientClass } = await import('ssh2');
+    const client = new ClientClass();
     const where = `${loc.user}@${loc.host}:${loc.port}:${loc.path}`;
     await new Promise<void>((resolve, reject) => {
       client.once('ready', () => resolve());
