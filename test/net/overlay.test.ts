@@ -37,8 +37,11 @@ const documents = [
   { apiVersion: 'shoal/v1', kind: 'Network', name: 'other', subnet: '10.63.0.0/16' },
   {
     apiVersion: 'shoal/v1', kind: 'Service', name: 'echo', mode: 'global', image, networks: ['back'],
-    // Listens on 7000 and 7001, printing what it gets: the firewall case opens only 7000.
-    command: ['sh', '-c', 'while true; do nc -l -p 7001; done & while true; do nc -l -p 7000; done'],
+    // Listens on 7000 and 7001, printing what it gets: the firewall case opens only 7000. What a
+    // connection carries goes to `cat` (stderr: the container's log), never through busybox nc's
+    // own stdin/stdout loop: with stdin at EOF that loop lost about 1 message in 40 here while the
+    // sender still exited 0 (the marker case failed once in CI that way).
+    command: ['sh', '-c', 'while true; do nc -l -p 7001 -e sh -c "cat >&2"; done & while true; do nc -l -p 7000 -e sh -c "cat >&2"; done'],
   },
   { apiVersion: 'shoal/v1', kind: 'Service', name: 'probe', mode: 'global', image, networks: ['other'], command: ['sleep', '3600'], constraints: ['node.name == n1'] },
   // One task, on n3 only: reached from n1 by its service name.
@@ -80,6 +83,12 @@ describe('overlay networks, in network namespaces with a Docker daemon each', ()
   afterAll(async () => {
     await lab?.destroy();
   }, 120_000);
+
+  /** What the echo workload printed (its listeners print to stderr: see its command). */
+  function workloadLog(n: LabNode, container: string): string {
+    const r = lab.docker(n, ['logs', container]);
+    return r.stdout + r.stderr;
+  }
 
   function ping(from: LabNode, container: string, to: string, count: number): { sent: number; received: number } {
     const r = lab.docker(from, ['exec', container, 'ping', '-c', String(count), '-W', '2', to], 60_000);
@@ -145,7 +154,7 @@ describe('overlay networks, in network namespaces with a Docker daemon each', ()
     dump.kill('SIGINT');
     await exited;
     // n3's workload got the marker: it crossed, inside WireGuard.
-    await lab.mesh.waitFor('the marker in n3\'s workload log', () => (lab.docker(n3, ['logs', c3]).stdout.includes(markerText) ? true : undefined), 10_000);
+    await lab.mesh.waitFor('the marker in n3\'s workload log', () => (workloadLog(n3, c3).includes(markerText) ? true : undefined), 10_000);
     const count = (filter: string): number => spawnSync('tcpdump', ['-r', file, '-n', filter], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).length;
     expect(count('udp port 51820')).toBeGreaterThan(0);
     expect(count(`net ${subnet}`)).toBe(0);
@@ -157,7 +166,7 @@ describe('overlay networks, in network namespaces with a Docker daemon each', ()
   it('isolates another network; a policy allowing one port lets exactly that port through', async () => {
     const probe = await lab.mesh.waitFor('the probe workload running on n1', () => lab.containers(n1, 'probe')[0], 120_000);
     const send = (port: number, text: string): void => { lab.docker(n1, ['exec', probe, 'sh', '-c', `echo ${text} | nc -w 2 ${a3} ${port}`], 20_000); };
-    const got = (text: string): boolean => lab.docker(n3, ['logs', c3]).stdout.includes(text);
+    const got = (text: string): boolean => workloadLog(n3, c3).includes(text);
     send(7000, 'SH0LBLOCKED');
     await sleep(500);
     expect(got('SH0LBLOCKED')).toBe(false);
