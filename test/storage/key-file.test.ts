@@ -1,0 +1,121 @@
+// The key file that replaced LevelDB (format, log id, node metadata), the data directory's lock,
+// and the move of a data directory written by the last release that had LevelDB.
+
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { readFile, readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ShoalError } from '../../src/errors.ts';
+import { DiskStorage, StorageCorruptionError, storagePaths } from '../../src/storage/index.ts';
+import type { Logger } from '../../src/raft/types.ts';
+import { openStorage, tempDir } from './helpers.ts';
+import { packr } from '../../src/storage/sealed.ts';
+import { createHash } from 'node:crypto';
+
+async function refused(dir: string): Promise<StorageCorruptionError> {
+  const err: unknown = await DiskStorage.open(dir).then(async (s) => {
+    await s.close();
+    return undefined;
+  }, (e: unknown) => e);
+  expect(err).toBeInstanceOf(StorageCorruptionError);
+  return err as StorageCorruptionError;
+}
+
+async function withMeta(): Promise<string> {
+  const dir = await tempDir();
+  const s = await openStorage(dir);
+  await s.putMeta('identity', { id: 'n1' });
+  await s.close();
+  return dir;
+}
+
+describe('the key file', () => {
+  it('keeps the metadata across restarts, replaced whole on each write, a leftover temporary file ignored', async () => {
+    const dir = await withMeta();
+    await writeFile(join(dir, 'storage.keys.tmp'), 'half written by a crash');
+    const s = await openStorage(dir);
+    expect(await s.getMeta('identity')).toEqual({ id: 'n1' });
+    await s.putMeta('identity', { id: 'n2' });
+    await s.close();
+    const again = await openStorage(dir);
+    expect(await again.getMeta('identity')).toEqual({ id: 'n2' });
+    await again.close();
+    expect(existsSync(join(dir, 'storage.keys.tmp'))).toBe(false);
+  });
+
+  it('a flipped bit, a cut and a foreign file refuse the start, naming the file and what to do', async () => {
+    const dir = await withMeta();
+    const file = join(dir, 'storage.keys');
+    const good = await readFile(file);
+    const flipped = Buffer.from(good);
+    flipped.writeUInt8(flipped.readUInt8(20) ^ 0x10, 20);
+    for (const [bytes, detail] of [
+      [flipped, /checksum mismatch/],
+      [good.subarray(0, good.length - 3), /truncated or appended to/],
+      [Buffer.from('not a key file at all'), /does not start with the key file magic/],
+    ] as const) {
+      await writeFile(file, bytes);
+      const err = await refused(dir);
+      expect(err.file).toBe(file);
+      expect(err.detail).toMatch(detail);
+      expect(err.recovery).toMatch(/remove the node from the cluster/);
+    }
+  });
+});
+
+describe('the data directory lock', () => {
+  it('refuses a second open while the storage is open, and allows it after close', async () => {
+    const dir = await tempDir();
+    const s = await openStorage(dir);
+    const err: unknown = await DiskStorage.open(dir).then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(ShoalError);
+    expect((err as ShoalError).code).toBe('data_dir_locked');
+    expect((err as Error).message).toMatch(new RegExp(`process ${process.pid} holds .*storage\\.lock`));
+    await s.close();
+    expect(existsSync(join(dir, 'storage.lock'))).toBe(false);
+    await (await openStorage(dir)).close();
+  });
+
+  it('refuses a lock of a living process, takes over one of a process that is gone', async () => {
+    const dir = await tempDir();
+    await (await openStorage(dir)).close();
+    await writeFile(join(dir, 'storage.lock'), '1 someone-else\n'); // pid 1 always runs
+    await expect(DiskStorage.open(dir)).rejects.toThrow(/is in use by another process \(process 1 holds/);
+    const gone = Number(execFileSync('sh', ['-c', 'sh -c "echo \\$\\$"'], { encoding: 'utf8' }).trim()); // a process that has exited
+    await writeFile(join(dir, 'storage.lock'), `${gone} stale\n`);
+    const warned: string[] = [];
+    const logger: Logger = { debug: () => {}, info: () => {}, warn: (m) => warned.push(m) };
+    const s = await openStorage(dir, { logger });
+    expect(warned.join()).toMatch(new RegExp(`took over the stale lock .* \\(process ${gone} no longer runs`));
+    expect(readFileSync(join(dir, 'storage.lock'), 'utf8')).toMatch(new RegExp(`^${process.pid} `));
+    await s.close();
+  });
+});
+
+describe('a data directory written by the last release with LevelDB (test/fixtures/leveldb/current-release.tar.gz)', () => {
+  // The directory was opened by that release's storage once more after the node stopped (to
+  // record current-release.json), so LevelDB had turned its log into a table: both are read.
+  it('is moved at the first start: the same log, snapshot and log id; LevelDB renamed aside, not deleted', async () => {
+    const fixture = new URL('../fixtures/leveldb/', import.meta.url).pathname;
+    const expected = JSON.parse(readFileSync(join(fixture, 'current-release.json'), 'utf8')) as Record<string, unknown>;
+    const dir = await tempDir();
+    execFileSync('tar', ['xzf', join(fixture, 'current-release.tar.gz'), '-C', dir]);
+    const logged: string[] = [];
+    const s = await openStorage(dir, { logger: { debug: () => {}, info: (m) => logged.push(m), warn: (m) => logged.push(`warn: ${m}`) } });
+    const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
+    const entries = s.entries(s.firstIndex(), s.lastIndex() + 1, Number.MAX_SAFE_INTEGER);
+    expect({
+      firstIndex: s.firstIndex(), lastIndex: s.lastIndex(), hardState: s.hardState(),
+      snapshot: { meta: s.snapshot().meta, sha256: sha(s.snapshot().data) },
+      entries: entries.length, entriesSha256: sha(packr.pack(entries)), logId: await s.getMeta('logId'),
+    }).toEqual(expected);
+    await s.close();
+    expect(logged.join('\n')).toMatch(/moved 2 keys from the LevelDB directory .*\/log \(1 tables, 1 logs\) into .*storage\.keys/);
+    expect(logged.join('\n')).toMatch(/renamed the LevelDB directory .*\/log to .*\/log\.moved/);
+    expect(logged.join('\n')).not.toMatch(/warn:/);
+    expect((await readFile(join(dir, 'log.id'), 'utf8')).trim()).toBe((expected.logId as { logId: string }).logId);
+    expect((await readdir(join(dir, 'log.moved'))).sort()).toEqual(['000005.ldb', '000006.log', 'CURRENT', 'LOCK', 'LOG', 'LOG.old', 'MANIFEST-000004']);
+    expect(existsSync(storagePaths(dir).level)).toBe(false);
+  });
+});
