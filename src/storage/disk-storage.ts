@@ -118,7 +118,10 @@ export class DiskStorage implements LogStorage {
         contents = await readWal(paths);
         state = contents.state;
       } else {
-        assert(format === undefined, 'open: format 1 was moved into the write-ahead log with the LevelDB directory');
+        if (format === 1) {
+          // Format 1 lived in LevelDB only: its move writes format 3 to the key file.
+          throw new StorageCorruptionError(paths.log, 'the key file says storage format 1, which only LevelDB ever held', rebuildNodeRecovery(dir));
+        }
         ({ wal, state } = await initWal(keys, paths, walOpts));
       }
       const chosen = await checkLog(state, snapshots, paths);

@@ -10,7 +10,9 @@ import { ShoalError } from '../../src/errors.ts';
 import { DiskStorage, StorageCorruptionError, storagePaths } from '../../src/storage/index.ts';
 import type { Logger } from '../../src/raft/types.ts';
 import { openStorage, tempDir } from './helpers.ts';
-import { packr } from '../../src/storage/sealed.ts';
+import { KeyFile } from '../../src/storage/key-file.ts';
+import { formatKey } from '../../src/storage/keys.ts';
+import { packr, seal } from '../../src/storage/sealed.ts';
 import { createHash } from 'node:crypto';
 
 async function refused(dir: string): Promise<StorageCorruptionError> {
@@ -61,6 +63,12 @@ describe('the key file', () => {
       expect(err.detail).toMatch(detail);
       expect(err.recovery).toMatch(/remove the node from the cluster/);
     }
+  });
+
+  it('format 1 in the key file (which only LevelDB ever held) refuses the start', async () => {
+    const dir = await withMeta();
+    await (await KeyFile.load(storagePaths(dir))).put([[formatKey, seal({ format: 1 })]]);
+    expect((await refused(dir)).detail).toMatch(/says storage format 1, which only LevelDB ever held/);
   });
 });
 
@@ -117,5 +125,19 @@ describe('a data directory written by the last release with LevelDB (test/fixtur
     expect((await readFile(join(dir, 'log.id'), 'utf8')).trim()).toBe((expected.logId as { logId: string }).logId);
     expect((await readdir(join(dir, 'log.moved'))).sort()).toEqual(['000005.ldb', '000006.log', 'CURRENT', 'LOCK', 'LOG', 'LOG.old', 'MANIFEST-000004']);
     expect(existsSync(storagePaths(dir).level)).toBe(false);
+  });
+
+  it('a damaged LevelDB table refuses the start, names the file, and changes nothing', async () => {
+    const dir = await tempDir();
+    execFileSync('tar', ['xzf', new URL('../fixtures/leveldb/current-release.tar.gz', import.meta.url).pathname, '-C', dir]);
+    const table = join(dir, 'log', '000005.ldb');
+    const b = await readFile(table);
+    b.writeUInt8(b.readUInt8(10) ^ 0x04, 10);
+    await writeFile(table, b);
+    const before = (await readdir(dir)).sort();
+    const err = await refused(dir);
+    expect(err.file).toBe(table);
+    expect(err.detail).toMatch(/LevelDB directory of an older release cannot be read to move its keys: checksum mismatch in the block at byte 0/);
+    expect((await readdir(dir)).sort()).toEqual(before);
   });
 });
