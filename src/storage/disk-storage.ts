@@ -8,7 +8,9 @@
 //   snapshots/    snap-<index>.snap files, the newest two kept
 //   log.id        the log's id again, to tell a wiped or swapped log (log-incarnation.ts)
 //   storage.lock  while open: the process that has it open (dir-lock.ts)
-//   log.moved/    the LevelDB directory of a release up to 0.1.x, once moved (migrate.ts)
+//   log/          the LevelDB directory of a release up to 0.1.x, its keys copied into
+//                 storage.keys; kept for a rollback until a key changes (migrate.ts), then:
+//   log.moved/    the same, renamed aside
 
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
@@ -107,7 +109,7 @@ export class DiskStorage implements LogStorage {
         throw new StorageCorruptionError(paths.log, 'the key file is missing but snapshot files exist', rebuildNodeRecovery(dir));
       }
       if (level) await moveLevelDir(paths, logger, walOpts);
-      const keys = await KeyFile.load(paths);
+      const keys = await KeyFile.load(paths, logger);
       const format = readFormat(keys, paths);
       await checkLogIncarnation(keys, paths);
       // Formats 2 and 3 are read and checked before anything on disk changes; a new directory

@@ -10,6 +10,10 @@
 // and 'm/<key>' for the node layer's metadata. Releases up to 0.1.x kept them in LevelDB under
 // <data>/log (moved here at the first start: migrate.ts).
 //
+// While the LevelDB directory of the release before is kept beside it (level-aside.ts), the
+// first write that changes a key renames that directory aside first: that release, rolled back
+// to, would read the old value.
+//
 // Every change rewrites the whole file (a few hundred bytes): written to a temporary name,
 // fsynced, renamed over the old one, and the directory fsynced, so a crash leaves the old file
 // or the new one, never half of either. A file that fails its checks refuses the start
@@ -18,8 +22,10 @@
 import { existsSync } from 'node:fs';
 import { open, readFile, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import type { Logger } from '../raft/types.ts';
 import { crc32 } from './crc32.ts';
 import { StorageCorruptionError, rebuildNodeRecovery } from './errors.ts';
+import { hasLevelDir, setLevelAside } from './level-aside.ts';
 import type { StoragePaths } from './paths.ts';
 import { packr } from './sealed.ts';
 import { syncDir } from './sync-dir.ts';
@@ -34,15 +40,28 @@ export class KeyFile {
   private constructor(
     readonly paths: StoragePaths,
     private readonly entries: Map<string, Buffer>,
-    /** Whether the file existed when loaded (false: a new data directory, or one not moved yet). */
-    readonly existed: boolean,
+    private readonly logger: Logger,
   ) {}
 
   /** Loads the file, or an empty set of keys if there is none. Verifies it whole. */
-  static async load(paths: StoragePaths): Promise<KeyFile> {
+  static async load(paths: StoragePaths, logger: Logger = silent): Promise<KeyFile> {
     const file = paths.log;
-    if (!existsSync(file)) return new KeyFile(paths, new Map(), false);
-    return new KeyFile(paths, decodeKeyFile(await readFile(file), (detail) => corrupt(paths, detail)), true);
+    if (!existsSync(file)) return new KeyFile(paths, new Map(), logger);
+    return new KeyFile(paths, decodeKeyFile(await readFile(file), (detail) => corrupt(paths, detail)), logger);
+  }
+
+  /** Whether the file holds exactly these keys and values. */
+  holds(entries: Map<string, Buffer>): boolean {
+    if (entries.size !== this.entries.size) return false;
+    for (const [k, v] of entries) if (!this.entries.get(k)?.equals(v)) return false;
+    return true;
+  }
+
+  /** Replaces every key with a copy of the LevelDB directory's (migrate.ts); it stays in place. */
+  async copyOf(entries: Map<string, Buffer>): Promise<void> {
+    await writeFileDurably(this.paths.log, encodeKeyFile(entries));
+    this.entries.clear();
+    for (const [k, v] of entries) this.entries.set(k, v);
   }
 
   /** The file's path (where damage is reported). */
@@ -59,6 +78,9 @@ export class KeyFile {
   async put(changes: Iterable<readonly [Uint8Array, Buffer]>): Promise<number> {
     const next = new Map(this.entries);
     for (const [k, v] of changes) next.set(Buffer.from(k).toString('latin1'), v);
+    if (!this.holds(next) && hasLevelDir(this.paths)) {
+      await setLevelAside(this.paths, this.logger, `a key changed that the release before, rolled back to, would read stale from it`);
+    }
     const bytes = encodeKeyFile(next);
     await writeFileDurably(this.paths.log, bytes);
     this.entries.clear();
@@ -106,6 +128,8 @@ function decodeKeyFile(buf: Buffer, fail: (detail: string) => Error): Map<string
   }
   return entries;
 }
+
+const silent: Logger = { debug: () => {}, info: () => {}, warn: () => {} };
 
 function corrupt(paths: StoragePaths, detail: string): StorageCorruptionError {
   return new StorageCorruptionError(paths.log, detail, rebuildNodeRecovery(paths.dir));

@@ -3,61 +3,45 @@
 // directory.
 //
 // LevelDB (releases up to 0.1.x kept their keys in LevelDB, classic-level, under <data>/log):
-// the directory is read by leveldb-reader.ts (no native code) and its keys are written to the
-// key file (key-file.ts); then the directory is renamed aside to <data>/log.moved, never
-// deleted. Until the key file is written the directory is the truth, and a crash means the move
-// is done again at the next start; after, the key file is, and a LevelDB directory found next to
-// it is only renamed aside.
+// the directory is read by leveldb-reader.ts (no native code) and its keys are copied to the key
+// file (key-file.ts). The directory stays where it is, untouched, so that a rollback to the
+// release before (`shoal upgrade --rollback`) finds it; while it is there the key file is not
+// changed without renaming it aside first (to <data>/log.moved, never deleted: key-file.ts), so
+// a LevelDB directory beside a key file holds the truth and is copied again at every start
+// (a rolled-back release may have changed it; a few KiB, read in milliseconds).
 //
 // Format 1 (every entry a key in LevelDB): the write-ahead log is written whole and synced
-// before the key file, which then says format 3 and holds no log keys. A crash before that
-// leaves format 1 as it was (the half-written write-ahead log is thrown away and written again
-// at the next open).
+// before the key file, which then says format 3 and holds no log keys, and the LevelDB
+// directory is renamed aside at once (a release of format 1 would serve its old log). A crash
+// before the key file leaves format 1 as it was (the half-written write-ahead log is thrown away
+// and written again at the next open); after it, the directory is only renamed aside.
 //
 // Format 2 (the write-ahead log, segments of version 1): the stamp is written, synced, before
 // the first preallocated segment (version 2), which releases of format 2 would refuse as
 // damaged. Format 3 reads both versions, so a crash after the stamp loses nothing.
 
 import { existsSync } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import type { Logger } from '../raft/types.ts';
 import { StorageCorruptionError, rebuildNodeRecovery } from './errors.ts';
 import { KeyFile } from './key-file.ts';
 import { entryKeyIndex, formatKey, hardStateKey, snapshotKey, truncatedKey } from './keys.ts';
+import { setLevelAside } from './level-aside.ts';
 import { LevelDbError, readLevelDb } from './leveldb-reader.ts';
-import { levelAsideName, type StoragePaths } from './paths.ts';
+import type { StoragePaths } from './paths.ts';
 import { readFormat, readLevelLog, type KeySource } from './recover.ts';
 import { storageFormat } from './schemas.ts';
 import { seal } from './sealed.ts';
-import { syncDir } from './sync-dir.ts';
 import { WalWriter, type WalWriterOptions } from './wal.ts';
 import type { LogState } from './wal-replay.ts';
 
-/** Whether the data directory still has the LevelDB directory of an older release. */
-export function hasLevelDir(paths: StoragePaths): boolean {
-  return existsSync(join(paths.level, 'CURRENT'));
-}
+export { hasLevelDir } from './level-aside.ts';
 
 /**
- * Moves the keys (and, in format 1, the log) of the LevelDB directory into the key file (and the
- * write-ahead log), unless the key file exists already; then renames the directory aside.
+ * Copies the keys of the LevelDB directory into the key file, unless it holds them already; for
+ * format 1, moves the log into the write-ahead log and sets the directory aside.
  */
 export async function moveLevelDir(paths: StoragePaths, logger: Logger, opts: WalWriterOptions): Promise<void> {
-  if (existsSync(paths.log)) {
-    logger.warn(`found the LevelDB directory ${paths.level} next to ${paths.log}, which already holds its keys (a start that stopped before renaming it)`);
-  } else {
-    await copyLevelDir(paths, logger, opts);
-  }
-  let n = 1;
-  while (existsSync(join(paths.dir, levelAsideName(n)))) n++;
-  const aside = join(paths.dir, levelAsideName(n));
-  await rename(paths.level, aside);
-  await syncDir(paths.dir);
-  logger.info(`renamed the LevelDB directory ${paths.level} to ${aside}: nothing reads it any more; delete it once this node runs as it should`);
-}
-
-async function copyLevelDir(paths: StoragePaths, logger: Logger, opts: WalWriterOptions): Promise<void> {
   let read: Awaited<ReturnType<typeof readLevelDb>>;
   try {
     read = await readLevelDb(paths.level);
@@ -70,27 +54,41 @@ async function copyLevelDir(paths: StoragePaths, logger: Logger, opts: WalWriter
   const keys = read.entries;
   const source: KeySource = { get: (k) => keys.get(Buffer.from(k).toString('latin1')), file: paths.level };
   const format = readFormat(source, paths);
-  const logKeys = new Set([hardStateKey, truncatedKey, snapshotKey].map((k) => k.toString('latin1')));
-  const isLogKey = (k: string): boolean => logKeys.has(k) || entryKeyIndex(Buffer.from(k, 'latin1')) !== undefined;
-  const kept = [...keys].filter(([k]) => !isLogKey(k));
-  if (format !== 1) {
-    const stray = [...keys.keys()].filter(isLogKey);
-    if (stray.length > 0) {
-      throw new StorageCorruptionError(paths.level, `storage format ${format ?? '(none)'} keeps its log in the write-ahead log, but LevelDB holds ${stray.length} log keys (such as '${Buffer.from(stray[0] ?? '', 'latin1').toString('hex')}')`,
-        rebuildNodeRecovery(paths.dir));
-    }
-  }
-  let moved = '';
+  const from = `the LevelDB directory ${paths.level} (${read.stats.tables} tables, ${read.stats.logs} logs)`;
   if (format === 1) {
-    const state = readLevelLog(keys, paths);
-    const wal = await startWal(paths, state, opts);
-    wal.close();
-    kept.push([formatKey.toString('latin1'), seal({ format: storageFormat })]);
-    moved = `, and the log (${state.entries.length} entries after index ${state.truncated.index}) into the write-ahead log ${paths.wal} (storage format 1 to ${storageFormat})`;
+    // The key file is written only after the write-ahead log holds the log: if it exists, the
+    // move is done and only the renaming was cut short.
+    if (!existsSync(paths.log)) await moveFormat1(keys, paths, logger, opts, from);
+    await setLevelAside(paths, logger, 'its log and keys were moved');
+    return;
   }
-  const file = await KeyFile.load(paths);
-  await file.put(kept.map(([k, v]) => [Buffer.from(k, 'latin1'), v] as const));
-  logger.info(`moved ${kept.length} keys from the LevelDB directory ${paths.level} (${read.stats.tables} tables, ${read.stats.logs} logs) into ${paths.log}${moved}`);
+  const logKeys = [...keys.keys()].filter(isLogKey);
+  if (logKeys.length > 0) {
+    throw new StorageCorruptionError(paths.level, `storage format ${format ?? '(none)'} keeps its log in the write-ahead log, but LevelDB holds ${logKeys.length} log keys (such as '${Buffer.from(logKeys[0] ?? '', 'latin1').toString('hex')}')`,
+      rebuildNodeRecovery(paths.dir));
+  }
+  const existed = existsSync(paths.log);
+  const file = await KeyFile.load(paths, logger);
+  if (file.holds(keys)) return;
+  await file.copyOf(keys);
+  logger.info(existed
+    ? `copied the keys of ${from} into ${paths.log} again: they changed since the last start (a rollback ran the release before)`
+    : `copied ${keys.size} keys from ${from} into ${paths.log}; the LevelDB directory stays for a rollback to the release before, ` +
+      'until a key changes (then it is renamed aside)');
+}
+
+const logKeyNames = new Set([hardStateKey, truncatedKey, snapshotKey].map((k) => k.toString('latin1')));
+const isLogKey = (k: string): boolean => logKeyNames.has(k) || entryKeyIndex(Buffer.from(k, 'latin1')) !== undefined;
+
+async function moveFormat1(keys: Map<string, Buffer>, paths: StoragePaths, logger: Logger, opts: WalWriterOptions, from: string): Promise<void> {
+  const state = readLevelLog(keys, paths);
+  const wal = await startWal(paths, state, opts);
+  wal.close();
+  const kept = new Map([...keys].filter(([k]) => !isLogKey(k)));
+  kept.set(formatKey.toString('latin1'), seal({ format: storageFormat }));
+  await (await KeyFile.load(paths, logger)).copyOf(kept);
+  logger.info(`moved ${kept.size} keys from ${from} into ${paths.log}, and the log (${state.entries.length} entries after index ` +
+    `${state.truncated.index}) into the write-ahead log ${paths.wal} (storage format 1 to ${storageFormat})`);
 }
 
 /** Format 2 to 3: only the stamp changes; the writer starts a preallocated segment after it. */

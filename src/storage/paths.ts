@@ -11,7 +11,7 @@ export interface StoragePaths {
    * format 1, the log): callers that list what the storage owns keep working.
    */
   log: string;
-  /** Where releases up to 0.1.x kept the keys in LevelDB: read once, moved, renamed aside (migrate.ts). */
+  /** Where releases up to 0.1.x kept the keys in LevelDB: copied into the key file, kept for a rollback, renamed aside at the first change (migrate.ts). */
   level: string;
   /** The write-ahead log's segment files: entries, hard state, snapshot record, compaction point. */
   wal: string;

@@ -102,15 +102,24 @@ describe('the data directory lock', () => {
 });
 
 describe('a data directory written by the last release with LevelDB (test/fixtures/leveldb/current-release.tar.gz)', () => {
+  const fixture = new URL('../fixtures/leveldb/', import.meta.url).pathname;
+  const unpack = async (name: string): Promise<string> => {
+    const dir = await tempDir();
+    execFileSync('tar', ['xzf', join(fixture, name), '-C', dir]);
+    return dir;
+  };
+  const capture = (): { logger: Logger; lines: string[] } => {
+    const lines: string[] = [];
+    return { lines, logger: { debug: () => {}, info: (m) => lines.push(m), warn: (m) => lines.push(`warn: ${m}`) } };
+  };
+
   // The directory was opened by that release's storage once more after the node stopped (to
   // record current-release.json), so LevelDB had turned its log into a table: both are read.
-  it('is moved at the first start: the same log, snapshot and log id; LevelDB renamed aside, not deleted', async () => {
-    const fixture = new URL('../fixtures/leveldb/', import.meta.url).pathname;
+  it('serves the same log, snapshot and log id; LevelDB stays in place, for a rollback, until a key changes', async () => {
     const expected = JSON.parse(readFileSync(join(fixture, 'current-release.json'), 'utf8')) as Record<string, unknown>;
-    const dir = await tempDir();
-    execFileSync('tar', ['xzf', join(fixture, 'current-release.tar.gz'), '-C', dir]);
-    const logged: string[] = [];
-    const s = await openStorage(dir, { logger: { debug: () => {}, info: (m) => logged.push(m), warn: (m) => logged.push(`warn: ${m}`) } });
+    const dir = await unpack('current-release.tar.gz');
+    const first = capture();
+    const s = await openStorage(dir, { logger: first.logger });
     const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
     const entries = s.entries(s.firstIndex(), s.lastIndex() + 1, Number.MAX_SAFE_INTEGER);
     expect({
@@ -119,12 +128,41 @@ describe('a data directory written by the last release with LevelDB (test/fixtur
       entries: entries.length, entriesSha256: sha(packr.pack(entries)), logId: await s.getMeta('logId'),
     }).toEqual(expected);
     await s.close();
-    expect(logged.join('\n')).toMatch(/moved 2 keys from the LevelDB directory .*\/log \(1 tables, 1 logs\) into .*storage\.keys/);
-    expect(logged.join('\n')).toMatch(/renamed the LevelDB directory .*\/log to .*\/log\.moved/);
-    expect(logged.join('\n')).not.toMatch(/warn:/);
+    expect(first.lines.join('\n')).toMatch(/copied 2 keys from the LevelDB directory .*\/log \(1 tables, 1 logs\) into .*storage\.keys; the LevelDB directory stays for a rollback/);
+    expect(first.lines.join('\n')).not.toMatch(/warn:|renamed the LevelDB/);
     expect((await readFile(join(dir, 'log.id'), 'utf8')).trim()).toBe((expected.logId as { logId: string }).logId);
-    expect((await readdir(join(dir, 'log.moved'))).sort()).toEqual(['000005.ldb', '000006.log', 'CURRENT', 'LOCK', 'LOG', 'LOG.old', 'MANIFEST-000004']);
+    const levelFiles = ['000005.ldb', '000006.log', 'CURRENT', 'LOCK', 'LOG', 'LOG.old', 'MANIFEST-000004'];
+    expect((await readdir(join(dir, 'log'))).sort()).toEqual(levelFiles); // untouched: the release before reads it
+
+    // The next start finds the same keys in both: nothing to copy, nothing renamed.
+    const second = capture();
+    const again = await openStorage(dir, { logger: second.logger });
+    expect(second.lines.join('\n')).not.toMatch(/LevelDB/);
+    // The first change of a key sets LevelDB aside before the key file changes.
+    await again.putMeta('identity', { id: 'n1' });
+    await again.close();
+    expect(second.lines.join('\n')).toMatch(/renamed the LevelDB directory .*\/log to .*\/log\.moved \(a key changed that the release before, rolled back to, would read stale from it\)/);
     expect(existsSync(storagePaths(dir).level)).toBe(false);
+    expect((await readdir(join(dir, 'log.moved'))).sort()).toEqual(levelFiles);
+    const third = await openStorage(dir);
+    expect(await third.getMeta('identity')).toEqual({ id: 'n1' });
+    expect(third.lastIndex()).toBe(expected.lastIndex);
+    await third.close();
+  });
+
+  it('a LevelDB directory changed after the copy (a rolled-back release ran) is the truth: copied again, then checked', async () => {
+    const dir = await unpack('current-release.tar.gz');
+    await (await openStorage(dir)).close();
+    // Another log's LevelDB: its log id is not the one log.id names.
+    const other = await tempDir();
+    execFileSync('tar', ['xzf', new URL('../fixtures/release-0.1.0/data.tar.gz', import.meta.url).pathname, '-C', other, './log']);
+    execFileSync('rm', ['-r', join(dir, 'log')]);
+    execFileSync('cp', ['-r', join(other, 'log'), join(dir, 'log')]);
+    const c = capture();
+    const err: unknown = await DiskStorage.open(dir, { logger: c.logger }).then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(StorageCorruptionError);
+    expect((err as StorageCorruptionError).detail).toMatch(/comes from another node/);
+    expect(c.lines.join('\n')).toMatch(/copied the keys of the LevelDB directory .* again: they changed since the last start/);
   });
 
   it('a damaged LevelDB table refuses the start, names the file, and changes nothing', async () => {
