@@ -7,7 +7,8 @@
 //   u32be crc32(body)
 //
 // Keys (keys.ts): 'format' (the storage format), 'm/logId' (the log's id, log-incarnation.ts),
-// and 'm/<key>' for the node layer's metadata. Releases up to 0.1.x kept them in LevelDB under
+// and 'm/<key>' for the node layer's metadata; 'levelCopy' while the keys are an unchanged copy
+// of a LevelDB directory kept beside them (its fingerprint, migrate.ts). Releases up to 0.1.x kept them in LevelDB under
 // <data>/log (moved here at the first start: migrate.ts).
 //
 // While the LevelDB directory of the release before is kept beside it (level-aside.ts), the
@@ -31,6 +32,8 @@ import { packr } from './sealed.ts';
 import { syncDir } from './sync-dir.ts';
 
 const magic = Buffer.from('SHOALKEY');
+/** Not a sealed record: the fingerprint of the LevelDB directory the keys are a copy of. */
+const levelCopyKey = 'levelCopy';
 const version = 1;
 const fixedBytes = magic.length + 4 + 4 + 4;
 /** Node metadata values are at most 1 MiB each (disk-storage.ts); a larger file is damage. */
@@ -50,15 +53,24 @@ export class KeyFile {
     return new KeyFile(paths, decodeKeyFile(await readFile(file), (detail) => corrupt(paths, detail)), logger);
   }
 
-  /** Whether the file holds exactly these keys and values. */
-  holds(entries: Map<string, Buffer>): boolean {
-    if (entries.size !== this.entries.size) return false;
-    for (const [k, v] of entries) if (!this.entries.get(k)?.equals(v)) return false;
-    return true;
+  /**
+   * The fingerprint of the LevelDB directory these keys were copied from and that has stayed in
+   * place since (migrate.ts); undefined if they were not, or a key changed since.
+   */
+  levelCopy(): string | undefined {
+    const v = this.entries.get(levelCopyKey);
+    return v === undefined ? undefined : v.toString('latin1');
   }
 
-  /** Replaces every key with a copy of the LevelDB directory's (migrate.ts); it stays in place. */
-  async copyOf(entries: Map<string, Buffer>): Promise<void> {
+  /** Replaces every key with a copy of the LevelDB directory's, of fingerprint `fingerprint`. */
+  async copyOf(entries: Map<string, Buffer>, fingerprint: string): Promise<void> {
+    const next = new Map(entries);
+    next.set(levelCopyKey, Buffer.from(fingerprint, 'latin1'));
+    await this.replaceAll(next);
+  }
+
+  /** Replaces every key (durably), as they are: the move of a format 1 directory. */
+  async replaceAll(entries: Map<string, Buffer>): Promise<void> {
     await writeFileDurably(this.paths.log, encodeKeyFile(entries));
     this.entries.clear();
     for (const [k, v] of entries) this.entries.set(k, v);
@@ -77,9 +89,17 @@ export class KeyFile {
   /** Sets keys to sealed values and rewrites the file durably; the keys change only once it is. */
   async put(changes: Iterable<readonly [Uint8Array, Buffer]>): Promise<number> {
     const next = new Map(this.entries);
-    for (const [k, v] of changes) next.set(Buffer.from(k).toString('latin1'), v);
-    if (!this.holds(next) && hasLevelDir(this.paths)) {
-      await setLevelAside(this.paths, this.logger, `a key changed that the release before, rolled back to, would read stale from it`);
+    let changed = false;
+    for (const [k, v] of changes) {
+      const key = Buffer.from(k).toString('latin1');
+      changed ||= !this.entries.get(key)?.equals(v);
+      next.set(key, v);
+    }
+    if (changed) {
+      if (hasLevelDir(this.paths)) {
+        await setLevelAside(this.paths, this.logger, 'a key changed that the release before, rolled back to, would read stale from it');
+      }
+      next.delete(levelCopyKey);
     }
     const bytes = encodeKeyFile(next);
     await writeFileDurably(this.paths.log, bytes);

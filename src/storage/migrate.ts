@@ -4,11 +4,13 @@
 //
 // LevelDB (releases up to 0.1.x kept their keys in LevelDB, classic-level, under <data>/log):
 // the directory is read by leveldb-reader.ts (no native code) and its keys are copied to the key
-// file (key-file.ts). The directory stays where it is, untouched, so that a rollback to the
-// release before (`shoal upgrade --rollback`) finds it; while it is there the key file is not
-// changed without renaming it aside first (to <data>/log.moved, never deleted: key-file.ts), so
-// a LevelDB directory beside a key file holds the truth and is copied again at every start
-// (a rolled-back release may have changed it; a few KiB, read in milliseconds).
+// file (key-file.ts) with its fingerprint. The directory stays where it is, untouched, so that a
+// rollback to the release before (`shoal upgrade --rollback`) finds it; while it is there the
+// key file is not changed without renaming it aside first (to <data>/log.moved, never deleted:
+// key-file.ts, which drops the fingerprint). So at each start: a LevelDB directory whose
+// fingerprint differs from the one the key file records changed since the copy (a rolled-back
+// release wrote it) and is copied again; one beside a key file with no fingerprint is not where
+// those keys came from (a recovery wrote a new storage) and is renamed aside.
 //
 // Format 1 (every entry a key in LevelDB): the write-ahead log is written whole and synced
 // before the key file, which then says format 3 and holds no log keys, and the LevelDB
@@ -20,6 +22,7 @@
 // the first preallocated segment (version 2), which releases of format 2 would refuse as
 // damaged. Format 3 reads both versions, so a crash after the stamp loses nothing.
 
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { Logger } from '../raft/types.ts';
@@ -67,14 +70,31 @@ export async function moveLevelDir(paths: StoragePaths, logger: Logger, opts: Wa
     throw new StorageCorruptionError(paths.level, `storage format ${format ?? '(none)'} keeps its log in the write-ahead log, but LevelDB holds ${logKeys.length} log keys (such as '${Buffer.from(logKeys[0] ?? '', 'latin1').toString('hex')}')`,
       rebuildNodeRecovery(paths.dir));
   }
+  const fingerprint = levelFingerprint(keys);
   const existed = existsSync(paths.log);
   const file = await KeyFile.load(paths, logger);
-  if (file.holds(keys)) return;
-  await file.copyOf(keys);
+  if (existed && file.levelCopy() === undefined) {
+    // A key file not copied from this directory (a recovery wrote a new storage, or a key
+    // changed while the directory was set aside by hand and put back): the directory is stale.
+    await setLevelAside(paths, logger, `${paths.log} was not copied from it`);
+    return;
+  }
+  if (file.levelCopy() === fingerprint) return;
+  await file.copyOf(keys, fingerprint);
   logger.info(existed
     ? `copied the keys of ${from} into ${paths.log} again: they changed since the last start (a rollback ran the release before)`
     : `copied ${keys.size} keys from ${from} into ${paths.log}; the LevelDB directory stays for a rollback to the release before, ` +
       'until a key changes (then it is renamed aside)');
+}
+
+/** sha256 of the keys and values in key order. */
+function levelFingerprint(keys: Map<string, Buffer>): string {
+  const h = createHash('sha256');
+  for (const k of [...keys.keys()].sort()) {
+    const v = keys.get(k) ?? Buffer.alloc(0);
+    h.update(`${k.length}:`).update(Buffer.from(k, 'latin1')).update(`${v.length}:`).update(v);
+  }
+  return h.digest('hex');
 }
 
 const logKeyNames = new Set([hardStateKey, truncatedKey, snapshotKey].map((k) => k.toString('latin1')));
@@ -86,7 +106,7 @@ async function moveFormat1(keys: Map<string, Buffer>, paths: StoragePaths, logge
   wal.close();
   const kept = new Map([...keys].filter(([k]) => !isLogKey(k)));
   kept.set(formatKey.toString('latin1'), seal({ format: storageFormat }));
-  await (await KeyFile.load(paths, logger)).copyOf(kept);
+  await (await KeyFile.load(paths, logger)).replaceAll(kept);
   logger.info(`moved ${kept.size} keys from ${from} into ${paths.log}, and the log (${state.entries.length} entries after index ` +
     `${state.truncated.index}) into the write-ahead log ${paths.wal} (storage format 1 to ${storageFormat})`);
 }

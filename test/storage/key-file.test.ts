@@ -165,6 +165,20 @@ describe('a data directory written by the last release with LevelDB (test/fixtur
     expect(c.lines.join('\n')).toMatch(/copied the keys of the LevelDB directory .* again: they changed since the last start/);
   });
 
+  it('a LevelDB directory beside a key file not copied from it (a recovery wrote a new storage) is renamed aside', async () => {
+    const dir = await tempDir();
+    await (await openStorage(dir)).close();
+    const id = (await readFile(join(dir, 'log.id'), 'utf8')).trim();
+    const old = await unpack('current-release.tar.gz');
+    execFileSync('cp', ['-r', join(old, 'log'), join(dir, 'log')]);
+    const c = capture();
+    const s = await openStorage(dir, { logger: c.logger });
+    expect(await s.getMeta('logId')).toEqual({ logId: id });
+    await s.close();
+    expect(c.lines.join('\n')).toMatch(/renamed the LevelDB directory .*\/log to .*\/log\.moved \(.*storage\.keys was not copied from it\)/);
+    expect(existsSync(join(dir, 'log'))).toBe(false);
+  });
+
   it('a damaged LevelDB table refuses the start, names the file, and changes nothing', async () => {
     const dir = await tempDir();
     execFileSync('tar', ['xzf', new URL('../fixtures/leveldb/current-release.tar.gz', import.meta.url).pathname, '-C', dir]);
