@@ -4,22 +4,26 @@
 //
 // On disk, under the data directory:
 //   wal/          the write-ahead log: entries, hard state, snapshot record, compaction point
-//   log/          level database: node metadata, the storage format and the log's id
+//   storage.keys  the key file: node metadata, the storage format and the log's id (key-file.ts)
 //   snapshots/    snap-<index>.snap files, the newest two kept
 //   log.id        the log's id again, to tell a wiped or swapped log (log-incarnation.ts)
+//   storage.lock  while open: the process that has it open (dir-lock.ts)
+//   log/          the LevelDB directory of a release up to 0.1.x, its keys copied into
+//                 storage.keys; kept for a rollback until a key changes (migrate.ts), then:
+//   log.moved/    the same, renamed aside
 
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import { assert } from '../base/assert.ts';
 import { MemoryStorage, type InitialState, type LogStorage } from '../raft/storage.ts';
 import type { ConfState, Entry, HardState, Logger, Snapshot } from '../raft/types.ts';
 import { StorageCorruptionError, rebuildNodeRecovery } from './errors.ts';
 import { metaKey } from './keys.ts';
-import { openLevel, type LogDb } from './level.ts';
+import { lockDataDir, type DirLock } from './dir-lock.ts';
+import { KeyFile } from './key-file.ts';
 import { checkLogIncarnation } from './log-incarnation.ts';
 import { appendBounds, type LogBounds } from './log-bounds.ts';
-import { initWal, migrateLevelLog, stampFormat3 } from './migrate.ts';
+import { hasLevelDir, initWal, moveLevelDir, stampFormat3 } from './migrate.ts';
 import { storagePaths, type StoragePaths } from './paths.ts';
 import { checkLog, readFormat, readRecord, tidyAndBuild } from './recover.ts';
 import type { SafeParser, SnapshotRecord } from './schemas.ts';
@@ -76,7 +80,8 @@ export class DiskStorage implements LogStorage {
   private readonly snapshotFilesWriting = new Set<number>();
 
   private constructor(
-    private readonly db: LogDb,
+    private readonly keys: KeyFile,
+    private readonly lock: DirLock,
     private readonly wal: WalWriter,
     readonly paths: StoragePaths,
     private readonly snapshots: SnapshotDir,
@@ -91,47 +96,53 @@ export class DiskStorage implements LogStorage {
     const paths = storagePaths(dir);
     const logger = opts.logger ?? silentLogger;
     await mkdir(paths.snapshots, { recursive: true });
-    const snapshots = new SnapshotDir(paths.snapshots);
-    if (!existsSync(join(paths.log, 'CURRENT')) && (await snapshots.list()).length > 0) {
-      throw new StorageCorruptionError(paths.log, 'the log database is missing but snapshot files exist',
-        rebuildNodeRecovery(dir));
-    }
-    const db = await openLevel(paths);
+    const lock = await lockDataDir(paths, logger);
     let wal: WalWriter | undefined;
     try {
-      const format = await readFormat(db, paths);
-      await checkLogIncarnation(db, paths);
+      const snapshots = new SnapshotDir(paths.snapshots);
       const walOpts = {
         segmentBytes: opts.segmentBytes ?? 64 * 1024 * 1024,
         ...(opts.preallocateBytes !== undefined ? { preallocateBytes: opts.preallocateBytes } : {}),
       };
-      // Formats 2 and 3 are read and checked before anything on disk changes; a new or format-1
-      // directory gets its write-ahead log first (migrate.ts), then the same checks.
+      const level = hasLevelDir(paths);
+      if (!level && !existsSync(paths.log) && (await snapshots.list()).length > 0) {
+        throw new StorageCorruptionError(paths.log, 'the key file is missing but snapshot files exist', rebuildNodeRecovery(dir));
+      }
+      if (level) await moveLevelDir(paths, logger, walOpts);
+      const keys = await KeyFile.load(paths, logger);
+      const format = readFormat(keys, paths);
+      await checkLogIncarnation(keys, paths);
+      // Formats 2 and 3 are read and checked before anything on disk changes; a new directory
+      // gets its write-ahead log first (migrate.ts), then the same checks.
       let contents: WalContents | undefined;
       let state: LogState;
       if (format === 2 || format === 3) {
         contents = await readWal(paths);
         state = contents.state;
       } else {
-        ({ wal, state } = format === 1 ? await migrateLevelLog(db, paths, logger, walOpts) : await initWal(db, paths, walOpts));
+        if (format === 1) {
+          // Format 1 lived in LevelDB only: its move writes format 3 to the key file.
+          throw new StorageCorruptionError(paths.log, 'the key file says storage format 1, which only LevelDB ever held', rebuildNodeRecovery(dir));
+        }
+        ({ wal, state } = await initWal(keys, paths, walOpts));
       }
       const chosen = await checkLog(state, snapshots, paths);
       if (contents !== undefined) {
-        if (format === 2) await stampFormat3(db, paths, logger);
+        if (format === 2) await stampFormat3(keys, paths, logger);
         wal = WalWriter.openForAppend(paths.wal, contents, walOpts);
         if (contents.torn !== undefined) logger.warn(`cut an unfinished write off the end of the write-ahead log (${contents.torn}); it was never acknowledged`);
       }
       assert(wal !== undefined, 'open: the write-ahead log is open');
-      return await DiskStorage.finishOpen(db, wal, paths, snapshots, state, chosen, { ...opts, logger });
+      return await DiskStorage.finishOpen(keys, lock, wal, paths, snapshots, state, chosen, { ...opts, logger });
     } catch (err) {
       wal?.close();
-      await db.close();
+      await lock.release();
       throw err;
     }
   }
 
   private static async finishOpen(
-    db: LogDb, wal: WalWriter, paths: StoragePaths, snapshots: SnapshotDir, state: LogState,
+    keys: KeyFile, lock: DirLock, wal: WalWriter, paths: StoragePaths, snapshots: SnapshotDir, state: LogState,
     chosen: Awaited<ReturnType<typeof checkLog>>, opts: DiskStorageOptions & { logger: Logger },
   ): Promise<DiskStorage> {
     const recordSnapshot = async (snapshot: SnapshotRecord): Promise<void> => {
@@ -143,7 +154,7 @@ export class DiskStorage implements LogStorage {
     if (temporary.length > 0) opts.logger.info(`removed write-ahead log segments that were never completed: ${temporary.join(', ')}`);
     opts.logger.info(`opened storage ${paths.dir}: snapshot ${cache.snapshot().meta.index}, log ${cache.firstIndex()}..${cache.lastIndex()}, ` +
       `commit ${cache.hardStateNow().commit}`);
-    return new DiskStorage(db, wal, paths, snapshots, cache, opts);
+    return new DiskStorage(keys, lock, wal, paths, snapshots, cache, opts);
   }
 
   // ---- LogStorage: served from the cache --------------------------------------------------
@@ -276,7 +287,7 @@ export class DiskStorage implements LogStorage {
     this.checkOpen('read metadata');
     await this.tail; // read your own queued writes
     const anything: SafeParser<unknown> = { safeParse: (v) => ({ success: true, data: v }) };
-    return (await readRecord(this.db, k, schema ?? anything, this.paths)) as T | undefined;
+    return readRecord(this.keys, k, schema ?? anything, this.paths) as T | undefined;
   }
 
   /** Writes node-layer metadata durably (msgpack; keep values small). */
@@ -286,16 +297,16 @@ export class DiskStorage implements LogStorage {
     if (v.length > metaValueBytesMax) throw new RangeError(`meta value for '${key}' is ${v.length} bytes, over ${metaValueBytesMax}`);
     return this.enqueue('write metadata', async () => {
       const started = performance.now();
-      await this.db.put(k, v, { sync: true });
+      await this.keys.put([[k, v]]);
       this.opts.onSync?.(performance.now() - started, { op: 'meta', sync: true, bytes: k.length + v.length });
     });
   }
 
-  /** Waits for queued writes, then closes the database. Idempotent. */
+  /** Waits for queued writes, then closes the write-ahead log and releases the lock. Idempotent. */
   close(): Promise<void> {
     this.closing ??= Promise.all([...this.snapshotsCreating]).then(() => this.tail).then(() => {
       this.wal.close();
-      return this.db.close();
+      return this.lock.release();
     });
     return this.closing;
   }

@@ -9,7 +9,7 @@ import type { StoragePaths } from './paths.ts';
 export class StorageCorruptionError extends Error {
   readonly code = 'storage_corrupt';
   constructor(
-    /** The damaged file or directory (a write-ahead log segment, the wal/ or log/ directory, a snapshot). */
+    /** The damaged file or directory (a write-ahead log segment, the wal/ directory, the key file, a snapshot, an old LevelDB log/ directory). */
     readonly file: string,
     /** What is wrong, in words. */
     readonly detail: string,
@@ -44,7 +44,7 @@ export function logCorrupt(paths: StoragePaths, detail: string, cause?: unknown)
   return new StorageCorruptionError(paths.wal, detail, rebuildNodeRecovery(paths.dir), { cause });
 }
 
-/** Damage in the level database (node metadata; in format 1, the log too). */
+/** Damage in the LevelDB directory of an older release, found while moving it (migrate.ts). */
 export function levelCorrupt(paths: StoragePaths, detail: string, cause?: unknown): StorageCorruptionError {
-  return new StorageCorruptionError(paths.log, detail, rebuildNodeRecovery(paths.dir), { cause });
+  return new StorageCorruptionError(paths.level, detail, rebuildNodeRecovery(paths.dir), { cause });
 }

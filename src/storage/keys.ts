@@ -1,6 +1,6 @@
-// The key layout of the level database under <dir>/log.
+// The keys of the key file (<dir>/storage.keys, key-file.ts; LevelDB under <dir>/log up to 0.1.x).
 //
-//   'format'             the storage format (1 or 2, see schemas.ts)
+//   'format'             the storage format (1, 2 or 3, see schemas.ts)
 //   'm/' + key           node-layer metadata (identity, member records, the log id)
 //
 // Storage format 1 also kept the log here; these keys are read only to move such a log into the

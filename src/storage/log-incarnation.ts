@@ -1,16 +1,16 @@
-// The log's incarnation: a random id kept both inside the level database and in a file next to
-// it (<data>/log.id). A node whose log vanished, or was swapped for another one, but whose
+// The log's incarnation: a random id kept both in the key file (key-file.ts; LevelDB until
+// 0.1.x) and in a file next to it (<data>/log.id). A node whose log vanished, or was swapped for another one, but whose
 // identity stayed would otherwise start empty under its old node id: it may have voted in the
 // current term or acknowledged entries that it no longer remembers, so it could vote twice or
 // help elect a leader that lacks committed entries. Such a start is refused, with what to do.
 
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { open, readFile, rename } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import type { LogDb } from './level.ts';
 import { StorageCorruptionError } from './errors.ts';
+import { writeFileDurably, type KeyFile } from './key-file.ts';
 import { metaKey } from './keys.ts';
 import type { StoragePaths } from './paths.ts';
 import { readRecord } from './recover.ts';
@@ -28,8 +28,8 @@ const rejoinRecovery = (dir: string): string =>
   `move ${dir} aside, run shoal init again (a new identity) and add the node back; it receives the data from the leader`;
 
 /** Gives a new log its id, or checks that the log is the one this data directory had. */
-export async function checkLogIncarnation(db: LogDb, paths: StoragePaths): Promise<void> {
-  const stored = (await readRecord(db, logIdKey, logIdSchema, paths))?.logId;
+export async function checkLogIncarnation(keys: KeyFile, paths: StoragePaths): Promise<void> {
+  const stored = readRecord(keys, logIdKey, logIdSchema, paths)?.logId;
   const file = logIdPath(paths);
   const expected = existsSync(file) ? (await readFile(file, 'utf8')).trim() : undefined;
   if (stored === undefined && expected !== undefined) {
@@ -42,26 +42,8 @@ export async function checkLogIncarnation(db: LogDb, paths: StoragePaths): Promi
       rejoinRecovery(paths.dir));
   }
   const id = stored ?? randomUUID();
-  if (stored === undefined) await db.put(logIdKey, seal({ logId: id }), { sync: true });
-  // Written after the database holds the id: a crash in between leaves a log with an id and no
+  if (stored === undefined) await keys.put([[logIdKey, seal({ logId: id })]]);
+  // Written after the key file holds the id: a crash in between leaves a log with an id and no
   // file, which the next start repairs (as for a log made before log ids existed).
-  if (expected === undefined) await writeDurably(file, `${id}\n`);
-}
-
-async function writeDurably(file: string, text: string): Promise<void> {
-  const tmp = `${file}.tmp`;
-  const fh = await open(tmp, 'w');
-  try {
-    await fh.writeFile(text);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, file);
-  const dir = await open(join(file, '..'), 'r');
-  try {
-    await dir.sync();
-  } finally {
-    await dir.close();
-  }
+  if (expected === undefined) await writeFileDurably(file, `${id}\n`);
 }

@@ -1,20 +1,26 @@
-// Reading a log of storage format 1 (entries in the level database) back, to move it into the
-// write-ahead log. Verifying every entry on the way: each value's checksum
-// and schema, each key's index against the entry inside it, and continuity from the compaction
-// point. Any failure refuses the whole log; a log with a hole or a bad entry is never served.
+// Reading a log of storage format 1 (entries in LevelDB) back, to move it into the write-ahead
+// log. Verifying every entry on the way: each value's checksum and schema, each key's index
+// against the entry inside it, and continuity from the compaction point. Any failure refuses the
+// whole log; a log with a hole or a bad entry is never served.
 
 import type { Entry } from '../raft/types.ts';
 import { levelCorrupt } from './errors.ts';
 import { entryKeyIndex, entryRange } from './keys.ts';
-import type { LogDb } from './level.ts';
 import type { StoragePaths } from './paths.ts';
 import { entrySchema, type Truncated } from './schemas.ts';
 import { unseal } from './sealed.ts';
 
-export async function readLog(db: LogDb, truncated: Truncated, paths: StoragePaths): Promise<Entry[]> {
+/** Every key of `keys` in the entry range, in key order (the order LevelDB iterated them). */
+export function entryKeys(keys: Map<string, Buffer>): [Buffer, Buffer][] {
+  return [...keys].map(([k, v]) => [Buffer.from(k, 'latin1'), v] as [Buffer, Buffer])
+    .filter(([k]) => Buffer.compare(k, entryRange.gte) >= 0 && Buffer.compare(k, entryRange.lt) < 0)
+    .sort((a, b) => Buffer.compare(a[0], b[0]));
+}
+
+export function readLog(keys: Map<string, Buffer>, truncated: Truncated, paths: StoragePaths): Entry[] {
   const entries: Entry[] = [];
   let prevTerm = truncated.term;
-  for await (const [key, value] of db.iterator(entryRange)) {
+  for (const [key, value] of entryKeys(keys)) {
     const expected = truncated.index + entries.length + 1;
     const index = entryKeyIndex(key);
     if (index === undefined) throw levelCorrupt(paths, `malformed entry key ${key.toString('hex')} after index ${expected - 1}`);

@@ -1,14 +1,13 @@
-// Loading a node's storage at open: the log state (from the write-ahead log, or from the level
-// database of storage format 1), the snapshot, then the checks that tie them together, and only
+// Loading a node's storage at open: the log state (from the write-ahead log, or from the LevelDB
+// directory of storage format 1), the snapshot, then the checks that tie them together, and only
 // then the cache. `checkLog` changes nothing on disk, so a refused start leaves the evidence as
 // it was; `tidyAndBuild` runs after every check passed.
 
 import { MemoryStorage } from '../raft/storage.ts';
 import type { HardState, Logger, Snapshot } from '../raft/types.ts';
 import { chooseSnapshot, type ChosenSnapshot, type LogView } from './choose-snapshot.ts';
-import { StorageFormatError, levelCorrupt, logCorrupt } from './errors.ts';
+import { StorageCorruptionError, StorageFormatError, logCorrupt, rebuildNodeRecovery } from './errors.ts';
 import { formatKey, hardStateKey, snapshotKey, truncatedKey } from './keys.ts';
-import type { LogDb } from './level.ts';
 import type { StoragePaths } from './paths.ts';
 import { readLog } from './read-log.ts';
 import {
@@ -19,38 +18,48 @@ import { unseal } from './sealed.ts';
 import type { SnapshotDir } from './snapshot-dir.ts';
 import type { LogState } from './wal-replay.ts';
 
-export async function readRecord<T>(db: LogDb, key: Buffer, schema: SafeParser<T>, paths: StoragePaths): Promise<T | undefined> {
-  const value = await db.get(key);
+/** Where sealed records are read from: the key file, or (when moving it) an old LevelDB directory. */
+export interface KeySource {
+  get(key: Uint8Array): Buffer | undefined;
+  /** The file or directory to name when a record is damaged. */
+  readonly file: string;
+}
+
+export function readRecord<T>(source: KeySource, key: Buffer, schema: SafeParser<T>, paths: StoragePaths): T | undefined {
+  const value = source.get(key);
   if (value === undefined) return undefined;
+  const corrupt = (detail: string, cause?: unknown): StorageCorruptionError =>
+    new StorageCorruptionError(source.file, detail, rebuildNodeRecovery(paths.dir), { cause });
   let decoded: unknown;
   try {
     decoded = unseal(value);
   } catch (err) {
-    throw levelCorrupt(paths, `the '${key.toString()}' record is damaged: ${(err as Error).message}`, err);
+    throw corrupt(`the '${key.toString()}' record is damaged: ${(err as Error).message}`, err);
   }
   const parsed = schema.safeParse(decoded);
-  if (!parsed.success) throw levelCorrupt(paths, `the '${key.toString()}' record is not valid: ${parsed.error.message}`);
+  if (!parsed.success) throw corrupt(`the '${key.toString()}' record is not valid: ${parsed.error.message}`);
   return parsed.data;
 }
 
 /**
- * The storage format of the data directory: undefined for a new one, 1 for a log kept in the
- * level database (migrated at open), 2 and 3 for the write-ahead log (3 once this release has
+ * The storage format of the data directory: undefined for a new one, 1 for a log kept in
+ * LevelDB (moved at open), 2 and 3 for the write-ahead log (3 once a release of format 3 has
  * stamped it). Anything else is refused.
  */
-export async function readFormat(db: LogDb, paths: StoragePaths): Promise<StorageFormat | undefined> {
-  const found = await readRecord(db, formatKey, formatSchema, paths);
+export function readFormat(source: KeySource, paths: StoragePaths): StorageFormat | undefined {
+  const found = readRecord(source, formatKey, formatSchema, paths);
   if (found === undefined) return undefined;
   if (found.format === 1 || found.format === 2 || found.format === 3) return found.format;
-  throw new StorageFormatError(paths.log, found.format, storageFormat);
+  throw new StorageFormatError(source.file, found.format, storageFormat);
 }
 
-/** The log as storage format 1 kept it: every entry and record in the level database. */
-export async function readLevelLog(db: LogDb, paths: StoragePaths): Promise<LogState> {
-  const hardState = await readRecord(db, hardStateKey, hardStateSchema, paths);
-  const truncated = (await readRecord(db, truncatedKey, truncatedSchema, paths)) ?? { index: 0, term: 0 };
-  const record = await readRecord(db, snapshotKey, snapshotRecordSchema, paths);
-  const entries = await readLog(db, truncated, paths);
+/** The log as storage format 1 kept it: every entry and record in LevelDB (`keys`, as read by leveldb-reader.ts). */
+export function readLevelLog(keys: Map<string, Buffer>, paths: StoragePaths): LogState {
+  const source: KeySource = { get: (k) => keys.get(Buffer.from(k).toString('latin1')), file: paths.level };
+  const hardState = readRecord(source, hardStateKey, hardStateSchema, paths);
+  const truncated = readRecord(source, truncatedKey, truncatedSchema, paths) ?? { index: 0, term: 0 };
+  const record = readRecord(source, snapshotKey, snapshotRecordSchema, paths);
+  const entries = readLog(keys, truncated, paths);
   return { ...(hardState !== undefined ? { hardState } : {}), truncated, ...(record !== undefined ? { record } : {}), entries };
 }
 

@@ -65,8 +65,8 @@ export const snapshotHeaderSchema = z.object({
 export type SnapshotHeader = z.infer<typeof snapshotHeaderSchema>;
 
 /**
- * 1: the log in the level database; 2: the log in the write-ahead log (wal/), the database
- * keeping node metadata; 3: as 2, and new write-ahead log segments are preallocated (segment
+ * 1: the log in LevelDB; 2: the log in the write-ahead log (wal/), LevelDB (the key file since
+ * classic-level went) keeping node metadata; 3: as 2, and new write-ahead log segments are preallocated (segment
  * version 2), which releases reading format 2 do not read.
  */
 export const storageFormat = 3;

@@ -1,10 +1,10 @@
-// A checksummed msgpack value: the frame of every value in the level database.
+// A checksummed msgpack value: the frame of every value in the key file (key-file.ts), as it
+// was in LevelDB.
 //
 //   u32be crc32(body) | body (msgpack)
 //
-// LevelDB checks its own blocks, but not on every read by default, and not what a bug or an
-// operator writing into the database puts there; this frame lets every value be verified
-// where it is read back.
+// The key file has its own checksum; this frame, kept from LevelDB's days (which checked its
+// blocks, but not on every read by default), lets every value be verified where it is read back.
 
 import { Packr } from 'msgpackr';
 import { crc32 } from './crc32.ts';

@@ -12,7 +12,7 @@ import type { Entry, HardState } from '../raft/types.ts';
 import type { SnapshotRecord, Truncated } from './schemas.ts';
 import { nextHead, type LogHead, type WalRecord } from './wal-record.ts';
 
-/** The log as read at open: what the level database held in storage format 1. */
+/** The log as read at open: what LevelDB held in storage format 1. */
 export interface LogState {
   hardState?: HardState;
   truncated: Truncated;

@@ -68,7 +68,7 @@ export interface WalContents {
 export async function readWal(paths: StoragePaths): Promise<WalContents> {
   const corrupt = (file: string, detail: string): StorageCorruptionError =>
     new StorageCorruptionError(file, detail, rebuildNodeRecovery(paths.dir));
-  if (!fs.existsSync(paths.wal)) throw corrupt(paths.wal, 'the write-ahead log is missing, but the level database says the log is kept there');
+  if (!fs.existsSync(paths.wal)) throw corrupt(paths.wal, 'the write-ahead log is missing, but the key file says the log is kept there');
   const found = await listSegments(paths.wal);
   if (found.length === 0) throw corrupt(paths.wal, 'the write-ahead log has no segment files');
   const firstSeq = (found[0] as SegmentInfo).seq;

@@ -1,9 +1,9 @@
 // The shoal command as a user runs it: help on every command, meaningful exit codes, and a
 // clear refusal to start on damaged data.
 
-import { ClassicLevel } from 'classic-level';
 import { formatKey } from '../../src/storage/keys.ts';
 import { seal } from '../../src/storage/sealed.ts';
+import { KeyFile } from '../../src/storage/key-file.ts';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readdirSync, writeFileSync, appendFileSync } from 'node:fs';
 import os from 'node:os';
@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { DiskStorage } from '../../src/storage/index.ts';
+import { DiskStorage, storagePaths } from '../../src/storage/index.ts';
 import { freePort } from '../../bench/lib/proc.ts';
 
 const bin = fileURLToPath(new URL('../../bin/shoal.js', import.meta.url));
@@ -93,10 +93,8 @@ describe('shoal CLI', () => {
   it('serve refuses a data directory of an unknown storage format with exit 7 (storage_format) and says what to do', async () => {
     const dir = path.join(mkdtempSync(path.join(os.tmpdir(), 'shoal-cli-')), 'n1');
     expect((await run('init', '--data', dir, '--name', 'n1', '--no-start', '--api', `127.0.0.1:${await freePort()}`, '--peer', `127.0.0.1:${await freePort()}`)).code).toBe(0);
-    const db = new ClassicLevel<Buffer, Buffer>(path.join(dir, 'log'), { keyEncoding: 'buffer', valueEncoding: 'buffer' });
-    await db.open();
-    await db.put(formatKey, seal({ format: 99 }));
-    await db.close();
+    const keys = await KeyFile.load(storagePaths(dir));
+    await keys.put([[formatKey, seal({ format: 99 })]]);
     const r = await run('serve', '--config', path.join(dir, 'shoal.yaml'));
     expect(r.code).toBe(7);
     expect(r.stderr).toMatch(/storage format 99 .* is not supported .* Run the shoal version that wrote it/);

@@ -135,7 +135,7 @@ describe('forcing a new cluster on disk', () => {
     expect(loadIdentity(s.dir)).toEqual({ ...s.identity, clusterId: marker.clusterId });
     expect(readMarker(s.dir)).toEqual({ ok: true, marker });
     const backup = path.join(s.dir, marker.backup);
-    expect(readdirSync(backup).sort()).toEqual(['README', 'log', 'log.id', 'node.json', 'snapshots', 'wal']);
+    expect(readdirSync(backup).sort()).toEqual(['README', 'log.id', 'node.json', 'snapshots', 'storage.keys', 'wal']);
     expect(JSON.parse(readFileSync(path.join(backup, 'node.json'), 'utf8'))).toEqual(s.identity);
     expect(readdirSync(s.dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
     // The old storage, as it was: it still opens, at the old commit index.

@@ -2,12 +2,14 @@
 // damaged file and says what to do; the node never starts on a partial or altered log, and a
 // refused open changes nothing on disk.
 
-import { ClassicLevel } from 'classic-level';
-import { cp, mkdir, readFile, readdir, rm, truncate, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { cp, readFile, readdir, rm, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DiskStorage, StorageCorruptionError, StorageFormatError } from '../../src/storage/index.ts';
-import { entryKey, formatKey, hardStateKey, metaKey, snapshotKey, truncatedKey } from '../../src/storage/keys.ts';
+import { DiskStorage, StorageCorruptionError, StorageFormatError, storagePaths } from '../../src/storage/index.ts';
+import { KeyFile } from '../../src/storage/key-file.ts';
+import { formatKey } from '../../src/storage/keys.ts';
 import { packr, seal } from '../../src/storage/sealed.ts';
 import { SnapshotDir } from '../../src/storage/snapshot-dir.ts';
 import { encodeRecord, frameBody } from '../../src/storage/wal-record.ts';
@@ -25,15 +27,12 @@ async function prepared(snapshotsAt: number[], compactTo = 0): Promise<string> {
   return dir;
 }
 
-async function withLevel(dir: string, edit: (db: ClassicLevel<Buffer, Buffer>) => Promise<void>): Promise<void> {
-  const db = new ClassicLevel<Buffer, Buffer>(join(dir, 'log'), { keyEncoding: 'buffer', valueEncoding: 'buffer' });
-  await db.open();
-  try {
-    await edit(db);
-  } finally {
-    await db.close();
-  }
+/** Edits the key file of a closed data directory. */
+async function withKeys(dir: string, edit: (keys: KeyFile) => Promise<unknown>): Promise<void> {
+  await edit(await KeyFile.load(storagePaths(dir)));
 }
+
+const keysPath = (dir: string): string => join(dir, 'storage.keys');
 
 const segPath = (dir: string, seq = 1): string => join(dir, 'wal', `seg-${String(seq).padStart(16, '0')}.wal`);
 
@@ -190,20 +189,20 @@ describe('corruption is detected at open', () => {
     expect(err.detail).toMatch(/segment 2 is missing between 1 and/);
   });
 
-  it('a missing log database next to existing snapshots', async () => {
+  it('a missing key file next to existing snapshots', async () => {
     const dir = await prepared([15]);
-    await rm(join(dir, 'log'), { recursive: true });
+    await rm(keysPath(dir));
     const err = await refused(dir);
-    expect(err.file).toBe(join(dir, 'log'));
-    expect(err.detail).toMatch(/log database is missing but snapshot files exist/);
-    expect(await readdir(dir)).not.toContain('log'); // not recreated by the refused open
+    expect(err.file).toBe(keysPath(dir));
+    expect(err.detail).toMatch(/key file is missing but snapshot files exist/);
+    expect(await readdir(dir)).not.toContain('storage.keys'); // not recreated by the refused open
   });
 
   it('a log wiped (with its snapshots) under a data directory that had one: the node must not rejoin under its old id', async () => {
     const dir = await prepared([]);
-    await rm(join(dir, 'log'), { recursive: true });
+    await rm(keysPath(dir));
     const err = await refused(dir);
-    expect(err.file).toBe(join(dir, 'log'));
+    expect(err.file).toBe(keysPath(dir));
     expect(err.detail).toMatch(/log is new or was replaced, but .*log\.id shows this node had log/);
     expect(err.recovery).toMatch(/member remove/);
     // Refused every time, not only on the first start after the wipe.
@@ -213,8 +212,7 @@ describe('corruption is detected at open', () => {
   it('the log of another data directory moved in', async () => {
     const mine = await prepared([]);
     const other = await prepared([]);
-    await rm(join(mine, 'log'), { recursive: true });
-    await cp(join(other, 'log'), join(mine, 'log'), { recursive: true });
+    await cp(keysPath(other), keysPath(mine));
     const err = await refused(mine);
     expect(err.detail).toMatch(/comes from another node/);
   });
@@ -232,37 +230,25 @@ describe('corruption is detected at open', () => {
 
   it('a layout written by another version is refused with a format error', async () => {
     const dir = await prepared([]);
-    await withLevel(dir, (db) => db.put(formatKey, seal({ format: 4 })));
+    await withKeys(dir, (keys) => keys.put([[formatKey, seal({ format: 4 })]]));
     await expect(DiskStorage.open(dir)).rejects.toThrow(StorageFormatError);
   });
 });
 
-describe('storage format 1 (the log in the level database) is moved into the write-ahead log at open', () => {
-  /** A data directory as format 1 left it: entries 1..20, a snapshot at 8, compacted to 5. */
+describe('storage format 1 (the log in LevelDB, written by classic-level) is moved into the write-ahead log at open', () => {
+  /** A data directory as format 1 left it: entries 6..20 (compacted to 5), a snapshot at 8 (test/fixtures/leveldb). */
   async function formatOne(): Promise<string> {
     const dir = await tempDir();
-    const snapshots = new SnapshotDir(join(dir, 'snapshots'));
-    await mkdir(join(dir, 'snapshots'), { recursive: true });
-    const header = await snapshots.write({ meta: { index: 8, term: 1, confState: conf(['a']) }, data: bytes(8) });
-    const { format: _f, ...meta } = header;
-    const entries = [...run(1, 10, 1), ...run(11, 20, 2)].filter((e) => e.index > 5);
-    await withLevel(dir, (db) => db.batch([
-      { type: 'put', key: formatKey, value: seal({ format: 1 }) },
-      { type: 'put', key: hardStateKey, value: seal(hs(2, 18, 'a')) },
-      { type: 'put', key: truncatedKey, value: seal({ index: 5, term: 1 }) },
-      { type: 'put', key: snapshotKey, value: seal({ ...meta, file: snapshots.fileName(8) }) },
-      { type: 'put', key: metaKey('identity'), value: seal({ id: 'n1' }) },
-      ...entries.map((e) => ({ type: 'put' as const, key: entryKey(e.index), value: seal(e) })),
-    ]));
+    execFileSync('tar', ['xzf', new URL('../fixtures/leveldb/format1.tar.gz', import.meta.url).pathname, '-C', dir]);
     return dir;
   }
 
   const expected = {
     firstIndex: 6, lastIndex: 20, hardState: hs(2, 18, 'a'),
-    snapshot: { meta: { index: 8, term: 1, confState: conf(['a']) }, data: bytes(8) },
+    snapshot: { meta: { index: 8, term: 1, confState: conf(['a']) }, data: bytes(8, 8, 8) },
   };
 
-  it('serves the same log, keeps the metadata, and leaves no log keys behind', async () => {
+  it('serves the same log, keeps the metadata, and sets the LevelDB directory aside', async () => {
     const dir = await formatOne();
     const s = await openStorage(dir);
     const moved = dump(s);
@@ -270,26 +256,46 @@ describe('storage format 1 (the log in the level database) is moved into the wri
     expect(moved.entries.map((e) => [e.index, e.term])).toEqual([...run(6, 10, 1), ...run(11, 20, 2)].map((e) => [e.index, e.term]));
     expect(await s.getMeta('identity')).toEqual({ id: 'n1' });
     await s.close();
-    await withLevel(dir, async (db) => {
-      expect(await db.get(hardStateKey)).toBeUndefined();
-      expect(await db.get(entryKey(12))).toBeUndefined();
-      expect(await db.get(formatKey)).toEqual(seal({ format: 3 }));
+    expect(existsSync(join(dir, 'log'))).toBe(false);
+    expect(existsSync(join(dir, 'log.moved', 'CURRENT'))).toBe(true);
+    await withKeys(dir, async (keys) => {
+      expect(keys.get(formatKey)).toEqual(seal({ format: 3 }));
+      expect(keys.get(Buffer.from('hs'))).toBeUndefined();
     });
     expect(dump(await openStorage(dir))).toEqual(moved);
   });
 
-  it('a move cut short by a crash (write-ahead log written, format not switched) is done again', async () => {
+  it('a move cut short by a crash (write-ahead log written, key file not) is done again', async () => {
     const dir = await formatOne();
     const original = await tempDir();
     await cp(dir, original, { recursive: true });
     const s = await openStorage(dir);
     const moved = dump(s);
     await s.close();
-    // The crash: the new write-ahead log is on disk, the level database still says format 1.
+    // The crash: the new write-ahead log is on disk, LevelDB still says format 1.
     await rm(join(original, 'wal'), { recursive: true, force: true });
     await cp(join(dir, 'wal'), join(original, 'wal'), { recursive: true });
     await appendToWal(original, Buffer.from('half a record'));
     expect(dump(await openStorage(original))).toEqual(moved);
+  });
+
+  it('a move cut short after the key file (LevelDB not renamed yet) only renames it, beside an earlier one', async () => {
+    const dir = await formatOne();
+    const original = await tempDir();
+    await cp(dir, original, { recursive: true });
+    const s = await openStorage(dir);
+    const moved = dump(s);
+    await s.putMeta('identity', { id: 'changed after the move' });
+    await s.close();
+    await cp(join(original, 'log'), join(dir, 'log'), { recursive: true });
+    const logged: string[] = [];
+    const again = await openStorage(dir, { logger: { debug: () => {}, info: (m) => logged.push(m), warn: (m) => logged.push(m) } });
+    expect(dump(again)).toEqual(moved);
+    expect(await again.getMeta('identity')).toEqual({ id: 'changed after the move' }); // the key file wins
+    await again.close();
+    expect(logged.join('\n')).toMatch(/renamed the LevelDB directory .*\/log to .*\/log\.moved-2 \(its log and keys were moved\)/);
+    expect(logged.join('\n')).not.toMatch(/moved \d+ keys/);
+    expect((await readdir(dir)).filter((n) => n.startsWith('log'))).toEqual(['log.id', 'log.moved', 'log.moved-2']);
   });
 });
 
@@ -304,7 +310,7 @@ describe('storage format 2 (segments that end with their records) becomes format
     const b = (await readFile(path)).subarray(0, await recordsEnd(path));
     b.writeUInt32BE(1, 8);
     await writeFile(path, b);
-    await withLevel(dir, (db) => db.put(formatKey, seal({ format: 2 })));
+    await withKeys(dir, (keys) => keys.put([[formatKey, seal({ format: 2 })]]));
     return { dir, before };
   }
 
@@ -326,7 +332,7 @@ describe('storage format 2 (segments that end with their records) becomes format
     const second = await readFile(segPath(dir, 2));
     expect(second.readUInt32BE(8)).toBe(2);
     expect(second.length).toBeGreaterThan(await recordsEnd(segPath(dir, 2)));
-    await withLevel(dir, async (db) => expect(await db.get(formatKey)).toEqual(seal({ format: 3 })));
+    await withKeys(dir, async (keys) => expect(keys.get(formatKey)).toEqual(seal({ format: 3 })));
     expect(dump(await openStorage(dir))).toEqual(after);
   });
 });

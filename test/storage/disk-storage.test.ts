@@ -22,7 +22,7 @@ describe('DiskStorage', () => {
     expect(empty).toMatchObject({ firstIndex: 1, lastIndex: 0, entries: [], hardState: hs(0, 0) });
     expect(empty.snapshot.meta.index).toBe(0);
     expect(dump(await reopen(dir, s))).toEqual(empty);
-    expect((await readdir(dir)).sort()).toEqual(['log', 'log.id', 'snapshots', 'wal']);
+    expect((await readdir(dir)).sort()).toEqual(['log.id', 'snapshots', 'storage.keys', 'storage.lock', 'wal']);
   });
 
   it('serves after a restart exactly the entries, terms and hard state it saved', async () => {
