@@ -93,7 +93,7 @@ export async function bundle(outdir, { metafile = false } = {}) {
     platform: 'node',
     format: 'esm',
     target: 'node20',
-    external: ['classic-level', 'msgpackr-extract', 'bufferutil', 'utf-8-validate', 'ssh2'],
+    external: ['msgpackr-extract', 'bufferutil', 'utf-8-validate', 'ssh2'],
     banner: { js: "import { createRequire as __shoalRequire } from 'node:module'; const require = __shoalRequire(import.meta.url);" },
     outdir,
     entryNames: 'shoal',
