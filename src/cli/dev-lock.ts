@@ -19,6 +19,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { exitCodes } from './args.ts';
 import { CliFailure } from './client.ts';
+import { processAlive } from '../base/process-alive.ts';
 
 const lockSchema = z.object({
   pid: z.number().int(), dataDir: z.string(), socket: z.string(), basePort: z.number().int(), nodes: z.number().int(), startedAt: z.string(),
@@ -51,14 +52,6 @@ function readLock(file: string): DevLock | undefined {
   }
 }
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 function socketAnswers(socket: string): Promise<boolean> {
   return new Promise((resolve) => {
@@ -76,7 +69,7 @@ function socketAnswers(socket: string): Promise<boolean> {
 /** The supervisor running from `dataDir`, if one is alive. */
 export async function runningDev(dataDir: string): Promise<DevLock | undefined> {
   const held = readLock(lockFile(dataDir));
-  if (held === undefined || !pidAlive(held.pid)) return undefined;
+  if (held === undefined || !processAlive(held.pid)) return undefined;
   return (await socketAnswers(held.socket)) ? held : undefined;
 }
 
@@ -153,7 +146,7 @@ function registered(): DevLock[] {
   const found: DevLock[] = [];
   for (const f of readdirSync(registryDir())) {
     const l = readLock(path.join(registryDir(), f));
-    if (l !== undefined && pidAlive(l.pid)) found.push(l);
+    if (l !== undefined && processAlive(l.pid)) found.push(l);
     else rmSync(path.join(registryDir(), f), { force: true });
   }
   return found;

@@ -8,13 +8,14 @@ import zlib from 'node:zlib';
 
 const native = (zlib as { crc32?: (data: Uint8Array, value?: number) => number }).crc32;
 
-const table = makeTable();
+const table = crcTable(0xedb88320);
 
-function makeTable(): Uint32Array {
+/** The lookup table of a reflected 32-bit CRC with polynomial `poly` (reversed form); crc32c.ts uses it too. */
+export function crcTable(poly: number): Uint32Array {
   const t = new Uint32Array(256);
   for (let n = 0; n < 256; n++) {
     let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    for (let k = 0; k < 8; k++) c = c & 1 ? poly ^ (c >>> 1) : c >>> 1;
     t[n] = c >>> 0;
   }
   return t;

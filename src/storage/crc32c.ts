@@ -2,17 +2,9 @@
 // (rotated and offset, so a checksum of data holding checksums does not vanish). Read-side only:
 // leveldb-reader.ts checks an old LevelDB directory with it.
 
-const table = makeTable();
+import { crcTable } from './crc32.ts';
 
-function makeTable(): Uint32Array {
-  const t = new Uint32Array(256);
-  for (let n = 0; n < 256; n++) {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0x82f63b78 ^ (c >>> 1) : c >>> 1;
-    t[n] = c >>> 0;
-  }
-  return t;
-}
+const table = crcTable(0x82f63b78);
 
 /** The CRC-32C of `bytes`; `seed` continues an earlier sum. */
 export function crc32c(bytes: Uint8Array, seed = 0): number {

@@ -13,6 +13,7 @@ import { open, readFile, unlink } from 'node:fs/promises';
 import { ShoalError } from '../errors.ts';
 import type { Logger } from '../raft/types.ts';
 import type { StoragePaths } from './paths.ts';
+import { processAlive } from '../base/process-alive.ts';
 
 /** Lock files this process holds (a second open in the same process is refused too). */
 const held = new Set<string>();
@@ -38,7 +39,7 @@ export async function lockDataDir(paths: StoragePaths, logger: Logger): Promise<
     }
     const owner = ownerOf(file);
     // A second EEXIST: another process took the stale lock over at the same moment.
-    if (attempt > 0 || (owner !== undefined && (held.has(file) || (owner !== process.pid && alive(owner))))) {
+    if (attempt > 0 || (owner !== undefined && (held.has(file) || (owner !== process.pid && processAlive(owner))))) {
       throw new ShoalError('data_dir_locked', `${paths.dir} is in use by another process (process ${owner ?? 'unknown'} holds ${file}): is another shoal node (or shoal dev) running on it? ` +
         'Stop that one first, or give this one another data directory. If no shoal process has that id (the one that held it died and the id was reused), remove the file',
       { dataDir: paths.dir });
@@ -66,11 +67,3 @@ function ownerOf(file: string): number | undefined {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'; // exists, owned by another user
-  }
-}
