@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Registry } from '../../src/base/metrics.ts';
-import { registerRuntimeMetrics } from '../../src/node/metrics/runtime-metrics.ts';
+import { registerRuntimeMetrics, resolutionMs } from '../../src/node/metrics/runtime-metrics.ts';
 
 function value(text: string, series: string): number {
   const line = text.split('\n').find((l) => l.startsWith(`${series} `));
@@ -18,18 +18,21 @@ describe('runtime metrics', () => {
     const metrics = new Registry();
     const stop = registerRuntimeMetrics(metrics);
     try {
-      await new Promise((r) => setTimeout(r, 50));
-      await metrics.render(); // start a fresh window (its first 10 ms sample only sets the baseline)
-      await new Promise((r) => setTimeout(r, 30));
-      // Hold the loop for 120 ms, and make garbage while doing it.
-      const until = performance.now() + 120;
+      await new Promise((r) => setTimeout(r, 2 * resolutionMs));
+      await metrics.render(); // start a fresh window (its first sample only sets the baseline)
+      await new Promise((r) => setTimeout(r, resolutionMs));
+      // Hold the loop for 200 ms, and make garbage while doing it: the sample that covers it comes
+      // at least 200 ms less one sampling interval late.
+      const stallMs = 200;
+      const until = performance.now() + stallMs;
       let junk: unknown[] = [];
       while (performance.now() < until) junk = junk.length > 100_000 ? [] : [...junk, { n: junk.length }];
-      await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, 2 * resolutionMs));
       const text = await metrics.render();
       expect(text).toContain('# TYPE shoal_event_loop_delay_seconds summary');
       expect(value(text, 'shoal_event_loop_delay_seconds_count')).toBeGreaterThan(0);
-      expect(value(text, 'shoal_event_loop_delay_seconds{quantile="1"}')).toBeGreaterThanOrEqual(0.09);
+      const seen = (stallMs - resolutionMs - 20) / 1000;
+      expect(value(text, 'shoal_event_loop_delay_seconds{quantile="1"}')).toBeGreaterThanOrEqual(seen);
       // prom-client's garbage-collection histogram, by kind, with shoal's finer buckets.
       expect(total(text, 'nodejs_gc_duration_seconds_count{')).toBeGreaterThan(0);
       expect(text).toContain('nodejs_gc_duration_seconds_bucket{le="0.0005"');
@@ -37,8 +40,8 @@ describe('runtime metrics', () => {
       expect(text).toContain('# TYPE process_cpu_seconds_total counter');
       expect(text).toContain('# TYPE nodejs_heap_size_used_bytes gauge');
       // The window restarts at each scrape: the stall is not reported twice.
-      await new Promise((r) => setTimeout(r, 60));
-      expect(value(await metrics.render(), 'shoal_event_loop_delay_seconds{quantile="1"}')).toBeLessThan(0.09);
+      await new Promise((r) => setTimeout(r, 3 * resolutionMs));
+      expect(value(await metrics.render(), 'shoal_event_loop_delay_seconds{quantile="1"}')).toBeLessThan(seen);
     } finally {
       stop();
     }

@@ -18,7 +18,7 @@ const quantiles = [0.5, 0.99, 1] as const;
  * otherwise idle process here, at 50 ms 0.18 % (issue 45's idle-CPU target is 0.5 % for the
  * whole node). A stall of a few milliseconds still shows: the sample that covers it fires late.
  */
-const resolutionMs = 50;
+export const resolutionMs = 50;
 
 let processRegistry: PromRegistry | undefined;
 
