@@ -21,18 +21,8 @@ import { parseArgs } from 'node:util';
 import { call, sleep } from '../test/faults/http.ts';
 import { NetLab } from '../test/faults/netns.ts';
 import { startShoalIn } from '../test/faults/shoal-in-ns.ts';
-import { vipNodes, type VipNode } from '../test/system/vip-lab.ts';
+import { vipHolders, vipNodes, type VipNode } from '../test/system/vip-lab.ts';
 import { writeNamedSection } from './lib/report.ts';
-
-function exec(argv: string[]): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    const c = spawn(argv[0] ?? '', argv.slice(1), { stdio: ['ignore', 'pipe', 'ignore'] });
-    let out = '';
-    c.stdout.on('data', (b: Buffer) => { out += b.toString(); });
-    c.once('error', () => resolve({ code: null, out }));
-    c.once('close', (code) => resolve({ code, out }));
-  });
-}
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { minutes: { type: 'string', default: '30' }, write: { type: 'boolean', default: false } } });
@@ -51,10 +41,7 @@ async function main(): Promise<void> {
     nodes.push(...made.nodes);
     const vip = made.vip;
     await Promise.all(nodes.map((n) => startShoalIn(lab, n, { config: path.join(n.dir, 'shoal.yaml'), log: path.join(runDir, `${n.name}.log`), detached: true, serveWithinMs: 30_000 })));
-    const holders = async (): Promise<string[]> => {
-      const r = await Promise.all(nodes.map((n) => exec(['ip', '-n', lab.ns(n.slot), '-j', '-4', 'addr', 'show', 'dev', 'eth0'])));
-      return nodes.filter((_, i) => (r[i]?.out ?? '').includes(`"local":"${vip}"`)).map((n) => n.name);
-    };
+    const holders = async (): Promise<string[]> => (await vipHolders(lab, nodes.map((n) => n.slot), vip)).map((slot) => `n${slot}`);
     for (const until = Date.now() + 90_000; (await holders()).length !== 1; await sleep(500)) {
       if (Date.now() > until) throw new Error(`no node took the VIP within 90 s; logs in ${runDir}`);
     }

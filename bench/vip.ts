@@ -34,20 +34,10 @@ import { kernelLateMs, vipCommandMs, vipLeaseDefaults, vipMoveAfterMs } from '..
 import { call, sleep } from '../test/faults/http.ts';
 import { cutsBetween, NetLab } from '../test/faults/netns.ts';
 import { startShoalIn } from '../test/faults/shoal-in-ns.ts';
-import { vipNodes, type VipNode } from '../test/system/vip-lab.ts';
+import { exec, vipHolders, vipNodes, type VipNode } from '../test/system/vip-lab.ts';
 import { writeNamedSection } from './lib/report.ts';
 
 type Node = VipNode;
-
-function exec(argv: string[]): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    const c = spawn(argv[0] ?? '', argv.slice(1), { stdio: ['ignore', 'pipe', 'ignore'] });
-    let out = '';
-    c.stdout.on('data', (b: Buffer) => { out += b.toString(); });
-    c.once('error', () => resolve({ code: null, out }));
-    c.once('close', (code) => resolve({ code, out }));
-  });
-}
 
 interface Round {
   kind: 'machine stops' | 'partition';
@@ -79,10 +69,7 @@ async function killGroup(p: GroupProc | undefined): Promise<void> {
 
 /** The lab's VIP watcher: which of the three nodes have `vip` on eth0; whether the client's ping answers. */
 function watcher(lab: NetLab, vip: string, client: number) {
-  const holders = async (): Promise<number[]> => {
-    const r = await Promise.all([1, 2, 3].map((slot) => exec(['ip', '-n', lab.ns(slot), '-j', '-4', 'addr', 'show', 'dev', 'eth0'])));
-    return [1, 2, 3].filter((_, i) => (r[i]?.out ?? '').includes(`"local":"${vip}"`));
-  };
+  const holders = (): Promise<number[]> => vipHolders(lab, [1, 2, 3], vip);
   const answers = async (): Promise<boolean> => (await exec(['ip', 'netns', 'exec', lab.ns(client), 'ping', '-c', '1', '-W', '1', vip])).code === 0;
   const settled = async (what: string): Promise<number> => {
     for (const until = Date.now() + 90_000; Date.now() < until; await sleep(200)) {

@@ -3,6 +3,7 @@
 // admin client certificate in use by this process, and each node's shoal.yaml (the memory
 // runtime) naming the VIP `<lan>.200`. `config` adds to every node's configuration.
 
+import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'yaml';
@@ -42,4 +43,21 @@ export async function vipNodes(lab: NetLab, runDir: string, principal: string, c
     }));
   }
   return { nodes, vip };
+}
+
+/** Runs a program to its end: its exit code (null when it could not start) and what it printed. */
+export function exec(argv: string[]): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const c = spawn(argv[0] ?? '', argv.slice(1), { stdio: ['ignore', 'pipe', 'ignore'] });
+    let out = '';
+    c.stdout.on('data', (b: Buffer) => { out += b.toString(); });
+    c.once('error', () => resolve({ code: null, out }));
+    c.once('close', (code) => resolve({ code, out }));
+  });
+}
+
+/** Which of the namespaces `slots` hold `vip` on their eth0 now, in the order given. */
+export async function vipHolders(lab: NetLab, slots: readonly number[], vip: string): Promise<number[]> {
+  const r = await Promise.all(slots.map((slot) => exec(['ip', '-n', lab.ns(slot), '-j', '-4', 'addr', 'show', 'dev', 'eth0'])));
+  return slots.filter((_, i) => (r[i]?.out ?? '').includes(`"local":"${vip}"`));
 }

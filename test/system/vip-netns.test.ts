@@ -10,7 +10,6 @@
 // Needs root, iproute2, nftables and arping (Debian's). The old holder's drop before the new
 // holder's take is the rule under test; no duration is asserted (bench/ measures failover).
 
-import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,18 +17,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, sleep } from '../faults/http.ts';
 import { cutsBetween, NetLab, prerequisiteProblems } from '../faults/netns.ts';
 import { startShoalIn } from '../faults/shoal-in-ns.ts';
-import { vipNodes, type VipNode } from './vip-lab.ts';
+import { exec, vipHolders, vipNodes, type VipNode } from './vip-lab.ts';
 
-
-function exec(argv: string[]): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    const c = spawn(argv[0] ?? '', argv.slice(1), { stdio: ['ignore', 'pipe', 'ignore'] });
-    let out = '';
-    c.stdout.on('data', (b: Buffer) => { out += b.toString(); });
-    c.once('error', () => resolve({ code: null, out }));
-    c.once('close', (code) => resolve({ code, out }));
-  });
-}
 
 describe('a virtual IP, in network namespaces', () => {
   let lab: NetLab;
@@ -43,8 +32,7 @@ describe('a virtual IP, in network namespaces', () => {
   let watcher: Promise<void> = Promise.resolve();
 
   async function holdersNow(): Promise<string[]> {
-    const r = await Promise.all(nodes.map((n) => exec(['ip', '-n', lab.ns(n.slot), '-j', '-4', 'addr', 'show', 'dev', 'eth0'])));
-    return nodes.filter((_, i) => (r[i]?.out ?? '').includes(`"local":"${vip}"`)).map((n) => n.name);
+    return (await vipHolders(lab, nodes.map((n) => n.slot), vip)).map((slot) => `n${slot}`);
   }
 
   async function start(n: VipNode): Promise<void> {
