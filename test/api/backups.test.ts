@@ -17,9 +17,8 @@ import { createRequire } from 'node:module';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import os from 'node:os';
-import { Readable } from 'node:stream';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../bench/lib/proc.ts';
 import { BackupRunner } from '../../src/node/backup/backup-runner.ts';
 import { parseS3Url, S3TargetIo, type S3Location } from '../../src/node/backup/s3-io.ts';
@@ -32,6 +31,7 @@ import { reloadActiveCredential } from '../../src/cli/credential-file.ts';
 import { expectError } from './expect-error.ts';
 import { S3SigV4Server } from '../support/s3-sigv4-server.ts';
 import { singleNode, type SingleNode } from './single-node.ts';
+import { withStdin } from '../support/stdin.ts';
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 const root = mkdtempSync(path.join(os.tmpdir(), 'shoal-backups-api-'));
@@ -193,15 +193,6 @@ describe('backup targets and backups', () => {
   });
 });
 
-/** Runs `f` with `text` as the process's standard input (what --password-stdin reads). */
-async function withStdin<T>(text: string, f: () => Promise<T>): Promise<T> {
-  const stdin = vi.spyOn(process, 'stdin', 'get').mockReturnValue(Readable.from([Buffer.from(text)]) as unknown as typeof process.stdin);
-  try {
-    return await f();
-  } finally {
-    stdin.mockRestore();
-  }
-}
 
 let address: string | undefined;
 async function listening(): Promise<string> {

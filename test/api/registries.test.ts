@@ -4,13 +4,13 @@
 // the audit log), and the agent pulling with it: refused as `unauthorized` without a login, run
 // with one, the credentials sent only for images of that registry.
 
-import { Readable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registriesCollection, secretsCollection } from '../../src/resources/collections.ts';
 import { registrySecretName } from '../../src/resources/registry-logins.ts';
 import { inProcess } from '../cli/in-process.ts';
 import { expectError, problemPaths } from './expect-error.ts';
 import { singleNode, type SingleNode } from './single-node.ts';
+import { withStdin } from '../support/stdin.ts';
 
 const host = 'registry.lan:5000';
 const password = `tok-${Math.random().toString(36).slice(2)}-en`;
@@ -32,14 +32,6 @@ function expectNoPassword(text: string): void {
   for (const f of forms) expect(text.includes(f), `the answer holds the password: ${text.slice(0, 300)}`).toBe(false);
 }
 
-async function withStdin<T>(text: string, f: () => Promise<T>): Promise<T> {
-  const stdin = vi.spyOn(process, 'stdin', 'get').mockReturnValue(Readable.from([Buffer.from(text)]) as unknown as typeof process.stdin);
-  try {
-    return await f();
-  } finally {
-    stdin.mockRestore();
-  }
-}
 
 const apply = (name: string, image: string) => s.app.inject({
   method: 'POST', url: '/v1/apply', payload: { text: `apiVersion: shoal/v1\nkind: Service\nname: ${name}\nimage: ${image}\nreplicas: 1\ncommand: ["sleep", "3600"]\n` },
