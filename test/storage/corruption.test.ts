@@ -7,14 +7,14 @@ import { existsSync } from 'node:fs';
 import { cp, readFile, readdir, rm, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DiskStorage, StorageCorruptionError, StorageFormatError, storagePaths } from '../../src/storage/index.ts';
+import { DiskStorage, StorageFormatError, storagePaths } from '../../src/storage/index.ts';
 import { KeyFile } from '../../src/storage/key-file.ts';
 import { formatKey } from '../../src/storage/keys.ts';
 import { packr, seal } from '../../src/storage/sealed.ts';
 import { SnapshotDir } from '../../src/storage/snapshot-dir.ts';
 import { encodeRecord, frameBody } from '../../src/storage/wal-record.ts';
 import type { Logger } from '../../src/raft/types.ts';
-import { bytes, conf, dump, hs, openStorage, recordsEnd, run, tempDir, writeAt } from './helpers.ts';
+import { bytes, conf, dump, hs, openRefused, openStorage, recordsEnd, run, tempDir, writeAt } from './helpers.ts';
 
 /** A closed data directory: entries 1..20 (term 1, then 2 from 11), snapshots as asked. */
 async function prepared(snapshotsAt: number[], compactTo = 0): Promise<string> {
@@ -46,18 +46,6 @@ async function appendToWal(dir: string, ...frames: Buffer[]): Promise<void> {
 /** A frame with a good checksum around any value, valid record or not. */
 const frame = (value: unknown): Buffer => frameBody(packr.pack(value));
 
-async function refused(dir: string): Promise<StorageCorruptionError> {
-  const err: unknown = await DiskStorage.open(dir).then(async (s) => {
-    await s.close();
-    return undefined;
-  }, (e: unknown) => e);
-  expect(err).toBeInstanceOf(StorageCorruptionError);
-  const c = err as StorageCorruptionError;
-  expect(c.code).toBe('storage_corrupt');
-  expect(c.message).toContain(c.file);
-  expect(c.message).toContain(c.recovery);
-  return c;
-}
 
 const snapPath = (dir: string, index: number): string => join(dir, 'snapshots', new SnapshotDir('').fileName(index));
 
@@ -74,7 +62,7 @@ describe('corruption is detected at open', () => {
     const dir = await prepared([15], 15);
     const path = snapPath(dir, 15);
     await truncate(path, (await readFile(path)).length - 1);
-    const err = await refused(dir);
+    const err = await openRefused(dir);
     expect(err.file).toBe(path);
     expect(err.detail).toMatch(/snapshot 15 is damaged: data is 1 bytes, the header says 2 \(truncated/);
     expect(err.recovery).toContain(`move ${dir} aside`);
@@ -83,7 +71,7 @@ describe('corruption is detected at open', () => {
   it('a flipped byte in a snapshot file, with no older snapshot to fall back to', async () => {
     const dir = await prepared([15]);
     await flipByte(snapPath(dir, 15), 1);
-    const err = await refused(dir);
+    const err = await openRefused(dir);
     expect(err.file).toBe(snapPath(dir, 15));
     expect(err.detail).toMatch(/data checksum mismatch; there is no older snapshot file/);
   });
@@ -109,7 +97,7 @@ describe('corruption is detected at open', () => {
   it('a damaged newest snapshot is refused when the log was compacted past the older one', async () => {
     const dir = await prepared([8, 15], 12);
     await flipByte(snapPath(dir, 15), 1);
-    const err = await refused(dir);
+    const err = await openRefused(dir);
     expect(err.file).toBe(snapPath(dir, 15));
     expect(err.detail).toMatch(/older snapshot 8 cannot stand in for it because the log was compacted through 12/);
     // Refusing changed nothing: the damaged file is where it was.
@@ -119,14 +107,14 @@ describe('corruption is detected at open', () => {
   it('a missing snapshot file', async () => {
     const dir = await prepared([15]);
     await rm(snapPath(dir, 15));
-    const err = await refused(dir);
+    const err = await openRefused(dir);
     expect(err.detail).toMatch(/snapshot 15 is damaged: the snapshot file is missing/);
   });
 
   it('a flipped byte in a record of the write-ahead log, even the last one', async () => {
     const dir = await prepared([]);
     await flipByte(segPath(dir), 20, await recordsEnd(segPath(dir))); // inside the last record
-    const err = await refused(dir);
+    const err = await openRefused(dir);
     expect(err.file).toBe(segPath(dir));
     expect(err.detail).toMatch(/a record of \d+ bytes fails its checksum, at byte \d+/);
     expect(err.recovery).toMatch(/join it again .* as a learner/);
@@ -138,13 +126,13 @@ describe('corruption is detected at open', () => {
     const b = await readFile(path);
     b.fill(0, 16, 40); // the state record's header and part of its body, then whole records
     await writeFile(path, b);
-    expect((await refused(dir)).detail).toMatch(/a record header gives a length of 0 bytes, at byte 16/);
+    expect((await openRefused(dir)).detail).toMatch(/a record header gives a length of 0 bytes, at byte 16/);
   });
 
   it('a gap in the log', async () => {
     const dir = await prepared([]);
     await appendToWal(dir, encodeRecord({ type: 'save', entries: run(23, 24, 2) }));
-    const err = await refused(dir);
+    const err = await openRefused(dir);
     expect(err.file).toBe(join(dir, 'wal'));
     expect(err.detail).toMatch(/gap: entries 21 to 22 are missing/);
   });
@@ -152,27 +140,27 @@ describe('corruption is detected at open', () => {
   it('a record whose entries are not contiguous', async () => {
     const dir = await prepared([]);
     await appendToWal(dir, encodeRecord({ type: 'save', entries: [...run(21, 21, 2), ...run(23, 23, 2)] }));
-    expect((await refused(dir)).detail).toMatch(/entries are not contiguous: 23 follows 21/);
+    expect((await openRefused(dir)).detail).toMatch(/entries are not contiguous: 23 follows 21/);
   });
 
   it('a hard state that commits past the end of the log: synced entries were lost', async () => {
     const dir = await prepared([]);
     await appendToWal(dir, encodeRecord({ type: 'save', entries: run(11, 18, 2), hardState: hs(2, 20) }));
-    expect((await refused(dir)).detail).toMatch(/commits index 20 but the log ends at 18/);
+    expect((await openRefused(dir)).detail).toMatch(/commits index 20 but the log ends at 18/);
   });
 
   it('a record that does not match its schema', async () => {
     const dir = await prepared([]);
     await appendToWal(dir, frame({ type: 'save', entries: [], hardState: { term: 'two', commit: 3 } }));
-    expect((await refused(dir)).detail).toMatch(/the record is not valid/);
+    expect((await openRefused(dir)).detail).toMatch(/the record is not valid/);
   });
 
   it('a missing write-ahead log, or one emptied of its segments', async () => {
     const dir = await prepared([]);
     await rm(join(dir, 'wal', 'seg-0000000000000001.wal'));
-    expect((await refused(dir)).detail).toMatch(/the write-ahead log has no segment files/);
+    expect((await openRefused(dir)).detail).toMatch(/the write-ahead log has no segment files/);
     await rm(join(dir, 'wal'), { recursive: true });
-    const err = await refused(dir);
+    const err = await openRefused(dir);
     expect(err.file).toBe(join(dir, 'wal'));
     expect(err.detail).toMatch(/the write-ahead log is missing/);
     expect(await readdir(dir)).not.toContain('wal'); // not recreated by the refused open
@@ -185,14 +173,14 @@ describe('corruption is detected at open', () => {
     await s.close();
     expect((await readdir(join(dir, 'wal'))).length).toBeGreaterThan(2);
     await rm(segPath(dir, 2));
-    const err = await refused(dir);
+    const err = await openRefused(dir);
     expect(err.detail).toMatch(/segment 2 is missing between 1 and/);
   });
 
   it('a missing key file next to existing snapshots', async () => {
     const dir = await prepared([15]);
     await rm(keysPath(dir));
-    const err = await refused(dir);
+    const err = await openRefused(dir);
     expect(err.file).toBe(keysPath(dir));
     expect(err.detail).toMatch(/key file is missing but snapshot files exist/);
     expect(await readdir(dir)).not.toContain('storage.keys'); // not recreated by the refused open
@@ -201,19 +189,19 @@ describe('corruption is detected at open', () => {
   it('a log wiped (with its snapshots) under a data directory that had one: the node must not rejoin under its old id', async () => {
     const dir = await prepared([]);
     await rm(keysPath(dir));
-    const err = await refused(dir);
+    const err = await openRefused(dir);
     expect(err.file).toBe(keysPath(dir));
     expect(err.detail).toMatch(/log is new or was replaced, but .*log\.id shows this node had log/);
     expect(err.recovery).toMatch(/member remove/);
     // Refused every time, not only on the first start after the wipe.
-    await refused(dir);
+    await openRefused(dir);
   });
 
   it('the log of another data directory moved in', async () => {
     const mine = await prepared([]);
     const other = await prepared([]);
     await cp(keysPath(other), keysPath(mine));
-    const err = await refused(mine);
+    const err = await openRefused(mine);
     expect(err.detail).toMatch(/comes from another node/);
   });
 

@@ -4,10 +4,11 @@
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach } from 'vitest';
+import { afterEach, expect } from 'vitest';
 import { emptyConfState, type LogStorage } from '../../src/raft/storage.ts';
 import type { ConfState, Entry, HardState, Snapshot } from '../../src/raft/types.ts';
 import { DiskStorage, type DiskStorageOptions } from '../../src/storage/index.ts';
+import { StorageCorruptionError } from '../../src/storage/errors.ts';
 import { readFrame, readHeader, segmentHeaderBytes } from '../../src/storage/wal-record.ts';
 
 const made: string[] = [];
@@ -103,4 +104,18 @@ export function dump(s: LogStorage & { hardState(): HardState }): Dump {
     hardState: s.hardState(),
     snapshot: s.snapshot(),
   };
+}
+
+/** Opening `dir` is refused as corrupt: the typed error, its file and its recovery in the message. */
+export async function openRefused(dir: string): Promise<StorageCorruptionError> {
+  const err: unknown = await DiskStorage.open(dir).then(async (s) => {
+    await s.close();
+    return undefined;
+  }, (e: unknown) => e);
+  expect(err).toBeInstanceOf(StorageCorruptionError);
+  const c = err as StorageCorruptionError;
+  expect(c.code).toBe('storage_corrupt');
+  expect(c.message).toContain(c.file);
+  expect(c.message).toContain(c.recovery);
+  return c;
 }

@@ -9,20 +9,12 @@ import { describe, expect, it } from 'vitest';
 import { ShoalError } from '../../src/errors.ts';
 import { DiskStorage, StorageCorruptionError, storagePaths } from '../../src/storage/index.ts';
 import type { Logger } from '../../src/raft/types.ts';
-import { openStorage, tempDir } from './helpers.ts';
+import { openRefused, openStorage, tempDir } from './helpers.ts';
 import { KeyFile } from '../../src/storage/key-file.ts';
 import { formatKey } from '../../src/storage/keys.ts';
 import { packr, seal } from '../../src/storage/sealed.ts';
 import { createHash } from 'node:crypto';
 
-async function refused(dir: string): Promise<StorageCorruptionError> {
-  const err: unknown = await DiskStorage.open(dir).then(async (s) => {
-    await s.close();
-    return undefined;
-  }, (e: unknown) => e);
-  expect(err).toBeInstanceOf(StorageCorruptionError);
-  return err as StorageCorruptionError;
-}
 
 async function withMeta(): Promise<string> {
   const dir = await tempDir();
@@ -58,7 +50,7 @@ describe('the key file', () => {
       [Buffer.from('not a key file at all'), /does not start with the key file magic/],
     ] as const) {
       await writeFile(file, bytes);
-      const err = await refused(dir);
+      const err = await openRefused(dir);
       expect(err.file).toBe(file);
       expect(err.detail).toMatch(detail);
       expect(err.recovery).toMatch(/remove the node from the cluster/);
@@ -68,7 +60,7 @@ describe('the key file', () => {
   it('format 1 in the key file (which only LevelDB ever held) refuses the start', async () => {
     const dir = await withMeta();
     await (await KeyFile.load(storagePaths(dir))).put([[formatKey, seal({ format: 1 })]]);
-    expect((await refused(dir)).detail).toMatch(/says storage format 1, which only LevelDB ever held/);
+    expect((await openRefused(dir)).detail).toMatch(/says storage format 1, which only LevelDB ever held/);
   });
 });
 
@@ -187,7 +179,7 @@ describe('a data directory written by the last release with LevelDB (test/fixtur
     b.writeUInt8(b.readUInt8(10) ^ 0x04, 10);
     await writeFile(table, b);
     const before = (await readdir(dir)).sort();
-    const err = await refused(dir);
+    const err = await openRefused(dir);
     expect(err.file).toBe(table);
     expect(err.detail).toMatch(/LevelDB directory of an older release cannot be read to move its keys: checksum mismatch in the block at byte 0/);
     expect((await readdir(dir)).sort()).toEqual(before);
