@@ -66,6 +66,9 @@ export class OverlayLab {
   }
 
   private async startDockerd(n: LabNode): Promise<void> {
+    // A run killed before its destroy() (a test process killed, not failed) leaves its daemon's
+    // network namespace files mounted under the exec root; the daemon would trip on them.
+    removeExecRoot(this.execRoot(n));
     const log = openSync(path.join(this.mesh.runDir, `dockerd-${n.name}.log`), 'a');
     try {
       const child = spawn('nsenter', [
@@ -114,11 +117,22 @@ export class OverlayLab {
     await Promise.all([...this.dockerds.values()].map((d) => stop(d)));
     await this.mesh.destroy();
     for (const n of this.nodes) {
-      rmSync(this.execRoot(n), { recursive: true, force: true });
+      removeExecRoot(this.execRoot(n));
       // vfs keeps a full copy of the image per container: the logs stay, the layers go.
       rmSync(path.join(this.mesh.runDir, `docker-${n.name}`), { recursive: true, force: true });
     }
   }
+}
+
+/** Unmounts what a daemon left mounted under its exec root (its containers' netns files, when it
+ * was killed), deepest first, then removes the directory: rmSync alone fails with EBUSY. */
+function removeExecRoot(dir: string): void {
+  const mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n')
+    .map((line) => line.split(' ')[4] ?? '')
+    .filter((point) => point === dir || point.startsWith(`${dir}/`))
+    .sort((a, b) => b.length - a.length);
+  for (const point of mounts) spawnSync('umount', ['-l', point]);
+  rmSync(dir, { recursive: true, force: true });
 }
 
 async function stop(child: ChildProcess): Promise<void> {
