@@ -830,7 +830,10 @@ function startSecretKeys(c: NodeParts): Stop {
   keyring.start();
   agent.start();
   purge.start();
+  // A rotation whose old key is locked on the leader waits for `shoal unlock`: it goes on at once.
+  const offUnlocked = c.nodeLock.onUnlocked(() => { void keyring.settle(); });
   return async () => {
+    offUnlocked();
     purge.close();
     agent.close();
     await keyring.close();
