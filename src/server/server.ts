@@ -696,7 +696,7 @@ function nodeIdentityOf(c: NodeParts): NodeIdentity {
 function startAutopilot(c: NodeParts): Stop {
   const { config, events } = c;
   const autopilot = new Autopilot({
-    node: c.node, store: c.store, log: c.log, stabilizationMs: config.autopilot.stabilizationMs, deadMemberRemoveAfterMs: config.autopilot.deadMemberRemoveAfterMs, minQuorum: config.autopilot.minQuorum,
+    node: c.node, wake: c.node, store: c.store, log: c.log, stabilizationMs: config.autopilot.stabilizationMs, deadMemberRemoveAfterMs: config.autopilot.deadMemberRemoveAfterMs, minQuorum: config.autopilot.minQuorum,
     record: (type, subject, details) => { if (c.opts.clusterEvents === false) events.recordLocal(type, subject, details); else events.recordEvent(type, subject, details); },
   });
   autopilot.start();
