@@ -6,6 +6,7 @@ export {
   type Command, type Stamped, type Expect, type PutOp, type DeleteOp, type Op, type Compare, type CompareTarget,
   type CompareOperator, type TxnCommand, type RetainCommand,
 } from './command.ts';
+export { ChangeWake, type ChangeWakeOptions } from './change-wake.ts';
 export { requestFingerprint } from './fingerprint.ts';
 export { CursorExpiredError, InvalidCommandError, SnapshotFormatError } from './errors.ts';
 export type { Issue } from './json-value.ts';

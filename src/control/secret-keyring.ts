@@ -28,12 +28,19 @@ import type { ClusterKeyHolder } from '../ports/cluster-keys.ts';
 import type { Leadership, LeaderLog } from '../ports/leadership.ts';
 import type { MembershipView } from '../ports/membership-view.ts';
 import type { Proposer } from '../ports/proposer.ts';
-import { activeKey, clusterKeysCollection, keyringId, readHoldings, readKeyring, retiredKeysMax, type Keyring, type KeyringKey } from '../resources/cluster-keyring.ts';
+import { activeKey, clusterKeyHoldersCollection, clusterKeysCollection, keyringId, readHoldings, readKeyring, retiredKeysMax, type Keyring, type KeyringKey } from '../resources/cluster-keyring.ts';
 import { secretsCollection } from '../resources/collections.ts';
 import { newClusterKey, rawPrivateKey, rewrapSecretValue, sealSecretValue, wrapDataKey, type PublicClusterKey } from '../resources/secret-crypto.ts';
 import { isSealed, plainSecretBytes, secretRecordSchema, type SecretRecord } from '../resources/secrets.ts';
 
-export const keyringCheckMs = 500;
+/**
+ * A pass runs at once on a change of the keyring, the secrets or the key holders' reports, on a
+ * change of leader or feature level, and once the leader has applied an entry of its term; besides
+ * those, this often, for what no event announces (this node's keys unlocked, a keyring prepared on
+ * disk), and `keyringRetryMs` after a failed pass.
+ */
+export const keyringSweepMs = 10_000;
+export const keyringRetryMs = 500;
 /** Records re-encrypted or re-wrapped in one transaction. */
 export const keyringBatchMax = 16;
 
@@ -81,18 +88,35 @@ function secretsOf(store: DocumentStore): { record: SecretRecord; rev: number }[
 
 export class SecretKeyring {
   private timer: NodeJS.Timeout | undefined;
+  private retry: NodeJS.Timeout | undefined;
+  private unsubscribe: Array<() => void> = [];
+  /** The term whose first applied entry of its own this loop was woken for. */
+  private termSeen = 0;
   private running: Promise<void> | undefined;
   private again = false;
   private closed = false;
   private readonly logged = new Set<string>();
   private readonly kick = (): void => this.schedule();
+  /** A leader may act once it applied an entry of its own term (mayAct): woken once per term for it. */
+  private readonly onApplied = (): void => {
+    const n = this.o.node;
+    if (!n.isLeader || n.appliedTerm !== n.currentTerm || this.termSeen === n.currentTerm) return;
+    this.termSeen = n.currentTerm;
+    this.schedule();
+  };
 
   constructor(private readonly o: SecretKeyringOptions) {}
 
   start(): void {
     this.o.node.on('leaderChange', this.kick);
     this.o.node.on('featureLevel', this.kick);
-    this.timer = setInterval(this.kick, keyringCheckMs);
+    this.o.node.on('applied', this.onApplied);
+    const followed = new Set([clusterKeysCollection, clusterKeyHoldersCollection, secretsCollection]);
+    this.unsubscribe = [
+      this.o.store.subscribe((ev) => { if (followed.has(ev.collection)) this.kickSoon(); }),
+      this.o.store.subscribeRestore(() => this.kickSoon()),
+    ];
+    this.timer = setInterval(this.kick, keyringSweepMs);
     this.timer.unref();
     this.schedule();
   }
@@ -100,9 +124,23 @@ export class SecretKeyring {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
+    clearTimeout(this.retry);
+    for (const off of this.unsubscribe.splice(0)) off();
     this.o.node.off('leaderChange', this.kick);
     this.o.node.off('featureLevel', this.kick);
+    this.o.node.off('applied', this.onApplied);
     await this.running;
+  }
+
+  /** The store tells its subscribers while it applies: the pass runs after, on a microtask. */
+  private kickSoon(): void {
+    void Promise.resolve().then(this.kick);
+  }
+
+  private retrySoon(): void {
+    if (this.retry !== undefined || this.closed) return;
+    this.retry = setTimeout(() => { this.retry = undefined; this.schedule(); }, keyringRetryMs);
+    this.retry.unref();
   }
 
   /** Runs passes until one finds nothing to do (tests await it). */
@@ -130,6 +168,7 @@ export class SecretKeyring {
         this.warnOnce('failed', `keyring: ${(err as Error).message}; trying again`);
         // An outcome not known (timeout, leader change): decide again only from a store that has it.
         await this.o.node.settleOwnProposals();
+        this.retrySoon();
       }
       if (step === 'done') this.again = true;
     } while (this.again && !this.closed);

@@ -19,6 +19,17 @@ export const autopilotStabilizationMsDefault = 10_000;
 export const autopilotMinQuorumDefault = 3;
 export const autopilotIntervalMs = 1_000;
 
+/**
+ * What tells the autopilot when to run its rounds at all (issue 45: an idle node wakes only for
+ * work): the node's events, and its membership. Without it (tests), rounds run every second always.
+ */
+export interface AutopilotWake {
+  on(event: 'leaderChange' | 'applied', listener: () => void): unknown;
+  off(event: 'leaderChange' | 'applied', listener: () => void): unknown;
+  readonly isLeader: boolean;
+  confState(): { learners: readonly string[]; learnersNext: readonly string[]; votersOutgoing: readonly string[] };
+}
+
 /** How many voters may fail with the rest still a quorum: healthy voters minus the quorum size. */
 export function failureTolerance(voters: number, healthyVoters: number): number {
   return healthyVoters - (Math.floor(voters / 2) + 1);
@@ -81,11 +92,17 @@ export interface AutopilotOptions {
   deadMemberRemoveAfterMs?: number;
   /** The fewest voters dead member cleanup leaves (default 3). */
   minQuorum?: number;
+  /** Rounds only while this node leads and has something to watch (a learner; dead member cleanup on); absent: always. */
+  wake?: AutopilotWake;
   /** Records a cluster event (the EventLog's recordEvent). */
   record?: (type: string, subject: string, details: JsonObject) => void;
 }
 
-/** Runs a round every second while this node leads: removes a dead member, else promotes a learner. */
+/**
+ * Runs a round every second while this node leads and a learner waits or dead member cleanup is
+ * on: removes a dead member, else promotes a learner. A follower, or a leader with only voters and
+ * no cleanup, has no timer; a change of leader or an applied membership change starts it again.
+ */
 export class Autopilot {
   private timer: NodeJS.Timeout | undefined;
   private healthySince = new Map<string, number>();
@@ -98,17 +115,43 @@ export class Autopilot {
 
   constructor(private readonly o: AutopilotOptions) {}
 
+  private readonly onNodeEvent = (): void => { if (this.timer === undefined && this.needsRounds()) this.startTimer(); };
+
   start(): void {
-    this.timer ??= setInterval(() => { void this.round(); }, autopilotIntervalMs);
-    this.timer.unref();
+    this.o.wake?.on('leaderChange', this.onNodeEvent);
+    this.o.wake?.on('applied', this.onNodeEvent);
+    if (this.needsRounds()) this.startTimer();
   }
 
   close(): void {
+    this.o.wake?.off('leaderChange', this.onNodeEvent);
+    this.o.wake?.off('applied', this.onNodeEvent);
     clearInterval(this.timer);
     this.timer = undefined;
   }
 
+  private startTimer(): void {
+    this.timer ??= setInterval(() => { void this.round(); }, autopilotIntervalMs);
+    this.timer.unref();
+  }
+
+  /** Whether rounds have anything to watch now (always, without a wake). */
+  private needsRounds(): boolean {
+    const w = this.o.wake;
+    if (w === undefined) return true;
+    if (!w.isLeader) return false;
+    if ((this.o.deadMemberRemoveAfterMs ?? 0) > 0) return true;
+    const cs = w.confState();
+    return cs.learners.length > 0 || cs.learnersNext.length > 0 || cs.votersOutgoing.length > 0;
+  }
+
   private async round(): Promise<void> {
+    if (!this.needsRounds()) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+      this.healthySince.clear();
+      return;
+    }
     if (await this.maybeRemoveDead() !== null) return;
     await this.maybePromote();
   }

@@ -1,6 +1,10 @@
 // This node's view of the others (src/resources/peer-views.ts): which members it has not heard
-// from for `unheardAfterMs`. Checked every `checkEveryMs`; written through the log only when the
-// list changes, at most one write in flight and one per `writeEveryMsMin`. The leader takes a
+// from for `unheardAfterMs`. Written through the log only when the list changes, at most one
+// write in flight and one per `writeEveryMsMin`. While its record stands and every member is
+// heard, the next check is at the moment the least recently heard member would turn unheard (a
+// silence is seen exactly when it reaches `unheardAfterMs`, and an idle node wakes for it about
+// once per that time, not four times a second); otherwise (a member unheard, whose return nothing
+// announces, a write pending or refused, not yet listened long enough) every `checkEveryMs`. The leader takes a
 // member's committed list as that member's word on who is there (src/control/node-health.ts):
 // a node that only the leader cannot hear is not dead.
 //
@@ -47,7 +51,7 @@ export interface PeerViewReporterOptions {
   log: { debug(msg: string): void; info(msg: string): void };
   /** Silence after which a member counts as unheard (config control.suspectAfterMs). */
   unheardAfterMs: number;
-  /** How often the list is worked out (default 250 ms). */
+  /** How often the list is worked out while it is not settled (default 250 ms; see the top). */
   checkEveryMs?: number;
   /** The least time between two writes, so a flapping link costs at most one write a second (default 1 s). */
   writeEveryMsMin?: number;
@@ -89,30 +93,48 @@ export class PeerViewReporter {
     return out.sort();
   }
 
-  private schedule(): void {
+  private schedule(delayMs = this.o.checkEveryMs ?? 250): void {
     if (this.closed) return;
-    this.timer = this.o.clock.setTimer(this.o.checkEveryMs ?? 250, () => {
+    this.timer = this.o.clock.setTimer(delayMs, () => {
       this.timer = null;
+      let next: number | undefined;
       // A node that halted (removed, a fatal disk error) throws from its synchronous calls until
       // the server closes this reporter: a timer must not turn that into an uncaught exception.
       try {
-        this.check();
+        if (this.maybeSettled()) next = this.untilNextSilenceMs();
       } catch (err) {
         this.o.log.debug(`peer view: not checked (${(err as Error).message})`);
       }
-      this.schedule();
+      this.schedule(next);
     });
   }
 
-  private check(): void {
-    if (this.inFlight || this.o.featureLevel() < controlFeatureLevel) return;
-    if (this.o.clock.now() - this.lastWriteAt < (this.o.writeEveryMsMin ?? 1_000)) return;
+  /** Checks the list, writing it if it changed; true when the stored record already says it. */
+  private maybeSettled(): boolean {
+    if (this.inFlight || this.o.featureLevel() < controlFeatureLevel) return false;
+    if (this.o.clock.now() - this.lastWriteAt < (this.o.writeEveryMsMin ?? 1_000)) return false;
     const unheard = this.unheardNow();
-    if (unheard === null) return;
+    if (unheard === null) return false;
     const record: PeerViewRecord = { nodeId: this.o.self, unheard, unheardAfterMs: this.o.unheardAfterMs };
     const cur = peerViewRecordSchema.safeParse(this.o.store.get(peerViewsCollection, this.o.self)?.doc);
-    if (cur.success && JSON.stringify(cur.data) === JSON.stringify(record)) return;
+    if (cur.success && JSON.stringify(cur.data) === JSON.stringify(record)) return true;
     this.write(record);
+    return false;
+  }
+
+  /**
+   * Ms until the least recently heard member turns unheard, when every member is heard; else
+   * undefined (an unheard member's return is only seen by checking again soon).
+   */
+  private untilNextSilenceMs(): number | undefined {
+    let soonest = this.o.unheardAfterMs;
+    for (const id of this.o.members()) {
+      if (id === this.o.self) continue;
+      const ago = this.o.heardAgoMs(id);
+      if (ago === undefined || ago >= this.o.unheardAfterMs) return undefined;
+      soonest = Math.min(soonest, this.o.unheardAfterMs - ago);
+    }
+    return Math.max(1, Math.ceil(soonest));
   }
 
   private write(record: PeerViewRecord): void {

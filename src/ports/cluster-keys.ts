@@ -30,4 +30,6 @@ export interface NodeKeyLock {
   unlock(unlockKey: Buffer): void;
   /** Seals every key on disk with `unlockKey` (autolock on, or a new unlock key), or writes them in the clear (null: off). */
   autolock(unlockKey: Buffer | null): void;
+  /** Calls `listener` after each successful unlock (the agents that wait for it act at once); returns an unsubscribe. */
+  onUnlocked?(listener: () => void): () => void;
 }

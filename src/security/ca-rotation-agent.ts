@@ -1,6 +1,7 @@
 // Every node follows the CA rotation record (ca-rotation.ts) toward what its phase asks, level-
-// triggered: once a second it compares what it has with what the phase wants and does the next
-// step, so a node that was down, or restarted mid-step, catches up by itself.
+// triggered: at each change of the record or of the nodes' reports (and every caRotationSweepMs
+// besides) it compares what it has with what the phase wants and does the next step, so a node
+// that was down, or restarted mid-step, catches up by itself.
 //   trust    ca.crt and the TLS contexts hold the phase's bundle ({old, new}, then {new})
 //   key      a voter fetches the new CA key (sealed to its certificate, as the CA key is) and,
 //            at retire, puts it in place of the old one, which is gone from the disk
@@ -10,20 +11,21 @@
 import { renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { encodeCommand, type DocumentStore } from '../../fsm/index.ts';
+import { ChangeWake, encodeCommand, type DocumentStore } from '../../fsm/index.ts';
 import type { Logger } from '../log.ts';
 import type { Tls } from '../base/tls-material.ts';
 import type { Proposer } from '../ports/proposer.ts';
 import { caCertFile, caKeyFile } from './authority.ts';
 import { bundleFingerprints, certFingerprint, issuerIn, joinPem, leafOf, splitPem } from './ca-bundle.ts';
 import { keyMatchesCert } from './ca-key-fetcher.ts';
-import { bundleFor, caNodeReportSchema, caRotationNodesCollection, type CaNodeReport, type CaRotation } from './ca-rotation.ts';
+import { bundleFor, caNodeReportSchema, caRotationCollection, caRotationNodesCollection, type CaNodeReport, type CaRotation } from './ca-rotation.ts';
 import { caNextKeyFile, heldKeyFor, readOwnRotation } from './ca-rotation-authority.ts';
 import { addressesLeaderFirst, nodeCall } from './node-client.ts';
 import { openWithKey, sealedBoxSchema } from './sealed-box.ts';
 import { readKeyFile, removeKeyFile, writeKeyFile } from './key-vault.ts';
 
-export const caRotationCheckMs = 1_000;
+/** A pass this often whatever changed: for what no event announces (this node's certificate renewed, a key file replaced). */
+export const caRotationSweepMs = 10_000;
 /** A failed renewal or key fetch is tried again after this long. */
 export const caRotationRetryMs = 5_000;
 const nextKeyAnswer = z.object({ sealed: sealedBoxSchema }).strict();
@@ -55,20 +57,21 @@ function writeAtomic(file: string, text: string, mode: number): void {
 }
 
 export class CaRotationAgent {
-  private timer: NodeJS.Timeout | undefined;
+  private readonly wake: ChangeWake;
   private busy = false;
   /** When a failed step may be tried again (ms since the epoch), by step. */
   private readonly retryAt = new Map<string, number>();
 
-  constructor(private readonly o: CaRotationAgentOptions) {}
+  constructor(private readonly o: CaRotationAgentOptions) {
+    this.wake = new ChangeWake({ store: o.store, collections: [caRotationCollection, caRotationNodesCollection], sweepMs: caRotationSweepMs, run: () => this.reconcile() });
+  }
 
   start(): void {
-    this.timer = setInterval(() => { void this.reconcile(); }, caRotationCheckMs);
-    this.timer.unref();
+    this.wake.start();
   }
 
   close(): void {
-    clearInterval(this.timer);
+    this.wake.close();
   }
 
   /** One pass; tests call it directly. Never throws: a failed step is logged and retried later. */
@@ -93,6 +96,7 @@ export class CaRotationAgent {
       await run();
     } catch (err) {
       this.retryAt.set(name, Date.now() + caRotationRetryMs);
+      this.wake.retryIn(caRotationRetryMs);
       this.o.log.warn(`CA rotation: ${name} step failed (${(err as Error).message}); trying again in ${caRotationRetryMs / 1000} s`);
     }
   }

@@ -12,6 +12,8 @@ import { isLocked, readKeyFile, resealKeyFiles, sealedFileOf, setUnlockKey } fro
 import { existsSync } from 'node:fs';
 
 export class NodeLock implements NodeKeyLock {
+  private readonly unlockedListeners = new Set<() => void>();
+
   constructor(private readonly dataDir: string, private readonly clusterKeys: ClusterKeyFiles) {
     // A node starting on this directory starts locked, even in a process that ran it before (tests).
     setUnlockKey(dataDir, undefined);
@@ -35,6 +37,12 @@ export class NodeLock implements NodeKeyLock {
       setUnlockKey(this.dataDir, undefined);
       throw err;
     }
+    for (const l of this.unlockedListeners) l();
+  }
+
+  onUnlocked(listener: () => void): () => void {
+    this.unlockedListeners.add(listener);
+    return () => this.unlockedListeners.delete(listener);
   }
 
   autolock(unlockKey: Buffer | null): void {

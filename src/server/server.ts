@@ -696,7 +696,7 @@ function nodeIdentityOf(c: NodeParts): NodeIdentity {
 function startAutopilot(c: NodeParts): Stop {
   const { config, events } = c;
   const autopilot = new Autopilot({
-    node: c.node, store: c.store, log: c.log, stabilizationMs: config.autopilot.stabilizationMs, deadMemberRemoveAfterMs: config.autopilot.deadMemberRemoveAfterMs, minQuorum: config.autopilot.minQuorum,
+    node: c.node, wake: c.node, store: c.store, log: c.log, stabilizationMs: config.autopilot.stabilizationMs, deadMemberRemoveAfterMs: config.autopilot.deadMemberRemoveAfterMs, minQuorum: config.autopilot.minQuorum,
     record: (type, subject, details) => { if (c.opts.clusterEvents === false) events.recordLocal(type, subject, details); else events.recordEvent(type, subject, details); },
   });
   autopilot.start();
@@ -830,7 +830,10 @@ function startSecretKeys(c: NodeParts): Stop {
   keyring.start();
   agent.start();
   purge.start();
+  // A rotation whose old key is locked on the leader waits for `shoal unlock`: it goes on at once.
+  const offUnlocked = c.nodeLock.onUnlocked(() => { void keyring.settle(); });
   return async () => {
+    offUnlocked();
     purge.close();
     agent.close();
     await keyring.close();

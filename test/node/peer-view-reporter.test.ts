@@ -98,6 +98,26 @@ describe('the peer view reporter', () => {
     expect(s.view()).toEqual(['n3']);
   });
 
+  it('while every member is heard, checks only when the least recently heard one would turn unheard, and sees that silence on time', async () => {
+    const s = setup();
+    let checks = 0;
+    const level = s.o.level;
+    Object.defineProperty(s.o, 'level', { get: () => { checks++; return level; } });
+    s.reporter.start();
+    for (let i = 0; i < 20; i++) { s.hearAll(); await s.run(100); }
+    expect(s.view()).toEqual([]);
+    // 10 s with both peers heard every 100 ms: each check finds the next silence 1.4-1.5 s away
+    // (checking every 250 ms made 40 checks).
+    checks = 0;
+    for (let i = 0; i < 100; i++) { s.hearAll(); await s.run(100); }
+    expect(checks).toBeLessThanOrEqual(8);
+    // n3 goes quiet: its silence is written once it reaches 1.5 s, not a check period later.
+    s.heardAt.set('n3', s.clock.now());
+    for (let t = 0; t < 1_500; t += 50) { s.heardAt.set('n2', s.clock.now()); await s.run(50); }
+    expect(s.view()).toEqual(['n3']);
+    s.reporter.close();
+  });
+
   it('writes nothing below the control plane\'s feature level; its threshold is never under 1.5 s', async () => {
     const s = setup();
     s.o.level = controlFeatureLevel - 1;

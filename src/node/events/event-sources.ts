@@ -10,15 +10,23 @@
 //   snapshot.taken / .installed   local  this node took one, or received one from the leader
 //   node.failed / .recovered  local    this node stopped serving (RaftNode.failure), or its disk recovered
 //
-// Membership, peers, snapshots and failure are polled (a few cheap getters once a second): the
-// node emits no event for them, and a poll cannot fall behind.
+// Membership, peers, snapshots and failure are polled (a few cheap getters): the node emits no
+// event for each of them, and a poll cannot fall behind. A poll runs when something may have
+// changed (within pollMs of an entry applied, which may carry a membership change; at once when
+// a peer's connection closed, the node failed or the leader changed), every `pollMs` while something waits on time (a peer's
+// connection down, a snapshot not yet explained), and otherwise every `sweepMs` (a snapshot taken
+// or a disk recovered on an idle node is recorded by then): an idle healthy node wakes for it
+// once in `sweepMs`, not every second (issue 45).
 
 import type { RaftNode } from '../raft-node.ts';
 import type { JsonObject } from '../../../fsm/index.ts';
 import type { EventLog } from './event-log.ts';
 
 export interface EventSourceOptions {
+  /** The poll period while something waits on time (default 1 s). */
   pollMs?: number;
+  /** The poll period otherwise (default 10 s). */
+  sweepMs?: number;
   /** A peer's connection down this long makes it unreachable (a restart or a blip does not). */
   unreachableAfterMs?: number;
   /** false: the leader's cluster events go to its ring too, nothing is written to the store. */
@@ -26,6 +34,7 @@ export interface EventSourceOptions {
 }
 
 const pollMsDefault = 1000;
+const sweepMsDefault = 10_000;
 const unreachableAfterMsDefault = 3000;
 
 interface Member {
@@ -36,19 +45,49 @@ interface Member {
 /** Starts recording `node`'s events into `events`; returns the function that stops it. */
 export function watchNodeEvents(node: RaftNode, events: EventLog, opts: EventSourceOptions = {}): () => void {
   const w = new NodeWatcher(node, events, opts.unreachableAfterMs ?? unreachableAfterMsDefault, opts.clusterEvents ?? true);
-  const onLeader = (c: { leader: string; term: number; role: string }): void => w.onLeaderChange(c);
+  const pollMs = opts.pollMs ?? pollMsDefault;
+  let timer: NodeJS.Timeout | undefined;
+  let dueAt = Number.POSITIVE_INFINITY;
+  let queued = false;
+  let stopped = false;
+  const at = (ms: number): void => {
+    clearTimeout(timer);
+    dueAt = performance.now() + ms;
+    timer = setTimeout(pollNow, ms);
+    timer.unref();
+  };
+  function pollNow(): void {
+    queued = false;
+    if (stopped) return;
+    w.poll();
+    at(w.waitingOnTime() ? pollMs : opts.sweepMs ?? sweepMsDefault);
+  }
+  // Node events come from inside its loop: the poll runs after, once for a burst of them.
+  const pollSoon = (): void => {
+    if (queued || stopped) return;
+    queued = true;
+    void Promise.resolve().then(pollNow);
+  };
+  // Entries applied (a membership change among them): a poll within pollMs, as many as there are.
+  const onApplied = (): void => {
+    if (!stopped && dueAt - performance.now() > pollMs) at(pollMs);
+  };
+  const onLeader = (c: { leader: string; term: number; role: string }): void => { w.onLeaderChange(c); pollSoon(); };
   const onLevel = (level: number): void => w.onFeatureLevel(level);
-  const onFailed = (): void => w.poll();
   node.on('leaderChange', onLeader);
   node.on('featureLevel', onLevel);
-  node.on('failed', onFailed);
-  const timer = setInterval(() => w.poll(), opts.pollMs ?? pollMsDefault);
-  timer.unref();
+  node.on('failed', pollSoon);
+  node.on('applied', onApplied);
+  node.on('peerDisconnected', pollSoon);
+  at(pollMs);
   return () => {
-    clearInterval(timer);
+    stopped = true;
+    clearTimeout(timer);
     node.off('leaderChange', onLeader);
     node.off('featureLevel', onLevel);
-    node.off('failed', onFailed);
+    node.off('failed', pollSoon);
+    node.off('applied', onApplied);
+    node.off('peerDisconnected', pollSoon);
   };
 }
 
@@ -94,6 +133,16 @@ class NodeWatcher {
   private recordCluster(type: string, subject: string, details: JsonObject): void {
     if (this.clusterEvents) this.events.recordEvent(type, subject, details);
     else this.events.recordLocal(type, subject, details);
+  }
+
+  /** Whether the next poll has something to see on time: a peer's connection down (unreachable, or back), a snapshot to explain. */
+  waitingOnTime(): boolean {
+    if (this.snapshotUnexplained || this.downSince.size > 0) return true;
+    try {
+      return this.node.peerStats().some((p) => !p.connected && this.members?.has(p.id) === true);
+    } catch {
+      return false;
+    }
   }
 
   poll(): void {

@@ -1,5 +1,7 @@
 // Every node follows the keyring (src/resources/cluster-keyring.ts) toward what it asks of it,
-// level-triggered, once a second (docs/security.md, "Secrets at rest"):
+// level-triggered (docs/security.md, "Secrets at rest"): a pass at each change of the keyring or
+// of the holders' reports, when this node is unlocked, when it becomes or stops being a voter, and
+// every clusterKeySweepMs besides:
 //
 //   fetch    a voter that lacks a key of the keyring asks the members for it (the leader first:
 //            POST /v1/keyring/cluster-key over mTLS), sealed to its own certificate, checks that
@@ -13,20 +15,22 @@
 
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { z } from 'zod';
-import { encodeCommand, type DocumentStore } from '../../../fsm/index.ts';
+import { ChangeWake, encodeCommand, type DocumentStore } from '../../../fsm/index.ts';
 import type { JsonObject } from '../../../fsm/types.ts';
 import { featureLevelSecretsAtRest } from '../../base/feature-level.ts';
 import type { Tls } from '../../base/tls-material.ts';
 import type { Logger } from '../../log.ts';
+import type { Leadership } from '../../ports/leadership.ts';
 import type { MembershipView } from '../../ports/membership-view.ts';
 import type { Proposer } from '../../ports/proposer.ts';
-import { clusterKeyHoldersCollection, keyHoldingSchema, readKeyring, unlockKeyIdOf, type KeyHolding, type Keyring } from '../../resources/cluster-keyring.ts';
+import { clusterKeyHoldersCollection, clusterKeysCollection, keyHoldingSchema, readKeyring, unlockKeyIdOf, type KeyHolding, type Keyring } from '../../resources/cluster-keyring.ts';
 import { privateKeyOf, rawPublicKey } from '../../resources/secret-crypto.ts';
 import type { ClusterKeyHolder, NodeKeyLock } from '../../ports/cluster-keys.ts';
 import { addressesLeaderFirst } from '../../security/node-client.ts';
 import { openWithKey, sealedBoxSchema } from '../../security/sealed-box.ts';
 
-export const clusterKeyCheckMs = 1_000;
+/** A pass this often whatever changed: for what no event announces (a feature level raised, a failed report). */
+export const clusterKeySweepMs = 10_000;
 /** A failed fetch is tried again after this long. */
 export const clusterKeyRetryMs = 3_000;
 
@@ -35,7 +39,7 @@ const sealedAnswer = z.object({ sealed: sealedBoxSchema }).loose();
 export interface ClusterKeyAgentOptions {
   nodeId: string;
   store: DocumentStore;
-  node: Proposer & Pick<MembershipView, 'confState'> & { readonly featureLevel: number };
+  node: Proposer & Pick<MembershipView, 'confState'> & { readonly featureLevel: number } & Partial<Pick<Leadership, 'on' | 'off'>>;
   keys: ClusterKeyHolder;
   /** Autolock on this node (absent: keys in memory, for tests; no autolock). */
   lock?: NodeKeyLock;
@@ -51,21 +55,40 @@ export interface ClusterKeyAgentOptions {
 }
 
 export class ClusterKeyAgent {
-  private timer: NodeJS.Timeout | undefined;
+  private readonly wake: ChangeWake;
   private busy = false;
   private retryAt = 0;
+  private wasVoter: boolean | undefined;
+  private offUnlocked: () => void = () => {};
   private readonly logged = new Set<string>();
+  /** Membership changes come as applied entries: a pass when this node's part in it changed. */
+  private readonly onApplied = (): void => {
+    let voter: boolean;
+    try {
+      voter = this.isVoter();
+    } catch {
+      return; // A halted node: the server closes this agent.
+    }
+    if (voter !== this.wasVoter) this.wake.kick();
+    this.wasVoter = voter;
+  };
 
-  constructor(private readonly o: ClusterKeyAgentOptions) {}
+  constructor(private readonly o: ClusterKeyAgentOptions) {
+    this.wake = new ChangeWake({ store: o.store, collections: [clusterKeysCollection, clusterKeyHoldersCollection], sweepMs: clusterKeySweepMs, run: () => this.reconcile() });
+  }
 
   start(): void {
-    this.timer = setInterval(() => { void this.reconcile(); }, clusterKeyCheckMs);
-    this.timer.unref();
-    void this.reconcile();
+    this.o.node.on?.('applied', this.onApplied);
+    this.o.node.on?.('featureLevel', this.wake.kick);
+    this.offUnlocked = this.o.lock?.onUnlocked?.(() => this.wake.kick()) ?? (() => {});
+    this.wake.start();
   }
 
   close(): void {
-    clearInterval(this.timer);
+    this.wake.close();
+    this.offUnlocked();
+    this.o.node.off?.('applied', this.onApplied);
+    this.o.node.off?.('featureLevel', this.wake.kick);
   }
 
   /** One pass; tests call it. Never throws: a failed step is logged once and tried again later. */
@@ -83,10 +106,14 @@ export class ClusterKeyAgent {
           await this.fetchMissing(keyring);
         } catch (err) {
           this.retryAt = Date.now() + clusterKeyRetryMs;
+          this.wake.retryIn(clusterKeyRetryMs);
           this.warnOnce((err as Error).message);
         }
       }
-      await this.report(keyring).catch((err: unknown) => this.o.log.debug(`cluster keys: reporting what this node holds failed: ${(err as Error).message}`));
+      await this.report(keyring).catch((err: unknown) => {
+        this.o.log.debug(`cluster keys: reporting what this node holds failed: ${(err as Error).message}`);
+        this.wake.retryIn(clusterKeyRetryMs);
+      });
     } finally {
       this.busy = false;
     }

@@ -13,13 +13,15 @@
 
 import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import type { DocumentStore } from '../../../fsm/index.ts';
+import { ChangeWake, type DocumentStore } from '../../../fsm/index.ts';
 import type { Logger } from '../../log.ts';
-import { readKeyring } from '../../resources/cluster-keyring.ts';
+import { clusterKeysCollection, readKeyring } from '../../resources/cluster-keyring.ts';
 import { writePrivateFile } from '../../security/cluster-key-files.ts';
 import { backupFilePattern, listBackups } from '../recovery/backups.ts';
 
-export const purgeCheckMs = 1_000;
+/** A check this often besides the keyring's changes (a purge that failed, or waits for this node to apply that far, is tried again sooner: purgeRetryMs). */
+export const purgeSweepMs = 60_000;
+export const purgeRetryMs = 1_000;
 
 export interface SecretPurgeOptions {
   dataDir: string;
@@ -43,27 +45,32 @@ export function purgedThrough(dataDir: string): number {
 }
 
 export class SecretPurge {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
+  private readonly wake: ChangeWake;
   private closed = false;
 
-  constructor(private readonly o: SecretPurgeOptions) {}
+  constructor(private readonly o: SecretPurgeOptions) {
+    this.wake = new ChangeWake({ store: o.store, collections: [clusterKeysCollection], sweepMs: purgeSweepMs, run: () => this.maybePurge() });
+  }
 
+  /** Checks now, then whenever the keyring changes (and every purgeSweepMs). */
   start(): void {
-    this.timer = setInterval(() => { this.running ??= this.maybePurge().finally(() => { this.running = undefined; }); }, purgeCheckMs);
-    this.timer.unref();
+    this.wake.start();
   }
 
   close(): void {
     this.closed = true;
-    clearInterval(this.timer);
+    this.wake.close();
   }
 
   /** One check; resolves once done (tests call it). Never throws. */
   async maybePurge(): Promise<void> {
     const through = readKeyring(this.o.store)?.keyring.scrubbedAt ?? null;
     if (through === null || through === 0 || this.closed) return;
-    if (purgedThrough(this.o.dataDir) >= through || this.o.node.appliedIndex < through) return;
+    if (purgedThrough(this.o.dataDir) >= through) return;
+    if (this.o.node.appliedIndex < through) {
+      this.wake.retryIn(purgeRetryMs);
+      return;
+    }
     try {
       const done = await this.o.node.purgeLog(through);
       const backups = listBackups(this.o.backupsDir).filter((n) => Number(backupFilePattern.exec(n)?.[2] ?? '0') < through);
@@ -73,6 +80,7 @@ export class SecretPurge {
         `${done.segments.length} log segment(s), ${done.snapshots.length} snapshot file(s), ${backups.length} scheduled snapshot file(s)`);
     } catch (err) {
       if (!this.closed) this.o.log.warn(`secrets at rest: rewriting this node's log without its plain secrets failed (${(err as Error).message}); trying again`);
+      this.wake.retryIn(purgeRetryMs);
     }
   }
 }
