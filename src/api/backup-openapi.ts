@@ -43,7 +43,7 @@ export function backupPaths(errors: Json): Json {
         summary: 'Take a backup now on this node, to the target named (or the only one), then apply its retention (admin)', ...strict,
         requestBody: body(backupRunBody, false),
         responses: {
-          200: json({ type: 'object', properties: { target: { type: 'string' }, id: { type: 'string' }, index: { type: 'integer' }, bytes: { type: 'integer' }, encrypted: { type: 'boolean' }, pruned: { type: 'array', items: { type: 'string' } } } }),
+          200: json({ type: 'object', properties: { target: { type: 'string' }, id: { type: 'string' }, index: { type: 'integer' }, bytes: { type: 'integer' }, encrypted: { type: 'boolean' }, pruned: { type: 'array', items: { type: 'string' } }, volumes: { type: 'array', description: 'each replicated volume: the version its stream holds (null: no complete copy, restored empty) and the stream\'s bytes', items: { type: 'object', properties: { name: { type: 'string' }, version: nullable('string'), bytes: { type: 'integer' } } } } } }),
           ...errors,
         },
       },
@@ -66,7 +66,7 @@ export function backupPaths(errors: Json): Json {
       post: {
         summary: 'Read a backup back whole and check every file\'s size and SHA-256 against its manifest; backup_damaged names each bad file (operator: it reads the whole backup)', ...strict,
         parameters: id, requestBody: body(backupRunBody, false),
-        responses: { 200: json({ type: 'object', properties: { target: { type: 'string' }, id: { type: 'string' }, ok: { type: 'boolean' }, bytes: { type: 'integer' }, files: { type: 'integer' }, clusterId: nullable('string'), index: nullable('integer') } }), ...errors },
+        responses: { 200: json({ type: 'object', properties: { target: { type: 'string' }, id: { type: 'string' }, ok: { type: 'boolean' }, bytes: { type: 'integer' }, files: { type: 'integer' }, volumes: { type: 'integer', description: 'the volume streams among the files' }, clusterId: nullable('string'), index: nullable('integer') } }), ...errors },
       },
     },
   };

@@ -3,7 +3,7 @@
 
 import { z } from 'zod';
 import { readOnlyQuery } from './control-schemas.ts';
-import { incrementHeader, restoreAnswer, restoreBody, volumeListAnswer, volumeNameParams, volumeViewSchema } from './volume-routes.ts';
+import { incrementHeader, streamHeader, restoreAnswer, restoreBody, volumeListAnswer, volumeNameParams, volumeViewSchema } from './volume-routes.ts';
 
 type Json = Record<string, unknown>;
 
@@ -45,6 +45,19 @@ export function volumePaths(errors: Json): Json {
         parameters: [name, { name: incrementHeader, in: 'header', required: true, schema: { type: 'string' }, description: 'the offer, base64url JSON: volume, version, parent, sender, bytes, sha256' }],
         requestBody: { required: true, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary', description: 'the btrfs send stream' } } } },
         responses: { 204: { description: 'received, checked, and made a version' }, ...errors },
+      },
+    },
+    '/v1/volumes/{name}/versions/{version}/stream': {
+      get: {
+        summary: 'A whole btrfs send stream of a version this node holds, for a backup (nodes only)', 'x-additional-query': false,
+        parameters: [name, { name: 'version', in: 'path', required: true, schema: { type: 'string' }, description: 'the version, s<seq>-e<epoch>-<node>' }],
+        responses: {
+          200: {
+            description: `the stream; its length and sha256 in the ${streamHeader} header (base64url JSON: bytes, sha256)`,
+            content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+          },
+          ...errors,
+        },
       },
     },
   };

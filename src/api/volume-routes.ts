@@ -6,11 +6,16 @@
 //   PUT  /v1/volumes/:name/increments   a writer's node sends a holder an increment (nodes only, over mTLS): the offer in the
 //                                       x-shoal-increment header (base64url JSON), the stream as the body; refused from a
 //                                       sender that is not the volume's current writer (volume_copy_refused, stale_epoch)
+//   GET  /v1/volumes/:name/versions/:version/stream
+//                                       a whole btrfs send stream of a version this node holds, for a backup (nodes only,
+//                                       over mTLS): its length and sha256 in the x-shoal-stream header (base64url JSON)
 //
-// sendIncrement is the writer's side of the last one, over the mesh with this node's certificate.
+// sendIncrement is the writer's side of the increments, fetchVolumeStream the backup's side of the
+// stream, both over the mesh with this node's certificate.
 
+import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { ShoalError, errorCatalog, type ErrorCode } from '../errors.ts';
 import { throttle } from '../executor/volumes/throttle.ts';
@@ -20,7 +25,7 @@ import { putChange } from '../resources/changes.ts';
 import { allDocs } from '../resources/state.ts';
 import {
   currentWriter, divergedCopies, holdersOf, inLine, newestComplete, parseVersionName, refuseIncrement, restoreEras, restoreProblem, restoreWriter,
-  versionName, volumeRecordSchema, volumesCollection, type VolumeRecord,
+  sameVersion, versionName, volumeRecordSchema, volumesCollection, type VolumeRecord, type VolumeVersion,
 } from '../resources/volumes.ts';
 import type { ApiContext } from './context.ts';
 import { readOnlyQuery } from './control-schemas.ts';
@@ -31,6 +36,9 @@ import { noQuery } from './request-schemas.ts';
 import { validate } from './validate.ts';
 
 export const incrementHeader = 'x-shoal-increment';
+export const streamHeader = 'x-shoal-stream';
+const streamInfoSchema = z.object({ bytes: z.number().int().min(0), sha256: z.string().regex(/^[0-9a-f]{64}$/) }).strict();
+
 
 const versionSchema = z.object({ seq: z.number().int().min(1), node: z.string().min(1).max(128), epoch: z.number().int().min(0) }).strict();
 const offerSchema = z.object({
@@ -64,6 +72,7 @@ export const restoreBody = z.object({ version: z.string().min(1).max(200).option
 export const restoreAnswer = z.object({ volume: volumeViewSchema, restoring: z.string().nullable() });
 
 export const volumeNameParams = z.object({ name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, 'a volume name: letters, digits, _ . -') }).strict();
+export const volumeVersionParams = volumeNameParams.extend({ version: z.string().min(1).max(200) }).strict();
 
 /** What GET /v1/volumes shows of a record; `nowMs` is the log time. */
 export function volumeView(rec: VolumeRecord, rev: number, nowMs: number): VolumeView {
@@ -91,6 +100,13 @@ function readVolume(ctx: ApiContext, name: string): { rec: VolumeRecord; rev: nu
   return { rec: r.data, rev: doc.rev };
 }
 
+/** Who may fetch a volume's stream: another node of the cluster, with its certificate (anyone under api.insecureLoopback). */
+function checkNodeCaller(req: FastifyRequest, what: string): void {
+  const caller = req.caller;
+  if (caller.via === 'insecure' || caller.via === 'node') return;
+  throw new ShoalError('forbidden', `${what} is fetched by a node of the cluster, with its certificate (the caller is ${caller.principal})`);
+}
+
 /** Who may send an increment: the sender node itself, with its certificate (anyone under api.insecureLoopback). */
 function checkSender(req: FastifyRequest, offer: IncrementOffer): void {
   const caller = req.caller;
@@ -112,6 +128,26 @@ function offerOf(req: FastifyRequest): IncrementOffer {
   const r = offerSchema.safeParse(parsed);
   if (!r.success) throw new ShoalError('bad_request', `the ${incrementHeader} header is not an increment offer: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   return r.data;
+}
+
+/** GET /v1/volumes/:name/versions/:version/stream: a version this node holds, whole, with its length and sha256 in a header. */
+async function sendVersionStream(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const v = validate({ params: [volumeVersionParams, req.params], query: [noQuery, req.query] });
+  const name = v.params.name;
+  checkNodeCaller(req, `volume ${name}'s stream`);
+  const version = parseVersionName(v.params.version);
+  if (version === null) throw new ShoalError('bad_request', `${JSON.stringify(v.params.version)} is not a version name (s<seq>-e<epoch>-<node>)`);
+  const engine = ctx.volumes;
+  if (engine === undefined) throw new ShoalError('volume_no_copy', `node ${ctx.node.id} keeps no replicated volumes (it runs no workloads)`, { volume: name });
+  if (!(await engine.has(name)) || !(await engine.versions(name)).some((h) => sameVersion(h, version))) {
+    throw new ShoalError('volume_no_copy', `node ${ctx.node.id} does not hold version ${versionName(version)} of volume ${name}`, { volume: name, version: versionName(version) });
+  }
+  const inc = await engine.makeIncrement(name, version, null, { node: ctx.node.id, epoch: 0 });
+  const body = engine.body(inc);
+  body.once('close', () => { void engine.release(inc); });
+  ctx.node.log.info(`volume ${name}: sending ${versionName(version)} whole (${inc.bytes} bytes) for a backup`);
+  return reply.header(streamHeader, Buffer.from(JSON.stringify({ bytes: inc.bytes, sha256: inc.sha256 })).toString('base64url'))
+    .header('content-type', 'application/octet-stream').send(body);
 }
 
 export const volumeRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
@@ -188,7 +224,56 @@ export const volumeRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app,
     ctx.node.log.debug(`volume ${offer.volume}: received ${versionName(offer.version)} (${offer.bytes} bytes${offer.parent === null ? ', whole' : ` on ${versionName(offer.parent)}`}) from ${offer.sender.node}`);
     return reply.code(204).send();
   });
+
+  app.get('/v1/volumes/:name/versions/:version/stream', { config: { role: 'admin' } }, async (req, reply) => await sendVersionStream(ctx, req, reply));
 };
+
+/**
+ * The version's whole stream, from `node` (a holder) at `addr`, read whole into memory (at most
+ * `bytesMax`), its length and sha256 checked against what the holder announced.
+ */
+export async function fetchVolumeStream(peer: PeerHttp, addr: string, name: string, version: VolumeVersion, bytesMax: number): Promise<Uint8Array> {
+  const res = await peer.fetch(addr, `/v1/volumes/${encodeURIComponent(name)}/versions/${encodeURIComponent(versionName(version))}/stream`, { signal: AbortSignal.timeout(btrfsTimeouts.dataMs) });
+  if (!res.ok) throw await refusalOf(res, addr);
+  let info: z.infer<typeof streamInfoSchema>;
+  try {
+    info = streamInfoSchema.parse(JSON.parse(Buffer.from(res.headers.get(streamHeader) ?? '', 'base64url').toString('utf8')));
+  } catch {
+    await res.body?.cancel();
+    throw new ShoalError('node_unreachable', `node at ${addr} answered no valid ${streamHeader} header for volume ${name}'s stream`);
+  }
+  if (info.bytes > bytesMax) {
+    await res.body?.cancel();
+    throw new ShoalError('backup_failed', `volume ${name}'s stream of ${versionName(version)} is ${info.bytes} bytes, more than the ${bytesMax} a backup takes of it`, { volume: name });
+  }
+  const chunks: Buffer[] = [];
+  let got = 0;
+  const hash = createHash('sha256');
+  for await (const chunk of res.body ?? []) {
+    const b = Buffer.from(chunk as Uint8Array);
+    got += b.length;
+    if (got > info.bytes) throw new ShoalError('backup_failed', `volume ${name}'s stream from ${addr} is longer than the ${info.bytes} bytes announced`, { volume: name });
+    hash.update(b);
+    chunks.push(b);
+  }
+  const digest = hash.digest('hex');
+  if (got !== info.bytes || digest !== info.sha256) {
+    throw new ShoalError('backup_failed', `volume ${name}'s stream from ${addr} arrived damaged: ${got} bytes with sha256 ${digest}, announced ${info.bytes} with ${info.sha256}`, { volume: name });
+  }
+  return Buffer.concat(chunks);
+}
+
+async function refusalOf(res: Response, addr: string): Promise<ShoalError> {
+  const text = await res.text();
+  let err: { code?: unknown; message?: unknown; details?: unknown } = {};
+  try {
+    err = JSON.parse(text) as typeof err;
+  } catch {
+    // not an error answer of shoal's: said as it came
+  }
+  const code: ErrorCode = typeof err.code === 'string' && Object.hasOwn(errorCatalog, err.code) ? err.code as ErrorCode : 'node_unreachable';
+  return new ShoalError(code, typeof err.message === 'string' ? err.message : `node at ${addr} answered ${res.status}: ${text.slice(0, 200)}`, (err.details ?? undefined) as Record<string, unknown> | undefined);
+}
 
 /**
  * Sends an increment to the holder at `addr` (its API address), streamed, bounded to
@@ -206,13 +291,5 @@ export async function sendIncrement(peer: PeerHttp, addr: string, offer: Increme
     await res.body?.cancel();
     return;
   }
-  const text = await res.text();
-  let err: { code?: unknown; message?: unknown; details?: unknown } = {};
-  try {
-    err = JSON.parse(text) as typeof err;
-  } catch {
-    // not an error answer of shoal's: said as it came
-  }
-  const code: ErrorCode = typeof err.code === 'string' && Object.hasOwn(errorCatalog, err.code) ? err.code as ErrorCode : 'node_unreachable';
-  throw new ShoalError(code, typeof err.message === 'string' ? err.message : `holder at ${addr} answered ${res.status}: ${text.slice(0, 200)}`, (err.details ?? undefined) as Record<string, unknown> | undefined);
+  throw await refusalOf(res, addr);
 }

@@ -24,12 +24,12 @@ const targetViewSchema = z.object({
 const targetWrittenSchema = z.object({ outcome: z.string(), target: targetViewSchema, rev: z.number().nullable() }).loose();
 const targetListSchema = z.object({ items: z.array(targetViewSchema) }).loose();
 const removedSchema = z.object({ name: z.string(), removed: z.boolean() }).loose();
-const runSchema = z.object({ target: z.string(), id: z.string(), index: z.number(), bytes: z.number(), encrypted: z.boolean(), pruned: z.array(z.string()) }).loose();
+const runSchema = z.object({ target: z.string(), id: z.string(), index: z.number(), bytes: z.number(), encrypted: z.boolean(), pruned: z.array(z.string()), volumes: z.array(z.object({ name: z.string(), version: z.string().nullable(), bytes: z.number() })).optional() }).loose();
 const listSchema = z.object({
   target: z.string(), where: z.string(),
   items: z.array(z.object({ id: z.string(), ok: z.boolean(), problem: z.string().nullable(), clusterId: z.string().nullable(), createdAt: z.number().nullable(), index: z.number().nullable(), bytes: z.number().nullable(), encrypted: z.boolean().nullable() }).loose()),
 }).loose();
-const verifySchema = z.object({ target: z.string(), id: z.string(), ok: z.boolean(), bytes: z.number(), files: z.number() }).loose();
+const verifySchema = z.object({ target: z.string(), id: z.string(), ok: z.boolean(), bytes: z.number(), files: z.number(), volumes: z.number().optional() }).loose();
 
 export const backupTargetAddHelp = `Usage: shoal backup target add NAME (--dir PATH [--encrypt] | --sftp USER@HOST:PATH --host-key SHA256:...
                               [--port N] (--password-stdin | --key-file FILE)
@@ -96,7 +96,9 @@ export const backupNowHelp = `Usage: shoal backup now [--target NAME] [--addr HO
 
 Takes a backup now, on the node at --addr, to NAME (or the only target): the store's snapshot
 after a read barrier (secrets in it stay encrypted), the cluster keys sealed to the recovery key,
-and a manifest with every file's size and SHA-256; written to a temporary directory and renamed
+the newest complete copy of every replicated volume as a whole btrfs send stream (asked of a
+node holding it; a volume no node can send fails the backup), and a manifest with every file's
+size and SHA-256; written to a temporary directory and renamed
 when complete, so a backup cut off is never listed. Then the target's retention is applied. A
 directory target is a path on that node.
 
@@ -104,7 +106,8 @@ Options:
   --target NAME      the target (required when there are several)
 ${commonFlagsHelp}
 
-With --json prints {target, id, index, bytes, encrypted, pruned} (POST /v1/backups).
+With --json prints {target, id, index, bytes, encrypted, pruned, volumes: [{name, version, bytes}]}
+(POST /v1/backups).
 ${clientExitCodes} A backup that could not be written exits 1 (backup_failed; the message says why).`;
 
 export const backupLsHelp = `Usage: shoal backup ls [--target NAME] [--addr HOST:PORT] [--json]
@@ -130,7 +133,8 @@ Options:
   --target NAME      the target (required when there are several)
 ${commonFlagsHelp}
 
-With --json prints {target, id, ok, bytes, files} (POST /v1/backups/ID/verify).
+With --json prints {target, id, ok, bytes, files, volumes} (POST /v1/backups/ID/verify); volumes
+counts the replicated volumes' streams among the files (each a btrfs send stream, checked the same way).
 ${clientExitCodes} A damaged backup exits 1 (backup_damaged; details.problems names each file).`;
 
 export const backupTargetGroup: Group = {
@@ -273,6 +277,7 @@ async function nowCommand(argv: string[]): Promise<number> {
   const { body } = await request(resolveAddr(values.addr), 'POST', '/v1/backups', runSchema, { body: values.target === undefined ? {} : { target: values.target }, timeoutMs: backupTimeoutMs });
   if (values.json) console.log(JSON.stringify(body, null, 2));
   else console.log(`backup ${body.id} written to ${body.target}: ${body.bytes} bytes, index ${body.index}${body.encrypted ? ', encrypted to the recovery key' : ''}${body.pruned.length > 0 ? `; removed by retention: ${body.pruned.join(', ')}` : ''}`);
+  for (const v of (values.json ? [] : body.volumes ?? [])) console.log(`  volume ${v.name}: ${v.version === null ? 'no complete copy yet (a restore starts it empty)' : `${v.version}, ${v.bytes} bytes`}`);
   return exitCodes.ok;
 }
 
@@ -299,6 +304,6 @@ async function verifyCommand(argv: string[]): Promise<number> {
   if (id === undefined || extra.length > 0) throw new UsageError('expected one backup ID (shoal backup ls)');
   const { body } = await request(resolveAddr(values.addr), 'POST', `/v1/backups/${encodeURIComponent(id)}/verify`, verifySchema, { body: values.target === undefined ? {} : { target: values.target }, timeoutMs: backupTimeoutMs });
   if (values.json) console.log(JSON.stringify(body, null, 2));
-  else console.log(`backup ${body.id} on ${body.target} is sound: ${body.files} files, ${body.bytes} bytes read back, every digest matches`);
+  else console.log(`backup ${body.id} on ${body.target} is sound: ${body.files} files${body.volumes !== undefined && body.volumes > 0 ? ` (${body.volumes} volume streams)` : ''}, ${body.bytes} bytes read back, every digest matches`);
   return exitCodes.ok;
 }

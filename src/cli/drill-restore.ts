@@ -26,7 +26,8 @@ import { exitCodes, parse, UsageError } from './args.ts';
 import { CliFailure } from './client.ts';
 import { help } from './doc-common.ts';
 import { readBackup } from './restore.ts';
-import { snapshotCommand } from './snapshot.ts';
+import { snapshotRestoreCommand } from './snapshot.ts';
+import { volumesRestoreHook, type RestoredVolume } from './restore-volumes.ts';
 
 export const drillRestoreHelp = `Usage: shoal drill restore --from WHERE [--id ID] --recovery-key-file FILE
                           [--host-key SHA256:... [--port N] --key-file FILE]
@@ -36,7 +37,9 @@ A restore drill: reads the newest sound backup (or ID) from WHERE (a directory, 
 over SFTP) as 'shoal restore' does, restores it into a scratch directory as a new one-node
 cluster, starts that node in this process on loopback ports with no container runtime (no task
 is run, the cluster and this user's contexts are not touched), and checks over its HTTPS API,
-with the credential the restore made, that every service and secret of the backup came back.
+with the credential the restore made, that every service and secret of the backup came back,
+and every replicated volume: its stream received whole into the scratch directory (btrfs
+receive: needs root and btrfs-progs) and listed by the node as its newest complete copy.
 Then it stops the node and removes the scratch directory, and reports.
 
 Options:
@@ -49,7 +52,8 @@ Options:
   --port N              SFTP: the port (default 22)
   --key-file FILE       SFTP: the user's private key
   --keep                keep the scratch directory (its path is printed)
-  --json                print {ok, backup, services: {expected, found, missing}, secrets: {...}, dir}
+  --json                print {ok, backup, services: {expected, found, missing}, secrets: {...},
+                        volumes: {...} (as NAME@VERSION), dir}
   -h, --help            show this help
 
 Exit codes: 0 everything came back; 1 the backup is damaged or does not open, or something did
@@ -91,6 +95,25 @@ async function getNames(api: string, cred: { ca: string; cert: string; key: stri
   }
 }
 
+/** The restored node's replicated volumes: each one's newest complete copy and its holders. */
+async function getVolumes(api: string, cred: { ca: string; cert: string; key: string }): Promise<{ name: string; newest: { version: string; nodes: string[] } | null }[]> {
+  const agent = new Agent({ connect: { ca: cred.ca, cert: cred.cert, key: cred.key, checkServerIdentity: checkNodeServerIdentity } });
+  try {
+    const res = await fetch(`https://${api}/v1/volumes`, { dispatcher: agent, signal: AbortSignal.timeout(10_000) } as RequestInit);
+    if (!res.ok) throw new Error(`/v1/volumes answered ${res.status}: ${(await res.text()).slice(0, 300)}`);
+    return (await res.json() as { items: { name: string; newest: { version: string; nodes: string[] } | null }[] }).items;
+  } finally {
+    await agent.close();
+  }
+}
+
+/** The volumes with a stream (as NAME@VERSION), and those the restored node lists as its newest complete copy. */
+async function volumesBack(api: string, cred: { ca: string; cert: string; key: string }, volumes: readonly RestoredVolume[]): Promise<{ expected: string[]; found: string[]; missing: string[] }> {
+  const wanted = volumes.filter((v) => v.stream !== null).map((v) => `${v.entry.name}@${v.entry.version ?? ''}`).sort();
+  const back = (await getVolumes(api, cred)).filter((v) => v.newest !== null && v.newest.nodes.length > 0).map((v) => `${v.name}@${v.newest?.version ?? ''}`).sort();
+  return { expected: wanted, found: back, missing: missing(wanted, back) };
+}
+
 /** A port free on loopback now (the drill's node listens there a moment later). */
 function freeLoopbackPort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -121,19 +144,20 @@ export async function drillRestoreCommand(argv: string[]): Promise<number> {
   const raw = parseKeyText(recoveryKeyPrefix, keyText);
   if (raw === undefined) throw new CliFailure(`${keyFile} holds no recovery key (${recoveryKeyPrefix} and 43 letters, digits, - and _)`, exitCodes.failed, 'unlock_key_invalid');
   const startedAt = Date.now();
-  const { plain, backup } = await readBackup(values.from, { ...values, 'password-stdin': false }, values.id, raw);
+  const { plain, volumes, backup } = await readBackup(values.from, { ...values, 'password-stdin': false }, values.id, raw);
   const expected = namesIn(plain);
 
   const scratch = mkdtempSync(path.join(tmpdir(), 'shoal-drill-restore-'));
   const data = path.join(scratch, 'node');
-  let report: { ok: boolean; backup: typeof backup; services: { expected: string[]; found: string[]; missing: string[] }; secrets: { expected: string[]; found: string[]; missing: string[] }; elapsedMs: number; dir: string | null };
+  type Check = { expected: string[]; found: string[]; missing: string[] };
+  let report: { ok: boolean; backup: typeof backup; services: Check; secrets: Check; volumes: Check; elapsedMs: number; dir: string | null };
   try {
     writeFileSync(path.join(scratch, 'store.snap'), plain, { mode: 0o600 });
     writeFileSync(path.join(scratch, 'recovery-key'), `${keyText}\n`, { mode: 0o600 });
     const api = `127.0.0.1:${await freeLoopbackPort()}`;
     const peer = `127.0.0.1:${await freeLoopbackPort()}`;
-    const restored = await quietly(path.join(scratch, 'config'), () => snapshotCommand(['restore', path.join(scratch, 'store.snap'), '--data', data, '--name', 'drill',
-      '--api', api, '--peer', peer, '--recovery-key-file', path.join(scratch, 'recovery-key'), '--json']));
+    const restored = await quietly(path.join(scratch, 'config'), () => snapshotRestoreCommand([path.join(scratch, 'store.snap'), '--data', data, '--name', 'drill',
+      '--api', api, '--peer', peer, '--recovery-key-file', path.join(scratch, 'recovery-key'), '--json'], volumesRestoreHook(volumes)));
     if (restored.code !== exitCodes.ok) throw new CliFailure(`the restore into ${data} failed (exit ${restored.code}): ${restored.out}`, exitCodes.failed);
     const out = JSON.parse(restored.out) as { credential: string };
     const credential = JSON.parse(readFileSync(out.credential, 'utf8')) as { ca: string; cert: string; key: string };
@@ -158,7 +182,10 @@ export async function drillRestoreCommand(argv: string[]): Promise<number> {
       if (found === undefined) throw new CliFailure(`the restored node did not answer within 60 s: ${last}`, exitCodes.failed);
       const services = { expected: expected.services, found: found.services, missing: missing(expected.services, found.services) };
       const secrets = { expected: expected.secrets, found: found.secrets, missing: missing(expected.secrets, found.secrets) };
-      report = { ok: services.missing.length === 0 && secrets.missing.length === 0, backup, services, secrets, elapsedMs: Date.now() - startedAt, dir: values.keep ? scratch : null };
+      // A volume is back when its stream was received whole (the receive checked it) and the
+      // restored node lists that version, held by itself, as the newest complete copy.
+      const vols = await volumesBack(api, credential, volumes);
+      report = { ok: services.missing.length === 0 && secrets.missing.length === 0 && vols.missing.length === 0, backup, services, secrets, volumes: vols, elapsedMs: Date.now() - startedAt, dir: values.keep ? scratch : null };
     } finally {
       await node.stop();
     }
@@ -170,6 +197,7 @@ export async function drillRestoreCommand(argv: string[]): Promise<number> {
     console.log(`restore drill of backup ${backup.id} (cluster ${backup.clusterId}, index ${backup.index}): ${report.ok ? 'PASSED' : 'FAILED'} in ${(report.elapsedMs / 1000).toFixed(1)} s`);
     console.log(`  services ${report.services.expected.length - report.services.missing.length}/${report.services.expected.length} back${report.services.missing.length > 0 ? `; missing: ${report.services.missing.join(', ')}` : ''}`);
     console.log(`  secrets  ${report.secrets.expected.length - report.secrets.missing.length}/${report.secrets.expected.length} back${report.secrets.missing.length > 0 ? `; missing: ${report.secrets.missing.join(', ')}` : ''}`);
+    console.log(`  volumes ${report.volumes.expected.length - report.volumes.missing.length}/${report.volumes.expected.length} back${report.volumes.missing.length > 0 ? `; missing: ${report.volumes.missing.join(', ')}` : ''}`);
     if (report.dir !== null) console.log(`  kept ${report.dir}`);
   }
   return report.ok ? exitCodes.ok : exitCodes.failed;

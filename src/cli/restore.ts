@@ -13,6 +13,7 @@ import { listBackups, verifyBackup } from '../node/backup/backup-store.ts';
 import { isInitialized } from '../node/identity.ts';
 import { featureLevelMax } from '../base/feature-level.ts';
 import { openBackupFile, storeFileName } from '../node/backup/backup-format.ts';
+import { describeRestored, volumesRestoreHook, type RestoredVolume } from './restore-volumes.ts';
 import { DirTargetIo, SftpTargetIo, type TargetIo } from '../node/backup/target-io.ts';
 import { parseS3Url, s3Advice, S3Error, s3RegionDefault, S3TargetIo } from '../node/backup/s3-io.ts';
 import { privateKeyOf } from '../resources/secret-crypto.ts';
@@ -23,7 +24,7 @@ import { parseSftpLocation } from './backup.ts';
 import { CliFailure } from './client.ts';
 import { help } from './doc-common.ts';
 import { initApiDefault, initPeerDefault } from './init.ts';
-import { snapshotCommand } from './snapshot.ts';
+import { snapshotRestoreCommand } from './snapshot.ts';
 
 export const restoreHelp = `Usage: shoal restore --from WHERE [--id ID] (--recovery-key-file FILE | --recovery-key-stdin)
                      --data DIR --name NAME [--api HOST:PORT] [--peer HOST:PORT]
@@ -39,6 +40,11 @@ old cluster's credentials and nodes are refused by it. Start the node with
 
 Before anything is written, the whole backup is read back and every file's size and SHA-256
 checked against its manifest: a damaged backup is refused (backup_damaged) with the file named.
+
+Each replicated volume's stream is received into DIR/volumes/ (btrfs receive: needs root and
+btrfs-progs) as a complete version held by the new node, and the volume's record says so: its
+exclusive service starts on this node, from that version. A volume the backup holds no copy of
+starts empty.
 
   --from WHERE          the target: a directory (the NAS mount), USER@HOST:PATH for SFTP, or
                         http(s)://HOST[:PORT]/BUCKET[/PREFIX] for an S3-compatible bucket
@@ -132,6 +138,8 @@ async function chooseBackup(io: TargetIo, id: string | undefined): Promise<strin
 export interface ReadBackup {
   /** The store's snapshot file, in the clear. */
   plain: Uint8Array;
+  /** The replicated volumes, each with its stream in the clear. */
+  volumes: RestoredVolume[];
   backup: { id: string; clusterId: string; index: number; createdAt: number; encrypted: boolean };
 }
 
@@ -149,12 +157,15 @@ export async function readBackup(from: string, v: TargetFlags, id: string | unde
       throw new CliFailure(`backup ${chosen} was taken at cluster feature level ${m.featureLevel} (written by ${m.writtenBy}); this release reads up to level ${featureLevelMax}: restore it with that release or a newer one; nothing was written`, exitCodes.failed);
     }
     let plain: Uint8Array;
+    let volumes: RestoredVolume[];
     try {
-      plain = openBackupFile(m, storeFileName, r.files.get(storeFileName) ?? new Uint8Array(), privateKeyOf(recoveryKey));
+      const open = (name: string): Uint8Array => openBackupFile(m, name, r.files?.get(name) ?? new Uint8Array(), privateKeyOf(recoveryKey));
+      plain = open(storeFileName);
+      volumes = m.volumes.map((entry) => ({ entry, stream: entry.file === null ? null : open(entry.file) }));
     } catch {
       throw new CliFailure(`that recovery key does not open backup ${chosen} (it is encrypted to recovery key ${m.encryption?.recoveryKeyId ?? '?'}); nothing was written`, exitCodes.failed, 'unlock_key_invalid');
     }
-    return { plain, backup: { id: chosen, clusterId: m.clusterId, index: m.index, createdAt: m.createdAt, encrypted: m.encryption !== null } };
+    return { plain, volumes, backup: { id: chosen, clusterId: m.clusterId, index: m.index, createdAt: m.createdAt, encrypted: m.encryption !== null } };
   } catch (err) {
     // An S3 server's refusal (AccessDenied, NoSuchBucket, SignatureDoesNotMatch...), as it said it.
     if (err instanceof S3Error) throw new CliFailure(`${err.message}; ${s3Advice(err, v['access-key-id'] ?? '?')}; nothing was written`, exitCodes.unavailable, 'backup_failed', { details: { s3Code: err.code } });
@@ -189,7 +200,7 @@ export async function restoreCommand(argv: string[]): Promise<number> {
 
   // Refused before anything is read from the target (snapshot restore checks again before it writes).
   if (isInitialized(values.data)) throw new CliFailure(`${values.data} is already initialized; nothing was written; restore into a new, empty directory`, exitCodes.failed, 'already_initialized');
-  const { plain, backup } = await readBackup(values.from, values, values.id, raw);
+  const { plain, volumes, backup } = await readBackup(values.from, values, values.id, raw);
 
   // The snapshot and the key go to a private scratch directory for `snapshot restore`, and away after.
   const scratch = mkdtempSync(path.join(tmpdir(), 'shoal-restore-'));
@@ -199,9 +210,10 @@ export async function restoreCommand(argv: string[]): Promise<number> {
     writeFileSync(snap, plain, { mode: 0o600 });
     writeFileSync(key, `${keyText}\n`, { mode: 0o600 });
     if (!values.json) console.log(`backup ${backup.id} of cluster ${backup.clusterId} (index ${backup.index}, ${new Date(backup.createdAt).toISOString()}) read from ${values.from}: every digest matches`);
-    const args = ['restore', snap, '--data', values.data, '--name', values.name, '--api', values.api, '--peer', values.peer, '--recovery-key-file', key, ...(values.json ? ['--json'] : [])];
-    const code = await snapshotCommand(args);
+    const args = [snap, '--data', values.data, '--name', values.name, '--api', values.api, '--peer', values.peer, '--recovery-key-file', key, ...(values.json ? ['--json'] : [])];
+    const code = await snapshotRestoreCommand(args, volumesRestoreHook(volumes));
     if (code !== exitCodes.ok) return code;
+    if (!values.json) for (const line of describeRestored(volumes)) console.log(line);
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }

@@ -181,7 +181,19 @@ async function download(addr: string, tmp: string, file: string): Promise<number
   return bytes;
 }
 
+/**
+ * What `shoal restore` adds to a snapshot restore once the new node's identity is made and before
+ * its log is written: the replicated volumes received into DIR, and the store with their records
+ * rewritten for the new node (at a later index). A failure there leaves DIR to remove.
+ */
+export type RestoreHook = (o: { dataDir: string; nodeId: string; app: Uint8Array; index: number }) => Promise<{ app: Uint8Array; index: number; report?: Record<string, unknown> }>;
+
 async function restoreCommand(argv: string[]): Promise<number> {
+  return await snapshotRestoreCommand(argv);
+}
+
+/** `shoal snapshot restore` (argv without 'restore'), with `hook` run between the identity and the log. */
+export async function snapshotRestoreCommand(argv: string[], hook?: RestoreHook): Promise<number> {
   const { values, positionals } = parse(argv, {
     json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
     data: { type: 'string' }, name: { type: 'string' },
@@ -214,15 +226,16 @@ async function restoreCommand(argv: string[]): Promise<number> {
   const identity = await initNode({ dataDir, name: values.name, hosts: [hostOf(apiAddress), hostOf(peerAddress)] });
   const newRecoveryKey = writeRestoredKeys(dataDir, secrets);
   const member = { id: identity.id, name: values.name, peerAddress, apiAddress };
+  const restored = await runHook(hook, { dataDir, nodeId: identity.id, app: body.app, index: body.index });
   try {
     const storage = await DiskStorage.open(dataDir);
     try {
       await storage.save({
         entries: [],
-        hardState: { term: 1, vote: '', commit: body.index },
+        hardState: { term: 1, vote: '', commit: restored.index },
         snapshot: {
-          meta: { index: body.index, term: 1, confState: { ...emptyConfState(), voters: [identity.id] } },
-          data: bootstrapSnapshotData([member], body.app),
+          meta: { index: restored.index, term: 1, confState: { ...emptyConfState(), voters: [identity.id] } },
+          data: bootstrapSnapshotData([member], restored.app),
         },
       }, { sync: true });
     } finally {
@@ -241,7 +254,7 @@ async function restoreCommand(argv: string[]): Promise<number> {
   if (values.json) {
     console.log(JSON.stringify({
       clusterId: identity.clusterId, oldClusterId: body.clusterId, nodeId: identity.id, name: values.name, index: body.index, documents,
-      dataDir: path.resolve(dataDir), config: path.resolve(config), credential, secrets: secretsOut, ...(newRecoveryKey !== undefined ? { recoveryKey: newRecoveryKey } : {}),
+      dataDir: path.resolve(dataDir), config: path.resolve(config), credential, secrets: secretsOut, ...restored.report, ...(newRecoveryKey !== undefined ? { recoveryKey: newRecoveryKey } : {}),
     }, null, 2));
     return exitCodes.ok;
   }
@@ -252,6 +265,15 @@ admin credential: ${credential}
 start it with: shoal serve --config ${config}
 add more nodes with shoal cluster add (prepare each with: shoal init --data DIR --name NAME --ca-from ${dataDir})`);
   return exitCodes.ok;
+}
+
+async function runHook(hook: RestoreHook | undefined, o: Parameters<RestoreHook>[0]): ReturnType<RestoreHook> {
+  if (hook === undefined) return { app: o.app, index: o.index };
+  try {
+    return await hook(o);
+  } catch (err) {
+    throw new CliFailure(`${o.dataDir} has the new node identity but restoring its volumes failed: ${(err as Error).message}\n  remove ${o.dataDir} (umount ${path.join(o.dataDir, 'volumes', '*', 'mnt')} first if one is mounted) and run the command again`, exitCodes.failed);
+  }
 }
 
 function hostOf(hostPort: string): string {

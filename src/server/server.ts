@@ -42,7 +42,7 @@ import { registerRuntimeMetrics } from '../node/metrics/runtime-metrics.ts';
 import { ControlPlane } from './control-plane.ts';
 import { VolumeEngine } from '../executor/volumes/volume-engine.ts';
 import type { IncrementSender } from '../executor/volumes/volume-loop.ts';
-import { sendIncrement } from '../api/volume-routes.ts';
+import { sendIncrement, fetchVolumeStream } from '../api/volume-routes.ts';
 import { machineCapacity, machinePlatform } from '../executor/store-ports.ts';
 import { MemoryRuntime } from '../executor/memory-runtime.ts';
 import { systemClock } from '../executor/clock.ts';
@@ -487,6 +487,12 @@ function startApi(c: NodeParts): Stop {
   c.backupRunner = new BackupRunner({
     node, store: c.store, clusterId: c.identity.clusterId, version: softwareVersion, log, clusterKeys: c.clusterKeys,
     recordEvent: (type, subject, details) => c.events.recordEvent(type, subject, details),
+    // A volume's stream is asked of a holder over the mesh (this node included: its own API).
+    volumeStream: (nodeId, name, version, bytesMax) => {
+      const addr = nodeId === c.identity.id ? c.apiAddress : c.node.membership.get(nodeId)?.apiAddress;
+      if (addr === undefined) throw new ShoalError('node_unreachable', `node ${nodeId} is not a member this node knows the address of`, { node: nodeId });
+      return fetchVolumeStream(c.peerHttp, addr, name, version, bytesMax);
+    },
   });
   c.api = buildApi({
     node, store: c.store, clusterId: c.identity.clusterId, softwareVersion, bodyBytesMax: config.limits.bodyBytesMax,

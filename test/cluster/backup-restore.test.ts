@@ -8,8 +8,14 @@
 // ones join it with a token, and the service runs again as a Docker container of the NEW cluster
 // whose /run/secrets/db holds the secret's value; a credential of the old cluster is refused, the
 // one the restore made works.
+//
+// With a replicated volume (issue 43): an exclusive service writes known content into its volume
+// once; the backup holds the volume's newest complete copy as a btrfs send stream; a copy with a
+// flipped byte in that stream fails verify and restore, naming it; after the restore the
+// exclusive service runs on the restored node with the volume's content. Needs root and
+// btrfs-progs, as the volumes do.
 
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -54,6 +60,13 @@ async function running(clusterId: string, name: string): Promise<Docker.Containe
   return await docker.listContainers({ filters: { label: [`${labelKeys.cluster}=${clusterId}`, `${labelKeys.service}=${name}`], status: ['running'] } });
 }
 
+/** Unmounts every replicated volume's filesystem under `dir` (after the containers using it are gone). */
+function unmountVolumes(dir: string): void {
+  const root = path.join(dir, 'volumes');
+  if (!existsSync(root)) return;
+  for (const v of readdirSync(root)) spawnSync('umount', [path.join(root, v, 'mnt')]);
+}
+
 afterAll(async () => {
   // Every process gone before the containers are removed, so none makes one again meanwhile.
   await Promise.all(restored.map((p) => (p.exitCode !== null || p.signalCode !== null ? undefined : new Promise<void>((resolve) => {
@@ -63,6 +76,8 @@ afterAll(async () => {
   await Promise.all(cluster.nodes.map((n) => cluster.kill(n)));
   await removeContainers(cluster.clusterId);
   await removeContainers(newClusterId);
+  for (const n of cluster.nodes) unmountVolumes(n.dir);
+  for (const d of ['r1', 'r2', 'r3', 'refused', 'refused2']) unmountVolumes(path.join(work, d));
   await cluster.destroy();
   rmSync(work, { recursive: true, force: true });
   rmSync(shm, { recursive: true, force: true });
@@ -114,6 +129,11 @@ async function tlsGet(addr: string, cred: Credential, urlPath: string, method = 
   }
 }
 
+const volumeContent = `kept-${Date.now()}-end`;
+// Writes the known content once (a restart keeps it), then waits.
+const keeperYaml = `apiVersion: shoal/v1\nkind: Service\nname: keeper\nimage: ${testImage}\nexclusive: true\nreplicas: 1\nstopGracePeriod: 1s\n`
+  + `command: ["sh", "-c", "test -f /data/known || echo ${volumeContent} > /data/known; sleep 3600"]\n`
+  + 'mounts:\n  - {type: volume, source: known, target: /data, replicate: {copies: 1, every: 1s, size: 160Mi}}\n';
 const serviceYaml = `apiVersion: shoal/v1\nkind: Service\nname: web\nimage: ${testImage}\ncommand: ["sleep", "3600"]\nstopGracePeriod: 1s\nreplicas: 1\nsecrets: [db]\n`;
 
 describe('backups off the cluster, restored onto fresh data directories', () => {
@@ -138,6 +158,16 @@ describe('backups off the cluster, restored onto fresh data directories', () => 
     // Before: the service runs on the old cluster, a Docker container reading its secret.
     const before = await until('the service runs as a container of the old cluster', async () => (await running(cluster.clusterId, 'web'))[0]);
     expect(await execIn(before.Id, ['cat', '/run/secrets/db'])).toBe(secretValue);
+    expect((await send(addr, 'POST', '/v1/apply', { text: keeperYaml })).status).toBe(200);
+    const keeper = await until('the exclusive service runs with its volume', async () => (await running(cluster.clusterId, 'keeper'))[0]);
+    expect((await execIn(keeper.Id, ['cat', '/data/known'])).trim()).toBe(volumeContent);
+    // A complete copy of the volume taken after the content was seen written is on a holder.
+    const seqOf = async (): Promise<number> => {
+      const newest = (await send(addr, 'GET', '/v1/volumes/known')).body.newest as { version: string } | null | undefined;
+      return Number(/^s(\d+)/.exec(newest?.version ?? '')?.[1] ?? 0);
+    };
+    const seen = await seqOf();
+    await until('a complete copy of the volume with its content', async () => ((await seqOf()) > seen ? true : undefined));
     const made = await until('a recovery key', async () => {
       const r = await send(addr, 'POST', '/v1/keyring/recovery-key', {});
       return r.status === 200 ? r.body : undefined;
@@ -154,11 +184,19 @@ describe('backups off the cluster, restored onto fresh data directories', () => 
     expect(added.code, added.stderr).toBe(0);
     const now = await run(['backup', 'now', '--json', '--addr', addr]);
     expect(now.code, now.stderr).toBe(0);
-    const taken = JSON.parse(now.stdout) as { id: string; target: string; encrypted: boolean };
+    const taken = JSON.parse(now.stdout) as { id: string; target: string; encrypted: boolean; volumes: { name: string; version: string | null; bytes: number }[] };
     expect(taken).toMatchObject({ target: 'nas', encrypted: false });
+    expect(taken.volumes).toEqual([{ name: 'known', version: expect.stringMatching(/^s\d+-e\d+-/), bytes: expect.any(Number) }]);
     backupId = taken.id;
     expect(readdirSync(nas)).toEqual([backupId]);
-    expect(readdirSync(path.join(nas, backupId)).sort()).toEqual(['keys.json', 'manifest.json', 'store.snap']);
+    expect(readdirSync(path.join(nas, backupId)).sort()).toEqual(['keys.json', 'manifest.json', 'store.snap', 'volume-1.stream']);
+    const manifest = JSON.parse(readFileSync(path.join(nas, backupId, 'manifest.json'), 'utf8')) as { format: number; volumes: { name: string; file: string }[] };
+    expect(manifest.format).toBe(2);
+    expect(manifest.volumes).toEqual([expect.objectContaining({ name: 'known', service: 'keeper', file: 'volume-1.stream' })]);
+    // A whole btrfs send stream, holding the known content.
+    const streamBytes = readFileSync(path.join(nas, backupId, 'volume-1.stream'));
+    expect(streamBytes.subarray(0, 12).toString('latin1')).toBe('btrfs-stream');
+    expect(streamBytes.includes(Buffer.from(volumeContent))).toBe(true);
     // Secrets stay encrypted in the backup.
     expect(readFileSync(path.join(nas, backupId, 'store.snap')).includes(Buffer.from(secretValue))).toBe(false);
 
@@ -167,12 +205,12 @@ describe('backups off the cluster, restored onto fresh data directories', () => 
     expect((JSON.parse(ls.stdout) as { items: { id: string; ok: boolean; clusterId: string }[] }).items).toEqual([expect.objectContaining({ id: backupId, ok: true, clusterId: cluster.clusterId })]);
     const verified = await run(['backup', 'verify', backupId, '--json', '--addr', addr]);
     expect(verified.code, verified.stderr).toBe(0);
-    expect(JSON.parse(verified.stdout)).toMatchObject({ id: backupId, ok: true, files: 2 });
+    expect(JSON.parse(verified.stdout)).toMatchObject({ id: backupId, ok: true, files: 3, volumes: 1 });
     const targets = await getJson<{ items: { name: string; lastId: string | null; failures: number }[] }>(leader, '/v1/backup-targets');
     expect(targets.body.items).toEqual([expect.objectContaining({ name: 'nas', lastId: backupId, failures: 0 })]);
     const metrics = await (await fetch(`http://${addr}/metrics`)).text();
     expect(metrics).toMatch(/shoal_backup_last_success_timestamp_seconds\{target="nas"\} [1-9]/);
-  });
+  }, 150_000);
 
   it('a corrupted backup fails verify and is refused by restore, with the file named', async () => {
     const bad = path.join(work, 'bad');
@@ -193,19 +231,39 @@ describe('backups off the cluster, restored onto fresh data directories', () => 
     expect(r.stderr).toContain('backup_damaged');
     expect(r.stderr).toContain(`${backupId}/store.snap`);
     expect(existsSync(dir)).toBe(false);
-  });
+
+    // A flipped byte in the volume's stream: verify and restore name it.
+    const bad2 = path.join(work, 'bad2');
+    cpSync(nas, bad2, { recursive: true });
+    const streamFile = path.join(bad2, backupId, 'volume-1.stream');
+    const sb = readFileSync(streamFile);
+    sb[sb.length >> 1] = (sb[sb.length >> 1] ?? 0) ^ 0xff;
+    writeFileSync(streamFile, sb);
+    expect((await run(['backup', 'target', 'add', 'bad2', '--dir', bad2, '--addr', leader.apiAddress])).code).toBe(0);
+    const verify2 = await run(['backup', 'verify', backupId, '--target', 'bad2', '--addr', leader.apiAddress]);
+    expect(verify2.code).toBe(1);
+    expect(verify2.stderr).toContain(`${backupId}/volume-1.stream`);
+    const dir2 = path.join(work, 'refused2');
+    const r2 = await run(['restore', '--from', bad2, '--recovery-key-file', recoveryKeyFile, '--data', dir2, '--name', 'r1', '--api', `127.0.0.1:${await freePort()}`, '--peer', `127.0.0.1:${await freePort()}`, '--json']);
+    expect(r2.code).toBe(1);
+    expect(r2.stderr).toContain('backup_damaged');
+    expect(r2.stderr).toContain(`${backupId}/volume-1.stream`);
+    expect(existsSync(dir2)).toBe(false);
+  }, 120_000);
 
   it('restores onto three fresh data directories after every one was destroyed: the service runs in Docker with its secret; the old credential is refused', async () => {
     await Promise.all(cluster.nodes.map((n) => cluster.kill(n)));
     await removeContainers(cluster.clusterId);
+    for (const n of cluster.nodes) unmountVolumes(n.dir);
     for (const n of cluster.nodes) rmSync(n.dir, { recursive: true, force: true });
     expect(await running(cluster.clusterId, 'web')).toEqual([]);
     const dir = path.join(work, 'r1');
     const api = `127.0.0.1:${await freePort()}`;
     const r = await run(['restore', '--from', nas, '--recovery-key-file', recoveryKeyFile, '--data', dir, '--name', 'r1', '--api', api, '--peer', `127.0.0.1:${await freePort()}`, '--json']);
     expect(r.code, r.stderr).toBe(0);
-    const out = JSON.parse(r.stdout) as { clusterId: string; oldClusterId: string; credential: string; secrets: { readable: number; unreadable: string[] } };
+    const out = JSON.parse(r.stdout) as { clusterId: string; oldClusterId: string; credential: string; secrets: { readable: number; unreadable: string[] }; volumes: { name: string; version: string | null }[] };
     expect(out.oldClusterId).toBe(cluster.clusterId);
+    expect(out.volumes).toEqual([expect.objectContaining({ name: 'known', version: expect.stringMatching(/^s\d+-e\d+-/) })]);
     expect(out.clusterId).not.toBe(cluster.clusterId);
     expect(out.secrets).toEqual({ readable: 1, unreadable: [] });
     expect(JSON.parse(readFileSync(path.join(dir, 'restored-from.json'), 'utf8'))).toMatchObject({ oldClusterId: cluster.clusterId, backup: backupId });
@@ -227,6 +285,9 @@ describe('backups off the cluster, restored onto fresh data directories', () => 
     const container = await until('the service runs as a container of the restored cluster', async () => (await running(out.clusterId, 'web'))[0]);
     expect(container.Image).toBe(testImage);
     expect(await execIn(container.Id, ['cat', '/run/secrets/db'])).toBe(secretValue);
+    // The exclusive service runs on the restored node, from the volume's backed-up version.
+    const kept = await until('the exclusive service runs in the restored cluster with its volume', async () => (await running(out.clusterId, 'keeper'))[0]);
+    expect((await execIn(kept.Id, ['cat', '/data/known'])).trim()).toBe(volumeContent);
     // The old cluster's credential: its CA is not the new cluster's, so neither side trusts the other.
     const old = await tlsGet(api, oldCredential, '/v1/services/web');
     expect('refused' in old || old.status === 401 || old.status === 403).toBe(true);

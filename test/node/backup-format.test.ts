@@ -8,8 +8,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  backupIdOf, backupsToKeep, decodeManifest, encodeManifest, manifestName, openBackupFile, partialPrefix, sealBackup, storeFileName, type BackupContent,
+  backupIdOf, backupsToKeep, decodeManifest, encodeManifest, manifestName, openBackupFile, partialPrefix, sealBackup, storeFileName, volumeStreamFileName, type BackupContent,
 } from '../../src/node/backup/backup-format.ts';
+import { rewriteVolumeRecords } from '../../src/cli/restore-volumes.ts';
+import { DocumentStore, encodeCommand } from '../../fsm/index.ts';
+import { newestComplete, volumePlacement, volumeRecordSchema, volumesCollection, type VolumeRecord } from '../../src/resources/volumes.ts';
 import { listBackups, pruneBackups, verifyBackup, writeBackup } from '../../src/node/backup/backup-store.ts';
 import { DirTargetIo } from '../../src/node/backup/target-io.ts';
 import { rawPublicKey } from '../../src/resources/secret-crypto.ts';
@@ -57,6 +60,71 @@ describe('backup format', () => {
     expect(() => openBackupFile(s.manifest, storeFileName, stored, other.privateKey)).toThrow();
     expect(() => openBackupFile(s.manifest, 'keys.json', stored, recovery.privateKey)).toThrow();
     expect(() => openBackupFile(s.manifest, storeFileName, stored, undefined)).toThrow(/recovery key/);
+  });
+});
+
+describe('backup format 2: replicated volumes', () => {
+  const stream = Buffer.from('btrfs-stream-bytes');
+  const withVolumes = (at: Date, index: number): BackupContent => ({
+    ...content(at, index),
+    files: [...content(at, index).files, { name: volumeStreamFileName(0), bytes: stream }],
+    volumes: [
+      { name: 'Data_1', service: 'db', sizeBytes: 1 << 27, copies: 2, everyMs: 1000, version: 's5-e2-n2', file: volumeStreamFileName(0) },
+      { name: 'empty', service: 'cache', sizeBytes: 1 << 27, copies: 1, everyMs: 1000, version: null, file: null },
+    ],
+  });
+
+  it('a backup with volumes is format 2, its stream checksummed and encrypted like any file; one without stays format 1', () => {
+    const recovery = generateKeyPairSync('x25519');
+    const pub = { id: '0123456789abcdef', publicKey: rawPublicKey(recovery.publicKey).toString('base64') };
+    const s = sealBackup(withVolumes(new Date('2026-12-06T14:00:00Z'), 7), pub);
+    expect(s.manifest.format).toBe(2);
+    expect(s.manifest.volumes.map((v) => [v.name, v.version, v.file])).toEqual([['Data_1', 's5-e2-n2', 'volume-1.stream'], ['empty', null, null]]);
+    const stored = s.files.find((f) => f.name === 'volume-1.stream')?.bytes ?? new Uint8Array();
+    expect(s.manifest.files.find((f) => f.name === 'volume-1.stream')?.bytes).toBe(stored.length);
+    expect(Buffer.from(stored).includes(stream)).toBe(false);
+    expect(Buffer.from(openBackupFile(s.manifest, 'volume-1.stream', stored, recovery.privateKey))).toEqual(stream);
+    const back = decodeManifest(encodeManifest(s.manifest));
+    expect('manifest' in back && back.manifest).toEqual(s.manifest);
+    expect(sealBackup(content(new Date('2026-12-06T14:00:00Z'), 7), null).manifest.format).toBe(1);
+  });
+
+  it('refuses a newer format by name, volumes in format 1, and a volume whose stream is not among the files', () => {
+    const m = sealBackup(withVolumes(new Date('2026-12-06T14:00:00Z'), 7), null).manifest;
+    const problem = (x: unknown): string => {
+      const r = decodeManifest(Buffer.from(JSON.stringify(x)));
+      return 'problem' in r ? r.problem : '';
+    };
+    expect(problem({ ...m, format: 3 })).toMatch(/format 3, written by shoal test; this release reads formats 1 to 2/);
+    expect(problem({ ...m, format: 1 })).toMatch(/volumes: format 1 lists no volumes/);
+    expect(problem({ ...m, files: m.files.filter((f) => f.name !== 'volume-1.stream') })).toMatch(/volume-1.stream is not among the files/);
+    expect(problem({ ...m, volumes: [{ ...m.volumes[0], file: null }] })).toMatch(/both a version and a file, or neither/);
+  });
+
+  it('a restore rewrites each volume record: the backed-up version, held by the new node alone, is the newest complete copy', () => {
+    const store = new DocumentStore();
+    const old: VolumeRecord = {
+      name: 'Data_1', service: 'db', copies: 2, everyMs: 1000, sizeBytes: 1 << 27,
+      eras: [{ node: 'n1', epoch: 1, fromSeq: 1, base: null }, { node: 'n2', epoch: 2, fromSeq: 4, base: { seq: 3, node: 'n1', epoch: 1 } }],
+      held: [{ node: 'n3', version: { seq: 5, node: 'n2', epoch: 2 }, atMs: 1 }, { node: 'n1', version: { seq: 3, node: 'n1', epoch: 1 }, atMs: 1 }],
+      lastError: null,
+    };
+    const put = (id: string, doc: unknown, index: number): void => {
+      store.apply({ index, term: 1, data: encodeCommand({ cmd: { op: 'put', collection: volumesCollection, id, doc: doc as Record<string, never> }, ts: 1, principal: 't' }), featureLevel: 10 });
+    };
+    put('Data_1', old, 1);
+    put('empty', { ...old, name: 'empty', service: 'cache' }, 2);
+    const m = sealBackup(withVolumes(new Date('2026-12-06T14:00:00Z'), 2), null).manifest;
+    const out = rewriteVolumeRecords(store.snapshot(), 2, m.volumes, 'new-node', 99);
+    expect(out.index).toBe(4);
+    const after = new DocumentStore();
+    after.restore(out.app);
+    const rec = volumeRecordSchema.parse(after.get(volumesCollection, 'Data_1')?.doc);
+    expect(newestComplete(rec)).toEqual({ seq: 5, node: 'n2', epoch: 2 });
+    expect(rec.held).toEqual([{ node: 'new-node', version: { seq: 5, node: 'n2', epoch: 2 }, atMs: 99 }]);
+    expect(volumePlacement(rec)).toEqual({ kind: 'nodes', nodes: ['new-node'], version: { seq: 5, node: 'n2', epoch: 2 } });
+    const empty = volumeRecordSchema.parse(after.get(volumesCollection, 'empty')?.doc);
+    expect(volumePlacement(empty)).toEqual({ kind: 'any' });
   });
 });
 

@@ -16,15 +16,23 @@
 // <id>/<file>` (a file cannot be swapped for another's); stored as IV | ciphertext | 16-byte tag.
 // The cluster writes such a backup with the public half only; only the recovery key reads it.
 //
-// Volumes (issue 41): `volumes` is reserved for the replicated volumes' streams (one entry per
-// volume: its name, the stream's files with their digests); empty until volumes exist, and a
-// reader of this format refuses a manifest whose volumes it does not know how to restore.
+//   <id>/volume-<n>.stream  the newest complete copy of the n-th replicated volume (by name), as a
+//                        whole `btrfs send` stream (never an increment: see docs/operations.md)
+//
+// Volumes (issue 43): `volumes` has one entry per replicated volume: its record's settings, the
+// version the stream holds and the stream's file (listed in `files` too, so verify checks it like
+// any other), or version null when no node held a complete copy at the time (it is restored
+// empty). Format 2 is a manifest that lists volumes; one without is still written as format 1,
+// which every release reads. A reader refuses a format newer than it knows, saying which.
 
 import { createCipheriv, createDecipheriv, createHash, randomBytes, type KeyObject } from 'node:crypto';
 import { z } from 'zod';
 import { unwrapDataKey, wrapDataKey, wrappedKeySchema, type PublicClusterKey } from '../../resources/secret-crypto.ts';
 
-export const backupFormat = 1;
+/** The newest format this release writes and reads (2: replicated volumes' streams). */
+export const backupFormat = 2;
+/** The format of a manifest without volumes (every release reads it). */
+export const backupFormatPlain = 1;
 export const manifestName = 'manifest.json';
 export const storeFileName = 'store.snap';
 export const keysFileName = 'keys.json';
@@ -46,8 +54,26 @@ export const backupFileSchema = z.object({
 }).strict();
 export type BackupFile = z.infer<typeof backupFileSchema>;
 
+/** The stream file of the n-th volume (0-based, by name): a name the file pattern takes, whatever the volume's name. */
+export function volumeStreamFileName(n: number): string {
+  return `volume-${n + 1}.stream`;
+}
+
+export const backupVolumeSchema = z.object({
+  name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/),
+  service: z.string().min(1).max(63),
+  sizeBytes: z.number().int().min(1),
+  copies: z.number().int().min(1),
+  everyMs: z.number().int().min(1),
+  /** The version the stream holds (s<seq>-e<epoch>-<node>); null: no complete copy then, restored empty. */
+  version: z.string().regex(/^s[1-9]\d{0,14}-e(0|[1-9]\d{0,14})-[A-Za-z0-9_.-]{1,128}$/).nullable(),
+  /** The stream's file, listed in `files`; null with version null. */
+  file: z.string().regex(fileNamePattern).nullable(),
+}).strict();
+export type BackupVolume = z.infer<typeof backupVolumeSchema>;
+
 export const manifestSchema = z.object({
-  format: z.literal(backupFormat),
+  format: z.union([z.literal(backupFormatPlain), z.literal(backupFormat)]),
   id: z.string().regex(backupIdPattern),
   clusterId: z.string().min(1).max(128),
   featureLevel: z.number().int().min(1),
@@ -60,9 +86,15 @@ export const manifestSchema = z.object({
   /** null: files stored as they are; else the data key, sealed to the recovery key `recoveryKeyId`. */
   encryption: z.object({ alg: z.literal(encryptionAlgorithm), recoveryKeyId: z.string().regex(/^[0-9a-f]{16}$/), dataKey: wrappedKeySchema }).strict().nullable(),
   files: z.array(backupFileSchema).min(1).max(64),
-  /** Reserved for the replicated volumes' streams (issue 41); empty in this format's writers. */
-  volumes: z.array(z.object({ name: z.string(), files: z.array(backupFileSchema) }).strict()).max(0, 'this release cannot restore volume streams'),
-}).strict();
+  /** The replicated volumes, each with its stream's file (format 2); empty in format 1. */
+  volumes: z.array(backupVolumeSchema).max(64),
+}).strict().superRefine((m, ctx) => {
+  if (m.format === backupFormatPlain && m.volumes.length > 0) ctx.addIssue({ code: 'custom', path: ['volumes'], message: 'format 1 lists no volumes' });
+  m.volumes.forEach((v, i) => {
+    if ((v.version === null) !== (v.file === null)) ctx.addIssue({ code: 'custom', path: ['volumes', i], message: 'a volume has both a version and a file, or neither' });
+    if (v.file !== null && !m.files.some((f) => f.name === v.file)) ctx.addIssue({ code: 'custom', path: ['volumes', i, 'file'], message: `${v.file} is not among the files` });
+  });
+});
 export type BackupManifest = z.infer<typeof manifestSchema>;
 
 export function sha256(bytes: Uint8Array): string {
@@ -108,8 +140,10 @@ export interface BackupContent {
   index: number;
   term: number;
   writtenBy: string;
-  /** The files, in the clear, by name (store.snap, keys.json). */
+  /** The files, in the clear, by name (store.snap, keys.json, the volumes' streams). */
   files: { name: string; bytes: Uint8Array }[];
+  /** The replicated volumes (their `file`s are among `files`); absent: none. */
+  volumes?: BackupVolume[];
 }
 
 /** The files to store (encrypted to `recovery` when given) and the manifest that lists them. */
@@ -123,9 +157,9 @@ export function sealBackup(content: BackupContent, recovery: PublicClusterKey | 
   try {
     const files = content.files.map((f) => ({ name: f.name, bytes: key === undefined ? f.bytes : encryptFile(key, content.id, f.name, f.bytes) }));
     const manifest: BackupManifest = {
-      format: backupFormat, id: content.id, clusterId: content.clusterId, featureLevel: content.featureLevel, createdAt: content.createdAt,
+      format: (content.volumes ?? []).length > 0 ? backupFormat : backupFormatPlain, id: content.id, clusterId: content.clusterId, featureLevel: content.featureLevel, createdAt: content.createdAt,
       index: content.index, term: content.term, writtenBy: content.writtenBy, encryption,
-      files: files.map((f) => ({ name: f.name, bytes: f.bytes.length, sha256: sha256(f.bytes) })), volumes: [],
+      files: files.map((f) => ({ name: f.name, bytes: f.bytes.length, sha256: sha256(f.bytes) })), volumes: content.volumes ?? [],
     };
     return { manifest: manifestSchema.parse(manifest), files };
   } finally {
@@ -145,6 +179,11 @@ export function decodeManifest(bytes: Uint8Array): { manifest: BackupManifest } 
     json = JSON.parse(Buffer.from(bytes).toString('utf8'));
   } catch (err) {
     return { problem: `it is not JSON (${(err as Error).message})` };
+  }
+  const format = typeof json === 'object' && json !== null ? (json as { format?: unknown }).format : undefined;
+  if (typeof format === 'number' && format > backupFormat) {
+    const by = (json as { writtenBy?: unknown }).writtenBy;
+    return { problem: `format ${format}, written by ${typeof by === 'string' ? `shoal ${by}` : 'a newer release'}; this release reads formats 1 to ${backupFormat}: read it with that release or a newer one` };
   }
   const r = manifestSchema.safeParse(json);
   if (!r.success) return { problem: r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ') };

@@ -2,7 +2,8 @@
 // (POST /v1/backups) on the node asked, and on each target's schedule (`--every`) on the leader.
 // A run takes the store's snapshot file of this node's applied state (after a read barrier, so
 // it holds every acknowledged write), the keyring's recovery-sealed cluster keys, seals them for
-// the target (backup-format.ts), writes them atomically (backup-store.ts), prunes by the target's
+// the target (backup-format.ts) with the newest complete copy of every replicated volume (a whole
+// `btrfs send` stream, asked of a node that holds that version: volumeStream), writes them atomically (backup-store.ts), prunes by the target's
 // retention, and records the outcome: a cluster event, `shoal.backup-status/<target>` (which the
 // schedule and the metrics read, on every node), and the log.
 
@@ -23,7 +24,9 @@ import { openSecretValue, unwrapDataKey } from '../../resources/secret-crypto.ts
 import { isSealed, plainSecretBytes, secretInStore } from '../../resources/secrets.ts';
 import { allDocs } from '../../resources/state.ts';
 import { snapshotFileParts } from '../recovery/backups.ts';
-import { backupIdOf, backupsToKeep, keysFileName, sealBackup, storeFileName } from './backup-format.ts';
+import { holdersOf, newestComplete, versionName, volumeRecordSchema, volumesCollection, type VolumeVersion } from '../../resources/volumes.ts';
+import { backupFileBytesMax } from './backup-store.ts';
+import { backupIdOf, backupsToKeep, keysFileName, sealBackup, storeFileName, volumeStreamFileName, type BackupVolume } from './backup-format.ts';
 import { pruneBackups, writeBackup } from './backup-store.ts';
 import { DirTargetIo, SftpTargetIo, type TargetIo } from './target-io.ts';
 import { parseS3Url, s3Advice, S3Error, S3TargetIo } from './s3-io.ts';
@@ -31,9 +34,17 @@ import { parseS3Url, s3Advice, S3Error, S3TargetIo } from './s3-io.ts';
 export interface BackupNode extends Pick<TermSource, 'currentTerm'>, Pick<MembershipView, 'membership'>, Pick<Proposer, 'propose'> {
   readonly appliedIndex: number;
   readonly featureLevel: number;
+  /** This node's id: a volume's stream is taken here first when this node holds it. */
+  readonly id?: string;
   readonly isLeader: boolean;
   readBarrier(): Promise<unknown>;
 }
+
+/**
+ * A whole `btrfs send` stream of version `version` of volume `name`, asked of `node` (a holder of
+ * it), checked against the digest that node announced; at most `bytesMax` bytes.
+ */
+export type VolumeStreamSource = (node: string, name: string, version: VolumeVersion, bytesMax: number) => Promise<Uint8Array>;
 
 export interface BackupRunnerOptions {
   node: BackupNode;
@@ -44,6 +55,8 @@ export interface BackupRunnerOptions {
   clusterKeys?: ClusterKeyHolder;
   recordEvent?: (type: string, subject: string, details: Record<string, string | number | boolean | null>) => void;
   now?: () => number;
+  /** Fetches the replicated volumes' streams; absent, a cluster with a volume that has a complete copy cannot be backed up. */
+  volumeStream?: VolumeStreamSource;
   /** How often the leader looks for due targets (default 10 s). */
   tickMs?: number;
 }
@@ -55,6 +68,8 @@ export interface BackupResult {
   bytes: number;
   encrypted: boolean;
   pruned: string[];
+  /** The replicated volumes in it, each with the version its stream holds (null: none was complete, restored empty) and its bytes. */
+  volumes: { name: string; version: string | null; bytes: number }[];
 }
 
 const tickMsDefault = 10_000;
@@ -178,20 +193,70 @@ export class BackupRunner {
       throw new ShoalError('backup_failed', `backup target ${t.name} is encrypted to the recovery key, and this cluster has none; make one with: shoal secret recovery-key`, { target: t.name });
     }
     const keys = { recovery: recovery === null ? null : { id: recovery.id, publicKey: recovery.publicKey }, keys: (keyring?.keys ?? []).map((k) => ({ id: k.id, publicKey: k.publicKey, recovery: k.recovery })) };
+    const streams = await this.volumeStreams(t.name);
     const createdAt = this.now();
     const id = backupIdOf(new Date(createdAt), index);
     const sealed = sealBackup({
       id, clusterId: this.o.clusterId, featureLevel: this.o.node.featureLevel, createdAt, index, term: this.o.node.currentTerm, writtenBy: this.o.version,
-      files: [{ name: storeFileName, bytes: Buffer.concat(parts) }, { name: keysFileName, bytes: Buffer.from(`${JSON.stringify(keys, null, 2)}\n`) }],
+      files: [{ name: storeFileName, bytes: Buffer.concat(parts) }, { name: keysFileName, bytes: Buffer.from(`${JSON.stringify(keys, null, 2)}\n`) }, ...streams.files],
+      volumes: streams.volumes,
     }, t.encrypt && recovery !== null ? { id: recovery.id, publicKey: recovery.publicKey } : null);
     const io = await this.open(t);
     try {
       await writeBackup(io, sealed.manifest, sealed.files);
       const pruned = await pruneBackups(io, this.o.clusterId, (ids) => backupsToKeep(ids, t));
-      return { target: t.name, id, index, bytes: sealed.manifest.files.reduce((n, f) => n + f.bytes, 0), encrypted: sealed.manifest.encryption !== null, pruned };
+      return { target: t.name, id, index, bytes: sealed.manifest.files.reduce((n, f) => n + f.bytes, 0), encrypted: sealed.manifest.encryption !== null, pruned,
+        volumes: streams.volumes.map((v) => ({ name: v.name, version: v.version, bytes: streams.files.find((f) => f.name === v.file)?.bytes.length ?? 0 })),
+      };
     } finally {
       await io.close();
     }
+  }
+
+  /**
+   * The newest complete copy of every replicated volume, as the store has it after the snapshot
+   * was taken (a copy recorded since is newer than the snapshot's record, never older): a whole
+   * stream from a node holding it, each holder tried in turn. A volume no holder could send fails
+   * the backup (a backup missing a volume is not good); one with no complete copy yet is listed
+   * with version null.
+   */
+  private async volumeStreams(target: string): Promise<{ volumes: BackupVolume[]; files: { name: string; bytes: Uint8Array }[] }> {
+    const recs = [...allDocs(this.o.store, volumesCollection)].flatMap((d) => {
+      const r = volumeRecordSchema.safeParse(d.doc);
+      return r.success ? [r.data] : [];
+    }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const volumes: BackupVolume[] = [];
+    const files: { name: string; bytes: Uint8Array }[] = [];
+    for (const rec of recs) {
+      const newest = newestComplete(rec);
+      const entry = { name: rec.name, service: rec.service, sizeBytes: rec.sizeBytes, copies: rec.copies, everyMs: rec.everyMs };
+      if (newest === null) {
+        volumes.push({ ...entry, version: null, file: null });
+        this.o.log.warn(`backup to ${target}: volume ${rec.name} has no complete copy yet; the backup lists it, and a restore starts it empty`);
+        continue;
+      }
+      const file = volumeStreamFileName(volumes.length);
+      files.push({ name: file, bytes: await this.fetchStream(target, rec.name, newest, holdersOf(rec, newest), Math.min(backupFileBytesMax, 2 * rec.sizeBytes)) });
+      volumes.push({ ...entry, version: versionName(newest), file });
+    }
+    return { volumes, files };
+  }
+
+  private async fetchStream(target: string, name: string, v: VolumeVersion, holders: readonly string[], bytesMax: number): Promise<Uint8Array> {
+    const source = this.o.volumeStream;
+    const what = `volume ${name}'s newest complete copy (${versionName(v)})`;
+    if (source === undefined) throw new ShoalError('backup_failed', `backup to ${target}: this node cannot fetch ${what}; take the backup on a node that runs workloads with Docker`, { target, volume: name });
+    const failed: string[] = [];
+    // This node first when it holds the version (no transfer), then the others in order.
+    const self = this.o.node.id;
+    for (const node of [...holders].sort((a, b) => Number(b === self) - Number(a === self))) {
+      try {
+        return await source(node, name, v, bytesMax);
+      } catch (err) {
+        failed.push(`${node}: ${(err as Error).message}`);
+      }
+    }
+    throw new ShoalError('backup_failed', `backup to ${target}: no node sent ${what} (${failed.join('; ') || 'no node holds it'}); nothing was listed as a backup`, { target, volume: name, version: versionName(v) });
   }
 
   private async recordStatus(target: string, status: BackupStatus): Promise<void> {
