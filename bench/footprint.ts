@@ -16,6 +16,10 @@
 //
 // Every node runs with bench/lib/footprint-probe.mjs preloaded (a SIGUSR2 handler and an exit
 // handler; no timer). The run takes --idle + about 60 s.
+//
+// --leak [--minutes 30] is the leak check instead (bench/lib/leak-check.ts): 500 services / 5,000
+// tasks in the store (the in-memory runtime unless --runtime), then the leader's RSS, heap after
+// GC, CPU and loops' pass time once a minute; --write puts it in the "footprint-leak" section.
 
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -29,6 +33,7 @@ import { summariseHeapSnapshot, type HeapGroup } from './lib/heap-summary.ts';
 import { once } from './lib/http.ts';
 import { breakdown, type LoadBreakdown, type Metafile } from './lib/load-breakdown.ts';
 import { abandonOnSignal, cpuMs, killAllStarted, rssMiB, sleep, stopProcess, trackTempDir } from './lib/proc.ts';
+import { leakCheck, leakReport, type LeakOptions } from './lib/leak-check.ts';
 import { etcdVersion, writeNamedSection } from './lib/report.ts';
 import { ShoalCluster } from './lib/shoal-cluster.ts';
 
@@ -51,15 +56,25 @@ Options:
   --runtime KIND       the nodes' runtime.kind: docker (default), memory or none
   --no-etcd            no etcd members (no ratio)
   --write              write the "footprint" section of bench/RESULTS.md
+                       (with --leak: the "footprint-leak" section)
+  --leak               the leak check instead: --services services of --replicas tasks
+                       in the store (runtime memory unless --runtime), then the leader's
+                       RSS, V8 heap used after a full GC, process CPU and its loops' pass
+                       time once a minute for --minutes minutes, and the machine's load
+                       average; verdict flat or not on the last 10 minutes' slopes
+  --minutes N          minutes sampled by --leak (default 30)
+  --services N         services written by --leak (default 500)
+  --replicas N         replicas of each of them (default 10)
   -h, --help           show this help`;
 
-interface Options { idle: number; cpu: number; runtime: 'docker' | 'memory' | 'none'; etcd: boolean; write: boolean }
+interface Options { idle: number; cpu: number; runtime: 'docker' | 'memory' | 'none'; etcd: boolean; write: boolean; leak: LeakOptions | undefined }
 
 function parseOptions(): Options | 'help' {
   const { values: v } = parseArgs({
     options: {
-      idle: { type: 'string', default: '60' }, cpu: { type: 'string', default: '30' }, runtime: { type: 'string', default: 'docker' },
+      idle: { type: 'string', default: '60' }, cpu: { type: 'string', default: '30' }, runtime: { type: 'string' },
       'no-etcd': { type: 'boolean', default: false }, write: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
+      leak: { type: 'boolean', default: false }, minutes: { type: 'string', default: '30' }, services: { type: 'string', default: '500' }, replicas: { type: 'string', default: '10' },
     },
   });
   if (v.help) return 'help';
@@ -71,8 +86,10 @@ function parseOptions(): Options | 'help' {
   const idle = whole(v.idle, 'idle', 1);
   const cpu = whole(v.cpu, 'cpu', 1);
   if (cpu > idle) throw new Error(`--cpu (${cpu}) must not exceed --idle (${idle}): the CPU is measured in the idle time`);
-  if (v.runtime !== 'docker' && v.runtime !== 'memory' && v.runtime !== 'none') throw new Error(`--runtime must be docker, memory or none, not ${JSON.stringify(v.runtime)}`);
-  return { idle, cpu, runtime: v.runtime, etcd: !v['no-etcd'], write: v.write };
+  const runtime = (v.runtime ?? (v.leak ? 'memory' : 'docker')) as Options['runtime'];
+  if (runtime !== 'docker' && runtime !== 'memory' && runtime !== 'none') throw new Error(`--runtime must be docker, memory or none, not ${JSON.stringify(runtime)}`);
+  const leak = v.leak ? { minutes: whole(v.minutes, 'minutes', 2), services: whole(v.services, 'services', 1), replicas: whole(v.replicas, 'replicas', 1), runtime } : undefined;
+  return { idle, cpu, runtime, etcd: !v['no-etcd'] && !v.leak, write: v.write, leak };
 }
 
 const progress = (msg: string): void => { process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`); };
@@ -321,10 +338,37 @@ function report(r: Run, cmd: string): string {
   ].join('\n');
 }
 
+/** The leak check: the bundle's three nodes with --expose-gc and the probe (bench/lib/leak-check.ts). */
+async function runLeak(leak: LeakOptions): Promise<string> {
+  progress('bundling the working tree into bench/.builds/footprint');
+  await build();
+  const work = mkdtempSync(path.join(os.tmpdir(), 'shoal-footprint-'));
+  trackTempDir(work);
+  process.env.SHOAL_FOOTPRINT_DIR = work;
+  const sys = new ShoalCluster(timeouts, false, path.join(buildDir, 'run.mjs'), ['--expose-gc', '--import', probe], {
+    runtime: { kind: leak.runtime }, node: { cpuMillis: 64_000, memoryBytes: 128 * 2 ** 30 },
+  }, true);
+  try {
+    progress(`starting three shoal nodes (runtime ${leak.runtime})`);
+    await sys.start();
+    const r = await leakCheck(sys, leak, work);
+    return leakReport(r, `npm run bench:footprint -- ${process.argv.slice(2).join(' ')}`.trim());
+  } finally {
+    await sys.destroy();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
 async function main(): Promise<void> {
   const o = parseOptions();
   if (o === 'help') { console.log(help); return; }
   abandonOnSignal();
+  if (o.leak) {
+    const text = await runLeak(o.leak);
+    console.log(text);
+    if (o.write) writeNamedSection('footprint-leak', text);
+    return;
+  }
   const r = await run(o);
   const text = report(r, `npm run bench:footprint -- ${process.argv.slice(2).join(' ')}`.trim());
   console.log(text);
