@@ -253,7 +253,7 @@ export function leakReport(r: LeakRun, cmd: string): string {
   const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
   const row = (name: string, s: Slope, unit: string): string => `| ${name} | ${s.perTenMin >= 0 ? '+' : ''}${f2(s.perTenMin)} ${unit} | <= ${f2(s.limit)} ${unit} | ${s.flat ? 'flat' : '**not flat**'} |`;
   return [
-    '## Leak check: the leader with 500 services / 5,000 tasks over time (issue 45)',
+    `## Leak check: the leader with ${r.o.services.toLocaleString('en-US')} services / ${(r.o.services * r.o.replicas).toLocaleString('en-US')} tasks over time (issue 45)`,
     '',
     `\`${cmd}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC; ${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}. `
       + `Three \`shoal serve\` processes of the bundled working tree, runtime ${r.o.runtime}${r.o.runtime === 'memory' ? ' (Docker cannot run 5,000 containers on this machine)' : ''}, node capacity 64 CPUs / 128 GiB so every task fits; `
@@ -263,7 +263,9 @@ export function leakReport(r: LeakRun, cmd: string): string {
     '',
     `**The machine was shared** with other work during the run: 1-minute load average ${f2(Math.min(...loads))} to ${f2(Math.max(...loads))} (mean ${f2(mean(loads))}) on ${os.cpus().length} cores, the whole machine ${f1(mean(busy))} % busy on average. CPU time (not wall time) is little moved by that; loop pass times (wall time, awaiting Raft commits) are.`,
     '',
-    `Verdict over the last ${v.window} minutes (least-squares slope per 10 minutes): **${v.flat ? 'flat' : 'not flat'}**${r.leaderChanges > 0 ? `; the leader changed ${r.leaderChanges} times (the minute after a change has no CPU figure)` : ''}.`,
+    `Verdict over the last ${v.window} minutes (least-squares slope per 10 minutes): **${v.flat ? 'flat' : 'not flat'}**${r.leaderChanges > 0 ? `; the leader changed ${r.leaderChanges} times (the minute after a change has no CPU figure)` : ''}. `
+      + `Over the whole run (minutes 0-${r.samples.length - 1}): heap used after GC ${f1(r.samples[0]?.heapUsedMiB ?? Number.NaN)} → ${f1(r.samples.at(-1)?.heapUsedMiB ?? Number.NaN)} MiB (slope ${f2(slope(r.samples.map((s) => s.minute), r.samples.map((s) => s.heapUsedMiB)) * 10)} MiB per 10 min), `
+      + `RSS ${f1(r.samples[0]?.rssMiB ?? Number.NaN)} → ${f1(r.samples.at(-1)?.rssMiB ?? Number.NaN)} MiB (slope ${f2(slope(r.samples.map((s) => s.minute), r.samples.map((s) => s.rssMiB)) * 10)} MiB per 10 min).`,
     '',
     '| figure of the leader | slope per 10 min | flat when | |',
     '|---|---:|---:|---|',
