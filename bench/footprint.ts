@@ -33,6 +33,7 @@ import { summariseHeapSnapshot, type HeapGroup } from './lib/heap-summary.ts';
 import { once } from './lib/http.ts';
 import { breakdown, type LoadBreakdown, type Metafile } from './lib/load-breakdown.ts';
 import { abandonOnSignal, cpuMs, killAllStarted, rssMiB, sleep, stopProcess, trackTempDir } from './lib/proc.ts';
+import { docsFootprint, type DocsFigures } from './lib/docs-footprint.ts';
 import { leakCheck, leakReport, type LeakOptions } from './lib/leak-check.ts';
 import { etcdVersion, writeNamedSection } from './lib/report.ts';
 import { ShoalCluster } from './lib/shoal-cluster.ts';
@@ -62,19 +63,24 @@ Options:
                        RSS, V8 heap used after a full GC, process CPU and its loops' pass
                        time once a minute for --minutes minutes, and the machine's load
                        average; verdict flat or not on the last 10 minutes' slopes
+  --docs N             instead: the memory after N documents (RSS <= 1.5x etcd's): three
+                       shoal nodes and three etcd members each loaded as npm run bench's
+                       memory group loads them, RSS 3 s and 35 s after the last write,
+                       the nodes' V8 figures and a heap snapshot of the leader by
+                       constructor; --write: the "footprint-docs" section
   --minutes N          minutes sampled by --leak (default 30)
   --services N         services written by --leak (default 500)
   --replicas N         replicas of each of them (default 10)
   -h, --help           show this help`;
 
-interface Options { idle: number; cpu: number; runtime: 'docker' | 'memory' | 'none'; etcd: boolean; write: boolean; leak: LeakOptions | undefined }
+interface Options { idle: number; cpu: number; runtime: 'docker' | 'memory' | 'none'; etcd: boolean; write: boolean; leak: LeakOptions | undefined; docs: number | undefined }
 
 function parseOptions(): Options | 'help' {
   const { values: v } = parseArgs({
     options: {
       idle: { type: 'string', default: '60' }, cpu: { type: 'string', default: '30' }, runtime: { type: 'string' },
       'no-etcd': { type: 'boolean', default: false }, write: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
-      leak: { type: 'boolean', default: false }, minutes: { type: 'string', default: '30' }, services: { type: 'string', default: '500' }, replicas: { type: 'string', default: '10' },
+      leak: { type: 'boolean', default: false }, docs: { type: 'string' }, minutes: { type: 'string', default: '30' }, services: { type: 'string', default: '500' }, replicas: { type: 'string', default: '10' },
     },
   });
   if (v.help) return 'help';
@@ -89,7 +95,9 @@ function parseOptions(): Options | 'help' {
   const runtime = (v.runtime ?? (v.leak ? 'memory' : 'docker')) as Options['runtime'];
   if (runtime !== 'docker' && runtime !== 'memory' && runtime !== 'none') throw new Error(`--runtime must be docker, memory or none, not ${JSON.stringify(runtime)}`);
   const leak = v.leak ? { minutes: whole(v.minutes, 'minutes', 2), services: whole(v.services, 'services', 1), replicas: whole(v.replicas, 'replicas', 1), runtime } : undefined;
-  return { idle, cpu, runtime, etcd: !v['no-etcd'] && !v.leak, write: v.write, leak };
+  const docs = v.docs === undefined ? undefined : whole(v.docs, 'docs', 1);
+  if (docs !== undefined && leak) throw new Error('--docs and --leak are two runs: give one');
+  return { idle, cpu, runtime, etcd: !v['no-etcd'] && !v.leak, write: v.write, leak, docs };
 }
 
 const progress = (msg: string): void => { process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`); };
@@ -359,10 +367,102 @@ async function runLeak(leak: LeakOptions): Promise<string> {
   }
 }
 
+interface DocsRun {
+  docs: number;
+  runtime: string;
+  shoal: DocsFigures;
+  etcd: DocsFigures | undefined;
+  at3s: (HeapFigures | undefined)[];
+  at35s: (HeapFigures | undefined)[];
+  leader: number;
+  snapshot: { groups: HeapGroup[]; totalBytes: number; nodes: number } | undefined;
+  etcdVersion: string;
+}
+
+/** --docs: the memory after N documents, shoal beside etcd, and where a shoal node's goes. */
+async function runDocs(o: Options, docs: number): Promise<DocsRun> {
+  progress('bundling the working tree into bench/.builds/footprint');
+  await build();
+  const work = mkdtempSync(path.join(os.tmpdir(), 'shoal-footprint-'));
+  trackTempDir(work);
+  process.env.SHOAL_FOOTPRINT_DIR = work;
+  const sys = new ShoalCluster(timeouts, false, path.join(buildDir, 'run.mjs'), ['--import', probe], { runtime: { kind: o.runtime } }, true);
+  try {
+    progress(`three shoal nodes (runtime ${o.runtime}): ${docs} documents`);
+    await sys.start();
+    const procs = (): { name: string; pid: number }[] => sys.nodes.map((n) => ({ name: n.name, pid: n.pid ?? -1 }));
+    let at3s: (HeapFigures | undefined)[] = [];
+    const shoal = await docsFootprint(sys, docs, async () => {
+      for (const p of procs()) rmSync(path.join(work, `${p.pid}.json`), { force: true });
+      at3s = (await heapFigures(procs(), work, -1)).figures;
+    });
+    const leader = (await sys.leader()) ?? 0;
+    progress(`V8 figures and a heap snapshot of the leader (n${leader + 1})`);
+    for (const p of procs()) rmSync(path.join(work, `${p.pid}.json`), { force: true });
+    const { figures: at35s, snapshot } = await heapFigures(procs(), work, leader);
+    const summary = snapshot !== undefined ? summariseHeapSnapshot(snapshot) : undefined;
+    if (snapshot !== undefined) rmSync(snapshot, { force: true });
+    await sys.destroy();
+    let etcdFigures: DocsFigures | undefined;
+    if (o.etcd) {
+      const etcd = new EtcdCluster(timeouts);
+      try {
+        progress(`three etcd members: ${docs} documents`);
+        await etcd.start();
+        etcdFigures = await docsFootprint(etcd, docs);
+      } finally {
+        await etcd.destroy();
+      }
+    }
+    return { docs, runtime: o.runtime, shoal, etcd: etcdFigures, at3s, at35s, leader, snapshot: summary, etcdVersion: o.etcd ? etcdVersion(etcdBinary) ?? 'unknown' : 'not run' };
+  } finally {
+    await sys.destroy();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+function docsReport(r: DocsRun, cmd: string): string {
+  const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
+  const each = (xs: number[]): string => xs.map(mib).join(' / ');
+  const ratio = (a: number[], b: number[] | undefined): string => (b ? (sum(a) / sum(b)).toFixed(2) : '–');
+  const e = r.etcd;
+  const heapRow = (when: string, hs: (HeapFigures | undefined)[]): string[] => hs.map((h, i) => (h
+    ? `| n${i + 1}${i === r.leader ? ' (leader)' : ''}, ${when} | ${mib(h.memory.heapUsed / 2 ** 20)} | ${mib(h.heap.total_heap_size / 2 ** 20)} | ${mib(h.memory.external / 2 ** 20)} | ${mib(h.memory.arrayBuffers / 2 ** 20)} | ${mib(h.memory.rss / 2 ** 20)} |`
+    : `| n${i + 1}, ${when} | – | – | – | – | – |`));
+  return [
+    `## Memory after ${r.docs.toLocaleString('en-US')} documents (issue 45: RSS <= 1.5x etcd's)`,
+    '',
+    `\`${cmd}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC; ${os.cpus().length} cores, Node ${process.version}, etcd ${r.etcdVersion}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' / ')} at the end (the machine is shared). `
+      + `Three \`shoal serve\` processes of the bundled working tree (runtime ${r.runtime}), then three etcd members, each loaded as \`npm run bench -- --only memory\` loads them: ${r.docs.toLocaleString('en-US')} documents of a 256-character value by 64 clients to the leader, one system at a time.`,
+    '',
+    '| figure (MiB) | shoal (sum of 3; each) | etcd (sum of 3; each) | shoal/etcd | target |',
+    '|---|---:|---:|---:|---|',
+    `| RSS 3 s after the last write (as \`npm run bench\` reads it) | ${mib(sum(r.shoal.rssAt3s))} (${each(r.shoal.rssAt3s)}) | ${e ? `${mib(sum(e.rssAt3s))} (${each(e.rssAt3s)})` : '–'} | ${ratio(r.shoal.rssAt3s, e?.rssAt3s)} | <= 1.5 |`,
+    `| RSS 35 s after the last write | ${mib(sum(r.shoal.rssAt35s))} (${each(r.shoal.rssAt35s)}) | ${e ? `${mib(sum(e.rssAt35s))} (${each(e.rssAt35s)})` : '–'} | ${ratio(r.shoal.rssAt35s, e?.rssAt35s)} | |`,
+    `| loading (s) | ${r.shoal.loadSeconds.toFixed(1)} | ${e ? e.loadSeconds.toFixed(1) : '–'} | | |`,
+    '',
+    'V8 figures of each shoal node (the probe\'s, no GC of ours), 3 s and 35 s after the last write:',
+    '',
+    '| node | V8 heap used (MiB) | V8 heap total (MiB) | external (MiB) | of which array buffers (MiB) | RSS at that moment (MiB) |',
+    '|---|---:|---:|---:|---:|---:|',
+    ...heapRow('3 s', r.at3s),
+    ...heapRow('35 s', r.at35s),
+    ...(r.snapshot ? ['', `Heap snapshot of the leader after the 35 s figures: ${r.snapshot.nodes.toLocaleString('en-US')} objects, ${mib(r.snapshot.totalBytes / 2 ** 20)} MiB self size; the top 25 by self size:`, '',
+      '| what | count | self size (KiB) |', '|---|---:|---:|',
+      ...r.snapshot.groups.slice(0, 25).map((g) => `| ${g.what.replaceAll('|', '\\|')} | ${g.count.toLocaleString('en-US')} | ${kib(g.bytes)} |`)] : []),
+  ].join('\n');
+}
+
 async function main(): Promise<void> {
   const o = parseOptions();
   if (o === 'help') { console.log(help); return; }
   abandonOnSignal();
+  if (o.docs !== undefined) {
+    const text = docsReport(await runDocs(o, o.docs), `npm run bench:footprint -- ${process.argv.slice(2).join(' ')}`.trim());
+    console.log(text);
+    if (o.write) writeNamedSection('footprint-docs', text);
+    return;
+  }
   if (o.leak) {
     const text = await runLeak(o.leak);
     console.log(text);
