@@ -39,7 +39,9 @@ import { etcdVersion, writeNamedSection } from './lib/report.ts';
 import { ShoalCluster } from './lib/shoal-cluster.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const buildDir = path.join(root, 'bench', '.builds', 'footprint');
+/** The build of a mode: footprint, footprint-leak, footprint-docs (one each, so that a run of one mode never rebuilds under another's running nodes). */
+const buildDirOf = (mode: string): string => path.join(root, 'bench', '.builds', mode);
+const buildDir = buildDirOf('footprint');
 const probe = fileURLToPath(new URL('./lib/footprint-probe.mjs', import.meta.url));
 const timeouts = { heartbeatMs: 100, electionMs: 1000 };
 
@@ -103,13 +105,13 @@ function parseOptions(): Options | 'help' {
 const progress = (msg: string): void => { process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`); };
 
 /** Bundles the working tree with its metafile; returns the metafile (output paths relative to the root). */
-async function build(): Promise<Metafile> {
+async function build(dir = buildDir): Promise<Metafile> {
   const cwd = process.cwd();
   process.chdir(root);
   try {
-    const meta = await bundle(buildDir, { metafile: true });
-    await bundleConsole(buildDir);
-    writeFileSync(path.join(buildDir, 'run.mjs'), "import { main } from './shoal.mjs';\nprocess.exitCode = await main(process.argv.slice(2));\n");
+    const meta = await bundle(dir, { metafile: true });
+    await bundleConsole(dir);
+    writeFileSync(path.join(dir, 'run.mjs'), "import { main } from './shoal.mjs';\nprocess.exitCode = await main(process.argv.slice(2));\n");
     return meta;
   } finally {
     process.chdir(cwd);
@@ -348,12 +350,12 @@ function report(r: Run, cmd: string): string {
 
 /** The leak check: the bundle's three nodes with --expose-gc and the probe (bench/lib/leak-check.ts). */
 async function runLeak(leak: LeakOptions): Promise<string> {
-  progress('bundling the working tree into bench/.builds/footprint');
-  await build();
+  progress('bundling the working tree into bench/.builds/footprint-leak');
+  await build(buildDirOf('footprint-leak'));
   const work = mkdtempSync(path.join(os.tmpdir(), 'shoal-footprint-'));
   trackTempDir(work);
   process.env.SHOAL_FOOTPRINT_DIR = work;
-  const sys = new ShoalCluster(timeouts, false, path.join(buildDir, 'run.mjs'), ['--expose-gc', '--import', probe], {
+  const sys = new ShoalCluster(timeouts, false, path.join(buildDirOf('footprint-leak'), 'run.mjs'), ['--expose-gc', '--import', probe], {
     runtime: { kind: leak.runtime }, node: { cpuMillis: 64_000, memoryBytes: 128 * 2 ** 30 },
   }, true);
   try {
@@ -381,12 +383,12 @@ interface DocsRun {
 
 /** --docs: the memory after N documents, shoal beside etcd, and where a shoal node's goes. */
 async function runDocs(o: Options, docs: number): Promise<DocsRun> {
-  progress('bundling the working tree into bench/.builds/footprint');
-  await build();
+  progress('bundling the working tree into bench/.builds/footprint-docs');
+  await build(buildDirOf('footprint-docs'));
   const work = mkdtempSync(path.join(os.tmpdir(), 'shoal-footprint-'));
   trackTempDir(work);
   process.env.SHOAL_FOOTPRINT_DIR = work;
-  const sys = new ShoalCluster(timeouts, false, path.join(buildDir, 'run.mjs'), ['--import', probe], { runtime: { kind: o.runtime } }, true);
+  const sys = new ShoalCluster(timeouts, false, path.join(buildDirOf('footprint-docs'), 'run.mjs'), ['--import', probe], { runtime: { kind: o.runtime } }, true);
   try {
     progress(`three shoal nodes (runtime ${o.runtime}): ${docs} documents`);
     await sys.start();

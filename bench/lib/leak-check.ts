@@ -190,12 +190,18 @@ export async function leakCheck(sys: ShoalCluster, o: LeakOptions, probeDir: str
   progress(`writing ${o.services} services of ${o.replicas} tasks (${want} tasks)`);
   const t0 = performance.now();
   await writeServices(sys, o);
+  progress(`written in ${((performance.now() - t0) / 1000).toFixed(0)} s; waiting for every task to run`);
   let tasksRunning = 0;
   const deadline = performance.now() + 15 * 60_000;
+  let told = performance.now();
   while (tasksRunning < want) {
     if (performance.now() > deadline) throw new Error(`only ${tasksRunning} of ${want} tasks running after 15 minutes`);
     await sleep(2000);
     tasksRunning = await running(sys).catch(() => tasksRunning);
+    if (performance.now() - told > 30_000) {
+      told = performance.now();
+      progress(`${tasksRunning} of ${want} tasks running`);
+    }
   }
   const placeS = (performance.now() - t0) / 1000;
   progress(`${tasksRunning} tasks running after ${placeS.toFixed(0)} s; a settle minute, then ${o.minutes} one-minute samples`);
