@@ -399,6 +399,7 @@ async function runDocs(o: Options, docs: number): Promise<DocsRun> {
       at3s = (await heapFigures(procs(), work, -1)).figures;
     });
     const leader = (await sys.leader()) ?? 0;
+    progress(`shoal: loaded in ${shoal.loadSeconds.toFixed(1)} s; RSS at 3 s ${shoal.rssAt3s.map(mib).join(' / ')}, at 35 s ${shoal.rssAt35s.map(mib).join(' / ')} MiB; heap used at 3 s ${at3s.map((h) => mib((h?.memory.heapUsed ?? Number.NaN) / 2 ** 20)).join(' / ')} MiB`);
     progress(`V8 figures and a heap snapshot of the leader (n${leader + 1})`);
     for (const p of procs()) rmSync(path.join(work, `${p.pid}.json`), { force: true });
     const { figures: at35s, snapshot } = await heapFigures(procs(), work, leader);
@@ -412,6 +413,7 @@ async function runDocs(o: Options, docs: number): Promise<DocsRun> {
         progress(`three etcd members: ${docs} documents`);
         await etcd.start();
         etcdFigures = await docsFootprint(etcd, docs);
+        progress(`etcd: loaded in ${etcdFigures.loadSeconds.toFixed(1)} s; RSS at 3 s ${etcdFigures.rssAt3s.map(mib).join(' / ')}, at 35 s ${etcdFigures.rssAt35s.map(mib).join(' / ')} MiB`);
       } finally {
         await etcd.destroy();
       }
