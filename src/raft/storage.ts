@@ -119,6 +119,17 @@ export class MemoryStorage implements LogStorage {
     return this.snap;
   }
 
+  /**
+   * Puts other bytes under the current snapshot at `index`: none, once a durable copy lets them
+   * leave memory, or the same bytes read back. False (and nothing changes) when the current
+   * snapshot is no longer the one at `index`.
+   */
+  setSnapshotData(index: number, data: Uint8Array): boolean {
+    if (this.snap.meta.index !== index) return false;
+    this.snap = { meta: this.snap.meta, data };
+    return true;
+  }
+
   /** Discards entries up to and including `index`, which must not exceed the snapshot's index. */
   compact(index: number): void {
     const offset = this.offset();

@@ -15,7 +15,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { assert } from '../base/assert.ts';
-import { MemoryStorage, type InitialState, type LogStorage } from '../raft/storage.ts';
+import { MemoryStorage, SnapshotUnavailableError, type InitialState, type LogStorage } from '../raft/storage.ts';
 import type { ConfState, Entry, HardState, Logger, Snapshot } from '../raft/types.ts';
 import { StorageCorruptionError, rebuildNodeRecovery } from './errors.ts';
 import { metaKey } from './keys.ts';
@@ -48,6 +48,12 @@ export interface DiskStorageOptions {
   onSync?: (ms: number, sample: SyncSample) => void;
   /** Snapshot files kept on disk, newest first. Default 2 (the newest and one to fall back to). */
   snapshotsKeptMax?: number;
+  /**
+   * How long the current snapshot's bytes stay in memory after they were last read, created or
+   * installed; then only its file holds them, and `snapshot()` reads them back on demand (it
+   * throws SnapshotUnavailableError meanwhile: the core retries the send). Default 30 s; 0: kept.
+   */
+  snapshotDataKeepMs?: number;
   /** A new write-ahead log segment is started once the current one reaches this size. Default 64 MiB. */
   segmentBytes?: number;
   /** How far ahead of its records the segment being written is extended with zeros. Default 4 MiB. */
@@ -78,6 +84,12 @@ export class DiskStorage implements LogStorage {
   private readonly snapshotsCreating = new Set<Promise<void>>();
   /** Indexes of snapshot files being written outside the queue: not to be pruned. */
   private readonly snapshotFilesWriting = new Set<number>();
+  /** The index of the current snapshot whose bytes left memory (its file holds them), if any. */
+  private snapshotReleased: number | undefined;
+  /** Reading the released bytes back, while it runs. */
+  private snapshotLoading: Promise<void> | undefined;
+  /** Releases the current snapshot's bytes once they went unused for snapshotDataKeepMs. */
+  private snapshotReleaseTimer: ReturnType<typeof setTimeout> | undefined;
 
   private constructor(
     private readonly keys: KeyFile,
@@ -184,9 +196,71 @@ export class DiskStorage implements LogStorage {
     return this.cache.lastIndex();
   }
 
-  /** The snapshot to restore the state machine from at start (index 0: none). */
+  /**
+   * The snapshot to restore the state machine from at start (index 0: none), or to send to a
+   * follower. Its bytes leave memory snapshotDataKeepMs after their last use (a 100,000-document
+   * store's snapshot is about 30 MB, which a node would otherwise hold for good); while they are
+   * read back from the file this throws SnapshotUnavailableError, which the core answers by
+   * trying again on a later append (src/raft/raft.ts, maybeSendSnapshot).
+   */
   snapshot(): Snapshot {
-    return this.cache.snapshot();
+    const snap = this.cache.snapshot();
+    if (this.snapshotReleased !== snap.meta.index) {
+      this.keepSnapshotData();
+      return snap;
+    }
+    this.loadSnapshotData(snap.meta.index);
+    throw new SnapshotUnavailableError();
+  }
+
+  /** Whether the current snapshot's bytes are in memory (false: only in its file). */
+  get snapshotDataResident(): boolean {
+    return this.snapshotReleased !== this.cache.snapshot().meta.index;
+  }
+
+  /** (Re)arms the release of the current snapshot's bytes, snapshotDataKeepMs from now. */
+  private keepSnapshotData(): void {
+    const keepMs = this.opts.snapshotDataKeepMs ?? 30_000;
+    if (keepMs <= 0 || this.closing !== undefined || this.cache.snapshot().meta.index === 0) return;
+    if (this.snapshotReleaseTimer !== undefined) clearTimeout(this.snapshotReleaseTimer);
+    this.snapshotReleaseTimer = setTimeout(() => {
+      this.snapshotReleaseTimer = undefined;
+      void this.releaseSnapshotData();
+    }, keepMs);
+    this.snapshotReleaseTimer.unref();
+  }
+
+  /** Drops the current snapshot's bytes from memory if its file is on disk (the file is durable before the snapshot becomes current). */
+  private async releaseSnapshotData(): Promise<void> {
+    const index = this.cache.snapshot().meta.index;
+    if (index === 0 || this.snapshotReleased === index || this.closing !== undefined) return;
+    try {
+      if (!(await this.snapshots.list()).includes(index)) return;
+    } catch {
+      return;
+    }
+    if (this.cache.setSnapshotData(index, new Uint8Array(0))) this.snapshotReleased = index;
+  }
+
+  /** Reads the released bytes of the snapshot at `index` back from its file, once at a time. */
+  private loadSnapshotData(index: number): void {
+    this.snapshotLoading ??= (async () => {
+      try {
+        const decoded = await this.snapshots.read(index);
+        if (!decoded.ok) {
+          this.opts.logger?.warn(`could not read the snapshot file of index ${index} back: ${decoded.detail}`);
+          return;
+        }
+        if (this.snapshotReleased === index && this.cache.setSnapshotData(index, decoded.snapshot.data)) {
+          this.snapshotReleased = undefined;
+          this.keepSnapshotData();
+        }
+      } catch (err) {
+        this.opts.logger?.warn(`could not read the snapshot file of index ${index} back: ${(err as Error).message}`);
+      } finally {
+        this.snapshotLoading = undefined;
+      }
+    })();
   }
 
   hardState(): HardState {
@@ -304,6 +378,8 @@ export class DiskStorage implements LogStorage {
 
   /** Waits for queued writes, then closes the write-ahead log and releases the lock. Idempotent. */
   close(): Promise<void> {
+    if (this.snapshotReleaseTimer !== undefined) clearTimeout(this.snapshotReleaseTimer);
+    this.snapshotReleaseTimer = undefined;
     this.closing ??= Promise.all([...this.snapshotsCreating]).then(() => this.tail).then(() => {
       this.wal.close();
       return this.lock.release();
@@ -335,7 +411,10 @@ export class DiskStorage implements LogStorage {
       ...(install !== undefined ? { install } : {}),
     };
     await this.write(record, sync, 'save');
-    if (snap !== undefined) this.cache.applySnapshot(snap);
+    if (snap !== undefined) {
+      this.cache.applySnapshot(snap);
+      this.keepSnapshotData();
+    }
     this.cache.append(rd.entries);
     if (rd.hardState !== undefined) this.cache.setHardState(rd.hardState);
     assert(this.cache.lastIndex() === bounds.last, `save: cache last ${this.cache.lastIndex()} equals disk last ${bounds.last}`);
@@ -348,6 +427,7 @@ export class DiskStorage implements LogStorage {
     if (snap.meta.index <= this.cache.snapshot().meta.index) return;
     await this.write({ type: 'snapshot', snapshot: file }, true, 'snapshotRecord');
     this.cache.createSnapshot(snap.meta.index, snap.meta.confState, snap.data);
+    this.keepSnapshotData();
     await this.pruneSnapshots();
   }
 

@@ -3,8 +3,9 @@
 
 import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
+import { SnapshotUnavailableError } from '../../src/raft/storage.ts';
 import type { Entry } from '../../src/raft/types.ts';
 import type { SyncSample } from '../../src/storage/index.ts';
 import { bytes, conf, dump, hs, normal, openStorage, recordsEnd, run, tempDir } from './helpers.ts';
@@ -101,6 +102,31 @@ describe('DiskStorage', () => {
     const compacted = dump(after);
     expect(compacted.firstIndex).toBe(16);
     expect(dump(await reopen(dir, after))).toEqual(compacted);
+  });
+
+  it('lets the snapshot\'s bytes leave memory once unused, and reads them back from its file when asked', async () => {
+    const dir = await tempDir();
+    const s = await openStorage(dir, { snapshotDataKeepMs: 20 });
+    await s.save({ entries: run(1, 20, 1), hardState: hs(1, 18) });
+    const data = bytes(...Array.from({ length: 64 }, (_, i) => i));
+    await s.createSnapshot(15, conf(['a', 'b', 'c']), data);
+    expect(s.snapshotDataResident).toBe(true);
+    await vi.waitFor(() => expect(s.snapshotDataResident).toBe(false), { timeout: 5000, interval: 10 });
+    // Meanwhile the core is told to try again later, as while any snapshot is being prepared.
+    expect(() => s.snapshot()).toThrow(SnapshotUnavailableError);
+    const back = await vi.waitFor(() => s.snapshot(), { timeout: 5000, interval: 10 });
+    expect(back).toEqual({ meta: { index: 15, term: 1, confState: conf(['a', 'b', 'c']) }, data });
+    // An installed snapshot is released the same way; the next one replaces it whole.
+    const snap = { meta: { index: 50, term: 3, confState: conf(['a', 'b']) }, data: bytes(1, 2, 3) };
+    await s.save({ snapshot: snap, entries: run(51, 52, 3), hardState: hs(3, 50) });
+    await vi.waitFor(() => expect(s.snapshotDataResident).toBe(false), { timeout: 5000, interval: 10 });
+    expect(await vi.waitFor(() => s.snapshot(), { timeout: 5000, interval: 10 })).toEqual(snap);
+    // With snapshotDataKeepMs 0 the bytes stay.
+    const kept = await openStorage(await tempDir(), { snapshotDataKeepMs: 0 });
+    await kept.save({ entries: run(1, 5, 1), hardState: hs(1, 5) });
+    await kept.createSnapshot(5, conf(['a']), data);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(kept.snapshotDataResident).toBe(true);
   });
 
   it('installs a snapshot received from the leader, replacing the whole log', async () => {
