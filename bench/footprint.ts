@@ -33,7 +33,7 @@ import { summariseHeapSnapshot, type HeapGroup } from './lib/heap-summary.ts';
 import { once } from './lib/http.ts';
 import { breakdown, type LoadBreakdown, type Metafile } from './lib/load-breakdown.ts';
 import { abandonOnSignal, cpuMs, killAllStarted, rssMiB, sleep, stopProcess, trackTempDir } from './lib/proc.ts';
-import { docsFootprint, type DocsFigures } from './lib/docs-footprint.ts';
+import { agreedLeader, docsFootprint, type DocsFigures } from './lib/docs-footprint.ts';
 import { leakCheck, leakReport, type LeakOptions } from './lib/leak-check.ts';
 import { etcdVersion, writeNamedSection } from './lib/report.ts';
 import { ShoalCluster } from './lib/shoal-cluster.ts';
@@ -398,7 +398,7 @@ async function runDocs(o: Options, docs: number): Promise<DocsRun> {
       for (const p of procs()) rmSync(path.join(work, `${p.pid}.json`), { force: true });
       at3s = (await heapFigures(procs(), work, -1)).figures;
     });
-    const leader = (await sys.leader()) ?? 0;
+    const leader = await agreedLeader(sys);
     progress(`shoal: loaded in ${shoal.loadSeconds.toFixed(1)} s; RSS at 3 s ${shoal.rssAt3s.map(mib).join(' / ')}, at 35 s ${shoal.rssAt35s.map(mib).join(' / ')} MiB; heap used at 3 s ${at3s.map((h) => mib((h?.memory.heapUsed ?? Number.NaN) / 2 ** 20)).join(' / ')} MiB`);
     progress(`V8 figures and a heap snapshot of the leader (n${leader + 1})`);
     for (const p of procs()) rmSync(path.join(work, `${p.pid}.json`), { force: true });

@@ -51,7 +51,8 @@ export interface DiskStorageOptions {
   /**
    * How long the current snapshot's bytes stay in memory after they were last read, created or
    * installed; then only its file holds them, and `snapshot()` reads them back on demand (it
-   * throws SnapshotUnavailableError meanwhile: the core retries the send). Default 30 s; 0: kept.
+   * throws SnapshotUnavailableError meanwhile: the core retries the send). Default 1 s; a
+   * negative value keeps them (as before).
    */
   snapshotDataKeepMs?: number;
   /** A new write-ahead log segment is started once the current one reaches this size. Default 64 MiB. */
@@ -198,7 +199,7 @@ export class DiskStorage implements LogStorage {
 
   /**
    * The snapshot to restore the state machine from at start (index 0: none), or to send to a
-   * follower. Its bytes leave memory snapshotDataKeepMs after their last use (a 100,000-document
+   * follower. Its bytes leave memory snapshotDataKeepMs (1 s) after their last use (a 100,000-document
    * store's snapshot is about 30 MB, which a node would otherwise hold for good); while they are
    * read back from the file this throws SnapshotUnavailableError, which the core answers by
    * trying again on a later append (src/raft/raft.ts, maybeSendSnapshot).
@@ -220,8 +221,8 @@ export class DiskStorage implements LogStorage {
 
   /** (Re)arms the release of the current snapshot's bytes, snapshotDataKeepMs from now. */
   private keepSnapshotData(): void {
-    const keepMs = this.opts.snapshotDataKeepMs ?? 30_000;
-    if (keepMs <= 0 || this.closing !== undefined || this.cache.snapshot().meta.index === 0) return;
+    const keepMs = this.opts.snapshotDataKeepMs ?? 1000;
+    if (keepMs < 0 || this.closing !== undefined || this.cache.snapshot().meta.index === 0) return;
     if (this.snapshotReleaseTimer !== undefined) clearTimeout(this.snapshotReleaseTimer);
     this.snapshotReleaseTimer = setTimeout(() => {
       this.snapshotReleaseTimer = undefined;

@@ -121,8 +121,8 @@ describe('DiskStorage', () => {
     await s.save({ snapshot: snap, entries: run(51, 52, 3), hardState: hs(3, 50) });
     await vi.waitFor(() => expect(s.snapshotDataResident).toBe(false), { timeout: 5000, interval: 10 });
     expect(await vi.waitFor(() => s.snapshot(), { timeout: 5000, interval: 10 })).toEqual(snap);
-    // With snapshotDataKeepMs 0 the bytes stay.
-    const kept = await openStorage(await tempDir(), { snapshotDataKeepMs: 0 });
+    // With a negative snapshotDataKeepMs the bytes stay.
+    const kept = await openStorage(await tempDir(), { snapshotDataKeepMs: -1 });
     await kept.save({ entries: run(1, 5, 1), hardState: hs(1, 5) });
     await kept.createSnapshot(5, conf(['a']), data);
     await new Promise((r) => setTimeout(r, 50));
