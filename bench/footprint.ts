@@ -16,6 +16,10 @@
 //
 // Every node runs with bench/lib/footprint-probe.mjs preloaded (a SIGUSR2 handler and an exit
 // handler; no timer). The run takes --idle + about 60 s.
+//
+// --leak [--minutes 30] is the leak check instead (bench/lib/leak-check.ts): 500 services / 5,000
+// tasks in the store (the in-memory runtime unless --runtime), then the leader's RSS, heap after
+// GC, CPU and loops' pass time once a minute; --write puts it in the "footprint-leak" section.
 
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -29,11 +33,15 @@ import { summariseHeapSnapshot, type HeapGroup } from './lib/heap-summary.ts';
 import { once } from './lib/http.ts';
 import { breakdown, type LoadBreakdown, type Metafile } from './lib/load-breakdown.ts';
 import { abandonOnSignal, cpuMs, killAllStarted, rssMiB, sleep, stopProcess, trackTempDir } from './lib/proc.ts';
+import { agreedLeader, docsFootprint, type DocsFigures } from './lib/docs-footprint.ts';
+import { leakCheck, leakReport, type LeakOptions } from './lib/leak-check.ts';
 import { etcdVersion, writeNamedSection } from './lib/report.ts';
 import { ShoalCluster } from './lib/shoal-cluster.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const buildDir = path.join(root, 'bench', '.builds', 'footprint');
+/** The build of a mode: footprint, footprint-leak, footprint-docs (one each, so that a run of one mode never rebuilds under another's running nodes). */
+const buildDirOf = (mode: string): string => path.join(root, 'bench', '.builds', mode);
+const buildDir = buildDirOf('footprint');
 const probe = fileURLToPath(new URL('./lib/footprint-probe.mjs', import.meta.url));
 const timeouts = { heartbeatMs: 100, electionMs: 1000 };
 
@@ -51,15 +59,30 @@ Options:
   --runtime KIND       the nodes' runtime.kind: docker (default), memory or none
   --no-etcd            no etcd members (no ratio)
   --write              write the "footprint" section of bench/RESULTS.md
+                       (with --leak: the "footprint-leak" section)
+  --leak               the leak check instead: --services services of --replicas tasks
+                       in the store (runtime memory unless --runtime), then the leader's
+                       RSS, V8 heap used after a full GC, process CPU and its loops' pass
+                       time once a minute for --minutes minutes, and the machine's load
+                       average; verdict flat or not on the last 10 minutes' slopes
+  --docs N             instead: the memory after N documents (RSS <= 1.5x etcd's): three
+                       shoal nodes and three etcd members each loaded as npm run bench's
+                       memory group loads them, RSS 3 s and 35 s after the last write,
+                       the nodes' V8 figures and a heap snapshot of the leader by
+                       constructor; --write: the "footprint-docs" section
+  --minutes N          minutes sampled by --leak (default 30)
+  --services N         services written by --leak (default 500)
+  --replicas N         replicas of each of them (default 10)
   -h, --help           show this help`;
 
-interface Options { idle: number; cpu: number; runtime: 'docker' | 'memory' | 'none'; etcd: boolean; write: boolean }
+interface Options { idle: number; cpu: number; runtime: 'docker' | 'memory' | 'none'; etcd: boolean; write: boolean; leak: LeakOptions | undefined; docs: number | undefined }
 
 function parseOptions(): Options | 'help' {
   const { values: v } = parseArgs({
     options: {
-      idle: { type: 'string', default: '60' }, cpu: { type: 'string', default: '30' }, runtime: { type: 'string', default: 'docker' },
+      idle: { type: 'string', default: '60' }, cpu: { type: 'string', default: '30' }, runtime: { type: 'string' },
       'no-etcd': { type: 'boolean', default: false }, write: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
+      leak: { type: 'boolean', default: false }, docs: { type: 'string' }, minutes: { type: 'string', default: '30' }, services: { type: 'string', default: '500' }, replicas: { type: 'string', default: '10' },
     },
   });
   if (v.help) return 'help';
@@ -71,20 +94,24 @@ function parseOptions(): Options | 'help' {
   const idle = whole(v.idle, 'idle', 1);
   const cpu = whole(v.cpu, 'cpu', 1);
   if (cpu > idle) throw new Error(`--cpu (${cpu}) must not exceed --idle (${idle}): the CPU is measured in the idle time`);
-  if (v.runtime !== 'docker' && v.runtime !== 'memory' && v.runtime !== 'none') throw new Error(`--runtime must be docker, memory or none, not ${JSON.stringify(v.runtime)}`);
-  return { idle, cpu, runtime: v.runtime, etcd: !v['no-etcd'], write: v.write };
+  const runtime = (v.runtime ?? (v.leak ? 'memory' : 'docker')) as Options['runtime'];
+  if (runtime !== 'docker' && runtime !== 'memory' && runtime !== 'none') throw new Error(`--runtime must be docker, memory or none, not ${JSON.stringify(runtime)}`);
+  const leak = v.leak ? { minutes: whole(v.minutes, 'minutes', 2), services: whole(v.services, 'services', 1), replicas: whole(v.replicas, 'replicas', 1), runtime } : undefined;
+  const docs = v.docs === undefined ? undefined : whole(v.docs, 'docs', 1);
+  if (docs !== undefined && leak) throw new Error('--docs and --leak are two runs: give one');
+  return { idle, cpu, runtime, etcd: !v['no-etcd'] && !v.leak, write: v.write, leak, docs };
 }
 
 const progress = (msg: string): void => { process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`); };
 
 /** Bundles the working tree with its metafile; returns the metafile (output paths relative to the root). */
-async function build(): Promise<Metafile> {
+async function build(dir = buildDir): Promise<Metafile> {
   const cwd = process.cwd();
   process.chdir(root);
   try {
-    const meta = await bundle(buildDir, { metafile: true });
-    await bundleConsole(buildDir);
-    writeFileSync(path.join(buildDir, 'run.mjs'), "import { main } from './shoal.mjs';\nprocess.exitCode = await main(process.argv.slice(2));\n");
+    const meta = await bundle(dir, { metafile: true });
+    await bundleConsole(dir);
+    writeFileSync(path.join(dir, 'run.mjs'), "import { main } from './shoal.mjs';\nprocess.exitCode = await main(process.argv.slice(2));\n");
     return meta;
   } finally {
     process.chdir(cwd);
@@ -321,10 +348,131 @@ function report(r: Run, cmd: string): string {
   ].join('\n');
 }
 
+/** The leak check: the bundle's three nodes with --expose-gc and the probe (bench/lib/leak-check.ts). */
+async function runLeak(leak: LeakOptions): Promise<string> {
+  progress('bundling the working tree into bench/.builds/footprint-leak');
+  await build(buildDirOf('footprint-leak'));
+  const work = mkdtempSync(path.join(os.tmpdir(), 'shoal-footprint-'));
+  trackTempDir(work);
+  process.env.SHOAL_FOOTPRINT_DIR = work;
+  const sys = new ShoalCluster(timeouts, false, path.join(buildDirOf('footprint-leak'), 'run.mjs'), ['--expose-gc', '--import', probe], {
+    runtime: { kind: leak.runtime }, node: { cpuMillis: 64_000, memoryBytes: 128 * 2 ** 30 },
+  }, true);
+  try {
+    progress(`starting three shoal nodes (runtime ${leak.runtime})`);
+    await sys.start();
+    const r = await leakCheck(sys, leak, work);
+    return leakReport(r, `npm run bench:footprint -- ${process.argv.slice(2).join(' ')}`.trim());
+  } finally {
+    await sys.destroy();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+interface DocsRun {
+  docs: number;
+  runtime: string;
+  shoal: DocsFigures;
+  etcd: DocsFigures | undefined;
+  at3s: (HeapFigures | undefined)[];
+  at35s: (HeapFigures | undefined)[];
+  leader: number;
+  snapshot: { groups: HeapGroup[]; totalBytes: number; nodes: number } | undefined;
+  etcdVersion: string;
+}
+
+/** --docs: the memory after N documents, shoal beside etcd, and where a shoal node's goes. */
+async function runDocs(o: Options, docs: number): Promise<DocsRun> {
+  progress('bundling the working tree into bench/.builds/footprint-docs');
+  await build(buildDirOf('footprint-docs'));
+  const work = mkdtempSync(path.join(os.tmpdir(), 'shoal-footprint-'));
+  trackTempDir(work);
+  process.env.SHOAL_FOOTPRINT_DIR = work;
+  const sys = new ShoalCluster(timeouts, false, path.join(buildDirOf('footprint-docs'), 'run.mjs'), ['--import', probe], { runtime: { kind: o.runtime } }, true);
+  try {
+    progress(`three shoal nodes (runtime ${o.runtime}): ${docs} documents`);
+    await sys.start();
+    const procs = (): { name: string; pid: number }[] => sys.nodes.map((n) => ({ name: n.name, pid: n.pid ?? -1 }));
+    let at3s: (HeapFigures | undefined)[] = [];
+    const shoal = await docsFootprint(sys, docs, async () => {
+      for (const p of procs()) rmSync(path.join(work, `${p.pid}.json`), { force: true });
+      at3s = (await heapFigures(procs(), work, -1)).figures;
+    });
+    const leader = await agreedLeader(sys);
+    progress(`shoal: loaded in ${shoal.loadSeconds.toFixed(1)} s; RSS at 3 s ${shoal.rssAt3s.map(mib).join(' / ')}, at 35 s ${shoal.rssAt35s.map(mib).join(' / ')} MiB; heap used at 3 s ${at3s.map((h) => mib((h?.memory.heapUsed ?? Number.NaN) / 2 ** 20)).join(' / ')} MiB`);
+    progress(`V8 figures and a heap snapshot of the leader (n${leader + 1})`);
+    for (const p of procs()) rmSync(path.join(work, `${p.pid}.json`), { force: true });
+    const { figures: at35s, snapshot } = await heapFigures(procs(), work, leader);
+    const summary = snapshot !== undefined ? summariseHeapSnapshot(snapshot) : undefined;
+    if (snapshot !== undefined) rmSync(snapshot, { force: true });
+    await sys.destroy();
+    let etcdFigures: DocsFigures | undefined;
+    if (o.etcd) {
+      const etcd = new EtcdCluster(timeouts);
+      try {
+        progress(`three etcd members: ${docs} documents`);
+        await etcd.start();
+        etcdFigures = await docsFootprint(etcd, docs);
+        progress(`etcd: loaded in ${etcdFigures.loadSeconds.toFixed(1)} s; RSS at 3 s ${etcdFigures.rssAt3s.map(mib).join(' / ')}, at 35 s ${etcdFigures.rssAt35s.map(mib).join(' / ')} MiB`);
+      } finally {
+        await etcd.destroy();
+      }
+    }
+    return { docs, runtime: o.runtime, shoal, etcd: etcdFigures, at3s, at35s, leader, snapshot: summary, etcdVersion: o.etcd ? etcdVersion(etcdBinary) ?? 'unknown' : 'not run' };
+  } finally {
+    await sys.destroy();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+function docsReport(r: DocsRun, cmd: string): string {
+  const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
+  const each = (xs: number[]): string => xs.map(mib).join(' / ');
+  const ratio = (a: number[], b: number[] | undefined): string => (b ? (sum(a) / sum(b)).toFixed(2) : '–');
+  const e = r.etcd;
+  const heapRow = (when: string, hs: (HeapFigures | undefined)[]): string[] => hs.map((h, i) => (h
+    ? `| n${i + 1}${i === r.leader ? ' (leader)' : ''}, ${when} | ${mib(h.memory.heapUsed / 2 ** 20)} | ${mib(h.heap.total_heap_size / 2 ** 20)} | ${mib(h.memory.external / 2 ** 20)} | ${mib(h.memory.arrayBuffers / 2 ** 20)} | ${mib(h.memory.rss / 2 ** 20)} |`
+    : `| n${i + 1}, ${when} | – | – | – | – | – |`));
+  return [
+    `## Memory after ${r.docs.toLocaleString('en-US')} documents (issue 45: RSS <= 1.5x etcd's)`,
+    '',
+    `\`${cmd}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC; ${os.cpus().length} cores, Node ${process.version}, etcd ${r.etcdVersion}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' / ')} at the end (the machine is shared). `
+      + `Three \`shoal serve\` processes of the bundled working tree (runtime ${r.runtime}), then three etcd members, each loaded as \`npm run bench -- --only memory\` loads them: ${r.docs.toLocaleString('en-US')} documents of a 256-character value by 64 clients to the leader, one system at a time.`,
+    '',
+    '| figure (MiB) | shoal (sum of 3; each) | etcd (sum of 3; each) | shoal/etcd | target |',
+    '|---|---:|---:|---:|---|',
+    `| RSS 3 s after the last write (as \`npm run bench\` reads it) | ${mib(sum(r.shoal.rssAt3s))} (${each(r.shoal.rssAt3s)}) | ${e ? `${mib(sum(e.rssAt3s))} (${each(e.rssAt3s)})` : '–'} | ${ratio(r.shoal.rssAt3s, e?.rssAt3s)} | <= 1.5 |`,
+    `| RSS 35 s after the last write | ${mib(sum(r.shoal.rssAt35s))} (${each(r.shoal.rssAt35s)}) | ${e ? `${mib(sum(e.rssAt35s))} (${each(e.rssAt35s)})` : '–'} | ${ratio(r.shoal.rssAt35s, e?.rssAt35s)} | |`,
+    `| loading (s) | ${r.shoal.loadSeconds.toFixed(1)} | ${e ? e.loadSeconds.toFixed(1) : '–'} | | |`,
+    '',
+    'V8 figures of each shoal node (the probe\'s, no GC of ours), 3 s and 35 s after the last write:',
+    '',
+    '| node | V8 heap used (MiB) | V8 heap total (MiB) | external (MiB) | of which array buffers (MiB) | RSS at that moment (MiB) |',
+    '|---|---:|---:|---:|---:|---:|',
+    ...heapRow('3 s', r.at3s),
+    ...heapRow('35 s', r.at35s),
+    ...(r.snapshot ? ['', `Heap snapshot of the leader after the 35 s figures: ${r.snapshot.nodes.toLocaleString('en-US')} objects, ${mib(r.snapshot.totalBytes / 2 ** 20)} MiB self size; the top 25 by self size:`, '',
+      '| what | count | self size (KiB) |', '|---|---:|---:|',
+      ...r.snapshot.groups.slice(0, 25).map((g) => `| ${g.what.replaceAll('|', '\\|')} | ${g.count.toLocaleString('en-US')} | ${kib(g.bytes)} |`)] : []),
+  ].join('\n');
+}
+
 async function main(): Promise<void> {
   const o = parseOptions();
   if (o === 'help') { console.log(help); return; }
   abandonOnSignal();
+  if (o.docs !== undefined) {
+    const text = docsReport(await runDocs(o, o.docs), `npm run bench:footprint -- ${process.argv.slice(2).join(' ')}`.trim());
+    console.log(text);
+    if (o.write) writeNamedSection('footprint-docs', text);
+    return;
+  }
+  if (o.leak) {
+    const text = await runLeak(o.leak);
+    console.log(text);
+    if (o.write) writeNamedSection('footprint-leak', text);
+    return;
+  }
   const r = await run(o);
   const text = report(r, `npm run bench:footprint -- ${process.argv.slice(2).join(' ')}`.trim());
   console.log(text);
