@@ -3,9 +3,11 @@
 // writer's pass, once the live volume is made for the era, and not again before `every`; on
 // another node the holder's pass, its live volume set aside once the record names another
 // writer, but never on a restart in place (this node named, an older epoch: the agent keeps it).
+// Started, it wakes on the records' changes and arms a timer only while this node writes or holds
+// a volume (fake timers count them: none at all on a node with no volume records).
 
 import { PassThrough } from 'node:stream';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DocumentStore, encodeCommand, type JsonObject } from '../../fsm/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import { nodesCollection } from '../../src/resources/collections.ts';
@@ -18,20 +20,20 @@ const node = (id: string, epoch: number) => ({
   availability: 'active', state: 'ready', epoch, runtime: { status: 'up', error: null }, softwareVersion: '0.0.0-test', mesh: null,
 });
 
-function setup(self: string, rec: VolumeRecord, epochs: Record<string, number>) {
+function setup(self: string, rec: VolumeRecord | null, epochs: Record<string, number>, opts: { has?: boolean } = {}) {
   const store = new DocumentStore();
   let index = 0;
   const put = (collection: string, id: string, doc: unknown): void => {
     store.apply({ index: ++index, term: 1, data: encodeCommand({ cmd: { op: 'put', collection, id, doc: doc as JsonObject }, ts: 1, principal: 'shoal:test' }), logTimeMs: 1, featureLevel: 6 });
   };
   for (const [id, epoch] of Object.entries(epochs)) put(nodesCollection, id, node(id, epoch));
-  put(volumesCollection, rec.name, rec);
+  if (rec !== null) put(volumesCollection, rec.name, rec);
   const calls: string[] = [];
   const local: VolumeVersion[] = [];
   let liveReady = true;
   const engine = {
     liveIsFor: async () => liveReady,
-    has: async () => true,
+    has: async () => opts.has ?? true,
     ensure: async () => { calls.push('ensure'); },
     setAsideLive: async () => { calls.push('setAside'); return 'live-1'; },
     versions: async () => [...local],
@@ -53,7 +55,7 @@ function setup(self: string, rec: VolumeRecord, epochs: Record<string, number>) 
       recordError: async () => undefined,
     },
   });
-  return { loop, calls, held, setNow: (ms: number) => { now = ms; }, setLive: (b: boolean) => { liveReady = b; }, local };
+  return { loop, calls, held, put, setNow: (ms: number) => { now = ms; }, setLive: (b: boolean) => { liveReady = b; }, local };
 }
 
 const rec = (eras: VolumeRecord['eras']): VolumeRecord => ({ name: 'pgdata', service: 'db', copies: 2, everyMs: 5_000, sizeBytes: 1 << 30, eras, held: [], lastError: null });
@@ -96,5 +98,45 @@ describe('the volume loop', () => {
     await s.loop.close();
     expect(s.calls).toEqual(['ensure']);
     expect(s.held).toEqual([]);
+  });
+
+  describe('started', () => {
+    afterEach(() => { vi.useRealTimers(); });
+    const fakeTimers = (): void => { vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] }); };
+
+    it('arms no timer and runs no pass on a node with no volume records; a record appearing wakes it, and then it keeps one', async () => {
+      fakeTimers();
+      const s = setup('n1', null, { n1: 2, n2: 0 });
+      s.loop.start();
+      expect(vi.getTimerCount()).toBe(0);
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(s.calls).toEqual([]);
+      expect(vi.getTimerCount()).toBe(0);
+      // The leader places the task here: the record appears naming this node, no timer needed to notice it.
+      s.put(volumesCollection, 'pgdata', rec([{ node: 'n1', epoch: 2, fromSeq: 1, base: null }]));
+      await Promise.resolve();
+      await s.loop.idle();
+      expect(s.calls).toEqual(['snapshot s1', 'send n2']);
+      // It writes the volume now: one timer, for the next interval.
+      expect(vi.getTimerCount()).toBe(1);
+      expect(s.loop.timerArmed).toBe(true);
+      await s.loop.close();
+      expect(vi.getTimerCount()).toBe(0);
+    });
+
+    it('looks at a record that names it not, on its change, and arms no timer for it', async () => {
+      fakeTimers();
+      const s = setup('n3', rec([{ node: 'n1', epoch: 2, fromSeq: 1, base: null }]), { n1: 2, n2: 0, n3: 0 }, { has: false });
+      s.loop.start();
+      await s.loop.idle();
+      expect(s.calls).toEqual([]);
+      expect(vi.getTimerCount()).toBe(0);
+      // A copy recorded on this node (the writer sent it one): it holds the volume now, so it keeps a timer.
+      s.put(volumesCollection, 'pgdata', { ...rec([{ node: 'n1', epoch: 2, fromSeq: 1, base: null }]), held: [{ node: 'n3', version: { seq: 1, node: 'n1', epoch: 2 }, atMs: 1 }] });
+      await Promise.resolve();
+      await s.loop.idle();
+      expect(vi.getTimerCount()).toBe(1);
+      await s.loop.close();
+    });
   });
 });
