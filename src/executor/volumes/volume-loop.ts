@@ -23,7 +23,7 @@ import type { Logger } from '../../log.ts';
 import { nodesCollection, servicesCollection } from '../../resources/collections.ts';
 import { nodeRecordSchema, serviceRecordSchema } from '../../resources/records.ts';
 import { allDocs } from '../../resources/state.ts';
-import { currentWriter, restoreWriter, volumeRecordSchema, volumesCollection, type VolumeRecord, type VolumeVersion } from '../../resources/volumes.ts';
+import { currentWriter, removalsOf, restoreWriter, versionName, volumeRecordSchema, volumesCollection, type VolumeRecord, type VolumeVersion } from '../../resources/volumes.ts';
 import { holderPass } from './holder.ts';
 import { replicateOnce, type PassResult } from './replicator.ts';
 import type { IncrementOffer, VolumeEngine } from './volume-engine.ts';
@@ -35,7 +35,7 @@ export type IncrementSender = (node: string, offer: IncrementOffer, body: Readab
 export interface VolumeLoopOptions {
   engine: VolumeEngine;
   store: DocumentStore;
-  writer: Pick<StoreVolumeWriter, 'record' | 'recordHeld' | 'forgetHeld' | 'recordError'>;
+  writer: Pick<StoreVolumeWriter, 'record' | 'recordHeld' | 'forgetHeld' | 'recordError' | 'finishRemoval'>;
   self: string;
   send: IncrementSender;
   /** Monotonic milliseconds. */
@@ -114,8 +114,16 @@ export class VolumeLoop {
       if (this.running.has(rec.name)) continue;
       const mine = this.writes(rec, epoch);
       const last = this.lastPass.get(rec.name);
-      if (last !== undefined && this.opts.now() - last < this.everyOf(rec, mine)) continue;
-      this.run(rec.name, () => (mine && epoch !== undefined ? this.writerPass(rec, epoch) : this.holderPass(rec)));
+      const removals = removalsOf(rec, this.opts.self);
+      if (last !== undefined && this.opts.now() - last < this.everyOf(rec, mine)) {
+        // Not due, but the operator removed copies here: deleted now, not at the next interval.
+        if (removals.length > 0) this.run(rec.name, () => this.removeMarked(rec, removals));
+        continue;
+      }
+      this.run(rec.name, async () => {
+        if (removals.length > 0) await this.removeMarked(rec, removals);
+        await (mine && epoch !== undefined ? this.writerPass(rec, epoch) : this.holderPass(rec));
+      });
     }
     this.arm();
   }
@@ -170,9 +178,9 @@ export class VolumeLoop {
     return writer !== null && writer.node === this.opts.self && epoch !== undefined && writer.epoch === epoch;
   }
 
-  /** Whether this node writes, wrote or holds the volume: only then does the loop keep a timer for it. */
+  /** Whether this node writes, wrote or holds the volume (or has removed copies to delete): only then does the loop keep a timer for it. */
   private involves(rec: VolumeRecord): boolean {
-    return rec.eras.some((e) => e.node === this.opts.self) || rec.held.some((c) => c.node === this.opts.self);
+    return rec.eras.some((e) => e.node === this.opts.self) || rec.held.some((c) => c.node === this.opts.self) || removalsOf(rec, this.opts.self).length > 0;
   }
 
   private everyOf(rec: VolumeRecord, mine: boolean): number {
@@ -236,6 +244,21 @@ export class VolumeLoop {
       recordHeld: (n, node, vs: readonly VolumeVersion[]) => this.opts.writer.recordHeld(n, node, vs),
       forgetHeld: (n, node, vs: readonly VolumeVersion[]) => this.opts.writer.forgetHeld(n, node, vs),
     }, rec.name, this.opts.self);
+  }
+
+  /**
+   * Deletes the copies the operator removed from this node (the store forgot them first, by
+   * `shoal volume rm-copy`), then takes them off the record's list. Level-triggered: a delete
+   * that fails is tried again at the next look, the list keeps them meanwhile.
+   */
+  private async removeMarked(rec: VolumeRecord, versions: readonly VolumeVersion[]): Promise<void> {
+    if (await this.opts.engine.has(rec.name)) {
+      // After a reboot the filesystem is not mounted: its versions would look absent.
+      await this.opts.engine.ensure(rec.name, rec.sizeBytes);
+      for (const v of versions) await this.opts.engine.drop(rec.name, v);
+    }
+    await this.opts.writer.finishRemoval(rec.name, this.opts.self, versions);
+    this.opts.log.info(`volume ${rec.name}: removed ${versions.map((v) => versionName(v)).join(', ')} from this node, as the operator asked`);
   }
 
   /** This node's epoch, from its record; undefined before it registered. */
