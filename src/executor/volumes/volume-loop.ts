@@ -24,6 +24,8 @@ import { nodesCollection, servicesCollection } from '../../resources/collections
 import { nodeRecordSchema, serviceRecordSchema } from '../../resources/records.ts';
 import { allDocs } from '../../resources/state.ts';
 import { currentWriter, removalsOf, restoreWriter, versionName, volumeRecordSchema, volumesCollection, type VolumeRecord, type VolumeVersion } from '../../resources/volumes.ts';
+import type { ReplicateSpec } from '../../resources/spec/service-spec.ts';
+import type { HookRunner } from './hooks.ts';
 import { holderPass } from './holder.ts';
 import { replicateOnce, type PassResult } from './replicator.ts';
 import type { IncrementOffer, VolumeEngine } from './volume-engine.ts';
@@ -43,6 +45,8 @@ export interface VolumeLoopOptions {
   log: Logger;
   /** The wait before looking again at a volume of this node's whose pass could not start yet (default 1 s); each volume's passes run every `every` of its record. */
   tickMs?: number;
+  /** Runs a volume's hooks (replicate.hooks) in its task's container; absent: a volume with hooks fails its passes, saying so. */
+  hooks?: HookRunner;
   /** Told of each writer's pass that ran (events, metrics). */
   onWriterPass?: (name: string, result: PassResult) => void;
   /** Told of a writer's pass that failed as a whole (no version taken). */
@@ -205,7 +209,9 @@ export class VolumeLoop {
     // The agent makes the live volume for the era before the task starts; until then nothing to copy.
     if (era === undefined || !(await this.opts.engine.liveIsFor(rec.name, era))) return;
     this.lastPass.set(rec.name, this.opts.now());
-    const bandwidth = this.bandwidthOf(rec);
+    const replicate = this.replicateOf(rec);
+    const bandwidth = replicate?.maxBandwidthBytes;
+    const hooks = this.opts.hooks;
     try {
       const result = await replicateOnce(this.opts.engine, {
         record: (n) => this.opts.writer.record(n),
@@ -213,7 +219,8 @@ export class VolumeLoop {
         recordHeld: (n, node, v) => this.opts.writer.recordHeld(n, node, [v]),
         recordError: (n, message) => this.opts.writer.recordError(n, message),
         send: (node, offer, body) => this.opts.send(node, offer, body, bandwidth),
-      }, rec.name, { node: this.opts.self, epoch });
+        ...(hooks !== undefined ? { runHook: (phase, argv, timeoutMs) => hooks(rec.service, phase, argv, timeoutMs) } : {}),
+      }, rec.name, { node: this.opts.self, epoch }, replicate?.hooks);
       if (result.failed.length > 0) this.opts.log.warn(`volume ${rec.name}: version ${result.version.seq} not copied to ${result.failed.map((f) => `${f.node} (${f.message})`).join(', ')}`);
       this.opts.onWriterPass?.(rec.name, result);
     } catch (err) {
@@ -277,10 +284,10 @@ export class VolumeLoop {
     return out.sort();
   }
 
-  /** The spec's replicate.maxBandwidth of the mount of this volume, if any. */
-  private bandwidthOf(rec: VolumeRecord): number | undefined {
+  /** The spec's replicate settings of the mount of this volume (maxBandwidth, hooks), if any. */
+  private replicateOf(rec: VolumeRecord): ReplicateSpec | undefined {
     const svc = serviceRecordSchema.safeParse(this.opts.store.get(servicesCollection, rec.service)?.doc);
     if (!svc.success) return undefined;
-    return svc.data.spec.mounts.find((m) => m.type === 'volume' && m.source === rec.name)?.replicate?.maxBandwidthBytes;
+    return svc.data.spec.mounts.find((m) => m.type === 'volume' && m.source === rec.name)?.replicate;
   }
 }
