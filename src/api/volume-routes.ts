@@ -11,11 +11,11 @@
 //
 // sendIncrement is the writer's side of the last one, over the mesh with this node's certificate.
 
-import type { Readable } from 'node:stream';
+import { pipeline, type Readable } from 'node:stream';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { ShoalError, errorCatalog, type ErrorCode } from '../errors.ts';
-import { throttle } from '../executor/volumes/throttle.ts';
+import { throttle, type ThrottleClock } from '../executor/volumes/throttle.ts';
 import type { IncrementOffer } from '../executor/volumes/volume-engine.ts';
 import { btrfsTimeouts } from '../executor/volumes/btrfs.ts';
 import { putChange } from '../resources/changes.ts';
@@ -236,8 +236,11 @@ export const volumeRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app,
  * `bytesPerSecond` when given; resolves once the holder received and checked it, and throws
  * the holder's refusal as its ShoalError otherwise.
  */
-export async function sendIncrement(peer: PeerHttp, addr: string, offer: IncrementOffer, body: Readable, bytesPerSecond: number | undefined): Promise<void> {
-  const stream = bytesPerSecond === undefined ? body : body.pipe(throttle(bytesPerSecond));
+export async function sendIncrement(
+  peer: Pick<PeerHttp, 'fetch'>, addr: string, offer: IncrementOffer, body: Readable, bytesPerSecond: number | undefined, clock?: ThrottleClock,
+): Promise<void> {
+  // pipeline, not pipe: a read error of the stream's file ends the request instead of stalling it until the timeout.
+  const stream = bytesPerSecond === undefined ? body : throttled(body, bytesPerSecond, clock);
   const header = Buffer.from(JSON.stringify({ volume: offer.volume, version: offer.version, parent: offer.parent, sender: offer.sender, bytes: offer.bytes, sha256: offer.sha256 })).toString('base64url');
   const res = await peer.fetch(addr, `/v1/volumes/${encodeURIComponent(offer.volume)}/increments`, {
     method: 'PUT', headers: { 'content-type': 'application/octet-stream', [incrementHeader]: header },
@@ -256,4 +259,11 @@ export async function sendIncrement(peer: PeerHttp, addr: string, offer: Increme
   }
   const code: ErrorCode = typeof err.code === 'string' && Object.hasOwn(errorCatalog, err.code) ? err.code as ErrorCode : 'node_unreachable';
   throw new ShoalError(code, typeof err.message === 'string' ? err.message : `holder at ${addr} answered ${res.status}: ${text.slice(0, 200)}`, (err.details ?? undefined) as Record<string, unknown> | undefined);
+}
+
+/** The stream paced to bytesPerSecond (replicate.maxBandwidth); an error on either side destroys both. */
+function throttled(body: Readable, bytesPerSecond: number, clock: ThrottleClock | undefined): Readable {
+  const t = throttle(bytesPerSecond, clock);
+  pipeline(body, t, () => undefined);
+  return t;
 }
