@@ -3,7 +3,7 @@
 
 import { z } from 'zod';
 import { readOnlyQuery } from './control-schemas.ts';
-import { incrementHeader, streamHeader, restoreAnswer, restoreBody, volumeListAnswer, volumeNameParams, volumeViewSchema } from './volume-routes.ts';
+import { incrementHeader, removeCopyAnswer, removeCopyBody, restoreAnswer, restoreBody, streamHeader, volumeListAnswer, volumeNameParams, volumeViewSchema } from './volume-routes.ts';
 
 type Json = Record<string, unknown>;
 
@@ -37,6 +37,14 @@ export function volumePaths(errors: Json): Json {
         parameters: [name],
         requestBody: { required: true, content: { 'application/json': { schema: schemaOf(restoreBody, 'input') } } },
         responses: ok(restoreAnswer),
+      },
+    },
+    '/v1/volumes/{name}/remove-copy': {
+      post: {
+        summary: 'Removes a node\'s copy of the volume: a diverged one, or with force one of the line, never the last complete copy; the node deletes its files (operator)', 'x-additional-query': false,
+        parameters: [name],
+        requestBody: { required: true, content: { 'application/json': { schema: schemaOf(removeCopyBody, 'input') } } },
+        responses: ok(removeCopyAnswer),
       },
     },
     '/v1/volumes/{name}/increments': {

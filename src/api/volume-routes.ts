@@ -3,6 +3,8 @@
 //   GET  /v1/volumes                    each replicated volume: its service, settings, writer, newest complete copy, where, its age, the last error (reader)
 //   GET  /v1/volumes/:name              one, with every copy held (complete or diverged) (reader)
 //   POST /v1/volumes/:name/restore      {version: "s12-e3-n2"} or {empty: true}: the next start of its task restores that version, or starts empty (operator; stop-first)
+//   POST /v1/volumes/:name/remove-copy  {node, version, force?}: the operator removes a node's copy: a diverged one, or with force
+//                                       one of the line but never the last complete copy (volume_copy_kept); the node deletes it
 //   PUT  /v1/volumes/:name/increments   a writer's node sends a holder an increment (nodes only, over mTLS): the offer in the
 //                                       x-shoal-increment header (base64url JSON), the stream as the body; refused from a
 //                                       sender that is not the volume's current writer (volume_copy_refused, stale_epoch)
@@ -14,18 +16,18 @@
 // stream, both over the mesh with this node's certificate.
 
 import { createHash } from 'node:crypto';
-import type { Readable } from 'node:stream';
+import { pipeline, type Readable } from 'node:stream';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { ShoalError, errorCatalog, type ErrorCode } from '../errors.ts';
-import { throttle } from '../executor/volumes/throttle.ts';
+import { throttle, type ThrottleClock } from '../executor/volumes/throttle.ts';
 import type { IncrementOffer } from '../executor/volumes/volume-engine.ts';
 import { btrfsTimeouts } from '../executor/volumes/btrfs.ts';
 import { putChange } from '../resources/changes.ts';
 import { allDocs } from '../resources/state.ts';
 import {
-  currentWriter, divergedCopies, holdersOf, inLine, newestComplete, parseVersionName, refuseIncrement, restoreEras, restoreProblem, restoreWriter,
-  sameVersion, versionName, volumeRecordSchema, volumesCollection, type VolumeRecord, type VolumeVersion,
+  copyRemovalProblem, currentWriter, divergedCopies, holdersOf, inLine, newestComplete, parseVersionName, refuseIncrement, removeCopy, restoreEras,
+  restoreProblem, restoreWriter, sameVersion, versionName, volumeRecordSchema, volumesCollection, type VolumeRecord, type VolumeVersion,
 } from '../resources/volumes.ts';
 import type { ApiContext } from './context.ts';
 import { readOnlyQuery } from './control-schemas.ts';
@@ -63,6 +65,8 @@ export const volumeViewSchema = z.object({
   lastError: z.object({ atMs: z.number().int(), message: z.string() }).nullable(),
   held: z.array(copyView),
   diverged: z.number().int(),
+  /** Copies the operator removed (shoal volume rm-copy) whose node has not deleted their files yet. */
+  removing: z.array(z.object({ node: z.string(), version: z.string() })),
   rev: z.number().int(),
 });
 export type VolumeView = z.infer<typeof volumeViewSchema>;
@@ -70,6 +74,13 @@ export const volumeListAnswer = z.object({ items: z.array(volumeViewSchema), rev
 export const restoreBody = z.object({ version: z.string().min(1).max(200).optional(), empty: z.literal(true).optional() }).strict()
   .refine((b) => (b.version === undefined) !== (b.empty === undefined), 'give either version (a version name, e.g. s12-e3-n2) or empty: true');
 export const restoreAnswer = z.object({ volume: volumeViewSchema, restoring: z.string().nullable() });
+
+export const removeCopyBody = z.object({
+  node: z.string().min(1).max(128), version: z.string().min(1).max(200),
+  /** Also a copy of the line (complete); still never the last complete copy. */
+  force: z.boolean().optional(),
+}).strict();
+export const removeCopyAnswer = z.object({ volume: volumeViewSchema, removed: z.object({ node: z.string(), version: z.string(), state: z.enum(['complete', 'diverged']) }) });
 
 export const volumeNameParams = z.object({ name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, 'a volume name: letters, digits, _ . -') }).strict();
 export const volumeVersionParams = volumeNameParams.extend({ version: z.string().min(1).max(200) }).strict();
@@ -89,6 +100,7 @@ export function volumeView(rec: VolumeRecord, rev: number, nowMs: number): Volum
     held: [...rec.held].sort((a, b) => b.version.seq - a.version.seq || a.node.localeCompare(b.node))
       .map((c) => ({ node: c.node, version: versionName(c.version), atMs: c.atMs, state: inLine(rec, c.version) ? 'complete' as const : 'diverged' as const })),
     diverged: divergedCopies(rec).length,
+    removing: (rec.removing ?? []).map((r) => ({ node: r.node, version: versionName(r.version) })),
     rev,
   };
 }
@@ -150,6 +162,33 @@ async function sendVersionStream(ctx: ApiContext, req: FastifyRequest, reply: Fa
     .header('content-type', 'application/octet-stream').send(body);
 }
 
+/** POST /v1/volumes/:name/remove-copy: the copy moved from held to removing, by compare-and-set; its node deletes the files. */
+async function removeCopyRoute(ctx: ApiContext, req: FastifyRequest): Promise<z.infer<typeof removeCopyAnswer>> {
+  const v = validate({ params: [volumeNameParams, req.params], query: [noQuery, req.query], body: [removeCopyBody, req.body] });
+  const name = v.params.name;
+  const { node, force = false } = v.body;
+  const wanted = parseVersionName(v.body.version);
+  if (wanted === null) throw new ShoalError('bad_request', `${JSON.stringify(v.body.version)} is not a version name (s<seq>-e<epoch>-<node>, as shoal volume inspect ${name} lists them)`);
+  const w = await decideAndWrite(ctx, req, `removing a copy of volume ${name}`, (state) => {
+    const found = state.volumes?.get(name);
+    if (found === undefined) throw new ShoalError('not_found', `no replicated volume ${name}; list them with: shoal volume ls`, { volume: name });
+    const rec = found.value;
+    if (!rec.held.some((c) => c.node === node && sameVersion(c.version, wanted))) {
+      const pending = (rec.removing ?? []).some((r) => r.node === node && sameVersion(r.version, wanted));
+      throw new ShoalError('not_found', pending
+        ? `${node}'s copy ${versionName(wanted)} of volume ${name} is removed already; the node deletes its files when it next looks (it is listed until then in shoal volume inspect ${name} --json, removing)`
+        : `node ${node} holds no copy ${versionName(wanted)} of volume ${name}; shoal volume inspect ${name} lists the copies`, { volume: name, node, version: versionName(wanted) });
+    }
+    const problem = copyRemovalProblem(rec, node, wanted, force);
+    if (problem !== null) throw new ShoalError('volume_copy_kept', problem.message, { volume: name, node, version: versionName(wanted), reason: problem.reason });
+    const copyState = inLine(rec, wanted) ? 'complete' as const : 'diverged' as const;
+    return { plan: { changes: [putChange(volumesCollection, name, removeCopy(rec, node, wanted), found.rev)], compares: [] }, answer: { rec: removeCopy(rec, node, wanted), state: copyState } };
+  });
+  const after = readVolume(ctx, name);
+  ctx.node.log.info(`volume ${name}: ${w.answer.state} copy ${versionName(wanted)} on ${node} removed by the operator; the node deletes its files`);
+  return { volume: volumeView(w.answer.rec, w.rev ?? after.rev, ctx.node.logTimeNow()), removed: { node, version: versionName(wanted), state: w.answer.state } };
+}
+
 export const volumeRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
   // The increment's stream as it comes (its length and sha256 are checked against the offer).
   app.addContentTypeParser('application/octet-stream', (_req, payload, done) => done(null, payload));
@@ -202,6 +241,8 @@ export const volumeRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app,
     ctx.node.log.info(`volume ${name}: restore of ${wanted === null ? 'an empty volume' : versionName(wanted)} written; the task's next start takes it`);
     return { volume: volumeView(w.answer, w.rev ?? after.rev, ctx.node.logTimeNow()), restoring: wanted === null ? null : versionName(wanted) };
   });
+
+  app.post('/v1/volumes/:name/remove-copy', { config: { role: 'operator' } }, async (req) => removeCopyRoute(ctx, req));
 
   app.put('/v1/volumes/:name/increments', { config: { role: 'admin' } }, async (req, reply) => {
     const v = validate({ params: [volumeNameParams, req.params], query: [noQuery, req.query] });
@@ -280,8 +321,11 @@ async function refusalOf(res: Response, addr: string): Promise<ShoalError> {
  * `bytesPerSecond` when given; resolves once the holder received and checked it, and throws
  * the holder's refusal as its ShoalError otherwise.
  */
-export async function sendIncrement(peer: PeerHttp, addr: string, offer: IncrementOffer, body: Readable, bytesPerSecond: number | undefined): Promise<void> {
-  const stream = bytesPerSecond === undefined ? body : body.pipe(throttle(bytesPerSecond));
+export async function sendIncrement(
+  peer: Pick<PeerHttp, 'fetch'>, addr: string, offer: IncrementOffer, body: Readable, bytesPerSecond: number | undefined, clock?: ThrottleClock,
+): Promise<void> {
+  // pipeline, not pipe: a read error of the stream's file ends the request instead of stalling it until the timeout.
+  const stream = bytesPerSecond === undefined ? body : throttled(body, bytesPerSecond, clock);
   const header = Buffer.from(JSON.stringify({ volume: offer.volume, version: offer.version, parent: offer.parent, sender: offer.sender, bytes: offer.bytes, sha256: offer.sha256 })).toString('base64url');
   const res = await peer.fetch(addr, `/v1/volumes/${encodeURIComponent(offer.volume)}/increments`, {
     method: 'PUT', headers: { 'content-type': 'application/octet-stream', [incrementHeader]: header },
@@ -292,4 +336,11 @@ export async function sendIncrement(peer: PeerHttp, addr: string, offer: Increme
     return;
   }
   throw await refusalOf(res, addr);
+}
+
+/** The stream paced to bytesPerSecond (replicate.maxBandwidth); an error on either side destroys both. */
+function throttled(body: Readable, bytesPerSecond: number, clock: ThrottleClock | undefined): Readable {
+  const t = throttle(bytesPerSecond, clock);
+  pipeline(body, t, () => undefined);
+  return t;
 }

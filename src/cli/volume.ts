@@ -1,6 +1,7 @@
-// shoal volume ls | inspect NAME | restore NAME (--version V | --empty): replicated volumes
-// (issue 41, docs/volumes.md): where each one's newest complete copy is and how old, every copy
-// held (complete or diverged), and an operator's restore (stop-first).
+// shoal volume ls | inspect NAME | restore NAME (--version V | --empty) | rm-copy NAME --node N
+// --version V [--force]: replicated volumes (issue 41, docs/volumes.md): where each one's newest
+// complete copy is and how old, every copy held (complete or diverged), an operator's restore
+// (stop-first), and the removal of a copy (a diverged one; never the last complete one).
 
 import { z } from 'zod';
 import { exitCodes, parse, UsageError } from './args.ts';
@@ -22,6 +23,7 @@ const volumeSchema = z.object({
 type VolumeItem = z.infer<typeof volumeSchema>;
 const listSchema = z.object({ items: z.array(volumeSchema), rev: z.number() }).loose();
 const restoredSchema = z.object({ volume: volumeSchema, restoring: z.string().nullable() }).loose();
+const removedSchema = z.object({ volume: volumeSchema, removed: z.object({ node: z.string(), version: z.string(), state: z.string() }).loose() }).loose();
 
 const readFlags = { ...commonFlags, stale: { type: 'boolean', default: false } } as const;
 
@@ -54,7 +56,8 @@ ${commonFlagsHelp}
 
 With --json prints {name, service, copies, everyMs, sizeBytes, writer: {node, epoch} | null,
 newest: {version, nodes, atMs, ageMs} | null, restoring: {version} | null, lastError:
-{atMs, message} | null, held: [{node, version, atMs, state}], diverged, rev}
+{atMs, message} | null, held: [{node, version, atMs, state}], diverged, removing: [{node,
+version}] (copies removed with rm-copy, not yet deleted by their node), rev}
 (GET /v1/volumes/NAME).
 ${clientExitCodes}`;
 
@@ -77,6 +80,29 @@ ${commonFlagsHelp}
 With --json prints {volume: VOLUME, restoring: VERSION | null} (POST /v1/volumes/NAME/restore).
 ${clientExitCodes}`;
 
+export const volumeRmCopyHelp = `Usage: shoal volume rm-copy NAME --node NODE --version VERSION [--force] [--addr HOST:PORT] [--json]
+
+Removes NODE's copy VERSION of the volume (as 'shoal volume inspect NAME' lists the copies): the
+store forgets it at once, and the node deletes its files when it next looks (at once when it is
+up; when it comes back otherwise). Meant for diverged copies (a replaced writer's late versions,
+or those after a restored version), which shoal keeps until the operator removes them.
+
+A complete copy (of the volume's line: a failover may start from it) is refused
+(volume_copy_kept, not_diverged) unless --force. Even with --force, the only complete copy of
+the newest version (last_complete) and the only copy of the version the current writer starts
+from (era_base) are kept: nothing removes the last complete copy of a volume. Holders drop old
+complete versions by themselves (they keep the last 3); --force is for freeing a node's disk.
+
+Options:
+  --node NODE        the node that holds the copy
+  --version VERSION  the copy's version, e.g. s12-e3-n2
+  --force            also a complete copy (never the last complete one)
+${commonFlagsHelp}
+
+With --json prints {volume: VOLUME, removed: {node, version, state}} (POST
+/v1/volumes/NAME/remove-copy).
+${clientExitCodes}`;
+
 export const volumeGroup: Group = {
   name: 'volume',
   about: `Replicated volumes: a volume of an exclusive service copied to other nodes every interval,
@@ -85,6 +111,7 @@ so that a failed-over task starts from the newest copy (docs/volumes.md).`,
     ls: { summary: 'list the replicated volumes: writer, newest copy, where, age, error', help: volumeLsHelp, run: volumeLsCommand },
     inspect: { summary: 'one volume: settings, newest copy, every copy held (complete or diverged)', help: volumeInspectHelp, run: volumeInspectCommand },
     restore: { summary: 'the next start restores --version V, or starts --empty (stop-first)', help: volumeRestoreHelp, run: volumeRestoreCommand },
+    'rm-copy': { summary: 'remove a node\'s copy: a diverged one, or --force a complete one (never the last)', help: volumeRmCopyHelp, run: volumeRmCopyCommand },
   },
 };
 
@@ -163,5 +190,21 @@ async function volumeRestoreCommand(argv: string[]): Promise<number> {
   const { body: out } = await request(resolveAddr(values.addr), 'POST', `/v1/volumes/${encodeURIComponent(name)}/restore`, restoredSchema, { body, retry: 'not-applied', onRetry: retryNotice('volume restore') });
   if (values.json) console.log(JSON.stringify(out, null, 2));
   else console.log(`volume ${name}: the next start of service ${out.volume.service}'s task ${out.restoring === null ? 'starts on an empty volume (every old copy is kept, diverged)' : `restores ${out.restoring}`}; scale it back up to start it`);
+  return exitCodes.ok;
+}
+
+const rmCopyFlags = { ...commonFlags, node: { type: 'string' }, version: { type: 'string' }, force: { type: 'boolean', default: false } } as const;
+
+async function volumeRmCopyCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, rmCopyFlags, volumeRmCopyHelp);
+  if (values.help) return help(volumeRmCopyHelp);
+  const [name, ...rest] = positionals;
+  if (name === undefined) throw new UsageError('name the volume: shoal volume rm-copy NAME --node NODE --version VERSION');
+  if (rest.length > 0) throw new UsageError(`unexpected argument '${rest.join(' ')}'`);
+  if (values.node === undefined || values.version === undefined) throw new UsageError('give --node NODE and --version VERSION (as shoal volume inspect NAME lists the copies)');
+  const body = { node: values.node, version: values.version, ...(values.force ? { force: true } : {}) };
+  const { body: out } = await request(resolveAddr(values.addr), 'POST', `/v1/volumes/${encodeURIComponent(name)}/remove-copy`, removedSchema, { body, retry: 'not-applied', onRetry: retryNotice('volume rm-copy') });
+  if (values.json) console.log(JSON.stringify(out, null, 2));
+  else console.log(`volume ${name}: ${out.removed.state} copy ${out.removed.version} on ${out.removed.node} removed; the node deletes its files when it next looks`);
   return exitCodes.ok;
 }

@@ -8,7 +8,7 @@
 
 import http from 'node:http';
 import { inspect } from 'node:util';
-import type { Readable } from 'node:stream';
+import { Writable, type Readable } from 'node:stream';
 import Docker from 'dockerode';
 import { ShoalError } from '../errors.ts';
 import {
@@ -20,7 +20,7 @@ import { volumeMismatch, volumesWithOptions, type VolumeState } from './volume-o
 import { describeEndpoint, resolveDockerEndpoint, type DockerEndpoint } from './docker-endpoint.ts';
 import { DockerLogDecoder } from './docker-log-frames.ts';
 import {
-  RuntimeError, type ContainerInfo, type ContainerSpec, type ImageEnsured, type ImageInfo, type Labels, type LogLine, type LogOptions, type LogReader,
+  RuntimeError, execOutputBytesMax, type ContainerInfo, type ContainerSpec, type ExecResult, type ImageEnsured, type ImageInfo, type Labels, type LogLine, type LogOptions, type LogReader,
   type RegistryAuth, type ResolvedImage, type Runtime, type RuntimeEvent,
 } from './runtime.ts';
 import { z } from 'zod';
@@ -213,6 +213,26 @@ export class DockerRuntime implements Runtime {
       } catch (err) {
         if (statusOf(err) !== 404) throw err;
       }
+    });
+  }
+
+  async exec(id: string, argv: readonly string[], timeoutMs: number): Promise<ExecResult> {
+    if (argv.length === 0) throw new RangeError('exec needs a command');
+    return this.call(`exec in ${id}`, timeoutMs, async (signal) => {
+      const container = this.docker.getContainer(id);
+      const exec = await container.exec({ Cmd: [...argv], AttachStdout: true, AttachStderr: true, abortSignal: signal } as Docker.ExecCreateOptions);
+      const stream = await exec.start({ hijack: true, stdin: false, abortSignal: signal } as Docker.ExecStartOptions);
+      signal.addEventListener('abort', () => stream.destroy(), { once: true });
+      const out = new TailSink();
+      const err = new TailSink();
+      this.docker.modem.demuxStream(stream, out, err);
+      await new Promise<void>((resolve, reject) => {
+        stream.on('end', resolve);
+        stream.on('close', resolve);
+        stream.on('error', reject);
+      });
+      const info = await exec.inspect({ abortSignal: signal } as object);
+      return { exitCode: info.ExitCode ?? -1, stdout: out.text(), stderr: err.text() };
     });
   }
 
@@ -615,4 +635,19 @@ function consumeJsonLines(stream: Readable, onValue: (value: unknown) => void): 
     stream.once('error', reject);
     stream.once('close', () => { if (!ended) reject(Object.assign(new Error('the stream closed early'), { code: 'ERR_STREAM_PREMATURE_CLOSE' })); });
   });
+}
+
+/** A writable that keeps the last execOutputBytesMax bytes written to it. */
+class TailSink extends Writable {
+  private buf = Buffer.alloc(0);
+
+  override _write(chunk: Buffer, _enc: BufferEncoding, cb: () => void): void {
+    this.buf = Buffer.concat([this.buf, chunk]);
+    if (this.buf.length > execOutputBytesMax) this.buf = this.buf.subarray(this.buf.length - execOutputBytesMax);
+    cb();
+  }
+
+  text(): string {
+    return this.buf.toString('utf8');
+  }
 }

@@ -191,6 +191,17 @@ export class RuntimeError extends Error {
   }
 }
 
+/** What a command run in a container (`exec`) ended with. */
+export interface ExecResult {
+  exitCode: number;
+  /** Its output, each cut to the last `execOutputBytesMax` bytes. */
+  stdout: string;
+  stderr: string;
+}
+
+/** The output of an exec kept, per stream: the tail (an error's last lines are what says why). */
+export const execOutputBytesMax = 4096;
+
 export interface Runtime {
   /** 'memory' or 'docker': shown in `shoal node ls`. */
   readonly kind: string;
@@ -198,6 +209,12 @@ export interface Runtime {
   ping(): Promise<void>;
   /** Containers carrying every label of `labels` (running or not). */
   list(labels: Labels): Promise<ContainerInfo[]>;
+  /**
+   * Runs argv in the running container `id` (no shell) and waits for it, at most `timeoutMs`
+   * (RuntimeError 'timeout' then; Docker cannot kill an exec, so the process is left to end).
+   * Optional: a runtime without it runs no replicated volumes' hooks.
+   */
+  exec?(id: string, argv: readonly string[], timeoutMs: number): Promise<ExecResult>;
   /**
    * Makes sure the image is present, pulling it when absent, within `timeoutMs` (with `auth`, the
    * registry login's credentials); says which. A failed pull rejects with

@@ -52,6 +52,11 @@ export interface VolumeRecord {
   held: VolumeCopy[];
   /** The last replication error the writer reported, if any since its last success. */
   lastError: { atMs: number; message: string } | null;
+  /**
+   * Copies the operator removed (`shoal volume rm-copy`): gone from `held` already, their files
+   * still on the node until it deletes them and takes them off this list. Absent: none.
+   */
+  removing?: { node: string; version: VolumeVersion }[];
 }
 
 export const volumesCollection = 'shoal.volumes';
@@ -70,6 +75,7 @@ export const volumeRecordSchema = z.object({
   eras: z.array(z.object({ node: nodeId, epoch: z.number().int().min(0), fromSeq: z.number().int().min(1), base: volumeVersionSchema.nullable() }).strict()),
   held: z.array(z.object({ node: nodeId, version: volumeVersionSchema, atMs: z.number().int().min(0) }).strict()),
   lastError: z.object({ atMs: z.number().int().min(0), message: z.string() }).strict().nullable(),
+  removing: z.array(z.object({ node: nodeId, version: volumeVersionSchema }).strict()).max(1024).optional(),
 }).strict();
 
 /** A version as a file name: `s12-e3-node1` (seq, epoch, node), what the engine names its snapshots. */
@@ -249,4 +255,44 @@ export function restoreProblem(rec: Pick<VolumeRecord, 'name' | 'eras' | 'held'>
   const newest = newestComplete(rec);
   const listed = [...new Set(rec.held.map((c) => versionName(c.version)))].sort();
   return `no node holds version ${versionName(version)} of volume ${rec.name} completely${listed.length === 0 ? ' (no node holds any copy)' : ` (held: ${listed.join(', ')}${newest === null ? '' : `; the newest complete is ${versionName(newest)}`})`}`;
+}
+
+/** Why a copy is kept against an operator's removal (`volume_copy_kept`, details.reason). */
+export type CopyKeptReason = 'not_diverged' | 'last_complete' | 'era_base';
+
+/**
+ * Why the operator may not remove `node`'s copy of v (`shoal volume rm-copy`), or null: a
+ * diverged copy may go; a copy of the line only with `force`, and even then never the last
+ * complete copy of the newest version (the failover would fall back to an older one, or to
+ * none), nor the only copy of the version the current era restores (its writer may not have
+ * made its live volume from it yet). Not finding the copy is the caller's not_found.
+ */
+export function copyRemovalProblem(rec: Pick<VolumeRecord, 'name' | 'eras' | 'held'>, node: string, v: VolumeVersion, force: boolean): { reason: CopyKeptReason; message: string } | null {
+  if (!inLine(rec, v)) return null;
+  const name = versionName(v);
+  if (!force) {
+    return { reason: 'not_diverged', message: `${node}'s copy ${name} of volume ${rec.name} is complete (of the volume's line: a failover may start from it), not diverged; remove it with --force, which still never removes the last complete copy` };
+  }
+  const others = holdersOf(rec, v).filter((n) => n !== node);
+  const newest = newestComplete(rec);
+  if (newest !== null && sameVersion(newest, v) && others.length === 0) {
+    return { reason: 'last_complete', message: `${node}'s copy ${name} is the only complete copy of volume ${rec.name}'s newest version: removing it would leave a failover an older copy or none; it is kept, even with --force` };
+  }
+  const base = rec.eras.at(-1)?.base ?? null;
+  if (base !== null && sameVersion(base, v) && others.length === 0) {
+    return { reason: 'era_base', message: `${node}'s copy ${name} is the only copy of the version volume ${rec.name}'s current writer starts from; it is kept, even with --force` };
+  }
+  return null;
+}
+
+/** The record with `node`'s copy of v removed from `held` and listed in `removing`, for the node to delete. */
+export function removeCopy(rec: VolumeRecord, node: string, v: VolumeVersion): VolumeRecord {
+  const held = rec.held.filter((c) => c.node !== node || !sameVersion(c.version, v));
+  const removing = (rec.removing ?? []).filter((r) => r.node !== node || !sameVersion(r.version, v));
+  return { ...rec, held, removing: [...removing, { node, version: v }] };
+}
+
+/** The versions the operator removed that `node` still has to delete. */
+export function removalsOf(rec: Pick<VolumeRecord, 'removing'>, node: string): VolumeVersion[] {
+  return (rec.removing ?? []).filter((r) => r.node === node).map((r) => r.version);
 }

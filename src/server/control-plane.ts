@@ -26,6 +26,7 @@ import { Supervisor, type SupervisorOptions } from '../control/supervisor.ts';
 import { PeerViewReporter, peerViewUnheardAfterMs } from '../node/peer-view-reporter.ts';
 import type { PassReport } from '../control/leader-run.ts';
 import type { VolumeEngine } from '../executor/volumes/volume-engine.ts';
+import { runtimeHooks } from '../executor/volumes/hooks.ts';
 import { EngineTaskVolumes } from '../executor/volumes/task-volumes.ts';
 import { StoreVolumeWriter } from '../executor/volumes/volume-writer.ts';
 import { VolumeLoop, type IncrementSender } from '../executor/volumes/volume-loop.ts';
@@ -133,7 +134,7 @@ export class ControlPlane {
     const volumeWriter = vols === undefined ? null : new StoreVolumeWriter(opts.node, opts.store, opts.identity.id, () => opts.node.logTimeNow());
     this.volumeLoop = vols === undefined || volumeWriter === null ? null : new VolumeLoop({
       engine: vols.engine, store: opts.store, writer: volumeWriter, self: opts.identity.id, send: vols.send,
-      now: () => systemClock.now(), log: opts.log,
+      now: () => systemClock.now(), log: opts.log, ...(opts.runtime !== null ? { hooks: runtimeHooks(opts.runtime, owner) } : {}),
     });
     this.agent = opts.runtime === null ? null : new Agent({
       owner, view, writer: this.writer,

@@ -63,6 +63,38 @@ describe('the volume routes', () => {
     expect(none.statusCode).toBe(404);
   });
 
+  it('removes a diverged copy; keeps a complete one unless forced, and even forced the last complete copy and the era\'s only base', async () => {
+    await put(volumesCollection, 'media', { ...base, name: 'media', service: 'media' });
+    const rm = (body: Record<string, unknown>) => s.app.inject({ method: 'POST', url: '/v1/volumes/media/remove-copy', payload: body });
+    const gone = await rm({ node: 'n1', version: 's4-e0-n1' });
+    expect(gone.statusCode).toBe(200);
+    expect(gone.json().removed).toEqual({ node: 'n1', version: 's4-e0-n1', state: 'diverged' });
+    expect(gone.json().volume.diverged).toBe(0);
+    expect(gone.json().volume.removing).toEqual([{ node: 'n1', version: 's4-e0-n1' }]);
+    const stored = s.ctx.store.get(volumesCollection, 'media')?.doc as unknown as VolumeRecord;
+    expect(stored.removing).toEqual([{ node: 'n1', version: v(4, 'n1') }]);
+    expect(stored.held.some((c) => c.node === 'n1')).toBe(false);
+    const again = await rm({ node: 'n1', version: 's4-e0-n1' });
+    expect(again.statusCode).toBe(404);
+    expect(again.json().message).toMatch(/removed already/);
+    const kept = async (body: Record<string, unknown>, reason: string): Promise<void> => {
+      const r = await rm(body);
+      expect(r.statusCode, JSON.stringify(body)).toBe(409);
+      expect(r.json()).toMatchObject({ code: 'volume_copy_kept', details: { reason } });
+    };
+    // n3's s5 is the newest complete copy and its only one; s3 the base of n2's era, only on n3.
+    await kept({ node: 'n3', version: 's5-e3-n2' }, 'not_diverged');
+    await kept({ node: 'n3', version: 's5-e3-n2', force: true }, 'last_complete');
+    await kept({ node: 'n3', version: 's3-e0-n1', force: true }, 'era_base');
+    await kept({ node: 'n2', version: 's2-e0-n1' }, 'not_diverged');
+    const forced = await rm({ node: 'n2', version: 's2-e0-n1', force: true });
+    expect(forced.statusCode).toBe(200);
+    expect(forced.json().removed.state).toBe('complete');
+    expect((await rm({ node: 'n9', version: 's5-e3-n2' })).statusCode).toBe(404);
+    expect((await rm({ node: 'n3', version: 'newest' })).statusCode).toBe(400);
+    expect((await s.app.inject({ method: 'POST', url: '/v1/volumes/nope/remove-copy', payload: { node: 'n3', version: 's5-e3-n2' } })).statusCode).toBe(404);
+  });
+
   it('refuses a restore that names no version or both, a version that is not a name, or one no node holds', async () => {
     for (const body of [{}, { version: 's3-e0-n1', empty: true }]) {
       const r = await s.app.inject({ method: 'POST', url: '/v1/volumes/pgdata/restore', payload: body });

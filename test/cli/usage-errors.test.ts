@@ -190,6 +190,7 @@ const cases: Record<string, Case> = {
   'volume ls': { badFlag: ['volume', 'ls', '--bogus', ...nowhere], missing: ['volume', 'ls', 'extra', ...nowhere] },
   'volume inspect': { badFlag: ['volume', 'inspect', 'pgdata', '--bogus', ...nowhere], missing: ['volume', 'inspect', ...nowhere] },
   'volume restore': { badFlag: ['volume', 'restore', 'pgdata', '--empty', '--bogus', ...nowhere], missing: ['volume', 'restore', 'pgdata', ...nowhere] },
+  'volume rm-copy': { badFlag: ['volume', 'rm-copy', 'pgdata', '--node', 'n1', '--version', 's4-e0-n1', '--bogus', ...nowhere], missing: ['volume', 'rm-copy', 'pgdata', '--node', 'n1', ...nowhere] },
 };
 
 

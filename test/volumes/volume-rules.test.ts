@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { placePending } from '../../src/control/placement.ts';
 import type { TaskRecord } from '../../src/resources/records.ts';
 import {
-  appendEra, beginEra, currentWriter, divergedCopies, inLine, newestComplete, nextVersion, parseVersionName, refuseIncrement, restoreEras, restoreProblem, restoreWriter, versionName, versionsToDrop,
+  appendEra, beginEra, copyRemovalProblem, currentWriter, divergedCopies, inLine, newestComplete, nextVersion, parseVersionName, refuseIncrement, removalsOf, removeCopy, restoreEras, restoreProblem, restoreWriter, versionName, versionsToDrop,
   volumeErasMax, volumePlacement, volumeRecordSchema, volumeRefusesNode, volumesCollection, type VolumeRecord, type VolumeVersion,
 } from '../../src/resources/volumes.ts';
 import { serviceYaml, StateBuilder } from '../control/state-builder.ts';
@@ -95,6 +95,23 @@ describe('after a failover', () => {
     expect(divergedCopies(after)).toEqual([held('node1', v(4, 'node1', 0))]);
     expect(newestComplete(after)).toEqual(v(4, 'node2', 5));
     expect(volumeRefusesNode(after, 'node1')).toMatch(/only node2, node3 hold its newest complete copy \(s4-e5-node2\)/);
+  });
+
+  it('lets the operator remove a diverged copy, a complete one only forced, and never the last complete copy of the newest version', () => {
+    expect(copyRemovalProblem(after, 'node1', v(4, 'node1', 0), false)).toBeNull();
+    expect(copyRemovalProblem(after, 'node2', v(1, 'node1', 0), false)?.reason).toBe('not_diverged');
+    expect(copyRemovalProblem(after, 'node2', v(1, 'node1', 0), true)).toBeNull();
+    // s4 of node2 is the newest complete copy, held by node3 alone; s3 the base of node2's era, on node1 and node2.
+    expect(copyRemovalProblem(after, 'node3', v(4, 'node2', 5), true)?.reason).toBe('last_complete');
+    expect(copyRemovalProblem(after, 'node1', v(3, 'node1', 0), true)).toBeNull();
+    const once = removeCopy(after, 'node1', v(3, 'node1', 0));
+    expect(copyRemovalProblem(once, 'node2', v(3, 'node1', 0), true)?.reason).toBe('era_base');
+    const removed = removeCopy(once, 'node1', v(4, 'node1', 0));
+    expect(divergedCopies(removed)).toEqual([]);
+    expect(removalsOf(removed, 'node1')).toEqual([v(3, 'node1', 0), v(4, 'node1', 0)]);
+    expect(removalsOf(removed, 'node2')).toEqual([]);
+    expect(volumeRecordSchema.safeParse(removed).success).toBe(true);
+    expect(newestComplete(removed)).toEqual(v(4, 'node2', 5));
   });
 
   it('drops only old versions of the line, never a diverged one, never the newest complete copy', () => {

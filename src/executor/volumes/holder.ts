@@ -5,7 +5,7 @@
 // last K (versionsToDrop: never a diverged one, never the newest complete copy). The store
 // forgets a copy before the node deletes it, so the store never lists a copy that is gone.
 
-import { currentWriter, sameVersion, versionsToDrop, volumeVersionsKept, type VolumeRecord, type VolumeVersion } from '../../resources/volumes.ts';
+import { currentWriter, removalsOf, sameVersion, versionsToDrop, volumeVersionsKept, type VolumeRecord, type VolumeVersion } from '../../resources/volumes.ts';
 import type { VolumeEngine } from './volume-engine.ts';
 
 export interface HolderPorts {
@@ -22,7 +22,9 @@ export async function holderPass(engine: VolumeEngine, ports: HolderPorts, name:
   if (rec === undefined || currentWriter(rec)?.node === self) return { recorded: [], dropped: [] };
   const local = await engine.versions(name);
   const known = rec.held.filter((c) => c.node === self).map((c) => c.version);
-  const recorded = local.filter((v) => !known.some((k) => sameVersion(k, v)));
+  // A copy the operator removed is not recorded again while its deletion is pending (removeMarked).
+  const removed = removalsOf(rec, self);
+  const recorded = local.filter((v) => !known.some((k) => sameVersion(k, v)) && !removed.some((r) => sameVersion(r, v)));
   if (recorded.length > 0) await ports.recordHeld(name, self, recorded);
   const view: VolumeRecord = { ...rec, held: [...rec.held, ...recorded.map((version) => ({ node: self, version, atMs: 0 }))] };
   const dropped = versionsToDrop(view, self, kept).filter((v) => local.some((l) => sameVersion(l, v)));

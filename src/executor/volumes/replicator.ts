@@ -13,6 +13,8 @@ import { ShoalError, isShoalError } from '../../errors.ts';
 import {
   currentWriter, inLine, nextVersion, sameVersion, volumeVersionsKept, type VolumeRecord, type VolumeVersion,
 } from '../../resources/volumes.ts';
+import type { ReplicateHooks } from '../../resources/spec/service-spec.ts';
+import type { HookPhase } from './hooks.ts';
 import type { IncrementOffer, VolumeEngine } from './volume-engine.ts';
 
 export interface ReplicatorPorts {
@@ -26,6 +28,8 @@ export interface ReplicatorPorts {
   recordError(name: string, message: string | null): Promise<void>;
   /** Sends an increment to a holder; it resolves once the holder received and checked it. */
   send(node: string, offer: IncrementOffer, body: Readable): Promise<void>;
+  /** Runs a hook of the volume's (replicate.hooks) in its task's container; throws volume_hook_failed. Absent: the volume has none. */
+  runHook?(phase: HookPhase, argv: readonly string[], timeoutMs: number): Promise<void>;
 }
 
 export interface PassResult {
@@ -56,7 +60,7 @@ export function parentFor(rec: VolumeRecord, holder: string, local: readonly Vol
 }
 
 /** Runs one pass for `name` as writer (node, epoch). Refused (volume_copy_refused) when the store says another node writes it. */
-export async function replicateOnce(engine: VolumeEngine, ports: ReplicatorPorts, name: string, self: { node: string; epoch: number }): Promise<PassResult> {
+export async function replicateOnce(engine: VolumeEngine, ports: ReplicatorPorts, name: string, self: { node: string; epoch: number }, hooks?: ReplicateHooks): Promise<PassResult> {
   const rec = ports.record(name);
   const era = rec?.eras.at(-1);
   const writer = rec === undefined ? null : currentWriter(rec);
@@ -65,7 +69,7 @@ export async function replicateOnce(engine: VolumeEngine, ports: ReplicatorPorts
   }
   const before = await engine.versions(name);
   const version = nextVersion(era, before.filter((v) => v.node === self.node && v.epoch === self.epoch).map((v) => v.seq));
-  await engine.snapshot(name, version);
+  await snapshotWithHooks(engine, ports, name, version, hooks);
   const local = [...before, version];
   const result: PassResult = { version, sent: [], failed: [], dropped: [] };
   for (const holder of chooseHolders(rec, self.node, ports.holderCandidates(), rec.copies)) {
@@ -104,4 +108,22 @@ async function dropOld(engine: VolumeEngine, rec: VolumeRecord, name: string, ow
   const drop = sorted.slice(volumeVersionsKept).filter((v) => !needed.has(`${v.seq}/${v.node}/${v.epoch}`));
   for (const v of drop) await engine.drop(name, v);
   return drop;
+}
+
+/**
+ * The snapshot between the hooks: `before` failing takes no snapshot; `after` runs once `before`
+ * succeeded, whether the snapshot did or not (it undoes what `before` did), and failing fails the
+ * round (the version stays here unsent, an old one the writer drops later).
+ */
+async function snapshotWithHooks(engine: VolumeEngine, ports: ReplicatorPorts, name: string, version: VolumeVersion, hooks: ReplicateHooks | undefined): Promise<void> {
+  const run = async (phase: HookPhase, argv: readonly string[] | undefined): Promise<void> => {
+    if (argv === undefined || hooks === undefined) return;
+    if (ports.runHook === undefined) throw new ShoalError('volume_hook_failed', `volume ${name}: its ${phase} hook cannot run: this node runs no commands in containers`, { phase, argv: [...argv] });
+    await ports.runHook(phase, argv, hooks.timeoutMs);
+  };
+  await run('before', hooks?.before);
+  let snapshotError: unknown = null;
+  await engine.snapshot(name, version).catch((err: unknown) => { snapshotError = err; });
+  await run('after', hooks?.after);
+  if (snapshotError !== null) throw snapshotError;
 }

@@ -39,6 +39,16 @@ export class StoreVolumeWriter {
     });
   }
 
+  /** Takes `versions` off the record's list of `node`'s copies the operator removed: the node deleted them. */
+  finishRemoval(name: string, node: string, versions: readonly VolumeVersion[]): Promise<void> {
+    return this.update(name, (rec) => {
+      const removing = (rec.removing ?? []).filter((r) => r.node !== node || !versions.some((v) => sameVersion(v, r.version)));
+      if (removing.length === (rec.removing ?? []).length) return null;
+      const { removing: _old, ...rest } = rec;
+      return removing.length === 0 ? rest : { ...rest, removing };
+    });
+  }
+
   recordError(name: string, message: string | null): Promise<void> {
     return this.update(name, (rec) => {
       if (message === null) return rec.lastError === null ? null : { ...rec, lastError: null };

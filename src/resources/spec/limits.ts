@@ -39,4 +39,7 @@ export const specLimits = {
   replicateSizeBytesMin: 128 * 1024 * 1024,
   /** Its maxBandwidth, bytes per second: at least 64 KiB/s (slower, an interval's increment rarely finishes). */
   replicateBandwidthMin: 64 * 1024,
+  /** Its hooks' timeout: a second at the least, 10 minutes at the most (a pass waits for them). */
+  replicateHookTimeoutMsMin: 1000,
+  replicateHookTimeoutMsMax: 600_000,
 } as const;

@@ -4,7 +4,7 @@
 
 import { renderCpu, renderDuration, renderMemory } from './quantity.ts';
 import { apiVersion } from './documents.ts';
-import type { MountSpec, SecretRefSpec, ServiceSpec } from './service-spec.ts';
+import type { MountSpec, ReplicateSpec, SecretRefSpec, ServiceSpec } from './service-spec.ts';
 
 const nullableRender = <T>(v: T | null, render: (t: T) => string): string | null => (v === null ? null : render(v));
 
@@ -83,7 +83,12 @@ export function renderService(s: ServiceSpec): Record<string, unknown> {
 function renderMount(m: MountSpec): Record<string, unknown> {
   if (m.replicate === undefined) return { ...m };
   const r = m.replicate;
-  return { ...m, replicate: { copies: r.copies, every: renderDuration(r.everyMs), size: renderMemory(r.sizeBytes), ...(r.maxBandwidthBytes !== undefined ? { maxBandwidth: renderMemory(r.maxBandwidthBytes) } : {}) } };
+  return { ...m, replicate: { copies: r.copies, every: renderDuration(r.everyMs), size: renderMemory(r.sizeBytes), ...(r.maxBandwidthBytes !== undefined ? { maxBandwidth: renderMemory(r.maxBandwidthBytes) } : {}), ...(r.hooks !== undefined ? { hooks: renderHooks(r.hooks) } : {}) } };
+}
+
+/** A replicated volume's hooks as written: the timeout as a duration. */
+function renderHooks(h: NonNullable<ReplicateSpec['hooks']>): Record<string, unknown> {
+  return { ...(h.before !== undefined ? { before: h.before } : {}), ...(h.after !== undefined ? { after: h.after } : {}), timeout: renderDuration(h.timeoutMs) };
 }
 
 /** A secret reference as written: the mode in octal; uid and gid only when not 0 (root). */

@@ -12,7 +12,7 @@ import {
   type Problems, type Read, type Reader, required,
 } from './reader.ts';
 import type {
-  DeviceSpec, DisruptionSpec, HealthCheckSpec, LogSpec, MountSpec, ReplicateSpec, PlacementSpec, PortSpec, ResourceAmounts, ResourceLimits, RestartPolicy, SecretRefSpec,
+  DeviceSpec, DisruptionSpec, HealthCheckSpec, LogSpec, MountSpec, ReplicateHooks, ReplicateSpec, PlacementSpec, PortSpec, ResourceAmounts, ResourceLimits, RestartPolicy, SecretRefSpec,
   UpdatePolicy,
 } from './service-spec.ts';
 import { secretOwnerIdMax, volumeOptionKeys } from './service-spec.ts';
@@ -239,14 +239,43 @@ export const volumeOptions: Reader<Record<string, string>> = (value, at, problem
 /** The defaults of `replicate` (docs/volumes.md). */
 export const replicateDefaults: ReplicateSpec = { copies: 2, everyMs: 30_000, sizeBytes: 1024 ** 3 };
 
+/** The default bound of a replicated volume's hook. */
+export const replicateHookTimeoutMsDefault = 30_000;
+
+/** A hook's command: a non-empty argv (no shell: `[sh, -c, '...']` for one). */
+const hookArgv: Reader<string[]> = (value, at, problems) => {
+  const r = list(string(), specLimits.argsItemsMax)(value, at, problems);
+  if (r !== INVALID && r.length === 0) {
+    problems.add(at, 'a hook is a command as a list of arguments, e.g. [sqlite3, /data/app.db, ".backup /data/app.bak"]; omit it for none');
+    return INVALID;
+  }
+  return r;
+};
+
+/** `replicate.hooks`: `{before, after, timeout}`; at least one command. */
+export const replicateHooks = struct<{ before: string[] | null; after: string[] | null; timeout: number }, ReplicateHooks>({
+  before: withDefault(nullable(hookArgv), () => null),
+  after: withDefault(nullable(hookArgv), () => null),
+  timeout: withDefault(duration(specLimits.replicateHookTimeoutMsMin, specLimits.replicateHookTimeoutMsMax), () => replicateHookTimeoutMsDefault),
+}, (s, at, problems) => {
+  if (s.before === null && s.after === null) {
+    problems.add(at, 'hooks name a command to run before the snapshot, after it, or both (before: [...], after: [...]); omit hooks for none');
+    return INVALID;
+  }
+  return { ...(s.before !== null ? { before: s.before } : {}), ...(s.after !== null ? { after: s.after } : {}), timeoutMs: s.timeout };
+});
+
 /** A replicated volume's settings: `{copies, every, size}`, each defaulted. */
-export const replicate = struct<{ copies: number; every: number; size: number; maxBandwidth: number | null }, ReplicateSpec>({
+export const replicate = struct<{ copies: number; every: number; size: number; maxBandwidth: number | null; hooks: ReplicateHooks | null }, ReplicateSpec>({
   copies: withDefault(integer(1, specLimits.replicateCopiesMax), () => replicateDefaults.copies),
   every: withDefault(duration(specLimits.replicateEveryMsMin, specLimits.replicateEveryMsMax), () => replicateDefaults.everyMs),
   size: withDefault(memory(specLimits.replicateSizeBytesMin), () => replicateDefaults.sizeBytes),
   // Bytes per second to each holder, as a quantity (`10Mi`: 10 MiB/s); absent: unbounded.
   maxBandwidth: withDefault(nullable(memory(specLimits.replicateBandwidthMin)), () => null),
-}, (s) => ({ copies: s.copies, everyMs: s.every, sizeBytes: s.size, ...(s.maxBandwidth !== null ? { maxBandwidthBytes: s.maxBandwidth } : {}) }));
+  hooks: withDefault(nullable(replicateHooks), () => null),
+}, (s) => ({
+  copies: s.copies, everyMs: s.every, sizeBytes: s.size, ...(s.maxBandwidth !== null ? { maxBandwidthBytes: s.maxBandwidth } : {}), ...(s.hooks !== null ? { hooks: s.hooks } : {}),
+}));
 
 export const mount = struct<{ type: MountSpec['type']; source: string; target: string; readOnly: boolean; volumeOptions: Record<string, string> | null; replicate: ReplicateSpec | null }, MountSpec>({
   type: required(oneOf(['bind', 'volume'] as const)),

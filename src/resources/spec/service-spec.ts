@@ -84,6 +84,18 @@ export interface ReplicateSpec {
   sizeBytes: number;
   /** The most bytes per second the writer sends to each holder; absent: unbounded. */
   maxBandwidthBytes?: number;
+  /** Commands run in the task's container around each snapshot (application-consistent copies); absent: none. */
+  hooks?: ReplicateHooks;
+}
+
+/** A replicated volume's hooks (docs/volumes.md, "Hooks"): each an argv run with Docker exec, no shell. */
+export interface ReplicateHooks {
+  /** Run before the snapshot (flush, `sqlite3 DB '.backup FILE'`); failing or timing out, the pass takes no version. */
+  before?: string[];
+  /** Run after the snapshot (resume writes); failing, the pass's version is still sent, and the failure recorded. */
+  after?: string[];
+  /** Each hook's bound (default 30 s). */
+  timeoutMs: number;
 }
 
 export interface DeviceSpec {
@@ -353,6 +365,9 @@ export const volumeOptionKeys = ['type', 'device', 'o', 'size'] as const;
 /** A replicated volume's settings (stored form). */
 export const replicateSchema = z.object({
   copies: z.number().int().min(1), everyMs: z.number().int().min(1), sizeBytes: z.number().int().min(1), maxBandwidthBytes: z.number().int().min(1).optional(),
+  hooks: z.object({
+    before: z.array(z.string()).min(1).optional(), after: z.array(z.string()).min(1).optional(), timeoutMs: z.number().int().min(1),
+  }).strict().optional(),
 }).strict();
 
 /** A mount; `volumeOptions` and `replicate` (feature level 6) are present only when given. */

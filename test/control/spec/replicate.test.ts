@@ -96,4 +96,25 @@ describe('replicate.maxBandwidth (issue 41 wiring)', () => {
     expect(refused(svc({ exclusive: true, mounts: [vol({ replicate: { maxBandwidth: '1Ki' } })] })))
       .toEqual([expect.stringMatching(/^services\[0\]\.mounts\[0\]\.replicate\.maxBandwidth: /)]);
   });
+
+  it('reads hooks (argv lists, the timeout defaulted to 30 s), stores and renders them back', () => {
+    const hooks = { before: ['sqlite3', '/data/app.db', '.backup /data/app.bak'], after: ['rm', '-f', '/data/app.bak'] };
+    const s = parseSpecObjects([svc({ exclusive: true, mounts: [vol({ replicate: { hooks } })] })]).services[0];
+    if (s === undefined) throw new Error('no service');
+    expect(s.mounts[0]?.replicate?.hooks).toEqual({ ...hooks, timeoutMs: 30_000 });
+    expect(serviceSpecSchema.parse(s)).toEqual(s);
+    expect(parseSpecObjects([renderService(s)]).services[0]).toEqual(s);
+    const t = parseSpecObjects([svc({ exclusive: true, mounts: [vol({ replicate: { hooks: { before: ['sync'], timeout: '5s' } } })] })]).services[0];
+    expect(t?.mounts[0]?.replicate?.hooks).toEqual({ before: ['sync'], timeoutMs: 5_000 });
+  });
+
+  it('refuses bad hooks with the reason: a string, an empty command, none at all, unknown keys, a timeout out of bounds', () => {
+    const at = (hooks: unknown): string[] => refused(svc({ exclusive: true, mounts: [vol({ replicate: { hooks } })] }));
+    expect(at({ before: 'sqlite3 /data/app.db .backup' })).toEqual([expect.stringMatching(/^services\[0\]\.mounts\[0\]\.replicate\.hooks\.before: /)]);
+    expect(at({ before: [] })).toEqual([expect.stringMatching(/hooks\.before: a hook is a command as a list of arguments/)]);
+    expect(at({})).toEqual([expect.stringMatching(/hooks: hooks name a command to run before the snapshot, after it, or both/)]);
+    expect(at({ before: ['sync'], during: ['x'] })).toEqual([expect.stringMatching(/hooks\.during: /)]);
+    expect(at({ before: ['sync'], timeout: '1h' })).toEqual([expect.stringMatching(/hooks\.timeout: /)]);
+    expect(at({ before: ['sync'], timeout: '10ms' })).toEqual([expect.stringMatching(/hooks\.timeout: /)]);
+  });
 });
