@@ -18,7 +18,7 @@
 //
 // One operation at a time per volume (a promise chain); no clock is read here.
 
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, open, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -50,6 +50,8 @@ const volumeNamePattern = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 export class VolumeEngine {
   private readonly root: string;
   private readonly chains = new Map<string, Promise<unknown>>();
+  /** Volumes whose streams directory this process has cleared of unreleased sends. */
+  private readonly sweptStreams = new Set<string>();
 
   constructor(dataDir: string) {
     this.root = join(dataDir, 'volumes');
@@ -172,8 +174,14 @@ export class VolumeEngine {
     return this.serial(name, async () => {
       const streams = join(this.root, name, 'streams');
       await mkdir(streams, { recursive: true });
-      const file = join(streams, `out-${versionName(v)}-${parent === null ? 'full' : versionName(parent)}.stream`);
-      await rm(file, { force: true });
+      if (!this.sweptStreams.has(name)) {
+        // What an earlier process made and never released (it stopped mid-send) goes once.
+        this.sweptStreams.add(name);
+        for (const f of await readdir(streams)) if (f.startsWith('out-')) await rm(join(streams, f), { force: true });
+      }
+      // One file per increment made: a backup's whole stream and a holder's may be read at once,
+      // and each is released (deleted) when its own send ends.
+      const file = join(streams, `out-${versionName(v)}-${parent === null ? 'full' : versionName(parent)}-${randomUUID()}.stream`);
       await btrfs.send(this.versionPath(name, v), file, parent === null ? null : this.versionPath(name, parent));
       const { bytes, sha256 } = await measure(file);
       return { volume: name, version: v, parent, sender, bytes, sha256, file };
