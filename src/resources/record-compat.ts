@@ -16,7 +16,8 @@
 //     secret delivered at an absolute path or owned by a uid/gid other than 0, in a service's or
 //     a job's spec, a port published on one address, and a named volume's options; 6,
 //     featureLevelIngress: a port
-//     published through the routing mesh, ports[].mode ingress),
+//     published through the routing mesh, ports[].mode ingress, and a node's `ingress`, whether
+//     it runs that mesh),
 //     which the cluster reaches only once every member runs a release that reads them; before,
 //     it is refused with feature_not_enabled and nothing is written.
 //
@@ -139,7 +140,7 @@ function putLevel(collection: string, doc: JsonValue): number {
   if (constrainedCollections.has(collection) && hasNewerConstraint(doc, 0)) return featureLevelPlatformConstraints;
   if (newerCollections.has(collection)) return featureLevelWorkloadNetwork;
   if (!isObject(doc)) return 0;
-  if (collection === nodesCollection) return doc.platform !== undefined ? featureLevelSecretsAtRest : doc.mesh !== undefined ? featureLevelWorkloadNetwork : 0;
+  if (collection === nodesCollection) return doc.platform !== undefined ? featureLevelSecretsAtRest : doc.ingress !== undefined ? featureLevelIngress : doc.mesh !== undefined ? featureLevelWorkloadNetwork : 0;
   // Issue 40: what a job's pinned image offers (a level-5 job schema has no such field).
   if (collection === jobsCollection) return doc.imagePlatforms !== undefined ? featureLevelSecretsAtRest : 0;
   if (collection !== servicesCollection) return 0;
