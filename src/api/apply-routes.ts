@@ -10,7 +10,7 @@ import { planApply, type ApplyOptions, type ServiceOutcome } from '../control/ap
 import { principalOf } from './write-path.ts';
 import { merge } from '../resources/changes.ts';
 import { checkNetworks, planNetworkApply, type ResourceOutcome } from '../control/network-apply.ts';
-import { portClaims, prepareIngress } from '../control/ingress-apply.ts';
+import { ingressWarnings, portClaims, prepareIngress } from '../control/ingress-apply.ts';
 import { ingressPortsCollection } from '../resources/ingress-ports.ts';
 import { readNetworkState } from '../resources/network-resources.ts';
 import type { ServiceRecord } from '../resources/records.ts';
@@ -47,7 +47,7 @@ export interface ApplyAnswer {
   jobs: JobOutcome[];
   /** What was done with each service's image (digest pinning); absent when every tag was left as written. */
   images?: ImageResolution[];
-  /** What the apply did not do but did not fail for (a tag that could not be pinned). */
+  /** What the apply did not do but did not fail for (a tag that could not be pinned, an ingress port no node opens). */
   warnings?: string[];
 }
 
@@ -117,7 +117,8 @@ export const applyRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, 
     // Jobs' images too: every run of a job spec version runs the same build.
     const pinnedJobs = await resolveJobImages(ctx, specs.jobs, current, mode);
     const images = [...pinned.images, ...pinnedJobs.images];
-    const warnings = [...pinned.warnings, ...pinnedJobs.warnings];
+    // Ingress ports no node would open (no node runs the routing mesh): accepted, but said.
+    const warnings = [...pinned.warnings, ...pinnedJobs.warnings, ...ingressWarnings(current, specs)];
     const extra = {
       ...(images.some((i) => i.outcome !== 'unpinned') ? { images } : {}),
       ...(warnings.length > 0 ? { warnings } : {}),

@@ -7,7 +7,9 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { planApply } from '../control/apply.ts';
 import { planRemove } from '../control/apply.ts';
-import { putChange } from '../resources/changes.ts';
+import { merge, putChange } from '../resources/changes.ts';
+import { rollbackIngressPlan } from '../control/ingress-apply.ts';
+import { ingressPortsCollection } from '../resources/ingress-ports.ts';
 import { servicesCollection } from '../resources/collections.ts';
 import { rollback } from '../control/rolling-update.ts';
 import { forceUpdate } from '../control/apply.ts';
@@ -89,7 +91,9 @@ export const servicesRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (ap
       const now = ctx.node.logTimeNow();
       const back = rollback(s.value, now, `rolled back by hand from spec version ${s.value.specVersion}`);
       const record = { ...(v.body?.force === true ? forceUpdate(state, back, now, principalOf(req)) : back), updatedAt: now };
-      return { plan: { changes: [putChange(servicesCollection, s.value.name, record, s.rev)], compares: [] }, answer: record.specVersion };
+      // The ports it brings back: one ingress port per cluster, as at apply (another service may have taken one since).
+      const claims = rollbackIngressPlan(state, back.spec, (id) => ctx.store.get(ingressPortsCollection, id), now);
+      return { plan: merge({ changes: [putChange(servicesCollection, s.value.name, record, s.rev)], compares: [] }, claims), answer: record.specVersion };
     });
     return { specVersion: w.answer, rev: w.rev, service: after(ctx, v.params.name) };
   });

@@ -107,3 +107,11 @@ export const featureLevelJobs = 6;
  * would refuse the field, and publish the port on its own node only.
  */
 export const featureLevelIngress = 6;
+
+/**
+ * The level from which virtual IPs' records are written (collections shoal.vips,
+ * shoal.vip-releases, shoal.vip-leases; docs/network.md "Virtual IP"): level 6's release. A
+ * member of level 5 has no agent that would add or drop the address, so a VIP given to it would
+ * never answer, and a leader of level 5 would never move it.
+ */
+export const featureLevelVips = 6;

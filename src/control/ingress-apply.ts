@@ -8,6 +8,14 @@
 //   the spec's networks). The first apply that needs it makes it, with ingressSubnetDefault,
 //   unless a Network of that name is stored or in the same apply; a default subnet that would
 //   overlap a stored network is refused, saying how to choose another.
+// - An ingress port is open only on the nodes that run the mesh (config ingress.enabled, with the
+//   docker runtime; a node's record says so in `ingress`). When every node says it does not (`shoal
+//   dev`, a cluster of memory or no runtime, the mesh turned off), the apply is accepted, since a node
+//   that runs it may join later, but answers a warning naming the services and ports that are
+//   open nowhere (ingressWarnings).
+// - A rollback (POST /v1/services/{name}/rollback) brings back the previous spec's ports: they
+//   are checked as an apply's are (rollbackIngressPlan), so a port another service took since is
+//   refused with both named, and the port records are claimed in the same transaction.
 //
 // Two applies running at once would each pass the check (each reads a store without the other's
 // service), so the check holds under concurrency through the port records
@@ -24,7 +32,7 @@ import { ingressNetworkName, ingressSubnetDefault } from '../resources/spec/ingr
 import { slicePrefixFor } from '../resources/spec/network-reader.ts';
 import type { NetworkSpec } from '../resources/spec/network-spec.ts';
 import type { Problem } from '../resources/spec/reader.ts';
-import { isIngressPort, type PortSpec } from '../resources/spec/service-spec.ts';
+import { isIngressPort, type PortSpec, type ServiceSpec } from '../resources/spec/service-spec.ts';
 import type { ControlState } from '../resources/state.ts';
 import { putChange, type Plan } from '../resources/changes.ts';
 import { ingressPortId, ingressPortsCollection, type IngressPortRecord } from '../resources/ingress-ports.ts';
@@ -101,6 +109,36 @@ export function prepareIngress(state: ControlState, nets: NetworkState, set: Spe
   }
   if (problems.length > 0) throw refusal(problems);
   return implicit === null ? set : { ...set, networks: [...set.networks, implicit] };
+}
+
+/**
+ * Warnings for ingress ports no node opens: the set's services that publish one, when every node
+ * record says it does not run the mesh (records that say nothing, of an older release, count as
+ * maybe: no warning). Empty when the set publishes none or a node runs the mesh.
+ */
+export function ingressWarnings(state: ControlState, set: Pick<SpecSet, 'services'>): string[] {
+  const publishing = set.services.filter((s) => s.ports.some(isIngressPort));
+  if (publishing.length === 0) return [];
+  const nodes = [...state.nodes.values()].map((n) => n.value);
+  if (nodes.some((n) => n.ingress !== false)) return [];
+  const where = nodes.length === 0 ? 'the cluster has no node yet' : `no node runs the routing mesh (${nodes.map((n) => n.name).sort().join(', ')}: ingress disabled in their config, or a runtime other than docker)`;
+  return publishing.map((s) => {
+    const ports = s.ports.filter(isIngressPort).map(portKey);
+    const [them, ss] = ports.length === 1 ? ['it', ''] : ['them', 's'];
+    return `service ${s.name}: ingress port${ss} ${ports.join(', ')} open on no node: ${where}; publish with mode: host to open ${them} on the node that runs each task, or run a node with the mesh`;
+  });
+}
+
+/**
+ * What a rollback to `spec` (the service's previous spec) must hold for the routing mesh: its
+ * ports checked against the other stored services as an apply's are (refused with both named,
+ * bad_request), and the records of the ports it gains back claimed in the same transaction.
+ */
+export function rollbackIngressPlan(state: ControlState, spec: ServiceSpec, read: PortRecordReader, now: number): Plan {
+  const set: SpecSet = { services: [spec], networks: [], firewallPolicies: [], jobs: [] };
+  const problems = ingressPortProblems(state, set).map((p) => ({ ...p, path: p.path.replace(/^services\[0\]/, 'previousSpec') }));
+  if (problems.length > 0) throw refusal(problems);
+  return portClaims(state, set, read, now);
 }
 
 /** A port record's revision as stored now (undefined: none). */

@@ -48,7 +48,7 @@ import { reconcileService, type Decision } from './orchestrator.ts';
 import { reconcileJob } from './job-loop.ts';
 import { jobRunsCollection, jobsCollection } from '../resources/jobs.ts';
 import { imagePullsCollection } from '../resources/image-pulls.ts';
-import { featureLevelSecretsAtRest } from '../base/feature-level.ts';
+import { featureLevelSecretsAtRest, featureLevelVips } from '../base/feature-level.ts';
 import { placePending } from './placement.ts';
 import { readDependencies } from './dependencies.ts';
 import { ControlStateReader, type ControlState } from '../resources/state.ts';
@@ -198,6 +198,11 @@ export class LeaderRun {
     this.addNetworks();
     this.queue.add('vips');
     this.done = this.loop();
+  }
+
+  /** The cluster's feature level went up: what waited for it (the VIPs) is decided again. */
+  featureLevelRaised(): void {
+    if (!this.closed) this.queue.add('vips');
   }
 
   /** Stops handing out keys; the pass under way finishes (await `done`). Idempotent. */
@@ -387,6 +392,13 @@ export class LeaderRun {
 
   /** Who holds each VIP (vip-holders.ts); a holder that cannot keep one is waited for until its lease has surely run out. */
   private decideVips(state: ControlState): Decision {
+    // Below the level a member may not read a VIP's record nor hold one: nothing is written until
+    // the level is raised (the supervisor then calls featureLevelRaised).
+    if (this.ports.vips !== undefined && this.ports.vips.length > 0 && (this.ports.featureLevel?.() ?? featureLevelVips) < featureLevelVips) {
+      if (this.vipWaitingLogged !== 'level') this.ports.log.warn(`vip: the cluster runs at feature level ${this.ports.featureLevel?.() ?? 0}; virtual IPs need ${featureLevelVips} (every member upgraded): none is held until then`);
+      this.vipWaitingLogged = 'level';
+      return { plan: { changes: [], compares: [] }, wakeInMs: null };
+    }
     const d = decideVipHolders({
       specs: this.ports.vips, records: this.readVersioned(vipsCollection, vipRecordSchema), releases: this.readVersioned(vipReleasesCollection, vipReleaseSchema),
       nodes: state.nodes, members: this.ports.members(), self: this.ports.self, now: this.ports.logTimeNow(),

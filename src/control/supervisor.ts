@@ -56,6 +56,7 @@ export class Supervisor {
   private closed = false;
   private readonly newTaskId: () => string;
   private readonly onNodeEvent = (): void => this.check();
+  private readonly onFeatureLevel = (): void => this.run?.featureLevelRaised();
   /** Runs started since start (for metrics and tests). */
   runs = 0;
   /** When node health last handed leadership over (monotonic ms), across runs: the hand-over's rate limit. */
@@ -78,6 +79,7 @@ export class Supervisor {
     n.on('leaderChange', this.onNodeEvent);
     n.on('applied', this.onNodeEvent);
     n.on('featureLevel', this.onNodeEvent);
+    n.on('featureLevel', this.onFeatureLevel);
     this.check();
   }
 
@@ -98,6 +100,7 @@ export class Supervisor {
     n.off('leaderChange', this.onNodeEvent);
     n.off('applied', this.onNodeEvent);
     n.off('featureLevel', this.onNodeEvent);
+    n.off('featureLevel', this.onFeatureLevel);
     await this.stopRun();
     this.renewals?.close();
     this.vipRenewals?.close();

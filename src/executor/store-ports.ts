@@ -21,7 +21,7 @@ import { isReservedCollection, leasesCollection, nodesCollection, servicesCollec
 import type { LeaseWriter } from './lease-keeper.ts';
 import type { LeaseRecord } from '../resources/lease.ts';
 import type { NodeMesh, NodeRecord, Platform, TaskStatus } from '../resources/records.ts';
-import { featureLevelSecretsAtRest } from '../base/feature-level.ts';
+import { featureLevelIngress, featureLevelSecretsAtRest } from '../base/feature-level.ts';
 import { ControlStateReader, type Versioned } from '../resources/state.ts';
 import { jobsCollection } from '../resources/jobs.ts';
 import { volumesCollection } from '../resources/volumes.ts';
@@ -77,6 +77,8 @@ export interface NodeIdentity {
   labels: Record<string, string>;
   /** The machine's platform (machinePlatform()), written into the node's record from feature level 6. */
   platform?: Platform;
+  /** Whether this node runs the routing mesh (NodeRecord.ingress), written into the node's record from feature level 6. */
+  ingress?: boolean;
 }
 
 const goArchitectures: Readonly<Record<string, Platform>> = {
@@ -187,9 +189,10 @@ export class StoreAgentWriter implements AgentWriter, LeaseWriter {
       const doc = this.store.get(nodesCollection, this.me.id);
       const cur = (doc?.doc as unknown as NodeRecord | undefined) ?? this.fresh();
       const platform = this.me.platform !== undefined && this.featureLevel() >= featureLevelSecretsAtRest ? { platform: this.me.platform } : {};
+      const ingress = this.me.ingress !== undefined && this.featureLevel() >= featureLevelIngress ? { ingress: this.me.ingress } : {};
       const next = change({
         ...cur, name: this.me.name, addresses: { api: this.me.apiAddress, peer: this.me.peerAddress },
-        capacity: this.me.capacity, softwareVersion: this.me.softwareVersion, ...platform,
+        capacity: this.me.capacity, softwareVersion: this.me.softwareVersion, ...platform, ...ingress,
       });
       const written = forOlderReaders(nodesCollection, next as unknown as JsonObject);
       if (doc !== undefined && JSON.stringify(written) === JSON.stringify(doc.doc)) return;

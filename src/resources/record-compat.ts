@@ -16,7 +16,8 @@
 //     secret delivered at an absolute path or owned by a uid/gid other than 0, in a service's or
 //     a job's spec, a port published on one address, and a named volume's options; 6,
 //     featureLevelIngress: a port
-//     published through the routing mesh, ports[].mode ingress),
+//     published through the routing mesh, ports[].mode ingress, and a node's `ingress`, whether
+//     it runs that mesh),
 //     which the cluster reaches only once every member runs a release that reads them; before,
 //     it is refused with feature_not_enabled and nothing is written.
 //
@@ -28,7 +29,9 @@
 //
 // Jobs, their runs and stacks (issues 42 and 39), backup targets and their status (issue 43) and
 // replicated volumes (issue 41) are written from level 6 only (featureLevelJobs): a member of
-// level 5 would neither run a job, read a stack, take a backup nor keep a volume's copies.
+// level 5 would neither run a job, read a stack, take a backup nor keep a volume's copies. So are
+// virtual IPs' records, their releases and VIP leases (issue 38, featureLevelVips): a member of
+// level 5 has no agent that would add the address, nor a leader loop that would move it.
 //
 // A constraint on a node's platform or role (`node.platform.os`, `node.platform.arch`,
 // `node.role`), in a service's or job's spec or a policy's publish rules, needs level 6 too
@@ -36,7 +39,8 @@
 
 import type { Command, Op } from '../../fsm/index.ts';
 import type { JsonObject, JsonValue } from '../../fsm/types.ts';
-import { featureLevelContainerSettings, featureLevelDisruptionBudget, featureLevelIngress, featureLevelJobs, featureLevelPlatformConstraints, featureLevelSecretsAtRest, featureLevelWorkloadNetwork } from '../base/feature-level.ts';
+import { featureLevelContainerSettings, featureLevelDisruptionBudget, featureLevelIngress, featureLevelJobs, featureLevelPlatformConstraints, featureLevelSecretsAtRest, featureLevelVips, featureLevelWorkloadNetwork } from '../base/feature-level.ts';
+import { vipLeasesCollection, vipReleasesCollection, vipsCollection } from './vips.ts';
 import { jobRunsCollection, jobsCollection } from './jobs.ts';
 import { stacksCollection } from './stacks.ts';
 import { backupStatusCollection, backupTargetsCollection } from './backup-targets.ts';
@@ -53,6 +57,8 @@ const newerCollections = new Set([networksCollection, firewallPoliciesCollection
  * agent for (jobs and their runs, stacks, backup targets and their status, replicated volumes).
  */
 const level6Kinds = new Set([jobsCollection, jobRunsCollection, stacksCollection, backupTargetsCollection, backupStatusCollection, volumesCollection]);
+/** Collections whose every write needs featureLevelVips: a VIP, its release and a VIP lease (issue 38). */
+const vipKinds = new Set([vipsCollection, vipReleasesCollection, vipLeasesCollection]);
 
 const isObject = (v: JsonValue | undefined): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isEmptyList = (v: JsonValue | undefined): boolean => Array.isArray(v) && v.length === 0;
@@ -124,6 +130,7 @@ export function forOlderReaders<D extends JsonValue>(collection: string, doc: D)
 /** The level a put needs beyond the control plane's (0: none). */
 function putLevel(collection: string, doc: JsonValue): number {
   if (level6Kinds.has(collection)) return featureLevelJobs;
+  if (vipKinds.has(collection)) return featureLevelVips;
   if (putNeedsSecretsLevel(collection, doc)) return featureLevelSecretsAtRest;
   if (hasNewerSecretRef(collection, doc)) return featureLevelContainerSettings;
   if (hasHostIp(collection, doc)) return featureLevelContainerSettings;
@@ -133,7 +140,7 @@ function putLevel(collection: string, doc: JsonValue): number {
   if (constrainedCollections.has(collection) && hasNewerConstraint(doc, 0)) return featureLevelPlatformConstraints;
   if (newerCollections.has(collection)) return featureLevelWorkloadNetwork;
   if (!isObject(doc)) return 0;
-  if (collection === nodesCollection) return doc.platform !== undefined ? featureLevelSecretsAtRest : doc.mesh !== undefined ? featureLevelWorkloadNetwork : 0;
+  if (collection === nodesCollection) return doc.platform !== undefined ? featureLevelSecretsAtRest : doc.ingress !== undefined ? featureLevelIngress : doc.mesh !== undefined ? featureLevelWorkloadNetwork : 0;
   // Issue 40: what a job's pinned image offers (a level-5 job schema has no such field).
   if (collection === jobsCollection) return doc.imagePlatforms !== undefined ? featureLevelSecretsAtRest : 0;
   if (collection !== servicesCollection) return 0;

@@ -67,6 +67,12 @@ export interface NodeRecord {
   mesh: NodeMesh | null;
   /** The machine's platform (issue 40), written by the node from feature level 6; absent before (placement then does not check it). */
   platform?: Platform;
+  /**
+   * Whether the node runs the routing mesh (config ingress.enabled with the docker runtime;
+   * docs/network.md "Ingress"), written by the node from feature level 6; absent: not said (a
+   * record of an older release). Apply warns when no node runs it.
+   */
+  ingress?: boolean;
 }
 
 /** An OS and CPU architecture, as Docker and image indexes name them (`linux`, `amd64` / `arm64` + `v8` / `arm` + `v7`). */
@@ -296,6 +302,7 @@ export const nodeRecordSchema = z.object({
   // Absent in records written before the mesh existed: read as null.
   mesh: nodeMeshSchema().nullable().default(null),
   platform: platformSchema.optional(),
+  ingress: z.boolean().optional(),
 }).strict();
 
 export const serviceUpdateStatusSchema = z.object({

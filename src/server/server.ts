@@ -696,6 +696,8 @@ function nodeIdentityOf(c: NodeParts): NodeIdentity {
     labels: config.node.labels,
     // Issue 40: the node's platform, for placement by the platforms an image offers.
     ...(machinePlatform() !== undefined ? { platform: machinePlatform() } : {}),
+    // Issue 38: whether it runs the routing mesh (startIngressOf's condition): apply warns when none does.
+    ingress: config.ingress.enabled && config.runtime.kind === 'docker',
   };
 }
 

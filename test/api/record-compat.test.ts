@@ -16,10 +16,12 @@ import { jobRunsCollection, jobsCollection } from '../../src/resources/jobs.ts';
 import { stacksCollection } from '../../src/resources/stacks.ts';
 import { backupStatusCollection, backupTargetsCollection } from '../../src/resources/backup-targets.ts';
 import { volumesCollection } from '../../src/resources/volumes.ts';
-import { featureLevelContainerSettings, featureLevelDisruptionBudget, featureLevelJobs, featureLevelWorkloadNetwork } from '../../src/base/feature-level.ts';
+import { featureLevelContainerSettings, featureLevelDisruptionBudget, featureLevelJobs, featureLevelVips, featureLevelWorkloadNetwork } from '../../src/base/feature-level.ts';
 import { serviceRecordSchema } from '../../src/resources/records.ts';
 import { controlFeatureLevel } from '../../src/resources/collections.ts';
 import { allDocs } from '../../src/resources/state.ts';
+import { vipLeasesCollection, vipReleasesCollection, vipsCollection } from '../../src/resources/vips.ts';
+import { encodeCommand, type CommandResult } from '../../fsm/index.ts';
 import { expectError } from './expect-error.ts';
 import { singleNode, type SingleNode } from './single-node.ts';
 
@@ -27,6 +29,7 @@ import { singleNode, type SingleNode } from './single-node.ts';
 const olderNodeRecord = nodeRecordSchema.omit({ mesh: true }).strict();
 const olderSpec = serviceSpecSchema.omit({ secrets: true, networks: true }).strict();
 
+const vip = { address: '192.168.7.250', subnet: '192.168.7.0/24' };
 const nightly = 'apiVersion: shoal/v1\nkind: Job\nname: nightly\nimage: busybox:local\ncommand: ["true"]\nschedule: "0 3 * * *"\n';
 const webYaml = 'apiVersion: shoal/v1\nkind: Service\nname: web\nimage: busybox:local\ncommand: ["sleep", "3600"]\nreplicas: 2\n';
 const withSecret = 'apiVersion: shoal/v1\nkind: Service\nname: app\nimage: busybox:local\ncommand: ["sleep", "3600"]\nsecrets: [db]\n';
@@ -99,7 +102,7 @@ const settled = `${webYaml.replace('name: web', 'name: settled')}workingDir: /sr
 
 describe('a cluster at feature level 5 (a member of the release before disruption budgets)', () => {
   let s: SingleNode;
-  beforeAll(async () => { s = await singleNode({ control: true, featureLevelMax: 5 }); });
+  beforeAll(async () => { s = await singleNode({ control: true, featureLevelMax: 5, vips: [vip] }); });
   afterAll(async () => { await s.close(); });
 
   it('writes service records that release parses, and refuses a budget or a forced disruption with feature_not_enabled', async () => {
@@ -123,12 +126,32 @@ describe('a cluster at feature level 5 (a member of the release before disruptio
     expectError(await s.app.inject({ method: 'POST', url: '/v1/apply', payload: { text: nightly } }), 'feature_not_enabled');
     expect([...allDocs(s.store, jobsCollection)]).toEqual([]);
   });
+
+  it('gives no node a virtual IP (a member of level 5 would never add it), and refuses a VIP lease with feature_not_enabled', async () => {
+    // The loops have run (they placed the tasks above) with a VIP in their config: nothing written.
+    await until('the loops placed 2 tasks', () => [...allDocs(s.store, 'shoal.tasks')].length === 2);
+    await new Promise((r) => setTimeout(r, 300));
+    expect([...allDocs(s.store, vipsCollection)]).toEqual([]);
+    // What a holder's agent writes (net/vip-start.ts proposes it through compatCommand).
+    const { cmd, featureLevel } = compatCommand({ op: 'put', collection: vipLeasesCollection, id: 'solo', doc: { nodeId: 'solo', epoch: 0, seq: 1, leaseMs: 3_000 } });
+    await expect((async () => s.node.propose(encodeCommand({ cmd, ts: Date.now() }), { featureLevel }))()).rejects.toMatchObject({ code: 'feature_not_enabled' });
+    expect(s.store.get(vipLeasesCollection, 'solo')).toBeUndefined();
+  });
 });
 
 describe('a cluster at feature level 6', () => {
   let s: SingleNode;
-  beforeAll(async () => { s = await singleNode({ control: true }); });
+  beforeAll(async () => { s = await singleNode({ control: true, vips: [vip] }); });
   afterAll(async () => { await s.close(); });
+
+  it('gives its node the virtual IP, and stores its VIP lease', async () => {
+    await until('the leader recorded a holder', () => (s.store.get(vipsCollection, vip.address)?.doc as { holder?: unknown } | undefined)?.holder !== undefined);
+    expect(s.store.get(vipsCollection, vip.address)?.doc).toMatchObject({ holder: { nodeId: 'solo' } });
+    const { cmd, featureLevel } = compatCommand({ op: 'put', collection: vipLeasesCollection, id: 'solo', doc: { nodeId: 'solo', epoch: 0, seq: 1, leaseMs: 3_000 } });
+    const { result } = await s.node.propose(encodeCommand({ cmd, ts: Date.now() }), { featureLevel });
+    expect((result as CommandResult).ok).toBe(true);
+    expect(s.store.get(vipLeasesCollection, 'solo')).toBeDefined();
+  });
 
   it('stores a spec with a disruption budget', async () => {
     const applied = await s.app.inject({ method: 'POST', url: '/v1/apply', payload: { text: budgeted } });
@@ -222,6 +245,13 @@ describe('compatCommand', () => {
     expect(put(servicesCollection, { uid: 999 }).featureLevel).toBe(featureLevelContainerSettings);
     expect(put(servicesCollection, { gid: 101 }).featureLevel).toBe(featureLevelContainerSettings);
     expect(put(jobsCollection, { uid: 70 }).featureLevel).toBe(featureLevelContainerSettings);
+  });
+
+  it('asks level 6 for any write of a VIP, a VIP release or a VIP lease, and none for their delete', () => {
+    for (const collection of [vipsCollection, vipReleasesCollection, vipLeasesCollection]) {
+      expect(compatCommand({ op: 'put', collection, id: '10.0.0.9', doc: {} }).featureLevel, collection).toBe(featureLevelVips);
+      expect(compatCommand({ op: 'delete', collection, id: '10.0.0.9' }).featureLevel).toBe(controlFeatureLevel);
+    }
   });
 
   it('asks level 6 for any write of a job, a job run, a stack, a backup target or status, or a volume record, and none for their delete', () => {

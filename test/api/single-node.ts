@@ -53,17 +53,19 @@ export interface SingleNodeOptions {
   lease?: LeaseConfig;
   /** The virtual IPs its leader loops manage (config `vips`; issue 38). */
   vips?: VipSpec[];
+  /** Whether its node says it runs the routing mesh (NodeRecord.ingress; issue 38); absent: it says nothing. */
+  ingress?: boolean;
 }
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
-function controlPlane(node: RaftNode, store: DocumentStore, lease: LeaseConfig | undefined, keys: MemoryClusterKeys, vips?: VipSpec[]): { control: ControlPlane; runtime: MemoryRuntime } {
+function controlPlane(node: RaftNode, store: DocumentStore, lease: LeaseConfig | undefined, keys: MemoryClusterKeys, vips?: VipSpec[], ingress?: boolean): { control: ControlPlane; runtime: MemoryRuntime } {
   const runtime = new MemoryRuntime({ clock: systemClock, pullAny: true });
   const source = new SecretSource({ store, keys, nodeId: 'solo', members: () => ({ list: [], leader: 'solo' }), voters: () => ['solo'], log: quiet });
   const control = new ControlPlane({
     secrets: { read: (name, taskId) => source.read(name, taskId) },
     node, store, clusterId: 'test-cluster', runtime, health: { suspectAfterMs: 5_000, downAfterMs: 15_000, restartGraceMs: 30_000 }, log: quiet,
-    identity: { id: 'solo', name: 'solo', apiAddress: '127.0.0.1:1', peerAddress: 'memory:solo', softwareVersion: '0.0.0-test', capacity: { cpuMillis: 4000, memoryBytes: 8 * 1024 ** 3 }, labels: {} },
+    identity: { id: 'solo', name: 'solo', apiAddress: '127.0.0.1:1', peerAddress: 'memory:solo', softwareVersion: '0.0.0-test', capacity: { cpuMillis: 4000, memoryBytes: 8 * 1024 ** 3 }, labels: {}, ...(ingress !== undefined ? { ingress } : {}) },
     ...(lease !== undefined ? { lease } : {}),
     ...(vips !== undefined ? { vips } : {}),
   });
@@ -104,7 +106,7 @@ export async function singleNode(opts: SingleNodeOptions = {}): Promise<SingleNo
   };
   const app = buildApi(ctx);
   await app.ready();
-  const cp = opts.control === true ? controlPlane(node, store, opts.lease, keys, opts.vips) : undefined;
+  const cp = opts.control === true ? controlPlane(node, store, opts.lease, keys, opts.vips, opts.ingress) : undefined;
   // As server.ts wires it: task logs are read through this node's runtime.
   if (cp !== undefined) ctx.runtime = cp.runtime;
   return {

@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { ShoalError } from '../../src/errors.ts';
-import { prepareIngress } from '../../src/control/ingress-apply.ts';
+import { ingressWarnings, prepareIngress } from '../../src/control/ingress-apply.ts';
 import { demandOf } from '../../src/control/scheduler/demand.ts';
 import { compatCommand } from '../../src/resources/record-compat.ts';
 import { servicesCollection } from '../../src/resources/collections.ts';
@@ -116,5 +116,31 @@ describe('an apply of ingress ports', () => {
     expect(problemsOf(() => prepareIngress(stored, noNets([clash]), set))).toEqual([
       expect.stringMatching(/^services\[0\]\.ports: its ingress ports need the network ingress, which shoal makes with subnet 10\.255\.0\.0\/16; that overlaps 10\.255\.4\.0\/24 of network lan: apply a Network named ingress/),
     ]);
+  });
+});
+
+describe('an ingress port no node opens', () => {
+  const web = setOf(serviceYaml('web', 'ports: [{published: 8080, target: 80}, {published: 5353, target: 53, protocol: udp}]'));
+  const hostOnly = setOf(serviceYaml('web', 'ports: [{published: 8080, target: 80, mode: host}]'));
+
+  it('warns, naming the service and its ports, when every node says it does not run the mesh', () => {
+    const state = new StateBuilder().node('n1', { name: 'n1', ingress: false }).node('n2', { name: 'n2', ingress: false }).build();
+    const w = ingressWarnings(state, web);
+    expect(w).toHaveLength(1);
+    expect(w[0]).toContain('service web: ingress ports 8080/tcp, 5353/udp open on no node: no node runs the routing mesh (n1, n2');
+    expect(w[0]).toContain('mode: host');
+    // A host-mode port is opened by Docker on the task's node: nothing to say.
+    expect(ingressWarnings(state, hostOnly)).toEqual([]);
+  });
+
+  it('says nothing when one node runs it, or when a node\'s record does not say (an older release)', () => {
+    expect(ingressWarnings(new StateBuilder().node('n1', { ingress: false }).node('n2', { ingress: true }).build(), web)).toEqual([]);
+    expect(ingressWarnings(new StateBuilder().node('n1', { ingress: false }).node('n2').build(), web)).toEqual([]);
+  });
+
+  it('asks feature level 6 for a node record that says whether it runs the mesh', () => {
+    const node = { id: 'n1', state: 'ready' };
+    expect(compatCommand({ op: 'put', collection: 'shoal.nodes', id: 'n1', doc: node }).featureLevel).toBeLessThan(featureLevelIngress);
+    expect(compatCommand({ op: 'put', collection: 'shoal.nodes', id: 'n1', doc: { ...node, ingress: false } }).featureLevel).toBe(featureLevelIngress);
   });
 });
