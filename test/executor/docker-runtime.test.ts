@@ -198,6 +198,17 @@ describe('DockerRuntime: container lifecycle', () => {
     expect(await rt.list({ [runLabel]: run })).toEqual([]);
   });
 
+  it('runs a command in a running container (exec): its exit code and the tails of its output; a timeout is a timeout', async () => {
+    const rt = runtime();
+    const id = await rt.create(spec());
+    await rt.start(id);
+    const r = await rt.exec(id, ['sh', '-c', 'echo out; echo err >&2; exit 3'], 10_000);
+    expect(r).toEqual({ exitCode: 3, stdout: 'out\n', stderr: 'err\n' });
+    expect((await rt.exec(id, ['true'], 10_000)).exitCode).toBe(0);
+    await expect(rt.exec(id, ['sleep', '5'], 300)).rejects.toMatchObject({ kind: 'timeout' });
+    await rt.remove(id);
+  });
+
   it('lists only containers carrying every label asked for', async () => {
     const rt = runtime();
     const a = await rt.create(spec({ labels: { 'shoal.node': 'n1', 'shoal.service': 'web' } }));
