@@ -54,7 +54,7 @@ export const backupTargetBody = z.object({
     accessKeyId: z.string().min(1).max(128).regex(/^[\x21-\x7e]+$/, 'must be the access key id (printable, no spaces)'),
     secretKey: z.string().min(1).max(credentialBytesMax),
     region: z.string().min(1).max(64).regex(/^[a-z0-9-]+$/, 'must be a region name (us-east-1, garage)').default(s3RegionDefault),
-    ca: z.string().min(1).max(65_536).refine((c) => c.includes('-----BEGIN CERTIFICATE-----'), 'must be PEM certificates').optional(),
+    ca: z.string().min(1).max(49_152, 'at most 48 KiB of PEM: the whole request must fit limits.bodyBytesMax (64 KiB)').refine((c) => c.includes('-----BEGIN CERTIFICATE-----'), 'must be PEM certificates').optional(),
   }).strict().optional(),
   encrypt: z.boolean().optional(),
   keepDaily: z.number().int().min(0).max(366).default(keepDailyDefault),

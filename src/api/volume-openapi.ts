@@ -58,7 +58,7 @@ export function volumePaths(errors: Json): Json {
     '/v1/volumes/{name}/versions/{version}/stream': {
       get: {
         summary: 'A whole btrfs send stream of a version this node holds, for a backup (nodes only)', 'x-additional-query': false,
-        parameters: [name, { name: 'version', in: 'path', required: true, schema: { type: 'string' }, description: 'the version, s<seq>-e<epoch>-<node>' }],
+        parameters: [name, { name: 'version', in: 'path', required: true, schema: { type: 'string', pattern: '^s\\d+-e\\d+-[A-Za-z0-9_.-]+$', maxLength: 200 }, description: 'the version, s<seq>-e<epoch>-<node>' }],
         responses: {
           200: {
             description: `the stream; its length and sha256 in the ${streamHeader} header (base64url JSON: bytes, sha256)`,

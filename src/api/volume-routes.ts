@@ -83,7 +83,7 @@ export const removeCopyBody = z.object({
 export const removeCopyAnswer = z.object({ volume: volumeViewSchema, removed: z.object({ node: z.string(), version: z.string(), state: z.enum(['complete', 'diverged']) }) });
 
 export const volumeNameParams = z.object({ name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, 'a volume name: letters, digits, _ . -') }).strict();
-export const volumeVersionParams = volumeNameParams.extend({ version: z.string().min(1).max(200) }).strict();
+export const volumeVersionParams = volumeNameParams.extend({ version: z.string().regex(/^s\d+-e\d+-[A-Za-z0-9_.-]+$/, 'a version name: s<seq>-e<epoch>-<node>').max(200) }).strict();
 
 /** What GET /v1/volumes shows of a record; `nowMs` is the log time. */
 export function volumeView(rec: VolumeRecord, rev: number, nowMs: number): VolumeView {

@@ -116,7 +116,11 @@ function violationArb(op: Operation): fc.Arbitrary<Request> | undefined {
     kinds.push(requestArb(op).map((b) => build(b, { query: [`unexpectedParam=${'q'.repeat(apiLimitsDefault.urlBytesMax)}`], expect: 'uri_too_long' })));
   }
   if (bodySchema !== undefined) {
-    kinds.push(fc.tuple(requestArb(op), invalid(bodySchema, resolve)).map(([b, bad]) => build(b, { headers: json, payload: JSON.stringify(bad) })));
+    kinds.push(fc.tuple(requestArb(op), invalid(bodySchema, resolve)).map(([b, bad]) => {
+      // A wrong body longer than the body limit is refused for its length before it is read.
+      const payload = JSON.stringify(bad);
+      return build(b, { headers: json, payload, ...(Buffer.byteLength(payload) > bodyBytesMax ? { expect: 'payload_too_large' as const } : {}) });
+    }));
     kinds.push(requestArb(op).map((b) => build(b, { headers: json, payload: JSON.stringify({ pad: 'x'.repeat(bodyBytesMax) }), expect: 'payload_too_large' })));
   }
   return kinds.length > 0 ? fc.oneof(...kinds) : undefined;
