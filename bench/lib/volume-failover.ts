@@ -112,6 +112,7 @@ export async function failoverMain(): Promise<void> {
     `| **median** | | | ${median(rounds.map((r) => r.lost))} | ${median(lostMs)} | ${(median(lostMs) / everyMs).toFixed(1)} | ${median(rounds.map((r) => r.backMs))} |`,
     '',
     `Targets (the issue): lost at most one interval (${everyMs} ms) plus the send time; kill → running = the exclusive failover time plus the restore.`,
+    'The kill comes as soon as version 5 is recorded on both holders, not at a random point of an interval: what is lost is what was written since that version\'s snapshot, that is the time a pass takes to snapshot, send, receive and record a version on this loaded machine (not measured apart), plus the part of the next interval whose pass had not landed.',
   ].join('\n');
   console.log(text);
   if (values.write) writeNamedSection('volumes-failover', text);
