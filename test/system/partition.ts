@@ -11,7 +11,7 @@
 // machine-wide lock, like every system test.
 
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ClusterNode } from '../cluster/process-cluster.ts';
 
@@ -93,8 +93,13 @@ export function cutOff(nodes: readonly ClusterNode[], victim: ClusterNode): () =
   const heal = (): void => {
     healApi();
     healPeers();
-    // Back to the root group (a process gone has left it already), then the group removed.
-    try { writeFileSync(path.join(root, 'cgroup.procs'), String(pid)); } catch { /* the process is gone */ }
+    // Back to the root group, the node and any program it started meanwhile (a process gone has
+    // left it already), then the group removed.
+    let inGroup: string[] = [String(pid)];
+    try { inGroup = [...inGroup, ...readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').split('\n').filter((l) => l !== '')]; } catch { /* never made */ }
+    for (const p of new Set(inGroup)) {
+      try { writeFileSync(path.join(root, 'cgroup.procs'), p); } catch { /* the process is gone */ }
+    }
     try { rmdirSync(dir); } catch { /* never made, or already removed */ }
   };
   try {
