@@ -4,12 +4,23 @@
 // time to restore the newest version on the holder (a writable snapshot of a received version).
 // Needs root and btrfs-progs. Usage: tsx bench/volumes.ts [--data-mib 1024] [--write]
 // (--write records the figures in bench/RESULTS.md, between its volumes markers).
+//
+// --failover [--rounds 3] [--write]: end to end, on three real shoal processes with the Docker
+// runtime (each round a fresh cluster, as test/system/replicated-volume.test.ts runs it): an
+// exclusive service appends a counter to a file in its replicated volume every 100 ms (every: 1s);
+// kill -9 of the node running it (its shoal and its container); the recovery point (the numbers
+// the replacement's copy lacks, against the interval) and the time from the kill to the
+// replacement's container started on another node with its data (Docker's event time), the
+// median of the rounds. --write replaces the "volumes-failover" section of bench/RESULTS.md.
+//
+//   flock /tmp/shoal-heavy.lock npx tsx bench/volumes.ts --failover --rounds 3 --write
 
 import { randomBytes, randomInt } from 'node:crypto';
 import { mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { VolumeEngine } from '../src/executor/volumes/volume-engine.ts';
+import { failoverMain } from './lib/volume-failover.ts';
 
 const arg = (name: string, dflt: number): number => {
   const i = process.argv.indexOf(name);
@@ -99,4 +110,4 @@ One machine, two volume engines (two data directories) on loop-file btrfs filesy
   await writeFile(path, out);
 }
 
-await main();
+await (process.argv.includes('--failover') ? failoverMain() : main());

@@ -3,7 +3,9 @@
 // (sh, sleep, httpd, ...), imported with `docker import` (POST /images/create?fromSrc=-).
 // `shoal dev demo-image` makes shoal-demo/busybox:local with it (docs/examples/web-local.yaml runs
 // that image), and the Docker tests make shoal-test/busybox:local (test/executor/test-image.ts).
-// An image already there is left alone; an import takes about a second.
+// An image already there is left alone; an import takes about a second. More files of the
+// machine may be copied in (a dynamically linked program and the libraries ldd names: the tests'
+// SQLite image, test/executor/test-image.ts).
 
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -27,8 +29,14 @@ async function applets(busybox: string): Promise<string[]> {
   return stdout.split('\n').map((s) => s.trim()).filter((s) => /^[a-z0-9_.[-]+$/.test(s) && s !== 'busybox');
 }
 
-/** A root filesystem in a fresh temporary directory: bin/busybox, its applets, /etc/passwd, /tmp. */
-async function buildRootfs(busybox: string): Promise<string> {
+/** A file of this machine copied into the image: `from` (symlinks followed) to `to` in the image. */
+export interface ImageFile {
+  from: string;
+  to: string;
+}
+
+/** A root filesystem in a fresh temporary directory: bin/busybox, its applets, /etc/passwd, /tmp, and `extra`. */
+async function buildRootfs(busybox: string, extra: readonly ImageFile[]): Promise<string> {
   if (!existsSync(busybox)) throw new Error(busyboxMissing);
   const names = await applets(busybox);
   const root = mkdtempSync(path.join(os.tmpdir(), 'shoal-busybox-'));
@@ -41,6 +49,11 @@ async function buildRootfs(busybox: string): Promise<string> {
   // Named users resolve only through /etc/passwd; specs and tests use `nobody`.
   writeFileSync(path.join(root, 'etc', 'passwd'), 'root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n');
   writeFileSync(path.join(root, 'etc', 'group'), 'root:x:0:\nnogroup:x:65534:\n');
+  for (const f of extra) {
+    if (!path.isAbsolute(f.to) || f.to.split('/').includes('..')) throw new Error(`${f.to}: a file in the image is named by an absolute path without ..`);
+    mkdirSync(path.join(root, path.dirname(f.to)), { recursive: true });
+    copyFileSync(f.from, path.join(root, f.to)); // the mode comes along
+  }
   return root;
 }
 
@@ -75,11 +88,12 @@ async function importRootfs(docker: Docker, root: string, ref: string): Promise<
 
 /**
  * Makes sure `ref` names a busybox image on this Docker daemon, importing one from `busybox`
- * when it is absent. Says which it did; throws, saying what to install, when busybox is missing.
+ * when it is absent, with `extra` copied in. Says which it did; throws, saying what to install,
+ * when busybox is missing.
  */
-export async function ensureBusyboxImage(docker: Docker, ref: string, busybox = busyboxPath): Promise<'present' | 'imported'> {
+export async function ensureBusyboxImage(docker: Docker, ref: string, busybox = busyboxPath, extra: readonly ImageFile[] = []): Promise<'present' | 'imported'> {
   if (await imageExists(docker, ref)) return 'present';
-  const root = await buildRootfs(busybox);
+  const root = await buildRootfs(busybox, extra);
   try {
     await importRootfs(docker, root, ref);
   } finally {

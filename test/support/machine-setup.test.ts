@@ -33,8 +33,8 @@ describe('test:setup', () => {
       'openssh-server',
       // Issue 38's virtual IP tests.
       'arping',
-      // Issue 41's replicated volumes.
-      'btrfs-progs'].sort());
+      // Issue 41's replicated volumes, and the database engine its system test runs.
+      'btrfs-progs', 'sqlite3'].sort());
   });
 
   it('says what to run where it cannot install', () => {

@@ -52,6 +52,8 @@ export const requirements: readonly Requirement[] = [
   { has: { command: 'arping' }, pkg: 'arping', for: 'virtual IP tests (test/system/vip-netns.test.ts)' },
   // Replicated volumes (issue 41): a btrfs filesystem per volume in a loop file.
   { has: { command: 'btrfs' }, pkg: 'btrfs-progs', for: 'replicated volume tests (test/volumes)' },
+  // A real database engine as a replicated volume's workload, copied with its libraries into an image.
+  { has: { command: 'sqlite3' }, pkg: 'sqlite3', for: 'the replicated volume test\'s database (test/system/replicated-volume.test.ts)' },
 ];
 
 export interface Probe {

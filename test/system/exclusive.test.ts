@@ -14,6 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { leaseDefaults, replaceAfterMs } from '../../src/resources/lease.ts';
 import type { ClusterNode } from '../cluster/process-cluster.ts';
 import { runsOf, slotOverlaps, type Run } from './container-events.ts';
+import { cutPeers, portOf } from './partition.ts';
 import { serviceDoc, withDockerSystem, type DockerSystem } from './docker-system.ts';
 
 const fastHealth = { suspectAfterMs: 1_000, downAfterMs: 3_000, restartGraceMs: 3_000 };
@@ -74,32 +75,6 @@ function dropTo(port: number): () => void {
   return () => { spawnSync('iptables', ['-D', ...rule]); };
 }
 
-const portOf = (address: string): number => Number(address.slice(address.lastIndexOf(':') + 1));
-const hostOf = (address: string): string => address.slice(0, address.lastIndexOf(':'));
-
-/**
- * Cuts the victim's peer links (its nodes on their own loopback addresses, which they also dial
- * from): `in`, what the others send it; `out`, what it sends them. The client API stays open, so
- * the test still reads every node. Returns the heal.
- */
-function cutPeers(sys: DockerSystem, victim: ClusterNode, ways: { in: boolean; out: boolean }): () => void {
-  const others = sys.cluster.nodes.filter((n) => n !== victim).map((n) => String(portOf(n.peerAddress)));
-  const rules: string[][] = [];
-  if (ways.in) rules.push(['OUTPUT', '-p', 'tcp', '-d', hostOf(victim.peerAddress), '--dport', String(portOf(victim.peerAddress)), '-j', 'DROP']);
-  if (ways.out) rules.push(['OUTPUT', '-p', 'tcp', '-s', hostOf(victim.peerAddress), '-m', 'multiport', '--dports', others.join(','), '-j', 'DROP']);
-  const added: string[][] = [];
-  const heal = (): void => { for (const rule of added) spawnSync('iptables', ['-D', ...rule]); };
-  for (const rule of rules) {
-    const r = spawnSync('iptables', ['-I', ...rule]);
-    if (r.status !== 0) {
-      heal();
-      throw new Error(`iptables: ${r.stderr.toString()}`);
-    }
-    added.push(rule);
-  }
-  return heal;
-}
-
 /**
  * The victim cut off (both ways, or only what it sends): nobody hears it, so the leader declares
  * it down and waits lease + margin from its last renewal; its agent, alive, kills the task at
@@ -109,7 +84,7 @@ async function partitionAndReplace(ways: { in: boolean; out: boolean }, what: st
   await withDockerSystem({ control: fastHealth, ownHosts: true }, async (sys) => {
     const { victim, run } = await placedOffLeader(sys);
     const at = nowNs();
-    const heal = cutPeers(sys, victim, ways);
+    const heal = cutPeers(sys.cluster.nodes, victim, ways);
     try {
       const { recoveryMs } = await checkReplaced(sys, victim, run, at);
       expect(recoveryMs).toBeLessThanOrEqual(recoveryTargetMs);
