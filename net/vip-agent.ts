@@ -1,7 +1,7 @@
 // The node's side of the virtual IPs (src/resources/vips.ts; docs/network.md, "Virtual IP").
 //
-// Every node runs it. Level-triggered (pass-loop.ts): a store change, and a pass every second,
-// re-read the VIP records and the node's addresses (`ip -j -4 addr show`) and converge:
+// Every node runs it. Level-triggered (pass-loop.ts): a store change, and a pass every second
+// while any VIP record exists, re-read the VIP records and the node's addresses (`ip -j -4 addr show`) and converge:
 // - a VIP this node holds (the record names it, at its current epoch, not released at this
 //   revision, not retired, the node not draining and shoal not stopping) is on its interface as
 //   VIP/32 with a kernel lifetime that ends when the node's VIP lease does, rounded down to whole
@@ -97,8 +97,6 @@ export class VipAgent {
     this.unsubscribe = this.o.store.subscribe((ev) => {
       if (ev.collection === vipsCollection || ev.collection === vipReleasesCollection || ev.collection === nodesCollection) this.loop.mark();
     });
-    this.tick = setInterval(() => this.loop.mark(), this.o.passEveryMs ?? 1_000);
-    this.tick.unref();
     this.loop.mark(true);
   }
 
@@ -147,8 +145,10 @@ export class VipAgent {
     const records = this.readRecords();
     if (records.size === 0 && this.held.size === 0) {
       this.o.lease?.want(null);
+      this.ticking(false);
       return;
     }
+    this.ticking(true);
     const mine: { address: string; rec: VipRecord; rev: number }[] = [];
     const letGo: { address: string; rec: VipRecord; rev: number }[] = [];
     for (const [address, { rec, rev, release }] of records) {
@@ -175,6 +175,21 @@ export class VipAgent {
       this.o.onChange?.(address, false);
     }
     for (const g of letGo) await this.release(g.address, g.rec, g.rev);
+  }
+
+  /**
+   * The pass every passEveryMs runs only while the store has a VIP record or this node holds one:
+   * a node of a cluster without VIPs has no timer of this agent (a record written wakes it through
+   * the store's changes).
+   */
+  private ticking(on: boolean): void {
+    if (!on || this.stopping) {
+      clearInterval(this.tick);
+      this.tick = undefined;
+    } else if (this.tick === undefined) {
+      this.tick = setInterval(() => this.loop.mark(), this.o.passEveryMs ?? 1_000);
+      this.tick.unref();
+    }
   }
 
   /** Puts `m` on (or leaves it as it is, with under a second of lease left); adds it to `keep` when it is on. */

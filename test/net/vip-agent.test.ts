@@ -3,7 +3,7 @@
 // a kernel lifetime under the lease; announces it; takes off any VIP it must not have; and on a
 // drain or a planned stop takes it off first and then commits a release of that revision.
 
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { DocumentStore, encodeCommand, type CommandResult, type JsonObject, type TxnCommand } from '../../fsm/index.ts';
 import { nodesCollection } from '../../src/resources/collections.ts';
 import { vipCommandMs, vipLeasesCollection, vipReleasesCollection, vipsCollection, type VipRecord } from '../../src/resources/vips.ts';
@@ -171,6 +171,32 @@ describe('the VIP agent', () => {
     await s.agent.converge();
     expect(s.host.has('192.168.1.250')).toBe(true);
     await s.agent.close();
+  });
+
+  it('keeps no timer while the store has no VIP record, and a pass every second once one exists', async () => {
+    const intervals = vi.spyOn(globalThis, 'setInterval');
+    const cleared = vi.spyOn(globalThis, 'clearInterval');
+    try {
+      const s = setup();
+      s.agent.start();
+      await s.agent.converge();
+      expect(intervals).not.toHaveBeenCalled();
+      put(s.store, vipsCollection, '192.168.1.250', record({ nodeId: 'n2', epoch: 1 }));
+      await s.agent.converge();
+      expect(intervals).toHaveBeenCalledTimes(1);
+      expect(intervals.mock.calls[0]?.[1]).toBe(1_000);
+      await s.agent.converge();
+      expect(intervals).toHaveBeenCalledTimes(1);
+      const tick = intervals.mock.results[0]?.value as NodeJS.Timeout;
+      const index = s.store.revision + 1;
+      s.store.apply({ index, term: 2, data: encodeCommand({ cmd: { op: 'delete', collection: vipsCollection, id: '192.168.1.250' }, ts: index }) });
+      await s.agent.converge();
+      expect(cleared).toHaveBeenCalledWith(tick);
+      await s.agent.close();
+    } finally {
+      intervals.mockRestore();
+      cleared.mockRestore();
+    }
   });
 
   it('on a planned stop hands the VIP over: off, released, and the lease no longer wanted', async () => {
