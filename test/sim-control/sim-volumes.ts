@@ -21,6 +21,7 @@ import { nodesCollection } from '../../src/resources/collections.ts';
 import { currentWriter, refuseIncrement, removalsOf, versionName, volumeRecordSchema, volumesCollection, type VolumeRecord, type VolumeVersion } from '../../src/resources/volumes.ts';
 import type { DocumentStore } from '../../fsm/index.ts';
 import { VolumesChecker } from './checkers/volumes.ts';
+import { Violation } from './checkers/violation.ts';
 import type { Session } from './session.ts';
 import type { SimNode } from './sim-node.ts';
 import type { VolumePlan } from './scenario.ts';
@@ -55,6 +56,8 @@ export class SimVolumes {
   private readonly disks = new Map<string, Map<string, VolumeVersion>>();
   /** Per machine: the writer epoch its live volume was made for (the agent makes it before the task's container starts; engine.liveIsFor). */
   private readonly live = new Map<string, number>();
+  /** A violation found inside a pass (which would take it for a failed send), thrown at the next check. */
+  private violation: Violation | null = null;
   /** Running containers of the service already seen (their ids), for the start check. */
   private readonly seenRunning = new Set<string>();
 
@@ -153,7 +156,13 @@ export class SimVolumes {
       this.world.stats.volumeRefused++;
       throw new ShoalError('volume_copy_refused', refused);
     }
-    this.checker.onAccept(rec, to, offer.sender, offer.version, this.world.now());
+    try {
+      this.checker.onAccept(rec, to, offer.sender, offer.version, this.world.now());
+    } catch (err) {
+      // Thrown here it would be one failed send to the writer's pass: the world rethrows it.
+      if (err instanceof Violation) this.violation ??= err;
+      throw err;
+    }
     this.disk(to).set(versionName(offer.version), offer.version);
     this.world.stats.volumeCopies++;
   }
@@ -176,6 +185,7 @@ export class SimVolumes {
 
   /** After every instant: a running container of the service that was not running before has started. */
   checkStarts(nodes: readonly SimNode[]): void {
+    if (this.violation !== null) throw this.violation;
     for (const n of nodes) {
       for (const c of n.runtime.all()) {
         if (c.state !== 'running' || c.labels[labelKeys.service] !== this.plan.service || this.seenRunning.has(c.id)) continue;
