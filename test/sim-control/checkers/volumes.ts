@@ -87,7 +87,9 @@ export class VolumesChecker {
   /** A running container of the volume's service appeared on `node` (epoch from its labels); `holds` is what the node's disk has. */
   onTaskStart(rec: VolumeRecord | undefined, node: string, epoch: number, holds: (v: VolumeVersion) => boolean, atMs: number): void {
     if (rec === undefined) return;
-    const i = rec.eras.findIndex((e) => e.node === node && e.epoch === epoch);
+    // The last era of (node, epoch): a node may write the volume again, in the same epoch, after another did.
+    let i = rec.eras.length - 1;
+    while (i >= 0 && (rec.eras[i]?.node !== node || rec.eras[i]?.epoch !== epoch)) i--;
     if (i < 0) throw new Violation('volumes', `at ${atMs} ms a task of volume ${rec.name}'s service runs on ${node} (epoch ${epoch}), which no era of the committed record names`);
     const era = rec.eras[i];
     const previous = rec.eras[i - 1];
