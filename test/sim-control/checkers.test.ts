@@ -16,6 +16,8 @@ import { ManualClock } from '../../src/executor/manual-clock.ts';
 import { MemoryLeaseStore } from '../../src/executor/lease-keeper.ts';
 import { NodeClock } from './node-clock.ts';
 import type { SimNode } from './sim-node.ts';
+import { VolumesChecker } from './checkers/volumes.ts';
+import type { VolumeRecord, VolumeVersion } from '../../src/resources/volumes.ts';
 
 function view(b: StateBuilder): CommittedView {
   const strip = <T>(m: Map<string, { value: T }>): Map<string, T> => new Map([...m].map(([k, v]) => [k, v.value]));
@@ -227,5 +229,34 @@ describe('the exclusive checker and the fence model', () => {
     expect(fence.expired(facts).map((k) => k.containerId)).toEqual(['a']);
     clock.suspend();
     expect(fence.expired(facts)).toEqual([]);
+  });
+});
+
+describe('the volumes checker', () => {
+  const v = (seq: number, node: string, epoch = 0): VolumeVersion => ({ seq, node, epoch });
+  const rec = (eras: VolumeRecord['eras'], held: [string, VolumeVersion][]): VolumeRecord => ({
+    name: 'data', service: 'svca', copies: 2, everyMs: 1000, sizeBytes: 1 << 30, eras, held: held.map(([node, version]) => ({ node, version, atMs: 0 })), lastError: null,
+  });
+  const eraN1 = { node: 'n1', epoch: 0, fromSeq: 1, base: null };
+  const before = rec([eraN1], [['n2', v(3, 'n1')], ['n3', v(2, 'n1')]]);
+
+  it('accepts a failover to a holder of the newest complete copy, from it', () => {
+    const c = new VolumesChecker();
+    c.onCommitted(undefined, rec([eraN1], []), 1);
+    c.onCommitted(before, rec([eraN1, { node: 'n2', epoch: 0, fromSeq: 4, base: v(3, 'n1') }], before.held.map((h) => [h.node, h.version])), 2);
+    expect(c.failovers).toBe(1);
+    c.onTaskStart(rec([eraN1, { node: 'n2', epoch: 0, fromSeq: 4, base: v(3, 'n1') }], []), 'n2', 0, () => true, 0);
+  });
+
+  it('refuses a failover to an older copy, one from another base, losing the last complete copy, a start without the base, a stale sender', () => {
+    const c = new VolumesChecker();
+    const held = before.held.map((h): [string, VolumeVersion] => [h.node, h.version]);
+    expect(() => c.onCommitted(before, rec([eraN1, { node: 'n3', epoch: 0, fromSeq: 4, base: v(2, 'n1') }], held), 2)).toThrow(/placed on n3/);
+    expect(() => c.onCommitted(before, rec([eraN1, { node: 'n2', epoch: 0, fromSeq: 4, base: v(2, 'n1') }], held), 2)).toThrow(/not the newest complete copy/);
+    expect(() => c.onCommitted(before, rec([eraN1], [['n3', v(2, 'n1')]]), 2)).toThrow(/newest complete copy went from s3-e0-n1/);
+    expect(() => c.onCommitted(before, undefined, 2)).toThrow(/deleted/);
+    expect(() => c.onTaskStart(rec([eraN1, { node: 'n2', epoch: 0, fromSeq: 4, base: v(3, 'n1') }], []), 'n2', 0, () => false, 0)).toThrow(/without the version/);
+    expect(() => c.onAccept(rec([eraN1, { node: 'n2', epoch: 0, fromSeq: 4, base: v(3, 'n1') }], []), 'n3', { node: 'n1', epoch: 0 }, v(4, 'n1'), 0)).toThrow(/accepted s4-e0-n1 from n1/);
+    c.onAccept(before, 'n3', { node: 'n1', epoch: 0 }, v(4, 'n1'), 0);
   });
 });

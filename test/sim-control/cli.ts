@@ -72,7 +72,8 @@ export function statsLine(s: SimStats): string {
     + `${s.updatesPaused} paused, ${s.updatesRolledBack} rolled back; ${s.updatesCompleted} completed), scales ${s.scales}, drains ${s.drains}, rebalances ${s.rebalances}; `
     + `budget: ${s.budgetedStops} slots taken down voluntarily (${s.budgetAtLimit} at the limit); `
     + `shoal frozen ${s.freezes}, machines suspended ${s.suspends}, fence kills ${s.fenceKills}; `
-    + `links cut ${s.linkCuts}, graceful stops ${s.gracefulStops}, node-health hand-overs ${s.healthTransfers}; liveness ${s.livenessMs} ms`;
+    + `links cut ${s.linkCuts}, graceful stops ${s.gracefulStops}, node-health hand-overs ${s.healthTransfers}; `
+    + `volume: ${s.volumeVersions} versions, ${s.volumeCopies} copies accepted, ${s.volumeRefused} refused as stale, ${s.volumeTaskStarts} task starts, ${s.volumeFailovers} failovers; liveness ${s.livenessMs} ms`;
 }
 
 function printFailure(f: Failure): void {

@@ -169,6 +169,8 @@ export class Operator {
   private scale(): void {
     const intent = this.pickService();
     intent.replicas = this.prng.nextInt(intent.plan.replicas + 3);
+    // A service with a replicated volume runs one task at most (its one writer).
+    if (intent.plan.fields.mounts !== undefined) intent.replicas = Math.min(intent.replicas, 1);
     this.world.stats.scales++;
     this.applySpecs(`scale ${intent.plan.name} to ${intent.replicas}`, [intent]);
   }

@@ -117,6 +117,16 @@ export interface ControlScenario {
   exclusive: ExclusiveKnobs;
   /** A scheduled job (issue 42), or none: its runs' containers exit 0 after runMs, some longer than the interval. */
   job: JobPlan | null;
+  /** A replicated volume (issue 41) of the exclusive service, or none: the service then runs one task, scaled to 0 or 1 only. */
+  volume: VolumePlan | null;
+}
+
+/** The exclusive service's replicated volume: its name, copies besides the live one, and interval. */
+export interface VolumePlan {
+  name: string;
+  service: string;
+  copies: number;
+  everyMs: number;
 }
 
 export interface JobPlan {
@@ -191,7 +201,16 @@ export function drawScenario(seed: number, prng: SeededPrng, safetySteps: number
   const job: JobPlan | null = j.nextInt(3) !== 0 ? null : {
     name: 'chore', everyMs: pick(j, [2_000, 3_000]), runMs: pick(j, [300, 1_500, 4_000]), concurrency: pick(j, ['forbid', 'forbid', 'replace'] as const),
   };
-  return { seed, nodes, capacity, stepMs: 100, safetySteps, health, consensus, faults, operator, services, exclusive, job };
+  // Replicated volumes (issue 41), from a stream of their own: two exclusive seeds in three have one.
+  const v = prng.fork();
+  const first = services[0];
+  let volume: VolumePlan | null = null;
+  if (first !== undefined && first.fields.exclusive === true && v.nextInt(3) !== 0) {
+    volume = { name: 'data', service: first.name, copies: pick(v, [1, 2]), everyMs: pick(v, [1_000, 2_000]) };
+    first.replicas = 1;
+    first.fields.mounts = [{ type: 'volume', source: volume.name, target: '/data', replicate: { copies: volume.copies, every: `${volume.everyMs / 1000}s` } }];
+  }
+  return { seed, nodes, capacity, stepMs: 100, safetySteps, health, consensus, faults, operator, services, exclusive, job, volume };
 }
 
 /**

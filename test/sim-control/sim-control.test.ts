@@ -45,7 +45,8 @@ describe('control-plane simulation', () => {
   it('exercised every kind of fault, operator action and late proposal across the seeds', () => {
     for (const k of ['elections', 'transfers', 'forwarded', 'staleTermRefused', 'survived', 'lost', 'races', 'loopConflicts', 'loopWritesRefused', 'placements', 'nodesDeclaredDown', 'partitions', 'crashes',
       'machineDeaths', 'restarts', 'runtimeOutages', 'containerExits', 'updates', 'badUpdates', 'updatesPaused', 'updatesRolledBack', 'updatesCompleted',
-      'scales', 'drains', 'rebalances', 'budgetedStops', 'budgetAtLimit', 'reportsRefused', 'freezes', 'suspends', 'fenceKills', 'linkCuts', 'gracefulStops', 'healthTransfers'] as const) {
+      'scales', 'drains', 'rebalances', 'budgetedStops', 'budgetAtLimit', 'reportsRefused', 'freezes', 'suspends', 'fenceKills', 'linkCuts', 'gracefulStops', 'healthTransfers',
+      'volumeVersions', 'volumeCopies', 'volumeRefused', 'volumeTaskStarts', 'volumeFailovers'] as const) {
       expect(totals[k], k).toBeGreaterThan(0);
     }
     // Every deposed leader's proposal that reached the log in a later term was refused.

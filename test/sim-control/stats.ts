@@ -56,6 +56,13 @@ export interface SimStats {
   gracefulStops: number;
   /** Hand-overs asked for by node health (a node only the leader could not hear). */
   healthTransfers: number;
+  /** Replicated volumes (issue 41): versions the writers took, increments holders accepted, and refused as stale, and tasks of the volume's service started. */
+  volumeVersions: number;
+  volumeCopies: number;
+  volumeRefused: number;
+  volumeTaskStarts: number;
+  /** Eras begun on another node from a complete copy. */
+  volumeFailovers: number;
   /** Simulated ms the liveness phase took to converge. */
   livenessMs: number;
 }
@@ -65,7 +72,7 @@ export const emptyStats = (): SimStats => ({
   reportsRefused: 0, placements: 0, nodesDeclaredDown: 0, partitions: 0, crashes: 0, machineDeaths: 0, restarts: 0,
   runtimeOutages: 0, containerExits: 0, updates: 0, badUpdates: 0, scales: 0, drains: 0, rebalances: 0, budgetedStops: 0, budgetAtLimit: 0,
   updatesPaused: 0, updatesRolledBack: 0, updatesCompleted: 0, freezes: 0, suspends: 0, fenceKills: 0,
-  linkCuts: 0, gracefulStops: 0, healthTransfers: 0, livenessMs: 0,
+  linkCuts: 0, gracefulStops: 0, healthTransfers: 0, volumeVersions: 0, volumeCopies: 0, volumeRefused: 0, volumeTaskStarts: 0, volumeFailovers: 0, livenessMs: 0,
 });
 
 export function addStats(into: SimStats, s: SimStats): void {

@@ -42,6 +42,7 @@ import { Reference } from './reference.ts';
 import { zones, type ControlScenario } from './scenario.ts';
 import { Session } from './session.ts';
 import { SimNode } from './sim-node.ts';
+import { SimVolumes, volumeRecordOf } from './sim-volumes.ts';
 import { emptyStats, type SimStats } from './stats.ts';
 
 export const clusterId = 'sim';
@@ -99,6 +100,8 @@ export class World implements Cluster {
   private readonly jobs = new JobChecker();
   private readonly fence = new SimFence();
   private taskSeq = 0;
+  /** The replicated volume's model (issue 41), in seeds that have one. */
+  readonly volumes: SimVolumes | null;
 
   constructor(readonly scenario: ControlScenario, private readonly prng: SeededPrng, private readonly trace: Trace) {
     this.nodes = Array.from({ length: scenario.nodes }, (_, i) => this.makeNode(i));
@@ -115,6 +118,10 @@ export class World implements Cluster {
       capacity: () => scenario.capacity,
     }, this.stats);
     this.consensus.onAppend = (e) => this.onAppend(e);
+    this.volumes = scenario.volume === null ? null : new SimVolumes({
+      stats: this.stats, now: () => this.now(), log: (l) => this.log(l), connected: (a, b) => this.connected(a, b), nodeById: (id) => this.nodeById(id),
+      caughtUp: (n) => this.caughtUp(n), committed: () => this.reference.store, memberIds: this.memberIds,
+    }, scenario.volume);
   }
 
   private makeNode(i: number): SimNode {
@@ -185,6 +192,7 @@ export class World implements Cluster {
       this.log(`FENCE in ${kill.name} on ${kill.node.id}: the lease ran out; killed`);
     }
     this.exclusive.check(facts.map((f) => ({ nodeId: f.node.id, suspended: f.node.clock.suspended, containers: f.node.runtime.all() })), this.clock.now());
+    this.volumes?.checkStarts(this.nodes);
     if (this.scenario.job !== null) {
       this.jobs.check(facts.map((f) => ({ nodeId: f.node.id, suspended: f.node.clock.suspended, containers: f.node.runtime.all() })), this.reference.store, this.scenario.job.name, this.clock.now());
     }
@@ -365,7 +373,13 @@ export class World implements Cluster {
   // ---- the log ----
 
   private onAppend(e: LogEntry): void {
+    const volume = this.scenario.volume?.name;
+    const before = volume === undefined ? undefined : volumeRecordOf(this.reference.store, volume);
     this.reference.apply(e);
+    if (volume !== undefined && this.volumes !== null) {
+      this.volumes.checker.onCommitted(before, volumeRecordOf(this.reference.store, volume), e.index);
+      this.stats.volumeFailovers = this.volumes.checker.failovers;
+    }
     const o = e.origin;
     if (o.kind === 'loop' && o.key.startsWith('svc:') && tookEffect(e.result)) {
       // The orchestrator acted on a state that includes the operator's change.
@@ -410,14 +424,16 @@ export class World implements Cluster {
     n.views.start();
     const register = (): void => {
       writer.register().then(() => {
-        if (session.alive) agent.start();
+        if (!session.alive) return;
+        agent.start();
+        this.volumes?.startLoop(n, session, proposer);
       }, () => { session.clock.setTimer(1_000, register); });
     };
     register();
   }
 
   /** The agent's read barrier: the node has applied what the leader had committed. */
-  private caughtUp(n: SimNode): Promise<void> {
+  caughtUp(n: SimNode): Promise<void> {
     if (!this.consensus.reachesLeader(n)) return Promise.reject(new ShoalError('no_leader', `${n.id} cannot reach a leader`));
     return n.barrier(this.consensus.lastIndex);
   }
