@@ -186,6 +186,10 @@ describe('a replicated volume follows its exclusive service', () => {
     expect(before.newest?.nodes.sort()).toEqual(sys.cluster.nodes.filter((n) => n !== victim).map((n) => n.id).sort());
     expect(before.lastError).toBeNull();
 
+    // More than three intervals written (versions may land faster than that: the loop wakes
+    // on the record's changes), so what is lost below is measured against a volume in use.
+    await sys.waitFor('three intervals written', async () => ((readCounter(liveFile(victim)).numbers.at(-1) ?? 0) > 3 * perInterval ? true : undefined), 60_000);
+
     // The machine dies: its container and its shoal, at once.
     const container = (await sys.containers('counter')).find((c) => c.running && c.nodeId === victim.id);
     if (container === undefined) throw new Error('no running container of counter on the victim');
