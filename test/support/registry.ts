@@ -55,8 +55,11 @@ export class TestRegistry {
 
   /** Starts the registry and waits until it answers (401 to an anonymous /v2/). */
   async start(docker: Docker): Promise<void> {
-    const bridge = await docker.getNetwork('bridge').inspect() as { IPAM?: { Config?: Array<{ Gateway?: string }> } };
-    const address = bridge.IPAM?.Config?.find((c) => c.Gateway !== undefined)?.Gateway;
+    const bridge = await docker.getNetwork('bridge').inspect() as { IPAM?: { Config?: Array<{ Gateway?: string; Subnet?: string }> } };
+    // A daemon restarted on an existing bridge may list only the subnet: the gateway is then its
+    // first address, as Docker assigns it (docker0's own address).
+    const ipv4 = bridge.IPAM?.Config?.filter((c) => c.Subnet === undefined || !c.Subnet.includes(':')) ?? [];
+    const address = ipv4.find((c) => c.Gateway !== undefined)?.Gateway ?? firstAddress(ipv4.find((c) => c.Subnet !== undefined)?.Subnet);
     if (address === undefined) throw new Error('Docker\'s bridge network has no gateway address to serve the test registry on');
     const port = await freePort(address);
     this.host = `${address}:${port}`;
@@ -183,4 +186,14 @@ export async function buildSizedImage(tag: string, sizeMiB: number): Promise<voi
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The first host address of an IPv4 subnet (`172.17.0.0/16` → `172.17.0.1`). */
+function firstAddress(subnet: string | undefined): string | undefined {
+  const m = /^(\d+)\.(\d+)\.(\d+)\.(\d+)\/(\d+)$/.exec(subnet ?? '');
+  if (m === null) return undefined;
+  const n = ((Number(m[1]) << 24) | (Number(m[2]) << 16) | (Number(m[3]) << 8) | Number(m[4])) >>> 0;
+  const bits = Number(m[5]);
+  const first = ((bits === 0 ? 0 : (n & (~0 << (32 - bits)))) + 1) >>> 0;
+  return [first >>> 24, (first >>> 16) & 255, (first >>> 8) & 255, first & 255].join('.');
 }
