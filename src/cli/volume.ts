@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { request, resolveAddr, retryNotice } from './client.ts';
 import { read } from './control-api.ts';
+import { oneName } from './control-args.ts';
 import { tableText } from './control-format.ts';
 import { commonFlags, help } from './doc-common.ts';
 import { clientExitCodes, commonFlagsHelp, groupHelp, runGroup, type Group } from './group.ts';
@@ -169,9 +170,7 @@ async function volumeLsCommand(argv: string[]): Promise<number> {
 async function volumeInspectCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, readFlags, volumeInspectHelp);
   if (values.help) return help(volumeInspectHelp);
-  const [name, ...rest] = positionals;
-  if (name === undefined) throw new UsageError('name the volume: shoal volume inspect NAME');
-  if (rest.length > 0) throw new UsageError(`unexpected argument '${rest.join(' ')}'`);
+  const name = oneName(positionals, 'volume NAME');
   const body = await read(resolveAddr(values.addr), `/v1/volumes/${encodeURIComponent(name)}`, volumeSchema, 'volume inspect', values.stale);
   console.log(values.json ? JSON.stringify(body, null, 2) : volumeText(body));
   return exitCodes.ok;
@@ -182,9 +181,7 @@ const restoreFlags = { ...commonFlags, version: { type: 'string' }, empty: { typ
 async function volumeRestoreCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, restoreFlags, volumeRestoreHelp);
   if (values.help) return help(volumeRestoreHelp);
-  const [name, ...rest] = positionals;
-  if (name === undefined) throw new UsageError('name the volume: shoal volume restore NAME (--version VERSION | --empty)');
-  if (rest.length > 0) throw new UsageError(`unexpected argument '${rest.join(' ')}'`);
+  const name = oneName(positionals, 'volume NAME');
   if ((values.version === undefined) === !values.empty) throw new UsageError('give one of --version VERSION (as shoal volume inspect lists them) or --empty');
   const body = values.empty ? { empty: true } : { version: values.version };
   const { body: out } = await request(resolveAddr(values.addr), 'POST', `/v1/volumes/${encodeURIComponent(name)}/restore`, restoredSchema, { body, retry: 'not-applied', onRetry: retryNotice('volume restore') });
@@ -198,9 +195,7 @@ const rmCopyFlags = { ...commonFlags, node: { type: 'string' }, version: { type:
 async function volumeRmCopyCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, rmCopyFlags, volumeRmCopyHelp);
   if (values.help) return help(volumeRmCopyHelp);
-  const [name, ...rest] = positionals;
-  if (name === undefined) throw new UsageError('name the volume: shoal volume rm-copy NAME --node NODE --version VERSION');
-  if (rest.length > 0) throw new UsageError(`unexpected argument '${rest.join(' ')}'`);
+  const name = oneName(positionals, 'volume NAME');
   if (values.node === undefined || values.version === undefined) throw new UsageError('give --node NODE and --version VERSION (as shoal volume inspect NAME lists the copies)');
   const body = { node: values.node, version: values.version, ...(values.force ? { force: true } : {}) };
   const { body: out } = await request(resolveAddr(values.addr), 'POST', `/v1/volumes/${encodeURIComponent(name)}/remove-copy`, removedSchema, { body, retry: 'not-applied', onRetry: retryNotice('volume rm-copy') });
