@@ -18,7 +18,10 @@ import { perNode, serviceDoc, withDockerSystem, type Container, type DockerSyste
 async function expectSameContainers(sys: DockerSystem, before: readonly Container[]): Promise<void> {
   const ids = new Set(before.map((c) => c.id));
   const after = (await sys.containers('web')).filter((c) => ids.has(c.id));
-  expect(after.map((c) => ({ id: c.id, running: c.running, startedAt: c.startedAt })))
+  // On a mismatch, what the nodes said about health, epochs and containers, to tell why.
+  const why = after.length === before.length ? '' : `\n${sys.cluster.nodes.map((n) => `--- ${n.name}\n${logText(n).split('\n')
+    .filter((l) => /node health|epoch|remov|replac|down|adopt|leader loops|stopping|goodbye/i.test(l)).slice(-40).join('\n')}`).join('\n')}`;
+  expect(after.map((c) => ({ id: c.id, running: c.running, startedAt: c.startedAt })), `the containers before the restarts${why}`)
     .toEqual(before.map((c) => ({ id: c.id, running: true, startedAt: c.startedAt })));
   // And from Docker's events: each started once (before the test's kill or restarts), never died.
   const events = sys.events?.events ?? [];
