@@ -15,7 +15,10 @@
 //   open nowhere (ingressWarnings).
 // - A rollback (POST /v1/services/{name}/rollback) brings back the previous spec's ports: they
 //   are checked as an apply's are (rollbackIngressPlan), so a port another service took since is
-//   refused with both named, and the port records are claimed in the same transaction.
+//   refused with both named, and the port records are claimed in the same transaction. The
+//   orchestrator's automatic rollback (update.failureAction: rollback) checks the same way
+//   (rollbackPortClash): with a port taken since, the update pauses instead, naming the port
+//   and the service that has it; otherwise it claims the records it brings back.
 //
 // Two applies running at once would each pass the check (each reads a store without the other's
 // service), so the check holds under concurrency through the port records
@@ -139,6 +142,21 @@ export function rollbackIngressPlan(state: ControlState, spec: ServiceSpec, read
   const problems = ingressPortProblems(state, set).map((p) => ({ ...p, path: p.path.replace(/^services\[0\]/, 'previousSpec') }));
   if (problems.length > 0) throw refusal(problems);
   return portClaims(state, set, read, now);
+}
+
+/**
+ * Why the orchestrator's automatic rollback (an update's failureAction: rollback) may not bring
+ * back `spec`'s ports: another service publishes one of them now (null: it may). Such a rollback
+ * pauses instead, saying so, as a rollback by hand is refused (rollbackIngressPlan).
+ */
+export function rollbackPortClash(state: ControlState, spec: ServiceSpec): string | null {
+  const problems = ingressPortProblems(state, { services: [spec], networks: [], firewallPolicies: [], jobs: [] });
+  return problems.length === 0 ? null : problems.map((p) => p.message).join('; ');
+}
+
+/** The port records an automatic rollback to `spec` claims (portClaims), in the same transaction as the service's record. */
+export function rollbackPortClaims(state: ControlState, spec: ServiceSpec, read: PortRecordReader, now: number): Plan {
+  return portClaims(state, { services: [spec], networks: [], firewallPolicies: [], jobs: [] }, read, now);
 }
 
 /** A port record's revision as stored now (undefined: none). */

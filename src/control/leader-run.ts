@@ -34,6 +34,7 @@ import { ShoalError } from '../errors.ts';
 import type { ProposalResult } from '../ports/proposer.ts';
 import { compatCommand } from '../resources/record-compat.ts';
 import { toTransactions, type Plan } from '../resources/changes.ts';
+import { ingressPortsCollection } from '../resources/ingress-ports.ts';
 import { leasesCollection, nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../resources/collections.ts';
 import { exclusiveClearInMs, leaseDefaults, leaseRecordSchema, type LeaseConfig } from '../resources/lease.ts';
 import { RenewalLog, vipRenewals } from './renewal-log.ts';
@@ -374,6 +375,7 @@ export class LeaderRun {
         now, newTaskId: () => this.ports.newTaskId(), exclusiveClearInMs: (n, e) => this.exclusiveClearInMs(n, e),
         // The pull requests are read by releases of level 6 on (image-pulls.ts).
         pullBeforeStopElsewhere: (this.ports.featureLevel?.() ?? 0) >= featureLevelSecretsAtRest,
+        readPortRecord: (id) => this.ports.store.get(ingressPortsCollection, id),
       });
     }
     if (key.startsWith('job:')) {

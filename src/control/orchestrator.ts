@@ -27,6 +27,7 @@ import { assessBudget, budgetCompares, DisruptionLedger, serves, wantedSlots } f
 import { notRestartedNote, restartVerdict } from './restart-policy.ts';
 import { planUpdate, type UpdatePass } from './rolling-update.ts';
 import { ImagePullGate, settledRequests } from './image-pull-gate.ts';
+import { rollbackPortClaims, rollbackPortClash, type PortRecordReader } from './ingress-apply.ts';
 import { tasksOf, type ControlState } from '../resources/state.ts';
 import { isTerminal, viewOf, type TaskView } from '../resources/task-view.ts';
 
@@ -53,6 +54,11 @@ export interface LoopContext {
    * Absent: false (the stop goes on at once; the task's own node pulls before it stops).
    */
   pullBeforeStopElsewhere?: boolean;
+  /**
+   * Reads an ingress port record's revision: an automatic rollback claims the ports it brings
+   * back (ingress-apply.ts) in its own transaction. Absent: it claims none (the clash check holds).
+   */
+  readPortRecord?: PortRecordReader;
 }
 
 export interface Decision {
@@ -88,7 +94,7 @@ export function reconcileService(state: ControlState, name: string, ctx: LoopCon
     const wanted = wantedSlots(state, svc.value);
     ledger = new DisruptionLedger(assessBudget(state, svc.value, wanted), svc.value.forcedDisruptions);
     // The update's batch asks the budget first, then the drain's moves (reconcileSlot).
-    const pass = planUpdate(svc.value, works, ctx.now, wanted.length, ledger);
+    const pass = planUpdate(svc.value, works, ctx.now, wanted.length, ledger, (previous) => rollbackPortClash(state, previous));
     gate = ctx.pullBeforeStopElsewhere === true ? new ImagePullGate(state, svc.value, ctx.now) : undefined;
     reconcileSlots(svc.value, wanted, works, pass, ledger, ctx, wake, gate);
     if (gate?.wakeAt != null) wake.at(gate.wakeAt);
@@ -102,6 +108,9 @@ export function reconcileService(state: ControlState, name: string, ctx: LoopCon
   if (gate !== undefined) changes.push(...gate.changes);
   if (state.imagePulls !== undefined) changes.push(...settledRequests(state, name, works, gate?.held ?? new Set()));
   if (serviceChange !== undefined) changes.push(serviceChange);
+  const back = rollbackStarted(svc?.value, serviceChange);
+  const claims = back !== null && ctx.readPortRecord !== undefined ? rollbackPortClaims(state, back, ctx.readPortRecord, ctx.now) : null;
+  if (claims !== null) changes.push(...claims.changes);
   const stopped = stoppedNow(works);
   let compares: Compare[] = [];
   if (svc !== undefined && ledger?.spent === true) {
@@ -110,7 +119,15 @@ export function reconcileService(state: ControlState, name: string, ctx: LoopCon
     // Stopping a task of a slot the spec no longer has (scaled down): only while the spec is the one read.
     compares = [{ collection: servicesCollection, id: name, target: 'rev', cmp: '=', value: svc.rev }];
   }
+  if (claims !== null) compares = [...compares, ...claims.compares];
   return { plan: { changes, compares }, wakeInMs: wake.inMs(), budgetWait: ledger?.waitReason() ?? null };
+}
+
+/** The spec this pass's write of the service rolls back to, when it starts a rollback (an update failed with failureAction rollback); else null. */
+function rollbackStarted(before: ServiceRecord | undefined, change: Change | undefined): ServiceRecord['spec'] | null {
+  if (before === undefined || change === undefined || change.kind !== 'put') return null;
+  const after = change.doc as unknown as ServiceRecord;
+  return before.updateStatus.state !== 'rolling-back' && after.updateStatus.state === 'rolling-back' ? after.spec : null;
 }
 
 /** The tasks this pass asks to stop that were wanted running when read. */

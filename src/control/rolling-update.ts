@@ -37,12 +37,15 @@ interface TaskLike {
 
 const active = new Set(['updating', 'rolling-back']);
 
+/** Why the service may not go back to `previous` now (e.g. an ingress port another service took since); null when it may. */
+export type RollbackRefusal = (previous: NonNullable<ServiceRecord['previousSpec']>) => string | null;
+
 /**
  * `wantedSlots`: how many slots the spec has now (replicas, or eligible nodes). The update is done
  * only once that many tasks of the new version run and are good: with stop-first, a slot's new
  * task is created after its old one stopped, so "no old task left" alone comes too early.
  */
-export function planUpdate(svc: ServiceRecord, tasks: readonly TaskLike[], now: number, wantedSlots: number, ledger?: DisruptionLedger): UpdatePass {
+export function planUpdate(svc: ServiceRecord, tasks: readonly TaskLike[], now: number, wantedSlots: number, ledger?: DisruptionLedger, rollbackRefusal?: RollbackRefusal): UpdatePass {
   const target = svc.specVersion;
   const st = svc.updateStatus;
   const alive = tasks.filter((t) => t.rec.desired === 'running');
@@ -52,7 +55,7 @@ export function planUpdate(svc: ServiceRecord, tasks: readonly TaskLike[], now: 
   const monitorMs = svc.spec.update.monitorMs;
   const fresh = tasks.filter((t) => t.rec.specVersion === target && t.rec.createdAt >= since);
   const failedEarly = fresh.find((t) => (t.view.observed === 'failed' && !wasGood(t.rec, monitorMs)) || unhealthyEarly(t, now, monitorMs));
-  if (failedEarly !== undefined) return { target, replaceNow: new Set(), statusChange: onFailure(svc, failedEarly.rec, now), wakeAt: null };
+  if (failedEarly !== undefined) return { target, replaceNow: new Set(), statusChange: onFailure(svc, failedEarly.rec, now, rollbackRefusal), wakeAt: null };
   const pending = fresh.filter((t) => t.rec.desired === 'running' && !isGood(t, now, monitorMs));
   const stopping = tasks.filter((t) => t.rec.desired === 'shutdown' && t.rec.specVersion !== target && !isTerminal(t.view) && t.rec.nodeId !== null);
   const good = alive.filter((t) => t.rec.specVersion === target && isGood(t, now, monitorMs)).length;
@@ -128,13 +131,15 @@ function finished(svc: ServiceRecord, now: number): ServiceRecord {
   return withStatus(svc, { ...svc.updateStatus, state, completedAt: now });
 }
 
-function onFailure(svc: ServiceRecord, failed: TaskRecord, now: number): ServiceRecord {
+function onFailure(svc: ServiceRecord, failed: TaskRecord, now: number, refusal?: RollbackRefusal): ServiceRecord {
   const why = `task ${failed.id} (slot ${String(failed.slot)}) failed within the update's monitor${failed.exitCode !== null ? ` (exit ${failed.exitCode})` : ''}${failed.message !== null ? `: ${failed.message}` : ''}`;
   if (svc.updateStatus.state === 'rolling-back') {
     return withStatus(svc, { ...svc.updateStatus, state: 'rollback-paused', completedAt: now, message: `the rollback failed: ${why}` });
   }
   if (svc.spec.update.failureAction === 'rollback' && svc.previousSpec !== null && svc.previousSpecVersion !== null) {
-    return rollback(svc, now, `rolled back: ${why}`);
+    const refused = refusal?.(svc.previousSpec) ?? null;
+    if (refused === null) return rollback(svc, now, `rolled back: ${why}`);
+    return withStatus(svc, { ...svc.updateStatus, state: 'paused', completedAt: now, message: `paused: ${why}; not rolled back: ${refused}` });
   }
   return withStatus(svc, { ...svc.updateStatus, state: 'paused', completedAt: now, message: `paused: ${why}` });
 }

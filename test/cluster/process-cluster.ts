@@ -18,6 +18,8 @@ export interface ClusterNode extends MemberRecord {
   dir: string;
   proc: ChildProcess | undefined;
   logs: string[];
+  /** When each chunk of `logs` arrived (Date.now()), index by index. */
+  logTimes: number[];
 }
 
 export interface ClusterOptions {
@@ -65,7 +67,7 @@ export class ProcessCluster {
       const identity = await initNode({ dataDir: dir, name, ...(caFrom ? { caFrom } : {}) });
       this.clusterId = identity.clusterId;
       this.nodes.push({
-        id: identity.id, name, dir, proc: undefined, logs: [],
+        id: identity.id, name, dir, proc: undefined, logs: [], logTimes: [],
         apiAddress: `${host}:${await freePort()}`, peerAddress: `${host}:${await freePort()}`,
       });
     }
@@ -95,7 +97,11 @@ export class ProcessCluster {
     const proc = spawn(process.execPath, [binPath, 'serve', '--config', path.join(node.dir, 'shoal.yaml'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     const keep = (b: Buffer): void => {
       node.logs.push(b.toString());
-      if (node.logs.length > 2000) node.logs.splice(0, 1000);
+      node.logTimes.push(Date.now());
+      if (node.logs.length > 2000) {
+        node.logs.splice(0, 1000);
+        node.logTimes.splice(0, 1000);
+      }
     };
     proc.stdout?.on('data', keep);
     proc.stderr?.on('data', keep);
@@ -181,6 +187,15 @@ export class ProcessCluster {
 }
 
 const splitHost = (hostPort: string): string => hostPort.slice(0, hostPort.lastIndexOf(':'));
+
+/**
+ * When the first chunk of `node`'s output holding `text` arrived (Date.now()), or undefined: the
+ * moment a node did something, as near as this process can see it, without polling its API.
+ */
+export function logArrival(node: ClusterNode, text: string): number | undefined {
+  const i = node.logs.findIndex((chunk) => chunk.includes(text));
+  return i < 0 ? undefined : node.logTimes[i];
+}
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

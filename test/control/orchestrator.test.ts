@@ -186,6 +186,36 @@ describe('the rolling update', () => {
     expect(svc?.kind === 'put' && svc.doc).toMatchObject({ specVersion: 1, previousSpecVersion: 2, updateStatus: { state: 'rolling-back' } });
   });
 
+  it('pauses instead of rolling back onto an ingress port another service took since, and claims the ports it brings back otherwise', () => {
+    const policy = 'update: {monitor: 10s, failureAction: rollback}';
+    const failing = (other: boolean): StateBuilder => {
+      const b = three(`${policy}\nports: [{published: 8080, target: 80}]`);
+      for (const s of [1, 2, 3]) b.placed(`t${s}`, 'web', s, `node${s}`, 'running', { observed: 'running', startedAt: 0, containerId: `c-t${s}` });
+      const svc = b.services.get('web');
+      if (!svc) throw new Error('no web');
+      // The update moves web to 9090; meanwhile (or not) api takes 8080.
+      svc.value = withNewSpec(svc.value, specOf(serviceYaml('web', `${policy}\nports: [{published: 9090, target: 80}]`).replace('busybox:local', 'busybox:new')), true, 100);
+      if (other) b.service(serviceYaml('api', 'ports: [{published: 8080, target: 8080}]'));
+      b.placed('new1', 'web', 1, 'node1', 'failed', { specVersion: 2, createdAt: 150, observed: 'running', startedAt: 160 });
+      return b;
+    };
+    const read = (id: string): { rev: number } | undefined => (id === 'tcp-8080' ? { rev: 7 } : undefined);
+
+    const clash = reconcileService(failing(true).build(), 'web', { now: 200, newTaskId: ids('n'), readPortRecord: read });
+    const paused = clash.plan.changes.find((c) => c.collection === 'shoal.services');
+    expect(paused?.kind === 'put' && paused.doc).toMatchObject({ specVersion: 2, updateStatus: { state: 'paused' } });
+    const message = paused?.kind === 'put' ? String((paused.doc as { updateStatus: { message: string } }).updateStatus.message) : '';
+    expect(message).toMatch(/; not rolled back: service web publishes 8080\/tcp \(ingress\), and service api publishes it/);
+    expect(clash.plan.changes.filter((c) => c.collection === 'shoal.ingress-ports')).toEqual([]);
+
+    const free = reconcileService(failing(false).build(), 'web', { now: 200, newTaskId: ids('n'), readPortRecord: read });
+    const back = free.plan.changes.find((c) => c.collection === 'shoal.services');
+    expect(back?.kind === 'put' && back.doc).toMatchObject({ specVersion: 1, updateStatus: { state: 'rolling-back' } });
+    const claims = free.plan.changes.filter((c) => c.collection === 'shoal.ingress-ports');
+    expect(claims.map((c) => [c.id, c.expect])).toEqual([['tcp-8080', { rev: 7 }]]);
+    expect(free.plan.compares).toContainEqual(expect.objectContaining({ collection: 'shoal.ingress-ports', id: 'tcp-8080', cmp: '<=' }));
+  });
+
   it('pauses instead when the policy says pause, and completes when every task is good', () => {
     const b = three('update: {monitor: 10s}');
     updated(b, 'update: {monitor: 10s}', 100);

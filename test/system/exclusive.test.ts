@@ -12,7 +12,7 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { leaseDefaults, replaceAfterMs } from '../../src/resources/lease.ts';
-import type { ClusterNode } from '../cluster/process-cluster.ts';
+import { getJson, logArrival, type ClusterNode } from '../cluster/process-cluster.ts';
 import { runsOf, slotOverlaps, type Run } from './container-events.ts';
 import { cutPeers, portOf } from './partition.ts';
 import { serviceDoc, withDockerSystem, type DockerSystem } from './docker-system.ts';
@@ -140,7 +140,12 @@ describe('exclusive services on real Docker', () => {
         sys.cluster.start(leader);
         // The new leader knows nothing of the victim's last renewal: it waits lease + margin from its own start.
         const fresh = await sys.cluster.waitForLeader(60_000, sys.cluster.nodes.filter((n) => n !== victim));
-        const electedNs = nowNs();
+        // Elected when its leader loops started, as its log says (waitForLeader returns only once
+        // the restarted old leader answers too, which on a loaded machine can be seconds later).
+        const { body: { term } } = await getJson<{ term: number }>(fresh, '/healthz');
+        const loops = `leader loops started for term ${term}`;
+        const electedMs = await sys.waitFor(`${fresh.name}'s ${loops}`, async () => logArrival(fresh, loops));
+        const electedNs = BigInt(electedMs) * nsPerMs;
         const { recoveryMs } = await checkReplaced(sys, victim, run, at);
         const afterElectionMs = recoveryMs - Number((electedNs - at) / nsPerMs);
         expect(afterElectionMs).toBeGreaterThanOrEqual(replaceAfterMs(leaseDefaults) - 2_000);
