@@ -1,0 +1,127 @@
+// What an idle node's CPU cannot go below with Node.js and the Raft timing (issue 45: idle CPU
+// <= 0.5 % of a core per node). Three processes, each running only shoal's peer transport
+// (transport/ws-transport.ts: WebSocket over mutual TLS 1.3, msgpack frames, its 1 s pings) and
+// a 100 ms interval standing for the Raft tick; the first sends a heartbeat to the other two at
+// each tick and they answer it, as an idle cluster's leader and followers do with
+// `raft.heartbeatIntervalMs` 100. Nothing else: no store, no API, no loops, no metrics. Then, for
+// the runtime alone, the same three processes with the interval and no transport.
+//
+//   npx tsx bench/heartbeat-floor.ts [--seconds 30] [--write]
+//
+// Each process reports its CPU (user + system, process.cpuUsage) over the measured window after
+// a settle of 5 s; --write puts the table in bench/RESULTS.md ("heartbeat-floor" section).
+
+import { fork } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { createCa, issueNodeCert } from '../src/security/index.ts';
+import type { Message } from '../src/raft/types.ts';
+import { WsTransport } from '../transport/ws-transport.ts';
+import { writeNamedSection } from './lib/report.ts';
+
+interface Role { id: string; index: number; dir: string; mode: 'transport' | 'bare'; seconds: number }
+interface Report { id: string; mode: string; cpuMs: number; seconds: number; sent: number; received: number; rssMiB: number }
+
+const ids = ['n1', 'n2', 'n3'];
+const tickMs = 100;
+const settleMs = 5_000;
+
+/** One process: the transport (or not), a 100 ms tick, heartbeats from n1; reports its CPU over the window. */
+async function child(role: Role): Promise<void> {
+  let sent = 0;
+  let received = 0;
+  let t: WsTransport | undefined;
+  if (role.mode === 'transport') {
+    const pki = JSON.parse(readFileSync(path.join(role.dir, 'pki.json'), 'utf8')) as { ca: string; nodes: Record<string, { certPem: string; keyPem: string }> };
+    const mine = pki.nodes[role.id];
+    if (mine === undefined) throw new Error(`no certificate for ${role.id}`);
+    t = new WsTransport({
+      nodeId: role.id, clusterId: 'floor', listen: { host: '127.0.0.1', port: 0 },
+      tls: { caPem: pki.ca, certPem: mine.certPem, keyPem: mine.keyPem },
+      protocolVersion: 1, protocolVersionsSupported: { min: 1, max: 1 }, softwareVersion: '0.0.0-floor',
+    });
+    const transport = t;
+    transport.onMessage((m) => {
+      received++;
+      if (m.type === 'heartbeat') { transport.send({ ...m, type: 'heartbeatResp', from: role.id, to: m.from }); sent++; }
+    });
+    await transport.start();
+    writeFileSync(path.join(role.dir, `${role.id}.addr`), transport.address);
+    // Every process waits for the others' addresses, then knows them all as peers.
+    for (;;) {
+      const addrs = ids.map((id) => { try { return readFileSync(path.join(role.dir, `${id}.addr`), 'utf8'); } catch { return ''; } });
+      if (addrs.every((a) => a !== '')) { transport.setPeers(ids.map((id, i) => ({ id, address: addrs[i] ?? '' }))); break; }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  const leader = role.index === 0;
+  const tick = setInterval(() => {
+    if (t === undefined || !leader) return;
+    for (const to of ids.slice(1)) {
+      const m: Message = { type: 'heartbeat', from: role.id, to, term: 1, logTerm: 0, index: 0, entries: [], commit: 0, reject: false, rejectHint: 0 };
+      t.send(m);
+      sent++;
+    }
+  }, tickMs);
+  await new Promise((r) => setTimeout(r, settleMs));
+  const before = process.cpuUsage();
+  const counts = { sent, received };
+  await new Promise((r) => setTimeout(r, role.seconds * 1000));
+  const used = process.cpuUsage(before);
+  const report: Report = {
+    id: role.id, mode: role.mode, cpuMs: (used.user + used.system) / 1000, seconds: role.seconds,
+    sent: sent - counts.sent, received: received - counts.received, rssMiB: process.memoryUsage.rss() / 2 ** 20,
+  };
+  writeFileSync(path.join(role.dir, `${role.id}.report.json`), JSON.stringify(report));
+  clearInterval(tick);
+  await t?.close();
+}
+
+async function runMode(mode: Role['mode'], seconds: number): Promise<Report[]> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'shoal-floor-'));
+  try {
+    if (mode === 'transport') {
+      const ca = await createCa('floor');
+      const nodes: Record<string, { certPem: string; keyPem: string }> = {};
+      for (const id of ids) nodes[id] = await issueNodeCert(ca, id, { hosts: ['127.0.0.1'] });
+      writeFileSync(path.join(dir, 'pki.json'), JSON.stringify({ ca: ca.certPem, nodes }));
+    }
+    const children = ids.map((id, index) => fork(process.argv[1] ?? '', ['--child', JSON.stringify({ id, index, dir, mode, seconds } satisfies Role)], { execArgv: process.execArgv }));
+    await Promise.all(children.map((c) => new Promise<void>((resolve, reject) => c.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`child exited ${String(code)}`)))))));
+    return ids.map((id) => JSON.parse(readFileSync(path.join(dir, `${id}.report.json`), 'utf8')) as Report);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function table(reports: Report[]): string {
+  const rows = reports.map((r) => {
+    const pct = (r.cpuMs / (r.seconds * 1000)) * 100;
+    return `| ${r.mode} | ${r.id}${r.id === 'n1' && r.mode === 'transport' ? ' (sends the heartbeats)' : ''} | ${pct.toFixed(2)} % | ${(r.sent / r.seconds).toFixed(1)} / ${(r.received / r.seconds).toFixed(1)} |`;
+  });
+  return ['| processes | process | CPU (% of a core) | messages sent / received per s |', '|---|---|---:|---:|', ...rows].join('\n');
+}
+
+async function main(): Promise<void> {
+  const { values: v } = parseArgs({ options: { seconds: { type: 'string', default: '30' }, write: { type: 'boolean', default: false }, child: { type: 'string' } } });
+  if (v.child !== undefined) return child(JSON.parse(v.child) as Role);
+  const seconds = Number(v.seconds);
+  if (!Number.isInteger(seconds) || seconds < 5) throw new Error('--seconds must be a whole number of at least 5');
+  const transport = await runMode('transport', seconds);
+  const bare = await runMode('bare', seconds);
+  const text = [
+    '## The floor of an idle node\'s CPU: the peer transport and a 100 ms tick alone (issue 45)',
+    '',
+    `\`npx tsx bench/heartbeat-floor.ts --seconds ${seconds}${v.write ? ' --write' : ''}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC; ${os.cpus().length} cores, Node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' / ')}. `
+      + 'Three processes with shoal\'s peer transport only (WebSocket over mutual TLS 1.3, msgpack, its 1 s pings) and a 100 ms interval; n1 sends a heartbeat to n2 and n3 at each tick and they answer, as an idle cluster does with `raft.heartbeatIntervalMs` 100; then three processes with the interval alone. '
+      + `CPU over ${seconds} s after a settle of 5 s (user + system of the process, run through tsx).`,
+    '',
+    table([...transport, ...bare]),
+  ].join('\n');
+  console.log(text);
+  if (v.write) writeNamedSection('heartbeat-floor', text);
+}
+
+await main();
