@@ -2,8 +2,17 @@
 // revision it was read at, so that a loop's write can be a compare-and-set on exactly what it
 // read (design.md, Fencing). Read from a node's applied store; records are validated once per
 // revision and cached, so a re-read after one change costs one parse, not thousands.
+//
+// A read costs what changed since the previous one, not the size of the store: at the same store
+// revision it is the same state; after a few writes, the store's retained events name the
+// documents that changed, and only those are read again (the other collections' maps are the
+// previous read's, shared; a state is never changed once handed out). With 5,000 tasks a full
+// read is some 10,000 documents listed and looked up, and the leader's loops and the agent read
+// once per pass: the leak check's cluster spent its whole CPU there (bench/RESULTS.md). A full
+// read only at the first read, when the events since have been dropped, or after a restore to
+// an earlier revision.
 
-import type { DocumentStore } from '../../fsm/index.ts';
+import { CursorExpiredError, type DocumentStore } from '../../fsm/index.ts';
 import type { Doc } from '../../fsm/types.ts';
 import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from './collections.ts';
 import {
@@ -53,26 +62,85 @@ export interface Malformed {
 
 type Cache<T> = Map<string, Versioned<T> | { rev: number; bad: string }>;
 
+/** A read's state, every collection present. */
+type ReadState = ControlState & Required<Pick<ControlState, 'jobs' | 'runs' | 'imagePulls' | 'volumes'>>;
+
 export class ControlStateReader {
   private readonly caches = { nodes: new Map(), services: new Map(), tasks: new Map(), statuses: new Map(), jobs: new Map(), runs: new Map(), imagePulls: new Map(), volumes: new Map() } as {
     nodes: Cache<NodeRecord>; services: Cache<ServiceRecord>; tasks: Cache<TaskRecord>; statuses: Cache<TaskStatus>;
     jobs: Cache<JobRecord>; runs: Cache<JobRunRecord>; imagePulls: Cache<ImagePullRequest>; volumes: Cache<VolumeRecord>;
   };
 
+  /** The previous read, which the next one starts from. */
+  private last: ReadState | undefined;
+
   constructor(private readonly store: DocumentStore, private readonly onMalformed: (m: Malformed) => void = () => {}) {}
 
   read(): ControlState {
-    return {
-      revision: this.store.revision,
-      nodes: this.readCollection(nodesCollection, nodeRecordSchema, this.caches.nodes),
-      services: this.readCollection(servicesCollection, serviceRecordSchema, this.caches.services),
-      tasks: this.readCollection(tasksCollection, taskRecordSchema, this.caches.tasks),
-      statuses: this.readCollection(taskStatusCollection, taskStatusSchema, this.caches.statuses),
-      jobs: this.readCollection(jobsCollection, jobRecordSchema as z.ZodType<JobRecord>, this.caches.jobs),
-      runs: this.readCollection(jobRunsCollection, jobRunRecordSchema, this.caches.runs),
-      imagePulls: this.readCollection(imagePullsCollection, imagePullRequestSchema, this.caches.imagePulls),
-      volumes: this.readCollection(volumesCollection, volumeRecordSchema, this.caches.volumes),
+    const revision = this.store.revision;
+    const last = this.last;
+    if (last !== undefined && last.revision === revision) return last;
+    const changed = last === undefined || revision < last.revision ? undefined : this.changedSince(last.revision);
+    const read = <T>(collection: string, schema: z.ZodType<T>, cache: Cache<T>, prev: ReadonlyMap<string, Versioned<T>> | undefined): ReadonlyMap<string, Versioned<T>> =>
+      (prev === undefined || changed === undefined ? this.readCollection(collection, schema, cache) : this.update(collection, schema, cache, prev, changed.get(collection)));
+    const state: ReadState = {
+      revision,
+      nodes: read(nodesCollection, nodeRecordSchema, this.caches.nodes, last?.nodes),
+      services: read(servicesCollection, serviceRecordSchema, this.caches.services, last?.services),
+      tasks: read(tasksCollection, taskRecordSchema, this.caches.tasks, last?.tasks),
+      statuses: read(taskStatusCollection, taskStatusSchema, this.caches.statuses, last?.statuses),
+      jobs: read(jobsCollection, jobRecordSchema as z.ZodType<JobRecord>, this.caches.jobs, last?.jobs),
+      runs: read(jobRunsCollection, jobRunRecordSchema, this.caches.runs, last?.runs),
+      imagePulls: read(imagePullsCollection, imagePullRequestSchema, this.caches.imagePulls, last?.imagePulls),
+      volumes: read(volumesCollection, volumeRecordSchema, this.caches.volumes, last?.volumes),
     };
+    this.last = state;
+    return state;
+  }
+
+  /** The ids changed after `rev`, by collection; undefined when the store no longer holds those events. */
+  private changedSince(rev: number): Map<string, Set<string>> | undefined {
+    let events;
+    try {
+      events = this.store.eventsSince(rev);
+    } catch (err) {
+      if (err instanceof CursorExpiredError) return undefined;
+      throw err;
+    }
+    const out = new Map<string, Set<string>>();
+    for (const ev of events) {
+      let ids = out.get(ev.collection);
+      if (ids === undefined) out.set(ev.collection, (ids = new Set()));
+      ids.add(ev.id);
+    }
+    return out;
+  }
+
+  /** `prev` with the documents `ids` read again (prev itself when none changed), in id order as a full read gives. */
+  private update<T>(collection: string, schema: z.ZodType<T>, cache: Cache<T>, prev: ReadonlyMap<string, Versioned<T>>, ids: ReadonlySet<string> | undefined): ReadonlyMap<string, Versioned<T>> {
+    if (ids === undefined) return prev;
+    const out = new Map(prev);
+    let added = false;
+    for (const id of ids) {
+      const doc = this.store.get(collection, id);
+      if (doc === undefined) {
+        cache.delete(id);
+        out.delete(id);
+        continue;
+      }
+      const hit = cache.get(id);
+      const entry = hit !== undefined && hit.rev === doc.rev ? hit : this.parse(collection, doc, schema);
+      cache.set(id, entry);
+      if (!('value' in entry)) {
+        out.delete(id);
+        continue;
+      }
+      if (!out.has(id)) added = true;
+      out.set(id, entry);
+    }
+    // A document new to the map went to its end: the loops read collections in id order (the
+    // store's), which placement's ties and the simulator's runs depend on.
+    return added ? new Map([...out].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : out;
   }
 
   private readCollection<T>(collection: string, schema: z.ZodType<T>, cache: Cache<T>): Map<string, Versioned<T>> {
