@@ -177,9 +177,22 @@ export function* allDocs(store: DocumentStore, collection: string): Generator<Do
   }
 }
 
-/** The tasks of one service, in slot and creation order. */
+/** The tasks of each service, per tasks map read (a map is never changed once read, and is shared by the reads that did not change it). */
+const tasksByService = new WeakMap<ReadonlyMap<string, Versioned<TaskRecord>>, Map<string, Versioned<TaskRecord>[]>>();
+
+/** The tasks of one service, in slot and creation order (an index built once per tasks map, not a scan of every task per service). */
 export function tasksOf(state: ControlState, service: string): Versioned<TaskRecord>[] {
-  return [...state.tasks.values()].filter((t) => t.value.service === service)
+  let index = tasksByService.get(state.tasks);
+  if (index === undefined) {
+    index = new Map();
+    for (const t of state.tasks.values()) {
+      const list = index.get(t.value.service);
+      if (list === undefined) index.set(t.value.service, [t]);
+      else list.push(t);
+    }
+    tasksByService.set(state.tasks, index);
+  }
+  return [...(index.get(service) ?? [])]
     .sort((a, b) => slotKey(a.value.slot).localeCompare(slotKey(b.value.slot)) || a.value.createdAt - b.value.createdAt || a.value.id.localeCompare(b.value.id));
 }
 

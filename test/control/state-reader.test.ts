@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DocumentStore, encodeCommand, type JsonObject } from '../../fsm/index.ts';
 import { nodesCollection, servicesCollection, tasksCollection } from '../../src/resources/collections.ts';
-import { ControlStateReader, type ControlState } from '../../src/resources/state.ts';
+import { ControlStateReader, tasksOf, type ControlState } from '../../src/resources/state.ts';
 import { serviceYaml, StateBuilder } from './state-builder.ts';
 
 const built = new StateBuilder().node('node1').service(serviceYaml('web')).placed('t1', 'web', 1, 'node1', 'running', { observed: 'running' }).build();
@@ -17,7 +17,8 @@ const template = {
   [tasksCollection]: built.tasks.get('t1')?.value,
 } as Record<string, unknown>;
 
-type Op = { kind: 'put' | 'bad' | 'delete'; collection: string; id: string; n: number } | { kind: 'read' } | { kind: 'compact' };
+interface DocOp { kind: 'put' | 'bad' | 'delete'; collection: string; id: string; n: number }
+type Op = DocOp | { kind: 'read' } | { kind: 'compact' };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constantFrom('put', 'put', 'bad', 'delete') as fc.Arbitrary<'put' | 'bad' | 'delete'>, collection: fc.constantFrom(nodesCollection, servicesCollection, tasksCollection), id: fc.constantFrom('a', 'b', 'c', 'd', 'e', 'z', 'm'), n: fc.nat(9) }),
@@ -39,10 +40,10 @@ function storeOf(eventsRetainedMax: number) {
   return { store, apply };
 }
 
-function docOf(op: Extract<Op, { kind: 'put' | 'bad' }>): JsonObject {
+function docOf(op: DocOp): JsonObject {
   if (op.kind === 'bad') return { not: 'a record', n: op.n };
   const t = template[op.collection] as Record<string, unknown>;
-  if (op.collection === tasksCollection) return { ...t, id: op.id, slot: op.n + 1, message: `m${op.n}` } as JsonObject;
+  if (op.collection === tasksCollection) return { ...t, id: op.id, slot: op.n + 1, service: op.n % 2 === 0 ? 'web' : 'a', message: `m${op.n}` } as JsonObject;
   if (op.collection === nodesCollection) return { ...t, id: op.id, name: op.id } as JsonObject;
   const spec = t.spec as Record<string, unknown>;
   return { ...t, name: op.id, spec: { ...spec, name: op.id }, updatedAt: op.n } as JsonObject;
@@ -58,6 +59,11 @@ describe('the control state reader', () => {
         const incremental = reader.read();
         expect(entries(incremental)).toEqual(entries(new ControlStateReader(store).read()));
         expect(incremental.revision).toBe(store.revision);
+        // tasksOf's index per tasks map: what a scan of every task gives.
+        for (const service of ['web', 'a', 'b']) {
+          const scan = [...incremental.tasks.values()].filter((t) => t.value.service === service).map((t) => t.value.id).sort();
+          expect(tasksOf(incremental, service).map((t) => t.value.id).sort()).toEqual(scan);
+        }
       };
       for (const op of ops) {
         if (op.kind === 'read') check();
