@@ -22,7 +22,7 @@ import type { LeaseWriter } from './lease-keeper.ts';
 import type { LeaseRecord } from '../resources/lease.ts';
 import type { NodeMesh, NodeRecord, Platform, TaskStatus } from '../resources/records.ts';
 import { featureLevelIngress, featureLevelSecretsAtRest } from '../base/feature-level.ts';
-import { ControlStateReader, type Versioned } from '../resources/state.ts';
+import { ControlStateReader, tasksOnNode, type Versioned } from '../resources/state.ts';
 import { jobsCollection } from '../resources/jobs.ts';
 import { volumesCollection } from '../resources/volumes.ts';
 import { ownerOf } from '../resources/task-owner.ts';
@@ -41,8 +41,7 @@ export class StoreAgentView implements AgentView {
     const state = this.reader.read();
     const tasks: AgentAssignment[] = [];
     const pulls = state.imagePulls ?? new Map<string, Versioned<ImagePullRequest>>();
-    for (const t of state.tasks.values()) {
-      if (t.value.nodeId !== nodeId) continue;
+    for (const t of tasksOnNode(state, nodeId)) {
       const elsewhere = pulls.get(t.value.id)?.value.nodeId;
       tasks.push({
         task: t.value, service: ownerOf(state, t.value) ?? null, status: state.statuses.get(t.value.id)?.value ?? null,

@@ -180,6 +180,24 @@ export function* allDocs(store: DocumentStore, collection: string): Generator<Do
 /** The tasks of each service, per tasks map read (a map is never changed once read, and is shared by the reads that did not change it). */
 const tasksByService = new WeakMap<ReadonlyMap<string, Versioned<TaskRecord>>, Map<string, Versioned<TaskRecord>[]>>();
 
+/** The tasks of each node, per tasks map read, as tasksByService. */
+const tasksByNode = new WeakMap<ReadonlyMap<string, Versioned<TaskRecord>>, Map<string | null, Versioned<TaskRecord>[]>>();
+
+/** The tasks assigned to `nodeId`, in id order (an index built once per tasks map: every agent reads its own at each pass). */
+export function tasksOnNode(state: ControlState, nodeId: string): readonly Versioned<TaskRecord>[] {
+  let index = tasksByNode.get(state.tasks);
+  if (index === undefined) {
+    index = new Map();
+    for (const t of state.tasks.values()) {
+      const list = index.get(t.value.nodeId);
+      if (list === undefined) index.set(t.value.nodeId, [t]);
+      else list.push(t);
+    }
+    tasksByNode.set(state.tasks, index);
+  }
+  return index.get(nodeId) ?? [];
+}
+
 /** The tasks of one service, in slot and creation order (an index built once per tasks map, not a scan of every task per service). */
 export function tasksOf(state: ControlState, service: string): Versioned<TaskRecord>[] {
   let index = tasksByService.get(state.tasks);

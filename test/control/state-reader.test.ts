@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DocumentStore, encodeCommand, type JsonObject } from '../../fsm/index.ts';
 import { nodesCollection, servicesCollection, tasksCollection } from '../../src/resources/collections.ts';
-import { ControlStateReader, tasksOf, type ControlState } from '../../src/resources/state.ts';
+import { ControlStateReader, tasksOf, tasksOnNode, type ControlState } from '../../src/resources/state.ts';
 import { serviceYaml, StateBuilder } from './state-builder.ts';
 
 const built = new StateBuilder().node('node1').service(serviceYaml('web')).placed('t1', 'web', 1, 'node1', 'running', { observed: 'running' }).build();
@@ -64,6 +64,8 @@ describe('the control state reader', () => {
           const scan = [...incremental.tasks.values()].filter((t) => t.value.service === service).map((t) => t.value.id).sort();
           expect(tasksOf(incremental, service).map((t) => t.value.id).sort()).toEqual(scan);
         }
+        const onNode1 = [...incremental.tasks.values()].filter((t) => t.value.nodeId === 'node1').map((t) => t.value.id);
+        expect(tasksOnNode(incremental, 'node1').map((t) => t.value.id)).toEqual(onNode1);
       };
       for (const op of ops) {
         if (op.kind === 'read') check();
