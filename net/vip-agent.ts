@@ -333,7 +333,7 @@ export class VipAgent {
     const until = this.lifetimeUntil.get(address);
     if (until === undefined || !this.held.has(address) || this.o.bootNow() >= until - 100) return;
     this.lifetimeUntil.delete(address);
-    this.o.log.warn(`vip: ${address} went off this node ${until - this.o.bootNow()} ms before its lifetime ran out: another host answered its duplicate address detection (the kernel logs "IPv6 duplicate address ... detected"), or someone removed it; it is added again at each pass`);
+    this.o.log.warn(`vip: ${address} went off this node ${Math.round(until - this.o.bootNow())} ms before its lifetime ran out: another host answered its duplicate address detection (the kernel logs "IPv6 duplicate address ... detected"), or someone removed it; it is added again at each pass`);
   }
 
   private noteProblem(address: string, msg: string, level: 'info' | 'warn' = 'warn'): void {
