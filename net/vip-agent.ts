@@ -311,6 +311,12 @@ export class VipAgent {
     if (this.ipv6Ready.has(dev)) return true;
     // The slash form keeps a dot in an interface name (eth0.100) from reading as a separator.
     const key = (name: string): string => `net/ipv6/conf/${dev}/${name}`;
+    // An add on an interface without IPv6 would fail the whole pass (the IPv4 VIPs with it).
+    const off = await this.o.run('sysctl', ['-n', key('disable_ipv6')]);
+    if (off.code !== 0 || off.stdout.trim() !== '0') {
+      this.noteProblem(`sysctl:${dev}`, `IPv6 is off on ${dev} (${key('disable_ipv6')}: ${off.code === 0 ? off.stdout.trim() : off.stderr.trim()}): its IPv6 VIPs stay off until it is on`);
+      return false;
+    }
     for (const s of ipv6Sysctls) {
       if (s.atLeast === true) {
         const cur = await this.o.run('sysctl', ['-n', key(s.name)]);

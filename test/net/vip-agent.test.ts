@@ -24,7 +24,7 @@ function put(store: DocumentStore, collection: string, id: string, doc: object):
 class FakeHost {
   readonly calls: string[] = [];
   addrs: { ifname: string; local: string; prefixlen: number; lft?: number }[] = [{ ifname: 'eth0', local: '192.168.1.10', prefixlen: 24 }, { ifname: 'eth0', local: 'fd00:38::a', prefixlen: 64 }];
-  sysctls = new Map<string, string>([['net/ipv6/conf/eth0/accept_dad', '1'], ['net/ipv6/conf/eth0/dad_transmits', '0']]);
+  sysctls = new Map<string, string>([['net/ipv6/conf/eth0/disable_ipv6', '0'], ['net/ipv6/conf/eth0/accept_dad', '1'], ['net/ipv6/conf/eth0/dad_transmits', '0']]);
   sysctlWritable = true;
   run = async (cmd: string, args: readonly string[]): Promise<CommandOutput> => {
     this.calls.push([cmd, ...args].join(' '));
@@ -119,6 +119,7 @@ describe('the VIP agent', () => {
     put(s.store, vipsCollection, 'fd00:38::100', v6({ nodeId: 'n1', epoch: 3 }));
     await s.agent.converge();
     expect(s.host.calls.filter((c) => !c.startsWith('ip -j'))).toEqual([
+      'sysctl -n net/ipv6/conf/eth0/disable_ipv6',
       'sysctl -q -w net/ipv6/conf/eth0/ndisc_notify=1', 'sysctl -q -w net/ipv6/conf/eth0/router_solicitation_delay=0',
       'sysctl -n net/ipv6/conf/eth0/accept_dad', // 1 already: left as it is
       'sysctl -n net/ipv6/conf/eth0/dad_transmits', 'sysctl -q -w net/ipv6/conf/eth0/dad_transmits=1', // 0: no DAD, no advertisement
@@ -127,7 +128,7 @@ describe('the VIP agent', () => {
     expect(s.agent.heldAddresses()).toEqual(['fd00:38::100']);
     s.advance(1_000);
     await s.agent.converge();
-    expect(s.host.calls.filter((c) => c.startsWith('sysctl'))).toHaveLength(5);
+    expect(s.host.calls.filter((c) => c.startsWith('sysctl'))).toHaveLength(6);
     expect(s.host.calls.at(-1)).toBe('ip addr replace fd00:38::100/128 dev eth0 valid_lft 7 preferred_lft 7');
     expect(warns).toEqual([]);
     // Gone before its lifetime ran out (another host answered DAD): said, and added again.
@@ -155,6 +156,20 @@ describe('the VIP agent', () => {
     s.host.sysctlWritable = true;
     await s.agent.converge();
     expect(s.host.has('fd00:38::100')).toBe(true);
+    await s.agent.close();
+  });
+
+  it('leaves an IPv6 VIP off an interface whose IPv6 is disabled, and still holds its IPv4 VIP', async () => {
+    const warns: string[] = [];
+    const s = setup({ log: { info: () => {}, warn: (m) => warns.push(m) } });
+    s.host.sysctls.set('net/ipv6/conf/eth0/disable_ipv6', '1');
+    put(s.store, vipsCollection, 'fd00:38::100', { ...record({ nodeId: 'n1', epoch: 3 }), spec: { address: 'fd00:38::100', interface: 'eth0' } });
+    put(s.store, vipsCollection, '192.168.1.250', record({ nodeId: 'n1', epoch: 3 }));
+    await s.agent.converge();
+    expect(s.host.has('fd00:38::100')).toBe(false);
+    expect(s.host.has('192.168.1.250')).toBe(true);
+    expect(warns).toEqual([expect.stringMatching(/IPv6 is off on eth0 \(net\/ipv6\/conf\/eth0\/disable_ipv6: 1\)/)]);
+    expect(s.host.calls.filter((c) => c.startsWith('sysctl -q'))).toEqual([]);
     await s.agent.close();
   });
 
