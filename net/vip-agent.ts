@@ -1,17 +1,21 @@
 // The node's side of the virtual IPs (src/resources/vips.ts; docs/network.md, "Virtual IP").
 //
 // Every node runs it. Level-triggered (pass-loop.ts): a store change, and a pass every second
-// while any VIP record exists, re-read the VIP records and the node's addresses (`ip -j -4 addr show`) and converge:
+// while any VIP record exists, re-read the VIP records and the node's addresses (`ip -j addr show`) and converge:
 // - a VIP this node holds (the record names it, at its current epoch, not released at this
 //   revision, not retired, the node not draining and shoal not stopping) is on its interface as
-//   VIP/32 with a kernel lifetime that ends when the node's VIP lease does, rounded down to whole
+//   VIP/32 (an IPv6 VIP: VIP/128) with a kernel lifetime that ends when the node's VIP lease does, rounded down to whole
 //   seconds (`ip addr replace ... valid_lft N preferred_lft N`, N from kernelLifetimeSeconds;
 //   the kernel's lateness and the command's time are in the leader's margin), set again at each
 //   pass; so a shoal that freezes or dies loses the address without doing anything. While it
 //   holds one, its VIP lease is renewed (vip-lease.ts). With under a second of lease left the
 //   address is left as it is (its lifetime ends on its own); without a lease it is taken off.
 // - when it takes one it was not holding, it announces it: gratuitous ARP (`arping -U`), a burst
-//   and a second one later, as keepalived does (garp_master_delay).
+//   and a second one later, as keepalived does (garp_master_delay). An IPv6 VIP is added with
+//   duplicate address detection (DAD), and the kernel itself sends one unsolicited neighbour
+//   advertisement (override flag) once DAD succeeds, about a second later: the interface's
+//   ndisc_notify is set for that (ipv6Sysctls). Node has no raw sockets to send more, and Debian's
+//   base has no tool that does; DAD also refuses the address while another host still answers for it.
 // - any other VIP's address found on this node is taken off.
 // - a VIP it must let go of (drain, retired, a planned stop) is taken off, and then a release
 //   naming the record's revision is committed (compared on the node's epoch and that revision):
@@ -21,7 +25,7 @@ import type { DocumentStore } from '../fsm/index.ts';
 import type { CommandResult, JsonObject, TxnCommand } from '../fsm/index.ts';
 import { allDocs } from '../src/resources/state.ts';
 import { nodesCollection } from '../src/resources/collections.ts';
-import { cidrContains, kernelLifetimeSeconds, vipCommandMs, releases, vipRecordSchema, vipReleaseSchema, vipReleasesCollection, vipsCollection, type VipRecord, type VipRelease } from '../src/resources/vips.ts';
+import { cidrContains, isIpv6, kernelLifetimeSeconds, vipPrefixLength, vipCommandMs, releases, vipRecordSchema, vipReleaseSchema, vipReleasesCollection, vipsCollection, type VipRecord, type VipRelease } from '../src/resources/vips.ts';
 import type { CommandRunner } from './firewall-command.ts';
 import { runChecked } from './firewall-command.ts';
 import { PassLoop } from './pass-loop.ts';
@@ -52,33 +56,44 @@ export interface VipAgentOptions {
   onChange?: (address: string, held: boolean) => void;
 }
 
-/** One IPv4 address of the node, from `ip -j -4 addr show`. */
+/** One address of the node (IPv4 or IPv6), from `ip -j addr show`. */
 export interface HostAddress {
   ifname: string;
   local: string;
   prefixlen: number;
 }
 
-/** Parses `ip -j -4 addr show`. */
+/** Parses `ip -j addr show` (both families). */
 export function parseHostAddresses(json: string): HostAddress[] {
   const links = JSON.parse(json === '' ? '[]' : json) as { ifname?: unknown; addr_info?: { family?: unknown; local?: unknown; prefixlen?: unknown }[] }[];
   const out: HostAddress[] = [];
   for (const l of links) {
     if (typeof l.ifname !== 'string') continue;
     for (const a of l.addr_info ?? []) {
-      if (a.family === 'inet' && typeof a.local === 'string' && typeof a.prefixlen === 'number') out.push({ ifname: l.ifname, local: a.local, prefixlen: a.prefixlen });
+      if ((a.family === 'inet' || a.family === 'inet6') && typeof a.local === 'string' && typeof a.prefixlen === 'number') out.push({ ifname: l.ifname, local: a.local, prefixlen: a.prefixlen });
     }
   }
   return out;
 }
 
-/** The interface a VIP goes on here: its named one, or the one with an address in its subnet (not a VIP's /32). */
+/** The interface a VIP goes on here: its named one, or the one with an address in its subnet (not a VIP's /32 or /128). */
 export function vipInterface(spec: VipRecord['spec'], addrs: readonly HostAddress[]): string | null {
   if (spec.interface !== undefined) return spec.interface;
   const subnet = spec.subnet;
   if (subnet === undefined) return null;
-  return addrs.find((a) => a.prefixlen < 32 && cidrContains(subnet, a.local))?.ifname ?? null;
+  return addrs.find((a) => a.prefixlen < vipPrefixLength(a.local) && cidrContains(subnet, a.local))?.ifname ?? null;
 }
+
+/**
+ * What an IPv6 VIP needs of its interface, and why (docs/network.md, "IPv6 VIPs"). `atLeast`: set
+ * only when the interface has less (0: an operator turned it off), else left as it is.
+ */
+export const ipv6Sysctls: readonly { name: string; value: string; atLeast?: boolean; why: string }[] = [
+  { name: 'ndisc_notify', value: '1', why: 'the kernel sends an unsolicited neighbour advertisement once DAD succeeds only with it' },
+  { name: 'router_solicitation_delay', value: '0', why: 'DAD starts at once rather than after a random delay of up to a second' },
+  { name: 'accept_dad', value: '1', atLeast: true, why: 'the advertisement follows DAD, and DAD refuses the address while another host has it' },
+  { name: 'dad_transmits', value: '1', atLeast: true, why: 'with 0 probes there is no DAD, so no advertisement' },
+];
 
 export class VipAgent {
   private readonly loop: PassLoop;
@@ -88,6 +103,10 @@ export class VipAgent {
   private tick: NodeJS.Timeout | undefined;
   private stopping = false;
   private readonly problems = new Map<string, string>();
+  /** Interfaces whose IPv6 sysctls this agent has set (once each). */
+  private readonly ipv6Ready = new Set<string>();
+  /** Boot-clock ms until which each IPv6 VIP's last lifetime runs: one gone sooner failed DAD (or was removed). */
+  private readonly lifetimeUntil = new Map<string, number>();
 
   constructor(private readonly o: VipAgentOptions) {
     this.loop = new PassLoop({ name: 'vip', pass: () => this.pass(), retryMs: 1_000, retryMsMax: 5_000, log: o.log });
@@ -160,17 +179,18 @@ export class VipAgent {
     const until = epoch === null ? null : this.o.lease?.heldUntil(epoch) ?? null;
     // Measured again just before each add: the lifetime must end with the lease whenever the add lands.
     const lifetimeNow = (): number => (until === null ? 0 : kernelLifetimeSeconds(until - this.o.bootNow()));
-    const addrs = parseHostAddresses(await runChecked(this.o.run, 'ip', ['-j', '-4', 'addr', 'show']));
+    const addrs = parseHostAddresses(await runChecked(this.o.run, 'ip', ['-j', 'addr', 'show']));
     const keep = new Set<string>();
     for (const m of mine) await this.hold(m, addrs, until, lifetimeNow, keep);
     // Every VIP's address this node must not have now: off, wherever it is.
     for (const a of addrs) {
-      if (a.prefixlen !== 32 || keep.has(a.local) || !records.has(a.local)) continue;
-      await runChecked(this.o.run, 'ip', ['addr', 'del', `${a.local}/32`, 'dev', a.ifname]);
+      if (a.prefixlen !== vipPrefixLength(a.local) || keep.has(a.local) || !records.has(a.local)) continue;
+      await runChecked(this.o.run, 'ip', ['addr', 'del', `${a.local}/${a.prefixlen}`, 'dev', a.ifname]);
     }
     for (const address of [...this.held]) {
       if (keep.has(address)) continue;
       this.held.delete(address);
+      this.lifetimeUntil.delete(address);
       this.o.log.info(`vip: ${address} is off this node`);
       this.o.onChange?.(address, false);
     }
@@ -194,7 +214,9 @@ export class VipAgent {
 
   /** Puts `m` on (or leaves it as it is, with under a second of lease left); adds it to `keep` when it is on. */
   private async hold(m: { address: string; rec: VipRecord }, addrs: readonly HostAddress[], until: number | null, lifetimeNow: () => number, keep: Set<string>): Promise<void> {
-    const on = addrs.some((a) => a.local === m.address && a.prefixlen === 32);
+    const prefix = vipPrefixLength(m.address);
+    const on = addrs.some((a) => a.local === m.address && a.prefixlen === prefix);
+    if (!on) this.noteVanished(m.address);
     if (until === null) {
       // Normal for a moment when it is just given one: the lease is renewed from then on.
       this.noteProblem(m.address, `this node holds ${m.address} but its VIP lease does not hold now: the address stays off until a renewal commits`, 'info');
@@ -205,6 +227,7 @@ export class VipAgent {
       this.noteProblem(m.address, `no interface of this node has an address in ${m.rec.spec.subnet ?? '?'} to put ${m.address} on: the VIP stays here without answering until the leader moves it (check vips[].subnet)`);
       return;
     }
+    if (prefix === 128 && !(await this.maybePrepareIpv6(dev))) return;
     const before = this.o.bootNow();
     const lifetime = lifetimeNow();
     if (lifetime === 0) {
@@ -212,14 +235,16 @@ export class VipAgent {
       if (on && this.held.has(m.address)) keep.add(m.address);
       return;
     }
-    await runChecked(this.o.run, 'ip', ['addr', 'replace', `${m.address}/32`, 'dev', dev, 'valid_lft', String(lifetime), 'preferred_lft', String(lifetime)]);
+    // IPv6: no `nodad`; the kernel's DAD is what sends the neighbour advertisement (and refuses a duplicate).
+    await runChecked(this.o.run, 'ip', ['addr', 'replace', `${m.address}/${prefix}`, 'dev', dev, 'valid_lft', String(lifetime), 'preferred_lft', String(lifetime)]);
     const tookMs = this.o.bootNow() - before;
     if (tookMs > vipCommandMs) {
       // The kernel may have stamped it later than the leader's margin allows for: off now, on again at the next pass.
       this.o.log.warn(`vip: adding ${m.address} took ${tookMs} ms (over ${vipCommandMs} ms): its lifetime may outlast the VIP lease, so it is taken off until the next pass`);
-      await runChecked(this.o.run, 'ip', ['addr', 'del', `${m.address}/32`, 'dev', dev]);
+      await runChecked(this.o.run, 'ip', ['addr', 'del', `${m.address}/${prefix}`, 'dev', dev]);
       return;
     }
+    if (prefix === 128) this.lifetimeUntil.set(m.address, before + lifetime * 1_000);
     keep.add(m.address);
     this.problems.delete(m.address);
     if (!this.held.has(m.address)) this.taken(m.address, dev);
@@ -255,8 +280,12 @@ export class VipAgent {
 
   private taken(address: string, dev: string): void {
     this.held.add(address);
-    this.o.log.info(`vip: ${address} is on ${dev} here; announcing it`);
     this.o.onChange?.(address, true);
+    if (isIpv6(address)) {
+      this.o.log.info(`vip: ${address} is on ${dev} here; the kernel announces it (one unsolicited neighbour advertisement) once its duplicate address detection succeeds, about a second from now`);
+      return;
+    }
+    this.o.log.info(`vip: ${address} is on ${dev} here; announcing it`);
     const garp = this.o.garp ?? { count: 3, repeatAfterMs: 5_000 };
     const announce = (): void => {
       if (!this.held.has(address)) return;
@@ -272,6 +301,45 @@ export class VipAgent {
     }, garp.repeatAfterMs);
     t.unref();
     this.garpTimers.add(t);
+  }
+
+  /**
+   * Sets what an IPv6 VIP needs of `dev` (ipv6Sysctls), once per interface; false (the VIP stays
+   * off, retried at the next pass) when it cannot: without them the address would not be announced.
+   */
+  private async maybePrepareIpv6(dev: string): Promise<boolean> {
+    if (this.ipv6Ready.has(dev)) return true;
+    // The slash form keeps a dot in an interface name (eth0.100) from reading as a separator.
+    const key = (name: string): string => `net/ipv6/conf/${dev}/${name}`;
+    // An add on an interface without IPv6 would fail the whole pass (the IPv4 VIPs with it).
+    const off = await this.o.run('sysctl', ['-n', key('disable_ipv6')]);
+    if (off.code !== 0 || off.stdout.trim() !== '0') {
+      this.noteProblem(`sysctl:${dev}`, `IPv6 is off on ${dev} (${key('disable_ipv6')}: ${off.code === 0 ? off.stdout.trim() : off.stderr.trim()}): its IPv6 VIPs stay off until it is on`);
+      return false;
+    }
+    for (const s of ipv6Sysctls) {
+      if (s.atLeast === true) {
+        const cur = await this.o.run('sysctl', ['-n', key(s.name)]);
+        if (cur.code === 0 && Number(cur.stdout.trim()) >= Number(s.value)) continue;
+      }
+      const r = await this.o.run('sysctl', ['-q', '-w', `${key(s.name)}=${s.value}`]);
+      if (r.code !== 0) {
+        this.noteProblem(`sysctl:${dev}`, `cannot set ${key(s.name)}=${s.value} (${s.why}): sysctl exited ${r.code}: ${r.stderr.trim()}; IPv6 VIPs stay off ${dev} until it can`);
+        return false;
+      }
+    }
+    this.problems.delete(`sysctl:${dev}`);
+    this.ipv6Ready.add(dev);
+    this.o.log.info(`vip: set ${ipv6Sysctls.map((s) => s.name).join(', ')} on ${dev} for its IPv6 VIPs`);
+    return true;
+  }
+
+  /** An IPv6 VIP this node held is gone before the lifetime it set ran out: say why it may be. */
+  private noteVanished(address: string): void {
+    const until = this.lifetimeUntil.get(address);
+    if (until === undefined || !this.held.has(address) || this.o.bootNow() >= until - 100) return;
+    this.lifetimeUntil.delete(address);
+    this.o.log.warn(`vip: ${address} went off this node ${Math.round(until - this.o.bootNow())} ms before its lifetime ran out: another host answered its duplicate address detection (the kernel logs "IPv6 duplicate address ... detected"), or someone removed it; it is added again at each pass`);
   }
 
   private noteProblem(address: string, msg: string, level: 'info' | 'warn' = 'warn'): void {

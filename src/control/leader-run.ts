@@ -55,7 +55,7 @@ import { readDependencies } from './dependencies.ts';
 import { ControlStateReader, type ControlState } from '../resources/state.ts';
 import { WorkQueue, type QueueClock } from './work-queue.ts';
 import { decideVipHolders } from './vip-holders.ts';
-import { vipClearInMs, vipLeaseDefaults, vipLeaseRecordSchema, vipLeasesCollection, vipRecordSchema, vipReleaseSchema, vipReleasesCollection, vipsCollection, type VipLeaseConfig, type VipRecord, type VipRelease, type VipSpec } from '../resources/vips.ts';
+import { isIpv6, vipClearInMs, vipLeaseDefaults, vipLeaseRecordSchema, vipLeasesCollection, vipRecordSchema, vipReleaseSchema, vipReleasesCollection, vipsCollection, type VipLeaseConfig, type VipRecord, type VipRelease, type VipSpec } from '../resources/vips.ts';
 import type { Versioned } from '../resources/state.ts';
 
 /** How often node health is looked at while any node is not ready (a node may come back). */
@@ -313,8 +313,10 @@ export class LeaderRun {
     const heard = this.vipRenewals.last(nodeId, epoch);
     const stored = vipLeaseRecordSchema.safeParse(this.ports.store.get(vipLeasesCollection, nodeId)?.doc);
     const storedLeaseMs = stored.success && stored.data.epoch === epoch ? stored.data.leaseMs : 0;
+    // An IPv6 VIP anywhere in the cluster: the kernel may drop it later (vips.ts kernelLateMs6).
+    const ipv6 = (this.ports.vips ?? []).some((v) => isIpv6(v.address)) || [...allDocs(this.ports.store, vipsCollection)].some((d) => isIpv6(d.id));
     return vipClearInMs(cfg, {
-      nowMs: this.ports.clock.now(), watchingSinceMs: this.vipRenewals.sinceMs, agentLeaseMs: Math.max(heard?.leaseMs ?? 0, storedLeaseMs),
+      nowMs: this.ports.clock.now(), watchingSinceMs: this.vipRenewals.sinceMs, agentLeaseMs: Math.max(heard?.leaseMs ?? 0, storedLeaseMs), ipv6,
       ...(heard !== undefined ? { renewedAtMs: heard.atMs } : {}),
     });
   }

@@ -46,8 +46,84 @@ export function parseCidr(s: string): { net: number; prefix: number } | null {
   return { net: (addr & mask) >>> 0, prefix };
 }
 
-/** Whether `address` is inside `cidr` (both IPv4). */
+/** The address as a 128-bit number, or null when it is not an IPv6 address of hex groups (no dotted IPv4 tail). */
+export function ipv6ToBigInt(s: string): bigint | null {
+  if (s.length > 39) return null;
+  const halves = s.split('::');
+  if (halves.length > 2) return null;
+  const groups = (h: string | undefined): string[] => (h === undefined || h === '' ? [] : h.split(':'));
+  const head = groups(halves[0]);
+  const tail = groups(halves[1]);
+  if (![...head, ...tail].every((g) => /^[0-9a-fA-F]{1,4}$/.test(g))) return null;
+  const missing = 8 - head.length - tail.length;
+  if (halves.length === 2 ? missing < 1 : missing !== 0) return null;
+  const all = [...head, ...Array<string>(halves.length === 2 ? missing : 0).fill('0'), ...tail];
+  return all.reduce((acc, g) => (acc << 16n) | BigInt(parseInt(g, 16)), 0n);
+}
+
+/**
+ * RFC 5952's text for an IPv6 address (lower case, no leading zeros, the longest run of two or
+ * more zero groups as `::`, the first of equal runs): what iproute2 prints, so what the VIP agent
+ * compares with `ip -j addr show`.
+ */
+export function formatIpv6(n: bigint): string {
+  const g = Array.from({ length: 8 }, (_, i) => Number((n >> BigInt(112 - 16 * i)) & 0xffffn));
+  let best = -1;
+  let bestLen = 1;
+  for (let i = 0; i < 8;) {
+    if (g[i] !== 0) { i++; continue; }
+    let j = i;
+    while (j < 8 && g[j] === 0) j++;
+    if (j - i > bestLen) { best = i; bestLen = j - i; }
+    i = j;
+  }
+  const hex = g.map((x) => x.toString(16));
+  return best < 0 ? hex.join(':') : `${hex.slice(0, best).join(':')}::${hex.slice(best + bestLen).join(':')}`;
+}
+
+/** Whether `s` is an IPv6 address (any spelling). */
+export function isIpv6(s: string): boolean {
+  return ipv6ToBigInt(s) !== null;
+}
+
+/**
+ * Why `s` cannot be a VIP's address, or null when it can: an IPv4 address, or a unicast IPv6
+ * address of a LAN (global or ULA) written as iproute2 prints it, since the record's id is the
+ * address and the agent finds it on the interface by that text.
+ */
+export function vipAddressProblem(s: string): string | null {
+  if (ipv4Re.test(s)) return null;
+  const n = ipv6ToBigInt(s);
+  if (n === null) return 'an IPv4 address (a.b.c.d) or an IPv6 address (hex groups, as fd00:38::100)';
+  if (n >> 120n === 0xffn) return `${s} is a multicast address: a VIP is a unicast address of the LAN`;
+  if (n >> 118n === 0x3fan) return `${s} is link-local (fe80::/10): a VIP is a global or unique-local (fc00::/7) address of the LAN`;
+  if (n <= 1n || n >> 32n === 0xffffn) return `${s} is not a LAN address (unspecified, loopback or IPv4-mapped): write the IPv4 address itself, or a global or unique-local IPv6 one`;
+  const canonical = formatIpv6(n);
+  if (canonical !== s) return `write ${s} as ${canonical} (RFC 5952, as \`ip addr\` prints it): the VIP's record is named by the address`;
+  return null;
+}
+
+/** `x::/n` as its network number and prefix length (host bits dropped), or null. */
+export function parseCidr6(s: string): { net: bigint; prefix: number } | null {
+  const m = /^([^/]+)\/(\d{1,3})$/.exec(s);
+  if (m === null) return null;
+  const addr = ipv6ToBigInt(m[1] ?? '');
+  const prefix = Number(m[2]);
+  if (addr === null || prefix > 128) return null;
+  return { net: addr & mask6(prefix), prefix };
+}
+
+function mask6(prefix: number): bigint {
+  return prefix === 0 ? 0n : ((1n << 128n) - 1n) ^ ((1n << BigInt(128 - prefix)) - 1n);
+}
+
+/** Whether `address` is inside `cidr`: both IPv4 or both IPv6 (false across families). */
 export function cidrContains(cidr: string, address: string): boolean {
+  if (cidr.includes(':')) {
+    const c = parseCidr6(cidr);
+    const a = ipv6ToBigInt(address);
+    return c !== null && a !== null && (a & mask6(c.prefix)) === c.net;
+  }
   const c = parseCidr(cidr);
   const a = ipv4ToNumber(address);
   if (c === null || a === null) return false;
@@ -55,15 +131,23 @@ export function cidrContains(cidr: string, address: string): boolean {
   return ((a & mask) >>> 0) === c.net;
 }
 
-const ipv4Schema = z.string().refine((s) => ipv4Re.test(s), 'an IPv4 address (a.b.c.d); IPv6 VIPs are not supported in this release');
+/** The prefix length of one VIP's own address on the interface: /32, or /128 for IPv6. */
+export function vipPrefixLength(address: string): 32 | 128 {
+  return address.includes(':') ? 128 : 32;
+}
+
+const vipAddressSchema = z.string().superRefine((s, ctx) => {
+  const problem = vipAddressProblem(s);
+  if (problem !== null) ctx.addIssue({ code: 'custom', message: problem });
+});
 const ifNameSchema = z.string().regex(/^[A-Za-z0-9_.:-]{1,15}$/, 'an interface name (1-15 letters, digits, or . _ : -)');
-const cidrSchema = z.string().refine((s) => parseCidr(s) !== null, 'an IPv4 subnet (a.b.c.d/n)');
+const cidrSchema = z.string().refine((s) => parseCidr(s) !== null || parseCidr6(s) !== null, 'an IPv4 subnet (a.b.c.d/n) or an IPv6 one (x::/n)');
 const labelKey = z.string().regex(/^[A-Za-z0-9]([A-Za-z0-9._/-]{0,62}[A-Za-z0-9])?$/, 'a label key');
 
 /** One VIP of the config (`vips[]`). */
 export const vipSpecSchema = z.object({
-  /** The address (IPv4), added as /32. */
-  address: ipv4Schema,
+  /** The address: IPv4, added as /32, or IPv6 (RFC 5952 text), added as /128. */
+  address: vipAddressSchema,
   /** The interface to add it on (same name on every node that may hold it). */
   interface: ifNameSchema.optional(),
   /** Or: the interface that has an address in this subnet (the LAN), on each node. */
@@ -76,7 +160,8 @@ export const vipSpecSchema = z.object({
   if ((v.interface === undefined) === (v.subnet === undefined)) {
     ctx.addIssue({ code: 'custom', path: ['interface'], message: 'give exactly one of interface (its name) or subnet (the LAN it is on) to say where nodes put the address' });
   }
-  if (v.subnet !== undefined && !cidrContains(v.subnet, v.address)) {
+  // A subnet that does not parse has its own message (cidrSchema).
+  if (v.subnet !== undefined && (parseCidr(v.subnet) !== null || parseCidr6(v.subnet) !== null) && !cidrContains(v.subnet, v.address)) {
     ctx.addIssue({ code: 'custom', path: ['subnet'], message: `${v.address} is not inside ${v.subnet}: a VIP must be an address of the subnet its holder is on` });
   }
 });
@@ -111,7 +196,7 @@ export type VipRecord = z.infer<typeof vipRecordSchema>;
 
 /** `shoal.vip-releases/<address>`: written only by the holder's agent, once the address is off its interface. */
 export const vipReleaseSchema = z.object({
-  address: ipv4Schema,
+  address: vipAddressSchema,
   nodeId: z.string().min(1),
   epoch: z.number().int().min(0),
   /** The revision of the VIP record it let go of. */
@@ -170,14 +255,29 @@ export const kernelLateMs = 500;
  */
 export const vipCommandMs = 300;
 
+/**
+ * How late the kernel may drop an IPv6 address after its lifetime: more than IPv4's, since its
+ * check (net/ipv6/addrconf.c, addrconf_verify_rtnl) is never scheduled sooner than a second
+ * (ADDRCONF_TIMER_FUZZ_MAX) after it last ran, and any change of an IPv6 address on the host
+ * (another VIP's renewal, a SLAAC address, a router advertisement) runs it: an address due within
+ * that second goes up to a second late. Measured on the lab's kernel: 48 to 335 ms late alone,
+ * 630 to 725 ms with another address added half a second before the due time. 1 s + 250 ms of room.
+ */
+export const kernelLateMs6 = 1_250;
+
+/** The kernel's lateness the leader allows for: IPv6's when any VIP of the cluster is IPv6 (a holder's lease bounds all its VIPs). */
+export function vipKernelLateMs(ipv6: boolean): number {
+  return ipv6 ? kernelLateMs6 : kernelLateMs;
+}
+
 /** margin = 2ρ·lease + the kernel's lateness + the command's time, in whole ms (rounded up). */
-export function vipLeaseMarginMs(c: VipLeaseConfig): number {
-  return Math.ceil(2 * c.driftRho * c.leaseMs) + kernelLateMs + vipCommandMs;
+export function vipLeaseMarginMs(c: VipLeaseConfig, ipv6 = false): number {
+  return Math.ceil(2 * c.driftRho * c.leaseMs) + vipKernelLateMs(ipv6) + vipCommandMs;
 }
 
 /** How long the leader waits, after the last renewal (or grant) of a holder it applied, before the VIP may go elsewhere. */
-export function vipMoveAfterMs(c: VipLeaseConfig): number {
-  return c.leaseMs + vipLeaseMarginMs(c);
+export function vipMoveAfterMs(c: VipLeaseConfig, ipv6 = false): number {
+  return c.leaseMs + vipLeaseMarginMs(c, ipv6);
 }
 
 /** The agent renews this often: a third of the lease, so the address outlasts one late renewal. */
@@ -191,10 +291,10 @@ export function vipRenewIntervalMs(c: Pick<VipLeaseConfig, 'leaseMs'>): number {
  * (the time it is given to renew a first time) and when this node began watching. The lease is
  * the longer of this leader's and what the holder claimed.
  */
-export function vipClearInMs(c: VipLeaseConfig, o: { nowMs: number; watchingSinceMs: number; renewedAtMs?: number; agentLeaseMs: number }): number {
+export function vipClearInMs(c: VipLeaseConfig, o: { nowMs: number; watchingSinceMs: number; renewedAtMs?: number; agentLeaseMs: number; ipv6?: boolean }): number {
   const leaseMs = Math.max(c.leaseMs, o.agentLeaseMs);
   const from = Math.max(o.watchingSinceMs, o.renewedAtMs ?? o.watchingSinceMs);
-  return Math.max(0, from + vipMoveAfterMs({ ...c, leaseMs }) - o.nowMs);
+  return Math.max(0, from + vipMoveAfterMs({ ...c, leaseMs }, o.ipv6 ?? false) - o.nowMs);
 }
 
 /** `shoal.vip-leases/<node id>`: written only by that node's VIP agent. */
@@ -223,6 +323,6 @@ export function kernelLifetimeSeconds(leftMs: number): number {
  */
 export function vipAddresses(store: Pick<DocumentStore, 'list'>): string[] {
   const out: string[] = [];
-  for (const d of store.list(vipsCollection, { limit: vipsMax * 4 }).items) if (ipv4Re.test(d.id)) out.push(d.id);
+  for (const d of store.list(vipsCollection, { limit: vipsMax * 4 }).items) if (vipAddressProblem(d.id) === null) out.push(d.id);
   return out;
 }

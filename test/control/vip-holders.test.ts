@@ -7,7 +7,7 @@ import { decideVipHolders, type VipInput } from '../../src/control/vip-holders.t
 import { leaseDefaults } from '../../src/resources/lease.ts';
 import type { NodeRecord } from '../../src/resources/records.ts';
 import type { Versioned } from '../../src/resources/state.ts';
-import { kernelLateMs, kernelLifetimeSeconds, releases, vipClearInMs, vipCommandMs, vipLeaseDefaults, vipMoveAfterMs, vipRenewIntervalMs, vipsConfigSchema, type VipLeaseConfig, type VipRecord, type VipRelease, type VipSpec } from '../../src/resources/vips.ts';
+import { kernelLateMs, kernelLateMs6, kernelLifetimeSeconds, releases, vipClearInMs, vipKernelLateMs, vipRecordSchema, vipReleaseSchema, vipCommandMs, vipLeaseDefaults, vipMoveAfterMs, vipRenewIntervalMs, vipsConfigSchema, type VipLeaseConfig, type VipRecord, type VipRelease, type VipSpec } from '../../src/resources/vips.ts';
 import { parseConfig } from '../../src/server/config.ts';
 import { node } from './fixtures.ts';
 import { X509Certificate } from 'node:crypto';
@@ -46,21 +46,53 @@ describe('the vips config', () => {
   it('refuses a VIP with both or neither of interface and subnet, one outside its subnet, a duplicate and an IPv6 address, each named', () => {
     const r = vipsConfigSchema.safeParse([
       { address: '10.0.0.9' }, { address: '10.0.0.8', interface: 'eth0', subnet: '10.0.0.0/24' }, { address: '10.1.0.9', subnet: '10.0.0.0/24' },
-      { address: '10.0.0.7', interface: 'eth0' }, { address: '10.0.0.7', interface: 'eth0' }, { address: 'fd00::1', interface: 'eth0' }, { address: '10.0.0.6', interface: 'no such name with spaces' },
+      { address: '10.0.0.7', interface: 'eth0' }, { address: '10.0.0.7', interface: 'eth0' }, { address: 'fd00:0::1', interface: 'eth0' }, { address: '10.0.0.6', interface: 'no such name with spaces' },
     ]);
     expect(r.success).toBe(false);
     const msgs = r.error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`) ?? [];
     expect(msgs).toEqual(expect.arrayContaining([
       expect.stringMatching(/^0\.interface: give exactly one of interface/), expect.stringMatching(/^1\.interface: give exactly one/),
       expect.stringMatching(/^2\.subnet: 10\.1\.0\.9 is not inside 10\.0\.0\.0\/24/), expect.stringMatching(/^4\.address: 10\.0\.0\.7 is named twice/),
-      expect.stringMatching(/^5\.address: an IPv4 address/), expect.stringMatching(/^6\.interface: an interface name/),
+      expect.stringMatching(/^5\.address: write fd00:0::1 as fd00::1/), expect.stringMatching(/^6\.interface: an interface name/),
     ]));
+  });
+
+  it('takes an IPv6 VIP (RFC 5952 text) by interface or by an IPv6 subnet, and its record and release', () => {
+    const v6: VipSpec = { address: 'fd00:38::100', subnet: 'fd00:38::/64' };
+    expect(vipsConfigSchema.safeParse([v6, { address: '2001:db8::1:0:0:1', interface: 'eth0' }, spec]).success).toBe(true);
+    expect(vipRecordSchema.safeParse({ spec: v6, holder: { nodeId: 'a', epoch: 1 }, since: 1, previous: null, retired: false }).success).toBe(true);
+    expect(vipReleaseSchema.safeParse({ address: 'fd00:38::100', nodeId: 'a', epoch: 1, recordRev: 3 }).success).toBe(true);
+    expect(vipReleaseSchema.safeParse({ address: 'FD00:38::100', nodeId: 'a', epoch: 1, recordRev: 3 }).success).toBe(false);
+  });
+
+  it('refuses an IPv6 VIP not written as ip prints it, not of a LAN, outside its subnet or of the other family, each named', () => {
+    const r = vipsConfigSchema.safeParse([
+      { address: 'FD00:38::100', interface: 'eth0' }, { address: 'fd00:38:0:0:0:0:0:100', interface: 'eth0' }, { address: 'fe80::5', interface: 'eth0' },
+      { address: 'ff02::1', interface: 'eth0' }, { address: '::ffff:10.0.0.1', interface: 'eth0' }, { address: '::1', interface: 'eth0' },
+      { address: 'fd00:39::1', subnet: 'fd00:38::/64' }, { address: 'fd00:38::1', subnet: '192.168.1.0/24' }, { address: '192.168.1.9', subnet: 'fd00:38::/64' },
+      { address: 'fd00:38::2', subnet: 'fd00:38::/129' }, { address: 'fd00::1::2', interface: 'eth0' }, { address: 'fd00:38::10000', interface: 'eth0' },
+    ]);
+    const msgs = r.error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`) ?? [];
+    expect(msgs).toEqual(expect.arrayContaining([
+      expect.stringMatching(/^0\.address: write FD00:38::100 as fd00:38::100 /), expect.stringMatching(/^1\.address: write fd00:38:0:0:0:0:0:100 as fd00:38::100 /),
+      expect.stringMatching(/^2\.address: fe80::5 is link-local/), expect.stringMatching(/^3\.address: ff02::1 is a multicast address/),
+      expect.stringMatching(/^4\.address: an IPv4 address \(a\.b\.c\.d\) or an IPv6 address/), expect.stringMatching(/^5\.address: ::1 is not a LAN address/),
+      expect.stringMatching(/^6\.subnet: fd00:39::1 is not inside fd00:38::\/64/), expect.stringMatching(/^7\.subnet: fd00:38::1 is not inside 192\.168\.1\.0\/24/),
+      expect.stringMatching(/^8\.subnet: 192\.168\.1\.9 is not inside fd00:38::\/64/), expect.stringMatching(/^9\.subnet: an IPv4 subnet \(a\.b\.c\.d\/n\) or an IPv6 one/),
+      expect.stringMatching(/^10\.address: an IPv4 address/), expect.stringMatching(/^11\.address: an IPv4 address/),
+    ]));
+    expect(msgs).toHaveLength(12);
   });
 
   it('is a node config key whose problems refuse the config (config_invalid) with their path', () => {
     const base = { dataDir: '/tmp/x', api: { listen: '127.0.0.1:7101' }, peer: { listen: '127.0.0.1:7201' } };
     expect(parseConfig({ ...base, vips: [spec] }, 'c.yaml').vips).toEqual([spec]);
     expect(() => parseConfig({ ...base, vips: [{ address: '192.168.1.250', subnet: '10.0.0.0/8' }] }, 'c.yaml')).toThrow(/vips\.0\.subnet: 192\.168\.1\.250 is not inside 10\.0\.0\.0\/8/);
+    const v6 = { address: 'fd00:38::100', subnet: 'fd00:38::/64' };
+    expect(parseConfig({ ...base, vips: [v6] }, 'c.yaml').vips).toEqual([v6]);
+    let err: unknown;
+    try { parseConfig({ ...base, vips: [{ address: 'fd00:38::0100', interface: 'eth0' }] }, 'c.yaml'); } catch (e) { err = e; }
+    expect(err).toMatchObject({ code: 'config_invalid', message: expect.stringMatching(/vips\.0\.address: write fd00:38::0100 as fd00:38::100/) });
   });
 
   it('sets a kernel lifetime of the lease left, rounded down to whole seconds (the kernel\'s lateness is in the leader\'s margin)', () => {
@@ -74,6 +106,9 @@ describe('the vips config', () => {
     expect(vipRenewIntervalMs(c)).toBe(1_000);
     expect(vipMoveAfterMs(c)).toBe(3_000 + 60 + kernelLateMs + vipCommandMs);
     expect(vipClearInMs(c, { nowMs: 10_000, watchingSinceMs: 0, renewedAtMs: 9_000, agentLeaseMs: 5_000 })).toBe(9_000 + 5_000 + 100 + kernelLateMs + vipCommandMs - 10_000);
+    // A cluster with an IPv6 VIP: the kernel's IPv6 lateness instead (a second more at worst).
+    expect(vipMoveAfterMs(c, true)).toBe(3_000 + 60 + kernelLateMs6 + vipCommandMs);
+    expect(vipClearInMs(c, { nowMs: 10_000, watchingSinceMs: 0, renewedAtMs: 9_000, agentLeaseMs: 3_000, ipv6: true })).toBe(9_000 + 3_000 + 60 + kernelLateMs6 + vipCommandMs - 10_000);
   });
 
   it('takes vipLeaseMs from the node config, within its bounds and at least two election timeouts', () => {
@@ -208,6 +243,8 @@ interface SimOptions {
   lease: VipLeaseConfig;
   /** The leader's wait after a holder's last renewal or grant; default vipMoveAfterMs (the failing variant waits less). */
   leaderWaitMs?: number;
+  /** An IPv6 VIP: the kernel drops it up to kernelLateMs6 late. */
+  ipv6?: boolean;
 }
 
 /** One run: returns the times at which two nodes had the address (must be none), and how many moves happened. */
@@ -266,7 +303,7 @@ function simulate(seed: number, o: SimOptions, stepsMs = 120_000): { overlaps: n
         const held = mine && n.leaseUntil > t;
         const lft = held ? kernelLifetimeSeconds(n.leaseUntil - t) : 0;
         // Worst case: the kernel stamps the address the command's whole allowance later, and drops it kernelLateMs after its lifetime.
-        if (lft > 0) n.addressUntil = t + vipCommandMs + lft * 1000 + kernelLateMs;
+        if (lft > 0) n.addressUntil = t + vipCommandMs + lft * 1000 + vipKernelLateMs(o.ipv6 ?? false);
         else if (!held) n.addressUntil = 0; // no lease: off at once; under a second left: left to run out
       }
     }
@@ -281,7 +318,7 @@ function simulate(seed: number, o: SimOptions, stepsMs = 120_000): { overlaps: n
     // The leader (a fourth node, never cut off) decides every 200 ms.
     if (t % 200 === 0) {
       const ns = new Map(ids.map((id, i) => [id, { value: node(id, { state: states.get(id) ?? 'ready', epoch: epochs.get(id) ?? 0 }), rev: i + 1 }]));
-      const waitMs = o.leaderWaitMs ?? vipMoveAfterMs(cfg);
+      const waitMs = o.leaderWaitMs ?? vipMoveAfterMs(cfg, o.ipv6 ?? false);
       const d = decideVipHolders({
         specs: [spec], records: store.rec === undefined ? new Map() : new Map([[spec.address, store.rec]]), releases: store.rel === undefined ? new Map() : new Map([[spec.address, store.rel]]),
         nodes: ns, members: new Set(ids), self: 'leader', now: t, leaseRev: () => 0,
@@ -326,6 +363,13 @@ describe('never two holders', () => {
     });
   }
 
+  it('keeps one holder of an IPv6 VIP, whose kernel may drop it up to 1.25 s late, with the IPv6 margin', () => {
+    const lease = { leaseMs: vipLeaseDefaults.leaseMs, driftRho: leaseDefaults.driftRho };
+    const r = simulateSeeds({ lease, ipv6: true });
+    expect(r.overlapping, `seeds with two holders: ${r.overlapping.join(', ')}`).toEqual([]);
+    expect(r.moves).toBeGreaterThan(20);
+  });
+
   it('finds two holders when the leader waits only the lease, without the kernel\'s lateness and the command\'s time (the checker can fail)', () => {
     const lease = { leaseMs: vipLeaseDefaults.leaseMs, driftRho: leaseDefaults.driftRho };
     const r = simulateSeeds({ lease, leaderWaitMs: lease.leaseMs });
@@ -343,12 +387,14 @@ describe('node certificates and VIPs', () => {
     expect(vipAddresses(store)).toEqual([]);
     put('192.168.1.250');
     put('192.168.1.251');
-    expect(vipAddresses(store)).toEqual(['192.168.1.250', '192.168.1.251']);
+    put('fd00:38::100');
+    expect(vipAddresses(store)).toEqual(['192.168.1.250', '192.168.1.251', 'fd00:38::100']);
     const ca = await createCa('c1');
     const cert = await issueNodeCert(ca, 'n1', { hosts: ['127.0.0.1', ...vipAddresses(store)] });
     const x = new X509Certificate(cert.certPem);
     expect(x.checkIP('192.168.1.250')).toBe('192.168.1.250');
     expect(x.checkIP('192.168.1.251')).toBe('192.168.1.251');
     expect(x.checkIP('192.168.1.252')).toBeUndefined();
+    expect(x.checkIP('fd00:38::100')).toBeDefined();
   });
 });

@@ -20,16 +20,25 @@ function put(store: DocumentStore, collection: string, id: string, doc: object):
   return index;
 }
 
-/** A host's IPv4 addresses, changed by the `ip addr` calls the agent makes; every call recorded. */
+/** A host's addresses, changed by the `ip addr` calls the agent makes; its IPv6 sysctls; every call recorded. */
 class FakeHost {
   readonly calls: string[] = [];
-  addrs: { ifname: string; local: string; prefixlen: number; lft?: number }[] = [{ ifname: 'eth0', local: '192.168.1.10', prefixlen: 24 }];
+  addrs: { ifname: string; local: string; prefixlen: number; lft?: number }[] = [{ ifname: 'eth0', local: '192.168.1.10', prefixlen: 24 }, { ifname: 'eth0', local: 'fd00:38::a', prefixlen: 64 }];
+  sysctls = new Map<string, string>([['net/ipv6/conf/eth0/disable_ipv6', '0'], ['net/ipv6/conf/eth0/accept_dad', '1'], ['net/ipv6/conf/eth0/dad_transmits', '0']]);
+  sysctlWritable = true;
   run = async (cmd: string, args: readonly string[]): Promise<CommandOutput> => {
     this.calls.push([cmd, ...args].join(' '));
+    if (cmd === 'sysctl' && args[0] === '-n') return { stdout: `${this.sysctls.get(args[1] ?? '') ?? ''}\n`, stderr: '', code: 0 };
+    if (cmd === 'sysctl') {
+      if (!this.sysctlWritable) return { stdout: '', stderr: 'permission denied', code: 255 };
+      const [k = '', v = ''] = (args.at(-1) ?? '').split('=');
+      this.sysctls.set(k, v);
+      return { stdout: '', stderr: '', code: 0 };
+    }
     if (cmd === 'ip' && args[0] === '-j') {
       const byIf = new Map<string, { local: string; prefixlen: number }[]>();
       for (const a of this.addrs) byIf.set(a.ifname, [...(byIf.get(a.ifname) ?? []), a]);
-      return { stdout: JSON.stringify([...byIf].map(([ifname, as]) => ({ ifname, addr_info: as.map((a) => ({ family: 'inet', ...a })) }))), stderr: '', code: 0 };
+      return { stdout: JSON.stringify([...byIf].map(([ifname, as]) => ({ ifname, addr_info: as.map((a) => ({ family: a.local.includes(':') ? 'inet6' : 'inet', ...a })) }))), stderr: '', code: 0 };
     }
     if (cmd === 'ip' && args[1] === 'replace') {
       const [local = '', prefix = ''] = (args[2] ?? '').split('/');
@@ -46,7 +55,7 @@ class FakeHost {
   }
 }
 
-function setup(o: { leaseUntil?: number | null } = {}) {
+function setup(o: { leaseUntil?: number | null; log?: { info(m: string): void; warn(m: string): void } } = {}) {
   const store = new DocumentStore();
   put(store, nodesCollection, 'n1', node('n1', { epoch: 3 }));
   const host = new FakeHost();
@@ -58,7 +67,7 @@ function setup(o: { leaseUntil?: number | null } = {}) {
   };
   const proposed: TxnCommand[] = [];
   const agent = new VipAgent({
-    store, nodeId: 'n1', lease, bootNow: () => now, run: (cmd, args) => host.run(cmd, args), log: quietLog, garp: { count: 3, repeatAfterMs: 60_000 },
+    store, nodeId: 'n1', lease, bootNow: () => now, run: (cmd, args) => host.run(cmd, args), log: o.log ?? quietLog, garp: { count: 3, repeatAfterMs: 60_000 },
     propose: async (cmd) => {
       proposed.push(cmd);
       const index = store.revision + 1;
@@ -100,6 +109,67 @@ describe('the VIP agent', () => {
     await s.agent.converge();
     expect(s.host.calls.filter((c) => c.startsWith('ip addr replace')).at(-1)).toBe('ip addr replace 192.168.1.250/32 dev eth0 valid_lft 7 preferred_lft 7');
     expect(s.host.calls.filter((c) => c.startsWith('arping'))).toHaveLength(1);
+    await s.agent.close();
+  });
+
+  it('holds an IPv6 VIP as /128 with the lifetime, after setting the sysctls its announcement needs on that interface once, with no arping, and takes it off when it moves', async () => {
+    const warns: string[] = [];
+    const s = setup({ log: { info: () => {}, warn: (m) => warns.push(m) } });
+    const v6 = (holder: VipRecord['holder']): VipRecord => ({ ...record(holder), spec: { address: 'fd00:38::100', subnet: 'fd00:38::/64' } });
+    put(s.store, vipsCollection, 'fd00:38::100', v6({ nodeId: 'n1', epoch: 3 }));
+    await s.agent.converge();
+    expect(s.host.calls.filter((c) => !c.startsWith('ip -j'))).toEqual([
+      'sysctl -n net/ipv6/conf/eth0/disable_ipv6',
+      'sysctl -q -w net/ipv6/conf/eth0/ndisc_notify=1', 'sysctl -q -w net/ipv6/conf/eth0/router_solicitation_delay=0',
+      'sysctl -n net/ipv6/conf/eth0/accept_dad', // 1 already: left as it is
+      'sysctl -n net/ipv6/conf/eth0/dad_transmits', 'sysctl -q -w net/ipv6/conf/eth0/dad_transmits=1', // 0: no DAD, no advertisement
+      'ip addr replace fd00:38::100/128 dev eth0 valid_lft 8 preferred_lft 8',
+    ]);
+    expect(s.agent.heldAddresses()).toEqual(['fd00:38::100']);
+    s.advance(1_000);
+    await s.agent.converge();
+    expect(s.host.calls.filter((c) => c.startsWith('sysctl'))).toHaveLength(6);
+    expect(s.host.calls.at(-1)).toBe('ip addr replace fd00:38::100/128 dev eth0 valid_lft 7 preferred_lft 7');
+    expect(warns).toEqual([]);
+    // Gone before its lifetime ran out (another host answered DAD): said, and added again.
+    s.host.addrs = s.host.addrs.filter((a) => a.local !== 'fd00:38::100');
+    s.advance(1_000);
+    await s.agent.converge();
+    expect(warns).toEqual([expect.stringMatching(/fd00:38::100 went off this node \d+ ms before its lifetime ran out: another host answered its duplicate address detection/)]);
+    expect(s.host.has('fd00:38::100')).toBe(true);
+    put(s.store, vipsCollection, 'fd00:38::100', v6({ nodeId: 'n2', epoch: 0 }));
+    await s.agent.converge();
+    expect(s.host.calls.at(-1)).toBe('ip addr del fd00:38::100/128 dev eth0');
+    expect(s.agent.heldAddresses()).toEqual([]);
+    expect(s.host.calls.filter((c) => c.startsWith('arping'))).toEqual([]);
+    await s.agent.close();
+  });
+
+  it('leaves an IPv6 VIP off, and says why, while it cannot set the interface\'s sysctls', async () => {
+    const warns: string[] = [];
+    const s = setup({ log: { info: () => {}, warn: (m) => warns.push(m) } });
+    s.host.sysctlWritable = false;
+    put(s.store, vipsCollection, 'fd00:38::100', { ...record({ nodeId: 'n1', epoch: 3 }), spec: { address: 'fd00:38::100', interface: 'eth0' } });
+    await s.agent.converge();
+    expect(s.host.has('fd00:38::100')).toBe(false);
+    expect(warns).toEqual([expect.stringMatching(/cannot set net\/ipv6\/conf\/eth0\/ndisc_notify=1 .*IPv6 VIPs stay off eth0/)]);
+    s.host.sysctlWritable = true;
+    await s.agent.converge();
+    expect(s.host.has('fd00:38::100')).toBe(true);
+    await s.agent.close();
+  });
+
+  it('leaves an IPv6 VIP off an interface whose IPv6 is disabled, and still holds its IPv4 VIP', async () => {
+    const warns: string[] = [];
+    const s = setup({ log: { info: () => {}, warn: (m) => warns.push(m) } });
+    s.host.sysctls.set('net/ipv6/conf/eth0/disable_ipv6', '1');
+    put(s.store, vipsCollection, 'fd00:38::100', { ...record({ nodeId: 'n1', epoch: 3 }), spec: { address: 'fd00:38::100', interface: 'eth0' } });
+    put(s.store, vipsCollection, '192.168.1.250', record({ nodeId: 'n1', epoch: 3 }));
+    await s.agent.converge();
+    expect(s.host.has('fd00:38::100')).toBe(false);
+    expect(s.host.has('192.168.1.250')).toBe(true);
+    expect(warns).toEqual([expect.stringMatching(/IPv6 is off on eth0 \(net\/ipv6\/conf\/eth0\/disable_ipv6: 1\)/)]);
+    expect(s.host.calls.filter((c) => c.startsWith('sysctl -q'))).toEqual([]);
     await s.agent.close();
   });
 
