@@ -270,10 +270,12 @@ export const volumeRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app,
 };
 
 /**
- * The version's whole stream, from `node` (a holder) at `addr`, read whole into memory (at most
- * `bytesMax`), its length and sha256 checked against what the holder announced.
+ * The version's whole stream, from `node` (a holder) at `addr`, as it arrives (at most `bytesMax`
+ * bytes; never held whole): resolves once the holder has answered with its length and sha256, and
+ * the body, iterated, throws if it is longer than announced, or at its end if it is shorter or its
+ * digest differs. A consumer that stops early cancels the transfer.
  */
-export async function fetchVolumeStream(peer: PeerHttp, addr: string, name: string, version: VolumeVersion, bytesMax: number): Promise<Uint8Array> {
+export async function fetchVolumeStream(peer: PeerHttp, addr: string, name: string, version: VolumeVersion, bytesMax: number): Promise<AsyncIterable<Uint8Array>> {
   const res = await peer.fetch(addr, `/v1/volumes/${encodeURIComponent(name)}/versions/${encodeURIComponent(versionName(version))}/stream`, { signal: AbortSignal.timeout(btrfsTimeouts.dataMs) });
   if (!res.ok) throw await refusalOf(res, addr);
   let info: z.infer<typeof streamInfoSchema>;
@@ -287,21 +289,30 @@ export async function fetchVolumeStream(peer: PeerHttp, addr: string, name: stri
     await res.body?.cancel();
     throw new ShoalError('backup_failed', `volume ${name}'s stream of ${versionName(version)} is ${info.bytes} bytes, more than the ${bytesMax} a backup takes of it`, { volume: name });
   }
-  const chunks: Buffer[] = [];
+  return checkedStream(res.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() }), info, `volume ${name}'s stream from ${addr}`, name);
+}
+
+async function* checkedStream(body: ReadableStream<Uint8Array>, info: z.infer<typeof streamInfoSchema>, what: string, volume: string): AsyncGenerator<Uint8Array> {
   let got = 0;
   const hash = createHash('sha256');
-  for await (const chunk of res.body ?? []) {
-    const b = Buffer.from(chunk as Uint8Array);
-    got += b.length;
-    if (got > info.bytes) throw new ShoalError('backup_failed', `volume ${name}'s stream from ${addr} is longer than the ${info.bytes} bytes announced`, { volume: name });
-    hash.update(b);
-    chunks.push(b);
+  const reader = body.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      got += value.length;
+      if (got > info.bytes) throw new ShoalError('backup_failed', `${what} is longer than the ${info.bytes} bytes announced`, { volume });
+      hash.update(value);
+      yield value;
+    }
+  } finally {
+    // Stopped early (a failed write, a longer stream): the transfer is cancelled, not left open.
+    await reader.cancel().catch(() => undefined);
   }
   const digest = hash.digest('hex');
   if (got !== info.bytes || digest !== info.sha256) {
-    throw new ShoalError('backup_failed', `volume ${name}'s stream from ${addr} arrived damaged: ${got} bytes with sha256 ${digest}, announced ${info.bytes} with ${info.sha256}`, { volume: name });
+    throw new ShoalError('backup_failed', `${what} arrived damaged: ${got} bytes with sha256 ${digest}, announced ${info.bytes} with ${info.sha256}`, { volume });
   }
-  return Buffer.concat(chunks);
 }
 
 async function refusalOf(res: Response, addr: string): Promise<ShoalError> {
