@@ -42,10 +42,13 @@ old cluster's credentials and nodes are refused by it. Start the node with
 'shoal join' on each), onto fresh data directories.
 
 Before anything is written, the whole backup is read back and every file's size and SHA-256
-checked against its manifest: a damaged backup is refused (backup_damaged) with the file named.
+checked against its manifest, and every volume stream decrypted, chunk by chunk: a damaged
+backup is refused (backup_damaged) with the file named.
 
-Each replicated volume's stream is received into DIR/volumes/ (btrfs receive: needs root and
-btrfs-progs) as a complete version held by the new node, and the volume's record says so: its
+Each replicated volume's stream is then read from the target again, decrypted as it flows (never
+whole in memory), and received into DIR/volumes/ (btrfs receive: needs root and btrfs-progs;
+room for the stream beside the volume) as a complete version held by the new node, and the
+volume's record says so: its
 exclusive service starts on this node, from that version. A volume the backup holds no copy of
 starts empty.
 
