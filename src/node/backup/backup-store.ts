@@ -144,9 +144,6 @@ export interface VerifyOptions {
   tap?: (m: BackupManifest, entry: BackupFile) => ((chunk: Uint8Array) => void) | undefined;
 }
 
-/** Bytes of a kept file: at most this (store.snap is at most 2 GiB, the cap of every stored file). */
-const keepBytesMax = backupFileBytesMax;
-
 /**
  * Reads the whole backup back, streamed (a file is never held whole unless kept), and checks every
  * file's size and SHA-256 against the manifest.
@@ -179,7 +176,7 @@ async function checkFile(io: TargetIo, id: string, entry: BackupFile, keep: bool
   const hash = createHash('sha256');
   const parts: Buffer[] = [];
   try {
-    const body = await io.readStream(id, entry.name, Math.min(keep ? keepBytesMax : backupFileBytesMax, entry.bytes));
+    const body = await io.readStream(id, entry.name, Math.min(backupFileBytesMax, entry.bytes));
     if (body === undefined) return { bytes: 0, problem: 'missing' };
     for await (const chunk of body) {
       got += chunk.length;

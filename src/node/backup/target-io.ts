@@ -54,7 +54,7 @@ async function writeAll(fh: FileHandle, bytes: Uint8Array): Promise<void> {
   }
 }
 
-/** Bytes read per chunk of a streamed read (local and SFTP). */
+/** Bytes read per chunk of a streamed read from a directory. */
 const readChunkBytes = 256 * 1024;
 
 /** A directory on this machine. */
@@ -256,7 +256,8 @@ export class SftpTargetIo implements TargetIo {
       throw err;
     }
     if (size > bytesMax) throw new Error(`${file} is ${size} bytes, more than the ${bytesMax} expected`);
-    return this.sftp.createReadStream(file, { highWaterMark: readChunkBytes });
+    // ssh2's read size (64 KiB requests), which every SFTP server takes.
+    return this.sftp.createReadStream(file);
   }
 
   async readFile(dir: string, name: string, bytesMax: number): Promise<Uint8Array | undefined> {
