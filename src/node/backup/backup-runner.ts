@@ -247,7 +247,7 @@ export class BackupRunner {
         continue;
       }
       const file = volumeStreamFileName(volumes.length);
-      streams.push(countedStream(file, () => this.fetchStream(target, rec.name, newest, holdersOf(rec, newest), Math.min(backupFileBytesMax, 2 * rec.sizeBytes))));
+      streams.push(countedStream(target, rec.name, file, () => this.fetchStream(target, rec.name, newest, holdersOf(rec, newest), Math.min(backupFileBytesMax, 2 * rec.sizeBytes))));
       volumes.push({ ...entry, version: versionName(newest), file });
     }
     return { volumes, streams };
@@ -313,19 +313,27 @@ export class BackupRunner {
   }
 }
 
-/** A volume's stream in a backup: fetched when first read, its bytes (in the clear) counted as they pass. */
 interface PlannedStream {
   file: string;
   body: AsyncIterable<Uint8Array>;
   plainBytes: () => number;
 }
 
-function countedStream(file: string, fetch: () => Promise<AsyncIterable<Uint8Array>>): PlannedStream {
+/**
+ * A volume's stream in a backup: fetched when first read, its bytes (in the clear) counted as they
+ * pass; one that breaks off or arrives damaged fails the backup, saying after how many bytes.
+ */
+function countedStream(target: string, volume: string, file: string, fetch: () => Promise<AsyncIterable<Uint8Array>>): PlannedStream {
   let bytes = 0;
   async function* body(): AsyncGenerator<Uint8Array> {
-    for await (const chunk of await fetch()) {
-      bytes += chunk.length;
-      yield chunk;
+    const source = await fetch();
+    try {
+      for await (const chunk of source) {
+        bytes += chunk.length;
+        yield chunk;
+      }
+    } catch (err) {
+      throw new ShoalError('backup_failed', `backup to ${target}: volume ${volume}'s stream failed after ${bytes} bytes: ${(err as Error).message}; nothing was listed as a backup`, { target, volume });
     }
   }
   return { file, body: body(), plainBytes: () => bytes };
