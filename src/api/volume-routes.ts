@@ -271,13 +271,26 @@ export const volumeRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app,
 
 /**
  * The version's whole stream, from `node` (a holder) at `addr`, as it arrives (at most `bytesMax`
- * bytes; never held whole): resolves once the holder has answered with its length and sha256, and
+ * bytes; never held whole; failed after btrfsTimeouts.dataMs without a byte): resolves once the
+ * holder has answered with its length and sha256, and
  * the body, iterated, throws if it is longer than announced, or at its end if it is shorter or its
  * digest differs. A consumer that stops early cancels the transfer.
  */
 export async function fetchVolumeStream(peer: PeerHttp, addr: string, name: string, version: VolumeVersion, bytesMax: number): Promise<AsyncIterable<Uint8Array>> {
-  const res = await peer.fetch(addr, `/v1/volumes/${encodeURIComponent(name)}/versions/${encodeURIComponent(versionName(version))}/stream`, { signal: AbortSignal.timeout(btrfsTimeouts.dataMs) });
-  if (!res.ok) throw await refusalOf(res, addr);
+  // An idle limit, not a total one: the stream flows at the pace of the target it is written to
+  // (a slow uplink may take longer than dataMs for a large volume), but never stalls that long.
+  const idle = idleAbort(btrfsTimeouts.dataMs);
+  let res: Response;
+  try {
+    res = await peer.fetch(addr, `/v1/volumes/${encodeURIComponent(name)}/versions/${encodeURIComponent(versionName(version))}/stream`, { signal: idle.signal });
+  } catch (err) {
+    idle.stop();
+    throw err;
+  }
+  if (!res.ok) {
+    idle.stop();
+    throw await refusalOf(res, addr);
+  }
   let info: z.infer<typeof streamInfoSchema>;
   try {
     info = streamInfoSchema.parse(JSON.parse(Buffer.from(res.headers.get(streamHeader) ?? '', 'base64url').toString('utf8')));
@@ -286,13 +299,29 @@ export async function fetchVolumeStream(peer: PeerHttp, addr: string, name: stri
     throw new ShoalError('node_unreachable', `node at ${addr} answered no valid ${streamHeader} header for volume ${name}'s stream`);
   }
   if (info.bytes > bytesMax) {
+    idle.stop();
     await res.body?.cancel();
     throw new ShoalError('backup_failed', `volume ${name}'s stream of ${versionName(version)} is ${info.bytes} bytes, more than the ${bytesMax} a backup takes of it`, { volume: name });
   }
-  return checkedStream(res.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() }), info, `volume ${name}'s stream from ${addr}`, name);
+  return checkedStream(res.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() }), info, `volume ${name}'s stream from ${addr}`, name, idle);
 }
 
-async function* checkedStream(body: ReadableStream<Uint8Array>, info: z.infer<typeof streamInfoSchema>, what: string, volume: string): AsyncGenerator<Uint8Array> {
+/** An abort signal that fires once `ms` pass without a `touch()`. */
+function idleAbort(ms: number): { signal: AbortSignal; touch: () => void; stop: () => void } {
+  const ctl = new AbortController();
+  const arm = (): NodeJS.Timeout => setTimeout(() => ctl.abort(new Error(`no bytes for ${ms / 1000} s`)), ms).unref();
+  let timer = arm();
+  return {
+    signal: ctl.signal,
+    touch: () => {
+      clearTimeout(timer);
+      timer = arm();
+    },
+    stop: () => clearTimeout(timer),
+  };
+}
+
+async function* checkedStream(body: ReadableStream<Uint8Array>, info: z.infer<typeof streamInfoSchema>, what: string, volume: string, idle: { touch: () => void; stop: () => void }): AsyncGenerator<Uint8Array> {
   let got = 0;
   const hash = createHash('sha256');
   const reader = body.getReader();
@@ -300,12 +329,14 @@ async function* checkedStream(body: ReadableStream<Uint8Array>, info: z.infer<ty
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
+      idle.touch();
       got += value.length;
       if (got > info.bytes) throw new ShoalError('backup_failed', `${what} is longer than the ${info.bytes} bytes announced`, { volume });
       hash.update(value);
       yield value;
     }
   } finally {
+    idle.stop();
     // Stopped early (a failed write, a longer stream): the transfer is cancelled, not left open.
     await reader.cancel().catch(() => undefined);
   }

@@ -183,5 +183,5 @@ export async function* through(source: AsyncIterable<Uint8Array>, step: ByteStep
   for await (const chunk of source) {
     for (const out of step.push(chunk)) if (out.length > 0) yield out;
   }
-  for (const out of step.end()) yield out;
+  for (const out of step.end()) if (out.length > 0) yield out;
 }
