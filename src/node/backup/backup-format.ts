@@ -169,19 +169,33 @@ export interface BackupSeal {
   whole(name: string, plain: Uint8Array): Uint8Array;
   /** A large file as stored, as it flows (the `chunked` encoding when encrypted), and that encoding. */
   stream(name: string, plain: AsyncIterable<Uint8Array>): { body: AsyncIterable<Uint8Array>; encoding?: 'chunked' };
-  /** Forgets the data key (zeroed); streams still flowing fail. */
+  /** Forgets the data key (zeroed); a stream still flowing then fails. */
   close(): void;
 }
 
 export function openSeal(id: string, recovery: PublicClusterKey | null): BackupSeal {
   if (recovery === null) return { encryption: null, whole: (_n, plain) => plain, stream: (_n, plain) => ({ body: plain }), close: () => undefined };
   const key = randomBytes(32);
+  let closed = false;
   const encryption = { alg: encryptionAlgorithm, recoveryKeyId: recovery.id, dataKey: wrapDataKey(key, `backup ${id}`, recovery) } as const;
+  // A chunk sealed after close() would be sealed with a zeroed key: it is never handed out.
+  async function* sealed(name: string, plain: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+    for await (const chunk of through(plain, new ChunkSealer(key, id, name))) {
+      if (closed) throw new Error(`${name}: the backup's data key was forgotten while the file was written`);
+      yield chunk;
+    }
+  }
   return {
     encryption,
-    whole: (name, plain) => encryptFile(key, id, name, plain),
-    stream: (name, plain) => ({ body: through(plain, new ChunkSealer(key, id, name)), encoding: 'chunked' }),
-    close: () => key.fill(0),
+    whole: (name, plain) => {
+      if (closed) throw new Error(`${name}: the backup's data key was forgotten`);
+      return encryptFile(key, id, name, plain);
+    },
+    stream: (name, plain) => ({ body: sealed(name, plain), encoding: 'chunked' }),
+    close: () => {
+      closed = true;
+      key.fill(0);
+    },
   };
 }
 
