@@ -13,7 +13,7 @@ import { runInNewContext } from 'node:vm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DocumentStore, encodeCommand } from '../../fsm/index.ts';
 import { ChunkOpener, ChunkSealer, chunkedStoredBytes, chunkPlainBytes, chunkRecordBytes, through, WholeOpener, type ByteStep } from '../../src/node/backup/backup-chunks.ts';
-import { decodeManifest, manifestName, openBackupFile, openDataKey, sealBackup, storeFileName } from '../../src/node/backup/backup-format.ts';
+import { decodeManifest, manifestName, openBackupFile, openDataKey, openSeal, sealBackup, storeFileName } from '../../src/node/backup/backup-format.ts';
 import { BackupRunner, type BackupNode, type VolumeStreamSource } from '../../src/node/backup/backup-runner.ts';
 import { listBackups, verifyBackup, writeBackupFiles } from '../../src/node/backup/backup-store.ts';
 import { S3TargetIo } from '../../src/node/backup/s3-io.ts';
@@ -85,6 +85,18 @@ describe('the chunked encryption', () => {
     expect(() => open(flipped)).toThrow(/chunk 1 does not open/);
     expect(() => open(stored, 'volume-2.stream')).toThrow(/chunk 0 does not open/);
     expect(() => open(stored, 'volume-1.stream', '20261206T140000Z-000000000008')).toThrow(/chunk 0 does not open/);
+  });
+
+  it('a backup\'s seal hands out nothing once its data key is forgotten', async () => {
+    const recovery = generateKeyPairSync('x25519');
+    const s = openSeal(id, { id: '0123456789abcdef', publicKey: rawPublicKey(recovery.publicKey).toString('base64') });
+    const { body, encoding } = s.stream('volume-1.stream', pieces(3 * chunkPlainBytes, 65_536));
+    expect(encoding).toBe('chunked');
+    const it = body[Symbol.asyncIterator]();
+    expect((await it.next()).value?.length).toBe(chunkRecordBytes);
+    s.close();
+    await expect(it.next()).rejects.toThrow(/data key was forgotten/);
+    expect(() => s.whole(storeFileName, Buffer.from('x'))).toThrow(/forgotten/);
   });
 
   it('reads a whole-file (format 2) encrypted file as it flows, and refuses a changed tag', () => {
