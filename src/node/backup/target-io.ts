@@ -54,7 +54,7 @@ async function writeAll(fh: FileHandle, bytes: Uint8Array): Promise<void> {
   }
 }
 
-/** Bytes read per chunk of a streamed read from a directory. */
+/** Bytes read per chunk of a streamed read (ssh2 splits an SFTP read into what the server takes). */
 const readChunkBytes = 256 * 1024;
 
 /** A directory on this machine. */
@@ -256,8 +256,27 @@ export class SftpTargetIo implements TargetIo {
       throw err;
     }
     if (size > bytesMax) throw new Error(`${file} is ${size} bytes, more than the ${bytesMax} expected`);
-    // ssh2's read size (64 KiB requests), which every SFTP server takes.
-    return this.sftp.createReadStream(file);
+    return this.readPieces(file);
+  }
+
+  /**
+   * The file read piece by piece, its handle closed (and the close answered) before the last piece
+   * is handed out or on any early stop: not ssh2's ReadStream, whose close may still be in flight
+   * when the connection ends, and then fails with an error nobody listens to.
+   */
+  private async *readPieces(file: string): AsyncGenerator<Uint8Array> {
+    const handle = await sftpCall<Buffer>(`opening ${file}`, (cb) => this.sftp.open(file, 'r', cb));
+    try {
+      for (let at = 0; ;) {
+        const buf = Buffer.allocUnsafe(readChunkBytes);
+        const n = await sftpCall<number>(`reading ${file}`, (cb) => this.sftp.read(handle, buf, 0, buf.length, at, (err, bytesRead) => cb(err, bytesRead)));
+        if (n === 0) return;
+        at += n;
+        yield buf.subarray(0, n);
+      }
+    } finally {
+      await sftpCall<void>(`closing ${file}`, (cb) => this.sftp.close(handle, cb));
+    }
   }
 
   async readFile(dir: string, name: string, bytesMax: number): Promise<Uint8Array | undefined> {
