@@ -270,12 +270,27 @@ export const volumeRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app,
 };
 
 /**
- * The version's whole stream, from `node` (a holder) at `addr`, read whole into memory (at most
- * `bytesMax`), its length and sha256 checked against what the holder announced.
+ * The version's whole stream, from `node` (a holder) at `addr`, as it arrives (at most `bytesMax`
+ * bytes; never held whole; failed after btrfsTimeouts.dataMs without a byte): resolves once the
+ * holder has answered with its length and sha256, and
+ * the body, iterated, throws if it is longer than announced, or at its end if it is shorter or its
+ * digest differs. A consumer that stops early cancels the transfer.
  */
-export async function fetchVolumeStream(peer: PeerHttp, addr: string, name: string, version: VolumeVersion, bytesMax: number): Promise<Uint8Array> {
-  const res = await peer.fetch(addr, `/v1/volumes/${encodeURIComponent(name)}/versions/${encodeURIComponent(versionName(version))}/stream`, { signal: AbortSignal.timeout(btrfsTimeouts.dataMs) });
-  if (!res.ok) throw await refusalOf(res, addr);
+export async function fetchVolumeStream(peer: PeerHttp, addr: string, name: string, version: VolumeVersion, bytesMax: number): Promise<AsyncIterable<Uint8Array>> {
+  // An idle limit, not a total one: the stream flows at the pace of the target it is written to
+  // (a slow uplink may take longer than dataMs for a large volume), but never stalls that long.
+  const idle = idleAbort(btrfsTimeouts.dataMs);
+  let res: Response;
+  try {
+    res = await peer.fetch(addr, `/v1/volumes/${encodeURIComponent(name)}/versions/${encodeURIComponent(versionName(version))}/stream`, { signal: idle.signal });
+  } catch (err) {
+    idle.stop();
+    throw err;
+  }
+  if (!res.ok) {
+    idle.stop();
+    throw await refusalOf(res, addr);
+  }
   let info: z.infer<typeof streamInfoSchema>;
   try {
     info = streamInfoSchema.parse(JSON.parse(Buffer.from(res.headers.get(streamHeader) ?? '', 'base64url').toString('utf8')));
@@ -284,24 +299,51 @@ export async function fetchVolumeStream(peer: PeerHttp, addr: string, name: stri
     throw new ShoalError('node_unreachable', `node at ${addr} answered no valid ${streamHeader} header for volume ${name}'s stream`);
   }
   if (info.bytes > bytesMax) {
+    idle.stop();
     await res.body?.cancel();
     throw new ShoalError('backup_failed', `volume ${name}'s stream of ${versionName(version)} is ${info.bytes} bytes, more than the ${bytesMax} a backup takes of it`, { volume: name });
   }
-  const chunks: Buffer[] = [];
+  return checkedStream(res.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() }), info, `volume ${name}'s stream from ${addr}`, name, idle);
+}
+
+/** An abort signal that fires once `ms` pass without a `touch()`. */
+function idleAbort(ms: number): { signal: AbortSignal; touch: () => void; stop: () => void } {
+  const ctl = new AbortController();
+  const arm = (): NodeJS.Timeout => setTimeout(() => ctl.abort(new Error(`no bytes for ${ms / 1000} s`)), ms).unref();
+  let timer = arm();
+  return {
+    signal: ctl.signal,
+    touch: () => {
+      clearTimeout(timer);
+      timer = arm();
+    },
+    stop: () => clearTimeout(timer),
+  };
+}
+
+async function* checkedStream(body: ReadableStream<Uint8Array>, info: z.infer<typeof streamInfoSchema>, what: string, volume: string, idle: { touch: () => void; stop: () => void }): AsyncGenerator<Uint8Array> {
   let got = 0;
   const hash = createHash('sha256');
-  for await (const chunk of res.body ?? []) {
-    const b = Buffer.from(chunk as Uint8Array);
-    got += b.length;
-    if (got > info.bytes) throw new ShoalError('backup_failed', `volume ${name}'s stream from ${addr} is longer than the ${info.bytes} bytes announced`, { volume: name });
-    hash.update(b);
-    chunks.push(b);
+  const reader = body.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      idle.touch();
+      got += value.length;
+      if (got > info.bytes) throw new ShoalError('backup_failed', `${what} is longer than the ${info.bytes} bytes announced`, { volume });
+      hash.update(value);
+      yield value;
+    }
+  } finally {
+    idle.stop();
+    // Stopped early (a failed write, a longer stream): the transfer is cancelled, not left open.
+    await reader.cancel().catch(() => undefined);
   }
   const digest = hash.digest('hex');
   if (got !== info.bytes || digest !== info.sha256) {
-    throw new ShoalError('backup_failed', `volume ${name}'s stream from ${addr} arrived damaged: ${got} bytes with sha256 ${digest}, announced ${info.bytes} with ${info.sha256}`, { volume: name });
+    throw new ShoalError('backup_failed', `${what} arrived damaged: ${got} bytes with sha256 ${digest}, announced ${info.bytes} with ${info.sha256}`, { volume });
   }
-  return Buffer.concat(chunks);
 }
 
 async function refusalOf(res: Response, addr: string): Promise<ShoalError> {

@@ -126,8 +126,8 @@ ${clientExitCodes}`;
 
 export const backupVerifyHelp = `Usage: shoal backup verify ID [--target NAME] [--addr HOST:PORT] [--json]
 
-Reads backup ID back whole from its target and checks every file's size and SHA-256 against the
-manifest. A damaged or missing file is named. Needs no key: the digests are of the files as stored.
+Reads every file of backup ID back from its target, as it flows (a volume stream is never held
+whole in memory), and checks each one's size and SHA-256 against the manifest. A damaged or missing file is named. Needs no key: the digests are of the files as stored.
 
 Options:
   --target NAME      the target (required when there are several)

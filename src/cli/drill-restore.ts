@@ -144,14 +144,14 @@ export async function drillRestoreCommand(argv: string[]): Promise<number> {
   const raw = parseKeyText(recoveryKeyPrefix, keyText);
   if (raw === undefined) throw new CliFailure(`${keyFile} holds no recovery key (${recoveryKeyPrefix} and 43 letters, digits, - and _)`, exitCodes.failed, 'unlock_key_invalid');
   const startedAt = Date.now();
-  const { plain, volumes, backup } = await readBackup(values.from, { ...values, 'password-stdin': false }, values.id, raw);
-  const expected = namesIn(plain);
+  const { plain, volumes, backup, close } = await readBackup(values.from, { ...values, 'password-stdin': false }, values.id, raw);
 
   const scratch = mkdtempSync(path.join(tmpdir(), 'shoal-drill-restore-'));
   const data = path.join(scratch, 'node');
   type Check = { expected: string[]; found: string[]; missing: string[] };
   let report: { ok: boolean; backup: typeof backup; services: Check; secrets: Check; volumes: Check; elapsedMs: number; dir: string | null };
   try {
+    const expected = namesIn(plain);
     writeFileSync(path.join(scratch, 'store.snap'), plain, { mode: 0o600 });
     writeFileSync(path.join(scratch, 'recovery-key'), `${keyText}\n`, { mode: 0o600 });
     const api = `127.0.0.1:${await freeLoopbackPort()}`;
@@ -191,6 +191,7 @@ export async function drillRestoreCommand(argv: string[]): Promise<number> {
     }
   } finally {
     if (!values.keep) rmSync(scratch, { recursive: true, force: true });
+    await close();
   }
   if (values.json) console.log(JSON.stringify(report, null, 2));
   else {

@@ -6,7 +6,7 @@
 // the placement starts the exclusive service on that node, from that version. A volume the backup
 // has no copy of (none was complete then, or a backup of format 1) starts empty.
 
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { DocumentStore, encodeCommand } from '../../fsm/index.ts';
 import { ShoalError } from '../errors.ts';
 import { VolumeEngine } from '../executor/volumes/volume-engine.ts';
@@ -16,13 +16,23 @@ import {
   parseVersionName, restoreEras, versionName, volumeRecordSchema, volumesCollection, type VolumeRecord, type VolumeVersion,
 } from '../resources/volumes.ts';
 import type { BackupVolume } from '../node/backup/backup-format.ts';
-import { sha256 } from '../node/backup/backup-format.ts';
 import type { RestoreHook } from './snapshot.ts';
 
-/** A volume of the backup with its stream in the clear (null: no copy, starts empty). */
+/**
+ * A volume's stream in a backup, in the clear: its length and SHA-256 (known from a first pass
+ * over the backup, before anything is written) and a way to read it again as it flows.
+ */
+export interface VolumeStreamInBackup {
+  bytes: number;
+  sha256: string;
+  /** The stream from the target, decrypted chunk by chunk as it is read. */
+  open(): Readable;
+}
+
+/** A volume of the backup with its stream (null: no copy, starts empty). */
 export interface RestoredVolume {
   entry: BackupVolume;
-  stream: Uint8Array | null;
+  stream: VolumeStreamInBackup | null;
 }
 
 /** Receives each stream into `dataDir` as a complete version, then unmounts the volume (the node mounts it again). */
@@ -33,8 +43,8 @@ export async function receiveVolumes(dataDir: string, volumes: readonly Restored
     if (stream === null || version === null) continue;
     try {
       await engine.receive({
-        volume: entry.name, version, parent: null, sender: { node: version.node, epoch: version.epoch }, bytes: stream.length, sha256: sha256(stream),
-      }, entry.sizeBytes, Readable.from([Buffer.from(stream)]), () => null);
+        volume: entry.name, version, parent: null, sender: { node: version.node, epoch: version.epoch }, bytes: stream.bytes, sha256: stream.sha256,
+      }, entry.sizeBytes, stream.open(), () => null);
       // The received subvolume is there, read-only (a receive marks it so only once the stream is whole).
       if (!(await engine.versions(entry.name)).some((v) => versionName(v) === entry.version)) {
         throw new ShoalError('volume_tool_failed', `volume ${entry.name}: btrfs receive of ${entry.version} left no complete version`, { volume: entry.name });
@@ -83,7 +93,7 @@ export function volumesRestoreHook(volumes: readonly RestoredVolume[]): RestoreH
   return async ({ dataDir, nodeId, app, index }) => {
     await receiveVolumes(dataDir, volumes);
     const rewritten = rewriteVolumeRecords(app, index, volumes.map((v) => v.entry), nodeId, Date.now());
-    return { ...rewritten, report: { volumes: volumes.map((v) => ({ name: v.entry.name, service: v.entry.service, version: v.stream === null ? null : v.entry.version, bytes: v.stream?.length ?? 0 })) } };
+    return { ...rewritten, report: { volumes: volumes.map((v) => ({ name: v.entry.name, service: v.entry.service, version: v.stream === null ? null : v.entry.version, bytes: v.stream?.bytes ?? 0 })) } };
   };
 }
 
@@ -91,5 +101,5 @@ export function volumesRestoreHook(volumes: readonly RestoredVolume[]): RestoreH
 export function describeRestored(volumes: readonly RestoredVolume[]): string[] {
   return volumes.map(({ entry, stream }) => (entry.version === null || stream === null
     ? `volume ${entry.name}: the backup holds no copy (none was complete when it was taken); it starts empty`
-    : `volume ${entry.name}: version ${entry.version} received (${stream.length} bytes); service ${entry.service} starts on it here`));
+    : `volume ${entry.name}: version ${entry.version} received (${stream.bytes} bytes); service ${entry.service} starts on it here`));
 }

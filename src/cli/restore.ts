@@ -5,14 +5,17 @@
 // documents of the backup; the old cluster's credentials and nodes refused by the new CA. More
 // nodes join with tokens (shoal token create, shoal join). docs/operations.md, "Backups".
 
+import { createHash, type Hash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { listBackups, verifyBackup } from '../node/backup/backup-store.ts';
 import { isInitialized } from '../node/identity.ts';
 import { featureLevelMax } from '../base/feature-level.ts';
-import { openBackupFile, storeFileName } from '../node/backup/backup-format.ts';
+import { openBackupFile, openDataKey, openerOf, storeFileName, type BackupFile, type BackupManifest } from '../node/backup/backup-format.ts';
+import { through, type ByteStep } from '../node/backup/backup-chunks.ts';
 import { describeRestored, volumesRestoreHook, type RestoredVolume } from './restore-volumes.ts';
 import { DirTargetIo, SftpTargetIo, type TargetIo } from '../node/backup/target-io.ts';
 import { parseS3Url, s3Advice, S3Error, s3RegionDefault, S3TargetIo } from '../node/backup/s3-io.ts';
@@ -39,10 +42,13 @@ old cluster's credentials and nodes are refused by it. Start the node with
 'shoal join' on each), onto fresh data directories.
 
 Before anything is written, the whole backup is read back and every file's size and SHA-256
-checked against its manifest: a damaged backup is refused (backup_damaged) with the file named.
+checked against its manifest, and every volume stream decrypted, chunk by chunk: a damaged
+backup is refused (backup_damaged) with the file named.
 
-Each replicated volume's stream is received into DIR/volumes/ (btrfs receive: needs root and
-btrfs-progs) as a complete version held by the new node, and the volume's record says so: its
+Each replicated volume's stream is then read from the target again, decrypted as it flows (never
+whole in memory), and received into DIR/volumes/ (btrfs receive: needs root and btrfs-progs;
+room for the stream beside the volume) as a complete version held by the new node, and the
+volume's record says so: its
 exclusive service starts on this node, from that version. A volume the backup holds no copy of
 starts empty.
 
@@ -138,17 +144,68 @@ async function chooseBackup(io: TargetIo, id: string | undefined): Promise<strin
 export interface ReadBackup {
   /** The store's snapshot file, in the clear. */
   plain: Uint8Array;
-  /** The replicated volumes, each with its stream in the clear. */
+  /** The replicated volumes, each with its stream, read again from the target (decrypted as it flows) when the restore receives it. */
   volumes: RestoredVolume[];
   backup: { id: string; clusterId: string; index: number; createdAt: number; encrypted: boolean };
+  /** Closes the target and forgets the backup's data key: after the volumes were received. */
+  close(): Promise<void>;
 }
 
-/** Reads backup `id` (or the newest sound one) from `from` whole, checks every digest, and opens its store snapshot with the recovery key. */
+/** A volume stream's plaintext as a verify pass reads it: decrypted, counted and hashed as it passes; the first failure kept. */
+interface PlainTap {
+  step: ByteStep;
+  hash: Hash;
+  bytes: number;
+  problem?: string;
+}
+
+function feed(t: PlainTap, out: () => Buffer[]): void {
+  if (t.problem !== undefined) return;
+  try {
+    for (const b of out()) {
+      t.hash.update(b);
+      t.bytes += b.length;
+    }
+  } catch (err) {
+    t.problem = (err as Error).message;
+  }
+}
+
+/**
+ * Reads backup `id` (or the newest sound one) from `from`: one pass over every file, streamed,
+ * checks every digest, keeps the store snapshot and opens it with the recovery key, and opens each
+ * volume stream as it passes (so a key or a chunk that does not open is known before anything is
+ * written) counting its plaintext's length and SHA-256, which the receive checks on the second
+ * pass. The target stays open for that pass until `close()`.
+ */
 export async function readBackup(from: string, v: TargetFlags, id: string | undefined, recoveryKey: Uint8Array): Promise<ReadBackup> {
   const io = await openTarget(from, v);
+  let key: Buffer | null = null;
+  const close = async (): Promise<void> => {
+    key?.fill(0);
+    await io.close();
+  };
   try {
     const chosen = await chooseBackup(io, id);
-    const r = await verifyBackup(io, chosen, true);
+    const taps = new Map<string, PlainTap>();
+    let keyProblem = false;
+    const r = await verifyBackup(io, chosen, {
+      keep: [storeFileName],
+      tap: (m, entry) => {
+        if (m.encryption === null || !m.volumes.some((vol) => vol.file === entry.name)) return undefined;
+        if (key === null && !keyProblem) {
+          try {
+            key = openDataKey(m, privateKeyOf(recoveryKey));
+          } catch {
+            keyProblem = true;
+          }
+        }
+        if (key === null) return undefined;
+        const t: PlainTap = { step: openerOf(m, entry.name, key), hash: createHash('sha256'), bytes: 0 };
+        taps.set(entry.name, t);
+        return (chunk) => feed(t, () => t.step.push(chunk));
+      },
+    });
     if (!r.ok || r.manifest === undefined || r.files === undefined) {
       throw new CliFailure(`backup ${chosen} on ${io.where} is damaged: ${r.problems.map((p) => `${p.file}: ${p.problem}`).join('; ')}; nothing was written. Restore another one (--id; shoal backup ls)`, exitCodes.failed, 'backup_damaged', { details: { problems: r.problems } });
     }
@@ -157,22 +214,38 @@ export async function readBackup(from: string, v: TargetFlags, id: string | unde
       throw new CliFailure(`backup ${chosen} was taken at cluster feature level ${m.featureLevel} (written by ${m.writtenBy}); this release reads up to level ${featureLevelMax}: restore it with that release or a newer one; nothing was written`, exitCodes.failed);
     }
     let plain: Uint8Array;
-    let volumes: RestoredVolume[];
     try {
-      const open = (name: string): Uint8Array => openBackupFile(m, name, r.files?.get(name) ?? new Uint8Array(), privateKeyOf(recoveryKey));
-      plain = open(storeFileName);
-      volumes = m.volumes.map((entry) => ({ entry, stream: entry.file === null ? null : open(entry.file) }));
+      if (keyProblem) throw new Error('the data key does not open');
+      plain = openBackupFile(m, storeFileName, r.files.get(storeFileName) ?? new Uint8Array(), privateKeyOf(recoveryKey));
     } catch {
       throw new CliFailure(`that recovery key does not open backup ${chosen} (it is encrypted to recovery key ${m.encryption?.recoveryKeyId ?? '?'}); nothing was written`, exitCodes.failed, 'unlock_key_invalid');
     }
-    return { plain, volumes, backup: { id: chosen, clusterId: m.clusterId, index: m.index, createdAt: m.createdAt, encrypted: m.encryption !== null } };
+    for (const t of taps.values()) feed(t, () => t.step.end());
+    const problems = [...taps].flatMap(([name, t]) => (t.problem === undefined ? [] : [{ file: `${chosen}/${name}`, problem: t.problem }]));
+    if (problems.length > 0) {
+      throw new CliFailure(`backup ${chosen} on ${io.where} is damaged: ${problems.map((p) => `${p.file}: ${p.problem}`).join('; ')}; nothing was written. Restore another one (--id; shoal backup ls)`, exitCodes.failed, 'backup_damaged', { details: { problems } });
+    }
+    const volumes = m.volumes.map((entry): RestoredVolume => {
+      const file = entry.file === null ? undefined : m.files.find((f) => f.name === entry.file);
+      if (file === undefined) return { entry, stream: null };
+      const t = taps.get(file.name);
+      const digest = t === undefined ? { bytes: file.bytes, sha256: file.sha256 } : { bytes: t.bytes, sha256: t.hash.digest('hex') };
+      return { entry, stream: { ...digest, open: () => Readable.from(streamInClear(io, m, file, key), { objectMode: false }) } };
+    });
+    return { plain, volumes, backup: { id: chosen, clusterId: m.clusterId, index: m.index, createdAt: m.createdAt, encrypted: m.encryption !== null }, close };
   } catch (err) {
+    await close();
     // An S3 server's refusal (AccessDenied, NoSuchBucket, SignatureDoesNotMatch...), as it said it.
     if (err instanceof S3Error) throw new CliFailure(`${err.message}; ${s3Advice(err, v['access-key-id'] ?? '?')}; nothing was written`, exitCodes.unavailable, 'backup_failed', { details: { s3Code: err.code } });
     throw err;
-  } finally {
-    await io.close();
   }
+}
+
+/** A file of backup `m` as stored on `io`, in the clear as it flows (`key` null: stored in the clear). */
+async function* streamInClear(io: TargetIo, m: BackupManifest, file: BackupFile, key: Buffer | null): AsyncGenerator<Buffer> {
+  const body = await io.readStream(m.id, file.name, file.bytes);
+  if (body === undefined) throw new Error(`${m.id}/${file.name} is gone from ${io.where} since it was verified`);
+  yield* through(body, openerOf(m, file.name, key));
 }
 
 export async function restoreCommand(argv: string[]): Promise<number> {
@@ -200,7 +273,7 @@ export async function restoreCommand(argv: string[]): Promise<number> {
 
   // Refused before anything is read from the target (snapshot restore checks again before it writes).
   if (isInitialized(values.data)) throw new CliFailure(`${values.data} is already initialized; nothing was written; restore into a new, empty directory`, exitCodes.failed, 'already_initialized');
-  const { plain, volumes, backup } = await readBackup(values.from, values, values.id, raw);
+  const { plain, volumes, backup, close } = await readBackup(values.from, values, values.id, raw);
 
   // The snapshot and the key go to a private scratch directory for `snapshot restore`, and away after.
   const scratch = mkdtempSync(path.join(tmpdir(), 'shoal-restore-'));
@@ -216,6 +289,7 @@ export async function restoreCommand(argv: string[]): Promise<number> {
     if (!values.json) for (const line of describeRestored(volumes)) console.log(line);
   } finally {
     rmSync(scratch, { recursive: true, force: true });
+    await close();
   }
   const record = path.join(values.data, 'restored-from.json');
   writeFileSync(record, `${JSON.stringify({ oldClusterId: backup.clusterId, backup: backup.id, from: values.from, index: backup.index, backupCreatedAt: backup.createdAt, restoredAt: Date.now() }, null, 2)}\n`, { mode: 0o600 });

@@ -95,7 +95,8 @@ describe('backup format 2: replicated volumes', () => {
       const r = decodeManifest(Buffer.from(JSON.stringify(x)));
       return 'problem' in r ? r.problem : '';
     };
-    expect(problem({ ...m, format: 3 })).toMatch(/format 3, written by shoal test; this release reads formats 1 to 2/);
+    expect(problem({ ...m, format: 4 })).toMatch(/format 4, written by shoal test; this release reads formats 1 to 3/);
+    expect(problem({ ...m, files: m.files.map((f) => ({ ...f, encoding: 'chunked' })) })).toMatch(/only an encrypted backup of format 3 has chunked files/);
     expect(problem({ ...m, format: 1 })).toMatch(/volumes: format 1 lists no volumes/);
     expect(problem({ ...m, files: m.files.filter((f) => f.name !== 'volume-1.stream') })).toMatch(/volume-1.stream is not among the files/);
     expect(problem({ ...m, volumes: [{ ...m.volumes[0], file: null }] })).toMatch(/both a version and a file, or neither/);

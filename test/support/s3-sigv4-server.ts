@@ -1,7 +1,8 @@
 // A small S3-compatible server for tests that CHECKS AWS Signature Version 4, as AWS, MinIO and
 // Garage do (s3rver, the other test server, does not: any secret key passes it). Path-style
-// buckets held in memory; PUT, GET and DELETE of an object and ListObjectsV2 (prefix, delimiter,
-// continuation), which is what a backup target uses (src/node/backup/s3-io.ts).
+// buckets held in memory; PUT, GET and DELETE of an object, ListObjectsV2 (prefix, delimiter,
+// continuation), and multipart uploads (create, upload part, complete, abort; parts but the last
+// at least `partBytesMin`, as S3's 5 MiB), which is what a backup target uses (src/node/backup/s3-io.ts).
 //
 // The check is independent of shoal's signer: the canonical request is rebuilt from what the
 // server RECEIVED (method, raw path and query, the headers the client says it signed, their
@@ -25,7 +26,11 @@ export interface S3SigV4ServerOptions {
   buckets: string[];
   /** Keys per ListObjectsV2 page (S3's is 1000); small to exercise continuation tokens. */
   pageKeys?: number;
+  /** The smallest part but the last of a multipart upload (S3's: 5 MiB). */
+  partBytesMin?: number;
 }
+
+interface Upload { bucket: string; key: string; parts: Map<number, Buffer> }
 
 /** Why the server refused or failed requests, newest last (for a test's message). */
 export interface Refusal { method: string; url: string; code: string }
@@ -45,6 +50,10 @@ export class S3SigV4Server {
   /** Requests whose signature was checked and accepted. */
   accepted = 0;
   private readonly buckets = new Map<string, Map<string, Buffer>>();
+  /** Multipart uploads under way, by upload id. */
+  readonly uploads = new Map<string, Upload>();
+  /** The largest request body received (a test checks that a streamed upload came in parts). */
+  largestBodyBytes = 0;
   private server: Server | undefined;
   private port = 0;
 
@@ -82,6 +91,7 @@ export class S3SigV4Server {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     try {
       const body = await readBody(req);
+      this.largestBodyBytes = Math.max(this.largestBodyBytes, body.length);
       this.authenticate(req, body);
       this.accepted++;
       this.serve(req, body, res);
@@ -141,6 +151,10 @@ export class S3SigV4Server {
       return;
     }
     if (key === '') throw new S3Refusal(405, 'MethodNotAllowed', `${method} on a bucket is not served here`);
+    if (u.searchParams.has('uploads') || u.searchParams.has('uploadId')) {
+      this.multipart(method, decodeURIComponent(bucketName), key, u.searchParams, body, res);
+      return;
+    }
     if (method === 'PUT') {
       bucket.set(key, body);
       res.writeHead(200, { etag: `"${createHash('md5').update(body).digest('hex')}"` });
@@ -156,6 +170,47 @@ export class S3SigV4Server {
       res.end();
     } else {
       throw new S3Refusal(405, 'MethodNotAllowed', `${method} is not served here`);
+    }
+  }
+
+  /** CreateMultipartUpload, UploadPart, CompleteMultipartUpload, AbortMultipartUpload. */
+  private multipart(method: string, bucketName: string, key: string, q: URLSearchParams, body: Buffer, res: ServerResponse): void {
+    if (method === 'POST' && q.has('uploads')) {
+      const id = `up-${this.uploads.size + 1}-${createHash('md5').update(`${key}${Date.now()}${Math.random()}`).digest('hex').slice(0, 12)}`;
+      this.uploads.set(id, { bucket: bucketName, key, parts: new Map() });
+      res.writeHead(200, { 'content-type': 'application/xml' });
+      res.end(`<?xml version="1.0" encoding="UTF-8"?>\n<InitiateMultipartUploadResult><Bucket>${xmlEscape(bucketName)}</Bucket><Key>${xmlEscape(key)}</Key><UploadId>${id}</UploadId></InitiateMultipartUploadResult>`);
+      return;
+    }
+    const id = q.get('uploadId') ?? '';
+    const up = this.uploads.get(id);
+    if (up === undefined || up.key !== key || up.bucket !== bucketName) throw new S3Refusal(404, 'NoSuchUpload', 'The specified multipart upload does not exist.');
+    if (method === 'PUT') {
+      const n = Number(q.get('partNumber'));
+      if (!Number.isInteger(n) || n < 1 || n > 10_000) throw new S3Refusal(400, 'InvalidArgument', 'Part number must be an integer between 1 and 10000, inclusive');
+      up.parts.set(n, body);
+      res.writeHead(200, { etag: `"${createHash('md5').update(body).digest('hex')}"` });
+      res.end();
+    } else if (method === 'DELETE') {
+      this.uploads.delete(id);
+      res.writeHead(204);
+      res.end();
+    } else if (method === 'POST') {
+      const listed = [...body.toString('utf8').matchAll(/<Part><PartNumber>(\d+)<\/PartNumber><ETag>([^<]*)<\/ETag><\/Part>/g)].map((m) => ({ n: Number(m[1]), etag: (m[2] ?? '').replace(/&quot;/g, '"') }));
+      if (listed.length === 0) throw new S3Refusal(400, 'MalformedXML', 'The XML you provided was not well-formed');
+      const parts: Buffer[] = [];
+      listed.forEach((p, i) => {
+        const part = up.parts.get(p.n);
+        if (part === undefined || p.etag !== `"${createHash('md5').update(part).digest('hex')}"` || (i > 0 && (listed[i - 1]?.n ?? 0) >= p.n)) throw new S3Refusal(400, 'InvalidPart', `part ${p.n} was not uploaded, or its ETag or order differs`);
+        if (i < listed.length - 1 && part.length < (this.o.partBytesMin ?? 5 * 1024 * 1024)) throw new S3Refusal(400, 'EntityTooSmall', 'Your proposed upload is smaller than the minimum allowed object size.');
+        parts.push(part);
+      });
+      this.uploads.delete(id);
+      this.objects(bucketName).set(key, Buffer.concat(parts));
+      res.writeHead(200, { 'content-type': 'application/xml' });
+      res.end(`<?xml version="1.0" encoding="UTF-8"?>\n<CompleteMultipartUploadResult><Key>${xmlEscape(key)}</Key></CompleteMultipartUploadResult>`);
+    } else {
+      throw new S3Refusal(405, 'MethodNotAllowed', `${method} on an upload is not served here`);
     }
   }
 

@@ -24,13 +24,30 @@
 // any other), or version null when no node held a complete copy at the time (it is restored
 // empty). Format 2 is a manifest that lists volumes; one without is still written as format 1,
 // which every release reads. A reader refuses a format newer than it knows, saying which.
+//
+// Streamed volume files (issue 43, a decision): a volume stream flows from its holder to the
+// target, and from the target into verify and restore, never whole in memory (a 1 GiB volume on a
+// Raspberry Pi). Whole-file GCM cannot be written that way (one tag at the end, nothing
+// authenticated before it), so an ENCRYPTED backup stores each volume stream in the `chunked`
+// encoding (backup-chunks.ts): 1 MiB plaintext chunks, each AES-256-GCM with its own random IV
+// and the associated data `shoal backup <id>/<file> chunk <index> final|more`, stored as
+// IV | ciphertext | tag one after the other; a truncated file (its last chunk says `more`), a
+// chunk moved or swapped (its index), or a file renamed (its name) does not open. The file's
+// entry says `"encoding": "chunked"`, and such a manifest is format 3 (a release that reads only
+// 1 and 2 refuses it by name instead of failing to decrypt). An unencrypted backup stores a volume
+// stream as its plain bytes, the same as format 2, and stays format 2. Small files (manifest,
+// store.snap, keys.json) stay whole. The manifest's size and SHA-256 of a streamed file are
+// counted as it is written, of the stored bytes, so verify still needs no key.
 
-import { createCipheriv, createDecipheriv, createHash, randomBytes, type KeyObject } from 'node:crypto';
+import { createCipheriv, createHash, randomBytes, type KeyObject } from 'node:crypto';
 import { z } from 'zod';
 import { unwrapDataKey, wrapDataKey, wrappedKeySchema, type PublicClusterKey } from '../../resources/secret-crypto.ts';
+import { ChunkOpener, ChunkSealer, passThrough, through, WholeOpener, type ByteStep } from './backup-chunks.ts';
 
-/** The newest format this release writes and reads (2: replicated volumes' streams). */
-export const backupFormat = 2;
+/** The newest format this release writes and reads (3: volume streams in the `chunked` encoding). */
+export const backupFormat = 3;
+/** The format of a manifest with volumes whose files are all stored whole (unencrypted, or written before format 3). */
+export const backupFormatVolumes = 2;
 /** The format of a manifest without volumes (every release reads it). */
 export const backupFormatPlain = 1;
 export const manifestName = 'manifest.json';
@@ -51,6 +68,8 @@ export const backupFileSchema = z.object({
   name: z.string().regex(fileNamePattern),
   bytes: z.number().int().min(0),
   sha256: sha256Hex,
+  /** How the file is encrypted: absent, whole (IV | ciphertext | tag); `chunked` (format 3): backup-chunks.ts. */
+  encoding: z.literal('chunked').optional(),
 }).strict();
 export type BackupFile = z.infer<typeof backupFileSchema>;
 
@@ -73,7 +92,7 @@ export const backupVolumeSchema = z.object({
 export type BackupVolume = z.infer<typeof backupVolumeSchema>;
 
 export const manifestSchema = z.object({
-  format: z.union([z.literal(backupFormatPlain), z.literal(backupFormat)]),
+  format: z.union([z.literal(backupFormatPlain), z.literal(backupFormatVolumes), z.literal(backupFormat)]),
   id: z.string().regex(backupIdPattern),
   clusterId: z.string().min(1).max(128),
   featureLevel: z.number().int().min(1),
@@ -90,6 +109,9 @@ export const manifestSchema = z.object({
   volumes: z.array(backupVolumeSchema).max(64),
 }).strict().superRefine((m, ctx) => {
   if (m.format === backupFormatPlain && m.volumes.length > 0) ctx.addIssue({ code: 'custom', path: ['volumes'], message: 'format 1 lists no volumes' });
+  m.files.forEach((f, i) => {
+    if (f.encoding === 'chunked' && (m.format < backupFormat || m.encryption === null)) ctx.addIssue({ code: 'custom', path: ['files', i, 'encoding'], message: 'only an encrypted backup of format 3 has chunked files' });
+  });
   m.volumes.forEach((v, i) => {
     if ((v.version === null) !== (v.file === null)) ctx.addIssue({ code: 'custom', path: ['volumes', i], message: 'a volume has both a version and a file, or neither' });
     if (v.file !== null && !m.files.some((f) => f.name === v.file)) ctx.addIssue({ code: 'custom', path: ['volumes', i, 'file'], message: `${v.file} is not among the files` });
@@ -114,7 +136,6 @@ export function backupIdTime(id: string): number {
 
 const aad = (id: string, file: string): Buffer => Buffer.from(`shoal backup ${id}/${file}`);
 const ivBytes = 12;
-const tagBytes = 16;
 
 function encryptFile(key: Buffer, id: string, file: string, plain: Uint8Array): Buffer {
   const iv = randomBytes(ivBytes);
@@ -123,16 +144,8 @@ function encryptFile(key: Buffer, id: string, file: string, plain: Uint8Array): 
   return Buffer.concat([iv, c.update(plain), c.final(), c.getAuthTag()]);
 }
 
-function decryptFile(key: Buffer, id: string, file: string, stored: Uint8Array): Buffer {
-  if (stored.length < ivBytes + tagBytes) throw new Error('shorter than an IV and a tag');
-  const buf = Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength);
-  const d = createDecipheriv('aes-256-gcm', key, buf.subarray(0, ivBytes));
-  d.setAAD(aad(id, file));
-  d.setAuthTag(buf.subarray(buf.length - tagBytes));
-  return Buffer.concat([d.update(buf.subarray(ivBytes, buf.length - tagBytes)), d.final()]);
-}
-
-export interface BackupContent {
+/** What a backup is, apart from its files. */
+export interface BackupHeader {
   id: string;
   clusterId: string;
   featureLevel: number;
@@ -140,30 +153,70 @@ export interface BackupContent {
   index: number;
   term: number;
   writtenBy: string;
+}
+
+export interface BackupContent extends BackupHeader {
   /** The files, in the clear, by name (store.snap, keys.json, the volumes' streams). */
   files: { name: string; bytes: Uint8Array }[];
   /** The replicated volumes (their `file`s are among `files`); absent: none. */
   volumes?: BackupVolume[];
 }
 
-/** The files to store (encrypted to `recovery` when given) and the manifest that lists them. */
-export function sealBackup(content: BackupContent, recovery: PublicClusterKey | null): { manifest: BackupManifest; files: { name: string; bytes: Uint8Array }[] } {
-  let encryption: BackupManifest['encryption'] = null;
-  let key: Buffer | undefined;
-  if (recovery !== null) {
-    key = randomBytes(32);
-    encryption = { alg: encryptionAlgorithm, recoveryKeyId: recovery.id, dataKey: wrapDataKey(key, `backup ${content.id}`, recovery) };
+/** How the files of one backup are stored: in the clear, or encrypted under a fresh data key sealed to the recovery key. */
+export interface BackupSeal {
+  readonly encryption: BackupManifest['encryption'];
+  /** A small file as stored (the `whole` encoding when encrypted). */
+  whole(name: string, plain: Uint8Array): Uint8Array;
+  /** A large file as stored, as it flows (the `chunked` encoding when encrypted), and that encoding. */
+  stream(name: string, plain: AsyncIterable<Uint8Array>): { body: AsyncIterable<Uint8Array>; encoding?: 'chunked' };
+  /** Forgets the data key (zeroed); a stream still flowing then fails. */
+  close(): void;
+}
+
+export function openSeal(id: string, recovery: PublicClusterKey | null): BackupSeal {
+  if (recovery === null) return { encryption: null, whole: (_n, plain) => plain, stream: (_n, plain) => ({ body: plain }), close: () => undefined };
+  const key = randomBytes(32);
+  let closed = false;
+  const encryption = { alg: encryptionAlgorithm, recoveryKeyId: recovery.id, dataKey: wrapDataKey(key, `backup ${id}`, recovery) } as const;
+  // A chunk sealed after close() would be sealed with a zeroed key: it is never handed out.
+  async function* sealed(name: string, plain: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+    for await (const chunk of through(plain, new ChunkSealer(key, id, name))) {
+      if (closed) throw new Error(`${name}: the backup's data key was forgotten while the file was written`);
+      yield chunk;
+    }
   }
+  return {
+    encryption,
+    whole: (name, plain) => {
+      if (closed) throw new Error(`${name}: the backup's data key was forgotten`);
+      return encryptFile(key, id, name, plain);
+    },
+    stream: (name, plain) => ({ body: sealed(name, plain), encoding: 'chunked' }),
+    close: () => {
+      closed = true;
+      key.fill(0);
+    },
+  };
+}
+
+/** The manifest of a backup whose files were stored as `files` say; its format the oldest that holds them. */
+export function manifestOf(h: BackupHeader, encryption: BackupManifest['encryption'], files: readonly BackupFile[], volumes: readonly BackupVolume[]): BackupManifest {
+  const format = files.some((f) => f.encoding === 'chunked') ? backupFormat : volumes.length > 0 ? backupFormatVolumes : backupFormatPlain;
+  return manifestSchema.parse({
+    format, id: h.id, clusterId: h.clusterId, featureLevel: h.featureLevel, createdAt: h.createdAt, index: h.index, term: h.term, writtenBy: h.writtenBy,
+    encryption, files: files.map((f) => ({ ...f })), volumes: [...volumes],
+  });
+}
+
+/** The files to store, every one whole (encrypted to `recovery` when given), and the manifest that lists them. */
+export function sealBackup(content: BackupContent, recovery: PublicClusterKey | null): { manifest: BackupManifest; files: { name: string; bytes: Uint8Array }[] } {
+  const seal = openSeal(content.id, recovery);
   try {
-    const files = content.files.map((f) => ({ name: f.name, bytes: key === undefined ? f.bytes : encryptFile(key, content.id, f.name, f.bytes) }));
-    const manifest: BackupManifest = {
-      format: (content.volumes ?? []).length > 0 ? backupFormat : backupFormatPlain, id: content.id, clusterId: content.clusterId, featureLevel: content.featureLevel, createdAt: content.createdAt,
-      index: content.index, term: content.term, writtenBy: content.writtenBy, encryption,
-      files: files.map((f) => ({ name: f.name, bytes: f.bytes.length, sha256: sha256(f.bytes) })), volumes: content.volumes ?? [],
-    };
-    return { manifest: manifestSchema.parse(manifest), files };
+    const files = content.files.map((f) => ({ name: f.name, bytes: seal.whole(f.name, f.bytes) }));
+    const manifest = manifestOf(content, seal.encryption, files.map((f) => ({ name: f.name, bytes: f.bytes.length, sha256: sha256(f.bytes) })), content.volumes ?? []);
+    return { manifest, files };
   } finally {
-    key?.fill(0);
+    seal.close();
   }
 }
 
@@ -190,22 +243,27 @@ export function decodeManifest(bytes: Uint8Array): { manifest: BackupManifest } 
   return { manifest: r.data };
 }
 
-/** What is wrong with a stored file, or undefined when its size and digest are the manifest's. */
-export function fileProblem(entry: BackupFile, stored: Uint8Array | undefined): string | undefined {
-  if (stored === undefined) return 'missing';
-  if (stored.length !== entry.bytes) return `${stored.length} bytes, the manifest says ${entry.bytes}`;
-  const digest = sha256(stored);
-  if (digest !== entry.sha256) return `sha256 ${digest.slice(0, 16)}..., the manifest says ${entry.sha256.slice(0, 16)}...`;
-  return undefined;
+/** The backup's data key, opened by `recoveryKey`; null for an unencrypted backup. The caller zeroes it. */
+export function openDataKey(m: BackupManifest, recoveryKey: KeyObject | undefined): Buffer | null {
+  if (m.encryption === null) return null;
+  if (recoveryKey === undefined) throw new Error(`backup ${m.id} is encrypted to recovery key ${m.encryption.recoveryKeyId}: give the recovery key`);
+  return unwrapDataKey(m.encryption.dataKey, `backup ${m.id}`, recoveryKey);
+}
+
+/** The step that turns file `name` as stored into the clear, by its encoding (`key` null: stored in the clear). */
+export function openerOf(m: BackupManifest, name: string, key: Buffer | null): ByteStep {
+  if (key === null) return passThrough();
+  const entry = m.files.find((f) => f.name === name);
+  return entry?.encoding === 'chunked' ? new ChunkOpener(key, m.id, name) : new WholeOpener(key, m.id, name);
 }
 
 /** A stored file in the clear: decrypted with the data key opened by `recoveryKey` when the backup is encrypted. */
 export function openBackupFile(m: BackupManifest, name: string, stored: Uint8Array, recoveryKey: KeyObject | undefined): Uint8Array {
-  if (m.encryption === null) return stored;
-  if (recoveryKey === undefined) throw new Error(`backup ${m.id} is encrypted to recovery key ${m.encryption.recoveryKeyId}: give the recovery key`);
-  const key = unwrapDataKey(m.encryption.dataKey, `backup ${m.id}`, recoveryKey);
+  const key = openDataKey(m, recoveryKey);
+  if (key === null) return stored;
   try {
-    return decryptFile(key, m.id, name, stored);
+    const step = openerOf(m, name, key);
+    return Buffer.concat([...step.push(stored), ...step.end()]);
   } finally {
     key.fill(0);
   }

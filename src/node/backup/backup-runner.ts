@@ -3,7 +3,9 @@
 // A run takes the store's snapshot file of this node's applied state (after a read barrier, so
 // it holds every acknowledged write), the keyring's recovery-sealed cluster keys, seals them for
 // the target (backup-format.ts) with the newest complete copy of every replicated volume (a whole
-// `btrfs send` stream, asked of a node that holds that version: volumeStream), writes them atomically (backup-store.ts), prunes by the target's
+// `btrfs send` stream, asked of a node that holds that version: volumeStream, and piped through
+// the digest and the encryption into the target as it arrives, never whole in memory), writes
+// them atomically (backup-store.ts), prunes by the target's
 // retention, and records the outcome: a cluster event, `shoal.backup-status/<target>` (which the
 // schedule and the metrics read, on every node), and the log.
 
@@ -26,8 +28,8 @@ import { allDocs } from '../../resources/state.ts';
 import { snapshotFileParts } from '../recovery/backups.ts';
 import { holdersOf, newestComplete, versionName, volumeRecordSchema, volumesCollection, type VolumeVersion } from '../../resources/volumes.ts';
 import { backupFileBytesMax } from './backup-store.ts';
-import { backupIdOf, backupsToKeep, keysFileName, sealBackup, storeFileName, volumeStreamFileName, type BackupVolume } from './backup-format.ts';
-import { pruneBackups, writeBackup } from './backup-store.ts';
+import { backupIdOf, backupsToKeep, keysFileName, manifestOf, openSeal, storeFileName, volumeStreamFileName, type BackupHeader, type BackupVolume } from './backup-format.ts';
+import { pruneBackups, writeBackupFiles, type BackupFileSource } from './backup-store.ts';
 import { DirTargetIo, SftpTargetIo, type TargetIo } from './target-io.ts';
 import { parseS3Url, s3Advice, S3Error, S3TargetIo } from './s3-io.ts';
 
@@ -42,9 +44,11 @@ export interface BackupNode extends Pick<TermSource, 'currentTerm'>, Pick<Member
 
 /**
  * A whole `btrfs send` stream of version `version` of volume `name`, asked of `node` (a holder of
- * it), checked against the digest that node announced; at most `bytesMax` bytes.
+ * it), at most `bytesMax` bytes, as it arrives: resolves once the holder has answered (a refusal
+ * rejects, and the next holder is asked); the body, iterated, throws when it is cut short, longer,
+ * or not the digest that node announced (the backup then fails, nothing listed).
  */
-export type VolumeStreamSource = (node: string, name: string, version: VolumeVersion, bytesMax: number) => Promise<Uint8Array>;
+export type VolumeStreamSource = (node: string, name: string, version: VolumeVersion, bytesMax: number) => Promise<AsyncIterable<Uint8Array>>;
 
 export interface BackupRunnerOptions {
   node: BackupNode;
@@ -193,40 +197,47 @@ export class BackupRunner {
       throw new ShoalError('backup_failed', `backup target ${t.name} is encrypted to the recovery key, and this cluster has none; make one with: shoal secret recovery-key`, { target: t.name });
     }
     const keys = { recovery: recovery === null ? null : { id: recovery.id, publicKey: recovery.publicKey }, keys: (keyring?.keys ?? []).map((k) => ({ id: k.id, publicKey: k.publicKey, recovery: k.recovery })) };
-    const streams = await this.volumeStreams(t.name);
     const createdAt = this.now();
-    const id = backupIdOf(new Date(createdAt), index);
-    const sealed = sealBackup({
-      id, clusterId: this.o.clusterId, featureLevel: this.o.node.featureLevel, createdAt, index, term: this.o.node.currentTerm, writtenBy: this.o.version,
-      files: [{ name: storeFileName, bytes: Buffer.concat(parts) }, { name: keysFileName, bytes: Buffer.from(`${JSON.stringify(keys, null, 2)}\n`) }, ...streams.files],
-      volumes: streams.volumes,
-    }, t.encrypt && recovery !== null ? { id: recovery.id, publicKey: recovery.publicKey } : null);
-    const io = await this.open(t);
+    const header: BackupHeader = { id: backupIdOf(new Date(createdAt), index), clusterId: this.o.clusterId, featureLevel: this.o.node.featureLevel, createdAt, index, term: this.o.node.currentTerm, writtenBy: this.o.version };
+    const seal = openSeal(header.id, t.encrypt && recovery !== null ? { id: recovery.id, publicKey: recovery.publicKey } : null);
     try {
-      await writeBackup(io, sealed.manifest, sealed.files);
-      const pruned = await pruneBackups(io, this.o.clusterId, (ids) => backupsToKeep(ids, t));
-      return { target: t.name, id, index, bytes: sealed.manifest.files.reduce((n, f) => n + f.bytes, 0), encrypted: sealed.manifest.encryption !== null, pruned,
-        volumes: streams.volumes.map((v) => ({ name: v.name, version: v.version, bytes: streams.files.find((f) => f.name === v.file)?.bytes.length ?? 0 })),
-      };
+      const plan = this.volumePlan(t.name);
+      const files: BackupFileSource[] = [
+        { name: storeFileName, bytes: seal.whole(storeFileName, Buffer.concat(parts)) },
+        { name: keysFileName, bytes: seal.whole(keysFileName, Buffer.from(`${JSON.stringify(keys, null, 2)}\n`)) },
+        ...plan.streams.map((s) => ({ name: s.file, ...seal.stream(s.file, s.body) })),
+      ];
+      const io = await this.open(t);
+      try {
+        const manifest = await writeBackupFiles(io, header, files, (stored) => manifestOf(header, seal.encryption, stored, plan.volumes));
+        const pruned = await pruneBackups(io, this.o.clusterId, (ids) => backupsToKeep(ids, t));
+        return { target: t.name, id: header.id, index, bytes: manifest.files.reduce((n, f) => n + f.bytes, 0), encrypted: manifest.encryption !== null, pruned,
+          volumes: plan.volumes.map((v) => ({ name: v.name, version: v.version, bytes: plan.streams.find((s) => s.file === v.file)?.plainBytes() ?? 0 })),
+        };
+      } finally {
+        await io.close();
+      }
     } finally {
-      await io.close();
+      seal.close();
     }
   }
 
   /**
    * The newest complete copy of every replicated volume, as the store has it after the snapshot
-   * was taken (a copy recorded since is newer than the snapshot's record, never older): a whole
-   * stream from a node holding it, each holder tried in turn. A volume no holder could send fails
-   * the backup (a backup missing a volume is not good); one with no complete copy yet is listed
-   * with version null.
+   * was taken (a copy recorded since is newer than the snapshot's record, never older), and for
+   * each one a body that, once read, asks a node holding it for the whole stream (each holder in
+   * turn until one answers) and passes it on as it arrives. A volume no holder could send fails
+   * the backup (a backup missing a volume is not good); so does a stream cut off midway (it is not
+   * asked again of another holder: its file is half written by then). One with no complete copy
+   * yet is listed with version null.
    */
-  private async volumeStreams(target: string): Promise<{ volumes: BackupVolume[]; files: { name: string; bytes: Uint8Array }[] }> {
+  private volumePlan(target: string): { volumes: BackupVolume[]; streams: PlannedStream[] } {
     const recs = [...allDocs(this.o.store, volumesCollection)].flatMap((d) => {
       const r = volumeRecordSchema.safeParse(d.doc);
       return r.success ? [r.data] : [];
     }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const volumes: BackupVolume[] = [];
-    const files: { name: string; bytes: Uint8Array }[] = [];
+    const streams: PlannedStream[] = [];
     for (const rec of recs) {
       const newest = newestComplete(rec);
       const entry = { name: rec.name, service: rec.service, sizeBytes: rec.sizeBytes, copies: rec.copies, everyMs: rec.everyMs };
@@ -236,13 +247,13 @@ export class BackupRunner {
         continue;
       }
       const file = volumeStreamFileName(volumes.length);
-      files.push({ name: file, bytes: await this.fetchStream(target, rec.name, newest, holdersOf(rec, newest), Math.min(backupFileBytesMax, 2 * rec.sizeBytes)) });
+      streams.push(countedStream(target, rec.name, file, () => this.fetchStream(target, rec.name, newest, holdersOf(rec, newest), Math.min(backupFileBytesMax, 2 * rec.sizeBytes))));
       volumes.push({ ...entry, version: versionName(newest), file });
     }
-    return { volumes, files };
+    return { volumes, streams };
   }
 
-  private async fetchStream(target: string, name: string, v: VolumeVersion, holders: readonly string[], bytesMax: number): Promise<Uint8Array> {
+  private async fetchStream(target: string, name: string, v: VolumeVersion, holders: readonly string[], bytesMax: number): Promise<AsyncIterable<Uint8Array>> {
     const source = this.o.volumeStream;
     const what = `volume ${name}'s newest complete copy (${versionName(v)})`;
     if (source === undefined) throw new ShoalError('backup_failed', `backup to ${target}: this node cannot fetch ${what}; take the backup on a node that runs workloads with Docker`, { target, volume: name });
@@ -300,4 +311,30 @@ export class BackupRunner {
     this.timer = undefined;
     await Promise.allSettled([...this.running.values()]);
   }
+}
+
+interface PlannedStream {
+  file: string;
+  body: AsyncIterable<Uint8Array>;
+  plainBytes: () => number;
+}
+
+/**
+ * A volume's stream in a backup: fetched when first read, its bytes (in the clear) counted as they
+ * pass; one that breaks off or arrives damaged fails the backup, saying after how many bytes.
+ */
+function countedStream(target: string, volume: string, file: string, fetch: () => Promise<AsyncIterable<Uint8Array>>): PlannedStream {
+  let bytes = 0;
+  async function* body(): AsyncGenerator<Uint8Array> {
+    const source = await fetch();
+    try {
+      for await (const chunk of source) {
+        bytes += chunk.length;
+        yield chunk;
+      }
+    } catch (err) {
+      throw new ShoalError('backup_failed', `backup to ${target}: volume ${volume}'s stream failed after ${bytes} bytes: ${(err as Error).message}; nothing was listed as a backup`, { target, volume });
+    }
+  }
+  return { file, body: body(), plainBytes: () => bytes };
 }

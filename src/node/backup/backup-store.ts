@@ -7,9 +7,10 @@
 // what such a cut left behind (once it is a few hours old: partialAgeMaxMs). An S3 target has no
 // rename: there a backup is written in place, the manifest last (see writeBackup).
 
+import { createHash } from 'node:crypto';
 import {
-  backupIdPattern, backupIdTime, decodeManifest, encodeManifest, fileProblem, manifestBytesMax, manifestName, partialPrefix,
-  type BackupManifest,
+  backupIdPattern, backupIdTime, decodeManifest, encodeManifest, manifestBytesMax, manifestName, partialPrefix, sha256,
+  type BackupFile, type BackupManifest,
 } from './backup-format.ts';
 import type { TargetIo } from './target-io.ts';
 
@@ -23,26 +24,75 @@ export const backupFileBytesMax = 2 * 1024 ** 3;
  */
 export const partialAgeMaxMs = 6 * 3_600_000;
 
+/** A file of a backup to write: whole bytes, or a body that flows (a volume stream), each as stored. */
+export type BackupFileSource = { name: string; bytes: Uint8Array } | { name: string; body: AsyncIterable<Uint8Array>; encoding?: 'chunked' };
+
+/** `body`, counting its bytes and hashing them as they pass; `done()` says what passed once it has ended. */
+export function measured(body: AsyncIterable<Uint8Array>): { body: AsyncGenerator<Uint8Array>; done: () => { bytes: number; sha256: string } } {
+  const hash = createHash('sha256');
+  let bytes = 0;
+  let result: { bytes: number; sha256: string } | undefined;
+  async function* pass(): AsyncGenerator<Uint8Array> {
+    for await (const chunk of body) {
+      hash.update(chunk);
+      bytes += chunk.length;
+      yield chunk;
+    }
+    result = { bytes, sha256: hash.digest('hex') };
+  }
+  return {
+    body: pass(),
+    done: () => {
+      if (result === undefined) throw new Error('the file was not written to its end');
+      return result;
+    },
+  };
+}
+
 /** Writes a sealed backup (sealBackup) to `io`; returns its id once it is complete and renamed. */
 export async function writeBackup(io: TargetIo, manifest: BackupManifest, files: readonly { name: string; bytes: Uint8Array }[]): Promise<string> {
+  await writeBackupFiles(io, { id: manifest.id, createdAt: manifest.createdAt }, files, () => manifest);
+  return manifest.id;
+}
+
+/**
+ * Writes the files of backup `b` to `io`, the streamed ones as they flow (their sizes and digests
+ * counted on the way), then the manifest `manifestFor` makes of what was stored, last; returns
+ * that manifest once the backup is complete (renamed into place). Any failure, a source's
+ * included, leaves nothing listed.
+ */
+export async function writeBackupFiles(
+  io: TargetIo, b: { id: string; createdAt: number }, files: readonly BackupFileSource[], manifestFor: (stored: BackupFile[]) => BackupManifest,
+): Promise<BackupManifest> {
   for (const name of await io.list()) {
     const id = name.slice(partialPrefix.length);
-    if (name.startsWith(partialPrefix) && (!backupIdPattern.test(id) || backupIdTime(id) < manifest.createdAt - partialAgeMaxMs)) await io.removeDir(name);
+    if (name.startsWith(partialPrefix) && (!backupIdPattern.test(id) || backupIdTime(id) < b.createdAt - partialAgeMaxMs)) await io.removeDir(name);
   }
   // A target without rename (S3) is written in place: a backup is listed as good only once its
   // manifest, written last, is there; one cut off before is listed as damaged (manifest missing).
-  const tmp = io.renames === false ? manifest.id : `${partialPrefix}${manifest.id}`;
-  if (io.renames === false && (await io.list()).includes(manifest.id)) throw new Error(`backup ${manifest.id} is already on ${io.where}`);
+  const tmp = io.renames === false ? b.id : `${partialPrefix}${b.id}`;
+  if (io.renames === false && (await io.list()).includes(b.id)) throw new Error(`backup ${b.id} is already on ${io.where}`);
   await io.makeDir(tmp);
   try {
-    for (const f of files) await io.writeFile(tmp, f.name, f.bytes);
+    const stored: BackupFile[] = [];
+    for (const f of files) {
+      if ('bytes' in f) {
+        await io.writeFile(tmp, f.name, f.bytes);
+        stored.push({ name: f.name, bytes: f.bytes.length, sha256: sha256(f.bytes) });
+        continue;
+      }
+      const m = measured(f.body);
+      await io.writeStream(tmp, f.name, m.body);
+      stored.push({ name: f.name, ...m.done(), ...(f.encoding !== undefined ? { encoding: f.encoding } : {}) });
+    }
+    const manifest = manifestFor(stored);
     await io.writeFile(tmp, manifestName, encodeManifest(manifest));
-    if (tmp !== manifest.id) await io.renameDir(tmp, manifest.id);
+    if (tmp !== b.id) await io.renameDir(tmp, b.id);
+    return manifest;
   } catch (err) {
     await io.removeDir(tmp).catch(() => undefined);
     throw err;
   }
-  return manifest.id;
 }
 
 export interface ListedBackup {
@@ -82,34 +132,67 @@ export interface VerifiedBackup {
   problems: { file: string; problem: string }[];
   /** Bytes read back. */
   bytes: number;
-  /** The files as stored, when `keep` was asked and every one is sound. */
+  /** The files as stored that were asked to be kept, when every file is sound. */
   files?: Map<string, Uint8Array>;
 }
 
-/** Reads the whole backup back and checks every file's size and SHA-256 against the manifest. */
-export async function verifyBackup(io: TargetIo, id: string, keep = false): Promise<VerifiedBackup> {
+/** What a verify pass does besides checking digests: files to keep whole (small ones), and taps on the bytes of others. */
+export interface VerifyOptions {
+  /** true: every file (small backups only); or the names to keep. */
+  keep?: boolean | readonly string[];
+  /** Called with the manifest before any file is read: the bytes of each file as they are read go to its tap, if any. */
+  tap?: (m: BackupManifest, entry: BackupFile) => ((chunk: Uint8Array) => void) | undefined;
+}
+
+/**
+ * Reads the whole backup back, streamed (a file is never held whole unless kept), and checks every
+ * file's size and SHA-256 against the manifest.
+ */
+export async function verifyBackup(io: TargetIo, id: string, options: boolean | VerifyOptions = false): Promise<VerifiedBackup> {
+  const o: VerifyOptions = typeof options === 'boolean' ? { keep: options } : options;
   if (!backupIdPattern.test(id)) return { id, ok: false, problems: [{ file: id, problem: 'not a backup id (YYYYMMDDTHHMMSSZ-INDEX)' }], bytes: 0 };
   if (!(await io.list()).includes(id)) return { id, ok: false, problems: [{ file: id, problem: `no such backup on ${io.where}` }], bytes: 0 };
   const listed = await readManifest(io, id);
   if (listed.manifest === undefined) return { id, ok: false, problems: [{ file: `${id}/${manifestName}`, problem: listed.problem ?? 'unreadable' }], bytes: 0 };
+  const m = listed.manifest;
   const problems: { file: string; problem: string }[] = [];
   const files = new Map<string, Uint8Array>();
   let bytes = 0;
-  for (const entry of listed.manifest.files) {
-    let stored: Uint8Array | undefined;
-    try {
-      stored = await io.readFile(id, entry.name, Math.min(backupFileBytesMax, entry.bytes));
-    } catch (err) {
-      problems.push({ file: `${id}/${entry.name}`, problem: (err as Error).message });
-      continue;
-    }
-    bytes += stored?.length ?? 0;
-    const problem = fileProblem(entry, stored);
-    if (problem !== undefined) problems.push({ file: `${id}/${entry.name}`, problem });
-    else if (keep && stored !== undefined) files.set(entry.name, stored);
+  for (const entry of m.files) {
+    const keep = o.keep === true || (Array.isArray(o.keep) && o.keep.includes(entry.name));
+    const r = await checkFile(io, id, entry, keep, o.tap?.(m, entry));
+    bytes += r.bytes;
+    if (r.problem !== undefined) problems.push({ file: `${id}/${entry.name}`, problem: r.problem });
+    else if (r.kept !== undefined) files.set(entry.name, r.kept);
   }
   const ok = problems.length === 0;
-  return { id, ok, manifest: listed.manifest, problems, bytes, ...(keep && ok ? { files } : {}) };
+  const kept = o.keep !== undefined && o.keep !== false;
+  return { id, ok, manifest: m, problems, bytes, ...(kept && ok ? { files } : {}) };
+}
+
+/** One file read as it flows: its size and digest against `entry`, kept whole when asked, each chunk to `tap`. */
+async function checkFile(io: TargetIo, id: string, entry: BackupFile, keep: boolean, tap: ((chunk: Uint8Array) => void) | undefined): Promise<{ bytes: number; problem?: string; kept?: Uint8Array }> {
+  let got = 0;
+  const hash = createHash('sha256');
+  const parts: Buffer[] = [];
+  try {
+    const body = await io.readStream(id, entry.name, Math.min(backupFileBytesMax, entry.bytes));
+    if (body === undefined) return { bytes: 0, problem: 'missing' };
+    for await (const chunk of body) {
+      got += chunk.length;
+      // Longer than the manifest says: the rest is not read (a file's size is known by then).
+      if (got > entry.bytes) return { bytes: got, problem: `more than the ${entry.bytes} bytes the manifest says` };
+      hash.update(chunk);
+      if (keep) parts.push(Buffer.from(chunk));
+      tap?.(chunk);
+    }
+  } catch (err) {
+    return { bytes: got, problem: (err as Error).message };
+  }
+  if (got !== entry.bytes) return { bytes: got, problem: `${got} bytes, the manifest says ${entry.bytes}` };
+  const digest = hash.digest('hex');
+  if (digest !== entry.sha256) return { bytes: got, problem: `sha256 ${digest.slice(0, 16)}..., the manifest says ${entry.sha256.slice(0, 16)}...` };
+  return { bytes: got, ...(keep ? { kept: Buffer.concat(parts) } : {}) };
 }
 
 /**

@@ -127,12 +127,21 @@ export function signV4(req: { method: string; host: string; key: string; query: 
   };
 }
 
-interface S3Answer { status: number; body: Buffer }
+interface S3Answer { status: number; body: Buffer; etag?: string }
+
+/**
+ * Bytes per part of a multipart upload (a streamed file larger than one part): the one part held
+ * in memory at a time, and what S3 signs (each part's SHA-256). S3's minimum part is 5 MiB and its
+ * maximum count 10,000: 50 GiB a file, far above the 2 GiB cap of a backup's file.
+ */
+export const s3PartBytes = 5 * 1024 * 1024 + 64 * 1024;
+/** A CompleteMultipartUpload answer's body is a few hundred bytes; an error document a few KiB. */
+const answerBytesMax = 1024 * 1024;
 
 export class S3TargetIo implements TargetIo {
   readonly where: string;
   readonly renames = false as const;
-  constructor(private readonly loc: S3Location, private readonly cred: S3Credentials, private readonly now: () => Date = () => new Date()) {
+  constructor(private readonly loc: S3Location, private readonly cred: S3Credentials, private readonly now: () => Date = () => new Date(), private readonly partBytes = s3PartBytes) {
     this.where = s3Url(loc);
   }
 
@@ -144,48 +153,57 @@ export class S3TargetIo implements TargetIo {
     return [this.loc.prefix, dir ?? ''].filter((p) => p !== '').map((p) => `${p}/`).join('');
   }
 
-  /** One request; `bytesMax` refuses a larger answer (by its Content-Length) unread. Errors other than `accept` throw S3Error. */
-  private send(method: string, key: string, query: Record<string, string>, what: string, opts: { body?: Uint8Array; accept?: number[]; bytesMax?: number } = {}): Promise<S3Answer> {
-    const body = opts.body ?? new Uint8Array(0);
+  /** One signed request; resolves with the answer's head, its body unread. */
+  private request(method: string, key: string, query: Record<string, string>, what: string, body: Uint8Array): Promise<IncomingMessage> {
     const signed = signV4({ method, host: this.loc.host, key, query, body }, this.cred, this.now());
     const u = new URL(`${this.loc.protocol}//${this.loc.host}`);
     const doRequest = this.loc.protocol === 'https:' ? httpsRequest : httpRequest;
-    return new Promise<S3Answer>((resolve, reject) => {
+    return new Promise<IncomingMessage>((resolve, reject) => {
       const r = doRequest({
         method, hostname: u.hostname.replace(/^\[|\]$/g, ''), port: u.port === '' ? undefined : Number(u.port), path: signed.path,
         headers: { ...signed.headers, 'content-length': String(body.length) }, timeout: requestTimeoutMs,
         ...(this.loc.protocol === 'https:' && this.cred.ca !== undefined ? { ca: this.cred.ca } : {}),
-      }, (res: IncomingMessage) => {
-        const status = res.statusCode ?? 0;
-        const length = Number(res.headers['content-length'] ?? NaN);
-        const ok = (status >= 200 && status < 300) || (opts.accept ?? []).includes(status);
-        if (ok && opts.bytesMax !== undefined && Number.isFinite(length) && length > opts.bytesMax) {
-          res.destroy();
-          reject(new Error(`${what}: it is ${length} bytes, more than the ${opts.bytesMax} expected`));
-          return;
-        }
-        const chunks: Buffer[] = [];
-        let got = 0;
-        res.on('data', (c: Buffer) => {
-          got += c.length;
-          if (ok && opts.bytesMax !== undefined && got > opts.bytesMax) {
-            res.destroy(new Error(`${what}: more than the ${opts.bytesMax} bytes expected`));
-            return;
-          }
-          chunks.push(c);
-        });
-        res.on('error', (err) => reject(err));
-        res.on('end', () => {
-          const out = Buffer.concat(chunks);
-          if (ok) return resolve({ status, body: out });
-          const xml = out.toString('utf8');
-          reject(new S3Error(status, xmlOne(xml, 'Code') ?? `HTTP${status}`, xmlOne(xml, 'Message') ?? (res.statusMessage ?? 'no message'), what));
-        });
-      });
+      }, resolve);
       r.on('timeout', () => r.destroy(new Error(`${what}: no answer from ${this.where} in ${requestTimeoutMs / 1000} s`)));
       r.on('error', (err) => reject(new Error(`${what}: cannot reach ${this.where}: ${err.message}`)));
       r.end(Buffer.from(body.buffer, body.byteOffset, body.length));
     });
+  }
+
+  /** The answer's body whole, at most `bytesMax` (by its Content-Length first, unread). */
+  private async collect(res: IncomingMessage, what: string, bytesMax: number): Promise<Buffer> {
+    const length = Number(res.headers['content-length'] ?? NaN);
+    if (Number.isFinite(length) && length > bytesMax) {
+      res.destroy();
+      throw new Error(`${what}: it is ${length} bytes, more than the ${bytesMax} expected`);
+    }
+    const chunks: Buffer[] = [];
+    let got = 0;
+    for await (const c of res) {
+      got += (c as Buffer).length;
+      if (got > bytesMax) {
+        res.destroy();
+        throw new Error(`${what}: more than the ${bytesMax} bytes expected`);
+      }
+      chunks.push(c as Buffer);
+    }
+    return Buffer.concat(chunks);
+  }
+
+  private static refusal(status: number, body: Buffer, statusMessage: string | undefined, what: string): S3Error {
+    const xml = body.toString('utf8');
+    return new S3Error(status, xmlOne(xml, 'Code') ?? `HTTP${status}`, xmlOne(xml, 'Message') ?? (statusMessage ?? 'no message'), what);
+  }
+
+  /** One request; `bytesMax` refuses a larger answer (by its Content-Length) unread. Errors other than `accept` throw S3Error. */
+  private async send(method: string, key: string, query: Record<string, string>, what: string, opts: { body?: Uint8Array; accept?: number[]; bytesMax?: number } = {}): Promise<S3Answer> {
+    const res = await this.request(method, key, query, what, opts.body ?? new Uint8Array(0));
+    const status = res.statusCode ?? 0;
+    const ok = (status >= 200 && status < 300) || (opts.accept ?? []).includes(status);
+    const body = await this.collect(res, what, ok && opts.bytesMax !== undefined ? opts.bytesMax : Math.max(answerBytesMax, opts.bytesMax ?? 0));
+    if (!ok) throw S3TargetIo.refusal(status, body, res.statusMessage, what);
+    const etag = res.headers.etag;
+    return { status, body, ...(typeof etag === 'string' ? { etag } : {}) };
   }
 
   /** Every key (and common prefix with a delimiter) under `prefix`, following continuation tokens. */
@@ -219,6 +237,66 @@ export class S3TargetIo implements TargetIo {
     await this.send('PUT', this.key(dir, name), {}, `writing ${this.where}/${dir}/${name}`, { body: bytes });
   }
 
+  /**
+   * A file as it flows: one PUT when it fits in a part, else a multipart upload, one part in
+   * memory at a time (each part signed with its own SHA-256); a failure aborts the upload, so the
+   * server drops the parts it holds.
+   */
+  async writeStream(dir: string, name: string, body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<void> {
+    const what = `writing ${this.where}/${dir}/${name}`;
+    const key = this.key(dir, name);
+    let part: Buffer[] = [];
+    let partLength = 0;
+    let upload: { id: string; etags: string[] } | undefined;
+    try {
+      for await (const chunk of body) {
+        for (let at = 0; at < chunk.length;) {
+          const n = Math.min(chunk.length - at, this.partBytes - partLength);
+          part.push(Buffer.from(chunk.buffer, chunk.byteOffset + at, n));
+          partLength += n;
+          at += n;
+          if (partLength < this.partBytes) continue;
+          upload ??= { id: await this.startUpload(key, what), etags: [] };
+          await this.uploadPart(key, upload, Buffer.concat(part), what);
+          part = [];
+          partLength = 0;
+        }
+      }
+      if (upload === undefined) {
+        await this.send('PUT', key, {}, what, { body: Buffer.concat(part) });
+        return;
+      }
+      if (partLength > 0) await this.uploadPart(key, upload, Buffer.concat(part), what);
+      await this.completeUpload(key, upload, what);
+    } catch (err) {
+      if (upload !== undefined) await this.send('DELETE', key, { uploadId: upload.id }, `${what}: aborting its upload`, { accept: [404] }).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  private async startUpload(key: string, what: string): Promise<string> {
+    const a = await this.send('POST', key, { uploads: '' }, `${what}: starting a multipart upload`);
+    const id = xmlOne(a.body.toString('utf8'), 'UploadId');
+    if (id === undefined || id === '') throw new Error(`${what}: the server answered no UploadId to a multipart upload`);
+    return id;
+  }
+
+  private async uploadPart(key: string, upload: { id: string; etags: string[] }, bytes: Buffer, what: string): Promise<void> {
+    const n = upload.etags.length + 1;
+    const a = await this.send('PUT', key, { partNumber: String(n), uploadId: upload.id }, `${what}: part ${n}`, { body: bytes });
+    if (a.etag === undefined) throw new Error(`${what}: the server answered no ETag for part ${n}`);
+    upload.etags.push(a.etag);
+  }
+
+  private async completeUpload(key: string, upload: { id: string; etags: string[] }, what: string): Promise<void> {
+    const esc = (t: string): string => t.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+    const xml = `<CompleteMultipartUpload>${upload.etags.map((e, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${esc(e)}</ETag></Part>`).join('')}</CompleteMultipartUpload>`;
+    const a = await this.send('POST', key, { uploadId: upload.id }, `${what}: completing its multipart upload`, { body: Buffer.from(xml) });
+    // S3 may answer 200 and still fail the completion, with an <Error> document as the body.
+    const answer = a.body.toString('utf8');
+    if (/<Error>/.test(answer)) throw S3TargetIo.refusal(a.status, a.body, undefined, `${what}: completing its multipart upload`);
+  }
+
   async readFile(dir: string, name: string, bytesMax: number): Promise<Uint8Array | undefined> {
     const a = await this.send('GET', this.key(dir, name), {}, `reading ${this.where}/${dir}/${name}`, { accept: [404], bytesMax });
     if (a.status === 404) {
@@ -227,6 +305,34 @@ export class S3TargetIo implements TargetIo {
       return undefined;
     }
     return a.body;
+  }
+
+  async readStream(dir: string, name: string, bytesMax: number): Promise<AsyncIterable<Uint8Array> | undefined> {
+    const what = `reading ${this.where}/${dir}/${name}`;
+    const res = await this.request('GET', this.key(dir, name), {}, what, new Uint8Array(0));
+    const status = res.statusCode ?? 0;
+    if (status === 404 || status < 200 || status >= 300) {
+      const body = await this.collect(res, what, answerBytesMax);
+      const code = xmlOne(body.toString('utf8'), 'Code');
+      if (status === 404 && (code === undefined || code === 'NoSuchKey')) return undefined;
+      throw S3TargetIo.refusal(status, body, res.statusMessage, what);
+    }
+    const length = Number(res.headers['content-length'] ?? NaN);
+    if (Number.isFinite(length) && length > bytesMax) {
+      res.destroy();
+      throw new Error(`${what}: it is ${length} bytes, more than the ${bytesMax} expected`);
+    }
+    return (async function* bounded(): AsyncGenerator<Uint8Array> {
+      let got = 0;
+      for await (const c of res) {
+        got += (c as Buffer).length;
+        if (got > bytesMax) {
+          res.destroy();
+          throw new Error(`${what}: more than the ${bytesMax} bytes expected`);
+        }
+        yield c as Buffer;
+      }
+    })();
   }
 
   async renameDir(from: string): Promise<void> {

@@ -4,7 +4,8 @@
 // returns: synced (fsync, or OpenSSH's fsync@openssh.com over SFTP), and the directory synced
 // after a rename where the filesystem allows it.
 
-import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { mkdir, open, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Client, SFTPWrapper } from 'ssh2';
 
@@ -21,6 +22,13 @@ export interface TargetIo {
   writeFile(dir: string, name: string, bytes: Uint8Array): Promise<void>;
   /** The bytes of `dir/name`, undefined when it is absent; throws when it is larger than `bytesMax`. */
   readFile(dir: string, name: string, bytesMax: number): Promise<Uint8Array | undefined>;
+  /**
+   * Writes `dir/name` from `body` as it flows (a few chunks in memory at a time), synced; a
+   * failure of `body` fails the write (the file is left within `dir`, which the caller removes).
+   */
+  writeStream(dir: string, name: string, body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<void>;
+  /** The bytes of `dir/name` as they are read, undefined when it is absent; throws when it is larger than `bytesMax`. */
+  readStream(dir: string, name: string, bytesMax: number): Promise<AsyncIterable<Uint8Array> | undefined>;
   /** Renames the directory `from` to `to` (both under the root); `to` must not exist. */
   renameDir(from: string, to: string): Promise<void>;
   /** Removes `dir` and the files in it (no deeper). */
@@ -38,6 +46,16 @@ async function syncPath(p: string): Promise<void> {
     await fh.close();
   }
 }
+
+async function writeAll(fh: FileHandle, bytes: Uint8Array): Promise<void> {
+  for (let at = 0; at < bytes.length;) {
+    const { bytesWritten } = await fh.write(bytes, at, bytes.length - at);
+    at += bytesWritten;
+  }
+}
+
+/** Bytes read per chunk of a streamed read (ssh2 splits an SFTP read into what the server takes). */
+const readChunkBytes = 256 * 1024;
 
 /** A directory on this machine. */
 export class DirTargetIo implements TargetIo {
@@ -61,13 +79,30 @@ export class DirTargetIo implements TargetIo {
   }
 
   async writeFile(dir: string, name: string, bytes: Uint8Array): Promise<void> {
+    await this.writeStream(dir, name, [bytes]);
+  }
+
+  async writeStream(dir: string, name: string, body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<void> {
     const fh = await open(path.join(this.root, dir, name), 'wx', 0o600);
     try {
-      await fh.write(bytes);
+      for await (const chunk of body) await writeAll(fh, chunk);
       await fh.sync();
     } finally {
       await fh.close();
     }
+  }
+
+  async readStream(dir: string, name: string, bytesMax: number): Promise<AsyncIterable<Uint8Array> | undefined> {
+    const file = path.join(this.root, dir, name);
+    let size: number;
+    try {
+      size = (await stat(file)).size;
+    } catch (err) {
+      if (isMissing(err)) return undefined;
+      throw err;
+    }
+    if (size > bytesMax) throw new Error(`${file} is ${size} bytes, more than the ${bytesMax} expected`);
+    return createReadStream(file, { highWaterMark: readChunkBytes });
   }
 
   async readFile(dir: string, name: string, bytesMax: number): Promise<Uint8Array | undefined> {
@@ -180,15 +215,65 @@ export class SftpTargetIo implements TargetIo {
   }
 
   async writeFile(dir: string, name: string, bytes: Uint8Array): Promise<void> {
+    await this.writeStream(dir, name, [bytes]);
+  }
+
+  async writeStream(dir: string, name: string, body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<void> {
     const file = this.p(dir, name);
     const handle = await sftpCall<Buffer>(`opening ${file}`, (cb) => this.sftp.open(file, 'wx', 0o600, cb));
     try {
-      const chunk = 32 * 1024;
-      for (let at = 0; at < bytes.length; at += chunk) {
-        const part = Buffer.from(bytes.buffer, bytes.byteOffset + at, Math.min(chunk, bytes.length - at));
-        await sftpCall<void>(`writing ${file}`, (cb) => this.sftp.write(handle, part, 0, part.length, at, cb));
+      let at = 0;
+      for await (const chunk of body) {
+        await this.writeAt(handle, file, chunk, at);
+        at += chunk.length;
       }
       await sftpCall<void>(`syncing ${file}`, (cb) => this.sftp.ext_openssh_fsync(handle, cb));
+    } finally {
+      await sftpCall<void>(`closing ${file}`, (cb) => this.sftp.close(handle, cb));
+    }
+  }
+
+  /** `bytes` at `offset`, in pieces of 32 KiB (what OpenSSH's sftp-server takes per request), a few in flight at once. */
+  private async writeAt(handle: Buffer, file: string, bytes: Uint8Array, offset: number): Promise<void> {
+    const piece = 32 * 1024;
+    const inFlightMax = 8;
+    const pending: Promise<void>[] = [];
+    for (let at = 0; at < bytes.length; at += piece) {
+      const part = Buffer.from(bytes.buffer, bytes.byteOffset + at, Math.min(piece, bytes.length - at));
+      pending.push(sftpCall<void>(`writing ${file}`, (cb) => this.sftp.write(handle, part, 0, part.length, offset + at, cb)));
+      if (pending.length >= inFlightMax) await Promise.all(pending.splice(0));
+    }
+    await Promise.all(pending);
+  }
+
+  async readStream(dir: string, name: string, bytesMax: number): Promise<AsyncIterable<Uint8Array> | undefined> {
+    const file = this.p(dir, name);
+    let size: number;
+    try {
+      size = (await sftpCall<{ size: number }>(`reading ${file}`, (cb) => this.sftp.stat(file, cb))).size;
+    } catch (err) {
+      if (/No such file/i.test((err as Error).message)) return undefined;
+      throw err;
+    }
+    if (size > bytesMax) throw new Error(`${file} is ${size} bytes, more than the ${bytesMax} expected`);
+    return this.readPieces(file);
+  }
+
+  /**
+   * The file read piece by piece, its handle closed (and the close answered) before the last piece
+   * is handed out or on any early stop: not ssh2's ReadStream, whose close may still be in flight
+   * when the connection ends, and then fails with an error nobody listens to.
+   */
+  private async *readPieces(file: string): AsyncGenerator<Uint8Array> {
+    const handle = await sftpCall<Buffer>(`opening ${file}`, (cb) => this.sftp.open(file, 'r', cb));
+    try {
+      for (let at = 0; ;) {
+        const buf = Buffer.allocUnsafe(readChunkBytes);
+        const n = await sftpCall<number>(`reading ${file}`, (cb) => this.sftp.read(handle, buf, 0, buf.length, at, (err, bytesRead) => cb(err, bytesRead)));
+        if (n === 0) return;
+        at += n;
+        yield buf.subarray(0, n);
+      }
     } finally {
       await sftpCall<void>(`closing ${file}`, (cb) => this.sftp.close(handle, cb));
     }
