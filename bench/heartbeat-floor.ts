@@ -15,7 +15,9 @@ import { fork } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { build } from 'esbuild';
 import { createCa, issueNodeCert } from '../src/security/index.ts';
 import type { Message } from '../src/raft/types.ts';
 import { WsTransport } from '../transport/ws-transport.ts';
@@ -79,7 +81,17 @@ async function child(role: Role): Promise<void> {
   await t?.close();
 }
 
-async function runMode(mode: Role['mode'], seconds: number): Promise<Report[]> {
+/**
+ * This file bundled for plain `node`: the processes measured run without tsx, whose loader
+ * thread would be counted in their CPU (in `node_modules/.cache`, where `ws` resolves).
+ */
+async function bundleSelf(): Promise<string> {
+  const outfile = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'node_modules', '.cache', 'shoal-heartbeat-floor.mjs');
+  await build({ entryPoints: [fileURLToPath(import.meta.url)], bundle: true, platform: 'node', format: 'esm', target: 'node20', outfile, packages: 'external', logLevel: 'error' });
+  return outfile;
+}
+
+async function runMode(mode: Role['mode'], seconds: number, script: string): Promise<Report[]> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'shoal-floor-'));
   try {
     if (mode === 'transport') {
@@ -88,7 +100,7 @@ async function runMode(mode: Role['mode'], seconds: number): Promise<Report[]> {
       for (const id of ids) nodes[id] = await issueNodeCert(ca, id, { hosts: ['127.0.0.1'] });
       writeFileSync(path.join(dir, 'pki.json'), JSON.stringify({ ca: ca.certPem, nodes }));
     }
-    const children = ids.map((id, index) => fork(process.argv[1] ?? '', ['--child', JSON.stringify({ id, index, dir, mode, seconds } satisfies Role)], { execArgv: process.execArgv }));
+    const children = ids.map((id, index) => fork(script, ['--child', JSON.stringify({ id, index, dir, mode, seconds } satisfies Role)], { execArgv: [] }));
     await Promise.all(children.map((c) => new Promise<void>((resolve, reject) => c.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`child exited ${String(code)}`)))))));
     return ids.map((id) => JSON.parse(readFileSync(path.join(dir, `${id}.report.json`), 'utf8')) as Report);
   } finally {
@@ -109,14 +121,15 @@ async function main(): Promise<void> {
   if (v.child !== undefined) return child(JSON.parse(v.child) as Role);
   const seconds = Number(v.seconds);
   if (!Number.isInteger(seconds) || seconds < 5) throw new Error('--seconds must be a whole number of at least 5');
-  const transport = await runMode('transport', seconds);
-  const bare = await runMode('bare', seconds);
+  const script = await bundleSelf();
+  const transport = await runMode('transport', seconds, script);
+  const bare = await runMode('bare', seconds, script);
   const text = [
     '## The floor of an idle node\'s CPU: the peer transport and a 100 ms tick alone (issue 45)',
     '',
     `\`npx tsx bench/heartbeat-floor.ts --seconds ${seconds}${v.write ? ' --write' : ''}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC; ${os.cpus().length} cores, Node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' / ')}. `
       + 'Three processes with shoal\'s peer transport only (WebSocket over mutual TLS 1.3, msgpack, its 1 s pings) and a 100 ms interval; n1 sends a heartbeat to n2 and n3 at each tick and they answer, as an idle cluster does with `raft.heartbeatIntervalMs` 100; then three processes with the interval alone. '
-      + `CPU over ${seconds} s after a settle of 5 s (user + system of the process, run through tsx).`,
+      + `CPU over ${seconds} s after a settle of 5 s (user + system of the process; the processes run this file bundled, with plain \`node\`).`,
     '',
     table([...transport, ...bare]),
   ].join('\n');
