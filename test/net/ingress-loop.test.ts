@@ -1,6 +1,6 @@
 // The routing mesh's loop against a real document store (net/ingress-loop.ts): which tasks are
 // backends (running, healthy when checked, reported under the node's current epoch, on a node
-// not down), this node's SNAT address (its gateway of the ingress network), the publish rules
+// not down; those on a suspect node said), this node's SNAT address (its gateway of the ingress network), the publish rules
 // when the firewall is on; applies on start and on change, never replaces a newer table, keeps
 // the table in force when an apply fails. And the applier's reading of `nft -j` and what a new
 // table removes (net/ingress.ts).
@@ -83,6 +83,15 @@ describe('ingressRenderInput', () => {
     expect(input.subnets).toEqual(['10.255.0.0/16']);
     expect(ingressRenderInput(cluster(), 'n2', 7, false).address).toBe('10.255.1.1');
     expect(ingressRenderInput(cluster(), 'n9', 7, false).address).toBeNull();
+  });
+
+  it('says which backends are on a node the leader holds suspect', () => {
+    const store = cluster();
+    expect(ingressRenderInput(store, 'n1', 7, false).services.find((s) => s.name === 'web')?.suspect).toEqual([]);
+    const n1 = store.get(nodesCollection, 'n1')?.doc as JsonObject;
+    put(store, nodesCollection, 'n1', { ...n1, state: 'suspect' });
+    const input = ingressRenderInput(store, 'n2', 7, false);
+    expect(input.services.map((s) => [s.name, s.backends, s.suspect])).toEqual(expect.arrayContaining([['web', ['10.255.0.2'], ['10.255.0.2']], ['api', ['10.255.0.4'], ['10.255.0.4']]]));
   });
 
   it('with the firewall on, opens the ingress ports a publish rule opens on this node', () => {
