@@ -183,7 +183,7 @@ async function backendsNow(lab: OverlayLab, n: LabNode): Promise<string[] | null
  * leaves n1's table, and the spans in which n1 did not have the VIP (a VIP blink fails every
  * request, whatever task it would go to).
  */
-async function watch(lab: OverlayLab, victim: LabNode, victimAddress: string, vip: string, t0: number, endAt: number): Promise<Pick<Round, 'suspectMs' | 'downMs' | 'leftTableMs' | 'vipOff' | 'slow'>> {
+async function watch(lab: OverlayLab, victim: LabNode, victimAddress: string, vip: string, endAt: number, t0: () => number): Promise<Pick<Round, 'suspectMs' | 'downMs' | 'leftTableMs' | 'vipOff' | 'slow'>> {
   const n1 = lab.nodes[0] as LabNode;
   let suspectMs = Number.NaN;
   let downMs = Number.NaN;
@@ -195,28 +195,30 @@ async function watch(lab: OverlayLab, victim: LabNode, victimAddress: string, vi
     const tick = Date.now();
     for (const c of descendants(n1.proc?.pid ?? 0).filter((x) => /^(\S*\/)?(nft|iptables|conntrack|ip) /.test(x))) {
       const seen = commands.get(c);
-      if (seen === undefined) commands.set(c, [tick - t0, tick - t0]);
-      else seen[1] = tick - t0;
+      if (seen === undefined) commands.set(c, [tick, tick]);
+      else seen[1] = tick;
     }
     const [nodes, table, holders] = await Promise.all([
       call(n1.api, '/v1/nodes?consistency=stale', { timeoutMs: 2_000 }),
       backendsNow(lab, n1),
       vipHolders(lab.mesh.lab, [1], vip),
     ]);
-    const now = Date.now() - t0;
+    const now = Date.now();
     const state = nodes.kind === 'answer' ? (nodes.body as { items?: Array<{ id: string; record: { state: string } }> }).items?.find((i) => i.id === victim.id)?.record.state : undefined;
-    if (Number.isNaN(suspectMs) && (state === 'suspect' || state === 'down')) suspectMs = now;
-    if (Number.isNaN(downMs) && state === 'down') downMs = now;
-    if (Number.isNaN(leftTableMs) && table !== null && !table.includes(victimAddress)) leftTableMs = now;
+    const killed = t0() > 0;
+    if (killed && Number.isNaN(suspectMs) && (state === 'suspect' || state === 'down')) suspectMs = now;
+    if (killed && Number.isNaN(downMs) && state === 'down') downMs = now;
+    if (killed && Number.isNaN(leftTableMs) && table !== null && !table.includes(victimAddress)) leftTableMs = now;
     if (holders.length === 0) {
       const last = vipOff.at(-1);
-      if (last !== undefined && last[1] >= tick - t0 - 100) last[1] = now;
-      else vipOff.push([tick - t0, now]);
+      if (last !== undefined && last[1] >= tick - 100) last[1] = now;
+      else vipOff.push([tick, now]);
     }
     await sleep(Math.max(0, 50 - (Date.now() - tick)));
   }
-  const slow = [...commands].filter(([, [a, b]]) => b - a >= 300).map(([c, [a, b]]) => `${a}..${b} ms: ${c.slice(0, 160)}`);
-  return { suspectMs, downMs, leftTableMs, vipOff, slow };
+  const z = t0();
+  const slow = [...commands].filter(([, [a, b]]) => b - a >= 300).map(([c, [a, b]]) => `${a - z}..${b - z} ms: ${c.slice(0, 160)}`);
+  return { suspectMs: suspectMs - z, downMs: downMs - z, leftTableMs: leftTableMs - z, vipOff: vipOff.map(([a, b]) => [a - z, b - z]), slow };
 }
 
 /** The programs running under a process (its descendants), as `name args`, read from /proc. */
@@ -268,12 +270,16 @@ async function round(i: number): Promise<Round> {
     const killAt = Date.now() + 4_000;
     let held: Map<number, string> | undefined;
     const client = startClient(lab, vip, killAt, (ports) => { held = heldBackends(lab, n1, lab.mesh.lab.ip(4), ports); });
+    let t0 = 0;
+    const watching = watch(lab, n3, victimAddress, vip, killAt + afterKillMs + 1_000, () => t0);
     await sleep(Math.max(0, killAt - Date.now()));
-    const t0 = await lab.death(n3);
-    const watched = await watch(lab, n3, victimAddress, vip, t0, killAt + afterKillMs + 1_000);
+    t0 = await lab.death(n3);
+    const polled = await watching;
     const out = await client;
     const logged = fromLog(path.join(runDir, 'n1.log'), n3.id, t0);
-    const tableNow = lab.mesh.exec(n1, ['nft', '-j', 'list', 'chain', 'ip', 'shoal-ingress', 'applied'], 5_000).stdout.match(/term \d+ revision \d+/)?.[0] ?? '?';
+    // The leader's own log times where it has them (polling adds up to a tick and an API call).
+    const watched = { ...polled, suspectMs: Number.isNaN(logged.suspectMs) ? polled.suspectMs : logged.suspectMs, downMs: Number.isNaN(logged.downMs) ? polled.downMs : logged.downMs };
+    const tableNow = lab.mesh.exec(n1, ['nft', '-j', 'list', 'chain', 'ip', 'shoal-ingress', 'applied'], 5_000).stdout.match(/term=\d+ revision=\d+/)?.[0] ?? '?';
     console.log(`n1's commands running >= 300 ms:\n  ${watched.slow.join('\n  ')}`);
     console.log(`n1's log: suspect ${logged.suspectMs} ms, down ${logged.downMs} ms; n1's table now: ${tableNow}; ingress lines after the kill:\n  ${logged.applies.join('\n  ')}`);
     const rel = <T extends { at?: number; wroteAt?: number; end?: number }>(x: T): T => ({ ...x, ...(x.at !== undefined ? { at: x.at - t0 } : {}), ...(x.wroteAt !== undefined ? { wroteAt: x.wroteAt - t0 } : {}), ...(x.end !== undefined ? { end: x.end - t0 } : {}) });
@@ -282,8 +288,8 @@ async function round(i: number): Promise<Round> {
       return { ...rel(c), on: backend === undefined ? '?' as const : backend === victimAddress ? 'dead' as const : 'live' as const };
     });
     const raw = path.join(os.tmpdir(), `shoal-vip-task-loss-round-${i}.json`);
-    writeFileSync(raw, JSON.stringify({ t0, killAt, ...watched, logged, victimAddress, whoNode: [...whoNode], reqs: out.reqs, conns: out.conns, held: [...(held ?? [])] }));
-    console.log(`round ${i}: lab in ${runDir}, raw data in ${raw}; suspect ${watched.suspectMs} ms, down ${watched.downMs} ms, left n1's table ${watched.leftTableMs} ms`);
+    writeFileSync(raw, JSON.stringify({ t0, killAt, ...watched, polled, logged, victimAddress, whoNode: [...whoNode], reqs: out.reqs, conns: out.conns, held: [...(held ?? [])] }));
+    console.log(`round ${i}: lab in ${runDir}, raw data in ${raw}; suspect ${watched.suspectMs} ms, down ${watched.downMs} ms (polled: ${polled.suspectMs}, ${polled.downMs}), left n1's table ${watched.leftTableMs} ms; n1 without the VIP: ${JSON.stringify(watched.vipOff)}`);
     return { ...watched, reqs: out.reqs.map(rel), conns, whoNode, victim: n3.name };
   } finally {
     await lab.destroy();
@@ -296,22 +302,26 @@ function fmt(n: number): string {
 
 interface Summary {
   sent: number; failed: number; firstFail: number; lastFail: number; beforeKill: number; afterSuspect: number; afterDown: number;
+  /** Failed requests sent while n1 lacked the VIP (from 150 ms before a blink was seen to its end): the VIP's, not the task's. */
+  inBlink: number;
   errors: string; inFlight: string; answeredByVictimAfter: number; lastVictimSent: number;
 }
 
 function summarize(r: Round): Summary {
-  const failed = r.reqs.filter((q) => !q.ok).sort((a, b) => a.at - b.at);
+  const blink = (at: number): boolean => r.vipOff.some(([a, b]) => at >= a - 150 && at <= b + 50);
+  const all = r.reqs.filter((q) => !q.ok).sort((a, b) => a.at - b.at);
+  const failed = all.filter((q) => !blink(q.at));
   const errors = new Map<string, number>();
   for (const q of failed) errors.set(q.error ?? '?', (errors.get(q.error ?? '?') ?? 0) + 1);
   const inFlight = r.reqs.filter((q) => q.at < 0 && q.end > 0);
   const victimAnswers = r.reqs.filter((q) => q.ok && r.whoNode.get(q.who ?? '') === r.victim);
   return {
-    sent: r.reqs.length, failed: failed.length,
+    sent: r.reqs.length, failed: all.length, inBlink: all.length - failed.length,
     firstFail: failed[0]?.at ?? Number.NaN, lastFail: failed.at(-1)?.at ?? Number.NaN,
     beforeKill: failed.filter((q) => q.at < 0).length,
     afterSuspect: failed.filter((q) => q.at > r.suspectMs + slackMs).length,
     afterDown: failed.filter((q) => q.at > r.downMs + slackMs).length,
-    errors: [...errors].map(([e, n]) => `${n} ${e}`).join(', ') || '-',
+    errors: [...errors].map(([e, n]) => `${n} ${e}`).join(', ') || 'none',
     inFlight: inFlight.length === 0 ? 'none' : `${inFlight.filter((q) => q.ok).length} of ${inFlight.length} answered`,
     answeredByVictimAfter: victimAnswers.filter((q) => q.at >= 0).length,
     lastVictimSent: victimAnswers.at(-1)?.at ?? Number.NaN,
@@ -334,14 +344,20 @@ async function main(): Promise<void> {
   const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, write: { type: 'boolean', default: false } } });
   const rounds: Round[] = [];
   for (let i = 1; i <= Number(values.rounds); i++) {
-    const r = await round(i);
+    let r: Round;
+    try {
+      r = await round(i);
+    } catch (err) {
+      console.log(`round ${i} failed, left out: ${(err as Error).stack ?? String(err)}`);
+      continue;
+    }
     rounds.push(r);
     const s = summarize(r);
-    console.log(`round ${i}: ${s.failed}/${s.sent} failed, sent ${fmt(s.firstFail)}..${fmt(s.lastFail)} ms (${s.errors}); outside [kill, suspect + ${slackMs}]: ${s.beforeKill + s.afterSuspect}; after down + ${slackMs}: ${s.afterDown}; in flight at the kill: ${s.inFlight}`);
+    console.log(`round ${i}: ${s.failed}/${s.sent} failed (${s.inBlink} while n1 lacked the VIP), the others sent ${fmt(s.firstFail)}..${fmt(s.lastFail)} ms (${s.errors}); outside [kill, suspect + ${slackMs}]: ${s.beforeKill + s.afterSuspect}; after down + ${slackMs}: ${s.afterDown}; in flight at the kill: ${s.inFlight}`);
   }
   const rows = rounds.map((r, i) => {
     const s = summarize(r);
-    return `| ${i + 1} | ${s.sent} | ${s.failed} (${s.errors}) | ${fmt(s.firstFail)} to ${fmt(s.lastFail)} | ${fmt(r.suspectMs)} | ${fmt(r.downMs)} | ${fmt(r.leftTableMs)} | ${s.beforeKill} / ${s.afterSuspect} / ${s.afterDown} | ${s.inFlight} |`;
+    return `| ${i + 1} | ${s.sent} | ${s.failed} | ${s.inBlink} | ${s.failed - s.inBlink} (${s.errors}) | ${fmt(s.firstFail)} to ${fmt(s.lastFail)} | ${fmt(r.suspectMs)} | ${fmt(r.downMs)} | ${fmt(r.leftTableMs)} | ${s.beforeKill} / ${s.afterSuspect} / ${s.afterDown} | ${s.inFlight} |`;
   });
   const heldRows = rounds.map((r, i) => `| ${i + 1} | ${heldCell(r, writeAfterMs[0])} | ${heldCell(r, writeAfterMs[1])} |`);
   const text = [
@@ -351,10 +367,10 @@ async function main(): Promise<void> {
       + 'The overlay lab (three `shoal serve` nodes in namespaces, each with the WireGuard mesh and its own dockerd, the firewall on) and a LAN client; node health at the defaults '
       + `(suspect after ${nodeHealthDefaults.suspectAfterMs} ms of silence, down after ${nodeHealthDefaults.downAfterMs} ms). n1 leads and alone may hold the VIP; a service of 2 replicas kept off n1 (busybox httpd answering its hostname) publishes ${port} in ingress mode, so n1 DNATs VIP:${port} to the task on n2 or n3. `
       + `The client sends a request on a new connection every ${everyMs} ms (${timeoutMs / 1000} s timeout), not waiting for the one before. At t = 0 n3 dies (links down, then its shoal, containers and dockerd SIGKILLed); a fresh lab each round. `
-      + 'Times in ms from the kill; a request\'s time is when it was sent; suspect and down as n1\'s store showed them, polled every 50 ms; "left n1\'s table": n3\'s task no longer in n1\'s ingress `backends` set.',
+      + 'Times in ms from the kill; a request\'s time is when it was sent; suspect and down from the leader\'s (n1\'s) log; polled from n1 every 50 ms: "left n1\'s table" (n3\'s task no longer in n1\'s ingress `backends` set) and whether n1 had the VIP (a failed request sent from 150 ms before a poll that found it missing to the end of that blink counts as the VIP\'s).',
     '',
-    `| round | requests | failed (how) | failed requests sent (ms) | suspect (ms) | down (ms) | left n1's table (ms) | failed before the kill / after suspect + ${slackMs} / after down + ${slackMs} | in flight at the kill |`,
-    '|---|---|---|---|---|---|---|---|---|',
+    `| round | requests | failed | of them while n1 lacked the VIP | the others (how) | the others sent (ms) | suspect (ms) | down (ms) | left n1's table (ms) | the others: before the kill / after suspect + ${slackMs} / after down + ${slackMs} | in flight at the kill |`,
+    '|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
     `Held connections (${holdCount} opened 2 s before the kill and left idle; half written their request ${writeAfterMs[0]} ms after the kill, half ${writeAfterMs[1]} ms after; which task each was on from n1's conntrack):`,
