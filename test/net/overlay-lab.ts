@@ -115,19 +115,19 @@ export class OverlayLab {
    * The node's machine dies: its link goes down at both ends (nothing answers its address any
    * more: no FIN, no RST), then its shoal, its containers (`docker kill`, while its daemon still
    * answers) and every process left in its namespace (wireguard-go, dockerd, containerd and the
-   * shims) are SIGKILLed. Returns when the link went down (Date.now()).
+   * shims) are SIGKILLed. Returns when its bridge port went down (Date.now()): from then on
+   * nothing reaches it. Nothing here blocks the caller's event loop (a bench polls meanwhile).
    */
   async death(n: LabNode): Promise<number> {
+    await runAsync('ip', ['link', 'set', this.mesh.lab.hostVeth(n.slot), 'down']);
     const at = Date.now();
-    for (const args of [['link', 'set', this.mesh.lab.hostVeth(n.slot), 'down'], ['-n', this.mesh.lab.ns(n.slot), 'link', 'set', 'eth0', 'down']]) {
-      const r = spawnSync('ip', args, { encoding: 'utf8' });
-      if (r.status !== 0) throw new Error(`ip ${args.join(' ')}: ${r.stderr.trim()}`);
-    }
+    await runAsync('ip', ['-n', this.mesh.lab.ns(n.slot), 'link', 'set', 'eth0', 'down']);
     await this.mesh.killGroup(n);
     n.proc = undefined;
-    const ids = this.docker(n, ['ps', '-q'], 10_000).stdout.split('\n').filter(Boolean);
-    if (ids.length > 0) this.docker(n, ['kill', ...ids], 30_000);
-    const pids = spawnSync('ip', ['netns', 'pids', this.mesh.lab.ns(n.slot)], { encoding: 'utf8' }).stdout.split(/\s+/).filter(Boolean);
+    const docker = ['-H', `unix://${this.socket(n)}`];
+    const ids = (await runAsync('docker', [...docker, 'ps', '-q'], false)).split('\n').filter(Boolean);
+    if (ids.length > 0) await runAsync('docker', [...docker, 'kill', ...ids], false);
+    const pids = (await runAsync('ip', ['netns', 'pids', this.mesh.lab.ns(n.slot)])).split(/\s+/).filter(Boolean);
     for (const pid of pids) {
       try { process.kill(Number(pid), 'SIGKILL'); } catch { /* gone */ }
     }
@@ -156,6 +156,19 @@ export class OverlayLab {
       removeMounted(path.join(this.mesh.runDir, `docker-${n.name}`));
     }
   }
+}
+
+/** Runs a program to its end without blocking; its stdout. A failure throws when `check`. */
+function runAsync(cmd: string, args: readonly string[], check = true): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const c = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    c.stdout.on('data', (b: Buffer) => { out += b.toString(); });
+    c.stderr.on('data', (b: Buffer) => { err += b.toString(); });
+    c.once('error', reject);
+    c.once('close', (code) => (code === 0 || !check ? resolve(out) : reject(new Error(`${cmd} ${args.join(' ')}: ${err.trim()}`))));
+  });
 }
 
 /** Unmounts what a daemon left mounted under its exec root or data root (its containers' netns
