@@ -15,11 +15,12 @@
 //   - a request loop: every 50 ms a new connection and one GET (1 s timeout), not waiting for the
 //     one before; per request: when sent, answered or failed (and how), which task answered;
 //   - held connections: 8 opened 2 s before the kill and left idle (httpd waits for a request);
-//     half are written their request 0.3 s after the kill (before the node is suspect), half 8 s
-//     after (after it is down); n1's conntrack, read just before the kill, says which task each
+//     half are written their request 0.3 s after the planned kill (before the node is suspect),
+//     half 8 s after (after it is down): the client's schedule, so the first half lands however
+//     late the kill itself runs; n1's conntrack, read just before the kill, says which task each
 //     is on;
 //   - the kill: n3 dies (OverlayLab.death: links down, then its shoal, containers, dockerd and
-//     everything in its namespace SIGKILLed), at t = 0;
+//     everything in its namespace SIGKILLed); t = 0 when its bridge port is down;
 //   - polled every 50 ms from n1: n3's state in n1's store (suspect, down), and whether n3's task
 //     is still in n1's ingress table (`backends` set).
 //
