@@ -69,6 +69,8 @@ interface Round {
   /** Task hostname → node name. */
   whoNode: Map<string, string>;
   victim: string;
+  /** When the kill was planned (ms from t = 0, below zero: it ran late); the client's schedule is from it. */
+  plannedMs: number;
 }
 
 async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 120_000, everyMs = 250): Promise<T> {
@@ -291,7 +293,7 @@ async function round(i: number): Promise<Round> {
     const raw = path.join(os.tmpdir(), `shoal-vip-task-loss-round-${i}.json`);
     writeFileSync(raw, JSON.stringify({ t0, killAt, ...watched, polled, logged, victimAddress, whoNode: [...whoNode], reqs: out.reqs, conns: out.conns, held: [...(held ?? [])] }));
     console.log(`round ${i}: lab in ${runDir}, raw data in ${raw}; suspect ${watched.suspectMs} ms, down ${watched.downMs} ms (polled: ${polled.suspectMs}, ${polled.downMs}), left n1's table ${watched.leftTableMs} ms; n1 without the VIP: ${JSON.stringify(watched.vipOff)}`);
-    return { ...watched, reqs: out.reqs.map(rel), conns, whoNode, victim: n3.name };
+    return { ...watched, reqs: out.reqs.map(rel), conns, whoNode, victim: n3.name, plannedMs: killAt - t0 };
   } finally {
     await lab.destroy();
   }
@@ -329,8 +331,16 @@ function summarize(r: Round): Summary {
   };
 }
 
+/** How late the kills ran after their plan, over the rounds (`a-b ms`). */
+function fmtLate(rounds: readonly Round[]): string {
+  const late = rounds.map((r) => -r.plannedMs);
+  return `${fmt(Math.min(...late))}-${fmt(Math.max(...late))} ms`;
+}
+
 function heldCell(r: Round, writeMs: number): string {
-  const cs = r.conns.filter((c) => c.wroteAt !== undefined && Math.abs(c.wroteAt - writeMs) < 1_000);
+  const cs = r.conns.filter((c) => c.wroteAt !== undefined && Math.abs(c.wroteAt - r.plannedMs - writeMs) < 1_000);
+  const unopened = r.conns.filter((c) => c.wroteAt === undefined);
+  if (cs.length === 0 && unopened.length > 0) return `none opened (${[...new Set(unopened.map((c) => c.error ?? '?'))].join(', ')})`;
   const part = (on: 'dead' | 'live' | '?'): string => {
     const xs = cs.filter((c) => c.on === on);
     if (xs.length === 0) return '';
@@ -374,7 +384,7 @@ async function main(): Promise<void> {
     '|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
-    `Held connections (${holdCount} opened 2 s before the kill and left idle; half written their request ${writeAfterMs[0]} ms after the kill, half ${writeAfterMs[1]} ms after; which task each was on from n1's conntrack):`,
+    `Held connections (${holdCount} opened 2 s before the kill and left idle; half written their request ${writeAfterMs[0]} ms after the planned kill, half ${writeAfterMs[1]} ms after (the kill ran ${fmtLate(rounds)} late); which task each was on from n1's conntrack):`,
     '',
     `| round | written at +${writeAfterMs[0]} ms | written at +${writeAfterMs[1]} ms |`,
     '|---|---|---|',
