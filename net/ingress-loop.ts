@@ -9,7 +9,10 @@
 // commits, so the table in force keeps forwarding as last configured. And by the node epoch: a
 // task counts as a backend only when its node's agent reported it running (and healthy, when its
 // service has a health check) under the node's current epoch and it is on a node not declared
-// down, so the tasks of a node declared down leave every node's table once that commits.
+// down, so the tasks of a node declared down leave every node's table once that commits. The
+// tasks of a node held suspect take no new connections while their service has others (their
+// open ones are kept until the node is down: a machine that dies loses only what was on it and
+// what was sent to it before the leader noticed).
 // Closing the loop leaves the table in place: a restart of shoal never drops a connection.
 
 import type { DocumentStore } from '../fsm/index.ts';
@@ -43,9 +46,9 @@ export const retryMsMax = 30_000;
 
 const watched: ReadonlySet<string> = new Set([servicesCollection, tasksCollection, taskStatusCollection, nodesCollection, networksCollection, firewallPoliciesCollection]);
 
-/** The ingress-network addresses of a service's tasks that may take new connections, with their nodes. */
-function backendsOf(state: ControlState, service: string, healthChecked: boolean, addresses: Readonly<Record<string, string>>): { address: string; nodeId: string }[] {
-  const out: { address: string; nodeId: string }[] = [];
+/** The ingress-network addresses of a service's tasks that may take connections, with their nodes and whether those are suspect. */
+function backendsOf(state: ControlState, service: string, healthChecked: boolean, addresses: Readonly<Record<string, string>>): { address: string; nodeId: string; suspect: boolean }[] {
+  const out: { address: string; nodeId: string; suspect: boolean }[] = [];
   for (const { value: t } of state.tasks.values()) {
     if (t.service !== service || t.desired !== 'running' || t.nodeId === null) continue;
     const address = addresses[t.id];
@@ -54,7 +57,7 @@ function backendsOf(state: ControlState, service: string, healthChecked: boolean
     if (address === undefined || status === undefined || node === undefined || node.state === 'down') continue;
     if (status.nodeId !== t.nodeId || status.nodeEpoch !== node.epoch || status.state !== 'running') continue;
     if (healthChecked && status.health !== 'healthy') continue;
-    out.push({ address, nodeId: t.nodeId });
+    out.push({ address, nodeId: t.nodeId, suspect: node.state === 'suspect' });
   }
   return out;
 }
@@ -89,7 +92,7 @@ export function ingressRenderInput(store: DocumentStore, nodeId: string, term: n
     const ports = s.spec.ports.filter(isIngressPort).map((p) => ({ published: p.published, target: p.target, protocol: p.protocol }));
     if (ports.length === 0) continue;
     const backends = backendsOf(state, s.name, s.spec.healthCheck !== null, network?.addresses ?? {});
-    services.push({ name: s.name, createdAt: s.createdAt, ports, backends: backends.map((b) => b.address), local: backends.filter((b) => b.nodeId === nodeId).map((b) => b.address) });
+    services.push({ name: s.name, createdAt: s.createdAt, ports, backends: backends.map((b) => b.address), local: backends.filter((b) => b.nodeId === nodeId).map((b) => b.address), suspect: backends.filter((b) => b.suspect).map((b) => b.address) });
   }
   return {
     nodeId, term, revision: store.revision,

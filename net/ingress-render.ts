@@ -28,7 +28,10 @@
 //   SNATed (a container on the ingress network would get the task's reply straight over the L2
 //   segment, past the DNAT). Nodes without a task of the service spread as before.
 // A port with no running, healthy backend is refused (TCP reset, ICMP port unreachable) rather
-// than left to whatever listens on the host.
+// than left to whatever listens on the host. A backend on a node the leader holds suspect takes no
+// new connection while the port has another, but stays in the `backends` set (below), so its open
+// connections are ended only once it leaves for good (its node declared down, its task gone): a
+// node that was only slow keeps them.
 //
 // What the table holds is also read back: the `applied` chain's comment (term and revision) and
 // the `backends` set (address, protocol, target port), from which the applier learns which
@@ -58,6 +61,12 @@ export interface IngressServiceInput {
   backends: readonly string[];
   /** Those of them on this node (a subset of backends): with preferLocal, the only ones used when there are any. */
   local?: readonly string[];
+  /**
+   * Those of them on a node the leader holds suspect (a subset of backends): no new connection
+   * is sent to them while the port has another backend, but they stay in the `backends` set, so
+   * their open connections are not ended until they leave it (their node down, their task gone).
+   */
+  suspect?: readonly string[];
 }
 
 export interface IngressRenderInput {
@@ -99,7 +108,10 @@ interface Route {
   protocol: 'tcp' | 'udp';
   published: number;
   target: number;
+  /** Where new connections go. */
   backends: string[];
+  /** What the `backends` set holds for it: those, and the ones on suspect nodes left out of them. */
+  held: string[];
   /** The backends are this node's own tasks (preferLocal): not SNATed. */
   local: boolean;
 }
@@ -127,9 +139,14 @@ function routesOf(input: IngressRenderInput): { routes: Route[]; conflicts: Rend
   const truncated = new Set<string>();
   for (const s of services) {
     const all = [...new Set(s.backends)].sort(byAddress);
-    const mine = input.preferLocal === true ? [...new Set(s.local ?? [])].filter((a) => all.includes(a)).sort(byAddress) : [];
+    const suspect = new Set(s.suspect ?? []);
+    const usable = all.filter((a) => !suspect.has(a));
+    // When every backend's node is suspect they may all still be alive: better than a refusal.
+    const pool = usable.length > 0 ? usable : all;
+    const mine = input.preferLocal === true ? [...new Set(s.local ?? [])].filter((a) => pool.includes(a)).sort(byAddress) : [];
     const local = mine.length > 0;
-    const backends = local ? mine : all;
+    const backends = local ? mine : pool;
+    const held = local ? mine : all;
     if (backends.length > ingressBackendsMax) truncated.add(s.name);
     for (const p of s.ports) {
       const key = `${p.protocol}/${p.published}`;
@@ -138,7 +155,7 @@ function routesOf(input: IngressRenderInput): { routes: Route[]; conflicts: Rend
         if (kept.service !== s.name) conflicts.push({ protocol: p.protocol, port: p.published, kept: kept.service, dropped: s.name });
         continue;
       }
-      routes.set(key, { service: s.name, protocol: p.protocol, published: p.published, target: p.target, backends: backends.slice(0, ingressBackendsMax), local });
+      routes.set(key, { service: s.name, protocol: p.protocol, published: p.published, target: p.target, backends: backends.slice(0, ingressBackendsMax), held: held.slice(0, ingressBackendsMax), local });
     }
   }
   const sorted = [...routes.values()].sort((a, b) => a.protocol.localeCompare(b.protocol) || a.published - b.published);
@@ -184,7 +201,7 @@ export function renderIngress(input: IngressRenderInput): RenderedIngress {
   const local = 'ip daddr != 127.0.0.0/8 fib daddr type local';
   const filters = filterRules(input, input.address === null ? routes.map((r) => ({ ...r, backends: [] })) : routes);
   const comment = ingressAppliedComment(input.nodeId, input.term, input.revision);
-  const backends = live.flatMap((r) => r.backends.map((address) => ({ address, protocol: r.protocol, port: r.target })));
+  const backends = live.flatMap((r) => r.held.map((address) => ({ address, protocol: r.protocol, port: r.target })));
   const uniq = [...new Map(backends.map((b) => [`${b.address} ${b.protocol} ${b.port}`, b])).values()]
     .sort((a, b) => byAddress(a.address, b.address) || a.protocol.localeCompare(b.protocol) || a.port - b.port);
   const localBackends = [...new Map(live.filter((r) => r.local).flatMap((r) => r.backends.map((address) => ({ address, protocol: r.protocol, port: r.target })))

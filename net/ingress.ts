@@ -8,14 +8,17 @@
 // deletes the conntrack entries of every backend the new table no longer has, UDP included: a
 // removed backend's flows are matched on their reply side (the task's address and port, after
 // the DNAT), so a client's next packet is looked at as new and DNATed to a live task, instead of
-// going to a dead one until the entry times out.
+// going to a dead one until the entry times out. One filtered `conntrack -D` per removed backend:
+// every delete is a dump of the kernel's whole table, and a dead task's flows (its open
+// connections and the unanswered SYNs sent to it since it died) run to hundreds, which deleted
+// one by one took 12 s on a busy two-core machine (bench/RESULTS.md, "a task's node dies"),
+// while the loop applied nothing else.
 
 import { z } from 'zod';
 import { CommandError } from '../src/base/run-command.ts';
 import { runChecked, type CommandRunner } from './firewall-command.ts';
-import { deleteArgs, flowsToEnd, parseFlows } from './conntrack.ts';
 import { acceptMark } from './firewall-render.ts';
-import { conntrackDeletesMax, dockerUserChain } from './firewall.ts';
+import { dockerUserChain } from './firewall.ts';
 import { ingressTableFamily, ingressTableName, parseIngressAppliedComment, type IngressBackend, type RenderedIngress } from './ingress-render.ts';
 
 export interface IngressInForce {
@@ -75,6 +78,11 @@ export function removedBackends(before: readonly IngressBackend[], after: readon
   return before.filter((b) => !kept.has(backendKey(b)));
 }
 
+/** `conntrack` arguments that delete every flow DNATed to this backend (its reply side: the task's address and port). */
+export function backendDeleteArgs(b: IngressBackend): string[] {
+  return ['-D', '-p', b.protocol, '--reply-src', b.address, '--reply-port-src', String(b.port)];
+}
+
 export class Ingress {
   constructor(private readonly run: CommandRunner, private readonly log: (line: string) => void = () => undefined) {}
 
@@ -116,22 +124,16 @@ export class Ingress {
     return true;
   }
 
-  /** One listing of conntrack, matched here on the reply side, then one exact delete per flow (net/conntrack.ts says why). */
+  /** One delete per removed backend, filtered on the reply side (see the header for why not one per flow); returns the flows ended. */
   private async endFlows(removed: readonly IngressBackend[]): Promise<number> {
-    if (removed.length === 0) return 0;
-    const listed = await this.run('conntrack', ['-L']);
-    if (listed.code !== 0) await runChecked(this.run, 'conntrack', ['-L']);
-    const flows = flowsToEnd(parseFlows(listed.stdout), [], removed);
-    if (flows.length > conntrackDeletesMax) this.log(`${flows.length} connections went to removed backends; the first ${conntrackDeletesMax} are ended, the others stay until they close`);
-    const batch = flows.slice(0, conntrackDeletesMax).map(deleteArgs);
-    if (batch.length === 0) return 0;
-    const batched = await this.run('conntrack', ['-R', '-'], `${batch.map((args) => args.join(' ')).join('\n')}\n`);
-    if (batched.code === 0) return batch.length;
-    for (const args of batch) {
+    let ended = 0;
+    for (const args of removed.map(backendDeleteArgs)) {
       const r = await this.run('conntrack', args);
-      // "0 flow entries have been deleted": the flow closed meanwhile, not a failure.
-      if (r.code !== 0 && !/flow entries have been deleted/.test(r.stderr)) await runChecked(this.run, 'conntrack', args);
+      const count = /(\d+) flow entries have been deleted/.exec(r.stderr);
+      // "0 flow entries have been deleted" exits 1: nothing was open, not a failure.
+      if (r.code !== 0 && count === null) await runChecked(this.run, 'conntrack', args);
+      ended += Number(count?.[1] ?? 0);
     }
-    return batch.length;
+    return ended;
   }
 }

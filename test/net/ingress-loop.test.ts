@@ -1,6 +1,6 @@
 // The routing mesh's loop against a real document store (net/ingress-loop.ts): which tasks are
 // backends (running, healthy when checked, reported under the node's current epoch, on a node
-// not down), this node's SNAT address (its gateway of the ingress network), the publish rules
+// not down; those on a suspect node said), this node's SNAT address (its gateway of the ingress network), the publish rules
 // when the firewall is on; applies on start and on change, never replaces a newer table, keeps
 // the table in force when an apply fails. And the applier's reading of `nft -j` and what a new
 // table removes (net/ingress.ts).
@@ -12,7 +12,8 @@ import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollect
 import { firewallPoliciesCollection, networksCollection } from '../../src/resources/network-resources.ts';
 import { parseConstraint } from '../../src/resources/spec/constraint.ts';
 import { IngressLoop, ingressRenderInput } from '../../net/ingress-loop.ts';
-import { parseIngressListing, removedBackends, type IngressApplyReport, type IngressInForce } from '../../net/ingress.ts';
+import { Ingress, parseIngressListing, removedBackends, type IngressApplyReport, type IngressInForce } from '../../net/ingress.ts';
+import { renderIngress } from '../../net/ingress-render.ts';
 import type { RenderedIngress } from '../../net/ingress-render.ts';
 import { StateBuilder, serviceYaml } from '../control/state-builder.ts';
 
@@ -83,6 +84,15 @@ describe('ingressRenderInput', () => {
     expect(input.subnets).toEqual(['10.255.0.0/16']);
     expect(ingressRenderInput(cluster(), 'n2', 7, false).address).toBe('10.255.1.1');
     expect(ingressRenderInput(cluster(), 'n9', 7, false).address).toBeNull();
+  });
+
+  it('says which backends are on a node the leader holds suspect', () => {
+    const store = cluster();
+    expect(ingressRenderInput(store, 'n1', 7, false).services.find((s) => s.name === 'web')?.suspect).toEqual([]);
+    const n1 = store.get(nodesCollection, 'n1')?.doc as JsonObject;
+    put(store, nodesCollection, 'n1', { ...n1, state: 'suspect' });
+    const input = ingressRenderInput(store, 'n2', 7, false);
+    expect(input.services.map((s) => [s.name, s.backends, s.suspect])).toEqual(expect.arrayContaining([['web', ['10.255.0.2'], ['10.255.0.2']], ['api', ['10.255.0.4'], ['10.255.0.4']]]));
   });
 
   it('with the firewall on, opens the ingress ports a publish rule opens on this node', () => {
@@ -169,5 +179,44 @@ describe('Ingress (the applier)', () => {
     expect(inForce).toEqual({ nodeId: 'n1', term: 4, revision: 99, backends: [{ address: '10.255.0.2', protocol: 'tcp', port: 80 }, { address: '10.255.1.2', protocol: 'udp', port: 53 }] });
     expect(removedBackends(inForce?.backends ?? [], [{ address: '10.255.0.2', protocol: 'tcp', port: 80 }])).toEqual([{ address: '10.255.1.2', protocol: 'udp', port: 53 }]);
     expect(parseIngressListing(JSON.stringify({ nftables: [{ table: { family: 'ip', name: 'shoal-ingress' } }] }))).toBeNull();
+  });
+
+  it('ends a removed backend\'s flows with one conntrack delete filtered on its reply side, however many flows it had', async () => {
+    const listing = JSON.stringify({ nftables: [
+      { set: { family: 'ip', name: 'backends', table: 'shoal-ingress', elem: [{ concat: ['10.255.1.2', 'tcp', 80] }, { concat: ['10.255.2.2', 'tcp', 80] }, { concat: ['10.255.2.2', 'udp', 53] }] } },
+      { rule: { family: 'ip', table: 'shoal-ingress', chain: 'applied', comment: 'shoal-ingress node=n1 term=4 revision=99' } },
+    ] });
+    const calls: string[] = [];
+    const ingress = new Ingress(async (cmd, args) => {
+      calls.push(`${cmd} ${args.join(' ')}`);
+      if (cmd === 'nft' && args[0] === '-j') return { code: 0, stdout: listing, stderr: '' };
+      if (cmd === 'conntrack' && args.includes('tcp')) return { code: 0, stdout: '', stderr: 'conntrack v1.4.7 (conntrack-tools): 312 flow entries have been deleted.\n' };
+      if (cmd === 'conntrack') return { code: 1, stdout: '', stderr: 'conntrack v1.4.7 (conntrack-tools): 0 flow entries have been deleted.\n' };
+      if (cmd === 'nft') return { code: 0, stdout: '', stderr: '' };
+      return { code: 1, stdout: '', stderr: 'no DOCKER-USER here' };
+    });
+    const next = renderIngress({ nodeId: 'n1', term: 4, revision: 100, address: '10.255.0.1', published: null, subnets: ['10.255.0.0/16'], services: [{ name: 'web', createdAt: 1, ports: [{ published: 8080, target: 80, protocol: 'tcp' }], backends: ['10.255.1.2'] }] });
+    const report = await ingress.apply(next);
+    expect(report.removed).toEqual([{ address: '10.255.2.2', protocol: 'tcp', port: 80 }, { address: '10.255.2.2', protocol: 'udp', port: 53 }]);
+    expect(calls.filter((c) => c.startsWith('conntrack'))).toEqual([
+      'conntrack -D -p tcp --reply-src 10.255.2.2 --reply-port-src 80',
+      'conntrack -D -p udp --reply-src 10.255.2.2 --reply-port-src 53',
+    ]);
+    // 312 ended on tcp; none open on udp (exit 1, "0 flow entries") is not a failure.
+    expect(report.flowsEnded).toBe(312);
+  });
+
+  it('fails the apply when a conntrack delete really fails (the table is in place, the pass is retried)', async () => {
+    const listing = JSON.stringify({ nftables: [
+      { set: { family: 'ip', name: 'backends', table: 'shoal-ingress', elem: [{ concat: ['10.255.2.2', 'tcp', 80] }] } },
+      { rule: { family: 'ip', table: 'shoal-ingress', chain: 'applied', comment: 'shoal-ingress node=n1 term=4 revision=99' } },
+    ] });
+    const ingress = new Ingress(async (cmd, args) => {
+      if (cmd === 'nft' && args[0] === '-j') return { code: 0, stdout: listing, stderr: '' };
+      if (cmd === 'conntrack') return { code: 1, stdout: '', stderr: 'conntrack v1.4.7 (conntrack-tools): Operation not permitted\n' };
+      return { code: cmd === 'nft' ? 0 : 1, stdout: '', stderr: '' };
+    });
+    const next = renderIngress({ nodeId: 'n1', term: 4, revision: 100, address: '10.255.0.1', published: null, subnets: [], services: [] });
+    await expect(ingress.apply(next)).rejects.toThrow(/Operation not permitted/);
   });
 });

@@ -119,6 +119,21 @@ describe('renderIngress', () => {
     expect(rulesOf(none.text, 'postrouting')).toEqual(rulesOf(renderIngress(base).text, 'postrouting'));
   });
 
+  it('sends no new connection to a backend on a suspect node while the port has another, and keeps it in the backends set (its flows stay)', () => {
+    const mark = `0x${ingressCtMark.toString(16).padStart(8, '0')}`;
+    const withSuspect = { ...base, services: base.services.map((s) => (s.name === 'web' ? { ...s, suspect: ['10.255.2.7'] } : s)) };
+    const r = renderIngress(withSuspect);
+    expect(rulesOf(r.text, 'mesh')).toContain(`tcp dport 8080 ct mark set ct mark | ${mark} dnat to 10.255.1.5 : 80 comment "service web"`);
+    expect(r.text).not.toMatch(/dnat to [^\n]*10\.255\.2\.7/);
+    // Still a backend of the table: the applier ends its connections only when it leaves the set (node down).
+    expect(r.backends).toEqual(renderIngress(base).backends);
+    expect(nftCheck(r.text)).toBeNull();
+    // Every backend suspect: they may all be alive; the port is not refused.
+    const all = renderIngress({ ...base, services: base.services.map((s) => (s.name === 'web' ? { ...s, suspect: [...s.backends] } : s)) });
+    expect(rulesOf(all.text, 'mesh')).toEqual(rulesOf(renderIngress(base).text, 'mesh'));
+    expect(rulesOf(all.text, 'no_backend')).toEqual(rulesOf(renderIngress(base).text, 'no_backend'));
+  });
+
   it('records the term and revision it came from, read back as written', () => {
     const { text } = renderIngress(base);
     const comment = /comment "(shoal-ingress [^"]+)"/.exec(text)?.[1] ?? '';

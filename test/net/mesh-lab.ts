@@ -3,7 +3,9 @@
 // wireguard-go control sockets in /var/run/wireguard are shared by every namespace) and the
 // runtime `none`. Each process is started in a process group of its own, so a test can kill
 // shoal the way a crash or systemd's stop would (the whole group) and check that the
-// wireguard-go it started survives.
+// wireguard-go it started survives. `clients` adds namespaces after the nodes' on the same LAN
+// bridge, with nothing in them (a LAN client: bench/vip-task-loss.ts); `config` is merged into
+// every node's shoal.yaml (e.g. `vips`, or `control` to replace the lab's fast node health).
 
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -25,14 +27,21 @@ export interface LabNode extends ShoalHost {
   ifname: string;
 }
 
+export interface MeshLabOptions {
+  /** Namespaces after the nodes' (slots count+1..), on the same bridge, running nothing. */
+  clients?: number;
+  /** Merged into every node's config, over the lab's own keys (a function: of the lab, whose addresses it may name). */
+  config?: Record<string, unknown> | ((lab: NetLab) => Record<string, unknown>);
+}
+
 export class MeshLab {
   readonly nodes: LabNode[] = [];
 
-  private constructor(readonly lab: NetLab, readonly runDir: string) {}
+  private constructor(readonly lab: NetLab, readonly runDir: string, private readonly opts: MeshLabOptions) {}
 
-  static async create(count: number, runDir: string): Promise<MeshLab> {
-    const lab = await NetLab.create(count);
-    const m = new MeshLab(lab, runDir);
+  static async create(count: number, runDir: string, opts: MeshLabOptions = {}): Promise<MeshLab> {
+    const lab = await NetLab.create(count + (opts.clients ?? 0));
+    const m = new MeshLab(lab, runDir, opts);
     try {
       await m.init(count);
     } catch (err) {
@@ -62,6 +71,7 @@ export class MeshLab {
         dataDir: '.', api: { listen: n.api }, peer: { listen: `${n.ip}:7200` }, bootstrap, runtime: { kind: 'none' }, logLevel: 'info',
         control: { suspectAfterMs: 1_000, downAfterMs: 3_000, restartGraceMs: 3_000 },
         mesh: { listen: `${n.ip}:${meshPort}`, interface: n.ifname, reportIntervalMs: 1_000, resyncIntervalMs: 1_000 },
+        ...(typeof this.opts.config === 'function' ? this.opts.config(this.lab) : this.opts.config),
       }));
     }
   }

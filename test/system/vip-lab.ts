@@ -1,7 +1,8 @@
 // Three shoal nodes in a NetLab's first three namespaces with one virtual IP on the lab's LAN, as
 // test/system/vip-netns.test.ts and bench/vip.ts run them: identities under one CA (n1's), an
 // admin client certificate in use by this process, and each node's shoal.yaml (the memory
-// runtime) naming the VIP `<lan>.200`. `config` adds to every node's configuration.
+// runtime) naming the VIP `<lan>.200` (labVip: also the overlay lab's, bench/vip-task-loss.ts).
+// `config` adds to every node's configuration.
 
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -19,9 +20,15 @@ export interface VipNode extends ShoalHost {
   dir: string;
 }
 
-export async function vipNodes(lab: NetLab, runDir: string, principal: string, config: Record<string, unknown> = {}): Promise<{ nodes: VipNode[]; vip: string }> {
+/** The lab's VIP, `<lan>.200`, and its entry of a node's `vips` config (`nodes`: who may hold it). */
+export function labVip(lab: NetLab, nodes?: readonly string[]): { vip: string; entry: { address: string; subnet: string; nodes?: string[] } } {
   const subnet = lab.ip(1).split('.').slice(0, 3).join('.');
   const vip = `${subnet}.200`;
+  return { vip, entry: { address: vip, subnet: `${subnet}.0/24`, ...(nodes !== undefined ? { nodes: [...nodes] } : {}) } };
+}
+
+export async function vipNodes(lab: NetLab, runDir: string, principal: string, config: Record<string, unknown> = {}): Promise<{ nodes: VipNode[]; vip: string }> {
+  const { vip, entry } = labVip(lab);
   const nodes: VipNode[] = [];
   const caDir = path.join(runDir, 'n1');
   for (let slot = 1; slot <= 3; slot++) {
@@ -39,7 +46,7 @@ export async function vipNodes(lab: NetLab, runDir: string, principal: string, c
     writeFileSync(path.join(n.dir, 'shoal.yaml'), stringify({
       dataDir: '.', api: { listen: n.api }, peer: { listen: `${n.ip}:7200` }, bootstrap, runtime: { kind: 'memory' }, logLevel: 'info',
       ...config,
-      vips: [{ address: vip, subnet: `${subnet}.0/24` }],
+      vips: [entry],
     }));
   }
   return { nodes, vip };
