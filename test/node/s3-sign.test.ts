@@ -40,6 +40,7 @@ describe('S3 Signature V4', () => {
     expect(advice('InvalidAccessKeyId')).toContain('the server knows no access key id AK1');
     expect(advice('RequestTimeTooSkewed')).toContain('clock');
     expect(advice('AccessDenied')).toContain('may not use this bucket');
+    expect(advice('AccessDenied')).toContain('s3:AbortMultipartUpload');
     expect(advice('NoSuchBucket')).toContain('make the bucket');
     expect(advice('SlowDown')).toBe('check the URL, the bucket, the access key id and the secret key');
   });

@@ -78,7 +78,7 @@ export function s3Advice(err: S3Error, accessKeyId: string, target?: string): st
     case 'RequestTimeTooSkewed':
       return 'this machine\'s clock is too far from the server\'s (S3 allows 15 minutes): set its time (NTP) and try again';
     case 'AccessDenied':
-      return `access key id ${accessKeyId} may not use this bucket: allow it to list, get, put and delete under the prefix (the server's bucket policy)`;
+      return `access key id ${accessKeyId} may not use this bucket: allow it to list, get, put and delete under the prefix, and to abort multipart uploads (s3:AbortMultipartUpload: a volume's stream over 5 MiB goes up in parts), in the server's bucket policy`;
     case 'NoSuchBucket':
       return 'make the bucket on the server first (shoal does not create it), or fix the URL';
     default:
