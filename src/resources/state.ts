@@ -177,39 +177,35 @@ export function* allDocs(store: DocumentStore, collection: string): Generator<Do
   }
 }
 
-/** The tasks of each service, per tasks map read (a map is never changed once read, and is shared by the reads that did not change it). */
-const tasksByService = new WeakMap<ReadonlyMap<string, Versioned<TaskRecord>>, Map<string, Versioned<TaskRecord>[]>>();
+type TaskIndex<K> = WeakMap<ReadonlyMap<string, Versioned<TaskRecord>>, Map<K, Versioned<TaskRecord>[]>>;
 
-/** The tasks of each node, per tasks map read, as tasksByService. */
-const tasksByNode = new WeakMap<ReadonlyMap<string, Versioned<TaskRecord>>, Map<string | null, Versioned<TaskRecord>[]>>();
-
-/** The tasks assigned to `nodeId`, in id order (an index built once per tasks map: every agent reads its own at each pass). */
-export function tasksOnNode(state: ControlState, nodeId: string): readonly Versioned<TaskRecord>[] {
-  let index = tasksByNode.get(state.tasks);
+/** The tasks grouped by `key`, built once per tasks map read (a map is never changed once read, and is shared by the reads that did not change it). */
+function indexTasks<K>(cache: TaskIndex<K>, tasks: ReadonlyMap<string, Versioned<TaskRecord>>, key: (t: TaskRecord) => K): Map<K, Versioned<TaskRecord>[]> {
+  let index = cache.get(tasks);
   if (index === undefined) {
     index = new Map();
-    for (const t of state.tasks.values()) {
-      const list = index.get(t.value.nodeId);
-      if (list === undefined) index.set(t.value.nodeId, [t]);
+    for (const t of tasks.values()) {
+      const k = key(t.value);
+      const list = index.get(k);
+      if (list === undefined) index.set(k, [t]);
       else list.push(t);
     }
-    tasksByNode.set(state.tasks, index);
+    cache.set(tasks, index);
   }
-  return index.get(nodeId) ?? [];
+  return index;
 }
 
-/** The tasks of one service, in slot and creation order (an index built once per tasks map, not a scan of every task per service). */
+const tasksByNode: TaskIndex<string | null> = new WeakMap();
+const tasksByService: TaskIndex<string> = new WeakMap();
+
+/** The tasks assigned to `nodeId`, in id order: every agent reads its own at each pass. */
+export function tasksOnNode(state: ControlState, nodeId: string): readonly Versioned<TaskRecord>[] {
+  return indexTasks(tasksByNode, state.tasks, (t) => t.nodeId).get(nodeId) ?? [];
+}
+
+/** The tasks of one service, in slot and creation order (from the index, not a scan of every task per service). */
 export function tasksOf(state: ControlState, service: string): Versioned<TaskRecord>[] {
-  let index = tasksByService.get(state.tasks);
-  if (index === undefined) {
-    index = new Map();
-    for (const t of state.tasks.values()) {
-      const list = index.get(t.value.service);
-      if (list === undefined) index.set(t.value.service, [t]);
-      else list.push(t);
-    }
-    tasksByService.set(state.tasks, index);
-  }
+  const index = indexTasks(tasksByService, state.tasks, (t) => t.service);
   return [...(index.get(service) ?? [])]
     .sort((a, b) => slotKey(a.value.slot).localeCompare(slotKey(b.value.slot)) || a.value.createdAt - b.value.createdAt || a.value.id.localeCompare(b.value.id));
 }
