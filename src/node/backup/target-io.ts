@@ -246,16 +246,22 @@ export class SftpTargetIo implements TargetIo {
     await Promise.all(pending);
   }
 
-  async readStream(dir: string, name: string, bytesMax: number): Promise<AsyncIterable<Uint8Array> | undefined> {
-    const file = this.p(dir, name);
+  /** Whether `file` exists (false when not); throws when it is larger than `bytesMax`. */
+  private async existsWithin(file: string, bytesMax: number): Promise<boolean> {
     let size: number;
     try {
       size = (await sftpCall<{ size: number }>(`reading ${file}`, (cb) => this.sftp.stat(file, cb))).size;
     } catch (err) {
-      if (/No such file/i.test((err as Error).message)) return undefined;
+      if (/No such file/i.test((err as Error).message)) return false;
       throw err;
     }
     if (size > bytesMax) throw new Error(`${file} is ${size} bytes, more than the ${bytesMax} expected`);
+    return true;
+  }
+
+  async readStream(dir: string, name: string, bytesMax: number): Promise<AsyncIterable<Uint8Array> | undefined> {
+    const file = this.p(dir, name);
+    if (!(await this.existsWithin(file, bytesMax))) return undefined;
     return this.readPieces(file);
   }
 
@@ -281,14 +287,7 @@ export class SftpTargetIo implements TargetIo {
 
   async readFile(dir: string, name: string, bytesMax: number): Promise<Uint8Array | undefined> {
     const file = this.p(dir, name);
-    let size: number;
-    try {
-      size = (await sftpCall<{ size: number }>(`reading ${file}`, (cb) => this.sftp.stat(file, cb))).size;
-    } catch (err) {
-      if (/No such file/i.test((err as Error).message)) return undefined;
-      throw err;
-    }
-    if (size > bytesMax) throw new Error(`${file} is ${size} bytes, more than the ${bytesMax} expected`);
+    if (!(await this.existsWithin(file, bytesMax))) return undefined;
     return await sftpCall<Buffer>(`reading ${file}`, (cb) => this.sftp.readFile(file, cb));
   }
 
