@@ -6,8 +6,10 @@
 //   revision, not retired, the node not draining and shoal not stopping) is on its interface as
 //   VIP/32 (an IPv6 VIP: VIP/128) with a kernel lifetime that ends when the node's VIP lease does, rounded down to whole
 //   seconds (`ip addr replace ... valid_lft N preferred_lft N`, N from kernelLifetimeSeconds;
-//   the kernel's lateness and the command's time are in the leader's margin), set again at each
-//   pass; so a shoal that freezes or dies loses the address without doing anything. While it
+//   the kernel's lateness and the command's time are in the leader's margin), set again when the
+//   lease moved on; so a shoal that freezes or dies loses the address without doing anything. An
+//   add slow enough that the lifetime could outlast lease + the command's allowance is set again
+//   shorter (setLifetime), and taken off only with under a second left. While it
 //   holds one, its VIP lease is renewed (vip-lease.ts). With under a second of lease left the
 //   address is left as it is (its lifetime ends on its own); without a lease it is taken off.
 // - when it takes one it was not holding, it announces it: gratuitous ARP (`arping -U`), a burst
@@ -107,6 +109,8 @@ export class VipAgent {
   private readonly ipv6Ready = new Set<string>();
   /** Boot-clock ms until which each IPv6 VIP's last lifetime runs: one gone sooner failed DAD (or was removed). */
   private readonly lifetimeUntil = new Map<string, number>();
+  /** The lease end (boot clock) each held VIP's lifetime was last set for. */
+  private readonly setFor = new Map<string, number>();
 
   constructor(private readonly o: VipAgentOptions) {
     this.loop = new PassLoop({ name: 'vip', pass: () => this.pass(), retryMs: 1_000, retryMsMax: 5_000, log: o.log });
@@ -177,20 +181,22 @@ export class VipAgent {
     }
     this.o.lease?.want(mine.length > 0 ? epoch : null);
     const until = epoch === null ? null : this.o.lease?.heldUntil(epoch) ?? null;
-    // Measured again just before each add: the lifetime must end with the lease whenever the add lands.
+    // Measured again just before each add (setLifetime checks it against the add's return).
     const lifetimeNow = (): number => (until === null ? 0 : kernelLifetimeSeconds(until - this.o.bootNow()));
     const addrs = parseHostAddresses(await runChecked(this.o.run, 'ip', ['-j', 'addr', 'show']));
     const keep = new Set<string>();
-    for (const m of mine) await this.hold(m, addrs, until, lifetimeNow, keep);
+    const deleted = new Set<string>();
+    for (const m of mine) await this.hold(m, addrs, until, lifetimeNow, keep, deleted);
     // Every VIP's address this node must not have now: off, wherever it is.
     for (const a of addrs) {
-      if (a.prefixlen !== vipPrefixLength(a.local) || keep.has(a.local) || !records.has(a.local)) continue;
+      if (a.prefixlen !== vipPrefixLength(a.local) || keep.has(a.local) || deleted.has(a.local) || !records.has(a.local)) continue;
       await runChecked(this.o.run, 'ip', ['addr', 'del', `${a.local}/${a.prefixlen}`, 'dev', a.ifname]);
     }
     for (const address of [...this.held]) {
       if (keep.has(address)) continue;
       this.held.delete(address);
       this.lifetimeUntil.delete(address);
+      this.setFor.delete(address);
       this.o.log.info(`vip: ${address} is off this node`);
       this.o.onChange?.(address, false);
     }
@@ -212,8 +218,8 @@ export class VipAgent {
     }
   }
 
-  /** Puts `m` on (or leaves it as it is, with under a second of lease left); adds it to `keep` when it is on. */
-  private async hold(m: { address: string; rec: VipRecord }, addrs: readonly HostAddress[], until: number | null, lifetimeNow: () => number, keep: Set<string>): Promise<void> {
+  /** Puts `m` on (or leaves it as it is, with under a second of lease left); adds it to `keep` when it is on, to `deleted` when it took it off. */
+  private async hold(m: { address: string; rec: VipRecord }, addrs: readonly HostAddress[], until: number | null, lifetimeNow: () => number, keep: Set<string>, deleted: Set<string>): Promise<void> {
     const prefix = vipPrefixLength(m.address);
     const on = addrs.some((a) => a.local === m.address && a.prefixlen === prefix);
     if (!on) this.noteVanished(m.address);
@@ -228,26 +234,54 @@ export class VipAgent {
       return;
     }
     if (prefix === 128 && !(await this.maybePrepareIpv6(dev))) return;
-    const before = this.o.bootNow();
     const lifetime = lifetimeNow();
     if (lifetime === 0) {
       // Under a second left: the lifetime set before ends on its own, within the lease.
       if (on && this.held.has(m.address)) keep.add(m.address);
       return;
     }
-    // IPv6: no `nodad`; the kernel's DAD is what sends the neighbour advertisement (and refuses a duplicate).
-    await runChecked(this.o.run, 'ip', ['addr', 'replace', `${m.address}/${prefix}`, 'dev', dev, 'valid_lft', String(lifetime), 'preferred_lft', String(lifetime)]);
-    const tookMs = this.o.bootNow() - before;
-    if (tookMs > vipCommandMs) {
-      // The kernel may have stamped it later than the leader's margin allows for: off now, on again at the next pass.
-      this.o.log.warn(`vip: adding ${m.address} took ${tookMs} ms (over ${vipCommandMs} ms): its lifetime may outlast the VIP lease, so it is taken off until the next pass`);
-      await runChecked(this.o.run, 'ip', ['addr', 'del', `${m.address}/${prefix}`, 'dev', dev]);
+    if (on && this.held.has(m.address) && this.setFor.get(m.address) === until) {
+      // Its lifetime was set for this very lease: setting it again could only end it sooner.
+      keep.add(m.address);
       return;
     }
-    if (prefix === 128) this.lifetimeUntil.set(m.address, before + lifetime * 1_000);
+    const set = await this.setLifetime(m.address, prefix, dev, until, lifetime);
+    if (set === null) {
+      deleted.add(m.address);
+      return;
+    }
+    this.setFor.set(m.address, until);
+    if (prefix === 128) this.lifetimeUntil.set(m.address, set.endsFrom);
     keep.add(m.address);
     this.problems.delete(m.address);
     if (!this.held.has(m.address)) this.taken(m.address, dev);
+  }
+
+  /**
+   * `ip addr replace` with `lifetime` seconds, so that the address ends by `until + vipCommandMs`
+   * (the leader's margin) wherever the kernel stamped it: the stamp is at the latest when the
+   * command returned. A command slow enough to break that is followed by the same replace with
+   * the shorter lifetime left at its return (the address stays on), and so on; the address is
+   * taken off only when under a second is left. Null: it is off; else the
+   * earliest its lifetime can end (the stamp at the earliest when the command was sent).
+   */
+  private async setLifetime(address: string, prefix: number, dev: string, until: number, lifetime: number): Promise<{ endsFrom: number } | null> {
+    let n = lifetime;
+    const started = this.o.bootNow();
+    for (;;) {
+      const sent = this.o.bootNow();
+      // IPv6: no `nodad`; the kernel's DAD is what sends the neighbour advertisement (and refuses a duplicate).
+      await runChecked(this.o.run, 'ip', ['addr', 'replace', `${address}/${prefix}`, 'dev', dev, 'valid_lft', String(n), 'preferred_lft', String(n)]);
+      const returned = this.o.bootNow();
+      if (returned + n * 1_000 <= until + vipCommandMs) return { endsFrom: sent + n * 1_000 };
+      const shorter = kernelLifetimeSeconds(until - returned);
+      this.o.log.warn(`vip: setting ${address} took ${returned - started} ms: a lifetime of ${n} s could outlast the VIP lease by more than the leader allows for (${vipCommandMs} ms), so it is ${shorter === 0 ? 'taken off until the next pass' : `set again to ${shorter} s`}`);
+      if (shorter === 0) {
+        await runChecked(this.o.run, 'ip', ['addr', 'del', `${address}/${prefix}`, 'dev', dev]);
+        return null;
+      }
+      n = shorter;
+    }
   }
 
   private readRecords(): Map<string, { rec: VipRecord; rev: number; release: VipRelease | undefined }> {
