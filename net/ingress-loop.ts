@@ -24,7 +24,7 @@ import { ingressNetworkName } from '../src/resources/spec/ingress.ts';
 import { isIngressPort } from '../src/resources/spec/service-spec.ts';
 import { ControlStateReader, type ControlState } from '../src/resources/state.ts';
 import type { Ingress } from './ingress.ts';
-import { renderIngress, type IngressRenderInput, type IngressServiceInput } from './ingress-render.ts';
+import { ingressAppliedComment, renderIngress, type IngressBackend, type IngressRenderInput, type IngressServiceInput, type RenderedIngress } from './ingress-render.ts';
 import { PassLoop } from './pass-loop.ts';
 
 export interface IngressLoopPorts {
@@ -36,11 +36,15 @@ export interface IngressLoopPorts {
   firewallEnabled: boolean;
   /** Config ingress.preferLocal: a port with a task on this node goes to this node's tasks only, the source kept. */
   preferLocal?: boolean;
-  ingress: Pick<Ingress, 'apply' | 'inForce'>;
+  ingress: Pick<Ingress, 'apply' | 'inForce' | 'ensureDockerRule'>;
+  /** Monotonic ms (tests); default performance.now. */
+  now?: () => number;
   log: { info(msg: string): void; warn(msg: string): void };
 }
 
 export const coalesceMs = 50;
+/** While passes change nothing, the DOCKER-USER rule is still checked this often (an apply checks it each time). */
+export const dockerRuleCheckMs = 30_000;
 export const retryMsMin = 500;
 export const retryMsMax = 30_000;
 
@@ -82,8 +86,8 @@ function publishedHere(state: ControlState, nets: NetworkState, nodeId: string):
 }
 
 /** What this node's mesh table is rendered from: the applied store, read now. */
-export function ingressRenderInput(store: DocumentStore, nodeId: string, term: number, firewallEnabled: boolean, preferLocal = false): IngressRenderInput {
-  const state = new ControlStateReader(store).read();
+export function ingressRenderInput(store: DocumentStore, nodeId: string, term: number, firewallEnabled: boolean, preferLocal = false, reader = new ControlStateReader(store)): IngressRenderInput {
+  const state = reader.read();
   const nets = readNetworkState(store);
   const network = nets.networks.get(ingressNetworkName)?.value;
   const slice = network?.slices[nodeId];
@@ -104,7 +108,15 @@ export function ingressRenderInput(store: DocumentStore, nodeId: string, term: n
   };
 }
 
-export type IngressOutcome = 'applied' | 'behind' | 'idle';
+/** `unchanged`: the table this loop applied last is in force and the new rendering differs only in its stamp. */
+export type IngressOutcome = 'applied' | 'behind' | 'idle' | 'unchanged';
+
+/** A rendering without its applied stamp (term and revision): what the table does. */
+function tableBody(rendered: RenderedIngress, input: IngressRenderInput): string {
+  return rendered.text.replaceAll(ingressAppliedComment(input.nodeId, input.term, input.revision), '');
+}
+
+const backendKeys = (bs: readonly IngressBackend[]): string => bs.map((b) => `${b.address}/${b.protocol}/${b.port}`).sort().join(' ');
 
 export class IngressLoop {
   private unsubscribe: (() => void) | null = null;
@@ -112,8 +124,14 @@ export class IngressLoop {
   /** The revision of the table this loop last applied (null: none yet in this process). */
   appliedRevision: number | null = null;
   private told = new Set<string>();
+  /** What this loop applied last: its body, stamp and backends; a pass whose rendering matches it, with it still in force, applies nothing. */
+  private last: { body: string; term: number; revision: number; backends: string } | null = null;
+  private dockerCheckedAt = -Infinity;
+  /** Reads only what changed since the previous pass (state.ts). */
+  private readonly reader: ControlStateReader;
 
   constructor(private readonly ports: IngressLoopPorts) {
+    this.reader = new ControlStateReader(ports.store);
     this.loop = new PassLoop({ name: 'ingress', pass: () => this.pass(), retryMs: retryMsMin, retryMsMax, coalesceMs, log: ports.log });
   }
 
@@ -138,7 +156,7 @@ export class IngressLoop {
 
   /** Renders and applies once, now. */
   async converge(): Promise<IngressOutcome> {
-    const input = ingressRenderInput(this.ports.store, this.ports.nodeId, this.ports.term(), this.ports.firewallEnabled, this.ports.preferLocal === true);
+    const input = ingressRenderInput(this.ports.store, this.ports.nodeId, this.ports.term(), this.ports.firewallEnabled, this.ports.preferLocal === true, this.reader);
     const inForce = await this.ports.ingress.inForce();
     // Nothing published through the mesh and no table: nothing to change on this host.
     if (inForce === null && input.services.length === 0) return 'idle';
@@ -146,11 +164,28 @@ export class IngressLoop {
     const rendered = renderIngress(input);
     for (const c of rendered.conflicts) this.tellOnce(`ingress: ${c.protocol}/${c.port} is published by services ${c.kept} and ${c.dropped} (two applies raced); ${c.kept}, the older, keeps it: change or remove ${c.dropped}'s port`);
     for (const name of rendered.truncated) this.tellOnce(`ingress: service ${name} has more running tasks than one port spreads over; the mesh uses the first ${rendered.backends.length}`);
-    const report = await this.ports.ingress.apply(rendered);
+    const body = tableBody(rendered, input);
+    const backends = backendKeys(rendered.backends);
+    const last = this.last;
+    if (last !== null && inForce !== null && inForce.term === last.term && inForce.revision === last.revision && backendKeys(inForce.backends) === last.backends && last.body === body && last.backends === backends) {
+      // Most store changes (a report's heartbeat, a node's address) change nothing here: no nft -f, iptables or conntrack to spawn.
+      if (this.now() - this.dockerCheckedAt >= dockerRuleCheckMs && rendered.backends.length > 0) {
+        await this.ports.ingress.ensureDockerRule();
+        this.dockerCheckedAt = this.now();
+      }
+      return 'unchanged';
+    }
+    const report = await this.ports.ingress.apply(rendered, inForce);
+    this.last = { body, term: input.term, revision: input.revision, backends };
+    if (rendered.backends.length > 0) this.dockerCheckedAt = this.now(); // apply checked it
     this.appliedRevision = input.revision;
     const ended = report.removed.length > 0 ? `; ${report.removed.length} backends removed, ${report.flowsEnded} of their connections ended` : '';
     this.ports.log.info(`ingress: applied term ${input.term} revision ${input.revision}, ${rendered.backends.length} backends${ended}`);
     return 'applied';
+  }
+
+  private now(): number {
+    return this.ports.now?.() ?? performance.now();
   }
 
   private tellOnce(line: string): void {

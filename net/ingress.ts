@@ -96,8 +96,9 @@ export class Ingress {
     return parseIngressListing(r.stdout);
   }
 
-  async apply(rendered: RenderedIngress): Promise<IngressApplyReport> {
-    const before = await this.inForce();
+  /** `before`: the table in force as the caller just read it (read again when not given). */
+  async apply(rendered: RenderedIngress, before?: IngressInForce | null): Promise<IngressApplyReport> {
+    if (before === undefined) before = await this.inForce();
     await runChecked(this.run, 'nft', ['-f', '-'], rendered.text);
     const docker = rendered.backends.length > 0 ? await this.ensureDockerRule() : false;
     const removed = before === null ? [] : removedBackends(before.backends, rendered.backends);
@@ -113,7 +114,8 @@ export class Ingress {
     for (let i = 0; i < 10 && (await this.run('iptables', ['-w', '5', '-D', ...dockerRule])).code === 0; i++) { /* until none is left */ }
   }
 
-  private async ensureDockerRule(): Promise<boolean> {
+  /** Makes sure DOCKER-USER lets the mesh's forwarded packets through; false when the host has no such chain. */
+  async ensureDockerRule(): Promise<boolean> {
     const chain = await this.run('iptables', ['-w', '5', '-S', dockerUserChain]).catch((err: unknown) => {
       if (err instanceof CommandError && err.reason === 'not_found') return { code: 1 };
       throw err;

@@ -11,9 +11,9 @@ import type { JsonObject } from '../../fsm/types.ts';
 import { nodesCollection, servicesCollection, taskStatusCollection, tasksCollection } from '../../src/resources/collections.ts';
 import { firewallPoliciesCollection, networksCollection } from '../../src/resources/network-resources.ts';
 import { parseConstraint } from '../../src/resources/spec/constraint.ts';
-import { IngressLoop, ingressRenderInput } from '../../net/ingress-loop.ts';
+import { dockerRuleCheckMs, IngressLoop, ingressRenderInput } from '../../net/ingress-loop.ts';
 import { Ingress, parseIngressListing, removedBackends, type IngressApplyReport, type IngressInForce } from '../../net/ingress.ts';
-import { renderIngress } from '../../net/ingress-render.ts';
+import { parseIngressAppliedComment, renderIngress } from '../../net/ingress-render.ts';
 import type { RenderedIngress } from '../../net/ingress-render.ts';
 import { StateBuilder, serviceYaml } from '../control/state-builder.ts';
 
@@ -25,11 +25,17 @@ function put(store: DocumentStore, collection: string, id: string, doc: object):
 
 class RecordingIngress {
   applied: RenderedIngress[] = [];
-  inForceRevision: number | null = null;
+  /** What is in force: the last table applied (its stamp and backends), or what a test set. */
+  current: IngressInForce | null = null;
   failNext = 0;
+  dockerChecks = 0;
+
+  set inForceRevision(revision: number) {
+    this.current = { nodeId: 'n1', term: 2, revision, backends: [] };
+  }
 
   async inForce(): Promise<IngressInForce | null> {
-    return this.inForceRevision === null ? null : { nodeId: 'n1', term: 2, revision: this.inForceRevision, backends: [] };
+    return this.current;
   }
 
   async apply(r: RenderedIngress): Promise<IngressApplyReport> {
@@ -38,7 +44,14 @@ class RecordingIngress {
       throw new Error('nft -f - failed (exit 1): simulated');
     }
     this.applied.push(r);
+    const stamp = parseIngressAppliedComment(/comment "(shoal-ingress node=[^"]+)"/.exec(r.text)?.[1] ?? '');
+    if (stamp !== null) this.current = { ...stamp, backends: r.backends };
     return { before: null, removed: [], flowsEnded: 0, docker: false };
+  }
+
+  async ensureDockerRule(): Promise<boolean> {
+    this.dockerChecks++;
+    return true;
   }
 }
 
@@ -152,6 +165,33 @@ describe('IngressLoop', () => {
     expect(ingress.applied).toHaveLength(0);
     ingress.inForceRevision = store.revision;
     expect(await loop.converge()).toBe('applied');
+  });
+
+  it('applies nothing when a change leaves the table as it is and the table it applied is in force; applies again when the table in force is not it', async () => {
+    const store = cluster();
+    const ingress = new RecordingIngress();
+    let now = 0;
+    const loop = new IngressLoop({ store, nodeId: 'n1', term: () => 5, firewallEnabled: false, ingress, log: quietLog, now: () => now });
+    expect(await loop.converge()).toBe('applied');
+    // A task report written again as it was: the same backends, a new revision.
+    const w1 = store.get(taskStatusCollection, 'w1')?.doc as JsonObject;
+    put(store, taskStatusCollection, 'w1', w1);
+    expect(await loop.converge()).toBe('unchanged');
+    expect(ingress.applied).toHaveLength(1);
+    expect(ingress.dockerChecks).toBe(0);
+    now += dockerRuleCheckMs;
+    expect(await loop.converge()).toBe('unchanged');
+    expect(ingress.dockerChecks).toBe(1);
+    // A backend goes: applied.
+    const w4 = store.get(taskStatusCollection, 'w4')?.doc as JsonObject;
+    put(store, taskStatusCollection, 'w4', { ...w4, state: 'running' });
+    expect(await loop.converge()).toBe('applied');
+    expect(ingress.applied).toHaveLength(2);
+    // Someone replaced the table (another stamp, or its backends flushed): applied again.
+    ingress.current = { ...(ingress.current ?? { nodeId: 'n1', term: 5, revision: 0 }), backends: [] };
+    expect(await loop.converge()).toBe('applied');
+    expect(ingress.applied).toHaveLength(3);
+    expect(ingress.applied[2]?.text).toContain(`revision=${store.revision}`);
   });
 
   it('keeps the table in force when an apply fails, says so, and retries', async () => {
