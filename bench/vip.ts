@@ -19,9 +19,12 @@
 // by design, leaves two masters). keepalived is not installed by the bench: without it that part
 // is skipped with a message (apt-get install -y --no-install-recommends keepalived).
 //
-//   flock /tmp/shoal-heavy.lock nice -n 19 npx tsx bench/vip.ts [--rounds 3] [--write]
+//   flock /tmp/shoal-heavy.lock nice -n 19 npx tsx bench/vip.ts [--rounds 3] [--ipv6] [--write]
 //
-// --write replaces the "vip" section of bench/RESULTS.md.
+// --write replaces the "vip" section of bench/RESULTS.md ("vip6" with --ipv6).
+// --ipv6: the same shoal rounds with an IPv6 VIP (fd00:38::100 on a LAN fd00:38::/64; each
+// namespace's own address added without DAD, the VIP's with it, as the agent adds it), and no
+// keepalived part.
 
 import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, writeFileSync } from 'node:fs';
@@ -30,11 +33,11 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { leaseDefaults } from '../src/resources/lease.ts';
 import { nodeHealthDefaults } from '../src/control/node-health.ts';
-import { kernelLateMs, vipCommandMs, vipLeaseDefaults, vipMoveAfterMs } from '../src/resources/vips.ts';
+import { kernelLateMs, kernelLateMs6, vipCommandMs, vipLeaseDefaults, vipMoveAfterMs } from '../src/resources/vips.ts';
 import { call, sleep } from '../test/faults/http.ts';
 import { cutsBetween, NetLab } from '../test/faults/netns.ts';
 import { startShoalIn } from '../test/faults/shoal-in-ns.ts';
-import { exec, vipHolders, vipNodes, type VipNode } from '../test/system/vip-lab.ts';
+import { exec, lab6, vipHolders, vipNodes, type VipNode } from '../test/system/vip-lab.ts';
 import { writeNamedSection } from './lib/report.ts';
 
 type Node = VipNode;
@@ -70,7 +73,7 @@ async function killGroup(p: GroupProc | undefined): Promise<void> {
 /** The lab's VIP watcher: which of the three nodes have `vip` on eth0; whether the client's ping answers. */
 function watcher(lab: NetLab, vip: string, client: number) {
   const holders = (): Promise<number[]> => vipHolders(lab, [1, 2, 3], vip);
-  const answers = async (): Promise<boolean> => (await exec(['ip', 'netns', 'exec', lab.ns(client), 'ping', '-c', '1', '-W', '1', vip])).code === 0;
+  const answers = async (): Promise<boolean> => (await exec(['ip', 'netns', 'exec', lab.ns(client), 'ping', ...(vip.includes(':') ? ['-6'] : []), '-c', '1', '-W', '1', vip])).code === 0;
   const settled = async (what: string): Promise<number> => {
     for (const until = Date.now() + 90_000; Date.now() < until; await sleep(200)) {
       const h = await holders();
@@ -111,7 +114,7 @@ function requestLoop(lab: NetLab, client: number, vip: string, t0: number): { st
     while (running) {
       const at = Date.now();
       sent++;
-      const r = await exec(['ip', 'netns', 'exec', lab.ns(client), 'curl', '-s', '-o', '/dev/null', '-m', '0.5', `http://${vip}:8080/`]);
+      const r = await exec(['ip', 'netns', 'exec', lab.ns(client), 'curl', '-s', '-o', '/dev/null', '-m', '0.5', `http://${vip.includes(':') ? `[${vip}]` : vip}:8080/`]);
       if (r.code !== 0) fails.push(at - t0);
       await sleep(Math.max(0, 100 - (Date.now() - at)));
     }
@@ -174,9 +177,16 @@ function fmt(n: number): string {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, write: { type: 'boolean', default: false }, 'keepalived-only': { type: 'boolean', default: false } } });
+  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, write: { type: 'boolean', default: false }, 'keepalived-only': { type: 'boolean', default: false }, ipv6: { type: 'boolean', default: false } } });
   const rounds = Number(values.rounds);
+  const ipv6 = values.ipv6;
   const lab = await NetLab.create(4);
+  if (ipv6) {
+    for (const slot of [1, 2, 3, 4]) {
+      const r = await exec(['ip', '-n', lab.ns(slot), 'addr', 'add', `${lab6.host(slot)}/64`, 'dev', 'eth0', 'nodad']);
+      if (r.code !== 0) throw new Error(`cannot add ${lab6.host(slot)} in ${lab.ns(slot)}`);
+    }
+  }
   const client = 4;
   const runDir = mkdtempSync(path.join(os.tmpdir(), 'shoal-vip-bench-'));
   const nodes: Node[] = [];
@@ -187,7 +197,7 @@ async function main(): Promise<void> {
   let cost: { renewalsPerS: number; writesPerS: number } | undefined;
   let kaNote = '';
   try {
-    const made = await vipNodes(lab, runDir, 'vip-bench');
+    const made = await vipNodes(lab, runDir, 'vip-bench', {}, ipv6 ? { address: lab6.vip, subnet: lab6.subnet } : undefined);
     nodes.push(...made.nodes);
     const vip = made.vip;
     // What the client's request loop reaches on the VIP: a small HTTP server on each node.
@@ -233,7 +243,9 @@ async function main(): Promise<void> {
       for (const n of nodes) await kill(n);
     }
     // keepalived beside it: the same namespaces, shoal stopped, another address of the LAN.
-    if (spawnSync('keepalived', ['--version']).error !== undefined) {
+    if (ipv6) {
+      kaNote = 'keepalived was not run with --ipv6 (the IPv4 run has it).';
+    } else if (spawnSync('keepalived', ['--version']).error !== undefined) {
       kaNote = 'keepalived is not installed here, so it was not measured (apt-get install -y --no-install-recommends keepalived, then run the bench again).';
       console.log(kaNote);
     } else {
@@ -281,10 +293,11 @@ async function main(): Promise<void> {
     const head = ['| round | fault | old holder dropped it (ms) | new holder has it (ms) | client answered (ms) | client requests failed, when (ms) | two holders |', '|---|---|---|---|---|---|---|'];
     const cfg = { ...vipLeaseDefaults, driftRho: leaseDefaults.driftRho };
     const text = [
-      '## Virtual IP: failover when the holder\'s machine stops, and under a partition, beside keepalived (issue 38; three nodes and a LAN client in namespaces)',
+      ipv6 ? '## Virtual IP over IPv6: failover when the holder\'s machine stops, and under a partition (issue 38; three nodes and a LAN client in namespaces; the VIP fd00:38::100, announced by the kernel\'s unsolicited neighbour advertisement after DAD)'
+        : '## Virtual IP: failover when the holder\'s machine stops, and under a partition, beside keepalived (issue 38; three nodes and a LAN client in namespaces)',
       '',
-      `\`npx tsx bench/vip.ts --rounds ${rounds}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC: the defaults (VIP lease ${cfg.leaseMs} ms renewed every ${cfg.leaseMs / 3} ms; the leader moves a VIP `
-        + `${vipMoveAfterMs(cfg)} ms after the last renewal of its holder it applied: lease + 2ρ·lease + the kernel's lateness ${kernelLateMs} ms + the command's ${vipCommandMs} ms; node health down after ${nodeHealthDefaults.downAfterMs} ms, `
+      `\`npx tsx bench/vip.ts --rounds ${rounds}${ipv6 ? ' --ipv6' : ''}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC: the defaults (VIP lease ${cfg.leaseMs} ms renewed every ${cfg.leaseMs / 3} ms; the leader moves a VIP `
+        + `${vipMoveAfterMs(cfg, ipv6)} ms after the last renewal of its holder it applied: lease + 2ρ·lease + the kernel's lateness ${ipv6 ? kernelLateMs6 : kernelLateMs} ms + the command's ${vipCommandMs} ms; node health down after ${nodeHealthDefaults.downAfterMs} ms, `
         + 'which a VIP no longer waits for). A machine stop is its process group SIGKILLed and its links cut (the client\'s too); a partition cuts the holder from the other nodes only. Times from that moment, polled every 50 ms: '
         + 'the old holder\'s kernel dropping the address, another node having it, the client\'s ping answered; and a client\'s request loop (curl to VIP:8080 every 100 ms, 0.5 s timeout, a small HTTP server on every node). '
         + 'Target (issue 38): answering on another node within 5 s; never two holders.',
@@ -295,14 +308,16 @@ async function main(): Promise<void> {
       ...shoalRounds.map(row),
       '',
       ...(cost === undefined ? [] : [`What the shorter lease costs: ${cost.renewalsPerS.toFixed(2)} committed renewals a second (\`shoal.vip-leases\`, one per holding node per renewal, whatever its number of VIPs), where the idle three-node cluster commits ${cost.writesPerS.toFixed(2)} writes a second in all (30 s).`, '']),
-      '**keepalived** (Debian\'s 2.2.7, VRRP, `advert_int 1`, priorities 150/100/50, preempting; the same namespaces with shoal stopped; a machine stop is keepalived SIGKILLed, its address removed with it and its links cut)',
-      '',
-      ...(kaNote !== '' ? [kaNote] : [...head, ...kaRounds.map(row)]),
+      ...(ipv6 ? [kaNote] : [
+        '**keepalived** (Debian\'s 2.2.7, VRRP, `advert_int 1`, priorities 150/100/50, preempting; the same namespaces with shoal stopped; a machine stop is keepalived SIGKILLed, its address removed with it and its links cut)',
+        '',
+        ...(kaNote !== '' ? [kaNote] : [...head, ...kaRounds.map(row)]),
+      ]),
       '',
       ...summary(shoalRounds, kaRounds),
     ].join('\n');
     console.log(text);
-    if (values.write) writeNamedSection('vip', text);
+    if (values.write) writeNamedSection(ipv6 ? 'vip6' : 'vip', text);
   } finally {
     for (const n of nodes) {
       const pid = n.proc?.pid;

@@ -27,8 +27,12 @@ export function labVip(lab: NetLab, nodes?: readonly string[]): { vip: string; e
   return { vip, entry: { address: vip, subnet: `${subnet}.0/24`, ...(nodes !== undefined ? { nodes: [...nodes] } : {}) } };
 }
 
-export async function vipNodes(lab: NetLab, runDir: string, principal: string, config: Record<string, unknown> = {}): Promise<{ nodes: VipNode[]; vip: string }> {
-  const { vip, entry } = labVip(lab);
+/** The IPv6 lab's addresses (bench/vip.ts --ipv6): each namespace's fd00:38::<slot>/64 and the VIP fd00:38::100. */
+export const lab6 = { host: (slot: number): string => `fd00:38::${slot}`, vip: 'fd00:38::100', subnet: 'fd00:38::/64' };
+
+/** `vip`: another VIP entry than the lab's IPv4 one (an IPv6 lab's). */
+export async function vipNodes(lab: NetLab, runDir: string, principal: string, config: Record<string, unknown> = {}, vipEntry?: { address: string; subnet: string }): Promise<{ nodes: VipNode[]; vip: string }> {
+  const { vip, entry } = vipEntry === undefined ? labVip(lab) : { vip: vipEntry.address, entry: vipEntry };
   const nodes: VipNode[] = [];
   const caDir = path.join(runDir, 'n1');
   for (let slot = 1; slot <= 3; slot++) {
@@ -65,6 +69,7 @@ export function exec(argv: string[]): Promise<{ code: number | null; out: string
 
 /** Which of the namespaces `slots` hold `vip` on their eth0 now, in the order given. */
 export async function vipHolders(lab: NetLab, slots: readonly number[], vip: string): Promise<number[]> {
-  const r = await Promise.all(slots.map((slot) => exec(['ip', '-n', lab.ns(slot), '-j', '-4', 'addr', 'show', 'dev', 'eth0'])));
+  const family = vip.includes(':') ? '-6' : '-4';
+  const r = await Promise.all(slots.map((slot) => exec(['ip', '-n', lab.ns(slot), '-j', family, 'addr', 'show', 'dev', 'eth0'])));
   return slots.filter((_, i) => (r[i]?.out ?? '').includes(`"local":"${vip}"`));
 }
