@@ -93,6 +93,7 @@ import { ClusterKeyAgent } from '../node/secrets/cluster-key-agent.ts';
 import { SecretPurge } from '../node/secrets/secret-purge.ts';
 import { dropSupersededPending, readPendingKeyring, removePendingKeyring } from '../node/secrets/pending-keyring.ts';
 import { SecretSource } from './secret-source.ts';
+import { exposedGc, heapAndBuffers, IdleCollector } from '../node/idle-collector.ts';
 
 export { softwareVersion };
 
@@ -310,6 +311,7 @@ export const nodeComponents: readonly Component<NodeParts>[] = [
   { name: 'raft-node', start: startRaftNode },
   { name: 'event-sources', start: startEventSources },
   { name: 'clock-watch', start: startClockWatch },
+  { name: 'idle-collector', start: startIdleCollector },
   { name: 'runtime', start: makeRuntimeOf },
   { name: 'api', start: startApi },
   { name: 'hand-over', start: (c) => () => c.node.handOff() },
@@ -473,6 +475,14 @@ function startClockWatch(c: NodeParts): Stop {
     c.clockWatch.close();
     sync.close();
   };
+}
+
+/** One collection once the node goes quiet after a burst (idle-collector.ts). */
+function startIdleCollector(c: NodeParts): Stop {
+  const collector = new IdleCollector({ activity: () => c.store.revision, memory: heapAndBuffers, collect: exposedGc(), log: c.log });
+  c.metrics.gauge({ name: 'shoal_idle_collections_total', help: 'Full garbage collections this node made once quiet after a burst of work (docs/operations.md, "Memory after a burst").', type: 'counter', read: () => [{ value: collector.count }] });
+  collector.start();
+  return () => collector.close();
 }
 
 function makeRuntimeOf(c: NodeParts): Stop {
