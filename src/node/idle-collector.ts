@@ -7,7 +7,8 @@
 // array buffers and 20 MiB of heap per node after 100,000 documents, bench/RESULTS.md "Memory
 // after 100,000 documents") stays, and so do the pages under it, until the next burst. This
 // collects once when the node has been quiet for a while and its heap and buffers have grown by
-// `growthBytes` since the last collection: one full collection (tens to a couple of hundred ms
+// `growthBytes` since the last collection (quiet: its event loop busy under a tenth of the time
+// since the previous look): one full collection (tens to a couple of hundred ms
 // on a large heap) per burst, none while the node is busy or idle as usual.
 //
 // Node has no API for a collection without `--expose-gc`; `exposedGc` sets that V8 flag and takes
@@ -17,30 +18,31 @@ import { runInNewContext } from 'node:vm';
 import { setFlagsFromString } from 'node:v8';
 
 export interface IdleCollectorOptions {
-  /** A number that changes whenever the node does work worth collecting after (the applied store revision). */
-  activity(): number;
+  /** The share of time the event loop was busy since the previous call (0 to 1): performance.eventLoopUtilization. */
+  utilization(): number;
   /** Heap used + array buffers, in bytes. */
   memory(): number;
   /** One full collection. */
   collect(): void;
-  /** How often it looks (default 5 s): quiet means no activity between two looks. */
+  /** How often it looks (default 5 s). */
   everyMs?: number;
+  /** Quiet: the event loop busy less than this share of the time since the previous look (default 0.1; an idle node is at 0.01-0.03). */
+  quietBelow?: number;
   /** Growth since the last collection (or the lowest figure seen) that makes one worth it (default 32 MiB). */
   growthBytes?: number;
   log: { info(msg: string): void };
   now?: () => number;
 }
 
-export const idleCollectorDefaults = { everyMs: 5_000, growthBytes: 32 * 2 ** 20 };
+export const idleCollectorDefaults = { everyMs: 5_000, growthBytes: 32 * 2 ** 20, quietBelow: 0.1 };
 
 export class IdleCollector {
   private timer: NodeJS.Timeout | undefined;
-  private lastActivity: number;
   private baseline: number;
   private collections = 0;
 
   constructor(private readonly o: IdleCollectorOptions) {
-    this.lastActivity = o.activity();
+    o.utilization();
     this.baseline = o.memory();
   }
 
@@ -58,11 +60,10 @@ export class IdleCollector {
     return this.collections;
   }
 
-  /** One look: collects when nothing happened since the last look and memory grew by growthBytes. */
+  /** One look: collects when the node was quiet since the last look and memory grew by growthBytes. */
   look(): void {
-    const activity = this.o.activity();
-    const busy = activity !== this.lastActivity;
-    this.lastActivity = activity;
+    // Not the store's revision: an idle cluster still commits now and then (reports, events, leases).
+    const busy = this.o.utilization() >= (this.o.quietBelow ?? idleCollectorDefaults.quietBelow);
     const before = this.o.memory();
     // The lowest figure seen is the baseline: memory the node gave back by itself counts as collected.
     this.baseline = Math.min(this.baseline, before);

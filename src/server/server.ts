@@ -479,7 +479,14 @@ function startClockWatch(c: NodeParts): Stop {
 
 /** One collection once the node goes quiet after a burst (idle-collector.ts). */
 function startIdleCollector(c: NodeParts): Stop {
-  const collector = new IdleCollector({ activity: () => c.store.revision, memory: heapAndBuffers, collect: exposedGc(), log: c.log });
+  let elu = performance.eventLoopUtilization();
+  const utilization = (): number => {
+    const now = performance.eventLoopUtilization();
+    const since = performance.eventLoopUtilization(now, elu);
+    elu = now;
+    return since.utilization;
+  };
+  const collector = new IdleCollector({ utilization, memory: heapAndBuffers, collect: exposedGc(), log: c.log });
   c.metrics.gauge({ name: 'shoal_idle_collections_total', help: 'Full garbage collections this node made once quiet after a burst of work (docs/operations.md, "Memory after a burst").', type: 'counter', read: () => [{ value: collector.count }] });
   collector.start();
   return () => collector.close();

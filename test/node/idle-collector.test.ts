@@ -7,9 +7,9 @@ import { exposedGc, heapAndBuffers, IdleCollector } from '../../src/node/idle-co
 const MiB = 2 ** 20;
 
 function setup() {
-  const s = { revision: 1, memory: 100 * MiB, collected: 0, lines: [] as string[] };
+  const s = { busy: 0.02, memory: 100 * MiB, collected: 0, lines: [] as string[] };
   const c = new IdleCollector({
-    activity: () => s.revision, memory: () => s.memory, growthBytes: 32 * MiB,
+    utilization: () => s.busy, memory: () => s.memory, growthBytes: 32 * MiB,
     collect: () => { s.collected++; s.memory = 110 * MiB; }, log: { info: (m) => s.lines.push(m) },
   });
   return { s, c };
@@ -18,12 +18,13 @@ function setup() {
 describe('IdleCollector', () => {
   it('collects once when the node went quiet after a burst that grew memory by the threshold, not while it works', () => {
     const { s, c } = setup();
-    s.revision = 500; s.memory = 250 * MiB;
+    s.busy = 0.9; s.memory = 250 * MiB;
     c.look(); // still writing
     expect(s.collected).toBe(0);
-    s.revision = 900; s.memory = 300 * MiB;
+    s.memory = 300 * MiB;
     c.look();
     expect(s.collected).toBe(0);
+    s.busy = 0.03;
     c.look(); // quiet since the last look
     expect(s.collected).toBe(1);
     expect(s.lines).toEqual([expect.stringMatching(/^memory: collected after a burst of work \(300\.0 MiB of heap and buffers before, 110\.0 after, \d+ ms\)$/)]);
@@ -41,7 +42,6 @@ describe('IdleCollector', () => {
     expect(s.collected).toBe(0);
     s.memory = 60 * MiB; // V8 collected by itself
     c.look();
-    s.revision++;
     s.memory = 85 * MiB; // 25 MiB over the lowest seen: under the threshold
     c.look();
     c.look();
