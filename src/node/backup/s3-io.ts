@@ -172,21 +172,8 @@ export class S3TargetIo implements TargetIo {
 
   /** The answer's body whole, at most `bytesMax` (by its Content-Length first, unread). */
   private async collect(res: IncomingMessage, what: string, bytesMax: number): Promise<Buffer> {
-    const length = Number(res.headers['content-length'] ?? NaN);
-    if (Number.isFinite(length) && length > bytesMax) {
-      res.destroy();
-      throw new Error(`${what}: it is ${length} bytes, more than the ${bytesMax} expected`);
-    }
-    const chunks: Buffer[] = [];
-    let got = 0;
-    for await (const c of res) {
-      got += (c as Buffer).length;
-      if (got > bytesMax) {
-        res.destroy();
-        throw new Error(`${what}: more than the ${bytesMax} bytes expected`);
-      }
-      chunks.push(c as Buffer);
-    }
+    const chunks: Uint8Array[] = [];
+    for await (const c of bounded(res, what, bytesMax)) chunks.push(c);
     return Buffer.concat(chunks);
   }
 
@@ -317,22 +304,9 @@ export class S3TargetIo implements TargetIo {
       if (status === 404 && (code === undefined || code === 'NoSuchKey')) return undefined;
       throw S3TargetIo.refusal(status, body, res.statusMessage, what);
     }
-    const length = Number(res.headers['content-length'] ?? NaN);
-    if (Number.isFinite(length) && length > bytesMax) {
-      res.destroy();
-      throw new Error(`${what}: it is ${length} bytes, more than the ${bytesMax} expected`);
-    }
-    return (async function* bounded(): AsyncGenerator<Uint8Array> {
-      let got = 0;
-      for await (const c of res) {
-        got += (c as Buffer).length;
-        if (got > bytesMax) {
-          res.destroy();
-          throw new Error(`${what}: more than the ${bytesMax} bytes expected`);
-        }
-        yield c as Buffer;
-      }
-    })();
+    // Checked before the caller iterates: a body announced too large is refused unread.
+    checkLength(res, what, bytesMax);
+    return bounded(res, what, bytesMax);
   }
 
   async renameDir(from: string): Promise<void> {
@@ -345,4 +319,27 @@ export class S3TargetIo implements TargetIo {
   }
 
   async close(): Promise<void> {}
+}
+
+/** Refuses (and drops) an answer whose Content-Length is over `bytesMax`. */
+function checkLength(res: IncomingMessage, what: string, bytesMax: number): void {
+  const length = Number(res.headers['content-length'] ?? NaN);
+  if (Number.isFinite(length) && length > bytesMax) {
+    res.destroy();
+    throw new Error(`${what}: it is ${length} bytes, more than the ${bytesMax} expected`);
+  }
+}
+
+/** The answer's body as it arrives, at most `bytesMax` bytes (by its Content-Length first, then counted). */
+async function* bounded(res: IncomingMessage, what: string, bytesMax: number): AsyncGenerator<Uint8Array> {
+  checkLength(res, what, bytesMax);
+  let got = 0;
+  for await (const c of res) {
+    got += (c as Buffer).length;
+    if (got > bytesMax) {
+      res.destroy();
+      throw new Error(`${what}: more than the ${bytesMax} bytes expected`);
+    }
+    yield c as Buffer;
+  }
 }
