@@ -213,8 +213,9 @@ export class BackupRunner {
     try {
       io = await this.open(t);
       const listed = await listBackups(io);
-      // The newest backup of this cluster whose manifest reads: its volumes' versions are the parents.
-      const previous = listed.filter((b) => b.manifest?.clusterId === this.o.clusterId).at(-1)?.manifest ?? null;
+      // The newest older backup of this cluster whose manifest reads: its volumes' versions are the
+      // parents (older: a clock set back must not make a backup an increment on a later one).
+      const previous = listed.filter((b) => b.manifest?.clusterId === this.o.clusterId && b.id < header.id).at(-1)?.manifest ?? null;
       const plan = this.volumePlan(t.name, previous, lookupIn(listed, io.where));
       const files: BackupFileSource[] = [
         { name: storeFileName, bytes: seal.whole(storeFileName, Buffer.concat(parts)) },
