@@ -206,7 +206,7 @@ export const backupRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app,
     return await onTarget(ctx, t, async (io) => {
       const r = await verifyBackup(io, v.params.id);
       if (!r.ok) {
-        throw new ShoalError('backup_damaged', `backup ${r.id} on ${t.name} is damaged: ${r.problems.map((p) => `${p.file}: ${p.problem}`).join('; ')}`, { target: t.name, id: r.id, problems: r.problems });
+        throw new ShoalError('backup_damaged', `backup ${r.id} on ${t.name} is damaged: ${r.problems.map((p) => `${p.file}: ${p.problem}`).join('; ')}`, { target: t.name, id: r.id, problems: r.problems, ...(r.missing !== undefined && r.missing.length > 0 ? { missing: r.missing } : {}) });
       }
       return { target: t.name, id: r.id, ok: true, bytes: r.bytes, files: r.manifest?.files.length ?? 0, volumes: r.manifest?.volumes.filter((v) => v.file !== null).length ?? 0, clusterId: r.manifest?.clusterId ?? null, index: r.manifest?.index ?? null };
     });

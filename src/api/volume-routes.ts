@@ -8,9 +8,11 @@
 //   PUT  /v1/volumes/:name/increments   a writer's node sends a holder an increment (nodes only, over mTLS): the offer in the
 //                                       x-shoal-increment header (base64url JSON), the stream as the body; refused from a
 //                                       sender that is not the volume's current writer (volume_copy_refused, stale_epoch)
-//   GET  /v1/volumes/:name/versions/:version/stream
-//                                       a whole btrfs send stream of a version this node holds, for a backup (nodes only,
-//                                       over mTLS): its length and sha256 in the x-shoal-stream header (base64url JSON)
+//   GET  /v1/volumes/:name/versions/:version/stream[?parent=VERSION]
+//                                       a btrfs send stream of a version this node holds, for a backup (nodes only,
+//                                       over mTLS): its length and sha256 in the x-shoal-stream header (base64url JSON);
+//                                       with ?parent, an increment on that version when this node still holds it, else
+//                                       whole, the header's `parent` saying which (null: whole)
 //
 // sendIncrement is the writer's side of the increments, fetchVolumeStream the backup's side of the
 // stream, both over the mesh with this node's certificate.
@@ -21,7 +23,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { ShoalError, errorCatalog, type ErrorCode } from '../errors.ts';
 import { throttle, type ThrottleClock } from '../executor/volumes/throttle.ts';
-import type { IncrementOffer } from '../executor/volumes/volume-engine.ts';
+import type { Increment, IncrementOffer, VolumeEngine } from '../executor/volumes/volume-engine.ts';
 import { btrfsTimeouts } from '../executor/volumes/btrfs.ts';
 import { putChange } from '../resources/changes.ts';
 import { allDocs } from '../resources/state.ts';
@@ -39,7 +41,10 @@ import { validate } from './validate.ts';
 
 export const incrementHeader = 'x-shoal-increment';
 export const streamHeader = 'x-shoal-stream';
-const streamInfoSchema = z.object({ bytes: z.number().int().min(0), sha256: z.string().regex(/^[0-9a-f]{64}$/) }).strict();
+// `parent` is there only when the request asked for one: a node of an older release never asks,
+// and reads this header strictly.
+const streamInfoSchema = z.object({ bytes: z.number().int().min(0), sha256: z.string().regex(/^[0-9a-f]{64}$/), parent: z.string().max(200).nullable().optional() }).strict();
+const streamQuery = z.object({ parent: z.string().regex(/^s\d+-e\d+-[A-Za-z0-9_.-]+$/, 'a version name: s<seq>-e<epoch>-<node>').max(200).optional() }).strict();
 
 
 const versionSchema = z.object({ seq: z.number().int().min(1), node: z.string().min(1).max(128), epoch: z.number().int().min(0) }).strict();
@@ -142,24 +147,41 @@ function offerOf(req: FastifyRequest): IncrementOffer {
   return r.data;
 }
 
-/** GET /v1/volumes/:name/versions/:version/stream: a version this node holds, whole, with its length and sha256 in a header. */
+/**
+ * GET /v1/volumes/:name/versions/:version/stream: a version this node holds, with its length and
+ * sha256 in a header; with ?parent, an increment on that version when this node holds it too.
+ */
 async function sendVersionStream(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-  const v = validate({ params: [volumeVersionParams, req.params], query: [noQuery, req.query] });
+  const v = validate({ params: [volumeVersionParams, req.params], query: [streamQuery, req.query] });
   const name = v.params.name;
   checkNodeCaller(req, `volume ${name}'s stream`);
   const version = parseVersionName(v.params.version);
+  const asked = v.query.parent === undefined ? null : parseVersionName(v.query.parent);
   if (version === null) throw new ShoalError('bad_request', `${JSON.stringify(v.params.version)} is not a version name (s<seq>-e<epoch>-<node>)`);
+  if (v.query.parent !== undefined && (asked === null || sameVersion(asked, version))) throw new ShoalError('bad_request', `parent ${JSON.stringify(v.query.parent)} is not a version name other than the one asked for`);
   const engine = ctx.volumes;
   if (engine === undefined) throw new ShoalError('volume_no_copy', `node ${ctx.node.id} keeps no replicated volumes (it runs no workloads)`, { volume: name });
-  if (!(await engine.has(name)) || !(await engine.versions(name)).some((h) => sameVersion(h, version))) {
-    throw new ShoalError('volume_no_copy', `node ${ctx.node.id} does not hold version ${versionName(version)} of volume ${name}`, { volume: name, version: versionName(version) });
-  }
-  const inc = await engine.makeIncrement(name, version, null, { node: ctx.node.id, epoch: 0 });
-  const body = engine.body(inc);
-  body.once('close', () => { void engine.release(inc); });
-  ctx.node.log.info(`volume ${name}: sending ${versionName(version)} whole (${inc.bytes} bytes) for a backup`);
-  return reply.header(streamHeader, Buffer.from(JSON.stringify({ bytes: inc.bytes, sha256: inc.sha256 })).toString('base64url'))
+  const made = await versionStream(engine, ctx.node.id, name, version, asked);
+  const body = engine.body(made);
+  body.once('close', () => { void engine.release(made); });
+  ctx.node.log.info(`volume ${name}: sending ${versionName(version)} ${made.parent === null ? 'whole' : `as an increment on ${versionName(made.parent)}`} (${made.bytes} bytes) for a backup${asked !== null && made.parent === null ? ` (${versionName(asked)} is no longer here)` : ''}`);
+  const info = { bytes: made.bytes, sha256: made.sha256, ...(v.query.parent !== undefined ? { parent: made.parent === null ? null : versionName(made.parent) } : {}) };
+  return reply.header(streamHeader, Buffer.from(JSON.stringify(info)).toString('base64url'))
     .header('content-type', 'application/octet-stream').send(body);
+}
+
+/**
+ * The stream of `version` of volume `name` as this node (`self`) can make it for a backup: an
+ * increment on `parent` when it holds that version too, else whole (the holder keeps only its
+ * last few versions; the backup records what it got). The caller sends it, then releases it.
+ */
+export async function versionStream(engine: VolumeEngine, self: string, name: string, version: VolumeVersion, parent: VolumeVersion | null): Promise<Increment> {
+  const held = (await engine.has(name)) ? await engine.versions(name) : [];
+  if (!held.some((h) => sameVersion(h, version))) {
+    throw new ShoalError('volume_no_copy', `node ${self} does not hold version ${versionName(version)} of volume ${name}`, { volume: name, version: versionName(version) });
+  }
+  const base = parent !== null && held.some((h) => sameVersion(h, parent)) ? parent : null;
+  return await engine.makeIncrement(name, version, base, { node: self, epoch: 0 });
 }
 
 /** POST /v1/volumes/:name/remove-copy: the copy moved from held to removing, by compare-and-set; its node deletes the files. */
@@ -269,20 +291,28 @@ export const volumeRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app,
   app.get('/v1/volumes/:name/versions/:version/stream', { config: { role: 'admin' } }, async (req, reply) => await sendVersionStream(ctx, req, reply));
 };
 
+/** A version's stream as a holder answered it: an increment on `parent`, or whole (parent null). */
+export interface VolumeStreamAnswer {
+  body: AsyncIterable<Uint8Array>;
+  parent: VolumeVersion | null;
+}
+
 /**
- * The version's whole stream, from `node` (a holder) at `addr`, as it arrives (at most `bytesMax`
- * bytes; never held whole; failed after btrfsTimeouts.dataMs without a byte): resolves once the
- * holder has answered with its length and sha256, and
+ * The version's stream, from `node` (a holder) at `addr`, as it arrives (at most `bytesMax`
+ * bytes; never held whole; failed after btrfsTimeouts.dataMs without a byte): an increment on
+ * `parent` when given and the holder still has it, else whole (the answer says which); resolves
+ * once the holder has answered with its length and sha256, and
  * the body, iterated, throws if it is longer than announced, or at its end if it is shorter or its
  * digest differs. A consumer that stops early cancels the transfer.
  */
-export async function fetchVolumeStream(peer: PeerHttp, addr: string, name: string, version: VolumeVersion, bytesMax: number): Promise<AsyncIterable<Uint8Array>> {
+export async function fetchVolumeStream(peer: PeerHttp, addr: string, name: string, version: VolumeVersion, bytesMax: number, parent: VolumeVersion | null = null): Promise<VolumeStreamAnswer> {
   // An idle limit, not a total one: the stream flows at the pace of the target it is written to
   // (a slow uplink may take longer than dataMs for a large volume), but never stalls that long.
   const idle = idleAbort(btrfsTimeouts.dataMs);
   let res: Response;
   try {
-    res = await peer.fetch(addr, `/v1/volumes/${encodeURIComponent(name)}/versions/${encodeURIComponent(versionName(version))}/stream`, { signal: idle.signal });
+    const query = parent === null ? '' : `?parent=${encodeURIComponent(versionName(parent))}`;
+    res = await peer.fetch(addr, `/v1/volumes/${encodeURIComponent(name)}/versions/${encodeURIComponent(versionName(version))}/stream${query}`, { signal: idle.signal });
   } catch (err) {
     idle.stop();
     throw err;
@@ -303,7 +333,15 @@ export async function fetchVolumeStream(peer: PeerHttp, addr: string, name: stri
     await res.body?.cancel();
     throw new ShoalError('backup_failed', `volume ${name}'s stream of ${versionName(version)} is ${info.bytes} bytes, more than the ${bytesMax} a backup takes of it`, { volume: name });
   }
-  return checkedStream(res.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() }), info, `volume ${name}'s stream from ${addr}`, name, idle);
+  // An answer without `parent` is whole (a holder of an older release refuses the query instead:
+  // bad_request, and the runner asks it again for the whole stream).
+  const got = info.parent === undefined || info.parent === null ? null : parseVersionName(info.parent);
+  if (got !== null && (parent === null || !sameVersion(got, parent))) {
+    idle.stop();
+    await res.body?.cancel();
+    throw new ShoalError('backup_failed', `node at ${addr} answered volume ${name}'s stream as an increment on ${info.parent ?? '?'}, which was not asked for`, { volume: name });
+  }
+  return { body: checkedStream(res.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() }), info, `volume ${name}'s stream from ${addr}`, name, idle), parent: got };
 }
 
 /** An abort signal that fires once `ms` pass without a `touch()`. */

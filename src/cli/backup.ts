@@ -24,7 +24,7 @@ const targetViewSchema = z.object({
 const targetWrittenSchema = z.object({ outcome: z.string(), target: targetViewSchema, rev: z.number().nullable() }).loose();
 const targetListSchema = z.object({ items: z.array(targetViewSchema) }).loose();
 const removedSchema = z.object({ name: z.string(), removed: z.boolean() }).loose();
-const runSchema = z.object({ target: z.string(), id: z.string(), index: z.number(), bytes: z.number(), encrypted: z.boolean(), pruned: z.array(z.string()), volumes: z.array(z.object({ name: z.string(), version: z.string().nullable(), bytes: z.number() })).optional() }).loose();
+const runSchema = z.object({ target: z.string(), id: z.string(), index: z.number(), bytes: z.number(), encrypted: z.boolean(), pruned: z.array(z.string()), volumes: z.array(z.object({ name: z.string(), version: z.string().nullable(), bytes: z.number(), parent: z.object({ backupId: z.string(), version: z.string() }).nullable().optional() })).optional() }).loose();
 const listSchema = z.object({
   target: z.string(), where: z.string(),
   items: z.array(z.object({ id: z.string(), ok: z.boolean(), problem: z.string().nullable(), clusterId: z.string().nullable(), createdAt: z.number().nullable(), index: z.number().nullable(), bytes: z.number().nullable(), encrypted: z.boolean().nullable() }).loose()),
@@ -96,18 +96,21 @@ export const backupNowHelp = `Usage: shoal backup now [--target NAME] [--addr HO
 
 Takes a backup now, on the node at --addr, to NAME (or the only target): the store's snapshot
 after a read barrier (secrets in it stay encrypted), the cluster keys sealed to the recovery key,
-the newest complete copy of every replicated volume as a whole btrfs send stream (asked of a
-node holding it; a volume no node can send fails the backup), and a manifest with every file's
-size and SHA-256; written to a temporary directory and renamed
-when complete, so a backup cut off is never listed. Then the target's retention is applied. A
-directory target is a path on that node.
+the newest complete copy of every replicated volume as a btrfs send stream (asked of a node
+holding it; a volume no node can send fails the backup): an increment on the version the newest
+backup on the target holds, or whole when there is none, its chain cannot be followed, would
+span more than 7 backups, or the holder no longer has that version; and a manifest with every
+file's size and SHA-256; written to a temporary directory and renamed
+when complete, so a backup cut off is never listed. Then the target's retention is applied; it
+never removes a backup that a kept backup's chain needs. A directory target is a path on that node.
 
 Options:
   --target NAME      the target (required when there are several)
 ${commonFlagsHelp}
 
-With --json prints {target, id, index, bytes, encrypted, pruned, volumes: [{name, version, bytes}]}
-(POST /v1/backups).
+With --json prints {target, id, index, bytes, encrypted, pruned, keptForChains, volumes: [{name,
+version, bytes, parent}]} (POST /v1/backups); parent is {backupId, version} for an increment, null
+for a whole stream.
 ${clientExitCodes} A backup that could not be written exits 1 (backup_failed; the message says why).`;
 
 export const backupLsHelp = `Usage: shoal backup ls [--target NAME] [--addr HOST:PORT] [--json]
@@ -128,6 +131,9 @@ export const backupVerifyHelp = `Usage: shoal backup verify ID [--target NAME] [
 
 Reads every file of backup ID back from its target, as it flows (a volume stream is never held
 whole in memory), and checks each one's size and SHA-256 against the manifest. A damaged or missing file is named. Needs no key: the digests are of the files as stored.
+A volume stream that is an increment needs its chain: every older backup of it must be on the
+target and sound, and its stream files are read and checked too (a missing one is named, in
+details.missing).
 
 Options:
   --target NAME      the target (required when there are several)
@@ -277,7 +283,7 @@ async function nowCommand(argv: string[]): Promise<number> {
   const { body } = await request(resolveAddr(values.addr), 'POST', '/v1/backups', runSchema, { body: values.target === undefined ? {} : { target: values.target }, timeoutMs: backupTimeoutMs });
   if (values.json) console.log(JSON.stringify(body, null, 2));
   else console.log(`backup ${body.id} written to ${body.target}: ${body.bytes} bytes, index ${body.index}${body.encrypted ? ', encrypted to the recovery key' : ''}${body.pruned.length > 0 ? `; removed by retention: ${body.pruned.join(', ')}` : ''}`);
-  for (const v of (values.json ? [] : body.volumes ?? [])) console.log(`  volume ${v.name}: ${v.version === null ? 'no complete copy yet (a restore starts it empty)' : `${v.version}, ${v.bytes} bytes`}`);
+  for (const v of (values.json ? [] : body.volumes ?? [])) console.log(`  volume ${v.name}: ${v.version === null ? 'no complete copy yet (a restore starts it empty)' : `${v.version}, ${v.bytes} bytes${v.parent === undefined || v.parent === null ? '' : ` (an increment on ${v.parent.version} in ${v.parent.backupId})`}`}`);
   return exitCodes.ok;
 }
 

@@ -38,8 +38,9 @@ over SFTP) as 'shoal restore' does, restores it into a scratch directory as a ne
 cluster, starts that node in this process on loopback ports with no container runtime (no task
 is run, the cluster and this user's contexts are not touched), and checks over its HTTPS API,
 with the credential the restore made, that every service and secret of the backup came back,
-and every replicated volume: its stream received whole into the scratch directory (btrfs
-receive: needs root and btrfs-progs) and listed by the node as its newest complete copy.
+and every replicated volume: its stream received into the scratch directory (btrfs receive:
+needs root and btrfs-progs; an increment with the whole stream and the increments of its chain,
+each backup of which must be on the target) and listed by the node as its newest complete copy.
 Then it stops the node and removes the scratch directory, and reports.
 
 Options:
@@ -109,7 +110,7 @@ async function getVolumes(api: string, cred: { ca: string; cert: string; key: st
 
 /** The volumes with a stream (as NAME@VERSION), and those the restored node lists as its newest complete copy. */
 async function volumesBack(api: string, cred: { ca: string; cert: string; key: string }, volumes: readonly RestoredVolume[]): Promise<{ expected: string[]; found: string[]; missing: string[] }> {
-  const wanted = volumes.filter((v) => v.stream !== null).map((v) => `${v.entry.name}@${v.entry.version ?? ''}`).sort();
+  const wanted = volumes.filter((v) => v.streams.length > 0).map((v) => `${v.entry.name}@${v.entry.version ?? ''}`).sort();
   const back = (await getVolumes(api, cred)).filter((v) => v.newest !== null && v.newest.nodes.length > 0).map((v) => `${v.name}@${v.newest?.version ?? ''}`).sort();
   return { expected: wanted, found: back, missing: missing(wanted, back) };
 }

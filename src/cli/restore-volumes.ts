@@ -4,7 +4,11 @@
 // checked), and the volume's record in the restored store is rewritten so that version, held by
 // the new node, is its newest complete copy, with no writer (the era of an operator's restore):
 // the placement starts the exclusive service on that node, from that version. A volume the backup
-// has no copy of (none was complete then, or a backup of format 1) starts empty.
+// has no copy of (none was complete then, or a backup of format 1) starts empty. A volume whose
+// stream is an increment (format 4) is received as its chain: the whole stream of the oldest
+// backup of the chain first, then each increment in order, each on the version received before
+// it (btrfs receive finds that parent by its received UUID), and the versions on the way deleted
+// once the newest is there.
 
 import type { Readable } from 'node:stream';
 import { DocumentStore, encodeCommand } from '../../fsm/index.ts';
@@ -23,36 +27,58 @@ import type { RestoreHook } from './snapshot.ts';
  * over the backup, before anything is written) and a way to read it again as it flows.
  */
 export interface VolumeStreamInBackup {
+  /** The backup the stream is in, and the version it makes. */
+  backupId: string;
+  version: string;
+  /** The version it is an increment on (received just before it); null: whole. */
+  parent: string | null;
   bytes: number;
   sha256: string;
   /** The stream from the target, decrypted chunk by chunk as it is read. */
   open(): Readable;
 }
 
-/** A volume of the backup with its stream (null: no copy, starts empty). */
+/** A volume of the backup with its chain's streams, the whole one first (none: no copy, starts empty). */
 export interface RestoredVolume {
   entry: BackupVolume;
-  stream: VolumeStreamInBackup | null;
+  streams: VolumeStreamInBackup[];
 }
 
-/** Receives each stream into `dataDir` as a complete version, then unmounts the volume (the node mounts it again). */
+/** The bytes of a volume's streams, its whole one and its increments. */
+export const streamBytes = (v: RestoredVolume): number => v.streams.reduce((n, s) => n + s.bytes, 0);
+
+/**
+ * Receives each volume's chain into `dataDir`, the whole stream first, then each increment on the
+ * version before it; keeps only the newest as a complete version, then unmounts the volume (the
+ * node mounts it again).
+ */
 export async function receiveVolumes(dataDir: string, volumes: readonly RestoredVolume[]): Promise<void> {
   const engine = new VolumeEngine(dataDir);
-  for (const { entry, stream } of volumes) {
+  for (const { entry, streams } of volumes) {
     const version = entry.version === null ? null : parseVersionName(entry.version);
-    if (stream === null || version === null) continue;
+    if (streams.length === 0 || version === null) continue;
     try {
-      await engine.receive({
-        volume: entry.name, version, parent: null, sender: { node: version.node, epoch: version.epoch }, bytes: stream.bytes, sha256: stream.sha256,
-      }, entry.sizeBytes, stream.open(), () => null);
+      for (const s of streams) await receiveLink(engine, entry, s);
       // The received subvolume is there, read-only (a receive marks it so only once the stream is whole).
-      if (!(await engine.versions(entry.name)).some((v) => versionName(v) === entry.version)) {
+      const held = await engine.versions(entry.name);
+      if (!held.some((v) => versionName(v) === entry.version)) {
         throw new ShoalError('volume_tool_failed', `volume ${entry.name}: btrfs receive of ${entry.version} left no complete version`, { volume: entry.name });
       }
+      // The chain's older versions were only the way there: the record names the newest alone.
+      for (const v of held) if (versionName(v) !== entry.version) await engine.drop(entry.name, v);
     } finally {
       await engine.unmount(entry.name).catch(() => undefined);
     }
   }
+}
+
+async function receiveLink(engine: VolumeEngine, entry: BackupVolume, s: VolumeStreamInBackup): Promise<void> {
+  const version = parseVersionName(s.version);
+  const parent = s.parent === null ? null : parseVersionName(s.parent);
+  if (version === null || (s.parent !== null && parent === null)) throw new ShoalError('internal', `volume ${entry.name}: ${s.backupId} names no version (${s.version} on ${s.parent ?? 'nothing'})`);
+  await engine.receive({
+    volume: entry.name, version, parent, sender: { node: version.node, epoch: version.epoch }, bytes: s.bytes, sha256: s.sha256,
+  }, entry.sizeBytes, s.open(), () => null);
 }
 
 /** The record of a restored volume: its version held by `nodeId` alone, as the newest complete copy; or empty. */
@@ -93,13 +119,13 @@ export function volumesRestoreHook(volumes: readonly RestoredVolume[]): RestoreH
   return async ({ dataDir, nodeId, app, index }) => {
     await receiveVolumes(dataDir, volumes);
     const rewritten = rewriteVolumeRecords(app, index, volumes.map((v) => v.entry), nodeId, Date.now());
-    return { ...rewritten, report: { volumes: volumes.map((v) => ({ name: v.entry.name, service: v.entry.service, version: v.stream === null ? null : v.entry.version, bytes: v.stream?.bytes ?? 0 })) } };
+    return { ...rewritten, report: { volumes: volumes.map((v) => ({ name: v.entry.name, service: v.entry.service, version: v.streams.length === 0 ? null : v.entry.version, bytes: streamBytes(v), streams: v.streams.length })) } };
   };
 }
 
 /** A line for each volume, for the restore's report. */
 export function describeRestored(volumes: readonly RestoredVolume[]): string[] {
-  return volumes.map(({ entry, stream }) => (entry.version === null || stream === null
-    ? `volume ${entry.name}: the backup holds no copy (none was complete when it was taken); it starts empty`
-    : `volume ${entry.name}: version ${entry.version} received (${stream.bytes} bytes); service ${entry.service} starts on it here`));
+  return volumes.map((v) => (v.entry.version === null || v.streams.length === 0
+    ? `volume ${v.entry.name}: the backup holds no copy (none was complete when it was taken); it starts empty`
+    : `volume ${v.entry.name}: version ${v.entry.version} received (${streamBytes(v)} bytes${v.streams.length > 1 ? `: a whole stream of ${v.streams[0]?.backupId ?? '?'} and ${v.streams.length - 1} increments` : ''}); service ${v.entry.service} starts on it here`));
 }

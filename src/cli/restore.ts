@@ -11,7 +11,7 @@ import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { listBackups, verifyBackup } from '../node/backup/backup-store.ts';
+import { listBackups, verifyBackup, type VerifiedBackup } from '../node/backup/backup-store.ts';
 import { isInitialized } from '../node/identity.ts';
 import { featureLevelMax } from '../base/feature-level.ts';
 import { openBackupFile, openDataKey, openerOf, storeFileName, type BackupFile, type BackupManifest } from '../node/backup/backup-format.ts';
@@ -48,7 +48,9 @@ backup is refused (backup_damaged) with the file named.
 Each replicated volume's stream is then read from the target again, decrypted as it flows (never
 whole in memory), and received into DIR/volumes/ (btrfs receive: needs root and btrfs-progs;
 room for the stream beside the volume) as a complete version held by the new node, and the
-volume's record says so: its
+volume's record says so. A stream that is an increment on an older backup's (format 4) needs
+that backup's chain on the target: each backup of it is read and checked too (a missing one is
+named, backup_damaged), and the whole stream is received first, then each increment in order. Its
 exclusive service starts on this node, from that version. A volume the backup holds no copy of
 starts empty.
 
@@ -176,38 +178,46 @@ function feed(t: PlainTap, out: () => Buffer[]): void {
  * checks every digest, keeps the store snapshot and opens it with the recovery key, and opens each
  * volume stream as it passes (so a key or a chunk that does not open is known before anything is
  * written) counting its plaintext's length and SHA-256, which the receive checks on the second
- * pass. The target stays open for that pass until `close()`.
+ * pass. A volume stream that is an increment (format 4) brings its chain: the older backups it
+ * needs are read the same way (each with its own data key), and a missing one is named. The
+ * target stays open for that pass until `close()`.
  */
 export async function readBackup(from: string, v: TargetFlags, id: string | undefined, recoveryKey: Uint8Array): Promise<ReadBackup> {
   const io = await openTarget(from, v);
-  let key: Buffer | null = null;
+  // One data key per backup of the chains (each backup has its own).
+  const keys = new Map<string, Buffer | null>();
   const close = async (): Promise<void> => {
-    key?.fill(0);
+    for (const k of keys.values()) k?.fill(0);
     await io.close();
   };
   try {
     const chosen = await chooseBackup(io, id);
     const taps = new Map<string, PlainTap>();
     let keyProblem = false;
+    const keyOf = (m: BackupManifest): Buffer | null => {
+      if (!keys.has(m.id)) {
+        try {
+          keys.set(m.id, openDataKey(m, privateKeyOf(recoveryKey)));
+        } catch {
+          keyProblem = true;
+          keys.set(m.id, null);
+        }
+      }
+      return keys.get(m.id) ?? null;
+    };
     const r = await verifyBackup(io, chosen, {
       keep: [storeFileName],
       tap: (m, entry) => {
         if (m.encryption === null || !m.volumes.some((vol) => vol.file === entry.name)) return undefined;
-        if (key === null && !keyProblem) {
-          try {
-            key = openDataKey(m, privateKeyOf(recoveryKey));
-          } catch {
-            keyProblem = true;
-          }
-        }
+        const key = keyOf(m);
         if (key === null) return undefined;
         const t: PlainTap = { step: openerOf(m, entry.name, key), hash: createHash('sha256'), bytes: 0 };
-        taps.set(entry.name, t);
+        taps.set(`${m.id}/${entry.name}`, t);
         return (chunk) => feed(t, () => t.step.push(chunk));
       },
     });
-    if (!r.ok || r.manifest === undefined || r.files === undefined) {
-      throw new CliFailure(`backup ${chosen} on ${io.where} is damaged: ${r.problems.map((p) => `${p.file}: ${p.problem}`).join('; ')}; nothing was written. Restore another one (--id; shoal backup ls)`, exitCodes.failed, 'backup_damaged', { details: { problems: r.problems } });
+    if (!r.ok || r.manifest === undefined || r.files === undefined || r.chains === undefined) {
+      throw new CliFailure(`backup ${chosen} on ${io.where} is damaged: ${r.problems.map((p) => `${p.file}: ${p.problem}`).join('; ')}; nothing was written. Restore another one (--id; shoal backup ls)`, exitCodes.failed, 'backup_damaged', { details: { problems: r.problems, ...(r.missing !== undefined && r.missing.length > 0 ? { missing: r.missing } : {}) } });
     }
     const m = r.manifest;
     if (m.featureLevel > featureLevelMax) {
@@ -221,17 +231,11 @@ export async function readBackup(from: string, v: TargetFlags, id: string | unde
       throw new CliFailure(`that recovery key does not open backup ${chosen} (it is encrypted to recovery key ${m.encryption?.recoveryKeyId ?? '?'}); nothing was written`, exitCodes.failed, 'unlock_key_invalid');
     }
     for (const t of taps.values()) feed(t, () => t.step.end());
-    const problems = [...taps].flatMap(([name, t]) => (t.problem === undefined ? [] : [{ file: `${chosen}/${name}`, problem: t.problem }]));
+    const problems = [...taps].flatMap(([name, t]) => (t.problem === undefined ? [] : [{ file: name, problem: t.problem }]));
     if (problems.length > 0) {
       throw new CliFailure(`backup ${chosen} on ${io.where} is damaged: ${problems.map((p) => `${p.file}: ${p.problem}`).join('; ')}; nothing was written. Restore another one (--id; shoal backup ls)`, exitCodes.failed, 'backup_damaged', { details: { problems } });
     }
-    const volumes = m.volumes.map((entry): RestoredVolume => {
-      const file = entry.file === null ? undefined : m.files.find((f) => f.name === entry.file);
-      if (file === undefined) return { entry, stream: null };
-      const t = taps.get(file.name);
-      const digest = t === undefined ? { bytes: file.bytes, sha256: file.sha256 } : { bytes: t.bytes, sha256: t.hash.digest('hex') };
-      return { entry, stream: { ...digest, open: () => Readable.from(streamInClear(io, m, file, key), { objectMode: false }) } };
-    });
+    const volumes = restoredVolumes(io, m, r, taps, keys);
     return { plain, volumes, backup: { id: chosen, clusterId: m.clusterId, index: m.index, createdAt: m.createdAt, encrypted: m.encryption !== null }, close };
   } catch (err) {
     await close();
@@ -239,6 +243,23 @@ export async function readBackup(from: string, v: TargetFlags, id: string | unde
     if (err instanceof S3Error) throw new CliFailure(`${err.message}; ${s3Advice(err, v['access-key-id'] ?? '?')}; nothing was written`, exitCodes.unavailable, 'backup_failed', { details: { s3Code: err.code } });
     throw err;
   }
+}
+
+/** Each volume of backup `m` with its chain's streams, the whole one first, each read again from `io` when received. */
+function restoredVolumes(io: TargetIo, m: BackupManifest, r: VerifiedBackup, taps: ReadonlyMap<string, PlainTap>, keys: ReadonlyMap<string, Buffer | null>): RestoredVolume[] {
+  const manifests = new Map([[m.id, m], ...(r.parents ?? new Map<string, BackupManifest>())]);
+  return m.volumes.map((entry): RestoredVolume => ({
+    entry,
+    streams: (r.chains?.get(entry.name) ?? []).flatMap((link) => {
+      const lm = manifests.get(link.backupId);
+      const file = link.file === null ? undefined : lm?.files.find((f) => f.name === link.file);
+      if (lm === undefined || file === undefined) return [];
+      const t = taps.get(`${lm.id}/${file.name}`);
+      const digest = t === undefined ? { bytes: file.bytes, sha256: file.sha256 } : { bytes: t.bytes, sha256: t.hash.digest('hex') };
+      const key = lm.encryption === null ? null : keys.get(lm.id) ?? null;
+      return [{ backupId: lm.id, version: link.version, parent: link.parent, ...digest, open: () => Readable.from(streamInClear(io, lm, file, key), { objectMode: false }) }];
+    }),
+  }));
 }
 
 /** A file of backup `m` as stored on `io`, in the clear as it flows (`key` null: stored in the clear). */

@@ -505,10 +505,10 @@ function startApi(c: NodeParts): Stop {
     node, store: c.store, clusterId: c.identity.clusterId, version: softwareVersion, log, clusterKeys: c.clusterKeys,
     recordEvent: (type, subject, details) => c.events.recordEvent(type, subject, details),
     // A volume's stream is asked of a holder over the mesh (this node included: its own API).
-    volumeStream: (nodeId, name, version, bytesMax) => {
+    volumeStream: (nodeId, name, version, bytesMax, parent) => {
       const addr = nodeId === c.identity.id ? c.apiAddress : c.node.membership.get(nodeId)?.apiAddress;
       if (addr === undefined) throw new ShoalError('node_unreachable', `node ${nodeId} is not a member this node knows the address of`, { node: nodeId });
-      return fetchVolumeStream(c.peerHttp, addr, name, version, bytesMax);
+      return fetchVolumeStream(c.peerHttp, addr, name, version, bytesMax, parent);
     },
   });
   c.api = buildApi({

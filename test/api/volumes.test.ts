@@ -143,6 +143,18 @@ describe('the volume routes', () => {
     expect((s.store.get(volumesCollection, 'pgdata')?.doc as unknown as VolumeRecord).eras).toEqual(base.eras);
   });
 
+  it('the stream route takes ?parent: a version name other than the one asked for; a version not held is volume_no_copy', async () => {
+    const get = (q: string) => s.app.inject({ method: 'GET', url: `/v1/volumes/pgdata/versions/s5-e3-n2/stream${q}` });
+    expect((await get('?parent=s5-e3-n2')).json()).toMatchObject({ code: 'bad_request', message: expect.stringMatching(/other than the one asked for/) });
+    expect((await get('?parent=latest')).statusCode).toBe(400);
+    expect((await get('?other=1')).statusCode).toBe(400);
+    for (const q of ['', '?parent=s3-e0-n1']) {
+      const r = await get(q);
+      expect(r.statusCode, q).toBe(409);
+      expect(r.json()).toMatchObject({ code: 'volume_no_copy', details: { volume: 'pgdata', version: 's5-e3-n2' } });
+    }
+  });
+
   it('refuses an increment from a node that is not the volume\'s writer, and one without its offer', async () => {
     await put(volumesCollection, 'pgdata', base);
     const offer = { volume: 'pgdata', version: v(6, 'n1'), parent: v(4, 'n1'), sender: { node: 'n1', epoch: 0 }, bytes: 4, sha256: '0'.repeat(64) };

@@ -186,7 +186,7 @@ describe('backups off the cluster, restored onto fresh data directories', () => 
     expect(now.code, now.stderr).toBe(0);
     const taken = JSON.parse(now.stdout) as { id: string; target: string; encrypted: boolean; volumes: { name: string; version: string | null; bytes: number }[] };
     expect(taken).toMatchObject({ target: 'nas', encrypted: false });
-    expect(taken.volumes).toEqual([{ name: 'known', version: expect.stringMatching(/^s\d+-e\d+-/), bytes: expect.any(Number) }]);
+    expect(taken.volumes).toEqual([{ name: 'known', version: expect.stringMatching(/^s\d+-e\d+-/), bytes: expect.any(Number), parent: null }]);
     backupId = taken.id;
     expect(readdirSync(nas)).toEqual([backupId]);
     expect(readdirSync(path.join(nas, backupId)).sort()).toEqual(['keys.json', 'manifest.json', 'store.snap', 'volume-1.stream']);

@@ -95,7 +95,7 @@ describe('backup format 2: replicated volumes', () => {
       const r = decodeManifest(Buffer.from(JSON.stringify(x)));
       return 'problem' in r ? r.problem : '';
     };
-    expect(problem({ ...m, format: 4 })).toMatch(/format 4, written by shoal test; this release reads formats 1 to 3/);
+    expect(problem({ ...m, format: 5 })).toMatch(/format 5, written by shoal test; this release reads formats 1 to 4/);
     expect(problem({ ...m, files: m.files.map((f) => ({ ...f, encoding: 'chunked' })) })).toMatch(/only an encrypted backup of format 3 has chunked files/);
     expect(problem({ ...m, format: 1 })).toMatch(/volumes: format 1 lists no volumes/);
     expect(problem({ ...m, files: m.files.filter((f) => f.name !== 'volume-1.stream') })).toMatch(/volume-1.stream is not among the files/);
@@ -210,7 +210,7 @@ describe('backups on a directory target', () => {
     // Another cluster's backup on the same target (the one this cluster was restored from): never pruned here.
     const other = sealBackup({ ...content(new Date('2026-12-01T10:00:00Z'), 99), clusterId: 'c-other' }, null);
     await writeBackup(io, other.manifest, other.files);
-    const removed = await pruneBackups(io, 'c-old', (all) => backupsToKeep(all, { keepDaily: 2, keepWeekly: 0 }));
+    const { removed } = await pruneBackups(io, 'c-old', (all) => backupsToKeep(all, { keepDaily: 2, keepWeekly: 0 }));
     expect(removed).toEqual(['20261204T100000Z-000000000001', '20261205T100000Z-000000000002']);
     expect(readdirSync(root).sort()).toEqual([other.manifest.id, '20261205T110000Z-000000000003', '20261206T100000Z-000000000004']);
   });

@@ -245,12 +245,12 @@ describe('a 64 MiB volume stream through the runner, the verify and the restore,
       asked.push(from);
       expect([name, version, bytesMax]).toEqual(['data', { seq: 5, node: 'n2', epoch: 2 }, 2 * 1024 ** 3]);
       if (from === 'n2') throw new Error('refused');
-      return (async function* generated(): AsyncGenerator<Uint8Array> {
+      return { parent: null, body: (async function* generated(): AsyncGenerator<Uint8Array> {
         for (let at = 0, i = 0; at < streamBytes; at += 65_536, i++) {
           if (i % 128 === 0) peak = Math.max(peak, liveBytes() - base);
           yield Buffer.alloc(65_536, fill(i));
         }
-      })();
+      })() };
     };
     const r = await runner(source, true, Date.UTC(2026, 11, 6, 14)).run('nas');
     expect(asked).toEqual(['n2', 'n3']);
@@ -277,7 +277,7 @@ describe('a 64 MiB volume stream through the runner, the verify and the restore,
     const back = await readBackup(root, { 'password-stdin': false }, r.id, rawPrivate);
     try {
       expect(liveBytes() - before).toBeLessThan(growthMaxBytes);
-      const v = back.volumes[0]?.stream;
+      const v = back.volumes[0]?.streams[0];
       expect(v).toMatchObject({ bytes: streamBytes, sha256: expectedSha });
       const hash = createHash('sha256');
       let n = 0;
@@ -295,7 +295,7 @@ describe('a 64 MiB volume stream through the runner, the verify and the restore,
 
   it('a damaged chunk fails the restore naming the file; a stream cut short fails the backup and nothing is listed', async () => {
     const small = 3 * chunkPlainBytes + 100;
-    const source: VolumeStreamSource = async () => through(pieces(small, 65_536), { push: (b) => [Buffer.from(b)], end: () => [] });
+    const source: VolumeStreamSource = async () => ({ parent: null, body: through(pieces(small, 65_536), { push: (b) => [Buffer.from(b)], end: () => [] }) });
     const r = await runner(source, true, Date.UTC(2026, 11, 6, 15)).run('nas');
     const file = path.join(root, r.id, 'volume-1.stream');
     const bytes = readFileSync(file);
@@ -310,10 +310,10 @@ describe('a 64 MiB volume stream through the runner, the verify and the restore,
     expect('manifest' in pm && pm.manifest.format).toBe(2);
     expect(readFileSync(path.join(root, plainRun.id, 'volume-1.stream')).equals(await collect(pieces(small, 65_536)))).toBe(true);
 
-    const cut: VolumeStreamSource = async () => (async function* short(): AsyncGenerator<Uint8Array> {
+    const cut: VolumeStreamSource = async () => ({ parent: null, body: (async function* short(): AsyncGenerator<Uint8Array> {
       yield Buffer.alloc(1 << 20, 1);
       throw new Error('volume data\'s stream from n3 arrived damaged: 1048576 bytes');
-    })();
+    })() });
     const failing = runner(cut, true, Date.UTC(2026, 11, 6, 17));
     await expect(failing.run('nas')).rejects.toMatchObject({ code: 'backup_failed', message: expect.stringMatching(/volume data's stream failed after 1048576 bytes: .*arrived damaged.*nothing was listed/) });
     expect(readdirSync(root)).toEqual([]);

@@ -17,7 +17,8 @@
 // The cluster writes such a backup with the public half only; only the recovery key reads it.
 //
 //   <id>/volume-<n>.stream  the newest complete copy of the n-th replicated volume (by name), as a
-//                        whole `btrfs send` stream (never an increment: see docs/operations.md)
+//                        whole `btrfs send` stream, or (format 4) an increment on the version an
+//                        older backup on the same target holds (backup-chain.ts)
 //
 // Volumes (issue 43): `volumes` has one entry per replicated volume: its record's settings, the
 // version the stream holds and the stream's file (listed in `files` too, so verify checks it like
@@ -38,14 +39,23 @@
 // stream as its plain bytes, the same as format 2, and stays format 2. Small files (manifest,
 // store.snap, keys.json) stay whole. The manifest's size and SHA-256 of a streamed file are
 // counted as it is written, of the stored bytes, so verify still needs no key.
+//
+// Incremental volume streams (issue 43, format 4): a volume's entry may name a `parent`, an older
+// backup on the same target and the version its entry for that volume holds; the entry's stream
+// is then `btrfs send -p` against that version, and a restore needs the whole chain (backup-chain.ts).
+// An entry with a parent and no file holds the parent's version unchanged (nothing new was sent).
+// A release before format 4 would take an increment for a whole stream, so any manifest with a
+// parent is format 4, which such a release refuses by name.
 
 import { createCipheriv, createHash, randomBytes, type KeyObject } from 'node:crypto';
 import { z } from 'zod';
 import { unwrapDataKey, wrapDataKey, wrappedKeySchema, type PublicClusterKey } from '../../resources/secret-crypto.ts';
 import { ChunkOpener, ChunkSealer, passThrough, through, WholeOpener, type ByteStep } from './backup-chunks.ts';
 
-/** The newest format this release writes and reads (3: volume streams in the `chunked` encoding). */
-export const backupFormat = 3;
+/** The newest format this release writes and reads (4: volume streams that are increments on an older backup's). */
+export const backupFormat = 4;
+/** The format of a manifest whose volume streams are all whole, one of them at least in the `chunked` encoding. */
+export const backupFormatChunked = 3;
 /** The format of a manifest with volumes whose files are all stored whole (unencrypted, or written before format 3). */
 export const backupFormatVolumes = 2;
 /** The format of a manifest without volumes (every release reads it). */
@@ -78,6 +88,15 @@ export function volumeStreamFileName(n: number): string {
   return `volume-${n + 1}.stream`;
 }
 
+const versionNamePattern = /^s[1-9]\d{0,14}-e(0|[1-9]\d{0,14})-[A-Za-z0-9_.-]{1,128}$/;
+
+/** What a volume's stream is an increment on (format 4): the backup on the same target and the version its entry holds. */
+export const volumeParentSchema = z.object({
+  backupId: z.string().regex(backupIdPattern),
+  version: z.string().regex(versionNamePattern),
+}).strict();
+export type VolumeParent = z.infer<typeof volumeParentSchema>;
+
 export const backupVolumeSchema = z.object({
   name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/),
   service: z.string().min(1).max(63),
@@ -85,14 +104,16 @@ export const backupVolumeSchema = z.object({
   copies: z.number().int().min(1),
   everyMs: z.number().int().min(1),
   /** The version the stream holds (s<seq>-e<epoch>-<node>); null: no complete copy then, restored empty. */
-  version: z.string().regex(/^s[1-9]\d{0,14}-e(0|[1-9]\d{0,14})-[A-Za-z0-9_.-]{1,128}$/).nullable(),
-  /** The stream's file, listed in `files`; null with version null. */
+  version: z.string().regex(versionNamePattern).nullable(),
+  /** The stream's file, listed in `files`; null with version null, or when the parent holds this very version (nothing new). */
   file: z.string().regex(fileNamePattern).nullable(),
+  /** Format 4: the stream is an increment on this (absent: a whole stream). */
+  parent: volumeParentSchema.optional(),
 }).strict();
 export type BackupVolume = z.infer<typeof backupVolumeSchema>;
 
 export const manifestSchema = z.object({
-  format: z.union([z.literal(backupFormatPlain), z.literal(backupFormatVolumes), z.literal(backupFormat)]),
+  format: z.union([z.literal(backupFormatPlain), z.literal(backupFormatVolumes), z.literal(backupFormatChunked), z.literal(backupFormat)]),
   id: z.string().regex(backupIdPattern),
   clusterId: z.string().min(1).max(128),
   featureLevel: z.number().int().min(1),
@@ -110,14 +131,27 @@ export const manifestSchema = z.object({
 }).strict().superRefine((m, ctx) => {
   if (m.format === backupFormatPlain && m.volumes.length > 0) ctx.addIssue({ code: 'custom', path: ['volumes'], message: 'format 1 lists no volumes' });
   m.files.forEach((f, i) => {
-    if (f.encoding === 'chunked' && (m.format < backupFormat || m.encryption === null)) ctx.addIssue({ code: 'custom', path: ['files', i, 'encoding'], message: 'only an encrypted backup of format 3 has chunked files' });
+    if (f.encoding === 'chunked' && (m.format < backupFormatChunked || m.encryption === null)) ctx.addIssue({ code: 'custom', path: ['files', i, 'encoding'], message: 'only an encrypted backup of format 3 has chunked files' });
   });
   m.volumes.forEach((v, i) => {
-    if ((v.version === null) !== (v.file === null)) ctx.addIssue({ code: 'custom', path: ['volumes', i], message: 'a volume has both a version and a file, or neither' });
+    const problem = volumeEntryProblem(m.id, m.format, v);
+    if (problem !== null) ctx.addIssue({ code: 'custom', path: ['volumes', i], message: problem });
     if (v.file !== null && !m.files.some((f) => f.name === v.file)) ctx.addIssue({ code: 'custom', path: ['volumes', i, 'file'], message: `${v.file} is not among the files` });
   });
 });
 export type BackupManifest = z.infer<typeof manifestSchema>;
+
+/** What is wrong with a volume's entry in manifest `id` of `format`, or null. */
+function volumeEntryProblem(id: string, format: number, v: BackupVolume): string | null {
+  if (v.parent === undefined) return (v.version === null) !== (v.file === null) ? 'a volume has both a version and a file, or neither' : null;
+  if (format < backupFormat) return `a volume with a parent is format ${backupFormat}`;
+  if (v.version === null) return 'a volume with no version has no parent';
+  if (v.parent.backupId >= id) return `its parent ${v.parent.backupId} is not older than the backup`;
+  // No file: the parent's version, unchanged; a file: an increment on an older version.
+  if (v.file === null && v.parent.version !== v.version) return `no file, so it holds its parent's version ${v.parent.version}, not ${v.version}`;
+  if (v.file !== null && v.parent.version === v.version) return `its stream is an increment on the version it holds (${v.version})`;
+  return null;
+}
 
 export function sha256(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
@@ -201,7 +235,8 @@ export function openSeal(id: string, recovery: PublicClusterKey | null): BackupS
 
 /** The manifest of a backup whose files were stored as `files` say; its format the oldest that holds them. */
 export function manifestOf(h: BackupHeader, encryption: BackupManifest['encryption'], files: readonly BackupFile[], volumes: readonly BackupVolume[]): BackupManifest {
-  const format = files.some((f) => f.encoding === 'chunked') ? backupFormat : volumes.length > 0 ? backupFormatVolumes : backupFormatPlain;
+  const format = volumes.some((v) => v.parent !== undefined) ? backupFormat
+    : files.some((f) => f.encoding === 'chunked') ? backupFormatChunked : volumes.length > 0 ? backupFormatVolumes : backupFormatPlain;
   return manifestSchema.parse({
     format, id: h.id, clusterId: h.clusterId, featureLevel: h.featureLevel, createdAt: h.createdAt, index: h.index, term: h.term, writtenBy: h.writtenBy,
     encryption, files: files.map((f) => ({ ...f })), volumes: [...volumes],

@@ -2,9 +2,11 @@
 // (POST /v1/backups) on the node asked, and on each target's schedule (`--every`) on the leader.
 // A run takes the store's snapshot file of this node's applied state (after a read barrier, so
 // it holds every acknowledged write), the keyring's recovery-sealed cluster keys, seals them for
-// the target (backup-format.ts) with the newest complete copy of every replicated volume (a whole
+// the target (backup-format.ts) with the newest complete copy of every replicated volume (a
 // `btrfs send` stream, asked of a node that holds that version: volumeStream, and piped through
-// the digest and the encryption into the target as it arrives, never whole in memory), writes
+// the digest and the encryption into the target as it arrives, never whole in memory; an
+// increment on the version the newest backup on the target holds, while that chain is sound and
+// short enough: backup-chain.ts), writes
 // them atomically (backup-store.ts), prunes by the target's
 // retention, and records the outcome: a cluster event, `shoal.backup-status/<target>` (which the
 // schedule and the metrics read, on every node), and the log.
@@ -26,10 +28,11 @@ import { openSecretValue, unwrapDataKey } from '../../resources/secret-crypto.ts
 import { isSealed, plainSecretBytes, secretInStore } from '../../resources/secrets.ts';
 import { allDocs } from '../../resources/state.ts';
 import { snapshotFileParts } from '../recovery/backups.ts';
-import { holdersOf, newestComplete, versionName, volumeRecordSchema, volumesCollection, type VolumeVersion } from '../../resources/volumes.ts';
+import { holdersOf, newestComplete, parseVersionName, versionName, volumeRecordSchema, volumesCollection, type VolumeVersion } from '../../resources/volumes.ts';
 import { backupFileBytesMax } from './backup-store.ts';
-import { backupIdOf, backupsToKeep, keysFileName, manifestOf, openSeal, storeFileName, volumeStreamFileName, type BackupHeader, type BackupVolume } from './backup-format.ts';
-import { pruneBackups, writeBackupFiles, type BackupFileSource } from './backup-store.ts';
+import { backupIdOf, backupsToKeep, keysFileName, manifestOf, openSeal, storeFileName, volumeStreamFileName, type BackupHeader, type BackupManifest, type BackupVolume, type VolumeParent } from './backup-format.ts';
+import { listBackups, lookupIn, pruneBackups, writeBackupFiles, type BackupFileSource } from './backup-store.ts';
+import { chooseParent, type ManifestLookup } from './backup-chain.ts';
 import { DirTargetIo, SftpTargetIo, type TargetIo } from './target-io.ts';
 import { parseS3Url, s3Advice, S3Error, S3TargetIo } from './s3-io.ts';
 
@@ -43,12 +46,13 @@ export interface BackupNode extends Pick<TermSource, 'currentTerm'>, Pick<Member
 }
 
 /**
- * A whole `btrfs send` stream of version `version` of volume `name`, asked of `node` (a holder of
- * it), at most `bytesMax` bytes, as it arrives: resolves once the holder has answered (a refusal
- * rejects, and the next holder is asked); the body, iterated, throws when it is cut short, longer,
- * or not the digest that node announced (the backup then fails, nothing listed).
+ * A `btrfs send` stream of version `version` of volume `name`, asked of `node` (a holder of it), at
+ * most `bytesMax` bytes, as it arrives: an increment on `parent` when given and the holder still
+ * has it, else whole (`parent` in the answer says which). Resolves once the holder has answered (a
+ * refusal rejects, and the next holder is asked); the body, iterated, throws when it is cut short,
+ * longer, or not the digest that node announced (the backup then fails, nothing listed).
  */
-export type VolumeStreamSource = (node: string, name: string, version: VolumeVersion, bytesMax: number) => Promise<AsyncIterable<Uint8Array>>;
+export type VolumeStreamSource = (node: string, name: string, version: VolumeVersion, bytesMax: number, parent: VolumeVersion | null) => Promise<{ body: AsyncIterable<Uint8Array>; parent: VolumeVersion | null }>;
 
 export interface BackupRunnerOptions {
   node: BackupNode;
@@ -72,8 +76,13 @@ export interface BackupResult {
   bytes: number;
   encrypted: boolean;
   pruned: string[];
-  /** The replicated volumes in it, each with the version its stream holds (null: none was complete, restored empty) and its bytes. */
-  volumes: { name: string; version: string | null; bytes: number }[];
+  /** Removed by retention, but kept: a kept backup's volume chain needs them. */
+  keptForChains: string[];
+  /**
+   * The replicated volumes in it, each with the version its stream holds (null: none was complete,
+   * restored empty), its stream's bytes, and what the stream is an increment on (null: whole).
+   */
+  volumes: { name: string; version: string | null; bytes: number; parent: VolumeParent | null }[];
 }
 
 const tickMsDefault = 10_000;
@@ -200,69 +209,99 @@ export class BackupRunner {
     const createdAt = this.now();
     const header: BackupHeader = { id: backupIdOf(new Date(createdAt), index), clusterId: this.o.clusterId, featureLevel: this.o.node.featureLevel, createdAt, index, term: this.o.node.currentTerm, writtenBy: this.o.version };
     const seal = openSeal(header.id, t.encrypt && recovery !== null ? { id: recovery.id, publicKey: recovery.publicKey } : null);
+    let io: TargetIo | undefined;
     try {
-      const plan = this.volumePlan(t.name);
+      io = await this.open(t);
+      const listed = await listBackups(io);
+      // The newest older backup of this cluster whose manifest reads: its volumes' versions are the
+      // parents (older: a clock set back must not make a backup an increment on a later one).
+      const previous = listed.filter((b) => b.manifest?.clusterId === this.o.clusterId && b.id < header.id).at(-1)?.manifest ?? null;
+      const plan = this.volumePlan(t.name, previous, lookupIn(listed, io.where));
       const files: BackupFileSource[] = [
         { name: storeFileName, bytes: seal.whole(storeFileName, Buffer.concat(parts)) },
         { name: keysFileName, bytes: seal.whole(keysFileName, Buffer.from(`${JSON.stringify(keys, null, 2)}\n`)) },
         ...plan.streams.map((s) => ({ name: s.file, ...seal.stream(s.file, s.body) })),
       ];
-      const io = await this.open(t);
-      try {
-        const manifest = await writeBackupFiles(io, header, files, (stored) => manifestOf(header, seal.encryption, stored, plan.volumes));
-        const pruned = await pruneBackups(io, this.o.clusterId, (ids) => backupsToKeep(ids, t));
-        return { target: t.name, id: header.id, index, bytes: manifest.files.reduce((n, f) => n + f.bytes, 0), encrypted: manifest.encryption !== null, pruned,
-          volumes: plan.volumes.map((v) => ({ name: v.name, version: v.version, bytes: plan.streams.find((s) => s.file === v.file)?.plainBytes() ?? 0 })),
-        };
-      } finally {
-        await io.close();
-      }
+      const manifest = await writeBackupFiles(io, header, files, (stored) => manifestOf(header, seal.encryption, stored, plan.entries()));
+      const prune = await pruneBackups(io, this.o.clusterId, (ids) => backupsToKeep(ids, t));
+      if (prune.keptForChains.length > 0) this.o.log.info(`backup target ${t.name}: kept ${prune.keptForChains.join(', ')} past retention: a kept backup's volume chain needs them`);
+      return { target: t.name, id: header.id, index, bytes: manifest.files.reduce((n, f) => n + f.bytes, 0), encrypted: manifest.encryption !== null, pruned: prune.removed, keptForChains: prune.keptForChains,
+        volumes: manifest.volumes.map((v) => ({ name: v.name, version: v.version, bytes: plan.streams.find((s) => s.file === v.file)?.plainBytes() ?? 0, parent: v.parent ?? null })),
+      };
     } finally {
       seal.close();
+      await io?.close();
     }
   }
 
   /**
    * The newest complete copy of every replicated volume, as the store has it after the snapshot
    * was taken (a copy recorded since is newer than the snapshot's record, never older), and for
-   * each one a body that, once read, asks a node holding it for the whole stream (each holder in
-   * turn until one answers) and passes it on as it arrives. A volume no holder could send fails
-   * the backup (a backup missing a volume is not good); so does a stream cut off midway (it is not
-   * asked again of another holder: its file is half written by then). One with no complete copy
-   * yet is listed with version null.
+   * each one a body that, once read, asks a node holding it for the stream (each holder in turn
+   * until one answers) and passes it on as it arrives: an increment on the version `previous`
+   * (the newest backup on the target) holds, while its chain is sound and short (chooseParent),
+   * else whole; nothing at all when that version is the newest still. A volume no holder could
+   * send fails the backup (a backup missing a volume is not good); so does a stream cut off
+   * midway (it is not asked again of another holder: its file is half written by then). One with
+   * no complete copy yet is listed with version null. `entries()`, once the streams have flowed,
+   * are the manifest's volumes, each with the parent its holder actually sent against.
    */
-  private volumePlan(target: string): { volumes: BackupVolume[]; streams: PlannedStream[] } {
+  private volumePlan(target: string, previous: BackupManifest | null, lookup: ManifestLookup): { entries: () => BackupVolume[]; streams: PlannedStream[] } {
     const recs = [...allDocs(this.o.store, volumesCollection)].flatMap((d) => {
       const r = volumeRecordSchema.safeParse(d.doc);
       return r.success ? [r.data] : [];
     }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    const volumes: BackupVolume[] = [];
+    const entries: (() => BackupVolume)[] = [];
     const streams: PlannedStream[] = [];
     for (const rec of recs) {
       const newest = newestComplete(rec);
       const entry = { name: rec.name, service: rec.service, sizeBytes: rec.sizeBytes, copies: rec.copies, everyMs: rec.everyMs };
       if (newest === null) {
-        volumes.push({ ...entry, version: null, file: null });
+        entries.push(() => ({ ...entry, version: null, file: null }));
         this.o.log.warn(`backup to ${target}: volume ${rec.name} has no complete copy yet; the backup lists it, and a restore starts it empty`);
         continue;
       }
-      const file = volumeStreamFileName(volumes.length);
-      streams.push(countedStream(target, rec.name, file, () => this.fetchStream(target, rec.name, newest, holdersOf(rec, newest), Math.min(backupFileBytesMax, 2 * rec.sizeBytes))));
-      volumes.push({ ...entry, version: versionName(newest), file });
+      const version = versionName(newest);
+      const choice = chooseParent(previous, rec.name, version, lookup);
+      if (choice.kind === 'unchanged') {
+        entries.push(() => ({ ...entry, version, file: null, parent: choice.parent }));
+        continue;
+      }
+      if (choice.kind === 'whole' && previous !== null) this.o.log.info(`backup to ${target}: volume ${rec.name} goes in whole: ${choice.reason}`);
+      const asked = choice.kind === 'increment' ? parseVersionName(choice.parent.version) : null;
+      const file = volumeStreamFileName(entries.length);
+      const holders = holdersOf(rec, newest);
+      const withParent = asked === null ? [] : holdersOf(rec, asked);
+      const planned = countedStream(target, rec.name, file, () => this.fetchStream(target, rec.name, newest, holders, Math.min(backupFileBytesMax, 2 * rec.sizeBytes), asked, withParent));
+      streams.push(planned);
+      entries.push(() => {
+        const got = planned.parent();
+        return { ...entry, version, file, ...(got !== null && choice.kind === 'increment' ? { parent: choice.parent } : {}) };
+      });
     }
-    return { volumes, streams };
+    return { entries: () => entries.map((e) => e()), streams };
   }
 
-  private async fetchStream(target: string, name: string, v: VolumeVersion, holders: readonly string[], bytesMax: number): Promise<AsyncIterable<Uint8Array>> {
+  /**
+   * Version v's stream from the first holder that answers: this node first when it holds the
+   * version (no transfer), then those that hold `parent` too (they can send the increment). A
+   * holder of an older release refuses the parent query (bad_request): it is asked again whole.
+   */
+  private async fetchStream(target: string, name: string, v: VolumeVersion, holders: readonly string[], bytesMax: number, parent: VolumeVersion | null, withParent: readonly string[]): Promise<StreamAnswer> {
     const source = this.o.volumeStream;
     const what = `volume ${name}'s newest complete copy (${versionName(v)})`;
     if (source === undefined) throw new ShoalError('backup_failed', `backup to ${target}: this node cannot fetch ${what}; take the backup on a node that runs workloads with Docker`, { target, volume: name });
     const failed: string[] = [];
-    // This node first when it holds the version (no transfer), then the others in order.
     const self = this.o.node.id;
-    for (const node of [...holders].sort((a, b) => Number(b === self) - Number(a === self))) {
+    const rank = (n: string): number => (n === self ? 2 : 0) + (withParent.includes(n) ? 1 : 0);
+    for (const node of [...holders].sort((a, b) => rank(b) - rank(a))) {
       try {
-        return await source(node, name, v, bytesMax);
+        try {
+          return await source(node, name, v, bytesMax, parent);
+        } catch (err) {
+          if (parent === null || !(err instanceof ShoalError) || err.code !== 'bad_request') throw err;
+          return await source(node, name, v, bytesMax, null);
+        }
       } catch (err) {
         failed.push(`${node}: ${(err as Error).message}`);
       }
@@ -313,22 +352,28 @@ export class BackupRunner {
   }
 }
 
+type StreamAnswer = Awaited<ReturnType<VolumeStreamSource>>;
+
 interface PlannedStream {
   file: string;
   body: AsyncIterable<Uint8Array>;
   plainBytes: () => number;
+  /** What the holder sent the stream against (null: whole), once it has answered. */
+  parent: () => VolumeVersion | null;
 }
 
 /**
  * A volume's stream in a backup: fetched when first read, its bytes (in the clear) counted as they
  * pass; one that breaks off or arrives damaged fails the backup, saying after how many bytes.
  */
-function countedStream(target: string, volume: string, file: string, fetch: () => Promise<AsyncIterable<Uint8Array>>): PlannedStream {
+function countedStream(target: string, volume: string, file: string, fetch: () => Promise<StreamAnswer>): PlannedStream {
   let bytes = 0;
+  let parent: VolumeVersion | null = null;
   async function* body(): AsyncGenerator<Uint8Array> {
-    const source = await fetch();
+    const answer = await fetch();
+    parent = answer.parent;
     try {
-      for await (const chunk of source) {
+      for await (const chunk of answer.body) {
         bytes += chunk.length;
         yield chunk;
       }
@@ -336,5 +381,5 @@ function countedStream(target: string, volume: string, file: string, fetch: () =
       throw new ShoalError('backup_failed', `backup to ${target}: volume ${volume}'s stream failed after ${bytes} bytes: ${(err as Error).message}; nothing was listed as a backup`, { target, volume });
     }
   }
-  return { file, body: body(), plainBytes: () => bytes };
+  return { file, body: body(), plainBytes: () => bytes, parent: () => parent };
 }

@@ -13,6 +13,7 @@ import {
   type BackupFile, type BackupManifest,
 } from './backup-format.ts';
 import type { TargetIo } from './target-io.ts';
+import { chainBackups, keptForChains, volumeChain, type ChainLink, type ManifestLookup } from './backup-chain.ts';
 
 /** A stored file larger than this is refused unread (the store's snapshot file is at most 2 GiB). */
 export const backupFileBytesMax = 2 * 1024 ** 3;
@@ -110,6 +111,16 @@ export async function listBackups(io: TargetIo): Promise<ListedBackup[]> {
   return out;
 }
 
+/** A lookup over a listing (backup-chain.ts): a backup not listed is missing; one without a manifest, damaged. */
+export function lookupIn(listed: readonly ListedBackup[], where: string): ManifestLookup {
+  const byId = new Map(listed.map((b) => [b.id, b]));
+  return (id) => {
+    const b = byId.get(id);
+    if (b === undefined) return { problem: `no such backup on ${where}` };
+    return b.manifest ?? { problem: `damaged (${b.problem ?? 'unreadable'})` };
+  };
+}
+
 async function readManifest(io: TargetIo, id: string): Promise<ListedBackup> {
   let bytes: Uint8Array | undefined;
   try {
@@ -134,6 +145,12 @@ export interface VerifiedBackup {
   bytes: number;
   /** The files as stored that were asked to be kept, when every file is sound. */
   files?: Map<string, Uint8Array>;
+  /** Each volume's chain (backup-chain.ts), the whole stream first, when every backup of it is there. */
+  chains?: Map<string, ChainLink[]>;
+  /** The manifests of the older backups the chains pass through, by id. */
+  parents?: Map<string, BackupManifest>;
+  /** The backups a chain needs that are missing from the target or damaged. */
+  missing?: string[];
 }
 
 /** What a verify pass does besides checking digests: files to keep whole (small ones), and taps on the bytes of others. */
@@ -146,7 +163,9 @@ export interface VerifyOptions {
 
 /**
  * Reads the whole backup back, streamed (a file is never held whole unless kept), and checks every
- * file's size and SHA-256 against the manifest.
+ * file's size and SHA-256 against the manifest; then each volume's chain (format 4): every older
+ * backup it passes through must be on the target with a manifest that holds the version, and the
+ * stream files of the chain are read and checked the same way (a missing backup is named).
  */
 export async function verifyBackup(io: TargetIo, id: string, options: boolean | VerifyOptions = false): Promise<VerifiedBackup> {
   const o: VerifyOptions = typeof options === 'boolean' ? { keep: options } : options;
@@ -165,9 +184,55 @@ export async function verifyBackup(io: TargetIo, id: string, options: boolean | 
     if (r.problem !== undefined) problems.push({ file: `${id}/${entry.name}`, problem: r.problem });
     else if (r.kept !== undefined) files.set(entry.name, r.kept);
   }
+  const chain = await verifyChains(io, m, o);
+  problems.push(...chain.problems);
+  bytes += chain.bytes;
   const ok = problems.length === 0;
   const kept = o.keep !== undefined && o.keep !== false;
-  return { id, ok, manifest: m, problems, bytes, ...(kept && ok ? { files } : {}) };
+  return { id, ok, manifest: m, problems, bytes, ...(kept && ok ? { files } : {}), ...(ok ? { chains: chain.chains, parents: chain.parents } : {}), missing: chain.missing };
+}
+
+/** The chains of backup `m`'s volumes: their older backups' manifests read, and their stream files checked (each once). */
+async function verifyChains(io: TargetIo, m: BackupManifest, o: VerifyOptions): Promise<{ problems: VerifiedBackup['problems']; bytes: number; chains: Map<string, ChainLink[]>; parents: Map<string, BackupManifest>; missing: string[] }> {
+  const out = { problems: [] as VerifiedBackup['problems'], bytes: 0, chains: new Map<string, ChainLink[]>(), parents: new Map<string, BackupManifest>(), missing: [] as string[] };
+  if (!m.volumes.some((v) => v.parent !== undefined)) {
+    for (const v of m.volumes) out.chains.set(v.name, v.version === null ? [] : [{ backupId: m.id, version: v.version, file: v.file, parent: null }]);
+    return out;
+  }
+  const names = new Set(await io.list());
+  const read = new Map<string, ListedBackup>([[m.id, { id: m.id, manifest: m }]]);
+  // Read every manifest the chains pass through first (small), then walk them from the listing.
+  for (let grew = true; grew;) {
+    grew = false;
+    const lookup = lookupIn([...read.values()], io.where);
+    for (const need of chainBackups(m, lookup)) {
+      if (read.has(need) || !names.has(need)) continue;
+      read.set(need, await readManifest(io, need));
+      grew = true;
+    }
+  }
+  const lookup = lookupIn([...read.values()], io.where);
+  const checked = new Set<string>();
+  for (const v of m.volumes) {
+    const chain = volumeChain(m, v.name, lookup);
+    if ('problem' in chain) {
+      if (!out.missing.includes(chain.problem.backupId)) out.missing.push(chain.problem.backupId);
+      out.problems.push({ file: chain.problem.backupId, problem: `volume ${v.name}'s chain needs it: ${chain.problem.problem}` });
+      continue;
+    }
+    out.chains.set(v.name, chain.links);
+    for (const link of chain.links) {
+      const lm = link.backupId === m.id ? undefined : read.get(link.backupId)?.manifest;
+      const entry = link.file === null ? undefined : lm?.files.find((f) => f.name === link.file);
+      if (lm === undefined || entry === undefined || checked.has(`${link.backupId}/${entry.name}`)) continue;
+      checked.add(`${link.backupId}/${entry.name}`);
+      out.parents.set(lm.id, lm);
+      const r = await checkFile(io, lm.id, entry, false, o.tap?.(lm, entry));
+      out.bytes += r.bytes;
+      if (r.problem !== undefined) out.problems.push({ file: `${lm.id}/${entry.name}`, problem: `${r.problem} (volume ${v.name}'s chain needs it)` });
+    }
+  }
+  return out;
 }
 
 /** One file read as it flows: its size and digest against `entry`, kept whole when asked, each chunk to `tap`. */
@@ -195,15 +260,24 @@ async function checkFile(io: TargetIo, id: string, entry: BackupFile, keep: bool
   return { bytes: got, ...(keep ? { kept: Buffer.concat(parts) } : {}) };
 }
 
+/** What a prune did: the backups removed, and those kept only because a kept backup's volume chain needs them. */
+export interface PruneResult {
+  removed: string[];
+  keptForChains: string[];
+}
+
 /**
- * Removes the backups of cluster `clusterId` that `keep` leaves out (backupsToKeep); returns their
- * ids. Another cluster's backups on the same target (the cluster this one was restored from, whose
- * targets came back with it) are never pruned here.
+ * Removes the backups of cluster `clusterId` that `keep` leaves out (backupsToKeep), but never one
+ * that a kept backup's volume chain needs (backup-chain.ts: it is kept, and said so). Another
+ * cluster's backups on the same target (the cluster this one was restored from, whose targets
+ * came back with it) are never pruned here.
  */
-export async function pruneBackups(io: TargetIo, clusterId: string, keep: (ids: readonly string[]) => Set<string>): Promise<string[]> {
-  const ids = (await listBackups(io)).filter((b) => b.manifest?.clusterId === clusterId).map((b) => b.id);
+export async function pruneBackups(io: TargetIo, clusterId: string, keep: (ids: readonly string[]) => Set<string>): Promise<PruneResult> {
+  const listed = await listBackups(io);
+  const ids = listed.filter((b) => b.manifest?.clusterId === clusterId).map((b) => b.id);
   const kept = keep(ids);
-  const removed = ids.filter((id) => !kept.has(id));
+  const needed = keptForChains(kept, lookupIn(listed, io.where));
+  const removed = ids.filter((id) => !kept.has(id) && !needed.has(id));
   for (const id of removed) await io.removeDir(id);
-  return removed;
+  return { removed, keptForChains: ids.filter((id) => !kept.has(id) && needed.has(id)) };
 }
