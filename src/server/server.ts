@@ -94,6 +94,7 @@ import { SecretPurge } from '../node/secrets/secret-purge.ts';
 import { dropSupersededPending, readPendingKeyring, removePendingKeyring } from '../node/secrets/pending-keyring.ts';
 import { SecretSource } from './secret-source.ts';
 import { exposedGc, heapAndBuffers, IdleCollector } from '../node/idle-collector.ts';
+import { performance } from 'node:perf_hooks';
 
 export { softwareVersion };
 
