@@ -14,6 +14,7 @@
 // Node has no API for a collection without `--expose-gc`; `exposedGc` sets that V8 flag and takes
 // `gc` from a new context, as V8's flag makes it available there.
 
+import { performance } from 'node:perf_hooks';
 import { runInNewContext } from 'node:vm';
 import { setFlagsFromString } from 'node:v8';
 
@@ -89,6 +90,17 @@ export function exposedGc(): () => void {
   setFlagsFromString('--expose-gc');
   gcFn = runInNewContext('gc') as () => void;
   return gcFn;
+}
+
+/** The share of time this process's event loop was busy since the previous call of the function returned (the first: since it was made). */
+export function loopUtilization(): () => number {
+  let last = performance.eventLoopUtilization();
+  return () => {
+    const now = performance.eventLoopUtilization();
+    const since = performance.eventLoopUtilization(now, last);
+    last = now;
+    return since.utilization;
+  };
 }
 
 /** Heap used + array buffers of this process. */

@@ -93,8 +93,7 @@ import { ClusterKeyAgent } from '../node/secrets/cluster-key-agent.ts';
 import { SecretPurge } from '../node/secrets/secret-purge.ts';
 import { dropSupersededPending, readPendingKeyring, removePendingKeyring } from '../node/secrets/pending-keyring.ts';
 import { SecretSource } from './secret-source.ts';
-import { exposedGc, heapAndBuffers, IdleCollector } from '../node/idle-collector.ts';
-import { performance } from 'node:perf_hooks';
+import { exposedGc, heapAndBuffers, IdleCollector, loopUtilization } from '../node/idle-collector.ts';
 
 export { softwareVersion };
 
@@ -480,14 +479,7 @@ function startClockWatch(c: NodeParts): Stop {
 
 /** One collection once the node goes quiet after a burst (idle-collector.ts). */
 function startIdleCollector(c: NodeParts): Stop {
-  let elu = performance.eventLoopUtilization();
-  const utilization = (): number => {
-    const now = performance.eventLoopUtilization();
-    const since = performance.eventLoopUtilization(now, elu);
-    elu = now;
-    return since.utilization;
-  };
-  const collector = new IdleCollector({ utilization, memory: heapAndBuffers, collect: exposedGc(), log: c.log });
+  const collector = new IdleCollector({ utilization: loopUtilization(), memory: heapAndBuffers, collect: exposedGc(), log: c.log });
   c.metrics.gauge({ name: 'shoal_idle_collections_total', help: 'Full garbage collections this node made once quiet after a burst of work (docs/operations.md, "Memory after a burst").', type: 'counter', read: () => [{ value: collector.count }] });
   collector.start();
   return () => collector.close();

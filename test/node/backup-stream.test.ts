@@ -8,8 +8,6 @@ import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DocumentStore, encodeCommand } from '../../fsm/index.ts';
 import { ChunkOpener, ChunkSealer, chunkedStoredBytes, chunkPlainBytes, chunkRecordBytes, through, WholeOpener, type ByteStep } from '../../src/node/backup/backup-chunks.ts';
@@ -24,6 +22,7 @@ import { clusterKeysCollection, keyringId } from '../../src/resources/cluster-ke
 import { rawPublicKey } from '../../src/resources/secret-crypto.ts';
 import { volumesCollection } from '../../src/resources/volumes.ts';
 import { featureLevelMax } from '../../src/base/feature-level.ts';
+import { exposedGc, heapAndBuffers } from '../../src/node/idle-collector.ts';
 import { S3SigV4Server } from '../support/s3-sigv4-server.ts';
 
 const dirs: string[] = [];
@@ -188,14 +187,10 @@ describe('streaming reads and writes of a target', () => {
 });
 
 /** The live heap and array buffers (after a full GC), in bytes. */
-const gc = ((): (() => void) => {
-  setFlagsFromString('--expose-gc');
-  return runInNewContext('gc') as () => void;
-})();
+const gc = exposedGc();
 function liveBytes(): number {
   gc();
-  const m = process.memoryUsage();
-  return m.heapUsed + m.arrayBuffers;
+  return heapAndBuffers();
 }
 
 describe('a 64 MiB volume stream through the runner, the verify and the restore, in bounded memory', () => {

@@ -2,7 +2,7 @@
 // burst that grew its heap and buffers, none while it works or stays small, and a real `gc`.
 
 import { describe, expect, it } from 'vitest';
-import { exposedGc, heapAndBuffers, IdleCollector } from '../../src/node/idle-collector.ts';
+import { exposedGc, heapAndBuffers, IdleCollector, loopUtilization } from '../../src/node/idle-collector.ts';
 
 const MiB = 2 ** 20;
 
@@ -64,5 +64,13 @@ describe('IdleCollector', () => {
     // The buffers' memory is given back as their sweeping finishes.
     for (let i = 0; i < 100 && held - heapAndBuffers() < 48 * MiB; i++) await new Promise((r) => setTimeout(r, 10));
     expect(held - heapAndBuffers()).toBeGreaterThan(48 * MiB);
+  });
+
+  it('measures the event loop busy since the previous look: near 1 while it spins, near 0 while it waits', async () => {
+    const busy = loopUtilization();
+    for (const end = Date.now() + 100; Date.now() < end;) { /* spin */ }
+    expect(busy()).toBeGreaterThan(0.8);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(busy()).toBeLessThan(0.3);
   });
 });
