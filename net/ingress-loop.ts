@@ -121,10 +121,8 @@ const backendKeys = (bs: readonly IngressBackend[]): string => bs.map((b) => `${
 export class IngressLoop {
   private unsubscribe: (() => void) | null = null;
   private readonly loop: PassLoop;
-  /** The revision of the table this loop last applied (null: none yet in this process). */
-  appliedRevision: number | null = null;
   private told = new Set<string>();
-  /** What this loop applied last: its body, stamp and backends; a pass whose rendering matches it, with it still in force, applies nothing. */
+  /** What this loop applied last: its body (without the stamp), stamp and backends; a pass whose rendering matches it, with it still in force, applies nothing. */
   private last: { body: string; term: number; revision: number; backends: string } | null = null;
   private dockerCheckedAt = -Infinity;
   /** Reads only what changed since the previous pass (state.ts). */
@@ -149,6 +147,11 @@ export class IngressLoop {
     await this.loop.close();
   }
 
+  /** The revision of the table this loop last applied (null: none yet in this process). */
+  get appliedRevision(): number | null {
+    return this.last?.revision ?? null;
+  }
+
   /** Waits until no pass runs (tests). */
   async idle(): Promise<void> {
     await this.loop.idle();
@@ -165,9 +168,9 @@ export class IngressLoop {
     for (const c of rendered.conflicts) this.tellOnce(`ingress: ${c.protocol}/${c.port} is published by services ${c.kept} and ${c.dropped} (two applies raced); ${c.kept}, the older, keeps it: change or remove ${c.dropped}'s port`);
     for (const name of rendered.truncated) this.tellOnce(`ingress: service ${name} has more running tasks than one port spreads over; the mesh uses the first ${rendered.backends.length}`);
     const body = tableBody(rendered, input);
-    const backends = backendKeys(rendered.backends);
     const last = this.last;
-    if (last !== null && inForce !== null && inForce.term === last.term && inForce.revision === last.revision && backendKeys(inForce.backends) === last.backends && last.body === body && last.backends === backends) {
+    // The body holds the backends set, so an equal body is equal backends; the kernel's set is compared too (someone may have flushed it).
+    if (last !== null && inForce !== null && inForce.term === last.term && inForce.revision === last.revision && backendKeys(inForce.backends) === last.backends && last.body === body) {
       // Most store changes (a report's heartbeat, a node's address) change nothing here: no nft -f, iptables or conntrack to spawn.
       if (this.now() - this.dockerCheckedAt >= dockerRuleCheckMs && rendered.backends.length > 0) {
         await this.ports.ingress.ensureDockerRule();
@@ -176,9 +179,8 @@ export class IngressLoop {
       return 'unchanged';
     }
     const report = await this.ports.ingress.apply(rendered, inForce);
-    this.last = { body, term: input.term, revision: input.revision, backends };
+    this.last = { body, term: input.term, revision: input.revision, backends: backendKeys(rendered.backends) };
     if (rendered.backends.length > 0) this.dockerCheckedAt = this.now(); // apply checked it
-    this.appliedRevision = input.revision;
     const ended = report.removed.length > 0 ? `; ${report.removed.length} backends removed, ${report.flowsEnded} of their connections ended` : '';
     this.ports.log.info(`ingress: applied term ${input.term} revision ${input.revision}, ${rendered.backends.length} backends${ended}`);
     return 'applied';

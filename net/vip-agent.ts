@@ -181,12 +181,10 @@ export class VipAgent {
     }
     this.o.lease?.want(mine.length > 0 ? epoch : null);
     const until = epoch === null ? null : this.o.lease?.heldUntil(epoch) ?? null;
-    // Measured again just before each add (setLifetime checks it against the add's return).
-    const lifetimeNow = (): number => (until === null ? 0 : kernelLifetimeSeconds(until - this.o.bootNow()));
     const addrs = parseHostAddresses(await runChecked(this.o.run, 'ip', ['-j', 'addr', 'show']));
     const keep = new Set<string>();
     const deleted = new Set<string>();
-    for (const m of mine) await this.hold(m, addrs, until, lifetimeNow, keep, deleted);
+    for (const m of mine) await this.hold(m, addrs, until, keep, deleted);
     // Every VIP's address this node must not have now: off, wherever it is.
     for (const a of addrs) {
       if (a.prefixlen !== vipPrefixLength(a.local) || keep.has(a.local) || deleted.has(a.local) || !records.has(a.local)) continue;
@@ -219,7 +217,7 @@ export class VipAgent {
   }
 
   /** Puts `m` on (or leaves it as it is, with under a second of lease left); adds it to `keep` when it is on, to `deleted` when it took it off. */
-  private async hold(m: { address: string; rec: VipRecord }, addrs: readonly HostAddress[], until: number | null, lifetimeNow: () => number, keep: Set<string>, deleted: Set<string>): Promise<void> {
+  private async hold(m: { address: string; rec: VipRecord }, addrs: readonly HostAddress[], until: number | null, keep: Set<string>, deleted: Set<string>): Promise<void> {
     const prefix = vipPrefixLength(m.address);
     const on = addrs.some((a) => a.local === m.address && a.prefixlen === prefix);
     if (!on) this.noteVanished(m.address);
@@ -234,7 +232,8 @@ export class VipAgent {
       return;
     }
     if (prefix === 128 && !(await this.maybePrepareIpv6(dev))) return;
-    const lifetime = lifetimeNow();
+    // Measured now, just before the add (setLifetime checks it against the add's return).
+    const lifetime = kernelLifetimeSeconds(until - this.o.bootNow());
     if (lifetime === 0) {
       // Under a second left: the lifetime set before ends on its own, within the lease.
       if (on && this.held.has(m.address)) keep.add(m.address);
