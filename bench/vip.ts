@@ -33,7 +33,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { leaseDefaults } from '../src/resources/lease.ts';
 import { nodeHealthDefaults } from '../src/control/node-health.ts';
-import { kernelLateMs, kernelLateMs6, vipCommandMs, vipLeaseDefaults, vipMoveAfterMs } from '../src/resources/vips.ts';
+import { isIpv6, kernelLateMs, kernelLateMs6, vipCommandMs, vipLeaseDefaults, vipMoveAfterMs } from '../src/resources/vips.ts';
 import { call, sleep } from '../test/faults/http.ts';
 import { cutsBetween, NetLab } from '../test/faults/netns.ts';
 import { startShoalIn } from '../test/faults/shoal-in-ns.ts';
@@ -73,7 +73,7 @@ async function killGroup(p: GroupProc | undefined): Promise<void> {
 /** The lab's VIP watcher: which of the three nodes have `vip` on eth0; whether the client's ping answers. */
 function watcher(lab: NetLab, vip: string, client: number) {
   const holders = (): Promise<number[]> => vipHolders(lab, [1, 2, 3], vip);
-  const answers = async (): Promise<boolean> => (await exec(['ip', 'netns', 'exec', lab.ns(client), 'ping', ...(vip.includes(':') ? ['-6'] : []), '-c', '1', '-W', '1', vip])).code === 0;
+  const answers = async (): Promise<boolean> => (await exec(['ip', 'netns', 'exec', lab.ns(client), 'ping', ...(isIpv6(vip) ? ['-6'] : []), '-c', '1', '-W', '1', vip])).code === 0;
   const settled = async (what: string): Promise<number> => {
     for (const until = Date.now() + 90_000; Date.now() < until; await sleep(200)) {
       const h = await holders();
@@ -114,7 +114,7 @@ function requestLoop(lab: NetLab, client: number, vip: string, t0: number): { st
     while (running) {
       const at = Date.now();
       sent++;
-      const r = await exec(['ip', 'netns', 'exec', lab.ns(client), 'curl', '-s', '-o', '/dev/null', '-m', '0.5', `http://${vip.includes(':') ? `[${vip}]` : vip}:8080/`]);
+      const r = await exec(['ip', 'netns', 'exec', lab.ns(client), 'curl', '-s', '-o', '/dev/null', '-m', '0.5', `http://${isIpv6(vip) ? `[${vip}]` : vip}:8080/`]);
       if (r.code !== 0) fails.push(at - t0);
       await sleep(Math.max(0, 100 - (Date.now() - at)));
     }

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { stringify } from 'yaml';
 import { initNode } from '../../src/node/identity.ts';
 import { issueClientCert } from '../../src/security/client-certs.ts';
+import { isIpv6 } from '../../src/resources/vips.ts';
 import { useClientCertificate } from '../faults/http.ts';
 import type { NetLab } from '../faults/netns.ts';
 import type { ShoalHost } from '../faults/shoal-in-ns.ts';
@@ -69,7 +70,7 @@ export function exec(argv: string[]): Promise<{ code: number | null; out: string
 
 /** Which of the namespaces `slots` hold `vip` on their eth0 now, in the order given. */
 export async function vipHolders(lab: NetLab, slots: readonly number[], vip: string): Promise<number[]> {
-  const family = vip.includes(':') ? '-6' : '-4';
+  const family = isIpv6(vip) ? '-6' : '-4';
   const r = await Promise.all(slots.map((slot) => exec(['ip', '-n', lab.ns(slot), '-j', family, 'addr', 'show', 'dev', 'eth0'])));
   return slots.filter((_, i) => (r[i]?.out ?? '').includes(`"local":"${vip}"`));
 }
