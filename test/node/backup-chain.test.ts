@@ -6,36 +6,24 @@
 // backup's chain (a property over random histories). The real btrfs path is
 // test/volumes/btrfs-backup-chain.test.ts.
 
-import { createHash, generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
-import { afterAll, describe, expect, it } from 'vitest';
-import { DocumentStore, encodeCommand } from '../../fsm/index.ts';
+import { describe, expect, it } from 'vitest';
+import type { DocumentStore } from '../../fsm/index.ts';
 import {
   backupIdOf, backupsToKeep, decodeManifest, manifestName, manifestOf, type BackupManifest, type BackupVolume,
 } from '../../src/node/backup/backup-format.ts';
 import { chooseParent, keptForChains, volumeChain, volumeChainLinksMax, type ManifestLookup } from '../../src/node/backup/backup-chain.ts';
-import { BackupRunner, type BackupNode, type VolumeStreamSource } from '../../src/node/backup/backup-runner.ts';
+import { BackupRunner, type VolumeStreamSource } from '../../src/node/backup/backup-runner.ts';
 import { pruneBackups, verifyBackup } from '../../src/node/backup/backup-store.ts';
 import { DirTargetIo } from '../../src/node/backup/target-io.ts';
 import { readBackup } from '../../src/cli/restore.ts';
-import { backupTargetsCollection } from '../../src/resources/backup-targets.ts';
-import { clusterKeysCollection, keyringId } from '../../src/resources/cluster-keyring.ts';
-import { rawPublicKey } from '../../src/resources/secret-crypto.ts';
 import { volumesCollection, type VolumeVersion } from '../../src/resources/volumes.ts';
-import { featureLevelMax } from '../../src/base/feature-level.ts';
+import { backupNode, backupWorld, quietLog, scratchDirs } from './backup-fixture.ts';
 
-const dirs: string[] = [];
-const tmp = (): string => {
-  const d = mkdtempSync(path.join(os.tmpdir(), 'shoal-backup-chain-'));
-  dirs.push(d);
-  return d;
-};
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+const tmp = scratchDirs('shoal-backup-chain-');
 
 const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 const vol = { name: 'data', service: 'db', sizeBytes: 1 << 30, copies: 2, everyMs: 1000 };
@@ -159,33 +147,17 @@ describe('chains', () => {
 });
 
 describe('the runner, verify and the restore\'s first pass over chains', () => {
-  const recovery = generateKeyPairSync('x25519');
-  const rawPrivate = Buffer.from(recovery.privateKey.export({ format: 'jwk' }).d ?? '', 'base64url');
-  const publicKey = rawPublicKey(recovery.publicKey).toString('base64');
-  const quiet = { debug() {}, info() {}, warn() {}, error() {} };
-  const node = {
-    id: 'n1', appliedIndex: 100, featureLevel: featureLevelMax, currentTerm: 3, isLeader: true,
-    membership: { list: () => [] }, readBarrier: async () => undefined, propose: async () => ({ index: 0 }),
-  } as unknown as BackupNode;
+  const node = backupNode;
+  const quiet = quietLog;
 
-  function setup(encrypt: boolean, keepDaily = 30): { root: string; store: DocumentStore; hold: (seq: number, nodes?: string[]) => void } {
-    const store = new DocumentStore();
-    let index = 0;
-    const put = (collection: string, docId: string, doc: unknown): void => {
-      index++;
-      const r = store.apply({ index, term: 1, data: encodeCommand({ cmd: { op: 'put', collection, id: docId, doc: doc as Record<string, never> }, ts: 1, principal: 't' }), featureLevel: 10 });
-      if (!r.ok) throw new Error(r.error.message);
-    };
-    put(clusterKeysCollection, keyringId, {
-      active: 'aaaaaaaaaaaaaaaa', keys: [{ id: 'aaaaaaaaaaaaaaaa', publicKey, createdAt: 1, recovery: null }],
-      recovery: { id: '0123456789abcdef', publicKey, createdAt: 1 }, retired: [], scrubbedAt: null, rotation: null, autolock: null,
-    });
+  function setup(encrypt: boolean, keepDaily = 30): { root: string; store: DocumentStore; hold: (seq: number, nodes?: string[]) => void; rawPrivate: Buffer } {
+    const { store, put, target, rawPrivate } = backupWorld();
     const root = tmp();
-    put(backupTargetsCollection, 'nas', { name: 'nas', dir: root, encrypt, keepDaily, keepWeekly: 0, intervalMs: 0, secret: null, createdAt: 0, updatedAt: 0 });
+    target(root, { encrypt, keepDaily, keepWeekly: 0 });
     const hold = (seq: number, nodes = ['n2', 'n3']): void => put(volumesCollection, 'data', {
       ...vol, eras: [{ node: 'n2', epoch: 2, fromSeq: 1, base: null }], held: nodes.map((n) => ({ node: n, version: { seq, node: 'n2', epoch: 2 }, atMs: 1 })), lastError: null,
     });
-    return { root, store, hold };
+    return { root, store, hold, rawPrivate };
   }
 
   /** A holder that has versions `held` (by seq): answers an increment on the parent asked when it has it, else whole. */
@@ -205,7 +177,7 @@ describe('the runner, verify and the restore\'s first pass over chains', () => {
   };
 
   it('whole first, then increments on the newest backup, whole again when the holder lost the parent or the chain is long; restore reads the chain', async () => {
-    const { root, store, hold } = setup(true);
+    const { root, store, hold, rawPrivate } = setup(true);
     let held = [1];
     const asked: { parent: string | null; from: string }[] = [];
     const source = holder(() => held, asked);
@@ -268,7 +240,7 @@ describe('the runner, verify and the restore\'s first pass over chains', () => {
 
   it('a backup whose chain lost a backup fails verify and restore naming it; retention keeps what a chain needs and says so', async () => {
     // keepDaily 2: by the fourth backup, the first two are past retention, but the chain of the kept ones starts at the first.
-    const { root, store, hold } = setup(false, 2);
+    const { root, store, hold, rawPrivate } = setup(false, 2);
     let held: number[] = [];
     const source = holder(() => held, []);
     let day = 1;

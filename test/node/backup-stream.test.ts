@@ -5,35 +5,23 @@
 // (after a GC) growing by a few MiB, far below the stream's size.
 
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { DocumentStore, encodeCommand } from '../../fsm/index.ts';
+import { describe, expect, it } from 'vitest';
 import { ChunkOpener, ChunkSealer, chunkedStoredBytes, chunkPlainBytes, chunkRecordBytes, through, WholeOpener, type ByteStep } from '../../src/node/backup/backup-chunks.ts';
 import { decodeManifest, manifestName, openBackupFile, openDataKey, openSeal, sealBackup, storeFileName } from '../../src/node/backup/backup-format.ts';
-import { BackupRunner, type BackupNode, type VolumeStreamSource } from '../../src/node/backup/backup-runner.ts';
+import { BackupRunner, type VolumeStreamSource } from '../../src/node/backup/backup-runner.ts';
 import { listBackups, verifyBackup, writeBackupFiles } from '../../src/node/backup/backup-store.ts';
 import { S3TargetIo } from '../../src/node/backup/s3-io.ts';
 import { DirTargetIo } from '../../src/node/backup/target-io.ts';
 import { readBackup } from '../../src/cli/restore.ts';
-import { backupTargetsCollection } from '../../src/resources/backup-targets.ts';
-import { clusterKeysCollection, keyringId } from '../../src/resources/cluster-keyring.ts';
 import { rawPublicKey } from '../../src/resources/secret-crypto.ts';
 import { volumesCollection } from '../../src/resources/volumes.ts';
-import { featureLevelMax } from '../../src/base/feature-level.ts';
 import { exposedGc, heapAndBuffers } from '../../src/node/idle-collector.ts';
 import { S3SigV4Server } from '../support/s3-sigv4-server.ts';
+import { backupNode, backupWorld, quietLog, scratchDirs } from './backup-fixture.ts';
 
-const dirs: string[] = [];
-const tmp = (): string => {
-  const d = mkdtempSync(path.join(os.tmpdir(), 'shoal-backup-stream-'));
-  dirs.push(d);
-  return d;
-};
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+const tmp = scratchDirs('shoal-backup-stream-');
 
 const key = randomBytes(32);
 const id = '20261206T140000Z-000000000007';
@@ -198,29 +186,11 @@ describe('a 64 MiB volume stream through the runner, the verify and the restore,
   const growthMaxBytes = 24 * 1024 * 1024;
   let root = '';
 
-  const recovery = generateKeyPairSync('x25519');
-  const rawPrivate = Buffer.from(recovery.privateKey.export({ format: 'jwk' }).d ?? '', 'base64url');
-  const store = new DocumentStore();
-  let index = 0;
-  const put = (collection: string, docId: string, doc: unknown): void => {
-    index++;
-    const r = store.apply({ index, term: 1, data: encodeCommand({ cmd: { op: 'put', collection, id: docId, doc: doc as Record<string, never> }, ts: 1, principal: 't' }), featureLevel: 10 });
-    if (!r.ok) throw new Error(r.error.message);
-  };
-  const publicKey = rawPublicKey(recovery.publicKey).toString('base64');
-  put(clusterKeysCollection, keyringId, {
-    active: 'aaaaaaaaaaaaaaaa', keys: [{ id: 'aaaaaaaaaaaaaaaa', publicKey, createdAt: 1, recovery: null }],
-    recovery: { id: '0123456789abcdef', publicKey, createdAt: 1 }, retired: [], scrubbedAt: null, rotation: null, autolock: null,
-  });
+  const { store, put, target, rawPrivate } = backupWorld();
   put(volumesCollection, 'data', {
     name: 'data', service: 'db', copies: 2, everyMs: 1000, sizeBytes: 1 << 30,
     eras: [{ node: 'n2', epoch: 2, fromSeq: 1, base: null }], held: [{ node: 'n3', version: { seq: 5, node: 'n2', epoch: 2 }, atMs: 1 }, { node: 'n2', version: { seq: 5, node: 'n2', epoch: 2 }, atMs: 1 }], lastError: null,
   });
-  const node = {
-    id: 'n1', appliedIndex: 100, featureLevel: featureLevelMax, currentTerm: 3, isLeader: true,
-    membership: { list: () => [] }, readBarrier: async () => undefined, propose: async () => ({ index: 0 }),
-  } as unknown as BackupNode;
-  const quiet = { debug() {}, info() {}, warn() {}, error() {} };
   const fill = (i: number): number => (i * 31 + 7) & 255;
   const sourceSha = createHash('sha256');
   for (let at = 0, i = 0; at < streamBytes; at += 65_536, i++) sourceSha.update(Buffer.alloc(65_536, fill(i)));
@@ -228,8 +198,8 @@ describe('a 64 MiB volume stream through the runner, the verify and the restore,
 
   const runner = (source: VolumeStreamSource, encrypt: boolean, now: number): BackupRunner => {
     root = tmp();
-    put(backupTargetsCollection, 'nas', { name: 'nas', dir: root, encrypt, keepDaily: 7, keepWeekly: 4, intervalMs: 0, secret: null, createdAt: 0, updatedAt: 0 });
-    return new BackupRunner({ node, store, clusterId: 'c1', version: 'test', log: quiet, volumeStream: source, now: () => now });
+    target(root, { encrypt });
+    return new BackupRunner({ node: backupNode, store, clusterId: 'c1', version: 'test', log: quietLog, volumeStream: source, now: () => now });
   };
 
   it('backs up, verifies and reads back an encrypted 64 MiB stream with the live heap growing by less than 24 MiB', async () => {
