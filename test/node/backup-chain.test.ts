@@ -21,7 +21,7 @@ import { pruneBackups, verifyBackup } from '../../src/node/backup/backup-store.t
 import { DirTargetIo } from '../../src/node/backup/target-io.ts';
 import { readBackup } from '../../src/cli/restore.ts';
 import { volumesCollection, type VolumeVersion } from '../../src/resources/volumes.ts';
-import { backupNode, backupWorld, quietLog, scratchDirs } from './backup-fixture.ts';
+import { backupNode, backupWorld, quietLog, scratchDirs } from '../support/backup-fixture.ts';
 
 const tmp = scratchDirs('shoal-backup-chain-');
 

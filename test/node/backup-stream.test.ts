@@ -19,7 +19,7 @@ import { rawPublicKey } from '../../src/resources/secret-crypto.ts';
 import { volumesCollection } from '../../src/resources/volumes.ts';
 import { exposedGc, heapAndBuffers } from '../../src/node/idle-collector.ts';
 import { S3SigV4Server } from '../support/s3-sigv4-server.ts';
-import { backupNode, backupWorld, quietLog, scratchDirs } from './backup-fixture.ts';
+import { backupNode, backupWorld, quietLog, scratchDirs } from '../support/backup-fixture.ts';
 
 const tmp = scratchDirs('shoal-backup-stream-');
 

@@ -8,22 +8,18 @@
 // Needs root, loop devices and btrfs-progs (npm run test:setup); run under the machine lock.
 // Prints the sizes it measured (docs/operations.md, "Backups").
 
-import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { appendFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DocumentStore, encodeCommand } from '../../fsm/index.ts';
 import { versionStream } from '../../src/api/volume-routes.ts';
 import { readBackup } from '../../src/cli/restore.ts';
 import { receiveVolumes } from '../../src/cli/restore-volumes.ts';
 import { VolumeEngine } from '../../src/executor/volumes/volume-engine.ts';
-import { BackupRunner, type BackupNode, type VolumeStreamSource } from '../../src/node/backup/backup-runner.ts';
-import { backupTargetsCollection } from '../../src/resources/backup-targets.ts';
-import { clusterKeysCollection, keyringId } from '../../src/resources/cluster-keyring.ts';
-import { rawPublicKey } from '../../src/resources/secret-crypto.ts';
+import { BackupRunner, type VolumeStreamSource } from '../../src/node/backup/backup-runner.ts';
 import { volumesCollection, type VolumeVersion } from '../../src/resources/volumes.ts';
-import { featureLevelMax } from '../../src/base/feature-level.ts';
+import { backupNode, backupWorld, quietLog } from '../support/backup-fixture.ts';
 
 const size = 160 * 1024 * 1024;
 const dataBytes = 50 * 1024 * 1024;
@@ -47,24 +43,10 @@ afterAll(async () => {
 });
 
 describe('incremental volume streams in backups, on btrfs', () => {
-  const recovery = generateKeyPairSync('x25519');
-  const rawPrivate = Buffer.from(recovery.privateKey.export({ format: 'jwk' }).d ?? '', 'base64url');
-  const publicKey = rawPublicKey(recovery.publicKey).toString('base64');
-  const store = new DocumentStore();
-  let index = 0;
-  const put = (collection: string, id: string, doc: unknown): void => {
-    index++;
-    const r = store.apply({ index, term: 1, data: encodeCommand({ cmd: { op: 'put', collection, id, doc: doc as Record<string, never> }, ts: 1, principal: 't' }), featureLevel: 10 });
-    if (!r.ok) throw new Error(r.error.message);
-  };
+  const { store, put, target, rawPrivate } = backupWorld();
   const hold = (seq: number): void => put(volumesCollection, vol, {
     name: vol, service: 'db', copies: 1, everyMs: 1000, sizeBytes: size, eras: [{ node: 'n1', epoch: 1, fromSeq: 1, base: null }], held: [{ node: 'n1', version: v(seq), atMs: 1 }], lastError: null,
   });
-  const node = {
-    id: 'n1', appliedIndex: 100, featureLevel: featureLevelMax, currentTerm: 3, isLeader: true,
-    membership: { list: () => [] }, readBarrier: async () => undefined, propose: async () => ({ index: 0 }),
-  } as unknown as BackupNode;
-  const quiet = { debug() {}, info() {}, warn() {}, error() {} };
   // The holder's side of GET /v1/volumes/NAME/versions/VERSION/stream?parent=..., on this node's engine.
   const source: VolumeStreamSource = async (_node, name, version, _max, parent) => {
     const made = await versionStream(holder, 'n1', name, version, parent);
@@ -76,16 +58,12 @@ describe('incremental volume streams in backups, on btrfs', () => {
   const backup = async (seq: number) => {
     hold(seq);
     const at = Date.UTC(2026, 11, day++, 12);
-    return await new BackupRunner({ node, store, clusterId: 'c1', version: 'test', log: quiet, volumeStream: source, now: () => at }).run('nas');
+    return await new BackupRunner({ node: backupNode, store, clusterId: 'c1', version: 'test', log: quietLog, volumeStream: source, now: () => at }).run('nas');
   };
 
   it('the second backup is a small increment naming its parent; restored from it, the volume holds the second\'s content', async () => {
-    put(clusterKeysCollection, keyringId, {
-      active: 'aaaaaaaaaaaaaaaa', keys: [{ id: 'aaaaaaaaaaaaaaaa', publicKey, createdAt: 1, recovery: null }],
-      recovery: { id: '0123456789abcdef', publicKey, createdAt: 1 }, retired: [], scrubbedAt: null, rotation: null, autolock: null,
-    });
     const root = join(base, 'target');
-    put(backupTargetsCollection, 'nas', { name: 'nas', dir: root, encrypt: true, keepDaily: 7, keepWeekly: 0, intervalMs: 0, secret: null, createdAt: 0, updatedAt: 0 });
+    target(root, { encrypt: true, keepDaily: 7, keepWeekly: 0 });
 
     await holder.prepareLive(vol, size, null);
     await writeFile(join(holder.livePath(vol), 'blob'), randomBytes(dataBytes));

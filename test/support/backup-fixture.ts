@@ -1,6 +1,7 @@
-// What the backup tests that drive a real BackupRunner share (backup-stream.test.ts,
-// backup-chain.test.ts): scratch directories removed after the file, a recovery key pair, a store
-// holding a cluster keyring sealed to it, a leader that answers the runner, and a target record.
+// What the backup tests that drive a real BackupRunner share (test/node/backup-stream.test.ts,
+// test/node/backup-chain.test.ts, test/volumes/btrfs-backup-chain.test.ts): scratch directories
+// removed after the file, a recovery key pair, a store holding a cluster keyring sealed to it, a
+// leader that answers the runner, and a directory target `nas`.
 
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
