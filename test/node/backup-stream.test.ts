@@ -40,7 +40,8 @@ describe('the chunked encryption', () => {
       const plain = randomBytes(n);
       const stored = seal(plain);
       expect(stored.length, `${n} bytes`).toBe(chunkedStoredBytes(n));
-      expect(stored.includes(plain.subarray(0, Math.min(64, n)))).toBe(false);
+      // The plaintext does not show through (checked on 16 bytes or more: a shorter random run turns up in any ciphertext by chance; one byte did, one run in ten).
+      if (n >= 16) expect(stored.includes(plain.subarray(0, 64))).toBe(false);
       expect(open(stored).equals(plain), `${n} bytes`).toBe(true);
     }
   });
