@@ -479,7 +479,8 @@ function startClockWatch(c: NodeParts): Stop {
 
 /** One collection once the node goes quiet after a burst (idle-collector.ts). */
 function startIdleCollector(c: NodeParts): Stop {
-  const collector = new IdleCollector({ utilization: loopUtilization(), memory: heapAndBuffers, collect: exposedGc(), log: c.log });
+  // The gc function (a V8 flag and a new context) is taken at the first collection, not at start-up.
+  const collector = new IdleCollector({ utilization: loopUtilization(), memory: heapAndBuffers, collect: () => exposedGc()(), log: c.log });
   c.metrics.gauge({ name: 'shoal_idle_collections_total', help: 'Full garbage collections this node made once quiet after a burst of work (docs/operations.md, "Memory after a burst").', type: 'counter', read: () => [{ value: collector.count }] });
   collector.start();
   return () => collector.close();
