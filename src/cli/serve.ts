@@ -4,6 +4,8 @@
 import { loadConfig } from '../server/config.ts';
 import { hostPortProblem } from '../base/host-port.ts';
 import { waitOutDrillHold } from '../node/drill/drill-hold.ts';
+import { performance } from 'node:perf_hooks';
+import { startUpLine } from '../server/lifecycle.ts';
 import { startNode, type RunningNode } from '../server/server.ts';
 import { exitCodeOfError, exitCodes, parse, UsageError } from './args.ts';
 import type { ShoalError } from '../errors.ts';
@@ -52,6 +54,9 @@ export async function serveCommand(argv: string[], onServing?: (running: Running
     console.log(serveHelp);
     return exitCodes.ok;
   }
+  // performance.now() counts from the process's start: Node's own start-up and loading the code
+  // come before this line.
+  const codeMs = performance.now();
   if (values.config === undefined) throw new UsageError('missing --config FILE');
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals.join(' ')}'`);
   const peers = values.peers === undefined ? [] : parsePeers(values.peers);
@@ -59,8 +64,10 @@ export async function serveCommand(argv: string[], onServing?: (running: Running
   const config = loadConfig(values.config);
   const log = serveLogger(flags, config.logLevel, { stderrIsTty: process.stderr.isTTY, supervised: process.env[supervisedEnv] === '1' });
   await waitOutDrillHold(config.dataDir, log);
+  const componentsMs = performance.now();
   const running = await startNode(config, log, { drillActions: true, peers });
-  log.info(`node ${running.identity.name} (${running.identity.id}) serving the API on ${running.apiScheme}://${running.apiAddress}`);
+  log.info(`node ${running.identity.name} (${running.identity.id}) serving the API on ${running.apiScheme}://${running.apiAddress}, `
+    + startUpLine(codeMs, componentsMs, performance.now(), running.startTimes));
   onServing?.(running);
   const supervised = process.env[supervisedEnv] === '1';
   let onSupervisorGone = (): void => {};

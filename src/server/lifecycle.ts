@@ -3,6 +3,8 @@
 // rethrows its own error. The node's composition root (server.ts) declares its parts with it;
 // nothing here knows what a node is.
 
+import { performance } from 'node:perf_hooks';
+
 /** Stops what a start started. */
 export type Stop = () => void | Promise<void>;
 
@@ -34,9 +36,17 @@ export class LifecycleClosedError extends Error {
   }
 }
 
+/** How long one component's start took (ms, wall clock), for the node's start-up line. */
+export interface StartTime {
+  readonly name: string;
+  readonly ms: number;
+}
+
 export class Lifecycle {
   /** Stops of the components started and not yet stopped, in start order. */
   private readonly stops: { name: string; stop: Stop }[] = [];
+  /** Every successful start's duration, in start order. */
+  private readonly times: StartTime[] = [];
   private closing: Promise<void> | undefined;
 
   constructor(private readonly opts: LifecycleOptions) {}
@@ -44,6 +54,11 @@ export class Lifecycle {
   /** The components started and not yet stopped, in start order. */
   get started(): string[] {
     return this.stops.map((s) => s.name);
+  }
+
+  /** How long each component that started took to start, in start order. */
+  get startTimes(): readonly StartTime[] {
+    return this.times;
   }
 
   /** Starts each component in order; on a failure, see start(). */
@@ -59,6 +74,7 @@ export class Lifecycle {
   async start(name: string, start: () => void | Stop | Promise<void | Stop>): Promise<void> {
     if (this.closing !== undefined) throw new LifecycleClosedError(name);
     let stop: void | Stop;
+    const began = performance.now();
     try {
       await this.opts.beforeStart?.(name);
       stop = await start();
@@ -71,6 +87,7 @@ export class Lifecycle {
       if (typeof stop === 'function') await this.runStop({ name, stop });
       throw new LifecycleClosedError(name);
     }
+    this.times.push({ name, ms: performance.now() - began });
     if (typeof stop === 'function') this.stops.push({ name, stop });
   }
 
@@ -106,4 +123,26 @@ export class Lifecycle {
       this.opts.afterStop?.(s.name);
     }
   }
+}
+
+/**
+ * The components whose start took at least `minMs`, slowest first, as "storage 90 ms, api 65 ms"
+ * (with how many quicker ones were left out), for the node's start-up line.
+ */
+export function describeStartTimes(times: readonly StartTime[], minMs = 5): string {
+  const slow = times.filter((t) => t.ms >= minMs).sort((a, b) => b.ms - a.ms);
+  const parts = slow.map((t) => `${t.name} ${Math.round(t.ms)} ms`);
+  const quick = times.length - slow.length;
+  if (quick > 0) parts.push(`${quick} more under ${minMs} ms each`);
+  return parts.join(', ');
+}
+
+/**
+ * Where the start-up went (docs/operations.md, "Start-up time"): ms from the process's start to
+ * its code loaded, to its components starting (the config read, a drill hold waited out) and to
+ * the API answering, with the slowest components.
+ */
+export function startUpLine(codeMs: number, componentsMs: number, servingMs: number, times: readonly StartTime[]): string {
+  return `${Math.round(servingMs)} ms after the process started (code loaded ${Math.round(codeMs)} ms, `
+    + `config ${Math.round(componentsMs - codeMs)} ms, components ${Math.round(servingMs - componentsMs)} ms: ${describeStartTimes(times)})`;
 }

@@ -2,7 +2,7 @@
 // stop and on a failed start alike; a stop that throws neither stops the others nor goes unheard.
 
 import { describe, expect, it } from 'vitest';
-import { Lifecycle, LifecycleClosedError, type Component, type LifecycleOptions } from '../../src/server/lifecycle.ts';
+import { describeStartTimes, Lifecycle, LifecycleClosedError, startUpLine, type Component, type LifecycleOptions } from '../../src/server/lifecycle.ts';
 
 interface Trace {
   events: string[];
@@ -140,5 +140,30 @@ describe('Lifecycle', () => {
     await expect(slow).rejects.toBeInstanceOf(LifecycleClosedError);
     await expect(lifecycle.start('late', () => undefined)).rejects.toBeInstanceOf(LifecycleClosedError);
     expect(trace.events).toEqual(['start a', 'stop a', 'stopped a', 'start slow', 'stop slow', 'stopped slow']);
+  });
+});
+
+describe('start times (the node\'s start-up line)', () => {
+  it('records how long each component that started took, in start order, whether it has a stop or not', async () => {
+    const { lifecycle, trace } = traced();
+    const slow: Component<unknown> = { name: 'slow', start: () => new Promise<void>((r) => setTimeout(r, 40)) };
+    await lifecycle.startAll([part('a', trace), slow, part('b', trace, { noStop: true })], null);
+    expect(lifecycle.startTimes.map((t) => t.name)).toEqual(['a', 'slow', 'b']);
+    const [a, s] = lifecycle.startTimes;
+    expect(s?.ms).toBeGreaterThanOrEqual(35);
+    expect(a?.ms).toBeLessThan(s?.ms ?? 0);
+  });
+
+  it('a start that fails is not recorded', async () => {
+    const { lifecycle, trace } = traced();
+    await expect(lifecycle.startAll([part('a', trace), part('bad', trace, { fail: 'start' })], null)).rejects.toThrow('bad cannot start');
+    expect(lifecycle.startTimes.map((t) => t.name)).toEqual(['a']);
+  });
+
+  it('names the slow components, slowest first, and counts the quick ones', () => {
+    const times = [{ name: 'peer-http', ms: 0.4 }, { name: 'storage', ms: 41.6 }, { name: 'api', ms: 88.2 }, { name: 'dns', ms: 5 }, { name: 'vip', ms: 1.2 }];
+    expect(describeStartTimes(times)).toBe('api 88 ms, storage 42 ms, dns 5 ms, 2 more under 5 ms each');
+    expect(describeStartTimes(times.filter((t) => t.ms >= 5))).toBe('api 88 ms, storage 42 ms, dns 5 ms');
+    expect(startUpLine(251.2, 262.9, 400.4, times)).toBe('400 ms after the process started (code loaded 251 ms, config 12 ms, components 138 ms: api 88 ms, storage 42 ms, dns 5 ms, 2 more under 5 ms each)');
   });
 });
