@@ -85,7 +85,7 @@ import type { FoundingToken } from '../security/founding-token.ts';
 import type { CaAuthority } from '../security/authority.ts';
 import type { NodeIdentity } from '../executor/store-ports.ts';
 import type { PassReport } from '../control/leader-run.ts';
-import { Lifecycle, type Component, type LifecycleHooks, type Stop } from './lifecycle.ts';
+import { Lifecycle, type Component, type LifecycleHooks, type StartTime, type Stop } from './lifecycle.ts';
 import { ClusterKeyFiles } from '../security/cluster-key-files.ts';
 import { NodeLock } from '../security/node-lock.ts';
 import { SecretKeyring } from '../control/secret-keyring.ts';
@@ -112,6 +112,8 @@ export interface RunningNode {
   events: EventLog;
   /** True once the token `shoal init` printed is in the store (at once when there is none); false if never. */
   foundingTokenWritten: Promise<boolean>;
+  /** How long each component took to start (ms), in start order: the start-up line's breakdown. */
+  startTimes: readonly StartTime[];
   /**
    * Graceful: stops the components in the reverse order of their starts (nodeComponents): the
    * loops and agents, then hands leadership away when leading, drains the API, and stops the node.
@@ -339,7 +341,7 @@ export async function startNode(config: NodeConfig, log: Logger | ProcessLogger,
   await c.lifecycle.startAll(nodeComponents, c);
   return {
     identity: c.identity, node: c.node, store: c.store, api: c.api, apiAddress: c.apiAddress, apiScheme: c.peerHttp.scheme,
-    control: c.control, events: c.events, foundingTokenWritten: c.founding.written,
+    control: c.control, events: c.events, foundingTokenWritten: c.founding.written, startTimes: c.lifecycle.startTimes,
     stop: () => c.lifecycle.close(),
   };
 }
