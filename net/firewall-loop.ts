@@ -8,16 +8,21 @@
 // least what the table in force came from). With no quorum nothing new commits, so the table in
 // force stays, and the data plane keeps working as last configured. Closing the loop (shoal
 // stopping or restarting) leaves the table in place: a restart never opens a gap.
+//
+// Quiet passes (applied-table.ts): tasks and nodes change often, and most of their changes leave
+// this table as it is but for its stamp; with the table this loop applied last still in force,
+// such a pass reads the table once (`nft -j list`) and applies nothing.
 
 import type { DocumentStore } from '../fsm/index.ts';
 import { readNetworkState } from '../src/resources/network-resources.ts';
 import { firewallPoliciesCollection, networksCollection } from '../src/resources/network-resources.ts';
 import { nodesCollection, servicesCollection, tasksCollection } from '../src/resources/collections.ts';
 import { ControlStateReader } from '../src/resources/state.ts';
+import { AppliedTable, setsKey, withoutStamp } from './applied-table.ts';
 import type { Firewall } from './firewall.ts';
 import { PassLoop } from './pass-loop.ts';
-import type { FirewallTask } from './firewall-permits.ts';
-import { renderFirewall, type FirewallRenderInput } from './firewall-render.ts';
+import type { FirewallTask, Permit, Published } from './firewall-permits.ts';
+import { appliedComment, renderFirewall, type FirewallRenderInput } from './firewall-render.ts';
 
 export interface FirewallLoopPorts {
   store: DocumentStore;
@@ -26,7 +31,9 @@ export interface FirewallLoopPorts {
   term(): number;
   /** The host's TCP ports never filtered besides SSH: the client API and the peer transport. */
   managementPorts: readonly number[];
-  firewall: Pick<Firewall, 'apply' | 'inForce'>;
+  firewall: Pick<Firewall, 'apply' | 'inForce' | 'ensureDockerRule'>;
+  /** Monotonic ms (tests); default performance.now. */
+  now?: () => number;
   log: { info(msg: string): void; warn(msg: string): void };
 }
 
@@ -38,7 +45,13 @@ export const retryMsMax = 30_000;
 
 const watched: ReadonlySet<string> = new Set([networksCollection, firewallPoliciesCollection, servicesCollection, tasksCollection, nodesCollection]);
 
-export type Outcome = 'applied' | 'behind';
+/** `unchanged`: the table this loop applied last is in force and the new rendering differs only in its stamp. */
+export type Outcome = 'applied' | 'behind' | 'unchanged';
+
+/** The `permits` and `published` sets as one key, for the rendering and for the kernel's reading alike. */
+function firewallSetsKey(permits: readonly Permit[], published: readonly Published[]): string {
+  return setsKey(permits.map((p) => `${p.from}/${p.to}/${p.protocol}/${p.port}`), published.map((p) => `${p.address}/${p.protocol}/${p.port}`));
+}
 
 /** What this node's table is rendered from: the applied store, read now. */
 export function renderInput(store: DocumentStore, nodeId: string, term: number, managementPorts: readonly number[]): FirewallRenderInput {
@@ -67,10 +80,11 @@ export function renderInput(store: DocumentStore, nodeId: string, term: number, 
 export class FirewallLoop {
   private unsubscribe: (() => void) | null = null;
   private readonly loop: PassLoop;
-  /** The revision of the table this loop last applied (null: none yet in this process). */
-  appliedRevision: number | null = null;
+  /** What this loop applied last; a pass whose rendering matches it, with it still in force, applies nothing. */
+  private readonly applied: AppliedTable;
 
   constructor(private readonly ports: FirewallLoopPorts) {
+    this.applied = new AppliedTable(ports.now);
     this.loop = new PassLoop({ name: 'firewall', pass: () => this.pass(), retryMs: retryMsMin, retryMsMax, coalesceMs, log: ports.log });
   }
 
@@ -88,13 +102,26 @@ export class FirewallLoop {
     await this.loop.close();
   }
 
+  /** The revision of the table this loop last applied (null: none yet in this process). */
+  get appliedRevision(): number | null {
+    return this.applied.revision;
+  }
+
   /** Renders and applies once, now. */
   async converge(): Promise<Outcome> {
     const input = renderInput(this.ports.store, this.ports.nodeId, this.ports.term(), this.ports.managementPorts);
     const inForce = await this.ports.firewall.inForce();
     if (inForce !== null && inForce.revision > input.revision) return 'behind';
-    const report = await this.ports.firewall.apply(renderFirewall(input));
-    this.appliedRevision = input.revision;
+    const rendered = renderFirewall(input);
+    const body = withoutStamp(rendered.text, appliedComment(input.node.id, input.term, input.revision));
+    // The body holds both sets, so an equal body is equal sets; the kernel's are compared too (someone may have flushed one).
+    const kernel = inForce === null ? null : { term: inForce.term, revision: inForce.revision, sets: firewallSetsKey(inForce.permits, inForce.published) };
+    if (this.applied.decide(body, kernel) === 'unchanged') {
+      await this.applied.maybeCheckDockerRule(() => this.ports.firewall.ensureDockerRule());
+      return 'unchanged';
+    }
+    const report = await this.ports.firewall.apply(rendered, inForce);
+    this.applied.recordApplied({ body, term: input.term, revision: input.revision, sets: firewallSetsKey(rendered.permits, rendered.published) }, true);
     const revoked = report.revoked > 0 ? `; ended the connections of ${report.revoked} removed permissions` : '';
     this.ports.log.info(`firewall: applied term ${input.term} revision ${input.revision}${revoked}`);
     return 'applied';

@@ -1,7 +1,7 @@
 // Applies a rendered table on this node and knows what is in force.
 //
-// apply(): reads what the kernel holds now (the `applied` rule's comment: term and revision;
-// the `permits` and `published` sets), replaces the table with `nft -f -` (one transaction:
+// apply(): takes what the kernel holds now (the `applied` rule's comment: term and revision;
+// the `permits` and `published` sets), as the loop's pass read it or read here, replaces the table with `nft -f -` (one transaction:
 // the whole new table or, on any error, the old one untouched), makes sure Docker's FORWARD
 // chain lets shoal's accepted packets through, and then deletes the conntrack entries of every
 // permission the new table no longer has, so connections it allowed end too, not only new ones.
@@ -105,8 +105,9 @@ export class Firewall {
     return parseListing(r.stdout);
   }
 
-  async apply(rendered: RenderedFirewall): Promise<ApplyReport> {
-    const before = await this.inForce();
+  /** `before`: the table in force as the caller just read it (read again when not given). */
+  async apply(rendered: RenderedFirewall, before?: InForce | null): Promise<ApplyReport> {
+    if (before === undefined) before = await this.inForce();
     await runChecked(this.run, 'nft', ['-f', '-'], rendered.text);
     const docker = await this.ensureDockerRule();
     const revoked = before === null ? 0 : await this.endConnections(removedPermits(before.permits, rendered.permits), removedPublished(before.published, rendered.published));
@@ -120,7 +121,8 @@ export class Firewall {
     for (let i = 0; i < 10 && (await this.run('iptables', ['-w', '5', '-D', ...dockerRule])).code === 0; i++) { /* until none is left */ }
   }
 
-  private async ensureDockerRule(): Promise<boolean> {
+  /** Makes sure DOCKER-USER lets shoal's accepted packets through; false when the host has no such chain. */
+  async ensureDockerRule(): Promise<boolean> {
     const chain = await this.run('iptables', ['-w', '5', '-S', dockerUserChain]).catch(() => ({ code: 1 }));
     if (chain.code !== 0) return false;
     if ((await this.run('iptables', ['-w', '5', '-C', ...dockerRule])).code === 0) return true;

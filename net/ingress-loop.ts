@@ -24,7 +24,8 @@ import { ingressNetworkName } from '../src/resources/spec/ingress.ts';
 import { isIngressPort } from '../src/resources/spec/service-spec.ts';
 import { ControlStateReader, type ControlState } from '../src/resources/state.ts';
 import type { Ingress } from './ingress.ts';
-import { ingressAppliedComment, renderIngress, type IngressBackend, type IngressRenderInput, type IngressServiceInput, type RenderedIngress } from './ingress-render.ts';
+import { ingressAppliedComment, renderIngress, type IngressBackend, type IngressRenderInput, type IngressServiceInput } from './ingress-render.ts';
+import { AppliedTable, setsKey, withoutStamp } from './applied-table.ts';
 import { PassLoop } from './pass-loop.ts';
 
 export interface IngressLoopPorts {
@@ -43,8 +44,6 @@ export interface IngressLoopPorts {
 }
 
 export const coalesceMs = 50;
-/** While passes change nothing, the DOCKER-USER rule is still checked this often (an apply checks it each time). */
-export const dockerRuleCheckMs = 30_000;
 export const retryMsMin = 500;
 export const retryMsMax = 30_000;
 
@@ -111,25 +110,20 @@ export function ingressRenderInput(store: DocumentStore, nodeId: string, term: n
 /** `unchanged`: the table this loop applied last is in force and the new rendering differs only in its stamp. */
 export type IngressOutcome = 'applied' | 'behind' | 'idle' | 'unchanged';
 
-/** A rendering without its applied stamp (term and revision): what the table does. */
-function tableBody(rendered: RenderedIngress, input: IngressRenderInput): string {
-  return rendered.text.replaceAll(ingressAppliedComment(input.nodeId, input.term, input.revision), '');
-}
-
-const backendKeys = (bs: readonly IngressBackend[]): string => bs.map((b) => `${b.address}/${b.protocol}/${b.port}`).sort().join(' ');
+const backendsKey = (bs: readonly IngressBackend[]): string => setsKey(bs.map((b) => `${b.address}/${b.protocol}/${b.port}`));
 
 export class IngressLoop {
   private unsubscribe: (() => void) | null = null;
   private readonly loop: PassLoop;
   private told = new Set<string>();
-  /** What this loop applied last: its body (without the stamp), stamp and backends; a pass whose rendering matches it, with it still in force, applies nothing. */
-  private last: { body: string; term: number; revision: number; backends: string } | null = null;
-  private dockerCheckedAt = -Infinity;
+  /** What this loop applied last; a pass whose rendering matches it, with it still in force, applies nothing (applied-table.ts). */
+  private readonly applied: AppliedTable;
   /** Reads only what changed since the previous pass (state.ts). */
   private readonly reader: ControlStateReader;
 
   constructor(private readonly ports: IngressLoopPorts) {
     this.reader = new ControlStateReader(ports.store);
+    this.applied = new AppliedTable(ports.now);
     this.loop = new PassLoop({ name: 'ingress', pass: () => this.pass(), retryMs: retryMsMin, retryMsMax, coalesceMs, log: ports.log });
   }
 
@@ -149,7 +143,7 @@ export class IngressLoop {
 
   /** The revision of the table this loop last applied (null: none yet in this process). */
   get appliedRevision(): number | null {
-    return this.last?.revision ?? null;
+    return this.applied.revision;
   }
 
   /** Waits until no pass runs (tests). */
@@ -167,27 +161,20 @@ export class IngressLoop {
     const rendered = renderIngress(input);
     for (const c of rendered.conflicts) this.tellOnce(`ingress: ${c.protocol}/${c.port} is published by services ${c.kept} and ${c.dropped} (two applies raced); ${c.kept}, the older, keeps it: change or remove ${c.dropped}'s port`);
     for (const name of rendered.truncated) this.tellOnce(`ingress: service ${name} has more running tasks than one port spreads over; the mesh uses the first ${rendered.backends.length}`);
-    const body = tableBody(rendered, input);
-    const last = this.last;
+    const body = withoutStamp(rendered.text, ingressAppliedComment(input.nodeId, input.term, input.revision));
     // The body holds the backends set, so an equal body is equal backends; the kernel's set is compared too (someone may have flushed it).
-    if (last !== null && inForce !== null && inForce.term === last.term && inForce.revision === last.revision && backendKeys(inForce.backends) === last.backends && last.body === body) {
+    const kernel = inForce === null ? null : { term: inForce.term, revision: inForce.revision, sets: backendsKey(inForce.backends) };
+    if (this.applied.decide(body, kernel) === 'unchanged') {
       // Most store changes (a report's heartbeat, a node's address) change nothing here: no nft -f, iptables or conntrack to spawn.
-      if (this.now() - this.dockerCheckedAt >= dockerRuleCheckMs && rendered.backends.length > 0) {
-        await this.ports.ingress.ensureDockerRule();
-        this.dockerCheckedAt = this.now();
-      }
+      if (rendered.backends.length > 0) await this.applied.maybeCheckDockerRule(() => this.ports.ingress.ensureDockerRule());
       return 'unchanged';
     }
     const report = await this.ports.ingress.apply(rendered, inForce);
-    this.last = { body, term: input.term, revision: input.revision, backends: backendKeys(rendered.backends) };
-    if (rendered.backends.length > 0) this.dockerCheckedAt = this.now(); // apply checked it
+    // The applier checks the DOCKER-USER rule only when the table has backends.
+    this.applied.recordApplied({ body, term: input.term, revision: input.revision, sets: backendsKey(rendered.backends) }, rendered.backends.length > 0);
     const ended = report.removed.length > 0 ? `; ${report.removed.length} backends removed, ${report.flowsEnded} of their connections ended` : '';
     this.ports.log.info(`ingress: applied term ${input.term} revision ${input.revision}, ${rendered.backends.length} backends${ended}`);
     return 'applied';
-  }
-
-  private now(): number {
-    return this.ports.now?.() ?? performance.now();
   }
 
   private tellOnce(line: string): void {

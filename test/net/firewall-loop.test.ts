@@ -1,14 +1,20 @@
 // The per-node firewall loop against a real document store and a recording firewall: it applies
 // on start and on every change of what the table depends on, records the revision, never
 // replaces a newer table with an older state, and keeps the table in force when an apply fails.
+// And with the real applier (net/firewall.ts) over a fake host that keeps the table `nft -f`
+// applied: its quiet passes (net/applied-table.ts), counted in commands run.
 
 import { describe, expect, it } from 'vitest';
 import { DocumentStore, encodeCommand } from '../../fsm/index.ts';
 import type { JsonObject } from '../../fsm/types.ts';
 import { firewallPoliciesCollection, networksCollection } from '../../src/resources/network-resources.ts';
-import type { ApplyReport, InForce } from '../../net/firewall.ts';
+import { nodesCollection, tasksCollection } from '../../src/resources/collections.ts';
+import { dockerRuleCheckMs } from '../../net/applied-table.ts';
+import type { CommandOutput } from '../../net/firewall-command.ts';
+import { Firewall, type ApplyReport, type InForce } from '../../net/firewall.ts';
 import { FirewallLoop } from '../../net/firewall-loop.ts';
 import type { RenderedFirewall } from '../../net/firewall-render.ts';
+import { StateBuilder } from '../control/state-builder.ts';
 
 let index = 0;
 function put(store: DocumentStore, collection: string, id: string, doc: object): void {
@@ -33,6 +39,93 @@ class RecordingFirewall {
     this.applied.push(r);
     return { before: null, revoked: 0, docker: false };
   }
+
+  async ensureDockerRule(): Promise<boolean> {
+    return false;
+  }
+}
+
+/**
+ * The host as the applier sees it through its command runner: the table the last `nft -f` applied
+ * (its stamp and its `permits` and `published` sets, listed back as `nft -j` does), a DOCKER-USER
+ * chain with shoal's rule in it, and the open flows `conntrack -L` lists. Records every command.
+ */
+class FakeHost {
+  calls: string[] = [];
+  /** What `conntrack -R -` was given: the flows deleted. */
+  deleted: string[] = [];
+  table: { comment: string; permits: string[][]; published: string[][] } | null = null;
+  flows = '';
+
+  readonly run = async (cmd: string, args: readonly string[], input?: string): Promise<CommandOutput> => {
+    this.calls.push(`${cmd} ${args.join(' ')}`);
+    const ok = (stdout = ''): CommandOutput => ({ code: 0, stdout, stderr: '' });
+    if (cmd === 'nft' && args[0] === '-j') return this.table === null ? { code: 1, stdout: '', stderr: 'Error: No such file or directory' } : ok(this.listing());
+    if (cmd === 'nft' && args[0] === '-f') {
+      const text = input ?? '';
+      this.table = { comment: /comment "(shoal node=[^"]+)"/.exec(text)?.[1] ?? '', permits: elements(text, 'permits'), published: elements(text, 'published') };
+      return ok();
+    }
+    if (cmd === 'conntrack' && args[0] === '-L') return ok(this.flows);
+    if (cmd === 'conntrack' && args[0] === '-R') this.deleted.push(...(input ?? '').split('\n').filter((l) => l !== ''));
+    return ok();
+  };
+
+  count(prefix: string): number {
+    return this.calls.filter((c) => c.startsWith(prefix)).length;
+  }
+
+  private listing(): string {
+    const set = (name: string, elems: string[][]) => ({ set: { family: 'inet', table: 'shoal', name, elem: elems.map((e) => ({ concat: e.map((v) => (/^\d+$/.test(v) ? Number(v) : v)) })) } });
+    return JSON.stringify({ nftables: [
+      { table: { family: 'inet', name: 'shoal' } },
+      set('permits', this.table?.permits ?? []),
+      set('published', this.table?.published ?? []),
+      { rule: { family: 'inet', table: 'shoal', chain: 'applied', comment: this.table?.comment } },
+    ] });
+  }
+}
+
+/** A set's elements as `nft -f` text lists them, each split at ` . `. */
+function elements(text: string, name: string): string[][] {
+  const m = new RegExp(`set ${name} \\{[^}]*?elements = \\{\n([^}]*)\n    \\}`).exec(text);
+  return m?.[1] === undefined ? [] : m[1].split(',\n').map((e) => e.trim().split(' . '));
+}
+
+function task(id: string, service: string): object {
+  return {
+    id, service, slot: 1, specVersion: 1, nodeId: 'n1', desired: 'running', observed: 'running', assignedTerm: 2, nodeEpoch: 0, containerId: null,
+    exitCode: null, message: null, pendingReason: null, attempt: 0, createdAt: 0, assignedAt: 0, startedAt: 0, finishedAt: null, updatedAt: 0,
+  };
+}
+
+const allow = (port: number): object => ({ name: 'web-db', spec: { name: 'web-db', allow: [{ from: { services: ['web'], networks: [] }, to: { services: ['db'], networks: [] }, ports: [{ port, protocol: 'tcp' }] }], publish: [] }, createdAt: 0, updatedAt: 0 });
+
+/** Node n1 with web-0 (10.61.0.2) on front, db-0 (10.62.0.2) on back, and a policy letting web reach db on 5432. */
+function webDb(): DocumentStore {
+  const store = new DocumentStore();
+  const n1 = new StateBuilder().node('n1').build().nodes.get('n1')?.value;
+  put(store, nodesCollection, 'n1', n1 ?? {});
+  put(store, tasksCollection, 'web-0', task('web-0', 'web'));
+  put(store, tasksCollection, 'db-0', task('db-0', 'db'));
+  put(store, networksCollection, 'front', { ...network('front', '10.61.0.0/16'), slices: { n1: 0 }, addresses: { 'web-0': '10.61.0.2' } });
+  put(store, networksCollection, 'back', { ...network('back', '10.62.0.0/16'), slices: { n1: 0 }, addresses: { 'db-0': '10.62.0.2' } });
+  put(store, firewallPoliciesCollection, 'web-db', allow(5432));
+  return store;
+}
+
+/** The loop with the real applier on a fake host, and a clock the test moves. */
+function onFakeHost(store: DocumentStore): { host: FakeHost; loop: FirewallLoop; clock: { now: number } } {
+  const host = new FakeHost();
+  const clock = { now: 0 };
+  const loop = new FirewallLoop({ store, nodeId: 'n1', term: () => 5, managementPorts: [7101], firewall: new Firewall(host.run), now: () => clock.now, log: quietLog });
+  return { host, loop, clock };
+}
+
+/** A node's document written again with a new address: a new revision, the same table. */
+function touchNode(store: DocumentStore): void {
+  const n1 = store.get(nodesCollection, 'n1')?.doc as JsonObject;
+  put(store, nodesCollection, 'n1', { ...n1, addresses: { api: `n1:${index}`, peer: 'n1:2' } });
 }
 
 const quietLog = { info: () => undefined, warn: () => undefined };
@@ -83,5 +176,83 @@ describe('FirewallLoop', () => {
     await until(() => fw.applied.length === 1);
     expect(warnings[0]).toMatch(/the table in force is kept; retrying in 500 ms/);
     await loop.close();
+  });
+});
+
+describe('FirewallLoop quiet passes (the real applier, a fake host)', () => {
+  it('applies nothing when a change leaves the table as it is: one `nft -j list`, no `nft -f`, no iptables', async () => {
+    const store = webDb();
+    const { host, loop } = onFakeHost(store);
+    expect(await loop.converge()).toBe('applied');
+    expect(host.table?.permits).toEqual([['10.61.0.2', '10.62.0.2', 'tcp', '5432']]);
+    const applied = store.revision;
+    host.calls = [];
+    touchNode(store);
+    expect(await loop.converge()).toBe('unchanged');
+    expect(host.calls).toEqual(['nft -j list table inet shoal']);
+    // The table in force, and what the loop says it applied, are still those of the first pass.
+    expect(host.table?.comment).toBe(`shoal node=n1 term=5 revision=${applied}`);
+    expect(loop.appliedRevision).toBe(applied);
+  });
+
+  it('applies again when the table in force is not the one it applied: flushed, replaced by another stamp, or gone', async () => {
+    const store = webDb();
+    const { host, loop } = onFakeHost(store);
+    expect(await loop.converge()).toBe('applied');
+    const flush = (): void => { if (host.table !== null) host.table.permits = []; };
+    const restamp = (): void => { if (host.table !== null) host.table.comment = `shoal node=n1 term=4 revision=${store.revision}`; };
+    const drop = (): void => { host.table = null; };
+    for (const change of [flush, restamp, drop]) {
+      touchNode(store);
+      change();
+      host.calls = [];
+      expect(await loop.converge()).toBe('applied');
+      expect(host.count('nft -f')).toBe(1);
+      expect(host.count('nft -j')).toBe(1);
+      expect(host.table?.comment).toBe(`shoal node=n1 term=5 revision=${store.revision}`);
+      expect(host.table?.permits).toEqual([['10.61.0.2', '10.62.0.2', 'tcp', '5432']]);
+      expect(loop.appliedRevision).toBe(store.revision);
+    }
+  });
+
+  it('checks the DOCKER-USER rule again once 30 s of quiet passes have gone by, not before', async () => {
+    const store = webDb();
+    const { host, loop, clock } = onFakeHost(store);
+    expect(await loop.converge()).toBe('applied');
+    expect(host.count('iptables')).toBe(2);
+    host.calls = [];
+    clock.now = dockerRuleCheckMs - 1;
+    touchNode(store);
+    expect(await loop.converge()).toBe('unchanged');
+    expect(host.count('iptables')).toBe(0);
+    host.calls = [];
+    clock.now = dockerRuleCheckMs;
+    touchNode(store);
+    expect(await loop.converge()).toBe('unchanged');
+    expect(host.calls).toEqual(['nft -j list table inet shoal', 'iptables -w 5 -S DOCKER-USER', expect.stringMatching(/^iptables -w 5 -C DOCKER-USER .*shoal-firewall/)]);
+    expect(host.count('nft -f')).toBe(0);
+    // Checked just now: the next quiet passes wait another 30 s.
+    host.calls = [];
+    clock.now = 2 * dockerRuleCheckMs - 1;
+    touchNode(store);
+    expect(await loop.converge()).toBe('unchanged');
+    expect(host.count('iptables')).toBe(0);
+  });
+
+  it('applies a change that alters the table, reading it once, and ends the connections of a removed permission', async () => {
+    const store = webDb();
+    const { host, loop } = onFakeHost(store);
+    expect(await loop.converge()).toBe('applied');
+    host.flows = 'tcp      6 431999 ESTABLISHED src=10.61.0.2 dst=10.62.0.2 sport=40112 dport=5432 src=10.62.0.2 dst=10.61.0.2 sport=5432 dport=40112 [ASSURED] mark=0 use=1\n';
+    host.calls = [];
+    put(store, firewallPoliciesCollection, 'web-db', allow(5433));
+    expect(await loop.converge()).toBe('applied');
+    expect(host.table?.permits).toEqual([['10.61.0.2', '10.62.0.2', 'tcp', '5433']]);
+    expect(host.count('nft -j')).toBe(1);
+    expect(host.count('nft -f')).toBe(1);
+    expect(host.count('conntrack -L')).toBe(1);
+    expect(host.deleted).toHaveLength(1);
+    expect(host.deleted[0]).toMatch(/^-D -p tcp .*10\.61\.0\.2.*40112/);
+    expect(loop.appliedRevision).toBe(store.revision);
   });
 });

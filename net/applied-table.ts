@@ -1,0 +1,81 @@
+// What a per-node table loop (the firewall's, net/firewall-loop.ts; the routing mesh's,
+// net/ingress-loop.ts) applied last, and whether a pass needs to apply anything at all
+// (docs/network.md, "quiet passes").
+//
+// Both loops render a whole nftables table from the committed store on every change they watch,
+// and most changes (a task report written again, a node's address, another service's task) leave
+// the table as it was but for its stamp, the term and revision it was rendered from. Applying it
+// anyway forks `nft -f`, two `iptables` and maybe `conntrack`, seconds each on a loaded host, and
+// queues the pass that does matter behind it. So a pass applies nothing when the new rendering,
+// stamp aside, is the text this loop applied last AND that table is still in force: the kernel's
+// table carries its stamp and its sets read back equal (someone may have flushed one). The stamp
+// in force then stays the last applied one, which fencing is fine with: a newer revision that
+// renders the same table replaces nothing.
+//
+// A pass that applies nothing does not check the DOCKER-USER rule either (an apply does), except
+// every dockerRuleCheckMs, so a rule someone deleted comes back within that time.
+//
+// The caller reads the table in force once per pass and hands the same reading to decide() and
+// to its applier.
+
+/** While passes apply nothing, the DOCKER-USER rule is still checked this often (an apply checks it each time). */
+export const dockerRuleCheckMs = 30_000;
+
+/** A table as compared here: its rendering without the stamp, the stamp, and its sets as one key (setsKey). */
+export interface TableState {
+  body: string;
+  term: number;
+  revision: number;
+  sets: string;
+}
+
+/** The table in force as the pass read it: its stamp and its sets' key. */
+export type TableInForce = Omit<TableState, 'body'>;
+
+export type TableDecision = 'apply' | 'unchanged';
+
+/** One key for a table's sets, whatever order or duplicates the elements come in (the kernel lists a set in its own order). */
+export function setsKey(...sets: readonly (readonly string[])[]): string {
+  return sets.map((s) => [...new Set(s)].sort().join(' ')).join(' | ');
+}
+
+/** A rendering without its stamp: every occurrence of the stamp's text (the table's comment and the `applied` rule's) removed. */
+export function withoutStamp(text: string, stamp: string): string {
+  return text.replaceAll(stamp, '');
+}
+
+export class AppliedTable {
+  /** What this loop applied last (null: nothing yet in this process, so the first pass always applies). */
+  private last: TableState | null = null;
+  private dockerCheckedAt = -Infinity;
+
+  /** `now`: monotonic ms (tests inject one). */
+  constructor(private readonly now: () => number = () => performance.now()) {}
+
+  /** The revision of the table this loop applied last (null: none yet). */
+  get revision(): number | null {
+    return this.last?.revision ?? null;
+  }
+
+  /** 'unchanged': `body` is the text applied last and that table is in force (its stamp, its sets); otherwise 'apply'. */
+  decide(body: string, inForce: TableInForce | null): TableDecision {
+    const last = this.last;
+    if (last === null || inForce === null) return 'apply';
+    const inPlace = inForce.term === last.term && inForce.revision === last.revision && inForce.sets === last.sets;
+    return inPlace && body === last.body ? 'unchanged' : 'apply';
+  }
+
+  /** Records a table applied; `dockerChecked`: that apply checked the DOCKER-USER rule. */
+  recordApplied(table: TableState, dockerChecked: boolean): void {
+    this.last = table;
+    if (dockerChecked) this.dockerCheckedAt = this.now();
+  }
+
+  /** On a pass that applies nothing: runs `check` when the last check is dockerRuleCheckMs old or more; returns whether it ran. */
+  async maybeCheckDockerRule(check: () => Promise<unknown>): Promise<boolean> {
+    if (this.now() - this.dockerCheckedAt < dockerRuleCheckMs) return false;
+    await check();
+    this.dockerCheckedAt = this.now();
+    return true;
+  }
+}
