@@ -32,7 +32,7 @@ import { EtcdCluster, etcdBinary } from './lib/etcd-cluster.ts';
 import { summariseHeapSnapshot, type HeapGroup } from './lib/heap-summary.ts';
 import { once } from './lib/http.ts';
 import { breakdown, type LoadBreakdown, type Metafile } from './lib/load-breakdown.ts';
-import { abandonOnSignal, cpuMs, killAllStarted, rssMiB, sleep, stopProcess, trackTempDir } from './lib/proc.ts';
+import { abandonOnSignal, cpuMs, killAllStarted, memoryMap, rssMiB, sleep, stopProcess, trackTempDir, type MemoryMap } from './lib/proc.ts';
 import { agreedLeader, docsFootprint, type DocsFigures } from './lib/docs-footprint.ts';
 import { leakCheck, leakReport, type LeakOptions } from './lib/leak-check.ts';
 import { etcdVersion, writeNamedSection } from './lib/report.ts';
@@ -130,7 +130,7 @@ function switches(pid: number): number {
   return n;
 }
 
-interface Idle { name: string; pid: number; rssMiB: number; cpuPct: number; switchesPerS: number; threads: number }
+interface Idle { name: string; pid: number; rssMiB: number; map: MemoryMap; cpuPct: number; switchesPerS: number; threads: number }
 
 /** Idles `idle` seconds; CPU and switches over the last `cpu` of them; RSS at the end. */
 async function measureIdle(procs: { name: string; pid: number }[], o: Options): Promise<Idle[]> {
@@ -141,7 +141,7 @@ async function measureIdle(procs: { name: string; pid: number }[], o: Options): 
   await sleep(o.cpu * 1000);
   const elapsed = performance.now() - t0;
   return procs.map((p, i) => ({
-    name: p.name, pid: p.pid, rssMiB: rssMiB(p.pid),
+    name: p.name, pid: p.pid, rssMiB: rssMiB(p.pid), map: memoryMap(p.pid),
     cpuPct: ((cpuMs(p.pid) - (before[i]?.cpu ?? 0)) / elapsed) * 100,
     switchesPerS: ((switches(p.pid) - (before[i]?.sw ?? 0)) / elapsed) * 1000,
     threads: readdirSync(`/proc/${p.pid}/task`).length,
@@ -281,6 +281,15 @@ function idleTable(r: Run): string[] {
   ];
 }
 
+/** Where each process's resident memory lies, by kind of mapping (from /proc/PID/smaps). */
+function mapLines(rows: { kind: string; name: string; map: MemoryMap }[]): string[] {
+  return [
+    '| process | mapped files: node binary, libraries (MiB) | malloc main heap, brk (MiB) | malloc thread arenas (MiB) | other anonymous: V8 heap and code, large buffers (MiB) | stacks, other (MiB) |',
+    '|---|---:|---:|---:|---:|---:|',
+    ...rows.map((x) => `| ${x.kind} ${x.name} | ${mib(x.map.files)} | ${mib(x.map.brkHeap)} | ${mib(x.map.threadArenas)} | ${mib(x.map.otherAnonymous)} | ${mib(x.map.other)} |`),
+  ];
+}
+
 function targetLines(r: Run): string[] {
   const rss = avg(r.shoal.map((x) => x.rssMiB));
   const cpu = avg(r.shoal.map((x) => x.cpuPct));
@@ -338,6 +347,10 @@ function report(r: Run, cmd: string): string {
     '',
     '### Where the memory goes',
     '',
+    'By kind of mapping, RSS after the idle time (/proc/PID/smaps):',
+    '',
+    ...mapLines([...r.shoal.map((x) => ({ ...x, kind: 'shoal' })), ...r.etcd.map((x) => ({ ...x, kind: 'etcd' }))]),
+    '',
     ...heapLines(r),
     '',
     '### Code loaded at start',
@@ -376,6 +389,8 @@ interface DocsRun {
   etcd: DocsFigures | undefined;
   at3s: (HeapFigures | undefined)[];
   at35s: (HeapFigures | undefined)[];
+  /** Each shoal node's RSS by kind of mapping, 35 s after the last write. */
+  maps: { kind: string; name: string; map: MemoryMap }[];
   leader: number;
   snapshot: { groups: HeapGroup[]; totalBytes: number; nodes: number } | undefined;
   etcdVersion: string;
@@ -398,6 +413,7 @@ async function runDocs(o: Options, docs: number): Promise<DocsRun> {
       for (const p of procs()) rmSync(path.join(work, `${p.pid}.json`), { force: true });
       at3s = (await heapFigures(procs(), work, -1)).figures;
     });
+    const maps = procs().map((p) => ({ kind: 'shoal', name: p.name, map: memoryMap(p.pid) }));
     const leader = await agreedLeader(sys);
     progress(`shoal: loaded in ${shoal.loadSeconds.toFixed(1)} s; RSS at 3 s ${shoal.rssAt3s.map(mib).join(' / ')}, at 35 s ${shoal.rssAt35s.map(mib).join(' / ')} MiB; heap used at 3 s ${at3s.map((h) => mib((h?.memory.heapUsed ?? Number.NaN) / 2 ** 20)).join(' / ')} MiB`);
     progress(`V8 figures and a heap snapshot of the leader (n${leader + 1})`);
@@ -418,7 +434,7 @@ async function runDocs(o: Options, docs: number): Promise<DocsRun> {
         await etcd.destroy();
       }
     }
-    return { docs, runtime: o.runtime, shoal, etcd: etcdFigures, at3s, at35s, leader, snapshot: summary, etcdVersion: o.etcd ? etcdVersion(etcdBinary) ?? 'unknown' : 'not run' };
+    return { docs, runtime: o.runtime, shoal, etcd: etcdFigures, at3s, at35s, maps, leader, snapshot: summary, etcdVersion: o.etcd ? etcdVersion(etcdBinary) ?? 'unknown' : 'not run' };
   } finally {
     await sys.destroy();
     rmSync(work, { recursive: true, force: true });
@@ -451,6 +467,10 @@ function docsReport(r: DocsRun, cmd: string): string {
     '|---|---:|---:|---:|---:|---:|',
     ...heapRow('3 s', r.at3s),
     ...heapRow('35 s', r.at35s),
+    '',
+    'Each shoal node\'s RSS 35 s after the last write by kind of mapping (/proc/PID/smaps):',
+    '',
+    ...mapLines(r.maps),
     ...(r.snapshot ? ['', `Heap snapshot of the leader after the 35 s figures: ${r.snapshot.nodes.toLocaleString('en-US')} objects, ${mib(r.snapshot.totalBytes / 2 ** 20)} MiB self size; the top 25 by self size:`, '',
       '| what | count | self size (KiB) |', '|---|---:|---:|',
       ...r.snapshot.groups.slice(0, 25).map((g) => `| ${g.what.replaceAll('|', '\\|')} | ${g.count.toLocaleString('en-US')} | ${kib(g.bytes)} |`)] : []),

@@ -1,15 +1,19 @@
-// What an idle node's CPU cannot go below with Node.js and the Raft timing (issue 45: idle CPU
-// <= 0.5 % of a core per node). Three processes, each running only shoal's peer transport
+// What an idle node's CPU and memory cannot go below with Node.js, the libraries it serves with
+// and the Raft timing (issue 45: idle CPU <= 0.5 % of a core, idle RSS <= 70 MB per node). Three processes, each running only shoal's peer transport
 // (transport/ws-transport.ts: WebSocket over mutual TLS 1.3, msgpack frames, its 1 s pings) and
 // a 100 ms interval standing for the Raft tick; the first sends a heartbeat to the other two at
 // each tick and they answer it, as an idle cluster's leader and followers do with
 // `raft.heartbeatIntervalMs` 100. Nothing else: no store, no API, no loops, no metrics. Then, for
-// the runtime alone, the same three processes with the interval and no transport.
+// the runtime alone, the same three processes with the interval and no transport. Then, for the
+// memory, three processes with the transport and the libraries every node loads to serve
+// (fastify listening over HTTPS with one route, zod, yaml, prom-client's default metrics,
+// dockerode's client, pino, msgpackr): no shoal code but the transport.
 //
 //   npx tsx bench/heartbeat-floor.ts [--seconds 30] [--write]
 //
 // Each process reports its CPU (user + system, process.cpuUsage) over the measured window after
-// a settle of 5 s; --write puts the table in bench/RESULTS.md ("heartbeat-floor" section).
+// a settle of 5 s, and its RSS at the end of it; --write puts the table in bench/RESULTS.md
+// ("heartbeat-floor" section).
 
 import { fork } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,28 +21,41 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { build } from 'esbuild';
-import { createCa, issueNodeCert } from '../src/security/index.ts';
 import type { Message } from '../src/raft/types.ts';
-import { WsTransport } from '../transport/ws-transport.ts';
-import { writeNamedSection } from './lib/report.ts';
+import type { WsTransport } from '../transport/ws-transport.ts';
 
-interface Role { id: string; index: number; dir: string; mode: 'transport' | 'bare'; seconds: number }
-interface Report { id: string; mode: string; cpuMs: number; seconds: number; sent: number; received: number; rssMiB: number }
+interface Role { id: string; index: number; dir: string; mode: 'transport' | 'bare' | 'libraries'; seconds: number }
+interface Report {
+  id: string; mode: string; cpuMs: number; seconds: number; sent: number; received: number; rssMiB: number;
+  /** From the process's start to its listeners bound (the libraries' API and the transport), wall clock and CPU (ms). */
+  readyMs: number; readyCpuMs: number;
+}
+
+const modeNames: Record<Role['mode'], string> = { transport: 'transport', bare: 'bare', libraries: 'transport + libraries' };
 
 const ids = ['n1', 'n2', 'n3'];
 const tickMs = 100;
 const settleMs = 5_000;
+
+function cpuNowMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
 
 /** One process: the transport (or not), a 100 ms tick, heartbeats from n1; reports its CPU over the window. */
 async function child(role: Role): Promise<void> {
   let sent = 0;
   let received = 0;
   let t: WsTransport | undefined;
-  if (role.mode === 'transport') {
+  let closeLibraries = async (): Promise<void> => {};
+  let ready = { ms: performance.now(), cpuMs: cpuNowMs() };
+  if (role.mode !== 'bare') {
     const pki = JSON.parse(readFileSync(path.join(role.dir, 'pki.json'), 'utf8')) as { ca: string; nodes: Record<string, { certPem: string; keyPem: string }> };
     const mine = pki.nodes[role.id];
     if (mine === undefined) throw new Error(`no certificate for ${role.id}`);
+    if (role.mode === 'libraries') closeLibraries = await (await import('./lib/floor-libraries.ts')).serveWithLibraries(pki.ca, mine);
+    // Loaded here, not at the top: a bare process loads nothing but this file.
+    const { WsTransport } = await import('../transport/ws-transport.ts');
     t = new WsTransport({
       nodeId: role.id, clusterId: 'floor', listen: { host: '127.0.0.1', port: 0 },
       tls: { caPem: pki.ca, certPem: mine.certPem, keyPem: mine.keyPem },
@@ -50,6 +67,7 @@ async function child(role: Role): Promise<void> {
       if (m.type === 'heartbeat') { transport.send({ ...m, type: 'heartbeatResp', from: role.id, to: m.from }); sent++; }
     });
     await transport.start();
+    ready = { ms: performance.now(), cpuMs: cpuNowMs() };
     writeFileSync(path.join(role.dir, `${role.id}.addr`), transport.address);
     // Every process waits for the others' addresses, then knows them all as peers.
     for (;;) {
@@ -75,10 +93,12 @@ async function child(role: Role): Promise<void> {
   const report: Report = {
     id: role.id, mode: role.mode, cpuMs: (used.user + used.system) / 1000, seconds: role.seconds,
     sent: sent - counts.sent, received: received - counts.received, rssMiB: process.memoryUsage.rss() / 2 ** 20,
+    readyMs: ready.ms, readyCpuMs: ready.cpuMs,
   };
   writeFileSync(path.join(role.dir, `${role.id}.report.json`), JSON.stringify(report));
   clearInterval(tick);
   await t?.close();
+  await closeLibraries();
 }
 
 /**
@@ -86,15 +106,21 @@ async function child(role: Role): Promise<void> {
  * thread would be counted in their CPU (in `node_modules/.cache`, where `ws` resolves).
  */
 async function bundleSelf(): Promise<string> {
-  const outfile = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'node_modules', '.cache', 'shoal-heartbeat-floor.mjs');
-  await build({ entryPoints: [fileURLToPath(import.meta.url)], bundle: true, platform: 'node', format: 'esm', target: 'node20', outfile, packages: 'external', logLevel: 'error' });
-  return outfile;
+  // Bundled as the node is (scripts/bundle.mjs: its plugins, splitting, the packages inside), so
+  // the libraries load here as they load in a node; each import() is a chunk of its own, so a bare
+  // process loads nothing else. The bundler is the parent's: imported here.
+  const { bundle } = await import('../scripts/bundle.mjs');
+  const outdir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'node_modules', '.cache', 'shoal-heartbeat-floor');
+  await bundle(outdir, { entry: fileURLToPath(import.meta.url), entryName: 'heartbeat-floor' });
+  return path.join(outdir, 'heartbeat-floor.mjs');
 }
 
 async function runMode(mode: Role['mode'], seconds: number, script: string): Promise<Report[]> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'shoal-floor-'));
   try {
-    if (mode === 'transport') {
+    if (mode !== 'bare') {
+      // The parent alone makes certificates: the X.509 library is never loaded by a measured process.
+      const { createCa, issueNodeCert } = await import('../src/security/index.ts');
       const ca = await createCa('floor');
       const nodes: Record<string, { certPem: string; keyPem: string }> = {};
       for (const id of ids) nodes[id] = await issueNodeCert(ca, id, { hosts: ['127.0.0.1'] });
@@ -111,9 +137,9 @@ async function runMode(mode: Role['mode'], seconds: number, script: string): Pro
 function table(reports: Report[]): string {
   const rows = reports.map((r) => {
     const pct = (r.cpuMs / (r.seconds * 1000)) * 100;
-    return `| ${r.mode} | ${r.id}${r.id === 'n1' && r.mode === 'transport' ? ' (sends the heartbeats)' : ''} | ${pct.toFixed(2)} % | ${(r.sent / r.seconds).toFixed(1)} / ${(r.received / r.seconds).toFixed(1)} |`;
+    return `| ${modeNames[r.mode as Role['mode']]} | ${r.id}${r.id === 'n1' && r.mode !== 'bare' ? ' (sends the heartbeats)' : ''} | ${pct.toFixed(2)} % | ${(r.sent / r.seconds).toFixed(1)} / ${(r.received / r.seconds).toFixed(1)} | ${r.rssMiB.toFixed(1)} | ${r.readyMs.toFixed(0)} / ${r.readyCpuMs.toFixed(0)} |`;
   });
-  return ['| processes | process | CPU (% of a core) | messages sent / received per s |', '|---|---|---:|---:|', ...rows].join('\n');
+  return ['| processes | process | CPU (% of a core) | messages sent / received per s | RSS at the end (MiB) | process start to listening: wall / CPU (ms) |', '|---|---|---:|---:|---:|---:|', ...rows].join('\n');
 }
 
 async function main(): Promise<void> {
@@ -124,17 +150,18 @@ async function main(): Promise<void> {
   const script = await bundleSelf();
   const transport = await runMode('transport', seconds, script);
   const bare = await runMode('bare', seconds, script);
+  const libraries = await runMode('libraries', seconds, script);
   const text = [
-    '## The floor of an idle node\'s CPU: the peer transport and a 100 ms tick alone (issue 45)',
+    '## The floor of an idle node\'s CPU and memory: the peer transport, the libraries and a 100 ms tick alone (issue 45)',
     '',
     `\`npx tsx bench/heartbeat-floor.ts --seconds ${seconds}${v.write ? ' --write' : ''}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC; ${os.cpus().length} cores, Node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' / ')}. `
-      + 'Three processes with shoal\'s peer transport only (WebSocket over mutual TLS 1.3, msgpack, its 1 s pings) and a 100 ms interval; n1 sends a heartbeat to n2 and n3 at each tick and they answer, as an idle cluster does with `raft.heartbeatIntervalMs` 100; then three processes with the interval alone. '
-      + `CPU over ${seconds} s after a settle of 5 s (user + system of the process; the processes run this file bundled, with plain \`node\`).`,
+      + 'Three processes with shoal\'s peer transport only (WebSocket over mutual TLS 1.3, msgpack, its 1 s pings) and a 100 ms interval; n1 sends a heartbeat to n2 and n3 at each tick and they answer, as an idle cluster does with `raft.heartbeatIntervalMs` 100; then three processes with the interval alone; then three with the transport and the libraries every node serves with (fastify listening over HTTPS with one route, zod, yaml, prom-client\'s default metrics, dockerode\'s client, pino, msgpackr), no other shoal code. '
+      + `CPU over ${seconds} s after a settle of 5 s (user + system of the process; the processes run this file bundled, with plain \`node\`, bundled as a node is: scripts/bundle.mjs); RSS at the end of that window; and the time from the process's start (Node's own start-up included) to its listeners bound, as a node's start to API answering (the bare process: to its first line).`,
     '',
-    table([...transport, ...bare]),
+    table([...transport, ...bare, ...libraries]),
   ].join('\n');
   console.log(text);
-  if (v.write) writeNamedSection('heartbeat-floor', text);
+  if (v.write) (await import('./lib/report.ts')).writeNamedSection('heartbeat-floor', text);
 }
 
 await main();

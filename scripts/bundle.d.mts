@@ -4,6 +4,8 @@ export interface BundleMetafile {
   inputs: Record<string, { bytes: number; imports: { path: string; kind: string }[] }>;
   outputs: Record<string, { bytes: number; imports: { path: string; kind: string; external?: boolean }[]; inputs: Record<string, { bytesInOutput: number }> }>;
 }
-export function bundle(outdir: string, options?: { metafile?: false }): Promise<undefined>;
-export function bundle(outdir: string, options: { metafile: true }): Promise<BundleMetafile>;
+/** `entry`, `entryName`: another entry point bundled as the CLI is (default src/cli/main.ts as shoal.mjs). */
+interface BundleEntry { entry?: string; entryName?: string }
+export function bundle(outdir: string, options?: { metafile?: false } & BundleEntry): Promise<undefined>;
+export function bundle(outdir: string, options: { metafile: true } & BundleEntry): Promise<BundleMetafile>;
 export function bundleConsole(outdir: string): Promise<void>;

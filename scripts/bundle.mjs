@@ -83,11 +83,15 @@ const deferRequires = {
   },
 };
 
-/** `metafile`: also return esbuild's metafile (which sources went into which output file). */
-export async function bundle(outdir, { metafile = false } = {}) {
+/**
+ * `metafile`: also return esbuild's metafile (which sources went into which output file).
+ * `entry` and `entryName`: another entry point bundled the same way (a benchmark measuring the
+ * libraries as a node loads them: bench/heartbeat-floor.ts); by default the CLI, as shoal.mjs.
+ */
+export async function bundle(outdir, { metafile = false, entry = path.join(root, 'src/cli/main.ts'), entryName = 'shoal' } = {}) {
   rmSync(outdir, { recursive: true, force: true });
   const result = await build({
-    entryPoints: [path.join(root, 'src/cli/main.ts')],
+    entryPoints: [entry],
     bundle: true,
     splitting: true,
     platform: 'node',
@@ -96,7 +100,7 @@ export async function bundle(outdir, { metafile = false } = {}) {
     external: ['msgpackr-extract', 'bufferutil', 'utf-8-validate', 'ssh2'],
     banner: { js: "import { createRequire as __shoalRequire } from 'node:module'; const require = __shoalRequire(import.meta.url);" },
     outdir,
-    entryNames: 'shoal',
+    entryNames: entryName,
     chunkNames: 'chunks/[name]-[hash]',
     outExtension: { '.js': '.mjs' },
     logLevel: 'warning',

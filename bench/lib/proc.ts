@@ -154,6 +154,39 @@ export function rssMiB(pid: number): number {
   return Number(m[1]) / 1024;
 }
 
+/** Where a process's resident memory lies, by kind of mapping (MiB), from /proc/PID/smaps. */
+export interface MemoryMap {
+  /** The C library's main heap (brk: `[heap]`): malloc of the main thread, Node's and OpenSSL's small blocks. */
+  brkHeap: number;
+  /** Anonymous mappings starting on a 64 MiB boundary: the C library's per-thread arenas. */
+  threadArenas: number;
+  /** Other anonymous mappings: V8's heap pages and code, and blocks malloc maps by themselves (large buffers). */
+  otherAnonymous: number;
+  /** Mapped files: the node binary, shared libraries. */
+  files: number;
+  /** Thread stacks and the rest. */
+  other: number;
+}
+
+export function memoryMap(pid: number): MemoryMap {
+  const out: MemoryMap = { brkHeap: 0, threadArenas: 0, otherAnonymous: 0, files: 0, other: 0 };
+  let kind: keyof MemoryMap = 'other';
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const head = /^([0-9a-f]+)-[0-9a-f]+ \S+ \S+ \S+ (\d+)\s*(.*)$/.exec(line);
+    if (head) {
+      const [, start = '0', inode = '0', name = ''] = head;
+      if (name === '[heap]') kind = 'brkHeap';
+      else if (inode !== '0') kind = 'files';
+      else if (name === '') kind = BigInt(`0x${start}`) % (64n << 20n) === 0n ? 'threadArenas' : 'otherAnonymous';
+      else kind = 'other';
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss?.[1]) out[kind] += Number(rss[1]) / 1024;
+  }
+  return out;
+}
+
 /** CPU time (user + system) a process has used so far, in ms (NaN once it is gone). Assumes USER_HZ = 100, as on Linux x86-64. */
 export function cpuMs(pid: number): number {
   try {
