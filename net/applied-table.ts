@@ -17,6 +17,15 @@
 //
 // The caller reads the table in force once per pass and hands the same reading to decide() and
 // to its applier.
+//
+// What is owed: an apply ends the open connections of what its new table removed, computed from
+// the table in force before it. When a step after `nft -f` fails (iptables, conntrack), the new
+// table is in force and the next pass, reading it, would see nothing removed: the connections a
+// revoked permission or a removed backend allowed would stay open for good. So the applier throws
+// an ApplyUnfinishedError carrying what it had not finished ending, the loop keeps it here (owe), and
+// hands it to the next apply, which ends it along with what that pass removes, except what the
+// new rendering holds again. No pass is quiet while something is owed; an apply that finishes
+// clears it (recordApplied).
 
 /** While passes apply nothing, the DOCKER-USER rule is still checked this often (an apply checks it each time). */
 export const dockerRuleCheckMs = 30_000;
@@ -44,10 +53,25 @@ export function withoutStamp(text: string, stamp: string): string {
   return text.replaceAll(stamp, '');
 }
 
-export class AppliedTable {
+/**
+ * An apply whose new table is in force but which did not finish (a step after `nft -f` failed:
+ * iptables, conntrack): `owed` is what that table removed and the apply had not ended (null:
+ * nothing); the message is the cause's. Each applier fixes `Owed` in a subclass.
+ */
+export class ApplyUnfinishedError<Owed> extends Error {
+  constructor(readonly owed: Owed | null, cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause), { cause });
+    this.name = 'ApplyUnfinishedError';
+  }
+}
+
+/** `Owed`: what an apply removed and did not finish ending (the firewall's permissions, the mesh's backends). */
+export class AppliedTable<Owed> {
   /** What this loop applied last (null: nothing yet in this process, so the first pass always applies). */
   private last: TableState | null = null;
   private dockerCheckedAt = -Infinity;
+  /** Removed by an apply that failed after `nft -f`, not yet ended (null: nothing owed). Never quiet while set. */
+  private owedNow: Owed | null = null;
 
   /** `now`: monotonic ms (tests inject one). */
   constructor(private readonly now: () => number = () => performance.now()) {}
@@ -57,18 +81,29 @@ export class AppliedTable {
     return this.last?.revision ?? null;
   }
 
-  /** 'unchanged': `body` is the text applied last and that table is in force (its stamp, its sets); otherwise 'apply'. */
+  /** What an earlier apply left to end (null: nothing). */
+  get owed(): Owed | null {
+    return this.owedNow;
+  }
+
+  /** 'unchanged': nothing is owed, `body` is the text applied last and that table is in force (its stamp, its sets); otherwise 'apply'. */
   decide(body: string, inForce: TableInForce | null): TableDecision {
     const last = this.last;
-    if (last === null || inForce === null) return 'apply';
+    if (last === null || inForce === null || this.owedNow !== null) return 'apply';
     const inPlace = inForce.term === last.term && inForce.revision === last.revision && inForce.sets === last.sets;
     return inPlace && body === last.body ? 'unchanged' : 'apply';
   }
 
-  /** Records a table applied; `dockerChecked`: that apply checked the DOCKER-USER rule. */
+  /** Records a table applied, all it removed ended (nothing owed any more); `dockerChecked`: that apply checked the DOCKER-USER rule. */
   recordApplied(table: TableState, dockerChecked: boolean): void {
     this.last = table;
+    this.owedNow = null;
     if (dockerChecked) this.dockerCheckedAt = this.now();
+  }
+
+  /** Records what an unfinished apply left to end (its ApplyUnfinishedError's `owed`, which includes what was owed before; null: nothing). */
+  owe(owed: Owed | null): void {
+    this.owedNow = owed;
   }
 
   /** On a pass that applies nothing: runs `check` when the last check is dockerRuleCheckMs old or more; returns whether it ran. */

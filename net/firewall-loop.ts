@@ -12,6 +12,10 @@
 // Quiet passes (applied-table.ts): tasks and nodes change often, and most of their changes leave
 // this table as it is but for its stamp; with the table this loop applied last still in force,
 // such a pass reads the table once (`nft -j list`) and applies nothing.
+//
+// What is owed (applied-table.ts): an apply whose new table went in but which failed after it
+// (iptables, conntrack) leaves the connections of the permissions it revoked open; the loop keeps
+// those permissions and the next pass ends them, unless its table permits them again.
 
 import type { DocumentStore } from '../fsm/index.ts';
 import { readNetworkState } from '../src/resources/network-resources.ts';
@@ -19,10 +23,10 @@ import { firewallPoliciesCollection, networksCollection } from '../src/resources
 import { nodesCollection, servicesCollection, tasksCollection } from '../src/resources/collections.ts';
 import { ControlStateReader } from '../src/resources/state.ts';
 import { AppliedTable, setsKey, withoutStamp } from './applied-table.ts';
-import type { Firewall } from './firewall.ts';
+import { FirewallApplyUnfinishedError, type ApplyReport, type Firewall, type InForce, type Revoked } from './firewall.ts';
 import { PassLoop } from './pass-loop.ts';
 import type { FirewallTask, Permit, Published } from './firewall-permits.ts';
-import { appliedComment, renderFirewall, type FirewallRenderInput } from './firewall-render.ts';
+import { appliedComment, renderFirewall, type FirewallRenderInput, type RenderedFirewall } from './firewall-render.ts';
 
 export interface FirewallLoopPorts {
   store: DocumentStore;
@@ -53,9 +57,9 @@ function firewallSetsKey(permits: readonly Permit[], published: readonly Publish
   return setsKey(permits.map((p) => `${p.from}/${p.to}/${p.protocol}/${p.port}`), published.map((p) => `${p.address}/${p.protocol}/${p.port}`));
 }
 
-/** What this node's table is rendered from: the applied store, read now. */
-export function renderInput(store: DocumentStore, nodeId: string, term: number, managementPorts: readonly number[]): FirewallRenderInput {
-  const state = new ControlStateReader(store).read();
+/** What this node's table is rendered from: the applied store, read now (`reader`: the loop's, which reads only what changed). */
+export function renderInput(store: DocumentStore, nodeId: string, term: number, managementPorts: readonly number[], reader = new ControlStateReader(store)): FirewallRenderInput {
+  const state = reader.read();
   const nets = readNetworkState(store);
   const tasks = new Map<string, FirewallTask>();
   for (const n of nets.networks.values()) {
@@ -77,13 +81,22 @@ export function renderInput(store: DocumentStore, nodeId: string, term: number, 
   };
 }
 
+/** What a failed pass says when its new table went in: what is still to revoke, and when. */
+function unfinished(owed: Revoked | null): string {
+  const n = owed === null ? 0 : owed.permits.length + owed.published.length;
+  return n === 0 ? 'the new table is in force' : `the new table is in force; the connections of ${n} removed permissions are ended on the next pass`;
+}
+
 export class FirewallLoop {
   private unsubscribe: (() => void) | null = null;
   private readonly loop: PassLoop;
-  /** What this loop applied last; a pass whose rendering matches it, with it still in force, applies nothing. */
-  private readonly applied: AppliedTable;
+  /** What this loop applied last, and what an unfinished apply left to revoke; a pass whose rendering matches it, with it still in force and nothing owed, applies nothing. */
+  private readonly applied: AppliedTable<Revoked>;
+  /** Reads only what changed since the previous pass (state.ts). */
+  private readonly reader: ControlStateReader;
 
   constructor(private readonly ports: FirewallLoopPorts) {
+    this.reader = new ControlStateReader(ports.store);
     this.applied = new AppliedTable(ports.now);
     this.loop = new PassLoop({ name: 'firewall', pass: () => this.pass(), retryMs: retryMsMin, retryMsMax, coalesceMs, log: ports.log });
   }
@@ -109,7 +122,7 @@ export class FirewallLoop {
 
   /** Renders and applies once, now. */
   async converge(): Promise<Outcome> {
-    const input = renderInput(this.ports.store, this.ports.nodeId, this.ports.term(), this.ports.managementPorts);
+    const input = renderInput(this.ports.store, this.ports.nodeId, this.ports.term(), this.ports.managementPorts, this.reader);
     const inForce = await this.ports.firewall.inForce();
     if (inForce !== null && inForce.revision > input.revision) return 'behind';
     const rendered = renderFirewall(input);
@@ -120,11 +133,21 @@ export class FirewallLoop {
       await this.applied.maybeCheckDockerRule(() => this.ports.firewall.ensureDockerRule());
       return 'unchanged';
     }
-    const report = await this.ports.firewall.apply(rendered, inForce);
+    const report = await this.applyOwing(rendered, inForce);
     this.applied.recordApplied({ body, term: input.term, revision: input.revision, sets: firewallSetsKey(rendered.permits, rendered.published) }, true);
     const revoked = report.revoked > 0 ? `; ended the connections of ${report.revoked} removed permissions` : '';
     this.ports.log.info(`firewall: applied term ${input.term} revision ${input.revision}${revoked}`);
     return 'applied';
+  }
+
+  /** Applies with what is owed; an unfinished apply leaves owed what it had not revoked (it includes what was owed before). */
+  private async applyOwing(rendered: RenderedFirewall, inForce: InForce | null): Promise<ApplyReport> {
+    try {
+      return await this.ports.firewall.apply(rendered, inForce, this.applied.owed);
+    } catch (err) {
+      if (err instanceof FirewallApplyUnfinishedError) this.applied.owe(err.owed);
+      throw err;
+    }
   }
 
   private async pass(): Promise<void> {
@@ -132,7 +155,7 @@ export class FirewallLoop {
     try {
       outcome = await this.converge();
     } catch (err) {
-      throw new Error(`${(err as Error).message}; the table in force is kept`);
+      throw new Error(`${(err as Error).message}; ${err instanceof FirewallApplyUnfinishedError ? unfinished(err.owed) : 'the table in force is kept'}`);
     }
     // Behind the table in force: look again once more has applied (an event will come).
     if (outcome === 'behind') this.ports.log.info('firewall: the table in force is newer than this node\'s store; waiting to catch up');

@@ -5,6 +5,10 @@
 // the whole new table or, on any error, the old one untouched), makes sure Docker's FORWARD
 // chain lets shoal's accepted packets through, and then deletes the conntrack entries of every
 // permission the new table no longer has, so connections it allowed end too, not only new ones.
+// When a step after `nft -f` fails, the new table is in force and a retry reading it would find
+// nothing removed; so the apply throws a FirewallApplyUnfinishedError carrying the permissions
+// whose connections it had not ended, and the loop hands them to the next apply (`owed`), which
+// ends them unless its table permits them again (applied-table.ts, "what is owed").
 //
 // Why conntrack -D rather than nft's `ct` expressions: a rule cannot end a tracked connection,
 // only drop its packets; with our `ct state established accept` first, the entry must go. Once
@@ -16,10 +20,13 @@
 // another (every base chain on the hook must accept). Docker evaluates DOCKER-USER first, so
 // shoal keeps one rule there: accept packets carrying the mark bit that every accept of our
 // forward chain sets. Our table runs first (priority filter - 10), decides, and Docker's chain
-// follows that decision for shoal's traffic only. Without a DOCKER-USER chain there is no
-// Docker (or its iptables integration is off) and nothing to do.
+// follows that decision for shoal's traffic only. Without a DOCKER-USER chain (`iptables -S`
+// exits non-zero) or without iptables at all there is no Docker (or its iptables integration is
+// off) and nothing to do; iptables failing to run otherwise (a timeout, a signal) is an error.
 
 import { z } from 'zod';
+import { CommandError } from '../src/base/run-command.ts';
+import { ApplyUnfinishedError } from './applied-table.ts';
 import { runChecked, type CommandRunner } from './firewall-command.ts';
 import { deleteArgs, flowsToEnd, parseFlows } from './conntrack.ts';
 import { removedPermits, removedPublished, type Permit, type Published } from './firewall-permits.ts';
@@ -36,10 +43,32 @@ export interface InForce {
 export interface ApplyReport {
   /** What was in force before (null: no table). */
   before: { term: number; revision: number } | null;
-  /** Permissions removed, whose connections were deleted from conntrack. */
+  /** Permissions removed (with those an unfinished apply owed and this table does not permit again), whose connections were ended. */
   revoked: number;
   /** Whether the DOCKER-USER rule is in place (false: no Docker chain on this host). */
   docker: boolean;
+}
+
+/** Permissions and published ports whose connections an apply ends, or an unfinished one still owes. */
+export interface Revoked {
+  permits: Permit[];
+  published: Published[];
+}
+
+/** The new table is in force; a step after it failed, and `owed` is what it had not finished revoking (null: nothing). */
+export class FirewallApplyUnfinishedError extends ApplyUnfinishedError<Revoked> {}
+
+/**
+ * What an apply of `rendered` revokes: what the table in force `before` permitted and `rendered`
+ * does not, and what an earlier apply `owed` that `rendered` does not permit again; each once.
+ */
+export function revokedBy(rendered: Pick<RenderedFirewall, 'permits' | 'published'>, before: Pick<InForce, 'permits' | 'published'> | null, owed: Revoked | null): Revoked {
+  const permits = removedPermits(before?.permits ?? [], rendered.permits);
+  const published = removedPublished(before?.published ?? [], rendered.published);
+  return {
+    permits: [...permits, ...removedPermits(owed?.permits ?? [], [...rendered.permits, ...permits])],
+    published: [...published, ...removedPublished(owed?.published ?? [], [...rendered.published, ...published])],
+  };
 }
 
 /** Connections ended after one apply at most; the rest are logged and end when they close. */
@@ -105,13 +134,23 @@ export class Firewall {
     return parseListing(r.stdout);
   }
 
-  /** `before`: the table in force as the caller just read it (read again when not given). */
-  async apply(rendered: RenderedFirewall, before?: InForce | null): Promise<ApplyReport> {
+  /**
+   * `before`: the table in force as the caller just read it (read again when not given). `owed`:
+   * what an earlier, unfinished apply had not revoked (its FirewallApplyUnfinishedError's).
+   * Throws a FirewallApplyUnfinishedError when the new table is in force but a later step failed.
+   */
+  async apply(rendered: RenderedFirewall, before?: InForce | null, owed: Revoked | null = null): Promise<ApplyReport> {
     if (before === undefined) before = await this.inForce();
     await runChecked(this.run, 'nft', ['-f', '-'], rendered.text);
-    const docker = await this.ensureDockerRule();
-    const revoked = before === null ? 0 : await this.endConnections(removedPermits(before.permits, rendered.permits), removedPublished(before.published, rendered.published));
-    return { before: before === null ? null : { term: before.term, revision: before.revision }, revoked, docker };
+    const revoked = revokedBy(rendered, before, owed);
+    const count = revoked.permits.length + revoked.published.length;
+    try {
+      const docker = await this.ensureDockerRule();
+      await this.endConnections(revoked.permits, revoked.published);
+      return { before: before === null ? null : { term: before.term, revision: before.revision }, revoked: count, docker };
+    } catch (err) {
+      throw new FirewallApplyUnfinishedError(count === 0 ? null : revoked, err);
+    }
   }
 
   /** Removes shoal's table and its DOCKER-USER rule (firewall switched off). */
@@ -123,7 +162,10 @@ export class Firewall {
 
   /** Makes sure DOCKER-USER lets shoal's accepted packets through; false when the host has no such chain. */
   async ensureDockerRule(): Promise<boolean> {
-    const chain = await this.run('iptables', ['-w', '5', '-S', dockerUserChain]).catch(() => ({ code: 1 }));
+    const chain = await this.run('iptables', ['-w', '5', '-S', dockerUserChain]).catch((err: unknown) => {
+      if (err instanceof CommandError && err.reason === 'not_found') return { code: 1 };
+      throw err;
+    });
     if (chain.code !== 0) return false;
     if ((await this.run('iptables', ['-w', '5', '-C', ...dockerRule])).code === 0) return true;
     await runChecked(this.run, 'iptables', ['-w', '5', '-I', ...dockerRule]);
@@ -133,25 +175,23 @@ export class Firewall {
   /**
    * Ends the open flows the removed permissions allowed: one listing of the table, matched here,
    * then one exact delete per flow found (net/conntrack.ts says why not a filtered delete per
-   * permission), all in one `conntrack -R -`. Returns how many permissions were removed.
+   * permission), all in one `conntrack -R -`.
    */
-  private async endConnections(permits: readonly Permit[], published: readonly Published[]): Promise<number> {
-    const removed = permits.length + published.length;
-    if (removed === 0) return 0;
+  private async endConnections(permits: readonly Permit[], published: readonly Published[]): Promise<void> {
+    if (permits.length + published.length === 0) return;
     const listed = await this.run('conntrack', ['-L']);
     if (listed.code !== 0) await runChecked(this.run, 'conntrack', ['-L']);
     const flows = flowsToEnd(parseFlows(listed.stdout), permits, published);
     if (flows.length > conntrackDeletesMax) this.log(`${flows.length} connections lost their permission; the first ${conntrackDeletesMax} are ended, the others stay until they close`);
     const batch = flows.slice(0, conntrackDeletesMax).map(deleteArgs);
-    if (batch.length === 0) return removed;
+    if (batch.length === 0) return;
     const batched = await this.run('conntrack', ['-R', '-'], `${batch.map((args) => args.join(' ')).join('\n')}\n`);
-    if (batched.code === 0) return removed;
+    if (batched.code === 0) return;
     // Refused as a batch: one by one, so an error names the deletion that failed.
     for (const args of batch) {
       const r = await this.run('conntrack', args);
       // Exit 1 with "0 flow entries have been deleted": the flow closed meanwhile, not a failure.
       if (r.code !== 0 && !/flow entries have been deleted/.test(r.stderr)) await runChecked(this.run, 'conntrack', args);
     }
-    return removed;
   }
 }

@@ -14,6 +14,10 @@
 // open ones are kept until the node is down: a machine that dies loses only what was on it and
 // what was sent to it before the leader noticed).
 // Closing the loop leaves the table in place: a restart of shoal never drops a connection.
+//
+// What is owed (applied-table.ts): an apply whose new table went in but which failed after it
+// (iptables, a conntrack delete) leaves the flows of the backends it removed; the loop keeps those
+// backends and the next pass deletes their flows, unless its table has that backend again.
 
 import type { DocumentStore } from '../fsm/index.ts';
 import { gatewayOf } from '../src/resources/address-allocator.ts';
@@ -23,8 +27,8 @@ import { matchesConstraint } from '../src/resources/spec/constraint.ts';
 import { ingressNetworkName } from '../src/resources/spec/ingress.ts';
 import { isIngressPort } from '../src/resources/spec/service-spec.ts';
 import { ControlStateReader, type ControlState } from '../src/resources/state.ts';
-import type { Ingress } from './ingress.ts';
-import { ingressAppliedComment, renderIngress, type IngressBackend, type IngressRenderInput, type IngressServiceInput } from './ingress-render.ts';
+import { IngressApplyUnfinishedError, type Ingress, type IngressApplyReport, type IngressInForce } from './ingress.ts';
+import { ingressAppliedComment, renderIngress, type IngressBackend, type IngressRenderInput, type IngressServiceInput, type RenderedIngress } from './ingress-render.ts';
 import { AppliedTable, setsKey, withoutStamp } from './applied-table.ts';
 import { PassLoop } from './pass-loop.ts';
 
@@ -112,12 +116,17 @@ export type IngressOutcome = 'applied' | 'behind' | 'idle' | 'unchanged';
 
 const backendsKey = (bs: readonly IngressBackend[]): string => setsKey(bs.map((b) => `${b.address}/${b.protocol}/${b.port}`));
 
+/** What a failed pass says when its new table went in: what is still to end, and when. */
+function unfinished(owed: readonly IngressBackend[] | null): string {
+  return owed === null ? 'the new table is in force' : `the new table is in force; the flows of ${owed.length} removed backends are ended on the next pass`;
+}
+
 export class IngressLoop {
   private unsubscribe: (() => void) | null = null;
   private readonly loop: PassLoop;
   private told = new Set<string>();
-  /** What this loop applied last; a pass whose rendering matches it, with it still in force, applies nothing (applied-table.ts). */
-  private readonly applied: AppliedTable;
+  /** What this loop applied last, and the removed backends an unfinished apply left; a pass whose rendering matches it, with it still in force and nothing owed, applies nothing (applied-table.ts). */
+  private readonly applied: AppliedTable<IngressBackend[]>;
   /** Reads only what changed since the previous pass (state.ts). */
   private readonly reader: ControlStateReader;
 
@@ -155,8 +164,8 @@ export class IngressLoop {
   async converge(): Promise<IngressOutcome> {
     const input = ingressRenderInput(this.ports.store, this.ports.nodeId, this.ports.term(), this.ports.firewallEnabled, this.ports.preferLocal === true, this.reader);
     const inForce = await this.ports.ingress.inForce();
-    // Nothing published through the mesh and no table: nothing to change on this host.
-    if (inForce === null && input.services.length === 0) return 'idle';
+    // Nothing published through the mesh, no table and no flows owed: nothing to change on this host.
+    if (inForce === null && input.services.length === 0 && this.applied.owed === null) return 'idle';
     if (inForce !== null && inForce.revision > input.revision) return 'behind';
     const rendered = renderIngress(input);
     for (const c of rendered.conflicts) this.tellOnce(`ingress: ${c.protocol}/${c.port} is published by services ${c.kept} and ${c.dropped} (two applies raced); ${c.kept}, the older, keeps it: change or remove ${c.dropped}'s port`);
@@ -169,12 +178,22 @@ export class IngressLoop {
       if (rendered.backends.length > 0) await this.applied.maybeCheckDockerRule(() => this.ports.ingress.ensureDockerRule());
       return 'unchanged';
     }
-    const report = await this.ports.ingress.apply(rendered, inForce);
+    const report = await this.applyOwing(rendered, inForce);
     // The applier checks the DOCKER-USER rule only when the table has backends.
     this.applied.recordApplied({ body, term: input.term, revision: input.revision, sets: backendsKey(rendered.backends) }, rendered.backends.length > 0);
     const ended = report.removed.length > 0 ? `; ${report.removed.length} backends removed, ${report.flowsEnded} of their connections ended` : '';
     this.ports.log.info(`ingress: applied term ${input.term} revision ${input.revision}, ${rendered.backends.length} backends${ended}`);
     return 'applied';
+  }
+
+  /** Applies with what is owed; an unfinished apply leaves owed the backends it had not ended (they include those owed before). */
+  private async applyOwing(rendered: RenderedIngress, inForce: IngressInForce | null): Promise<IngressApplyReport> {
+    try {
+      return await this.ports.ingress.apply(rendered, inForce, this.applied.owed);
+    } catch (err) {
+      if (err instanceof IngressApplyUnfinishedError) this.applied.owe(err.owed);
+      throw err;
+    }
   }
 
   private tellOnce(line: string): void {
@@ -188,7 +207,7 @@ export class IngressLoop {
     try {
       outcome = await this.converge();
     } catch (err) {
-      throw new Error(`${(err as Error).message}; the table in force is kept`);
+      throw new Error(`${(err as Error).message}; ${err instanceof IngressApplyUnfinishedError ? unfinished(err.owed) : 'the table in force is kept'}`);
     }
     if (outcome === 'behind') this.ports.log.info('ingress: the table in force is newer than this node\'s store; waiting to catch up');
   }

@@ -13,9 +13,15 @@
 // connections and the unanswered SYNs sent to it since it died) run to hundreds, which deleted
 // one by one took 12 s on a busy two-core machine (bench/RESULTS.md, "a task's node dies"),
 // while the loop applied nothing else.
+//
+// When a step after `nft -f` fails, the new table is in force and a retry reading it would find
+// no backend removed; so the apply throws an IngressApplyUnfinishedError carrying the removed
+// backends whose flows it had not deleted, and the loop hands them to the next apply (`owed`),
+// which deletes them unless its table has that backend again (applied-table.ts, "what is owed").
 
 import { z } from 'zod';
 import { CommandError } from '../src/base/run-command.ts';
+import { ApplyUnfinishedError } from './applied-table.ts';
 import { runChecked, type CommandRunner } from './firewall-command.ts';
 import { acceptMark } from './firewall-render.ts';
 import { dockerUserChain } from './firewall.ts';
@@ -30,13 +36,16 @@ export interface IngressInForce {
 
 export interface IngressApplyReport {
   before: { term: number; revision: number } | null;
-  /** Backends removed by this apply. */
+  /** Backends removed by this apply (with those an unfinished apply owed and this table does not have again). */
   removed: IngressBackend[];
   /** Flows of removed backends deleted from conntrack. */
   flowsEnded: number;
   /** Whether the DOCKER-USER rule is in place (false: no Docker chain on this host). */
   docker: boolean;
 }
+
+/** The new table is in force; a step after it failed, and `owed` is the removed backends whose flows it had not deleted (null: none). */
+export class IngressApplyUnfinishedError extends ApplyUnfinishedError<IngressBackend[]> {}
 
 export const dockerIngressRuleComment = 'shoal-ingress';
 const dockerRule = [dockerUserChain, '-m', 'mark', '--mark', `0x${acceptMark.toString(16)}/0x${acceptMark.toString(16)}`, '-m', 'comment', '--comment', dockerIngressRuleComment, '-j', 'ACCEPT'];
@@ -78,6 +87,12 @@ export function removedBackends(before: readonly IngressBackend[], after: readon
   return before.filter((b) => !kept.has(backendKey(b)));
 }
 
+/** What an apply of a table with `after` removes: what `before` had, and what an earlier apply `owed`, that `after` has not; each once. */
+export function removedWithOwed(before: readonly IngressBackend[], after: readonly IngressBackend[], owed: readonly IngressBackend[] | null): IngressBackend[] {
+  const removed = removedBackends(before, after);
+  return [...removed, ...removedBackends(owed ?? [], [...after, ...removed])];
+}
+
 /** `conntrack` arguments that delete every flow DNATed to this backend (its reply side: the task's address and port). */
 export function backendDeleteArgs(b: IngressBackend): string[] {
   return ['-D', '-p', b.protocol, '--reply-src', b.address, '--reply-port-src', String(b.port)];
@@ -96,12 +111,21 @@ export class Ingress {
     return parseIngressListing(r.stdout);
   }
 
-  /** `before`: the table in force as the caller just read it (read again when not given). */
-  async apply(rendered: RenderedIngress, before?: IngressInForce | null): Promise<IngressApplyReport> {
+  /**
+   * `before`: the table in force as the caller just read it (read again when not given). `owed`:
+   * the backends an earlier, unfinished apply had not ended (its IngressApplyUnfinishedError's).
+   * Throws an IngressApplyUnfinishedError when the new table is in force but a later step failed.
+   */
+  async apply(rendered: RenderedIngress, before?: IngressInForce | null, owed: readonly IngressBackend[] | null = null): Promise<IngressApplyReport> {
     if (before === undefined) before = await this.inForce();
     await runChecked(this.run, 'nft', ['-f', '-'], rendered.text);
-    const docker = rendered.backends.length > 0 ? await this.ensureDockerRule() : false;
-    const removed = before === null ? [] : removedBackends(before.backends, rendered.backends);
+    const removed = removedWithOwed(before?.backends ?? [], rendered.backends, owed);
+    let docker: boolean;
+    try {
+      docker = rendered.backends.length > 0 ? await this.ensureDockerRule() : false;
+    } catch (err) {
+      throw new IngressApplyUnfinishedError(removed.length === 0 ? null : removed, err);
+    }
     const flowsEnded = await this.endFlows(removed);
     return { before: before === null ? null : { term: before.term, revision: before.revision }, removed, flowsEnded, docker };
   }
@@ -126,16 +150,29 @@ export class Ingress {
     return true;
   }
 
-  /** One delete per removed backend, filtered on the reply side (see the header for why not one per flow); returns the flows ended. */
+  /**
+   * One delete per removed backend, filtered on the reply side (see the header for why not one per
+   * flow); returns the flows ended. A delete that fails throws an IngressApplyUnfinishedError
+   * owing that backend and those after it.
+   */
   private async endFlows(removed: readonly IngressBackend[]): Promise<number> {
     let ended = 0;
-    for (const args of removed.map(backendDeleteArgs)) {
-      const r = await this.run('conntrack', args);
-      const count = /(\d+) flow entries have been deleted/.exec(r.stderr);
-      // "0 flow entries have been deleted" exits 1: nothing was open, not a failure.
-      if (r.code !== 0 && count === null) await runChecked(this.run, 'conntrack', args);
-      ended += Number(count?.[1] ?? 0);
+    for (const [i, b] of removed.entries()) {
+      try {
+        ended += await this.endFlowsOf(b);
+      } catch (err) {
+        throw new IngressApplyUnfinishedError(removed.slice(i), err);
+      }
     }
     return ended;
+  }
+
+  private async endFlowsOf(b: IngressBackend): Promise<number> {
+    const args = backendDeleteArgs(b);
+    const r = await this.run('conntrack', args);
+    const count = /(\d+) flow entries have been deleted/.exec(r.stderr);
+    // "0 flow entries have been deleted" exits 1: nothing was open, not a failure.
+    if (r.code !== 0 && count === null) await runChecked(this.run, 'conntrack', args);
+    return Number(count?.[1] ?? 0);
   }
 }
