@@ -1,9 +1,10 @@
 // The quiet-pass rule both table loops share (net/applied-table.ts): apply unless the rendering,
 // stamp aside, is the one applied last and that table is in force (its stamp, its sets); check
-// the DOCKER-USER rule on quiet passes only every dockerRuleCheckMs after the last check.
+// the DOCKER-USER rule on quiet passes only every dockerRuleCheckMs after the last check; never
+// quiet while an unfinished apply left something owed.
 
 import { describe, expect, it } from 'vitest';
-import { AppliedTable, dockerRuleCheckMs, setsKey, withoutStamp } from '../../net/applied-table.ts';
+import { AppliedTable, ApplyUnfinishedError, dockerRuleCheckMs, setsKey, withoutStamp } from '../../net/applied-table.ts';
 
 const stamp = (revision: number): string => `shoal node=n1 term=5 revision=${revision}`;
 const text = (revision: number, permit: string): string => `table inet shoal {\n  comment "${stamp(revision)}"\n  elements = { ${permit} }\n  counter comment "${stamp(revision)}"\n}\n`;
@@ -73,5 +74,28 @@ describe('AppliedTable', () => {
     const t = new AppliedTable(() => 0);
     await expect(t.maybeCheckDockerRule(async () => { throw new Error('iptables: timed out'); })).rejects.toThrow(/timed out/);
     expect(await t.maybeCheckDockerRule(async () => true)).toBe(true);
+  });
+
+  it('is never quiet while something is owed; an apply clears what is owed', () => {
+    const t = new AppliedTable<string[]>(() => 0);
+    t.recordApplied(applied, true);
+    const inForce = { term: 5, revision: 7, sets: applied.sets };
+    expect(t.decide(applied.body, inForce)).toBe('unchanged');
+    t.owe(['10.255.0.2 tcp 80']);
+    expect(t.owed).toEqual(['10.255.0.2 tcp 80']);
+    expect(t.decide(applied.body, inForce)).toBe('apply');
+    t.recordApplied(applied, true);
+    expect(t.owed).toBeNull();
+    expect(t.decide(applied.body, inForce)).toBe('unchanged');
+    t.owe(null);
+    expect(t.decide(applied.body, inForce)).toBe('unchanged');
+  });
+
+  it('an unfinished apply\'s error says what its cause said and carries what is owed', () => {
+    const cause = new Error('conntrack -R - exited with code 1: Operation not permitted');
+    const err = new ApplyUnfinishedError(['x'], cause);
+    expect(err.message).toBe(cause.message);
+    expect(err.cause).toBe(cause);
+    expect(err.owed).toEqual(['x']);
   });
 });

@@ -2,9 +2,13 @@
 // on start and on every change of what the table depends on, records the revision, never
 // replaces a newer table with an older state, and keeps the table in force when an apply fails.
 // And with the real applier (net/firewall.ts) over a fake host that keeps the table `nft -f`
-// applied: its quiet passes (net/applied-table.ts), counted in commands run.
+// applied: its quiet passes (net/applied-table.ts), counted in commands run, and what an apply
+// that failed after `nft -f` owes (the connections of the permissions it revoked, ended on the
+// next pass unless granted again). And the applier's DOCKER-USER check: which failures mean "no
+// Docker".
 
 import { describe, expect, it } from 'vitest';
+import { CommandError } from '../../src/base/run-command.ts';
 import { DocumentStore, encodeCommand } from '../../fsm/index.ts';
 import type { JsonObject } from '../../fsm/types.ts';
 import { firewallPoliciesCollection, networksCollection } from '../../src/resources/network-resources.ts';
@@ -56,9 +60,13 @@ class FakeHost {
   deleted: string[] = [];
   table: { comment: string; permits: string[][]; published: string[][] } | null = null;
   flows = '';
+  /** Commands starting with one of these exit 1 (a conntrack that refuses, say). */
+  failing: string[] = [];
 
   readonly run = async (cmd: string, args: readonly string[], input?: string): Promise<CommandOutput> => {
-    this.calls.push(`${cmd} ${args.join(' ')}`);
+    const line = `${cmd} ${args.join(' ')}`;
+    this.calls.push(line);
+    if (this.failing.some((f) => line.startsWith(f))) return { code: 1, stdout: '', stderr: `${cmd}: Operation not permitted (simulated)` };
     const ok = (stdout = ''): CommandOutput => ({ code: 0, stdout, stderr: '' });
     if (cmd === 'nft' && args[0] === '-j') return this.table === null ? { code: 1, stdout: '', stderr: 'Error: No such file or directory' } : ok(this.listing());
     if (cmd === 'nft' && args[0] === '-f') {
@@ -254,5 +262,104 @@ describe('FirewallLoop quiet passes (the real applier, a fake host)', () => {
     expect(host.deleted).toHaveLength(1);
     expect(host.deleted[0]).toMatch(/^-D -p tcp .*10\.61\.0\.2.*40112/);
     expect(loop.appliedRevision).toBe(store.revision);
+  });
+});
+
+describe('FirewallLoop: what an apply that failed after `nft -f` owes (the real applier, a fake host)', () => {
+  const open5432 = 'tcp      6 431999 ESTABLISHED src=10.61.0.2 dst=10.62.0.2 sport=40112 dport=5432 src=10.62.0.2 dst=10.61.0.2 sport=5432 dport=40112 [ASSURED] mark=0 use=1\n';
+
+  /** web may reach db on 5432 and has a connection open; the policy moves to 5433 and conntrack refuses to delete on that pass. */
+  async function revokedWhileConntrackFails(): Promise<{ store: DocumentStore; host: FakeHost; loop: FirewallLoop }> {
+    const store = webDb();
+    const { host, loop } = onFakeHost(store);
+    expect(await loop.converge()).toBe('applied');
+    host.flows = open5432;
+    host.failing = ['conntrack -R', 'conntrack -D'];
+    put(store, firewallPoliciesCollection, 'web-db', allow(5433));
+    await expect(loop.converge()).rejects.toThrow(/Operation not permitted/);
+    // The new table is in force: a pass reading it finds no 5432 permit to revoke.
+    expect(host.table?.permits).toEqual([['10.61.0.2', '10.62.0.2', 'tcp', '5433']]);
+    expect(host.deleted).toEqual([]);
+    host.failing = [];
+    host.calls = [];
+    return { store, host, loop };
+  }
+
+  it('ends the connections of a permission revoked by a pass whose conntrack failed, on the next pass', async () => {
+    const { store, host, loop } = await revokedWhileConntrackFails();
+    // Nothing changed in the store since: the pass is not quiet, for something is owed.
+    expect(await loop.converge()).toBe('applied');
+    expect(host.count('conntrack -L')).toBe(1);
+    expect(host.deleted).toHaveLength(1);
+    expect(host.deleted[0]).toMatch(/^-D -p tcp .*10\.61\.0\.2.*40112/);
+    expect(loop.appliedRevision).toBe(store.revision);
+    // Ended: owed no more, so the next pass that changes nothing is quiet again.
+    host.calls = [];
+    touchNode(store);
+    expect(await loop.converge()).toBe('unchanged');
+    expect(host.calls).toEqual(['nft -j list table inet shoal']);
+  });
+
+  it('does not end them when the permission is granted again before the retry', async () => {
+    const { store, host, loop } = await revokedWhileConntrackFails();
+    put(store, firewallPoliciesCollection, 'web-db', allow(5432));
+    expect(await loop.converge()).toBe('applied');
+    expect(host.table?.permits).toEqual([['10.61.0.2', '10.62.0.2', 'tcp', '5432']]);
+    // Only the 5433 permit this pass revokes is looked for (no flow of it is open).
+    expect(host.count('conntrack -R')).toBe(0);
+    expect(host.deleted).toEqual([]);
+  });
+
+  it('owes them too when the DOCKER-USER check fails after the new table went in, and says so', async () => {
+    const store = webDb();
+    const { host, loop } = onFakeHost(store);
+    expect(await loop.converge()).toBe('applied');
+    host.flows = open5432;
+    // The rule is missing (-C) and cannot be put back (-I).
+    host.failing = ['iptables -w 5 -C', 'iptables -w 5 -I'];
+    const warnings: string[] = [];
+    const started = new FirewallLoop({ store, nodeId: 'n1', term: () => 5, managementPorts: [7101], firewall: new Firewall(host.run), log: { info: () => undefined, warn: (m) => warnings.push(m) } });
+    put(store, firewallPoliciesCollection, 'web-db', allow(5433));
+    started.start();
+    await until(() => warnings.length === 1);
+    expect(warnings[0]).toMatch(/^firewall: iptables -w 5 -I .* exited with code 1: .*; the new table is in force; the connections of 1 removed permissions are ended on the next pass; retrying in 500 ms$/);
+    host.failing = [];
+    await until(() => host.deleted.length === 1);
+    expect(host.deleted[0]).toMatch(/^-D -p tcp .*10\.61\.0\.2.*40112/);
+    await started.close();
+    await loop.close();
+  });
+});
+
+describe('Firewall.ensureDockerRule', () => {
+  const runner = (chain: () => Promise<CommandOutput>) => {
+    const calls: string[] = [];
+    const run = async (cmd: string, args: readonly string[]): Promise<CommandOutput> => {
+      calls.push(`${cmd} ${args.join(' ')}`);
+      if (args.includes('-S')) return chain();
+      return { code: 0, stdout: '', stderr: '' };
+    };
+    return { calls, firewall: new Firewall(run) };
+  };
+  const failure = (reason: 'not_found' | 'timeout'): CommandError => new CommandError({ command: 'iptables', args: ['-w', '5', '-S', 'DOCKER-USER'], reason, exitCode: null, signal: null, stderrTail: '', detail: '10000 ms' });
+
+  it('keeps its rule when the DOCKER-USER chain exists', async () => {
+    const { calls, firewall } = runner(async () => ({ code: 0, stdout: '-N DOCKER-USER\n', stderr: '' }));
+    expect(await firewall.ensureDockerRule()).toBe(true);
+    expect(calls).toEqual(['iptables -w 5 -S DOCKER-USER', expect.stringMatching(/^iptables -w 5 -C DOCKER-USER .*shoal-firewall/)]);
+  });
+
+  it('says no Docker when the chain does not exist (iptables exits non-zero) or iptables is not installed', async () => {
+    const noChain = runner(async () => ({ code: 1, stdout: '', stderr: 'iptables: No chain/target/match by that name.' }));
+    expect(await noChain.firewall.ensureDockerRule()).toBe(false);
+    expect(noChain.calls).toHaveLength(1);
+    const noIptables = runner(async () => { throw failure('not_found'); });
+    expect(await noIptables.firewall.ensureDockerRule()).toBe(false);
+  });
+
+  it('fails when iptables could not run for another reason (a timeout): not taken for "no Docker"', async () => {
+    const { calls, firewall } = runner(async () => { throw failure('timeout'); });
+    await expect(firewall.ensureDockerRule()).rejects.toThrow(/did not finish within 10000 ms/);
+    expect(calls).toHaveLength(1);
   });
 });

@@ -3,7 +3,9 @@
 // not down; those on a suspect node said), this node's SNAT address (its gateway of the ingress network), the publish rules
 // when the firewall is on; applies on start and on change, never replaces a newer table, keeps
 // the table in force when an apply fails. And the applier's reading of `nft -j` and what a new
-// table removes (net/ingress.ts).
+// table removes (net/ingress.ts). And, with the real applier over a fake host, what an apply that
+// failed after `nft -f` owes: the flows of the backends it removed, deleted on the next pass
+// unless the backend is back.
 
 import { describe, expect, it } from 'vitest';
 import { DocumentStore, encodeCommand } from '../../fsm/index.ts';
@@ -16,6 +18,7 @@ import { IngressLoop, ingressRenderInput } from '../../net/ingress-loop.ts';
 import { Ingress, parseIngressListing, removedBackends, type IngressApplyReport, type IngressInForce } from '../../net/ingress.ts';
 import { parseIngressAppliedComment, renderIngress } from '../../net/ingress-render.ts';
 import type { RenderedIngress } from '../../net/ingress-render.ts';
+import type { CommandOutput } from '../../net/firewall-command.ts';
 import { StateBuilder, serviceYaml } from '../control/state-builder.ts';
 
 let index = 0;
@@ -259,5 +262,108 @@ describe('Ingress (the applier)', () => {
     });
     const next = renderIngress({ nodeId: 'n1', term: 4, revision: 100, address: '10.255.0.1', published: null, subnets: [], services: [] });
     await expect(ingress.apply(next)).rejects.toThrow(/Operation not permitted/);
+  });
+});
+
+/**
+ * The host as the mesh's applier sees it: the table the last `nft -f` applied (its stamp and its
+ * `backends` set, listed back as `nft -j` does), and conntrack deleting a backend's flows (or
+ * failing while `conntrackFails`). Records every command.
+ */
+class FakeIngressHost {
+  calls: string[] = [];
+  table: { comment: string; backends: string[][] } | null = null;
+  conntrackFails = false;
+
+  readonly run = async (cmd: string, args: readonly string[], input?: string): Promise<CommandOutput> => {
+    this.calls.push(`${cmd} ${args.join(' ')}`);
+    const ok = (stdout = '', stderr = ''): CommandOutput => ({ code: 0, stdout, stderr });
+    if (cmd === 'nft' && args[0] === '-j') return this.table === null ? { code: 1, stdout: '', stderr: 'Error: No such file or directory' } : ok(this.listing());
+    if (cmd === 'nft' && args[0] === '-f') {
+      const text = input ?? '';
+      const m = /set backends \{[^}]*?elements = \{\n([^}]*)\n {4}\}/.exec(text);
+      this.table = { comment: /comment "(shoal-ingress node=[^"]+)"/.exec(text)?.[1] ?? '', backends: m?.[1] === undefined ? [] : m[1].split(',\n').map((e) => e.trim().split(' . ')) };
+      return ok();
+    }
+    if (cmd === 'conntrack') return this.conntrackFails ? { code: 1, stdout: '', stderr: 'conntrack v1.4.7 (conntrack-tools): Operation not permitted\n' } : ok('', 'conntrack v1.4.7 (conntrack-tools): 3 flow entries have been deleted.\n');
+    return ok();
+  };
+
+  /** The conntrack deletes sent, as `ADDRESS PROTO PORT`. */
+  deletes(): string[] {
+    return this.calls.filter((c) => c.startsWith('conntrack -D')).map((c) => { const a = c.split(' '); return `${a[5]} ${a[3]} ${a[7]}`; });
+  }
+
+  private listing(): string {
+    return JSON.stringify({ nftables: [
+      { table: { family: 'ip', name: 'shoal-ingress' } },
+      { set: { family: 'ip', table: 'shoal-ingress', name: 'backends', elem: (this.table?.backends ?? []).map((e) => ({ concat: e.map((v) => (/^\d+$/.test(v) ? Number(v) : v)) })) } },
+      { rule: { family: 'ip', table: 'shoal-ingress', chain: 'applied', comment: this.table?.comment } },
+    ] });
+  }
+}
+
+describe('IngressLoop: what an apply that failed after `nft -f` owes (the real applier, a fake host)', () => {
+  /** A task's report set to a state: running makes it a backend again, starting takes it out. */
+  function report(store: DocumentStore, id: string, state: 'running' | 'starting'): void {
+    const doc = store.get(taskStatusCollection, id)?.doc as JsonObject;
+    put(store, taskStatusCollection, id, { ...doc, state });
+  }
+
+  /** web's w1 (10.255.0.2: tcp 80, udp 53) and api's a1 (10.255.0.4: tcp 9000) leave n1's table on a pass whose conntrack deletes fail. */
+  async function removedWhileConntrackFails(): Promise<{ store: DocumentStore; host: FakeIngressHost; loop: IngressLoop }> {
+    const store = cluster();
+    const host = new FakeIngressHost();
+    const loop = new IngressLoop({ store, nodeId: 'n1', term: () => 5, firewallEnabled: false, ingress: new Ingress(host.run), log: quietLog });
+    expect(await loop.converge()).toBe('applied');
+    expect(host.table?.backends.map((b) => b.join(' ')).sort()).toEqual(['10.255.0.2 tcp 80', '10.255.0.2 udp 53', '10.255.0.4 tcp 9000']);
+    host.conntrackFails = true;
+    report(store, 'w1', 'starting');
+    report(store, 'a1', 'starting');
+    await expect(loop.converge()).rejects.toThrow(/Operation not permitted/);
+    // The new table is in force: a pass reading it finds no backend to remove.
+    expect(host.table?.backends).toEqual([]);
+    host.conntrackFails = false;
+    host.calls = [];
+    return { store, host, loop };
+  }
+
+  it('deletes the flows of the backends a pass removed but could not end, on the next pass', async () => {
+    const { store, host, loop } = await removedWhileConntrackFails();
+    // Nothing changed in the store since: the pass is not quiet, for something is owed.
+    expect(await loop.converge()).toBe('applied');
+    expect(host.deletes().sort()).toEqual(['10.255.0.2 tcp 80', '10.255.0.2 udp 53', '10.255.0.4 tcp 9000']);
+    expect(loop.appliedRevision).toBe(store.revision);
+    // Ended: owed no more; the next pass that changes nothing is quiet again.
+    host.calls = [];
+    put(store, taskStatusCollection, 'w4', store.get(taskStatusCollection, 'w4')?.doc as JsonObject);
+    expect(await loop.converge()).toBe('unchanged');
+    expect(host.calls).toEqual(['nft -j list table ip shoal-ingress']);
+  });
+
+  it('does not delete the flows of a backend that is back before the retry', async () => {
+    const { store, host, loop } = await removedWhileConntrackFails();
+    report(store, 'w1', 'running');
+    expect(await loop.converge()).toBe('applied');
+    expect(host.table?.backends.map((b) => b.join(' ')).sort()).toEqual(['10.255.0.2 tcp 80', '10.255.0.2 udp 53']);
+    expect(host.deletes()).toEqual(['10.255.0.4 tcp 9000']);
+  });
+
+  it('says the new table is in force and how many backends are owed, and retries until they are ended', async () => {
+    const store = cluster();
+    const host = new FakeIngressHost();
+    const warnings: string[] = [];
+    const loop = new IngressLoop({ store, nodeId: 'n1', term: () => 5, firewallEnabled: false, ingress: new Ingress(host.run), log: { info: () => undefined, warn: (m) => warnings.push(m) } });
+    expect(await loop.converge()).toBe('applied');
+    host.conntrackFails = true;
+    report(store, 'a1', 'starting');
+    loop.start();
+    await until(() => warnings.length === 1);
+    expect(warnings[0]).toMatch(/^ingress: conntrack -D .* exited with code 1: .*Operation not permitted; the new table is in force; the flows of 1 removed backends are ended on the next pass; retrying in 500 ms$/);
+    host.calls = [];
+    host.conntrackFails = false;
+    await until(() => host.deletes().length === 1);
+    expect(host.deletes()).toEqual(['10.255.0.4 tcp 9000']);
+    await loop.close();
   });
 });
