@@ -22,9 +22,9 @@
 // the table in force before it. When a step after `nft -f` fails (iptables, conntrack), the new
 // table is in force and the next pass, reading it, would see nothing removed: the connections a
 // revoked permission or a removed backend allowed would stay open for good. So the applier throws
-// an ApplyUnfinishedError carrying what it had not finished ending, the loop keeps it here (owe), and
-// hands it to the next apply, which ends it along with what that pass removes, except what the
-// new rendering holds again. No pass is quiet while something is owed; an apply that finishes
+// an ApplyUnfinishedError carrying what it had not finished ending, which is kept here and handed
+// to the next apply (applyOwing); that apply ends it along with what its pass removes, except what
+// its new rendering holds again. No pass is quiet while something is owed; an apply that finishes
 // clears it (recordApplied).
 
 /** While passes apply nothing, the DOCKER-USER rule is still checked this often (an apply checks it each time). */
@@ -101,9 +101,18 @@ export class AppliedTable<Owed> {
     if (dockerChecked) this.dockerCheckedAt = this.now();
   }
 
-  /** Records what an unfinished apply left to end (its ApplyUnfinishedError's `owed`, which includes what was owed before; null: nothing). */
-  owe(owed: Owed | null): void {
-    this.owedNow = owed;
+  /**
+   * Runs an apply, handing it what is owed; when it throws an `unfinished` (the applier's
+   * ApplyUnfinishedError), what that carries is owed from now on (it includes what was owed
+   * before, less what the new table has again). Any other failure leaves what is owed as it was.
+   */
+  async applyOwing<R>(apply: (owed: Owed | null) => Promise<R>, unfinished: abstract new (...args: never[]) => ApplyUnfinishedError<Owed>): Promise<R> {
+    try {
+      return await apply(this.owedNow);
+    } catch (err) {
+      if (err instanceof unfinished) this.owedNow = err.owed;
+      throw err;
+    }
   }
 
   /** On a pass that applies nothing: runs `check` when the last check is dockerRuleCheckMs old or more; returns whether it ran. */

@@ -23,10 +23,10 @@ import { firewallPoliciesCollection, networksCollection } from '../src/resources
 import { nodesCollection, servicesCollection, tasksCollection } from '../src/resources/collections.ts';
 import { ControlStateReader } from '../src/resources/state.ts';
 import { AppliedTable, setsKey, withoutStamp } from './applied-table.ts';
-import { FirewallApplyUnfinishedError, type ApplyReport, type Firewall, type InForce, type Revoked } from './firewall.ts';
+import { FirewallApplyUnfinishedError, type Firewall, type Revoked } from './firewall.ts';
 import { PassLoop } from './pass-loop.ts';
 import type { FirewallTask, Permit, Published } from './firewall-permits.ts';
-import { appliedComment, renderFirewall, type FirewallRenderInput, type RenderedFirewall } from './firewall-render.ts';
+import { appliedComment, renderFirewall, type FirewallRenderInput } from './firewall-render.ts';
 
 export interface FirewallLoopPorts {
   store: DocumentStore;
@@ -133,21 +133,11 @@ export class FirewallLoop {
       await this.applied.maybeCheckDockerRule(() => this.ports.firewall.ensureDockerRule());
       return 'unchanged';
     }
-    const report = await this.applyOwing(rendered, inForce);
+    const report = await this.applied.applyOwing((owed) => this.ports.firewall.apply(rendered, inForce, owed), FirewallApplyUnfinishedError);
     this.applied.recordApplied({ body, term: input.term, revision: input.revision, sets: firewallSetsKey(rendered.permits, rendered.published) }, true);
     const revoked = report.revoked > 0 ? `; ended the connections of ${report.revoked} removed permissions` : '';
     this.ports.log.info(`firewall: applied term ${input.term} revision ${input.revision}${revoked}`);
     return 'applied';
-  }
-
-  /** Applies with what is owed; an unfinished apply leaves owed what it had not revoked (it includes what was owed before). */
-  private async applyOwing(rendered: RenderedFirewall, inForce: InForce | null): Promise<ApplyReport> {
-    try {
-      return await this.ports.firewall.apply(rendered, inForce, this.applied.owed);
-    } catch (err) {
-      if (err instanceof FirewallApplyUnfinishedError) this.applied.owe(err.owed);
-      throw err;
-    }
   }
 
   private async pass(): Promise<void> {

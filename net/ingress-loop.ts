@@ -27,8 +27,8 @@ import { matchesConstraint } from '../src/resources/spec/constraint.ts';
 import { ingressNetworkName } from '../src/resources/spec/ingress.ts';
 import { isIngressPort } from '../src/resources/spec/service-spec.ts';
 import { ControlStateReader, type ControlState } from '../src/resources/state.ts';
-import { IngressApplyUnfinishedError, type Ingress, type IngressApplyReport, type IngressInForce } from './ingress.ts';
-import { ingressAppliedComment, renderIngress, type IngressBackend, type IngressRenderInput, type IngressServiceInput, type RenderedIngress } from './ingress-render.ts';
+import { IngressApplyUnfinishedError, type Ingress } from './ingress.ts';
+import { ingressAppliedComment, renderIngress, type IngressBackend, type IngressRenderInput, type IngressServiceInput } from './ingress-render.ts';
 import { AppliedTable, setsKey, withoutStamp } from './applied-table.ts';
 import { PassLoop } from './pass-loop.ts';
 
@@ -178,22 +178,12 @@ export class IngressLoop {
       if (rendered.backends.length > 0) await this.applied.maybeCheckDockerRule(() => this.ports.ingress.ensureDockerRule());
       return 'unchanged';
     }
-    const report = await this.applyOwing(rendered, inForce);
+    const report = await this.applied.applyOwing((owed) => this.ports.ingress.apply(rendered, inForce, owed), IngressApplyUnfinishedError);
     // The applier checks the DOCKER-USER rule only when the table has backends.
     this.applied.recordApplied({ body, term: input.term, revision: input.revision, sets: backendsKey(rendered.backends) }, rendered.backends.length > 0);
     const ended = report.removed.length > 0 ? `; ${report.removed.length} backends removed, ${report.flowsEnded} of their connections ended` : '';
     this.ports.log.info(`ingress: applied term ${input.term} revision ${input.revision}, ${rendered.backends.length} backends${ended}`);
     return 'applied';
-  }
-
-  /** Applies with what is owed; an unfinished apply leaves owed the backends it had not ended (they include those owed before). */
-  private async applyOwing(rendered: RenderedIngress, inForce: IngressInForce | null): Promise<IngressApplyReport> {
-    try {
-      return await this.ports.ingress.apply(rendered, inForce, this.applied.owed);
-    } catch (err) {
-      if (err instanceof IngressApplyUnfinishedError) this.applied.owe(err.owed);
-      throw err;
-    }
   }
 
   private tellOnce(line: string): void {

@@ -76,18 +76,31 @@ describe('AppliedTable', () => {
     expect(await t.maybeCheckDockerRule(async () => true)).toBe(true);
   });
 
-  it('is never quiet while something is owed; an apply clears what is owed', () => {
+  it('is never quiet while something is owed: what an unfinished apply carries, until an apply finishes', async () => {
+    class Unfinished extends ApplyUnfinishedError<string[]> {}
     const t = new AppliedTable<string[]>(() => 0);
     t.recordApplied(applied, true);
     const inForce = { term: 5, revision: 7, sets: applied.sets };
     expect(t.decide(applied.body, inForce)).toBe('unchanged');
-    t.owe(['10.255.0.2 tcp 80']);
+    // Another failure (nft -f refused: nothing went in) owes nothing.
+    await expect(t.applyOwing(async () => { throw new Error('nft -f - exited with code 1'); }, Unfinished)).rejects.toThrow(/nft -f/);
+    expect(t.owed).toBeNull();
+    await expect(t.applyOwing(async () => { throw new Unfinished(['10.255.0.2 tcp 80'], new Error('conntrack: refused')); }, Unfinished)).rejects.toThrow(/conntrack: refused/);
     expect(t.owed).toEqual(['10.255.0.2 tcp 80']);
     expect(t.decide(applied.body, inForce)).toBe('apply');
+    // The next apply is handed what is owed; a failure that is not an unfinished apply keeps it.
+    const handed: (string[] | null)[] = [];
+    await expect(t.applyOwing(async (owed) => { handed.push(owed); throw new Error('nft -f - timed out'); }, Unfinished)).rejects.toThrow(/timed out/);
+    expect(handed).toEqual([['10.255.0.2 tcp 80']]);
+    expect(t.owed).toEqual(['10.255.0.2 tcp 80']);
+    // An unfinished apply with nothing left to end owes nothing.
+    await expect(t.applyOwing(async () => { throw new Unfinished(null, new Error('iptables: timed out')); }, Unfinished)).rejects.toThrow(/iptables/);
+    expect(t.owed).toBeNull();
+    await expect(t.applyOwing(async () => { throw new Unfinished(['x'], new Error('conntrack: refused')); }, Unfinished)).rejects.toThrow();
+    // An apply that finishes clears it.
+    expect(await t.applyOwing(async (owed) => owed, Unfinished)).toEqual(['x']);
     t.recordApplied(applied, true);
     expect(t.owed).toBeNull();
-    expect(t.decide(applied.body, inForce)).toBe('unchanged');
-    t.owe(null);
     expect(t.decide(applied.body, inForce)).toBe('unchanged');
   });
 
