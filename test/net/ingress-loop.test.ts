@@ -15,7 +15,7 @@ import { firewallPoliciesCollection, networksCollection } from '../../src/resour
 import { parseConstraint } from '../../src/resources/spec/constraint.ts';
 import { dockerRuleCheckMs } from '../../net/applied-table.ts';
 import { IngressLoop, ingressRenderInput } from '../../net/ingress-loop.ts';
-import { Ingress, parseIngressListing, removedBackends, type IngressApplyReport, type IngressInForce } from '../../net/ingress.ts';
+import { Ingress, IngressApplyUnfinishedError, parseIngressListing, removedBackends, type IngressApplyReport, type IngressInForce } from '../../net/ingress.ts';
 import { parseIngressAppliedComment, renderIngress } from '../../net/ingress-render.ts';
 import type { RenderedIngress } from '../../net/ingress-render.ts';
 import type { CommandOutput } from '../../net/firewall-command.ts';
@@ -262,6 +262,32 @@ describe('Ingress (the applier)', () => {
     });
     const next = renderIngress({ nodeId: 'n1', term: 4, revision: 100, address: '10.255.0.1', published: null, subnets: [], services: [] });
     await expect(ingress.apply(next)).rejects.toThrow(/Operation not permitted/);
+  });
+
+  it('owes, when a conntrack delete fails, that backend and those after it, not those already ended', async () => {
+    const listing = JSON.stringify({ nftables: [
+      { set: { family: 'ip', name: 'backends', table: 'shoal-ingress', elem: [{ concat: ['10.255.1.2', 'tcp', 80] }, { concat: ['10.255.2.2', 'tcp', 80] }, { concat: ['10.255.3.2', 'tcp', 80] }] } },
+      { rule: { family: 'ip', table: 'shoal-ingress', chain: 'applied', comment: 'shoal-ingress node=n1 term=4 revision=99' } },
+    ] });
+    const ingress = new Ingress(async (cmd, args) => {
+      if (cmd === 'nft' && args[0] === '-j') return { code: 0, stdout: listing, stderr: '' };
+      if (cmd === 'conntrack' && args.includes('10.255.2.2')) return { code: 1, stdout: '', stderr: 'conntrack v1.4.7 (conntrack-tools): Operation not permitted\n' };
+      if (cmd === 'conntrack') return { code: 0, stdout: '', stderr: 'conntrack v1.4.7 (conntrack-tools): 2 flow entries have been deleted.\n' };
+      return { code: cmd === 'nft' ? 0 : 1, stdout: '', stderr: '' };
+    });
+    const next = renderIngress({ nodeId: 'n1', term: 4, revision: 100, address: '10.255.0.1', published: null, subnets: [], services: [] });
+    const err: unknown = await ingress.apply(next).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(IngressApplyUnfinishedError);
+    expect((err as IngressApplyUnfinishedError).owed).toEqual([{ address: '10.255.2.2', protocol: 'tcp', port: 80 }, { address: '10.255.3.2', protocol: 'tcp', port: 80 }]);
+    // What is owed is handed to the next apply, which ends it along with what its table removes (nothing here).
+    const calls: string[] = [];
+    const retry = new Ingress(async (cmd, args) => {
+      calls.push(`${cmd} ${args.join(' ')}`);
+      return { code: 0, stdout: cmd === 'nft' && args[0] === '-j' ? JSON.stringify({ nftables: [] }) : '', stderr: '' };
+    });
+    const report = await retry.apply(next, null, (err as IngressApplyUnfinishedError).owed);
+    expect(report.removed.map((b) => b.address)).toEqual(['10.255.2.2', '10.255.3.2']);
+    expect(calls.filter((c) => c.startsWith('conntrack'))).toHaveLength(2);
   });
 });
 
