@@ -25,12 +25,12 @@
 // off) and nothing to do; iptables failing to run otherwise (a timeout, a signal) is an error.
 
 import { z } from 'zod';
-import { CommandError } from '../src/base/run-command.ts';
 import { ApplyUnfinishedError } from './applied-table.ts';
+import { dockerUserRule, ensureDockerUserRule, removeDockerUserRule } from './docker-user-rule.ts';
 import { runChecked, type CommandRunner } from './firewall-command.ts';
 import { deleteArgs, flowsToEnd, parseFlows } from './conntrack.ts';
 import { removedPermits, removedPublished, type Permit, type Published } from './firewall-permits.ts';
-import { acceptMark, parseAppliedComment, tableFamily, tableName, type RenderedFirewall } from './firewall-render.ts';
+import { parseAppliedComment, tableFamily, tableName, type RenderedFirewall } from './firewall-render.ts';
 
 export interface InForce {
   nodeId: string;
@@ -74,9 +74,8 @@ export function revokedBy(rendered: Pick<RenderedFirewall, 'permits' | 'publishe
 /** Connections ended after one apply at most; the rest are logged and end when they close. */
 export const conntrackDeletesMax = 4096;
 
-export const dockerUserChain = 'DOCKER-USER';
 export const dockerRuleComment = 'shoal-firewall';
-const dockerRule = [dockerUserChain, '-m', 'mark', '--mark', `0x${acceptMark.toString(16)}/0x${acceptMark.toString(16)}`, '-m', 'comment', '--comment', dockerRuleComment, '-j', 'ACCEPT'];
+const dockerRule = dockerUserRule(dockerRuleComment);
 
 const elemSchema = z.union([z.string(), z.number(), z.object({ concat: z.array(z.union([z.string(), z.number()])) }).passthrough()]);
 const listingSchema = z.object({ nftables: z.array(z.unknown()) });
@@ -157,19 +156,12 @@ export class Firewall {
   async remove(): Promise<void> {
     const r = await this.run('nft', ['delete', 'table', tableFamily, tableName]);
     if (r.code !== 0 && !/No such file or directory/.test(r.stderr)) await runChecked(this.run, 'nft', ['delete', 'table', tableFamily, tableName]);
-    for (let i = 0; i < 10 && (await this.run('iptables', ['-w', '5', '-D', ...dockerRule])).code === 0; i++) { /* until none is left */ }
+    await removeDockerUserRule(this.run, dockerRule);
   }
 
   /** Makes sure DOCKER-USER lets shoal's accepted packets through; false when the host has no such chain. */
-  async ensureDockerRule(): Promise<boolean> {
-    const chain = await this.run('iptables', ['-w', '5', '-S', dockerUserChain]).catch((err: unknown) => {
-      if (err instanceof CommandError && err.reason === 'not_found') return { code: 1 };
-      throw err;
-    });
-    if (chain.code !== 0) return false;
-    if ((await this.run('iptables', ['-w', '5', '-C', ...dockerRule])).code === 0) return true;
-    await runChecked(this.run, 'iptables', ['-w', '5', '-I', ...dockerRule]);
-    return true;
+  ensureDockerRule(): Promise<boolean> {
+    return ensureDockerUserRule(this.run, dockerRule);
   }
 
   /**

@@ -20,11 +20,9 @@
 // which deletes them unless its table has that backend again (applied-table.ts, "what is owed").
 
 import { z } from 'zod';
-import { CommandError } from '../src/base/run-command.ts';
 import { ApplyUnfinishedError } from './applied-table.ts';
 import { runChecked, type CommandRunner } from './firewall-command.ts';
-import { acceptMark } from './firewall-render.ts';
-import { dockerUserChain } from './firewall.ts';
+import { dockerUserRule, ensureDockerUserRule, removeDockerUserRule } from './docker-user-rule.ts';
 import { ingressTableFamily, ingressTableName, parseIngressAppliedComment, type IngressBackend, type RenderedIngress } from './ingress-render.ts';
 
 export interface IngressInForce {
@@ -48,7 +46,7 @@ export interface IngressApplyReport {
 export class IngressApplyUnfinishedError extends ApplyUnfinishedError<IngressBackend[]> {}
 
 export const dockerIngressRuleComment = 'shoal-ingress';
-const dockerRule = [dockerUserChain, '-m', 'mark', '--mark', `0x${acceptMark.toString(16)}/0x${acceptMark.toString(16)}`, '-m', 'comment', '--comment', dockerIngressRuleComment, '-j', 'ACCEPT'];
+const dockerRule = dockerUserRule(dockerIngressRuleComment);
 
 const elemSchema = z.union([z.string(), z.number(), z.object({ concat: z.array(z.union([z.string(), z.number()])) }).passthrough()]);
 const listingSchema = z.object({ nftables: z.array(z.unknown()) });
@@ -135,19 +133,12 @@ export class Ingress {
     const args = ['delete', 'table', ingressTableFamily, ingressTableName];
     const r = await this.run('nft', args);
     if (r.code !== 0 && !/No such file or directory/.test(r.stderr)) await runChecked(this.run, 'nft', args);
-    for (let i = 0; i < 10 && (await this.run('iptables', ['-w', '5', '-D', ...dockerRule])).code === 0; i++) { /* until none is left */ }
+    await removeDockerUserRule(this.run, dockerRule);
   }
 
   /** Makes sure DOCKER-USER lets the mesh's forwarded packets through; false when the host has no such chain. */
-  async ensureDockerRule(): Promise<boolean> {
-    const chain = await this.run('iptables', ['-w', '5', '-S', dockerUserChain]).catch((err: unknown) => {
-      if (err instanceof CommandError && err.reason === 'not_found') return { code: 1 };
-      throw err;
-    });
-    if (chain.code !== 0) return false;
-    if ((await this.run('iptables', ['-w', '5', '-C', ...dockerRule])).code === 0) return true;
-    await runChecked(this.run, 'iptables', ['-w', '5', '-I', ...dockerRule]);
-    return true;
+  ensureDockerRule(): Promise<boolean> {
+    return ensureDockerUserRule(this.run, dockerRule);
   }
 
   /**
