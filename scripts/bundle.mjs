@@ -12,7 +12,7 @@
 // command: 360-470 ms with them external, 270-370 ms bundled; API answering 0.47-0.51 s after
 // the process started, against 0.66-0.69 s). Bundled CommonJS code calls require() for Node's
 // own modules, so every chunk starts by defining it.
-import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { URL, fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -97,6 +97,16 @@ export async function bundle(outdir, { metafile = false, entry = path.join(root,
     platform: 'node',
     format: 'esm',
     target: 'node20',
+    // Whitespace and comments out, names kept (issue 45, bench/RESULTS.md "Footprint"): a node
+    // holds the source of every module it loaded as a string in its heap, 28 % smaller so, and
+    // parsed that much faster. Comments were also what put non-ASCII characters in the output
+    // (esbuild escapes them in strings): one such character makes V8 hold a whole file as UTF-16,
+    // twice its size, and decode it on the slow path. Licence comments go to a .LEGAL.txt beside
+    // each file; `asciiOnly` below fails the build should anything else bring one back. A stack
+    // trace then points into long lines of the bundle with the functions' own names; to read one
+    // against the sources, run them (SHOAL_FROM_SOURCE=1, bin/shoal.js).
+    minifyWhitespace: true,
+    legalComments: 'external',
     external: ['msgpackr-extract', 'bufferutil', 'utf-8-validate', 'ssh2'],
     banner: { js: "import { createRequire as __shoalRequire } from 'node:module'; const require = __shoalRequire(import.meta.url);" },
     outdir,
@@ -107,7 +117,21 @@ export async function bundle(outdir, { metafile = false, entry = path.join(root,
     metafile,
     plugins: [deferRequires],
   });
+  asciiOnly(outdir);
   return result.metafile;
+}
+
+/** Fails the build when an output module holds a non-ASCII byte (see minifyWhitespace above). */
+function asciiOnly(outdir) {
+  const files = readdirSync(outdir, { recursive: true }).filter((f) => f.endsWith('.mjs'));
+  for (const f of files) {
+    const bytes = readFileSync(path.join(outdir, f));
+    const at = bytes.findIndex((b) => b > 0x7f);
+    if (at >= 0) {
+      const around = bytes.subarray(Math.max(0, at - 60), at + 20).toString('utf8');
+      throw new Error(`scripts/bundle.mjs: ${f} holds a non-ASCII character at byte ${at} (...${around}...); V8 would keep the whole file as UTF-16: escape it or move it out of the output`);
+    }
+  }
 }
 
 /**
