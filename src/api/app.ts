@@ -20,7 +20,7 @@ import { useJsonBodyParser } from './json-body.ts';
 import { apiLimitsDefault, headerBytesMax, paramLengthMax, type ApiLimits } from './limits.ts';
 import { metricsRoutes } from './metrics-routes.ts';
 import { nodesRoutes } from './nodes-routes.ts';
-import { openApiRoutes } from './openapi.ts';
+import { openApiRoutes } from './openapi-routes.ts';
 import { RouteTable } from './route-table.ts';
 import { secretsRoutes } from './secrets-routes.ts';
 import { secretKeyRoutes } from './secret-key-routes.ts';

@@ -1,15 +1,13 @@
-// GET /docs: the OpenAPI 3.1 description of the client API. The document routes' parameters,
+// The OpenAPI 3.1 description of the client API (served by openapi-routes.ts). The document routes' parameters,
 // headers and bodies are generated from the zod schemas they validate with (request-schemas.ts);
 // the cluster routes' are written out here. Every route is listed with every method it takes,
 // and `x-additional-query: false` marks the operations that refuse unknown query parameters, so
 // that test/api/schema-walk.test.ts can walk the whole API with requests this document says are
 // wrong and check each is refused with a catalogued error.
 
-import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { errorCatalog } from '../errors.ts';
 import { nodeRecordSchema, serviceRecordSchema, taskRecordSchema, taskStatusSchema } from '../resources/records.ts';
-import type { ApiContext } from './context.ts';
 import type { RouteTable } from './route-table.ts';
 import { createCredentialBody, credentialParams } from './credentials-routes.ts';
 import { auditQuery } from './audit-routes.ts';
@@ -42,7 +40,7 @@ import { drillReportSchema } from '../node/drill/drill-report.ts';
 import { activateBody, buildQuery, rollbackBody } from './upgrade-routes.ts';
 import { stackPaths } from './stack-openapi.ts';
 
-type Json = Record<string, unknown>;
+export type Json = Record<string, unknown>;
 type Where = 'path' | 'query' | 'header';
 
 /** The JSON Schema of a zod schema as a request sees it (before defaults and transforms). */
@@ -367,11 +365,3 @@ export function withRoles(doc: Json, routes: RouteTable): Json {
   }
   return doc;
 }
-
-export const openApiRoutes: FastifyPluginAsync<{ ctx: ApiContext; routes: RouteTable }> = async (app, { ctx, routes }) => {
-  // Built at the first request: by then every plugin has registered its routes.
-  let doc: Json | undefined;
-  const document = (): Json => (doc ??= withRoles(openApiDocument(ctx.softwareVersion), routes));
-  app.get('/docs', { config: { role: 'public' } }, async () => document());
-  app.get('/docs/openapi.json', { config: { role: 'public' } }, async () => document());
-};
