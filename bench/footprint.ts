@@ -8,7 +8,9 @@
 // - start to API answering: each shoal node in turn is stopped (SIGTERM) and started again on its
 //   data; from the spawn to the first 200 from /healthz;
 // - `shoal --version`: the peak RSS (getrusage maxRSS) of the process, and of a bare `node -e 0`;
-// then the breakdown: the V8 heap figures of each idle node, a heap snapshot of one summarised by
+// then the breakdown: each process's RSS by kind of mapping (/proc/PID/smaps), the pages of the
+// `node` binary each node and a bare Node.js process touched, by ELF section
+// (bench/lib/binary-pages.ts), the V8 heap figures of each idle node, a heap snapshot of one summarised by
 // constructor (self size), and the code loaded at start (`serve` and `--version`) by npm package
 // and src/ folder (the ESM loader's URLs mapped through esbuild's metafile).
 //
@@ -21,7 +23,7 @@
 // tasks in the store (the in-memory runtime unless --runtime), then the leader's RSS, heap after
 // GC, CPU and loops' pass time once a minute; --write puts it in the "footprint-leak" section.
 
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -30,6 +32,7 @@ import { parseArgs } from 'node:util';
 import { bundle, bundleConsole } from '../scripts/bundle.mjs';
 import { EtcdCluster, etcdBinary } from './lib/etcd-cluster.ts';
 import { summariseHeapSnapshot, type HeapGroup } from './lib/heap-summary.ts';
+import { binaryPages, type BinaryPages } from './lib/binary-pages.ts';
 import { once } from './lib/http.ts';
 import { breakdown, type LoadBreakdown, type Metafile } from './lib/load-breakdown.ts';
 import { abandonOnSignal, cpuMs, killAllStarted, memoryMap, rssMiB, sleep, stopProcess, trackTempDir, type MemoryMap } from './lib/proc.ts';
@@ -224,6 +227,8 @@ interface Run {
   startCpuMs: number[];
   versionMiB: number;
   bareMiB: number;
+  /** The resident pages of the node binary by section: each shoal node, then a bare Node.js process idle as long. */
+  binaries: { name: string; pages: BinaryPages }[];
   serveLoads: LoadBreakdown;
   versionLoads: LoadBreakdown;
   etcdVersion: string;
@@ -247,7 +252,16 @@ async function run(o: Options): Promise<Run> {
     if (etcd) await etcd.start();
     const shoalProcs = sys.nodes.map((n) => ({ name: n.name, pid: n.pid ?? -1 }));
     const etcdProcs = etcd ? etcd.nodes.map((n) => ({ name: n.name, pid: n.pid ?? -1 })) : [];
-    const idle = await measureIdle([...shoalProcs, ...etcdProcs], o);
+    // A bare Node.js process idle as long as the nodes: the pages of the binary any process touches.
+    const bare = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1e6)'], { stdio: 'ignore' });
+    let idle: Idle[];
+    let binaries: Run['binaries'];
+    try {
+      idle = await measureIdle([...shoalProcs, ...etcdProcs], o);
+      binaries = [...shoalProcs.map((p) => ({ name: `shoal ${p.name}`, pages: binaryPages(p.pid) })), { name: 'bare `node`', pages: binaryPages(bare.pid ?? -1) }];
+    } finally {
+      bare.kill();
+    }
     progress('V8 heap figures and a heap snapshot of n1');
     const { figures, snapshot } = await heapFigures(shoalProcs, work, 0);
     const summary = snapshot !== undefined ? summariseHeapSnapshot(snapshot) : undefined;
@@ -256,7 +270,7 @@ async function run(o: Options): Promise<Run> {
     const serveLoads = path.join(work, 'serve.loads');
     const { ms: startMs, cpuMs: startCpuMs } = await startTimes(sys, serveLoads);
     return {
-      o, shoal: idle.slice(0, 3), etcd: idle.slice(3), heap: figures, snapshot: summary, startMs, startCpuMs, versionMiB, bareMiB,
+      o, shoal: idle.slice(0, 3), etcd: idle.slice(3), heap: figures, snapshot: summary, startMs, startCpuMs, versionMiB, bareMiB, binaries,
       serveLoads: breakdown(serveLoads, meta, root), versionLoads: breakdown(versionLoads, meta, root),
       etcdVersion: etcd ? etcdVersion(etcdBinary) ?? 'unknown' : 'not run',
     };
@@ -282,6 +296,15 @@ function idleTable(r: Run): string[] {
 }
 
 /** Where each process's resident memory lies, by kind of mapping (from /proc/PID/smaps). */
+function binaryLines(rows: Run['binaries']): string[] {
+  const total = (b: BinaryPages): number => b.text + b.rodata + b.icu + b.symbols + b.other;
+  return [
+    '| process | .text: machine code (MiB) | .rodata: constants, the JavaScript of Node.js\'s own modules (MiB) | ICU data (MiB) | dynamic symbols (MiB) | other (MiB) | in all (MiB) |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+    ...rows.map((x) => `| ${x.name} | ${mib(x.pages.text)} | ${mib(x.pages.rodata)} | ${mib(x.pages.icu)} | ${mib(x.pages.symbols)} | ${mib(x.pages.other)} | ${mib(total(x.pages))} |`),
+  ];
+}
+
 function mapLines(rows: { kind: string; name: string; map: MemoryMap }[]): string[] {
   return [
     '| process | mapped files: node binary, libraries (MiB) | malloc main heap, brk (MiB) | malloc thread arenas (MiB) | other anonymous: V8 heap and code, large buffers (MiB) | stacks, other (MiB) |',
@@ -350,6 +373,10 @@ function report(r: Run, cmd: string): string {
     'By kind of mapping, RSS after the idle time (/proc/PID/smaps):',
     '',
     ...mapLines([...r.shoal.map((x) => ({ ...x, kind: 'shoal' })), ...r.etcd.map((x) => ({ ...x, kind: 'etcd' }))]),
+    '',
+    'Of the mapped files, the pages of the `node` binary each process has touched, by ELF section (/proc/PID/pagemap; bench/lib/binary-pages.ts): clean pages that every Node.js process on the machine shares and the kernel can drop and read again.',
+    '',
+    ...binaryLines(r.binaries),
     '',
     ...heapLines(r),
     '',
