@@ -1,7 +1,8 @@
 // The one logger of the process. Every part logs through `Logger` (the node driver, the transport,
 // storage, the API, the CLI's serve command); the process creates one with `createLogger`, backed
 // by pino: one JSON object per line on stderr (journald, Loki and `jq` read it as it is), or
-// human lines (pino-pretty) on a terminal.
+// human lines (pino-pretty) on a terminal. pino-pretty and what it needs (130 KiB of source) load
+// only for human lines: a node under a service manager writes JSON and never loads them (issue 45).
 //
 // Every line carries the node's name and id, and its current Raft term and role (a pino mixin
 // reads them when the line is written, so a line says what the node believed at that moment).
@@ -10,7 +11,6 @@
 
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { pino, type DestinationStream, type Logger as Pino } from 'pino';
-import prettyFactory from 'pino-pretty';
 
 export const logLevels = ['debug', 'info', 'warn', 'error'] as const;
 export type LogLevel = (typeof logLevels)[number];
@@ -74,7 +74,7 @@ export function withRequestId(reqId: string, fn: () => void): void {
   requestContext.run({ reqId }, fn);
 }
 
-export function createLogger(opts: LoggerOptions): ProcessLogger {
+export async function createLogger(opts: LoggerOptions): Promise<ProcessLogger> {
   let node: NodeLogContext | undefined;
   const instance = pino({
     level: opts.level,
@@ -89,7 +89,7 @@ export function createLogger(opts: LoggerOptions): ProcessLogger {
         ...(req !== undefined ? { reqId: req.reqId } : {}),
       };
     },
-  }, opts.format === 'text' ? textDestination(opts.colorize ?? process.stderr.isTTY, opts.destination ?? 2) : opts.destination ?? pino.destination({ dest: 2, sync: true }));
+  }, opts.format === 'text' ? await textDestination(opts.colorize ?? process.stderr.isTTY, opts.destination ?? 2) : opts.destination ?? pino.destination({ dest: 2, sync: true }));
   const at = (level: LogLevel) => (msg: string, fields?: LogFields): void => {
     if (fields === undefined) instance[level](msg);
     else instance[level](fields, msg);
@@ -109,7 +109,8 @@ export function createLogger(opts: LoggerOptions): ProcessLogger {
  * Human lines, as pino-pretty writes them: "[12:34:56.789] INFO: n1 leader t5: message", then
  * any other fields as JSON. Synchronous, so no line is lost when the process exits.
  */
-function textDestination(colorize: boolean, destination: DestinationStream | number): DestinationStream {
+async function textDestination(colorize: boolean, destination: DestinationStream | number): Promise<DestinationStream> {
+  const { default: prettyFactory } = await import('pino-pretty');
   return prettyFactory({
     destination, sync: true, colorize, singleLine: true, translateTime: 'SYS:HH:MM:ss.l',
     ignore: 'pid,hostname,node,nodeId,term,role',

@@ -31,6 +31,6 @@ export function logSettings(flags: LogFlags, configLevel: LogLevel, where: { std
   return { level: level as LogLevel, format: format as LogFormat };
 }
 
-export function serveLogger(flags: LogFlags, configLevel: LogLevel, where: { stderrIsTty: boolean; supervised: boolean }): ProcessLogger {
+export async function serveLogger(flags: LogFlags, configLevel: LogLevel, where: { stderrIsTty: boolean; supervised: boolean }): Promise<ProcessLogger> {
   return createLogger(logSettings(flags, configLevel, where));
 }

@@ -62,7 +62,7 @@ export async function serveCommand(argv: string[], onServing?: (running: Running
   const peers = values.peers === undefined ? [] : parsePeers(values.peers);
   const flags = { level: values['log-level'], format: values['log-format'], json: values.json };
   const config = loadConfig(values.config);
-  const log = serveLogger(flags, config.logLevel, { stderrIsTty: process.stderr.isTTY, supervised: process.env[supervisedEnv] === '1' });
+  const log = await serveLogger(flags, config.logLevel, { stderrIsTty: process.stderr.isTTY, supervised: process.env[supervisedEnv] === '1' });
   await waitOutDrillHold(config.dataDir, log);
   const componentsMs = performance.now();
   const running = await startNode(config, log, { drillActions: true, peers });

@@ -79,6 +79,17 @@ describe('what the bundle loads at start', () => {
     expect(staticExternalsWith(meta, 'src/cli/serve.ts')).not.toContain('ssh2');
   });
 
+  it('serve loads pino-pretty only when it writes human lines, and the OpenAPI document only when asked for it', () => {
+    const serve = loadedWith(meta, 'src/cli/serve.ts');
+    expect(serve.some((f) => f.includes('node_modules/pino/'))).toBe(true);
+    expect(serve.filter((f) => f.includes('node_modules/pino-pretty/'))).toEqual([]);
+    expect(serve.filter((f) => f.endsWith('src/api/openapi.ts'))).toEqual([]);
+    // Both are in the bundle, in chunks of their own.
+    const bundled = Object.values(meta.outputs).flatMap((o) => Object.keys(o.inputs));
+    expect(bundled.some((f) => f.includes('node_modules/pino-pretty/index.js'))).toBe(true);
+    expect(bundled.some((f) => f.endsWith('src/api/openapi.ts'))).toBe(true);
+  });
+
   it("zod's messages in English only: no other locale is bundled", () => {
     const bundled = Object.values(meta.outputs).flatMap((o) => Object.keys(o.inputs)).filter((f) => f.includes('node_modules/zod/v4/locales/'));
     expect(bundled.filter((f) => !/[\\/](en|index)\.js$/.test(f))).toEqual([]);

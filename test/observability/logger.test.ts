@@ -6,18 +6,18 @@ import { createLogger, withRequestId, type LogFormat, type LogLevel, type Proces
 import { defaultLogFormat, logSettings } from '../../src/cli/logger.ts';
 import { UsageError } from '../../src/cli/args.ts';
 
-function capture(level: LogLevel, format: LogFormat = 'json'): { log: ProcessLogger; lines: string[] } {
+async function capture(level: LogLevel, format: LogFormat = 'json'): Promise<{ log: ProcessLogger; lines: string[] }> {
   const lines: string[] = [];
   const sink = new Writable({ write(chunk: Buffer, _enc, done) { lines.push(...chunk.toString().split('\n').filter((l) => l !== '')); done(); } });
   // pino writes to any object with write(); a Writable is one.
-  return { log: createLogger({ level, format, destination: sink }), lines };
+  return { log: await createLogger({ level, format, destination: sink }), lines };
 }
 
 const parse = (line: string): Record<string, unknown> => JSON.parse(line) as Record<string, unknown>;
 
 describe('the process logger', () => {
-  it('writes JSON lines with level, time and message, and from bindNode on the node name, id, term and role', () => {
-    const { log, lines } = capture('info');
+  it('writes JSON lines with level, time and message, and from bindNode on the node name, id, term and role', async () => {
+    const { log, lines } = await capture('info');
     log.info('before the node is known');
     let state = { term: 4, role: 'follower' };
     log.bindNode({ name: 'n1', id: 'id-1', state: () => state });
@@ -33,8 +33,8 @@ describe('the process logger', () => {
     expect(Date.parse(parse(lines[0] as string).time as string)).not.toBeNaN();
   });
 
-  it('drops lines below its level and says which levels it writes', () => {
-    const { log, lines } = capture('warn');
+  it('drops lines below its level and says which levels it writes', async () => {
+    const { log, lines } = await capture('warn');
     log.debug('d');
     log.info('i');
     log.warn('w');
@@ -43,8 +43,8 @@ describe('the process logger', () => {
     expect(log.isLevelEnabled?.('error')).toBe(true);
   });
 
-  it('adds the API request id to the lines written while a request is handled', () => {
-    const { log, lines } = capture('debug');
+  it('adds the API request id to the lines written while a request is handled', async () => {
+    const { log, lines } = await capture('debug');
     withRequestId('req-7', () => log.debug('proposing write x#1', { proposal: 'x#1' }));
     log.debug('outside');
     expect(lines.map(parse)).toEqual([
@@ -53,8 +53,8 @@ describe('the process logger', () => {
     ]);
   });
 
-  it('writes human lines in text format: time, level, node, role and term, message, then the fields', () => {
-    const { log, lines } = capture('info', 'text');
+  it('writes human lines in text format: time, level, node, role and term, message, then the fields', async () => {
+    const { log, lines } = await capture('info', 'text');
     log.bindNode({ name: 'n2', id: 'id-2', state: () => ({ term: 3, role: 'leader' }) });
     log.info('handed leadership to id-1 before stopping', { peer: 'id-1' });
     expect(lines).toHaveLength(1);
