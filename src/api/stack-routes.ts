@@ -18,7 +18,9 @@ import { deleteChange, merge, putChange, type Change, type Plan } from '../resou
 import { secretsCollection } from '../resources/collections.ts';
 import { isFinishedRun, jobRunsCollection, jobsCollection, newRun, type JobRecord } from '../resources/jobs.ts';
 import { runsOf } from '../resources/task-owner.ts';
-import { compileStack, loadCompose, stackNamePattern, stackRefusal, type Compiled } from '../resources/compose/index.ts';
+import type * as ComposeModule from '../resources/compose/index.ts';
+import type { Compiled } from '../resources/compose/index.ts';
+import { stackNamePattern, stackRefusal } from '../resources/compose/refusal.ts';
 import { firewallPoliciesCollection, networksCollection, readNetworkState, type NetworkState } from '../resources/network-resources.ts';
 import { secretRecordSchema, secretValueBytesMax, writeSecret, type SecretRecord } from '../resources/secrets.ts';
 import { changedFields, jsonEqual, refusal } from '../resources/spec/index.ts';
@@ -120,8 +122,17 @@ function readSecretRecord(store: ApiContext['store'], name: string): Versioned<S
   return d === undefined || r?.success !== true ? undefined : { value: r.data, rev: d.rev };
 }
 
+/**
+ * The compose reader and compiler, loaded by the first deploy (a node serves without them): the
+ * deploy route awaits it, then passes it to what compiles, which stays synchronous (the write's
+ * decision compiles again and must not wait).
+ */
+type Compose = typeof ComposeModule;
+const loadComposeModule = async (): Promise<Compose> => import('../resources/compose/index.ts');
+
 /** Reads and compiles the files: throws the compose refusal (bad_request, every problem). */
-export function compileBody(stack: string, body: StackDeployBody, nets: NetworkState): Compiled & { skipped: string[] } {
+export function compileBody(compose: Compose, stack: string, body: StackDeployBody, nets: NetworkState): Compiled & { skipped: string[] } {
+  const { compileStack, loadCompose } = compose;
   const problems = new Problems();
   const env = body.env ?? {};
   const loaded = loadCompose({ files: body.files, env, dotEnv: body.dotEnv, profiles: body.profiles ?? [] }, problems);
@@ -263,8 +274,8 @@ function pruneOwned(p: PruneInput, changes: Change[], networkOutcomes: StackReso
  * the write's decision, which must not wait on the network: the compose files are compiled once
  * here for their images, and again by the decision.
  */
-async function pinStackImages(ctx: ApiContext, stack: string, body: StackDeployBody, mode: ResolveMode): Promise<{ images: ImageResolution[]; warnings: string[] }> {
-  const c = compileBody(stack, body, readNetworkState(ctx.store));
+async function pinStackImages(ctx: ApiContext, compose: Compose, stack: string, body: StackDeployBody, mode: ResolveMode): Promise<{ images: ImageResolution[]; warnings: string[] }> {
+  const c = compileBody(compose, stack, body, readNetworkState(ctx.store));
   const state = await readControl(ctx, 'linearizable');
   const services = await resolveImages(ctx, c.set.services, state, mode);
   const jobs = await resolveJobImages(ctx, c.set.jobs, state, mode);
@@ -281,9 +292,9 @@ function pinnedSpecs<T extends { name: string; image: string }>(specs: readonly 
   });
 }
 
-function planDeploy(ctx: ApiContext, state: ControlState, stack: string, body: StackDeployBody, images: readonly ImageResolution[] = []): StackPlan {
+function planDeploy(ctx: ApiContext, compose: Compose, state: ControlState, stack: string, body: StackDeployBody, images: readonly ImageResolution[] = []): StackPlan {
   const nets = readNetworkState(ctx.store);
-  const compiled = compileBody(stack, body, nets);
+  const compiled = compileBody(compose, stack, body, nets);
   const c = { ...compiled, set: { ...compiled.set, services: pinnedSpecs(compiled.set.services, 'service', images), jobs: pinnedSpecs(compiled.set.jobs, 'job', images) } };
   const cur = readStack(ctx.store, stack);
   const owned = {
@@ -442,18 +453,19 @@ function viewOf(state: ControlState, d: Versioned<StackRecord>): StackView {
 export const stackRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, { ctx }) => {
   app.post('/v1/stacks/:name/deploy', { config: { role: 'operator' } }, async (req): Promise<StackDeployAnswer> => {
     const v = validate({ params: [stackParams, req.params], query: [applyQuery, req.query], body: [stackDeployBody, req.body] });
-    const pinned = await pinStackImages(ctx, v.params.name, v.body, v.query.resolveImage ?? resolveModeDefault);
+    const compose = await loadComposeModule();
+    const pinned = await pinStackImages(ctx, compose, v.params.name, v.body, v.query.resolveImage ?? resolveModeDefault);
     const extra = {
       ...(pinned.images.some((i) => i.outcome !== 'unpinned') ? { images: pinned.images } : {}),
       ...(pinned.warnings.length > 0 ? { imageWarnings: pinned.warnings } : {}),
     };
     if (v.query.dryRun === 'true') {
       const state = await readControl(ctx, 'linearizable');
-      const p = planDeploy(ctx, state, v.params.name, v.body, pinned.images);
+      const p = planDeploy(ctx, compose, state, v.params.name, v.body, pinned.images);
       if (p.plan.changes.length > 0) oneTransaction(p.plan);
       return { dryRun: true, rev: null, ...p.answer, ...extra };
     }
-    const w = await decideAndWrite(ctx, req, `deploying stack ${v.params.name}`, (state) => planDeploy(ctx, state, v.params.name, v.body, pinned.images));
+    const w = await decideAndWrite(ctx, req, `deploying stack ${v.params.name}`, (state) => planDeploy(ctx, compose, state, v.params.name, v.body, pinned.images));
     return { dryRun: false, rev: w.rev, ...w.answer, ...extra };
   });
 

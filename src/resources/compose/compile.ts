@@ -25,6 +25,9 @@ import { deployFields, serviceFields, topFields, type Verdict } from './fields.t
 import { asMap, listToMap, type Model } from './load.ts';
 import { parseEnvFile, splitCommand, type Lookup } from './interpolate.ts';
 import { asJobDocument, jobMode, refuseDependsOnJobs } from './job-mode.ts';
+import { stackNamePattern, stackRefusal } from './refusal.ts';
+
+export { stackNamePattern, stackRefusal };
 
 export interface CompileInput {
   stack: string;
@@ -72,8 +75,6 @@ export function labelOf(name: string): string | null {
   const s = name.toLowerCase().replace(/[_.]/g, '-');
   return /^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(s) ? s : null;
 }
-
-export const stackNamePattern = /^[a-z](?:[a-z0-9-]{0,30}[a-z0-9])?$/;
 
 class Ctx {
   readonly problems = new Problems();
@@ -188,13 +189,6 @@ function publishPolicy(stack: string, serviceDocs: readonly Record<string, unkno
   return publish.length === 0 ? [] : [{ apiVersion, kind: 'FirewallPolicy', name: `${stack}-published`, publish, 'x-compose': 'services (ports)' }];
 }
 
-/** The refusal: the catalogue's bad_request with every problem (and the warnings, for context). */
-export function stackRefusal(problems: readonly Problem[], warnings: readonly Problem[] = []): ShoalError {
-  const lines = problems.map((p) => `  ${p.path}: ${p.message}`);
-  return new ShoalError('bad_request', `the compose files are refused, and nothing was applied:\n${lines.join('\n')}`, {
-    problems, ...(warnings.length > 0 ? { warnings } : {}),
-  });
-}
 
 /** `services[2].env.X` of the documents as the compose path `services.web (env.X)`. */
 function composePath(path: string, documents: readonly Record<string, unknown>[]): string {
