@@ -12,11 +12,13 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { Readable } from 'node:stream';
 import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
-import { receiveBuild, refuseBelowLevel, releaseLevel } from '../node/upgrade/upgrade-receive.ts';
 import type { UpgradeHost } from '../node/upgrade/upgrade-host.ts';
 import type { ApiPluginOptions } from './context.ts';
 import { noQuery } from './request-schemas.ts';
 import { validate } from './validate.ts';
+
+/** Receiving and checking builds (node/upgrade/upgrade-receive.ts, with tar): loaded by the first call that needs it, not at a node's start. */
+const receiving = async (): Promise<typeof import('../node/upgrade/upgrade-receive.ts')> => import('../node/upgrade/upgrade-receive.ts');
 
 export const buildQuery = z.strictObject({ sha256: z.string().regex(/^[0-9a-f]{64}$/, 'the sha256 of the tarball, 64 lowercase hex digits') });
 export const activateBody = z.strictObject({ release: z.string().min(1).max(128) });
@@ -56,7 +58,7 @@ export const upgradeRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, {
     // rollback planned from this answer is checked before any node is touched.
     for (const name of [host.releases.link('current'), host.releases.link('previous')]) {
       if (name === null || host.releases.marker(name) === undefined || host.releases.levelOf(name) !== undefined) continue;
-      await releaseLevel(host.releases, name, host.nodeBinary).catch((err: unknown) => ctx.node.log.warn(`upgrade: could not learn the feature level of release ${name}: ${(err as Error).message}`));
+      await receiving().then((r) => r.releaseLevel(host.releases, name, host.nodeBinary)).catch((err: unknown) => ctx.node.log.warn(`upgrade: could not learn the feature level of release ${name}: ${(err as Error).message}`));
     }
     return { node: ctx.node.id, softwareVersion: ctx.softwareVersion, featureLevel: ctx.node.featureLevel, ...host.releases.view() };
   });
@@ -67,7 +69,7 @@ export const upgradeRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, {
     if (req.headers['content-type']?.split(';')[0]?.trim() !== 'application/octet-stream' || req.body === undefined) {
       throw new ShoalError('unsupported_media_type', 'send the tarball as the body, with content-type: application/octet-stream');
     }
-    const received = await exclusive('receiving a build', () => receiveBuild(host.releases, host.runningRoot, req.body as Readable, v.query.sha256, { nodeBinary: host.nodeBinary }));
+    const received = await exclusive('receiving a build', async () => (await receiving()).receiveBuild(host.releases, host.runningRoot, req.body as Readable, v.query.sha256, { nodeBinary: host.nodeBinary }));
     ctx.node.log.info(`upgrade: ${received.existed ? 'already had' : 'received'} release ${received.name} (${received.version}, node_modules ${received.nodeModules})`);
     return { node: ctx.node.id, release: received };
   });
@@ -77,7 +79,7 @@ export const upgradeRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, {
     if (host === undefined) throw unavailable();
     requireRestart(host);
     return exclusive('an activation', async () => {
-      if (host.releases.marker(v.body.release) !== undefined) await refuseBelowLevel(host.releases, v.body.release, ctx.node.featureLevel, host.nodeBinary);
+      if (host.releases.marker(v.body.release) !== undefined) await (await receiving()).refuseBelowLevel(host.releases, v.body.release, ctx.node.featureLevel, host.nodeBinary);
       const previous = host.releases.activate(v.body.release);
       ctx.node.log.warn(`upgrade: release ${v.body.release} is current (previous: ${previous ?? 'none'}); stopping gracefully to restart into it`);
       const pruned = host.releases.prune();
@@ -94,7 +96,7 @@ export const upgradeRoutes: FastifyPluginAsync<ApiPluginOptions> = async (app, {
     requireRestart(host);
     return exclusive('a rollback', async () => {
       const previous = host.releases.link('previous');
-      if (previous !== null && host.releases.marker(previous) !== undefined) await refuseBelowLevel(host.releases, previous, ctx.node.featureLevel, host.nodeBinary);
+      if (previous !== null && host.releases.marker(previous) !== undefined) await (await receiving()).refuseBelowLevel(host.releases, previous, ctx.node.featureLevel, host.nodeBinary);
       const current = host.releases.rollback();
       ctx.node.log.warn(`upgrade: rolled back to release ${current}; stopping gracefully to restart into it`);
       restartSoon(host);

@@ -79,11 +79,11 @@ describe('what the bundle loads at start', () => {
     expect(staticExternalsWith(meta, 'src/cli/serve.ts')).not.toContain('ssh2');
   });
 
-  it('serve loads pino-pretty only for human lines, the OpenAPI document and the compose compiler only when asked for them', () => {
+  it('serve loads pino-pretty only for human lines; the OpenAPI document, the compose compiler and the receiver of upgrade builds only when asked for them', () => {
     const serve = loadedWith(meta, 'src/cli/serve.ts');
     expect(serve.some((f) => f.includes('node_modules/pino/'))).toBe(true);
     expect(serve.some((f) => f.endsWith('src/api/stack-routes.ts'))).toBe(true);
-    const deferred = ['node_modules/pino-pretty/index.js', 'src/api/openapi.ts', 'src/resources/compose/compile.ts', 'src/resources/compose/load.ts'];
+    const deferred = ['node_modules/pino-pretty/index.js', 'src/api/openapi.ts', 'src/resources/compose/compile.ts', 'src/resources/compose/load.ts', 'src/node/upgrade/upgrade-receive.ts'];
     expect(serve.filter((f) => deferred.some((d) => f.endsWith(d)))).toEqual([]);
     // All are in the bundle, in chunks of their own.
     const bundled = Object.values(meta.outputs).flatMap((o) => Object.keys(o.inputs));
