@@ -20,15 +20,13 @@
 // another (every base chain on the hook must accept). Docker evaluates DOCKER-USER first, so
 // shoal keeps one rule there: accept packets carrying the mark bit that every accept of our
 // forward chain sets. Our table runs first (priority filter - 10), decides, and Docker's chain
-// follows that decision for shoal's traffic only. Without a DOCKER-USER chain (`iptables -S`
-// exits non-zero) or without iptables at all there is no Docker (or its iptables integration is
-// off) and nothing to do; iptables failing to run otherwise (a timeout, a signal) is an error.
+// follows that decision for shoal's traffic only (net/docker-user-rule.ts, shared with the mesh).
 
-import { z } from 'zod';
 import { ApplyUnfinishedError } from './applied-table.ts';
 import { dockerUserRule, ensureDockerUserRule, removeDockerUserRule } from './docker-user-rule.ts';
 import { runChecked, type CommandRunner } from './firewall-command.ts';
 import { deleteArgs, flowsToEnd, parseFlows } from './conntrack.ts';
+import { deleteTable, listTable, protocolOf, readTableListing } from './nft-table.ts';
 import { removedPermits, removedPublished, type Permit, type Published } from './firewall-permits.ts';
 import { parseAppliedComment, tableFamily, tableName, type RenderedFirewall } from './firewall-render.ts';
 
@@ -77,46 +75,21 @@ export const conntrackDeletesMax = 4096;
 export const dockerRuleComment = 'shoal-firewall';
 const dockerRule = dockerUserRule(dockerRuleComment);
 
-const elemSchema = z.union([z.string(), z.number(), z.object({ concat: z.array(z.union([z.string(), z.number()])) }).passthrough()]);
-const listingSchema = z.object({ nftables: z.array(z.unknown()) });
-const setItemSchema = z.object({ set: z.object({ name: z.string(), elem: z.array(elemSchema).optional() }).passthrough() }).passthrough();
-const ruleItemSchema = z.object({ rule: z.object({ chain: z.string(), comment: z.string().optional() }).passthrough() }).passthrough();
-
-function protocolOf(v: string | number | undefined): 'tcp' | 'udp' | null {
-  if (v === 'tcp' || v === 6) return 'tcp';
-  if (v === 'udp' || v === 17) return 'udp';
-  return null;
-}
-
-function concatOf(e: z.infer<typeof elemSchema>): (string | number)[] {
-  return typeof e === 'object' ? e.concat : [e];
-}
-
 /** Reads `nft -j list table inet shoal` into what is in force; null when there is no such table. */
 export function parseListing(json: string): InForce | null {
-  const listing = listingSchema.parse(JSON.parse(json));
-  let applied: ReturnType<typeof parseAppliedComment> = null;
-  const permits: Permit[] = [];
-  const published: Published[] = [];
-  for (const item of listing.nftables) {
-    const rule = ruleItemSchema.safeParse(item);
-    if (rule.success && rule.data.rule.chain === 'applied') applied = parseAppliedComment(rule.data.rule.comment ?? '');
-    const set = setItemSchema.safeParse(item);
-    if (!set.success) continue;
-    const elems = (set.data.set.elem ?? []).map(concatOf);
-    if (set.data.set.name === 'permits') {
-      for (const [from, to, proto, port] of elems) {
-        const protocol = protocolOf(proto);
-        if (protocol !== null) permits.push({ from: String(from), to: String(to), protocol, port: Number(port) });
-      }
-    } else if (set.data.set.name === 'published') {
-      for (const [address, proto, port] of elems) {
-        const protocol = protocolOf(proto);
-        if (protocol !== null) published.push({ address: String(address), protocol, port: Number(port) });
-      }
-    }
-  }
+  const { appliedComment, sets } = readTableListing(json);
+  const applied = appliedComment === null ? null : parseAppliedComment(appliedComment);
   if (applied === null) return null;
+  const permits: Permit[] = [];
+  for (const [from, to, proto, port] of sets.get('permits') ?? []) {
+    const protocol = protocolOf(proto);
+    if (protocol !== null) permits.push({ from: String(from), to: String(to), protocol, port: Number(port) });
+  }
+  const published: Published[] = [];
+  for (const [address, proto, port] of sets.get('published') ?? []) {
+    const protocol = protocolOf(proto);
+    if (protocol !== null) published.push({ address: String(address), protocol, port: Number(port) });
+  }
   return { ...applied, permits, published };
 }
 
@@ -125,12 +98,8 @@ export class Firewall {
 
   /** What the kernel holds now, or null when shoal's table is not there. */
   async inForce(): Promise<InForce | null> {
-    const r = await this.run('nft', ['-j', 'list', 'table', tableFamily, tableName]);
-    if (r.code !== 0) {
-      if (/No such file or directory/.test(r.stderr)) return null;
-      await runChecked(this.run, 'nft', ['-j', 'list', 'table', tableFamily, tableName]);
-    }
-    return parseListing(r.stdout);
+    const json = await listTable(this.run, tableFamily, tableName);
+    return json === null ? null : parseListing(json);
   }
 
   /**
@@ -154,8 +123,7 @@ export class Firewall {
 
   /** Removes shoal's table and its DOCKER-USER rule (firewall switched off). */
   async remove(): Promise<void> {
-    const r = await this.run('nft', ['delete', 'table', tableFamily, tableName]);
-    if (r.code !== 0 && !/No such file or directory/.test(r.stderr)) await runChecked(this.run, 'nft', ['delete', 'table', tableFamily, tableName]);
+    await deleteTable(this.run, tableFamily, tableName);
     await removeDockerUserRule(this.run, dockerRule);
   }
 

@@ -19,10 +19,10 @@
 // backends whose flows it had not deleted, and the loop hands them to the next apply (`owed`),
 // which deletes them unless its table has that backend again (applied-table.ts, "what is owed").
 
-import { z } from 'zod';
 import { ApplyUnfinishedError } from './applied-table.ts';
 import { runChecked, type CommandRunner } from './firewall-command.ts';
 import { dockerUserRule, ensureDockerUserRule, removeDockerUserRule } from './docker-user-rule.ts';
+import { deleteTable, listTable, protocolOf, readTableListing } from './nft-table.ts';
 import { ingressTableFamily, ingressTableName, parseIngressAppliedComment, type IngressBackend, type RenderedIngress } from './ingress-render.ts';
 
 export interface IngressInForce {
@@ -48,34 +48,17 @@ export class IngressApplyUnfinishedError extends ApplyUnfinishedError<IngressBac
 export const dockerIngressRuleComment = 'shoal-ingress';
 const dockerRule = dockerUserRule(dockerIngressRuleComment);
 
-const elemSchema = z.union([z.string(), z.number(), z.object({ concat: z.array(z.union([z.string(), z.number()])) }).passthrough()]);
-const listingSchema = z.object({ nftables: z.array(z.unknown()) });
-const setItemSchema = z.object({ set: z.object({ name: z.string(), elem: z.array(elemSchema).optional() }).passthrough() }).passthrough();
-const ruleItemSchema = z.object({ rule: z.object({ chain: z.string(), comment: z.string().optional() }).passthrough() }).passthrough();
-
-function protocolOf(v: string | number | undefined): 'tcp' | 'udp' | null {
-  if (v === 'tcp' || v === 6) return 'tcp';
-  if (v === 'udp' || v === 17) return 'udp';
-  return null;
-}
-
 /** Reads `nft -j list table ip shoal-ingress` into what is in force; null when it is not shoal's (no applied comment). */
 export function parseIngressListing(json: string): IngressInForce | null {
-  const listing = listingSchema.parse(JSON.parse(json));
-  let applied: ReturnType<typeof parseIngressAppliedComment> = null;
+  const { appliedComment, sets } = readTableListing(json);
+  const applied = appliedComment === null ? null : parseIngressAppliedComment(appliedComment);
+  if (applied === null) return null;
   const backends: IngressBackend[] = [];
-  for (const item of listing.nftables) {
-    const rule = ruleItemSchema.safeParse(item);
-    if (rule.success && rule.data.rule.chain === 'applied') applied = parseIngressAppliedComment(rule.data.rule.comment ?? '');
-    const set = setItemSchema.safeParse(item);
-    if (!set.success || set.data.set.name !== 'backends') continue;
-    for (const e of set.data.set.elem ?? []) {
-      const [address, proto, port] = typeof e === 'object' ? e.concat : [e];
-      const protocol = protocolOf(proto);
-      if (protocol !== null) backends.push({ address: String(address), protocol, port: Number(port) });
-    }
+  for (const [address, proto, port] of sets.get('backends') ?? []) {
+    const protocol = protocolOf(proto);
+    if (protocol !== null) backends.push({ address: String(address), protocol, port: Number(port) });
   }
-  return applied === null ? null : { ...applied, backends };
+  return { ...applied, backends };
 }
 
 const backendKey = (b: IngressBackend): string => `${b.address} ${b.protocol} ${b.port}`;
@@ -100,13 +83,8 @@ export class Ingress {
   constructor(private readonly run: CommandRunner, private readonly log: (line: string) => void = () => undefined) {}
 
   async inForce(): Promise<IngressInForce | null> {
-    const args = ['-j', 'list', 'table', ingressTableFamily, ingressTableName];
-    const r = await this.run('nft', args);
-    if (r.code !== 0) {
-      if (/No such file or directory/.test(r.stderr)) return null;
-      await runChecked(this.run, 'nft', args);
-    }
-    return parseIngressListing(r.stdout);
+    const json = await listTable(this.run, ingressTableFamily, ingressTableName);
+    return json === null ? null : parseIngressListing(json);
   }
 
   /**
@@ -130,9 +108,7 @@ export class Ingress {
 
   /** Removes the mesh's table and its DOCKER-USER rule. */
   async remove(): Promise<void> {
-    const args = ['delete', 'table', ingressTableFamily, ingressTableName];
-    const r = await this.run('nft', args);
-    if (r.code !== 0 && !/No such file or directory/.test(r.stderr)) await runChecked(this.run, 'nft', args);
+    await deleteTable(this.run, ingressTableFamily, ingressTableName);
     await removeDockerUserRule(this.run, dockerRule);
   }
 
