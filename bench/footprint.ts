@@ -23,7 +23,7 @@
 // tasks in the store (the in-memory runtime unless --runtime), then the leader's RSS, heap after
 // GC, CPU and loops' pass time once a minute; --write puts it in the "footprint-leak" section.
 
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -35,7 +35,7 @@ import { summariseHeapSnapshot, type HeapGroup } from './lib/heap-summary.ts';
 import { binaryPages, type BinaryPages } from './lib/binary-pages.ts';
 import { once } from './lib/http.ts';
 import { breakdown, type LoadBreakdown, type Metafile } from './lib/load-breakdown.ts';
-import { abandonOnSignal, cpuMs, killAllStarted, memoryMap, rssMiB, sleep, stopProcess, trackTempDir, type MemoryMap } from './lib/proc.ts';
+import { abandonOnSignal, cpuMs, killAllStarted, memoryMap, rssMiB, sleep, spawnLogged, stopProcess, trackTempDir, type MemoryMap } from './lib/proc.ts';
 import { agreedLeader, docsFootprint, type DocsFigures } from './lib/docs-footprint.ts';
 import { leakCheck, leakReport, type LeakOptions } from './lib/leak-check.ts';
 import { etcdVersion, writeNamedSection } from './lib/report.ts';
@@ -253,14 +253,14 @@ async function run(o: Options): Promise<Run> {
     const shoalProcs = sys.nodes.map((n) => ({ name: n.name, pid: n.pid ?? -1 }));
     const etcdProcs = etcd ? etcd.nodes.map((n) => ({ name: n.name, pid: n.pid ?? -1 })) : [];
     // A bare Node.js process idle as long as the nodes: the pages of the binary any process touches.
-    const bare = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1e6)'], { stdio: 'ignore' });
+    const bare = spawnLogged(process.execPath, ['-e', 'setInterval(() => {}, 1e6)'], path.join(work, 'bare.log'));
     let idle: Idle[];
     let binaries: Run['binaries'];
     try {
       idle = await measureIdle([...shoalProcs, ...etcdProcs], o);
-      binaries = [...shoalProcs.map((p) => ({ name: `shoal ${p.name}`, pages: binaryPages(p.pid) })), { name: 'bare `node`', pages: binaryPages(bare.pid ?? -1) }];
+      binaries = [...shoalProcs.map((p) => ({ name: `shoal ${p.name}`, pages: binaryPages(p.pid) })), { name: 'bare `node`', pages: binaryPages(bare.pid) }];
     } finally {
-      bare.kill();
+      await stopProcess(bare);
     }
     progress('V8 heap figures and a heap snapshot of n1');
     const { figures, snapshot } = await heapFigures(shoalProcs, work, 0);
@@ -295,7 +295,7 @@ function idleTable(r: Run): string[] {
   ];
 }
 
-/** Where each process's resident memory lies, by kind of mapping (from /proc/PID/smaps). */
+/** The pages of the node binary each process touched, by ELF section. */
 function binaryLines(rows: Run['binaries']): string[] {
   const total = (b: BinaryPages): number => b.text + b.rodata + b.icu + b.symbols + b.other;
   return [
@@ -305,6 +305,7 @@ function binaryLines(rows: Run['binaries']): string[] {
   ];
 }
 
+/** Where each process's resident memory lies, by kind of mapping (from /proc/PID/smaps). */
 function mapLines(rows: { kind: string; name: string; map: MemoryMap }[]): string[] {
   return [
     '| process | mapped files: node binary, libraries (MiB) | malloc main heap, brk (MiB) | malloc thread arenas (MiB) | other anonymous: V8 heap and code, large buffers (MiB) | stacks, other (MiB) |',

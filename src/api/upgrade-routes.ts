@@ -13,12 +13,13 @@ import type { Readable } from 'node:stream';
 import { z } from 'zod';
 import { ShoalError } from '../errors.ts';
 import type { UpgradeHost } from '../node/upgrade/upgrade-host.ts';
+import type * as UpgradeReceive from '../node/upgrade/upgrade-receive.ts';
 import type { ApiPluginOptions } from './context.ts';
 import { noQuery } from './request-schemas.ts';
 import { validate } from './validate.ts';
 
 /** Receiving and checking builds (node/upgrade/upgrade-receive.ts, with tar): loaded by the first call that needs it, not at a node's start. */
-const receiving = async (): Promise<typeof import('../node/upgrade/upgrade-receive.ts')> => import('../node/upgrade/upgrade-receive.ts');
+const receiving = async (): Promise<typeof UpgradeReceive> => import('../node/upgrade/upgrade-receive.ts');
 
 export const buildQuery = z.strictObject({ sha256: z.string().regex(/^[0-9a-f]{64}$/, 'the sha256 of the tarball, 64 lowercase hex digits') });
 export const activateBody = z.strictObject({ release: z.string().min(1).max(128) });

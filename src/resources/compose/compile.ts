@@ -27,8 +27,6 @@ import { parseEnvFile, splitCommand, type Lookup } from './interpolate.ts';
 import { asJobDocument, jobMode, refuseDependsOnJobs } from './job-mode.ts';
 import { stackNamePattern, stackRefusal } from './refusal.ts';
 
-export { stackNamePattern, stackRefusal };
-
 export interface CompileInput {
   stack: string;
   model: Model;
