@@ -81,6 +81,8 @@ interface Health {
 export class FaultCluster {
   readonly nodes: FaultNode[] = [];
   readonly unexpectedExits: UnexpectedExit[] = [];
+  /** Nodes the harness is removing from the membership: learning of it, one exits with code 5 (removed) by itself, as it should. */
+  readonly removing = new Set<string>();
   private readonly caDir: string;
 
   private constructor(readonly lab: NetLab, private readonly opts: FaultClusterOptions) {
@@ -134,7 +136,7 @@ export class FaultCluster {
       if (node.proc === proc) node.proc = undefined;
       const at = performance.now();
       appendFileSync(node.logPath, `===== harness: ${node.name} exited (code ${code}, signal ${signal}) at ${at.toFixed(1)} ms\n`);
-      if (!node.stopping) this.unexpectedExits.push({ node: node.name, id: node.id, time: at, code, signal });
+      if (!node.stopping && !(code === 5 && this.removing.has(node.id))) this.unexpectedExits.push({ node: node.name, id: node.id, time: at, code, signal });
     });
     await spawned.started;
   }

@@ -250,6 +250,7 @@ export class Nemesis {
     this.log({ event: 'step', kind: 'membership', detail: `${spare.name} promoted to voter` });
     await sleep(this.draw(this.opts.holdMs) / 3);
     const { node: victim, role } = await this.leaderOrFollower([spare]);
+    c.removing.add(victim.id);
     await this.adminUntil(`remove ${victim.name}`, () => c.admin('DELETE', `/v1/cluster/members/${victim.id}`),
       (a) => a.status === 200 || a.code === 'not_found', async () => (await this.roleOf(victim.id)) === 'absent');
     victim.member = false;
