@@ -39,6 +39,7 @@ import { abandonOnSignal, cpuMs, killAllStarted, memoryMap, rssMiB, sleep, spawn
 import { agreedLeader, docsFootprint, type DocsFigures } from './lib/docs-footprint.ts';
 import { leakCheck, leakReport, type LeakOptions } from './lib/leak-check.ts';
 import { etcdVersion, writeNamedSection } from './lib/report.ts';
+import { findJemalloc, nodeEnvironment } from '../src/cli/node-environment.ts';
 import { ShoalCluster } from './lib/shoal-cluster.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -61,6 +62,11 @@ Options:
   --cpu N              seconds of CPU measurement, the last of the idle ones (default 30)
   --runtime KIND       the nodes' runtime.kind: docker (default), memory or none
   --no-etcd            no etcd members (no ratio)
+  --by-hand            run the nodes as 'shoal serve' started from a shell runs: without the
+                       environment 'shoal install' writes into the unit on this machine
+                       (src/cli/node-environment.ts: NODE_OPTIONS by the cores, jemalloc
+                       when installed), which the nodes of the idle and --docs runs
+                       run with by default
   --write              write the "footprint" section of bench/RESULTS.md
                        (with --leak: the "footprint-leak" section)
   --leak               the leak check instead: --services services of --replicas tasks
@@ -78,13 +84,13 @@ Options:
   --replicas N         replicas of each of them (default 10)
   -h, --help           show this help`;
 
-interface Options { idle: number; cpu: number; runtime: 'docker' | 'memory' | 'none'; etcd: boolean; write: boolean; leak: LeakOptions | undefined; docs: number | undefined }
+interface Options { idle: number; cpu: number; runtime: 'docker' | 'memory' | 'none'; etcd: boolean; write: boolean; leak: LeakOptions | undefined; docs: number | undefined; env: Record<string, string> }
 
 function parseOptions(): Options | 'help' {
   const { values: v } = parseArgs({
     options: {
       idle: { type: 'string', default: '60' }, cpu: { type: 'string', default: '30' }, runtime: { type: 'string' },
-      'no-etcd': { type: 'boolean', default: false }, write: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
+      'no-etcd': { type: 'boolean', default: false }, 'by-hand': { type: 'boolean', default: false }, write: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
       leak: { type: 'boolean', default: false }, docs: { type: 'string' }, minutes: { type: 'string', default: '30' }, services: { type: 'string', default: '500' }, replicas: { type: 'string', default: '10' },
     },
   });
@@ -102,7 +108,8 @@ function parseOptions(): Options | 'help' {
   const leak = v.leak ? { minutes: whole(v.minutes, 'minutes', 2), services: whole(v.services, 'services', 1), replicas: whole(v.replicas, 'replicas', 1), runtime } : undefined;
   const docs = v.docs === undefined ? undefined : whole(v.docs, 'docs', 1);
   if (docs !== undefined && leak) throw new Error('--docs and --leak are two runs: give one');
-  return { idle, cpu, runtime, etcd: !v['no-etcd'] && !v.leak, write: v.write, leak, docs };
+  const env = v['by-hand'] ? {} : nodeEnvironment({ allocator: 'auto', cpus: os.cpus().length, jemalloc: findJemalloc() });
+  return { idle, cpu, runtime, etcd: !v['no-etcd'] && !v.leak, write: v.write, leak, docs, env };
 }
 
 const progress = (msg: string): void => { process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`); };
@@ -244,7 +251,7 @@ async function run(o: Options): Promise<Run> {
   const versionLoads = path.join(work, 'version.loads');
   const versionMiB = peakRss([bin, '--version'], work, 6, versionLoads);
   const bareMiB = peakRss(['-e', '0'], work, 5);
-  const sys = new ShoalCluster(timeouts, false, bin, ['--import', probe], { runtime: { kind: o.runtime } }, true);
+  const sys = new ShoalCluster(timeouts, false, bin, ['--import', probe], { runtime: { kind: o.runtime } }, true, o.env);
   const etcd = o.etcd ? new EtcdCluster(timeouts) : undefined;
   try {
     progress(`starting three shoal nodes (runtime ${o.runtime})${etcd ? ' and three etcd members' : ''}`);
@@ -357,12 +364,18 @@ function loadLines(what: string, b: LoadBreakdown, top: number): string[] {
   ];
 }
 
+/** The nodes' environment, in words, for a section's header. */
+function environmentWords(env: Record<string, string>): string {
+  const set = Object.entries(env).map(([k, v]) => `${k}=${v}`);
+  return set.length === 0 ? 'run as started by hand (no environment of `shoal install`)' : `run with the environment \`shoal install\` writes into the unit on this machine (src/cli/node-environment.ts): ${set.map((e) => `\`${e}\``).join(', ')}`;
+}
+
 function report(r: Run, cmd: string): string {
   return [
     '## Footprint of an idle node (issue 45: fit for a Raspberry Pi)',
     '',
     `\`${cmd}\`, ${new Date().toISOString().slice(0, 10)}; ${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, etcd ${r.etcdVersion}. `
-      + `Three \`shoal serve\` processes of the bundled working tree (runtime ${r.o.runtime}, HTTPS API, Raft heartbeat 100 ms / election 1000 ms) and three etcd members (same timing, client TLS), idle side by side on one machine; each node with bench/lib/footprint-probe.mjs preloaded (a signal and an exit handler). `
+      + `Three \`shoal serve\` processes of the bundled working tree (runtime ${r.o.runtime}, HTTPS API, Raft heartbeat 100 ms / election 1000 ms) and three etcd members (same timing, client TLS), idle side by side on one machine; each node with bench/lib/footprint-probe.mjs preloaded (a signal and an exit handler), ${environmentWords(r.o.env)}. `
       + 'Start to API answering: each node stopped (SIGTERM) and started again on its data, from the spawn to the first 200 of /healthz.',
     '',
     ...targetLines(r),
@@ -413,6 +426,7 @@ async function runLeak(leak: LeakOptions): Promise<string> {
 interface DocsRun {
   docs: number;
   runtime: string;
+  env: Record<string, string>;
   shoal: DocsFigures;
   etcd: DocsFigures | undefined;
   at3s: (HeapFigures | undefined)[];
@@ -431,7 +445,7 @@ async function runDocs(o: Options, docs: number): Promise<DocsRun> {
   const work = mkdtempSync(path.join(os.tmpdir(), 'shoal-footprint-'));
   trackTempDir(work);
   process.env.SHOAL_FOOTPRINT_DIR = work;
-  const sys = new ShoalCluster(timeouts, false, path.join(buildDirOf('footprint-docs'), 'run.mjs'), ['--import', probe], { runtime: { kind: o.runtime } }, true);
+  const sys = new ShoalCluster(timeouts, false, path.join(buildDirOf('footprint-docs'), 'run.mjs'), ['--import', probe], { runtime: { kind: o.runtime } }, true, o.env);
   try {
     progress(`three shoal nodes (runtime ${o.runtime}): ${docs} documents`);
     await sys.start();
@@ -462,7 +476,7 @@ async function runDocs(o: Options, docs: number): Promise<DocsRun> {
         await etcd.destroy();
       }
     }
-    return { docs, runtime: o.runtime, shoal, etcd: etcdFigures, at3s, at35s, maps, leader, snapshot: summary, etcdVersion: o.etcd ? etcdVersion(etcdBinary) ?? 'unknown' : 'not run' };
+    return { docs, runtime: o.runtime, env: o.env, shoal, etcd: etcdFigures, at3s, at35s, maps, leader, snapshot: summary, etcdVersion: o.etcd ? etcdVersion(etcdBinary) ?? 'unknown' : 'not run' };
   } finally {
     await sys.destroy();
     rmSync(work, { recursive: true, force: true });
@@ -481,7 +495,7 @@ function docsReport(r: DocsRun, cmd: string): string {
     `## Memory after ${r.docs.toLocaleString('en-US')} documents (issue 45: RSS <= 1.5x etcd's)`,
     '',
     `\`${cmd}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC; ${os.cpus().length} cores, Node ${process.version}, etcd ${r.etcdVersion}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' / ')} at the end (the machine is shared). `
-      + `Three \`shoal serve\` processes of the bundled working tree (runtime ${r.runtime}), then three etcd members, each loaded as \`npm run bench -- --only memory\` loads them: ${r.docs.toLocaleString('en-US')} documents of a 256-character value by 64 clients to the leader, one system at a time.`,
+      + `Three \`shoal serve\` processes of the bundled working tree (runtime ${r.runtime}; ${environmentWords(r.env)}), then three etcd members, each loaded as \`npm run bench -- --only memory\` loads them: ${r.docs.toLocaleString('en-US')} documents of a 256-character value by 64 clients to the leader, one system at a time.`,
     '',
     '| figure (MiB) | shoal (sum of 3; each) | etcd (sum of 3; each) | shoal/etcd | target |',
     '|---|---:|---:|---:|---|',

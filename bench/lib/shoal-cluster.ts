@@ -54,6 +54,8 @@ export class ShoalCluster implements System {
     private readonly extraConfig: Record<string, unknown> = {},
     /** HTTPS with a client certificate, as shoal serves by default; false: api.insecureLoopback. */
     private readonly clientTls = true,
+    /** More environment of every node (e.g. the allocator and NODE_OPTIONS `shoal install` would set: src/cli/node-environment.ts). */
+    private readonly env: Record<string, string> = {},
   ) {}
 
   /** The node ids, in order (shoal only: for the control-plane benchmark). */
@@ -231,7 +233,7 @@ export class ShoalCluster implements System {
     if (profDir) mkdirSync(profDir, { recursive: true });
     // Extra node flags for every shoal node (e.g. --trace-gc, which NODE_OPTIONS refuses).
     const extra = [...(process.env.SHOAL_NODE_FLAGS ?? '').split(' ').filter((f) => f !== ''), ...this.nodeFlags];
-    n.proc = spawnLogged(process.execPath, [...prof, ...extra, this.bin, 'serve', '--config', path.join(n.dir, 'shoal.yaml')], this.logFile(n));
+    n.proc = spawnLogged(process.execPath, [...prof, ...extra, this.bin, 'serve', '--config', path.join(n.dir, 'shoal.yaml')], this.logFile(n), { ...process.env, ...this.env });
     const proc = n.proc;
     void proc.exited.then(() => { if (n.proc === proc) n.proc = undefined; });
   }

@@ -12,6 +12,7 @@ import type { MemberRecord } from '../resources/membership.ts';
 import { exitCodes } from './args.ts';
 import { CliFailure, send } from './client.ts';
 import { supervisedEnv } from './serve.ts';
+import { findJemalloc, nodeEnvironment } from './node-environment.ts';
 
 /** A node asked to stop that has not exited in this long is killed. */
 const stopGraceMs = 15_000;
@@ -20,6 +21,15 @@ const upTimeoutMs = 20_000;
 const pollMs = 200;
 
 const binPath = findBin();
+
+/**
+ * The allocator a node runs with (src/cli/node-environment.ts): jemalloc when installed, as the
+ * unit of `shoal install` does, unless LD_PRELOAD is set already. NODE_OPTIONS stay the caller's.
+ */
+function allocatorEnvironment(): Record<string, string> {
+  if ((process.env.LD_PRELOAD ?? '') !== '') return {};
+  return nodeEnvironment({ allocator: 'auto', nodeOptions: '', cpus: 1, jemalloc: findJemalloc() });
+}
 
 /** bin/shoal.js of this package, found from this module (a source file, or the dist bundle). */
 function findBin(): string {
@@ -133,7 +143,7 @@ export class DevSupervisor {
     // Standard input is a pipe the node watches: if this supervisor dies, even by SIGKILL, the
     // pipe closes and the node stops, instead of holding the ports and data of the next run.
     const child = spawn(process.execPath, [binPath, 'serve', '--config', path.join(node.dir, 'shoal.yaml')], {
-      stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, [supervisedEnv]: '1' },
+      stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...allocatorEnvironment(), [supervisedEnv]: '1' },
     });
     slot.child = child;
     slot.expected = false;

@@ -12,14 +12,13 @@ import { loadConfig } from '../server/config.ts';
 import { isInitialized, loadIdentity } from '../node/identity.ts';
 import { exitCodes, parse, UsageError } from './args.ts';
 import { renderUnit, unitName } from './systemd-unit.ts';
+import { allocatorOf, allocators, findJemalloc, jemallocConf, nodeEnvironment, smallMachineNodeOptions, type Allocator } from './node-environment.ts';
 import { packageRootOf } from '../node/upgrade/upgrade-package-root.ts';
 import { Releases } from '../node/upgrade/upgrade-releases.ts';
 import { seedReleases, type SeedResult } from '../node/upgrade/upgrade-seed.ts';
 
 // Found, not assumed: this module sits at another depth in the sources than in the bundle.
 const packageRoot = packageRootOf(import.meta.url);
-/** Two cores or fewer: one V8 helper thread (docs/operations.md, the NODE_OPTIONS advice). */
-const smallMachineNodeOptions = '--v8-pool-size=1';
 /** A transfer (3 election timeouts at most), the API drain, and the rest of the stop. */
 const stopMarginSeconds = 15;
 /**
@@ -28,7 +27,7 @@ const stopMarginSeconds = 15;
  */
 const systemctlTimeoutMs = 5 * 60_000;
 
-export const installHelp = `Usage: shoal install --data DIR [--root DIR] [--node-options OPTS] [--no-start] [--force] [--json]
+export const installHelp = `Usage: shoal install --data DIR [--root DIR] [--node-options OPTS] [--allocator A] [--no-start] [--force] [--json]
 
 Installs the node whose data directory is DIR as a systemd service, shoal-<name>.service: it
 starts at boot, restarts after a crash but not after the exit codes a restart cannot cure (2, 4,
@@ -47,6 +46,12 @@ Options:
                        the unit there with 'systemctl --root' and starts nothing
   --node-options OPTS  NODE_OPTIONS for the node (default: ${smallMachineNodeOptions} on a machine with two
                        cores or fewer, else none; '' for none)
+  --allocator A        the node's memory allocator: auto (default: jemalloc when
+                       libjemalloc.so.2 is installed, else the C library's), jemalloc (refused
+                       when it is not installed: 'apt-get install libjemalloc2'), system.
+                       jemalloc runs with LD_PRELOAD and MALLOC_CONF=${jemallocConf}: it gives
+                       back the memory a burst of writes leaves (docs/operations.md, "Memory of
+                       a node on a small machine")
   --no-start           write and enable the unit, do not start it
   --force              replace a unit of that name that differs
   --json               print {unit, file, enabled, started, release} as JSON
@@ -104,13 +109,16 @@ async function systemctl(t: Target, args: string[]): Promise<void> {
 
 export async function installCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, {
-    data: { type: 'string' }, root: { type: 'string' }, 'node-options': { type: 'string' },
+    data: { type: 'string' }, root: { type: 'string' }, 'node-options': { type: 'string' }, allocator: { type: 'string', default: 'auto' },
     'no-start': { type: 'boolean', default: false }, force: { type: 'boolean', default: false },
     json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
   }, installHelp);
   if (values.help) { console.log(installHelp); return exitCodes.ok; }
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals.join(' ')}'`);
   if (values.data === undefined) throw new UsageError('--data DIR is required');
+  const allocator = values.allocator as Allocator;
+  if (!allocators.includes(allocator)) throw new UsageError(`--allocator ${values.allocator}: expected one of ${allocators.join(', ')}`);
+  const environment = nodeEnvironment({ allocator, nodeOptions: values['node-options'], cpus: os.cpus().length, jemalloc: findJemalloc() });
   const { t, name, id, dir } = target(values.data, values.root);
   const configFile = path.join(dir, 'shoal.yaml');
   // The config must be one `shoal serve` accepts, or the unit would only fail at boot.
@@ -123,7 +131,7 @@ export async function installCommand(argv: string[]): Promise<number> {
   const unit = renderUnit({
     nodeName: name, nodeId: id, dataDir: dir, configFile, nodeBinary: process.execPath,
     shoalEntry: path.join(runFrom, 'bin', 'shoal.js'), docsFile: path.join(runFrom, 'docs', 'operations.md'),
-    nodeOptions: values['node-options'] ?? (os.cpus().length <= 2 ? smallMachineNodeOptions : ''),
+    environment,
     stopTimeoutSeconds: Math.ceil(loadConfig(configFile).limits.apiDrainMs / 1000) + stopMarginSeconds,
   });
   if (existsSync(t.file) && readFileSync(t.file, 'utf8') !== unit && !values.force) {
@@ -137,8 +145,9 @@ export async function installCommand(argv: string[]): Promise<number> {
   const started = t.live && !values['no-start'];
   if (started) await systemctl(t, ['restart', t.unit]);
   const release = seed.seeded ? seed.release : null;
-  if (values.json) console.log(JSON.stringify({ unit: t.unit, file: t.file, enabled: true, started, release }));
+  if (values.json) console.log(JSON.stringify({ unit: t.unit, file: t.file, enabled: true, started, release, allocator: allocatorOf(environment) }));
   else {
+    if (allocator === 'auto' && allocatorOf(environment) === 'system') console.log("the node runs on the C library's malloc: install jemalloc ('apt-get install libjemalloc2') and run this again with --force, for a node that gives back the memory a burst of writes leaves");
     console.log(seed.seeded ? `${seed.existed ? 'kept' : 'made'} ${path.join(releases.dir, seed.release)}; ${path.join(releases.dir, 'current')} points at it` : `no releases folder: ${seed.why}`);
     console.log(`wrote ${t.file} and enabled ${t.unit}`);
     if (started) console.log(`started ${t.unit}: follow it with journalctl -u ${t.unit} -f`);

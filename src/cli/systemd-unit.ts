@@ -12,8 +12,8 @@ export interface UnitInput {
   configFile: string;
   nodeBinary: string;
   shoalEntry: string;
-  /** NODE_OPTIONS for the node (empty: none). */
-  nodeOptions: string;
+  /** The node's environment (src/cli/node-environment.ts): NODE_OPTIONS, the allocator's LD_PRELOAD and MALLOC_CONF. */
+  environment: Record<string, string>;
   /** How long a graceful stop may take before systemd kills the node (seconds). */
   stopTimeoutSeconds: number;
   /** docs/operations.md of the installed package. */
@@ -54,7 +54,7 @@ export function renderUnit(u: UnitInput): string {
     `ExecStart=${exec}`,
     // A path setting takes the rest of the line as it is: no quotes.
     `WorkingDirectory=${escapeSpecifiers(u.dataDir)}`,
-    ...(u.nodeOptions !== '' ? [`Environment=${quote(`NODE_OPTIONS=${u.nodeOptions}`)}`] : []),
+    ...Object.entries(u.environment).map(([name, value]) => `Environment=${quote(`${name}=${value}`)}`),
     // A crash (exit 1) restarts; the causes a restart cannot cure do not (docs/operations.md, "Exit codes").
     'Restart=on-failure',
     'RestartSec=2s',

@@ -134,6 +134,8 @@ describe('shoal dev', () => {
       expect(ready.console).toBe(`https://127.0.0.1:${base}/ui/`);
       // The routing mesh is off: the nodes share one host, so they would share its one ingress table.
       expect(ready.ingress).toBe(false);
+      // Each node runs on jemalloc, as the unit of `shoal install` would (.ci/run installs libjemalloc2).
+      for (const n of ready.nodes) expect(readFileSync(`/proc/${n.pid}/maps`, 'utf8')).toContain('libjemalloc.so.2');
       for (const n of ready.nodes) expect(parseYaml(readFileSync(path.join(n.dir, 'shoal.yaml'), 'utf8'))).toMatchObject({ ingress: { enabled: false } });
       const consolePage = await httpsGet(ready.console, JSON.parse(readFileSync(ready.credential, 'utf8')).ca);
       expect(consolePage.status).toBe(200);

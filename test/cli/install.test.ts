@@ -9,6 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { noRestartExitCodes } from '../../src/cli/args.ts';
+import { findJemalloc, jemallocConf } from '../../src/cli/node-environment.ts';
 import { renderUnit } from '../../src/cli/systemd-unit.ts';
 import { initNode } from '../../src/node/identity.ts';
 import { inProcess } from './in-process.ts';
@@ -44,6 +45,11 @@ describe('shoal install', () => {
     // 10 s of API drain (limits.apiDrainMs) + 15 s for the transfer and the rest.
     expect(unit).toContain('TimeoutStopSec=25s');
     if (os.cpus().length <= 2) expect(unit).toContain('Environment=NODE_OPTIONS=--v8-pool-size=1');
+    // The allocator: jemalloc when this machine has it (.ci/run installs libjemalloc2), else none.
+    const jemalloc = findJemalloc();
+    expect((answer as { allocator?: string }).allocator).toBe(jemalloc === undefined ? 'system' : 'jemalloc');
+    if (jemalloc === undefined) expect(unit).not.toContain('LD_PRELOAD');
+    else expect(unit).toContain(`Environment=LD_PRELOAD=${jemalloc}\nEnvironment=MALLOC_CONF=${jemallocConf}\n`);
     const verify = spawnSync('systemd-analyze', ['verify', answer.file], { encoding: 'utf8' });
     expect(verify.stderr).toBe('');
     expect(verify.status).toBe(0);
@@ -57,6 +63,12 @@ describe('shoal install', () => {
     expect(readFileSync(answer.file, 'utf8')).toBe(unit);
     expect((await inProcess('install', '--data', dir, '--root', root, '--node-options', '', '--force')).code).toBe(0);
     expect(readFileSync(answer.file, 'utf8')).not.toContain('NODE_OPTIONS');
+    expect((await inProcess('install', '--data', dir, '--root', root, '--allocator', 'system', '--force')).code).toBe(0);
+    expect(readFileSync(answer.file, 'utf8')).not.toContain('LD_PRELOAD');
+    const badAllocator = await inProcess('install', '--data', dir, '--root', root, '--allocator', 'tcmalloc', '--force');
+    expect(badAllocator.code).toBe(2);
+    expect(badAllocator.stderr).toContain('--allocator tcmalloc: expected one of auto, jemalloc, system');
+    expect(readFileSync(answer.file, 'utf8')).not.toContain('LD_PRELOAD');
 
     const gone = await inProcess('uninstall', '--data', dir, '--root', root, '--json');
     expect(gone.code).toBe(0);
@@ -83,14 +95,14 @@ describe('shoal install', () => {
   it('quotes paths with spaces so systemd reads them as one word', () => {
     const unit = renderUnit({
       nodeName: 'n1', nodeId: 'abc', dataDir: '/srv/my data', configFile: '/srv/my data/shoal.yaml', nodeBinary: process.execPath,
-      shoalEntry: '/opt/shoal/bin/shoal.js', nodeOptions: '--v8-pool-size=1 --max-old-space-size=200', stopTimeoutSeconds: 25, docsFile: '/opt/shoal/docs/operations.md',
+      shoalEntry: '/opt/shoal/bin/shoal.js', environment: { NODE_OPTIONS: '--v8-pool-size=1 --max-old-space-size=200' }, stopTimeoutSeconds: 25, docsFile: '/opt/shoal/docs/operations.md',
     });
     expect(unit).toContain(`ExecStart=${process.execPath} /opt/shoal/bin/shoal.js serve --config "/srv/my data/shoal.yaml"`);
     expect(unit).toContain('WorkingDirectory=/srv/my data');
     expect(unit).toContain('Environment="NODE_OPTIONS=--v8-pool-size=1 --max-old-space-size=200"');
     const odd = renderUnit({
       nodeName: 'n1', nodeId: 'abc', dataDir: '/srv/100%', configFile: '/srv/100%/a$b.yaml', nodeBinary: process.execPath,
-      shoalEntry: '/opt/shoal/bin/shoal.js', nodeOptions: '', stopTimeoutSeconds: 25, docsFile: '/opt/shoal/docs/operations.md',
+      shoalEntry: '/opt/shoal/bin/shoal.js', environment: {}, stopTimeoutSeconds: 25, docsFile: '/opt/shoal/docs/operations.md',
     });
     expect(odd).toContain('--config /srv/100%%/a$$b.yaml');
     expect(odd).toContain('WorkingDirectory=/srv/100%%');

@@ -54,6 +54,8 @@ export const requirements: readonly Requirement[] = [
   { has: { command: 'btrfs' }, pkg: 'btrfs-progs', for: 'replicated volume tests (test/volumes)' },
   // A real database engine as a replicated volume's workload, copied with its libraries into an image.
   { has: { command: 'sqlite3' }, pkg: 'sqlite3', for: 'the replicated volume test\'s database (test/system/replicated-volume.test.ts)' },
+  // The allocator shoal starts its nodes with when it is installed (issue 45, src/cli/node-environment.ts).
+  { has: { pkg: 'libjemalloc2' }, pkg: 'libjemalloc2', for: 'nodes on jemalloc (test/cli/node-environment.test.ts, test/cli/dev.test.ts)' },
 ];
 
 export interface Probe {

@@ -1,0 +1,69 @@
+// The environment a node runs with when shoal starts it: the systemd unit `shoal install` writes
+// and the nodes of `shoal dev` (docs/operations.md, "Memory of a node on a small machine").
+//
+// The memory allocator. Node.js allocates its buffers (array buffers, TLS records, the write
+// path's encoded entries) with the C library's malloc. glibc's keeps the pages of blocks freed in
+// the middle of its heap until a malloc_trim that Node never calls: after a burst of writes a
+// node held 90-120 MiB of its main heap with a few MiB of live buffers in it, for good
+// (bench/RESULTS.md, "Memory after 100,000 documents"). jemalloc gives freed pages back after a
+// decay time. It is loaded with LD_PRELOAD when installed (Debian and Raspberry Pi OS:
+// `apt-get install libjemalloc2`), with two arenas (a node has one busy thread; the default, four
+// per core, holds more memory idle) and freed pages returned after a second. Without it a node
+// runs on the C library's malloc, as before.
+
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { UsageError } from './args.ts';
+
+/** jemalloc's settings for a node (MALLOC_CONF). */
+export const jemallocConf = 'narenas:2,dirty_decay_ms:1000,muzzy_decay_ms:0';
+/** Two cores or fewer: one V8 helper thread (docs/operations.md, the NODE_OPTIONS advice). */
+export const smallMachineNodeOptions = '--v8-pool-size=1';
+
+export type Allocator = 'auto' | 'jemalloc' | 'system';
+export const allocators: readonly Allocator[] = ['auto', 'jemalloc', 'system'];
+
+/** Debian's multiarch folder of each architecture Node.js runs on where shoal does. */
+const multiarch: Partial<Record<NodeJS.Architecture, string>> = {
+  x64: 'x86_64-linux-gnu', arm64: 'aarch64-linux-gnu', arm: 'arm-linux-gnueabihf', riscv64: 'riscv64-linux-gnu', ppc64: 'powerpc64le-linux-gnu', s390x: 's390x-linux-gnu',
+};
+
+/** The jemalloc shared library of this machine's architecture, if installed (libjemalloc.so.2). */
+export function findJemalloc(arch: NodeJS.Architecture = process.arch, exists: (p: string) => boolean = existsSync): string | undefined {
+  const triplet = multiarch[arch];
+  const dirs = [...(triplet !== undefined ? [`/usr/lib/${triplet}`, `/lib/${triplet}`] : []), '/usr/lib64', '/usr/lib', '/usr/local/lib'];
+  return dirs.map((d) => path.join(d, 'libjemalloc.so.2')).find((f) => exists(f));
+}
+
+export interface NodeEnvironmentOptions {
+  allocator: Allocator;
+  /** NODE_OPTIONS ('' for none); default: smallMachineNodeOptions with two cores or fewer. */
+  nodeOptions?: string | undefined;
+  cpus: number;
+  /** The jemalloc library found (findJemalloc()), injected by tests. */
+  jemalloc: string | undefined;
+}
+
+/**
+ * The variables to set for a node: NODE_OPTIONS when there are any, and LD_PRELOAD with
+ * MALLOC_CONF for jemalloc ('auto': when found). 'jemalloc' when it is not installed is a usage
+ * error that says how to install it.
+ */
+export function nodeEnvironment(o: NodeEnvironmentOptions): Record<string, string> {
+  const env: Record<string, string> = {};
+  const nodeOptions = o.nodeOptions ?? (o.cpus <= 2 ? smallMachineNodeOptions : '');
+  if (nodeOptions !== '') env.NODE_OPTIONS = nodeOptions;
+  if (o.allocator === 'system') return env;
+  if (o.jemalloc === undefined) {
+    if (o.allocator === 'auto') return env;
+    throw new UsageError("--allocator jemalloc: libjemalloc.so.2 is not installed on this machine; install it (Debian, Raspberry Pi OS: 'apt-get install libjemalloc2') or give --allocator system");
+  }
+  env.LD_PRELOAD = o.jemalloc;
+  env.MALLOC_CONF = jemallocConf;
+  return env;
+}
+
+/** Which allocator an environment from nodeEnvironment() selects (for messages and --json). */
+export function allocatorOf(env: Record<string, string>): 'jemalloc' | 'system' {
+  return env.LD_PRELOAD !== undefined ? 'jemalloc' : 'system';
+}
