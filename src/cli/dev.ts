@@ -55,6 +55,10 @@ refuses and says where the running one is. A node that dies is reported ("exited
 "was killed by SIGKILL") and left down; the others keep running. One that exits asking to be
 restarted (code 10: a drill's kill, shoal drill) is started again at once.
 
+The nodes run on jemalloc when libjemalloc.so.2 is installed ('apt-get install libjemalloc2'),
+as the unit of 'shoal install' runs them, unless LD_PRELOAD is set already (docs/operations.md,
+"The memory allocator").
+
   restart NODE   restart one node (by name, e.g. n2, or id) of the dev cluster running from DIR,
                  and wait until its API answers; the others keep running
   stop           stop the dev cluster running from DIR (as Ctrl-C in its terminal)
