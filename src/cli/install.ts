@@ -49,12 +49,13 @@ Options:
   --allocator A        the node's memory allocator: auto (default: jemalloc when
                        libjemalloc.so.2 is installed, else the C library's), jemalloc (refused
                        when it is not installed: 'apt-get install libjemalloc2'), system.
-                       jemalloc runs with LD_PRELOAD and MALLOC_CONF=${jemallocConf}: it gives
-                       back the memory a burst of writes leaves (docs/operations.md, "Memory of
-                       a node on a small machine")
+                       jemalloc runs with LD_PRELOAD and
+                       MALLOC_CONF=${jemallocConf}:
+                       it gives back the memory a burst of writes leaves
+                       (docs/operations.md, "The memory allocator")
   --no-start           write and enable the unit, do not start it
   --force              replace a unit of that name that differs
-  --json               print {unit, file, enabled, started, release} as JSON
+  --json               print {unit, file, enabled, started, release, allocator} as JSON
   -h, --help           show this help
 
 Needs root, unless --root is given. 'shoal uninstall --data DIR' undoes it.
