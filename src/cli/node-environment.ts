@@ -11,7 +11,7 @@
 // per core, holds more memory idle) and freed pages returned after a second. Without it a node
 // runs on the C library's malloc, as before.
 
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { UsageError } from './args.ts';
 
@@ -66,4 +66,26 @@ export function nodeEnvironment(o: NodeEnvironmentOptions): Record<string, strin
 /** Which allocator an environment from nodeEnvironment() selects (for messages and --json). */
 export function allocatorOf(env: Record<string, string>): 'jemalloc' | 'system' {
   return env.LD_PRELOAD !== undefined ? 'jemalloc' : 'system';
+}
+
+/**
+ * The allocator this process runs on, from its mappings (/proc/self/maps): jemalloc when the
+ * library is mapped, else the C library's; undefined where there is no /proc (not Linux).
+ */
+export function allocatorInUse(maps: () => string = () => readFileSync('/proc/self/maps', 'utf8')): 'jemalloc' | 'system' | undefined {
+  let text: string;
+  try {
+    text = maps();
+  } catch {
+    return undefined;
+  }
+  return /\/libjemalloc\.so[.\d]*$/m.test(text) ? 'jemalloc' : 'system';
+}
+
+/** The start line that says which allocator the node runs on, and how to change it. */
+export function allocatorLine(inUse: 'jemalloc' | 'system' | undefined): string | undefined {
+  if (inUse === undefined) return undefined;
+  return inUse === 'jemalloc'
+    ? `memory allocator: jemalloc (MALLOC_CONF=${process.env.MALLOC_CONF ?? 'its defaults'})`
+    : "memory allocator: the C library's malloc; jemalloc gives back the memory a burst of writes leaves: install it ('apt-get install libjemalloc2') and run the node as 'shoal install' does (docs/operations.md, \"The memory allocator\")";
 }

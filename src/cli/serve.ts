@@ -8,6 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { startUpLine } from '../server/lifecycle.ts';
 import { startNode, type RunningNode } from '../server/server.ts';
 import { exitCodeOfError, exitCodes, parse, UsageError } from './args.ts';
+import { allocatorInUse, allocatorLine } from './node-environment.ts';
 import type { ShoalError } from '../errors.ts';
 import { serveLogger } from './logger.ts';
 
@@ -68,6 +69,8 @@ export async function serveCommand(argv: string[], onServing?: (running: Running
   const running = await startNode(config, log, { drillActions: true, peers });
   log.info(`node ${running.identity.name} (${running.identity.id}) serving the API on ${running.apiScheme}://${running.apiAddress}, `
     + startUpLine(codeMs, componentsMs, performance.now(), running.startTimes));
+  const allocator = allocatorLine(allocatorInUse());
+  if (allocator !== undefined) log.info(allocator);
   onServing?.(running);
   const supervised = process.env[supervisedEnv] === '1';
   let onSupervisorGone = (): void => {};

@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/cli/args.ts';
-import { findJemalloc, jemallocConf, nodeEnvironment, smallMachineNodeOptions } from '../../src/cli/node-environment.ts';
+import { allocatorInUse, allocatorLine, findJemalloc, jemallocConf, nodeEnvironment, smallMachineNodeOptions } from '../../src/cli/node-environment.ts';
 
 describe('findJemalloc', () => {
   it("looks in the architecture's multiarch folder first, then the generic ones", () => {
@@ -48,5 +48,19 @@ describe('nodeEnvironment', () => {
     expect(r.stdout).toContain('libjemalloc.so.2');
     const bad = spawnSync(process.execPath, ['-e', '0'], { env: { ...env, MALLOC_CONF: 'narenas:2,no_such_option:1' }, encoding: 'utf8' });
     expect(bad.stderr).toContain('no_such_option');
+  });
+});
+
+describe('allocatorInUse', () => {
+  it('tells jemalloc by its mapping, the C library otherwise, and nothing without /proc', () => {
+    const line = (file: string): string => `7f0000000000-7f0000001000 r-xp 00000000 08:01 1234 ${file}`;
+    expect(allocatorInUse(() => [line('/usr/bin/node'), line('/usr/lib/x86_64-linux-gnu/libjemalloc.so.2')].join('\n'))).toBe('jemalloc');
+    expect(allocatorInUse(() => [line('/usr/bin/node'), line('/usr/lib/x86_64-linux-gnu/libc.so.6')].join('\n'))).toBe('system');
+    expect(allocatorInUse(() => { throw new Error('ENOENT'); })).toBeUndefined();
+    // This test process runs on the C library's malloc (vitest's workers are not preloaded).
+    expect(allocatorInUse()).toBe(process.env.LD_PRELOAD?.includes('jemalloc') ? 'jemalloc' : 'system');
+    expect(allocatorLine(undefined)).toBeUndefined();
+    expect(allocatorLine('system')).toContain('apt-get install libjemalloc2');
+    expect(allocatorLine('jemalloc')).toMatch(/^memory allocator: jemalloc/);
   });
 });
