@@ -1,5 +1,5 @@
 // The environment a node runs with when shoal starts it: the systemd unit `shoal install` writes
-// and the nodes of `shoal dev` (docs/operations.md, "Memory of a node on a small machine").
+// and the nodes of `shoal dev` (docs/operations.md, "The memory allocator").
 //
 // The memory allocator. Node.js allocates its buffers (array buffers, TLS records, the write
 // path's encoded entries) with the C library's malloc. glibc's keeps the pages of blocks freed in
