@@ -12,7 +12,7 @@ import type { MemberRecord } from '../resources/membership.ts';
 import { exitCodes } from './args.ts';
 import { CliFailure, send } from './client.ts';
 import { supervisedEnv } from './serve.ts';
-import { findJemalloc, nodeEnvironment } from './node-environment.ts';
+import { allocatorEnvironment, findJemalloc } from './node-environment.ts';
 
 /** A node asked to stop that has not exited in this long is killed. */
 const stopGraceMs = 15_000;
@@ -22,14 +22,6 @@ const pollMs = 200;
 
 const binPath = findBin();
 
-/**
- * The allocator a node runs with (src/cli/node-environment.ts): jemalloc when installed, as the
- * unit of `shoal install` does, unless LD_PRELOAD is set already. NODE_OPTIONS stay the caller's.
- */
-function allocatorEnvironment(): Record<string, string> {
-  if ((process.env.LD_PRELOAD ?? '') !== '') return {};
-  return nodeEnvironment({ allocator: 'auto', nodeOptions: '', cpus: 1, jemalloc: findJemalloc() });
-}
 
 /** bin/shoal.js of this package, found from this module (a source file, or the dist bundle). */
 function findBin(): string {
@@ -80,6 +72,11 @@ export class DevSupervisor {
   private resolveDone: (code: number) => void = () => {};
   /** Resolves with the exit code of `shoal dev` once every node is down. */
   readonly done = new Promise<number>((resolve) => { this.resolveDone = resolve; });
+  /**
+   * The allocator every node runs with (src/cli/node-environment.ts): jemalloc when installed, as
+   * the unit of `shoal install` does, unless LD_PRELOAD is set already. NODE_OPTIONS stay the caller's.
+   */
+  private readonly allocator = (process.env.LD_PRELOAD ?? '') !== '' ? {} : allocatorEnvironment('auto', findJemalloc());
 
   /**
    * `restartFlags`: what `shoal dev restart NODE` needs after it to reach this supervisor (its
@@ -143,7 +140,7 @@ export class DevSupervisor {
     // Standard input is a pipe the node watches: if this supervisor dies, even by SIGKILL, the
     // pipe closes and the node stops, instead of holding the ports and data of the next run.
     const child = spawn(process.execPath, [binPath, 'serve', '--config', path.join(node.dir, 'shoal.yaml')], {
-      stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...allocatorEnvironment(), [supervisedEnv]: '1' },
+      stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...this.allocator, [supervisedEnv]: '1' },
     });
     slot.child = child;
     slot.expected = false;

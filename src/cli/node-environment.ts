@@ -45,22 +45,22 @@ export interface NodeEnvironmentOptions {
 }
 
 /**
- * The variables to set for a node: NODE_OPTIONS when there are any, and LD_PRELOAD with
- * MALLOC_CONF for jemalloc ('auto': when found). 'jemalloc' when it is not installed is a usage
- * error that says how to install it.
+ * The variables of the allocator: LD_PRELOAD with MALLOC_CONF for jemalloc ('auto': when found),
+ * none for the C library's. 'jemalloc' when it is not installed is a usage error that says how to
+ * install it.
  */
-export function nodeEnvironment(o: NodeEnvironmentOptions): Record<string, string> {
-  const env: Record<string, string> = {};
-  const nodeOptions = o.nodeOptions ?? (o.cpus <= 2 ? smallMachineNodeOptions : '');
-  if (nodeOptions !== '') env.NODE_OPTIONS = nodeOptions;
-  if (o.allocator === 'system') return env;
-  if (o.jemalloc === undefined) {
-    if (o.allocator === 'auto') return env;
+export function allocatorEnvironment(allocator: Allocator, jemalloc: string | undefined): Record<string, string> {
+  if (allocator === 'system' || (allocator === 'auto' && jemalloc === undefined)) return {};
+  if (jemalloc === undefined) {
     throw new UsageError("--allocator jemalloc: libjemalloc.so.2 is not installed on this machine; install it (Debian, Raspberry Pi OS: 'apt-get install libjemalloc2') or give --allocator system");
   }
-  env.LD_PRELOAD = o.jemalloc;
-  env.MALLOC_CONF = jemallocConf;
-  return env;
+  return { LD_PRELOAD: jemalloc, MALLOC_CONF: jemallocConf };
+}
+
+/** The variables to set for a node: NODE_OPTIONS when there are any, and the allocator's. */
+export function nodeEnvironment(o: NodeEnvironmentOptions): Record<string, string> {
+  const nodeOptions = o.nodeOptions ?? (o.cpus <= 2 ? smallMachineNodeOptions : '');
+  return { ...(nodeOptions !== '' ? { NODE_OPTIONS: nodeOptions } : {}), ...allocatorEnvironment(o.allocator, o.jemalloc) };
 }
 
 /** Which allocator an environment from nodeEnvironment() selects (for messages and --json). */

@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/cli/args.ts';
-import { allocatorInUse, allocatorLine, findJemalloc, jemallocConf, nodeEnvironment, smallMachineNodeOptions } from '../../src/cli/node-environment.ts';
+import { allocatorEnvironment, allocatorInUse, allocatorLine, findJemalloc, jemallocConf, nodeEnvironment, smallMachineNodeOptions } from '../../src/cli/node-environment.ts';
 
 describe('findJemalloc', () => {
   it("looks in the architecture's multiarch folder first, then the generic ones", () => {
@@ -34,6 +34,12 @@ describe('nodeEnvironment', () => {
     expect(nodeEnvironment({ allocator: 'auto', cpus: 4, jemalloc: undefined })).toEqual({});
     expect(() => nodeEnvironment({ allocator: 'jemalloc', cpus: 4, jemalloc: undefined })).toThrow(UsageError);
     expect(() => nodeEnvironment({ allocator: 'jemalloc', cpus: 4, jemalloc: undefined })).toThrow(/apt-get install libjemalloc2/);
+    // The allocator's part alone (shoal dev's nodes), and beside NODE_OPTIONS.
+    expect(allocatorEnvironment('auto', lib)).toEqual({ LD_PRELOAD: lib, MALLOC_CONF: jemallocConf });
+    expect(allocatorEnvironment('system', lib)).toEqual({});
+    expect(allocatorEnvironment('auto', undefined)).toEqual({});
+    expect(() => allocatorEnvironment('jemalloc', undefined)).toThrow(UsageError);
+    expect(nodeEnvironment({ allocator: 'auto', cpus: 2, jemalloc: lib })).toEqual({ NODE_OPTIONS: smallMachineNodeOptions, LD_PRELOAD: lib, MALLOC_CONF: jemallocConf });
   });
 
   it('gives a Node.js process that runs on jemalloc with these settings (.ci/run installs libjemalloc2)', () => {
