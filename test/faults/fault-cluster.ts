@@ -13,6 +13,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
+import { exitCodes } from '../../src/cli/args.ts';
 import { initNode } from '../../src/node/identity.ts';
 import type { MemberRecord } from '../../src/resources/membership.ts';
 import { call, sleep, useClientCertificate, type HttpResult } from './http.ts';
@@ -81,7 +82,7 @@ interface Health {
 export class FaultCluster {
   readonly nodes: FaultNode[] = [];
   readonly unexpectedExits: UnexpectedExit[] = [];
-  /** Nodes the harness is removing from the membership: learning of it, one exits with code 5 (removed) by itself, as it should. */
+  /** Nodes the harness is removing from the membership: learning of it, one exits with exitCodes.removed (5) by itself, as it should. */
   readonly removing = new Set<string>();
   private readonly caDir: string;
 
@@ -136,7 +137,7 @@ export class FaultCluster {
       if (node.proc === proc) node.proc = undefined;
       const at = performance.now();
       appendFileSync(node.logPath, `===== harness: ${node.name} exited (code ${code}, signal ${signal}) at ${at.toFixed(1)} ms\n`);
-      if (!node.stopping && !(code === 5 && this.removing.has(node.id))) this.unexpectedExits.push({ node: node.name, id: node.id, time: at, code, signal });
+      if (!node.stopping && !(code === exitCodes.removed && this.removing.has(node.id))) this.unexpectedExits.push({ node: node.name, id: node.id, time: at, code, signal });
     });
     await spawned.started;
   }
