@@ -26,7 +26,7 @@ import { ApplyUnfinishedError } from './applied-table.ts';
 import { dockerUserRule, ensureDockerUserRule, removeDockerUserRule } from './docker-user-rule.ts';
 import { runChecked, type CommandRunner } from './firewall-command.ts';
 import { deleteArgs, flowsToEnd, parseFlows } from './conntrack.ts';
-import { deleteTable, listTable, protocolOf, readTableListing } from './nft-table.ts';
+import { addressPorts, deleteTable, listTable, protocolOf, readTableListing } from './nft-table.ts';
 import { removedPermits, removedPublished, type Permit, type Published } from './firewall-permits.ts';
 import { parseAppliedComment, tableFamily, tableName, type RenderedFirewall } from './firewall-render.ts';
 
@@ -85,11 +85,7 @@ export function parseListing(json: string): InForce | null {
     const protocol = protocolOf(proto);
     if (protocol !== null) permits.push({ from: String(from), to: String(to), protocol, port: Number(port) });
   }
-  const published: Published[] = [];
-  for (const [address, proto, port] of sets.get('published') ?? []) {
-    const protocol = protocolOf(proto);
-    if (protocol !== null) published.push({ address: String(address), protocol, port: Number(port) });
-  }
+  const published: Published[] = addressPorts(sets.get('published'));
   return { ...applied, permits, published };
 }
 

@@ -22,7 +22,7 @@
 import { ApplyUnfinishedError } from './applied-table.ts';
 import { runChecked, type CommandRunner } from './firewall-command.ts';
 import { dockerUserRule, ensureDockerUserRule, removeDockerUserRule } from './docker-user-rule.ts';
-import { deleteTable, listTable, protocolOf, readTableListing } from './nft-table.ts';
+import { addressPorts, deleteTable, listTable, readTableListing } from './nft-table.ts';
 import { ingressTableFamily, ingressTableName, parseIngressAppliedComment, type IngressBackend, type RenderedIngress } from './ingress-render.ts';
 
 export interface IngressInForce {
@@ -53,11 +53,7 @@ export function parseIngressListing(json: string): IngressInForce | null {
   const { appliedComment, sets } = readTableListing(json);
   const applied = appliedComment === null ? null : parseIngressAppliedComment(appliedComment);
   if (applied === null) return null;
-  const backends: IngressBackend[] = [];
-  for (const [address, proto, port] of sets.get('backends') ?? []) {
-    const protocol = protocolOf(proto);
-    if (protocol !== null) backends.push({ address: String(address), protocol, port: Number(port) });
-  }
+  const backends: IngressBackend[] = addressPorts(sets.get('backends'));
   return { ...applied, backends };
 }
 

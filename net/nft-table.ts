@@ -38,6 +38,16 @@ export function protocolOf(v: string | number | undefined): 'tcp' | 'udp' | null
   return null;
 }
 
+/** The elements of a set of address . protocol . port (the firewall's published ports, the mesh's backends); any other protocol is left out. */
+export function addressPorts(elems: readonly (string | number)[][] | undefined): { address: string; protocol: 'tcp' | 'udp'; port: number }[] {
+  const out: { address: string; protocol: 'tcp' | 'udp'; port: number }[] = [];
+  for (const [address, proto, port] of elems ?? []) {
+    const protocol = protocolOf(proto);
+    if (protocol !== null) out.push({ address: String(address), protocol, port: Number(port) });
+  }
+  return out;
+}
+
 const absent = (stderr: string): boolean => /No such file or directory/.test(stderr);
 
 /** The table's listing (JSON), or null when the table is not there. */
