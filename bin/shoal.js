@@ -3,7 +3,8 @@
 // when it is newer than every TypeScript source it was built from; otherwise the sources
 // themselves through tsx, so an edited tree runs as edited with no build step. The bundle spares
 // each process the tsx loader: about 35 MiB of memory and part of a second of start-up.
-// SHOAL_FROM_SOURCE=1 always runs the sources.
+// SHOAL_FROM_SOURCE=1 always runs the sources. `shoal serve` runs from dist/serve.cjs, loaded
+// with a V8 code cache (bin/code-cache.js), unless SHOAL_CODE_CACHE=0.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { URL, fileURLToPath } from 'node:url';
@@ -32,7 +33,9 @@ function bundleIsFresh() {
 
 let main;
 if (bundleIsFresh()) {
-  ({ main } = await import(bundle));
+  // serve from dist/serve.cjs with its code cache (bin/code-cache.js), the rest from the modules.
+  const { bundleMain } = await import('./code-cache.js');
+  main = await bundleMain(path.dirname(bundle), process.argv.slice(2));
 } else {
   const { register } = await import('tsx/esm/api');
   register();

@@ -88,7 +88,9 @@ const deferRequires = {
  * `entry` and `entryName`: another entry point bundled the same way (a benchmark measuring the
  * libraries as a node loads them: bench/heartbeat-floor.ts); by default the CLI, as shoal.mjs.
  */
-export async function bundle(outdir, { metafile = false, entry = path.join(root, 'src/cli/main.ts'), entryName = 'shoal' } = {}) {
+const defaultEntry = path.join(root, 'src/cli/main.ts');
+
+export async function bundle(outdir, { metafile = false, entry = defaultEntry, entryName = 'shoal' } = {}) {
   rmSync(outdir, { recursive: true, force: true });
   const result = await build({
     entryPoints: [entry],
@@ -117,13 +119,68 @@ export async function bundle(outdir, { metafile = false, entry = path.join(root,
     metafile,
     plugins: [deferRequires],
   });
+  if (entry === defaultEntry) {
+    const serve = await bundleServe(outdir, metafile);
+    if (result.metafile !== undefined && serve !== undefined) Object.assign(result.metafile.outputs, serve.outputs);
+  }
   asciiOnly(outdir);
+  return result.metafile;
+}
+
+/**
+ * The npm packages that `shoal serve` loads only on first use (X.509 for certificates, tar for
+ * upgrades and the test image, undici for the HTTP client, BuildKit's gRPC and protobufjs,
+ * pino-pretty for human lines), left out of serve.cjs and required from node_modules (they are
+ * the package's dependencies, or theirs) when first used: serve.cjs is one file, and every byte
+ * of it stays in a node's heap as the source of the script.
+ */
+export const serveExternals = ['@peculiar/x509', 'reflect-metadata', 'tar', 'undici', '@grpc/grpc-js', '@grpc/proto-loader', 'protobufjs', 'pino-pretty'];
+
+/**
+ * The packages left outside serve.cjs are required, also where the sources import() them: a
+ * script compiled from a code cache has no way to import() (V8 does not keep the callback that
+ * Node.js would need with the cached code), and each of them has a CommonJS build.
+ */
+const requireOutside = {
+  name: 'shoal-require-outside',
+  setup(b) {
+    const names = ['ssh2', ...serveExternals];
+    const filter = new RegExp(`^(${names.map((n) => n.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')).join('|')})$`);
+    b.onResolve({ filter }, (args) => (args.kind === 'dynamic-import' ? { path: args.path, namespace: 'shoal-require' } : { path: args.path, external: true }));
+    b.onLoad({ filter: /.*/, namespace: 'shoal-require' }, (args) => ({ contents: `module.exports = require(${JSON.stringify(args.path)});\n`, loader: 'js', resolveDir: root }));
+  },
+};
+
+/**
+ * OUTDIR/serve.cjs: `shoal serve` alone (src/cli/serve-main.ts) as one CommonJS script, which
+ * bin/shoal.js loads with a V8 code cache (bin/code-cache.js). Node.js 20 keeps no compile cache
+ * for ES modules (22's module.enableCompileCache would), and compiling the JavaScript a node
+ * loads was a third of its start (docs/operations.md, "Start-up time"). Bundled as the ES
+ * modules are (same edits, whitespace out, ASCII only); `import.meta.url` is the script's URL.
+ */
+async function bundleServe(outdir, metafile) {
+  const result = await build({
+    entryPoints: [path.join(root, 'src/cli/serve-main.ts')],
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    minifyWhitespace: true,
+    legalComments: 'external',
+    external: ['msgpackr-extract', 'bufferutil', 'utf-8-validate'],
+    define: { 'import.meta.url': '__shoalScriptUrl' },
+    banner: { js: "var __shoalScriptUrl = require('node:url').pathToFileURL(__filename).href;" },
+    outfile: path.join(outdir, 'serve.cjs'),
+    logLevel: 'warning',
+    metafile,
+    plugins: [deferRequires, requireOutside],
+  });
   return result.metafile;
 }
 
 /** Fails the build when an output module holds a non-ASCII byte (see minifyWhitespace above). */
 function asciiOnly(outdir) {
-  const files = readdirSync(outdir, { recursive: true }).filter((f) => f.endsWith('.mjs'));
+  const files = readdirSync(outdir, { recursive: true }).filter((f) => f.endsWith('.mjs') || f.endsWith('.cjs'));
   for (const f of files) {
     const bytes = readFileSync(path.join(outdir, f));
     const at = bytes.findIndex((b) => b > 0x7f);

@@ -2,15 +2,9 @@
 
 import { didYouMean, exitCodes, UsageError, wantsJson } from './args.ts';
 import { reportError } from './report.ts';
-import { takeCredentialFlags, useCredentialFlags } from './credential-flag.ts';
+import { runCommand, type Command } from './run-command.ts';
 
-export type Run = (argv: string[]) => Promise<number>;
-
-/** A loaded command: what runs it, and its help (whose usage line a usage error repeats). */
-export interface Command {
-  run: Run;
-  help: string;
-}
+export type { Command, Run } from './run-command.ts';
 
 // Commands load lazily: `shoal status` should not pay for loading the storage engine.
 export const commands: Record<string, { load: () => Promise<Command>; summary: string }> = {
@@ -94,12 +88,5 @@ export async function main(argv: string[]): Promise<number> {
   if (command === undefined) {
     return reportError('', new UsageError(`unknown command '${name}'${didYouMean(name, Object.keys(commands))}`, topUsage), json);
   }
-  let loaded: Command | undefined;
-  try {
-    useCredentialFlags(takeCredentialFlags(rest));
-    loaded = await command.load();
-    return await loaded.run(rest);
-  } catch (err) {
-    return reportError(name, err, json, loaded?.help);
-  }
+  return runCommand(name, rest, json, command.load);
 }

@@ -100,6 +100,19 @@ describe('what the bundle loads at start', () => {
     expect(loadedWith(meta, 'src/cli/main.ts').filter((f) => f.includes('node_modules/undici/'))).toEqual([]);
   });
 
+  it('serve.cjs, the one script serve runs from, holds none of the packages serve uses later and no import()', () => {
+    const out = Object.keys(meta.outputs).find((o) => o.endsWith('serve.cjs'));
+    expect(out).toBeDefined();
+    const inputs = Object.keys(meta.outputs[out ?? '']?.inputs ?? {});
+    expect(inputs).toContain('src/cli/serve.ts');
+    // The rest of the command line is not in it.
+    expect(inputs.filter((f) => /src\/cli\/(status|upgrade|drill|dev|init)\.ts$/.test(f))).toEqual([]);
+    const later = ['@peculiar/', 'asn1js', '/tar/', '/undici/', '@grpc/', 'protobufjs', 'pino-pretty', 'ssh2', 'node_modules/ajv', 'fast-json-stringify/index.js'];
+    expect(inputs.filter((f) => f.includes('node_modules/') && later.some((p) => f.includes(p)))).toEqual([]);
+    // A script compiled from a code cache cannot run an import() (bin/code-cache.js).
+    expect(readFileSync(path.resolve(out ?? ''), 'utf8')).not.toMatch(/\bimport\(/);
+  });
+
   it('docker-modem requires ssh2 only when it dials over SSH', () => {
     const out = Object.keys(meta.outputs).find((o) => meta.outputs[o]?.inputs[Object.keys(meta.outputs[o]?.inputs ?? {}).find((k) => k.endsWith('docker-modem/lib/ssh.js')) ?? ''] !== undefined);
     expect(out).toBeDefined();
@@ -125,6 +138,21 @@ describe('the bundle run', () => {
     const config = path.join(dir, 'bad.yaml');
     writeFileSync(config, 'dataDir: .\napi: {listen: 5}\npeer: {listen: "127.0.0.1:1"}\n');
     const res = spawnSync(process.execPath, [path.join(dir, 'run.mjs'), 'serve', '--config', config], { encoding: 'utf8' });
+    expect(res.stderr).toContain('api.listen: Invalid input: expected string, received number');
+    expect(res.status).toBe(2);
+  });
+
+  it('runs serve from serve.cjs with a code cache as from the modules: the same message and exit code', () => {
+    const config = path.join(dir, 'bad.yaml');
+    writeFileSync(config, 'dataDir: .\napi: {listen: 5}\npeer: {listen: "127.0.0.1:1"}\n');
+    const loader = JSON.stringify(path.join(root, 'bin', 'code-cache.js'));
+    const serveCjs = JSON.stringify(path.join(dir, 'serve.cjs'));
+    // The first load writes the cache (at once here), the second runs serve from it.
+    const write = `import { loadWithCodeCache } from ${loader};\nloadWithCodeCache(${serveCjs}, { writeAfterMs: 0, onWritten: () => console.log('written') });\nsetTimeout(() => {}, 200);`;
+    expect(spawnSync(process.execPath, ['--input-type=module', '-e', write], { encoding: 'utf8' }).stdout).toContain('written');
+    const run = `import { loadWithCodeCache } from ${loader};\nconst r = loadWithCodeCache(${serveCjs});\nconsole.log(r.cache);\nprocess.exitCode = await r.exports.main(['serve', '--config', ${JSON.stringify(config)}]);`;
+    const res = spawnSync(process.execPath, ['--input-type=module', '-e', run], { encoding: 'utf8' });
+    expect(res.stdout.trim()).toBe('used');
     expect(res.stderr).toContain('api.listen: Invalid input: expected string, received number');
     expect(res.status).toBe(2);
   });

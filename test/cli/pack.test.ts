@@ -27,6 +27,10 @@ describe('the npm package', { timeout: 240_000 }, () => {
     const listing = execFileSync('tar', ['tzf', path.join(work, tarball)], { encoding: 'utf8' }).split('\n');
     expect(listing).toContain('package/dist/shoal.mjs');
     expect(listing).toContain('package/bin/shoal.js');
+    // serve's one script and its loader, never a code cache a node of this checkout wrote beside it.
+    expect(listing).toContain('package/dist/serve.cjs');
+    expect(listing).toContain('package/bin/code-cache.js');
+    expect(listing.filter((f) => /\.(cache|tmp)$/.test(f))).toEqual([]);
     expect(listing.some((f) => f.startsWith('package/src/') || f.startsWith('package/test/'))).toBe(false);
 
     const prefix = path.join(work, 'prefix');
