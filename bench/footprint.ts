@@ -378,7 +378,7 @@ function report(r: Run, cmd: string): string {
     '## Footprint of an idle node (issue 45: fit for a Raspberry Pi)',
     '',
     `\`${cmd}\`, ${new Date().toISOString().slice(0, 10)}; ${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, etcd ${r.etcdVersion}. `
-      + `Three \`shoal serve\` processes of the bundled working tree (runtime ${r.o.runtime}, HTTPS API, loaded as bin/shoal.js loads serve: dist/serve.cjs with its V8 code cache, written by the first start of the build, Raft heartbeat 100 ms / election 1000 ms) and three etcd members (same timing, client TLS), idle side by side on one machine; each node with bench/lib/footprint-probe.mjs preloaded (a signal and an exit handler), ${environmentWords(r.o.env)}. `
+      + `Three \`shoal serve\` processes of the bundled working tree (runtime ${r.o.runtime}, HTTPS API, Raft heartbeat 100 ms / election 1000 ms; serve run as bin/shoal.js runs it, from dist/serve.cjs with the V8 code cache the first start of the build wrote) and three etcd members (same timing, client TLS), idle side by side on one machine; each node with bench/lib/footprint-probe.mjs preloaded (a signal and an exit handler), ${environmentWords(r.o.env)}. `
       + 'Start to API answering: each node stopped (SIGTERM) and started again on its data, from the spawn to the first 200 of /healthz.',
     '',
     ...targetLines(r),
