@@ -157,6 +157,15 @@ describe('the bundle run', () => {
     expect(res.status).toBe(2);
   });
 
+  it("loading serve's code loads no node:http2 (fastify's, for HTTP/2 servers shoal does not make)", () => {
+    const code = `import { loadWithCodeCache } from ${JSON.stringify(path.join(root, 'bin', 'code-cache.js'))};
+loadWithCodeCache(${JSON.stringify(path.join(dir, 'serve.cjs'))}, { writeAfterMs: 1e9 });
+console.log(JSON.stringify(process.moduleLoadList.filter((m) => m.startsWith('NativeModule ')).map((m) => m.slice(13))));`;
+    const loaded = JSON.parse(spawnSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8' }).stdout) as string[];
+    expect(loaded).toContain('tls');
+    expect(loaded).not.toContain('http2');
+  });
+
   it('loads undici on the first request (the CLI here): an unreachable node is reported as such', () => {
     const res = spawnSync(process.execPath, [path.join(dir, 'run.mjs'), 'status', '--addr', '127.0.0.1:1'], { encoding: 'utf8', env: { ...process.env, SHOAL_CONFIG: dir } });
     expect(res.stderr).toContain('cannot reach 127.0.0.1:1');
