@@ -49,6 +49,18 @@ const deferredRequires = [
     edits: [["const http2 = require('node:http2')\n", "const http2 = { createSecureServer: (...args) => require('node:http2').createSecureServer(...args), createServer: (...args) => require('node:http2').createServer(...args) }\n"]],
   },
   {
+    // semver (its 40-odd regular expressions built at load) checks the fastify version a plugin
+    // of fastify-plugin declares; shoal registers none: loaded by the first such check.
+    file: /[\\/]fastify[\\/]lib[\\/]plugin-utils\.js$/,
+    edits: [["const semver = require('semver')\n", "const semver = { gt: (...args) => require('semver').gt(...args), coerce: (...args) => require('semver').coerce(...args), satisfies: (...args) => require('semver').satisfies(...args) }\n"]],
+  },
+  {
+    // The OpenTelemetry API (43 KiB, its validators' regular expressions built at load) for the
+    // process CPU metric's exemplars, which shoal does not enable: loaded by the first exemplar.
+    file: /[\\/]prom-client[\\/]lib[\\/]metrics[\\/]processCpuTotal\.js$/,
+    edits: [["const OtelApi = require('@opentelemetry/api');\n", "const OtelApi = { get trace() { return require('@opentelemetry/api').trace; }, get context() { return require('@opentelemetry/api').context; } };\n"]],
+  },
+  {
     // fastify's JSON-schema compilers (Ajv, ajv-formats, fast-uri, fast-json-stringify: 1.3 MiB of
     // source): src/api/app.ts gives fastify its own (src/api/no-json-schema.ts), so these requires
     // never run; left out of the bundle, they fail loudly should that ever change.
