@@ -182,15 +182,17 @@ async function heapFigures(procs: { name: string; pid: number }[], probeDir: str
 async function startTimes(sys: ShoalCluster, loadsFile: string, codeCache: string): Promise<{ ms: number[]; cpuMs: number[]; firstMs: number; firstCpuMs: number }> {
   const out: number[] = [];
   const cpu: number[] = [];
-  // A fourth restart, of node 2, with the code cache removed first: a build's first start. A last
-  // restart of node 1 records the modules it loads (not timed: the hooks slow it).
-  for (const i of [0, 1, 2, 1, 0]) {
+  // Each node twice (a median of six: the spread of one restart is tens of ms), then node 2 with
+  // the code cache removed first: a build's first start. A last restart of node 1 records the
+  // modules it loads (not timed: the hooks slow it).
+  const timed = [0, 1, 2, 0, 1, 2];
+  for (const i of [...timed, 1, 0]) {
     const n = sys.nodes[i];
     if (!n?.proc) throw new Error(`node ${i + 1} is not running`);
     await stopProcess(n.proc, 'SIGTERM');
     n.proc = undefined;
-    if (out.length === 3) rmSync(codeCache, { force: true });
-    const recording = out.length === 4;
+    if (out.length === timed.length) rmSync(codeCache, { force: true });
+    const recording = out.length === timed.length + 1;
     // The ESM loader records modules only: that restart loads serve's code as ES modules.
     if (recording) Object.assign(process.env, { SHOAL_FOOTPRINT_LOADS: loadsFile, SHOAL_CODE_CACHE: '0' });
     const t0 = performance.now();
@@ -211,7 +213,7 @@ async function startTimes(sys: ShoalCluster, loadsFile: string, codeCache: strin
     await restarted;
     if (!recording) out.push(answered);
   }
-  return { ms: out.slice(0, 3), cpuMs: cpu.slice(0, 3), firstMs: out[3] ?? Number.NaN, firstCpuMs: cpu[3] ?? Number.NaN };
+  return { ms: out.slice(0, timed.length), cpuMs: cpu.slice(0, timed.length), firstMs: out[timed.length] ?? Number.NaN, firstCpuMs: cpu[timed.length] ?? Number.NaN };
 }
 
 /** Peak RSS (MiB) of `args` run by node with the probe preloaded, median of `runs`. */
