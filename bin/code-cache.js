@@ -9,7 +9,8 @@
 // and the same Node.js; V8 refuses one made under other V8 flags (then it is written again).
 // Nothing fails for want of a cache: where it cannot be written (a read-only package folder),
 // the node compiles as before. The script holds no import(): code from a cache could not run one
-// (scripts/bundle.mjs requires the packages left outside it). SHOAL_CODE_CACHE=0 loads the ES modules instead (dist/shoal.mjs).
+// (scripts/bundle.mjs requires the packages left outside it). SHOAL_CODE_CACHE=0 loads the ES
+// modules instead (dist/shoal.mjs).
 import { isAscii } from 'node:buffer';
 import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';

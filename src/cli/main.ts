@@ -2,9 +2,9 @@
 
 import { didYouMean, exitCodes, UsageError, wantsJson } from './args.ts';
 import { reportError } from './report.ts';
-import { runCommand, type Command } from './run-command.ts';
+import { runCliCommand, type Command } from './command.ts';
 
-export type { Command, Run } from './run-command.ts';
+export type { Command, Run } from './command.ts';
 
 // Commands load lazily: `shoal status` should not pay for loading the storage engine.
 export const commands: Record<string, { load: () => Promise<Command>; summary: string }> = {
@@ -88,5 +88,5 @@ export async function main(argv: string[]): Promise<number> {
   if (command === undefined) {
     return reportError('', new UsageError(`unknown command '${name}'${didYouMean(name, Object.keys(commands))}`, topUsage), json);
   }
-  return runCommand(name, rest, json, command.load);
+  return runCliCommand(name, rest, json, command.load);
 }

@@ -3,11 +3,11 @@
 // `main(['serve', ...])` of main.ts, without the rest of the command line in its source.
 
 import { wantsJson } from './args.ts';
-import { runCommand } from './run-command.ts';
+import { runCliCommand } from './command.ts';
 import { serveCommand, serveHelp } from './serve.ts';
 
 /** Runs `shoal serve` with `argv` as given to the command (its first word 'serve'). */
 export async function main(argv: string[]): Promise<number> {
   if (argv[0] !== 'serve') throw new Error(`dist/serve.cjs runs 'shoal serve' only, not ${JSON.stringify(argv[0])}: bin/shoal.js loads it for that command alone`);
-  return runCommand('serve', argv.slice(1), wantsJson(argv), async () => ({ run: serveCommand, help: serveHelp }));
+  return runCliCommand('serve', argv.slice(1), wantsJson(argv), async () => ({ run: serveCommand, help: serveHelp }));
 }

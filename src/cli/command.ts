@@ -1,4 +1,5 @@
-// Running one loaded command: its credential flags taken, its failure mapped to an exit code.
+// A command of the command line, and running one: its credential flags taken, its failure mapped
+// to an exit code (runCliCommand; not ../base/run-command.ts, which runs other programs).
 // Shared by the whole command line (main.ts) and the serve entry (serve-main.ts).
 
 import { reportError } from './report.ts';
@@ -13,7 +14,7 @@ export interface Command {
 }
 
 /** Loads and runs the command `name` with its arguments `rest`; a failure is reported and mapped to its exit code. */
-export async function runCommand(name: string, rest: string[], json: boolean, load: () => Promise<Command>): Promise<number> {
+export async function runCliCommand(name: string, rest: string[], json: boolean, load: () => Promise<Command>): Promise<number> {
   let loaded: Command | undefined;
   try {
     useCredentialFlags(takeCredentialFlags(rest));
