@@ -7,13 +7,14 @@
 //   npm run bench:ab -- --a NAME --b NAME     compare two builds
 
 import { execFileSync } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { abandonOnSignal, killAllStarted } from './lib/proc.ts';
 import { ShoalCluster } from './lib/shoal-cluster.ts';
 import { benchCollection, fill, pointOf, runRound, type PointResult, type PointRound, type PointSpec } from './lib/throughput.ts';
+import { writeRunner } from '../scripts/bundle.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const buildsDir = path.join(root, 'bench', '.builds');
@@ -119,7 +120,7 @@ async function bundle(name: string): Promise<string> {
   const dir = path.join(buildsDir, name);
   // The script empties the folder first.
   execFileSync(process.execPath, [path.join(root, 'scripts', 'bundle.mjs'), dir], { stdio: 'inherit' });
-  writeFileSync(path.join(dir, 'run.mjs'), "import { main } from './shoal.mjs';\nprocess.exitCode = await main(process.argv.slice(2));\n");
+  writeRunner(dir);
   return dir;
 }
 

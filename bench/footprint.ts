@@ -29,7 +29,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { bundle, bundleConsole } from '../scripts/bundle.mjs';
+import { bundle, bundleConsole, writeRunner } from '../scripts/bundle.mjs';
 import { EtcdCluster, etcdBinary } from './lib/etcd-cluster.ts';
 import { summariseHeapSnapshot, type HeapGroup } from './lib/heap-summary.ts';
 import { binaryPages, type BinaryPages } from './lib/binary-pages.ts';
@@ -121,8 +121,7 @@ async function build(dir = buildDir): Promise<Metafile> {
   try {
     const meta = await bundle(dir, { metafile: true });
     await bundleConsole(dir);
-    // As bin/shoal.js runs a bundle: serve from serve.cjs with its code cache, the rest from the modules.
-    writeFileSync(path.join(dir, 'run.mjs'), `import { bundleMain } from ${JSON.stringify(path.join(root, 'bin', 'code-cache.js'))};\nconst argv = process.argv.slice(2);\nprocess.exitCode = await (await bundleMain(${JSON.stringify(dir)}, argv))(argv);\n`);
+    writeRunner(dir);
     return meta;
   } finally {
     process.chdir(cwd);

@@ -12,7 +12,7 @@
 // command: 360-470 ms with them external, 270-370 ms bundled; API answering 0.47-0.51 s after
 // the process started, against 0.66-0.69 s). Bundled CommonJS code calls require() for Node's
 // own modules, so every chunk starts by defining it.
-import { copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { URL, fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -152,7 +152,7 @@ export async function bundle(outdir, { metafile = false, entry = defaultEntry, e
  * the package's dependencies, or theirs) when first used: serve.cjs is one file, and every byte
  * of it stays in a node's heap as the source of the script.
  */
-export const serveExternals = ['@peculiar/x509', 'reflect-metadata', 'tar', 'undici', '@grpc/grpc-js', '@grpc/proto-loader', 'protobufjs', 'pino-pretty'];
+const serveExternals = ['@peculiar/x509', 'reflect-metadata', 'tar', 'undici', '@grpc/grpc-js', '@grpc/proto-loader', 'protobufjs', 'pino-pretty'];
 
 /**
  * The packages left outside serve.cjs are required, also where the sources import() them: a
@@ -194,6 +194,16 @@ async function bundleServe(outdir, metafile) {
     plugins: [deferRequires, requireOutside],
   });
   return result.metafile;
+}
+
+/**
+ * OUTDIR/run.mjs: runs the build in OUTDIR as bin/shoal.js runs dist/ (bin/code-cache.js
+ * `bundleMain`: serve from serve.cjs with its code cache when built, the rest from the modules),
+ * for benchmarks that start nodes of a build (bench/ab.ts, bench/footprint.ts).
+ */
+export function writeRunner(outdir) {
+  const loader = JSON.stringify(path.join(root, 'bin', 'code-cache.js'));
+  writeFileSync(path.join(outdir, 'run.mjs'), `import { bundleMain } from ${loader};\nconst argv = process.argv.slice(2);\nprocess.exitCode = await (await bundleMain(${JSON.stringify(outdir)}, argv))(argv);\n`);
 }
 
 /** Fails the build when an output module holds a non-ASCII byte (see minifyWhitespace above). */
