@@ -12,7 +12,7 @@
 // (scripts/bundle.mjs requires the packages left outside it). SHOAL_CODE_CACHE=0 loads the ES
 // modules instead (dist/shoal.mjs).
 import { isAscii } from 'node:buffer';
-import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -24,10 +24,6 @@ const magic = 'shoal-code-cache 1';
 /** ms after the load that the cache is written, by default: the node has started by then. */
 export const writeAfterMsDefault = 5000;
 
-function cacheKey(file) {
-  const st = statSync(file, { bigint: true });
-  return `${magic} ${process.version} ${process.arch} ${st.size} ${st.mtimeNs}\n`;
-}
 
 /** The cached data of `file` in `cacheFile` if that was written for this script, else undefined. */
 function readCache(cacheFile, key) {
@@ -42,12 +38,20 @@ function readCache(cacheFile, key) {
 }
 
 /**
- * The script's text. The build writes ASCII only (scripts/bundle.mjs), which reads as Latin-1
- * without UTF-8's decoding: a few ms of the start for 3 MB; any other text is read as UTF-8.
+ * The script's text and its cache key (size and modification time), from one open file: a
+ * rebuild between the two reads cannot pair one file's key with another's text. The build
+ * writes ASCII only (scripts/bundle.mjs), which reads as Latin-1 without UTF-8's decoding: a few
+ * ms of the start for 3 MB; any other text is read as UTF-8.
  */
-function readSource(file) {
-  const bytes = readFileSync(file);
-  return bytes.toString(isAscii(bytes) ? 'latin1' : 'utf8');
+function readScript(file) {
+  const fd = openSync(file, 'r');
+  try {
+    const st = fstatSync(fd, { bigint: true });
+    const bytes = readFileSync(fd);
+    return { key: `${magic} ${process.version} ${process.arch} ${st.size} ${st.mtimeNs}\n`, source: bytes.toString(isAscii(bytes) ? 'latin1' : 'utf8') };
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**
@@ -58,10 +62,10 @@ function readSource(file) {
  * where; `onError` of a failure to write, which changes nothing else).
  */
 export function loadWithCodeCache(file, { cacheFile = `${file}.cache`, writeAfterMs = writeAfterMsDefault, onWritten, onError } = {}) {
-  const key = cacheKey(file);
+  const { key, source } = readScript(file);
   const cachedData = readCache(cacheFile, key);
   // Wrapped as Node.js wraps a CommonJS module; the read source is garbage once compiled.
-  const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {${readSource(file)}\n})`, {
+  const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {
     filename: file,
     cachedData: cachedData ?? undefined,
   });
