@@ -38,9 +38,12 @@ export function protocolOf(v: string | number | undefined): 'tcp' | 'udp' | null
   return null;
 }
 
+/** One element of a set of address . protocol . port. */
+export interface AddressPort { address: string; protocol: 'tcp' | 'udp'; port: number }
+
 /** The elements of a set of address . protocol . port (the firewall's published ports, the mesh's backends); any other protocol is left out. */
-export function addressPorts(elems: readonly (string | number)[][] | undefined): { address: string; protocol: 'tcp' | 'udp'; port: number }[] {
-  const out: { address: string; protocol: 'tcp' | 'udp'; port: number }[] = [];
+export function addressPorts(elems: readonly (string | number)[][] | undefined): AddressPort[] {
+  const out: AddressPort[] = [];
   for (const [address, proto, port] of elems ?? []) {
     const protocol = protocolOf(proto);
     if (protocol !== null) out.push({ address: String(address), protocol, port: Number(port) });

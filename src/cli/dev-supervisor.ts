@@ -22,7 +22,6 @@ const pollMs = 200;
 
 const binPath = findBin();
 
-
 /** bin/shoal.js of this package, found from this module (a source file, or the dist bundle). */
 function findBin(): string {
   const here = fileURLToPath(import.meta.url);

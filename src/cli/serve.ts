@@ -45,9 +45,9 @@ Exit codes: 0 stopped cleanly; 1 crashed (restart it); 2 invalid config; 4 data 
 storage format; 8 an address cannot be bound; 9 the join failed. A service manager must not
 restart on 2, 4, 5, 6 or 7 (docs/operations.md, "Exit codes").
 
-The command runs from dist/serve.cjs with a V8 code cache that its first start writes beside it
-(dist/serve.cjs.cache); SHOAL_CODE_CACHE=0 runs it from the ES modules instead
-(docs/operations.md, "Start-up time").`;
+From a built package the command runs from dist/serve.cjs with a V8 code cache that its first
+start writes beside it (dist/serve.cjs.cache); SHOAL_CODE_CACHE=0 runs it from the ES modules
+instead (docs/operations.md, "Start-up time").`;
 
 /** `onServing` runs once the node serves its API (shoal init prints the join command then). */
 export async function serveCommand(argv: string[], onServing?: (running: RunningNode) => void): Promise<number> {
