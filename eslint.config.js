@@ -48,6 +48,17 @@ export default tseslint.config(
     },
   },
   {
+    // One order for text (src/base/order.ts): by code unit, the same on every machine and Node.js;
+    // localeCompare's depends on ICU, and its first call costs a node's start and memory.
+    // Before the src/raft/ block, whose own no-restricted-properties replaces this one there.
+    files: ['src/**/*.ts', 'net/**/*.ts', 'transport/**/*.ts', 'fsm/**/*.ts'],
+    rules: {
+      'no-restricted-properties': ['error',
+        { property: 'localeCompare', message: 'Order text with compareText or compareNatural (src/base/order.ts): the same on every machine.' },
+      ],
+    },
+  },
+  {
     files: ['src/raft/**/*.ts'],
     ignores: ['src/raft/**/*.test.ts'],
     rules: {

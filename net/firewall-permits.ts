@@ -11,6 +11,7 @@
 import { matchesConstraint, type ConstraintSubject } from '../src/resources/spec/constraint.ts';
 import type { FirewallPolicySpec, PortRule, Selector } from '../src/resources/spec/network-spec.ts';
 import type { PortSpec } from '../src/resources/spec/service-spec.ts';
+import { compareText } from '../src/base/order.ts';
 
 export interface FirewallNetwork {
   name: string;
@@ -116,7 +117,7 @@ function publishedOf(input: PermitInput): Published[] {
       }
     }
   }
-  return [...out.values()].sort((a, b) => compareAddress(a.address, b.address) || a.protocol.localeCompare(b.protocol) || a.port - b.port);
+  return [...out.values()].sort((a, b) => compareAddress(a.address, b.address) || compareText(a.protocol, b.protocol) || a.port - b.port);
 }
 
 function compareAddress(a: string, b: string): number {
@@ -125,7 +126,7 @@ function compareAddress(a: string, b: string): number {
 }
 
 export function comparePermits(a: Permit, b: Permit): number {
-  return compareAddress(a.from, b.from) || compareAddress(a.to, b.to) || a.protocol.localeCompare(b.protocol) || a.port - b.port;
+  return compareAddress(a.from, b.from) || compareAddress(a.to, b.to) || compareText(a.protocol, b.protocol) || a.port - b.port;
 }
 
 /** The permits in `before` that `after` no longer has: the connections they allowed must end. */

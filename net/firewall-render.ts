@@ -22,6 +22,7 @@
 
 import { ingressCtMark } from './ingress-marks.ts';
 import { firewallPermits, type FirewallNetwork, type PermitInput, type Permit, type Published } from './firewall-permits.ts';
+import { compareText } from '../src/base/order.ts';
 
 export interface FirewallRenderInput extends PermitInput {
   /** The leader term and store revision of the committed state rendered. */
@@ -76,7 +77,7 @@ function set(name: string, type: string, elements: readonly string[], flags = ''
 export function renderFirewall(input: FirewallRenderInput): RenderedFirewall {
   const { permits, published } = firewallPermits(input);
   const management = [...new Set([sshPort, ...input.managementPorts])].sort((a, b) => a - b);
-  const networks = [...input.networks].sort((a, b) => a.name.localeCompare(b.name));
+  const networks = [...input.networks].sort((a, b) => compareText(a.name, b.name));
   const internal = networks.filter((n) => n.internal);
   const comment = appliedComment(input.node.id, input.term, input.revision);
   const lines = [

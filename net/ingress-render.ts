@@ -39,6 +39,7 @@
 
 import { acceptMark } from './firewall-render.ts';
 import { ingressCtMark } from './ingress-marks.ts';
+import { compareText } from '../src/base/order.ts';
 
 export const ingressTableFamily = 'ip';
 export const ingressTableName = 'shoal-ingress';
@@ -133,7 +134,7 @@ const byAddress = (a: string, b: string): number => addressValue(a) - addressVal
 
 /** One route per (protocol, published port): the older service keeps a port claimed twice. */
 function routesOf(input: IngressRenderInput): { routes: Route[]; conflicts: RenderedIngress['conflicts']; truncated: string[] } {
-  const services = [...input.services].sort((a, b) => a.createdAt - b.createdAt || a.name.localeCompare(b.name));
+  const services = [...input.services].sort((a, b) => a.createdAt - b.createdAt || compareText(a.name, b.name));
   const routes = new Map<string, Route>();
   const conflicts: RenderedIngress['conflicts'] = [];
   const truncated = new Set<string>();
@@ -158,7 +159,7 @@ function routesOf(input: IngressRenderInput): { routes: Route[]; conflicts: Rend
       routes.set(key, { service: s.name, protocol: p.protocol, published: p.published, target: p.target, backends: backends.slice(0, ingressBackendsMax), held: held.slice(0, ingressBackendsMax), local });
     }
   }
-  const sorted = [...routes.values()].sort((a, b) => a.protocol.localeCompare(b.protocol) || a.published - b.published);
+  const sorted = [...routes.values()].sort((a, b) => compareText(a.protocol, b.protocol) || a.published - b.published);
   return { routes: sorted, conflicts, truncated: [...truncated] };
 }
 
@@ -203,10 +204,10 @@ export function renderIngress(input: IngressRenderInput): RenderedIngress {
   const comment = ingressAppliedComment(input.nodeId, input.term, input.revision);
   const backends = live.flatMap((r) => r.held.map((address) => ({ address, protocol: r.protocol, port: r.target })));
   const uniq = [...new Map(backends.map((b) => [`${b.address} ${b.protocol} ${b.port}`, b])).values()]
-    .sort((a, b) => byAddress(a.address, b.address) || a.protocol.localeCompare(b.protocol) || a.port - b.port);
+    .sort((a, b) => byAddress(a.address, b.address) || compareText(a.protocol, b.protocol) || a.port - b.port);
   const localBackends = [...new Map(live.filter((r) => r.local).flatMap((r) => r.backends.map((address) => ({ address, protocol: r.protocol, port: r.target })))
     .map((b) => [`${b.address} ${b.protocol} ${b.port}`, b])).values()]
-    .sort((a, b) => byAddress(a.address, b.address) || a.protocol.localeCompare(b.protocol) || a.port - b.port);
+    .sort((a, b) => byAddress(a.address, b.address) || compareText(a.protocol, b.protocol) || a.port - b.port);
   const fromOutside = input.subnets.length === 0 ? '' : `ip saddr != { ${input.subnets.join(', ')} } `;
   const lines = [
     `table ${ingressTableFamily} ${ingressTableName}`,

@@ -31,6 +31,7 @@ import { decideAndWrite } from './control-write.ts';
 import { noQuery } from './request-schemas.ts';
 import { noKeyringYet, sealerFor } from './secrets-routes.ts';
 import { validate } from './validate.ts';
+import { compareText } from '../base/order.ts';
 
 export const backupTargetParams = z.object({
   name: z.string().regex(backupTargetNamePattern, 'must be a target name: lower-case letters, digits and -, starting with a letter, at most 32'),
@@ -161,7 +162,7 @@ export const backupRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app,
   app.get('/v1/backup-targets', { config: { role: 'reader' } }, async (req) => {
     validate({ query: [noQuery, req.query] });
     await ctx.node.readBarrier();
-    return { items: readTargets(ctx.store).sort((a, b) => a.name.localeCompare(b.name)).map((t) => viewOf(ctx, t)) };
+    return { items: readTargets(ctx.store).sort((a, b) => compareText(a.name, b.name)).map((t) => viewOf(ctx, t)) };
   });
 
   app.delete('/v1/backup-targets/:name', { config: { role: 'admin' } }, async (req) => {

@@ -18,6 +18,7 @@ import { ShoalError } from '../errors.ts';
 import { stackOfSource } from '../resources/stacks.ts';
 import type { ApiContext } from './context.ts';
 import { readBarrier } from './docs-routes.ts';
+import { compareText } from '../base/order.ts';
 
 const readers = new WeakMap<DocumentStore, ControlStateReader>();
 
@@ -201,7 +202,7 @@ export function nodeViews(state: ControlState): NodeView[] {
       id: n.value.id, name: n.value.name, rev: n.rev, record: n.value, tasks: [...state.tasks.values()].filter((t) => t.value.nodeId === n.value.id && t.value.desired === 'running').length,
       running: running.get(n.value.id) ?? 0, reserved: { cpuMillis: u?.cpuMillis ?? 0, memoryBytes: u?.memoryBytes ?? 0 },
     };
-  }).sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
+  }).sort((a, b) => compareText(a.name, b.name) || compareText(a.id, b.id));
 }
 
 export function findService(state: ControlState, name: string): Versioned<ServiceRecord> {

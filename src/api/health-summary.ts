@@ -11,6 +11,7 @@ import type { ClusterView } from './cluster-routes.ts';
 import type { ServiceStatus } from './control-views.ts';
 import type { SeriesWindow } from './series-ring.ts';
 import type { NodeSeriesName } from './series-sampler.ts';
+import { compareText } from '../base/order.ts';
 
 export interface SummaryAlert {
   /** The rule's name in docs/monitoring/shoal-rules.yml. */
@@ -126,10 +127,10 @@ export function healthSummary({ cluster, state, statuses, series, now }: Summary
     term: cluster.term,
     quorum: quorumOf(cluster),
     nodesNotReady: [...state.nodes.values()].map((n) => n.value).filter((n) => n.state !== 'ready')
-      .map((n) => ({ id: n.id, name: n.name, state: n.state, availability: n.availability })).sort((a, b) => a.name.localeCompare(b.name)),
+      .map((n) => ({ id: n.id, name: n.name, state: n.state, availability: n.availability })).sort((a, b) => compareText(a.name, b.name)),
     membersUnreachable: cluster.members.filter((m) => m.health === 'unreachable').map((m) => ({ id: m.id, name: m.name })),
     servicesNotConverged: [...statuses.entries()].filter(([, st]) => !st.converged)
-      .map(([n, st]) => ({ name: n, running: st.running, desired: st.desired, pending: st.pending, updating: st.updating })).sort((a, b) => a.name.localeCompare(b.name)),
+      .map(([n, st]) => ({ name: n, running: st.running, desired: st.desired, pending: st.pending, updating: st.updating })).sort((a, b) => compareText(a.name, b.name)),
     failingTasks: failing.slice(0, failingTasksMax),
     failingTasksTotal: failing.length,
   };

@@ -20,6 +20,7 @@ import { readControl, readLocal } from './control-views.ts';
 import { decideAndWrite } from './control-write.ts';
 import { noQuery } from './request-schemas.ts';
 import { validate } from './validate.ts';
+import { compareText } from '../base/order.ts';
 
 export const jobParams = z.object({ name: serviceNameSchema }).strict();
 export const jobRunBody = z.union([z.undefined(), z.object({}).strict()]);
@@ -88,7 +89,7 @@ export const jobsRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, {
     const v = validate({ query: [readOnlyQuery, req.query] });
     const state = await readControl(ctx, v.query.consistency);
     const now = ctx.node.logTimeNow();
-    const items = [...(state.jobs?.values() ?? [])].map((j) => jobView(state, j.value, now)).sort((a, b) => a.name.localeCompare(b.name));
+    const items = [...(state.jobs?.values() ?? [])].map((j) => jobView(state, j.value, now)).sort((a, b) => compareText(a.name, b.name));
     // The answering node's view of the clocks: the leader's says whether scheduled runs are held.
     return { items, rev: state.revision, ...(ctx.jobClock !== undefined ? { clock: ctx.jobClock() } : {}) };
   });

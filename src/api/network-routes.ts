@@ -17,6 +17,7 @@ import { readControl } from './control-views.ts';
 import { decideAndWrite } from './control-write.ts';
 import { noQuery } from './request-schemas.ts';
 import { validate } from './validate.ts';
+import { compareText } from '../base/order.ts';
 
 export const networkParams = z.object({ name: serviceNameSchema }).strict();
 
@@ -48,7 +49,7 @@ export const networkRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app
     const v = validate({ query: [readOnlyQuery, req.query] });
     const state = await readControl(ctx, v.query.consistency);
     const nets = readNetworkState(ctx.store);
-    return { items: [...nets.networks.values()].map((n) => networkView(state, n)).sort((a, b) => a.name.localeCompare(b.name)), rev: state.revision };
+    return { items: [...nets.networks.values()].map((n) => networkView(state, n)).sort((a, b) => compareText(a.name, b.name)), rev: state.revision };
   });
 
   app.get('/v1/networks/:name', { config: { role: 'reader' } }, async (req) => {

@@ -29,6 +29,7 @@ import { servicesCollection } from '../resources/collections.ts';
 import { principalOf } from './write-path.ts';
 import { noQuery } from './request-schemas.ts';
 import { validate } from './validate.ts';
+import { compareNatural, compareText } from '../base/order.ts';
 
 function viewOf(state: ControlState, id: string): NodeView | null {
   return nodeViews(state).find((n) => n.id === id) ?? null;
@@ -114,7 +115,7 @@ export const nodesRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, 
     const state = await readControl(ctx, v.query.consistency);
     const n = findNode(state, v.params.ref);
     const tasks = [...state.tasks.values()].filter((t) => t.value.nodeId === n.value.id).map((t) => taskItem(state, t))
-      .sort((a, b) => a.service.localeCompare(b.service) || String(a.slot).localeCompare(String(b.slot), undefined, { numeric: true }) || a.record.createdAt - b.record.createdAt);
+      .sort((a, b) => compareText(a.service, b.service) || compareNatural(String(a.slot), String(b.slot)) || a.record.createdAt - b.record.createdAt);
     return { node: viewOf(state, n.value.id), tasks, rev: state.revision };
   });
 

@@ -14,6 +14,7 @@ import { decideAndWrite } from './control-write.ts';
 import { networkParams } from './network-routes.ts';
 import { noQuery } from './request-schemas.ts';
 import { validate } from './validate.ts';
+import { compareText } from '../base/order.ts';
 
 export interface PolicyView {
   name: string;
@@ -34,7 +35,7 @@ export const policyRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app,
     const v = validate({ query: [readOnlyQuery, req.query] });
     const state = await readControl(ctx, v.query.consistency);
     const nets = readNetworkState(ctx.store);
-    return { items: [...nets.policies.values()].map(view).sort((a, b) => a.name.localeCompare(b.name)), rev: state.revision };
+    return { items: [...nets.policies.values()].map(view).sort((a, b) => compareText(a.name, b.name)), rev: state.revision };
   });
 
   app.get('/v1/firewall-policies/:name', { config: { role: 'reader' } }, async (req) => {

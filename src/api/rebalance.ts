@@ -28,6 +28,7 @@ import { schedule } from '../control/scheduler/schedule.ts';
 import type { TaskWithSpec } from '../control/scheduler/types.ts';
 import { tasksOf, type ControlState, type Versioned } from '../resources/state.ts';
 import { isTerminal, viewOf } from '../resources/task-view.ts';
+import { compareNatural, compareText } from '../base/order.ts';
 
 export interface NodeCount {
   nodeId: string;
@@ -89,7 +90,7 @@ export function planRebalance(state: ControlState, svc: ServiceRecord, opts: { f
   const placed = placedTasks(state);
   const counts = countsOf(state, placed, svc.name);
   const nodes = [...state.nodes.values()].map((n) => n.value);
-  const shown = nodes.map((n) => ({ nodeId: n.id, nodeName: n.name, tasks: counts.get(n.id) ?? 0 })).sort((a, b) => a.nodeName.localeCompare(b.nodeName) || a.nodeId.localeCompare(b.nodeId));
+  const shown = nodes.map((n) => ({ nodeId: n.id, nodeName: n.name, tasks: counts.get(n.id) ?? 0 })).sort((a, b) => compareText(a.nodeName, b.nodeName) || compareText(a.nodeId, b.nodeId));
   const budget = assessBudget(state, svc);
   const still = (stateName: 'balanced' | 'settling' | 'waiting', reason: string): RebalanceStep => ({ state: stateName, reason, move: null, counts: shown, budget, forced: false });
   if (svc.spec.mode === 'global') return still('balanced', 'a global service runs one task on each eligible node');
@@ -122,7 +123,7 @@ export function planRebalance(state: ControlState, svc: ServiceRecord, opts: { f
 function compareNames(byNode: ReadonlyMap<string, NodeRecord>, a: TaskRecord, b: TaskRecord): number {
   const an = byNode.get(a.nodeId ?? '')?.name ?? '';
   const bn = byNode.get(b.nodeId ?? '')?.name ?? '';
-  return an.localeCompare(bn) || String(a.slot).localeCompare(String(b.slot), undefined, { numeric: true });
+  return compareText(an, bn) || compareNatural(String(a.slot), String(b.slot));
 }
 
 /** Where the scheduler would place `task` if it were pending now (the other tasks where they are). */

@@ -25,6 +25,7 @@ import { decideAndWrite } from './control-write.ts';
 import { noQuery } from './request-schemas.ts';
 import { noKeyringYet, sealerFor } from './secrets-routes.ts';
 import { validate } from './validate.ts';
+import { compareText } from '../base/order.ts';
 
 export const registryParams = z.object({
   host: z.string().max(260).regex(registryHostPattern, 'must be a registry host as docker login takes it (ghcr.io, registry.lan:5000, 10.0.0.5:5000)'),
@@ -95,7 +96,7 @@ export const registriesRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (
       if (r.success) items.push(viewOf({ value: r.data, rev: d.rev }));
       else ctx.node.log.warn(`${registriesCollection}/${d.id} (rev ${d.rev}) is not a valid registry login and is not shown`);
     }
-    return { items: items.sort((a, b) => a.host.localeCompare(b.host)), rev: state.revision };
+    return { items: items.sort((a, b) => compareText(a.host, b.host)), rev: state.revision };
   });
 
   app.delete('/v1/registries/:host', { config: { role: 'operator' } }, async (req) => {

@@ -26,6 +26,7 @@ import { readControl } from './control-views.ts';
 import { decideAndWrite } from './control-write.ts';
 import { noQuery } from './request-schemas.ts';
 import { validate } from './validate.ts';
+import { compareText } from '../base/order.ts';
 
 export const secretParams = z.object({
   name: z.string().regex(secretNamePattern, 'must be a secret name (a DNS label: lower-case letters, digits and -, starting with a letter)')
@@ -134,7 +135,7 @@ export const secretsRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app
   app.get('/v1/secrets', { config: { role: 'reader' } }, async (req) => {
     const v = validate({ query: [readOnlyQuery, req.query] });
     const state = await readControl(ctx, v.query.consistency);
-    const items = readSecrets(ctx).map((s) => viewOf(state, s)).sort((a, b) => a.name.localeCompare(b.name));
+    const items = readSecrets(ctx).map((s) => viewOf(state, s)).sort((a, b) => compareText(a.name, b.name));
     return { items, rev: state.revision };
   });
 

@@ -23,6 +23,7 @@ import { decideAndWrite } from './control-write.ts';
 import { planRebalance, rebalancePlan, type NodeCount } from './rebalance.ts';
 import { badRequest, validate } from './validate.ts';
 import { noQuery } from './request-schemas.ts';
+import { compareText } from '../base/order.ts';
 
 /** The service as it is on this node once a write has applied here (null if it is gone). */
 function after(ctx: ApiContext, name: string): ServiceView | null {
@@ -32,7 +33,7 @@ function after(ctx: ApiContext, name: string): ServiceView | null {
 }
 
 function serviceList(state: ControlState, now: number): ServiceView[] {
-  return [...state.services.values()].map((s) => serviceView(state, s, now)).sort((a, b) => a.name.localeCompare(b.name));
+  return [...state.services.values()].map((s) => serviceView(state, s, now)).sort((a, b) => compareText(a.name, b.name));
 }
 
 export interface RebalanceAnswer {

@@ -36,6 +36,7 @@ import { noQuery } from './request-schemas.ts';
 import { noKeyringYet, sealerFor } from './secrets-routes.ts';
 import { validate } from './validate.ts';
 import { resolveImages, resolveJobImages, resolveModeDefault, withImagePlatforms, type ImageResolution, type ResolveMode } from './image-resolution.ts';
+import { compareText } from '../base/order.ts';
 
 export const stackParams = z.object({
   name: z.string().regex(stackNamePattern, 'must be a stack name (lower-case letters, digits and -, starting with a letter, at most 32 characters)'),
@@ -477,7 +478,7 @@ export const stackRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app, 
       const r = stackRecordSchema.safeParse(d.doc);
       if (r.success) items.push(viewOf(state, { value: r.data, rev: d.rev }));
     }
-    return { items: items.sort((a, b) => a.name.localeCompare(b.name)), rev: state.revision };
+    return { items: items.sort((a, b) => compareText(a.name, b.name)), rev: state.revision };
   });
 
   app.get('/v1/stacks/:name', { config: { role: 'reader' } }, async (req) => {

@@ -5,6 +5,8 @@
 // The console's Services view and `shoal service ps` (without --all) both show this order.
 // Pure: no clock, no store.
 
+import { compareNatural, compareText } from '../base/order.ts';
+
 /** What ordering needs of a task: the API's TaskItem, and the CLI's parse of it, both fit. */
 export interface OrderedTask {
   id: string;
@@ -32,11 +34,11 @@ export interface SlotRow<T extends OrderedTask = OrderedTask> {
 
 /** Slot keys compare as people count: 2 before 10; a global service's node ids as text. */
 export function compareSlotKeys(a: number | string, b: number | string): number {
-  return String(a).localeCompare(String(b), undefined, { numeric: true });
+  return compareNatural(String(a), String(b));
 }
 
 function newestFirst(a: OrderedTask, b: OrderedTask): number {
-  return b.record.createdAt - a.record.createdAt || a.id.localeCompare(b.id);
+  return b.record.createdAt - a.record.createdAt || compareText(a.id, b.id);
 }
 
 /** The slots of the given tasks (of one or more services), current ones first. */
@@ -56,7 +58,7 @@ export function slotRows<T extends OrderedTask>(tasks: readonly T[]): Array<Slot
     const first = sorted[0] as T;
     rows.push({ service: first.service, slot: first.slot, current, earlier: sorted.filter((t) => !current.includes(t)), live: running.length > 0 });
   }
-  return rows.sort((a, b) => Number(b.live) - Number(a.live) || a.service.localeCompare(b.service) || compareSlotKeys(a.slot, b.slot));
+  return rows.sort((a, b) => Number(b.live) - Number(a.live) || compareText(a.service, b.service) || compareSlotKeys(a.slot, b.slot));
 }
 
 /**

@@ -38,6 +38,7 @@ import { readBarrier } from './docs-routes.ts';
 import type { PeerHttp } from './peer-http.ts';
 import { noQuery } from './request-schemas.ts';
 import { validate } from './validate.ts';
+import { compareText } from '../base/order.ts';
 
 export const incrementHeader = 'x-shoal-increment';
 export const streamHeader = 'x-shoal-stream';
@@ -102,7 +103,7 @@ export function volumeView(rec: VolumeRecord, rev: number, nowMs: number): Volum
     newest: newest === null || newestAt === null ? null : { version: versionName(newest), nodes: holdersOf(rec, newest), atMs: newestAt, ageMs: Math.max(0, nowMs - newestAt) },
     restoring: last === undefined ? (rec.held.length > 0 ? { version: null } : null) : last.node === restoreWriter ? { version: last.base === null ? null : versionName(last.base) } : null,
     lastError: rec.lastError,
-    held: [...rec.held].sort((a, b) => b.version.seq - a.version.seq || a.node.localeCompare(b.node))
+    held: [...rec.held].sort((a, b) => b.version.seq - a.version.seq || compareText(a.node, b.node))
       .map((c) => ({ node: c.node, version: versionName(c.version), atMs: c.atMs, state: inLine(rec, c.version) ? 'complete' as const : 'diverged' as const })),
     diverged: divergedCopies(rec).length,
     removing: (rec.removing ?? []).map((r) => ({ node: r.node, version: versionName(r.version) })),
@@ -224,7 +225,7 @@ export const volumeRoutes: FastifyPluginAsync<{ ctx: ApiContext }> = async (app,
       const r = volumeRecordSchema.safeParse(d.doc);
       if (r.success) items.push(volumeView(r.data, d.rev, now));
     }
-    items.sort((a, b) => a.name.localeCompare(b.name));
+    items.sort((a, b) => compareText(a.name, b.name));
     return { items, rev: ctx.store.revision };
   });
 

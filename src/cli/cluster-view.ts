@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import type { ClusterView } from '../api/cluster-routes.ts';
 import { request } from './client.ts';
+import { compareText } from '../base/order.ts';
 
 const memberSchema = z.object({
   id: z.string(), name: z.string(), peerAddress: z.string(), apiAddress: z.string(), role: z.enum(['voter', 'learner']),
@@ -41,7 +42,7 @@ export function label(m: { id: string; name: string }): string {
 }
 
 export function byName<T extends { id: string; name: string }>(members: readonly T[]): T[] {
-  return [...members].sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
+  return [...members].sort((a, b) => compareText(a.name, b.name) || compareText(a.id, b.id));
 }
 
 /** The members' versions when they differ (a rolling upgrade in progress), else undefined. */

@@ -5,6 +5,7 @@ import { formatCpu, formatMemory } from '../resources/spec/quantity.ts';
 import type { NodeView, ServiceView, TaskItem } from './control-api.ts';
 import { currentFirst } from '../api/task-order.ts';
 import { stackOfSource } from '../resources/stacks.ts';
+import { compareNatural, compareText } from '../base/order.ts';
 
 /** Longest message shown in a table cell when the output is not a terminal; --no-trunc and --json show the whole text. */
 const cellCharsMax = 80;
@@ -63,7 +64,7 @@ export function terminalColumns(): number | null {
 }
 
 export function compareSlots(a: number | string, b: number | string): number {
-  return String(a).localeCompare(String(b), undefined, { numeric: true });
+  return compareNatural(String(a), String(b));
 }
 
 /** `3/3`; `2/3 (1 unreachable, 1 pending)`; during an update `1/3 (3 serving)`, the old tasks counted in serving. */
@@ -84,7 +85,7 @@ export function updateText(v: ServiceView): string {
 export const serviceHead = ['NAME', 'MODE', 'REPLICAS', 'IMAGE', 'VERSION', 'UPDATE', 'STACK'];
 
 export function serviceRows(items: readonly ServiceView[]): string[][] {
-  return [...items].sort((a, b) => a.name.localeCompare(b.name)).map((v) => [
+  return [...items].sort((a, b) => compareText(a.name, b.name)).map((v) => [
     // The stack from the record's source, so a server of an earlier release (no `stack` in its view) lists it too.
     v.name, v.record.spec.mode, replicasText(v), v.record.spec.image, String(v.record.specVersion), updateText(v), stackOfSource(typeof v.record.source === 'string' ? v.record.source : null) ?? '-',
   ]);
@@ -104,8 +105,8 @@ export function observedText(t: TaskItem): string {
 
 /** Slot order, the current task of a slot first, then its history. */
 export function sortTasks(tasks: readonly TaskItem[]): TaskItem[] {
-  return [...tasks].sort((a, b) => a.service.localeCompare(b.service) || compareSlots(a.slot, b.slot)
-    || (a.desired === b.desired ? 0 : a.desired === 'running' ? -1 : 1) || b.record.createdAt - a.record.createdAt || a.id.localeCompare(b.id));
+  return [...tasks].sort((a, b) => compareText(a.service, b.service) || compareSlots(a.slot, b.slot)
+    || (a.desired === b.desired ? 0 : a.desired === 'running' ? -1 : 1) || b.record.createdAt - a.record.createdAt || compareText(a.id, b.id));
 }
 
 export const psHead = ['SLOT', 'TASK', 'NODE', 'DESIRED', 'OBSERVED', 'VERSION', 'MESSAGE'];
@@ -128,14 +129,14 @@ export function taskRows(tasks: readonly TaskItem[]): string[][] {
 }
 
 export function labelsText(labels: Record<string, string>): string {
-  const pairs = Object.entries(labels).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}=${v}`);
+  const pairs = Object.entries(labels).sort(([a], [b]) => compareText(a, b)).map(([k, v]) => `${k}=${v}`);
   return pairs.length === 0 ? '-' : pairs.join(',');
 }
 
 export const nodeHead = ['NAME', 'ID', 'STATE', 'AVAILABILITY', 'RUNTIME', 'TASKS', 'CPU', 'MEMORY', 'LABELS', 'VERSION'];
 
 export function nodeRows(items: readonly NodeView[]): string[][] {
-  return [...items].sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id)).map((n) => [
+  return [...items].sort((a, b) => compareText(a.name, b.name) || compareText(a.id, b.id)).map((n) => [
     n.name, n.id, n.record.state, n.record.availability, n.record.runtime.status, String(n.tasks),
     `${formatCpu(n.reserved.cpuMillis)}/${formatCpu(n.record.capacity.cpuMillis)}`,
     `${formatMemory(n.reserved.memoryBytes)}/${formatMemory(n.record.capacity.memoryBytes)}`,

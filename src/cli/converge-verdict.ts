@@ -13,6 +13,7 @@
 import { notRestartedNote } from '../control/restart-policy.ts';
 import type { ServiceView, TaskItem } from './control-api.ts';
 import { compareSlots, serviceProgress } from './control-format.ts';
+import { compareText } from '../base/order.ts';
 
 /** Failed attempts in a row, in every slot, all the same way, after which the wait stops (docs/cli.md). */
 export const sameFailureAttempts = 2;
@@ -81,7 +82,7 @@ function wantedSlots(view: ServiceView, tasks: readonly TaskItem[]): TaskItem[][
   for (const t of tasks) bySlot.set(String(t.slot), [...(bySlot.get(String(t.slot)) ?? []), t]);
   const out: TaskItem[][] = [];
   for (const [slot, ts] of [...bySlot].sort(([a], [b]) => compareSlots(a, b))) {
-    ts.sort((a, b) => b.record.createdAt - a.record.createdAt || b.id.localeCompare(a.id));
+    ts.sort((a, b) => b.record.createdAt - a.record.createdAt || compareText(b.id, a.id));
     if (view.record.spec.mode === 'replicated' && Number(slot) > view.status.desired) continue;
     const newest = ts[0];
     if (newest !== undefined && (newest.desired === 'running' || newest.observed === 'failed')) out.push(ts);

@@ -11,6 +11,7 @@ import { tableText } from './control-format.ts';
 import { oneName } from './control-args.ts';
 import { commonFlags, help } from './doc-common.ts';
 import { clientExitCodes, commonFlagsHelp, commonFlagsText, groupHelp, runGroup, type Group } from './group.ts';
+import { compareText } from '../base/order.ts';
 
 const enc = encodeURIComponent;
 const readFlags = { ...commonFlags, stale: { type: 'boolean', default: false } } as const;
@@ -142,7 +143,7 @@ export const networkGroup = resourceGroup<NetworkItem>({
   row: (n) => [n.name, n.record.spec.subnet, n.record.spec.internal ? 'yes' : 'no', String(Object.keys(n.slices).length), String(n.addresses), n.services.join(',') || '-'],
   inspect: (n) => {
     const s = n.record.spec;
-    const slices = Object.entries(n.slices).sort(([a], [b]) => a.localeCompare(b)).map(([node, cidr]) => `  ${node}: ${cidr}`);
+    const slices = Object.entries(n.slices).sort(([a], [b]) => compareText(a, b)).map(([node, cidr]) => `  ${node}: ${cidr}`);
     return `network  ${n.name}   rev ${n.rev}\nservices ${n.services.join(', ') || '(none)'}\nslices (each node's /${s.slicePrefix}):\n${slices.join('\n') || '  (none yet)'}\naddresses ${n.addresses}\n---\n${stringify({ apiVersion: 'shoal/v1', kind: 'Network', name: s.name, subnet: s.subnet, internal: s.internal })}`;
   },
   removed: 'its bridges and addresses go on every node',

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { formatMemory } from '../resources/spec/quantity.ts';
 import type { NodeView } from './control-api.ts';
 import { tableText } from './control-format.ts';
+import { compareText } from '../base/order.ts';
 
 /** A peer whose latest handshake is older than this (or who never had one) is reported. */
 export const handshakeStaleMs = 5 * 60_000;
@@ -44,7 +45,7 @@ function stale(latest: number | null, nowMs: number): boolean {
 export function meshRows(items: readonly NodeView[], nowMs: number): string[][] {
   const names = new Map(items.map((n) => [n.id, n.name]));
   const rows: string[][] = [];
-  for (const n of [...items].sort((a, b) => a.name.localeCompare(b.name))) {
+  for (const n of [...items].sort((a, b) => compareText(a.name, b.name))) {
     const m = meshOf(n);
     if (m === null) continue;
     const head = [n.name, m.address ?? 'pending', m.endpoint];

@@ -72,7 +72,7 @@ export async function serveCommand(argv: string[], onServing?: (running: Running
   const componentsMs = performance.now();
   const running = await startNode(config, log, { drillActions: true, peers });
   log.info(`node ${running.identity.name} (${running.identity.id}) serving the API on ${running.apiScheme}://${running.apiAddress}, `
-    + startUpLine(codeMs, componentsMs, performance.now(), running.startTimes));
+    + startUpLine(codeMs, componentsMs, performance.now(), running.startTimes, cpuMs()));
   const allocator = allocatorLine(allocatorInUse());
   if (allocator !== undefined) log.info(allocator);
   onServing?.(running);
@@ -119,4 +119,10 @@ export function parsePeers(value: string): string[] {
     if (problem !== undefined) throw new UsageError(`--peers: '${a}': ${problem}`);
   }
   return list;
+}
+
+/** CPU the process has used since it started, every thread, in ms. */
+function cpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
 }

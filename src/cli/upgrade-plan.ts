@@ -2,6 +2,8 @@
 // followers first, by name, the leader last, so leadership moves once, at the end. Pure: the
 // walk (upgrade-walk.ts) asks the nodes, this decides.
 
+import { compareNatural, compareText } from '../base/order.ts';
+
 /** What one node says of its releases (GET /v1/upgrade), with its place in the cluster. */
 export interface NodeReleases {
   id: string;
@@ -48,18 +50,18 @@ export function compareVersions(a: string, b: string): number {
   for (let i = 0; i < Math.max(x.main.length, y.main.length); i++) {
     const p = x.main[i] ?? '0';
     const q = y.main[i] ?? '0';
-    const d = /^\d+$/.test(p) && /^\d+$/.test(q) ? Number(p) - Number(q) : p.localeCompare(q);
+    const d = /^\d+$/.test(p) && /^\d+$/.test(q) ? Number(p) - Number(q) : compareText(p, q);
     if (d !== 0) return d;
   }
   if (x.pre === y.pre) return 0;
   if (x.pre === undefined) return 1;
   if (y.pre === undefined) return -1;
-  return x.pre.localeCompare(y.pre, 'en', { numeric: true });
+  return compareNatural(x.pre, y.pre);
 }
 
 /** Followers by name, then the leader. */
 export function walkOrder(nodes: readonly NodeReleases[], leader: string | null): NodeReleases[] {
-  const sorted = [...nodes].sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
+  const sorted = [...nodes].sort((a, b) => compareText(a.name, b.name) || compareText(a.id, b.id));
   return [...sorted.filter((n) => n.id !== leader), ...sorted.filter((n) => n.id === leader)];
 }
 

@@ -8,6 +8,7 @@ import { read } from './control-api.ts';
 import { tableText } from './control-format.ts';
 import { commonFlags, help } from './doc-common.ts';
 import { clientExitCodes, commonFlagsHelp, groupHelp, runGroup, type Group } from './group.ts';
+import { compareNatural } from '../base/order.ts';
 
 const vipViewSchema = z.object({
   address: z.string(),
@@ -59,7 +60,7 @@ const readFlags = { ...commonFlags, stale: { type: 'boolean', default: false } }
 
 /** The table `vip ls` prints (exported for its test). */
 export function vipTable(items: z.infer<typeof vipViewSchema>[], nowMs: number): string {
-  const rows = [...items].sort((a, b) => a.address.localeCompare(b.address, 'en', { numeric: true })).map((v) => {
+  const rows = [...items].sort((a, b) => compareNatural(a.address, b.address)).map((v) => {
     const holder = v.holder === null ? '-' : `${v.holder.name ?? v.holder.id}${v.released ? ' (released)' : ''}`;
     const since = `${new Date(v.since).toISOString()} (${Math.max(0, Math.round((nowMs - v.since) / 1000))}s ago)`;
     const left = v.holder === null || v.leaseLeftMs === null ? '-' : `${(v.leaseLeftMs / 1000).toFixed(1)}s`;

@@ -11,6 +11,7 @@ import { oneName } from './control-args.ts';
 import { tableText } from './control-format.ts';
 import { commonFlags, help } from './doc-common.ts';
 import { clientExitCodes, commonFlagsHelp, groupHelp, runGroup, type Group } from './group.ts';
+import { compareText } from '../base/order.ts';
 
 const copySchema = z.object({ node: z.string(), version: z.string(), atMs: z.number(), state: z.string() }).loose();
 const volumeSchema = z.object({
@@ -133,7 +134,7 @@ function every(ms: number): string {
 
 /** The table `volume ls` prints (exported for its test). */
 export function volumeTable(items: readonly VolumeItem[]): string {
-  const rows = [...items].sort((a, b) => a.name.localeCompare(b.name)).map((v) => [
+  const rows = [...items].sort((a, b) => compareText(a.name, b.name)).map((v) => [
     v.name, v.service, v.writer === null ? (v.restoring !== null ? `- (restoring ${v.restoring.version ?? 'empty'})` : '-') : v.writer.node,
     v.newest === null ? '-' : v.newest.version, v.newest === null ? '-' : v.newest.nodes.join(','), v.newest === null ? '-' : age(v.newest.ageMs),
     `${v.copies} every ${every(v.everyMs)}`, v.lastError === null ? '-' : v.lastError.message.slice(0, 60),

@@ -24,6 +24,7 @@ import type { ServiceSpec } from '../resources/spec/service-spec.ts';
 import { tasksOf, type ControlState } from '../resources/state.ts';
 import { isTerminal, viewOf, type TaskView } from '../resources/task-view.ts';
 import { eligibleNodes } from './scheduler/eligible-nodes.ts';
+import { compareNatural, compareText } from '../base/order.ts';
 
 /** One slot that is unavailable now, and why, for people: `node n2 down`, `starting on n3`. */
 export interface UnavailableSlot {
@@ -80,7 +81,7 @@ export function serves(v: TaskView): boolean {
   return v.record.desired === 'running' && v.healthy && v.node?.state === 'ready';
 }
 
-const byAge = (a: TaskView, b: TaskView): number => a.record.createdAt - b.record.createdAt || a.record.id.localeCompare(b.record.id);
+const byAge = (a: TaskView, b: TaskView): number => a.record.createdAt - b.record.createdAt || compareText(a.record.id, b.record.id);
 
 /** Why a slot with these tasks serves nothing. */
 function whyUnavailable(views: readonly TaskView[]): string {
@@ -107,7 +108,7 @@ function nodeName(v: TaskView): string {
   return v.node?.name ?? v.record.nodeId ?? '?';
 }
 
-export const compareSlots = (a: string, b: string): number => a.localeCompare(b, undefined, { numeric: true });
+export const compareSlots = (a: string, b: string): number => compareNatural(a, b);
 
 /** How many slots of the service are unavailable now and how many more the budget allows. */
 export function assessBudget(state: ControlState, svc: ServiceRecord, wanted: readonly (number | string)[] = wantedSlots(state, svc)): BudgetAssessment {
@@ -296,7 +297,7 @@ export interface NodeLossVerdict {
  */
 export function nodeLossVerdicts(state: ControlState, nodeId: string, cause: DisruptionCause): NodeLossVerdict[] {
   const out: NodeLossVerdict[] = [];
-  for (const s of [...state.services.values()].sort((a, b) => a.value.name.localeCompare(b.value.name))) {
+  for (const s of [...state.services.values()].sort((a, b) => compareText(a.value.name, b.value.name))) {
     const svc = s.value;
     if (cause.cause === 'drain' && svc.spec.mode === 'global') continue;
     const a = assessBudget(state, svc);

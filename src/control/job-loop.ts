@@ -28,6 +28,7 @@ import { tasksOf, type ControlState, type Versioned } from '../resources/state.t
 import { isTerminal, viewOf, type TaskView } from '../resources/task-view.ts';
 import { backoffDelayMs } from '../base/backoff.ts';
 import { mirror, shutdown, Wake, type Decision, type LoopContext, type Work } from './orchestrator.ts';
+import { compareText } from '../base/order.ts';
 
 /** The first retry of a failed run waits this long, doubled per retry up to retryDelayMsMax (as Kubernetes Jobs). */
 export const retryDelayMs = 10_000;
@@ -192,7 +193,7 @@ function maybeStartAttempt(p: Pass, r: RunWork, job: JobRecord): void {
   // Under forbid, the oldest pending run goes first (a manual run beside a scheduled one).
   if (job.spec.concurrency !== 'allow') {
     const first = p.runs.filter((x) => x.rec.state === 'pending' || x.rec.state === 'running')
-      .sort((a, b) => a.rec.createdAt - b.rec.createdAt || a.rec.id.localeCompare(b.rec.id))[0];
+      .sort((a, b) => a.rec.createdAt - b.rec.createdAt || compareText(a.rec.id, b.rec.id))[0];
     if (first !== r) return;
   }
   const rec: TaskRecord = {
@@ -283,7 +284,7 @@ function prune(p: Pass): Change[] {
   const job = p.job?.value;
   const keep = new Set<string>();
   if (job !== undefined) {
-    const finished = p.runs.filter((r) => isFinishedRun(r.rec)).sort((a, b) => b.rec.scheduledAt - a.rec.scheduledAt || b.rec.id.localeCompare(a.rec.id));
+    const finished = p.runs.filter((r) => isFinishedRun(r.rec)).sort((a, b) => b.rec.scheduledAt - a.rec.scheduledAt || compareText(b.rec.id, a.rec.id));
     const ok = finished.filter((r) => r.rec.state === 'succeeded').slice(0, job.spec.history.succeeded);
     const bad = finished.filter((r) => r.rec.state !== 'succeeded').slice(0, job.spec.history.failed);
     const ttl = job.spec.ttlAfterFinishedMs;

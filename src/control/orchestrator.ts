@@ -30,6 +30,7 @@ import { ImagePullGate, settledRequests } from './image-pull-gate.ts';
 import { rollbackPortClaims, rollbackPortClash, type PortRecordReader } from './ingress-apply.ts';
 import { tasksOf, type ControlState } from '../resources/state.ts';
 import { isTerminal, viewOf, type TaskView } from '../resources/task-view.ts';
+import { compareText } from '../base/order.ts';
 
 /** Finished tasks kept per slot, newest first, for `service ps` to show what happened. */
 export const taskHistoryPerSlot = 2;
@@ -210,7 +211,7 @@ function reconcileSlots(svc: ServiceRecord, wanted: (number | string)[], works: 
 
 /** Converges one wanted slot; returns a task it creates. */
 function reconcileSlot(svc: ServiceRecord, slot: number | string, ws: Work[], pass: UpdatePass, ledger: DisruptionLedger, ctx: LoopContext, wake: Wake, gate?: ImagePullGate): Work | undefined {
-  const alive = ws.filter((w) => w.rec.desired === 'running').sort((a, b) => a.rec.createdAt - b.rec.createdAt || a.rec.id.localeCompare(b.rec.id));
+  const alive = ws.filter((w) => w.rec.desired === 'running').sort((a, b) => a.rec.createdAt - b.rec.createdAt || compareText(a.rec.id, b.rec.id));
   for (const w of alive) {
     if (w.view.observed === 'failed') shutdown(w, ctx.now, null);
     else if (w.view.observed === 'orphaned') shutdown(w, ctx.now, null);
@@ -264,7 +265,7 @@ function refill(svc: ServiceRecord, slot: number | string, ws: Work[], pass: Upd
       return undefined;
     }
   }
-  const last = [...ws].sort((a, b) => b.rec.createdAt - a.rec.createdAt || b.rec.id.localeCompare(a.rec.id))[0];
+  const last = [...ws].sort((a, b) => b.rec.createdAt - a.rec.createdAt || compareText(b.rec.id, a.rec.id))[0];
   let attempt = 0;
   if (last !== undefined && last.rec.observed === 'failed') {
     const verdict = restartVerdict(last.rec, svc.spec.restart);
@@ -317,7 +318,7 @@ function reap(state: ControlState, works: Work[], serviceGone: boolean): Change[
     bySlot.set(String(w.rec.slot), [...(bySlot.get(String(w.rec.slot)) ?? []), w]);
   }
   for (const ws of bySlot.values()) {
-    ws.sort((a, b) => b.rec.createdAt - a.rec.createdAt || b.rec.id.localeCompare(a.rec.id));
+    ws.sort((a, b) => b.rec.createdAt - a.rec.createdAt || compareText(b.rec.id, a.rec.id));
     for (const w of ws.slice(serviceGone ? 0 : taskHistoryPerSlot)) {
       w.deleted = true;
       out.push(deleteChange(tasksCollection, w.rec.id, w.rev as number));

@@ -18,6 +18,7 @@
 import type { ServiceRecord, ServiceUpdateStatus, TaskRecord } from '../resources/records.ts';
 import { isTerminal, type TaskView } from '../resources/task-view.ts';
 import type { DisruptionLedger } from './disruption-budget.ts';
+import { compareNatural } from '../base/order.ts';
 
 export interface UpdatePass {
   /** The spec version new tasks get. */
@@ -84,7 +85,7 @@ export function planUpdate(svc: ServiceRecord, tasks: readonly TaskLike[], now: 
   if (now < readyAt) return { target, replaceNow: new Set(), statusChange: null, wakeAt: earliest([readyAt, ...(wakeAt === null ? [] : [wakeAt])]) };
   const room = Math.max(0, svc.spec.update.parallelism - inProgress);
   const candidates = old.filter((t) => !busy.has(String(t.rec.slot)))
-    .sort((a, b) => String(a.rec.slot).localeCompare(String(b.rec.slot), undefined, { numeric: true }));
+    .sort((a, b) => compareNatural(String(a.rec.slot), String(b.rec.slot)));
   // Start-first keeps the slot serving until the new task runs; stop-first takes it down first.
   const free = svc.spec.update.order === 'start-first' && !svc.spec.exclusive;
   const cause = { cause: 'update', specVersion: target, rollback: st.state === 'rolling-back' } as const;

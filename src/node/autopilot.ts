@@ -14,6 +14,7 @@ import { caHolderWarning } from '../security/ca-holders.ts';
 import { joinIntentsCollection } from '../security/tokens.ts';
 import { deadMemberDecision, type HeldMember } from './dead-members.ts';
 import type { RaftNode } from './raft-node.ts';
+import { compareText } from '../base/order.ts';
 
 export const autopilotStabilizationMsDefault = 10_000;
 export const autopilotMinQuorumDefault = 3;
@@ -61,7 +62,7 @@ export function autopilotDecision(input: AutopilotInput): AutopilotDecision {
   }
   const ready = [...healthySince.entries()]
     .filter(([, since]) => input.nowMs - since >= input.stabilizationMs)
-    .sort(([a, sa], [b, sb]) => sa - sb || a.localeCompare(b));
+    .sort(([a, sa], [b, sb]) => sa - sb || compareText(a, b));
   const first = ready[0];
   if (first === undefined || !promotionKeepsTolerance(input.voters.length, input.healthyVoters.length)) return { promote: null, healthySince };
   return { promote: first[0], healthySince };

@@ -9,6 +9,12 @@ import { runCommand } from '../base/run-command.ts';
 
 /** How often the status is read again. */
 export const clockSyncRefreshMs = 60_000;
+/**
+ * How long after start() the first read waits: a spawn is 8-14 ms of a node's start (the fork
+ * of a process with its heap mapped; issue 45), and the rule (clock-watch.ts) first looks 5 s
+ * after its own start. Until read, the status is unknown, which never holds jobs.
+ */
+export const clockSyncFirstReadMs = 1_000;
 /** How long one `timedatectl` may take. */
 const timedatectlTimeoutMs = 2_000;
 
@@ -32,14 +38,18 @@ export const readTimedatectl: ClockSyncReader = async () => {
   }
 };
 
-/** The cached status, refreshed every `refreshMs`; `close()` stops the refresh. */
+/** The cached status, read `firstReadMs` after start() and every `refreshMs` after; `close()` stops it. */
 export class ClockSyncStatus {
   private value: boolean | undefined;
   private timer: NodeJS.Timeout | null = null;
   private reading = false;
   private closed = false;
 
-  constructor(private readonly read: ClockSyncReader = readTimedatectl, private readonly refreshMs = clockSyncRefreshMs) {}
+  constructor(
+    private readonly read: ClockSyncReader = readTimedatectl,
+    private readonly refreshMs = clockSyncRefreshMs,
+    private readonly firstReadMs = clockSyncFirstReadMs,
+  ) {}
 
   /** true / false: what the system said at the last refresh; undefined: unknown (or not read yet). */
   get synchronized(): boolean | undefined {
@@ -48,8 +58,11 @@ export class ClockSyncStatus {
 
   start(): void {
     if (this.closed || this.timer !== null) return;
-    void this.refresh();
-    this.timer = setInterval(() => void this.refresh(), this.refreshMs);
+    this.timer = setTimeout(() => {
+      void this.refresh();
+      this.timer = setInterval(() => void this.refresh(), this.refreshMs);
+      this.timer.unref();
+    }, this.firstReadMs);
     this.timer.unref();
   }
 
@@ -67,6 +80,7 @@ export class ClockSyncStatus {
 
   close(): void {
     this.closed = true;
+    // clearInterval clears the first read's timeout as well (one kind of timer in Node.js).
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
   }

@@ -3,6 +3,8 @@
 // when the voters left stay at or above the floor `minQuorum` and the healthy ones still make a
 // quorum. A pure function, tested with tables; src/node/autopilot.ts gathers its input and acts.
 
+import { compareText } from '../base/order.ts';
+
 export interface DeadMemberInput {
   /** How long a member must have been silent before it is removed; 0 turns cleanup off. */
   removeAfterMs: number;
@@ -44,7 +46,7 @@ export function deadMemberDecision(input: DeadMemberInput): DeadMemberDecision {
     .filter((id) => id !== input.self)
     .map((id) => ({ id, downForMs: input.downForMs.get(id) ?? 0 }))
     .filter((m) => m.downForMs >= input.removeAfterMs)
-    .sort((a, b) => b.downForMs - a.downForMs || a.id.localeCompare(b.id));
+    .sort((a, b) => b.downForMs - a.downForMs || compareText(a.id, b.id));
   for (const m of dead) {
     if (!voters.has(m.id)) return { remove: { ...m, role: 'learner' }, held };
     const reason = voterRemovalRefusal(input, m.id);

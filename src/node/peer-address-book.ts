@@ -21,6 +21,7 @@ import type { NodeId } from '../raft/types.ts';
 import type { Logger } from '../log.ts';
 import type { MemberRecord } from '../resources/membership.ts';
 import { isHostPort } from '../base/host-port.ts';
+import { compareText } from '../base/order.ts';
 
 export const peerAddressFile = 'peer-addresses.json';
 
@@ -54,7 +55,7 @@ export class PeerAddressBook {
   }
 
   list(): [NodeId, PeerAddressEntry][] {
-    return [...this.entries].sort(([a], [b]) => a.localeCompare(b));
+    return [...this.entries].sort(([a], [b]) => compareText(a, b));
   }
 
   /**

@@ -14,6 +14,7 @@ import { z } from 'zod';
 import { jobSpecSchema, type JobSpec } from './spec/job-spec.ts';
 import { type Assert, type Same, type ServiceSpec } from './spec/service-spec.ts';
 import { imagePlatformsSchema, type ImagePlatforms, type ServiceRecord } from './records.ts';
+import { compareText } from '../base/order.ts';
 
 /** Job records (JobRecord), by job name. Written by `apply`, suspend/resume, and the leader's job loop. */
 export const jobsCollection = 'shoal.jobs';
@@ -179,7 +180,7 @@ export function jobTaskSpec(spec: JobSpec): ServiceSpec {
 export function jobAsService(job: JobRecord, specVersion: number = job.specVersion, runId: string | null = null): ServiceRecord {
   const spec = jobTaskSpec(job.spec);
   // The attempt knows its run: SHOAL_JOB and SHOAL_JOB_RUN (a chore can make itself idempotent by it).
-  if (runId !== null) spec.env = Object.fromEntries(Object.entries({ ...spec.env, SHOAL_JOB: job.name, SHOAL_JOB_RUN: runId }).sort(([a], [b]) => a.localeCompare(b)));
+  if (runId !== null) spec.env = Object.fromEntries(Object.entries({ ...spec.env, SHOAL_JOB: job.name, SHOAL_JOB_RUN: runId }).sort(([a], [b]) => compareText(a, b)));
   return {
     name: job.name, spec, specVersion, previousSpec: null, previousSpecVersion: null,
     updateStatus: { state: 'none', startedAt: null, completedAt: null, message: null }, source: job.source, forcedDisruptions: [],

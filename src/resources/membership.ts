@@ -4,6 +4,7 @@
 
 import { z } from 'zod';
 import type { ConfChange, ConfState, NodeId } from '../raft/types.ts';
+import { compareText } from '../base/order.ts';
 
 export const memberRecordSchema = z.object({
   id: z.string().min(1),
@@ -24,7 +25,7 @@ export class Membership {
   private readonly records = new Map<NodeId, MemberRecord>();
 
   list(): MemberRecord[] {
-    return [...this.records.values()].sort((a, b) => a.id.localeCompare(b.id));
+    return [...this.records.values()].sort((a, b) => compareText(a.id, b.id));
   }
 
   get(id: NodeId): MemberRecord | undefined {

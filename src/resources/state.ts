@@ -23,6 +23,7 @@ import type { z } from 'zod';
 import { imagePullRequestSchema, imagePullsCollection, type ImagePullRequest } from './image-pulls.ts';
 import { jobRecordSchema, jobRunRecordSchema, jobRunsCollection, jobsCollection, type JobRecord, type JobRunRecord } from './jobs.ts';
 import { volumeRecordSchema, volumesCollection, type VolumeRecord } from './volumes.ts';
+import { compareText } from '../base/order.ts';
 
 export interface Versioned<T> {
   value: T;
@@ -207,7 +208,7 @@ export function tasksOnNode(state: ControlState, nodeId: string): readonly Versi
 export function tasksOf(state: ControlState, service: string): Versioned<TaskRecord>[] {
   const index = indexTasks(tasksByService, state.tasks, (t) => t.service);
   return [...(index.get(service) ?? [])]
-    .sort((a, b) => slotKey(a.value.slot).localeCompare(slotKey(b.value.slot)) || a.value.createdAt - b.value.createdAt || a.value.id.localeCompare(b.value.id));
+    .sort((a, b) => compareText(slotKey(a.value.slot), slotKey(b.value.slot)) || a.value.createdAt - b.value.createdAt || compareText(a.value.id, b.value.id));
 }
 
 function slotKey(slot: number | string): string {

@@ -4,6 +4,7 @@
 import { jobAsService, type JobRunRecord } from './jobs.ts';
 import type { ServiceRecord, TaskRecord } from './records.ts';
 import type { ControlState, Versioned } from './state.ts';
+import { compareText } from '../base/order.ts';
 
 /** The record a task is read against: its service's, or its job's. */
 export function ownerOf(state: ControlState, task: TaskRecord): ServiceRecord | undefined {
@@ -16,6 +17,6 @@ export function ownerOf(state: ControlState, task: TaskRecord): ServiceRecord | 
 /** Every job run of `job`, oldest scheduled first. */
 export function runsOf(runs: ReadonlyMap<string, Versioned<JobRunRecord>>, job: string): Versioned<JobRunRecord>[] {
   return [...runs.values()].filter((r) => r.value.job === job)
-    .sort((a, b) => a.value.scheduledAt - b.value.scheduledAt || a.value.id.localeCompare(b.value.id));
+    .sort((a, b) => a.value.scheduledAt - b.value.scheduledAt || compareText(a.value.id, b.value.id));
 }
 

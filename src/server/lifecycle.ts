@@ -140,9 +140,10 @@ export function describeStartTimes(times: readonly StartTime[], minMs = 5): stri
 /**
  * Where the start-up went (docs/operations.md, "Start-up time"): ms from the process's start to
  * its code loaded, to its components starting (the config read, a drill hold waited out) and to
- * the API answering, with the slowest components.
+ * the API answering, with the slowest components; and the CPU the process used to then (every
+ * thread: on a busy machine the wall-clock figures wait on others, this one does not).
  */
-export function startUpLine(codeMs: number, componentsMs: number, servingMs: number, times: readonly StartTime[]): string {
-  return `${Math.round(servingMs)} ms after the process started (code loaded ${Math.round(codeMs)} ms, `
+export function startUpLine(codeMs: number, componentsMs: number, servingMs: number, times: readonly StartTime[], cpuMs: number): string {
+  return `${Math.round(servingMs)} ms after the process started, ${Math.round(cpuMs)} ms of CPU (code loaded ${Math.round(codeMs)} ms, `
     + `config ${Math.round(componentsMs - codeMs)} ms, components ${Math.round(servingMs - componentsMs)} ms: ${describeStartTimes(times)})`;
 }

@@ -2,7 +2,7 @@
 // clocks, the leader's hold with its start and end told once each, and the synchronization
 // status read from timedatectl's answer.
 
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ClockWatch } from '../../src/node/clock-watch.ts';
 import { ClockSyncStatus, parseNtpSynchronized } from '../../src/node/clock-sync.ts';
 import type { PeerContact } from '../../src/ports/leadership.ts';
@@ -89,5 +89,32 @@ describe('clock synchronization status', () => {
     await s.refresh();
     expect(s.synchronized).toBeUndefined();
     s.close();
+  });
+
+  it('reads first a while after start, off the node\'s start, then every refresh; not after close', async () => {
+    vi.useFakeTimers();
+    try {
+      let reads = 0;
+      const s = new ClockSyncStatus(async () => { reads++; return true; }, 60_000, 1_000);
+      s.start();
+      await vi.advanceTimersByTimeAsync(999);
+      expect(reads).toBe(0);
+      expect(s.synchronized).toBeUndefined();
+      await vi.advanceTimersByTimeAsync(1);
+      expect(reads).toBe(1);
+      expect(s.synchronized).toBe(true);
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(reads).toBe(2);
+      s.close();
+      await vi.advanceTimersByTimeAsync(120_000);
+      expect(reads).toBe(2);
+      const early = new ClockSyncStatus(async () => { reads++; return true; }, 60_000, 1_000);
+      early.start();
+      early.close();
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(reads).toBe(2);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -164,6 +164,6 @@ describe('start times (the node\'s start-up line)', () => {
     const times = [{ name: 'peer-http', ms: 0.4 }, { name: 'storage', ms: 41.6 }, { name: 'api', ms: 88.2 }, { name: 'dns', ms: 5 }, { name: 'vip', ms: 1.2 }];
     expect(describeStartTimes(times)).toBe('api 88 ms, storage 42 ms, dns 5 ms, 2 more under 5 ms each');
     expect(describeStartTimes(times.filter((t) => t.ms >= 5))).toBe('api 88 ms, storage 42 ms, dns 5 ms');
-    expect(startUpLine(251.2, 262.9, 400.4, times)).toBe('400 ms after the process started (code loaded 251 ms, config 12 ms, components 138 ms: api 88 ms, storage 42 ms, dns 5 ms, 2 more under 5 ms each)');
+    expect(startUpLine(251.2, 262.9, 400.4, times, 380.6)).toBe('400 ms after the process started, 381 ms of CPU (code loaded 251 ms, config 12 ms, components 138 ms: api 88 ms, storage 42 ms, dns 5 ms, 2 more under 5 ms each)');
   });
 });

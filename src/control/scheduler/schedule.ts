@@ -17,6 +17,7 @@
 // whose demand already failed since the last placement costs O(1).
 
 import { assert } from '../../base/assert.ts';
+import { compareText } from '../../base/order.ts';
 import { demandOf, withVolume } from './demand.ts';
 import { feasible, firstRejection } from './filters.ts';
 import { explain, type NodeRejection } from './reasons.ts';
@@ -125,7 +126,5 @@ function compareSlots(a: number | string, b: number | string): number {
   return compareIds(a, b);
 }
 
-/** Code-unit order, the same on every machine (localeCompare is not). */
-export function compareIds(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
+/** Ids in code-unit order, the same on every machine (src/base/order.ts). */
+export const compareIds = compareText;
