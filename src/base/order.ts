@@ -28,8 +28,9 @@ export function compareNatural(a: string, b: string): number {
     if (x === y) continue;
     // split with a capture group alternates text (even) and digit runs (odd).
     const d = i % 2 === 1 ? compareDigits(x, y) : 0;
-    return d !== 0 ? d : compareText(x, y) || pa.length - pb.length;
+    return d !== 0 ? d : compareText(x, y);
   }
+  // Every part alike up to the shorter: the one with fewer parts first (a prefix of the other).
   return pa.length - pb.length || compareText(a, b);
 }
 
