@@ -24,7 +24,6 @@ const magic = 'shoal-code-cache 1';
 /** ms after the load that the cache is written, by default: the node has started by then. */
 export const writeAfterMsDefault = 5000;
 
-
 /** The cached data of `file` in `cacheFile` if that was written for this script, else undefined. */
 function readCache(cacheFile, key) {
   let bytes;

@@ -3,9 +3,9 @@
 
 import { formatCpu, formatMemory } from '../resources/spec/quantity.ts';
 import type { NodeView, ServiceView, TaskItem } from './control-api.ts';
-import { currentFirst } from '../api/task-order.ts';
+import { compareSlotKeys, currentFirst } from '../api/task-order.ts';
 import { stackOfSource } from '../resources/stacks.ts';
-import { compareNatural, compareText } from '../base/order.ts';
+import { compareText } from '../base/order.ts';
 
 /** Longest message shown in a table cell when the output is not a terminal; --no-trunc and --json show the whole text. */
 const cellCharsMax = 80;
@@ -63,10 +63,6 @@ export function terminalColumns(): number | null {
   return Number.isInteger(env) && env > 0 ? env : null;
 }
 
-export function compareSlots(a: number | string, b: number | string): number {
-  return compareNatural(String(a), String(b));
-}
-
 /** `3/3`; `2/3 (1 unreachable, 1 pending)`; during an update `1/3 (3 serving)`, the old tasks counted in serving. */
 export function replicasText(v: ServiceView): string {
   const s = v.status;
@@ -105,7 +101,7 @@ export function observedText(t: TaskItem): string {
 
 /** Slot order, the current task of a slot first, then its history. */
 export function sortTasks(tasks: readonly TaskItem[]): TaskItem[] {
-  return [...tasks].sort((a, b) => compareText(a.service, b.service) || compareSlots(a.slot, b.slot)
+  return [...tasks].sort((a, b) => compareText(a.service, b.service) || compareSlotKeys(a.slot, b.slot)
     || (a.desired === b.desired ? 0 : a.desired === 'running' ? -1 : 1) || b.record.createdAt - a.record.createdAt || compareText(a.id, b.id));
 }
 

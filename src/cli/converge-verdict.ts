@@ -12,7 +12,8 @@
 
 import { notRestartedNote } from '../control/restart-policy.ts';
 import type { ServiceView, TaskItem } from './control-api.ts';
-import { compareSlots, serviceProgress } from './control-format.ts';
+import { serviceProgress } from './control-format.ts';
+import { compareSlotKeys } from '../api/task-order.ts';
 import { compareText } from '../base/order.ts';
 
 /** Failed attempts in a row, in every slot, all the same way, after which the wait stops (docs/cli.md). */
@@ -81,7 +82,7 @@ function wantedSlots(view: ServiceView, tasks: readonly TaskItem[]): TaskItem[][
   const bySlot = new Map<string, TaskItem[]>();
   for (const t of tasks) bySlot.set(String(t.slot), [...(bySlot.get(String(t.slot)) ?? []), t]);
   const out: TaskItem[][] = [];
-  for (const [slot, ts] of [...bySlot].sort(([a], [b]) => compareSlots(a, b))) {
+  for (const [slot, ts] of [...bySlot].sort(([a], [b]) => compareSlotKeys(a, b))) {
     ts.sort((a, b) => b.record.createdAt - a.record.createdAt || compareText(b.id, a.id));
     if (view.record.spec.mode === 'replicated' && Number(slot) > view.status.desired) continue;
     const newest = ts[0];

@@ -108,8 +108,6 @@ function nodeName(v: TaskView): string {
   return v.node?.name ?? v.record.nodeId ?? '?';
 }
 
-export const compareSlots = (a: string, b: string): number => compareNatural(a, b);
-
 /** How many slots of the service are unavailable now and how many more the budget allows. */
 export function assessBudget(state: ControlState, svc: ServiceRecord, wanted: readonly (number | string)[] = wantedSlots(state, svc)): BudgetAssessment {
   const bySlot = new Map<string, TaskView[]>();
@@ -120,7 +118,7 @@ export function assessBudget(state: ControlState, svc: ServiceRecord, wanted: re
   }
   const unavailable: UnavailableSlot[] = [];
   const serving = new Map<string, TaskView>();
-  for (const slot of wanted.map(String).sort(compareSlots)) {
+  for (const slot of wanted.map(String).sort(compareNatural)) {
     const views = bySlot.get(slot) ?? [];
     const server = views.filter(serves).sort(byAge).pop();
     if (server !== undefined) serving.set(slot, server);
@@ -274,7 +272,7 @@ export function budgetCompares(state: ControlState, svc: ServiceRecord, a: Budge
 
 /** The slots of the service whose serving task runs on `nodeId`: what taking that node away costs. */
 export function slotsServedOn(a: BudgetAssessment, nodeId: string): string[] {
-  return [...a.serving].filter(([, v]) => v.record.nodeId === nodeId).map(([slot]) => slot).sort(compareSlots);
+  return [...a.serving].filter(([, v]) => v.record.nodeId === nodeId).map(([slot]) => slot).sort(compareNatural);
 }
 
 /** Per service that a voluntary action taking `nodeId` away would touch: what it costs, what is left, and whether it fits. */

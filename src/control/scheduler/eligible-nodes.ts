@@ -11,7 +11,7 @@ import { matchesConstraint } from '../../resources/spec/constraint.ts';
 import type { NodeRecord } from '../../resources/records.ts';
 import type { ServiceSpec } from '../../resources/spec/service-spec.ts';
 import { withRoles } from './roles.ts';
-import { compareIds } from './schedule.ts';
+import { compareText } from '../../base/order.ts';
 
 /** The nodes a global service should have a task on, sorted by id. `voters`: for `node.role` constraints (roles.ts). */
 export function eligibleNodes(spec: ServiceSpec, nodes: readonly NodeRecord[], voters?: ReadonlySet<string>): NodeRecord[] {
@@ -21,5 +21,5 @@ export function eligibleNodes(spec: ServiceSpec, nodes: readonly NodeRecord[], v
     .map((subject, i) => ({ subject, node: nodes[i] as NodeRecord }))
     .filter(({ subject: n }) => n.availability !== 'drain' && n.state !== 'down' && spec.constraints.every((c) => matchesConstraint(c, n)))
     .map(({ node }) => node)
-    .sort((a, b) => compareIds(a.id, b.id));
+    .sort((a, b) => compareText(a.id, b.id));
 }

@@ -1,6 +1,6 @@
 // The scheduler: pure placement of pending tasks (docs/scheduler.md).
 
-export { schedule, bestNode, compareIds } from './schedule.ts';
+export { schedule, bestNode } from './schedule.ts';
 export { eligibleNodes } from './eligible-nodes.ts';
 export { filters, feasible, firstRejection, nodeReady, nodeActive, runtimeUp, constraintsHold, resourcesFree, hostPortsFree, maxPerNodeRoom, type Filter } from './filters.ts';
 // Issue 40: placement by the platforms an image offers.

@@ -34,7 +34,7 @@ interface Pending {
 }
 
 export function schedule(input: ScheduleInput): ScheduleResult {
-  const nodes = [...withRoles(input.nodes, input.voters)].sort((a, b) => compareIds(a.id, b.id));
+  const nodes = [...withRoles(input.nodes, input.voters)].sort((a, b) => compareText(a.id, b.id));
   const pending = canonicalPending(input.pending);
   const usage = usageByNode(nodes, input.tasks, new Set(pending.map((p) => p.id)));
   // Each node with what it carries, in id order; candidates are taken from this list.
@@ -63,7 +63,7 @@ export function schedule(input: ScheduleInput): ScheduleResult {
       if (!p.global) failed.set(p.demand, { placements: placements.length, reason });
     }
   }
-  unplaced.sort((a, b) => compareIds(a.taskId, b.taskId));
+  unplaced.sort((a, b) => compareText(a.taskId, b.taskId));
   return { placements, unplaced };
 }
 
@@ -113,9 +113,9 @@ function canonicalPending(list: readonly TaskWithSpec[]): Pending[] {
   return out.sort((a, b) =>
     b.demand.memoryBytes - a.demand.memoryBytes
     || b.demand.cpuMillis - a.demand.cpuMillis
-    || compareIds(a.demand.service, b.demand.service)
+    || compareText(a.demand.service, b.demand.service)
     || compareSlots(a.slot, b.slot)
-    || compareIds(a.id, b.id));
+    || compareText(a.id, b.id));
 }
 
 /** Numbers before strings, numbers by value, strings by code unit. */
@@ -123,8 +123,5 @@ function compareSlots(a: number | string, b: number | string): number {
   if (typeof a === 'number' && typeof b === 'number') return a - b;
   if (typeof a === 'number') return -1;
   if (typeof b === 'number') return 1;
-  return compareIds(a, b);
+  return compareText(a, b);
 }
-
-/** Ids in code-unit order, the same on every machine (src/base/order.ts). */
-export const compareIds = compareText;
