@@ -16,6 +16,7 @@ import { closeSync, existsSync, fstatSync, openSync, readFileSync, renameSync, r
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import v8 from 'node:v8';
 import vm from 'node:vm';
 
 /** The first line of a cache file, with the script's size and modification time after it. */
@@ -23,6 +24,17 @@ const magic = 'shoal-code-cache 1';
 
 /** ms after the load that the cache is written, by default: the node has started by then. */
 export const writeAfterMsDefault = 5000;
+
+/**
+ * The V8 flags `shoal serve` runs with, set before its script is compiled: V8 refuses a cache made
+ * under other flags, so they are the same whenever the cache is made or used. `--bytecode-old-age=2`:
+ * V8 drops the bytecode of a function that has not run through two full collections (five by
+ * default) and compiles it again if it runs later. An idle node has few full collections (the
+ * start's and the memory reducer's, after it), and with the default it kept the bytecode of every
+ * function it ran only while starting (module set-up, schemas, route registration): about 2 MiB of
+ * its heap (docs/operations.md, "The code cache").
+ */
+export const serveV8Flags = '--bytecode-old-age=2';
 
 /** The cached data of `file` in `cacheFile` if that was written for this script, else undefined. */
 function readCache(cacheFile, key) {
@@ -58,9 +70,11 @@ function readScript(file) {
  * is one for it; returns its exports and what became of the cache: 'used', 'none' (no file),
  * 'stale' (written for another script or Node.js) or 'rejected' (by V8: other flags, or
  * damaged). Unless 'used', the cache is written `writeAfterMs` later (`onWritten` is told
- * where; `onError` of a failure to write, which changes nothing else).
+ * where; `onError` of a failure to write, which changes nothing else). `v8Flags` are set before
+ * the script is compiled, so the cache is made and used under them.
  */
-export function loadWithCodeCache(file, { cacheFile = `${file}.cache`, writeAfterMs = writeAfterMsDefault, onWritten, onError } = {}) {
+export function loadWithCodeCache(file, { cacheFile = `${file}.cache`, writeAfterMs = writeAfterMsDefault, v8Flags, onWritten, onError } = {}) {
+  if (v8Flags !== undefined) v8.setFlagsFromString(v8Flags);
   const { key, source } = readScript(file);
   const cachedData = readCache(cacheFile, key);
   // Wrapped as Node.js wraps a CommonJS module; the read source is garbage once compiled.
@@ -95,6 +109,6 @@ export function loadWithCodeCache(file, { cacheFile = `${file}.cache`, writeAfte
  */
 export async function bundleMain(distDir, argv, env = process.env) {
   const serveScript = path.join(distDir, 'serve.cjs');
-  if (argv[0] === 'serve' && env.SHOAL_CODE_CACHE !== '0' && existsSync(serveScript)) return loadWithCodeCache(serveScript).exports.main;
+  if (argv[0] === 'serve' && env.SHOAL_CODE_CACHE !== '0' && existsSync(serveScript)) return loadWithCodeCache(serveScript, { v8Flags: serveV8Flags }).exports.main;
   return (await import(pathToFileURL(path.join(distDir, 'shoal.mjs')).href)).main;
 }

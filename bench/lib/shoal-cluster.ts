@@ -223,6 +223,12 @@ export class ShoalCluster implements System {
     writeFileSync(path.join(n.dir, 'shoal.yaml'), stringify(config));
   }
 
+  /** What node `i` has written to its log so far (every start of it, appended). */
+  logText(i: number): string {
+    const f = this.logFile(this.node(i));
+    return existsSync(f) ? readFileSync(f, 'utf8') : '';
+  }
+
   private logFile(n: ShoalNode): string {
     return path.join(this.root, `${n.name}.log`);
   }
@@ -239,3 +245,11 @@ export class ShoalCluster implements System {
   }
 }
 
+/**
+ * ms from a node's process start to its API bound, from its start-up line (src/server/lifecycle.ts,
+ * startUpLine: "serving the API on ..., N ms after the process started"); NaN when the log has none.
+ */
+export function boundMsOf(log: string): number {
+  const m = /serving the API on [^,"]*, (\d+) ms after the process started/.exec(log);
+  return m ? Number(m[1]) : Number.NaN;
+}

@@ -10,15 +10,16 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 const loader = fileURLToPath(new URL('../../bin/code-cache.js', import.meta.url));
+const { serveV8Flags } = (await import(loader)) as { serveV8Flags: string };
 
 /** A script with enough code that V8 caches something, and a result that shows it ran. */
 const script = (n: number): string => `exports.sum = function sum(xs) { let s = 0; for (const x of xs) s += x; return s + ${n}; };\nexports.answer = exports.sum([1, 2, 3]);\n`;
 
 /** Loads `file` in a child process (writing the cache at once); its cache state, result and what it wrote. */
-function load(file: string, cacheFile = `${file}.cache`, flags: string[] = []): { cache: string; answer: number; written: string; error: string } {
+function load(file: string, cacheFile = `${file}.cache`, flags: string[] = [], v8Flags?: string): { cache: string; answer: number; written: string; error: string } {
   const code = `import { loadWithCodeCache } from ${JSON.stringify(loader)};
 let written = '', error = '';
-const r = loadWithCodeCache(${JSON.stringify(file)}, { cacheFile: ${JSON.stringify(cacheFile)}, writeAfterMs: 0, onWritten: (f) => { written = f; }, onError: (e) => { error = e.code ?? String(e); } });
+const r = loadWithCodeCache(${JSON.stringify(file)}, { cacheFile: ${JSON.stringify(cacheFile)}, writeAfterMs: 0, ${v8Flags !== undefined ? `v8Flags: ${JSON.stringify(v8Flags)}, ` : ''}onWritten: (f) => { written = f; }, onError: (e) => { error = e.code ?? String(e); } });
 setTimeout(() => console.log(JSON.stringify({ cache: r.cache, answer: r.exports.answer, written, error })), 50);`;
   const res = spawnSync(process.execPath, [...flags, '--input-type=module', '-e', code], { encoding: 'utf8' });
   if (res.status !== 0) throw new Error(`load failed (${res.status}): ${res.stderr}`);
@@ -63,6 +64,16 @@ describe('loadWithCodeCache', () => {
     expect(load(file)).toMatchObject({ cache: 'rejected', answer: 16, written: `${file}.cache` });
     expect(load(file)).toMatchObject({ cache: 'used', answer: 16 });
     expect(load(file, `${file}.cache`, ['--no-lazy'])).toMatchObject({ cache: 'rejected', answer: 16 });
+  });
+
+  it("sets serve's V8 flags before compiling: the cache it writes under them is used under them, and refused by a process without them", () => {
+    expect(load(file, undefined, [], serveV8Flags).cache).toBe('none');
+    expect(load(file, undefined, [], serveV8Flags)).toMatchObject({ cache: 'used', answer: 16 });
+    // The flags were in force when the cache was made: V8 refuses it to a process without them.
+    expect(load(file).cache).toBe('rejected');
+    // That process wrote one of its own, which serve's flags refuse in turn, and write theirs again.
+    expect(load(file, undefined, [], serveV8Flags).cache).toBe('rejected');
+    expect(load(file, undefined, [], serveV8Flags)).toMatchObject({ cache: 'used', answer: 16 });
   });
 
   it('reads a script holding non-ASCII text as UTF-8 (the build writes ASCII only, read as Latin-1)', () => {
