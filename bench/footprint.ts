@@ -223,7 +223,6 @@ async function startTimes(sys: ShoalCluster, loadsFile: string, codeCache: strin
   };
 }
 
-
 /** Peak RSS (MiB) of `args` run by node with the probe preloaded, median of `runs`. */
 function peakRss(args: string[], probeDir: string, runs: number, loadsFile?: string): number {
   const peaks: number[] = [];
