@@ -177,7 +177,7 @@ export class ShoalCluster implements System {
     // Added before it starts (force: its API cannot answer the leader's check yet).
     await this.call(seed, 'POST', '/v1/cluster/members?force=true', this.founder(n));
     const membershipMs = performance.now() - membershipStarted;
-    const logFrom = existsSync(this.logFile(n)) ? readFileSync(this.logFile(n), 'utf8').length : 0;
+    const logFrom = this.logText(i).length;
     const started = performance.now();
     this.spawn(n);
     let startMs = Number.NaN;
@@ -186,7 +186,7 @@ export class ShoalCluster implements System {
     const promoteStarted = performance.now();
     await this.call(seed, 'POST', `/v1/cluster/members/${n.id}/promote`, undefined);
     const promoteMs = performance.now() - promoteStarted;
-    const log = readFileSync(this.logFile(n), 'utf8').slice(logFrom);
+    const log = this.logText(i).slice(logFrom);
     const snap = /applied snapshot at index (\d+)/.exec(log);
     const how = `removed, re-initialised with a new id and added as a learner; started empty, ${snap ? `received a snapshot at index ${snap[1]}` : 'caught up from the log (no snapshot)'}; promoted to voter ${Math.round(promoteMs)} ms later`;
     return { catchUpMs, membershipMs, startMs, how };
