@@ -123,6 +123,27 @@ console.log(await (await bundleMain(${JSON.stringify(dir)}, ${JSON.stringify(arg
     expect(run(['--json', 'serve'])).toBe('modules');
   });
 
+  it("compiles serve under serve's V8 flags, and nothing else: a cache made without them is refused to serve only", () => {
+    // A probe script and its code cache, made in a process given `flags`: a cache is used only
+    // under the V8 flags it was made under, so the probe shows the flags a command compiles under.
+    const probe = path.join(dir, 'probe.js');
+    writeFileSync(probe, script(1));
+    const probeCache = (flags: string[]): void => {
+      const made = spawnSync(process.execPath, [...flags, '-e', `const vm = require('node:vm'), fs = require('node:fs');
+fs.writeFileSync(${JSON.stringify(`${probe}.cache`)}, new vm.Script(fs.readFileSync(${JSON.stringify(probe)}, 'utf8'), { filename: 'probe.js' }).createCachedData());`], { encoding: 'utf8' });
+      if (made.status !== 0) throw new Error(`probe cache: ${made.stderr}`);
+    };
+    const check = `new vm.Script(fs.readFileSync(${JSON.stringify(probe)}, 'utf8'), { filename: 'probe.js', cachedData: fs.readFileSync(${JSON.stringify(`${probe}.cache`)}) }).cachedDataRejected ? 'rejected' : 'used'`;
+    writeFileSync(path.join(dir, 'serve.cjs'), `const vm = require('node:vm'), fs = require('node:fs');\nexports.main = async () => ${check};\n`);
+    writeFileSync(path.join(dir, 'shoal.mjs'), `import vm from 'node:vm';\nimport fs from 'node:fs';\nexport const main = async () => ${check};\n`);
+    probeCache([]);
+    expect(run(['serve'])).toBe('rejected');
+    expect(run(['status'])).toBe('used');
+    probeCache([serveV8Flags]);
+    expect(run(['serve'])).toBe('used');
+    expect(run(['status'])).toBe('rejected');
+  });
+
   it('runs serve from the modules with SHOAL_CODE_CACHE=0, or when serve.cjs was not built', () => {
     expect(run(['serve'], { SHOAL_CODE_CACHE: '0' })).toBe('modules');
     rmSync(path.join(dir, 'serve.cjs'));
