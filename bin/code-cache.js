@@ -16,7 +16,6 @@ import { closeSync, existsSync, fstatSync, openSync, readFileSync, renameSync, r
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import v8 from 'node:v8';
 import vm from 'node:vm';
 
 /** The first line of a cache file, with the script's size and modification time after it. */
@@ -74,7 +73,8 @@ function readScript(file) {
  * the script is compiled, so the cache is made and used under them.
  */
 export function loadWithCodeCache(file, { cacheFile = `${file}.cache`, writeAfterMs = writeAfterMsDefault, v8Flags, onWritten, onError } = {}) {
-  if (v8Flags !== undefined) v8.setFlagsFromString(v8Flags);
+  // node:v8 only when there are flags: every other command loads this module too.
+  if (v8Flags !== undefined) createRequire(import.meta.url)('node:v8').setFlagsFromString(v8Flags);
   const { key, source } = readScript(file);
   const cachedData = readCache(cacheFile, key);
   // Wrapped as Node.js wraps a CommonJS module; the read source is garbage once compiled.
